@@ -1,0 +1,115 @@
+/* http.h: the HTTP server every service embeds (libmicrohttpd underneath),
+ * with routing, JSON bodies (jansson), request ids, body-size limits and
+ * problem-JSON errors in Backend.AI's shape:
+ *   {"type": "https://api.backend.ai/probs/<kind>", "title": "...", "msg": "..."}
+ *
+ * Handlers run on the server's worker threads and fill a response. */
+#ifndef TESSERA_HTTP_H
+#define TESSERA_HTTP_H
+
+#include "libcommon/common.h"
+
+#include <jansson.h>
+
+#define HTTP_MAX_PARAMS 8
+
+typedef struct http_req {
+    const char *method;       /* "GET" */
+    const char *target;       /* raw request target as sent: "/a%20b?x=1" */
+    const char *path;         /* decoded path without query: "/a b" */
+    const char *query;        /* raw query without '?', or "" */
+    const char *body;         /* NUL-terminated copy; may hold NULs inside */
+    size_t body_len;
+    const char *request_id;   /* X-Request-ID when sane, else a fresh UUID */
+    const char *client_addr;  /* "127.0.0.1" */
+    int n_params;             /* route parameters ({name} segments), decoded */
+    const char *param_names[HTTP_MAX_PARAMS];
+    const char *param_values[HTTP_MAX_PARAMS];
+    void *impl;               /* server internals */
+} http_req;
+
+typedef struct http_resp http_resp;
+
+typedef void (*http_handler)(http_req *req, http_resp *resp, void *ctx);
+
+/* Request accessors. Header names are case-insensitive. */
+const char *http_header(const http_req *req, const char *name);
+const char *http_param(const http_req *req, const char *name);
+/* Decoded query argument, or NULL. */
+const char *http_query_arg(const http_req *req, const char *name);
+/* Parse the body as a JSON object; on failure sends a 400 problem and returns
+ * NULL (the handler just returns). Caller owns the result (json_decref). */
+json_t *http_json_body(http_req *req, http_resp *resp);
+
+/* Responses. Calling more than one of these replaces the earlier one. */
+void http_reply(http_resp *resp, int status, const char *content_type, const void *body,
+                size_t len);
+/* Takes ownership of body (json_decref'd). */
+void http_reply_json(http_resp *resp, int status, json_t *body);
+/* Problem JSON; kind is the last part of the type URL ("invalid-api-params"). */
+void http_problem(http_resp *resp, int status, const char *kind, const char *title,
+                  const char *fmt, ...) TS_PRINTF(5, 6);
+void http_set_header(http_resp *resp, const char *name, const char *value);
+
+/* The problem body as a JSON object (also used by the gateway when relaying). */
+json_t *http_problem_json(const char *kind, const char *title, const char *msg);
+
+/* Router: exact segments and {name} parameters; "*" as the method matches any.
+ * No match: 404 problem; path matches but not the method: 405 problem with Allow. */
+typedef struct http_router http_router;
+http_router *http_router_new(void);
+void http_router_free(http_router *r);
+void http_route(http_router *r, const char *method, const char *pattern, http_handler h,
+                void *ctx);
+/* Dispatch a request (the server calls this; tests call it directly). */
+void http_router_dispatch(http_router *r, http_req *req, http_resp *resp);
+
+typedef struct http_server_opts {
+    const char *listen;        /* "127.0.0.1:8080" or ":8080"; port 0 picks a free one */
+    size_t max_body;           /* larger bodies get 413 problem JSON */
+    int threads;               /* worker threads (>= 1) */
+    int conn_timeout_s;        /* idle connection timeout */
+    const char *service;       /* for logs and the Server header */
+    /* Called after each response is queued (status, handling time), on the
+     * worker thread, with the request still valid; may be NULL. */
+    void (*on_complete)(const http_req *req, int status, int64_t latency_us, void *ctx);
+    void *on_complete_ctx;
+} http_server_opts;
+
+typedef struct http_server http_server;
+
+http_server *http_server_start(const http_server_opts *opts, http_router *router, ts_err *err);
+/* The port actually bound (useful with port 0). */
+int http_server_port(const http_server *s);
+/* Stop accepting new connections; in-flight requests finish. */
+void http_server_quiesce(http_server *s);
+/* Requests being handled right now. */
+int http_server_inflight(const http_server *s);
+void http_server_stop(http_server *s);
+
+/* Counters for /metrics: per status class and total latency. */
+typedef struct http_server_stats {
+    uint64_t requests, status_2xx, status_3xx, status_4xx, status_5xx;
+    uint64_t body_too_large;
+    uint64_t latency_us_sum;
+} http_server_stats;
+void http_server_get_stats(const http_server *s, http_server_stats *out);
+
+/* For tests and for code that builds responses without a server. */
+http_resp *http_resp_new(void);
+void http_resp_free(http_resp *resp);
+int http_resp_status(const http_resp *resp);
+const char *http_resp_body(const http_resp *resp, size_t *len);
+const char *http_resp_header(const http_resp *resp, const char *name);
+/* The i-th header set with http_set_header (in order); false past the last. */
+bool http_resp_header_at(const http_resp *resp, size_t i, const char **name, const char **value);
+
+/* A request built without a server, for handler tests and in-process calls:
+ * target is raw ("/a%20b?x=1"), headers a NULL-terminated list of
+ * "Name: value" strings or NULL, body may be NULL. http_header and
+ * http_query_arg work on it as on a served request. */
+http_req *http_req_new_local(const char *method, const char *target, const char *const *headers,
+                             const void *body, size_t body_len);
+void http_req_free_local(http_req *req);
+
+#endif

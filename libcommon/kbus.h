@@ -1,0 +1,82 @@
+/* kbus.h: the Kafka bus (librdkafka). Events are envelopes (envelope.h).
+ *
+ * Producer: idempotent (enable.idempotence), murmur2_random partitioner so
+ * other Kafka clients agree on partitions, linger.ms from config (low by
+ * default: these are latency-critical control events).
+ *
+ * Consumer: one consumer group per service. The handler runs for each message;
+ * the offset is stored only after it returns KBUS_DONE (enable.auto.offset.store
+ * = false), so a crash replays, never loses. A message that does not decode, or
+ * whose handler returned KBUS_RETRY max_attempts times, or KBUS_REJECT once, is
+ * produced to tessera.dlq.v1 with the same key, the original bytes, and headers
+ * (dlq.reason, dlq.topic, dlq.partition, dlq.offset, dlq.group, dlq.attempts);
+ * then its offset is stored and consumption goes on. */
+#ifndef TESSERA_KBUS_H
+#define TESSERA_KBUS_H
+
+#include "libcommon/common.h"
+#include "libcommon/envelope.h"
+
+#define KBUS_TOPIC_DLQ "tessera.dlq.v1"
+
+typedef struct kbus_opts {
+    const char *bootstrap;   /* "host:port,host:port" */
+    const char *service;     /* producer name in envelopes, client.id */
+    const char *instance;    /* instance id (hostname or configured) */
+    int linger_ms;           /* producer linger; 0..1000 */
+    int max_attempts;        /* consumer: tries before a message goes to the DLQ (>= 1) */
+    int retry_backoff_ms;    /* consumer: wait between tries */
+} kbus_opts;
+
+typedef struct kbus kbus;
+
+kbus *kbus_new(const kbus_opts *opts, ts_err *err);
+/* Flush outstanding messages (up to timeout_ms) and destroy everything. */
+void kbus_close(kbus *bus, int timeout_ms);
+
+/* Produce a packed envelope (see envelope_pack) asynchronously. Returns false
+ * when the local queue refuses it (err set). */
+bool kbus_produce_raw(kbus *bus, const char *topic, const char *key, const void *value,
+                      size_t len, ts_err *err) TS_MUST_CHECK;
+/* Wrap payload in an envelope and produce it. */
+bool kbus_publish(kbus *bus, const char *topic, const char *key, const ProtobufCMessage *payload,
+                  const char *correlation_id, const char *subject_id, ts_err *err) TS_MUST_CHECK;
+/* Wait until everything produced so far is acknowledged (or timeout). */
+bool kbus_flush(kbus *bus, int timeout_ms) TS_MUST_CHECK;
+
+/* Broker metadata reachable within timeout_ms (used by /readyz). */
+bool kbus_ping(kbus *bus, int timeout_ms, ts_err *err) TS_MUST_CHECK;
+
+typedef enum kbus_result {
+    KBUS_DONE,   /* effect is durable: store the offset */
+    KBUS_RETRY,  /* transient: try again (up to max_attempts, then DLQ) */
+    KBUS_REJECT, /* permanent: to the DLQ now */
+} kbus_result;
+
+typedef struct kbus_msg {
+    const char *topic;
+    int32_t partition;
+    int64_t offset;
+    const char *key;     /* may be NULL; NUL-terminated copy */
+    const Tessera__V1__Envelope *env;
+} kbus_msg;
+
+/* The handler may set reason (for the DLQ header) when it does not return DONE. */
+typedef kbus_result (*kbus_handler)(const kbus_msg *msg, void *ctx, ts_err *reason);
+
+typedef struct kbus_consumer kbus_consumer;
+
+/* Subscribe group to topics (NULL-terminated) and run the handler on a thread
+ * of its own. Topics are created on first use by the brokers. */
+kbus_consumer *kbus_consume(kbus *bus, const char *group, const char *const *topics,
+                            kbus_handler handler, void *ctx, ts_err *err);
+/* Stop polling, commit stored offsets, leave the group, join the thread. */
+void kbus_consumer_stop(kbus_consumer *c);
+
+/* Counters for /metrics. */
+typedef struct kbus_stats {
+    uint64_t produced, produce_errors, consumed, handled, retried, dead_lettered;
+} kbus_stats;
+void kbus_get_stats(kbus *bus, kbus_stats *out);
+
+#endif

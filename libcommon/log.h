@@ -1,0 +1,47 @@
+/* log.h: level-checked logfmt logging to stderr (journald keeps it).
+ *
+ *   TLOG_INFO("listening", "addr=%s", addr);
+ *   -> ts=2026-11-21T23:40:01.123Z level=info service=gateway msg="listening" addr=... request_id=...
+ *
+ * The level check happens before the arguments are evaluated. Per-thread context
+ * (request id, session, kernel, agent) is appended to every line while set. */
+#ifndef TESSERA_LOG_H
+#define TESSERA_LOG_H
+
+#include "libcommon/common.h"
+
+enum tlog_level { TLOG_LEVEL_DEBUG = 0, TLOG_LEVEL_INFO, TLOG_LEVEL_WARN, TLOG_LEVEL_ERROR };
+
+extern int tlog_min_level;
+
+void tlog_init(const char *service, const char *instance);
+/* "debug", "info", "warn", "error"; false for anything else. */
+bool tlog_set_level(const char *name) TS_MUST_CHECK;
+const char *tlog_level_name(int level);
+
+void tlog_write(int level, const char *msg, const char *kvfmt, ...) TS_PRINTF(3, 4);
+
+#define TLOG(level, msg, ...)                                                                      \
+    do {                                                                                           \
+        if ((level) >= tlog_min_level) tlog_write((level), (msg), "" __VA_ARGS__);                 \
+    } while (0)
+#define TLOG_DEBUG(msg, ...) TLOG(TLOG_LEVEL_DEBUG, msg, __VA_ARGS__)
+#define TLOG_INFO(msg, ...) TLOG(TLOG_LEVEL_INFO, msg, __VA_ARGS__)
+#define TLOG_WARN(msg, ...) TLOG(TLOG_LEVEL_WARN, msg, __VA_ARGS__)
+#define TLOG_ERROR(msg, ...) TLOG(TLOG_LEVEL_ERROR, msg, __VA_ARGS__)
+
+/* Per-thread context fields; NULL or "" clears one. */
+void tlog_ctx_request(const char *request_id);
+void tlog_ctx_session(const char *session_id);
+void tlog_ctx_kernel(const char *kernel_id);
+void tlog_ctx_agent(const char *agent_id);
+void tlog_ctx_clear(void);
+
+/* Quote a value for logfmt into buf ("a b" -> "\"a b\""); returns buf. */
+const char *tlog_quote(char *buf, size_t size, const char *value);
+
+/* Redirect output (tests); NULL restores stderr. */
+struct _IO_FILE;
+void tlog_set_stream(struct _IO_FILE *stream);
+
+#endif

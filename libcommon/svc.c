@@ -1,0 +1,559 @@
+/* svc.c: the common life of a service process (see svc.h for the sequence). */
+#include "libcommon/svc.h"
+
+#include "libcommon/log.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <systemd/sd-daemon.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SVC_MAX_CHECKS 16
+
+struct svc_check {
+    char name[32];
+    svc_check_fn fn;
+    void *ctx;
+};
+
+struct svc {
+    const svc_spec *spec;
+    char producer[128];
+    http_router *router;
+    http_server *http;
+    metrics *metrics;
+    kbus *bus;
+    pg_pool *pg;
+    pthread_key_t rds_key;
+    struct svc_check checks[SVC_MAX_CHECKS];
+    int n_checks;
+    atomic_bool started;  /* spec->start returned true */
+    atomic_bool draining; /* SIGTERM seen */
+    int64_t start_wall_ms;
+    void *data;
+};
+
+/* The common options every service has; the dependency ones only where needed. */
+static struct {
+    char *log_level;
+    char *instance;
+    char *http_listen;
+    int64_t http_max_body;
+    int64_t http_threads;
+    int64_t http_idle_timeout_ms;
+    int64_t drain_timeout_ms;
+    char *pg_dsn;
+    int64_t pg_pool_size;
+    int64_t pg_connect_timeout_ms;
+    char *redis_url;
+    int64_t redis_timeout_ms;
+    char *kafka_bootstrap;
+    int64_t kafka_linger_ms;
+    int64_t kafka_max_attempts;
+    int64_t kafka_retry_backoff_ms;
+} g_common;
+
+static cfg_option g_common_table[] = {
+    {"log.level", CFG_ENUM, &g_common.log_level, "info", 0, 0, "debug|info|warn|error", true,
+     NULL, "lowest level written to the log"},
+    {"service.instance", CFG_STRING, &g_common.instance, "", 0, 0, NULL, false, NULL,
+     "instance name in logs and events (default: the host name)"},
+    {"http.listen", CFG_STRING, &g_common.http_listen, NULL /* per service */, 0, 0, NULL, false,
+     NULL, "address the HTTP server listens on, host:port"},
+    {"http.max_body", CFG_BYTES, &g_common.http_max_body, "1m", 1024, 1073741824.0, NULL, false,
+     NULL, "largest request body accepted (larger: 413)"},
+    {"http.threads", CFG_INT, &g_common.http_threads, "4", 1, 256, NULL, false, NULL,
+     "HTTP worker threads"},
+    {"http.idle_timeout", CFG_DURATION, &g_common.http_idle_timeout_ms, "60s", 1000, 3600000,
+     NULL, false, NULL, "idle keep-alive connections are closed after this"},
+    {"shutdown.drain_timeout", CFG_DURATION, &g_common.drain_timeout_ms, "10s", 0, 600000, NULL,
+     false, NULL, "on SIGTERM, how long in-flight requests may take to finish"},
+    {NULL},
+};
+
+static const cfg_option g_pg_table[] = {
+    {"pg.dsn", CFG_STRING, &g_common.pg_dsn, "postgresql://tessera@127.0.0.1:5432/tessera", 0, 0,
+     NULL, false, NULL, "PostgreSQL connection string (libpq URI or key=value)"},
+    {"pg.pool_size", CFG_INT, &g_common.pg_pool_size, "4", 1, 256, NULL, false, NULL,
+     "PostgreSQL connections kept open"},
+    {"pg.connect_timeout", CFG_DURATION, &g_common.pg_connect_timeout_ms, "30s", 0, 3600000, NULL,
+     false, NULL, "how long start-up retries connecting to PostgreSQL"},
+    {NULL},
+};
+
+static const cfg_option g_redis_table[] = {
+    {"redis.url", CFG_STRING, &g_common.redis_url, "redis://127.0.0.1:6379/0", 0, 0, NULL, false,
+     NULL, "Redis URL: redis://[:password@]host:port[/db] or unix:///path"},
+    {"redis.timeout", CFG_DURATION, &g_common.redis_timeout_ms, "2s", 10, 60000, NULL, false, NULL,
+     "Redis connect and command timeout"},
+    {NULL},
+};
+
+static const cfg_option g_kafka_table[] = {
+    {"kafka.bootstrap", CFG_STRING, &g_common.kafka_bootstrap, "127.0.0.1:9092", 0, 0, NULL, false,
+     "KAFKA_BOOTSTRAP", "Kafka bootstrap servers, host:port[,host:port]"},
+    {"kafka.linger", CFG_DURATION, &g_common.kafka_linger_ms, "2ms", 0, 1000, NULL, false, NULL,
+     "producer linger: how long to batch before sending"},
+    {"kafka.max_attempts", CFG_INT, &g_common.kafka_max_attempts, "5", 1, 100, NULL, false, NULL,
+     "tries of a failing event before it goes to tessera.dlq.v1"},
+    {"kafka.retry_backoff", CFG_DURATION, &g_common.kafka_retry_backoff_ms, "200ms", 0, 60000,
+     NULL, false, NULL, "wait between tries of a failing event"},
+    {NULL},
+};
+
+/* ---- accessors ---------------------------------------------------------- */
+
+const svc_spec *svc_spec_of(svc *s) { return s->spec; }
+const char *svc_instance(svc *s) { (void)s; return g_common.instance; }
+http_router *svc_router(svc *s) { return s->router; }
+metrics *svc_metrics(svc *s) { return s->metrics; }
+kbus *svc_bus(svc *s) { return s->bus; }
+pg_pool *svc_pg(svc *s) { return s->pg; }
+const char *svc_redis_url(svc *s) { (void)s; return g_common.redis_url; }
+void *svc_data(svc *s) { return s->data; }
+void svc_set_data(svc *s, void *data) { s->data = data; }
+const char *svc_producer(svc *s) { return s->producer; }
+
+void svc_add_check(svc *s, const char *name, svc_check_fn fn, void *ctx)
+{
+    if (s->n_checks >= SVC_MAX_CHECKS) ts_panic("too many readiness checks (max %d)", SVC_MAX_CHECKS);
+    struct svc_check *c = &s->checks[s->n_checks++];
+    ts_strlcpy(c->name, name, sizeof(c->name));
+    c->fn = fn;
+    c->ctx = ctx;
+}
+
+static void rds_key_free(void *p)
+{
+    rds_free(p);
+}
+
+rds *svc_redis(svc *s, ts_err *err)
+{
+    if (!(s->spec->needs & SVC_NEEDS_REDIS)) {
+        ts_err_set(err, "service %s does not use Redis", s->spec->name);
+        return NULL;
+    }
+    rds *r = pthread_getspecific(s->rds_key);
+    if (r) return r;
+    r = rds_connect(g_common.redis_url, (int)g_common.redis_timeout_ms, err);
+    if (r) pthread_setspecific(s->rds_key, r);
+    return r;
+}
+
+/* ---- health endpoints ---------------------------------------------------- */
+
+static void h_healthz(http_req *req, http_resp *resp, void *ctx)
+{
+    (void)req;
+    svc *s = ctx;
+    json_t *body = json_pack("{s:s, s:s, s:s}", "status", "ok", "service", s->spec->name,
+                             "version", TESSERA_VERSION);
+    http_reply_json(resp, 200, body);
+}
+
+static bool check_pg(svc *s, void *ctx, ts_err *err)
+{
+    (void)ctx;
+    return pg_pool_ping(s->pg, err);
+}
+
+static bool check_redis(svc *s, void *ctx, ts_err *err)
+{
+    (void)ctx;
+    rds *r = svc_redis(s, err);
+    return r && rds_ping(r, err);
+}
+
+static bool check_kafka(svc *s, void *ctx, ts_err *err)
+{
+    (void)ctx;
+    return kbus_ping(s->bus, 2000, err);
+}
+
+static void h_readyz(http_req *req, http_resp *resp, void *ctx)
+{
+    (void)req;
+    svc *s = ctx;
+    bool ok = true;
+    json_t *checks = json_object();
+    if (atomic_load(&s->draining)) {
+        ok = false;
+        json_object_set_new(checks, "lifecycle", json_string("draining"));
+    } else if (!atomic_load(&s->started)) {
+        ok = false;
+        json_object_set_new(checks, "lifecycle", json_string("starting"));
+    }
+    for (int i = 0; i < s->n_checks && atomic_load(&s->started); i++) {
+        ts_err err = {{0}};
+        if (s->checks[i].fn(s, s->checks[i].ctx, &err)) {
+            json_object_set_new(checks, s->checks[i].name, json_string("ok"));
+        } else {
+            ok = false;
+            json_object_set_new(checks, s->checks[i].name, json_string(err.msg[0] ? err.msg : "failed"));
+        }
+    }
+    json_t *body = json_pack("{s:s, s:s, s:o}", "status", ok ? "ready" : "not-ready", "service",
+                             s->spec->name, "checks", checks);
+    http_reply_json(resp, ok ? 200 : 503, body);
+}
+
+static void h_metrics(http_req *req, http_resp *resp, void *ctx)
+{
+    (void)req;
+    svc *s = ctx;
+    size_t len;
+    char *text = metrics_render(s->metrics, &len);
+    http_reply(resp, 200, "text/plain; version=0.0.4; charset=utf-8", text, len);
+    free(text);
+}
+
+static void collect_process(FILE *out, void *ctx)
+{
+    svc *s = ctx;
+    char labels[160];
+    snprintf(labels, sizeof(labels), "service=\"%s\",version=\"%s\"", s->spec->name,
+             TESSERA_VERSION);
+    metrics_family(out, "tessera_build_info", "gauge", "Build information; the value is always 1.");
+    metrics_sample(out, "tessera_build_info", labels, 1);
+    metrics_family(out, "tessera_process_start_time_seconds", "gauge",
+                   "Start time of the process since the Unix epoch in seconds.");
+    metrics_sample(out, "tessera_process_start_time_seconds", NULL, (double)s->start_wall_ms / 1000.0);
+    metrics_family(out, "tessera_ready", "gauge", "1 when the service finished starting and is not draining.");
+    metrics_sample(out, "tessera_ready", NULL,
+                   atomic_load(&s->started) && !atomic_load(&s->draining) ? 1 : 0);
+}
+
+static void collect_http(FILE *out, void *ctx)
+{
+    svc *s = ctx;
+    if (!s->http) return;
+    http_server_stats st;
+    http_server_get_stats(s->http, &st);
+    metrics_family(out, "tessera_http_requests_total", "counter", "HTTP requests answered, by status class.");
+    metrics_sample_u64(out, "tessera_http_requests_total", "code=\"2xx\"", st.status_2xx);
+    metrics_sample_u64(out, "tessera_http_requests_total", "code=\"3xx\"", st.status_3xx);
+    metrics_sample_u64(out, "tessera_http_requests_total", "code=\"4xx\"", st.status_4xx);
+    metrics_sample_u64(out, "tessera_http_requests_total", "code=\"5xx\"", st.status_5xx);
+    metrics_family(out, "tessera_http_request_body_too_large_total", "counter",
+                   "Requests refused because their body exceeded http.max_body.");
+    metrics_sample_u64(out, "tessera_http_request_body_too_large_total", NULL, st.body_too_large);
+    metrics_family(out, "tessera_http_request_duration_seconds_total", "counter",
+                   "Total time spent answering HTTP requests.");
+    metrics_sample(out, "tessera_http_request_duration_seconds_total", NULL, (double)st.latency_us_sum / 1e6);
+    metrics_family(out, "tessera_http_inflight_requests", "gauge", "HTTP requests being answered now.");
+    metrics_sample(out, "tessera_http_inflight_requests", NULL, http_server_inflight(s->http));
+}
+
+static void collect_kafka(FILE *out, void *ctx)
+{
+    svc *s = ctx;
+    if (!s->bus) return;
+    kbus_stats st;
+    kbus_get_stats(s->bus, &st);
+    metrics_family(out, "tessera_kafka_produced_total", "counter", "Events produced to Kafka.");
+    metrics_sample_u64(out, "tessera_kafka_produced_total", NULL, st.produced);
+    metrics_family(out, "tessera_kafka_produce_errors_total", "counter", "Events Kafka failed to take.");
+    metrics_sample_u64(out, "tessera_kafka_produce_errors_total", NULL, st.produce_errors);
+    metrics_family(out, "tessera_kafka_consumed_total", "counter", "Messages consumed from Kafka.");
+    metrics_sample_u64(out, "tessera_kafka_consumed_total", NULL, st.consumed);
+    metrics_family(out, "tessera_kafka_handled_total", "counter", "Messages whose effect is durable.");
+    metrics_sample_u64(out, "tessera_kafka_handled_total", NULL, st.handled);
+    metrics_family(out, "tessera_kafka_retried_total", "counter", "Handler tries that asked for a retry.");
+    metrics_sample_u64(out, "tessera_kafka_retried_total", NULL, st.retried);
+    metrics_family(out, "tessera_kafka_dead_lettered_total", "counter",
+                   "Messages sent to tessera.dlq.v1 (undecodable or failing).");
+    metrics_sample_u64(out, "tessera_kafka_dead_lettered_total", NULL, st.dead_lettered);
+}
+
+/* ---- command line -------------------------------------------------------- */
+
+static void usage(const svc_spec *spec, const cfg_schema *schema, FILE *out)
+{
+    fprintf(out,
+            "tessera-%s %s: %s\n\n"
+            "Usage: tessera-%s [--config FILE] [options]\n\n"
+            "  -c, --config FILE          read configuration from FILE (also TESSERA_CONFIG)\n"
+            "      --check-config         load and validate the configuration, then exit\n"
+            "      --print-config         print the effective configuration (secrets masked)\n"
+            "      --print-config-example print an example configuration file\n"
+            "  -V, --version              print the version\n"
+            "  -h, --help                 this help\n\n"
+            "Configuration options (file keys; environment names override the file):\n\n",
+            spec->name, TESSERA_VERSION, spec->summary, spec->name);
+    cfg_print_help(schema, out);
+    fprintf(out, "\nSignals: SIGTERM/SIGINT drain and exit 0; SIGHUP reloads reloadable options.\n"
+                 "Endpoints: GET /healthz, /readyz, /metrics.\n");
+}
+
+static void fill_instance(void)
+{
+    if (g_common.instance && g_common.instance[0]) return;
+    char host[256] = "localhost";
+    gethostname(host, sizeof(host) - 1);
+    free(g_common.instance);
+    g_common.instance = ts_strdup(host);
+}
+
+/* ---- start-up steps ------------------------------------------------------ */
+
+static bool connect_deps(svc *s, ts_err *err)
+{
+    const svc_spec *spec = s->spec;
+    if (spec->needs & SVC_NEEDS_PG) {
+        s->pg = pg_pool_new(g_common.pg_dsn, (int)g_common.pg_pool_size,
+                            (int)g_common.pg_connect_timeout_ms, err);
+        if (!s->pg) {
+            ts_err_prefix(err, "PostgreSQL");
+            return false;
+        }
+        if (spec->pg_schema) {
+            PGconn *conn = pg_pool_get(s->pg, 10000, err);
+            if (!conn) return false;
+            bool ok = pg_migrate(conn, spec->pg_schema, spec->migrations, spec->n_migrations, err);
+            pg_pool_put(s->pg, conn);
+            if (!ok) {
+                ts_err_prefix(err, "schema %s", spec->pg_schema);
+                return false;
+            }
+        }
+        svc_add_check(s, "postgresql", check_pg, NULL);
+    }
+    if (spec->needs & SVC_NEEDS_REDIS) {
+        /* Connect once now so a wrong URL fails start-up with its reason. */
+        if (!svc_redis(s, err)) {
+            ts_err_prefix(err, "Redis %s", g_common.redis_url);
+            return false;
+        }
+        svc_add_check(s, "redis", check_redis, NULL);
+    }
+    if (spec->needs & SVC_NEEDS_KAFKA) {
+        kbus_opts o = {
+            .bootstrap = g_common.kafka_bootstrap,
+            .service = spec->name,
+            .instance = g_common.instance,
+            .linger_ms = (int)g_common.kafka_linger_ms,
+            .max_attempts = (int)g_common.kafka_max_attempts,
+            .retry_backoff_ms = (int)g_common.kafka_retry_backoff_ms,
+        };
+        s->bus = kbus_new(&o, err);
+        if (!s->bus) {
+            ts_err_prefix(err, "Kafka %s", g_common.kafka_bootstrap);
+            return false;
+        }
+        svc_add_check(s, "kafka", check_kafka, NULL);
+    }
+    return true;
+}
+
+static void on_complete(const http_req *req, int status, int64_t latency_us, void *ctx)
+{
+    svc *s = ctx;
+    if (s->spec->on_request) s->spec->on_request(s, req, status, latency_us);
+}
+
+static void notify(const char *state)
+{
+    sd_notify(0, state);
+}
+
+/* Wait for a signal; SIGHUP reloads, SIGTERM/SIGINT return. */
+static void wait_for_stop(const cfg_schema *schema, const char *config_path, const sigset_t *set)
+{
+    for (;;) {
+        int sig = sigwaitinfo(set, NULL);
+        if (sig < 0) {
+            if (errno == EINTR) continue;
+            ts_panic("sigwaitinfo: %s", strerror(errno));
+        }
+        if (sig == SIGHUP) {
+            notify("RELOADING=1");
+            char *restart = NULL;
+            ts_err err = {{0}};
+            if (!cfg_reload(schema, config_path, &restart, &err)) {
+                TLOG_ERROR("config reload failed; keeping the old values", "error=\"%s\"", err.msg);
+            } else {
+                if (!tlog_set_level(g_common.log_level))
+                    TLOG_WARN("bad log level after reload", "level=%s", g_common.log_level);
+                TLOG_INFO("config reloaded", "restart_needed=\"%s\"", restart ? restart : "");
+            }
+            free(restart);
+            notify("READY=1");
+            continue;
+        }
+        TLOG_INFO("stopping", "signal=%s", strsignal(sig));
+        return;
+    }
+}
+
+static void drain(svc *s)
+{
+    atomic_store(&s->draining, true);
+    notify("STOPPING=1");
+    if (s->http) {
+        http_server_quiesce(s->http);
+        int64_t deadline = ts_now_mono_ms() + g_common.drain_timeout_ms;
+        while (http_server_inflight(s->http) > 0 && ts_now_mono_ms() < deadline) usleep(10000);
+        if (http_server_inflight(s->http) > 0)
+            TLOG_WARN("drain timeout: closing with requests in flight", "inflight=%d",
+                      http_server_inflight(s->http));
+    }
+    if (s->spec->stop && atomic_load(&s->started)) s->spec->stop(s);
+    if (s->http) {
+        http_server_stop(s->http);
+        s->http = NULL;
+    }
+    if (s->bus) {
+        kbus_close(s->bus, 5000);
+        s->bus = NULL;
+    }
+    if (s->pg) {
+        pg_pool_free(s->pg);
+        s->pg = NULL;
+    }
+}
+
+int svc_main(int argc, char **argv, const svc_spec *spec)
+{
+    /* Block the signals we wait for before any thread exists, so every thread
+     * inherits the mask and only sigwaitinfo sees them. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    g_common_table[2].def = spec->default_listen;
+    const cfg_option *tables[6];
+    int nt = 0;
+    tables[nt++] = g_common_table;
+    if (spec->needs & SVC_NEEDS_PG) tables[nt++] = g_pg_table;
+    if (spec->needs & SVC_NEEDS_REDIS) tables[nt++] = g_redis_table;
+    if (spec->needs & SVC_NEEDS_KAFKA) tables[nt++] = g_kafka_table;
+    if (spec->options) tables[nt++] = spec->options;
+    tables[nt] = NULL;
+    cfg_schema schema = {.service = spec->name, .tables = tables};
+
+    enum { OPT_CHECK = 256, OPT_PRINT, OPT_EXAMPLE };
+    static const struct option longopts[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"check-config", no_argument, NULL, OPT_CHECK},
+        {"print-config", no_argument, NULL, OPT_PRINT},
+        {"print-config-example", no_argument, NULL, OPT_EXAMPLE},
+        {"version", no_argument, NULL, 'V'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *config_path = getenv("TESSERA_CONFIG");
+    bool check_only = false, print_effective = false;
+    int opt;
+    while ((opt = getopt_long(argc, argv, "c:Vh", longopts, NULL)) != -1) {
+        switch (opt) {
+        case 'c': config_path = optarg; break;
+        case OPT_CHECK: check_only = true; break;
+        case OPT_PRINT: print_effective = true; break;
+        case OPT_EXAMPLE: cfg_print_example(&schema, stdout); return 0;
+        case 'V': printf("tessera-%s %s\n", spec->name, TESSERA_VERSION); return 0;
+        case 'h': usage(spec, &schema, stdout); return 0;
+        default:
+            fprintf(stderr, "tessera-%s: try --help\n", spec->name);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "tessera-%s: unexpected argument '%s'; try --help\n", spec->name, argv[optind]);
+        return 2;
+    }
+    if (config_path && !config_path[0]) config_path = NULL;
+
+    tlog_init(spec->name, NULL);
+    ts_err err = {{0}};
+    if (!cfg_load(&schema, config_path, &err)) {
+        fprintf(stderr, "tessera-%s: configuration error: %s\n", spec->name, err.msg);
+        return 2;
+    }
+    fill_instance();
+    if (!tlog_set_level(g_common.log_level)) ts_panic("log.level passed validation but is unknown");
+    if (check_only) {
+        printf("tessera-%s: configuration OK%s%s\n", spec->name, config_path ? " in " : "",
+               config_path ? config_path : "");
+        cfg_free(&schema);
+        return 0;
+    }
+    if (print_effective) {
+        cfg_print_effective(&schema, stdout);
+        cfg_free(&schema);
+        return 0;
+    }
+    tlog_init(spec->name, g_common.instance);
+
+    svc *s = ts_calloc(1, sizeof(*s));
+    s->spec = spec;
+    s->start_wall_ms = ts_now_wall_ms();
+    snprintf(s->producer, sizeof(s->producer), "%s/%s", spec->name, g_common.instance);
+    pthread_key_create(&s->rds_key, rds_key_free);
+    s->router = http_router_new();
+    s->metrics = metrics_new();
+    metrics_add(s->metrics, collect_process, s);
+    metrics_add(s->metrics, collect_http, s);
+    metrics_add(s->metrics, collect_kafka, s);
+    http_route(s->router, "GET", "/healthz", h_healthz, s);
+    http_route(s->router, "GET", "/readyz", h_readyz, s);
+    http_route(s->router, "GET", "/metrics", h_metrics, s);
+
+    int rc = 0;
+    if (spec->routes && !spec->routes(s, &err)) {
+        TLOG_ERROR("start-up failed", "step=routes error=\"%s\"", err.msg);
+        rc = 1;
+        goto out;
+    }
+    http_server_opts hopts = {
+        .listen = g_common.http_listen,
+        .max_body = (size_t)g_common.http_max_body,
+        .threads = (int)g_common.http_threads,
+        .conn_timeout_s = (int)(g_common.http_idle_timeout_ms / 1000),
+        .service = spec->name,
+        .on_complete = on_complete,
+        .on_complete_ctx = s,
+    };
+    s->http = http_server_start(&hopts, s->router, &err);
+    if (!s->http) {
+        TLOG_ERROR("start-up failed", "step=http listen=%s error=\"%s\"", g_common.http_listen, err.msg);
+        rc = 1;
+        goto out;
+    }
+    TLOG_INFO("serving HTTP", "listen=%s port=%d version=%s", g_common.http_listen,
+              http_server_port(s->http), TESSERA_VERSION);
+    if (!connect_deps(s, &err)) {
+        TLOG_ERROR("start-up failed", "step=dependencies error=\"%s\"", err.msg);
+        rc = 1;
+        goto out;
+    }
+    if (spec->start && !spec->start(s, &err)) {
+        TLOG_ERROR("start-up failed", "step=start error=\"%s\"", err.msg);
+        rc = 1;
+        goto out;
+    }
+    atomic_store(&s->started, true);
+    notify("READY=1");
+    TLOG_INFO("ready", "");
+
+    wait_for_stop(&schema, config_path, &set);
+out:
+    drain(s);
+    TLOG_INFO("stopped", "exit_code=%d", rc);
+    http_router_free(s->router);
+    metrics_free(s->metrics);
+    cfg_free(&schema);
+    free(s);
+    return rc;
+}
