@@ -100,6 +100,7 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(COMMON_LIB)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(COMMON_LIB) $(LDLIBS) -lcmocka
 
+.SECONDARY:
 .PHONY: all deps test check unit integration asan install dev-up dev-down clean fmt fmt-check
 all: $(COMMON_LIB) $(SERVICE_BINS) $(CLI_BIN) $(EXAMPLE_CONFS) $(UNIT_BINS)
 

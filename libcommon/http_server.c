@@ -1,0 +1,642 @@
+/* http_server.c: the libmicrohttpd glue. Owns the listen socket, collects the
+ * request body under the size limit, builds the http_req a handler sees (raw
+ * target, request id, client address), turns the http_resp into an MHD
+ * response, and keeps the counters. Also the request accessors that need the
+ * connection (headers, query arguments) and locally built requests. */
+#include "libcommon/http.h"
+#include "libcommon/log.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define DEFAULT_MAX_BODY (1024 * 1024)
+#define CONN_MEMORY_LIMIT (64 * 1024)
+/* After the limit, a chunked body is read and dropped up to this much more
+ * before the connection is cut instead of answered. */
+#define DISCARD_LIMIT (16 * 1024 * 1024)
+#define REQUEST_ID_MAX 64
+
+/* What req->impl points to: the connection (served) or the headers (local),
+ * and strings handed out for the life of the request. */
+struct http_req_impl {
+    struct MHD_Connection *conn;
+    char **headers; /* local requests: "Name: value" */
+    size_t n_headers;
+    char **scratch;
+    size_t n_scratch, cap_scratch;
+};
+
+struct http_server {
+    struct MHD_Daemon *daemon;
+    http_router *router;
+    size_t max_body;
+    char server_header[80];
+    int listen_fd;
+    int port;
+    bool quiesced;
+    atomic_int inflight; /* from the first header callback until MHD says done */
+    void (*on_complete)(const http_req *req, int status, int64_t latency_us, void *ctx);
+    void *on_complete_ctx;
+    atomic_uint_fast64_t requests, s2xx, s3xx, s4xx, s5xx, too_large, latency_us;
+};
+
+/* One per request (MHD's con_cls): made when the request line arrives. */
+typedef struct req_ctx {
+    int64_t t0_us;
+    char *raw_target;
+    char *body;
+    size_t body_len, body_cap;
+    size_t discarded;
+    bool started, too_large, answered, counted;
+    char request_id[REQUEST_ID_MAX + 1];
+    char client_addr[INET6_ADDRSTRLEN];
+    struct http_req_impl impl;
+} req_ctx;
+
+/* ---- request accessors ------------------------------------------------------ */
+
+static const char *scratch_keep(struct http_req_impl *impl, char *s)
+{
+    if (impl->n_scratch == impl->cap_scratch) {
+        impl->cap_scratch = impl->cap_scratch ? impl->cap_scratch * 2 : 4;
+        impl->scratch = ts_realloc(impl->scratch, impl->cap_scratch * sizeof(char *));
+    }
+    impl->scratch[impl->n_scratch++] = s;
+    return s;
+}
+
+static void impl_release(struct http_req_impl *impl)
+{
+    for (size_t i = 0; i < impl->n_scratch; i++)
+        free(impl->scratch[i]);
+    free(impl->scratch);
+    for (size_t i = 0; i < impl->n_headers; i++)
+        free(impl->headers[i]);
+    free(impl->headers);
+    memset(impl, 0, sizeof(*impl));
+}
+
+const char *http_header(const http_req *req, const char *name)
+{
+    const struct http_req_impl *impl = req->impl;
+    if (!impl || !name) return NULL;
+    if (impl->conn) return MHD_lookup_connection_value(impl->conn, MHD_HEADER_KIND, name);
+    size_t nlen = strlen(name);
+    for (size_t i = 0; i < impl->n_headers; i++) {
+        const char *h = impl->headers[i];
+        if (strncasecmp(h, name, nlen) == 0 && h[nlen] == ':')
+            return h + nlen + 1 + strspn(h + nlen + 1, " \t");
+    }
+    return NULL;
+}
+
+/* Query component decoding: '+' is a space, then %XX. */
+static char *query_decode(const char *s, size_t len)
+{
+    char *out = ts_strndup(s, len);
+    for (char *p = out; *p; p++)
+        if (*p == '+') *p = ' ';
+    MHD_http_unescape(out);
+    return out;
+}
+
+const char *http_query_arg(const http_req *req, const char *name)
+{
+    struct http_req_impl *impl = req->impl;
+    if (!impl || !req->query || !name) return NULL;
+    for (const char *p = req->query; *p;) {
+        size_t plen = strcspn(p, "&");
+        size_t klen = strcspn(p, "=&");
+        char *key = query_decode(p, klen);
+        bool hit = strcmp(key, name) == 0;
+        free(key);
+        if (hit) {
+            const char *v = klen < plen ? p + klen + 1 : p + klen;
+            return scratch_keep(impl, query_decode(v, (size_t)(p + plen - v)));
+        }
+        p += plen;
+        if (*p == '&') p++;
+    }
+    return NULL;
+}
+
+/* ---- building the request ------------------------------------------------- */
+
+static bool request_id_sane(const char *id)
+{
+    if (!id) return false;
+    size_t n = strlen(id);
+    if (n < 1 || n > REQUEST_ID_MAX) return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = id[i];
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '.' || c == '_' || c == '-';
+        if (!ok) return false;
+    }
+    return true;
+}
+
+static void pick_request_id(const char *given, char out[REQUEST_ID_MAX + 1])
+{
+    if (request_id_sane(given)) {
+        ts_strlcpy(out, given, REQUEST_ID_MAX + 1);
+    } else {
+        char id[TS_UUID_STRLEN];
+        ts_uuid4(id);
+        ts_strlcpy(out, id, REQUEST_ID_MAX + 1);
+    }
+}
+
+/* path: the decoded path without the query; query: raw, without '?'. A
+ * target that is not origin-form keeps fallback (MHD's decoded url) as path. */
+static void split_target(const char *target, const char *fallback, char **path, char **query)
+{
+    const char *q = strchr(target, '?');
+    *query = ts_strdup(q ? q + 1 : "");
+    if (target[0] == '/') {
+        *path = ts_strndup(target, q ? (size_t)(q - target) : strlen(target));
+        MHD_http_unescape(*path);
+    } else {
+        *path = ts_strdup(fallback ? fallback : target);
+    }
+}
+
+typedef struct local_req {
+    http_req req;
+    struct http_req_impl impl;
+    char *method, *target, *path, *query, *body;
+    char request_id[REQUEST_ID_MAX + 1];
+} local_req;
+
+http_req *http_req_new_local(const char *method, const char *target, const char *const *headers,
+                             const void *body, size_t body_len)
+{
+    local_req *l = ts_calloc(1, sizeof(*l));
+    l->method = ts_strdup(method ? method : "GET");
+    l->target = ts_strdup(target ? target : "/");
+    split_target(l->target, NULL, &l->path, &l->query);
+    l->body = ts_malloc(body_len + 1);
+    if (body && body_len) memcpy(l->body, body, body_len);
+    l->body[body_len] = '\0';
+    for (size_t i = 0; headers && headers[i]; i++) {
+        l->impl.headers = ts_realloc(l->impl.headers, (i + 1) * sizeof(char *));
+        l->impl.headers[i] = ts_strdup(headers[i]);
+        l->impl.n_headers = i + 1;
+    }
+    l->req.impl = &l->impl;
+    pick_request_id(http_header(&l->req, "X-Request-ID"), l->request_id);
+    l->req.method = l->method;
+    l->req.target = l->target;
+    l->req.path = l->path;
+    l->req.query = l->query;
+    l->req.body = l->body;
+    l->req.body_len = body_len;
+    l->req.request_id = l->request_id;
+    l->req.client_addr = "127.0.0.1";
+    return &l->req;
+}
+
+void http_req_free_local(http_req *req)
+{
+    if (!req) return;
+    local_req *l = (local_req *)req; /* req is the first member */
+    impl_release(&l->impl);
+    free(l->method);
+    free(l->target);
+    free(l->path);
+    free(l->query);
+    free(l->body);
+    free(l);
+}
+
+/* ---- answering ------------------------------------------------------------- */
+
+static void account(http_server *s, int status, int64_t dur)
+{
+    atomic_fetch_add(&s->requests, 1);
+    if (status >= 500)
+        atomic_fetch_add(&s->s5xx, 1);
+    else if (status >= 400)
+        atomic_fetch_add(&s->s4xx, 1);
+    else if (status >= 300)
+        atomic_fetch_add(&s->s3xx, 1);
+    else if (status >= 200)
+        atomic_fetch_add(&s->s2xx, 1);
+    atomic_fetch_add(&s->latency_us, (uint64_t)(dur > 0 ? dur : 0));
+}
+
+static void fill_client_addr(struct MHD_Connection *conn, char *out, size_t size)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    ts_strlcpy(out, "", size);
+    if (!ci || !ci->client_addr) return;
+    const struct sockaddr *sa = ci->client_addr;
+    if (sa->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, out,
+                  (socklen_t)size);
+    else if (sa->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, out,
+                  (socklen_t)size);
+}
+
+/* The request a handler (or on_complete) sees; path and query are the
+ * caller's to free. */
+static void build_req(req_ctx *rc, struct MHD_Connection *conn, const char *url, const char *method,
+                      http_req *req, char **path, char **query)
+{
+    const char *target = rc->raw_target ? rc->raw_target : url;
+    split_target(target, url, path, query);
+    rc->impl.conn = conn;
+    fill_client_addr(conn, rc->client_addr, sizeof(rc->client_addr));
+    *req = (http_req){
+        .method = method,
+        .target = target,
+        .path = *path,
+        .query = *query,
+        .body = rc->body ? rc->body : "",
+        .body_len = rc->body_len,
+        .request_id = rc->request_id,
+        .client_addr = rc->client_addr,
+        .impl = &rc->impl,
+    };
+}
+
+static enum MHD_Result send_resp(http_server *s, req_ctx *rc, struct MHD_Connection *conn,
+                                 const http_req *req, http_resp *resp)
+{
+    size_t len = 0;
+    const char *body = http_resp_body(resp, &len);
+    struct MHD_Response *mr =
+        MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+    if (!mr) {
+        TLOG_ERROR("http response could not be created", "len=%zu", len);
+        return MHD_NO;
+    }
+    const char *ct = http_resp_header(resp, "Content-Type");
+    if (ct) MHD_add_response_header(mr, MHD_HTTP_HEADER_CONTENT_TYPE, ct);
+    MHD_add_response_header(mr, "X-Request-ID", rc->request_id);
+    MHD_add_response_header(mr, MHD_HTTP_HEADER_SERVER, s->server_header);
+    const char *name, *value;
+    for (size_t i = 0; http_resp_header_at(resp, i, &name, &value); i++) {
+        if (MHD_add_response_header(mr, name, value) != MHD_YES)
+            TLOG_WARN("http header dropped", "name=%s", name);
+    }
+    int status = http_resp_status(resp);
+    enum MHD_Result ret = MHD_queue_response(conn, (unsigned)status, mr);
+    MHD_destroy_response(mr);
+    rc->answered = true;
+    int64_t dur = ts_now_mono_us() - rc->t0_us;
+    account(s, status, dur);
+    if (s->on_complete) {
+        tlog_ctx_request(rc->request_id);
+        s->on_complete(req, status, dur, s->on_complete_ctx);
+        tlog_ctx_request(NULL);
+    }
+    return ret;
+}
+
+static enum MHD_Result answer_too_large(http_server *s, req_ctx *rc, struct MHD_Connection *conn,
+                                        const char *url, const char *method)
+{
+    atomic_fetch_add(&s->too_large, 1);
+    TLOG_INFO("http request body too large", "method=%s max_body=%zu request_id=%s", method,
+              s->max_body, rc->request_id);
+    free(rc->body); /* on_complete sees no body */
+    rc->body = NULL;
+    rc->body_len = rc->body_cap = 0;
+    http_req req;
+    char *path, *query;
+    build_req(rc, conn, url, method, &req, &path, &query);
+    http_resp *resp = http_resp_new();
+    http_problem(resp, 413, "request-too-large", NULL,
+                 "request body is larger than the limit of %zu bytes", s->max_body);
+    enum MHD_Result ret = send_resp(s, rc, conn, &req, resp);
+    http_resp_free(resp);
+    free(path);
+    free(query);
+    return ret;
+}
+
+static enum MHD_Result handle(http_server *s, req_ctx *rc, struct MHD_Connection *conn,
+                              const char *url, const char *method)
+{
+    http_req req;
+    char *path, *query;
+    build_req(rc, conn, url, method, &req, &path, &query);
+    http_resp *resp = http_resp_new();
+
+    tlog_ctx_request(rc->request_id);
+    http_router_dispatch(s->router, &req, resp);
+    if (http_resp_status(resp) == 0) {
+        TLOG_ERROR("http handler set no response", "method=%s path=%s", method, path);
+        http_problem(resp, 500, "internal-server-error", NULL, "the handler produced no response");
+    }
+    TLOG_DEBUG("http request", "method=%s status=%d dur_us=%lld", method, http_resp_status(resp),
+               (long long)(ts_now_mono_us() - rc->t0_us));
+    tlog_ctx_request(NULL);
+
+    enum MHD_Result ret = send_resp(s, rc, conn, &req, resp);
+    http_resp_free(resp);
+    free(path);
+    free(query);
+    return ret;
+}
+
+static bool content_length_over(const char *cl, size_t max)
+{
+    errno = 0;
+    char *end;
+    unsigned long long n = strtoull(cl, &end, 10);
+    if (end == cl) return false; /* MHD rejects a malformed one itself */
+    return errno == ERANGE || n > (unsigned long long)max;
+}
+
+static void body_append(req_ctx *rc, const char *data, size_t n)
+{
+    if (rc->body_len + n + 1 > rc->body_cap) {
+        size_t cap = rc->body_cap ? rc->body_cap : 1024;
+        while (cap < rc->body_len + n + 1)
+            cap *= 2;
+        rc->body = ts_realloc(rc->body, cap);
+        rc->body_cap = cap;
+    }
+    memcpy(rc->body + rc->body_len, data, n);
+    rc->body_len += n;
+    rc->body[rc->body_len] = '\0';
+}
+
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    (void)cls;
+    (void)conn;
+    req_ctx *rc = ts_calloc(1, sizeof(*rc));
+    rc->t0_us = ts_now_mono_us();
+    rc->raw_target = ts_strdup(uri ? uri : "");
+    return rc;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    http_server *s = cls;
+    (void)conn;
+    req_ctx *rc = *con_cls;
+    if (!rc) return;
+    if (rc->counted) atomic_fetch_sub(&s->inflight, 1);
+    if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && toe != MHD_REQUEST_TERMINATED_CLIENT_ABORT)
+        TLOG_DEBUG("http request ended early", "code=%d answered=%d", (int)toe, rc->answered);
+    impl_release(&rc->impl);
+    free(rc->raw_target);
+    free(rc->body);
+    free(rc);
+    *con_cls = NULL;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
+{
+    (void)version;
+    http_server *s = cls;
+    req_ctx *rc = *con_cls;
+    if (!rc) *con_cls = rc = on_uri(s, url, conn);
+
+    if (rc->answered) { /* 413 sent from the headers alone */
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (!rc->started) {
+        rc->started = true;
+        rc->counted = true;
+        atomic_fetch_add(&s->inflight, 1);
+        pick_request_id(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-ID"),
+                        rc->request_id);
+        const char *cl =
+            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (cl && content_length_over(cl, s->max_body))
+            return answer_too_large(s, rc, conn, url, method);
+        return MHD_YES;
+    }
+    if (*upload_data_size) {
+        size_t n = *upload_data_size;
+        *upload_data_size = 0;
+        if (!rc->too_large && rc->body_len + n > s->max_body) {
+            rc->too_large = true;
+            free(rc->body);
+            rc->body = NULL;
+            rc->body_len = rc->body_cap = 0;
+        }
+        if (rc->too_large) {
+            rc->discarded += n;
+            if (rc->discarded > DISCARD_LIMIT) {
+                atomic_fetch_add(&s->too_large, 1);
+                TLOG_WARN("http body far over the limit; closing", "method=%s request_id=%s",
+                          method, rc->request_id);
+                return MHD_NO;
+            }
+            return MHD_YES;
+        }
+        body_append(rc, upload_data, n);
+        return MHD_YES;
+    }
+    if (rc->too_large) return answer_too_large(s, rc, conn, url, method);
+    return handle(s, rc, conn, url, method);
+}
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    char msg[512], q[600];
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    size_t n = strlen(msg);
+    while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+        msg[--n] = '\0';
+    TLOG_WARN("libmicrohttpd", "detail=%s", tlog_quote(q, sizeof(q), msg));
+}
+
+/* ---- start and stop --------------------------------------------------------- */
+
+/* "host:port", ":port", "[v6]:port" -> host ("" for any) and port text. */
+static bool parse_listen(const char *addr, char *host, size_t hsize, char *port, size_t psize,
+                         ts_err *err)
+{
+    if (!addr || !*addr) {
+        ts_err_set(err, "empty listen address (want host:port or :port)");
+        return false;
+    }
+    const char *colon;
+    if (addr[0] == '[') {
+        const char *close = strchr(addr, ']');
+        if (!close || close[1] != ':') {
+            ts_err_set(err, "bad listen address \"%s\" (want [v6addr]:port)", addr);
+            return false;
+        }
+        if ((size_t)(close - addr - 1) >= hsize) goto too_long;
+        memcpy(host, addr + 1, (size_t)(close - addr - 1));
+        host[close - addr - 1] = '\0';
+        colon = close + 1;
+    } else {
+        colon = strrchr(addr, ':');
+        if (!colon) {
+            ts_err_set(err, "bad listen address \"%s\" (want host:port or :port)", addr);
+            return false;
+        }
+        if ((size_t)(colon - addr) >= hsize) goto too_long;
+        memcpy(host, addr, (size_t)(colon - addr));
+        host[colon - addr] = '\0';
+    }
+    const char *p = colon + 1;
+    size_t plen = strlen(p);
+    if (plen == 0 || plen >= psize || strspn(p, "0123456789") != plen || atol(p) > 65535) {
+        ts_err_set(err, "bad port in listen address \"%s\" (want 0..65535)", addr);
+        return false;
+    }
+    memcpy(port, p, plen + 1);
+    return true;
+too_long:
+    ts_err_set(err, "listen address \"%s\" has too long a host", addr);
+    return false;
+}
+
+static int open_listener(const char *addr, ts_err *err)
+{
+    char host[256], port[8];
+    if (!parse_listen(addr, host, sizeof(host), port, sizeof(port), err)) return -1;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+    struct addrinfo *res = NULL;
+    int rc = getaddrinfo(host[0] ? host : "0.0.0.0", port, &hints, &res);
+    if (rc != 0) {
+        ts_err_set(err, "listen %s: cannot resolve host \"%s\": %s", addr, host, gai_strerror(rc));
+        return -1;
+    }
+    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+        ts_err_set(err, "listen %s: socket: %s", addr, strerror(errno));
+        freeaddrinfo(res);
+        return -1;
+    }
+    int one = 1;
+    (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(fd, res->ai_addr, res->ai_addrlen) != 0) {
+        int e = errno;
+        ts_err_set(err, "listen %s: %s", addr,
+                   e == EADDRINUSE      ? "address already in use (is another server running?)"
+                   : e == EADDRNOTAVAIL ? "address not available on this host"
+                                        : strerror(e));
+        close(fd);
+        freeaddrinfo(res);
+        return -1;
+    }
+    freeaddrinfo(res);
+    if (listen(fd, 1024) != 0) {
+        ts_err_set(err, "listen %s: %s", addr, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static int bound_port(http_server *s)
+{
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    if (di && di->port) return di->port;
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    if (getsockname(s->listen_fd, (struct sockaddr *)&ss, &len) != 0) return 0;
+    if (ss.ss_family == AF_INET) return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    if (ss.ss_family == AF_INET6) return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    return 0;
+}
+
+http_server *http_server_start(const http_server_opts *opts, http_router *router, ts_err *err)
+{
+    if (!opts || !router) {
+        ts_err_set(err, "http server: no options or no router");
+        return NULL;
+    }
+    int fd = open_listener(opts->listen, err);
+    if (fd < 0) return NULL;
+
+    http_server *s = ts_calloc(1, sizeof(*s));
+    s->router = router;
+    s->listen_fd = fd;
+    s->on_complete = opts->on_complete;
+    s->on_complete_ctx = opts->on_complete_ctx;
+    s->max_body = opts->max_body ? opts->max_body : DEFAULT_MAX_BODY;
+    snprintf(s->server_header, sizeof(s->server_header), "tessera-%s",
+             opts->service && *opts->service ? opts->service : "http");
+    unsigned threads = opts->threads > 1 ? (unsigned)opts->threads : 1;
+    unsigned timeout = opts->conn_timeout_s > 0 ? (unsigned)opts->conn_timeout_s : 60;
+
+    s->daemon = MHD_start_daemon(
+        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request,
+        s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
+        MHD_OPTION_THREAD_POOL_SIZE, threads > 1 ? threads : 0u, MHD_OPTION_CONNECTION_TIMEOUT,
+        timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY_LIMIT,
+        MHD_OPTION_URI_LOG_CALLBACK, on_uri, s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+        MHD_OPTION_END);
+    if (!s->daemon) {
+        ts_err_set(err, "listen %s: libmicrohttpd did not start (see its log line)", opts->listen);
+        close(fd);
+        free(s);
+        return NULL;
+    }
+    s->port = bound_port(s);
+    TLOG_INFO("http listening", "listen=%s port=%d threads=%u max_body=%zu", opts->listen, s->port,
+              threads, s->max_body);
+    return s;
+}
+
+int http_server_port(const http_server *s)
+{
+    return s->port;
+}
+
+void http_server_quiesce(http_server *s)
+{
+    if (!s || s->quiesced) return;
+    s->quiesced = true;
+    MHD_socket fd = MHD_quiesce_daemon(s->daemon);
+    /* MHD's threads may still look at the fd until stop: shut it down now (no
+     * more connections are accepted, connects are refused) and close it then. */
+    if (fd != MHD_INVALID_SOCKET) shutdown(fd, SHUT_RDWR);
+    TLOG_INFO("http quiesced", "port=%d inflight=%d", s->port, http_server_inflight(s));
+}
+
+int http_server_inflight(const http_server *s)
+{
+    return atomic_load(&((http_server *)s)->inflight);
+}
+
+void http_server_stop(http_server *s)
+{
+    if (!s) return;
+    MHD_stop_daemon(s->daemon);
+    if (s->quiesced) close(s->listen_fd); /* otherwise MHD closed it */
+    free(s);
+}
+
+void http_server_get_stats(const http_server *cs, http_server_stats *out)
+{
+    http_server *s = (http_server *)cs;
+    out->requests = atomic_load(&s->requests);
+    out->status_2xx = atomic_load(&s->s2xx);
+    out->status_3xx = atomic_load(&s->s3xx);
+    out->status_4xx = atomic_load(&s->s4xx);
+    out->status_5xx = atomic_load(&s->s5xx);
+    out->body_too_large = atomic_load(&s->too_large);
+    out->latency_us_sum = atomic_load(&s->latency_us);
+}

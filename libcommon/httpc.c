@@ -1,0 +1,191 @@
+/* httpc.c: internal HTTP calls on one libcurl easy handle per httpc. The
+ * handle is reset between requests, which keeps its connection cache, so
+ * calls to the same host reuse a kept-alive connection. */
+#include "libcommon/httpc.h"
+#include "libcommon/log.h"
+
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define HTTPC_MAX_BODY ((size_t)64 * 1024 * 1024)
+
+struct httpc {
+    CURL *curl;
+    int timeout_ms;
+};
+
+static pthread_once_t g_curl_once = PTHREAD_ONCE_INIT;
+
+static void curl_init_once(void)
+{
+    CURLcode rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+    if (rc != CURLE_OK) ts_panic("curl_global_init: %s", curl_easy_strerror(rc));
+}
+
+httpc *httpc_new(int timeout_ms)
+{
+    pthread_once(&g_curl_once, curl_init_once);
+    httpc *c = ts_calloc(1, sizeof(*c));
+    c->curl = curl_easy_init();
+    if (!c->curl) ts_panic("curl_easy_init failed");
+    c->timeout_ms = timeout_ms > 0 ? timeout_ms : 10000;
+    return c;
+}
+
+void httpc_free(httpc *c)
+{
+    if (!c) return;
+    curl_easy_cleanup(c->curl);
+    free(c);
+}
+
+void httpc_resp_free(httpc_resp *r)
+{
+    if (!r) return;
+    free(r->body);
+    free(r->content_type);
+    memset(r, 0, sizeof(*r));
+}
+
+typedef struct sink {
+    char *buf;
+    size_t len, cap;
+    bool overflow;
+} sink;
+
+static size_t on_body(char *data, size_t size, size_t nmemb, void *userp)
+{
+    sink *s = userp;
+    size_t n = size * nmemb;
+    if (s->len + n > HTTPC_MAX_BODY) {
+        s->overflow = true;
+        return 0; /* makes curl fail with CURLE_WRITE_ERROR */
+    }
+    if (s->len + n + 1 > s->cap) {
+        size_t cap = s->cap ? s->cap : 4096;
+        while (cap < s->len + n + 1)
+            cap *= 2;
+        s->buf = ts_realloc(s->buf, cap);
+        s->cap = cap;
+    }
+    memcpy(s->buf + s->len, data, n);
+    s->len += n;
+    s->buf[s->len] = '\0';
+    return n;
+}
+
+static bool add_header(struct curl_slist **list, const char *h)
+{
+    struct curl_slist *n = curl_slist_append(*list, h);
+    if (!n) return false;
+    *list = n;
+    return true;
+}
+
+bool httpc_request(httpc *c, const char *method, const char *url, const char *const *headers,
+                   const void *body, size_t body_len, const char *request_id, httpc_resp *out,
+                   ts_err *err)
+{
+    memset(out, 0, sizeof(*out));
+    if (!method || !url) {
+        ts_err_set(err, "http request: no method or URL");
+        return false;
+    }
+    CURL *h = c->curl;
+    curl_easy_reset(h); /* options only; the connection cache stays */
+    char errbuf[CURL_ERROR_SIZE] = "";
+    sink s = {0};
+    struct curl_slist *hdrs = NULL;
+    bool ok = true;
+
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)c->timeout_ms);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)c->timeout_ms);
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &s);
+    curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+
+    if (strcmp(method, "HEAD") == 0) {
+        curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+    } else if (strcmp(method, "GET") == 0 && !body) {
+        curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+    } else {
+        if (strcmp(method, "POST") != 0) curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+        if (body || strcmp(method, "GET") != 0) {
+            curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
+            curl_easy_setopt(h, CURLOPT_POSTFIELDS, body ? (const char *)body : "");
+        }
+    }
+
+    for (size_t i = 0; ok && headers && headers[i]; i++)
+        ok = add_header(&hdrs, headers[i]);
+    /* No 100-continue round trip on large bodies. */
+    if (ok) ok = add_header(&hdrs, "Expect:");
+    if (ok && request_id && *request_id) {
+        char line[160];
+        snprintf(line, sizeof(line), "X-Request-ID: %s", request_id);
+        ok = add_header(&hdrs, line);
+    }
+    if (!ok) {
+        curl_slist_free_all(hdrs);
+        ts_err_set(err, "%s %s: out of memory building headers", method, url);
+        return false;
+    }
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+
+    CURLcode rc = curl_easy_perform(h);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
+    curl_slist_free_all(hdrs);
+    if (rc != CURLE_OK) {
+        if (s.overflow)
+            ts_err_set(err, "%s %s: response body larger than %zu bytes", method, url,
+                       HTTPC_MAX_BODY);
+        else
+            ts_err_set(err, "%s %s: %s", method, url, errbuf[0] ? errbuf : curl_easy_strerror(rc));
+        free(s.buf);
+        return false;
+    }
+
+    long status = 0;
+    char *ct = NULL;
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_getinfo(h, CURLINFO_CONTENT_TYPE, &ct);
+    out->status = status;
+    out->body = s.buf ? s.buf : ts_strdup("");
+    out->body_len = s.len;
+    out->content_type = ct ? ts_strdup(ct) : NULL;
+    return true;
+}
+
+bool httpc_json(httpc *c, const char *method, const char *url, json_t *body, const char *request_id,
+                long *status, json_t **out_json, ts_err *err)
+{
+    char *text = NULL;
+    if (body) {
+        text = json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY);
+        if (!text) {
+            ts_err_set(err, "%s %s: request body could not be encoded as JSON", method, url);
+            return false;
+        }
+    }
+    static const char *const hdrs[] = {"Content-Type: application/json", "Accept: application/json",
+                                       NULL};
+    httpc_resp r;
+    bool ok =
+        httpc_request(c, method, url, hdrs, text, text ? strlen(text) : 0, request_id, &r, err);
+    free(text);
+    if (out_json) *out_json = NULL;
+    if (!ok) {
+        if (status) *status = 0;
+        return false;
+    }
+    if (status) *status = r.status;
+    if (out_json && r.body_len) *out_json = json_loadb(r.body, r.body_len, JSON_DECODE_ANY, NULL);
+    httpc_resp_free(&r);
+    return true;
+}

@@ -1,0 +1,262 @@
+/* kbus_consumer.c: consumer groups with handler, retries and dead-lettering
+ * (kbus.h). One rd_kafka_t consumer handle and one thread per kbus_consume(). */
+#include "libcommon/kbus_dlq.h"
+#include "libcommon/kbus_internal.h"
+#include "libcommon/log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Group membership tuned for fast joins on a small cluster:
+ * - session.timeout.ms 6000: the smallest a default Kafka broker accepts
+ *   (group.min.session.timeout.ms); a dead member is evicted within 6 s.
+ * - heartbeat.interval.ms 1000: rebalances are noticed within a second.
+ * - topic.metadata.refresh.interval.ms 5000: a subscribed topic that did not
+ *   exist yet is seen (and assigned) within 5 s of its creation.
+ * - auto.commit.interval.ms 1000: stored offsets reach the broker within 1 s,
+ *   so a restart replays at most about a second of handled messages. */
+#define CONSUMER_SESSION_TIMEOUT_MS "6000"
+#define CONSUMER_HEARTBEAT_MS "1000"
+#define CONSUMER_METADATA_REFRESH_MS "5000"
+#define CONSUMER_COMMIT_INTERVAL_MS "1000"
+
+/* How long a DLQ produce may take before it is tried again. */
+#define DLQ_ACK_TIMEOUT_MS 10000
+
+struct kbus_consumer {
+    kbus *bus;
+    rd_kafka_t *rk;
+    char *group;
+    kbus_handler handler;
+    void *ctx;
+    pthread_t thread;
+    atomic_bool stop;
+};
+
+/* Sleep up to ms, waking early when the consumer is stopped; false if stopped. */
+static bool _nap(kbus_consumer *c, int ms)
+{
+    while (ms > 0 && !atomic_load(&c->stop)) {
+        int step = ms < 50 ? ms : 50;
+        usleep((useconds_t)step * 1000);
+        ms -= step;
+    }
+    return !atomic_load(&c->stop);
+}
+
+static void _store_offset(kbus_consumer *c, const rd_kafka_message_t *m)
+{
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(l, rd_kafka_topic_name(m->rkt), m->partition)->offset =
+        m->offset + 1;
+    rd_kafka_resp_err_t e = rd_kafka_offsets_store(c->rk, l);
+    if (!e && l->elems[0].err) e = l->elems[0].err;
+    if (e)
+        TLOG_WARN("kafka offset store failed",
+                  "group=%s topic=%s partition=%d offset=%lld error=%s", c->group,
+                  rd_kafka_topic_name(m->rkt), (int)m->partition, (long long)m->offset,
+                  rd_kafka_err2name(e));
+    rd_kafka_topic_partition_list_destroy(l);
+}
+
+/* Dead-letter m; true once the DLQ record is acknowledged. Retries until it
+ * is, or until the consumer stops (then the message will be redelivered). */
+static bool _dead_letter(kbus_consumer *c, const rd_kafka_message_t *m, const char *reason,
+                         int attempts)
+{
+    const char *topic = rd_kafka_topic_name(m->rkt);
+    rd_kafka_headers_t *orig = NULL;
+    if (rd_kafka_message_headers(m, &orig) != RD_KAFKA_RESP_ERR_NO_ERROR) orig = NULL;
+    kbus_dlq_info info = {.reason = reason,
+                          .topic = topic,
+                          .partition = m->partition,
+                          .offset = m->offset,
+                          .group = c->group,
+                          .attempts = attempts};
+    char q[KBUS_DLQ_REASON_MAX + 64];
+    TLOG_WARN("dead-lettering message",
+              "group=%s topic=%s partition=%d offset=%lld attempts=%d reason=%s", c->group, topic,
+              (int)m->partition, (long long)m->offset, attempts, tlog_quote(q, sizeof(q), reason));
+    for (int backoff = 100;; backoff = backoff < 5000 ? backoff * 2 : 5000) {
+        ts_err err = {{0}};
+        rd_kafka_headers_t *h = kbus_dlq_headers(orig, &info);
+        if (kbus_produce_wait(c->bus, KBUS_TOPIC_DLQ, m->key, m->key_len, m->payload, m->len, h,
+                              DLQ_ACK_TIMEOUT_MS, &err)) {
+            atomic_fetch_add(&c->bus->dead_lettered, 1);
+            return true;
+        }
+        TLOG_ERROR("dead-letter produce failed, will retry",
+                   "group=%s topic=%s offset=%lld error=%s", c->group, topic, (long long)m->offset,
+                   tlog_quote(q, sizeof(q), err.msg));
+        if (!_nap(c, backoff)) return false;
+    }
+}
+
+static void _handle(kbus_consumer *c, const rd_kafka_message_t *m)
+{
+    kbus *bus = c->bus;
+    atomic_fetch_add(&bus->consumed, 1);
+    const char *topic = rd_kafka_topic_name(m->rkt);
+    char reason[KBUS_DLQ_REASON_MAX];
+
+    ts_err err = {{0}};
+    Tessera__V1__Envelope *env = envelope_unpack(m->payload, m->len, &err);
+    if (!env) {
+        snprintf(reason, sizeof(reason), "undecodable: %s", err.msg);
+        if (_dead_letter(c, m, reason, 0)) _store_offset(c, m);
+        return;
+    }
+
+    char *key = m->key ? ts_strndup(m->key, m->key_len) : NULL;
+    kbus_msg msg = {
+        .topic = topic, .partition = m->partition, .offset = m->offset, .key = key, .env = env};
+    tlog_ctx_request(env->correlation_id);
+
+    for (int attempt = 1;; attempt++) {
+        ts_err why = {{0}};
+        kbus_result r = c->handler(&msg, c->ctx, &why);
+        const char *w = why.msg[0] ? why.msg : "no reason given";
+        if (r == KBUS_DONE) {
+            atomic_fetch_add(&bus->handled, 1);
+            _store_offset(c, m);
+            break;
+        }
+        if (r == KBUS_REJECT) {
+            snprintf(reason, sizeof(reason), "rejected: %s", w);
+            if (_dead_letter(c, m, reason, attempt)) _store_offset(c, m);
+            break;
+        }
+        if (attempt >= bus->max_attempts) {
+            snprintf(reason, sizeof(reason), "retries exhausted after %d attempts: %s", attempt, w);
+            if (_dead_letter(c, m, reason, attempt)) _store_offset(c, m);
+            break;
+        }
+        atomic_fetch_add(&bus->retried, 1);
+        char q[600];
+        TLOG_INFO("handler asked to retry",
+                  "group=%s topic=%s offset=%lld type=%s attempt=%d reason=%s", c->group, topic,
+                  (long long)m->offset, env->type, attempt, tlog_quote(q, sizeof(q), w));
+        /* Stopped while waiting: leave the offset; the message is redelivered. */
+        if (!_nap(c, bus->retry_backoff_ms)) break;
+    }
+    tlog_ctx_clear();
+    free(key);
+    envelope_free(env);
+}
+
+static void *_consume_main(void *arg)
+{
+    kbus_consumer *c = arg;
+    while (!atomic_load(&c->stop)) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(c->rk, 200);
+        if (!m) continue;
+        if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+            TLOG_DEBUG("kafka partition end", "group=%s topic=%s partition=%d", c->group,
+                       m->rkt ? rd_kafka_topic_name(m->rkt) : "", (int)m->partition);
+        } else if (m->err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ||
+                   m->err == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC) {
+            /* A subscribed topic that does not exist yet: it will be
+             * picked up on the next metadata refresh once created. */
+            TLOG_DEBUG("kafka topic not available yet", "group=%s detail=%s", c->group,
+                       rd_kafka_message_errstr(m));
+        } else if (m->err) {
+            char q[600];
+            TLOG_WARN("kafka consume error", "group=%s error=%s detail=%s", c->group,
+                      rd_kafka_err2name(m->err),
+                      tlog_quote(q, sizeof(q), rd_kafka_message_errstr(m)));
+        } else {
+            _handle(c, m);
+        }
+        rd_kafka_message_destroy(m);
+    }
+    return NULL;
+}
+
+kbus_consumer *kbus_consume(kbus *bus, const char *group, const char *const *topics,
+                            kbus_handler handler, void *ctx, ts_err *err)
+{
+    if (!bus || !group || !group[0] || !topics || !topics[0] || !handler) {
+        ts_err_set(err, "kafka consume: group, topics and handler are required");
+        return NULL;
+    }
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    char *client_id = ts_asprintf("%s/%s", bus->producer_name, group);
+    bool ok = kbus_conf_set(conf, "bootstrap.servers", bus->bootstrap, err) &&
+              kbus_conf_set(conf, "client.id", client_id, err) &&
+              kbus_conf_set(conf, "group.id", group, err) &&
+              kbus_conf_set(conf, "enable.auto.offset.store", "false", err) &&
+              kbus_conf_set(conf, "enable.auto.commit", "true", err) &&
+              kbus_conf_set(conf, "auto.commit.interval.ms", CONSUMER_COMMIT_INTERVAL_MS, err) &&
+              kbus_conf_set(conf, "auto.offset.reset", "earliest", err) &&
+              kbus_conf_set(conf, "allow.auto.create.topics", "true", err) &&
+              kbus_conf_set(conf, "session.timeout.ms", CONSUMER_SESSION_TIMEOUT_MS, err) &&
+              kbus_conf_set(conf, "heartbeat.interval.ms", CONSUMER_HEARTBEAT_MS, err) &&
+              kbus_conf_set(conf, "topic.metadata.refresh.interval.ms",
+                            CONSUMER_METADATA_REFRESH_MS, err);
+    free(client_id);
+    if (!ok) {
+        rd_kafka_conf_destroy(conf);
+        return NULL;
+    }
+    kbus_conf_logging(conf);
+
+    char errstr[512];
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
+    if (!rk) {
+        rd_kafka_conf_destroy(conf);
+        ts_err_set(err, "kafka consumer %s: %s", group, errstr);
+        return NULL;
+    }
+    rd_kafka_poll_set_consumer(rk);
+
+    rd_kafka_topic_partition_list_t *subs = rd_kafka_topic_partition_list_new(4);
+    size_t tlen = 0;
+    char names[512] = "";
+    for (const char *const *t = topics; *t; t++) {
+        rd_kafka_topic_partition_list_add(subs, *t, RD_KAFKA_PARTITION_UA);
+        tlen += (size_t)snprintf(names + tlen, tlen < sizeof(names) ? sizeof(names) - tlen : 0,
+                                 "%s%s", t == topics ? "" : ",", *t);
+        if (tlen >= sizeof(names)) tlen = sizeof(names) - 1;
+    }
+    rd_kafka_resp_err_t e = rd_kafka_subscribe(rk, subs);
+    rd_kafka_topic_partition_list_destroy(subs);
+    if (e) {
+        ts_err_set(err, "kafka consumer %s: subscribe %s: %s", group, names, rd_kafka_err2str(e));
+        rd_kafka_destroy(rk);
+        return NULL;
+    }
+
+    kbus_consumer *c = ts_calloc(1, sizeof(*c));
+    c->bus = bus;
+    c->rk = rk;
+    c->group = ts_strdup(group);
+    c->handler = handler;
+    c->ctx = ctx;
+    int rc = pthread_create(&c->thread, NULL, _consume_main, c);
+    if (rc != 0) {
+        ts_err_set(err, "kafka consumer %s: thread: %s", group, strerror(rc));
+        rd_kafka_consumer_close(rk);
+        rd_kafka_destroy(rk);
+        free(c->group);
+        free(c);
+        return NULL;
+    }
+    TLOG_INFO("kafka consumer started", "group=%s topics=%s", group, names);
+    return c;
+}
+
+void kbus_consumer_stop(kbus_consumer *c)
+{
+    if (!c) return;
+    atomic_store(&c->stop, true);
+    pthread_join(c->thread, NULL);
+    /* Close commits the stored offsets (auto commit) and leaves the group. */
+    rd_kafka_resp_err_t e = rd_kafka_consumer_close(c->rk);
+    if (e) TLOG_WARN("kafka consumer close", "group=%s error=%s", c->group, rd_kafka_err2name(e));
+    rd_kafka_destroy(c->rk);
+    TLOG_INFO("kafka consumer stopped", "group=%s", c->group);
+    free(c->group);
+    free(c);
+}
