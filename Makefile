@@ -133,7 +133,7 @@ dev-down:
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/systemd/system $(DESTDIR)/etc/tessera
 	install -m 0755 $(SERVICE_BINS) $(CLI_BIN) $(DESTDIR)$(PREFIX)/bin/
-	for u in deploy/systemd/*.service; do \
+	for u in deploy/systemd/*.service deploy/systemd/*.target; do \
 	  sed 's|@BINDIR@|$(PREFIX)/bin|g' $$u > $(DESTDIR)$(PREFIX)/lib/systemd/system/$$(basename $$u); \
 	  chmod 0644 $(DESTDIR)$(PREFIX)/lib/systemd/system/$$(basename $$u); done
 	install -m 0644 $(EXAMPLE_CONFS) $(DESTDIR)/etc/tessera/

@@ -1,0 +1,178 @@
+#!/bin/sh
+# dev-down.sh: stop the development stack that deploy/dev/dev-up.sh started in
+# $TESSERA_STATE_DIR (default <repo>/.tessera-dev). Services first (SIGTERM,
+# they drain), then the OCI registry, devbus, Redis, then PostgreSQL
+# (pg_ctl -m fast stop); whatever outlives its grace period gets SIGKILL, and so
+# does anything left in the sessions the stack's processes led. Works after a
+# half-failed dev-up. Keeps the state dir (logs, data), removes the pid files.
+# Exit 0 when nothing is left running (also when nothing was), 1 otherwise.
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+STATE=${TESSERA_STATE_DIR:-$repo/.tessera-dev}
+GRACE=${TESSERA_DEV_STOP_GRACE:-10}
+
+if [ ! -d "$STATE" ]; then
+  echo "dev-down: nothing was running ($STATE does not exist)"
+  exit 0
+fi
+STATE=$(cd "$STATE" && pwd)
+RUN=$STATE/run
+
+# ---- helpers shared with dev-up.sh (kept in both: each script stands alone) ----
+# shellcheck disable=SC2012 # version dirs are plain names
+pg_bindir() {
+  _pd=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+  if [ -n "$_pd" ] && [ -x "$_pd/pg_ctl" ]; then echo "$_pd"; return 0; fi
+  _pc=$(command -v pg_ctl 2>/dev/null) || return 1
+  dirname "$_pc"
+}
+dev_stat() { sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null; }
+dev_alive() {
+  _dp=$(cat "$1/$2.pid" 2>/dev/null) || return 1
+  case $_dp in ''|*[!0-9]*) return 1 ;; esac
+  _dst=$(dev_stat "$_dp") && [ -n "$_dst" ] || return 1
+  [ "${_dst%% *}" != Z ] || return 1
+  [ -s "$1/$2.start" ] || return 0
+  [ "$(echo "$_dst" | cut -d' ' -f20)" = "$(cat "$1/$2.start")" ]
+}
+# pid_running PID: exists and is not a zombie.
+pid_running() {
+  _rst=$(dev_stat "$1") && [ -n "$_rst" ] && [ "${_rst%% *}" != Z ]
+}
+now() { date +%s; }
+
+stopped=0
+leaders=""   # pids of ours that led a session: sweep their sessions at the end
+
+# stop_group NAME...: SIGTERM each recorded, live process; wait up to GRACE s
+# for all of them; SIGKILL (process and its group) what is left.
+stop_group() {
+  pids=""
+  for n in "$@"; do
+    dev_alive "$RUN" "$n" || continue
+    p=$(cat "$RUN/$n.pid")
+    leaders="$leaders $p"
+    kill -TERM "$p" 2>/dev/null && { pids="$pids $p"; stopped=$((stopped + 1)); }
+  done
+  [ -n "$pids" ] || return 0
+  deadline=$(( $(now) + GRACE ))
+  while :; do
+    left=""
+    for p in $pids; do pid_running "$p" && left="$left $p"; done
+    [ -n "$left" ] || return 0
+    [ "$(now)" -lt "$deadline" ] || break
+    sleep 0.1
+  done
+  echo "dev-down: still running after ${GRACE} s, sending SIGKILL:$left" >&2
+  for p in $left; do kill -KILL "-$p" 2>/dev/null; kill -KILL "$p" 2>/dev/null; done
+  sleep 0.2
+}
+
+# Services first, the gateway (the front door) before what it calls.
+stop_group gateway wsproxy vfolder agent scheduler registry auth
+stop_group oci-registry
+stop_group devbus
+stop_group redis
+
+# PostgreSQL: pg_ctl knows the server from its data dir, even without our pid file.
+PGDATA=$STATE/pg
+if [ -f "$PGDATA/postmaster.pid" ]; then
+  pgpid=$(head -n 1 "$PGDATA/postmaster.pid" 2>/dev/null)
+  case $pgpid in ''|*[!0-9]*) pgpid="" ;; esac
+  if [ -n "$pgpid" ] && pid_running "$pgpid"; then
+    leaders="$leaders $pgpid"
+    stopped=$((stopped + 1))
+    PGBIN=$(pg_bindir) || PGBIN=""
+    if [ -n "$PGBIN" ]; then
+      if [ "$(id -u)" -eq 0 ] && id postgres >/dev/null 2>&1; then
+        runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PGDATA" -m fast -w -t "$GRACE" -s stop >/dev/null 2>&1
+      else
+        "$PGBIN/pg_ctl" -D "$PGDATA" -m fast -w -t "$GRACE" -s stop >/dev/null 2>&1
+      fi
+    else
+      kill -INT "$pgpid" 2>/dev/null   # SIGINT = fast shutdown
+    fi
+    deadline=$(( $(now) + GRACE ))
+    while pid_running "$pgpid" && [ "$(now)" -lt "$deadline" ]; do sleep 0.1; done
+    if pid_running "$pgpid"; then
+      echo "dev-down: PostgreSQL still running, sending SIGKILL: $pgpid" >&2
+      kill -KILL "-$pgpid" 2>/dev/null; kill -KILL "$pgpid" 2>/dev/null
+      sleep 0.2
+    fi
+  fi
+fi
+
+# procs: "pid ppid sid tty stat args" of every process, in one pass.
+procs() { ps -eo pid=,ppid=,sid=,tty=,stat=,args= 2>/dev/null; }
+
+# ancestors: this script and the processes it runs under (never to be killed).
+ancestors() {
+  a=$$
+  while [ -n "$a" ] && [ "$a" != 0 ] && [ "$a" != 1 ]; do
+    echo "$a"
+    a=$(dev_stat "$a" | cut -d' ' -f2)
+  done
+}
+MINE=" $(ancestors | tr '\n' ' ') "
+
+# stray: processes without a terminal whose command line names the state dir: a
+# helper that detached into its own session (e.g. a container runtime shim).
+# Interactive ones (an editor on a log file) have a terminal and are spared.
+stray() {
+  # The state dir goes to awk through its environment: on its command line, awk
+  # would find itself.
+  procs | DEVDOWN_DIR=$STATE DEVDOWN_MINE=$MINE awk '
+    BEGIN { dir = ENVIRON["DEVDOWN_DIR"]; mine = ENVIRON["DEVDOWN_MINE"] }
+    $5 !~ /^Z/ && $4 == "?" && index(mine, " " $1 " ") == 0 {
+      args = $0; sub(/^ *[0-9]+ +[0-9]+ +[0-9]+ +[^ ]+ +[^ ]+ /, "", args)
+      if (index(args " ", dir "/") || index(args " ", dir " ")) print $1
+    }'
+}
+
+# session_members: anything still in a session one of ours led (a daemonized
+# helper, a child the service did not reap), or a child of one of ours.
+session_members() {
+  procs | awk -v leaders=" $leaders " -v mine="$MINE" '
+    $5 !~ /^Z/ && index(mine, " " $1 " ") == 0 &&
+    (index(leaders, " " $3 " ") || index(leaders, " " $2 " ")) { print $1 }'
+}
+
+rest=$(stray)
+if [ -n "$rest" ]; then
+  echo "dev-down: killing leftover processes that name $STATE:" "$(echo $rest)" >&2
+  for p in $rest; do kill -KILL "-$p" 2>/dev/null; kill -KILL "$p" 2>/dev/null; done
+  leaders="$leaders $rest"
+  sleep 0.3
+fi
+if [ -n "${leaders# }" ]; then
+  rest=$(session_members)
+  if [ -n "$rest" ]; then
+    echo "dev-down: killing leftover processes:" "$(echo $rest)" >&2
+    for p in $rest; do kill -KILL "$p" 2>/dev/null; done
+    sleep 0.3
+  fi
+fi
+
+# Verify.
+survivors=""
+for f in "$RUN"/*.pid; do
+  [ -e "$f" ] || continue
+  n=$(basename "$f" .pid)
+  dev_alive "$RUN" "$n" && survivors="$survivors $n($(cat "$f"))"
+done
+[ -n "${leaders# }" ] && for p in $(session_members); do survivors="$survivors $p"; done
+for p in $(stray); do survivors="$survivors $p"; done
+if [ -n "$survivors" ]; then
+  echo "dev-down: could not stop:$survivors; pid files kept in $RUN" >&2
+  exit 1
+fi
+
+rm -f "$RUN"/*.pid "$RUN"/*.start "$RUN/devbus.bootstrap" "$RUN"/readyz.*
+if [ "$stopped" -eq 0 ]; then
+  echo "dev-down: nothing was running in $STATE"
+else
+  echo "dev-down: stopped $stopped process(es); logs kept in $STATE/logs"
+fi
+exit 0

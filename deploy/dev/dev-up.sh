@@ -1,0 +1,362 @@
+#!/bin/sh
+# dev-up.sh: start the one-machine Tessera development stack on free loopback
+# ports: PostgreSQL, Redis, tessera-devbus (Kafka mock cluster), the OCI registry
+# (Debian's docker-registry), then auth, registry, scheduler, agent, vfolder,
+# wsproxy and gateway; wait until every service's /readyz answers 200.
+#
+# Environment:
+#   TESSERA_STATE_DIR     where everything lives (default <repo>/.tessera-dev):
+#                         logs/ (one log per process), run/ (pid files, sockets),
+#                         pg/, redis/, oci-registry/, <service>/ (service state),
+#                         env (export lines for a shell or a test), services
+#                         ("name pid url" per process).
+#   TESSERA_BIN_DIR       the built binaries (default <repo>/build/bin)
+#   TESSERA_DEV_SERVICES  which Tessera processes to start (default all:
+#                         "devbus auth registry scheduler agent vfolder wsproxy
+#                         gateway"); set it empty for PostgreSQL, Redis and the
+#                         OCI registry only.
+#   TESSERA_DEV_TIMEOUT   seconds to wait for readiness (default 60)
+#
+# Stop with deploy/dev/dev-down.sh (`make dev-down`), same TESSERA_STATE_DIR.
+set -eu
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+STATE=${TESSERA_STATE_DIR:-$repo/.tessera-dev}
+BIN=${TESSERA_BIN_DIR:-$repo/build/bin}
+ALL_SERVICES="devbus auth registry scheduler agent vfolder wsproxy gateway"
+SERVICES=${TESSERA_DEV_SERVICES-$ALL_SERVICES}
+TIMEOUT=${TESSERA_DEV_TIMEOUT:-60}
+
+mkdir -p "$STATE"
+STATE=$(cd "$STATE" && pwd)
+case "$BIN" in /*) ;; *) BIN=$(cd "$BIN" 2>/dev/null && pwd || echo "$repo/$BIN") ;; esac
+RUN=$STATE/run
+LOGS=$STATE/logs
+mkdir -p "$RUN" "$LOGS"
+# Never let a service think systemd supervises it.
+unset NOTIFY_SOCKET || true
+
+# ---- helpers shared with dev-down.sh (kept in both: each script stands alone) ----
+# pg_bindir: the PostgreSQL server binaries (initdb, pg_ctl), newest version.
+# shellcheck disable=SC2012 # version dirs are plain names
+pg_bindir() {
+  _pd=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+  if [ -n "$_pd" ] && [ -x "$_pd/pg_ctl" ]; then echo "$_pd"; return 0; fi
+  _pc=$(command -v pg_ctl 2>/dev/null) || return 1
+  dirname "$_pc"
+}
+# dev_stat PID: /proc/PID/stat after the "(comm) ", so field 1 is the state
+# and field 20 the start time; fails when the process does not exist.
+dev_stat() { sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null; }
+dev_starttime() { _ds=$(dev_stat "$1") && [ -n "$_ds" ] && echo "$_ds" | cut -d' ' -f20; }
+# dev_alive RUN NAME: the process recorded in RUN/NAME.pid runs (not a zombie)
+# and is the one recorded (same start time: no pid reuse).
+dev_alive() {
+  _dp=$(cat "$1/$2.pid" 2>/dev/null) || return 1
+  case $_dp in ''|*[!0-9]*) return 1 ;; esac
+  _dst=$(dev_stat "$_dp") && [ -n "$_dst" ] || return 1
+  [ "${_dst%% *}" != Z ] || return 1
+  [ -s "$1/$2.start" ] || return 0
+  [ "$(echo "$_dst" | cut -d' ' -f20)" = "$(cat "$1/$2.start")" ]
+}
+
+say() { echo "dev-up: $*"; }
+die() { echo "dev-up: $*" >&2; exit 1; }
+
+for s in $SERVICES; do
+  case " $ALL_SERVICES " in *" $s "*) ;; *) die "unknown service '$s' in TESSERA_DEV_SERVICES" ;; esac
+  [ -x "$BIN/tessera-$s" ] || die "$BIN/tessera-$s is missing: build first (make)"
+done
+for c in python3 curl; do command -v $c >/dev/null 2>&1 || die "$c is missing: run tools/deps.sh"; done
+command -v redis-server >/dev/null 2>&1 || die "redis-server is missing: run tools/deps.sh"
+command -v docker-registry >/dev/null 2>&1 || die "docker-registry is missing: run tools/deps.sh"
+PGBIN=$(pg_bindir) || die "PostgreSQL server binaries not found: run tools/deps.sh"
+
+# ---- already up? ---------------------------------------------------------------
+expected="postgres redis oci-registry $SERVICES"
+up=""; down=""; any=no
+for n in $expected; do
+  if [ -f "$RUN/$n.pid" ] && dev_alive "$RUN" "$n"; then up="$up $n"; any=yes; else down="$down $n"; fi
+done
+if [ "$any" = yes ]; then
+  if [ -z "$down" ] && [ -f "$STATE/services" ]; then
+    notready=""
+    while read -r n _ url; do
+      case " $SERVICES " in *" $n "*) ;; *) continue ;; esac
+      [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$url/readyz" 2>/dev/null)" = 200 ] ||
+        notready="$notready $n"
+    done <"$STATE/services"
+    [ -z "$notready" ] ||
+      die "the stack in $STATE is running but not ready:$notready (see $LOGS/); restart: deploy/dev/dev-down.sh, then dev-up"
+    say "the stack in $STATE is already up (pids alive:$up); nothing started"
+    say "environment: . $STATE/env; stop: TESSERA_STATE_DIR='$STATE' make dev-down"
+    exit 0
+  fi
+  die "the stack in $STATE is partly up (alive:$up; not running:$down); run deploy/dev/dev-down.sh first"
+fi
+# Leftovers of a previous run that died: stale pid files, bootstrap file.
+rm -f "$RUN"/*.pid "$RUN"/*.start "$RUN/devbus.bootstrap" "$STATE/env" "$STATE/services"
+
+# ---- ports ---------------------------------------------------------------------
+# Ask the kernel for distinct free loopback ports: bind them all at once (so no
+# two are the same), then release them for the processes to take.
+# shellcheck disable=SC2046 # the ports are numbers, split on purpose
+set -- $(python3 -c '
+import socket
+socks = []
+for _ in range(11):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind(("127.0.0.1", 0))
+    socks.append(s)
+print(" ".join(str(s.getsockname()[1]) for s in socks))
+for s in socks:
+    s.close()
+')
+[ $# -eq 11 ] || die "could not pick free ports"
+PG_PORT=$1 REDIS_PORT=$2 OCI_PORT=$3 DEVBUS_PORT=$4 AUTH_PORT=$5 REGISTRY_PORT=$6
+SCHEDULER_PORT=$7 AGENT_PORT=$8 VFOLDER_PORT=$9
+shift 9
+WSPROXY_PORT=$1 GATEWAY_PORT=$2
+
+HOST=127.0.0.1
+PG_DSN="postgresql://tessera@$HOST:$PG_PORT/tessera?sslmode=disable"
+REDIS_URL="redis://$HOST:$REDIS_PORT/0"
+OCI="$HOST:$OCI_PORT"
+
+# started NAME PID: record a process as soon as it exists, so that dev-down can
+# stop it even when a later step fails.
+started() {
+  echo "$2" >"$RUN/$1.pid"
+  dev_starttime "$2" >"$RUN/$1.start" 2>/dev/null || true
+}
+
+# tail_log NAME: the last lines of a process's log, for failure messages.
+tail_log() {
+  echo "---- last 20 lines of $LOGS/$1.log ----" >&2
+  tail -n 20 "$LOGS/$1.log" >&2 2>/dev/null || true
+  echo "----" >&2
+}
+
+# launch NAME CMD...: start CMD in its own session (so a terminal's ^C or the
+# caller's exit does not reach it), output appended to logs/NAME.log. setsid
+# execs in place here (the background child is never a process-group leader in
+# a non-interactive shell), so $! is the process itself.
+launch() {
+  n=$1; shift
+  echo "==== $(date '+%Y-%m-%d %H:%M:%S') starting: $*" >>"$LOGS/$n.log"
+  setsid "$@" </dev/null >>"$LOGS/$n.log" 2>&1 &
+  started "$n" $!
+}
+
+now() { date +%s; }
+
+# ---- PostgreSQL ----------------------------------------------------------------
+PGDATA=$STATE/pg
+PGSOCK=$RUN/pgsock
+mkdir -p "$PGSOCK"
+: >>"$LOGS/postgres.log"
+if [ "$(id -u)" -eq 0 ]; then
+  id postgres >/dev/null 2>&1 || die "running as root needs the 'postgres' user (apt-get install postgresql)"
+  # PostgreSQL refuses to run as root: its files belong to 'postgres', which
+  # must be able to reach them (mkdtemp makes 0700 directories).
+  chmod go+x "$STATE" "$RUN"
+  mkdir -p "$PGDATA"
+  chown postgres: "$PGDATA" "$PGSOCK" "$LOGS/postgres.log"
+  chmod 0700 "$PGDATA"
+  asp() { runuser -u postgres -- "$@"; }
+  asp test -w "$PGDATA" ||
+    die "user 'postgres' cannot reach $PGDATA (check the permissions of its parent directories) - choose another TESSERA_STATE_DIR"
+else
+  mkdir -p "$PGDATA"
+  chmod 0700 "$PGDATA"
+  asp() { "$@"; }
+fi
+
+if [ ! -f "$PGDATA/PG_VERSION" ]; then
+  rm -rf "${PGDATA:?}"/* 2>/dev/null || true
+  asp "$PGBIN/initdb" -D "$PGDATA" -U postgres --auth=trust --no-locale -E UTF8 \
+    >>"$LOGS/postgres.log" 2>&1 || { tail_log postgres; die "initdb failed"; }
+fi
+# Remove a postmaster.pid left by a killed server (it no longer runs: checked above).
+if [ -f "$PGDATA/postmaster.pid" ] && ! asp "$PGBIN/pg_ctl" -D "$PGDATA" status >/dev/null 2>&1; then
+  rm -f "$PGDATA/postmaster.pid"
+fi
+# fsync off and friends: a throwaway development database.
+asp "$PGBIN/pg_ctl" -D "$PGDATA" -l "$LOGS/postgres.log" -w -t 60 -s \
+  -o "-p $PG_PORT -k $PGSOCK -c listen_addresses=$HOST -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" \
+  start </dev/null >>"$LOGS/postgres.log" 2>&1 || true
+pgpid=$(head -n 1 "$PGDATA/postmaster.pid" 2>/dev/null || true)
+[ -n "$pgpid" ] && started postgres "$pgpid"
+if [ -z "$pgpid" ] || ! dev_alive "$RUN" postgres; then tail_log postgres; die "PostgreSQL did not start"; fi
+psql_() { asp "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -h "$PGSOCK" -p "$PG_PORT" -U postgres -d postgres "$@"; }
+psql_ -tAc "SELECT 1 FROM pg_roles WHERE rolname = 'tessera'" | grep -q 1 ||
+  psql_ -c "CREATE ROLE tessera LOGIN SUPERUSER" >>"$LOGS/postgres.log" 2>&1 ||
+  { tail_log postgres; die "could not create role tessera"; }
+psql_ -tAc "SELECT 1 FROM pg_database WHERE datname = 'tessera'" | grep -q 1 ||
+  psql_ -c "CREATE DATABASE tessera OWNER tessera" >>"$LOGS/postgres.log" 2>&1 ||
+  { tail_log postgres; die "could not create database tessera"; }
+
+# ---- Redis ---------------------------------------------------------------------
+mkdir -p "$STATE/redis"
+launch redis redis-server --bind "$HOST" --port "$REDIS_PORT" --save "" --appendonly no \
+  --daemonize no --dir "$STATE/redis" --logfile ""
+deadline=$(( $(now) + 20 ))
+until python3 - "$REDIS_PORT" <<'EOF' 2>/dev/null
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=1)
+s.sendall(b"PING\r\n")
+sys.exit(0 if s.recv(16).startswith(b"+PONG") else 1)
+EOF
+do
+  dev_alive "$RUN" redis || { tail_log redis; die "Redis exited"; }
+  [ "$(now)" -lt "$deadline" ] || { tail_log redis; die "Redis did not answer PING in 20 s"; }
+  sleep 0.1
+done
+
+# ---- tessera-devbus (Kafka mock cluster) -------------------------------------------
+KAFKA=""
+case " $SERVICES " in *" devbus "*)
+  launch devbus env "TESSERA_HTTP_LISTEN=$HOST:$DEVBUS_PORT" \
+    "TESSERA_SERVICE_INSTANCE=dev-devbus" \
+    "TESSERA_DEVBUS_BOOTSTRAP_FILE=$RUN/devbus.bootstrap" \
+    "$BIN/tessera-devbus"
+  deadline=$(( $(now) + 30 ))
+  until [ -s "$RUN/devbus.bootstrap" ]; do
+    dev_alive "$RUN" devbus || { tail_log devbus; die "tessera-devbus exited"; }
+    [ "$(now)" -lt "$deadline" ] || { tail_log devbus; die "tessera-devbus wrote no bootstrap file in 30 s"; }
+    sleep 0.1
+  done
+  KAFKA=$(head -n 1 "$RUN/devbus.bootstrap")
+  ;;
+esac
+
+# ---- OCI registry ----------------------------------------------------------------
+mkdir -p "$STATE/oci-registry"
+cat >"$STATE/oci-registry.yml" <<EOF
+# generated by deploy/dev/dev-up.sh
+version: 0.1
+log:
+  level: info
+  fields:
+    service: oci-registry
+storage:
+  filesystem:
+    rootdirectory: $STATE/oci-registry
+  delete:
+    enabled: true
+  maintenance:
+    uploadpurging:
+      enabled: false
+http:
+  addr: $OCI
+  headers:
+    X-Content-Type-Options: [nosniff]
+EOF
+launch oci-registry docker-registry serve "$STATE/oci-registry.yml"
+deadline=$(( $(now) + 30 ))
+until [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://$OCI/v2/" 2>/dev/null)" = 200 ]; do
+  dev_alive "$RUN" oci-registry || { tail_log oci-registry; die "docker-registry exited"; }
+  [ "$(now)" -lt "$deadline" ] || { tail_log oci-registry; die "docker-registry did not answer GET /v2/ in 30 s"; }
+  sleep 0.1
+done
+
+# ---- Tessera services ------------------------------------------------------------
+port_of() {
+  case $1 in
+    devbus) echo "$DEVBUS_PORT" ;; auth) echo "$AUTH_PORT" ;; registry) echo "$REGISTRY_PORT" ;;
+    scheduler) echo "$SCHEDULER_PORT" ;; agent) echo "$AGENT_PORT" ;; vfolder) echo "$VFOLDER_PORT" ;;
+    wsproxy) echo "$WSPROXY_PORT" ;; gateway) echo "$GATEWAY_PORT" ;;
+  esac
+}
+url_of() { echo "http://$HOST:$(port_of "$1")"; }
+
+for s in $SERVICES; do
+  [ "$s" = devbus ] && continue
+  mkdir -p "$STATE/$s"
+  # Every service gets the same connection settings (a service reads only the
+  # options it has); <svc>.state_dir is where a service that keeps files
+  # (agent: bundles and image cache; vfolder: its volumes) puts them.
+  svc_state_var="TESSERA_$(echo "$s" | tr '[:lower:]' '[:upper:]')_STATE_DIR"
+  set -- env "$svc_state_var=$STATE/$s" \
+    "TESSERA_HTTP_LISTEN=$HOST:$(port_of "$s")" \
+    "TESSERA_SERVICE_INSTANCE=dev-$s" \
+    "TESSERA_SHUTDOWN_DRAIN_TIMEOUT=${TESSERA_SHUTDOWN_DRAIN_TIMEOUT:-5s}" \
+    "TESSERA_PG_DSN=$PG_DSN" \
+    "TESSERA_REDIS_URL=$REDIS_URL" \
+    "TESSERA_AUTH_URL=$(url_of auth)" \
+    "TESSERA_REGISTRY_URL=$(url_of registry)" \
+    "TESSERA_VFOLDER_URL=$(url_of vfolder)" \
+    "TESSERA_OCI_REGISTRY=$OCI" \
+    "TESSERA_STATE_DIR=$STATE"
+  [ -z "$KAFKA" ] || set -- "$@" "TESSERA_KAFKA_BOOTSTRAP=$KAFKA" "KAFKA_BOOTSTRAP=$KAFKA"
+  launch "$s" "$@" "$BIN/tessera-$s"
+done
+
+# ---- env and services files (written before the wait, for inspection) -----------
+q() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
+{
+  echo "# Tessera development stack: . this file (generated by deploy/dev/dev-up.sh)"
+  echo "export TESSERA_STATE_DIR=$(q "$STATE")"
+  for s in gateway auth registry scheduler agent vfolder wsproxy devbus; do
+    var="TESSERA_$(echo "$s" | tr '[:lower:]' '[:upper:]')_URL"
+    echo "export $var=$(q "$(url_of "$s")")"
+  done
+  if [ -n "$KAFKA" ]; then
+    echo "export KAFKA_BOOTSTRAP=$(q "$KAFKA")"
+    echo "export TESSERA_KAFKA_BOOTSTRAP=$(q "$KAFKA")"
+  fi
+  echo "export TESSERA_PG_DSN=$(q "$PG_DSN")"
+  echo "export TESSERA_REDIS_URL=$(q "$REDIS_URL")"
+  echo "export TESSERA_OCI_REGISTRY=$(q "$OCI")"
+  echo "export TESSERA_BIN_DIR=$(q "$BIN")"
+  echo "export TESSERA_LOG_DIR=$(q "$LOGS")"
+  echo "export PGHOST=$(q "$HOST") PGPORT=$(q "$PG_PORT") PGUSER='tessera' PGDATABASE='tessera'"
+} >"$STATE/env.tmp"
+mv "$STATE/env.tmp" "$STATE/env"
+{
+  echo "postgres $(cat "$RUN/postgres.pid") $PG_DSN"
+  echo "redis $(cat "$RUN/redis.pid") $REDIS_URL"
+  echo "oci-registry $(cat "$RUN/oci-registry.pid") http://$OCI"
+  for s in $SERVICES; do echo "$s $(cat "$RUN/$s.pid") $(url_of "$s")"; done
+} >"$STATE/services.tmp"
+mv "$STATE/services.tmp" "$STATE/services"
+
+# ---- readiness -------------------------------------------------------------------
+deadline=$(( $(now) + TIMEOUT ))
+pending=$SERVICES
+while [ -n "$pending" ]; do
+  still=""
+  for s in $pending; do
+    if ! dev_alive "$RUN" "$s"; then
+      echo "dev-up: tessera-$s exited before it was ready" >&2
+      tail_log "$s"
+      die "see $LOGS/$s.log; stop the rest with deploy/dev/dev-down.sh"
+    fi
+    code=$(curl -s -o "$RUN/readyz.$s" -w '%{http_code}' --max-time 2 "$(url_of "$s")/readyz" 2>/dev/null) || true
+    [ "$code" = 200 ] || still="$still $s"
+  done
+  pending=$still
+  [ -z "$pending" ] && break
+  if [ "$(now)" -ge "$deadline" ]; then
+    for s in $pending; do
+      echo "dev-up: tessera-$s is not ready after ${TIMEOUT} s; GET $(url_of "$s")/readyz:" >&2
+      cat "$RUN/readyz.$s" >&2 2>/dev/null || true
+      echo >&2
+      tail_log "$s"
+    done
+    die "not ready:$pending (left running for inspection; stop with deploy/dev/dev-down.sh)"
+  fi
+  sleep 0.2
+done
+rm -f "$RUN"/readyz.*
+
+# ---- summary -------------------------------------------------------------------
+echo "dev-up: Tessera development stack is up in $STATE"
+for s in $SERVICES; do printf '  %-10s %s\n' "$s" "$(url_of "$s")"; done
+printf '  %-10s %s\n' postgres "$PG_DSN" redis "$REDIS_URL" oci "$OCI"
+[ -n "$KAFKA" ] && printf '  %-10s %s\n' kafka "$KAFKA"
+echo "  logs:  $LOGS/"
+echo "  env:   . $STATE/env"
+if [ "$STATE" = "$repo/.tessera-dev" ]; then echo "  stop:  make dev-down"
+else echo "  stop:  TESSERA_STATE_DIR='$STATE' make dev-down"; fi

@@ -1,0 +1,219 @@
+"""Shared fixtures for Tessera's integration tests.
+
+`stack` starts the whole development stack (deploy/dev/dev-up.sh) once per test
+session in a fresh temporary state dir, on free loopback ports, and yields its
+environment (the <state>/env file as a dict: TESSERA_GATEWAY_URL, KAFKA_BOOTSTRAP,
+TESSERA_PG_DSN, ...). At the end it runs dev-down.sh and checks that no process
+of the stack survived.
+
+Only the Python standard library, pytest and requests (Debian packages).
+"""
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+DEV_UP = os.path.join(REPO, "deploy", "dev", "dev-up.sh")
+DEV_DOWN = os.path.join(REPO, "deploy", "dev", "dev-down.sh")
+BIN_DIR = os.path.abspath(os.environ.get("TESSERA_BIN_DIR") or os.path.join(REPO, "build", "bin"))
+
+
+def wait_until(predicate, timeout=10.0, interval=0.1, message=None):
+    """Call predicate() until it returns a truthy value; return that value.
+
+    Exceptions from predicate count as "not yet" (the last one is reported).
+    Fails the test (pytest.fail) when timeout seconds pass first."""
+    deadline = time.monotonic() + timeout
+    last_exc = None
+    while True:
+        try:
+            value = predicate()
+            if value:
+                return value
+        except Exception as exc:  # noqa: BLE001 - a probe may fail while waiting
+            last_exc = exc
+        if time.monotonic() >= deadline:
+            what = message or getattr(predicate, "__name__", "condition")
+            extra = f" (last error: {last_exc!r})" if last_exc else ""
+            pytest.fail(f"timed out after {timeout} s waiting for {what}{extra}")
+        time.sleep(interval)
+
+
+def parse_env_file(path):
+    """Parse the `export NAME='value'` lines dev-up.sh writes (shell syntax)."""
+    env = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            words = shlex.split(line, comments=True)
+            if words and words[0] == "export":
+                words = words[1:]
+            for word in words:
+                name, sep, value = word.partition("=")
+                if sep:
+                    env[name] = value
+    return env
+
+
+def parse_services_file(path):
+    """<state>/services: "name pid url" per line -> {name: (pid, url)}."""
+    services = {}
+    if not os.path.exists(path):
+        return services
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) >= 2 and parts[1].isdigit():
+                services[parts[0]] = (int(parts[1]), parts[2] if len(parts) > 2 else "")
+    return services
+
+
+def _proc_stat(pid):
+    """(state, starttime) of a process from /proc/<pid>/stat, or None."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return fields[0], fields[19]
+
+
+def _proc_running(pid):
+    """True when /proc/<pid> exists and is not a zombie (a zombie holds no
+    resources; it only waits for its parent to reap it)."""
+    st = _proc_stat(pid)
+    return st is not None and st[0] != "Z"
+
+
+def _cmdline(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def survivors(state_dir, pids):
+    """Running processes that belong to the stack in state_dir: a recorded pid
+    (pids: {pid: starttime}; the same start time, so not a reused pid), or any
+    process whose command line mentions the state dir."""
+    found = []
+    me = os.getpid()
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        pid = int(name)
+        if pid == me or not _proc_running(pid):
+            continue
+        cmd = _cmdline(pid)
+        st = _proc_stat(pid)
+        names_dir = re.search(re.escape(state_dir) + r"(/|\s|$)", cmd) is not None
+        if (st and pids.get(pid) == st[1]) or names_dir:
+            found.append((pid, cmd))
+    return found
+
+
+def _run_script(script, state_dir, timeout):
+    env = dict(os.environ)
+    env["TESSERA_STATE_DIR"] = state_dir
+    env.setdefault("TESSERA_BIN_DIR", BIN_DIR)
+    return subprocess.run(
+        ["sh", script],
+        cwd=REPO,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+_failed_tests = []
+
+
+@pytest.fixture(scope="session")
+def bin_dir():
+    """Absolute path of the built binaries (TESSERA_BIN_DIR, default build/bin)."""
+    if not os.path.isdir(BIN_DIR):
+        pytest.skip(f"{BIN_DIR} does not exist: build first (make)")
+    return os.path.abspath(BIN_DIR)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Remember failures: the stack's logs are then kept for inspection."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed:
+        _failed_tests.append(item.nodeid)
+
+
+@pytest.fixture(scope="session")
+def stack():
+    """The running development stack: a dict of its environment (<state>/env):
+    TESSERA_STATE_DIR, TESSERA_<SERVICE>_URL, KAFKA_BOOTSTRAP, TESSERA_PG_DSN,
+    TESSERA_REDIS_URL, TESSERA_OCI_REGISTRY, ... The processes are listed in
+    parse_services_file(<TESSERA_STATE_DIR>/services). Logs: <state>/logs/, kept
+    when a test fails or TESSERA_KEEP_STATE=1."""
+    if not os.path.isdir(BIN_DIR):
+        pytest.skip(f"{BIN_DIR} does not exist: build first (make)")
+    state_dir = tempfile.mkdtemp(prefix="tessera-it-")
+    up = None
+    try:
+        up = _run_script(DEV_UP, state_dir, timeout=180)
+        if up.returncode != 0:
+            pytest.fail(f"dev-up.sh failed (exit {up.returncode}); state dir {state_dir}:\n{up.stdout}",
+                        pytrace=False)
+        yield parse_env_file(os.path.join(state_dir, "env"))
+    finally:
+        # Read the recorded pids before dev-down (it keeps <state>/services, but
+        # be independent of that), stop, then check that nothing survived.
+        recorded = {pid for pid, _ in parse_services_file(os.path.join(state_dir, "services")).values()}
+        run_dir = os.path.join(state_dir, "run")
+        if os.path.isdir(run_dir):
+            for f in os.listdir(run_dir):
+                if f.endswith(".pid"):
+                    try:
+                        with open(os.path.join(run_dir, f), encoding="utf-8") as fh:
+                            recorded.add(int(fh.read().split()[0]))
+                    except (OSError, ValueError, IndexError):
+                        pass
+        pids = {}
+        for pid in recorded:
+            st = _proc_stat(pid)
+            if st and st[0] != "Z":
+                pids[pid] = st[1]
+        down = _run_script(DEV_DOWN, state_dir, timeout=120)
+        left = []
+        deadline = time.monotonic() + 5
+        while True:
+            left = survivors(state_dir, pids)
+            if not left or time.monotonic() >= deadline:
+                break
+            time.sleep(0.1)
+        problems = []
+        if down.returncode != 0:
+            problems.append(f"dev-down.sh failed (exit {down.returncode}):\n{down.stdout}")
+        if left:
+            problems.append("processes survived dev-down:\n" +
+                            "\n".join(f"  {pid}: {cmd}" for pid, cmd in left))
+        if problems:
+            pytest.fail(f"stack teardown ({state_dir}, kept for inspection):\n" + "\n".join(problems),
+                        pytrace=False)
+        keep = (os.environ.get("TESSERA_KEEP_STATE") == "1" or _failed_tests
+                or up is None or up.returncode != 0)
+        if keep:
+            print(f"\ntessera stack state (logs) kept in {state_dir}")
+        else:
+            shutil.rmtree(state_dir, ignore_errors=True)

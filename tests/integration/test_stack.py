@@ -1,0 +1,192 @@
+"""The one-machine stack, black-box: every service ready and scrapeable, an
+event from the gateway consumed by auth into PostgreSQL, garbage on a topic
+dead-lettered while consumption goes on."""
+import json
+import os
+import shutil
+import subprocess
+import time
+import uuid
+
+import pytest
+import requests
+
+from conftest import wait_until
+
+SERVICES = ["gateway", "auth", "registry", "scheduler", "agent", "vfolder", "wsproxy", "devbus"]
+
+
+def service_urls(stack):
+    urls = {}
+    with open(os.path.join(stack["TESSERA_STATE_DIR"], "services")) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) == 3 and parts[2].startswith("http"):
+                urls[parts[0]] = parts[2]
+    return urls
+
+
+def psql(stack, sql):
+    out = subprocess.run(["psql", stack["TESSERA_PG_DSN"], "-At", "-c", sql],
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+def metric(url, name):
+    text = requests.get(url + "/metrics", timeout=5).text
+    for line in text.splitlines():
+        if line.startswith(name + " ") or line.startswith(name + "{"):
+            return float(line.rsplit(" ", 1)[1])
+    return None
+
+
+def test_every_service_is_ready(stack):
+    urls = service_urls(stack)
+    assert set(SERVICES) <= set(urls), urls
+    for name in SERVICES:
+        r = requests.get(urls[name] + "/readyz", timeout=10)
+        assert r.status_code == 200, (name, r.text)
+        body = r.json()
+        assert body["status"] == "ready" and body["service"] == name
+        assert all(v == "ok" for v in body["checks"].values()), body
+        h = requests.get(urls[name] + "/healthz", timeout=5)
+        assert h.status_code == 200 and h.json()["status"] == "ok"
+
+
+def test_readyz_names_its_dependency_checks(stack):
+    urls = service_urls(stack)
+    expected = {
+        "gateway": {"kafka", "redis", "auth", "registry", "vfolder"},
+        "auth": {"postgresql", "kafka"},
+        "registry": {"postgresql", "redis", "kafka"},
+        "scheduler": {"redis", "kafka"},
+        "agent": {"kafka"},
+        "vfolder": {"postgresql", "kafka"},
+        "wsproxy": {"redis"},
+    }
+    for name, checks in expected.items():
+        got = set(requests.get(urls[name] + "/readyz", timeout=10).json()["checks"])
+        assert checks <= got, (name, got)
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool (Debian prometheus) not installed")
+def test_every_metrics_endpoint_passes_promtool(stack):
+    urls = service_urls(stack)
+    for name in SERVICES:
+        r = requests.get(urls[name] + "/metrics", timeout=5)
+        assert r.status_code == 200
+        assert r.headers["Content-Type"].startswith("text/plain")
+        assert "tessera_build_info{" in r.text
+        check = subprocess.run(["promtool", "check", "metrics"], input=r.text,
+                               capture_output=True, text=True, timeout=30)
+        assert check.returncode == 0, (name, check.stdout, check.stderr)
+
+
+def test_gateway_version_endpoint(stack):
+    r = requests.get(stack["TESSERA_GATEWAY_URL"] + "/", timeout=5)
+    assert r.status_code == 200
+    body = r.json()
+    assert body["version"].startswith("v8.")
+    assert body["manager"]
+
+
+def test_unknown_route_is_problem_json(stack):
+    r = requests.get(stack["TESSERA_GATEWAY_URL"] + "/no/such/thing", timeout=5)
+    assert r.status_code == 404
+    assert r.headers["Content-Type"].startswith("application/problem+json")
+    body = r.json()
+    assert body["type"].startswith("https://api.backend.ai/probs/")
+    assert body["title"]
+
+
+def test_oversized_body_is_413_problem(stack):
+    r = requests.post(stack["TESSERA_GATEWAY_URL"] + "/", data=b"x" * (2 << 20), timeout=10)
+    assert r.status_code == 413
+    assert r.json()["type"].endswith("/request-too-large")
+
+
+def access_log_rows(stack, request_id):
+    return int(psql(stack, f"SELECT count(*) FROM auth.access_log WHERE request_id = '{request_id}'"))
+
+
+def test_gateway_event_reaches_auth_access_log(stack):
+    """gateway -> tessera.audit.v1 -> auth consumer -> auth.access_log."""
+    rid = "it-" + uuid.uuid4().hex
+    r = requests.get(stack["TESSERA_GATEWAY_URL"] + "/", headers={"X-Request-ID": rid}, timeout=5)
+    assert r.status_code == 200
+    assert r.headers["X-Request-ID"] == rid
+    assert wait_until(lambda: access_log_rows(stack, rid) == 1, 30), "audit event never stored"
+    row = psql(stack, f"SELECT method, path, status FROM auth.access_log WHERE request_id = '{rid}'")
+    assert row == "GET|/|200"
+
+
+def kcat(*args, **kw):
+    return subprocess.run(["kcat", *args], capture_output=True, timeout=60, **kw)
+
+
+def test_garbage_goes_to_dlq_and_consumption_goes_on(stack):
+    boot = stack["KAFKA_BOOTSTRAP"]
+    marker = "garbage-" + uuid.uuid4().hex
+    auth_url = service_urls(stack)["auth"]
+    before = metric(auth_url, "tessera_kafka_dead_lettered_total") or 0
+    p = kcat("-b", boot, "-P", "-t", "tessera.audit.v1", "-k", marker, input=b"\xff\x00not a protobuf envelope")
+    assert p.returncode == 0, p.stderr
+    assert wait_until(lambda: (metric(auth_url, "tessera_kafka_dead_lettered_total") or 0) > before, 30)
+
+    # The DLQ record: same key, original bytes, headers saying why and whence.
+    def dlq_has_marker():
+        c = kcat("-b", boot, "-C", "-t", "tessera.dlq.v1", "-o", "beginning", "-e", "-q",
+                 "-f", "%k\t%h\t%s\n")
+        return [line for line in c.stdout.decode(errors="replace").splitlines() if line.startswith(marker)]
+    assert wait_until(lambda: dlq_has_marker(), 30)
+    line = dlq_has_marker()[0]
+    assert "dlq.reason=" in line and "undecodable" in line
+    assert "dlq.topic=tessera.audit.v1" in line
+    assert "not a protobuf envelope" in line
+
+    # Consumption goes on: a request after the garbage is still stored.
+    rid = "after-garbage-" + uuid.uuid4().hex
+    requests.get(stack["TESSERA_GATEWAY_URL"] + "/", headers={"X-Request-ID": rid}, timeout=5)
+    assert wait_until(lambda: access_log_rows(stack, rid) == 1, 30)
+
+
+def test_replayed_event_is_stored_once(stack, tmp_path):
+    """At-least-once delivery, exactly-once effect: the same envelope twice."""
+    boot = stack["KAFKA_BOOTSTRAP"]
+    rid = "replay-" + uuid.uuid4().hex
+    requests.get(stack["TESSERA_GATEWAY_URL"] + "/", headers={"X-Request-ID": rid}, timeout=5)
+    assert wait_until(lambda: access_log_rows(stack, rid) == 1, 30)
+    # Find the original record's bytes and produce them again.
+    c = kcat("-b", boot, "-C", "-t", "tessera.audit.v1", "-o", "beginning", "-e", "-q", "-f", "%S %o %p\n")
+    assert c.returncode == 0
+    auth_url = service_urls(stack)["auth"]
+    dup_before = metric(auth_url, "tessera_auth_access_records_duplicate_total") or 0
+    found = None
+    for line in c.stdout.decode().splitlines():
+        _size, offset, partition = line.split()
+        rec = kcat("-b", boot, "-C", "-t", "tessera.audit.v1", "-p", partition, "-o", offset,
+                   "-c", "1", "-e", "-q", "-f", "%s")
+        if rid.encode() in rec.stdout:
+            found = rec.stdout
+            break
+    assert found, "original audit record not found on the topic"
+    # kcat -P splits stdin on newlines; a file argument is sent as one message.
+    rec_file = tmp_path / "record.bin"
+    rec_file.write_bytes(found)
+    p = kcat("-b", boot, "-P", "-t", "tessera.audit.v1", str(rec_file))
+    assert p.returncode == 0, p.stderr
+    assert wait_until(
+        lambda: (metric(auth_url, "tessera_auth_access_records_duplicate_total") or 0) > dup_before, 30)
+    assert access_log_rows(stack, rid) == 1
+
+
+def test_cli_status_and_version(stack, bin_dir):
+    env = dict(os.environ, TESSERA_GATEWAY_URL=stack["TESSERA_GATEWAY_URL"])
+    st = subprocess.run([os.path.join(bin_dir, "tessera"), "status"], env=env,
+                        capture_output=True, text=True, timeout=30)
+    assert st.returncode == 0, st.stderr
+    assert "ready" in st.stdout and "auth" in st.stdout
+    v = subprocess.run([os.path.join(bin_dir, "tessera"), "version"], env=env,
+                       capture_output=True, text=True, timeout=30)
+    assert v.returncode == 0 and "v8." in v.stdout
