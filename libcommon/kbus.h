@@ -70,6 +70,11 @@ typedef struct kbus_consumer kbus_consumer;
  * of its own. Topics are created on first use by the brokers. */
 kbus_consumer *kbus_consume(kbus *bus, const char *group, const char *const *topics,
                             kbus_handler handler, void *ctx, ts_err *err);
+/* Every process sees every message from now on (cache invalidation): a
+ * consumer group of its own (named "<producer>.broadcast.<uuid>") that starts
+ * at the latest offsets. Past messages are not replayed. */
+kbus_consumer *kbus_consume_broadcast(kbus *bus, const char *const *topics, kbus_handler handler,
+                                      void *ctx, ts_err *err);
 /* Stop polling, commit stored offsets, leave the group, join the thread. */
 void kbus_consumer_stop(kbus_consumer *c);
 

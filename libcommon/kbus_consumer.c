@@ -16,11 +16,14 @@
  * - topic.metadata.refresh.interval.ms 5000: a subscribed topic that did not
  *   exist yet is seen (and assigned) within 5 s of its creation.
  * - auto.commit.interval.ms 1000: stored offsets reach the broker within 1 s,
- *   so a restart replays at most about a second of handled messages. */
+ *   so a restart replays at most about a second of handled messages.
+ * - fetch.wait.max.ms 100: these are control events (revocations, session
+ *   transitions); a broker holds an empty fetch at most 100 ms, not 500. */
 #define CONSUMER_SESSION_TIMEOUT_MS "6000"
 #define CONSUMER_HEARTBEAT_MS "1000"
 #define CONSUMER_METADATA_REFRESH_MS "5000"
 #define CONSUMER_COMMIT_INTERVAL_MS "1000"
+#define CONSUMER_FETCH_WAIT_MS "100"
 
 /* How long a DLQ produce may take before it is tried again. */
 #define DLQ_ACK_TIMEOUT_MS 10000
@@ -174,8 +177,9 @@ static void *_consume_main(void *arg)
     return NULL;
 }
 
-kbus_consumer *kbus_consume(kbus *bus, const char *group, const char *const *topics,
-                            kbus_handler handler, void *ctx, ts_err *err)
+static kbus_consumer *_consume(kbus *bus, const char *group, const char *const *topics,
+                               kbus_handler handler, void *ctx, const char *offset_reset,
+                               ts_err *err)
 {
     if (!bus || !group || !group[0] || !topics || !topics[0] || !handler) {
         ts_err_set(err, "kafka consume: group, topics and handler are required");
@@ -189,7 +193,8 @@ kbus_consumer *kbus_consume(kbus *bus, const char *group, const char *const *top
               kbus_conf_set(conf, "enable.auto.offset.store", "false", err) &&
               kbus_conf_set(conf, "enable.auto.commit", "true", err) &&
               kbus_conf_set(conf, "auto.commit.interval.ms", CONSUMER_COMMIT_INTERVAL_MS, err) &&
-              kbus_conf_set(conf, "auto.offset.reset", "earliest", err) &&
+              kbus_conf_set(conf, "auto.offset.reset", offset_reset, err) &&
+              kbus_conf_set(conf, "fetch.wait.max.ms", CONSUMER_FETCH_WAIT_MS, err) &&
               kbus_conf_set(conf, "allow.auto.create.topics", "true", err) &&
               kbus_conf_set(conf, "session.timeout.ms", CONSUMER_SESSION_TIMEOUT_MS, err) &&
               kbus_conf_set(conf, "heartbeat.interval.ms", CONSUMER_HEARTBEAT_MS, err) &&
@@ -244,6 +249,23 @@ kbus_consumer *kbus_consume(kbus *bus, const char *group, const char *const *top
         return NULL;
     }
     TLOG_INFO("kafka consumer started", "group=%s topics=%s", group, names);
+    return c;
+}
+
+kbus_consumer *kbus_consume(kbus *bus, const char *group, const char *const *topics,
+                            kbus_handler handler, void *ctx, ts_err *err)
+{
+    return _consume(bus, group, topics, handler, ctx, "earliest", err);
+}
+
+kbus_consumer *kbus_consume_broadcast(kbus *bus, const char *const *topics, kbus_handler handler,
+                                      void *ctx, ts_err *err)
+{
+    char id[TS_UUID_STRLEN];
+    ts_uuid4(id);
+    char *group = ts_asprintf("%s.broadcast.%s", bus ? bus->producer_name : "?", id);
+    kbus_consumer *c = _consume(bus, group, topics, handler, ctx, "latest", err);
+    free(group);
     return c;
 }
 
