@@ -27,7 +27,7 @@ typedef enum cfg_type {
 } cfg_type;
 
 typedef struct cfg_option {
-    const char *name;    /* dotted key, e.g. "http.listen" */
+    const char *name; /* dotted key, e.g. "http.listen" */
     cfg_type type;
     void *dst;           /* where the value lives (see cfg_type) */
     const char *def;     /* default as it would be written in the file; NULL: none */
@@ -41,8 +41,8 @@ typedef struct cfg_option {
 /* A service's options: several tables (the common one, the service's own),
  * each terminated by an entry with name == NULL. */
 typedef struct cfg_schema {
-    const char *service;              /* "gateway": used in messages and examples */
-    const cfg_option *const *tables;  /* NULL-terminated array of tables */
+    const char *service;             /* "gateway": used in messages and examples */
+    const cfg_option *const *tables; /* NULL-terminated array of tables */
 } cfg_schema;
 
 /* Apply defaults, then the file (path may be NULL: no file), then environment.

@@ -10,8 +10,8 @@
 typedef struct httpc httpc;
 
 typedef struct httpc_resp {
-    long status;        /* 0 when no response arrived */
-    char *body;         /* NUL-terminated, heap-owned */
+    long status; /* 0 when no response arrived */
+    char *body;  /* NUL-terminated, heap-owned */
     size_t body_len;
     char *content_type; /* heap-owned or NULL */
 } httpc_resp;
@@ -26,8 +26,8 @@ bool httpc_request(httpc *c, const char *method, const char *url, const char *co
                    const void *body, size_t body_len, const char *request_id, httpc_resp *out,
                    ts_err *err) TS_MUST_CHECK;
 /* JSON in, JSON out (out_json NULL when the answer is not JSON). */
-bool httpc_json(httpc *c, const char *method, const char *url, json_t *body,
-                const char *request_id, long *status, json_t **out_json, ts_err *err) TS_MUST_CHECK;
+bool httpc_json(httpc *c, const char *method, const char *url, json_t *body, const char *request_id,
+                long *status, json_t **out_json, ts_err *err) TS_MUST_CHECK;
 void httpc_resp_free(httpc_resp *r);
 
 #endif

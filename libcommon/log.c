@@ -55,11 +55,26 @@ static void set_field(char *dst, size_t size, const char *v)
     ts_strlcpy(dst, v ? v : "", size);
 }
 
-void tlog_ctx_request(const char *v) { set_field(t_ctx.request_id, sizeof(t_ctx.request_id), v); }
-void tlog_ctx_session(const char *v) { set_field(t_ctx.session, sizeof(t_ctx.session), v); }
-void tlog_ctx_kernel(const char *v) { set_field(t_ctx.kernel, sizeof(t_ctx.kernel), v); }
-void tlog_ctx_agent(const char *v) { set_field(t_ctx.agent, sizeof(t_ctx.agent), v); }
-void tlog_ctx_clear(void) { memset(&t_ctx, 0, sizeof(t_ctx)); }
+void tlog_ctx_request(const char *v)
+{
+    set_field(t_ctx.request_id, sizeof(t_ctx.request_id), v);
+}
+void tlog_ctx_session(const char *v)
+{
+    set_field(t_ctx.session, sizeof(t_ctx.session), v);
+}
+void tlog_ctx_kernel(const char *v)
+{
+    set_field(t_ctx.kernel, sizeof(t_ctx.kernel), v);
+}
+void tlog_ctx_agent(const char *v)
+{
+    set_field(t_ctx.agent, sizeof(t_ctx.agent), v);
+}
+void tlog_ctx_clear(void)
+{
+    memset(&t_ctx, 0, sizeof(t_ctx));
+}
 
 const char *tlog_quote(char *buf, size_t size, const char *value)
 {

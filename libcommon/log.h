@@ -1,7 +1,8 @@
 /* log.h: level-checked logfmt logging to stderr (journald keeps it).
  *
  *   TLOG_INFO("listening", "addr=%s", addr);
- *   -> ts=2026-11-21T23:40:01.123Z level=info service=gateway msg="listening" addr=... request_id=...
+ *   -> ts=2026-11-21T23:40:01.123Z level=info service=gateway msg="listening" addr=...
+ * request_id=...
  *
  * The level check happens before the arguments are evaluated. Per-thread context
  * (request id, session, kernel, agent) is appended to every line while set. */

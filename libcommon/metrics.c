@@ -49,7 +49,8 @@ char *metrics_render(metrics *m, size_t *len)
     FILE *out = open_memstream(&buf, &size);
     if (!out) ts_panic("open_memstream failed");
     pthread_mutex_lock(&m->lock);
-    for (size_t i = 0; i < m->n; i++) m->list[i].fn(out, m->list[i].ctx);
+    for (size_t i = 0; i < m->n; i++)
+        m->list[i].fn(out, m->list[i].ctx);
     pthread_mutex_unlock(&m->lock);
     fclose(out);
     if (len) *len = size;

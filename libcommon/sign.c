@@ -34,12 +34,16 @@ void sign_media_type(const char *content_type, char *out, size_t size)
 {
     if (!size) return;
     const char *ct = content_type && *content_type ? content_type : "application/json";
-    while (*ct == ' ' || *ct == '\t') ct++;
+    while (*ct == ' ' || *ct == '\t')
+        ct++;
     size_t n = 0;
-    while (ct[n] && ct[n] != ';') n++;
-    while (n && (ct[n - 1] == ' ' || ct[n - 1] == '\t')) n--;
+    while (ct[n] && ct[n] != ';')
+        n++;
+    while (n && (ct[n - 1] == ' ' || ct[n - 1] == '\t'))
+        n--;
     if (n >= size) n = size - 1;
-    for (size_t i = 0; i < n; i++) out[i] = (char)tolower((unsigned char)ct[i]);
+    for (size_t i = 0; i < n; i++)
+        out[i] = (char)tolower((unsigned char)ct[i]);
     out[n] = '\0';
 }
 
@@ -88,18 +92,25 @@ bool sign_parse_authorization(const char *header, char access_key[SIGN_ACCESS_KE
     size_t method_len = 0, cred_len = 0;
     const char *p = header + 10;
     while (*p) {
-        while (*p == ' ' || *p == ',') p++;
+        while (*p == ' ' || *p == ',')
+            p++;
         const char *key = p;
-        while (*p && *p != '=' && *p != ',') p++;
+        while (*p && *p != '=' && *p != ',')
+            p++;
         if (*p != '=') break;
         size_t key_len = (size_t)(p - key);
-        while (key_len && key[key_len - 1] == ' ') key_len--;
+        while (key_len && key[key_len - 1] == ' ')
+            key_len--;
         const char *val = ++p;
-        while (*p && *p != ',') p++;
+        while (*p && *p != ',')
+            p++;
         size_t val_len = (size_t)(p - val);
-        while (val_len && val[val_len - 1] == ' ') val_len--;
-        while (val_len && *val == ' ') val++, val_len--;
-        if (key_len == 10 && strncmp(key, "signMethod", 10) == 0) method = val, method_len = val_len;
+        while (val_len && val[val_len - 1] == ' ')
+            val_len--;
+        while (val_len && *val == ' ')
+            val++, val_len--;
+        if (key_len == 10 && strncmp(key, "signMethod", 10) == 0)
+            method = val, method_len = val_len;
         if (key_len == 10 && strncmp(key, "credential", 10) == 0) cred = val, cred_len = val_len;
     }
     if (!method || !cred) {
@@ -117,8 +128,10 @@ bool sign_parse_authorization(const char *header, char access_key[SIGN_ACCESS_KE
     }
     size_t ak_len = (size_t)(colon - cred), sig_len = cred_len - ak_len - 1;
     if (ak_len != SIGN_ACCESS_KEY_LEN || sig_len != SIGN_HEX_LEN) {
-        ts_err_set(err, "malformed credential (access key of %d characters and a %d-digit hex "
-                        "signature expected)", SIGN_ACCESS_KEY_LEN, SIGN_HEX_LEN);
+        ts_err_set(err,
+                   "malformed credential (access key of %d characters and a %d-digit hex "
+                   "signature expected)",
+                   SIGN_ACCESS_KEY_LEN, SIGN_HEX_LEN);
         return false;
     }
     for (size_t i = 0; i < ak_len; i++) {
@@ -135,7 +148,8 @@ bool sign_parse_authorization(const char *header, char access_key[SIGN_ACCESS_KE
     }
     memcpy(access_key, cred, ak_len);
     access_key[ak_len] = '\0';
-    for (size_t i = 0; i < sig_len; i++) signature[i] = (char)tolower((unsigned char)colon[1 + i]);
+    for (size_t i = 0; i < sig_len; i++)
+        signature[i] = (char)tolower((unsigned char)colon[1 + i]);
     signature[sig_len] = '\0';
     return true;
 }
@@ -179,7 +193,8 @@ bool sign_parse_date(const char *value, time_t *out)
     memset(&tm, 0, sizeof(tm));
     const char *p = strptime(value, "%a, %d %b %Y %H:%M:%S", &tm);
     if (p) { /* RFC 7231: "GMT" (or UTC) */
-        while (*p == ' ') p++;
+        while (*p == ' ')
+            p++;
         if (*p && strcmp(p, "GMT") != 0 && strcmp(p, "UTC") != 0) return false;
         if (!valid_tm(&tm)) return false;
         *out = timegm(&tm);
@@ -195,7 +210,8 @@ bool sign_parse_date(const char *value, time_t *out)
     if (*p == '.') { /* fractional seconds: ignored */
         p++;
         if (!isdigit((unsigned char)*p)) return false;
-        while (isdigit((unsigned char)*p)) p++;
+        while (isdigit((unsigned char)*p))
+            p++;
     }
     long off = 0;
     if (*p) {

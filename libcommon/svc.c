@@ -61,8 +61,8 @@ static struct {
 } g_common;
 
 static cfg_option g_common_table[] = {
-    {"log.level", CFG_ENUM, &g_common.log_level, "info", 0, 0, "debug|info|warn|error", true,
-     NULL, "lowest level written to the log"},
+    {"log.level", CFG_ENUM, &g_common.log_level, "info", 0, 0, "debug|info|warn|error", true, NULL,
+     "lowest level written to the log"},
     {"service.instance", CFG_STRING, &g_common.instance, "", 0, 0, NULL, false, NULL,
      "instance name in logs and events (default: the host name)"},
     {"http.listen", CFG_STRING, &g_common.http_listen, NULL /* per service */, 0, 0, NULL, false,
@@ -71,8 +71,8 @@ static cfg_option g_common_table[] = {
      NULL, "largest request body accepted (larger: 413)"},
     {"http.threads", CFG_INT, &g_common.http_threads, "4", 1, 256, NULL, false, NULL,
      "HTTP worker threads"},
-    {"http.idle_timeout", CFG_DURATION, &g_common.http_idle_timeout_ms, "60s", 1000, 3600000,
-     NULL, false, NULL, "idle keep-alive connections are closed after this"},
+    {"http.idle_timeout", CFG_DURATION, &g_common.http_idle_timeout_ms, "60s", 1000, 3600000, NULL,
+     false, NULL, "idle keep-alive connections are closed after this"},
     {"shutdown.drain_timeout", CFG_DURATION, &g_common.drain_timeout_ms, "10s", 0, 600000, NULL,
      false, NULL, "on SIGTERM, how long in-flight requests may take to finish"},
     {NULL},
@@ -103,27 +103,60 @@ static const cfg_option g_kafka_table[] = {
      "producer linger: how long to batch before sending"},
     {"kafka.max_attempts", CFG_INT, &g_common.kafka_max_attempts, "5", 1, 100, NULL, false, NULL,
      "tries of a failing event before it goes to tessera.dlq.v1"},
-    {"kafka.retry_backoff", CFG_DURATION, &g_common.kafka_retry_backoff_ms, "200ms", 0, 60000,
-     NULL, false, NULL, "wait between tries of a failing event"},
+    {"kafka.retry_backoff", CFG_DURATION, &g_common.kafka_retry_backoff_ms, "200ms", 0, 60000, NULL,
+     false, NULL, "wait between tries of a failing event"},
     {NULL},
 };
 
 /* ---- accessors ---------------------------------------------------------- */
 
-const svc_spec *svc_spec_of(svc *s) { return s->spec; }
-const char *svc_instance(svc *s) { (void)s; return g_common.instance; }
-http_router *svc_router(svc *s) { return s->router; }
-metrics *svc_metrics(svc *s) { return s->metrics; }
-kbus *svc_bus(svc *s) { return s->bus; }
-pg_pool *svc_pg(svc *s) { return s->pg; }
-const char *svc_redis_url(svc *s) { (void)s; return g_common.redis_url; }
-void *svc_data(svc *s) { return s->data; }
-void svc_set_data(svc *s, void *data) { s->data = data; }
-const char *svc_producer(svc *s) { return s->producer; }
+const svc_spec *svc_spec_of(svc *s)
+{
+    return s->spec;
+}
+const char *svc_instance(svc *s)
+{
+    (void)s;
+    return g_common.instance;
+}
+http_router *svc_router(svc *s)
+{
+    return s->router;
+}
+metrics *svc_metrics(svc *s)
+{
+    return s->metrics;
+}
+kbus *svc_bus(svc *s)
+{
+    return s->bus;
+}
+pg_pool *svc_pg(svc *s)
+{
+    return s->pg;
+}
+const char *svc_redis_url(svc *s)
+{
+    (void)s;
+    return g_common.redis_url;
+}
+void *svc_data(svc *s)
+{
+    return s->data;
+}
+void svc_set_data(svc *s, void *data)
+{
+    s->data = data;
+}
+const char *svc_producer(svc *s)
+{
+    return s->producer;
+}
 
 void svc_add_check(svc *s, const char *name, svc_check_fn fn, void *ctx)
 {
-    if (s->n_checks >= SVC_MAX_CHECKS) ts_panic("too many readiness checks (max %d)", SVC_MAX_CHECKS);
+    if (s->n_checks >= SVC_MAX_CHECKS)
+        ts_panic("too many readiness checks (max %d)", SVC_MAX_CHECKS);
     struct svc_check *c = &s->checks[s->n_checks++];
     ts_strlcpy(c->name, name, sizeof(c->name));
     c->fn = fn;
@@ -154,8 +187,8 @@ static void h_healthz(http_req *req, http_resp *resp, void *ctx)
 {
     (void)req;
     svc *s = ctx;
-    json_t *body = json_pack("{s:s, s:s, s:s}", "status", "ok", "service", s->spec->name,
-                             "version", TESSERA_VERSION);
+    json_t *body = json_pack("{s:s, s:s, s:s}", "status", "ok", "service", s->spec->name, "version",
+                             TESSERA_VERSION);
     http_reply_json(resp, 200, body);
 }
 
@@ -197,7 +230,8 @@ static void h_readyz(http_req *req, http_resp *resp, void *ctx)
             json_object_set_new(checks, s->checks[i].name, json_string("ok"));
         } else {
             ok = false;
-            json_object_set_new(checks, s->checks[i].name, json_string(err.msg[0] ? err.msg : "failed"));
+            json_object_set_new(checks, s->checks[i].name,
+                                json_string(err.msg[0] ? err.msg : "failed"));
         }
     }
     json_t *body = json_pack("{s:s, s:s, s:o}", "status", ok ? "ready" : "not-ready", "service",
@@ -225,8 +259,10 @@ static void collect_process(FILE *out, void *ctx)
     metrics_sample(out, "tessera_build_info", labels, 1);
     metrics_family(out, "tessera_process_start_time_seconds", "gauge",
                    "Start time of the process since the Unix epoch in seconds.");
-    metrics_sample(out, "tessera_process_start_time_seconds", NULL, (double)s->start_wall_ms / 1000.0);
-    metrics_family(out, "tessera_ready", "gauge", "1 when the service finished starting and is not draining.");
+    metrics_sample(out, "tessera_process_start_time_seconds", NULL,
+                   (double)s->start_wall_ms / 1000.0);
+    metrics_family(out, "tessera_ready", "gauge",
+                   "1 when the service finished starting and is not draining.");
     metrics_sample(out, "tessera_ready", NULL,
                    atomic_load(&s->started) && !atomic_load(&s->draining) ? 1 : 0);
 }
@@ -237,7 +273,8 @@ static void collect_http(FILE *out, void *ctx)
     if (!s->http) return;
     http_server_stats st;
     http_server_get_stats(s->http, &st);
-    metrics_family(out, "tessera_http_requests_total", "counter", "HTTP requests answered, by status class.");
+    metrics_family(out, "tessera_http_requests_total", "counter",
+                   "HTTP requests answered, by status class.");
     metrics_sample_u64(out, "tessera_http_requests_total", "code=\"2xx\"", st.status_2xx);
     metrics_sample_u64(out, "tessera_http_requests_total", "code=\"3xx\"", st.status_3xx);
     metrics_sample_u64(out, "tessera_http_requests_total", "code=\"4xx\"", st.status_4xx);
@@ -247,8 +284,10 @@ static void collect_http(FILE *out, void *ctx)
     metrics_sample_u64(out, "tessera_http_request_body_too_large_total", NULL, st.body_too_large);
     metrics_family(out, "tessera_http_request_duration_seconds_total", "counter",
                    "Total time spent answering HTTP requests.");
-    metrics_sample(out, "tessera_http_request_duration_seconds_total", NULL, (double)st.latency_us_sum / 1e6);
-    metrics_family(out, "tessera_http_inflight_requests", "gauge", "HTTP requests being answered now.");
+    metrics_sample(out, "tessera_http_request_duration_seconds_total", NULL,
+                   (double)st.latency_us_sum / 1e6);
+    metrics_family(out, "tessera_http_inflight_requests", "gauge",
+                   "HTTP requests being answered now.");
     metrics_sample(out, "tessera_http_inflight_requests", NULL, http_server_inflight(s->http));
 }
 
@@ -260,13 +299,16 @@ static void collect_kafka(FILE *out, void *ctx)
     kbus_get_stats(s->bus, &st);
     metrics_family(out, "tessera_kafka_produced_total", "counter", "Events produced to Kafka.");
     metrics_sample_u64(out, "tessera_kafka_produced_total", NULL, st.produced);
-    metrics_family(out, "tessera_kafka_produce_errors_total", "counter", "Events Kafka failed to take.");
+    metrics_family(out, "tessera_kafka_produce_errors_total", "counter",
+                   "Events Kafka failed to take.");
     metrics_sample_u64(out, "tessera_kafka_produce_errors_total", NULL, st.produce_errors);
     metrics_family(out, "tessera_kafka_consumed_total", "counter", "Messages consumed from Kafka.");
     metrics_sample_u64(out, "tessera_kafka_consumed_total", NULL, st.consumed);
-    metrics_family(out, "tessera_kafka_handled_total", "counter", "Messages whose effect is durable.");
+    metrics_family(out, "tessera_kafka_handled_total", "counter",
+                   "Messages whose effect is durable.");
     metrics_sample_u64(out, "tessera_kafka_handled_total", NULL, st.handled);
-    metrics_family(out, "tessera_kafka_retried_total", "counter", "Handler tries that asked for a retry.");
+    metrics_family(out, "tessera_kafka_retried_total", "counter",
+                   "Handler tries that asked for a retry.");
     metrics_sample_u64(out, "tessera_kafka_retried_total", NULL, st.retried);
     metrics_family(out, "tessera_kafka_dead_lettered_total", "counter",
                    "Messages sent to tessera.dlq.v1 (undecodable or failing).");
@@ -400,7 +442,8 @@ static void drain(svc *s)
     if (s->http) {
         http_server_quiesce(s->http);
         int64_t deadline = ts_now_mono_ms() + g_common.drain_timeout_ms;
-        while (http_server_inflight(s->http) > 0 && ts_now_mono_ms() < deadline) usleep(10000);
+        while (http_server_inflight(s->http) > 0 && ts_now_mono_ms() < deadline)
+            usleep(10000);
         if (http_server_inflight(s->http) > 0)
             TLOG_WARN("drain timeout: closing with requests in flight", "inflight=%d",
                       http_server_inflight(s->http));
@@ -458,19 +501,32 @@ int svc_main(int argc, char **argv, const svc_spec *spec)
     int opt;
     while ((opt = getopt_long(argc, argv, "c:Vh", longopts, NULL)) != -1) {
         switch (opt) {
-        case 'c': config_path = optarg; break;
-        case OPT_CHECK: check_only = true; break;
-        case OPT_PRINT: print_effective = true; break;
-        case OPT_EXAMPLE: cfg_print_example(&schema, stdout); return 0;
-        case 'V': printf("tessera-%s %s\n", spec->name, TESSERA_VERSION); return 0;
-        case 'h': usage(spec, &schema, stdout); return 0;
+        case 'c':
+            config_path = optarg;
+            break;
+        case OPT_CHECK:
+            check_only = true;
+            break;
+        case OPT_PRINT:
+            print_effective = true;
+            break;
+        case OPT_EXAMPLE:
+            cfg_print_example(&schema, stdout);
+            return 0;
+        case 'V':
+            printf("tessera-%s %s\n", spec->name, TESSERA_VERSION);
+            return 0;
+        case 'h':
+            usage(spec, &schema, stdout);
+            return 0;
         default:
             fprintf(stderr, "tessera-%s: try --help\n", spec->name);
             return 2;
         }
     }
     if (optind < argc) {
-        fprintf(stderr, "tessera-%s: unexpected argument '%s'; try --help\n", spec->name, argv[optind]);
+        fprintf(stderr, "tessera-%s: unexpected argument '%s'; try --help\n", spec->name,
+                argv[optind]);
         return 2;
     }
     if (config_path && !config_path[0]) config_path = NULL;
@@ -527,7 +583,8 @@ int svc_main(int argc, char **argv, const svc_spec *spec)
     };
     s->http = http_server_start(&hopts, s->router, &err);
     if (!s->http) {
-        TLOG_ERROR("start-up failed", "step=http listen=%s error=\"%s\"", g_common.http_listen, err.msg);
+        TLOG_ERROR("start-up failed", "step=http listen=%s error=\"%s\"", g_common.http_listen,
+                   err.msg);
         rc = 1;
         goto out;
     }

@@ -56,8 +56,8 @@ const svc_spec *svc_spec_of(svc *s);
 const char *svc_instance(svc *s);
 http_router *svc_router(svc *s);
 metrics *svc_metrics(svc *s);
-kbus *svc_bus(svc *s);        /* NULL unless SVC_NEEDS_KAFKA */
-pg_pool *svc_pg(svc *s);      /* NULL unless SVC_NEEDS_PG */
+kbus *svc_bus(svc *s);   /* NULL unless SVC_NEEDS_KAFKA */
+pg_pool *svc_pg(svc *s); /* NULL unless SVC_NEEDS_PG */
 const char *svc_redis_url(svc *s);
 /* Thread-local Redis connection for the calling thread (SVC_NEEDS_REDIS). */
 rds *svc_redis(svc *s, ts_err *err);

@@ -50,8 +50,8 @@ static void test_uuid4_shape_and_uniqueness(void **state)
     assert_true(ts_uuid_valid(a));
     assert_true(ts_uuid_valid(b));
     assert_string_not_equal(a, b);
-    assert_int_equal(a[14], '4');                  /* version */
-    assert_non_null(strchr("89ab", a[19]));         /* variant */
+    assert_int_equal(a[14], '4');           /* version */
+    assert_non_null(strchr("89ab", a[19])); /* variant */
     assert_false(ts_uuid_valid("not-a-uuid"));
     assert_false(ts_uuid_valid(NULL));
     assert_false(ts_uuid_valid("0123456789012345678901234567890123456"));

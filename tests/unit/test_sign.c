@@ -18,31 +18,45 @@ static void test_vectors(void **state)
 {
     (void)state;
     char out[SIGN_HEX_LEN + 1];
-    sign_input a = {.method = "GET", .target = "/auth/test?echo=a%20b",
-                    .raw_date = "2026-11-21T23:40:01+00:00", .date = DATE_T,
-                    .host = "127.0.0.1:8090", .content_type = "application/json; charset=utf-8",
+    sign_input a = {.method = "GET",
+                    .target = "/auth/test?echo=a%20b",
+                    .raw_date = "2026-11-21T23:40:01+00:00",
+                    .date = DATE_T,
+                    .host = "127.0.0.1:8090",
+                    .content_type = "application/json; charset=utf-8",
                     .version = "v8.20240915"};
     sign_compute(SECRET, &a, out);
     assert_string_equal(out, "9f7913503fc1a938c8d1295320693e802a56f29ca9b40895cde012bf1131900d");
     /* multipart: the boundary is not signed; new versions sign no body */
-    sign_input b = {.method = "POST", .target = "/folders",
-                    .raw_date = "2026-11-21T23:40:01+00:00", .date = DATE_T,
-                    .host = "gw.example:443", .content_type = "multipart/form-data; boundary=xyz",
-                    .version = "v8.20240915", .body = "ignored", .body_len = 7};
+    sign_input b = {.method = "POST",
+                    .target = "/folders",
+                    .raw_date = "2026-11-21T23:40:01+00:00",
+                    .date = DATE_T,
+                    .host = "gw.example:443",
+                    .content_type = "multipart/form-data; boundary=xyz",
+                    .version = "v8.20240915",
+                    .body = "ignored",
+                    .body_len = 7};
     sign_compute(SECRET, &b, out);
     assert_string_equal(out, "e86565c081f460469a5a4644ee94dace76ac7789935776c5ec2f7dd8bbf6f539");
     /* old versions hash the body; no Content-Type means application/json */
     const char *body = "{\"lang\":\"python\"}";
-    sign_input c = {.method = "POST", .target = "/kernel",
-                    .raw_date = "2026-11-21T23:40:01+00:00", .date = DATE_T, .host = "h:1",
-                    .content_type = NULL, .version = "v3.20170615", .body = body,
+    sign_input c = {.method = "POST",
+                    .target = "/kernel",
+                    .raw_date = "2026-11-21T23:40:01+00:00",
+                    .date = DATE_T,
+                    .host = "h:1",
+                    .content_type = NULL,
+                    .version = "v3.20170615",
+                    .body = body,
                     .body_len = strlen(body)};
     sign_compute(SECRET, &c, out);
     assert_string_equal(out, "2814d2d5ff45db2947d03e974b023e4ebc2b93773cc043590301dc8370fe0a6e");
     /* any change changes the signature */
     a.target = "/auth/test?echo=a%20c";
     sign_compute(SECRET, &a, out);
-    assert_string_not_equal(out, "9f7913503fc1a938c8d1295320693e802a56f29ca9b40895cde012bf1131900d");
+    assert_string_not_equal(out,
+                            "9f7913503fc1a938c8d1295320693e802a56f29ca9b40895cde012bf1131900d");
 }
 
 static void test_parse_authorization(void **state)
@@ -56,7 +70,11 @@ static void test_parse_authorization(void **state)
     assert_string_equal(ak, "AKIAIOSFODNN7EXAMPLE");
     assert_string_equal(sig, "9f7913503fc1a938c8d1295320693e802a56f29ca9b40895cde012bf1131900d");
     const char *bad[] = {
-        NULL, "", "Bearer abc", "BackendAI", "BackendAI signMethod=HMAC-SHA256",
+        NULL,
+        "",
+        "Bearer abc",
+        "BackendAI",
+        "BackendAI signMethod=HMAC-SHA256",
         "BackendAI credential=AKIAIOSFODNN7EXAMPLE:00",
         "BackendAI signMethod=HMAC-MD5, credential=AKIAIOSFODNN7EXAMPLE:"
         "9f7913503fc1a938c8d1295320693e802a56f29ca9b40895cde012bf1131900d",
@@ -92,8 +110,13 @@ static void test_parse_date(void **state)
     assert_int_equal(t, DATE_T);
     assert_true(sign_parse_date("Sat, 21 Nov 2026 23:40:01 GMT", &t));
     assert_int_equal(t, DATE_T);
-    const char *bad[] = {NULL, "", "yesterday", "2026-13-01T00:00:00Z", "2026-11-21T23:40:01+25:00",
-                         "2026-11-21T23:40:01 junk", "2026-11-21T23:40:01.Z",
+    const char *bad[] = {NULL,
+                         "",
+                         "yesterday",
+                         "2026-13-01T00:00:00Z",
+                         "2026-11-21T23:40:01+25:00",
+                         "2026-11-21T23:40:01 junk",
+                         "2026-11-21T23:40:01.Z",
                          "Sat, 21 Nov 2026 23:40:01 PST"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         assert_false(sign_parse_date(bad[i], &t));
@@ -123,17 +146,17 @@ static void test_new_keypair(void **state)
     assert_int_equal(strlen(ak), 20);
     assert_int_equal(strlen(sk), 40);
     assert_string_not_equal(ak, ak2);
-    for (int i = 0; i < 20; i++) assert_true(isupper((unsigned char)ak[i]) || isdigit((unsigned char)ak[i]));
-    for (int i = 0; i < 40; i++) assert_true(isalnum((unsigned char)sk[i]));
+    for (int i = 0; i < 20; i++)
+        assert_true(isupper((unsigned char)ak[i]) || isdigit((unsigned char)ak[i]));
+    for (int i = 0; i < 40; i++)
+        assert_true(isalnum((unsigned char)sk[i]));
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_vectors),
-        cmocka_unit_test(test_parse_authorization),
-        cmocka_unit_test(test_parse_date),
-        cmocka_unit_test(test_media_type_and_equal),
+        cmocka_unit_test(test_vectors),     cmocka_unit_test(test_parse_authorization),
+        cmocka_unit_test(test_parse_date),  cmocka_unit_test(test_media_type_and_equal),
         cmocka_unit_test(test_new_keypair),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
