@@ -92,6 +92,76 @@ $(BUILD)/etc/tessera/%.conf: $(BUILD)/bin/tessera-%
 	@mkdir -p $(dir $@)
 	$(Q)$< --print-config-example > $@
 
+# ---- CUDA shim (libtessera-cuda.so, issue 6) ------------------------------------
+# services/agent/cuda-shim/*.c -> $(BUILD)/lib/libtessera-cuda.so: self-contained
+# (no libcommon, no sanitizers: it is preloaded into arbitrary processes), hidden
+# visibility except the hooks in exports.map. Its files sit below services/agent/,
+# so the agent's wildcard does not pick them up. `make test-shim` builds a fake
+# libcuda.so.1 / libnvidia-ml.so.1 (tests/shim/) and runs programs under the shim;
+# `make bench-shim` compares hooked and direct calls (callgrind + wall clock).
+CUDA_HOME   ?= /usr/local/cuda
+SHIM_DIR    := services/agent/cuda-shim
+SHIM_SRC    := $(wildcard $(SHIM_DIR)/*.c)
+SHIM_OBJ    := $(patsubst %.c,$(BUILD)/shim/obj/%.o,$(SHIM_SRC))
+SHIM_LIB    := $(BUILD)/lib/libtessera-cuda.so
+SHIM_CFLAGS := -std=gnu11 -g -O2 -fPIC -fvisibility=hidden -fno-strict-aliasing \
+               -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+               -Wno-missing-field-initializers -MMD -MP -pthread -D_GNU_SOURCE -I. \
+               -isystem $(CUDA_HOME)/include
+SHIM_TDIR   := $(BUILD)/shim/tests
+SHIM_FAKES  := $(SHIM_TDIR)/fake/libcuda.so.1 $(SHIM_TDIR)/fake/libnvidia-ml.so.1
+SHIM_TBINS  := $(SHIM_TDIR)/scenarios $(SHIM_TDIR)/unit $(SHIM_TDIR)/region_tool $(SHIM_TDIR)/bench
+
+$(BUILD)/shim/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	@echo "  CC      $<"
+	$(Q)$(CC) $(SHIM_CFLAGS) -c $< -o $@
+
+$(SHIM_LIB): $(SHIM_OBJ) $(SHIM_DIR)/exports.map
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	$(Q)$(CC) -shared -pthread -Wl,-soname,libtessera-cuda.so -Wl,-z,defs -Wl,--as-needed \
+	  -Wl,--version-script=$(SHIM_DIR)/exports.map -o $@ $(SHIM_OBJ) -ldl
+
+$(SHIM_TDIR)/fake/libcuda.so.1: $(BUILD)/shim/obj/tests/shim/fake_cuda.o
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -shared -pthread -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic -o $@ $< -ldl
+
+$(SHIM_TDIR)/fake/libnvidia-ml.so.1: $(BUILD)/shim/obj/tests/shim/fake_nvml.o
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -shared -Wl,-soname,libnvidia-ml.so.1 -Wl,-Bsymbolic -o $@ $<
+
+$(SHIM_TDIR)/scenarios: $(BUILD)/shim/obj/tests/shim/scenarios.o $(SHIM_FAKES)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -pthread -o $@ $< $(SHIM_FAKES) -ldl
+
+$(SHIM_TDIR)/bench: $(BUILD)/shim/obj/tests/shim/bench.o $(SHIM_TDIR)/fake/libcuda.so.1
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -pthread -o $@ $< $(SHIM_TDIR)/fake/libcuda.so.1
+
+$(SHIM_TDIR)/unit: $(BUILD)/shim/obj/tests/shim/unit.o $(BUILD)/shim/obj/$(SHIM_DIR)/config.o \
+                   $(BUILD)/shim/obj/$(SHIM_DIR)/allocmap.o $(BUILD)/shim/obj/$(SHIM_DIR)/region.o
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -pthread -o $@ $^
+
+$(SHIM_TDIR)/region_tool: $(BUILD)/shim/obj/tests/shim/region_tool.o \
+                          $(BUILD)/shim/obj/$(SHIM_DIR)/config.o $(BUILD)/shim/obj/$(SHIM_DIR)/region.o
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -pthread -o $@ $^
+
+.PHONY: shim test-shim bench-shim
+all: $(if $(wildcard $(CUDA_HOME)/include/cuda.h),$(SHIM_LIB))
+shim: $(SHIM_LIB)
+
+test-shim: $(SHIM_LIB) $(SHIM_FAKES) $(SHIM_TBINS)
+	@sh tests/shim/run.sh $(BUILD)
+
+bench-shim: $(SHIM_LIB) $(SHIM_FAKES) $(SHIM_TDIR)/bench
+	@sh tests/shim/bench.sh $(BUILD)
+
+-include $(shell find $(BUILD)/shim/obj -name '*.d' 2>/dev/null)
+# ---- end CUDA shim ---------------------------------------------------------------
+
 # ---- unit tests (cmocka) ------------------------------------------------------
 UNIT_SRC  := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
@@ -101,7 +171,7 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(COMMON_LIB)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(COMMON_LIB) $(LDLIBS) -lcmocka
 
 .SECONDARY:
-.PHONY: all deps test check unit integration asan install dev-up dev-down clean fmt fmt-check
+.PHONY: all deps test check unit integration asan shim-skipped install dev-up dev-down clean fmt fmt-check
 all: $(COMMON_LIB) $(SERVICE_BINS) $(CLI_BIN) $(EXAMPLE_CONFS) $(UNIT_BINS)
 
 deps:
@@ -112,7 +182,10 @@ test: deps
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory check
 
-check: unit integration
+check: unit integration $(if $(wildcard $(CUDA_HOME)/include/cuda.h),test-shim,shim-skipped) fuzz-smoke
+
+shim-skipped:
+	@echo "test-shim: skipped: no CUDA toolkit at $(CUDA_HOME) (cuda.h)"
 
 unit: $(UNIT_BINS)
 	@sh tools/run-unit.sh $(UNIT_BINS)
@@ -147,4 +220,80 @@ fmt-check:
 clean:
 	rm -rf $(BUILD) build-asan
 
+# ---- fuzzing -----------------------------------------------------------------
+# `make fuzz`: libFuzzer harnesses (fuzz/fuzz_*.c) for the parsers that take
+# outside input, built with clang and ASan/UBSan into $(BUILD)/fuzz/ (their own
+# libcommon and proto objects), then fuzz/run.sh replays fuzz/regressions/ and
+# runs each for FUZZ_SECONDS from a scratch copy of fuzz/corpus/<name>/.
+# `make fuzz-smoke`: the same, 10 s each.
+FUZZ_CC       ?= clang
+FUZZ_SECONDS  ?= 60
+# <name>=<max_len>: fuzz/fuzz_<name>.c
+FUZZ_TARGETS  := config_file=4096 envelope=4096 http_router=2048
+FUZZ_NAMES    := $(foreach t,$(FUZZ_TARGETS),$(firstword $(subst =, ,$(t))))
+FUZZ_BINS     := $(patsubst %,$(BUILD)/fuzz/bin/fuzz_%,$(FUZZ_NAMES))
+FUZZ_COMMON   := common log config config_file envelope http_resp http_router http_server
+FUZZ_LIB_OBJ  := $(patsubst %,$(BUILD)/fuzz/obj/libcommon/%.o,$(FUZZ_COMMON)) \
+                 $(patsubst $(BUILD)/gen/%.c,$(BUILD)/fuzz/obj/gen/%.o,$(PROTO_C))
+FUZZ_PKGS     := libmicrohttpd jansson libprotobuf-c
+FUZZ_SAN      := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_CFLAGS    = -std=gnu11 -g -O1 $(FUZZ_SAN) -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
+                 -Wmissing-prototypes -Wno-missing-field-initializers -MMD -MP -pthread \
+                 $(shell pkg-config --cflags $(FUZZ_PKGS) 2>/dev/null)
+FUZZ_LIBS      = $(shell pkg-config --libs $(FUZZ_PKGS) 2>/dev/null) -lm
+
+$(BUILD)/fuzz/obj/libcommon/%.o: libcommon/%.c | $(PROTO_H)
+	@mkdir -p $(dir $@)
+	@echo "  FUZZCC  $<"
+	$(Q)$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(BUILD)/fuzz/obj/gen/%.o: $(BUILD)/gen/%.c | $(PROTO_H)
+	@mkdir -p $(dir $@)
+	@echo "  FUZZCC  $<"
+	$(Q)$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -Wno-missing-prototypes -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(BUILD)/fuzz/obj/fuzz/%.o: fuzz/%.c | $(PROTO_H)
+	@mkdir -p $(dir $@)
+	@echo "  FUZZCC  $<"
+	$(Q)$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(BUILD)/fuzz/bin/fuzz_%: $(BUILD)/fuzz/obj/fuzz/fuzz_%.o $(FUZZ_LIB_OBJ)
+	@mkdir -p $(dir $@)
+	@echo "  FUZZLD  $@"
+	$(Q)$(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_SAN) -pthread -o $@ $^ $(FUZZ_LIBS)
+
+.PHONY: fuzz fuzz-smoke fuzz-build
+fuzz-build: $(FUZZ_BINS)
+
+fuzz: fuzz-build
+	@sh fuzz/run.sh $(BUILD)/fuzz/bin $(BUILD)/fuzz/work $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+fuzz-smoke:
+	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=10
+
+-include $(shell find $(BUILD)/fuzz/obj -name '*.d' 2>/dev/null)
+
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+
+# ---- scheduler unit tests -----------------------------------------------------
+# tests/unit/test_sched_*.c link services/scheduler's modules too (every .c but
+# main.c); this rule's shorter stem wins over the generic $(BUILD)/tests/% one.
+SCHED_LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out services/scheduler/main.c,$(wildcard services/scheduler/*.c)))
+$(BUILD)/tests/test_sched_%: $(BUILD)/obj/tests/unit/test_sched_%.o $(SCHED_LIB_OBJ) $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(SCHED_LIB_OBJ) $(COMMON_LIB) $(LDLIBS) -lcmocka
+
+# ---- bench-scheduler-core -----------------------------------------------------
+# `make bench-scheduler-core`: the scheduler's engine alone and with Redis
+# reservation (a redis-server it starts on a free port), 1,000 agents x 8 GPUs,
+# 20,000 mixed requests; prints a table and checks the Redis invariant.
+BENCH_SCHED_BIN := $(BUILD)/bench/bench_placement
+$(BENCH_SCHED_BIN): $(BUILD)/obj/bench/scheduler/bench_placement.o $(SCHED_LIB_OBJ) $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(SCHED_LIB_OBJ) $(COMMON_LIB) $(LDLIBS)
+
+.PHONY: bench-scheduler-core
+bench-scheduler-core: $(BENCH_SCHED_BIN)
+	@$(BENCH_SCHED_BIN)

@@ -4,12 +4,12 @@
 # dpkg-query decides; apt-get runs only for what is missing. Prints one line.
 set -eu
 
-PKGS="build-essential pkg-config
+PKGS="build-essential pkg-config clang libclang-rt-14-dev
 librdkafka-dev libmicrohttpd-dev libjansson-dev libprotobuf-c-dev protobuf-c-compiler
 libpq-dev libhiredis-dev libcmocka-dev libcurl4-openssl-dev libsodium-dev
 libarchive-dev libsystemd-dev
 postgresql redis-server docker-registry runc containernetworking-plugins
-prometheus kcat
+prometheus kcat nginx wrk
 python3 python3-pytest python3-requests
 systemd curl iproute2 procps"
 

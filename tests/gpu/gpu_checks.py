@@ -1,0 +1,149 @@
+"""gpu_checks.py: the shim's checks on a real GPU (run by run_gpu_checks.sh).
+
+Each check runs in fresh child processes with LD_PRELOAD set, because the shim
+reads its configuration once per process. Results are printed as markdown table
+rows (device, date) ready for docs/benchmarks.md."""
+import datetime
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+SHIM = os.environ["TESSERA_GPU_SHIM"]
+GiB = 1 << 30
+failures = []
+
+
+def child(code, env_extra, timeout=600):
+    env = dict(os.environ, **env_extra)
+    if env.pop("_NO_SHIM", None) is None:
+        env["LD_PRELOAD"] = SHIM
+    else:
+        env.pop("LD_PRELOAD", None)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=timeout)
+    if out.returncode != 0:
+        raise RuntimeError(f"child failed ({out.returncode}): {out.stderr[-2000:]}")
+    return out.stdout.strip()
+
+
+def row(check, target, result, ok):
+    print(f"| {check} | {target} | {result} | {'pass' if ok else 'FAIL'} |", flush=True)
+    if not ok:
+        failures.append(check)
+
+
+OOM_CODE = r"""
+import torch
+chunks, total = [], 0
+try:
+    while True:
+        chunks.append(torch.empty(128 << 20, dtype=torch.uint8, device="cuda"))
+        total += 128 << 20
+except torch.cuda.OutOfMemoryError:
+    print(total, "oom")
+else:
+    print(total, "no-oom")
+"""
+
+INFO_CODE = r"""
+import torch
+free, total = torch.cuda.mem_get_info()
+x = torch.empty(512 << 20, dtype=torch.uint8, device="cuda")
+free2, total2 = torch.cuda.mem_get_info()
+print(total, free, total2, free2)
+"""
+
+MATMUL_CODE = r"""
+import os, time, torch
+n = 4096
+a = torch.randn(n, n, device="cuda", dtype=torch.float16)
+b = torch.randn(n, n, device="cuda", dtype=torch.float16)
+for _ in range(5): a @ b
+torch.cuda.synchronize()
+go = float(os.environ["GO_AT"])
+while time.time() < go: time.sleep(0.001)
+t0, it = time.time(), 0
+while time.time() - t0 < float(os.environ["SECONDS"]):
+    for _ in range(4): c = a @ b
+    torch.cuda.synchronize()
+    it += 4
+print(it / (time.time() - t0))
+"""
+
+LAUNCH_CODE = r"""
+import time, torch
+x = torch.zeros(16, device="cuda")
+for _ in range(2000): x.add_(1)
+torch.cuda.synchronize()
+best = 1e9
+for rep in range(5):
+    t0 = time.perf_counter()
+    for _ in range(20000): x.add_(1)
+    torch.cuda.synchronize()
+    best = min(best, time.perf_counter() - t0)
+print(best / 20000 * 1e9)
+"""
+
+
+def main():
+    import torch
+    dev = torch.cuda.get_device_name(0)
+    phys = torch.cuda.get_device_properties(0).total_memory
+    today = datetime.date.today().isoformat()
+    print(f"GPU checks: {dev}, {phys / GiB:.1f} GiB, {today}, torch {torch.__version__}\n")
+    print("| check | target | result | |")
+    print("|---|---|---|---|")
+    cap = 4 * GiB
+    with tempfile.TemporaryDirectory() as d:
+        total, how = child(OOM_CODE, {"TESSERA_CUDA_MEM_LIMIT": str(cap),
+                                      "TESSERA_CUDA_SHARED_DIR": d}).split()
+        total = int(total)
+        row("PyTorch allocates to the cap, then OutOfMemoryError", f"OOM at <= {cap >> 20} MiB",
+            f"{how} after {total >> 20} MiB", how == "oom" and cap - 512 * 2**20 <= total <= cap)
+    with tempfile.TemporaryDirectory() as d:
+        t, f, t2, f2 = map(int, child(INFO_CODE, {"TESSERA_CUDA_MEM_LIMIT": str(cap),
+                                                   "TESSERA_CUDA_SHARED_DIR": d}).split())
+        row("torch.cuda.mem_get_info shows the cap", f"total {cap >> 20} MiB",
+            f"total {t >> 20} MiB, free {f >> 20} -> {f2 >> 20} MiB after 512 MiB",
+            t == cap and t2 == cap and f - f2 >= 512 * 2**20)
+    # throughput split: two containers (two shared dirs), shares 0.3 and 0.7
+    secs = 20
+    with tempfile.TemporaryDirectory() as da, tempfile.TemporaryDirectory() as db:
+        go = str(time.time() + 15)
+        procs = []
+        for share, d in (("0.3", da), ("0.7", db)):
+            env = dict(os.environ, LD_PRELOAD=SHIM, TESSERA_CUDA_COMPUTE_SHARE=share,
+                       TESSERA_CUDA_SHARED_DIR=d, GO_AT=go, SECONDS=str(secs))
+            procs.append(subprocess.Popen([sys.executable, "-c", MATMUL_CODE], env=env,
+                                          stdout=subprocess.PIPE, text=True))
+        rates = [float(p.communicate(timeout=600)[0].strip()) for p in procs]
+        split = rates[0] / sum(rates)
+        alone = float(child(MATMUL_CODE, {"_NO_SHIM": "1", "GO_AT": "0", "SECONDS": str(secs)}))
+        row("0.3 / 0.7 matmul split", "0.30 +- 0.05",
+            f"{split:.3f} ({rates[0]:.1f} / {rates[1]:.1f} it/s; alone {alone:.1f} it/s)",
+            abs(split - 0.3) <= 0.05)
+    # launch-bound loop
+    with tempfile.TemporaryDirectory() as d:
+        base = float(child(LAUNCH_CODE, {"_NO_SHIM": "1"}))
+        shim = float(child(LAUNCH_CODE, {"TESSERA_CUDA_MEM_LIMIT": str(cap),
+                                         "TESSERA_CUDA_SHARED_DIR": d}))
+        lim = float(child(LAUNCH_CODE, {"TESSERA_CUDA_MEM_LIMIT": str(cap),
+                                        "TESSERA_CUDA_COMPUTE_SHARE": "0.99",
+                                        "TESSERA_CUDA_SHARED_DIR": d}))
+        over = (shim - base) / base * 100
+        over_l = (lim - base) / base * 100
+        row("launch-bound loop overhead (cap only)", "<= 2%",
+            f"{base:.0f} -> {shim:.0f} ns/iter ({over:+.1f}%)", over <= 2.0)
+        row("launch-bound loop overhead (cap + share 0.99)", "<= 2% (report)",
+            f"{base:.0f} -> {lim:.0f} ns/iter ({over_l:+.1f}%)", True)
+    print()
+    if failures:
+        print("FAILED:", ", ".join(failures))
+        sys.exit(1)
+    print("all GPU checks passed")
+
+
+if __name__ == "__main__":
+    main()
