@@ -284,6 +284,19 @@ $(BUILD)/tests/test_sched_%: $(BUILD)/obj/tests/unit/test_sched_%.o $(SCHED_LIB_
 	@echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(SCHED_LIB_OBJ) $(COMMON_LIB) $(LDLIBS) -lcmocka
 
+# ---- service unit tests --------------------------------------------------------
+# tests/unit/test_<svc>_*.c link services/<svc>'s modules too (every .c but
+# main.c) and the service's extra libraries (<svc>_LIBS).
+agent_LIBS := -larchive
+define service_test_rules
+$(1)_MOD_OBJ := $$(patsubst %.c,$$(BUILD)/obj/%.o,$$(filter-out services/$(1)/main.c,$$(wildcard services/$(1)/*.c)))
+$$(BUILD)/tests/test_$(1)_%: $$(BUILD)/obj/tests/unit/test_$(1)_%.o $$($(1)_MOD_OBJ) $$(COMMON_LIB)
+	@mkdir -p $$(dir $$@)
+	@echo "  LD      $$@"
+	$$(Q)$$(CC) $$(LDFLAGS) -o $$@ $$< $$($(1)_MOD_OBJ) $$(COMMON_LIB) $$(LDLIBS) $$($(1)_LIBS) -lcmocka
+endef
+$(foreach s,agent registry vfolder wsproxy gateway auth,$(eval $(call service_test_rules,$(s))))
+
 # ---- bench-scheduler-core -----------------------------------------------------
 # `make bench-scheduler-core`: the scheduler's engine alone and with Redis
 # reservation (a redis-server it starts on a free port), 1,000 agents x 8 GPUs,

@@ -1,0 +1,122 @@
+/* container.h: one kernel = one OCI container run by runc.
+ *
+ * Per kernel, under <state>/kernels/<kernel-id>/:
+ *   bundle/config.json   the OCI runtime spec we write
+ *   bundle/rootfs/       overlayfs: lowerdir = image layers, upperdir/workdir below
+ *   upper/ work/         overlay upper and work dirs
+ *   logs/output.log      container stdout+stderr, size-capped
+ *   state.json           what the agent needs to re-adopt the kernel after a restart
+ * The container gets a network namespace configured by CNI (bridge + host-local
+ * + portmap); its service ports are published on host ports from a pool. */
+#ifndef AGENT_CONTAINER_H
+#define AGENT_CONTAINER_H
+
+#include "image.h"
+
+typedef struct runtime runtime;
+
+typedef struct runtime_opts {
+    const char *state_dir;       /* agent.state_dir */
+    const char *runc_path;       /* "runc" or a full path */
+    const char *cni_bin_dir;     /* "/usr/lib/cni" on Debian */
+    const char *cni_network;     /* bridge name / network name, e.g. "tessera0" */
+    const char *cni_subnet;      /* "10.88.0.0/16"-style pool for host-local */
+    int port_pool_start;         /* host ports for services: [start, end] */
+    int port_pool_end;
+    int64_t log_cap_bytes;       /* per kernel */
+} runtime_opts;
+
+runtime *runtime_new(const runtime_opts *opts, ts_err *err);
+void runtime_free(runtime *rt);
+
+typedef struct bind_mount {
+    const char *host_path;
+    const char *container_path; /* "/home/work/<name>" */
+    bool read_only;
+} bind_mount;
+
+typedef struct kernel_spec {
+    const char *kernel_id;
+    const char *session_id;
+    const char *hostname;
+    const image_info *image;
+    double cpu_cores;            /* 0 = unlimited */
+    int64_t mem_bytes;           /* 0 = unlimited */
+    int64_t pids_max;            /* 0 = default */
+    int64_t shm_bytes;           /* /dev/shm size */
+    const char *const *env;      /* extra "K=V", NULL-terminated (TESSERA_*, BACKENDAI_*) */
+    const char *const *argv;     /* startup command, or NULL: image entrypoint+cmd (or a keep-alive for interactive) */
+    const bind_mount *mounts;
+    int n_mounts;
+    const int *service_ports;    /* container ports to publish */
+    int n_service_ports;
+    bool batch;                  /* true: the command's exit ends the kernel */
+} kernel_spec;
+
+typedef struct kernel_ports {
+    int container_port;
+    int host_port;
+} kernel_ports;
+
+typedef enum kernel_state {
+    KERNEL_CREATING,
+    KERNEL_RUNNING,
+    KERNEL_EXITED,   /* process ended; exit_code valid */
+    KERNEL_GONE,     /* destroyed, nothing left */
+} kernel_state;
+
+typedef struct kernel_status {
+    kernel_state state;
+    int exit_code;
+    bool oom_killed;             /* the memory cgroup killed it */
+    char reason[256];
+    kernel_ports ports[16];
+    int n_ports;
+    char ip[64];
+} kernel_status;
+
+/* Create and start; returns when the process runs (or failed: err says why). */
+bool runtime_start(runtime *rt, const kernel_spec *spec, kernel_status *out,
+                   ts_err *err) TS_MUST_CHECK;
+/* Current state (cheap: runc state + cgroup events). */
+bool runtime_status(runtime *rt, const char *kernel_id, kernel_status *out,
+                    ts_err *err) TS_MUST_CHECK;
+/* SIGTERM, then SIGKILL after grace_ms; then delete the container, unmount the
+ * rootfs, tear down the network and release the ports. Idempotent. No
+ * leftovers: mounts, cgroups, netns, processes, host ports. */
+bool runtime_destroy(runtime *rt, const char *kernel_id, int grace_ms, ts_err *err) TS_MUST_CHECK;
+
+/* Run argv inside the kernel (runc exec), capturing stdout/stderr separately,
+ * each capped at cap_bytes, killed after timeout_ms. */
+typedef struct exec_result {
+    int exit_code;               /* -1 when killed by the timeout */
+    bool timed_out;
+    char *out;                   /* heap, NUL-terminated */
+    size_t out_len;
+    bool out_truncated;
+    char *err;
+    size_t err_len;
+    bool err_truncated;
+} exec_result;
+bool runtime_exec(runtime *rt, const char *kernel_id, const char *const *argv,
+                  const char *const *env, int timeout_ms, size_t cap_bytes, exec_result *out,
+                  ts_err *err) TS_MUST_CHECK;
+void exec_result_free(exec_result *r);
+
+/* Up to max bytes of the kernel's log (the tail when longer). */
+char *runtime_logs(runtime *rt, const char *kernel_id, size_t max, size_t *len, ts_err *err);
+
+/* Kernels this agent's state dir knows, for re-adoption after a restart
+ * (ids written into ids[], heap strings). */
+int runtime_list(runtime *rt, char ***ids);
+
+/* Per-kernel usage from cgroups. */
+typedef struct kernel_usage {
+    int64_t cpu_usec;
+    int64_t mem_bytes;
+    int64_t mem_peak_bytes;
+    int64_t pids;
+} kernel_usage;
+bool runtime_usage(runtime *rt, const char *kernel_id, kernel_usage *out, ts_err *err) TS_MUST_CHECK;
+
+#endif
