@@ -273,6 +273,15 @@ fuzz-smoke:
 
 -include $(shell find $(BUILD)/fuzz/obj -name '*.d' 2>/dev/null)
 
+# ---- bench-gateway -------------------------------------------------------------
+# `make bench-gateway`: signed requests/s and latency of tessera-gateway against
+# nginx serving a static file, with wrk, on this machine (bench/gateway/README.md).
+.PHONY: bench-gateway
+bench-gateway: deps
+	@$(MAKE) --no-print-directory $(SERVICE_BINS)
+	@TESSERA_BIN_DIR=$(abspath $(BUILD))/bin sh bench/gateway/run.sh
+# ---- end bench-gateway ---------------------------------------------------------
+
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 
 # ---- scheduler unit tests -----------------------------------------------------
@@ -310,3 +319,25 @@ $(BENCH_SCHED_BIN): $(BUILD)/obj/bench/scheduler/bench_placement.o $(SCHED_LIB_O
 .PHONY: bench-scheduler-core
 bench-scheduler-core: $(BENCH_SCHED_BIN)
 	@$(BENCH_SCHED_BIN)
+
+# ---- images --------------------------------------------------------------------
+# `make images`: the OCI images built here from Debian packages, as OCI image
+# layouts in $(IMAGES_DIR): busybox (deploy/images/busybox.sh: seconds) and
+# python (deploy/images/python.sh: mmdebstrap from the Debian mirror, minutes;
+# built once, again with REBUILD=1). Pushed as tessera/<name>:latest to
+# $TESSERA_OCI_REGISTRY when it is set (plain HTTP: the development registry;
+# `. .tessera-dev/env` first). Not part of `make test`. See docs/images.md.
+IMAGES_DIR ?= build/images
+IMAGES     := busybox python
+.PHONY: images
+images:
+	@mkdir -p $(IMAGES_DIR)
+	@sh deploy/images/busybox.sh $(IMAGES_DIR)/busybox
+	@if [ -n "$(REBUILD)" ] || [ ! -s $(IMAGES_DIR)/python/index.json ]; then \
+	  echo "python: mmdebstrap (a few minutes)"; sh deploy/images/python.sh $(IMAGES_DIR)/python || exit 1; fi
+	@echo "python: $(IMAGES_DIR)/python ($$(python3 tools/oci-image.py digest $(IMAGES_DIR)/python))"
+	@if [ -n "$$TESSERA_OCI_REGISTRY" ]; then \
+	  for i in $(IMAGES); do python3 tools/oci-image.py push $(IMAGES_DIR)/$$i \
+	    "$$TESSERA_OCI_REGISTRY/tessera/$$i:latest" --insecure || exit 1; done; \
+	else echo "images: TESSERA_OCI_REGISTRY is not set: built, not pushed"; fi
+# ---- end images ----------------------------------------------------------------

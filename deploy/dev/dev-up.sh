@@ -16,6 +16,9 @@
 #                         gateway"); set it empty for PostgreSQL, Redis and the
 #                         OCI registry only.
 #   TESSERA_DEV_TIMEOUT   seconds to wait for readiness (default 60)
+#   TESSERA_IMAGE_CACHE   where the busybox demo image is built once (default
+#                         <repo>/build/images); it is pushed to the OCI registry
+#                         and named in env as TESSERA_DEMO_IMAGE.
 #
 # Stop with deploy/dev/dev-down.sh (`make dev-down`), same TESSERA_STATE_DIR.
 set -eu
@@ -261,6 +264,25 @@ until [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://$OCI/v2/"
   sleep 0.1
 done
 
+# ---- demo image ---------------------------------------------------------------------
+# The busybox test and demo image (tools/oci-image.py from Debian's busybox-static),
+# built once into the image cache (rebuilt when /bin/busybox changes) and pushed
+# to this registry; its reference goes to <state>/env as TESSERA_DEMO_IMAGE.
+IMAGE_CACHE=${TESSERA_IMAGE_CACHE:-$repo/build/images}
+DEMO_IMAGE=""
+if [ -x /bin/busybox ]; then
+  if [ ! -s "$IMAGE_CACHE/busybox/index.json" ] ||
+     [ -n "$(find /bin/busybox "$repo/tools/oci-image.py" -newer "$IMAGE_CACHE/busybox/index.json" 2>/dev/null)" ]; then
+    python3 "$repo/tools/oci-image.py" busybox "$IMAGE_CACHE/busybox" >>"$LOGS/images.log" 2>&1 ||
+      { tail_log images; die "building the busybox image failed"; }
+  fi
+  python3 "$repo/tools/oci-image.py" push "$IMAGE_CACHE/busybox" "$OCI/tessera/busybox:latest" --insecure \
+    >>"$LOGS/images.log" 2>&1 || { tail_log images; die "pushing the busybox image to $OCI failed"; }
+  DEMO_IMAGE="$OCI/tessera/busybox:latest"
+else
+  say "warning: /bin/busybox is missing (tools/deps.sh installs busybox-static): no demo image"
+fi
+
 # ---- Tessera services ------------------------------------------------------------
 port_of() {
   case $1 in
@@ -290,6 +312,9 @@ for s in $SERVICES; do
     "TESSERA_OCI_REGISTRY=$OCI" \
     "TESSERA_STATE_DIR=$STATE"
   [ -z "$KAFKA" ] || set -- "$@" "TESSERA_KAFKA_BOOTSTRAP=$KAFKA" "KAFKA_BOOTSTRAP=$KAFKA"
+  # auth's first start writes the superadmin's keys there (0600; later starts
+  # leave it as it is).
+  [ "$s" != auth ] || set -- "$@" "TESSERA_BOOTSTRAP_CREDENTIALS_FILE=$STATE/auth/admin-credentials"
   launch "$s" "$@" "$BIN/tessera-$s"
 done
 
@@ -309,6 +334,7 @@ q() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
   echo "export TESSERA_PG_DSN=$(q "$PG_DSN")"
   echo "export TESSERA_REDIS_URL=$(q "$REDIS_URL")"
   echo "export TESSERA_OCI_REGISTRY=$(q "$OCI")"
+  [ -z "$DEMO_IMAGE" ] || echo "export TESSERA_DEMO_IMAGE=$(q "$DEMO_IMAGE")"
   echo "export TESSERA_BIN_DIR=$(q "$BIN")"
   echo "export TESSERA_LOG_DIR=$(q "$LOGS")"
   echo "export PGHOST=$(q "$HOST") PGPORT=$(q "$PG_PORT") PGUSER='tessera' PGDATABASE='tessera'"
@@ -350,6 +376,25 @@ while [ -n "$pending" ]; do
   sleep 0.2
 done
 rm -f "$RUN"/readyz.*
+
+# ---- the superadmin's credentials, for shells, tests and Backend.AI clients ----
+CREDS=$STATE/auth/admin-credentials
+case " $SERVICES " in *" auth "*)
+  [ -s "$CREDS" ] || die "tessera-auth is ready but wrote no $CREDS (see $LOGS/auth.log)"
+  # shellcheck disable=SC1090 # written by tessera-auth: NAME='value' lines
+  . "$CREDS"
+  {
+    echo "export TESSERA_ADMIN_ACCESS_KEY=$(q "$TESSERA_ADMIN_ACCESS_KEY")"
+    echo "export TESSERA_ADMIN_SECRET_KEY=$(q "$TESSERA_ADMIN_SECRET_KEY")"
+    echo "export TESSERA_ADMIN_EMAIL=$(q "$TESSERA_ADMIN_EMAIL")"
+    echo "export TESSERA_ADMIN_PASSWORD=$(q "$TESSERA_ADMIN_PASSWORD")"
+    echo "export BACKEND_ENDPOINT=$(q "$(url_of gateway)")"
+    echo "export BACKEND_ACCESS_KEY=$(q "$TESSERA_ADMIN_ACCESS_KEY")"
+    echo "export BACKEND_SECRET_KEY=$(q "$TESSERA_ADMIN_SECRET_KEY")"
+    echo "export BACKEND_ENDPOINT_TYPE='api'"
+  } >>"$STATE/env"
+  ;;
+esac
 
 # ---- summary -------------------------------------------------------------------
 echo "dev-up: Tessera development stack is up in $STATE"

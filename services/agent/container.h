@@ -118,5 +118,8 @@ typedef struct kernel_usage {
     int64_t pids;
 } kernel_usage;
 bool runtime_usage(runtime *rt, const char *kernel_id, kernel_usage *out, ts_err *err) TS_MUST_CHECK;
+/* Node-wide: all kernels of this agent together (the /tessera parent cgroup);
+ * zeros when none ever ran. For heartbeats next to the per-kernel figures. */
+bool runtime_usage_total(runtime *rt, kernel_usage *out, ts_err *err) TS_MUST_CHECK;
 
 #endif

@@ -22,6 +22,11 @@ typedef struct image_store_opts {
     int timeout_ms;            /* per HTTP request (connect + idle) */
     int retries;               /* per blob, with backoff; then the pull fails */
     bool insecure_http;        /* registries reached over plain HTTP (dev registry) */
+    /* Optional (zero = off): */
+    const char *default_registry; /* "host:port" for references without one; NULL: an error */
+    const char *auth_file;     /* Docker-style config.json: {"auths": {"host:port":
+                                  {"auth": base64("user:password")} or {"username", "password"}}} */
+    int retry_backoff_ms;      /* first retry delay (0: 250 ms), doubling, at most 5 s */
 } image_store_opts;
 
 image_store *image_store_new(const image_store_opts *opts, ts_err *err);
@@ -32,7 +37,8 @@ typedef struct image_info {
     char *reference;      /* as requested: "127.0.0.1:5000/tessera/busybox:latest" */
     char *digest;         /* manifest digest "sha256:..." (after index resolution) */
     char *architecture;
-    char **layer_dirs;    /* unpacked layers, lowest first (overlayfs lowerdir order reversed by the caller) */
+    char **layer_dirs;    /* unpacked layers, lowest first (overlayfs lowerdir order reversed by the caller);
+                             also NULL-terminated */
     int n_layers;
     char **env;           /* config Env, "K=V", NULL-terminated */
     char **entrypoint;    /* NULL-terminated or NULL */

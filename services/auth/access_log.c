@@ -18,6 +18,27 @@ static const char insert_sql[] =
     " VALUES ($1::uuid, to_timestamp($2::bigint / 1000.0), $3, $4, $5, $6, $7, $8::int,"
     " $9::bigint, $10, $11) ON CONFLICT (event_id) DO NOTHING";
 
+/* keypairs.last_used from the stored access. One indexed UPDATE per stored
+ * event with an access key: cheap next to the insert, but it does write the
+ * keypair row once per request; if this ever shows in profiles, batch it
+ * (keep the newest time per key in memory, flush every second). greatest()
+ * ignores NULL and keeps the newest time when events arrive out of order. */
+static const char last_used_sql[] =
+    "UPDATE auth.keypairs SET last_used = greatest(last_used, to_timestamp($2::bigint / 1000.0))"
+    " WHERE access_key = $1";
+
+static void touch_keypair(PGconn *conn, const char *access_key, const char *at_ms)
+{
+    const char *params[] = {access_key, at_ms};
+    PGresult *r = PQexecParams(conn, last_used_sql, 2, NULL, params, NULL, NULL, 0);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+        char q[600];
+        TLOG_WARN("could not update keypairs.last_used", "access_key=%s error=%s", access_key,
+                  tlog_quote(q, sizeof(q), PQresultErrorMessage(r)));
+    }
+    PQclear(r);
+}
+
 static kbus_result store(const kbus_msg *msg, void *ctx, ts_err *reason)
 {
     svc *s = ctx;
@@ -34,8 +55,8 @@ static kbus_result store(const kbus_msg *msg, void *ctx, ts_err *reason)
     snprintf(at, sizeof(at), "%lld", (long long)a->occurred_at_ms);
     snprintf(status, sizeof(status), "%d", a->status);
     snprintf(latency, sizeof(latency), "%lld", (long long)a->latency_us);
-    const char *params[] = {msg->env->event_id, at, a->access_key, a->user_id, a->client_addr,
-                            a->method, a->path, status, latency, a->request_id,
+    const char *params[] = {msg->env->event_id, at,      a->access_key, a->user_id, a->client_addr,
+                            a->method,          a->path, status,        latency,    a->request_id,
                             msg->env->producer};
     PGconn *conn = pg_pool_get(svc_pg(s), 5000, reason);
     if (!conn) {
@@ -50,6 +71,7 @@ static kbus_result store(const kbus_msg *msg, void *ctx, ts_err *reason)
         res = state && (state[0] == '2' && state[1] == '2') ? KBUS_REJECT : KBUS_RETRY;
     } else if (atoi(PQcmdTuples(r)) == 1) {
         atomic_fetch_add(&stored, 1);
+        if (a->access_key && a->access_key[0]) touch_keypair(conn, a->access_key, at);
     } else {
         atomic_fetch_add(&duplicates, 1);
     }

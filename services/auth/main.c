@@ -1,12 +1,63 @@
 /* tessera-auth: identities, keypairs, policies and the access log.
  * Wiring only; each concern has its own file. */
 #include "access_log.h"
+#include "bootstrap.h"
+#include "events.h"
+#include "http_api.h"
+#include "login.h"
+
+#include <sodium.h>
 
 extern const pg_migration auth_migrations[];
 extern const size_t auth_migrations_count;
 
+static char *admin_email, *admin_username, *admin_password, *credentials_file;
+static int64_t lockout_failures, lockout_duration_ms, hash_concurrency;
+
+static const cfg_option auth_options[] = {
+    {"bootstrap.admin_email", CFG_STRING, &admin_email, "admin@tessera.local", 0, 0, NULL, false,
+     NULL, "email of the superadmin created on the first start"},
+    {"bootstrap.admin_username", CFG_STRING, &admin_username, "admin", 0, 0, NULL, false, NULL,
+     "user name of the superadmin created on the first start"},
+    {"bootstrap.admin_password", CFG_STRING, &admin_password, NULL, 0, 0, NULL, false, NULL,
+     "password of that superadmin (default: 20 random characters)"},
+    {"bootstrap.credentials_file", CFG_STRING, &credentials_file, NULL, 0, 0, NULL, false, NULL,
+     "where the first start writes the superadmin's keys and password (0600; none if unset)"},
+    {"auth.lockout_failures", CFG_INT, &lockout_failures, "5", 1, 1000, NULL, false, NULL,
+     "consecutive failed logins that lock a user"},
+    {"auth.lockout_duration", CFG_DURATION, &lockout_duration_ms, "5m", 1000, 86400000.0, NULL,
+     false, NULL, "how long a locked user cannot log in"},
+    {"auth.password_hash_concurrency", CFG_INT, &hash_concurrency, "2", 1, 64, NULL, false, NULL,
+     "argon2id hashes computed at once (each takes ~64 MiB and ~0.1 s)"},
+    {NULL},
+};
+
+static bool auth_setup(svc *s, ts_err *err)
+{
+    (void)err;
+    if (sodium_init() < 0) {
+        ts_err_set(err, "libsodium failed to initialize");
+        return false;
+    }
+    login_opts lo = {.lockout_failures = (int)lockout_failures,
+                     .lockout_ms = lockout_duration_ms,
+                     .hash_concurrency = (int)hash_concurrency};
+    login_configure(&lo);
+    auth_routes(s);
+    return true;
+}
+
 static bool auth_start(svc *s, ts_err *err)
 {
+    events_init(s);
+    bootstrap_opts bo = {.admin_email = admin_email,
+                         .admin_username = admin_username,
+                         .admin_password = admin_password,
+                         .credentials_file = credentials_file};
+    if (!bootstrap_run(s, &bo, err)) {
+        ts_err_prefix(err, "bootstrap");
+        return false;
+    }
     return access_log_start(s, err);
 }
 
@@ -24,6 +75,8 @@ int main(int argc, char **argv)
         .default_listen = "127.0.0.1:8091",
         .needs = SVC_NEEDS_PG | SVC_NEEDS_KAFKA,
         .pg_schema = "auth",
+        .options = auth_options,
+        .routes = auth_setup,
         .start = auth_start,
         .stop = auth_stop,
     };

@@ -1,0 +1,197 @@
+/* cgroups.c: find the cgroup hierarchies once (from /proc/self/mountinfo), read
+ * a kernel's usage and OOM kills, remove what runc might leave behind. */
+#include "services/agent/cgroups.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+typedef struct hier {
+    char mnt[256];
+    char opts[256]; /* "rw,cpu,cpuacct" or "" for cgroup2 */
+    bool v2;
+} hier;
+
+static hier _h[32];
+static int _n_h;
+static pthread_once_t _once = PTHREAD_ONCE_INIT;
+
+static void _scan(void)
+{
+    FILE *f = fopen("/proc/self/mountinfo", "re");
+    if (!f) return;
+    char line[2048];
+    while (fgets(line, sizeof(line), f) && _n_h < (int)TS_ARRAY_LEN(_h)) {
+        /* id parent maj:min root mountpoint opts... - fstype source superopts */
+        char root[512], mnt[512];
+        if (sscanf(line, "%*d %*d %*s %511s %511s", root, mnt) != 2) continue;
+        char *sep = strstr(line, " - ");
+        if (!sep) continue;
+        char fstype[32], src[256], sopts[512];
+        if (sscanf(sep + 3, "%31s %255s %511s", fstype, src, sopts) != 3) continue;
+        bool v2 = strcmp(fstype, "cgroup2") == 0;
+        if (!v2 && strcmp(fstype, "cgroup") != 0) continue;
+        hier *h = &_h[_n_h++];
+        ts_strlcpy(h->mnt, mnt, sizeof(h->mnt));
+        ts_strlcpy(h->opts, v2 ? "" : sopts, sizeof(h->opts));
+        h->v2 = v2;
+    }
+    fclose(f);
+}
+
+static const hier *_find(const char *controller)
+{
+    pthread_once(&_once, _scan);
+    for (int i = 0; i < _n_h; i++) {
+        if (!controller[0]) {
+            if (_h[i].v2) return &_h[i];
+            continue;
+        }
+        if (_h[i].v2) continue;
+        /* whole-word match in the comma-separated options */
+        size_t n = strlen(controller);
+        for (const char *p = _h[i].opts; (p = strstr(p, controller)) != NULL; p += n) {
+            bool start = p == _h[i].opts || p[-1] == ',';
+            bool end = p[n] == '\0' || p[n] == ',';
+            if (start && end) return &_h[i];
+        }
+    }
+    return NULL;
+}
+
+bool cg_path(const char *controller, const char *rel, const char *file, char *buf, size_t size)
+{
+    const hier *h = _find(controller);
+    if (!h) return false;
+    int n = snprintf(buf, size, "%s/%s%s%s", h->mnt, rel, file ? "/" : "", file ? file : "");
+    return n > 0 && (size_t)n < size;
+}
+
+static bool _read_i64(const char *controller, const char *rel, const char *file, int64_t *out)
+{
+    char path[512];
+    if (!cg_path(controller, rel, file, path, sizeof(path))) return false;
+    FILE *f = fopen(path, "re");
+    if (!f) return false;
+    long long v;
+    bool ok = fscanf(f, "%lld", &v) == 1;
+    fclose(f);
+    if (ok) *out = v;
+    return ok;
+}
+
+/* "key value" lines (memory.oom_control, memory.events): the value of key. */
+static bool _read_keyed(const char *controller, const char *rel, const char *file, const char *key,
+                        int64_t *out)
+{
+    char path[512], k[64];
+    if (!cg_path(controller, rel, file, path, sizeof(path))) return false;
+    FILE *f = fopen(path, "re");
+    if (!f) return false;
+    long long v;
+    bool found = false;
+    while (fscanf(f, "%63s %lld", k, &v) == 2) {
+        if (strcmp(k, key) == 0) {
+            *out = v;
+            found = true;
+            break;
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+bool cg_usage(const char *rel, kernel_usage *out, ts_err *err)
+{
+    memset(out, 0, sizeof(*out));
+    int64_t ns = 0;
+    bool any = false;
+    if (_read_i64("cpuacct", rel, "cpuacct.usage", &ns)) {
+        out->cpu_usec = ns / 1000;
+        any = true;
+    } else if (_read_keyed("", rel, "cpu.stat", "usage_usec", &out->cpu_usec)) {
+        any = true;
+    }
+    if (_read_i64("memory", rel, "memory.usage_in_bytes", &out->mem_bytes))
+        any = true;
+    else if (_read_i64("", rel, "memory.current", &out->mem_bytes))
+        any = true;
+    if (!_read_i64("memory", rel, "memory.max_usage_in_bytes", &out->mem_peak_bytes))
+        (void)_read_i64("", rel, "memory.peak", &out->mem_peak_bytes);
+    if (_read_i64("pids", rel, "pids.current", &out->pids))
+        any = true;
+    else if (_read_i64("", rel, "pids.current", &out->pids))
+        any = true;
+    if (!any) {
+        ts_err_set(err, "no cgroup %s", rel);
+        return false;
+    }
+    return true;
+}
+
+int64_t cg_oom_kills(const char *rel)
+{
+    int64_t v;
+    if (_read_keyed("memory", rel, "memory.oom_control", "oom_kill", &v)) return v;
+    if (_read_keyed("", rel, "memory.events", "oom_kill", &v)) return v;
+    return -1;
+}
+
+int64_t cg_memory_limit(const char *rel)
+{
+    int64_t v;
+    if (_read_i64("memory", rel, "memory.limit_in_bytes", &v)) return v;
+    return -1;
+}
+
+/* rmdir path and its sub-cgroups (children first). */
+static bool _rmdir_tree(const char *path, int depth)
+{
+    DIR *d = opendir(path);
+    if (!d) return errno == ENOENT;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_type != DT_DIR || e->d_name[0] == '.') continue;
+        if (depth < 8) {
+            char *sub = ts_asprintf("%s/%s", path, e->d_name);
+            (void)_rmdir_tree(sub, depth + 1);
+            free(sub);
+        }
+    }
+    closedir(d);
+    for (int i = 0; i < 50; i++) {
+        if (rmdir(path) == 0 || errno == ENOENT) return true;
+        if (errno != EBUSY) return false;
+        usleep(10000); /* tasks just killed can take a moment to leave */
+    }
+    return false;
+}
+
+bool cg_remove(const char *rel)
+{
+    pthread_once(&_once, _scan);
+    bool ok = true;
+    for (int i = 0; i < _n_h; i++) {
+        char path[512];
+        snprintf(path, sizeof(path), "%s/%s", _h[i].mnt, rel);
+        if (!_rmdir_tree(path, 0)) ok = false;
+    }
+    return ok;
+}
+
+bool cg_exists_any(const char *rel)
+{
+    pthread_once(&_once, _scan);
+    for (int i = 0; i < _n_h; i++) {
+        char path[512];
+        struct stat st;
+        snprintf(path, sizeof(path), "%s/%s", _h[i].mnt, rel);
+        if (stat(path, &st) == 0) return true;
+    }
+    return false;
+}

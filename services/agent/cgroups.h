@@ -1,0 +1,38 @@
+/* cgroups.h: what the agent reads from and cleans up in the cgroup hierarchies
+ * runc puts a kernel in (cgroupsPath "/tessera/<kernel-id>").
+ *
+ * cgroup v1 (with a hybrid cgroup2 mount beside it, as on these hosts): every
+ * mounted hierarchy gets a directory tessera/<kernel-id>. Usage comes from
+ * cpuacct.usage, memory.usage_in_bytes, memory.max_usage_in_bytes and
+ * pids.current; OOM kills from the oom_kill counter in memory.oom_control
+ * (kernels >= 4.13), memory.events on a cgroup2-only host. */
+#ifndef AGENT_CGROUPS_H
+#define AGENT_CGROUPS_H
+
+#include "container.h"
+
+/* "tessera/<kernel-id>": the cgroup of a kernel, relative to each hierarchy root. */
+#define CG_PARENT "tessera"
+
+/* Usage of the cgroup rel ("tessera/<id>", or "tessera" for all kernels). */
+bool cg_usage(const char *rel, kernel_usage *out, ts_err *err) TS_MUST_CHECK;
+
+/* How many processes the memory controller killed in rel; -1 when unknown
+ * (no memory hierarchy or no such cgroup). */
+int64_t cg_oom_kills(const char *rel);
+
+/* The memory limit of rel in bytes, or -1. */
+int64_t cg_memory_limit(const char *rel);
+
+/* Path of file in the hierarchy holding controller ("memory", "cpu", "pids",
+ * "name=systemd", "" for cgroup2) into buf; false when not mounted. */
+bool cg_path(const char *controller, const char *rel, const char *file, char *buf, size_t size);
+
+/* Remove rel from every hierarchy (children first). Processes must be gone.
+ * true when no directory of rel remains. */
+bool cg_remove(const char *rel);
+
+/* true when rel exists in any hierarchy (tests, leftover checks). */
+bool cg_exists_any(const char *rel);
+
+#endif

@@ -1,0 +1,42 @@
+/* cni.h: a kernel's network, through the standard CNI plugins.
+ *
+ * A named network namespace /run/netns/tessera-<kernel> (created here, the way
+ * `ip netns add` does: a bind mount of the namespace onto that file, with lo
+ * up), then the plugins are exec'd as the CNI spec says (CNI_COMMAND,
+ * CNI_CONTAINERID = kernel id, CNI_NETNS, CNI_IFNAME=eth0, CNI_PATH, the
+ * network config on stdin, cniVersion 1.0.0, which Debian's plugins 1.1.1
+ * speak):
+ *   bridge  (bridge = the network name, isGateway, ipMasq, hairpinMode,
+ *            host-local IPAM over the configured subnet, state in
+ *            <state>/cni/networks)
+ *   portmap (portMappings for the service ports, snat so 127.0.0.1 works),
+ *            only when there are ports
+ * DEL runs them in reverse with the ADD result as prevResult, which removes
+ * the veth, the address lease and the iptables rules. */
+#ifndef AGENT_CNI_H
+#define AGENT_CNI_H
+
+#include "container.h"
+
+typedef struct cni_conf {
+    const char *bin_dir;  /* /usr/lib/cni */
+    const char *network;  /* network and bridge name */
+    const char *subnet;   /* host-local pool */
+    const char *data_dir; /* <state>/cni */
+} cni_conf;
+
+/* /run/netns/tessera-<kernel_id> */
+void cni_netns_path(const char *kernel_id, char *buf, size_t size);
+bool cni_netns_create(const char *path, ts_err *err) TS_MUST_CHECK;
+/* Unmount and remove (idempotent). */
+bool cni_netns_delete(const char *path, ts_err *err) TS_MUST_CHECK;
+
+/* ADD: on success *result is the bridge result (heap JSON text, keep it for
+ * DEL) and ip the container's IPv4 address. Undoes itself on failure. */
+bool cni_add(const cni_conf *c, const char *kernel_id, const char *netns, const kernel_ports *ports,
+             int n_ports, char **result, char *ip, size_t ip_size, ts_err *err) TS_MUST_CHECK;
+/* DEL (idempotent); prev_result may be NULL. */
+bool cni_del(const cni_conf *c, const char *kernel_id, const char *netns, const kernel_ports *ports,
+             int n_ports, const char *prev_result, ts_err *err) TS_MUST_CHECK;
+
+#endif

@@ -1,0 +1,40 @@
+/* exec.h: run a helper program (runc, a CNI plugin) and capture what it says.
+ *
+ * proc_run spawns argv with posix_spawn (no shell), feeds stdin_data, captures
+ * stdout and stderr separately (each capped: bytes past the cap are read and
+ * dropped, and the result says it was truncated) and kills the program after
+ * timeout_ms. The file descriptors of the caller are never inherited. */
+#ifndef AGENT_EXEC_H
+#define AGENT_EXEC_H
+
+#include "container.h"
+
+#include <sys/types.h>
+
+typedef struct proc_opts {
+    const char *const *argv; /* argv[0]: a path, or a name looked up in PATH */
+    const char *const *envp; /* NULL: the caller's environment */
+    const char *stdin_data;  /* NULL: stdin is /dev/null */
+    size_t stdin_len;
+    int timeout_ms;   /* <= 0: no limit */
+    size_t cap_bytes; /* per stream; 0: 1 MiB */
+    /* Where the program writes the pid of a process it starts (runc exec
+     * --pid-file): on timeout that process is killed with SIGKILL too. */
+    const char *kill_pid_file;
+} proc_opts;
+
+/* Runs to completion (or the timeout). false only when it could not be
+ * started; a non-zero exit is a result (r->exit_code, 128+signal when killed
+ * by a signal, -1 on timeout). */
+bool proc_run(const proc_opts *o, exec_result *r, ts_err *err) TS_MUST_CHECK;
+
+/* Send sig to pid only while it is still the process whose /proc/<pid>/cgroup
+ * names cgroup_hint (NULL: no check); through a pidfd, so a recycled pid is
+ * never hit. true when the signal was sent. */
+bool proc_signal_checked(pid_t pid, int sig, const char *cgroup_hint);
+
+/* Wait up to timeout_ms for a process (not necessarily our child) to end;
+ * true when it is gone. */
+bool proc_wait_gone(pid_t pid, int timeout_ms);
+
+#endif

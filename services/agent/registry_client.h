@@ -1,0 +1,93 @@
+/* registry_client.h: the Docker Registry HTTP API v2 (OCI distribution) over
+ * libcurl, what a puller needs: image references, manifests (OCI and Docker v2,
+ * indexes and manifest lists), blobs streamed to a file while hashed.
+ *
+ * Authentication as registries do it: a request answered 401 with
+ * "WWW-Authenticate: Bearer realm=...,service=...,scope=..." gets a token from
+ * the realm (anonymously, or with the configured user and password as HTTP
+ * basic), and is sent again with "Authorization: Bearer <token>"; tokens are
+ * kept per repository until they expire. A "Basic" challenge is answered with
+ * the credentials directly.
+ *
+ * Transient failures (no connection, timeouts, HTTP 429 and 5xx) are retried
+ * with exponential backoff; then the call fails with "registry unreachable:
+ * <host>: <curl error>" (or the last HTTP status). A regclient may be used by
+ * several threads at once (connections are shared under a lock). */
+#ifndef AGENT_REGISTRY_CLIENT_H
+#define AGENT_REGISTRY_CLIENT_H
+
+#include "libcommon/common.h"
+
+/* Media types */
+#define MT_OCI_MANIFEST "application/vnd.oci.image.manifest.v1+json"
+#define MT_OCI_INDEX "application/vnd.oci.image.index.v1+json"
+#define MT_DOCKER_MANIFEST "application/vnd.docker.distribution.manifest.v2+json"
+#define MT_DOCKER_LIST "application/vnd.docker.distribution.manifest.list.v2+json"
+
+/* "host[:port]/repo/name[:tag][@sha256:...]" */
+typedef struct image_ref {
+    char *registry;   /* as written: "127.0.0.1:5000", "docker.io" */
+    char *api_host;   /* where the API is: registry, or registry-1.docker.io for docker.io */
+    char *repository; /* "tessera/busybox" ("library/x" for docker.io/x) */
+    char *tag;        /* "latest" when neither tag nor digest was given; NULL with a digest only */
+    char *digest;     /* "sha256:..." or NULL */
+} image_ref;
+
+/* A reference without a registry host uses default_registry (may be NULL: then
+ * it is an error saying so). */
+bool image_ref_parse(const char *text, const char *default_registry, image_ref *out,
+                     ts_err *err) TS_MUST_CHECK;
+void image_ref_free(image_ref *r);
+
+typedef struct regclient_opts {
+    const char *host;     /* api host[:port] */
+    bool insecure_http;   /* http:// instead of https:// */
+    int timeout_ms;       /* connect timeout, and the longest a transfer may stall */
+    int retries;          /* extra attempts after the first for transient failures */
+    int backoff_ms;       /* first retry delay (0: 250 ms), doubling, at most 5 s */
+    const char *username; /* optional credentials (token realm or Basic) */
+    const char *password;
+} regclient_opts;
+
+typedef struct regclient regclient;
+
+regclient *regclient_new(const regclient_opts *opts);
+void regclient_free(regclient *c);
+
+typedef struct reg_manifest {
+    char *body; /* as served, NUL-terminated */
+    size_t len;
+    char *media_type; /* Content-Type, or the body's mediaType */
+    char *digest;     /* sha256 of the body */
+} reg_manifest;
+
+/* GET /v2/<repo>/manifests/<tag-or-digest>. A reference by digest is verified
+ * against the body; so is a Docker-Content-Digest header. *status gets the
+ * final HTTP status (404: not found; err then says so). */
+bool regclient_get_manifest(regclient *c, const char *repo, const char *ref, reg_manifest *out,
+                            long *status, ts_err *err) TS_MUST_CHECK;
+void reg_manifest_free(reg_manifest *m);
+
+/* Called with the bytes received since the last call; negative after a retry
+ * restarted a transfer. From the calling thread. */
+typedef void (*reg_bytes_fn)(int64_t delta, void *ctx);
+
+/* GET /v2/<repo>/blobs/<digest> into a temporary file in tmp_dir, hashing on
+ * the way; renamed to dest_path only when digest (and size, if >= 0) match.
+ * what names the blob in errors: "digest mismatch for <what> sha256:...". */
+bool regclient_fetch_blob(regclient *c, const char *repo, const char *digest, int64_t size,
+                          const char *what, const char *dest_path, const char *tmp_dir,
+                          reg_bytes_fn progress, void *ctx, ts_err *err) TS_MUST_CHECK;
+
+/* Parse one WWW-Authenticate value: scheme ("Bearer", "Basic") and its
+ * realm/service/scope parameters (heap strings or NULL). Exposed for tests. */
+typedef struct reg_challenge {
+    char scheme[16];
+    char *realm;
+    char *service;
+    char *scope;
+} reg_challenge;
+bool reg_challenge_parse(const char *header, reg_challenge *out) TS_MUST_CHECK;
+void reg_challenge_free(reg_challenge *ch);
+
+#endif

@@ -1,0 +1,1170 @@
+/* runtime.c: kernels as runc containers (container.h).
+ *
+ * Start: kernel dir, host ports, netns, then CNI ADD in a thread while the
+ * overlay rootfs is mounted, config.json written and a per-kernel supervisor
+ * process runs `runc create`; once both are done, `runc start`. The supervisor is forked
+ * twice from the agent (so the agent is not its parent and a restart of the
+ * agent does not touch it), calls setsid and makes itself a child subreaper:
+ * when runc has created the container and exited, the container's init
+ * process is re-parented to the supervisor, which therefore can wait() for it
+ * and learn its exit status, something nothing else on the host can. The
+ * container's stdout and stderr are a pipe the supervisor reads into the
+ * size-capped log (logs.c). When init ends the supervisor writes <kernel>/exit
+ * ("code signal oom_kills time"), drains the pipe and exits.
+ *
+ * Everything is in the kernel dir, so a restarted agent just reads it again:
+ * state.json says what was set up (ip, ports, CNI result, pids), exit says how
+ * it ended. */
+#include "services/agent/container.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <jansson.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "libcommon/log.h"
+#include "services/agent/bundle.h"
+#include "services/agent/cgroups.h"
+#include "services/agent/cni.h"
+#include "services/agent/exec.h"
+#include "services/agent/logs.h"
+#include "services/agent/overlay.h"
+#include "services/agent/ports.h"
+
+#define START_TIMEOUT_MS 60000
+#define RUNC_TIMEOUT_MS 30000
+#define MAX_PORTS ((int)TS_ARRAY_LEN(((kernel_status *)0)->ports))
+
+struct runtime {
+    char *state_dir, *kernels_dir, *runc, *cni_bin, *cni_net, *cni_subnet, *cni_data;
+    int64_t log_cap;
+    port_pool *ports;
+    cni_conf cni;
+};
+
+/* ---- small file helpers ------------------------------------------------------ */
+
+static bool _write_file(const char *path, const char *data, size_t len)
+{
+    char *tmp = ts_asprintf("%s.tmp", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    bool ok = fd >= 0 && write(fd, data, len) == (ssize_t)len;
+    if (fd >= 0) close(fd);
+    ok = ok && rename(tmp, path) == 0;
+    if (!ok) unlink(tmp);
+    free(tmp);
+    return ok;
+}
+
+static char *_read_file(const char *path, size_t max)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return NULL;
+    char *buf = ts_malloc(max + 1);
+    size_t len = 0;
+    ssize_t k;
+    while (len < max && (k = read(fd, buf + len, max - len)) > 0)
+        len += (size_t)k;
+    close(fd);
+    buf[len] = '\0';
+    return buf;
+}
+
+static int _rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    (void)remove(path);
+    return 0;
+}
+
+/* rm -rf that never crosses into a mount point (a rootfs still mounted). */
+static void _rm_tree(const char *path)
+{
+    (void)nftw(path, _rm_entry, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+}
+
+static bool _valid_id(const char *id)
+{
+    if (!id || !*id || id[0] == '.' || strlen(id) > 64) return false;
+    for (const char *p = id; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '-' || *p == '_' || *p == '.'))
+            return false;
+    return true;
+}
+
+static char *_kdir(runtime *rt, const char *id)
+{
+    return ts_asprintf("%s/%s", rt->kernels_dir, id);
+}
+
+static char *_kpath(runtime *rt, const char *id, const char *name)
+{
+    return ts_asprintf("%s/%s/%s", rt->kernels_dir, id, name);
+}
+
+/* ":/tessera/<id>" as it appears in /proc/<pid>/cgroup */
+static void _cg_hint(const char *id, char *buf, size_t size)
+{
+    snprintf(buf, size, ":/" CG_PARENT "/%s", id);
+}
+
+static void _cg_rel(const char *id, char *buf, size_t size)
+{
+    snprintf(buf, size, CG_PARENT "/%s", id);
+}
+
+/* /proc/<pid>/stat field 22: start time in clock ticks since boot; 0 if gone. */
+static unsigned long long _proc_starttime(pid_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0) return 0;
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');
+    if (!p) return 0;
+    unsigned long long st = 0;
+    /* after ")": state(3) ... starttime(22) is the 20th field */
+    if (sscanf(p + 2,
+               "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+               &st) != 1)
+        return 0;
+    return st;
+}
+
+/* ---- state.json --------------------------------------------------------------- */
+
+typedef struct kstate {
+    char phase[16]; /* "creating", "running" */
+    char ip[64];
+    kernel_ports ports[16];
+    int n_ports;
+    char *cni_result; /* heap or NULL */
+    pid_t init_pid, sup_pid;
+    unsigned long long sup_start;
+    bool batch;
+    bool keepalive; /* init is the runtime's keep-alive, not the user's program */
+} kstate;
+
+static bool _state_save(runtime *rt, const char *id, const kernel_spec *spec, const kstate *s)
+{
+    json_t *ports = json_array();
+    for (int i = 0; i < s->n_ports; i++)
+        json_array_append_new(ports,
+                              json_pack("{s:i, s:i}", "container", s->ports[i].container_port,
+                                        "host", s->ports[i].host_port));
+    json_t *j = json_pack("{s:s, s:s?, s:s, s:s, s:o, s:i, s:i, s:I, s:b, s:I}", "kernel_id", id,
+                          "session_id", spec ? spec->session_id : NULL, "phase", s->phase, "ip",
+                          s->ip, "ports", ports, "init_pid", (int)s->init_pid, "supervisor_pid",
+                          (int)s->sup_pid, "supervisor_start", (json_int_t)s->sup_start, "batch",
+                          s->batch, "updated_at", (json_int_t)ts_now_wall_ms());
+    json_object_set_new(j, "keepalive", json_boolean(s->keepalive));
+    if (s->cni_result) json_object_set_new(j, "cni_result", json_loads(s->cni_result, 0, NULL));
+    char *text = json_dumps(j, JSON_COMPACT);
+    json_decref(j);
+    char *path = _kpath(rt, id, "state.json");
+    bool ok = _write_file(path, text, strlen(text));
+    free(path);
+    free(text);
+    return ok;
+}
+
+static bool _state_load(runtime *rt, const char *id, kstate *s)
+{
+    memset(s, 0, sizeof(*s));
+    char *path = _kpath(rt, id, "state.json");
+    json_t *j = json_load_file(path, 0, NULL);
+    free(path);
+    if (!j) return false;
+    ts_strlcpy(s->phase, json_string_value(json_object_get(j, "phase")) ?: "", sizeof(s->phase));
+    ts_strlcpy(s->ip, json_string_value(json_object_get(j, "ip")) ?: "", sizeof(s->ip));
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(j, "ports"), i, v)
+    {
+        if (s->n_ports >= MAX_PORTS) break;
+        s->ports[s->n_ports].container_port =
+            (int)json_integer_value(json_object_get(v, "container"));
+        s->ports[s->n_ports].host_port = (int)json_integer_value(json_object_get(v, "host"));
+        s->n_ports++;
+    }
+    json_t *cr = json_object_get(j, "cni_result");
+    if (cr) s->cni_result = json_dumps(cr, JSON_COMPACT);
+    s->init_pid = (pid_t)json_integer_value(json_object_get(j, "init_pid"));
+    s->sup_pid = (pid_t)json_integer_value(json_object_get(j, "supervisor_pid"));
+    s->sup_start = (unsigned long long)json_integer_value(json_object_get(j, "supervisor_start"));
+    s->batch = json_is_true(json_object_get(j, "batch"));
+    s->keepalive = json_is_true(json_object_get(j, "keepalive"));
+    json_decref(j);
+    return true;
+}
+
+/* ---- runtime ------------------------------------------------------------------ */
+
+runtime *runtime_new(const runtime_opts *opts, ts_err *err)
+{
+    if (!opts->state_dir || !*opts->state_dir) {
+        ts_err_set(err, "runtime: state_dir is required");
+        return NULL;
+    }
+    runtime *rt = ts_calloc(1, sizeof(*rt));
+    rt->state_dir = ts_strdup(opts->state_dir);
+    rt->kernels_dir = ts_asprintf("%s/kernels", opts->state_dir);
+    rt->runc = ts_strdup(opts->runc_path && *opts->runc_path ? opts->runc_path : "runc");
+    rt->cni_bin =
+        ts_strdup(opts->cni_bin_dir && *opts->cni_bin_dir ? opts->cni_bin_dir : "/usr/lib/cni");
+    rt->cni_net =
+        ts_strdup(opts->cni_network && *opts->cni_network ? opts->cni_network : "tessera0");
+    rt->cni_subnet =
+        ts_strdup(opts->cni_subnet && *opts->cni_subnet ? opts->cni_subnet : "10.88.0.0/16");
+    rt->cni_data = ts_asprintf("%s/cni", opts->state_dir);
+    rt->log_cap = opts->log_cap_bytes > 0 ? opts->log_cap_bytes : (10LL << 20);
+    rt->cni = (cni_conf){.bin_dir = rt->cni_bin,
+                         .network = rt->cni_net,
+                         .subnet = rt->cni_subnet,
+                         .data_dir = rt->cni_data};
+    bool ok = true;
+    const char *dirs[] = {rt->state_dir, rt->kernels_dir, rt->cni_data};
+    for (size_t i = 0; ok && i < TS_ARRAY_LEN(dirs); i++) {
+        if (mkdir(dirs[i], 0750) < 0 && errno != EEXIST) {
+            ts_err_set(err, "runtime: mkdir %s: %s", dirs[i], strerror(errno));
+            ok = false;
+        }
+    }
+    if (ok) {
+        rt->ports = ports_new(rt->state_dir, opts->port_pool_start, opts->port_pool_end, err);
+        if (!rt->ports) {
+            ts_err_prefix(err, "runtime");
+            ok = false;
+        }
+    }
+    if (!ok) {
+        runtime_free(rt);
+        return NULL;
+    }
+    return rt;
+}
+
+void runtime_free(runtime *rt)
+{
+    if (!rt) return;
+    ports_free(rt->ports);
+    free(rt->state_dir);
+    free(rt->kernels_dir);
+    free(rt->runc);
+    free(rt->cni_bin);
+    free(rt->cni_net);
+    free(rt->cni_subnet);
+    free(rt->cni_data);
+    free(rt);
+}
+
+/* ---- runc helpers ------------------------------------------------------------- */
+
+/* The last error runc logged (--log-format json), or "". */
+static void _runc_log_error(const char *log_path, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    char *text = _read_file(log_path, 1 << 16);
+    if (!text) return;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        json_t *j = json_loads(line, 0, NULL);
+        const char *lvl = json_string_value(json_object_get(j, "level"));
+        const char *msg = json_string_value(json_object_get(j, "msg"));
+        if (lvl && msg && (strcmp(lvl, "error") == 0 || strcmp(lvl, "fatal") == 0))
+            ts_strlcpy(buf, msg, size);
+        json_decref(j);
+    }
+    free(text);
+}
+
+static bool _runc(runtime *rt, const char *const *args, exec_result *r, ts_err *err)
+{
+    const char *argv[32];
+    int n = 0;
+    argv[n++] = rt->runc;
+    for (; *args && n < 31; args++)
+        argv[n++] = *args;
+    argv[n] = NULL;
+    proc_opts o = {.argv = argv, .timeout_ms = RUNC_TIMEOUT_MS, .cap_bytes = 1 << 16};
+    return proc_run(&o, r, err);
+}
+
+/* ---- the supervisor ------------------------------------------------------------ */
+
+typedef struct sup_args {
+    const char *runc_argv[16];
+    char kdir[512];
+    char pid_file[600];
+    char exit_file[600];
+    char oom_file[600]; /* memory.oom_control of the kernel's cgroup, or "" */
+    int64_t log_cap;
+} sup_args;
+
+static int64_t _sup_read_oom_kills(const char *path)
+{
+    if (!path[0]) return -1;
+    char buf[512];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0) return -1;
+    buf[n] = '\0';
+    char *p = strstr(buf, "oom_kill ");
+    return p ? strtoll(p + 9, NULL, 10) : 0;
+}
+
+static void _sup_write(int fd, const char *s)
+{
+    size_t n = strlen(s);
+    while (n > 0) {
+        ssize_t k = write(fd, s, n);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) return;
+        s += k;
+        n -= (size_t)k;
+    }
+}
+
+/* Runs in the supervisor process; ready (fd 3) gets "OK <init pid>" or "ERR <why>". */
+TS_NORETURN static void _supervise(const sup_args *a)
+{
+    const int ready = 3;
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    sigprocmask(SIG_SETMASK, &chld, NULL);
+    for (int sig = 1; sig < 32; sig++)
+        if (sig != SIGKILL && sig != SIGSTOP) signal(sig, SIG_DFL);
+    /* An agent stopping (its process group, its terminal) must not take the
+     * supervisor with it: the container would lose its log and exit status. */
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGINT, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
+    signal(SIGPIPE, SIG_IGN);
+    int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+    int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+    int lp[2];
+    log_writer lw;
+    char msg[256];
+    if (sfd < 0 || devnull < 0 || pipe2(lp, O_CLOEXEC) < 0) {
+        _sup_write(ready, "ERR supervisor set-up failed\n");
+        _exit(1);
+    }
+    char logs_dir[600];
+    snprintf(logs_dir, sizeof(logs_dir), "%s/logs", a->kdir);
+    if (!logw_open(&lw, logs_dir, a->log_cap)) {
+        _sup_write(ready, "ERR cannot open the kernel log\n");
+        _exit(1);
+    }
+    pid_t runc = fork();
+    if (runc == 0) {
+        dup2(devnull, 0);
+        dup2(lp[1], 1);
+        dup2(lp[1], 2);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        for (int sig = 1; sig < 32; sig++)
+            if (sig != SIGKILL && sig != SIGSTOP) signal(sig, SIG_DFL);
+        execvp(a->runc_argv[0], (char *const *)a->runc_argv);
+        _exit(127);
+    }
+    close(lp[1]);
+    if (runc < 0) {
+        _sup_write(ready, "ERR fork: cannot start runc\n");
+        _exit(1);
+    }
+    int st = 0;
+    while (waitpid(runc, &st, 0) < 0 && errno == EINTR) {
+    }
+    pid_t init = 0;
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+        char buf[32] = {0};
+        int fd = open(a->pid_file, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            ssize_t n = read(fd, buf, sizeof(buf) - 1);
+            (void)n;
+            close(fd);
+        }
+        init = (pid_t)atoi(buf);
+    }
+    if (init <= 0) {
+        snprintf(msg, sizeof(msg), "ERR runc exited with status %d\n",
+                 WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+        _sup_write(ready, msg);
+        /* keep what runc (or a half-started container) printed */
+        char buf[8192];
+        ssize_t n;
+        fcntl(lp[0], F_SETFL, O_NONBLOCK);
+        while ((n = read(lp[0], buf, sizeof(buf))) > 0)
+            logw_write(&lw, buf, (size_t)n);
+        _exit(1);
+    }
+    snprintf(msg, sizeof(msg), "OK %d\n", (int)init);
+    _sup_write(ready, msg);
+    close(ready);
+
+    bool init_done = false, pipe_open = true;
+    int64_t done_at = 0;
+    char buf[65536];
+    while (!init_done || pipe_open) {
+        if (init_done && ts_now_mono_ms() - done_at > 2000) break;
+        struct pollfd p[2] = {{.fd = sfd, .events = POLLIN},
+                              {.fd = pipe_open ? lp[0] : -1, .events = POLLIN}};
+        int k = poll(p, 2, init_done ? 200 : -1);
+        if (k < 0 && errno != EINTR) break;
+        if (p[1].revents) {
+            ssize_t n = read(lp[0], buf, sizeof(buf));
+            if (n > 0)
+                logw_write(&lw, buf, (size_t)n);
+            else if (n == 0 || (errno != EINTR && errno != EAGAIN))
+                pipe_open = false;
+        }
+        if (p[0].revents) {
+            struct signalfd_siginfo si;
+            while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+            }
+        }
+        /* reap everything re-parented to us; note init's status */
+        pid_t w;
+        while ((w = waitpid(-1, &st, WNOHANG)) > 0) {
+            if (w != init) continue;
+            int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+            int sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+            char line[160];
+            snprintf(line, sizeof(line), "%d %d %lld %lld\n", code, sig,
+                     (long long)_sup_read_oom_kills(a->oom_file), (long long)ts_now_wall_ms());
+            char tmp[620];
+            snprintf(tmp, sizeof(tmp), "%s.tmp", a->exit_file);
+            int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+            if (fd >= 0) {
+                _sup_write(fd, line);
+                fsync(fd);
+                close(fd);
+                rename(tmp, a->exit_file);
+            }
+            init_done = true;
+            done_at = ts_now_mono_ms();
+        }
+    }
+    logw_close(&lw);
+    _exit(0);
+}
+
+/* Fork the supervisor (twice: the agent reaps the middle one at once) and wait
+ * for it to report. */
+static bool _spawn_supervisor(runtime *rt, const char *id, pid_t *init_pid, pid_t *sup_pid,
+                              ts_err *err)
+{
+    sup_args a;
+    memset(&a, 0, sizeof(a));
+    char *kdir = _kdir(rt, id);
+    ts_strlcpy(a.kdir, kdir, sizeof(a.kdir));
+    free(kdir);
+    snprintf(a.pid_file, sizeof(a.pid_file), "%s/init.pid", a.kdir);
+    snprintf(a.exit_file, sizeof(a.exit_file), "%s/exit", a.kdir);
+    char rel[128];
+    _cg_rel(id, rel, sizeof(rel));
+    if (!cg_path("memory", rel, "memory.oom_control", a.oom_file, sizeof(a.oom_file)))
+        a.oom_file[0] = '\0';
+    a.log_cap = rt->log_cap;
+    char log_file[600], bundle[600];
+    snprintf(log_file, sizeof(log_file), "%s/runc.log", a.kdir);
+    snprintf(bundle, sizeof(bundle), "%s/bundle", a.kdir);
+    const char *argv[] = {rt->runc,   "--log", log_file,     "--log-format", "json", "create",
+                          "--bundle", bundle,  "--pid-file", a.pid_file,     id,     NULL};
+    memcpy(a.runc_argv, argv, sizeof(argv));
+
+    int rp[2], sp[2];
+    if (pipe2(rp, O_CLOEXEC) < 0) {
+        ts_err_set(err, "pipe: %s", strerror(errno));
+        return false;
+    }
+    if (pipe2(sp, O_CLOEXEC) < 0) {
+        ts_err_set(err, "pipe: %s", strerror(errno));
+        close(rp[0]);
+        close(rp[1]);
+        return false;
+    }
+    pid_t mid = fork();
+    if (mid == 0) {
+        setsid();
+        pid_t sup = fork();
+        if (sup == 0) {
+            prctl(PR_SET_CHILD_SUBREAPER, 1);
+            prctl(PR_SET_NAME, "tessera-sup");
+            if (rp[1] != 3) {
+                dup2(rp[1], 3);
+                fcntl(3, F_SETFD, FD_CLOEXEC);
+            }
+            (void)close_range(4, ~0U, 0);
+            int nul = open("/dev/null", O_RDWR);
+            if (nul >= 0) {
+                dup2(nul, 0);
+                dup2(nul, 1);
+                dup2(nul, 2);
+                if (nul > 3) close(nul);
+            }
+            _supervise(&a);
+        }
+        int32_t pid32 = (int32_t)sup;
+        (void)!write(sp[1], &pid32, sizeof(pid32));
+        _exit(sup > 0 ? 0 : 1);
+    }
+    close(rp[1]);
+    close(sp[1]);
+    if (mid < 0) {
+        ts_err_set(err, "fork: %s", strerror(errno));
+        close(rp[0]);
+        close(sp[0]);
+        return false;
+    }
+    int st;
+    while (waitpid(mid, &st, 0) < 0 && errno == EINTR) {
+    }
+    int32_t pid32 = 0;
+    if (read(sp[0], &pid32, sizeof(pid32)) != sizeof(pid32)) pid32 = 0;
+    close(sp[0]);
+    *sup_pid = pid32;
+    char msg[512];
+    size_t len = 0;
+    int64_t deadline = ts_now_mono_ms() + START_TIMEOUT_MS;
+    while (len < sizeof(msg) - 1) {
+        struct pollfd p = {.fd = rp[0], .events = POLLIN};
+        int64_t left = deadline - ts_now_mono_ms();
+        if (left <= 0) break;
+        int k = poll(&p, 1, (int)left);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) break;
+        ssize_t n = read(rp[0], msg + len, sizeof(msg) - 1 - len);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        len += (size_t)n;
+        if (memchr(msg, '\n', len)) break;
+    }
+    close(rp[0]);
+    msg[len] = '\0';
+    if (strncmp(msg, "OK ", 3) == 0) {
+        *init_pid = (pid_t)atoi(msg + 3);
+        return true;
+    }
+    char why[400];
+    _runc_log_error(log_file, why, sizeof(why));
+    if (why[0])
+        ts_err_set(err, "runc create: %s", why);
+    else if (strncmp(msg, "ERR ", 4) == 0)
+        ts_err_set(err, "%.*s", (int)strcspn(msg + 4, "\n"), msg + 4);
+    else
+        ts_err_set(err, "container did not start within %d s", START_TIMEOUT_MS / 1000);
+    return false;
+}
+
+/* ---- start -------------------------------------------------------------------- */
+
+/* /etc/hosts of the container. Rewritten in place once the address is known:
+ * the container's bind mount holds this inode. */
+static bool _write_hosts(const char *dir, const char *hostname, const char *ip, ts_err *err)
+{
+    char buf[1024];
+    int n = snprintf(buf, sizeof(buf),
+                     "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n");
+    if (ip && *ip) n += snprintf(buf + n, sizeof(buf) - (size_t)n, "%s\t%s\n", ip, hostname);
+    char *path = ts_asprintf("%s/hosts", dir);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    bool ok = fd >= 0 && write(fd, buf, (size_t)n) == n;
+    if (fd >= 0) close(fd);
+    if (!ok) ts_err_set(err, "write %s: %s", path, strerror(errno));
+    free(path);
+    return ok;
+}
+
+/* /etc/hosts (no address yet), /etc/hostname, /etc/resolv.conf. The host's
+ * resolver minus loopback name servers (unreachable from the container's
+ * netns); none left: public ones, as Docker does. */
+static bool _write_etc(const char *dir, const char *hostname, ts_err *err)
+{
+    if (!_write_hosts(dir, hostname, NULL, err)) return false;
+    char buf[4096];
+    char *path = ts_asprintf("%s/hostname", dir);
+    snprintf(buf, sizeof(buf), "%s\n", hostname);
+    bool ok = _write_file(path, buf, strlen(buf));
+    free(path);
+    char *host = _read_file("/etc/resolv.conf", 16384);
+    size_t len = 0;
+    bool ns = false;
+    buf[0] = '\0';
+    if (host) {
+        for (char *line = strtok(host, "\n"); line; line = strtok(NULL, "\n")) {
+            if (strncmp(line, "nameserver", 10) == 0) {
+                const char *a = line + 10;
+                while (*a == ' ' || *a == '\t')
+                    a++;
+                if (strncmp(a, "127.", 4) == 0 || strcmp(a, "::1") == 0) continue;
+                ns = true;
+            }
+            int n = snprintf(buf + len, sizeof(buf) - len, "%s\n", line);
+            if (n < 0 || (size_t)n >= sizeof(buf) - len) break;
+            len += (size_t)n;
+        }
+        free(host);
+    }
+    if (!ns) snprintf(buf + len, sizeof(buf) - len, "nameserver 8.8.8.8\nnameserver 8.8.4.4\n");
+    path = ts_asprintf("%s/resolv.conf", dir);
+    ok = ok && _write_file(path, buf, strlen(buf));
+    free(path);
+    if (!ok) ts_err_set(err, "write %s/{hostname,resolv.conf}: %s", dir, strerror(errno));
+    return ok;
+}
+
+/* CNI ADD in a thread of its own during start. */
+typedef struct cni_job {
+    pthread_t thread;
+    runtime *rt;
+    const char *id, *netns;
+    const kernel_ports *ports;
+    int n_ports;
+    bool ok;
+    char *result;
+    char ip[64];
+    ts_err err;
+} cni_job;
+
+static void *_cni_job_run(void *arg)
+{
+    cni_job *j = arg;
+    j->ok = cni_add(&j->rt->cni, j->id, j->netns, j->ports, j->n_ports, &j->result, j->ip,
+                    sizeof(j->ip), &j->err);
+    return NULL;
+}
+
+static bool _teardown(runtime *rt, const char *id, int grace_ms, ts_err *err);
+
+bool runtime_start(runtime *rt, const kernel_spec *spec, kernel_status *out, ts_err *err)
+{
+    memset(out, 0, sizeof(*out));
+    const char *id = spec->kernel_id;
+    if (!_valid_id(id)) {
+        ts_err_set(err, "kernel id '%s' is not valid here", id ? id : "(null)");
+        return false;
+    }
+    if (!spec->image) {
+        ts_err_set(err, "kernel %s: no image", id);
+        return false;
+    }
+    if (spec->n_service_ports < 0 || spec->n_service_ports > MAX_PORTS) {
+        ts_err_set(err, "kernel %s: at most %d service ports", id, MAX_PORTS);
+        return false;
+    }
+    for (int i = 0; i < spec->n_service_ports; i++) {
+        if (spec->service_ports[i] <= 0 || spec->service_ports[i] > 65535) {
+            ts_err_set(err, "kernel %s: service port %d is not a port", id, spec->service_ports[i]);
+            return false;
+        }
+    }
+    char *kdir = _kdir(rt, id);
+    if (mkdir(kdir, 0750) < 0) {
+        if (errno == EEXIST)
+            ts_err_set(err, "kernel %s already exists on this agent", id);
+        else
+            ts_err_set(err, "mkdir %s: %s", kdir, strerror(errno));
+        free(kdir);
+        return false;
+    }
+    int64_t t0 = ts_now_mono_us();
+    kstate st;
+    memset(&st, 0, sizeof(st));
+    strcpy(st.phase, "creating");
+    st.batch = spec->batch;
+    st.keepalive = bundle_uses_keepalive(spec);
+    bool ok = true;
+    char rel[128], netns[256], path[1024];
+    _cg_rel(id, rel, sizeof(rel));
+    cni_netns_path(id, netns, sizeof(netns));
+    static const char *const sub[] = {"bundle", "bundle/rootfs", "upper", "work",
+                                      "home",   "etc",           "logs",  "empty"};
+    for (size_t i = 0; ok && i < TS_ARRAY_LEN(sub); i++) {
+        snprintf(path, sizeof(path), "%s/%s", kdir, sub[i]);
+        if (mkdir(path, i == 2 || i == 4 ? 0755 : 0750) < 0) {
+            ts_err_set(err, "mkdir %s: %s", path, strerror(errno));
+            ok = false;
+        }
+    }
+    int hp[16];
+    if (ok && spec->n_service_ports > 0) {
+        ok = ports_alloc(rt->ports, id, spec->n_service_ports, hp, err);
+        for (int i = 0; ok && i < spec->n_service_ports; i++) {
+            st.ports[i].container_port = spec->service_ports[i];
+            st.ports[i].host_port = hp[i];
+        }
+        if (ok) st.n_ports = spec->n_service_ports;
+    }
+    /* recorded before anything outside the kernel dir exists, so that a crash
+     * from here on leaves something destroy can find */
+    if (ok && !_state_save(rt, id, spec, &st)) {
+        ts_err_set(err, "write state.json: %s", strerror(errno));
+        ok = false;
+    }
+    /* The network (CNI ADD, the slowest step besides runc) is set up in a
+     * thread while the rootfs is mounted and `runc create` builds the
+     * container; `runc start` runs once both are done, so the process never
+     * sees a network that is not there yet. */
+    int64_t t_net = ts_now_mono_us();
+    if (ok) ok = cni_netns_create(netns, err);
+    cni_job job = {.rt = rt, .id = id, .netns = netns, .ports = st.ports, .n_ports = st.n_ports};
+    bool job_started = false;
+    if (ok) {
+        int rc = pthread_create(&job.thread, NULL, _cni_job_run, &job);
+        if (rc != 0) {
+            ts_err_set(err, "pthread_create: %s", strerror(rc));
+            ok = false;
+        } else {
+            job_started = true;
+        }
+    }
+    int64_t t_fs = ts_now_mono_us();
+    char rootfs[600], upper[600], work[600], empty[600], etc[600], home[600], bundle[600];
+    snprintf(rootfs, sizeof(rootfs), "%s/bundle/rootfs", kdir);
+    snprintf(upper, sizeof(upper), "%s/upper", kdir);
+    snprintf(work, sizeof(work), "%s/work", kdir);
+    snprintf(empty, sizeof(empty), "%s/empty", kdir);
+    snprintf(etc, sizeof(etc), "%s/etc", kdir);
+    snprintf(home, sizeof(home), "%s/home", kdir);
+    snprintf(bundle, sizeof(bundle), "%s/bundle", kdir);
+    if (ok)
+        ok = overlay_mount(rootfs, spec->image->layer_dirs, spec->image->n_layers, upper, work,
+                           empty, err);
+    const char *hostname = spec->hostname && *spec->hostname ? spec->hostname : id;
+    if (ok) ok = _write_etc(etc, hostname, err);
+    if (ok) {
+        char cgp[160];
+        snprintf(cgp, sizeof(cgp), "/%s", rel);
+        bundle_params bp = {.spec = spec,
+                            .rootfs = rootfs,
+                            .netns_path = netns,
+                            .cgroups_path = cgp,
+                            .home_dir = home,
+                            .etc_dir = etc};
+        ok = bundle_write(bundle, &bp, err);
+    }
+    int64_t t_run = ts_now_mono_us();
+    if (ok) {
+        ok = _spawn_supervisor(rt, id, &st.init_pid, &st.sup_pid, err);
+        if (st.sup_pid > 0) st.sup_start = _proc_starttime(st.sup_pid);
+    }
+    int64_t t_created = ts_now_mono_us();
+    if (job_started) {
+        pthread_join(job.thread, NULL);
+        st.cni_result = job.result;
+        ts_strlcpy(st.ip, job.ip, sizeof(st.ip));
+        if (ok && !job.ok) {
+            *err = job.err;
+            ok = false;
+        }
+    }
+    /* what the kernel now holds, before anything else can fail */
+    if (!_state_save(rt, id, spec, &st) && ok) {
+        ts_err_set(err, "write state.json: %s", strerror(errno));
+        ok = false;
+    }
+    if (ok) ok = _write_hosts(etc, hostname, st.ip, err);
+    if (ok) {
+        exec_result r;
+        const char *args[] = {"start", id, NULL};
+        ok = _runc(rt, args, &r, err);
+        if (ok && r.exit_code != 0) {
+            char why[400];
+            char *log_file = _kpath(rt, id, "runc.log");
+            _runc_log_error(log_file, why, sizeof(why));
+            free(log_file);
+            ts_err_set(err, "runc start: %s", why[0] ? why : r.err);
+            ok = false;
+        }
+        exec_result_free(&r);
+    }
+    if (ok) {
+        strcpy(st.phase, "running");
+        if (!_state_save(rt, id, spec, &st)) {
+            ts_err_set(err, "write state.json: %s", strerror(errno));
+            ok = false;
+        }
+    }
+    int64_t t_end = ts_now_mono_us();
+    if (!ok) {
+        ts_err_prefix(err, "start kernel %s", id);
+        TLOG_WARN("kernel start failed", "kernel=%s error=\"%s\"", id, err->msg);
+        ts_err e2;
+        if (!_teardown(rt, id, 0, &e2))
+            TLOG_WARN("cleanup after a failed start incomplete", "kernel=%s error=\"%s\"", id,
+                      e2.msg);
+        free(st.cni_result);
+        free(kdir);
+        return false;
+    }
+    TLOG_DEBUG("kernel started",
+               "kernel=%s ip=%s prepare_us=%lld netns_us=%lld fs_us=%lld create_us=%lld "
+               "net_wait_start_us=%lld total_us=%lld",
+               id, st.ip, (long long)(t_net - t0), (long long)(t_fs - t_net),
+               (long long)(t_run - t_fs), (long long)(t_created - t_run),
+               (long long)(t_end - t_created), (long long)(t_end - t0));
+    free(st.cni_result);
+    free(kdir);
+    return runtime_status(rt, id, out, err);
+}
+
+/* ---- status ------------------------------------------------------------------- */
+
+/* <kernel>/exit: "code signal oom_kills wall_ms" */
+static bool _read_exit(runtime *rt, const char *id, int *code, int *sig, long long *ooms)
+{
+    char *path = _kpath(rt, id, "exit");
+    char *text = _read_file(path, 256);
+    free(path);
+    if (!text) return false;
+    bool ok = sscanf(text, "%d %d %lld", code, sig, ooms) == 3;
+    free(text);
+    return ok;
+}
+
+static void _exit_reason(kernel_status *out, int sig, long long ooms, int64_t limit)
+{
+    if (ooms > 0) {
+        out->oom_killed = true;
+        if (limit > 0 && limit < (1LL << 60))
+            snprintf(out->reason, sizeof(out->reason),
+                     "OOM killed: out of memory (limit %lld MiB), exit code %d",
+                     (long long)(limit >> 20), out->exit_code);
+        else
+            snprintf(out->reason, sizeof(out->reason), "OOM killed: out of memory, exit code %d",
+                     out->exit_code);
+    } else if (sig > 0) {
+        snprintf(out->reason, sizeof(out->reason), "killed by signal %d (%s)", sig, strsignal(sig));
+    } else {
+        snprintf(out->reason, sizeof(out->reason), "exited with code %d", out->exit_code);
+    }
+}
+
+bool runtime_status(runtime *rt, const char *id, kernel_status *out, ts_err *err)
+{
+    memset(out, 0, sizeof(*out));
+    if (!_valid_id(id)) {
+        ts_err_set(err, "kernel id '%s' is not valid here", id ? id : "(null)");
+        return false;
+    }
+    kstate st;
+    if (!_state_load(rt, id, &st)) {
+        char *kdir = _kdir(rt, id);
+        struct stat sb;
+        bool exists = stat(kdir, &sb) == 0;
+        free(kdir);
+        out->state = exists ? KERNEL_CREATING : KERNEL_GONE;
+        if (!exists) snprintf(out->reason, sizeof(out->reason), "no such kernel on this agent");
+        return true;
+    }
+    ts_strlcpy(out->ip, st.ip, sizeof(out->ip));
+    memcpy(out->ports, st.ports, sizeof(st.ports[0]) * (size_t)st.n_ports);
+    out->n_ports = st.n_ports;
+    free(st.cni_result);
+    char rel[128], hint[160];
+    _cg_rel(id, rel, sizeof(rel));
+    _cg_hint(id, hint, sizeof(hint));
+    int code, sig;
+    long long ooms;
+    if (_read_exit(rt, id, &code, &sig, &ooms)) {
+        out->state = KERNEL_EXITED;
+        out->exit_code = code;
+        _exit_reason(out, sig, ooms, cg_memory_limit(rel));
+        return true;
+    }
+    if (strcmp(st.phase, "running") != 0) {
+        out->state = KERNEL_CREATING;
+        return true;
+    }
+    if (proc_signal_checked(st.init_pid, 0, hint)) {
+        out->state = KERNEL_RUNNING;
+        int64_t k = cg_oom_kills(rel);
+        if (k > 0) {
+            out->oom_killed = true;
+            snprintf(out->reason, sizeof(out->reason), "running; %lld process(es) OOM killed",
+                     (long long)k);
+        }
+        return true;
+    }
+    /* init is gone: the supervisor is writing the exit file right now, or it
+     * died before it could. */
+    for (int i = 0; i < 100 && proc_signal_checked(st.sup_pid, 0, NULL) &&
+                    _proc_starttime(st.sup_pid) == st.sup_start;
+         i++) {
+        if (_read_exit(rt, id, &code, &sig, &ooms)) {
+            out->state = KERNEL_EXITED;
+            out->exit_code = code;
+            _exit_reason(out, sig, ooms, cg_memory_limit(rel));
+            return true;
+        }
+        usleep(10000);
+    }
+    if (_read_exit(rt, id, &code, &sig, &ooms)) {
+        out->state = KERNEL_EXITED;
+        out->exit_code = code;
+        _exit_reason(out, sig, ooms, cg_memory_limit(rel));
+        return true;
+    }
+    out->state = KERNEL_EXITED;
+    out->exit_code = -1;
+    int64_t k = cg_oom_kills(rel);
+    out->oom_killed = k > 0;
+    snprintf(out->reason, sizeof(out->reason), "%sexited while unsupervised: exit code unknown",
+             k > 0 ? "OOM killed: " : "");
+    return true;
+}
+
+/* ---- destroy ------------------------------------------------------------------ */
+
+/* Whether pid handles SIGTERM. The init of a pid namespace without a handler
+ * ignores it (even from outside), so waiting a grace period would only wait. */
+static bool _catches_sigterm(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    char *text = _read_file(path, 8192);
+    if (!text) return false;
+    char *p = strstr(text, "\nSigCgt:");
+    unsigned long long mask = p ? strtoull(p + 8, NULL, 16) : 0;
+    free(text);
+    return (mask >> (SIGTERM - 1)) & 1;
+}
+
+static bool _teardown(runtime *rt, const char *id, int grace_ms, ts_err *err)
+{
+    kstate st;
+    bool have = _state_load(rt, id, &st);
+    char rel[128], hint[160], netns[256];
+    _cg_rel(id, rel, sizeof(rel));
+    _cg_hint(id, hint, sizeof(hint));
+    cni_netns_path(id, netns, sizeof(netns));
+    bool ok = true;
+    char first[512] = "";
+#define NOTE(...)                                                                                  \
+    do {                                                                                           \
+        ok = false;                                                                                \
+        if (!first[0]) snprintf(first, sizeof(first), __VA_ARGS__);                                \
+    } while (0)
+
+    int64_t t0 = ts_now_mono_us(), t_term, t_del, t_sup, t_net;
+    /* 1. the processes: SIGTERM to init and a grace period, then runc kills
+     *    what is left and removes the container (and its cgroups) */
+    if (have && st.init_pid > 0 && grace_ms > 0 && _catches_sigterm(st.init_pid)) {
+        /* Our keep-alive shell can take a SIGTERM that lands between its
+         * `sleep &` and `wait` only at its next command, so it gets one
+         * again every 50 ms; a user's program gets one, as from Docker. */
+        int64_t until = ts_now_mono_ms() + grace_ms;
+        while (proc_signal_checked(st.init_pid, SIGTERM, hint)) {
+            int64_t left = until - ts_now_mono_ms();
+            if (left <= 0) break;
+            if (proc_wait_gone(st.init_pid, st.keepalive && left > 50 ? 50 : (int)left)) break;
+            if (!st.keepalive) break;
+        }
+    }
+    t_term = ts_now_mono_us();
+    exec_result r;
+    ts_err e;
+    const char *del[] = {"delete", "--force", id, NULL};
+    if (_runc(rt, del, &r, &e)) {
+        if (r.exit_code != 0 && !strstr(r.err, "does not exist") && !strstr(r.err, "not exist"))
+            NOTE("runc delete: %.300s", r.err);
+        exec_result_free(&r);
+    } else {
+        NOTE("%s", e.msg);
+    }
+    t_del = ts_now_mono_us();
+    /* 2. the supervisor sees init end, writes the exit file and leaves */
+    if (have && st.sup_pid > 0 && _proc_starttime(st.sup_pid) == st.sup_start && st.sup_start) {
+        if (!proc_wait_gone(st.sup_pid, 3000) && _proc_starttime(st.sup_pid) == st.sup_start) {
+            (void)proc_signal_checked(st.sup_pid, SIGKILL, NULL);
+            (void)proc_wait_gone(st.sup_pid, 1000);
+        }
+    }
+    t_sup = ts_now_mono_us();
+    /* 3. network: CNI DEL (veth, lease, iptables rules), then the netns */
+    struct stat sb;
+    bool netns_exists = stat(netns, &sb) == 0;
+    if (have && (st.cni_result || netns_exists)) {
+        if (!cni_del(&rt->cni, id, netns, st.ports, st.n_ports, st.cni_result, &e))
+            NOTE("%s", e.msg);
+    } else if (netns_exists) {
+        if (!cni_del(&rt->cni, id, netns, NULL, 0, NULL, &e)) NOTE("%s", e.msg);
+    }
+    if (!cni_netns_delete(netns, &e)) NOTE("%s", e.msg);
+    t_net = ts_now_mono_us();
+    /* 4. the rootfs */
+    char *rootfs = _kpath(rt, id, "bundle/rootfs");
+    if (!overlay_unmount(rootfs, &e)) NOTE("%s", e.msg);
+    bool still_mounted = overlay_is_mounted(rootfs);
+    free(rootfs);
+    /* 5. cgroups runc did not remove (runc delete failed, or never ran) */
+    if (!cg_remove(rel)) NOTE("cgroup %s: could not remove every hierarchy's directory", rel);
+    /* 6. host ports, the kernel dir */
+    (void)ports_release_kernel(rt->ports, id);
+    if (!still_mounted) {
+        char *kdir = _kdir(rt, id);
+        _rm_tree(kdir);
+        if (stat(kdir, &sb) == 0) NOTE("%s: could not remove", kdir);
+        free(kdir);
+    }
+    if (have) free(st.cni_result);
+    TLOG_DEBUG("kernel torn down",
+               "kernel=%s term_us=%lld delete_us=%lld supervisor_us=%lld net_us=%lld rest_us=%lld",
+               id, (long long)(t_term - t0), (long long)(t_del - t_term),
+               (long long)(t_sup - t_del), (long long)(t_net - t_sup),
+               (long long)(ts_now_mono_us() - t_net));
+#undef NOTE
+    if (!ok) ts_err_set(err, "%s", first);
+    return ok;
+}
+
+bool runtime_destroy(runtime *rt, const char *id, int grace_ms, ts_err *err)
+{
+    if (!_valid_id(id)) {
+        ts_err_set(err, "kernel id '%s' is not valid here", id ? id : "(null)");
+        return false;
+    }
+    if (!_teardown(rt, id, grace_ms, err)) {
+        ts_err_prefix(err, "destroy kernel %s", id);
+        return false;
+    }
+    return true;
+}
+
+/* ---- exec, logs, list, usage ---------------------------------------------------- */
+
+bool runtime_exec(runtime *rt, const char *id, const char *const *argv, const char *const *env,
+                  int timeout_ms, size_t cap_bytes, exec_result *out, ts_err *err)
+{
+    memset(out, 0, sizeof(*out));
+    if (!_valid_id(id)) {
+        ts_err_set(err, "kernel id '%s' is not valid here", id ? id : "(null)");
+        return false;
+    }
+    if (!argv || !argv[0]) {
+        ts_err_set(err, "exec: empty command");
+        return false;
+    }
+    kernel_status ks;
+    if (!runtime_status(rt, id, &ks, err)) return false;
+    if (ks.state != KERNEL_RUNNING) {
+        ts_err_set(err, "kernel %s is not running (%s)", id,
+                   ks.state == KERNEL_EXITED ? ks.reason
+                   : ks.state == KERNEL_GONE ? "gone"
+                                             : "still starting");
+        return false;
+    }
+    char tag[TS_UUID_STRLEN];
+    ts_uuid4(tag);
+    char *pid_file = ts_asprintf("%s/%s/exec-%s.pid", rt->kernels_dir, id, tag);
+    size_t n_env = 0, n_argv = 0;
+    for (const char *const *e = env; e && *e; e++)
+        n_env++;
+    for (const char *const *a = argv; *a; a++)
+        n_argv++;
+    const char **av = ts_calloc(n_argv + 2 * n_env + 8, sizeof(char *));
+    size_t n = 0;
+    av[n++] = rt->runc;
+    av[n++] = "exec";
+    av[n++] = "--pid-file";
+    av[n++] = pid_file;
+    for (size_t i = 0; i < n_env; i++) {
+        av[n++] = "--env";
+        av[n++] = env[i];
+    }
+    av[n++] = id;
+    for (size_t i = 0; i < n_argv; i++)
+        av[n++] = argv[i];
+    av[n] = NULL;
+    proc_opts o = {.argv = av,
+                   .timeout_ms = timeout_ms,
+                   .cap_bytes = cap_bytes ? cap_bytes : 1 << 20,
+                   .kill_pid_file = pid_file};
+    bool ok = proc_run(&o, out, err);
+    unlink(pid_file);
+    free(pid_file);
+    free(av);
+    if (!ok) ts_err_prefix(err, "exec in kernel %s", id);
+    return ok;
+}
+
+char *runtime_logs(runtime *rt, const char *id, size_t max, size_t *len, ts_err *err)
+{
+    if (!_valid_id(id)) {
+        ts_err_set(err, "kernel id '%s' is not valid here", id ? id : "(null)");
+        return NULL;
+    }
+    char *dir = _kpath(rt, id, "logs");
+    char *text = logs_tail(dir, max, len, err);
+    free(dir);
+    if (!text) ts_err_prefix(err, "logs of kernel %s", id);
+    return text;
+}
+
+int runtime_list(runtime *rt, char ***ids)
+{
+    *ids = NULL;
+    DIR *d = opendir(rt->kernels_dir);
+    if (!d) return 0;
+    int n = 0, cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.' || !_valid_id(e->d_name)) continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            *ids = ts_realloc(*ids, (size_t)cap * sizeof(char *));
+        }
+        (*ids)[n++] = ts_strdup(e->d_name);
+    }
+    closedir(d);
+    return n;
+}
+
+bool runtime_usage(runtime *rt, const char *id, kernel_usage *out, ts_err *err)
+{
+    (void)rt;
+    if (!_valid_id(id)) {
+        ts_err_set(err, "kernel id '%s' is not valid here", id ? id : "(null)");
+        return false;
+    }
+    char rel[128];
+    _cg_rel(id, rel, sizeof(rel));
+    if (!cg_usage(rel, out, err)) {
+        ts_err_prefix(err, "usage of kernel %s", id);
+        return false;
+    }
+    return true;
+}
+
+bool runtime_usage_total(runtime *rt, kernel_usage *out, ts_err *err)
+{
+    (void)rt;
+    if (!cg_usage(CG_PARENT, out, err)) {
+        /* no kernel ever ran here: nothing used */
+        memset(out, 0, sizeof(*out));
+    }
+    return true;
+}

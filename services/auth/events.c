@@ -1,0 +1,133 @@
+/* events.c: publish tessera.auth.v1 events (see events.h). */
+#include "events.h"
+
+#include "libcommon/log.h"
+#include "tessera/v1/auth.pb-c.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static atomic_uint_fast64_t published, failed;
+
+static void collect(FILE *out, void *ctx)
+{
+    (void)ctx;
+    metrics_family(out, "tessera_auth_events_published_total", "counter",
+                   "Events handed to the producer on tessera.auth.v1.");
+    metrics_sample_u64(out, "tessera_auth_events_published_total", NULL, atomic_load(&published));
+    metrics_family(out, "tessera_auth_events_failed_total", "counter",
+                   "Events on tessera.auth.v1 the producer refused (logged).");
+    metrics_sample_u64(out, "tessera_auth_events_failed_total", NULL, atomic_load(&failed));
+}
+
+void events_init(svc *s)
+{
+    metrics_add(svc_metrics(s), collect, NULL);
+}
+
+static void publish(svc *s, const char *key, const ProtobufCMessage *m, const char *request_id)
+{
+    kbus *bus = svc_bus(s);
+    ts_err err = {{0}};
+    if (bus && kbus_publish(bus, AUTH_EVENTS_TOPIC, key, m, request_id, key, &err)) {
+        atomic_fetch_add(&published, 1);
+        TLOG_DEBUG("event published", "type=%s key=%s", m->descriptor->name, key);
+        return;
+    }
+    atomic_fetch_add(&failed, 1);
+    TLOG_ERROR("event not published", "type=%s key=%s error=\"%s\"", m->descriptor->name, key,
+               bus ? err.msg : "no bus");
+}
+
+/* A string member of obj, or "" (the generated code needs non-NULL strings). */
+static char *str_of(json_t *obj, const char *key)
+{
+    const char *v = json_string_value(json_object_get(obj, key));
+    return (char *)(v ? v : "");
+}
+
+void events_user_changed(svc *s, const char *request_id, auth_change change, json_t *user)
+{
+    Tessera__V1__UserChanged m = TESSERA__V1__USER_CHANGED__INIT;
+    m.user_id = str_of(user, "id");
+    m.change = (Tessera__V1__ChangeKind)change;
+    m.email = str_of(user, "email");
+    m.username = str_of(user, "username");
+    m.domain_name = str_of(user, "domain_name");
+    m.role = str_of(user, "role");
+    m.status = str_of(user, "status");
+    m.resource_policy = str_of(user, "resource_policy");
+    publish(s, m.user_id, &m.base, request_id);
+}
+
+void events_keypair_revoked(svc *s, const char *request_id, const char *access_key,
+                            const char *user_id, const char *reason, const char *revoked_by)
+{
+    Tessera__V1__KeypairRevoked m = TESSERA__V1__KEYPAIR_REVOKED__INIT;
+    m.access_key = (char *)access_key;
+    m.user_id = (char *)(user_id ? user_id : "");
+    m.reason = (char *)(reason ? reason : "");
+    m.revoked_by = (char *)(revoked_by ? revoked_by : "system");
+    publish(s, access_key, &m.base, request_id);
+}
+
+void events_keypair_changed(svc *s, const char *request_id, json_t *keypair, const char *changed_by)
+{
+    Tessera__V1__KeypairChanged m = TESSERA__V1__KEYPAIR_CHANGED__INIT;
+    m.access_key = str_of(keypair, "access_key");
+    m.user_id = str_of(keypair, "user_id");
+    m.is_active = json_is_true(json_object_get(keypair, "is_active"));
+    m.is_admin = json_is_true(json_object_get(keypair, "is_admin"));
+    m.resource_policy = str_of(keypair, "resource_policy");
+    m.rate_limit = (int32_t)json_integer_value(json_object_get(keypair, "rate_limit"));
+    m.changed_by = (char *)(changed_by ? changed_by : "system");
+    publish(s, m.access_key, &m.base, request_id);
+}
+
+void events_policy_changed(svc *s, const char *request_id, const char *policy_name,
+                           const char *kind, auth_change change, json_t *total_slots,
+                           int max_concurrent_sessions, int max_session_lifetime_s)
+{
+    Tessera__V1__PolicyChanged m = TESSERA__V1__POLICY_CHANGED__INIT;
+    m.policy_name = (char *)policy_name;
+    m.policy_kind = (char *)kind;
+    m.change = (Tessera__V1__ChangeKind)change;
+    m.max_concurrent_sessions = max_concurrent_sessions;
+    m.max_session_lifetime_s = max_session_lifetime_s;
+
+    size_t n = json_is_object(total_slots) ? json_object_size(total_slots) : 0;
+    Tessera__V1__SlotAmount *slots = n ? ts_calloc(n, sizeof(*slots)) : NULL;
+    Tessera__V1__SlotAmount **ptrs = n ? ts_calloc(n, sizeof(*ptrs)) : NULL;
+    char **texts = n ? ts_calloc(n, sizeof(char *)) : NULL;
+    size_t i = 0;
+    const char *name;
+    json_t *v;
+    if (n) {
+        json_object_foreach(total_slots, name, v)
+        {
+            tessera__v1__slot_amount__init(&slots[i]);
+            slots[i].name = (char *)name;
+            if (json_is_string(v))
+                texts[i] = ts_strdup(json_string_value(v));
+            else if (json_is_integer(v))
+                texts[i] = ts_asprintf("%lld", (long long)json_integer_value(v));
+            else if (json_is_real(v))
+                texts[i] = ts_asprintf("%.17g", json_real_value(v));
+            else
+                texts[i] = ts_strdup("");
+            slots[i].amount = texts[i];
+            ptrs[i] = &slots[i];
+            i++;
+        }
+    }
+    m.n_total_slots = i;
+    m.total_slots = ptrs;
+    publish(s, policy_name, &m.base, request_id);
+    for (size_t k = 0; k < i; k++)
+        free(texts[k]);
+    free(texts);
+    free(ptrs);
+    free(slots);
+}

@@ -1,0 +1,18 @@
+/* http_api.c: tessera-auth's routes, one module per concern. Every handler
+ * gets the svc as its context. */
+#include "http_api.h"
+
+#include "admin.h"
+#include "credentials.h"
+#include "keypairs.h"
+#include "login.h"
+#include "users.h"
+
+void auth_routes(svc *s)
+{
+    credentials_routes(s); /* GET /v1/credentials/{access_key} */
+    login_routes(s);       /* /v1/authorize, /v1/role, /v1/update-password */
+    users_routes(s);       /* /v1/admin/users... */
+    keypairs_routes(s);    /* /v1/admin/keypairs... */
+    admin_resources_routes(s);
+}
