@@ -561,8 +561,18 @@ static int bound_port(http_server *s)
     return 0;
 }
 
+/* libmicrohttpd aborts on broken invariants of its own; say so in our log
+ * first, so the line before the core dump names the cause. */
+static void mhd_panic(void *cls, const char *file, unsigned int line, const char *reason)
+{
+    (void)cls;
+    ts_panic_at(file ? file : "libmicrohttpd", (int)line, "libmicrohttpd: %s",
+                reason ? reason : "internal error");
+}
+
 http_server *http_server_start(const http_server_opts *opts, http_router *router, ts_err *err)
 {
+    MHD_set_panic_func(mhd_panic, NULL);
     if (!opts || !router) {
         ts_err_set(err, "http server: no options or no router");
         return NULL;

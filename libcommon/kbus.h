@@ -77,6 +77,9 @@ kbus_consumer *kbus_consume_broadcast(kbus *bus, const char *const *topics, kbus
                                       void *ctx, ts_err *err);
 /* Stop polling, commit stored offsets, leave the group, join the thread. */
 void kbus_consumer_stop(kbus_consumer *c);
+/* True once the group has assigned this consumer at least one partition (for
+ * readiness: a broadcast consumer sees events only from then on). */
+bool kbus_consumer_assigned(kbus_consumer *c);
 
 /* Counters for /metrics. */
 typedef struct kbus_stats {

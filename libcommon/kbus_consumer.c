@@ -269,6 +269,16 @@ kbus_consumer *kbus_consume_broadcast(kbus *bus, const char *const *topics, kbus
     return c;
 }
 
+bool kbus_consumer_assigned(kbus_consumer *c)
+{
+    if (!c) return false;
+    rd_kafka_topic_partition_list_t *parts = NULL;
+    if (rd_kafka_assignment(c->rk, &parts) != RD_KAFKA_RESP_ERR_NO_ERROR || !parts) return false;
+    bool assigned = parts->cnt > 0;
+    rd_kafka_topic_partition_list_destroy(parts);
+    return assigned;
+}
+
 void kbus_consumer_stop(kbus_consumer *c)
 {
     if (!c) return;

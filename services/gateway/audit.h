@@ -1,5 +1,7 @@
 /* audit.h: one tessera.audit.v1 ApiAccess event per API request answered,
- * allowed or denied (health probes excluded). tessera-auth stores them. */
+ * allowed or denied (health probes excluded), naming the verified caller
+ * (access key and user id; empty for anonymous or refused requests) and keyed
+ * by user id when known, else by client address. tessera-auth stores them. */
 #ifndef GATEWAY_AUDIT_H
 #define GATEWAY_AUDIT_H
 

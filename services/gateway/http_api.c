@@ -1,16 +1,146 @@
-/* http_api.c: routes of the public API. Sessions, folders, auth and admin
- * arrive with their issues; the foundation serves the version endpoint. */
+/* http_api.c: routes of the public API (docs/api.md). Public endpoints need
+ * no signature; every other route verifies one first (verify.c). Identity
+ * and admin requests are forwarded to tessera-auth (proxy.c). Sessions and
+ * folders arrive with their issues. */
 #include "http_api.h"
+
+#include "proxy.h"
+#include "verify.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char RESOURCE_SLOTS[] =
+    "{\"cpu\":\"count\",\"mem\":\"bytes\",\"cuda.device\":\"count\",\"cuda.shares\":\"count\"}";
+
+/* The origin-form part of the raw target ("/admin/users?x=1"), also of an
+ * absolute-form one ("http://host/admin/users?x=1"). */
+static const char *_origin(const http_req *req)
+{
+    const char *t = req->target ? req->target : req->path;
+    if (t[0] == '/') return t;
+    const char *scheme = strstr(t, "://");
+    const char *slash = scheme ? strchr(scheme + 3, '/') : NULL;
+    return slash ? slash : "/";
+}
+
+/* ---- public ----------------------------------------------------------------------- */
 
 static void h_version(http_req *req, http_resp *resp, void *ctx)
 {
     (void)req;
     (void)ctx;
-    http_reply_json(resp, 200, json_pack("{s:s, s:s}", "version", GATEWAY_API_VERSION, "manager",
-                                         TESSERA_VERSION));
+    http_reply_json(
+        resp, 200,
+        json_pack("{s:s, s:s}", "version", GATEWAY_API_VERSION, "manager", TESSERA_VERSION));
 }
 
-void gateway_routes(svc *s)
+static void h_resource_slots(http_req *req, http_resp *resp, void *ctx)
 {
-    http_route(svc_router(s), "GET", "/", h_version, s);
+    (void)req;
+    (void)ctx;
+    http_reply(resp, 200, "application/json", RESOURCE_SLOTS, sizeof(RESOURCE_SLOTS) - 1);
+}
+
+/* POST /auth/authorize: the body as sent plus the client's address. */
+static void h_authorize(http_req *req, http_resp *resp, void *ctx)
+{
+    gateway *gw = ctx;
+    json_t *body = http_json_body(req, resp);
+    if (!body) return;
+    json_object_set_new(body, "client_addr", json_string(req->client_addr));
+    char *text = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    if (!text) {
+        http_problem(resp, 400, "invalid-api-params", NULL, "request body could not be re-encoded");
+        return;
+    }
+    proxy_to_auth(gw, req, resp, "/v1/authorize", NULL, text, strlen(text));
+    free(text);
+}
+
+/* ---- signed ----------------------------------------------------------------------- */
+
+/* GET|POST /auth, /auth/test: the signature check Backend.AI clients use.
+ * The echo comes from the query, or from a JSON body's "echo" (other bodies,
+ * e.g. multipart, are accepted and not read). */
+static void h_auth_test(http_req *req, http_resp *resp, void *ctx)
+{
+    gateway *gw = ctx;
+    gw_identity id;
+    if (!verify_request(gw, req, resp, &id)) return;
+    json_t *echo = NULL;
+    char media[64];
+    sign_media_type(http_header(req, "Content-Type"), media, sizeof(media));
+    if (strcmp(req->method, "POST") == 0 && req->body_len > 0 &&
+        strcmp(media, "application/json") == 0) {
+        json_t *body = http_json_body(req, resp);
+        if (!body) return;
+        echo = json_incref(json_object_get(body, "echo"));
+        json_decref(body);
+    } else {
+        const char *q = http_query_arg(req, "echo");
+        if (q) {
+            echo = json_string(q);
+            if (!echo) {
+                http_problem(resp, 400, "invalid-api-params", NULL, "echo is not valid UTF-8");
+                return;
+            }
+        }
+    }
+    json_t *out = json_pack("{s:s}", "authorized", "yes");
+    if (echo) json_object_set_new(out, "echo", echo);
+    http_reply_json(resp, 200, out);
+}
+
+/* GET /auth/role -> auth /v1/role?<query>. */
+static void h_role(http_req *req, http_resp *resp, void *ctx)
+{
+    gateway *gw = ctx;
+    gw_identity id;
+    if (!verify_request(gw, req, resp, &id)) return;
+    char *target = ts_asprintf("/v1/role%s%s", req->query[0] ? "?" : "", req->query);
+    proxy_to_auth(gw, req, resp, target, &id, NULL, 0);
+    free(target);
+}
+
+static void h_update_password(http_req *req, http_resp *resp, void *ctx)
+{
+    gateway *gw = ctx;
+    gw_identity id;
+    if (!verify_request(gw, req, resp, &id)) return;
+    proxy_to_auth(gw, req, resp, "/v1/update-password", &id, req->body, req->body_len);
+}
+
+/* Anything under /admin -> auth /v1/admin/... with method, query and body. */
+static void h_admin(http_req *req, http_resp *resp, void *ctx)
+{
+    gateway *gw = ctx;
+    gw_identity id;
+    if (!verify_request(gw, req, resp, &id)) return;
+    char *target = ts_asprintf("/v1%s", _origin(req));
+    char *hash = strchr(target, '#');
+    if (hash) *hash = '\0';
+    proxy_to_auth(gw, req, resp, target, &id, req->body, req->body_len);
+    free(target);
+}
+
+void gateway_routes(gateway *gw)
+{
+    http_router *r = svc_router(gw->svc);
+    http_route(r, "GET", "/", h_version, gw);
+    http_route(r, "GET", "/config/resource-slots", h_resource_slots, gw);
+    http_route(r, "POST", "/auth/authorize", h_authorize, gw);
+    http_route(r, "GET", "/auth/role", h_role, gw);
+    http_route(r, "POST", "/auth/update-password", h_update_password, gw);
+    static const char *const tests[] = {"/auth", "/auth/test"};
+    for (size_t i = 0; i < TS_ARRAY_LEN(tests); i++) {
+        http_route(r, "GET", tests[i], h_auth_test, gw);
+        http_route(r, "POST", tests[i], h_auth_test, gw);
+    }
+    /* The router matches whole segments: one route per depth. */
+    static const char *const admin[] = {"/admin", "/admin/{a}", "/admin/{a}/{b}",
+                                        "/admin/{a}/{b}/{c}", "/admin/{a}/{b}/{c}/{d}"};
+    for (size_t i = 0; i < TS_ARRAY_LEN(admin); i++)
+        http_route(r, "*", admin[i], h_admin, gw);
 }

@@ -2,11 +2,11 @@
 #ifndef GATEWAY_HTTP_API_H
 #define GATEWAY_HTTP_API_H
 
-#include "libcommon/svc.h"
+#include "gateway.h"
 
 /* The API version clients read their major number from. */
 #define GATEWAY_API_VERSION "v8.20240915"
 
-void gateway_routes(svc *s);
+void gateway_routes(gateway *gw);
 
 #endif

@@ -50,5 +50,6 @@ static bool check_upstream(svc *s, void *ctx, ts_err *err)
 
 void upstream_add_checks(svc *s, upstream *ups, size_t n)
 {
-    for (size_t i = 0; i < n; i++) svc_add_check(s, ups[i].name, check_upstream, &ups[i]);
+    for (size_t i = 0; i < n; i++)
+        svc_add_check(s, ups[i].name, check_upstream, &ups[i]);
 }

@@ -7,8 +7,8 @@
 #include "libcommon/svc.h"
 
 typedef struct upstream {
-    const char *name;   /* "auth" */
-    char **base_url;    /* config value: "http://127.0.0.1:8091" */
+    const char *name; /* "auth" */
+    char **base_url;  /* config value: "http://127.0.0.1:8091" */
 } upstream;
 
 /* Adds one readiness check per upstream: its /healthz answers 200. */

@@ -123,8 +123,9 @@ def test_sigterm_drains_and_exits_zero(bin_dir, tmp_path):
         assert requests.get(url + "/readyz", timeout=5).status_code == 200
         assert boot.read_text().strip()
         p.send_signal(signal.SIGTERM)
-        assert p.wait(timeout=20) == 0
+        rc = p.wait(timeout=20)
         rest = p.stderr.read()
+        assert rc == 0, rest
         assert 'msg="stopping"' in rest and 'msg="stopped"' in rest
         with pytest.raises(requests.ConnectionError):
             requests.get(url + "/healthz", timeout=2)

@@ -1,0 +1,217 @@
+/* client.c: signed requests and problem JSON -> messages. */
+#include "services/cli/client.h"
+#include "libcommon/sign.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+bool client_host_of(const char *url, char *host, size_t size, char **base_path)
+{
+    const char *p = strstr(url, "://");
+    if (!p || p == url) return false;
+    const char *auth = p + 3;
+    size_t n = strcspn(auth, "/?#");
+    const char *at = memrchr(auth, '@', n);
+    if (at) {
+        n -= (size_t)(at + 1 - auth);
+        auth = at + 1;
+    }
+    if (n == 0 || n >= size) return false;
+    memcpy(host, auth, n);
+    host[n] = '\0';
+    if (base_path) {
+        const char *path = auth + n;
+        size_t plen = strcspn(path, "?#");
+        while (plen && path[plen - 1] == '/')
+            plen--;
+        *base_path = ts_strndup(path, plen);
+    }
+    return true;
+}
+
+char *client_escape(const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    /* "." and ".." as a whole path segment would be collapsed by curl: encode them. */
+    bool dots = strcmp(s, ".") == 0 || strcmp(s, "..") == 0;
+    char *out = ts_malloc(strlen(s) * 3 + 1), *o = out;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+            *p == '-' || *p == '_' || *p == '~' || (*p == '.' && !dots)) {
+            *o++ = (char)*p;
+        } else {
+            *o++ = '%';
+            *o++ = hex[*p >> 4];
+            *o++ = hex[*p & 15];
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
+void client_query_add(char **path, const char *name, const char *value)
+{
+    char *v = client_escape(value);
+    char *next = ts_asprintf("%s%c%s=%s", *path, strchr(*path, '?') ? '&' : '?', name, v);
+    free(v);
+    free(*path);
+    *path = next;
+}
+
+int client_need_keys(const cli *c)
+{
+    if (c->creds.access_key) return CLI_OK;
+    fprintf(stderr, "tessera: no credentials: run `tessera login`, or set TESSERA_ACCESS_KEY and "
+                    "TESSERA_SECRET_KEY (or BACKEND_ACCESS_KEY and BACKEND_SECRET_KEY)\n");
+    return CLI_FAIL;
+}
+
+static void iso_now(char *buf, size_t size, time_t *t)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    struct tm tm;
+    gmtime_r(&ts.tv_sec, &tm);
+    char base[32];
+    strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(buf, size, "%s.%06ld+00:00", base, ts.tv_nsec / 1000);
+    *t = ts.tv_sec;
+}
+
+static const char *reason_of(long status)
+{
+    switch (status) {
+    case 400:
+        return "Bad Request";
+    case 401:
+        return "Unauthorized";
+    case 403:
+        return "Forbidden";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 409:
+        return "Conflict";
+    case 412:
+        return "Precondition Failed";
+    case 413:
+        return "Payload Too Large";
+    case 429:
+        return "Too Many Requests";
+    case 500:
+        return "Internal Server Error";
+    case 502:
+        return "Bad Gateway";
+    case 503:
+        return "Service Unavailable";
+    default:
+        return status >= 500 ? "Server Error" : "Request Failed";
+    }
+}
+
+/* "tessera: <title>: <msg> (HTTP <status>)" from a problem body, or the best
+ * that a non-problem body allows. */
+static void print_problem(long status, const httpc_resp *r)
+{
+    json_t *p = r->body_len ? json_loadb(r->body, r->body_len, 0, NULL) : NULL;
+    const char *title = json_string_value(json_object_get(p, "title"));
+    const char *msg = json_string_value(json_object_get(p, "msg"));
+    if (!msg) msg = json_string_value(json_object_get(p, "detail"));
+    if (!msg) msg = json_string_value(json_object_get(p, "error"));
+    const char *type = json_string_value(json_object_get(p, "type"));
+    if (!title && type && strrchr(type, '/')) title = strrchr(type, '/') + 1;
+    if (!title || !*title) title = reason_of(status);
+    char text[240] = "";
+    if (!msg && !p && r->body_len) { /* not JSON: show the start of the text */
+        size_t n = 0;
+        for (const char *s = r->body; *s && n + 1 < sizeof(text); s++)
+            text[n++] = (*s == '\n' || *s == '\r') ? ' ' : *s;
+        text[n] = '\0';
+        msg = text;
+    }
+    if (msg && *msg)
+        fprintf(stderr, "tessera: %s: %s (HTTP %ld)\n", title, msg, status);
+    else
+        fprintf(stderr, "tessera: %s (HTTP %ld)\n", title, status);
+    json_decref(p);
+}
+
+int client_call(cli *c, const char *method, const char *path, json_t *body, bool sign, json_t **out)
+{
+    *out = NULL;
+    const char *endpoint = c->creds.endpoint;
+    char host[256];
+    char *base = NULL;
+    if (!client_host_of(endpoint, host, sizeof(host), &base)) {
+        fprintf(stderr, "tessera: bad endpoint '%s': expected http[s]://host[:port]\n", endpoint);
+        return CLI_USAGE;
+    }
+    size_t elen = strlen(endpoint);
+    while (elen && endpoint[elen - 1] == '/')
+        elen--;
+    char *url = ts_asprintf("%.*s%s", (int)elen, endpoint, path);
+    char *target = ts_asprintf("%s%s", base, path);
+    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+
+    char date[64];
+    time_t now;
+    iso_now(date, sizeof(date), &now);
+    char h_host[300], h_date[96], h_xdate[96], h_auth[160];
+    snprintf(h_host, sizeof(h_host), "Host: %s", host);
+    snprintf(h_date, sizeof(h_date), "Date: %s", date);
+    snprintf(h_xdate, sizeof(h_xdate), "X-BackendAI-Date: %s", date);
+    const char *headers[9] = {"Content-Type: application/json",
+                              "Accept: application/json",
+                              "X-BackendAI-Version: " CLIENT_API_VERSION,
+                              h_host,
+                              h_date,
+                              h_xdate,
+                              "User-Agent: tessera-cli/" TESSERA_VERSION,
+                              NULL,
+                              NULL};
+    if (sign && c->creds.access_key) {
+        sign_input in = {.method = method,
+                         .target = target,
+                         .raw_date = date,
+                         .date = now,
+                         .host = host,
+                         .content_type = "application/json",
+                         .version = CLIENT_API_VERSION,
+                         .body = text,
+                         .body_len = text ? strlen(text) : 0};
+        char sig[SIGN_HEX_LEN + 1];
+        sign_compute(c->creds.secret_key, &in, sig);
+        snprintf(h_auth, sizeof(h_auth),
+                 "Authorization: BackendAI signMethod=HMAC-SHA256, credential=%s:%s",
+                 c->creds.access_key, sig);
+        headers[7] = h_auth;
+    }
+
+    httpc_resp r;
+    ts_err err = {{0}};
+    int rc = CLI_FAIL;
+    if (!httpc_request(c->http, method, url, headers, text, text ? strlen(text) : 0, NULL, &r,
+                       &err)) {
+        fprintf(stderr, "tessera: cannot reach the gateway at %s: %s\n", endpoint, err.msg);
+    } else {
+        if (r.status >= 200 && r.status < 300) {
+            if (r.body_len) *out = json_loadb(r.body, r.body_len, JSON_DECODE_ANY, NULL);
+            if (r.body_len && !*out)
+                fprintf(stderr, "tessera: %s %s answered %ld with a body that is not JSON\n",
+                        method, url, r.status);
+            else
+                rc = CLI_OK;
+        } else {
+            print_problem(r.status, &r);
+        }
+        httpc_resp_free(&r);
+    }
+    free(text);
+    free(target);
+    free(url);
+    free(base);
+    return rc;
+}

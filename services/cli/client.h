@@ -1,0 +1,49 @@
+/* client.h: signed JSON requests to the gateway, and the one place where API
+ * errors become messages.
+ *
+ * Every request with a keypair is signed as Backend.AI clients sign
+ * (libcommon/sign.h): Date and X-BackendAI-Date carry the same ISO-8601 value,
+ * X-BackendAI-Version CLIENT_API_VERSION, Content-Type application/json, and a
+ * Host header that the client sets itself (host[:port] exactly as the endpoint
+ * URL writes it), so the signed host is the one sent. */
+#ifndef TESSERA_CLI_CLIENT_H
+#define TESSERA_CLI_CLIENT_H
+
+#include "libcommon/httpc.h"
+#include "services/cli/config.h"
+
+#include <jansson.h>
+
+#define CLIENT_API_VERSION "v8.20240915"
+
+/* Exit statuses of every command. */
+enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
+
+typedef struct cli {
+    config_creds creds;
+    bool json; /* --json: print the API's JSON instead of tables */
+    httpc *http;
+} cli;
+
+/* method path (with its query) and body (NULL: none). Signed when c has keys
+ * and sign is true. On a 2xx answer *out is its JSON (NULL when the body was
+ * empty) and the result is CLI_OK. Otherwise the error has been printed
+ * ("tessera: <title>: <msg> (HTTP <status>)", or that the endpoint cannot be
+ * reached) and the result is CLI_FAIL (CLI_USAGE for an unusable endpoint URL). */
+int client_call(cli *c, const char *method, const char *path, json_t *body, bool sign,
+                json_t **out);
+
+/* CLI_OK when c has a keypair; otherwise says how to get one: CLI_FAIL. */
+int client_need_keys(const cli *c);
+
+/* The Host header for a URL: host[:port] as written in it (no userinfo). False
+ * when url is not scheme://authority[/path]. base_path (may be NULL) receives
+ * the URL's path without a trailing slash (heap, "" when none). */
+bool client_host_of(const char *url, char *host, size_t size, char **base_path) TS_MUST_CHECK;
+
+/* Percent-encode everything but A-Z a-z 0-9 - _ . ~ (heap). */
+char *client_escape(const char *s);
+/* Append "?name=value" or "&name=value" (value escaped) to *path (heap, replaced). */
+void client_query_add(char **path, const char *name, const char *value);
+
+#endif
