@@ -2,6 +2,7 @@
 #include "libcommon/common.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,18 +110,49 @@ int64_t ts_now_wall_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Randomness for UUIDs comes from getrandom(2) in 4 KiB batches per thread:
+ * one system call per 256 ids instead of one per id (request and event ids
+ * are made on every request). The pool is wiped as it is used. */
+static __thread uint8_t t_pool[4096];
+static __thread size_t t_pool_left;
+static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
+
+/* A forked child must not reuse its parent's pool (same ids twice). */
+static void pool_forget(void)
+{
+    t_pool_left = 0;
+}
+
+static void pool_init(void)
+{
+    pthread_atfork(NULL, NULL, pool_forget);
+}
+
+static void random_bytes(uint8_t *out, size_t n)
+{
+    pthread_once(&pool_once, pool_init);
+    if (t_pool_left < n) {
+        size_t got = 0;
+        while (got < sizeof(t_pool)) {
+            ssize_t r = getrandom(t_pool + got, sizeof(t_pool) - got, 0);
+            if (r < 0) {
+                if (errno == EINTR) continue;
+                ts_panic("getrandom failed: %s", strerror(errno));
+            }
+            got += (size_t)r;
+        }
+        t_pool_left = sizeof(t_pool);
+    }
+    uint8_t *src = t_pool + sizeof(t_pool) - t_pool_left;
+    memcpy(out, src, n);
+    memset(src, 0, n);
+    t_pool_left -= n;
+}
+
 void ts_uuid4(char out[TS_UUID_STRLEN])
 {
     uint8_t b[16];
-    size_t got = 0;
-    while (got < sizeof(b)) {
-        ssize_t n = getrandom(b + got, sizeof(b) - got, 0);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            ts_panic("getrandom failed: %s", strerror(errno));
-        }
-        got += (size_t)n;
-    }
+    random_bytes(b, sizeof(b));
     b[6] = (uint8_t)((b[6] & 0x0f) | 0x40);
     b[8] = (uint8_t)((b[8] & 0x3f) | 0x80);
     snprintf(out, TS_UUID_STRLEN,

@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static void test_err_prefix_carries_context(void **state)
 {
@@ -56,6 +58,31 @@ static void test_uuid4_shape_and_uniqueness(void **state)
     assert_false(ts_uuid_valid(NULL));
     assert_false(ts_uuid_valid("0123456789012345678901234567890123456"));
     assert_false(ts_uuid_valid("zzzzzzzz-zzzz-4zzz-8zzz-zzzzzzzzzzzz"));
+}
+
+static void test_uuid4_differs_across_fork(void **state)
+{
+    (void)state;
+    char parent[TS_UUID_STRLEN], child[TS_UUID_STRLEN] = "";
+    ts_uuid4(parent); /* fills this thread's pool */
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        char id[TS_UUID_STRLEN];
+        ts_uuid4(id);
+        ssize_t w = write(fds[1], id, sizeof(id));
+        _exit(w == (ssize_t)sizeof(id) ? 0 : 1);
+    }
+    assert_int_equal(read(fds[0], child, sizeof(child)), (ssize_t)sizeof(child));
+    int st;
+    waitpid(pid, &st, 0);
+    ts_uuid4(parent); /* the parent's next id */
+    assert_true(ts_uuid_valid(child));
+    assert_string_not_equal(parent, child);
+    close(fds[0]);
+    close(fds[1]);
 }
 
 static char *capture_log(void (*fn)(void))
@@ -162,6 +189,7 @@ int main(void)
         cmocka_unit_test(test_err_prefix_carries_context),
         cmocka_unit_test(test_err_truncates_safely),
         cmocka_unit_test(test_uuid4_shape_and_uniqueness),
+        cmocka_unit_test(test_uuid4_differs_across_fork),
         cmocka_unit_test(test_log_logfmt_line),
         cmocka_unit_test(test_log_levels),
         cmocka_unit_test(test_log_quote),
