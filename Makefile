@@ -282,6 +282,18 @@ bench-gateway: deps
 	@TESSERA_BIN_DIR=$(abspath $(BUILD))/bin sh bench/gateway/run.sh
 # ---- end bench-gateway ---------------------------------------------------------
 
+# ---- agent test tools ------------------------------------------------------------
+# tests/tools/agent_testctl.c -> $(BUILD)/tests/tessera-agent-testctl: publishes
+# agent commands described in JSON as protobuf envelopes and dumps topics as
+# JSON lines, for tests/integration/test_agent_*.py.
+AGENT_TESTCTL := $(BUILD)/tests/tessera-agent-testctl
+$(AGENT_TESTCTL): $(BUILD)/obj/tests/tools/agent_testctl.o $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(COMMON_LIB) $(LDLIBS)
+all: $(AGENT_TESTCTL)
+# ---- end agent test tools --------------------------------------------------------
+
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 
 # ---- scheduler unit tests -----------------------------------------------------

@@ -315,6 +315,19 @@ for s in $SERVICES; do
   # auth's first start writes the superadmin's keys there (0600; later starts
   # leave it as it is).
   [ "$s" != auth ] || set -- "$@" "TESSERA_BOOTSTRAP_CREDENTIALS_FILE=$STATE/auth/admin-credentials"
+  # agent: 2 mock GPUs; a CNI bridge, subnet and host port pool of its own
+  # (derived from its HTTP port, so stacks side by side do not collide); the
+  # development OCI registry speaks plain HTTP.
+  if [ "$s" = agent ]; then
+    n=$((AGENT_PORT % 250))
+    set -- "$@" "TESSERA_AGENT_MOCK_GPUS=2" "TESSERA_AGENT_MOCK_GPU_MEMORY=16g" \
+      "TESSERA_AGENT_CNI_NETWORK=tsdev$n" "TESSERA_AGENT_CNI_SUBNET=10.214.$n.0/24" \
+      "TESSERA_AGENT_PORT_RANGE=$((20000 + (AGENT_PORT % 100) * 100))-$((20099 + (AGENT_PORT % 100) * 100))" \
+      "TESSERA_AGENT_INSECURE_REGISTRIES=$OCI" "TESSERA_AGENT_DESTROY_ON_STOP=true"
+  fi
+  # vfolder: one volume, "local", in its state dir (the default host).
+  [ "$s" != vfolder ] || set -- "$@" "TESSERA_VFOLDER_VOLUMES=local:$STATE/vfolder/volumes/local" \
+    "TESSERA_VFOLDER_DEFAULT_HOST=local"
   launch "$s" "$@" "$BIN/tessera-$s"
 done
 

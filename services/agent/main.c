@@ -1,8 +1,110 @@
 /* tessera-agent: runs kernels as OCI containers on this node and reports its capacity.
  *
- * Wiring only: start-up, dependencies and the health endpoints come from
- * libcommon/svc.c. Its domain logic arrives with its own issue. */
+ * Wiring only: the option table, and the svc hooks of agent.c. Start-up,
+ * dependencies and the health endpoints come from libcommon/svc.c. */
 #include "libcommon/svc.h"
+#include "services/agent/agent.h"
+
+static char *id, *resource_group, *state_dir, *runc_path, *cni_bin_dir, *cni_network, *cni_subnet,
+    *port_range, *insecure_registries, *registry_auth_file, *advertise_addr;
+static int64_t log_cap, heartbeat_interval_ms, mock_gpus, mock_gpu_memory, max_parallel_pulls,
+    pull_retries, pull_timeout_ms, mem, mem_reserve, shm, destroy_grace_ms, exited_retention_ms,
+    exec_timeout_ms, exec_output_cap;
+static double cpu;
+static bool destroy_on_stop;
+
+static const cfg_option agent_options[] = {
+    {"agent.id", CFG_STRING, &id, "", 0, 0, NULL, false, NULL,
+     "agent id, stable across restarts; names its command topic (default: the host name)"},
+    {"agent.resource_group", CFG_STRING, &resource_group, "default", 0, 0, NULL, false, NULL,
+     "resource group (scaling group) this agent serves"},
+    {"agent.state_dir", CFG_STRING, &state_dir, "/var/lib/tessera/agent", 0, 0, NULL, false, NULL,
+     "kernels, image cache, host port leases, CNI leases, kernel metadata"},
+    {"agent.advertise_addr", CFG_STRING, &advertise_addr, "", 0, 0, NULL, false, NULL,
+     "host:port others reach the agent's HTTP API and kernel ports at (default: as bound)"},
+    {"agent.runc", CFG_STRING, &runc_path, "runc", 0, 0, NULL, false, NULL,
+     "OCI runtime binary (runc; a name is looked up in PATH)"},
+    {"agent.cni_bin_dir", CFG_STRING, &cni_bin_dir, "/usr/lib/cni", 0, 0, NULL, false, NULL,
+     "directory of the CNI plugins (bridge, host-local, portmap)"},
+    {"agent.cni_network", CFG_STRING, &cni_network, "tessera0", 0, 0, NULL, false, NULL,
+     "CNI network and bridge name (at most 15 characters)"},
+    {"agent.cni_subnet", CFG_STRING, &cni_subnet, "10.88.0.0/16", 0, 0, NULL, false, NULL,
+     "subnet the kernels' addresses come from (host-local IPAM)"},
+    {"agent.port_range", CFG_STRING, &port_range, "30000-30999", 0, 0, NULL, false, NULL,
+     "host ports for kernels' service ports, low-high"},
+    {"agent.log_cap", CFG_BYTES, &log_cap, "10m", 4096, 1073741824.0, NULL, false, NULL,
+     "console log kept per kernel (older output is dropped)"},
+    {"agent.heartbeat_interval", CFG_DURATION, &heartbeat_interval_ms, "3s", 100, 600000, NULL,
+     false, NULL, "AgentHeartbeat and KernelUsage period"},
+    {"agent.mock_gpus", CFG_INT, &mock_gpus, "0", 0, 16, NULL, false, NULL,
+     "declare this many mock GPUs instead of detecting real ones (tests, development)"},
+    {"agent.mock_gpu_memory", CFG_BYTES, &mock_gpu_memory, "16g", 0, 1099511627776.0, NULL, false,
+     NULL, "memory of each mock GPU"},
+    {"agent.insecure_registries", CFG_STRING, &insecure_registries, "", 0, 0, NULL, false, NULL,
+     "image registries (host:port, comma-separated) reached over plain HTTP"},
+    {"agent.registry_auth_file", CFG_STRING, &registry_auth_file, "", 0, 0, NULL, false, NULL,
+     "Docker-style config.json with registry credentials (none if empty)"},
+    {"agent.max_parallel_pulls", CFG_INT, &max_parallel_pulls, "2", 1, 64, NULL, false, NULL,
+     "image pulls run at once (more wait)"},
+    {"agent.pull_retries", CFG_INT, &pull_retries, "3", 0, 20, NULL, false, NULL,
+     "retries of a failing registry request (backoff from 250 ms, doubling)"},
+    {"agent.pull_timeout", CFG_DURATION, &pull_timeout_ms, "30s", 1000, 600000, NULL, false, NULL,
+     "registry connect timeout, and the longest a transfer may stall"},
+    {"agent.cpu", CFG_DOUBLE, &cpu, "0", 0, 4096, NULL, false, NULL,
+     "cpu cores offered to kernels (0: every online core)"},
+    {"agent.mem", CFG_BYTES, &mem, "0", 0, 1125899906842624.0, NULL, false, NULL,
+     "memory offered to kernels (0: host memory minus agent.mem_reserve)"},
+    {"agent.mem_reserve", CFG_BYTES, &mem_reserve, "1g", 0, 1125899906842624.0, NULL, false, NULL,
+     "memory kept for the host when agent.mem is 0"},
+    {"agent.shm", CFG_BYTES, &shm, "64m", 0, 1099511627776.0, NULL, false, NULL,
+     "/dev/shm size of each kernel (counts against its memory limit)"},
+    {"agent.destroy_grace", CFG_DURATION, &destroy_grace_ms, "2s", 0, 600000, NULL, false, NULL,
+     "SIGTERM to SIGKILL grace of DestroyKernel when the command gives none"},
+    {"agent.destroy_on_stop", CFG_BOOL, &destroy_on_stop, "false", 0, 0, NULL, false, NULL,
+     "destroy every kernel on a graceful stop (development stacks); off: kernels outlive agent restarts"},
+    {"agent.exited_retention", CFG_DURATION, &exited_retention_ms, "10m", 0, 604800000.0, NULL,
+     false, NULL,
+     "an exited kernel (logs readable) not destroyed by then is destroyed by the agent (0: never)"},
+    {"agent.exec_timeout", CFG_DURATION, &exec_timeout_ms, "60s", 100, 3600000, NULL, false, NULL,
+     "the longest an execute request may run (requests may ask for less)"},
+    {"agent.exec_output_cap", CFG_BYTES, &exec_output_cap, "1m", 1024, 268435456.0, NULL, false,
+     NULL, "stdout and stderr kept per execute, each (the rest is dropped)"},
+    {NULL},
+};
+
+static bool agent_routes(svc *s, ts_err *err)
+{
+    agent_config c = {
+        .id = id,
+        .resource_group = resource_group,
+        .state_dir = state_dir,
+        .runc = runc_path,
+        .cni_bin_dir = cni_bin_dir,
+        .cni_network = cni_network,
+        .cni_subnet = cni_subnet,
+        .port_range = port_range,
+        .insecure_registries = insecure_registries,
+        .registry_auth_file = registry_auth_file,
+        .advertise_addr = advertise_addr,
+        .log_cap = log_cap,
+        .heartbeat_interval_ms = heartbeat_interval_ms,
+        .mock_gpus = mock_gpus,
+        .mock_gpu_memory = mock_gpu_memory,
+        .max_parallel_pulls = max_parallel_pulls,
+        .pull_retries = pull_retries,
+        .pull_timeout_ms = pull_timeout_ms,
+        .cpu = cpu,
+        .mem = mem,
+        .mem_reserve = mem_reserve,
+        .shm = shm,
+        .destroy_grace_ms = destroy_grace_ms,
+        .exited_retention_ms = exited_retention_ms,
+        .destroy_on_stop = destroy_on_stop,
+        .exec_timeout_ms = exec_timeout_ms,
+        .exec_output_cap = exec_output_cap,
+    };
+    return agent_setup(s, &c, err);
+}
 
 int main(int argc, char **argv)
 {
@@ -11,6 +113,10 @@ int main(int argc, char **argv)
         .summary = "runs kernels as OCI containers on this node and reports its capacity",
         .default_listen = "127.0.0.1:8094",
         .needs = SVC_NEEDS_KAFKA,
+        .options = agent_options,
+        .routes = agent_routes,
+        .start = agent_start,
+        .stop = agent_stop,
     };
     return svc_main(argc, argv, &spec);
 }

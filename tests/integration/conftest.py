@@ -122,6 +122,35 @@ def survivors(state_dir, pids):
     return found
 
 
+def kernel_leftovers(kernel_ids):
+    """What is left of the given kernels: processes in their cgroups, cgroup
+    directories, runc containers."""
+    found = []
+    if not kernel_ids:
+        return found
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or not _proc_running(int(name)):
+            continue
+        try:
+            with open(f"/proc/{name}/cgroup", encoding="utf-8") as f:
+                cg = f.read()
+        except OSError:
+            continue
+        for kid in kernel_ids:
+            if f"/tessera/{kid}" in cg:
+                found.append(f"process {name} ({_cmdline(int(name))}) in cgroup tessera/{kid}")
+    base = "/sys/fs/cgroup"
+    if os.path.isdir(base):
+        for ctrl in os.listdir(base):
+            for kid in kernel_ids:
+                if os.path.isdir(os.path.join(base, ctrl, "tessera", kid)):
+                    found.append(f"cgroup {ctrl}/tessera/{kid}")
+    if shutil.which("runc"):
+        out = subprocess.run(["runc", "list", "-q"], capture_output=True, text=True, timeout=30)
+        found += [f"runc container {c}" for c in out.stdout.split() if c in kernel_ids]
+    return found
+
+
 def _run_script(script, state_dir, timeout):
     env = dict(os.environ)
     env["TESSERA_STATE_DIR"] = state_dir
@@ -194,6 +223,8 @@ def stack():
             st = _proc_stat(pid)
             if st and st[0] != "Z":
                 pids[pid] = st[1]
+        kernels_dir = os.path.join(state_dir, "agent", "kernels")
+        kernel_ids = set(os.listdir(kernels_dir)) if os.path.isdir(kernels_dir) else set()
         down = _run_script(DEV_DOWN, state_dir, timeout=120)
         left = []
         deadline = time.monotonic() + 5
@@ -208,6 +239,10 @@ def stack():
         if left:
             problems.append("processes survived dev-down:\n" +
                             "\n".join(f"  {pid}: {cmd}" for pid, cmd in left))
+        kernel_left = kernel_leftovers(kernel_ids)
+        if kernel_left:
+            problems.append("session containers survived dev-down:\n" +
+                            "\n".join(f"  {x}" for x in kernel_left))
         if problems:
             pytest.fail(f"stack teardown ({state_dir}, kept for inspection):\n" + "\n".join(problems),
                         pytrace=False)

@@ -1,0 +1,59 @@
+/* agent.h: the agent as a whole. Set-up (node resources, runtime, image
+ * stores, kernels), start (re-adoption, AgentStarted, the command consumer on
+ * tessera.agent.cmd.<agent-id>, heartbeats), command dispatch, and stop
+ * (AgentStopped). main.c holds the option table and fills agent_config. */
+#ifndef AGENT_AGENT_H
+#define AGENT_AGENT_H
+
+#include "libcommon/svc.h"
+#include "services/agent/container.h"
+#include "services/agent/kernels.h"
+#include "services/agent/node.h"
+
+typedef struct agent_config {
+    const char *id; /* "" = the host name */
+    const char *resource_group;
+    const char *state_dir;
+    const char *runc;
+    const char *cni_bin_dir;
+    const char *cni_network;
+    const char *cni_subnet;
+    const char *port_range;          /* "30000-30999" */
+    const char *insecure_registries; /* "host:port,host:port" reached over plain HTTP */
+    const char *registry_auth_file;  /* Docker-style config.json, or "" */
+    const char *advertise_addr;      /* "host:port" of the HTTP API; "" = as bound */
+    int64_t log_cap;
+    int64_t heartbeat_interval_ms;
+    int64_t mock_gpus;
+    int64_t mock_gpu_memory;
+    int64_t max_parallel_pulls;
+    int64_t pull_retries;
+    int64_t pull_timeout_ms;
+    double cpu;  /* 0 = every core */
+    int64_t mem; /* 0 = host memory minus mem_reserve */
+    int64_t mem_reserve;
+    int64_t shm;
+    int64_t destroy_grace_ms;
+    int64_t exited_retention_ms;
+    bool destroy_on_stop; /* destroy every kernel on a graceful stop (dev stacks) */
+    int64_t exec_timeout_ms; /* the longest an execute may run */
+    int64_t exec_output_cap; /* bytes kept per stream */
+} agent_config;
+
+typedef struct agent agent;
+
+/* svc hooks: routes creates the agent and its HTTP routes, start brings it up. */
+bool agent_setup(svc *s, const agent_config *cfg, ts_err *err) TS_MUST_CHECK;
+bool agent_start(svc *s, ts_err *err) TS_MUST_CHECK;
+void agent_stop(svc *s);
+
+/* For the HTTP API. NULL until started. */
+agent *agent_of(svc *s);
+runtime *agent_runtime(agent *a);
+kernels *agent_kernels(agent *a);
+const agent_config *agent_cfg(agent *a);
+const node_info *agent_node(agent *a);
+const char *agent_id(agent *a);
+const char *agent_addr(agent *a);
+
+#endif
