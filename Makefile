@@ -66,7 +66,7 @@ $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c | $(PROTO_H)
 # ---- services -----------------------------------------------------------------
 # services/<name>/*.c -> $(BUILD)/bin/tessera-<name>; services/cli -> tessera.
 # A service with migrations/*.sql gets them embedded (tools/embed-migrations.sh).
-SERVICES := gateway auth registry scheduler agent vfolder wsproxy devbus
+SERVICES := gateway auth registry scheduler agent vfolder wsproxy devbus simagent
 SERVICE_BINS := $(addprefix $(BUILD)/bin/tessera-,$(SERVICES))
 CLI_BIN := $(BUILD)/bin/tessera
 
@@ -282,18 +282,6 @@ bench-gateway: deps
 	@TESSERA_BIN_DIR=$(abspath $(BUILD))/bin sh bench/gateway/run.sh
 # ---- end bench-gateway ---------------------------------------------------------
 
-# ---- agent test tools ------------------------------------------------------------
-# tests/tools/agent_testctl.c -> $(BUILD)/tests/tessera-agent-testctl: publishes
-# agent commands described in JSON as protobuf envelopes and dumps topics as
-# JSON lines, for tests/integration/test_agent_*.py.
-AGENT_TESTCTL := $(BUILD)/tests/tessera-agent-testctl
-$(AGENT_TESTCTL): $(BUILD)/obj/tests/tools/agent_testctl.o $(COMMON_LIB)
-	@mkdir -p $(dir $@)
-	@echo "  LD      $@"
-	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(COMMON_LIB) $(LDLIBS)
-all: $(AGENT_TESTCTL)
-# ---- end agent test tools --------------------------------------------------------
-
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 
 # ---- scheduler unit tests -----------------------------------------------------
@@ -353,3 +341,79 @@ images:
 	    "$$TESSERA_OCI_REGISTRY/tessera/$$i:latest" --insecure || exit 1; done; \
 	else echo "images: TESSERA_OCI_REGISTRY is not set: built, not pushed"; fi
 # ---- end images ----------------------------------------------------------------
+
+# ---- agent test tools ------------------------------------------------------------
+# tests/tools/agent_testctl.c -> $(BUILD)/tests/tessera-agent-testctl: publishes
+# agent commands described in JSON as protobuf envelopes and dumps topics as
+# JSON lines, for tests/integration/test_agent_*.py.
+AGENT_TESTCTL := $(BUILD)/tests/tessera-agent-testctl
+$(AGENT_TESTCTL): $(BUILD)/obj/tests/tools/agent_testctl.o $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(COMMON_LIB) $(LDLIBS)
+all: $(AGENT_TESTCTL)
+# ---- end agent test tools --------------------------------------------------------
+
+# ---- test tools -----------------------------------------------------------------
+# tests/tools/busctl.c -> $(BUILD)/bin/tessera-busctl: publish events described as
+# JSON (protobuf envelopes on the bus) and dump topics decoded as JSON
+# (docs/testing.md). Built by `make all`; not installed.
+BUSCTL_BIN := $(BUILD)/bin/tessera-busctl
+$(BUILD)/gen/tests/tools/busctl_types.c: $(PROTOS) tests/tools/busctl-types.sh
+	@mkdir -p $(dir $@)
+	$(Q)sh tests/tools/busctl-types.sh $(PROTOS) > $@
+$(BUSCTL_BIN): $(BUILD)/obj/tests/tools/busctl.o $(BUILD)/obj/gen/tests/tools/busctl_types.o $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(BUILD)/obj/tests/tools/busctl.o \
+	  $(BUILD)/obj/gen/tests/tools/busctl_types.o $(COMMON_LIB) $(LDLIBS)
+.PHONY: tools
+tools: $(BUSCTL_BIN)
+all: $(BUSCTL_BIN)
+# ---- end test tools -------------------------------------------------------------
+
+# ---- bench-scheduler -----------------------------------------------------------
+# `make bench-scheduler`: the scheduler end to end (bench/scheduler/run.sh):
+# redis-server, tessera-devbus, tessera-scheduler and tessera-simagent (1,000
+# simulated agents x 8 GPUs) on free ports; bench_e2e enqueues 20,000 mixed
+# sessions (BENCH_VIA=bus: SessionEnqueued on the bus; api: through the gateway
+# once the session API exists), prints placements/s and enqueue-to-scheduled
+# latency p50/p99, and checks the Redis invariant. See docs/benchmarks.md.
+BENCH_E2E_BIN := $(BUILD)/bench/bench_e2e
+$(BENCH_E2E_BIN): $(BUILD)/obj/bench/scheduler/bench_e2e.o $(SCHED_LIB_OBJ) $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(SCHED_LIB_OBJ) $(COMMON_LIB) $(LDLIBS)
+
+.PHONY: bench-scheduler
+bench-scheduler: $(BENCH_E2E_BIN) $(BUILD)/bin/tessera-scheduler $(BUILD)/bin/tessera-simagent \
+                 $(BUILD)/bin/tessera-devbus
+	@TESSERA_BIN_DIR=$(abspath $(BUILD))/bin BENCH_E2E=$(abspath $(BENCH_E2E_BIN)) \
+	  sh bench/scheduler/run.sh
+# ---- end bench-scheduler -------------------------------------------------------
+
+# ---- bench-vfolder -------------------------------------------------------------
+# tessera-vfolder's zip writer needs zlib (crc32); its unit tests link it too.
+vfolder_LIBS += -lz
+# `make bench-vfolder`: downloads (a 1 GiB file; 1,000 x 64 KiB files one by one
+# and as one streamed zip) through tessera-vfolder against nginx serving the
+# same files, and a 1 GiB tus upload against dd writing it locally, in the same
+# run (bench/vfolder/run.sh, bench/vfolder/README.md). Prints a table; keeps
+# disk use to about 2.2 GiB in a temporary directory that it removes.
+.PHONY: bench-vfolder
+bench-vfolder: $(SERVICE_BINS) $(CLI_BIN)
+	@TESSERA_BIN_DIR=$(abspath $(BUILD))/bin sh bench/vfolder/run.sh
+# ---- end bench-vfolder ---------------------------------------------------------
+
+# ---- registry test tools ---------------------------------------------------------
+# tests/tools/fake_agent.c -> $(BUILD)/tests/tools/fake_agent: agent, kernel and
+# placement events on the bus, one per line, for tests/integration/test_registry_*.py.
+FAKE_AGENT := $(BUILD)/tests/tools/fake_agent
+$(FAKE_AGENT): $(BUILD)/obj/tests/tools/fake_agent.o $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(COMMON_LIB) $(LDLIBS)
+all: $(FAKE_AGENT)
+# ---- end registry test tools -----------------------------------------------------
+
+

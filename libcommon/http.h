@@ -14,18 +14,18 @@
 #define HTTP_MAX_PARAMS 8
 
 typedef struct http_req {
-    const char *method;       /* "GET" */
-    const char *target;       /* raw request target as sent: "/a%20b?x=1" */
-    const char *path;         /* decoded path without query: "/a b" */
-    const char *query;        /* raw query without '?', or "" */
-    const char *body;         /* NUL-terminated copy; may hold NULs inside */
+    const char *method; /* "GET" */
+    const char *target; /* raw request target as sent: "/a%20b?x=1" */
+    const char *path;   /* decoded path without query: "/a b" */
+    const char *query;  /* raw query without '?', or "" */
+    const char *body;   /* NUL-terminated copy; may hold NULs inside */
     size_t body_len;
-    const char *request_id;   /* X-Request-ID when sane, else a fresh UUID */
-    const char *client_addr;  /* "127.0.0.1" */
-    int n_params;             /* route parameters ({name} segments), decoded */
+    const char *request_id;  /* X-Request-ID when sane, else a fresh UUID */
+    const char *client_addr; /* "127.0.0.1" */
+    int n_params;            /* route parameters ({name} segments), decoded */
     const char *param_names[HTTP_MAX_PARAMS];
     const char *param_values[HTTP_MAX_PARAMS];
-    void *impl;               /* server internals */
+    void *impl; /* server internals */
 } http_req;
 
 typedef struct http_resp http_resp;
@@ -47,8 +47,8 @@ void http_reply(http_resp *resp, int status, const char *content_type, const voi
 /* Takes ownership of body (json_decref'd). */
 void http_reply_json(http_resp *resp, int status, json_t *body);
 /* Problem JSON; kind is the last part of the type URL ("invalid-api-params"). */
-void http_problem(http_resp *resp, int status, const char *kind, const char *title,
-                  const char *fmt, ...) TS_PRINTF(5, 6);
+void http_problem(http_resp *resp, int status, const char *kind, const char *title, const char *fmt,
+                  ...) TS_PRINTF(5, 6);
 void http_set_header(http_resp *resp, const char *name, const char *value);
 
 /* The problem body as a JSON object (also used by the gateway when relaying). */
@@ -59,17 +59,67 @@ json_t *http_problem_json(const char *kind, const char *title, const char *msg);
 typedef struct http_router http_router;
 http_router *http_router_new(void);
 void http_router_free(http_router *r);
-void http_route(http_router *r, const char *method, const char *pattern, http_handler h,
-                void *ctx);
+void http_route(http_router *r, const char *method, const char *pattern, http_handler h, void *ctx);
 /* Dispatch a request (the server calls this; tests call it directly). */
 void http_router_dispatch(http_router *r, http_req *req, http_resp *resp);
 
+/* ---- streaming: large request and response bodies ---------------------------
+ *
+ * Request bodies. A route registered with http_route_stream gets its body in
+ * chunks as they arrive instead of buffered (http.max_body does not apply to
+ * it), for uploads of any size. The server calls, on one worker thread:
+ *   begin(req, resp, ctx) once the headers are in (req->body is empty; route
+ *       parameters, headers and query work). It returns the request's state.
+ *       Setting a response here refuses the request before its body is read
+ *       (a body still on the way is dropped, or the connection closed).
+ *   body(req, resp, state, data, len) per chunk; false stops: the handler has
+ *       set a response, which is sent now (the rest of the body is dropped).
+ *   end(req, resp, state) once the whole body arrived: set the response.
+ *   done(state, completed) always, exactly once, at the very end (completed:
+ *       the response went out in full); frees the state. May be NULL.
+ * Streaming routes must be registered before the server starts. Dispatched
+ * without a server (http_router_dispatch, e.g. on an http_req_new_local), the
+ * same callbacks run on the buffered body in one chunk. */
+typedef struct http_stream_handler {
+    void *(*begin)(http_req *req, http_resp *resp, void *ctx);
+    bool (*body)(http_req *req, http_resp *resp, void *state, const char *data, size_t len);
+    void (*end)(http_req *req, http_resp *resp, void *state);
+    void (*done)(void *state, bool completed);
+} http_stream_handler;
+void http_route_stream(http_router *r, const char *method, const char *pattern,
+                       const http_stream_handler *h, void *ctx);
+
+/* Response bodies read while sending, after the handler returned (files of any
+ * size, archives generated on the fly). Headers set with http_set_header go
+ * out with them. The source belongs to the request; it is released once the
+ * response is done (or at http_req_free_local). A later http_reply* or
+ * http_problem with a body replaces it (the source is released unsent).
+ *
+ * len bytes of fd from offset (sendfile(2) where the kernel allows). The server
+ * owns fd from this call on and closes it. */
+void http_reply_fd(http_req *req, http_resp *resp, int status, const char *content_type, int fd,
+                   uint64_t offset, uint64_t len);
+
+/* A body produced by read(cls, pos, buf, max): the bytes written into buf
+ * (> 0), 0 at the end, -1 on an error (the connection is cut: the client sees
+ * a short body). size is the total or HTTP_SIZE_UNKNOWN (chunked encoding).
+ * release(cls) is called once, sent or not (may be NULL). */
+#define HTTP_SIZE_UNKNOWN UINT64_MAX
+typedef long (*http_body_reader)(void *cls, uint64_t pos, char *buf, size_t max);
+void http_reply_reader(http_req *req, http_resp *resp, int status, const char *content_type,
+                       uint64_t size, http_body_reader read, void (*release)(void *cls), void *cls);
+
+/* For handler tests without a server: the streamed body of a local request's
+ * response read to the end (heap, NUL-terminated; *len its length), or NULL
+ * when the response has no streamed body. */
+char *http_local_stream_body(http_req *req, const http_resp *resp, size_t *len);
+
 typedef struct http_server_opts {
-    const char *listen;        /* "127.0.0.1:8080" or ":8080"; port 0 picks a free one */
-    size_t max_body;           /* larger bodies get 413 problem JSON */
-    int threads;               /* worker threads (>= 1) */
-    int conn_timeout_s;        /* idle connection timeout */
-    const char *service;       /* for logs and the Server header */
+    const char *listen;  /* "127.0.0.1:8080" or ":8080"; port 0 picks a free one */
+    size_t max_body;     /* larger bodies get 413 problem JSON */
+    int threads;         /* worker threads (>= 1) */
+    int conn_timeout_s;  /* idle connection timeout */
+    const char *service; /* for logs and the Server header */
     /* Called after each response is queued (status, handling time), on the
      * worker thread, with the request still valid; may be NULL. */
     void (*on_complete)(const http_req *req, int status, int64_t latency_us, void *ctx);

@@ -2,7 +2,15 @@
  * request body under the size limit, builds the http_req a handler sees (raw
  * target, request id, client address), turns the http_resp into an MHD
  * response, and keeps the counters. Also the request accessors that need the
- * connection (headers, query arguments) and locally built requests. */
+ * connection (headers, query arguments) and locally built requests.
+ *
+ * Streaming (http.h): streaming routes live in a second, private router (the
+ * "stream router") tied to the public one. When a request's headers are in,
+ * the server dispatches it there first; a hit runs the route's begin and then
+ * feeds it the body chunk by chunk. The public router holds an adapter under
+ * the same pattern, so 405 answers list the method and local dispatch works.
+ * Streamed response bodies (a file descriptor or a reader) hang off the
+ * request until the response is built. */
 #include "libcommon/http.h"
 #include "libcommon/log.h"
 
@@ -16,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -26,6 +35,23 @@
 #define DISCARD_LIMIT (16 * 1024 * 1024)
 #define REQUEST_ID_MAX 64
 
+/* A streamed response body (http_reply_fd, http_reply_reader). */
+enum { SRC_NONE, SRC_FD, SRC_READER };
+typedef struct body_src {
+    int kind;
+    int status; /* the reply it belongs to */
+    int fd;
+    uint64_t offset, len;
+    http_body_reader read;
+    void (*release)(void *cls);
+    void *cls;
+} body_src;
+
+typedef struct stream_route {
+    http_stream_handler h;
+    void *ctx;
+} stream_route;
+
 /* What req->impl points to: the connection (served) or the headers (local),
  * and strings handed out for the life of the request. */
 struct http_req_impl {
@@ -34,11 +60,18 @@ struct http_req_impl {
     size_t n_headers;
     char **scratch;
     size_t n_scratch, cap_scratch;
+    body_src src;
+    /* Set by the stream router's trampoline while the server probes. */
+    const stream_route *probe_hit;
+    int n_params;
+    const char *param_names[HTTP_MAX_PARAMS];
+    const char *param_values[HTTP_MAX_PARAMS];
 };
 
 struct http_server {
     struct MHD_Daemon *daemon;
     http_router *router;
+    http_router *stream_router; /* NULL: no streaming routes */
     size_t max_body;
     char server_header[80];
     int listen_fd;
@@ -58,6 +91,13 @@ typedef struct req_ctx {
     size_t body_len, body_cap;
     size_t discarded;
     bool started, too_large, answered, counted;
+    /* Streaming routes: the request lives across the body's chunks. */
+    const stream_route *sr;
+    void *sstate;
+    bool sdone;
+    http_resp *spending; /* body() stopped: sent once the body is in (MHD's rule) */
+    http_req sreq;
+    char *spath, *squery;
     char request_id[REQUEST_ID_MAX + 1];
     char client_addr[INET6_ADDRSTRLEN];
     struct http_req_impl impl;
@@ -75,8 +115,16 @@ static const char *scratch_keep(struct http_req_impl *impl, char *s)
     return s;
 }
 
+static void src_release(body_src *src)
+{
+    if (src->kind == SRC_FD && src->fd >= 0) close(src->fd);
+    if (src->kind == SRC_READER && src->release) src->release(src->cls);
+    memset(src, 0, sizeof(*src));
+}
+
 static void impl_release(struct http_req_impl *impl)
 {
+    src_release(&impl->src);
     for (size_t i = 0; i < impl->n_scratch; i++)
         free(impl->scratch[i]);
     free(impl->scratch);
@@ -219,6 +267,196 @@ void http_req_free_local(http_req *req)
     free(l);
 }
 
+/* ---- streaming routes -------------------------------------------------------- */
+
+#define MAX_STREAM_ROUTERS 16
+
+/* Public router -> its stream router. Written while routes are registered
+ * (before any server starts), read at server start. */
+static struct {
+    http_router *pub, *stream;
+} g_stream_routers[MAX_STREAM_ROUTERS];
+static int g_n_stream_routers;
+static pthread_mutex_t g_stream_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static http_router *stream_router_of(http_router *pub, bool create)
+{
+    http_router *found = NULL;
+    pthread_mutex_lock(&g_stream_mu);
+    for (int i = 0; i < g_n_stream_routers && !found; i++)
+        if (g_stream_routers[i].pub == pub) found = g_stream_routers[i].stream;
+    if (!found && create) {
+        if (g_n_stream_routers == MAX_STREAM_ROUTERS)
+            ts_panic("http_route_stream: more than %d routers with streaming routes",
+                     MAX_STREAM_ROUTERS);
+        found = http_router_new();
+        g_stream_routers[g_n_stream_routers].pub = pub;
+        g_stream_routers[g_n_stream_routers].stream = found;
+        g_n_stream_routers++;
+    }
+    pthread_mutex_unlock(&g_stream_mu);
+    return found;
+}
+
+/* In the stream router: the server's probe hit this route. Route parameters
+ * point into the dispatch's buffer: keep copies for the whole request. */
+static void stream_probe_hit(http_req *req, http_resp *resp, void *ctx)
+{
+    (void)resp;
+    struct http_req_impl *impl = req->impl;
+    impl->probe_hit = ctx;
+    impl->n_params = req->n_params;
+    for (int i = 0; i < req->n_params; i++) {
+        impl->param_names[i] = scratch_keep(impl, ts_strdup(req->param_names[i]));
+        impl->param_values[i] = scratch_keep(impl, ts_strdup(req->param_values[i]));
+    }
+}
+
+/* In the public router: the whole (buffered) body in one chunk; reached by
+ * local dispatch (the server streams such requests before this could run). */
+static void stream_buffered(http_req *req, http_resp *resp, void *ctx)
+{
+    const stream_route *sr = ctx;
+    void *state = sr->h.begin(req, resp, sr->ctx);
+    bool completed = false;
+    if (http_resp_status(resp) == 0) {
+        bool go = true;
+        if (req->body_len && sr->h.body)
+            go = sr->h.body(req, resp, state, req->body, req->body_len);
+        if (go) {
+            sr->h.end(req, resp, state);
+            completed = true;
+        }
+    }
+    if (http_resp_status(resp) == 0)
+        http_problem(resp, 500, "internal-server-error", NULL, "the handler produced no response");
+    if (sr->h.done) sr->h.done(state, completed);
+}
+
+void http_route_stream(http_router *r, const char *method, const char *pattern,
+                       const http_stream_handler *h, void *ctx)
+{
+    if (!h || !h->begin || !h->end)
+        ts_panic("http_route_stream: %s %s without begin or end", method ? method : "(null)",
+                 pattern ? pattern : "(null)");
+    stream_route *sr = ts_calloc(1, sizeof(*sr)); /* lives as long as the routers */
+    sr->h = *h;
+    sr->ctx = ctx;
+    http_route(stream_router_of(r, true), method, pattern, stream_probe_hit, sr);
+    http_route(r, method, pattern, stream_buffered, sr);
+}
+
+/* ---- streamed response bodies --------------------------------------------------- */
+
+static void set_src(http_req *req, const body_src *src)
+{
+    struct http_req_impl *impl = req->impl;
+    src_release(&impl->src);
+    impl->src = *src;
+}
+
+void http_reply_fd(http_req *req, http_resp *resp, int status, const char *content_type, int fd,
+                   uint64_t offset, uint64_t len)
+{
+    http_reply(resp, status, content_type, "", 0);
+    body_src src = {.kind = SRC_FD, .status = status, .fd = fd, .offset = offset, .len = len};
+    set_src(req, &src);
+}
+
+void http_reply_reader(http_req *req, http_resp *resp, int status, const char *content_type,
+                       uint64_t size, http_body_reader read, void (*release)(void *cls), void *cls)
+{
+    http_reply(resp, status, content_type, "", 0);
+    body_src src = {.kind = SRC_READER,
+                    .status = status,
+                    .fd = -1,
+                    .len = size,
+                    .read = read,
+                    .release = release,
+                    .cls = cls};
+    set_src(req, &src);
+}
+
+/* The source still belongs to the response resp holds (not replaced since). */
+static body_src *src_current(struct http_req_impl *impl, const http_resp *resp)
+{
+    size_t len = 0;
+    (void)http_resp_body(resp, &len);
+    if (!impl || impl->src.kind == SRC_NONE) return NULL;
+    if (impl->src.status != http_resp_status(resp) || len != 0) return NULL;
+    return &impl->src;
+}
+
+char *http_local_stream_body(http_req *req, const http_resp *resp, size_t *len)
+{
+    body_src *src = src_current(req->impl, resp);
+    if (!src) return NULL;
+    size_t cap = 64 * 1024, n = 0;
+    char *out = ts_malloc(cap + 1);
+    for (;;) {
+        if (n == cap) out = ts_realloc(out, (cap *= 2) + 1);
+        long got;
+        if (src->kind == SRC_FD) {
+            uint64_t left = src->len - n;
+            if (left == 0) break;
+            size_t want = cap - n < left ? cap - n : (size_t)left;
+            got = pread(src->fd, out + n, want, (off_t)(src->offset + n));
+        } else {
+            if (src->len != HTTP_SIZE_UNKNOWN && n >= src->len) break;
+            got = src->read(src->cls, n, out + n, cap - n);
+        }
+        if (got <= 0) break;
+        n += (size_t)got;
+    }
+    out[n] = '\0';
+    *len = n;
+    return out;
+}
+
+typedef struct reader_box {
+    body_src src;
+} reader_box;
+
+static ssize_t reader_cb(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    reader_box *b = cls;
+    long n = b->src.read(b->src.cls, pos, buf, max);
+    if (n == 0) return MHD_CONTENT_READER_END_OF_STREAM;
+    if (n < 0) return MHD_CONTENT_READER_END_WITH_ERROR;
+    return (ssize_t)n;
+}
+
+static void reader_free(void *cls)
+{
+    reader_box *b = cls;
+    src_release(&b->src);
+    free(b);
+}
+
+/* The MHD response for a streamed body (the source moves into it), or NULL. */
+static struct MHD_Response *src_response(body_src *src)
+{
+    struct MHD_Response *mr = NULL;
+    if (src->kind == SRC_FD) {
+        if (src->len == 0) {
+            mr = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+        } else {
+            mr = MHD_create_response_from_fd_at_offset64(src->len, src->fd, src->offset);
+            if (mr) src->fd = -1; /* MHD closes it */
+        }
+        src_release(src);
+    } else if (src->kind == SRC_READER) {
+        reader_box *b = ts_calloc(1, sizeof(*b));
+        b->src = *src;
+        memset(src, 0, sizeof(*src));
+        mr = MHD_create_response_from_callback(b->src.len == HTTP_SIZE_UNKNOWN ? MHD_SIZE_UNKNOWN
+                                                                               : b->src.len,
+                                               64 * 1024, reader_cb, b, reader_free);
+        if (!mr) reader_free(b);
+    }
+    return mr;
+}
+
 /* ---- answering ------------------------------------------------------------- */
 
 static void account(http_server *s, int status, int64_t dur)
@@ -277,8 +515,11 @@ static enum MHD_Result send_resp(http_server *s, req_ctx *rc, struct MHD_Connect
 {
     size_t len = 0;
     const char *body = http_resp_body(resp, &len);
+    body_src *src = src_current(&rc->impl, resp);
     struct MHD_Response *mr =
-        MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+        src ? src_response(src)
+            : MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+    src_release(&rc->impl.src); /* a replaced source goes unsent */
     if (!mr) {
         TLOG_ERROR("http response could not be created", "len=%zu", len);
         return MHD_NO;
@@ -376,6 +617,102 @@ static void body_append(req_ctx *rc, const char *data, size_t n)
     rc->body[rc->body_len] = '\0';
 }
 
+/* ---- streaming requests --------------------------------------------------------- */
+
+static void stream_params(req_ctx *rc)
+{
+    rc->sreq.n_params = rc->impl.n_params;
+    for (int i = 0; i < rc->impl.n_params; i++) {
+        rc->sreq.param_names[i] = rc->impl.param_names[i];
+        rc->sreq.param_values[i] = rc->impl.param_values[i];
+    }
+}
+
+/* Is this a streaming route's request? Then rc keeps the request (rc->sreq)
+ * for the whole body. */
+static bool stream_probe(http_server *s, req_ctx *rc, struct MHD_Connection *conn, const char *url,
+                         const char *method)
+{
+    if (!s->stream_router) return false;
+    build_req(rc, conn, url, method, &rc->sreq, &rc->spath, &rc->squery);
+    http_resp *resp = http_resp_new();
+    http_router_dispatch(s->stream_router, &rc->sreq, resp);
+    http_resp_free(resp);
+    rc->sr = rc->impl.probe_hit;
+    if (!rc->sr) {
+        free(rc->spath);
+        free(rc->squery);
+        rc->spath = rc->squery = NULL;
+        return false;
+    }
+    return true;
+}
+
+/* The response the stream callbacks set (a 500 when they set none). */
+static enum MHD_Result stream_answer(http_server *s, req_ctx *rc, struct MHD_Connection *conn,
+                                     http_resp *resp, const char *what)
+{
+    if (http_resp_status(resp) == 0) {
+        TLOG_ERROR("http stream handler set no response", "step=%s path=%s", what, rc->spath);
+        http_problem(resp, 500, "internal-server-error", NULL, "the handler produced no response");
+    }
+    stream_params(rc);
+    return send_resp(s, rc, conn, &rc->sreq, resp);
+}
+
+static enum MHD_Result stream_begin(http_server *s, req_ctx *rc, struct MHD_Connection *conn)
+{
+    http_resp *resp = http_resp_new();
+    stream_params(rc);
+    tlog_ctx_request(rc->request_id);
+    rc->sstate = rc->sr->h.begin(&rc->sreq, resp, rc->sr->ctx);
+    tlog_ctx_request(NULL);
+    enum MHD_Result ret = MHD_YES;
+    if (http_resp_status(resp) != 0) ret = stream_answer(s, rc, conn, resp, "begin");
+    http_resp_free(resp);
+    return ret;
+}
+
+/* libmicrohttpd queues a response only before the body or after all of it:
+ * when body() stops, the rest is read and dropped (up to DISCARD_LIMIT, then
+ * the connection is cut) and its answer goes out at the end. */
+static enum MHD_Result stream_step(http_server *s, req_ctx *rc, struct MHD_Connection *conn,
+                                   const char *data, size_t *size)
+{
+    enum MHD_Result ret = MHD_YES;
+    if (rc->spending) {
+        if (*size) {
+            rc->discarded += *size;
+            *size = 0;
+            if (rc->discarded <= DISCARD_LIMIT) return MHD_YES;
+            TLOG_INFO("http stream refused mid-body; closing", "path=%s request_id=%s", rc->spath,
+                      rc->request_id);
+            return MHD_NO;
+        }
+        ret = stream_answer(s, rc, conn, rc->spending, "body");
+        http_resp_free(rc->spending);
+        rc->spending = NULL;
+        return ret;
+    }
+    http_resp *resp = http_resp_new();
+    stream_params(rc);
+    tlog_ctx_request(rc->request_id);
+    if (*size) {
+        size_t n = *size;
+        *size = 0;
+        if (rc->sr->h.body && !rc->sr->h.body(&rc->sreq, resp, rc->sstate, data, n)) {
+            rc->spending = resp;
+            resp = NULL;
+        }
+    } else {
+        rc->sr->h.end(&rc->sreq, resp, rc->sstate);
+        ret = stream_answer(s, rc, conn, resp, "end");
+    }
+    tlog_ctx_request(NULL);
+    http_resp_free(resp);
+    return ret;
+}
+
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 {
     (void)cls;
@@ -396,6 +733,13 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (rc->counted) atomic_fetch_sub(&s->inflight, 1);
     if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && toe != MHD_REQUEST_TERMINATED_CLIENT_ABORT)
         TLOG_DEBUG("http request ended early", "code=%d answered=%d", (int)toe, rc->answered);
+    if (rc->sr && !rc->sdone && rc->sr->h.done) {
+        rc->sdone = true;
+        rc->sr->h.done(rc->sstate, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK && rc->answered);
+    }
+    free(rc->spath);
+    free(rc->squery);
+    http_resp_free(rc->spending);
     impl_release(&rc->impl);
     free(rc->raw_target);
     free(rc->body);
@@ -412,16 +756,20 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     req_ctx *rc = *con_cls;
     if (!rc) *con_cls = rc = on_uri(s, url, conn);
 
-    if (rc->answered) { /* 413 sent from the headers alone */
+    if (rc->answered) { /* 413 sent from the headers alone, or a stream refused early */
+        rc->discarded += *upload_data_size;
         *upload_data_size = 0;
+        if (rc->sr && rc->discarded > DISCARD_LIMIT) return MHD_NO;
         return MHD_YES;
     }
+    if (rc->sr) return stream_step(s, rc, conn, upload_data, upload_data_size);
     if (!rc->started) {
         rc->started = true;
         rc->counted = true;
         atomic_fetch_add(&s->inflight, 1);
         pick_request_id(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-ID"),
                         rc->request_id);
+        if (stream_probe(s, rc, conn, url, method)) return stream_begin(s, rc, conn);
         const char *cl =
             MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (cl && content_length_over(cl, s->max_body))
@@ -582,6 +930,7 @@ http_server *http_server_start(const http_server_opts *opts, http_router *router
 
     http_server *s = ts_calloc(1, sizeof(*s));
     s->router = router;
+    s->stream_router = stream_router_of(router, false);
     s->listen_fd = fd;
     s->on_complete = opts->on_complete;
     s->on_complete_ctx = opts->on_complete_ctx;

@@ -6,6 +6,7 @@
 #include "credentials.h"
 #include "keypairs.h"
 #include "login.h"
+#include "session_context.h"
 #include "users.h"
 
 void auth_routes(svc *s)
@@ -15,4 +16,5 @@ void auth_routes(svc *s)
     users_routes(s);       /* /v1/admin/users... */
     keypairs_routes(s);    /* /v1/admin/keypairs... */
     admin_resources_routes(s);
+    session_context_routes(s); /* GET /v1/session-context (for tessera-registry) */
 }

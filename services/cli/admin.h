@@ -55,7 +55,8 @@ typedef struct admin_verb {
     const char *name; /* "issue" */
     admin_verb_kind kind;
     const char *summary;
-    const char *done; /* past tense for the confirmation line: "revoked" */
+    const char *done;   /* past tense for the confirmation line: "revoked" */
+    const char *suffix; /* verbs without an ID: appended to the path ("/scan"), or NULL */
 } admin_verb;
 
 typedef struct admin_resource {

@@ -1,5 +1,7 @@
 /* admin_table.c: the resources of `tessera admin`, as data (see admin.h and
- * docs/api.md "Admin REST"). The fields' keys are the API's JSON members. */
+ * docs/api.md "Admin REST"). The fields' keys are the API's JSON members.
+ * agent, resource-group and image are served by tessera-registry (the gateway
+ * routes those paths there); the others by tessera-auth. */
 #include "services/cli/admin.h"
 
 #define CU (AF_CREATE | AF_UPDATE)
@@ -64,6 +66,31 @@ static const admin_verb rg_verbs[] = {
     {"list", AV_LIST, "list who may use which resource group", NULL},
     {"add", AV_BODY_POST, "let a domain, project or keypair use a resource group", "added"},
     {"remove", AV_BODY_DELETE, "take that permission away", "removed"},
+    END,
+};
+
+static const admin_verb agent_verbs[] = {
+    {"list", AV_LIST, "list agents with their capacity and occupancy", NULL},
+    {"get", AV_GET, "show one agent (slots, devices, occupancy, heartbeat)", NULL},
+    END,
+};
+
+static const admin_verb rgroup_verbs[] = {
+    {"list", AV_LIST, "list resource groups (scaling groups)", NULL},
+    {"get", AV_GET, "show one resource group", NULL},
+    {"create", AV_CREATE, "create a resource group (superadmins)", NULL},
+    {"update", AV_UPDATE, "change the given fields (superadmins)", "updated"},
+    END,
+};
+
+static const admin_verb image_verbs[] = {
+    {"list", AV_LIST, "list registered images", NULL},
+    {"get", AV_GET, "show one image (labels, service ports, minimum slots, runtime)", NULL},
+    {"register", AV_CREATE, "register an image by reference (read from the OCI registry)", NULL},
+    {"delete", AV_DELETE, "forget an image", "deleted"},
+    {"scan", AV_BODY_POST,
+     "register every image in the OCI registry's catalog (--json: which, and failures)",
+     "scan done", "/scan"},
     END,
 };
 
@@ -162,6 +189,36 @@ static const admin_field rg_fields[] = {
     END,
 };
 
+static const admin_field agent_fields[] = {
+    {"status", "status", AT_STR, AF_FILTER, "STATUS", "only agents with this status (ALIVE, LOST)",
+     NULL},
+    {"resource-group", "resource_group", AT_STR, AF_FILTER, "GROUP",
+     "only agents of this resource group", NULL},
+    END,
+};
+
+static const admin_field rgroup_fields[] = {
+    {"name", "name", AT_STR, POS, "NAME", "resource group name", NULL},
+    {"description", "description", AT_STR, CU, "TEXT", "description", NULL},
+    {"active", "is_active", AT_BOOL, CU, NULL, "active (--no-active: inactive)", NULL},
+    {"scheduler", "scheduler", AT_STR, CU, "POLICY", "queue order: fifo, lifo or drf", NULL},
+    {"agent-selector", "agent_selector", AT_STR, CU, "SELECTOR",
+     "placement: concentrated, dispersed or roundrobin", NULL},
+    {"session-types", "allowed_session_types", AT_LIST, CU, "TYPES",
+     "allowed session types, e.g. interactive,batch,inference", NULL},
+    {"pending-timeout", "pending_timeout", AT_INT, CU, "SECONDS",
+     "cancel sessions pending longer (0: never)", NULL},
+    {"active", "is_active", AT_BOOL, AF_FILTER, NULL, "only active (--no-active: inactive) ones",
+     NULL},
+    END,
+};
+
+static const admin_field image_fields[] = {
+    {"reference", "reference", AT_STR, POS, "REFERENCE",
+     "image reference, e.g. registry:5000/tessera/busybox:latest", NULL},
+    END,
+};
+
 static const admin_field log_fields[] = {
     {"access-key", "access_key", AT_STR, AF_FILTER, "KEY", "requests signed with this key", NULL},
     {"user", "user_id", AT_STR, AF_FILTER, "USER", "requests of this user (id or e-mail)", "user"},
@@ -247,6 +304,36 @@ static const out_column rg_cols[] = {
     END,
 };
 
+static const out_column agent_cols[] = {
+    {"ID", "id", OUT_TEXT},
+    {"STATUS", "status", OUT_TEXT},
+    {"RESOURCE GROUP", "resource_group", OUT_TEXT},
+    {"ARCH", "architecture", OUT_TEXT},
+    {"KERNELS", "kernels", OUT_TEXT},
+    {"LAST HEARTBEAT", "last_heartbeat", OUT_TIME},
+    {"SLOTS", "slots", OUT_TEXT},
+    {"OCCUPIED", "occupied_slots", OUT_TEXT},
+    END,
+};
+
+static const out_column rgroup_cols[] = {
+    {"NAME", "name", OUT_TEXT},
+    {"ACTIVE", "is_active", OUT_TEXT},
+    {"SCHEDULER", "scheduler", OUT_TEXT},
+    {"SELECTOR", "agent_selector", OUT_TEXT},
+    {"SESSION TYPES", "allowed_session_types", OUT_TEXT},
+    {"PENDING TIMEOUT", "pending_timeout", OUT_TEXT},
+    {"AGENTS", "agents", OUT_TEXT},
+    {"DESCRIPTION", "description", OUT_TEXT},
+    END,
+};
+
+static const out_column image_cols[] = {
+    {"REFERENCE", "reference", OUT_TEXT},  {"ARCH", "architecture", OUT_TEXT},
+    {"RUNTIME", "runtime_type", OUT_TEXT}, {"REGISTERED", "registered_at", OUT_TIME},
+    {"MIN SLOTS", "min_slots", OUT_TEXT},  END,
+};
+
 static const out_column log_cols[] = {
     {"TIME", "occurred_at", OUT_TIME},
     {"ACCESS KEY", "access_key", OUT_TEXT},
@@ -280,6 +367,13 @@ const admin_resource admin_resources[] = {
      NULL},
     {"access-log", "the API access log (filters, newest first)", "/admin/access-log", NULL, NULL,
      NULL, NULL, "list", log_verbs, log_fields, log_cols, NULL},
+    {"agent", "agents (nodes): capacity, occupancy, heartbeats", "/admin/agents", "AGENT_ID", "id",
+     NULL, NULL, NULL, agent_verbs, agent_fields, agent_cols, NULL},
+    {"resource-group", "resource groups (scaling groups): scheduler, placement, session types",
+     "/admin/resource-groups", "NAME", "name", NULL, NULL, NULL, rgroup_verbs, rgroup_fields,
+     rgroup_cols, NULL},
+    {"image", "images sessions may use (from the OCI registry)", "/admin/images", "REFERENCE",
+     "reference", NULL, NULL, NULL, image_verbs, image_fields, image_cols, NULL},
 };
 
 const size_t admin_resource_count = sizeof(admin_resources) / sizeof(admin_resources[0]);

@@ -63,8 +63,9 @@ static void list_resources(FILE *out, const char *group)
 static void admin_usage(FILE *out)
 {
     fprintf(out, "Usage: tessera admin RESOURCE VERB [ARGS] [--json]\n\n"
-                 "Manage identity through the gateway's admin REST API (superadmins; domain\n"
-                 "admins within their domain). Tables by default, the API's JSON with --json.\n\n"
+                 "Manage identity and the cluster (agents, resource groups, images) through\n"
+                 "the gateway's admin REST API (superadmins; domain admins within their\n"
+                 "domain). Tables by default, the API's JSON with --json.\n\n"
                  "Resources:\n");
     list_resources(out, NULL);
     fprintf(out, "\n`tessera admin RESOURCE --help` lists its verbs, "
@@ -189,6 +190,12 @@ static int run_verb(cli *c, const admin_resource *r, const admin_verb *v, admin_
                   v->kind == AV_MEMBERS || v->kind == AV_ADD_MEMBERS || v->kind == AV_DEL_MEMBERS;
     if (has_id) rc = admin_resolve_id(c, r, a->pos[0], &id);
     if (rc == CLI_OK) rc = admin_args_build(c, r, v, a, &body, &path);
+    if (rc == CLI_OK && v->suffix) { /* "/admin/images?q" -> "/admin/images/scan?q" */
+        size_t n = strcspn(path, "?");
+        char *p = ts_asprintf("%.*s%s%s", (int)n, path, v->suffix, path + n);
+        free(path);
+        path = p;
+    }
     if (rc == CLI_OK && has_id) {
         char *eid = client_escape(id);
         bool members = v->kind >= AV_MEMBERS && v->kind <= AV_DEL_MEMBERS;

@@ -27,4 +27,7 @@ int cmd_logout(cli *c, const cli_command *self, int argc, char **argv);
 int cmd_whoami(cli *c, const cli_command *self, int argc, char **argv);
 int cmd_password(cli *c, const cli_command *self, int argc, char **argv);
 
+/* cmd_session.c: `tessera session SUBCOMMAND` (its own --help at every level) */
+int cmd_session(cli *c, const cli_command *self, int argc, char **argv);
+
 #endif

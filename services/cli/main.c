@@ -53,6 +53,9 @@ static int cmd_status(cli *c, const cli_command *self, int argc, char **argv)
     return status == 200 ? CLI_OK : CLI_FAIL;
 }
 
+/* cmd_vfolder.c */
+int cmd_vfolder(cli *c, const cli_command *self, int argc, char **argv);
+
 static int run_admin(cli *c, const cli_command *self, int argc, char **argv)
 {
     (void)self;
@@ -86,8 +89,12 @@ static const cli_command commands[] = {
      "Options:\n"
      "      --password-stdin     read the three lines (current, new, new again) from stdin",
      cmd_password},
-    {"admin", "manage users, keypairs, domains, projects, policies, access (admins)",
+    {"session", "create, list, inspect, use and destroy compute sessions",
+     NULL /* its own --help at every level */, cmd_session},
+    {"admin", "manage identity, policies, access, agents, resource groups, images (admins)",
      NULL /* its own --help at every level */, run_admin},
+    {"vfolder", "create, share and manage virtual folders and their files",
+     NULL /* its own --help at every level */, cmd_vfolder},
 };
 
 void cli_command_help(const cli_command *cmd, FILE *out)

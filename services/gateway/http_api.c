@@ -5,6 +5,8 @@
 #include "http_api.h"
 
 #include "proxy.h"
+#include "folders.h"
+#include "sessions.h"
 #include "verify.h"
 
 #include <stdlib.h>
@@ -143,4 +145,6 @@ void gateway_routes(gateway *gw)
                                         "/admin/{a}/{b}/{c}", "/admin/{a}/{b}/{c}/{d}"};
     for (size_t i = 0; i < TS_ARRAY_LEN(admin); i++)
         http_route(r, "*", admin[i], h_admin, gw);
+    sessions_routes(gw);
+    folders_routes(gw);
 }

@@ -1,10 +1,12 @@
-/* proxy.c: calls to tessera-auth: credential look-ups and forwarded requests. */
+/* proxy.c: credential look-ups on tessera-auth, and requests forwarded to an
+ * upstream service (auth, registry) on a caller's behalf. */
 #include "proxy.h"
 
 #include "libcommon/log.h"
 #include "upstream.h"
 
 #include <curl/curl.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -18,11 +20,11 @@ static const char *const RELAYED[] = {"Retry-After", "Allow", "Location", "Conte
                                       NULL};
 #define MAX_RELAYED 8
 
-static _Atomic uint64_t g_failures;
+static proxy_upstream g_auth = {.name = "tessera-auth"};
 
 uint64_t proxy_failures(void)
 {
-    return atomic_load(&g_failures);
+    return atomic_load(&g_auth.failures);
 }
 
 /* ---- credential look-ups ---------------------------------------------------------- */
@@ -191,17 +193,18 @@ static bool _is_json(const char *ct)
                   strncasecmp(ct, "application/problem+json", 24) == 0);
 }
 
-void proxy_to_auth(gateway *gw, http_req *req, http_resp *resp, const char *target,
-                   const gw_identity *id, const void *body, size_t len)
+void proxy_forward(proxy_upstream *up, const char *base_url, int64_t timeout_ms, http_req *req,
+                   http_resp *resp, const char *target, const gw_identity *id, const void *body,
+                   size_t len)
 {
-    char *url = ts_asprintf("%s%s", *gw->auth_url, target);
+    char *url = ts_asprintf("%s%s", base_url, target);
     CURL *h = _curl();
     curl_easy_reset(h);
     char errbuf[CURL_ERROR_SIZE] = "";
     answer a = {0};
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)*gw->auth_timeout_ms);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 2000L);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, _on_body);
@@ -245,16 +248,23 @@ void proxy_to_auth(gateway *gw, http_req *req, http_resp *resp, const char *targ
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
     curl_slist_free_all(hdrs);
     if (rc != CURLE_OK) {
-        atomic_fetch_add(&g_failures, 1);
+        atomic_fetch_add(&up->failures, 1);
+        bool slow = rc == CURLE_OPERATION_TIMEDOUT;
         const char *why = a.overflow  ? "answer too large"
                           : errbuf[0] ? errbuf
                                       : curl_easy_strerror(rc);
         char q[300];
-        TLOG_WARN("tessera-auth did not answer a forwarded request", "method=%s url=%s error=%s",
-                  method, url, tlog_quote(q, sizeof(q), why));
+        TLOG_WARN("upstream did not answer a forwarded request",
+                  "upstream=%s method=%s url=%s timeout_ms=%" PRId64 " error=%s", up->name, method,
+                  url, timeout_ms, tlog_quote(q, sizeof(q), why));
         /* The details (internal addresses) go to the log, not to the client. */
-        http_problem(resp, 503, "service-unavailable", "Service Unavailable",
-                     "tessera-auth is not reachable right now; try again later");
+        if (slow)
+            http_problem(resp, 503, "service-unavailable", "Service Unavailable",
+                         "%s did not answer within %" PRId64 " ms; try again later", up->name,
+                         timeout_ms);
+        else
+            http_problem(resp, 503, "service-unavailable", "Service Unavailable",
+                         "%s is not reachable right now; try again later", up->name);
         _answer_free(&a);
         free(url);
         return;
@@ -266,10 +276,10 @@ void proxy_to_auth(gateway *gw, http_req *req, http_resp *resp, const char *targ
     if (status >= 500 && !_is_json(rct)) {
         /* Never hand the client a bare 5xx: wrap it. */
         http_problem(resp, status == 503 ? 503 : 502,
-                     status == 503 ? "service-unavailable" : "bad-gateway", NULL,
-                     "tessera-auth answered %ld", status);
+                     status == 503 ? "service-unavailable" : "bad-gateway", NULL, "%s answered %ld",
+                     up->name, status);
     } else if (status < 100 || status > 599) {
-        http_problem(resp, 502, "bad-gateway", NULL, "tessera-auth answered HTTP status %ld",
+        http_problem(resp, 502, "bad-gateway", NULL, "%s answered HTTP status %ld", up->name,
                      status);
     } else {
         http_reply(resp, (int)status, rct ? rct : "application/json", a.body ? a.body : "", a.len);
@@ -278,4 +288,10 @@ void proxy_to_auth(gateway *gw, http_req *req, http_resp *resp, const char *targ
     }
     _answer_free(&a);
     free(url);
+}
+
+void proxy_to_auth(gateway *gw, http_req *req, http_resp *resp, const char *target,
+                   const gw_identity *id, const void *body, size_t len)
+{
+    proxy_forward(&g_auth, *gw->auth_url, *gw->auth_timeout_ms, req, resp, target, id, body, len);
 }

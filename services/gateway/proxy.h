@@ -1,8 +1,10 @@
-/* proxy.h: the gateway's calls to tessera-auth (docs/internal-api.md):
- * credential look-ups for the cache, and requests forwarded on a caller's
- * behalf with X-Tessera-Caller, X-Tessera-Caller-Access-Key and X-Request-ID.
- * Auth's status, body, Content-Type and Retry-After/Allow/Location headers
- * are relayed; when auth cannot be reached the answer is a 503 problem. */
+/* proxy.h: the gateway's calls to the services behind it (docs/internal-api.md):
+ * credential look-ups on tessera-auth for the cache, and requests forwarded on
+ * a caller's behalf (to auth, to the registry) with X-Tessera-Caller,
+ * X-Tessera-Caller-Access-Key and X-Request-ID. The upstream's status, body,
+ * Content-Type and Retry-After/Allow/Location/Content-Disposition headers are
+ * relayed; a bare (non-JSON) 5xx is wrapped in a problem; when the upstream
+ * cannot be reached or does not answer in time the answer is a 503 problem. */
 #ifndef GATEWAY_PROXY_H
 #define GATEWAY_PROXY_H
 
@@ -10,8 +12,24 @@
 #include "gateway.h"
 #include "verify.h"
 
+#include <stdatomic.h>
+
 /* cred_fetch_fn for the cache: GET <auth>/v1/credentials/{ak}; ctx is the gateway. */
 cred_result proxy_fetch_credentials(void *gw, const char *access_key, cred *out, ts_err *err);
+
+/* A service requests are forwarded to; one static instance per upstream. */
+typedef struct proxy_upstream {
+    const char *name;          /* "tessera-registry": in messages and log lines */
+    _Atomic uint64_t failures; /* forwarded calls it did not answer (for /metrics) */
+} proxy_upstream;
+
+/* Forward req to <base_url><target> with req's method and Content-Type, and
+ * body (len bytes; may differ from req's); id is the caller (NULL:
+ * anonymous); the upstream has timeout_ms to answer completely. The thread
+ * blocks meanwhile (one HTTP worker thread per forwarded call). */
+void proxy_forward(proxy_upstream *up, const char *base_url, int64_t timeout_ms, http_req *req,
+                   http_resp *resp, const char *target, const gw_identity *id, const void *body,
+                   size_t len);
 
 /* Forward req to <auth><upstream_target> with req's method and
  * Content-Type, and body (len bytes; may differ from req's); id is the
@@ -19,7 +37,7 @@ cred_result proxy_fetch_credentials(void *gw, const char *access_key, cred *out,
 void proxy_to_auth(gateway *gw, http_req *req, http_resp *resp, const char *upstream_target,
                    const gw_identity *id, const void *body, size_t len);
 
-/* Forwarded calls that got no answer from auth. */
+/* Forwarded calls that got no answer from auth (auth.timeout). */
 uint64_t proxy_failures(void);
 
 #endif

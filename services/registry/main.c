@@ -1,17 +1,107 @@
-/* tessera-registry: sessions, kernels, agents, resource groups and images (system of record).
- *
- * Wiring only: start-up, dependencies and the health endpoints come from
- * libcommon/svc.c. Its domain logic arrives with its own issue. */
-#include "libcommon/svc.h"
+/* tessera-registry: sessions, kernels, agents, resource groups and images
+ * (the system of record). Wiring only; each concern has its own file
+ * (registry.h lists them). */
+#include "agents.h"
+#include "housekeeping.h"
+#include "http_api.h"
+#include "libcommon/log.h"
+#include "lifecycle.h"
+#include "occupancy_sync.h"
+
+#include <sodium.h>
+
+extern const pg_migration registry_migrations[];
+extern const size_t registry_migrations_count;
+
+reg_config reg_cfg;
+svc *reg_svc;
+
+static const cfg_option registry_options[] = {
+    {"auth.url", CFG_STRING, &reg_cfg.auth_url, "http://127.0.0.1:8091", 0, 0, NULL, false, NULL,
+     "tessera-auth (session contexts: owner, policy, allowed resource groups)"},
+    {"auth.timeout", CFG_DURATION, &reg_cfg.auth_timeout_ms, "5s", 100, 600000, NULL, false, NULL,
+     "time limit of a call to tessera-auth"},
+    {"oci.registry", CFG_STRING, &reg_cfg.oci_registry, "", 0, 0, NULL, false, NULL,
+     "default OCI registry (host:port) for image references without one, and for scans"},
+    {"oci.plain_http", CFG_BOOL, &reg_cfg.oci_plain_http, "true", 0, 0, NULL, false, NULL,
+     "reach OCI registries over http:// (development); false: https://"},
+    {"oci.timeout", CFG_DURATION, &reg_cfg.oci_timeout_ms, "10s", 100, 600000, NULL, false, NULL,
+     "time limit of a request to an OCI registry"},
+    {"registry.agent_lost_timeout", CFG_DURATION, &reg_cfg.agent_lost_timeout_ms, "30s", 1000,
+     86400000.0, NULL, false, NULL,
+     "an agent without a heartbeat for this long is LOST and its sessions end in ERROR"},
+    {"registry.lost_check_interval", CFG_DURATION, &reg_cfg.lost_check_interval_ms, "1s", 100,
+     600000, NULL, false, NULL, "how often agents' heartbeats are checked"},
+    {"registry.auto_register_images", CFG_BOOL, &reg_cfg.auto_register_images, "true", 0, 0, NULL,
+     false, NULL, "register an unknown image on first use when its OCI registry has it"},
+    {"registry.reconcile_interval", CFG_DURATION, &reg_cfg.reconcile_interval_ms, "2s", 100, 600000,
+     NULL, false, NULL,
+     "how often Redis is checked for lost occupancy (then rebuilt from PostgreSQL)"},
+    {"registry.redis_prefix", CFG_STRING, &reg_cfg.redis_prefix, "", 0, 0, NULL, false, NULL,
+     "prefix of the occupancy keys in Redis (the scheduler's must match)"},
+    {"registry.default_wait", CFG_DURATION, &reg_cfg.default_wait_ms, "5s", 0, 3600000, NULL, false,
+     NULL, "how long a create waits for RUNNING when maxWaitSeconds is not given"},
+    {"registry.max_wait", CFG_DURATION, &reg_cfg.max_wait_ms, "60s", 0, 3600000, NULL, false, NULL,
+     "the longest a create waits (larger maxWaitSeconds are cut to this)"},
+    {"registry.max_waiting_creates", CFG_INT, &reg_cfg.max_waiting_creates, "2", 0, 256, NULL,
+     false, NULL,
+     "create calls that may wait at once (each holds an HTTP worker thread); later ones answer "
+     "at once as with enqueueOnly"},
+    {"registry.default_slots", CFG_STRING, &reg_cfg.default_slots, "cpu=1 mem=1g", 0, 0, NULL,
+     false, NULL,
+     "slots of a kernel whose request names none of them (raised to the image's minimums)"},
+    {NULL},
+};
+
+static bool registry_setup(svc *s, ts_err *err)
+{
+    reg_svc = s;
+    if (sodium_init() < 0) {
+        ts_err_set(err, "libsodium failed to initialize");
+        return false;
+    }
+    slots_t check;
+    if (!slots_parse_text(&check, reg_cfg.default_slots, err)) {
+        ts_err_prefix(err, "registry.default_slots");
+        return false;
+    }
+    registry_routes(s);
+    return true;
+}
+
+static bool registry_start(svc *s, ts_err *err)
+{
+    /* Redis holds what PostgreSQL says, from the start. */
+    if (!occupancy_rebuild(err)) {
+        ts_err_prefix(err, "occupancy rebuild");
+        return false;
+    }
+    if (!agents_start(s, err) || !lifecycle_start(s, err)) return false;
+    return housekeeping_start(err);
+}
+
+static void registry_stop(svc *s)
+{
+    (void)s;
+    housekeeping_stop();
+    lifecycle_stop();
+    agents_stop();
+}
 
 int main(int argc, char **argv)
 {
-    static const svc_spec spec = {
+    static svc_spec spec = {
         .name = "registry",
         .summary = "sessions, kernels, agents, resource groups and images (system of record)",
         .default_listen = "127.0.0.1:8092",
         .needs = SVC_NEEDS_PG | SVC_NEEDS_REDIS | SVC_NEEDS_KAFKA,
         .pg_schema = "registry",
+        .options = registry_options,
+        .routes = registry_setup,
+        .start = registry_start,
+        .stop = registry_stop,
     };
+    spec.migrations = registry_migrations;
+    spec.n_migrations = registry_migrations_count;
     return svc_main(argc, argv, &spec);
 }

@@ -138,34 +138,6 @@ static const char RELEASE_LUA[] =
     "end\n"
     "return out\n";
 
-/* ARGV: prefix, id, schedulable, caps "slot=n ...", devcaps "dev=n ...". */
-static const char SET_AGENT_LUA[] =
-    "local key = ARGV[1]..'agent:'..ARGV[2]\n"
-    "local newf = {}\n"
-    "for s, v in string.gmatch(ARGV[4], '(%S+)=(%d+)') do newf['cap:'..s] = v end\n"
-    "for d, v in string.gmatch(ARGV[5], '(%d+)=(%d+)') do newf['devcap:'..d] = v end\n"
-    "local h = redis.call('HGETALL', key)\n"
-    "for x = 1, #h, 2 do\n"
-    "  local k = h[x]\n"
-    "  if (string.sub(k, 1, 4) == 'cap:' or string.sub(k, 1, 7) == 'devcap:') and not newf[k] "
-    "then redis.call('HDEL', key, k) end\n"
-    "end\n"
-    "for k, v in pairs(newf) do redis.call('HSET', key, k, v) end\n"
-    "redis.call('HSET', key, 'schedulable', ARGV[3])\n"
-    "return 1\n";
-
-/* ARGV: prefix, lock ms. Sets the rebuild lock, deletes the occupancy keys. */
-static const char WIPE_LUA[] =
-    "local P = ARGV[1]\n"
-    "redis.call('SET', P..'rebuild', '1', 'PX', ARGV[2])\n"
-    "local n = 0\n"
-    "for _, pat in ipairs({'agent:*', 'alloc:*', 'sess:*', 'usage:*'}) do\n"
-    "  local keys = redis.call('KEYS', P..pat)\n"
-    "  for x = 1, #keys, 1000 do redis.call('DEL', unpack(keys, x, math.min(x + 999, #keys))) end\n"
-    "  n = n + #keys\n"
-    "end\n"
-    "return n\n";
-
 /* ARGV: prefix. "ok" or where the invariant breaks. */
 static const char CHECK_LUA[] =
     "local P = ARGV[1]\n"
@@ -240,7 +212,8 @@ static const char CHECK_LUA[] =
 struct resv {
     rds *r;
     char *prefix;
-    rds_script reserve, release, set_agent, wipe, check;
+    rds_script reserve, release, check;
+    occ *occ; /* capacity and rebuild (libcommon/occupancy.c) */
 };
 
 resv *resv_new(rds *r, const char *prefix)
@@ -250,15 +223,15 @@ resv *resv_new(rds *r, const char *prefix)
     v->prefix = ts_strdup(prefix ? prefix : "");
     v->reserve.source = RESERVE_LUA;
     v->release.source = RELEASE_LUA;
-    v->set_agent.source = SET_AGENT_LUA;
-    v->wipe.source = WIPE_LUA;
     v->check.source = CHECK_LUA;
+    v->occ = occ_new(r, v->prefix);
     return v;
 }
 
 void resv_free(resv *v)
 {
     if (!v) return;
+    occ_free(v->occ);
     free(v->prefix);
     free(v);
 }
@@ -298,47 +271,13 @@ static void args_free(args *a)
     free(a->v);
 }
 
-/* "cpu=1000 mem=1073741824" (present slots with an amount above zero). */
-static char *enc_slots(const slots_t *s)
-{
-    char buf[SLOTS_MAX * (SLOT_NAME_MAX + 24)];
-    size_t off = 0;
-    buf[0] = '\0';
-    for (int i = 0; s && i < SLOTS_MAX; i++)
-        if (slots_get(s, i) > 0)
-            off += (size_t)snprintf(buf + off, sizeof(buf) - off, "%s%s=%lld", off ? " " : "",
-                                    slot_name(i), (long long)s->v[i]);
-    return ts_strdup(buf);
-}
-
-static char *enc_devs(const resv_dev *d, int n)
-{
-    char buf[32 * 24];
-    size_t off = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < n && off < sizeof(buf); i++)
-        off += (size_t)snprintf(buf + off, sizeof(buf) - off, "%s%d=%d", off ? " " : "", d[i].dev,
-                                (int)d[i].shares);
-    return ts_strdup(buf);
-}
-
-static bool plain_id(const char *what, const char *id, ts_err *err)
-{
-    if (!id || !*id) {
-        ts_err_set(err, "%s is empty", what);
-        return false;
-    }
-    for (const char *p = id; *p; p++)
-        if (isspace((unsigned char)*p) || *p == '=') {
-            ts_err_set(err, "%s '%s' contains a blank or '='", what, id);
-            return false;
-        }
-    return true;
-}
+#define enc_slots occ_enc_slots
+#define enc_devs occ_enc_devs
+#define plain_id occ_plain_id
 
 static bool push_sessions(args *a, const resv_session *s, int n, ts_err *err)
 {
-    static const char *tags[RESV_SCOPES] = {"kp:", "user:", "project:", "domain:"};
+    const char *const *tags = occ_scope_tags;
     for (int i = 0; i < n; i++) {
         if (!plain_id("session id", s[i].session_id, err) || s[i].nk <= 0) {
             if (s[i].nk <= 0) ts_err_set(err, "session %s has no kernels", s[i].session_id);
@@ -452,39 +391,15 @@ int resv_release(resv *v, const char *const *kernel_ids, int n, bool *released, 
     return count;
 }
 
-static bool push_agent(args *a, const resv_agent *ag, ts_err *err)
-{
-    if (!plain_id("agent id", ag->id, err)) return false;
-    if (ag->ndev < 0 || ag->ndev > 32) {
-        ts_err_set(err, "agent %s: bad device count", ag->id);
-        return false;
-    }
-    arg_push(a, ag->id);
-    arg_push(a, ag->schedulable ? "1" : "0");
-    arg_own(a, enc_slots(ag->total));
-    resv_dev d[32];
-    for (int i = 0; i < ag->ndev; i++)
-        d[i] = (resv_dev){i, ag->dev_cap[i]};
-    arg_own(a, enc_devs(d, ag->ndev));
-    return true;
-}
-
 bool resv_set_agent(resv *v, const resv_agent *ag, ts_err *err)
 {
-    args a = {0};
-    arg_push(&a, v->prefix);
-    bool ok = push_agent(&a, ag, err);
-    redisReply *rep = ok ? eval(v, &v->set_agent, &a, err) : NULL;
-    args_free(&a);
-    if (!rep) return false;
-    freeReplyObject(rep);
-    return true;
+    return occ_set_agent(v->occ, ag, err);
 }
 
 bool resv_read_agent(resv *v, const char *id, slots_t *total, slots_t *used, int *ndev,
                      int32_t dev_cap[32], int32_t dev_used[32], ts_err *err)
 {
-    char *key = ts_asprintf("%sagent:%s", v->prefix, id);
+    char *key = occ_key(v->occ, OCC_KEY_AGENT, id);
     const char *argv[2] = {"HGETALL", key};
     redisReply *rep = rds_command(v->r, 2, argv, NULL, err);
     free(key);
@@ -522,36 +437,7 @@ bool resv_read_agent(resv *v, const char *id, slots_t *total, slots_t *used, int
 bool resv_rebuild(resv *v, const resv_agent *agents, int nagents, const resv_session *sessions,
                   int nsessions, ts_err *err)
 {
-    args a = {0};
-    arg_push(&a, v->prefix);
-    arg_push(&a, "60000");
-    redisReply *rep = eval(v, &v->wipe, &a, err);
-    args_free(&a);
-    if (!rep) return false;
-    freeReplyObject(rep);
-    bool ok = true;
-    for (int i = 0; i < nagents && ok; i++)
-        ok = resv_set_agent(v, &agents[i], err);
-    enum { BATCH = 256 };
-    resv_result res[BATCH];
-    for (int i = 0; i < nsessions && ok; i += BATCH) {
-        int n = nsessions - i < BATCH ? nsessions - i : BATCH;
-        ok = run_reserve(v, "rebuild", sessions + i, n, res, err);
-        for (int k = 0; ok && k < n; k++)
-            if (res[k].status == RESV_REFUSED) {
-                ts_err_set(err, "session %s: %s", sessions[i + k].session_id, res[k].reason);
-                ok = false;
-            }
-    }
-    char *lock = ts_asprintf("%srebuild", v->prefix);
-    const char *argv[2] = {"DEL", lock};
-    ts_err e2;
-    redisReply *d = rds_command(v->r, 2, argv, NULL, ok ? err : &e2);
-    free(lock);
-    if (!d) return false;
-    freeReplyObject(d);
-    if (!ok) ts_err_prefix(err, "rebuild");
-    return ok;
+    return occ_rebuild(v->occ, agents, nagents, sessions, nsessions, err);
 }
 
 int resv_check_invariant(resv *v, char *why, size_t size, ts_err *err)

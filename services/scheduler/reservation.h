@@ -20,37 +20,24 @@
 #ifndef TESSERA_SCHED_RESERVATION_H
 #define TESSERA_SCHED_RESERVATION_H
 
+#include "libcommon/occupancy.h"
 #include "libcommon/rds.h"
 #include "libcommon/slots.h"
 
+/* The session, kernel and agent records and the key layout are shared with
+ * tessera-registry (which writes capacity and rebuilds): libcommon/occupancy.h. */
 enum {
-    RESV_SCOPE_KEYPAIR = 0,
-    RESV_SCOPE_USER,
-    RESV_SCOPE_PROJECT,
-    RESV_SCOPE_DOMAIN,
-    RESV_SCOPES
+    RESV_SCOPE_KEYPAIR = OCC_SCOPE_KEYPAIR,
+    RESV_SCOPE_USER = OCC_SCOPE_USER,
+    RESV_SCOPE_PROJECT = OCC_SCOPE_PROJECT,
+    RESV_SCOPE_DOMAIN = OCC_SCOPE_DOMAIN,
+    RESV_SCOPES = OCC_SCOPES
 };
 
-typedef struct resv_dev {
-    int dev;
-    int32_t shares; /* cuda.shares quanta occupied on the device */
-} resv_dev;
-
-typedef struct resv_kernel {
-    const char *kernel_id;
-    const char *agent_id;
-    const slots_t *slots;
-    int ndev;
-    const resv_dev *dev;
-} resv_kernel;
-
+typedef occ_dev resv_dev;       /* dev, shares */
+typedef occ_kernel resv_kernel; /* kernel_id, agent_id, slots, ndev, dev */
 /* One session to reserve: its owner's ids (NULL or "" = none) and its kernels. */
-typedef struct resv_session {
-    const char *session_id;
-    const char *scope[RESV_SCOPES]; /* access key, user id, project id, domain name */
-    int nk;
-    const resv_kernel *k;
-} resv_session;
+typedef occ_session resv_session;
 
 typedef enum { RESV_OK = 0, RESV_EXISTS, RESV_REFUSED } resv_status;
 
@@ -60,13 +47,7 @@ typedef struct resv_result {
 } resv_result;
 
 /* An agent's capacity (what resv_set_agent writes and resv_rebuild takes). */
-typedef struct resv_agent {
-    const char *id;
-    const slots_t *total; /* cuda.device / cuda.shares included */
-    int ndev;
-    const int32_t *dev_cap; /* shares quanta per device */
-    bool schedulable;
-} resv_agent;
+typedef occ_agent resv_agent;
 
 typedef struct resv resv;
 
@@ -74,7 +55,8 @@ typedef struct resv resv;
 resv *resv_new(rds *r, const char *prefix);
 void resv_free(resv *v);
 
-/* Write an agent's capacity (cap:*, devcap:*, schedulable; occupancy untouched). */
+/* Write an agent's capacity (cap:*, devcap:*, schedulable; occupancy untouched):
+ * occ_set_agent. */
 bool resv_set_agent(resv *v, const resv_agent *a, ts_err *err) TS_MUST_CHECK;
 /* Read an agent's capacity and occupancy (dev arrays of SLOTS/32 entries). */
 bool resv_read_agent(resv *v, const char *id, slots_t *total, slots_t *used, int *ndev,
@@ -91,7 +73,8 @@ int resv_release(resv *v, const char *const *kernel_ids, int n, bool *released, 
 
 /* Rewrite all occupancy from the truth (agents' capacity and the sessions that
  * hold slots, from PostgreSQL and heartbeats): every agent:, alloc:, sess: and
- * usage: key under the prefix is replaced. Reserve refuses while it runs. */
+ * usage: key under the prefix is replaced. Reserve refuses while it runs.
+ * occ_rebuild, which also writes the <p>occupancy marker. */
 bool resv_rebuild(resv *v, const resv_agent *agents, int nagents, const resv_session *sessions,
                   int nsessions, ts_err *err) TS_MUST_CHECK;
 

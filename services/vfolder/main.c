@@ -1,17 +1,122 @@
 /* tessera-vfolder: virtual folders: metadata, files, uploads and downloads.
  *
- * Wiring only: start-up, dependencies and the health endpoints come from
- * libcommon/svc.c. Its domain logic arrives with its own issue. */
-#include "libcommon/svc.h"
+ * Wiring only: the option table, start-up (volumes, routes, the trash
+ * sweeper) and shutdown. Health endpoints come from libcommon/svc.c. */
+#include "events.h"
+#include "http_api.h"
+#include "libcommon/log.h"
+#include "volumes.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <time.h>
+
+extern const pg_migration vfolder_migrations[];
+extern const size_t vfolder_migrations_count;
+
+#pragma weak vf_files_options
+#pragma weak vf_files_start
+#pragma weak vf_files_stop
+
+vf_config vf_cfg;
+
+static const cfg_option vf_options[] = {
+    {"vfolder.volumes", CFG_STRING, &vf_cfg.volumes, "local:/var/lib/tessera/vfolder/volumes/local",
+     0, 0, NULL, false, NULL,
+     "volumes as name:path[,name:path] (any POSIX file system; created when missing)"},
+    {"vfolder.default_host", CFG_STRING, &vf_cfg.default_host, "local", 0, 0, NULL, false, NULL,
+     "volume used when a create names no host"},
+    {"vfolder.open_hosts", CFG_BOOL, &vf_cfg.open_hosts, "true", 0, 0, NULL, true, NULL,
+     "when no policy (keypair, domain, project) names any vfolder host, allow every volume"},
+    {"vfolder.trash_retention", CFG_DURATION, &vf_cfg.trash_retention_ms, "7d", 0, 31536000000.0,
+     NULL, true, NULL, "trashed folders older than this are purged by the sweeper"},
+    {"vfolder.sweep_interval", CFG_DURATION, &vf_cfg.sweep_interval_ms, "1m", 1000, 86400000.0,
+     NULL, true, NULL, "how often the sweeper looks for trashed folders to purge"},
+    {"auth.url", CFG_STRING, &vf_cfg.auth_url, "http://127.0.0.1:8091", 0, 0, NULL, false, NULL,
+     "base URL of tessera-auth (caller context, memberships, user look-up)"},
+    {"auth.timeout", CFG_DURATION, &vf_cfg.auth_timeout_ms, "5s", 100, 600000, NULL, false, NULL,
+     "time limit of a call to tessera-auth"},
+    {NULL},
+};
+
+/* vf_options followed by the files half's options, in one table. */
+static cfg_option g_options[64];
+
+static void _build_options(void)
+{
+    size_t n = 0;
+    for (const cfg_option *o = vf_options; o->name; o++)
+        g_options[n++] = *o;
+    if (&vf_files_options != NULL)
+        for (const cfg_option *o = vf_files_options; o->name && n + 1 < TS_ARRAY_LEN(g_options);
+             o++)
+            g_options[n++] = *o;
+    memset(&g_options[n], 0, sizeof(g_options[n]));
+}
+
+static pthread_t g_sweeper;
+static atomic_bool g_stop;
+static bool g_sweeper_started;
+
+static void *_sweeper(void *arg)
+{
+    svc *s = arg;
+    int64_t next = ts_now_mono_ms() + 2000;
+    while (!atomic_load(&g_stop)) {
+        if (ts_now_mono_ms() >= next) {
+            vf_sweep_trash(s);
+            next = ts_now_mono_ms() + vf_cfg.sweep_interval_ms;
+        }
+        struct timespec ts = {0, 200 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
+static bool vf_setup(svc *s, ts_err *err)
+{
+    if (!vf_volumes_init(vf_cfg.volumes, vf_cfg.default_host, err)) return false;
+    vf_http_routes(s);
+    return true;
+}
+
+static bool vf_start(svc *s, ts_err *err)
+{
+    vf_events_init(s);
+    if (vf_files_start && !vf_files_start(s, err)) return false;
+    atomic_store(&g_stop, false);
+    if (pthread_create(&g_sweeper, NULL, _sweeper, s) != 0) {
+        ts_err_set(err, "could not start the trash sweeper");
+        return false;
+    }
+    g_sweeper_started = true;
+    return true;
+}
+
+static void vf_stop(svc *s)
+{
+    atomic_store(&g_stop, true);
+    if (g_sweeper_started) pthread_join(g_sweeper, NULL);
+    g_sweeper_started = false;
+    if (vf_files_stop) vf_files_stop(s);
+}
 
 int main(int argc, char **argv)
 {
-    static const svc_spec spec = {
+    _build_options();
+    static svc_spec spec = {
         .name = "vfolder",
         .summary = "virtual folders: metadata, files, uploads and downloads",
         .default_listen = "127.0.0.1:8095",
         .needs = SVC_NEEDS_PG | SVC_NEEDS_KAFKA,
         .pg_schema = "vfolder",
+        .options = g_options,
+        .routes = vf_setup,
+        .start = vf_start,
+        .stop = vf_stop,
     };
+    spec.migrations = vfolder_migrations;
+    spec.n_migrations = vfolder_migrations_count;
     return svc_main(argc, argv, &spec);
 }

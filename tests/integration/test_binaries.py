@@ -10,7 +10,7 @@ import time
 import pytest
 import requests
 
-SERVICES = ["gateway", "auth", "registry", "scheduler", "agent", "vfolder", "wsproxy", "devbus"]
+SERVICES = ["gateway", "auth", "registry", "scheduler", "agent", "vfolder", "wsproxy", "devbus", "simagent"]
 
 
 def run(args, env=None, timeout=30, **kw):

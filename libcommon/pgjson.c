@@ -1,6 +1,6 @@
-/* db_util.c: connections, queries, rows as JSON, paging and field checks for
- * tessera-auth's handlers (see db_util.h). */
-#include "db_util.h"
+/* pgjson.c: connections, queries, rows as JSON, paging and field checks for
+ * HTTP handlers on PostgreSQL (see pgjson.h). */
+#include "libcommon/pgjson.h"
 
 #include "libcommon/log.h"
 
@@ -26,7 +26,7 @@ enum {
 
 /* ---- connections ------------------------------------------------------- */
 
-PGconn *db_get(svc *s, http_resp *resp)
+PGconn *pgjson_get(svc *s, http_resp *resp)
 {
     pg_pool *pool = svc_pg(s);
     if (!pool) {
@@ -42,22 +42,22 @@ PGconn *db_get(svc *s, http_resp *resp)
     return conn;
 }
 
-void db_put(svc *s, PGconn *conn)
+void pgjson_put(svc *s, PGconn *conn)
 {
     if (conn) pg_pool_put(svc_pg(s), conn);
 }
 
 /* ---- queries ----------------------------------------------------------- */
 
-const char *db_sqlstate(const PGresult *r)
+const char *pgjson_sqlstate(const PGresult *r)
 {
     const char *st = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
     return st ? st : "";
 }
 
-void db_problem(http_resp *resp, const PGresult *r, const char *what)
+void pgjson_problem(http_resp *resp, const PGresult *r, const char *what)
 {
-    const char *st = db_sqlstate(r);
+    const char *st = pgjson_sqlstate(r);
     const char *constraint = r ? PQresultErrorField(r, PG_DIAG_CONSTRAINT_NAME) : NULL;
     if (!constraint) constraint = "";
     if (strcmp(st, "23505") == 0) {
@@ -80,31 +80,31 @@ void db_problem(http_resp *resp, const PGresult *r, const char *what)
     }
 }
 
-PGresult *db_query(PGconn *conn, http_resp *resp, const char *what, const char *sql, int n_params,
-                   const char *const *params)
+PGresult *pgjson_query(PGconn *conn, http_resp *resp, const char *what, const char *sql,
+                       int n_params, const char *const *params)
 {
     PGresult *r = PQexecParams(conn, sql, n_params, NULL, params, NULL, NULL, 0);
     ExecStatusType st = PQresultStatus(r);
     if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) return r;
-    if (resp) db_problem(resp, r, what);
+    if (resp) pgjson_problem(resp, r, what);
     PQclear(r);
     return NULL;
 }
 
 static bool simple(PGconn *conn, http_resp *resp, const char *sql)
 {
-    PGresult *r = db_query(conn, resp, sql, sql, 0, NULL);
+    PGresult *r = pgjson_query(conn, resp, sql, sql, 0, NULL);
     if (!r) return false;
     PQclear(r);
     return true;
 }
 
-bool db_begin(PGconn *conn, http_resp *resp)
+bool pgjson_begin(PGconn *conn, http_resp *resp)
 {
     return simple(conn, resp, "BEGIN");
 }
 
-bool db_commit(PGconn *conn, http_resp *resp)
+bool pgjson_commit(PGconn *conn, http_resp *resp)
 {
     if (simple(conn, resp, "COMMIT")) return true;
     pg_rollback(conn);
@@ -164,7 +164,7 @@ static json_t *text_array_json(const char *v)
     return arr;
 }
 
-json_t *db_cell_json(const PGresult *r, int row, int col)
+json_t *pgjson_cell_json(const PGresult *r, int row, int col)
 {
     if (PQgetisnull(r, row, col)) return json_null();
     const char *v = PQgetvalue(r, row, col);
@@ -193,21 +193,21 @@ json_t *db_cell_json(const PGresult *r, int row, int col)
     }
 }
 
-json_t *db_row_json(const PGresult *r, int row)
+json_t *pgjson_row_json(const PGresult *r, int row)
 {
     json_t *o = json_object();
     int nf = PQnfields(r);
     for (int c = 0; c < nf; c++)
-        json_object_set_new(o, PQfname(r, c), db_cell_json(r, row, c));
+        json_object_set_new(o, PQfname(r, c), pgjson_cell_json(r, row, c));
     return o;
 }
 
-json_t *db_rows_json(const PGresult *r)
+json_t *pgjson_rows_json(const PGresult *r)
 {
     json_t *a = json_array();
     int n = PQntuples(r);
     for (int i = 0; i < n; i++)
-        json_array_append_new(a, db_row_json(r, i));
+        json_array_append_new(a, pgjson_row_json(r, i));
     return a;
 }
 
@@ -226,7 +226,7 @@ static bool parse_ll(const char *s, long long *out)
     return true;
 }
 
-bool db_page_parse(http_req *req, http_resp *resp, db_page *out)
+bool pgjson_page_parse(http_req *req, http_resp *resp, pgjson_page *out)
 {
     out->limit = 50;
     out->offset = 0;
@@ -246,7 +246,7 @@ bool db_page_parse(http_req *req, http_resp *resp, db_page *out)
     return true;
 }
 
-json_t *db_page_json(json_t *items, long long total, const db_page *p)
+json_t *pgjson_page_json(json_t *items, long long total, const pgjson_page *p)
 {
     return json_pack("{s:o, s:I, s:I, s:I}", "items", items, "total", (json_int_t)total, "limit",
                      (json_int_t)p->limit, "offset", (json_int_t)p->offset);
@@ -254,7 +254,7 @@ json_t *db_page_json(json_t *items, long long total, const db_page *p)
 
 /* ---- JSON field validation -------------------------------------------- */
 
-size_t db_utf8_len(const char *s)
+size_t pgjson_utf8_len(const char *s)
 {
     size_t n = 0;
     for (; *s; s++)
@@ -262,7 +262,7 @@ size_t db_utf8_len(const char *s)
     return n;
 }
 
-bool db_only_keys(json_t *obj, const char *const *allowed, http_resp *resp)
+bool pgjson_only_keys(json_t *obj, const char *const *allowed, http_resp *resp)
 {
     const char *key;
     json_t *v;
@@ -295,8 +295,8 @@ static json_t *field(json_t *obj, const char *key, bool required, http_resp *res
     return v;
 }
 
-bool db_field_str(json_t *obj, const char *key, bool required, size_t min, size_t max,
-                  const char **out, http_resp *resp)
+bool pgjson_field_str(json_t *obj, const char *key, bool required, size_t min, size_t max,
+                      const char **out, http_resp *resp)
 {
     bool ok;
     *out = NULL;
@@ -318,7 +318,7 @@ bool db_field_str(json_t *obj, const char *key, bool required, size_t min, size_
             return false;
         }
     }
-    size_t n = db_utf8_len(s);
+    size_t n = pgjson_utf8_len(s);
     if (n < min || n > max) {
         http_problem(resp, 400, "invalid-api-params", NULL,
                      "\"%s\" must be %zu to %zu characters long (got %zu)", key, min, max, n);
@@ -328,8 +328,8 @@ bool db_field_str(json_t *obj, const char *key, bool required, size_t min, size_
     return true;
 }
 
-bool db_field_int(json_t *obj, const char *key, bool required, long long min, long long max,
-                  long long *out, bool *present, http_resp *resp)
+bool pgjson_field_int(json_t *obj, const char *key, bool required, long long min, long long max,
+                      long long *out, bool *present, http_resp *resp)
 {
     bool ok;
     *present = false;
@@ -345,8 +345,8 @@ bool db_field_int(json_t *obj, const char *key, bool required, long long min, lo
     return true;
 }
 
-bool db_field_bool(json_t *obj, const char *key, bool required, bool *out, bool *present,
-                   http_resp *resp)
+bool pgjson_field_bool(json_t *obj, const char *key, bool required, bool *out, bool *present,
+                       http_resp *resp)
 {
     bool ok;
     *present = false;
@@ -361,10 +361,10 @@ bool db_field_bool(json_t *obj, const char *key, bool required, bool *out, bool 
     return true;
 }
 
-bool db_field_enum(json_t *obj, const char *key, bool required, const char *choices,
-                   const char **out, http_resp *resp)
+bool pgjson_field_enum(json_t *obj, const char *key, bool required, const char *choices,
+                       const char **out, http_resp *resp)
 {
-    if (!db_field_str(obj, key, required, 1, 64, out, resp)) return false;
+    if (!pgjson_field_str(obj, key, required, 1, 64, out, resp)) return false;
     if (!*out) return true;
     size_t n = strlen(*out);
     for (const char *p = choices; *p;) {
@@ -378,9 +378,10 @@ bool db_field_enum(json_t *obj, const char *key, bool required, const char *choi
     return false;
 }
 
-bool db_field_uuid(json_t *obj, const char *key, bool required, const char **out, http_resp *resp)
+bool pgjson_field_uuid(json_t *obj, const char *key, bool required, const char **out,
+                       http_resp *resp)
 {
-    if (!db_field_str(obj, key, required, 36, 36, out, resp)) {
+    if (!pgjson_field_str(obj, key, required, 36, 36, out, resp)) {
         if (json_is_string(json_object_get(obj, key)))
             http_problem(resp, 400, "invalid-api-params", NULL, "\"%s\" must be a UUID", key);
         return false;

@@ -1,0 +1,361 @@
+/* occupancy.c: agent capacity and the rebuild of the Redis occupancy layout
+ * (see occupancy.h and docs/scheduler.md). */
+#include "libcommon/occupancy.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const occ_scope_tags[OCC_SCOPES] = {"kp:", "user:", "project:", "domain:"};
+
+/* ---- scripts ----------------------------------------------------------------------------- */
+
+/* ARGV: prefix, id, schedulable, caps "slot=n ...", devcaps "dev=n ...". */
+static const char SET_AGENT_LUA[] =
+    "local key = ARGV[1]..'agent:'..ARGV[2]\n"
+    "local newf = {}\n"
+    "for s, v in string.gmatch(ARGV[4], '(%S+)=(%d+)') do newf['cap:'..s] = v end\n"
+    "for d, v in string.gmatch(ARGV[5], '(%d+)=(%d+)') do newf['devcap:'..d] = v end\n"
+    "local h = redis.call('HGETALL', key)\n"
+    "for x = 1, #h, 2 do\n"
+    "  local k = h[x]\n"
+    "  if (string.sub(k, 1, 4) == 'cap:' or string.sub(k, 1, 7) == 'devcap:') and not newf[k] "
+    "then redis.call('HDEL', key, k) end\n"
+    "end\n"
+    "for k, v in pairs(newf) do redis.call('HSET', key, k, v) end\n"
+    "redis.call('HSET', key, 'schedulable', ARGV[3])\n"
+    "return 1\n";
+
+/* ARGV: prefix, lock ms. Sets the rebuild lock, deletes the occupancy keys. */
+static const char WIPE_LUA[] =
+    "local P = ARGV[1]\n"
+    "redis.call('SET', P..'rebuild', '1', 'PX', ARGV[2])\n"
+    "local n = 0\n"
+    "for _, pat in ipairs({'agent:*', 'alloc:*', 'sess:*', 'usage:*'}) do\n"
+    "  local keys = redis.call('KEYS', P..pat)\n"
+    "  for x = 1, #keys, 1000 do redis.call('DEL', unpack(keys, x, math.min(x + 999, #keys))) end\n"
+    "  n = n + #keys\n"
+    "end\n"
+    "return n\n";
+
+/* ARGV: prefix, nsessions, then per session: session id, nkernels, nusage,
+ * usage ids..., per kernel: kernel, agent, slots, devs. Records the sessions
+ * as the reserve script does, without capacity checks; a kernel already
+ * recorded is left alone. Returns the number of kernels recorded. */
+static const char RESTORE_LUA[] =
+    "local P, nsess = ARGV[1], tonumber(ARGV[2])\n"
+    "local i, n = 3, 0\n"
+    "for s = 1, nsess do\n"
+    "  local sid, nk, nu = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])\n"
+    "  i = i + 3\n"
+    "  local usage = {}\n"
+    "  for u = 1, nu do usage[u] = ARGV[i]; i = i + 1 end\n"
+    "  local added = 0\n"
+    "  for k = 1, nk do\n"
+    "    local kid, ag, senc, denc = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]\n"
+    "    i = i + 4\n"
+    "    if redis.call('EXISTS', P..'alloc:'..kid) == 0 then\n"
+    "      local akey = P..'agent:'..ag\n"
+    "      for sl, v in string.gmatch(senc, '(%S+)=(%d+)') do\n"
+    "        redis.call('HINCRBY', akey, 'used:'..sl, v)\n"
+    "        for _, u in ipairs(usage) do redis.call('HINCRBY', P..'usage:'..u, sl, v) end\n"
+    "      end\n"
+    "      for d, v in string.gmatch(denc, '(%d+)=(%d+)') do redis.call('HINCRBY', akey, "
+    "'dev:'..d, v) end\n"
+    "      redis.call('HSET', P..'alloc:'..kid, 'session', sid, 'agent', ag, 'slots', senc,\n"
+    "                 'devs', denc, 'usage', table.concat(usage, ' '))\n"
+    "      added = added + 1\n"
+    "    end\n"
+    "  end\n"
+    "  if added > 0 then\n"
+    "    if redis.call('INCRBY', P..'sess:'..sid, added) == added then\n"
+    "      for _, u in ipairs(usage) do redis.call('HINCRBY', P..'usage:'..u, 'sessions', 1) end\n"
+    "    end\n"
+    "  end\n"
+    "  n = n + added\n"
+    "end\n"
+    "return n\n";
+
+struct occ {
+    rds *r;
+    char *prefix;
+    rds_script set_agent, wipe, restore;
+};
+
+occ *occ_new(rds *r, const char *prefix)
+{
+    occ *o = ts_calloc(1, sizeof(*o));
+    o->r = r;
+    o->prefix = ts_strdup(prefix ? prefix : "");
+    o->set_agent.source = SET_AGENT_LUA;
+    o->wipe.source = WIPE_LUA;
+    o->restore.source = RESTORE_LUA;
+    return o;
+}
+
+void occ_free(occ *o)
+{
+    if (!o) return;
+    free(o->prefix);
+    free(o);
+}
+
+rds *occ_rds(const occ *o)
+{
+    return o->r;
+}
+
+char *occ_key(const occ *o, const char *kind, const char *id)
+{
+    return ts_asprintf("%s%s%s", o->prefix, kind, id ? id : "");
+}
+
+/* ---- encodings --------------------------------------------------------------------------- */
+
+char *occ_enc_slots(const slots_t *s)
+{
+    char buf[SLOTS_MAX * (SLOT_NAME_MAX + 24)];
+    size_t off = 0;
+    buf[0] = '\0';
+    for (int i = 0; s && i < SLOTS_MAX; i++)
+        if (slots_get(s, i) > 0)
+            off += (size_t)snprintf(buf + off, sizeof(buf) - off, "%s%s=%lld", off ? " " : "",
+                                    slot_name(i), (long long)s->v[i]);
+    return ts_strdup(buf);
+}
+
+char *occ_enc_devs(const occ_dev *d, int n)
+{
+    char buf[OCC_MAX_DEVICES * 24];
+    size_t off = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < n && off < sizeof(buf); i++)
+        off += (size_t)snprintf(buf + off, sizeof(buf) - off, "%s%d=%d", off ? " " : "", d[i].dev,
+                                (int)d[i].shares);
+    return ts_strdup(buf);
+}
+
+bool occ_plain_id(const char *what, const char *id, ts_err *err)
+{
+    if (!id || !*id) {
+        ts_err_set(err, "%s is empty", what);
+        return false;
+    }
+    for (const char *p = id; *p; p++)
+        if (isspace((unsigned char)*p) || *p == '=') {
+            ts_err_set(err, "%s '%s' contains a blank or '='", what, id);
+            return false;
+        }
+    return true;
+}
+
+/* ---- argument lists ---------------------------------------------------------------------- */
+
+typedef struct args {
+    const char **v;
+    char **owned;
+    size_t n, cap, nowned, capowned;
+} args;
+
+static void arg_push(args *a, const char *s)
+{
+    if (a->n == a->cap) {
+        a->cap = a->cap ? a->cap * 2 : 64;
+        a->v = ts_realloc(a->v, sizeof(*a->v) * a->cap);
+    }
+    a->v[a->n++] = s;
+}
+
+static void arg_own(args *a, char *s)
+{
+    if (a->nowned == a->capowned) {
+        a->capowned = a->capowned ? a->capowned * 2 : 64;
+        a->owned = ts_realloc(a->owned, sizeof(*a->owned) * a->capowned);
+    }
+    a->owned[a->nowned++] = s;
+    arg_push(a, s);
+}
+
+static void args_free(args *a)
+{
+    for (size_t i = 0; i < a->nowned; i++)
+        free(a->owned[i]);
+    free(a->owned);
+    free(a->v);
+}
+
+static redisReply *eval(occ *o, rds_script *s, args *a, ts_err *err)
+{
+    redisReply *rep = rds_eval(o->r, s, 0, (int)a->n, a->v, NULL, err);
+    if (rep && rep->type == REDIS_REPLY_ERROR) {
+        ts_err_set(err, "Redis script: %s", rep->str);
+        freeReplyObject(rep);
+        return NULL;
+    }
+    return rep;
+}
+
+/* ---- operations -------------------------------------------------------------------------- */
+
+bool occ_set_agent(occ *o, const occ_agent *ag, ts_err *err)
+{
+    if (!occ_plain_id("agent id", ag->id, err)) return false;
+    if (ag->ndev < 0 || ag->ndev > OCC_MAX_DEVICES) {
+        ts_err_set(err, "agent %s: bad device count %d", ag->id, ag->ndev);
+        return false;
+    }
+    args a = {0};
+    arg_push(&a, o->prefix);
+    arg_push(&a, ag->id);
+    arg_push(&a, ag->schedulable ? "1" : "0");
+    arg_own(&a, occ_enc_slots(ag->total));
+    occ_dev d[OCC_MAX_DEVICES];
+    for (int i = 0; i < ag->ndev; i++)
+        d[i] = (occ_dev){i, ag->dev_cap[i]};
+    arg_own(&a, occ_enc_devs(d, ag->ndev));
+    redisReply *rep = eval(o, &o->set_agent, &a, err);
+    args_free(&a);
+    if (!rep) return false;
+    freeReplyObject(rep);
+    return true;
+}
+
+static bool push_sessions(args *a, const occ_session *s, int n, ts_err *err)
+{
+    for (int i = 0; i < n; i++) {
+        if (!occ_plain_id("session id", s[i].session_id, err)) return false;
+        if (s[i].nk <= 0) {
+            ts_err_set(err, "session %s has no kernels", s[i].session_id);
+            return false;
+        }
+        arg_push(a, s[i].session_id);
+        arg_own(a, ts_asprintf("%d", s[i].nk));
+        int nu = 0;
+        for (int sc = 0; sc < OCC_SCOPES; sc++)
+            nu += s[i].scope[sc] && s[i].scope[sc][0];
+        arg_own(a, ts_asprintf("%d", nu));
+        for (int sc = 0; sc < OCC_SCOPES; sc++) {
+            if (!s[i].scope[sc] || !s[i].scope[sc][0]) continue;
+            if (!occ_plain_id("owner id", s[i].scope[sc], err)) return false;
+            arg_own(a, ts_asprintf("%s%s", occ_scope_tags[sc], s[i].scope[sc]));
+        }
+        for (int k = 0; k < s[i].nk; k++) {
+            const occ_kernel *kk = &s[i].k[k];
+            if (!occ_plain_id("kernel id", kk->kernel_id, err) ||
+                !occ_plain_id("agent id", kk->agent_id, err))
+                return false;
+            arg_push(a, kk->kernel_id);
+            arg_push(a, kk->agent_id);
+            arg_own(a, occ_enc_slots(kk->slots));
+            arg_own(a, occ_enc_devs(kk->dev, kk->ndev));
+        }
+    }
+    return true;
+}
+
+static bool simple_cmd(occ *o, int argc, const char **argv, ts_err *err)
+{
+    redisReply *rep = rds_command(o->r, argc, argv, NULL, err);
+    if (!rep) return false;
+    bool ok = rep->type != REDIS_REPLY_ERROR;
+    if (!ok) ts_err_set(err, "Redis %s: %s", argv[0], rep->str);
+    freeReplyObject(rep);
+    return ok;
+}
+
+bool occ_rebuild(occ *o, const occ_agent *agents, int nagents, const occ_session *sessions,
+                 int nsessions, ts_err *err)
+{
+    args a = {0};
+    arg_push(&a, o->prefix);
+    arg_push(&a, "60000");
+    redisReply *rep = eval(o, &o->wipe, &a, err);
+    args_free(&a);
+    if (!rep) return false;
+    freeReplyObject(rep);
+    bool ok = true;
+    for (int i = 0; i < nagents && ok; i++)
+        ok = occ_set_agent(o, &agents[i], err);
+    enum { BATCH = 256 };
+    for (int i = 0; i < nsessions && ok; i += BATCH) {
+        int n = nsessions - i < BATCH ? nsessions - i : BATCH;
+        args b = {0};
+        arg_push(&b, o->prefix);
+        arg_own(&b, ts_asprintf("%d", n));
+        ok = push_sessions(&b, sessions + i, n, err);
+        redisReply *r2 = ok ? eval(o, &o->restore, &b, err) : NULL;
+        args_free(&b);
+        if (!r2)
+            ok = false;
+        else
+            freeReplyObject(r2);
+    }
+    char *lock = occ_key(o, OCC_KEY_REBUILD, NULL);
+    const char *del[2] = {"DEL", lock};
+    ts_err e2;
+    bool unlocked = simple_cmd(o, 2, del, ok ? err : &e2);
+    free(lock);
+    if (ok && unlocked) {
+        char *marker = occ_key(o, OCC_KEY_MARKER, NULL);
+        char now[24];
+        snprintf(now, sizeof(now), "%lld", (long long)ts_now_wall_ms());
+        const char *set[3] = {"SET", marker, now};
+        ok = simple_cmd(o, 3, set, err);
+        free(marker);
+    }
+    if (!ok) ts_err_prefix(err, "rebuild");
+    return ok && unlocked;
+}
+
+static bool exists(occ *o, char *key, bool *present, ts_err *err)
+{
+    const char *argv[2] = {"EXISTS", key};
+    redisReply *rep = rds_command(o->r, 2, argv, NULL, err);
+    free(key);
+    if (!rep) return false;
+    bool ok = rep->type == REDIS_REPLY_INTEGER;
+    if (ok)
+        *present = rep->integer > 0;
+    else
+        ts_err_set(err, "Redis EXISTS: unexpected reply");
+    freeReplyObject(rep);
+    return ok;
+}
+
+bool occ_marker_present(occ *o, bool *present, ts_err *err)
+{
+    return exists(o, occ_key(o, OCC_KEY_MARKER, NULL), present, err);
+}
+
+bool occ_agent_present(occ *o, const char *id, bool *present, ts_err *err)
+{
+    return exists(o, occ_key(o, OCC_KEY_AGENT, id), present, err);
+}
+
+bool occ_read_used(occ *o, const char *id, slots_t *used, int32_t dev_used[OCC_MAX_DEVICES],
+                   bool *present, ts_err *err)
+{
+    char *key = occ_key(o, OCC_KEY_AGENT, id);
+    const char *argv[2] = {"HGETALL", key};
+    redisReply *rep = rds_command(o->r, 2, argv, NULL, err);
+    free(key);
+    if (!rep) return false;
+    slots_clear(used);
+    memset(dev_used, 0, sizeof(int32_t) * OCC_MAX_DEVICES);
+    *present = rep->type == REDIS_REPLY_ARRAY && rep->elements > 0;
+    for (size_t i = 0; *present && i + 1 < rep->elements; i += 2) {
+        const char *f = rep->element[i]->str, *val = rep->element[i + 1]->str;
+        if (!f || !val) continue;
+        long long n = strtoll(val, NULL, 10);
+        if (strncmp(f, "used:", 5) == 0) {
+            int sid = slot_intern(f + 5, NULL);
+            if (sid >= 0) slots_put(used, sid, n);
+        } else if (strncmp(f, "dev:", 4) == 0) {
+            int d = atoi(f + 4);
+            if (d >= 0 && d < OCC_MAX_DEVICES) dev_used[d] = (int32_t)n;
+        }
+    }
+    freeReplyObject(rep);
+    return true;
+}

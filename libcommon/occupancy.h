@@ -1,0 +1,113 @@
+/* occupancy.h: the shared part of the Redis occupancy layout
+ * (docs/scheduler.md, "Redis layout and scripts"): key names, the text
+ * encodings of slots and devices, writing an agent's capacity, and rebuilding
+ * every occupancy key from the truth.
+ *
+ *   <p>agent:<id>       hash  cap:<slot>, used:<slot>, devcap:<n>, dev:<n>, schedulable
+ *   <p>alloc:<kernel>   hash  session, agent, slots "cpu=1000 mem=1073741824",
+ *                             devs "0=50 3=100", usage "kp:AK user:U project:P domain:D"
+ *   <p>sess:<session>   int   kernels of the session still holding slots
+ *   <p>usage:kp:<ak>, usage:user:<id>, usage:project:<id>, usage:domain:<name>
+ *                       hash  <slot> (quanta held), sessions
+ *   <p>rebuild          string, present while a rebuild runs (reserve refuses)
+ *   <p>occupancy        string, written by every rebuild (wall ms); its absence
+ *                       means Redis lost its data (FLUSHALL, a restart without
+ *                       persistence) and occupancy must be rebuilt
+ *
+ * Both sides use this module: tessera-registry writes agents' capacity from
+ * AgentStarted / heartbeats and rebuilds after a loss; tessera-scheduler's
+ * reservation.c (reserve and release scripts) builds on the same names and
+ * encodings. Amounts are integers in each slot's quantum (slots.h).
+ *
+ * One occ per thread (it uses the thread's rds connection). */
+#ifndef TESSERA_OCCUPANCY_H
+#define TESSERA_OCCUPANCY_H
+
+#include "libcommon/rds.h"
+#include "libcommon/slots.h"
+
+/* Key kinds, after the prefix. */
+#define OCC_KEY_AGENT "agent:"
+#define OCC_KEY_ALLOC "alloc:"
+#define OCC_KEY_SESS "sess:"
+#define OCC_KEY_USAGE "usage:"
+#define OCC_KEY_REBUILD "rebuild"
+#define OCC_KEY_MARKER "occupancy"
+
+/* Devices per agent that the layout addresses (devcap:0 .. devcap:31). */
+#define OCC_MAX_DEVICES 32
+
+enum { OCC_SCOPE_KEYPAIR = 0, OCC_SCOPE_USER, OCC_SCOPE_PROJECT, OCC_SCOPE_DOMAIN, OCC_SCOPES };
+
+/* Usage key tags per scope: "kp:", "user:", "project:", "domain:". */
+extern const char *const occ_scope_tags[OCC_SCOPES];
+
+typedef struct occ_dev {
+    int dev;        /* device index on its agent (0 .. OCC_MAX_DEVICES-1) */
+    int32_t shares; /* cuda.shares quanta occupied on the device */
+} occ_dev;
+
+typedef struct occ_kernel {
+    const char *kernel_id;
+    const char *agent_id;
+    const slots_t *slots;
+    int ndev;
+    const occ_dev *dev;
+} occ_kernel;
+
+/* A session holding slots: its owner's ids (NULL or "" = none) and its kernels. */
+typedef struct occ_session {
+    const char *session_id;
+    const char *scope[OCC_SCOPES]; /* access key, user id, project id, domain name */
+    int nk;
+    const occ_kernel *k;
+} occ_session;
+
+/* An agent's capacity. */
+typedef struct occ_agent {
+    const char *id;
+    const slots_t *total; /* cuda.device / cuda.shares included */
+    int ndev;
+    const int32_t *dev_cap; /* shares quanta per device */
+    bool schedulable;
+} occ_agent;
+
+typedef struct occ occ;
+
+/* prefix: put in front of every key ("" or e.g. "tessera:"); no blanks. */
+occ *occ_new(rds *r, const char *prefix);
+void occ_free(occ *o);
+rds *occ_rds(const occ *o);
+
+/* "<prefix><kind><id>" (heap; id may be NULL for kinds without one). */
+char *occ_key(const occ *o, const char *kind, const char *id);
+
+/* Encodings used in the scripts' arguments and in alloc: records. */
+/* "cpu=1000 mem=1073741824" (present slots with an amount above zero). */
+char *occ_enc_slots(const slots_t *s);
+/* "0=50 3=100". */
+char *occ_enc_devs(const occ_dev *d, int n);
+/* An id usable in keys and encodings: not empty, no blank, no '='. */
+bool occ_plain_id(const char *what, const char *id, ts_err *err) TS_MUST_CHECK;
+
+/* Write an agent's capacity (cap:*, devcap:*, schedulable; occupancy untouched). */
+bool occ_set_agent(occ *o, const occ_agent *a, ts_err *err) TS_MUST_CHECK;
+
+/* Rewrite all occupancy from the truth: set the rebuild lock (60 s expiry),
+ * delete every agent:, alloc:, sess: and usage: key under the prefix, write
+ * the agents, record every session's kernels (no capacity check: the truth is
+ * recorded even if an agent shrank), remove the lock, write the marker. */
+bool occ_rebuild(occ *o, const occ_agent *agents, int nagents, const occ_session *sessions,
+                 int nsessions, ts_err *err) TS_MUST_CHECK;
+
+/* Does Redis look rebuilt? *present = the marker exists. */
+bool occ_marker_present(occ *o, bool *present, ts_err *err) TS_MUST_CHECK;
+/* Does <p>agent:<id> exist with capacity? */
+bool occ_agent_present(occ *o, const char *id, bool *present, ts_err *err) TS_MUST_CHECK;
+
+/* Read an agent's occupancy fields: used slots and per-device shares used
+ * (dev_used of OCC_MAX_DEVICES entries). Absent agent: all zero, *present false. */
+bool occ_read_used(occ *o, const char *id, slots_t *used, int32_t dev_used[OCC_MAX_DEVICES],
+                   bool *present, ts_err *err) TS_MUST_CHECK;
+
+#endif

@@ -1,0 +1,22 @@
+/* folders.h: the public virtual folder API (api-compat.md "Virtual folders";
+ * docs/vfolders.md), forwarded to tessera-vfolder (vfolder.url).
+ *
+ * Every route is signed (verify.c). /folders[/...] (up to four more
+ * segments, any method) goes to /v1/folders[/...] with the raw path and
+ * query as the client sent them; tessera-vfolder validates and answers, and
+ * its status and body are relayed (proxy.c). A clone copies a tree and may
+ * take long: it gets FOLDERS_CLONE_TIMEOUT_MS. */
+#ifndef GATEWAY_FOLDERS_H
+#define GATEWAY_FOLDERS_H
+
+#include "gateway.h"
+
+#define FOLDERS_TIMEOUT_MS 30000
+#define FOLDERS_CLONE_TIMEOUT_MS 600000
+
+void folders_routes(gateway *gw);
+
+/* Calls tessera-vfolder did not answer (for /metrics). */
+uint64_t folders_vfolder_failures(void);
+
+#endif

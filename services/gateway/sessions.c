@@ -1,0 +1,303 @@
+/* sessions.c: the public session API and the registry's admin resources,
+ * forwarded to tessera-registry (see sessions.h for the route map). */
+#include "sessions.h"
+
+#include "libcommon/log.h"
+#include "libcommon/metrics.h"
+#include "proxy.h"
+#include "verify.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static proxy_upstream g_registry = {.name = "tessera-registry"};
+/* registry.url's value (main.c's option table, found by name: see _option_string). */
+static char **g_registry_url;
+
+static const char *const PREFIXES[] = {"/session", "/kernel"};
+
+uint64_t sessions_registry_failures(void)
+{
+    return atomic_load(&g_registry.failures);
+}
+
+/* ---- targets ------------------------------------------------------------------------ */
+
+/* The origin-form part of the raw target ("/session/a%20b?x=1"), also of an
+ * absolute-form one ("http://host/session/..."), without a fragment. */
+static const char *_origin(const http_req *req)
+{
+    const char *t = req->target ? req->target : req->path;
+    if (t[0] == '/') return t;
+    const char *scheme = strstr(t, "://");
+    const char *slash = scheme ? strchr(scheme + 3, '/') : NULL;
+    return slash ? slash : "/";
+}
+
+/* "/v1/sessions" + the raw path after the public prefix (its first segment),
+ * without a trailing slash, + suffix + "?query". Segments keep their
+ * percent-encoding, so a name travels exactly as the client wrote it. */
+static char *_session_target(const http_req *req, const char *suffix)
+{
+    const char *o = _origin(req);
+    size_t plen = strcspn(o, "?#");
+    const char *q = o[plen] == '?' ? o + plen : "";
+    size_t qlen = strcspn(q, "#");
+    const char *rest = o + 1 + strcspn(o + 1, "/?#"); /* after "/session" */
+    size_t rlen = (size_t)(o + plen - rest);
+    while (rlen && rest[rlen - 1] == '/')
+        rlen--;
+    return ts_asprintf("/v1/sessions%.*s%s%.*s", (int)rlen, rest, suffix, (int)qlen, q);
+}
+
+/* Percent-encode all but A-Z a-z 0-9 - _ . ~ (heap); "." and ".." in full too. */
+static char *_escape(const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    bool dots = strcmp(s, ".") == 0 || strcmp(s, "..") == 0;
+    char *out = ts_malloc(strlen(s) * 3 + 1), *o = out;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+            *p == '-' || *p == '_' || *p == '~' || (*p == '.' && !dots)) {
+            *o++ = (char)*p;
+        } else {
+            *o++ = '%';
+            *o++ = hex[*p >> 4];
+            *o++ = hex[*p & 15];
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
+static void _forward(http_req *req, http_resp *resp, int64_t timeout_ms, const char *target,
+                     const gw_identity *id)
+{
+    proxy_forward(&g_registry, *g_registry_url, timeout_ms, req, resp, target, id, req->body,
+                  req->body_len);
+}
+
+/* ---- create --------------------------------------------------------------------------- */
+
+/* A JSON boolean, or Backend.AI's string forms of one ("true", "1", "yes"). */
+static bool _truthy(const json_t *v)
+{
+    if (json_is_boolean(v)) return json_is_true(v);
+    if (json_is_integer(v)) return json_integer_value(v) != 0;
+    const char *s = json_string_value(v);
+    return s && (strcasecmp(s, "true") == 0 || strcmp(s, "1") == 0 || strcasecmp(s, "yes") == 0);
+}
+
+/* maxWaitSeconds as a number of seconds (numbers may arrive as strings); -1 when
+ * absent or unreadable (the registry then uses its default or refuses it). */
+static double _max_wait(const json_t *body)
+{
+    const json_t *v = json_object_get(body, "maxWaitSeconds");
+    if (!v) v = json_object_get(body, "max_wait_seconds");
+    double d = -1;
+    if (json_is_number(v)) {
+        d = json_number_value(v);
+    } else if (json_is_string(v)) {
+        char *end = NULL;
+        d = strtod(json_string_value(v), &end);
+        if (end == json_string_value(v) || *end) d = -1;
+    }
+    return isfinite(d) && d >= 0 ? d : -1;
+}
+
+int64_t sessions_create_timeout_ms(const json_t *body)
+{
+    const json_t *eo = json_object_get(body, "enqueueOnly");
+    if (!eo) eo = json_object_get(body, "enqueue_only");
+    if (_truthy(eo)) return SESSIONS_TIMEOUT_MS;
+    double wait = _max_wait(body);
+    if (wait < 0 || wait > SESSIONS_MAX_WAIT_S) wait = SESSIONS_MAX_WAIT_S;
+    int64_t ms = (int64_t)ceil(wait + SESSIONS_WAIT_MARGIN_S) * 1000;
+    return ms > SESSIONS_TIMEOUT_MS ? ms : SESSIONS_TIMEOUT_MS;
+}
+
+/* POST /session, POST /session/_/create. */
+static void h_create(http_req *req, http_resp *resp, void *ctx)
+{
+    gw_identity id;
+    if (!verify_request(ctx, req, resp, &id)) return;
+    json_t *body = http_json_body(req, resp); /* 400 when not a JSON object */
+    if (!body) return;
+    int64_t timeout = sessions_create_timeout_ms(body);
+    json_decref(body);
+    proxy_forward(&g_registry, *g_registry_url, timeout, req, resp, "/v1/sessions", &id, req->body,
+                  req->body_len);
+}
+
+/* ---- the others ---------------------------------------------------------------------- */
+
+/* GET|DELETE|PATCH /session/{name}, GET /session/{name}/history,
+ * GET /session/{name}/logs: the same path under /v1/sessions. */
+static void h_same_path(http_req *req, http_resp *resp, void *ctx)
+{
+    gw_identity id;
+    if (!verify_request(ctx, req, resp, &id)) return;
+    char *target = _session_target(req, "");
+    _forward(req, resp, SESSIONS_TIMEOUT_MS, target, &id);
+    free(target);
+}
+
+/* GET /session: "mine" (the signing keypair's sessions) unless ?all is given
+ * (true, 1, yes or no value): then everything the caller may see (the
+ * registry scopes it: users their own, domain admins their domain,
+ * superadmins all). An explicit owner / owner_access_key is kept as it is. */
+static void h_list(http_req *req, http_resp *resp, void *ctx)
+{
+    gw_identity id;
+    if (!verify_request(ctx, req, resp, &id)) return;
+    char *query = ts_strdup("");
+    bool all = false, owner = false;
+    const char *q = req->query;
+    while (*q) {
+        size_t n = strcspn(q, "&");
+        size_t nlen = strcspn(q, "=&");
+        if (nlen == 3 && strncmp(q, "all", 3) == 0) {
+            const char *v = q[nlen] == '=' ? q + nlen + 1 : "";
+            size_t vlen = n > nlen ? n - nlen - 1 : 0;
+            all = !((vlen == 5 && strncasecmp(v, "false", 5) == 0) || (vlen == 1 && v[0] == '0') ||
+                    (vlen == 2 && strncasecmp(v, "no", 2) == 0));
+        } else if (n > 0) {
+            if ((nlen == 5 && strncmp(q, "owner", 5) == 0) ||
+                (nlen == 16 && strncmp(q, "owner_access_key", 16) == 0))
+                owner = true;
+            char *next = ts_asprintf("%s%s%.*s", query, *query ? "&" : "", (int)n, q);
+            free(query);
+            query = next;
+        }
+        q += n;
+        if (*q == '&') q++;
+    }
+    if (!all && !owner) {
+        char *next = ts_asprintf("%s%sowner=%s", query, *query ? "&" : "", id.access_key);
+        free(query);
+        query = next;
+    }
+    char *target = ts_asprintf("/v1/sessions%s%s", *query ? "?" : "", query);
+    _forward(req, resp, SESSIONS_TIMEOUT_MS, target, &id);
+    free(target);
+    free(query);
+}
+
+/* POST /session/{name}: execute. */
+static void h_execute(http_req *req, http_resp *resp, void *ctx)
+{
+    gw_identity id;
+    if (!verify_request(ctx, req, resp, &id)) return;
+    char *target = _session_target(req, "/execute");
+    _forward(req, resp, SESSIONS_EXEC_TIMEOUT_MS, target, &id);
+    free(target);
+}
+
+/* GET /session/_/logs?session_name=: Backend.AI's task logs, as text/plain. */
+static void h_task_logs(http_req *req, http_resp *resp, void *ctx)
+{
+    gw_identity id;
+    if (!verify_request(ctx, req, resp, &id)) return;
+    const char *name = http_query_arg(req, "session_name");
+    if (!name || !*name) name = http_query_arg(req, "sessionName");
+    if (!name || !*name) {
+        http_problem(resp, 400, "invalid-api-params", NULL,
+                     "session_name is required (the batch session whose logs to read)");
+        return;
+    }
+    char *ename = _escape(name);
+    char *target = ts_asprintf("/v1/sessions/%s/logs", ename);
+    free(ename);
+    proxy_forward(&g_registry, *g_registry_url, SESSIONS_TIMEOUT_MS, req, resp, target, &id, NULL,
+                  0);
+    free(target);
+    if (http_resp_status(resp) != 200) return;
+    size_t len = 0;
+    const char *text = http_resp_body(resp, &len);
+    json_t *answer = text ? json_loadb(text, len, 0, NULL) : NULL;
+    const json_t *logs = json_object_get(json_object_get(answer, "result"), "logs");
+    if (json_is_string(logs))
+        http_reply(resp, 200, "text/plain; charset=utf-8", json_string_value(logs),
+                   json_string_length(logs));
+    json_decref(answer);
+}
+
+/* POST /session/{name}/start-service: not yet. */
+static void h_start_service(http_req *req, http_resp *resp, void *ctx)
+{
+    gw_identity id;
+    if (!verify_request(ctx, req, resp, &id)) return;
+    http_problem(resp, 501, "not-implemented", "Not Implemented",
+                 "not implemented yet: apps arrive with the wsproxy issue");
+}
+
+/* /admin/{resource-groups,agents,images}[/...] -> registry /v1/admin/... */
+static void h_admin(http_req *req, http_resp *resp, void *ctx)
+{
+    gw_identity id;
+    if (!verify_request(ctx, req, resp, &id)) return;
+    const char *o = _origin(req);
+    char *target = ts_asprintf("/v1%.*s", (int)strcspn(o, "#"), o);
+    bool scan = strcmp(req->method, "POST") == 0 &&
+                strncmp(req->path, "/admin/images/scan", 18) == 0 &&
+                (req->path[18] == '\0' || req->path[18] == '/');
+    _forward(req, resp, scan ? SESSIONS_SCAN_TIMEOUT_MS : SESSIONS_TIMEOUT_MS, target, &id);
+    free(target);
+}
+
+/* ---- wiring ---------------------------------------------------------------------------- */
+
+/* The value holder of a string option of this service ("registry.url"). */
+static char **_option_string(gateway *gw, const char *name)
+{
+    const svc_spec *spec = svc_spec_of(gw->svc);
+    for (const cfg_option *o = spec ? spec->options : NULL; o && o->name; o++)
+        if (strcmp(o->name, name) == 0 && o->type == CFG_STRING) return o->dst;
+    ts_panic("gateway option %s is missing from the option table", name);
+}
+
+/* Continues verify.c's tessera_gateway_upstream_failures_total family (its
+ * collector is registered just before this one, so the samples stay together). */
+static void _collect(FILE *out, void *ctx)
+{
+    (void)ctx;
+    metrics_sample_u64(out, "tessera_gateway_upstream_failures_total", "upstream=\"registry\"",
+                       sessions_registry_failures());
+}
+
+void sessions_routes(gateway *gw)
+{
+    g_registry_url = _option_string(gw, "registry.url");
+    metrics_add(svc_metrics(gw->svc), _collect, gw);
+    http_router *r = svc_router(gw->svc);
+    for (size_t i = 0; i < TS_ARRAY_LEN(PREFIXES); i++) {
+        char pat[64];
+#define ROUTE(method, suffix, h)                                                                   \
+    do {                                                                                           \
+        snprintf(pat, sizeof(pat), "%s%s", PREFIXES[i], suffix);                                   \
+        http_route(r, method, pat, h, gw);                                                         \
+    } while (0)
+        ROUTE("POST", "", h_create);
+        ROUTE("POST", "/_/create", h_create);
+        ROUTE("GET", "", h_list);
+        ROUTE("GET", "/{name}", h_same_path);
+        ROUTE("DELETE", "/{name}", h_same_path);
+        ROUTE("PATCH", "/{name}", h_same_path);
+        ROUTE("POST", "/{name}", h_execute);
+        ROUTE("GET", "/{name}/logs", h_same_path);
+        ROUTE("GET", "/_/logs", h_task_logs);
+        ROUTE("GET", "/{name}/history", h_same_path);
+        ROUTE("POST", "/{name}/start-service", h_start_service);
+#undef ROUTE
+    }
+    /* Exact segments beat auth's /admin/{a}...: these resources go to the registry. */
+    static const char *const admin[] = {
+        "/admin/resource-groups", "/admin/resource-groups/{a}", "/admin/resource-groups/{a}/{b}",
+        "/admin/agents",          "/admin/agents/{a}",          "/admin/agents/{a}/{b}",
+        "/admin/images",          "/admin/images/{a}",          "/admin/images/{a}/{b}",
+    };
+    for (size_t i = 0; i < TS_ARRAY_LEN(admin); i++)
+        http_route(r, "*", admin[i], h_admin, gw);
+}

@@ -1,0 +1,425 @@
+/* agents.c: agents' life as the registry sees it (see agents.h). */
+#include "agents.h"
+
+#include "caller.h"
+#include "libcommon/log.h"
+#include "libcommon/pgjson.h"
+#include "occupancy_sync.h"
+#include "pbutil.h"
+#include "tessera/v1/agent.pb-c.h"
+#include "transitions.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static kbus_consumer *consumer;
+
+/* ---- announcements ------------------------------------------------------------------------- */
+
+static json_t *devices_json(Tessera__V1__DeviceInfo **d, size_t n)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(
+            arr,
+            json_pack("{s:s, s:s, s:s, s:I, s:s, s:s, s:b, s:s, s:i}", "device_id", d[i]->device_id,
+                      "slot_name", d[i]->slot_name, "model", d[i]->model, "memory_bytes",
+                      (json_int_t)d[i]->memory_bytes, "capacity", d[i]->capacity, "shares_capacity",
+                      d[i]->shares_capacity, "mock", (int)d[i]->mock, "bus_id", d[i]->bus_id,
+                      "numa_node", (int)d[i]->numa_node));
+    return arr;
+}
+
+static bool plain_id(const char *s)
+{
+    if (!s || !*s || strlen(s) > 128) return false;
+    for (const char *p = s; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '-' || *p == '_' || *p == '.' || *p == ':'))
+            return false;
+    return true;
+}
+
+static const char upsert_sql[] =
+    "INSERT INTO registry.agents AS a (id, resource_group, architecture, addr, slots, devices,"
+    " status, status_info, version, hostname, runtime)"
+    " VALUES ($1, $2, $3, $4, $5::jsonb, $6::jsonb, 'ALIVE', $7, $8, $9, $10)"
+    " ON CONFLICT (id) DO UPDATE SET"
+    " resource_group = CASE WHEN $11 THEN EXCLUDED.resource_group ELSE a.resource_group END,"
+    " architecture = CASE WHEN $11 THEN EXCLUDED.architecture ELSE a.architecture END,"
+    " addr = CASE WHEN $11 THEN EXCLUDED.addr ELSE a.addr END,"
+    " version = CASE WHEN $11 THEN EXCLUDED.version ELSE a.version END,"
+    " hostname = CASE WHEN $11 THEN EXCLUDED.hostname ELSE a.hostname END,"
+    " runtime = CASE WHEN $11 THEN EXCLUDED.runtime ELSE a.runtime END,"
+    " slots = CASE WHEN $12 THEN EXCLUDED.slots ELSE a.slots END,"
+    " devices = CASE WHEN $13 THEN EXCLUDED.devices ELSE a.devices END,"
+    " status_info = CASE WHEN $11 OR a.status <> 'ALIVE' THEN EXCLUDED.status_info"
+    "   ELSE a.status_info END,"
+    " status_changed_at = CASE WHEN a.status <> 'ALIVE' THEN now() ELSE a.status_changed_at END,"
+    " status = 'ALIVE', last_heartbeat = now()"
+    " RETURNING slots::text, devices::text";
+
+/* Record an agent as ALIVE and write its capacity to Redis. started: the
+ * AgentStarted fields are given (others keep their stored values). */
+static kbus_result agent_alive(const char *id, const char *group, const char *arch,
+                               const char *addr, const char *version, const char *hostname,
+                               const char *runtime, Tessera__V1__SlotAmount **slots, size_t n_slots,
+                               Tessera__V1__DeviceInfo **devs, size_t n_devs, bool started,
+                               ts_err *err)
+{
+    if (!plain_id(id) || !plain_id(group)) {
+        ts_err_set(err, "agent id and resource group must be plain ids");
+        return KBUS_REJECT;
+    }
+    json_t *sj = NULL;
+    if (!pb_slots_json(slots, n_slots, &sj, err)) {
+        ts_err_prefix(err, "agent %s slots", id);
+        return KBUS_REJECT;
+    }
+    json_t *dj = devices_json(devs, n_devs);
+    char *st = json_dumps(sj, JSON_COMPACT), *dt = json_dumps(dj, JSON_COMPACT);
+    json_decref(sj);
+    json_decref(dj);
+    const char *p[] = {id,
+                       group,
+                       arch ? arch : "",
+                       addr ? addr : "",
+                       st,
+                       dt,
+                       started ? "started" : "heartbeat",
+                       version ? version : "",
+                       hostname ? hostname : "",
+                       runtime ? runtime : "",
+                       started ? "true" : "false",
+                       started || n_slots ? "true" : "false",
+                       started || n_devs ? "true" : "false"};
+    kbus_result res = KBUS_RETRY;
+    PGconn *conn = reg_pg_get(err);
+    PGresult *r = conn ? reg_exec(conn, upsert_sql, 13, p, err) : NULL;
+    reg_pg_put(conn);
+    free(st);
+    free(dt);
+    if (!r) return KBUS_RETRY;
+    json_t *cur_s = json_loads(PQgetvalue(r, 0, 0), 0, NULL);
+    json_t *cur_d = json_loads(PQgetvalue(r, 0, 1), 0, NULL);
+    PQclear(r);
+    if (occupancy_write_agent(id, cur_s, cur_d, true, err))
+        res = KBUS_DONE;
+    else
+        ts_err_prefix(err, "agent %s capacity to Redis", id);
+    json_decref(cur_s);
+    json_decref(cur_d);
+    if (started) TLOG_INFO("agent started", "agent=%s group=%s arch=%s", id, group, arch);
+    return res;
+}
+
+/* ---- lost agents ------------------------------------------------------------------------------
+ */
+
+/* End every live session with a kernel on the agent. */
+static bool fail_sessions_of(const char *agent_id, ts_err *err)
+{
+    PGconn *conn = reg_pg_get(err);
+    if (!conn) return false;
+    const char *p[] = {agent_id};
+    PGresult *r = reg_exec(conn,
+                           "SELECT DISTINCT k.session_id::text FROM registry.kernels k"
+                           " JOIN registry.sessions s ON s.id = k.session_id"
+                           " WHERE k.agent_id = $1 AND k.status NOT IN " SQL_FINAL
+                           " AND s.status NOT IN " SQL_FINAL,
+                           1, p, err);
+    if (!r) {
+        reg_pg_put(conn);
+        return false;
+    }
+    bool ok = true;
+    char reason[200];
+    snprintf(reason, sizeof(reason), "agent %s lost", agent_id);
+    for (int i = 0; i < PQntuples(r) && ok; i++) {
+        const char *sid = PQgetvalue(r, i, 0);
+        outbox ob;
+        ob_init(&ob, "");
+        sess s;
+        bool found = false;
+        const char *kp[] = {sid, agent_id, reason};
+        ok = pg_begin(conn, err) && tr_lock(conn, sid, &s, &found, err);
+        if (ok && found && !reg_status_final(s.status)) {
+            ok = reg_run(conn,
+                         "UPDATE registry.kernels SET status = 'ERROR', status_info = $3,"
+                         " status_changed_at = now() WHERE session_id = $1::uuid"
+                         " AND agent_id = $2 AND status NOT IN " SQL_FINAL,
+                         3, kp, err) &&
+                 tr_destroy_kernels(conn, &ob, &s, reason, true, "TERMINATING", err) &&
+                 tr_end(conn, &ob, &s, ST_ERROR, reason, "agent_lost", "", agent_id, NULL, err);
+        }
+        if (ok && pg_commit(conn, err)) {
+            ob_flush(&ob);
+        } else {
+            ok = false;
+            pg_rollback(conn);
+            ob_discard(&ob);
+        }
+    }
+    PQclear(r);
+    reg_pg_put(conn);
+    return ok;
+}
+
+/* status := LOST (when it was ALIVE), not schedulable in Redis, its sessions
+ * end in ERROR. announce: publish AgentStopped "lost" (the registry declared
+ * it; the scheduler drops the agent). */
+static bool mark_lost(const char *agent_id, const char *why, bool announce, ts_err *err)
+{
+    PGconn *conn = reg_pg_get(err);
+    if (!conn) return false;
+    const char *p[] = {agent_id, why};
+    PGresult *r = reg_exec(conn,
+                           "UPDATE registry.agents SET status = 'LOST', status_info = $2,"
+                           " status_changed_at = now() WHERE id = $1 AND status = 'ALIVE'"
+                           " RETURNING slots::text, devices::text",
+                           2, p, err);
+    reg_pg_put(conn);
+    if (!r) return false;
+    if (PQntuples(r) == 1) {
+        TLOG_WARN("agent lost", "agent=%s why=\"%s\"", agent_id, why);
+        json_t *sj = json_loads(PQgetvalue(r, 0, 0), 0, NULL);
+        json_t *dj = json_loads(PQgetvalue(r, 0, 1), 0, NULL);
+        ts_err e;
+        if (!occupancy_write_agent(agent_id, sj, dj, false, &e))
+            TLOG_WARN("could not mark the agent unschedulable in Redis", "agent=%s error=\"%s\"",
+                      agent_id, e.msg);
+        json_decref(sj);
+        json_decref(dj);
+        if (announce) {
+            outbox ob;
+            ob_init(&ob, "");
+            Tessera__V1__AgentStopped m = TESSERA__V1__AGENT_STOPPED__INIT;
+            m.agent_id = (char *)agent_id;
+            m.reason = "lost";
+            m.graceful = false;
+            ob_agent_event(&ob, agent_id, &m.base);
+            ob_flush(&ob);
+        }
+    }
+    PQclear(r);
+    return fail_sessions_of(agent_id, err);
+}
+
+void agents_check_lost(void)
+{
+    ts_err err = {{0}};
+    PGconn *conn = reg_pg_get(&err);
+    char ms[24];
+    snprintf(ms, sizeof(ms), "%lld", (long long)reg_cfg.agent_lost_timeout_ms);
+    const char *p[] = {ms};
+    PGresult *r = conn ? reg_exec(conn,
+                                  "SELECT id FROM registry.agents WHERE status = 'ALIVE'"
+                                  " AND last_heartbeat < now() - $1::bigint * interval '1 ms'",
+                                  1, p, &err)
+                       : NULL;
+    reg_pg_put(conn);
+    if (!r) {
+        TLOG_WARN("lost-agent check failed", "error=\"%s\"", err.msg);
+        return;
+    }
+    for (int i = 0; i < PQntuples(r); i++) {
+        char why[128];
+        snprintf(why, sizeof(why), "no heartbeat for %lld ms",
+                 (long long)reg_cfg.agent_lost_timeout_ms);
+        if (!mark_lost(PQgetvalue(r, i, 0), why, true, &err))
+            TLOG_WARN("marking an agent lost failed", "agent=%s error=\"%s\"", PQgetvalue(r, i, 0),
+                      err.msg);
+    }
+    PQclear(r);
+}
+
+/* ---- the consumer ---------------------------------------------------------------------------- */
+
+static kbus_result on_agent_event(const kbus_msg *msg, void *ctx, ts_err *reason)
+{
+    (void)ctx;
+    const char *type = msg->env->type;
+    kbus_result res = KBUS_DONE;
+    if (strcmp(type, "tessera.v1.AgentStarted") == 0) {
+        ProtobufCMessage *pm =
+            envelope_payload(msg->env, &tessera__v1__agent_started__descriptor, reason);
+        if (!pm) return KBUS_REJECT;
+        Tessera__V1__AgentStarted *m = (Tessera__V1__AgentStarted *)pm;
+        tlog_ctx_agent(m->agent_id);
+        res = agent_alive(m->agent_id, m->resource_group, m->architecture, m->addr, m->version,
+                          m->hostname, m->runtime, m->slots, m->n_slots, m->devices, m->n_devices,
+                          true, reason);
+        protobuf_c_message_free_unpacked(pm, NULL);
+    } else if (strcmp(type, "tessera.v1.AgentHeartbeat") == 0) {
+        ProtobufCMessage *pm =
+            envelope_payload(msg->env, &tessera__v1__agent_heartbeat__descriptor, reason);
+        if (!pm) return KBUS_REJECT;
+        Tessera__V1__AgentHeartbeat *m = (Tessera__V1__AgentHeartbeat *)pm;
+        tlog_ctx_agent(m->agent_id);
+        res = agent_alive(m->agent_id, m->resource_group, NULL, NULL, NULL, NULL, NULL, m->slots,
+                          m->n_slots, m->devices, m->n_devices, false, reason);
+        protobuf_c_message_free_unpacked(pm, NULL);
+    } else if (strcmp(type, "tessera.v1.AgentStopped") == 0) {
+        ProtobufCMessage *pm =
+            envelope_payload(msg->env, &tessera__v1__agent_stopped__descriptor, reason);
+        if (!pm) return KBUS_REJECT;
+        Tessera__V1__AgentStopped *m = (Tessera__V1__AgentStopped *)pm;
+        tlog_ctx_agent(m->agent_id);
+        if (!plain_id(m->agent_id)) {
+            ts_err_set(reason, "AgentStopped: bad agent id");
+            res = KBUS_REJECT;
+        } else if (!m->graceful) {
+            char why[300];
+            snprintf(why, sizeof(why), "stopped: %s", m->reason[0] ? m->reason : "not graceful");
+            res = mark_lost(m->agent_id, why, false, reason) ? KBUS_DONE : KBUS_RETRY;
+        } else {
+            const char *p[] = {m->agent_id, m->reason};
+            PGconn *conn = reg_pg_get(reason);
+            PGresult *r = conn ? reg_exec(conn,
+                                          "UPDATE registry.agents SET status = 'TERMINATED',"
+                                          " status_info = $2, status_changed_at = now()"
+                                          " WHERE id = $1 AND status <> 'TERMINATED'"
+                                          " RETURNING slots::text, devices::text",
+                                          2, p, reason)
+                               : NULL;
+            reg_pg_put(conn);
+            res = r ? KBUS_DONE : KBUS_RETRY;
+            if (r && PQntuples(r) == 1) {
+                json_t *sj = json_loads(PQgetvalue(r, 0, 0), 0, NULL);
+                json_t *dj = json_loads(PQgetvalue(r, 0, 1), 0, NULL);
+                if (!occupancy_write_agent(m->agent_id, sj, dj, false, reason)) res = KBUS_RETRY;
+                json_decref(sj);
+                json_decref(dj);
+                TLOG_INFO("agent stopped", "agent=%s reason=\"%s\"", m->agent_id, m->reason);
+            }
+            if (r) PQclear(r);
+        }
+        protobuf_c_message_free_unpacked(pm, NULL);
+    }
+    tlog_ctx_agent(NULL);
+    return res;
+}
+
+bool agents_start(svc *s, ts_err *err)
+{
+    static const char *const topics[] = {"tessera.agent.v1", NULL};
+    consumer =
+        kbus_consume(svc_bus(s), "tessera-registry.agents", topics, on_agent_event, NULL, err);
+    return consumer != NULL;
+}
+
+void agents_stop(void)
+{
+    kbus_consumer_stop(consumer);
+    consumer = NULL;
+}
+
+/* ---- admin API --------------------------------------------------------------------------------
+ */
+
+static const char list_sql[] =
+    "SELECT id, resource_group, architecture, addr, status, status_info, slots, devices,"
+    " last_heartbeat, first_contact, status_changed_at, version, hostname, runtime,"
+    " (SELECT count(*) FROM registry.kernels k WHERE k.agent_id = a.id AND k.holds_slots)::int"
+    "   AS kernels, count(*) OVER () AS total"
+    " FROM registry.agents a WHERE ($1::text IS NULL OR status = $1)"
+    " AND ($2::text IS NULL OR resource_group = $2)"
+    " AND ($5::text IS NULL OR id = $5)"
+    " ORDER BY id LIMIT $3::bigint OFFSET $4::bigint";
+
+/* Occupancy from Redis: "occupied_slots" and per-device "occupied_shares". */
+static void add_occupancy(json_t *agent)
+{
+    ts_err err = {{0}};
+    occ *o = occupancy_handle(&err);
+    slots_t used;
+    int32_t dev_used[OCC_MAX_DEVICES];
+    bool present = false;
+    const char *id = json_string_value(json_object_get(agent, "id"));
+    if (!o || !occ_read_used(o, id, &used, dev_used, &present, &err)) {
+        json_object_set_new(agent, "occupied_slots", json_null());
+        return;
+    }
+    json_object_set_new(agent, "occupied_slots", slots_to_json(&used));
+    json_object_set_new(agent, "in_redis", json_boolean(present));
+    json_t *devs = json_object_get(agent, "devices");
+    int idx = 0;
+    for (size_t i = 0; json_is_array(devs) && i < json_array_size(devs); i++) {
+        json_t *d = json_array_get(devs, i);
+        const char *slot = json_string_value(json_object_get(d, "slot_name"));
+        if (!slot || strcmp(slot, "cuda.device") != 0 || idx >= OCC_MAX_DEVICES) continue;
+        char buf[SLOT_FMT_MAX];
+        json_object_set_new(
+            d, "occupied_shares",
+            json_string(slot_format(SLOT_CUDA_SHARES, dev_used[idx++], buf, sizeof(buf))));
+    }
+}
+
+static bool admin_caller(http_req *req, http_resp *resp, reg_caller *c)
+{
+    if (!caller_get(req, resp, NULL, c)) return false;
+    if (!caller_is_admin(c)) {
+        http_problem(resp, 403, "forbidden", NULL, "only administrators may list agents");
+        caller_free(c);
+        return false;
+    }
+    return true;
+}
+
+static void list_agents(http_req *req, http_resp *resp, svc *s, const char *id)
+{
+    reg_caller c;
+    if (!admin_caller(req, resp, &c)) return;
+    pgjson_page pg;
+    if (!pgjson_page_parse(req, resp, &pg)) {
+        caller_free(&c);
+        return;
+    }
+    PGconn *conn = pgjson_get(s, resp);
+    if (!conn) {
+        caller_free(&c);
+        return;
+    }
+    const char *p[] = {http_query_arg(req, "status"), http_query_arg(req, "resource_group"),
+                       pg.limit_s, pg.offset_s, id};
+    PGresult *r = pgjson_query(conn, resp, "list agents", list_sql, 5, p);
+    if (r) {
+        long long total = PQntuples(r) ? atoll(PQgetvalue(r, 0, PQnfields(r) - 1)) : 0;
+        json_t *items = pgjson_rows_json(r);
+        size_t i;
+        json_t *a;
+        json_array_foreach(items, i, a)
+        {
+            json_object_del(a, "total");
+            add_occupancy(a);
+        }
+        if (id) {
+            if (json_array_size(items) == 1)
+                http_reply_json(resp, 200, json_incref(json_array_get(items, 0)));
+            else
+                http_problem(resp, 404, "not-found", NULL, "unknown agent %s", id);
+            json_decref(items);
+        } else {
+            http_reply_json(resp, 200, pgjson_page_json(items, total, &pg));
+        }
+        PQclear(r);
+    }
+    pgjson_put(s, conn);
+    caller_free(&c);
+}
+
+static void h_list(http_req *req, http_resp *resp, void *ctx)
+{
+    list_agents(req, resp, ctx, NULL);
+}
+
+static void h_get(http_req *req, http_resp *resp, void *ctx)
+{
+    list_agents(req, resp, ctx, http_param(req, "id"));
+}
+
+void agents_routes(svc *s)
+{
+    http_route(svc_router(s), "GET", "/v1/admin/agents", h_list, s);
+    http_route(svc_router(s), "GET", "/v1/admin/agents/{id}", h_get, s);
+}

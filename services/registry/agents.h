@@ -1,0 +1,30 @@
+/* agents.h: agents as the registry sees them.
+ *
+ * Consumer of tessera.agent.v1 (group tessera-registry.agents):
+ *   AgentStarted   upsert registry.agents (ALIVE, its slots and devices) and
+ *                  write its capacity to Redis (schedulable)
+ *   AgentHeartbeat last_heartbeat = now(), slots and devices when given, ALIVE
+ *                  again if it was LOST; capacity to Redis
+ *   AgentStopped   graceful: TERMINATED, not schedulable (its kernels may be
+ *                  re-adopted when it starts again); not graceful or "lost":
+ *                  as agents_check_lost
+ * agents_check_lost (periodic): ALIVE agents without a heartbeat for
+ * registry.agent_lost_timeout become LOST, unschedulable in Redis; the
+ * registry publishes AgentStopped{reason "lost"}; every live session with a
+ * kernel there ends in ERROR "agent <id> lost" (SessionFailed: the scheduler
+ * releases its slots; its kernels on other agents get DestroyKernel).
+ *
+ * Admin API (administrators): GET /v1/admin/agents?status=&resource_group=
+ * &limit=&offset= and GET /v1/admin/agents/{id}: capacity (slots, devices),
+ * occupancy from Redis (occupied_slots, devices[].occupied_shares), status. */
+#ifndef REGISTRY_AGENTS_H
+#define REGISTRY_AGENTS_H
+
+#include "registry.h"
+
+bool agents_start(svc *s, ts_err *err) TS_MUST_CHECK;
+void agents_stop(void);
+void agents_check_lost(void);
+void agents_routes(svc *s);
+
+#endif

@@ -1,0 +1,95 @@
+/* caller.c: see caller.h. */
+#include "caller.h"
+
+#include "auth_client.h"
+#include "libcommon/log.h"
+
+#include <string.h>
+
+static const char *jstr(json_t *o, const char *k)
+{
+    const char *v = json_string_value(json_object_get(o, k));
+    return v ? v : "";
+}
+
+bool context_get(http_req *req, http_resp *resp, const char *access_key, const char *group,
+                 json_t **ctx)
+{
+    long status = 0;
+    ts_err err = {{0}};
+    json_t *body = NULL;
+    *ctx = NULL;
+    if (!authc_session_context(access_key, group, req->request_id, &status, &body, &err)) {
+        TLOG_WARN("tessera-auth unreachable", "error=\"%s\"", err.msg);
+        http_problem(resp, 503, "service-unavailable", NULL, "tessera-auth is unreachable");
+        return false;
+    }
+    if (status == 200 && json_is_object(body)) {
+        *ctx = body;
+        return true;
+    }
+    const char *msg = jstr(body, "msg");
+    if (status == 404 && !group) {
+        http_problem(resp, 404, "not-found", NULL, "unknown access key %s", access_key);
+    } else if (status == 404) {
+        http_problem(resp, 400, "invalid-api-params", NULL, "%s", msg[0] ? msg : "unknown group");
+    } else if (status == 403) {
+        http_problem(resp, 403, "forbidden", NULL, "%s", msg[0] ? msg : "forbidden");
+    } else if (status == 400) {
+        http_problem(resp, 400, "invalid-api-params", NULL, "%s", msg[0] ? msg : "bad request");
+    } else {
+        TLOG_WARN("tessera-auth answered an error", "status=%ld msg=\"%s\"", status, msg);
+        http_problem(resp, 503, "service-unavailable", NULL, "tessera-auth answered %ld", status);
+    }
+    json_decref(body);
+    return false;
+}
+
+bool caller_get(http_req *req, http_resp *resp, const char *group, reg_caller *out)
+{
+    memset(out, 0, sizeof(*out));
+    const char *id = http_header(req, "X-Tessera-Caller");
+    const char *ak = http_header(req, "X-Tessera-Caller-Access-Key");
+    if (!id || !ts_uuid_valid(id) || !ak || strlen(ak) != 20) {
+        http_problem(resp, 401, "auth-failed", NULL,
+                     "no authenticated caller (this endpoint needs a signed request)");
+        return false;
+    }
+    json_t *ctx = NULL;
+    if (!context_get(req, resp, ak, group, &ctx)) {
+        /* An unknown key of a forwarded caller is an authentication failure. */
+        if (http_resp_status(resp) == 404)
+            http_problem(resp, 401, "auth-failed", NULL, "unknown caller access key");
+        return false;
+    }
+    json_t *user = json_object_get(ctx, "user");
+    if (strcmp(jstr(user, "id"), id) != 0 || !json_is_true(json_object_get(ctx, "is_active")) ||
+        strcmp(jstr(user, "status"), "active") != 0) {
+        http_problem(resp, 401, "auth-failed", NULL,
+                     "the caller's keypair is not an active keypair of the caller");
+        json_decref(ctx);
+        return false;
+    }
+    ts_strlcpy(out->user_id, id, sizeof(out->user_id));
+    ts_strlcpy(out->access_key, ak, sizeof(out->access_key));
+    ts_strlcpy(out->role, jstr(user, "role"), sizeof(out->role));
+    ts_strlcpy(out->domain, jstr(user, "domain_name"), sizeof(out->domain));
+    out->ctx = ctx;
+    return true;
+}
+
+void caller_free(reg_caller *c)
+{
+    json_decref(c->ctx);
+    c->ctx = NULL;
+}
+
+bool caller_is_superadmin(const reg_caller *c)
+{
+    return strcmp(c->role, "superadmin") == 0;
+}
+
+bool caller_is_admin(const reg_caller *c)
+{
+    return caller_is_superadmin(c) || strcmp(c->role, "admin") == 0;
+}

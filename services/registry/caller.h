@@ -1,0 +1,33 @@
+/* caller.h: who calls the registry. The gateway forwards the verified
+ * caller in X-Tessera-Caller (user id) and X-Tessera-Caller-Access-Key
+ * (docs/internal-api.md); the registry owns no users, so it asks tessera-auth
+ * for the keypair's current context (role, domain, policy) on every call and
+ * checks that the keypair belongs to that user and is active. */
+#ifndef REGISTRY_CALLER_H
+#define REGISTRY_CALLER_H
+
+#include "registry.h"
+
+typedef struct reg_caller {
+    char user_id[TS_UUID_STRLEN];
+    char access_key[24];
+    char role[16]; /* superadmin, admin, user */
+    char domain[260];
+    json_t *ctx; /* auth's session context (owned) */
+} reg_caller;
+
+/* Resolve the caller; with group, the context also resolves that project
+ * (docs of GET /v1/session-context). False after a problem answer: 401 (no or
+ * bad caller), 400/403/404 (group), 503 (auth unreachable). */
+bool caller_get(http_req *req, http_resp *resp, const char *group, reg_caller *out) TS_MUST_CHECK;
+void caller_free(reg_caller *c);
+
+bool caller_is_superadmin(const reg_caller *c);
+/* superadmin or domain admin */
+bool caller_is_admin(const reg_caller *c);
+
+/* The context of another keypair (owner_access_key), same answers as caller_get. */
+bool context_get(http_req *req, http_resp *resp, const char *access_key, const char *group,
+                 json_t **ctx) TS_MUST_CHECK;
+
+#endif

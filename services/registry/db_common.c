@@ -1,0 +1,66 @@
+/* db_common.c: database and Redis helpers for the registry's event consumers
+ * and periodic work (see registry.h). HTTP handlers use libcommon/pgjson.h. */
+#include "registry.h"
+
+#include "libcommon/log.h"
+
+#include <string.h>
+
+bool reg_status_final(const char *status)
+{
+    return strcmp(status, ST_TERMINATED) == 0 || strcmp(status, ST_CANCELLED) == 0 ||
+           strcmp(status, ST_ERROR) == 0;
+}
+
+PGconn *reg_pg_get(ts_err *err)
+{
+    pg_pool *pool = svc_pg(reg_svc);
+    if (!pool) {
+        ts_err_set(err, "the database is not connected yet");
+        return NULL;
+    }
+    return pg_pool_get(pool, 5000, err);
+}
+
+void reg_pg_put(PGconn *conn)
+{
+    if (conn) pg_pool_put(svc_pg(reg_svc), conn);
+}
+
+PGresult *reg_exec(PGconn *conn, const char *sql, int n, const char *const *params, ts_err *err)
+{
+    PGresult *r = PQexecParams(conn, sql, n, NULL, params, NULL, NULL, 0);
+    ExecStatusType st = PQresultStatus(r);
+    if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) return r;
+    const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+    ts_err_set(err, "database: %s%s%s", state ? state : "", state ? " " : "",
+               PQresultErrorMessage(r));
+    /* One line: drop the trailing newline libpq adds. */
+    size_t n_msg = strlen(err ? err->msg : "");
+    if (err && n_msg && err->msg[n_msg - 1] == '\n') err->msg[n_msg - 1] = '\0';
+    PQclear(r);
+    return NULL;
+}
+
+bool reg_run(PGconn *conn, const char *sql, int n, const char *const *params, ts_err *err)
+{
+    PGresult *r = reg_exec(conn, sql, n, params, err);
+    if (!r) return false;
+    PQclear(r);
+    return true;
+}
+
+bool reg_history(PGconn *conn, const char *session_id, const char *status, const char *reason,
+                 ts_err *err)
+{
+    const char *p[] = {session_id, status, reason ? reason : ""};
+    return reg_run(conn,
+                   "INSERT INTO registry.session_status_history (session_id, status, reason)"
+                   " VALUES ($1::uuid, $2, $3)",
+                   3, p, err);
+}
+
+rds *reg_redis(ts_err *err)
+{
+    return svc_redis(reg_svc, err);
+}

@@ -1,0 +1,59 @@
+/* housekeeping.c: see housekeeping.h. */
+#include "housekeeping.h"
+
+#include "agents.h"
+#include "occupancy_sync.h"
+#include "sessions.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <unistd.h>
+
+static pthread_t thread;
+static atomic_bool running;
+static bool started;
+
+static void *loop(void *arg)
+{
+    (void)arg;
+    int64_t start = ts_now_mono_ms();
+    int64_t next_lost = start + reg_cfg.agent_lost_timeout_ms;
+    int64_t next_occ = start + reg_cfg.reconcile_interval_ms;
+    int64_t next_pub = start + 2000;
+    while (atomic_load(&running)) {
+        int64_t now = ts_now_mono_ms();
+        if (now >= next_lost) {
+            agents_check_lost();
+            next_lost = now + reg_cfg.lost_check_interval_ms;
+        }
+        if (now >= next_occ) {
+            (void)occupancy_check();
+            next_occ = now + reg_cfg.reconcile_interval_ms;
+        }
+        if (now >= next_pub) {
+            sessions_republish_pending();
+            next_pub = now + 2000;
+        }
+        usleep(100 * 1000);
+    }
+    return NULL;
+}
+
+bool housekeeping_start(ts_err *err)
+{
+    atomic_store(&running, true);
+    if (pthread_create(&thread, NULL, loop, NULL) != 0) {
+        ts_err_set(err, "housekeeping thread: cannot start");
+        return false;
+    }
+    started = true;
+    return true;
+}
+
+void housekeeping_stop(void)
+{
+    if (!started) return;
+    atomic_store(&running, false);
+    pthread_join(thread, NULL);
+    started = false;
+}

@@ -1,0 +1,15 @@
+/* housekeeping.h: the registry's periodic work, on one thread:
+ *   every registry.lost_check_interval   agents_check_lost (after the first
+ *                                        registry.agent_lost_timeout since
+ *                                        start, so replayed heartbeats count)
+ *   every registry.reconcile_interval    occupancy_check (Redis lost data?)
+ *   every 2 s                            sessions_republish_pending */
+#ifndef REGISTRY_HOUSEKEEPING_H
+#define REGISTRY_HOUSEKEEPING_H
+
+#include "registry.h"
+
+bool housekeeping_start(ts_err *err) TS_MUST_CHECK;
+void housekeeping_stop(void);
+
+#endif

@@ -1,0 +1,9 @@
+/* http_api.h: tessera-registry's routes. */
+#ifndef REGISTRY_HTTP_API_H
+#define REGISTRY_HTTP_API_H
+
+#include "registry.h"
+
+void registry_routes(svc *s);
+
+#endif

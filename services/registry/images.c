@@ -1,0 +1,328 @@
+/* images.c: see images.h. */
+#include "images.h"
+
+#include "caller.h"
+#include "libcommon/log.h"
+#include "libcommon/pgjson.h"
+#include "oci.h"
+#include "pbutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define LABEL_MIN_PREFIX "ai.backend.resource.min."
+
+static const char upsert_sql[] =
+    "INSERT INTO registry.images AS i (reference, digest, architecture, labels, service_ports,"
+    " min_slots, runtime_type, runtime_path, command, source)"
+    " VALUES ($1, $2, $3, $4::jsonb, $5::jsonb, $6::jsonb, $7, $8, $9::jsonb, $10)"
+    " ON CONFLICT (reference) DO UPDATE SET digest = EXCLUDED.digest,"
+    " architecture = EXCLUDED.architecture, labels = EXCLUDED.labels,"
+    " service_ports = EXCLUDED.service_ports, min_slots = EXCLUDED.min_slots,"
+    " runtime_type = EXCLUDED.runtime_type, runtime_path = EXCLUDED.runtime_path,"
+    " command = EXCLUDED.command, source = EXCLUDED.source, registered_at = now()";
+
+static const char select_sql[] =
+    "SELECT reference, digest, architecture, labels, service_ports, min_slots, runtime_type,"
+    " runtime_path, command, source, registered_at FROM registry.images";
+
+/* Store an image from its labels; false with err (a bad label) or on a
+ * database error (*db true). */
+static bool store(PGconn *conn, const char *ref, const char *digest, const char *arch,
+                  json_t *labels, json_t *command, const char *source, bool *db, ts_err *err)
+{
+    *db = false;
+    const char *sp = json_string_value(json_object_get(labels, "ai.backend.service-ports"));
+    json_t *ports = pb_parse_service_ports(sp, err);
+    if (!ports) return false;
+    slots_t min;
+    slots_clear(&min);
+    const char *k;
+    json_t *v;
+    json_object_foreach(labels, k, v)
+    {
+        if (strncmp(k, LABEL_MIN_PREFIX, strlen(LABEL_MIN_PREFIX)) != 0) continue;
+        const char *slot = k + strlen(LABEL_MIN_PREFIX);
+        if (!json_is_string(v) || !slots_set(&min, slot, json_string_value(v), err)) {
+            if (!json_is_string(v)) ts_err_set(err, "label %s is not a string", k);
+            ts_err_prefix(err, "label %s", k);
+            json_decref(ports);
+            return false;
+        }
+    }
+    json_t *mj = slots_to_json(&min);
+    char *lt = json_dumps(labels, JSON_COMPACT), *pt = json_dumps(ports, JSON_COMPACT),
+         *mt = json_dumps(mj, JSON_COMPACT), *ct = json_dumps(command, JSON_COMPACT);
+    const char *rt = json_string_value(json_object_get(labels, "ai.backend.runtime-type"));
+    const char *rp = json_string_value(json_object_get(labels, "ai.backend.runtime-path"));
+    const char *p[] = {ref,
+                       digest ? digest : "",
+                       arch && *arch ? arch : "x86_64",
+                       lt,
+                       pt,
+                       mt,
+                       rt ? rt : "",
+                       rp ? rp : "",
+                       ct,
+                       source};
+    bool ok = reg_run(conn, upsert_sql, 10, p, err);
+    *db = !ok;
+    free(lt);
+    free(pt);
+    free(mt);
+    free(ct);
+    json_decref(mj);
+    json_decref(ports);
+    if (ok) TLOG_INFO("image registered", "image=%s digest=%s source=%s", ref, digest, source);
+    return ok;
+}
+
+/* Resolve from the OCI registry and store. *not_found when the registry says so. */
+static bool register_from_oci(PGconn *conn, const char *ref, bool *not_found, bool *bad,
+                              ts_err *err)
+{
+    oci_image im;
+    *bad = false;
+    if (!oci_resolve(ref, &im, not_found, err)) return false;
+    bool db = false;
+    bool ok = store(conn, ref, im.digest, im.architecture, im.labels, im.command, "oci", &db, err);
+    *bad = !ok && !db;
+    oci_image_free(&im);
+    return ok;
+}
+
+bool images_find(PGconn *conn, const char *reference, image_info *out, bool *found, ts_err *err)
+{
+    memset(out, 0, sizeof(*out));
+    *found = false;
+    const char *p[] = {reference};
+    for (int attempt = 0; attempt < 2; attempt++) {
+        PGresult *r = reg_exec(conn,
+                               "SELECT architecture, digest, min_slots::text, service_ports::text"
+                               " FROM registry.images WHERE reference = $1",
+                               1, p, err);
+        if (!r) return false;
+        if (PQntuples(r) == 1) {
+            *found = true;
+            ts_strlcpy(out->architecture, PQgetvalue(r, 0, 0), sizeof(out->architecture));
+            ts_strlcpy(out->digest, PQgetvalue(r, 0, 1), sizeof(out->digest));
+            out->min_slots = json_loads(PQgetvalue(r, 0, 2), 0, NULL);
+            out->service_ports = json_loads(PQgetvalue(r, 0, 3), 0, NULL);
+            PQclear(r);
+            return true;
+        }
+        PQclear(r);
+        if (attempt > 0 || !reg_cfg.auto_register_images) return true;
+        bool not_found = false, bad = false;
+        ts_err e = {{0}};
+        if (!register_from_oci(conn, reference, &not_found, &bad, &e)) {
+            TLOG_INFO("image auto-registration failed", "image=%s error=\"%s\"", reference, e.msg);
+            return true; /* not found: the caller names the image */
+        }
+    }
+    return true;
+}
+
+void image_info_free(image_info *im)
+{
+    json_decref(im->min_slots);
+    json_decref(im->service_ports);
+    memset(im, 0, sizeof(*im));
+}
+
+/* ---- admin API --------------------------------------------------------------------------------
+ */
+
+static bool with_caller(http_req *req, http_resp *resp, bool write, reg_caller *c)
+{
+    if (!caller_get(req, resp, NULL, c)) return false;
+    bool ok = write ? caller_is_superadmin(c) : caller_is_admin(c);
+    if (!ok) {
+        http_problem(resp, 403, "forbidden", NULL, "only %s may %s images",
+                     write ? "superadmins" : "administrators", write ? "change" : "list");
+        caller_free(c);
+    }
+    return ok;
+}
+
+static void reply_image(http_resp *resp, PGconn *conn, const char *ref, int status)
+{
+    char *sql = ts_asprintf("%s WHERE reference = $1", select_sql);
+    const char *p[] = {ref};
+    PGresult *r = pgjson_query(conn, resp, "read image", sql, 1, p);
+    free(sql);
+    if (!r) return;
+    if (PQntuples(r) == 1)
+        http_reply_json(resp, status, pgjson_row_json(r, 0));
+    else
+        http_problem(resp, 404, "not-found", NULL, "unknown image %s", ref);
+    PQclear(r);
+}
+
+static void h_list(http_req *req, http_resp *resp, void *ctx)
+{
+    svc *s = ctx;
+    reg_caller c;
+    if (!with_caller(req, resp, false, &c)) return;
+    pgjson_page pg;
+    PGconn *conn = NULL;
+    if (!pgjson_page_parse(req, resp, &pg) || !(conn = pgjson_get(s, resp))) goto out;
+    char *sql = ts_asprintf("SELECT *, count(*) OVER () AS total FROM (%s) i ORDER BY reference"
+                            " LIMIT $1::bigint OFFSET $2::bigint",
+                            select_sql);
+    const char *p[] = {pg.limit_s, pg.offset_s};
+    PGresult *r = pgjson_query(conn, resp, "list images", sql, 2, p);
+    free(sql);
+    if (r) {
+        long long total = PQntuples(r) ? atoll(PQgetvalue(r, 0, PQnfields(r) - 1)) : 0;
+        json_t *items = pgjson_rows_json(r);
+        size_t i;
+        json_t *v;
+        json_array_foreach(items, i, v) json_object_del(v, "total");
+        http_reply_json(resp, 200, pgjson_page_json(items, total, &pg));
+        PQclear(r);
+    }
+out:
+    pgjson_put(s, conn);
+    caller_free(&c);
+}
+
+static void h_get(http_req *req, http_resp *resp, void *ctx)
+{
+    svc *s = ctx;
+    reg_caller c;
+    if (!with_caller(req, resp, false, &c)) return;
+    PGconn *conn = pgjson_get(s, resp);
+    if (conn) reply_image(resp, conn, http_param(req, "ref"), 200);
+    pgjson_put(s, conn);
+    caller_free(&c);
+}
+
+static void h_register(http_req *req, http_resp *resp, void *ctx)
+{
+    svc *s = ctx;
+    reg_caller c;
+    if (!with_caller(req, resp, true, &c)) return;
+    static const char *const keys[] = {"reference", "architecture", "labels",
+                                       "digest",    "command",      NULL};
+    json_t *body = http_json_body(req, resp);
+    const char *ref = NULL, *arch = NULL, *digest = NULL;
+    PGconn *conn = NULL;
+    if (!body || !pgjson_only_keys(body, keys, resp) ||
+        !pgjson_field_str(body, "reference", true, 1, 500, &ref, resp) ||
+        !pgjson_field_str(body, "architecture", false, 1, 32, &arch, resp) ||
+        !pgjson_field_str(body, "digest", false, 0, 80, &digest, resp))
+        goto out;
+    json_t *labels = json_object_get(body, "labels");
+    json_t *command = json_object_get(body, "command");
+    if ((labels && !json_is_object(labels)) || (command && !json_is_array(command))) {
+        http_problem(resp, 400, "invalid-api-params", NULL,
+                     "\"labels\" must be an object and \"command\" a list");
+        goto out;
+    }
+    if (!(conn = pgjson_get(s, resp))) goto out;
+    ts_err err = {{0}};
+    bool manual = labels || arch || digest || command;
+    if (manual) {
+        bool db = false;
+        json_t *l = labels ? labels : json_object(), *cmd = command ? command : json_array();
+        bool ok = store(conn, ref, digest, arch, l, cmd, "manual", &db, &err);
+        if (!labels) json_decref(l);
+        if (!command) json_decref(cmd);
+        if (!ok) {
+            if (db)
+                http_problem(resp, 500, "internal-server-error", NULL, "register image: %s",
+                             err.msg);
+            else
+                http_problem(resp, 400, "invalid-api-params", NULL, "%s", err.msg);
+            goto out;
+        }
+    } else {
+        bool not_found = false, bad = false;
+        if (!register_from_oci(conn, ref, &not_found, &bad, &err)) {
+            if (not_found)
+                http_problem(resp, 404, "not-found", NULL, "%s: not found in its registry", ref);
+            else if (bad)
+                http_problem(resp, 400, "invalid-api-params", NULL, "%s", err.msg);
+            else
+                http_problem(resp, 502, "bad-gateway", NULL, "%s", err.msg);
+            goto out;
+        }
+    }
+    reply_image(resp, conn, ref, 201);
+out:
+    json_decref(body);
+    pgjson_put(s, conn);
+    caller_free(&c);
+}
+
+static void h_delete(http_req *req, http_resp *resp, void *ctx)
+{
+    svc *s = ctx;
+    reg_caller c;
+    if (!with_caller(req, resp, true, &c)) return;
+    PGconn *conn = pgjson_get(s, resp);
+    if (conn) {
+        const char *p[] = {http_param(req, "ref")};
+        PGresult *r = pgjson_query(conn, resp, "delete image",
+                                   "DELETE FROM registry.images WHERE reference = $1", 1, p);
+        if (r) {
+            if (atoi(PQcmdTuples(r)) == 1)
+                http_reply_json(resp, 200, json_pack("{s:b}", "deleted", 1));
+            else
+                http_problem(resp, 404, "not-found", NULL, "unknown image %s", p[0]);
+            PQclear(r);
+        }
+    }
+    pgjson_put(s, conn);
+    caller_free(&c);
+}
+
+static void h_scan(http_req *req, http_resp *resp, void *ctx)
+{
+    svc *s = ctx;
+    reg_caller c;
+    if (!with_caller(req, resp, true, &c)) return;
+    json_t *body = req->body_len ? http_json_body(req, resp) : json_object();
+    const char *host = NULL;
+    static const char *const keys[] = {"registry", NULL};
+    PGconn *conn = NULL;
+    json_t *refs = NULL;
+    if (!body || !pgjson_only_keys(body, keys, resp) ||
+        !pgjson_field_str(body, "registry", false, 1, 255, &host, resp))
+        goto out;
+    ts_err err = {{0}};
+    if (!oci_catalog(host, &refs, &err)) {
+        http_problem(resp, 502, "bad-gateway", NULL, "scan: %s", err.msg);
+        goto out;
+    }
+    if (!(conn = pgjson_get(s, resp))) goto out;
+    json_t *ok = json_array(), *failed = json_array();
+    size_t i;
+    json_t *r;
+    json_array_foreach(refs, i, r)
+    {
+        bool nf = false, bad = false;
+        ts_err e = {{0}};
+        if (register_from_oci(conn, json_string_value(r), &nf, &bad, &e))
+            json_array_append(ok, r);
+        else
+            json_array_append_new(failed, json_pack("{s:O, s:s}", "reference", r, "error", e.msg));
+    }
+    http_reply_json(resp, 200, json_pack("{s:o, s:o}", "registered", ok, "failed", failed));
+out:
+    json_decref(refs);
+    json_decref(body);
+    pgjson_put(s, conn);
+    caller_free(&c);
+}
+
+void images_routes(svc *s)
+{
+    http_router *r = svc_router(s);
+    http_route(r, "GET", "/v1/admin/images", h_list, s);
+    http_route(r, "POST", "/v1/admin/images", h_register, s);
+    http_route(r, "POST", "/v1/admin/images/scan", h_scan, s);
+    http_route(r, "GET", "/v1/admin/images/{ref}", h_get, s);
+    http_route(r, "DELETE", "/v1/admin/images/{ref}", h_delete, s);
+}

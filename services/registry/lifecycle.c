@@ -1,0 +1,601 @@
+/* lifecycle.c: the registry's consumers of tessera.session.v1 (the
+ * scheduler's SessionScheduled / SessionUnschedulable) and tessera.kernel.v1
+ * (the agents' kernel events). See docs/sessions.md for the flow.
+ *
+ * Each event is one transaction on the session row (locked): read the current
+ * status, apply the change only when the event still makes sense in it (a
+ * duplicated or reordered event finds the status already past it and changes
+ * nothing), COMMIT, then publish what the change decided. The offset is
+ * stored only after that (kbus: KBUS_DONE), so a crash replays the event and
+ * the guards make the replay harmless. */
+#include "lifecycle.h"
+
+#include "libcommon/log.h"
+#include "pbutil.h"
+#include "tessera/v1/kernel.pb-c.h"
+#include "tessera/v1/session.pb-c.h"
+#include "transitions.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static kbus_consumer *session_consumer, *kernel_consumer;
+
+/* ---- one transaction per event ------------------------------------------------------------ */
+
+typedef kbus_result (*apply_fn)(PGconn *conn, outbox *ob, sess *s, const void *m, ts_err *err);
+
+/* Lock the session, apply, commit, publish. An unknown session: not_found
+ * decides (may be NULL: nothing to do). */
+static kbus_result in_session_tx(const kbus_msg *msg, const char *session_id, apply_fn apply,
+                                 apply_fn not_found, const void *m, ts_err *reason)
+{
+    if (!ts_uuid_valid(session_id)) {
+        ts_err_set(reason, "%s: session id '%.60s' is not a UUID", msg->env->type, session_id);
+        return KBUS_REJECT;
+    }
+    PGconn *conn = reg_pg_get(reason);
+    if (!conn) return KBUS_RETRY;
+    outbox ob;
+    ob_init(&ob, msg->env->correlation_id);
+    kbus_result res = KBUS_RETRY;
+    sess s;
+    bool found = false;
+    tlog_ctx_session(session_id);
+    if (!pg_begin(conn, reason)) goto out;
+    if (!tr_lock(conn, session_id, &s, &found, reason)) goto rollback;
+    if (!found) {
+        if (not_found) {
+            memset(&s, 0, sizeof(s));
+            ts_strlcpy(s.id, session_id, sizeof(s.id));
+            res = not_found(conn, &ob, &s, m, reason);
+        } else {
+            TLOG_WARN("event for an unknown session ignored", "type=%s", msg->env->type);
+            res = KBUS_DONE;
+        }
+    } else {
+        res = apply(conn, &ob, &s, m, reason);
+    }
+    if (res != KBUS_DONE) goto rollback;
+    if (!pg_commit(conn, reason)) {
+        res = KBUS_RETRY;
+        goto rollback;
+    }
+    reg_pg_put(conn);
+    ob_flush(&ob);
+    tlog_ctx_session(NULL);
+    return KBUS_DONE;
+rollback:
+    pg_rollback(conn);
+out:
+    reg_pg_put(conn);
+    ob_discard(&ob);
+    tlog_ctx_session(NULL);
+    return res;
+}
+
+static kbus_result db_failed(void)
+{
+    return KBUS_RETRY;
+}
+
+/* ---- tessera.session.v1 --------------------------------------------------------------------- */
+
+/* The scheduler reserved slots for a session we do not know or that already
+ * ended (cancelled while it was being placed): give them back. */
+static kbus_result release_unplaced(PGconn *conn, outbox *ob, sess *s, const void *m, ts_err *err)
+{
+    (void)conn;
+    (void)m;
+    (void)err;
+    Tessera__V1__SessionTerminated t = TESSERA__V1__SESSION_TERMINATED__INIT;
+    t.session_id = s->id;
+    t.reason = s->status[0] ? "ended before its placement arrived" : "unknown session";
+    ob_session_event(ob, s->id, &t.base);
+    TLOG_INFO("placement of an ended or unknown session released", "session=%s status=%s", s->id,
+              s->status[0] ? s->status : "unknown");
+    return KBUS_DONE;
+}
+
+static kbus_result apply_scheduled(PGconn *conn, outbox *ob, sess *s, const void *msg, ts_err *err)
+{
+    const Tessera__V1__SessionScheduled *m = msg;
+    if (reg_status_final(s->status)) return release_unplaced(conn, ob, s, msg, err);
+    if (strcmp(s->status, ST_PENDING) == 0) {
+        if ((int)m->n_kernels != s->cluster_size) {
+            ts_err_set(err, "SessionScheduled for %s places %zu kernels, the session has %d", s->id,
+                       m->n_kernels, s->cluster_size);
+            return KBUS_REJECT;
+        }
+        slots_t total;
+        slots_clear(&total);
+        char agents[256] = "";
+        for (size_t i = 0; i < m->n_kernels; i++) {
+            const Tessera__V1__KernelPlacement *k = m->kernels[i];
+            slots_t ks;
+            json_t *sj = NULL;
+            if (!k->agent_id[0] || !ts_uuid_valid(k->kernel_id) ||
+                !pb_slots_vec(k->slots, k->n_slots, &ks, err) ||
+                !pb_slots_json(k->slots, k->n_slots, &sj, err) || !slots_add(&total, &ks, err)) {
+                ts_err_prefix(err, "SessionScheduled kernel %zu", i);
+                return KBUS_REJECT;
+            }
+            json_t *dj = pb_devs_json(k->devices, k->n_devices);
+            char *st = json_dumps(sj, JSON_COMPACT), *dt = json_dumps(dj, JSON_COMPACT);
+            json_decref(sj);
+            json_decref(dj);
+            const char *p[] = {k->kernel_id, s->id, k->agent_id, st, dt};
+            PGresult *r = reg_exec(conn,
+                                   "UPDATE registry.kernels SET agent_id = $3, slots = $4::jsonb,"
+                                   " devices = $5::jsonb, status = 'SCHEDULED', holds_slots = true,"
+                                   " status_changed_at = now() WHERE id = $1::uuid"
+                                   " AND session_id = $2::uuid AND status = 'PENDING'",
+                                   5, p, err);
+            free(st);
+            free(dt);
+            if (!r) return db_failed();
+            bool one = atoi(PQcmdTuples(r)) == 1;
+            PQclear(r);
+            if (!one) {
+                ts_err_set(err, "SessionScheduled: kernel %s is not a pending kernel of session %s",
+                           k->kernel_id, s->id);
+                return KBUS_REJECT;
+            }
+            if (!strstr(agents, k->agent_id) && strlen(agents) + strlen(k->agent_id) + 3 < 200)
+                snprintf(agents + strlen(agents), sizeof(agents) - strlen(agents), "%s%s",
+                         agents[0] ? ", " : "", k->agent_id);
+        }
+        json_t *tj = slots_to_json(&total);
+        char *tt = json_dumps(tj, JSON_COMPACT);
+        json_decref(tj);
+        const char *p[] = {s->id, tt};
+        bool ok = reg_run(conn,
+                          "UPDATE registry.sessions SET occupied_slots = $2::jsonb"
+                          " WHERE id = $1::uuid",
+                          2, p, err);
+        free(tt);
+        char why[300];
+        snprintf(why, sizeof(why), "scheduled on %s", agents);
+        if (!ok || !tr_set(conn, ob, s, ST_SCHEDULED, why, err)) return db_failed();
+    }
+    if (strcmp(s->status, ST_SCHEDULED) == 0) {
+        if (!tr_create_kernels(conn, ob, s, "SCHEDULED", "PREPARING", err) ||
+            !tr_set(conn, ob, s, ST_PREPARING, "creating kernels", err))
+            return db_failed();
+        Tessera__V1__SessionPreparing p = TESSERA__V1__SESSION_PREPARING__INIT;
+        p.session_id = s->id;
+        char *ids[1] = {NULL};
+        p.kernel_ids = ids;
+        p.n_kernel_ids = 0;
+        ob_session_event(ob, s->id, &p.base);
+    }
+    /* PREPARING and later: a duplicate; nothing to do. */
+    return KBUS_DONE;
+}
+
+static kbus_result on_unschedulable(const Tessera__V1__SessionUnschedulable *m, ts_err *reason)
+{
+    if (!ts_uuid_valid(m->session_id)) {
+        ts_err_set(reason, "SessionUnschedulable: session id is not a UUID");
+        return KBUS_REJECT;
+    }
+    PGconn *conn = reg_pg_get(reason);
+    if (!conn) return KBUS_RETRY;
+    kbus_result res = KBUS_RETRY;
+    const char *p[] = {m->session_id, m->reason};
+    /* Only the reason changes (still PENDING); a history row when it changed. */
+    PGresult *r =
+        reg_exec(conn,
+                 "WITH u AS (UPDATE registry.sessions SET status_info = $2"
+                 "   WHERE id = $1::uuid AND status = 'PENDING' AND status_info <> $2"
+                 "   RETURNING id)"
+                 " INSERT INTO registry.session_status_history (session_id, status, reason)"
+                 " SELECT id, 'PENDING', $2 FROM u",
+                 2, p, reason);
+    if (r) {
+        PQclear(r);
+        res = KBUS_DONE;
+    }
+    reg_pg_put(conn);
+    return res;
+}
+
+static kbus_result on_session_event(const kbus_msg *msg, void *ctx, ts_err *reason)
+{
+    (void)ctx;
+    const char *type = msg->env->type;
+    const ProtobufCMessageDescriptor *d = NULL;
+    if (strcmp(type, "tessera.v1.SessionScheduled") == 0)
+        d = &tessera__v1__session_scheduled__descriptor;
+    else if (strcmp(type, "tessera.v1.SessionUnschedulable") == 0)
+        d = &tessera__v1__session_unschedulable__descriptor;
+    else
+        return KBUS_DONE; /* our own events and others: not for us */
+    ProtobufCMessage *m = envelope_payload(msg->env, d, reason);
+    if (!m) return KBUS_REJECT;
+    kbus_result res;
+    if (d == &tessera__v1__session_scheduled__descriptor) {
+        Tessera__V1__SessionScheduled *s = (Tessera__V1__SessionScheduled *)m;
+        res = in_session_tx(msg, s->session_id, apply_scheduled, release_unplaced, s, reason);
+    } else {
+        res = on_unschedulable((Tessera__V1__SessionUnschedulable *)m, reason);
+    }
+    protobuf_c_message_free_unpacked(m, NULL);
+    return res;
+}
+
+/* ---- tessera.kernel.v1 ---------------------------------------------------------------------- */
+
+typedef struct kernel_row {
+    char status[16];
+    char agent_id[136];
+    int cluster_idx;
+    bool found;
+} kernel_row;
+
+/* The event's kernel, locked; false on a database error. found false when it
+ * is not a kernel of the session or another agent holds it (stale event). */
+static bool lock_kernel(PGconn *conn, const sess *s, const char *kernel_id, const char *agent_id,
+                        kernel_row *k, ts_err *err)
+{
+    memset(k, 0, sizeof(*k));
+    if (!ts_uuid_valid(kernel_id)) return true;
+    const char *p[] = {kernel_id, s->id};
+    PGresult *r =
+        reg_exec(conn,
+                 "SELECT status, coalesce(agent_id, ''), cluster_idx FROM registry.kernels"
+                 " WHERE id = $1::uuid AND session_id = $2::uuid FOR UPDATE",
+                 2, p, err);
+    if (!r) return false;
+    if (PQntuples(r) == 1) {
+        ts_strlcpy(k->status, PQgetvalue(r, 0, 0), sizeof(k->status));
+        ts_strlcpy(k->agent_id, PQgetvalue(r, 0, 1), sizeof(k->agent_id));
+        k->cluster_idx = atoi(PQgetvalue(r, 0, 2));
+        k->found = !agent_id || !agent_id[0] || strcmp(k->agent_id, agent_id) == 0;
+        if (!k->found)
+            TLOG_WARN("kernel event from another agent ignored", "kernel=%s agent=%s holder=%s",
+                      kernel_id, agent_id, k->agent_id);
+    } else {
+        TLOG_WARN("event for an unknown kernel ignored", "kernel=%s", kernel_id);
+    }
+    PQclear(r);
+    return true;
+}
+
+static bool in(const char *status, const char *const *set)
+{
+    for (; *set; set++)
+        if (strcmp(status, *set) == 0) return true;
+    return false;
+}
+
+static bool kernel_final(const char *st)
+{
+    return reg_status_final(st);
+}
+
+static bool set_kernel(PGconn *conn, const char *kernel_id, const char *status, const char *info,
+                       ts_err *err)
+{
+    const char *p[] = {kernel_id, status, info ? info : ""};
+    return reg_run(conn,
+                   "UPDATE registry.kernels SET status = $2, status_info = $3,"
+                   " status_changed_at = now() WHERE id = $1::uuid",
+                   3, p, err);
+}
+
+/* Kernels of the session on an agent that have not ended. */
+static bool live_kernels(PGconn *conn, const sess *s, int *n, ts_err *err)
+{
+    const char *p[] = {s->id};
+    PGresult *r = reg_exec(conn,
+                           "SELECT count(*) FROM registry.kernels WHERE session_id = $1::uuid"
+                           " AND agent_id IS NOT NULL"
+                           " AND status NOT IN ('TERMINATED', 'CANCELLED', 'ERROR')",
+                           1, p, err);
+    if (!r) return false;
+    *n = atoi(PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return true;
+}
+
+static const char *const STARTING[] = {ST_SCHEDULED, ST_PREPARING, ST_PULLING, NULL};
+static const char *const ACTIVE[] = {ST_SCHEDULED, ST_PREPARING,  ST_PULLING,
+                                     ST_RUNNING,   ST_RESTARTING, NULL};
+
+static void human_bytes(char *buf, size_t size, int64_t b)
+{
+    snprintf(buf, size, "%.1f MiB", (double)b / (1024.0 * 1024.0));
+}
+
+static kbus_result apply_pulling(PGconn *conn, outbox *ob, sess *s, const void *msg, ts_err *err)
+{
+    const Tessera__V1__KernelPulling *m = msg;
+    kernel_row k;
+    if (!lock_kernel(conn, s, m->kernel_id, m->agent_id, &k, err)) return db_failed();
+    if (!k.found || !in(k.status, STARTING)) return KBUS_DONE;
+    char done[32], total[32], info[128];
+    human_bytes(done, sizeof(done), m->bytes_done);
+    human_bytes(total, sizeof(total), m->bytes_total);
+    if (m->bytes_total > 0)
+        snprintf(info, sizeof(info), "pulling %s / %s", done, total);
+    else
+        snprintf(info, sizeof(info), "pulling %s", done);
+    if (!set_kernel(conn, m->kernel_id, "PULLING", info, err)) return db_failed();
+    if (strcmp(s->status, ST_SCHEDULED) == 0 || strcmp(s->status, ST_PREPARING) == 0) {
+        if (!tr_set(conn, ob, s, ST_PULLING, info, err)) return db_failed();
+    } else if (strcmp(s->status, ST_PULLING) == 0) {
+        const char *p[] = {s->id, info};
+        if (!reg_run(conn, "UPDATE registry.sessions SET status_info = $2 WHERE id = $1::uuid", 2,
+                     p, err))
+            return db_failed();
+    } else {
+        return KBUS_DONE;
+    }
+    Tessera__V1__SessionPulling e = TESSERA__V1__SESSION_PULLING__INIT;
+    e.session_id = s->id;
+    e.image = m->image;
+    e.bytes_done = m->bytes_done;
+    e.bytes_total = m->bytes_total;
+    ob_session_event(ob, s->id, &e.base);
+    return KBUS_DONE;
+}
+
+static kbus_result apply_creating(PGconn *conn, outbox *ob, sess *s, const void *msg, ts_err *err)
+{
+    const Tessera__V1__KernelCreating *m = msg;
+    kernel_row k;
+    if (!lock_kernel(conn, s, m->kernel_id, m->agent_id, &k, err)) return db_failed();
+    if (!k.found || !in(k.status, STARTING)) return KBUS_DONE;
+    const char *p[] = {m->kernel_id, m->image_digest};
+    if (!reg_run(conn,
+                 "UPDATE registry.kernels SET status = 'CREATING', status_info = 'creating the"
+                 " container', image_digest = $2, status_changed_at = now() WHERE id = $1::uuid",
+                 2, p, err))
+        return db_failed();
+    if (strcmp(s->status, ST_PULLING) == 0 &&
+        !tr_set(conn, ob, s, ST_PREPARING, "image ready; creating containers", err))
+        return db_failed();
+    return KBUS_DONE;
+}
+
+static kbus_result apply_started(PGconn *conn, outbox *ob, sess *s, const void *msg, ts_err *err)
+{
+    const Tessera__V1__KernelStarted *m = msg;
+    static const char *const from[] = {"SCHEDULED", "PREPARING",  "PULLING",
+                                       "CREATING",  "RESTARTING", NULL};
+    kernel_row k;
+    if (!lock_kernel(conn, s, m->kernel_id, m->agent_id, &k, err)) return db_failed();
+    if (!k.found || !in(k.status, from)) return KBUS_DONE;
+    json_t *pj = pb_ports_json(m->service_ports, m->n_service_ports);
+    char *pt = json_dumps(pj, JSON_COMPACT);
+    json_decref(pj);
+    const char *p[] = {m->kernel_id, m->container_id, m->kernel_host, pt};
+    bool ok = reg_run(conn,
+                      "UPDATE registry.kernels SET status = 'RUNNING', status_info = '',"
+                      " container_id = $2, kernel_host = $3, service_ports = $4::jsonb,"
+                      " status_changed_at = now() WHERE id = $1::uuid",
+                      4, p, err);
+    free(pt);
+    if (!ok) return db_failed();
+    if (strcmp(s->status, ST_TERMINATING) == 0 || reg_status_final(s->status)) {
+        /* Destroy requested meanwhile: make sure this container goes too. */
+        sess copy = *s;
+        return tr_destroy_kernels(conn, ob, &copy, "session ended", false, NULL, err) ? KBUS_DONE
+                                                                                      : db_failed();
+    }
+    if (!in(s->status, ACTIVE) || strcmp(s->status, ST_RUNNING) == 0) return KBUS_DONE;
+    const char *sp[] = {s->id};
+    PGresult *r =
+        reg_exec(conn,
+                 "SELECT id::text, coalesce(agent_id, ''), status, service_ports::text"
+                 " FROM registry.kernels WHERE session_id = $1::uuid ORDER BY cluster_idx",
+                 1, sp, err);
+    if (!r) return db_failed();
+    int n = PQntuples(r), running = 0;
+    for (int i = 0; i < n; i++)
+        running += strcmp(PQgetvalue(r, i, 2), "RUNNING") == 0;
+    if (n > 0 && running == n) {
+        if (!tr_set(conn, ob, s, ST_RUNNING, "", err)) {
+            PQclear(r);
+            return db_failed();
+        }
+        arena a = {0};
+        Tessera__V1__SessionRunning e = TESSERA__V1__SESSION_RUNNING__INIT;
+        e.session_id = s->id;
+        e.n_kernel_ids = (size_t)n;
+        e.kernel_ids = ar_alloc(&a, (size_t)n * sizeof(char *));
+        for (int i = 0; i < n; i++)
+            e.kernel_ids[i] = PQgetvalue(r, i, 0);
+        e.main_agent_id = PQgetvalue(r, 0, 1);
+        json_t *ports = json_loads(PQgetvalue(r, 0, 3), 0, NULL);
+        e.service_ports = pb_ports(&a, ports, &e.n_service_ports);
+        ob_session_event(ob, s->id, &e.base);
+        json_decref(ports);
+        ar_free(&a);
+    }
+    PQclear(r);
+    return KBUS_DONE;
+}
+
+/* The session starts terminating because of what its kernel did. */
+static bool begin_termination(PGconn *conn, outbox *ob, sess *s, const char *event_reason,
+                              const char *info, ts_err *err)
+{
+    if (!tr_set(conn, ob, s, ST_TERMINATING, info, err)) return false;
+    Tessera__V1__SessionTerminating t = TESSERA__V1__SESSION_TERMINATING__INIT;
+    t.session_id = s->id;
+    t.reason = (char *)event_reason;
+    t.requested_by = "system";
+    ob_session_event(ob, s->id, &t.base);
+    return tr_destroy_kernels(conn, ob, s, event_reason, false, "TERMINATING", err);
+}
+
+static kbus_result apply_exited(PGconn *conn, outbox *ob, sess *s, const void *msg, ts_err *err)
+{
+    const Tessera__V1__KernelExited *m = msg;
+    kernel_row k;
+    if (!lock_kernel(conn, s, m->kernel_id, m->agent_id, &k, err)) return db_failed();
+    if (!k.found || kernel_final(k.status)) return KBUS_DONE;
+    char info[300], code[16];
+    snprintf(code, sizeof(code), "%d", m->exit_code);
+    snprintf(info, sizeof(info), "exited with code %d%s%s", m->exit_code, m->reason[0] ? ": " : "",
+             m->reason);
+    const char *p[] = {m->kernel_id, code, info};
+    if (!reg_run(conn,
+                 "UPDATE registry.kernels SET exit_code = $2::int, status_info = $3"
+                 " WHERE id = $1::uuid",
+                 3, p, err))
+        return db_failed();
+    bool batch = strcmp(s->type, "batch") == 0, main_kernel = k.cluster_idx == 0;
+    const char *result = m->exit_code == 0 ? "SUCCESS" : "FAILURE";
+    if (in(s->status, ACTIVE)) {
+        if (batch && main_kernel) {
+            char why[128];
+            snprintf(why, sizeof(why), "batch finished with exit code %d", m->exit_code);
+            if (!tr_set_result(conn, s, result, m->exit_code, err) ||
+                !begin_termination(conn, ob, s, "batch-finished", why, err))
+                return db_failed();
+        } else if (!batch) {
+            char why[400];
+            snprintf(why, sizeof(why), "kernel %s %s", m->kernel_id, info);
+            if ((m->exit_code != 0 && !tr_set_result(conn, s, "FAILURE", m->exit_code, err)) ||
+                !begin_termination(conn, ob, s, "kernel-exited", why, err))
+                return db_failed();
+        }
+    } else if (strcmp(s->status, ST_TERMINATING) == 0 && batch && main_kernel &&
+               !s->has_exit_code) {
+        if (!tr_set_result(conn, s, result, m->exit_code, err)) return db_failed();
+    }
+    return KBUS_DONE;
+}
+
+static const char *error_code_of(const char *reason)
+{
+    if (strncmp(reason, "pull", 4) == 0 || strstr(reason, "image")) return "image_pull";
+    if (strncmp(reason, "create", 6) == 0) return "kernel_create";
+    return "kernel_terminated";
+}
+
+/* Every kernel has ended: the session's final status. */
+static bool finish(PGconn *conn, outbox *ob, sess *s, ts_err *err)
+{
+    bool batch = strcmp(s->type, "batch") == 0;
+    char reason[512];
+    ts_strlcpy(reason, s->info[0] ? s->info : "terminated", sizeof(reason));
+    if (!batch && strcmp(s->result, "FAILURE") == 0)
+        return tr_end(conn, ob, s, ST_ERROR, reason, "kernel_exited", NULL, NULL, NULL, err);
+    return tr_end(conn, ob, s, ST_TERMINATED, reason, NULL, NULL, NULL, NULL, err);
+}
+
+static kbus_result apply_terminated(PGconn *conn, outbox *ob, sess *s, const void *msg, ts_err *err)
+{
+    const Tessera__V1__KernelTerminated *m = msg;
+    kernel_row k;
+    if (!lock_kernel(conn, s, m->kernel_id, m->agent_id, &k, err)) return db_failed();
+    if (!k.found || kernel_final(k.status)) return KBUS_DONE;
+    if (strcmp(k.status, "RESTARTING") == 0) {
+        /* The old container of a restart is gone; the new one follows. */
+        return set_kernel(conn, m->kernel_id, "PREPARING", "restarting", err) ? KBUS_DONE
+                                                                              : db_failed();
+    }
+    char code[16], info[400];
+    snprintf(code, sizeof(code), "%d", m->exit_code);
+    snprintf(info, sizeof(info), "%s", m->reason[0] ? m->reason : "terminated");
+    const char *p[] = {m->kernel_id, code, info};
+    if (!reg_run(conn,
+                 "UPDATE registry.kernels SET status = 'TERMINATED', status_info = $3,"
+                 " exit_code = coalesce(exit_code, nullif($2::int, -1)),"
+                 " status_changed_at = now() WHERE id = $1::uuid",
+                 3, p, err))
+        return db_failed();
+    if (reg_status_final(s->status)) return KBUS_DONE;
+    int live = 0;
+    if (!live_kernels(conn, s, &live, err)) return db_failed();
+    bool batch = strcmp(s->type, "batch") == 0;
+    if (strcmp(s->status, ST_TERMINATING) == 0) {
+        if (batch && k.cluster_idx == 0 && !s->has_exit_code && m->exit_code >= 0 &&
+            !tr_set_result(conn, s, m->exit_code == 0 ? "SUCCESS" : "FAILURE", m->exit_code, err))
+            return db_failed();
+        if (live == 0 && !finish(conn, ob, s, err)) return db_failed();
+        return KBUS_DONE;
+    }
+    if (!in(s->status, ACTIVE)) return KBUS_DONE;
+    bool failed_start = strncmp(info, "create", 6) == 0 || strncmp(info, "pull", 4) == 0;
+    if (batch && k.cluster_idx == 0 && strcmp(s->status, ST_RUNNING) == 0 && m->exit_code >= 0 &&
+        !failed_start) {
+        /* The batch ended and the agent cleaned up at once (no KernelExited). */
+        char why[128];
+        snprintf(why, sizeof(why), "batch finished with exit code %d", m->exit_code);
+        if (!tr_set_result(conn, s, m->exit_code == 0 ? "SUCCESS" : "FAILURE", m->exit_code, err))
+            return db_failed();
+        if (live > 0)
+            return begin_termination(conn, ob, s, "batch-finished", why, err) ? KBUS_DONE
+                                                                              : db_failed();
+        if (!tr_set(conn, ob, s, ST_TERMINATING, why, err) || !finish(conn, ob, s, err))
+            return db_failed();
+        return KBUS_DONE;
+    }
+    /* A kernel ended on its own while the session was starting or running. */
+    char why[512];
+    snprintf(why, sizeof(why), "kernel %s terminated: %s", m->kernel_id, info);
+    if (!tr_destroy_kernels(conn, ob, s, "a kernel of the session failed", true, "TERMINATING",
+                            err) ||
+        !tr_end(conn, ob, s, ST_ERROR, why, error_code_of(info), m->kernel_id, m->agent_id, NULL,
+                err))
+        return db_failed();
+    return KBUS_DONE;
+}
+
+typedef struct kernel_type {
+    const char *type;
+    const ProtobufCMessageDescriptor *desc;
+    apply_fn apply;
+} kernel_type;
+
+static const kernel_type kernel_types[] = {
+    {"tessera.v1.KernelPulling", &tessera__v1__kernel_pulling__descriptor, apply_pulling},
+    {"tessera.v1.KernelCreating", &tessera__v1__kernel_creating__descriptor, apply_creating},
+    {"tessera.v1.KernelStarted", &tessera__v1__kernel_started__descriptor, apply_started},
+    {"tessera.v1.KernelExited", &tessera__v1__kernel_exited__descriptor, apply_exited},
+    {"tessera.v1.KernelTerminated", &tessera__v1__kernel_terminated__descriptor, apply_terminated},
+};
+
+static kbus_result on_kernel_event(const kbus_msg *msg, void *ctx, ts_err *reason)
+{
+    (void)ctx;
+    for (size_t i = 0; i < TS_ARRAY_LEN(kernel_types); i++) {
+        const kernel_type *t = &kernel_types[i];
+        if (strcmp(msg->env->type, t->type) != 0) continue;
+        ProtobufCMessage *m = envelope_payload(msg->env, t->desc, reason);
+        if (!m) return KBUS_REJECT;
+        /* Every kernel message starts with session_id = 1, kernel_id = 2. */
+        const char *session_id = ((Tessera__V1__KernelPulling *)m)->session_id;
+        tlog_ctx_kernel(((Tessera__V1__KernelPulling *)m)->kernel_id);
+        kbus_result res = in_session_tx(msg, session_id, t->apply, NULL, m, reason);
+        tlog_ctx_kernel(NULL);
+        protobuf_c_message_free_unpacked(m, NULL);
+        return res;
+    }
+    return KBUS_DONE;
+}
+
+bool lifecycle_start(svc *s, ts_err *err)
+{
+    static const char *const session_topics[] = {TOPIC_SESSION, NULL};
+    static const char *const kernel_topics[] = {TOPIC_KERNEL, NULL};
+    session_consumer = kbus_consume(svc_bus(s), "tessera-registry.sessions", session_topics,
+                                    on_session_event, NULL, err);
+    if (!session_consumer) return false;
+    kernel_consumer = kbus_consume(svc_bus(s), "tessera-registry.kernels", kernel_topics,
+                                   on_kernel_event, NULL, err);
+    return kernel_consumer != NULL;
+}
+
+void lifecycle_stop(void)
+{
+    kbus_consumer_stop(session_consumer);
+    kbus_consumer_stop(kernel_consumer);
+    session_consumer = kernel_consumer = NULL;
+}

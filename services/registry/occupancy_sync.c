@@ -1,0 +1,244 @@
+/* occupancy_sync.c: agent capacity and the rebuild (see occupancy_sync.h). */
+#include "occupancy_sync.h"
+
+#include "libcommon/log.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+static __thread occ *t_occ;
+static __thread rds *t_rds;
+static atomic_ulong rebuilds;
+
+occ *occupancy_handle(ts_err *err)
+{
+    rds *r = reg_redis(err);
+    if (!r) return NULL;
+    if (!t_occ || t_rds != r) {
+        occ_free(t_occ);
+        t_occ = occ_new(r, reg_cfg.redis_prefix);
+        t_rds = r;
+    }
+    return t_occ;
+}
+
+bool occupancy_agent_capacity(json_t *slots, json_t *devices, slots_t *total, int32_t *dev_cap,
+                              int *ndev, ts_err *err)
+{
+    if (!slots_from_json(total, json_is_object(slots) ? slots : NULL, err)) return false;
+    *ndev = 0;
+    int64_t shares = 0;
+    for (size_t i = 0; json_is_array(devices) && i < json_array_size(devices); i++) {
+        json_t *d = json_array_get(devices, i);
+        const char *slot = json_string_value(json_object_get(d, "slot_name"));
+        if (!slot || strcmp(slot, "cuda.device") != 0) continue;
+        if (*ndev >= OCC_MAX_DEVICES) break;
+        const char *cap = json_string_value(json_object_get(d, "shares_capacity"));
+        int64_t c = SLOT_SHARES_PER_DEVICE;
+        if (cap && cap[0] && !slot_parse(SLOT_CUDA_SHARES, cap, &c, err)) return false;
+        dev_cap[(*ndev)++] = (int32_t)c;
+        shares += c;
+    }
+    /* The totals the layout expects: device count and the sum of shares. */
+    if (*ndev > 0) {
+        if (!((total->mask >> SLOT_CUDA_DEVICE) & 1u)) slots_put(total, SLOT_CUDA_DEVICE, *ndev);
+        if (!((total->mask >> SLOT_CUDA_SHARES) & 1u)) slots_put(total, SLOT_CUDA_SHARES, shares);
+    }
+    return true;
+}
+
+bool occupancy_write_agent(const char *id, json_t *slots, json_t *devices, bool schedulable,
+                           ts_err *err)
+{
+    slots_t total;
+    int32_t cap[OCC_MAX_DEVICES];
+    int ndev = 0;
+    if (!occupancy_agent_capacity(slots, devices, &total, cap, &ndev, err)) return false;
+    occ *o = occupancy_handle(err);
+    if (!o) return false;
+    occ_agent a = {
+        .id = id, .total = &total, .ndev = ndev, .dev_cap = cap, .schedulable = schedulable};
+    return occ_set_agent(o, &a, err);
+}
+
+/* ---- rebuild --------------------------------------------------------------------------------- */
+
+typedef struct agent_buf {
+    char *id;
+    slots_t total;
+    int32_t cap[OCC_MAX_DEVICES];
+    int ndev;
+    json_t *devices;
+} agent_buf;
+
+static int gpu_index(const agent_buf *a, const char *device_id)
+{
+    int idx = 0;
+    for (size_t i = 0; json_is_array(a->devices) && i < json_array_size(a->devices); i++) {
+        json_t *d = json_array_get(a->devices, i);
+        const char *slot = json_string_value(json_object_get(d, "slot_name"));
+        if (!slot || strcmp(slot, "cuda.device") != 0) continue;
+        const char *id = json_string_value(json_object_get(d, "device_id"));
+        if (id && strcmp(id, device_id) == 0) return idx;
+        idx++;
+    }
+    char *end;
+    long n = strtol(device_id, &end, 10);
+    return (*device_id && !*end && n >= 0 && n < OCC_MAX_DEVICES) ? (int)n : -1;
+}
+
+static const char agents_sql[] =
+    "SELECT id, slots::text, devices::text, status = 'ALIVE' FROM registry.agents"
+    " WHERE status = 'ALIVE' OR id IN (SELECT agent_id FROM registry.kernels"
+    "   WHERE holds_slots AND agent_id IS NOT NULL) ORDER BY id";
+
+static const char kernels_sql[] =
+    "SELECT k.session_id::text, s.access_key, s.user_id::text, coalesce(s.project_id::text, ''),"
+    " s.domain_name, k.id::text, k.agent_id, k.slots::text, k.devices::text"
+    " FROM registry.kernels k JOIN registry.sessions s ON s.id = k.session_id"
+    " WHERE k.holds_slots AND k.agent_id IS NOT NULL ORDER BY k.session_id, k.cluster_idx";
+
+bool occupancy_rebuild(ts_err *err)
+{
+    occ *o = occupancy_handle(err);
+    if (!o) return false;
+    PGconn *conn = reg_pg_get(err);
+    if (!conn) return false;
+    /* One snapshot of both tables. */
+    PGresult *ar = NULL, *kr = NULL;
+    bool ok = pg_exec(conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", err) &&
+              (ar = reg_exec(conn, agents_sql, 0, NULL, err)) != NULL &&
+              (kr = reg_exec(conn, kernels_sql, 0, NULL, err)) != NULL;
+    pg_rollback(conn);
+    reg_pg_put(conn);
+    if (!ok) {
+        if (ar) PQclear(ar);
+        return false;
+    }
+    int na = PQntuples(ar), nk = PQntuples(kr);
+    agent_buf *ab = ts_calloc((size_t)na + 1, sizeof(*ab));
+    occ_agent *agents = ts_calloc((size_t)na + 1, sizeof(*agents));
+    for (int i = 0; i < na; i++) {
+        ab[i].id = PQgetvalue(ar, i, 0);
+        json_t *sj = json_loads(PQgetvalue(ar, i, 1), 0, NULL);
+        ab[i].devices = json_loads(PQgetvalue(ar, i, 2), 0, NULL);
+        ts_err e;
+        if (!occupancy_agent_capacity(sj, ab[i].devices, &ab[i].total, ab[i].cap, &ab[i].ndev,
+                                      &e)) {
+            TLOG_WARN("agent capacity unreadable; written as empty", "agent=%s error=\"%s\"",
+                      ab[i].id, e.msg);
+            slots_clear(&ab[i].total);
+            ab[i].ndev = 0;
+        }
+        json_decref(sj);
+        agents[i] = (occ_agent){ab[i].id, &ab[i].total, ab[i].ndev, ab[i].cap,
+                                PQgetvalue(ar, i, 3)[0] == 't'};
+    }
+    occ_kernel *ks = ts_calloc((size_t)nk + 1, sizeof(*ks));
+    slots_t *kslots = ts_calloc((size_t)nk + 1, sizeof(*kslots));
+    occ_dev *kdev = ts_calloc(((size_t)nk + 1) * OCC_MAX_DEVICES, sizeof(*kdev));
+    occ_session *ss = ts_calloc((size_t)nk + 1, sizeof(*ss));
+    int ns = 0;
+    for (int i = 0; i < nk; i++) {
+        const char *sid = PQgetvalue(kr, i, 0), *agent = PQgetvalue(kr, i, 6);
+        json_t *sj = json_loads(PQgetvalue(kr, i, 7), 0, NULL);
+        ts_err e;
+        if (!slots_from_json(&kslots[i], sj, &e)) slots_clear(&kslots[i]);
+        json_decref(sj);
+        const agent_buf *a = NULL;
+        for (int j = 0; j < na; j++)
+            if (strcmp(ab[j].id, agent) == 0) a = &ab[j];
+        json_t *dj = json_loads(PQgetvalue(kr, i, 8), 0, NULL);
+        occ_dev *d = kdev + (size_t)i * OCC_MAX_DEVICES;
+        int nd = 0;
+        for (size_t x = 0;
+             a && json_is_array(dj) && x < json_array_size(dj) && nd < OCC_MAX_DEVICES; x++) {
+            json_t *o1 = json_array_get(dj, x);
+            const char *dev = json_string_value(json_object_get(o1, "device_id"));
+            const char *slot = json_string_value(json_object_get(o1, "slot_name"));
+            const char *amt = json_string_value(json_object_get(o1, "amount"));
+            int idx = dev ? gpu_index(a, dev) : -1;
+            if (idx < 0 || !slot || !amt) continue;
+            int64_t sh = 0;
+            if (strcmp(slot, "cuda.device") == 0)
+                sh = idx < a->ndev ? a->cap[idx] : SLOT_SHARES_PER_DEVICE;
+            else if (!slot_parse(SLOT_CUDA_SHARES, amt, &sh, &e))
+                continue;
+            d[nd++] = (occ_dev){idx, (int32_t)sh};
+        }
+        json_decref(dj);
+        ks[i] = (occ_kernel){PQgetvalue(kr, i, 5), agent, &kslots[i], nd, d};
+        if (ns == 0 || strcmp(ss[ns - 1].session_id, sid) != 0) {
+            occ_session *s = &ss[ns++];
+            s->session_id = sid;
+            s->scope[OCC_SCOPE_KEYPAIR] = PQgetvalue(kr, i, 1);
+            s->scope[OCC_SCOPE_USER] = PQgetvalue(kr, i, 2);
+            s->scope[OCC_SCOPE_PROJECT] = PQgetvalue(kr, i, 3);
+            s->scope[OCC_SCOPE_DOMAIN] = PQgetvalue(kr, i, 4);
+            s->k = &ks[i];
+        }
+        ss[ns - 1].nk++;
+    }
+    ok = occ_rebuild(o, agents, na, ss, ns, err);
+    if (ok) {
+        atomic_fetch_add(&rebuilds, 1);
+        TLOG_INFO("occupancy rebuilt in Redis", "agents=%d sessions=%d kernels=%d", na, ns, nk);
+    }
+    for (int i = 0; i < na; i++)
+        json_decref(ab[i].devices);
+    free(ab);
+    free(agents);
+    free(ks);
+    free(kslots);
+    free(kdev);
+    free(ss);
+    PQclear(ar);
+    PQclear(kr);
+    return ok;
+}
+
+bool occupancy_check(void)
+{
+    ts_err err = {{0}};
+    occ *o = occupancy_handle(&err);
+    bool present = false;
+    if (!o || !occ_marker_present(o, &present, &err)) {
+        TLOG_WARN("occupancy check: Redis unreachable", "error=\"%s\"", err.msg);
+        return false;
+    }
+    const char *why = present ? NULL : "the occupancy marker is missing";
+    char missing[200] = "";
+    if (present) {
+        PGconn *conn = reg_pg_get(&err);
+        PGresult *r = conn ? reg_exec(conn, "SELECT id FROM registry.agents WHERE status = 'ALIVE'",
+                                      0, NULL, &err)
+                           : NULL;
+        reg_pg_put(conn);
+        if (!r) {
+            TLOG_WARN("occupancy check: database unreachable", "error=\"%s\"", err.msg);
+            return false;
+        }
+        for (int i = 0; i < PQntuples(r) && !why; i++) {
+            bool has = true;
+            if (occ_agent_present(o, PQgetvalue(r, i, 0), &has, &err) && !has) {
+                snprintf(missing, sizeof(missing), "agent %s has no capacity in Redis",
+                         PQgetvalue(r, i, 0));
+                why = missing;
+            }
+        }
+        PQclear(r);
+    }
+    if (!why) return true;
+    TLOG_WARN("Redis lost occupancy; rebuilding", "why=\"%s\"", why);
+    if (!occupancy_rebuild(&err)) {
+        TLOG_ERROR("occupancy rebuild failed", "error=\"%s\"", err.msg);
+        return false;
+    }
+    return true;
+}
+
+unsigned long occupancy_rebuilds(void)
+{
+    return atomic_load(&rebuilds);
+}

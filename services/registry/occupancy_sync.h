@@ -1,0 +1,40 @@
+/* occupancy_sync.h: the registry's side of the Redis occupancy layout
+ * (libcommon/occupancy.h): agents' capacity from their announcements, and the
+ * rebuild from PostgreSQL after Redis lost its data.
+ *
+ * Detection (occupancy_check, run every registry.reconcile_interval): Redis
+ * lacks the <p>occupancy marker that every rebuild writes (FLUSHALL, a Redis
+ * restart without persistence), or lacks the agent:<id> hash of an ALIVE
+ * agent. Then the truth is written again: every agent that is ALIVE or is
+ * named by a kernel holding slots (its capacity; schedulable only when ALIVE)
+ * and every kernel with holds_slots (the reservation the scheduler made, with
+ * its owner's usage scopes). The registry also rebuilds once at start-up. */
+#ifndef REGISTRY_OCCUPANCY_SYNC_H
+#define REGISTRY_OCCUPANCY_SYNC_H
+
+#include "libcommon/occupancy.h"
+#include "registry.h"
+
+/* The calling thread's occ (on its Redis connection). */
+occ *occupancy_handle(ts_err *err);
+
+/* Capacity from an agent's stored slots and devices JSON (agents.slots,
+ * agents.devices); dev_cap has OCC_MAX_DEVICES entries. GPU devices (slot
+ * "cuda.device") are indexed in their announced order, as the scheduler does. */
+bool occupancy_agent_capacity(json_t *slots, json_t *devices, slots_t *total, int32_t *dev_cap,
+                              int *ndev, ts_err *err) TS_MUST_CHECK;
+
+bool occupancy_write_agent(const char *id, json_t *slots, json_t *devices, bool schedulable,
+                           ts_err *err) TS_MUST_CHECK;
+
+/* Rebuild everything from PostgreSQL now. */
+bool occupancy_rebuild(ts_err *err) TS_MUST_CHECK;
+
+/* Rebuild when Redis looks empty; true when it did (or nothing was needed),
+ * false on an error (logged). */
+bool occupancy_check(void);
+
+/* Rebuilds done since start (metrics, tests). */
+unsigned long occupancy_rebuilds(void);
+
+#endif

@@ -1,0 +1,648 @@
+/* session_create.c: POST /v1/sessions (see sessions.h). Validate, insert the
+ * session PENDING with its kernels and a history row in one transaction,
+ * commit, publish SessionEnqueued, then (unless enqueueOnly) wait for RUNNING
+ * or an end, up to maxWaitSeconds. */
+#include "sessions.h"
+
+#include "caller.h"
+#include "images.h"
+#include "libcommon/log.h"
+#include "libcommon/pgjson.h"
+#include "pbutil.h"
+#include "publish.h"
+#include "session_view.h"
+#include "tessera/v1/session.pb-c.h"
+#include "validation.h"
+#include "waiters.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *jstr(json_t *o, const char *k)
+{
+    const char *v = json_string_value(json_object_get(o, k));
+    return v ? v : "";
+}
+
+static void fmt_slot(int id, int64_t v, char *buf, size_t size)
+{
+    slot_format(id, v, buf, size);
+}
+
+/* ---- SessionEnqueued ---------------------------------------------------------------------------
+ */
+
+static const char enqueue_sql[] =
+    "SELECT s.id::text, s.name, s.type, s.access_key, s.user_id::text,"
+    " coalesce(s.project_id::text, ''), s.domain_name, s.resource_group, s.image, s.architecture,"
+    " s.priority, s.cluster_size, s.cluster_mode,"
+    " coalesce((extract(epoch FROM s.starts_at) * 1000)::bigint, 0),"
+    " (extract(epoch FROM s.created_at) * 1000)::bigint, s.limits::text,"
+    " (SELECT json_agg(json_build_object('id', k.id, 'role', k.cluster_role, 'idx', k.cluster_idx,"
+    "   'slots', k.slots) ORDER BY k.cluster_idx)::text FROM registry.kernels k"
+    "   WHERE k.session_id = s.id)"
+    " FROM registry.sessions s WHERE s.id = $1::uuid AND s.status = 'PENDING'";
+
+static Tessera__V1__SessionType type_of(const char *t)
+{
+    if (strcmp(t, "batch") == 0) return TESSERA__V1__SESSION_TYPE__SESSION_TYPE_BATCH;
+    if (strcmp(t, "inference") == 0) return TESSERA__V1__SESSION_TYPE__SESSION_TYPE_INFERENCE;
+    return TESSERA__V1__SESSION_TYPE__SESSION_TYPE_INTERACTIVE;
+}
+
+bool sessions_publish_enqueued(PGconn *conn, const char *session_id, const char *correlation_id,
+                               ts_err *err)
+{
+    const char *p[] = {session_id};
+    PGresult *r = reg_exec(conn, enqueue_sql, 1, p, err);
+    if (!r) return false;
+    if (PQntuples(r) != 1) { /* no longer pending: nothing to announce */
+        PQclear(r);
+        return reg_run(conn,
+                       "UPDATE registry.sessions SET enqueue_published = true WHERE id = $1::uuid",
+                       1, p, err);
+    }
+    arena a = {0};
+    Tessera__V1__SessionEnqueued m = TESSERA__V1__SESSION_ENQUEUED__INIT;
+    m.session_id = PQgetvalue(r, 0, 0);
+    m.session_name = PQgetvalue(r, 0, 1);
+    m.session_type = type_of(PQgetvalue(r, 0, 2));
+    m.access_key = PQgetvalue(r, 0, 3);
+    m.user_id = PQgetvalue(r, 0, 4);
+    m.project_id = PQgetvalue(r, 0, 5);
+    m.domain_name = PQgetvalue(r, 0, 6);
+    m.resource_group = PQgetvalue(r, 0, 7);
+    m.image = PQgetvalue(r, 0, 8);
+    m.architecture = PQgetvalue(r, 0, 9);
+    m.priority = atoi(PQgetvalue(r, 0, 10));
+    m.cluster_size = atoi(PQgetvalue(r, 0, 11));
+    m.cluster_mode = PQgetvalue(r, 0, 12);
+    m.multi_node = strcmp(m.cluster_mode, "multi-node") == 0;
+    m.starts_at_ms = atoll(PQgetvalue(r, 0, 13));
+    m.enqueued_at_ms = atoll(PQgetvalue(r, 0, 14));
+    json_t *limits = json_loads(PQgetvalue(r, 0, 15), 0, NULL);
+    json_t *kernels = json_loads(PQgetvalue(r, 0, 16), 0, NULL);
+    m.n_kernels = json_array_size(kernels);
+    m.kernels = ar_alloc(&a, (m.n_kernels + 1) * sizeof(*m.kernels));
+    for (size_t i = 0; i < m.n_kernels; i++) {
+        json_t *k = json_array_get(kernels, i);
+        Tessera__V1__SessionEnqueued__KernelRequest *kr = ar_alloc(&a, sizeof(*kr));
+        tessera__v1__session_enqueued__kernel_request__init(kr);
+        kr->kernel_id = ar_str(&a, jstr(k, "id"));
+        kr->cluster_role = ar_str(&a, jstr(k, "role"));
+        kr->cluster_idx = (int32_t)json_integer_value(json_object_get(k, "idx"));
+        kr->slots = pb_slots(&a, json_object_get(k, "slots"), &kr->n_slots);
+        m.kernels[i] = kr;
+    }
+    m.n_limits = json_array_size(limits);
+    m.limits = ar_alloc(&a, (m.n_limits + 1) * sizeof(*m.limits));
+    for (size_t i = 0; i < m.n_limits; i++) {
+        json_t *l = json_array_get(limits, i);
+        Tessera__V1__ScopeLimits *sl = ar_alloc(&a, sizeof(*sl));
+        tessera__v1__scope_limits__init(sl);
+        sl->scope = ar_str(&a, jstr(l, "scope"));
+        sl->id = ar_str(&a, jstr(l, "id"));
+        sl->max_concurrent_sessions =
+            (int32_t)json_integer_value(json_object_get(l, "max_concurrent_sessions"));
+        sl->max_pending_sessions =
+            (int32_t)json_integer_value(json_object_get(l, "max_pending_sessions"));
+        sl->max_slots = pb_slots(&a, json_object_get(l, "max_slots"), &sl->n_max_slots);
+        m.limits[i] = sl;
+    }
+    bool ok = kbus_publish(svc_bus(reg_svc), "tessera.session.v1", m.session_id, &m.base,
+                           correlation_id, m.session_id, err);
+    json_decref(limits);
+    json_decref(kernels);
+    ar_free(&a);
+    PQclear(r);
+    if (!ok) return false;
+    return reg_run(conn,
+                   "UPDATE registry.sessions SET enqueue_published = true WHERE id = $1::uuid", 1,
+                   p, err);
+}
+
+void sessions_republish_pending(void)
+{
+    ts_err err = {{0}};
+    PGconn *conn = reg_pg_get(&err);
+    if (!conn) return;
+    PGresult *r = reg_exec(conn,
+                           "SELECT id::text FROM registry.sessions WHERE status = 'PENDING'"
+                           " AND NOT enqueue_published AND created_at < now() - interval '2 s'"
+                           " LIMIT 100",
+                           0, NULL, &err);
+    for (int i = 0; r && i < PQntuples(r); i++)
+        if (!sessions_publish_enqueued(conn, PQgetvalue(r, i, 0), "", &err))
+            TLOG_WARN("SessionEnqueued not published", "session=%s error=\"%s\"",
+                      PQgetvalue(r, i, 0), err.msg);
+    if (r) PQclear(r);
+    reg_pg_put(conn);
+}
+
+/* ---- validation against the owner's context and the registry's data -------------------------- */
+
+/* Slots of a JSON limit object; absent or unreadable: empty. */
+static void limit_slots(json_t *obj, slots_t *out)
+{
+    ts_err e;
+    if (!json_is_object(obj) || !slots_from_json(out, obj, &e)) slots_clear(out);
+}
+
+/* The first slot of need above limit (only the slots limit names). */
+static int over_limit(const slots_t *need, const slots_t *limit)
+{
+    for (int i = 0; i < SLOTS_MAX; i++)
+        if ((limit->mask >> i) & 1u && slots_get(need, i) > limit->v[i]) return i;
+    return -1;
+}
+
+static bool check_policy(json_t *ctx, const create_req *cr, const slots_t *total, http_resp *resp)
+{
+    json_t *policy = json_object_get(ctx, "keypair_policy");
+    json_int_t max_c = json_integer_value(json_object_get(policy, "max_containers_per_session"));
+    if (max_c > 0 && cr->cluster_size > max_c) {
+        http_problem(resp, 412, "quota-exceeded", NULL,
+                     "cluster_size %d exceeds the keypair resource policy's "
+                     "max_containers_per_session (%lld)",
+                     cr->cluster_size, (long long)max_c);
+        return false;
+    }
+    struct {
+        const char *what;
+        json_t *slots;
+    } scopes[] = {
+        {"the keypair resource policy's", json_object_get(policy, "total_resource_slots")},
+        {"the project's", json_object_get(json_object_get(ctx, "project"), "total_resource_slots")},
+        {"the domain's", json_object_get(json_object_get(ctx, "domain"), "total_resource_slots")},
+    };
+    for (size_t i = 0; i < TS_ARRAY_LEN(scopes); i++) {
+        slots_t lim;
+        limit_slots(scopes[i].slots, &lim);
+        int s = over_limit(total, &lim);
+        if (s >= 0) {
+            char a[SLOT_FMT_MAX], b[SLOT_FMT_MAX];
+            fmt_slot(s, slots_get(total, s), a, sizeof(a));
+            fmt_slot(s, lim.v[s], b, sizeof(b));
+            http_problem(resp, 412, "quota-exceeded", NULL,
+                         "requested %s %s exceeds %s total %s limit (%s)", slot_name(s), a,
+                         scopes[i].what, slot_name(s), b);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The resource group exists, is active, allows the type and the owner. */
+static bool check_group(PGconn *conn, json_t *ctx, const create_req *cr, http_resp *resp)
+{
+    const char *p2[] = {cr->resource_group, cr->type};
+    PGresult *r = pgjson_query(conn, resp, "read resource group",
+                               "SELECT is_active, $2 = ANY(allowed_session_types)"
+                               " FROM registry.resource_groups WHERE name = $1",
+                               2, p2);
+    if (!r) return false;
+    bool ok = false;
+    if (PQntuples(r) != 1) {
+        http_problem(resp, 400, "invalid-api-params", NULL, "unknown resource group %s",
+                     cr->resource_group);
+    } else if (PQgetvalue(r, 0, 0)[0] != 't') {
+        http_problem(resp, 400, "invalid-api-params", NULL, "resource group %s is not active",
+                     cr->resource_group);
+    } else if (PQgetvalue(r, 0, 1)[0] != 't') {
+        http_problem(resp, 400, "invalid-api-params", NULL,
+                     "resource group %s does not allow %s sessions", cr->resource_group, cr->type);
+    } else {
+        json_t *allowed = json_object_get(ctx, "allowed_resource_groups");
+        size_t i;
+        json_t *g;
+        json_array_foreach(allowed, i, g) if (strcmp(json_string_value(g), cr->resource_group) == 0)
+            ok = true;
+        if (!ok) {
+            char list[400] = "";
+            json_array_foreach(allowed, i, g)
+            {
+                if (strlen(list) + strlen(json_string_value(g)) + 3 >= sizeof(list)) break;
+                if (list[0]) strcat(list, ", ");
+                strcat(list, json_string_value(g));
+            }
+            http_problem(resp, 403, "forbidden", NULL,
+                         "resource group %s is not allowed for this keypair, its project or "
+                         "domain (allowed: %s)",
+                         cr->resource_group, list[0] ? list : "none");
+        }
+    }
+    PQclear(r);
+    return ok;
+}
+
+/* Fits on the largest ALIVE agent of the group (per slot). No agent: the
+ * scheduler will say so while the session waits. */
+static bool check_agents(PGconn *conn, const create_req *cr, const slots_t *need, http_resp *resp)
+{
+    const char *p[] = {cr->resource_group};
+    PGresult *r = pgjson_query(conn, resp, "read agents",
+                               "SELECT slots::text, devices::text FROM registry.agents"
+                               " WHERE resource_group = $1 AND status = 'ALIVE'",
+                               1, p);
+    if (!r) return false;
+    slots_t max;
+    slots_clear(&max);
+    for (int i = 0; i < PQntuples(r); i++) {
+        json_t *sj = json_loads(PQgetvalue(r, i, 0), 0, NULL);
+        slots_t s;
+        ts_err e;
+        if (slots_from_json(&s, sj, &e))
+            for (int id = 0; id < SLOTS_MAX; id++)
+                if ((s.mask >> id) & 1u && (!((max.mask >> id) & 1u) || s.v[id] > max.v[id]))
+                    slots_put(&max, id, s.v[id]);
+        json_decref(sj);
+    }
+    int n = PQntuples(r);
+    PQclear(r);
+    if (n == 0) return true;
+    for (int id = 0; id < SLOTS_MAX; id++) {
+        if (slots_get(need, id) <= slots_get(&max, id)) continue;
+        char a[SLOT_FMT_MAX], b[SLOT_FMT_MAX];
+        fmt_slot(id, slots_get(need, id), a, sizeof(a));
+        fmt_slot(id, slots_get(&max, id), b, sizeof(b));
+        http_problem(resp, 400, "invalid-api-params", NULL,
+                     "requested %s %s exceeds the largest agent in group %s (%s)", slot_name(id), a,
+                     cr->resource_group, b);
+        return false;
+    }
+    return true;
+}
+
+/* Defaults, then the image's minimums. */
+static bool apply_minimums(create_req *cr, json_t *min, http_resp *resp)
+{
+    slots_t def;
+    ts_err err = {{0}};
+    if (!slots_parse_text(&def, reg_cfg.default_slots, &err)) slots_clear(&def);
+    for (int id = 0; id < SLOTS_MAX; id++)
+        if ((def.mask >> id) & 1u && !((cr->slots.mask >> id) & 1u))
+            slots_put(&cr->slots, id, def.v[id]);
+    slots_t m;
+    limit_slots(min, &m);
+    for (int id = 0; id < SLOTS_MAX; id++) {
+        if (!((m.mask >> id) & 1u) || slots_get(&cr->slots, id) >= m.v[id]) continue;
+        if ((cr->explicit_slots >> id) & 1u) {
+            char a[SLOT_FMT_MAX], b[SLOT_FMT_MAX];
+            fmt_slot(id, slots_get(&cr->slots, id), a, sizeof(a));
+            fmt_slot(id, m.v[id], b, sizeof(b));
+            http_problem(resp, 400, "invalid-api-params", NULL,
+                         "requested %s %s is below the image's minimum (%s)", slot_name(id), a, b);
+            return false;
+        }
+        slots_put(&cr->slots, id, m.v[id]);
+    }
+    if (cr->shmem >= 0 && cr->shmem > slots_get(&cr->slots, SLOT_MEM)) {
+        http_problem(resp, 400, "invalid-api-params", NULL,
+                     "config.resource_opts.shmem is larger than the requested mem");
+        return false;
+    }
+    return true;
+}
+
+static json_t *build_limits(json_t *ctx, const char *ak, const char *user_id)
+{
+    json_t *policy = json_object_get(ctx, "keypair_policy");
+    json_t *project = json_object_get(ctx, "project");
+    json_t *domain = json_object_get(ctx, "domain");
+    json_t *kp_slots = json_object_get(policy, "total_resource_slots");
+    json_t *pj = json_object_get(project, "total_resource_slots");
+    json_t *dj = json_object_get(domain, "total_resource_slots");
+    slots_t a, b, c;
+    limit_slots(kp_slots, &a);
+    limit_slots(pj, &b);
+    limit_slots(dj, &c);
+    json_t *l = json_array();
+    json_array_append_new(
+        l, json_pack("{s:s, s:s, s:I, s:I, s:o}", "scope", "keypair", "id", ak,
+                     "max_concurrent_sessions",
+                     json_integer_value(json_object_get(policy, "max_concurrent_sessions")),
+                     "max_pending_sessions",
+                     json_integer_value(json_object_get(policy, "max_pending_session_count")),
+                     "max_slots", slots_to_json(&a)));
+    json_array_append_new(l, json_pack("{s:s, s:s, s:o}", "scope", "user", "id", user_id,
+                                       "max_slots", json_object()));
+    if (json_is_object(project))
+        json_array_append_new(l, json_pack("{s:s, s:s, s:o}", "scope", "project", "id",
+                                           jstr(project, "id"), "max_slots", slots_to_json(&b)));
+    json_array_append_new(l, json_pack("{s:s, s:s, s:o}", "scope", "domain", "id",
+                                       jstr(domain, "name"), "max_slots", slots_to_json(&c)));
+    return l;
+}
+
+/* ---- the handler --------------------------------------------------------------------------------
+ */
+
+static void reply_existing(http_resp *resp, PGconn *conn, const char *ak, const char *name)
+{
+    char *sql = ts_asprintf("%s WHERE s.access_key = $1 AND s.name = $2 AND s.status NOT IN %s",
+                            session_view_sql, SQL_FINAL);
+    const char *p[] = {ak, name};
+    PGresult *r = pgjson_query(conn, resp, "read session", sql, 2, p);
+    free(sql);
+    if (!r) return;
+    if (PQntuples(r) == 1) {
+        json_t *v = session_view_json(r, 0);
+        json_t *out =
+            json_pack("{s:O, s:O, s:O, s:O, s:b}", "sessionId", json_object_get(v, "sessionId"),
+                      "sessionUuid", json_object_get(v, "sessionUuid"), "status",
+                      json_object_get(v, "status"), "servicePorts",
+                      json_object_get(v, "servicePorts"), "created", 0);
+        json_object_set(out, "statusInfo", json_object_get(v, "statusInfo"));
+        json_decref(v);
+        http_reply_json(resp, 200, out);
+    } else {
+        http_problem(resp, 409, "already-exists", NULL, "session %s ended meanwhile; try again",
+                     name);
+    }
+    PQclear(r);
+}
+
+static const char insert_sql[] =
+    "INSERT INTO registry.sessions (id, name, access_key, user_id, project_id, group_name,"
+    " domain_name, type, image, architecture, resource_group, status, status_info, starts_at,"
+    " priority, cluster_size, cluster_mode, requested_slots, resource_opts, mounts, environ,"
+    " startup_command, bootstrap_script, idle_timeout, limits)"
+    " VALUES ($1::uuid, $2, $3, $4::uuid, $5::uuid, $6, $7, $8, $9, $10, $11, 'PENDING',"
+    " 'waiting to be scheduled', to_timestamp($12::bigint / 1000.0), $13::int, $14::int, $15,"
+    " $16::jsonb, $17::jsonb, $18::jsonb, $19::jsonb, $20, $21, $22::int, $23::jsonb)";
+
+/* starts_at -> Unix ms (NULL text when none): ISO-8601 (through PostgreSQL) or a delay. */
+static bool starts_at_ms(PGconn *conn, const create_req *cr, char *out, size_t size, bool *given,
+                         http_resp *resp)
+{
+    *given = false;
+    if (!cr->starts_at) return true;
+    if (strcmp(cr->type, "batch") != 0) {
+        http_problem(resp, 400, "invalid-api-params", NULL,
+                     "\"starts_at\" is only for batch sessions");
+        return false;
+    }
+    int64_t d;
+    if (cfg_parse_duration_ms(cr->starts_at, &d) && d >= 0) {
+        snprintf(out, size, "%lld", (long long)(ts_now_wall_ms() + d));
+        *given = true;
+        return true;
+    }
+    const char *p[] = {cr->starts_at};
+    PGresult *r = PQexecParams(conn, "SELECT (extract(epoch FROM $1::timestamptz) * 1000)::bigint",
+                               1, NULL, p, NULL, NULL, 0);
+    bool ok = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
+    if (ok) {
+        ts_strlcpy(out, PQgetvalue(r, 0, 0), size);
+        *given = true;
+    } else {
+        http_problem(resp, 400, "invalid-api-params", NULL,
+                     "\"starts_at\" must be an ISO-8601 time or a delay such as \"10m\"");
+    }
+    PQclear(r);
+    return ok;
+}
+
+void sessions_create(http_req *req, http_resp *resp, void *ctx)
+{
+    svc *s = ctx;
+    json_t *body = http_json_body(req, resp);
+    if (!body) return;
+    create_req cr;
+    reg_caller c = {0};
+    json_t *owner = NULL;
+    PGconn *conn = NULL;
+    image_info im = {0};
+    waiter *w = NULL;
+    if (!create_req_parse(body, &cr, resp)) goto out;
+    bool other = cr.owner_access_key &&
+                 strcmp(cr.owner_access_key, http_header(req, "X-Tessera-Caller-Access-Key")
+                                                 ? http_header(req, "X-Tessera-Caller-Access-Key")
+                                                 : "") != 0;
+    if (!caller_get(req, resp, other ? NULL : cr.group, &c)) goto out;
+    if (other) {
+        if (!caller_is_admin(&c)) {
+            http_problem(resp, 403, "forbidden", NULL,
+                         "only administrators may create sessions for another keypair");
+            goto out;
+        }
+        if (!context_get(req, resp, cr.owner_access_key, cr.group, &owner)) {
+            if (http_resp_status(resp) == 404)
+                http_problem(resp, 400, "invalid-api-params", NULL, "unknown owner_access_key %s",
+                             cr.owner_access_key);
+            goto out;
+        }
+        const char *od = jstr(json_object_get(owner, "user"), "domain_name");
+        if (!caller_is_superadmin(&c) && strcmp(od, c.domain) != 0) {
+            http_problem(resp, 403, "forbidden", NULL,
+                         "a domain administrator may create sessions only for its domain");
+            goto out;
+        }
+        if (!json_is_true(json_object_get(owner, "is_active"))) {
+            http_problem(resp, 400, "invalid-api-params", NULL, "owner_access_key is not active");
+            goto out;
+        }
+    } else {
+        owner = json_incref(c.ctx);
+    }
+    json_t *ouser = json_object_get(owner, "user");
+    const char *owner_ak = jstr(owner, "access_key");
+    const char *owner_domain = jstr(ouser, "domain_name");
+    if (cr.domain && strcmp(cr.domain, owner_domain) != 0) {
+        http_problem(resp, 400, "invalid-api-params", NULL,
+                     "domain %s is not the owner's domain (%s)", cr.domain, owner_domain);
+        goto out;
+    }
+    if (!(conn = pgjson_get(s, resp))) goto out;
+    if (!check_group(conn, owner, &cr, resp)) goto out;
+    /* the image */
+    bool found = false;
+    ts_err err = {{0}};
+    if (!images_find(conn, cr.image, &im, &found, &err)) {
+        TLOG_ERROR("image lookup failed", "error=\"%s\"", err.msg);
+        http_problem(resp, 500, "internal-server-error", NULL, "image lookup failed");
+        goto out;
+    }
+    if (!found) {
+        http_problem(resp, 400, "invalid-api-params", NULL, "unknown image %s: register it first",
+                     cr.image);
+        goto out;
+    }
+    json_t *mounts = cr.mounts;
+    if (json_array_size(mounts) > 0) {
+        http_problem(resp, 400, "invalid-api-params", NULL, "vfolder mounts are not supported yet");
+        goto out;
+    }
+    if (!apply_minimums(&cr, im.min_slots, resp)) goto out;
+    /* totals: per kernel x cluster size */
+    slots_t total;
+    slots_clear(&total);
+    for (int i = 0; i < cr.cluster_size; i++)
+        if (!slots_add(&total, &cr.slots, &err)) {
+            http_problem(resp, 400, "invalid-api-params", NULL, "config.resources: %s", err.msg);
+            goto out;
+        }
+    if (!check_policy(owner, &cr, &total, resp)) goto out;
+    bool single = strcmp(cr.cluster_mode, "single-node") == 0;
+    if (!check_agents(conn, &cr, single ? &total : &cr.slots, resp)) goto out;
+    char starts[24];
+    bool has_starts = false;
+    if (!starts_at_ms(conn, &cr, starts, sizeof(starts), &has_starts, resp)) goto out;
+    /* name in use? */
+    const char *np[] = {owner_ak, cr.name};
+    PGresult *r = pgjson_query(conn, resp, "check session name",
+                               "SELECT 1 FROM registry.sessions WHERE access_key = $1 AND name = $2"
+                               " AND status NOT IN " SQL_FINAL,
+                               2, np);
+    if (!r) goto out;
+    bool exists = PQntuples(r) > 0;
+    PQclear(r);
+    if (exists) {
+        if (cr.reuse)
+            reply_existing(resp, conn, owner_ak, cr.name);
+        else
+            http_problem(resp, 409, "already-exists", NULL,
+                         "a live session named %s already exists (reuseIfExists to reuse it)",
+                         cr.name);
+        goto out;
+    }
+    /* insert */
+    char sid[TS_UUID_STRLEN];
+    ts_uuid4(sid);
+    json_t *kslots = slots_to_json(&cr.slots), *tslots = slots_to_json(&total);
+    json_t *ropts = json_object();
+    if (cr.shmem >= 0) {
+        char b[SLOT_FMT_MAX];
+        json_object_set_new(ropts, "shmem",
+                            json_string(slot_format(SLOT_MEM, cr.shmem, b, sizeof(b))));
+    }
+    json_t *limits = build_limits(owner, owner_ak, jstr(ouser, "id"));
+    char *ks = json_dumps(kslots, JSON_COMPACT), *ts = json_dumps(tslots, JSON_COMPACT),
+         *ro = json_dumps(ropts, JSON_COMPACT), *mt = json_dumps(cr.mounts, JSON_COMPACT),
+         *et = json_dumps(cr.environ, JSON_COMPACT), *lt = json_dumps(limits, JSON_COMPACT);
+    json_decref(kslots);
+    json_decref(tslots);
+    json_decref(ropts);
+    json_decref(limits);
+    json_t *project = json_object_get(owner, "project");
+    char prio[16], size[16], idle[16];
+    snprintf(prio, sizeof(prio), "%d", cr.priority);
+    snprintf(size, sizeof(size), "%d", cr.cluster_size);
+    snprintf(idle, sizeof(idle), "%lld",
+             (long long)json_integer_value(
+                 json_object_get(json_object_get(owner, "keypair_policy"), "idle_timeout")));
+    const char *ip[] = {sid,
+                        cr.name,
+                        owner_ak,
+                        jstr(ouser, "id"),
+                        json_is_object(project) ? jstr(project, "id") : NULL,
+                        json_is_object(project) ? jstr(project, "name") : cr.group,
+                        owner_domain,
+                        cr.type,
+                        cr.image,
+                        im.architecture,
+                        cr.resource_group,
+                        has_starts ? starts : NULL,
+                        prio,
+                        size,
+                        cr.cluster_mode,
+                        ts,
+                        ro,
+                        mt,
+                        et,
+                        cr.startup_command,
+                        cr.bootstrap_script,
+                        idle,
+                        lt};
+    bool ok = pgjson_begin(conn, resp);
+    if (ok) {
+        PGresult *ir = PQexecParams(conn, insert_sql, 23, NULL, ip, NULL, NULL, 0);
+        ok = PQresultStatus(ir) == PGRES_COMMAND_OK;
+        if (!ok && strcmp(pgjson_sqlstate(ir), "23505") == 0) {
+            pg_rollback(conn);
+            if (cr.reuse)
+                reply_existing(resp, conn, owner_ak, cr.name);
+            else
+                http_problem(resp, 409, "already-exists", NULL,
+                             "a live session named %s already exists", cr.name);
+            PQclear(ir);
+            goto free_text;
+        }
+        if (!ok) pgjson_problem(resp, ir, "create session");
+        PQclear(ir);
+    }
+    for (int i = 0; ok && i < cr.cluster_size; i++) {
+        char kid[TS_UUID_STRLEN], idx[16];
+        ts_uuid4(kid);
+        snprintf(idx, sizeof(idx), "%d", i);
+        const char *kp[] = {kid, sid, i == 0 ? "main" : "sub", idx, ks};
+        PGresult *kr = pgjson_query(conn, resp, "create kernel",
+                                    "INSERT INTO registry.kernels (id, session_id, cluster_role,"
+                                    " cluster_idx, status, slots) VALUES ($1::uuid, $2::uuid, $3,"
+                                    " $4::int, 'PENDING', $5::jsonb)",
+                                    5, kp);
+        ok = kr != NULL;
+        if (kr) PQclear(kr);
+    }
+    if (ok) {
+        const char *hp[] = {sid};
+        PGresult *hr = pgjson_query(conn, resp, "history",
+                                    "INSERT INTO registry.session_status_history (session_id,"
+                                    " status, reason) VALUES ($1::uuid, 'PENDING', 'enqueued')",
+                                    1, hp);
+        ok = hr != NULL;
+        if (hr) PQclear(hr);
+    }
+    if (ok)
+        ok = pgjson_commit(conn, resp);
+    else
+        pg_rollback(conn);
+    if (!ok) goto free_text;
+    TLOG_INFO("session enqueued", "session=%s name=%s owner=%s group=%s image=%s", sid, cr.name,
+              owner_ak, cr.resource_group, cr.image);
+    /* wait registration before the scheduler can see it */
+    if (!cr.enqueue_only && cr.max_wait_ms > 0)
+        w = waiters_add(sid, (int)reg_cfg.max_waiting_creates);
+    if (!sessions_publish_enqueued(conn, sid, req->request_id, &err))
+        TLOG_WARN("SessionEnqueued not published yet (retried by the housekeeping)",
+                  "session=%s error=\"%s\"", sid, err.msg);
+    char reached[16] = "";
+    if (w) {
+        /* Do not hold a connection while waiting. */
+        pgjson_put(s, conn);
+        conn = NULL;
+        waiters_wait(w, ts_now_mono_ms() + cr.max_wait_ms, reached, sizeof(reached));
+        w = NULL;
+        if (!(conn = pgjson_get(s, resp))) goto free_text;
+    }
+    char *sql = ts_asprintf("%s WHERE s.id = $1::uuid", session_view_sql);
+    const char *vp[] = {sid};
+    PGresult *vr = pgjson_query(conn, resp, "read session", sql, 1, vp);
+    free(sql);
+    if (vr && PQntuples(vr) == 1) {
+        json_t *v = session_view_json(vr, 0);
+        json_t *outj = json_pack(
+            "{s:O, s:O, s:O, s:O, s:O, s:b}", "sessionId", json_object_get(v, "sessionId"),
+            "sessionUuid", json_object_get(v, "sessionUuid"), "status",
+            json_object_get(v, "status"), "statusInfo", json_object_get(v, "statusInfo"),
+            "servicePorts", json_object_get(v, "servicePorts"), "created", 1);
+        json_decref(v);
+        http_reply_json(resp, 201, outj);
+    }
+    if (vr) PQclear(vr);
+free_text:
+    free(ks);
+    free(ts);
+    free(ro);
+    free(mt);
+    free(et);
+    free(lt);
+out:
+    image_info_free(&im);
+    json_decref(owner);
+    caller_free(&c);
+    create_req_free(&cr);
+    json_decref(body);
+    pgjson_put(s, conn);
+}

@@ -1,0 +1,116 @@
+/* session_relay.c: execute and logs of a session, relayed to the agent that
+ * runs its main kernel (the agent's internal HTTP API, docs/internal-api.md).
+ * The registry only finds the kernel and its agent; the agent runs the code,
+ * caps output and time, and answers in Backend.AI's shape, which is relayed
+ * as it is. */
+#include "sessions.h"
+
+#include "libcommon/httpc.h"
+#include "libcommon/log.h"
+#include "libcommon/pgjson.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The agent's own limit is agent.exec_timeout (60 s by default); this one
+ * only has to outlast it. */
+#define RELAY_TIMEOUT_MS 75000
+
+typedef struct main_kernel {
+    char kernel_id[TS_UUID_STRLEN + 8];
+    char agent_url[256];
+} main_kernel;
+
+/* The running main kernel of session id and its agent's base URL; false after
+ * a problem answer. */
+static bool find_main_kernel(PGconn *conn, http_resp *resp, const char *id, main_kernel *out)
+{
+    const char *p[] = {id};
+    PGresult *r = pgjson_query(
+        conn, resp, "find main kernel",
+        "SELECT s.status, k.id::text, k.status, coalesce(a.addr, ''), coalesce(k.agent_id, '')"
+        " FROM registry.sessions s"
+        " LEFT JOIN registry.kernels k ON k.session_id = s.id"
+        " LEFT JOIN registry.agents a ON a.id = k.agent_id"
+        " WHERE s.id = $1::uuid ORDER BY (k.cluster_role = 'main') DESC, k.cluster_idx LIMIT 1",
+        1, p);
+    if (!r) return false;
+    bool ok = false;
+    const char *session_status = PQntuples(r) ? PQgetvalue(r, 0, 0) : "";
+    if (PQntuples(r) != 1 || PQgetisnull(r, 0, 1)) {
+        http_problem(resp, 404, "session-not-found", NULL, "session %s has no kernel", id);
+    } else if (strcmp(session_status, "RUNNING") != 0) {
+        http_problem(resp, 409, "invalid-session-state", "Session is not running",
+                     "session %s is %s; execute and logs need a RUNNING session", id,
+                     session_status);
+    } else if (!PQgetvalue(r, 0, 3)[0]) {
+        http_problem(resp, 503, "agent-unavailable", NULL, "the agent %s of session %s is unknown",
+                     PQgetvalue(r, 0, 4), id);
+    } else {
+        const char *addr = PQgetvalue(r, 0, 3);
+        /* AgentStarted.addr is "http://host:port" (older agents: "host:port"). */
+        snprintf(out->agent_url, sizeof(out->agent_url), "%s%s",
+                 strncmp(addr, "http://", 7) == 0 || strncmp(addr, "https://", 8) == 0 ? ""
+                                                                                      : "http://",
+                 addr);
+        ts_strlcpy(out->kernel_id, PQgetvalue(r, 0, 1), sizeof(out->kernel_id));
+        ok = true;
+    }
+    PQclear(r);
+    return ok;
+}
+
+static void relay(http_req *req, http_resp *resp, svc *s, const char *method, const char *what)
+{
+    reg_caller c;
+    if (!caller_get(req, resp, NULL, &c)) return;
+    PGconn *conn = pgjson_get(s, resp);
+    char id[TS_UUID_STRLEN];
+    main_kernel k;
+    bool found = conn && sessions_find(conn, req, resp, &c, id) &&
+                 find_main_kernel(conn, resp, id, &k);
+    pgjson_put(s, conn);
+    caller_free(&c);
+    if (!found) return;
+
+    char *url = ts_asprintf("%s/v1/kernels/%s/%s", k.agent_url, k.kernel_id, what);
+    const char *headers[] = {"Content-Type: application/json", NULL};
+    httpc *h = httpc_new(RELAY_TIMEOUT_MS);
+    httpc_resp r = {0};
+    ts_err err = {{0}};
+    if (!httpc_request(h, method, url, headers, req->body_len ? req->body : NULL, req->body_len,
+                       req->request_id, &r, &err)) {
+        TLOG_WARN("agent did not answer", "url=%s error=\"%s\"", url, err.msg);
+        http_problem(resp, 503, "agent-unavailable", NULL,
+                     "the agent running session %s did not answer", id);
+    } else if (r.status >= 500 || !r.content_type) {
+        http_problem(resp, 502, "agent-error", NULL,
+                     "the agent running session %s answered %ld", id, r.status);
+    } else {
+        http_reply(resp, (int)r.status, r.content_type, r.body, r.body_len);
+    }
+    httpc_resp_free(&r);
+    httpc_free(h);
+    free(url);
+}
+
+static void h_execute(http_req *req, http_resp *resp, void *ctx)
+{
+    if (!req->body_len) {
+        http_problem(resp, 400, "invalid-api-params", NULL,
+                     "execute needs a JSON body {mode, runId, code, options}");
+        return;
+    }
+    relay(req, resp, ctx, "POST", "execute");
+}
+
+static void h_logs(http_req *req, http_resp *resp, void *ctx)
+{
+    relay(req, resp, ctx, "GET", "logs");
+}
+
+void sessions_relay_routes(svc *s)
+{
+    http_route(svc_router(s), "POST", "/v1/sessions/{id}/execute", h_execute, s);
+    http_route(svc_router(s), "GET", "/v1/sessions/{id}/logs", h_logs, s);
+}

@@ -1,0 +1,23 @@
+/* session_view.h: a session as the API shows it, in Backend.AI's camelCase
+ * shape: sessionId (the name, as create answers), sessionUuid, sessionName,
+ * status, statusInfo, image, architecture, type, creationTime,
+ * terminationTime, statusChangedAt, startsAt, age (ms), occupiedSlots (all
+ * kernels, while held), requestedSlots (all kernels), servicePorts (main
+ * kernel: [{name, protocol, container_ports, host_ports, host}]),
+ * domainName, groupId, groupName, userId, accessKey, scalingGroup,
+ * resourceGroup, clusterSize, clusterMode, priority, result, exitCode,
+ * kernels: [{id, role, idx, agent, status, statusInfo, containerId, exitCode}]. */
+#ifndef REGISTRY_SESSION_VIEW_H
+#define REGISTRY_SESSION_VIEW_H
+
+#include "registry.h"
+
+/* SELECT list and FROM for session_view_json (add WHERE / ORDER). */
+extern const char session_view_sql[];
+
+json_t *session_view_json(const PGresult *r, int row);
+
+/* Backend.AI's servicePorts from a stored ports array. */
+json_t *session_view_ports(json_t *stored, const char *host);
+
+#endif

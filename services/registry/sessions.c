@@ -1,0 +1,260 @@
+/* sessions.c: get, list, destroy, restart and history (see sessions.h);
+ * create is session_create.c. */
+#include "sessions.h"
+
+#include "caller.h"
+#include "libcommon/log.h"
+#include "libcommon/pgjson.h"
+#include "session_view.h"
+#include "tessera/v1/session.pb-c.h"
+#include "transitions.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* May the caller see (and act on) a session of that user and domain? */
+static bool may_access(const reg_caller *c, const char *user_id, const char *domain)
+{
+    if (caller_is_superadmin(c)) return true;
+    if (strcmp(c->user_id, user_id) == 0) return true;
+    return strcmp(c->role, "admin") == 0 && strcmp(c->domain, domain) == 0;
+}
+
+bool sessions_find(PGconn *conn, http_req *req, http_resp *resp, const reg_caller *c,
+                   char id[TS_UUID_STRLEN])
+{
+    const char *key = http_param(req, "id");
+    const char *owner = http_query_arg(req, "owner_access_key");
+    if (owner && *owner && strcmp(owner, c->access_key) != 0 && !caller_is_admin(c)) {
+        http_problem(resp, 403, "forbidden", NULL,
+                     "only administrators may address another keypair's sessions");
+        return false;
+    }
+    const char *ak = owner && *owner ? owner : c->access_key;
+    PGresult *r;
+    if (ts_uuid_valid(key)) {
+        const char *p[] = {key};
+        r = pgjson_query(conn, resp, "find session",
+                         "SELECT id::text, user_id::text, domain_name FROM registry.sessions"
+                         " WHERE id = $1::uuid",
+                         1, p);
+    } else {
+        const char *p[] = {ak, key};
+        r = pgjson_query(conn, resp, "find session",
+                         "SELECT id::text, user_id::text, domain_name FROM registry.sessions"
+                         " WHERE access_key = $1 AND name = $2"
+                         " ORDER BY (status NOT IN " SQL_FINAL ") DESC, created_at DESC LIMIT 1",
+                         2, p);
+    }
+    if (!r) return false;
+    bool ok = PQntuples(r) == 1 && may_access(c, PQgetvalue(r, 0, 1), PQgetvalue(r, 0, 2));
+    if (ok)
+        ts_strlcpy(id, PQgetvalue(r, 0, 0), TS_UUID_STRLEN);
+    else
+        http_problem(resp, 404, "session-not-found", NULL, "no session %s", key);
+    PQclear(r);
+    return ok;
+}
+
+static void reply_view(http_resp *resp, PGconn *conn, const char *id, int status, json_t *extra)
+{
+    char *sql = ts_asprintf("%s WHERE s.id = $1::uuid", session_view_sql);
+    const char *p[] = {id};
+    PGresult *r = pgjson_query(conn, resp, "read session", sql, 1, p);
+    free(sql);
+    if (r && PQntuples(r) == 1) {
+        json_t *v = session_view_json(r, 0);
+        if (extra) json_object_update(v, extra);
+        http_reply_json(resp, status, v);
+    }
+    if (r) PQclear(r);
+    json_decref(extra);
+}
+
+static void h_get(http_req *req, http_resp *resp, void *ctx)
+{
+    svc *s = ctx;
+    reg_caller c;
+    if (!caller_get(req, resp, NULL, &c)) return;
+    PGconn *conn = pgjson_get(s, resp);
+    char id[TS_UUID_STRLEN];
+    if (conn && sessions_find(conn, req, resp, &c, id)) reply_view(resp, conn, id, 200, NULL);
+    pgjson_put(s, conn);
+    caller_free(&c);
+}
+
+static void h_history(http_req *req, http_resp *resp, void *ctx)
+{
+    svc *s = ctx;
+    reg_caller c;
+    if (!caller_get(req, resp, NULL, &c)) return;
+    PGconn *conn = pgjson_get(s, resp);
+    char id[TS_UUID_STRLEN];
+    if (conn && sessions_find(conn, req, resp, &c, id)) {
+        const char *p[] = {id};
+        PGresult *r = pgjson_query(conn, resp, "read history",
+                                   "SELECT status, reason, at FROM registry.session_status_history"
+                                   " WHERE session_id = $1::uuid ORDER BY id",
+                                   1, p);
+        if (r) {
+            http_reply_json(
+                resp, 200,
+                json_pack("{s:s, s:o}", "sessionUuid", id, "items", pgjson_rows_json(r)));
+            PQclear(r);
+        }
+    }
+    pgjson_put(s, conn);
+    caller_free(&c);
+}
+
+static void h_list(http_req *req, http_resp *resp, void *ctx)
+{
+    svc *s = ctx;
+    reg_caller c;
+    if (!caller_get(req, resp, NULL, &c)) return;
+    pgjson_page pg;
+    PGconn *conn = NULL;
+    if (!pgjson_page_parse(req, resp, &pg) || !(conn = pgjson_get(s, resp))) goto out;
+    const char *owner = http_query_arg(req, "owner");
+    if (!owner) owner = http_query_arg(req, "owner_access_key");
+    if (owner && !*owner) owner = NULL;
+    /* users: their own sessions; a user asking for another owner gets none */
+    const char *user = caller_is_admin(&c) ? NULL : c.user_id;
+    const char *domain = strcmp(c.role, "admin") == 0 ? c.domain : NULL;
+    const char *status = http_query_arg(req, "status");
+    const char *type = http_query_arg(req, "type");
+    char *sql = ts_asprintf("SELECT *, count(*) OVER () AS total FROM (%s"
+                            " WHERE ($1::uuid IS NULL OR s.user_id = $1::uuid)"
+                            " AND ($2::text IS NULL OR s.domain_name = $2)"
+                            " AND ($3::text IS NULL OR s.access_key = $3)"
+                            " AND ($4::text IS NULL OR s.status = ANY(string_to_array($4, ',')))"
+                            " AND ($5::text IS NULL OR s.type = $5)) v"
+                            " ORDER BY created_at DESC, id LIMIT $6::bigint OFFSET $7::bigint",
+                            session_view_sql);
+    const char *p[] = {user,
+                       domain,
+                       owner,
+                       status && *status ? status : NULL,
+                       type && *type ? type : NULL,
+                       pg.limit_s,
+                       pg.offset_s};
+    PGresult *r = pgjson_query(conn, resp, "list sessions", sql, 7, p);
+    free(sql);
+    if (r) {
+        long long total = PQntuples(r) ? atoll(PQgetvalue(r, 0, PQnfields(r) - 1)) : 0;
+        json_t *items = json_array();
+        for (int i = 0; i < PQntuples(r); i++)
+            json_array_append_new(items, session_view_json(r, i));
+        http_reply_json(resp, 200, pgjson_page_json(items, total, &pg));
+        PQclear(r);
+    }
+out:
+    pgjson_put(s, conn);
+    caller_free(&c);
+}
+
+/* ---- destroy and restart ------------------------------------------------------------------------
+ */
+
+typedef enum { ACT_DESTROY, ACT_RESTART } action;
+
+static bool act(PGconn *conn, outbox *ob, sess *se, action a, bool forced, const reg_caller *c,
+                http_resp *resp, ts_err *err)
+{
+    if (reg_status_final(se->status)) {
+        http_problem(resp, 404, "session-not-found", NULL, "session %s has already ended (%s)",
+                     se->name, se->status);
+        return false;
+    }
+    if (a == ACT_RESTART) {
+        if (strcmp(se->status, ST_RUNNING) != 0) {
+            http_problem(resp, 409, "invalid-state", NULL,
+                         "session %s is %s: only a RUNNING session can be restarted", se->name,
+                         se->status);
+            return false;
+        }
+        return tr_set(conn, ob, se, ST_RESTARTING, "restart requested", err) &&
+               tr_destroy_kernels(conn, ob, se, "restarting", false, "RESTARTING", err) &&
+               tr_create_kernels(conn, ob, se, "RESTARTING", NULL, err);
+    }
+    char by[80];
+    snprintf(by, sizeof(by), "%s", c->user_id);
+    if (strcmp(se->status, ST_PENDING) == 0)
+        return tr_end(conn, ob, se, ST_CANCELLED, "user-requested", NULL, NULL, NULL, by, err);
+    if (forced) {
+        char why[160];
+        snprintf(why, sizeof(why), "force-terminated by %s", c->user_id);
+        return tr_destroy_kernels(conn, ob, se, why, true, "TERMINATED", err) &&
+               tr_end(conn, ob, se, ST_TERMINATED, why, NULL, NULL, NULL, by, err);
+    }
+    if (strcmp(se->status, ST_TERMINATING) == 0) /* again: resend the commands */
+        return tr_destroy_kernels(conn, ob, se, "user-requested", false, NULL, err);
+    if (!tr_set(conn, ob, se, ST_TERMINATING, "user-requested", err)) return false;
+    Tessera__V1__SessionTerminating t = TESSERA__V1__SESSION_TERMINATING__INIT;
+    t.session_id = se->id;
+    t.reason = "user-requested";
+    t.requested_by = by;
+    t.forced = false;
+    ob_session_event(ob, se->id, &t.base);
+    return tr_destroy_kernels(conn, ob, se, "user-requested", false, "TERMINATING", err);
+}
+
+static void h_action(http_req *req, http_resp *resp, svc *s, action a)
+{
+    reg_caller c;
+    if (!caller_get(req, resp, NULL, &c)) return;
+    const char *fq = http_query_arg(req, "forced");
+    bool forced = fq && (!strcmp(fq, "true") || !strcmp(fq, "1") || !strcmp(fq, "yes"));
+    PGconn *conn = NULL;
+    char id[TS_UUID_STRLEN];
+    if (forced && !caller_is_admin(&c)) {
+        http_problem(resp, 403, "forbidden", NULL, "only administrators may force a destroy");
+        goto out;
+    }
+    if (!(conn = pgjson_get(s, resp)) || !sessions_find(conn, req, resp, &c, id)) goto out;
+    outbox ob;
+    ob_init(&ob, req->request_id);
+    sess se;
+    bool found = false;
+    ts_err err = {{0}};
+    bool ok = pg_begin(conn, &err) && tr_lock(conn, id, &se, &found, &err);
+    if (ok && found && act(conn, &ob, &se, a, forced, &c, resp, &err)) {
+        if (pg_commit(conn, &err)) {
+            ob_flush(&ob);
+            reply_view(resp, conn, id, 200, json_pack("{s:o}", "stats", json_object()));
+            goto out;
+        }
+    } else if (http_resp_status(resp) >= 400) {
+        pg_rollback(conn);
+        ob_discard(&ob);
+        goto out;
+    }
+    pg_rollback(conn);
+    ob_discard(&ob);
+    TLOG_ERROR("session action failed", "session=%s error=\"%s\"", id, err.msg);
+    http_problem(resp, 500, "internal-server-error", NULL, "database error");
+out:
+    pgjson_put(s, conn);
+    caller_free(&c);
+}
+
+static void h_destroy(http_req *req, http_resp *resp, void *ctx)
+{
+    h_action(req, resp, ctx, ACT_DESTROY);
+}
+
+static void h_restart(http_req *req, http_resp *resp, void *ctx)
+{
+    h_action(req, resp, ctx, ACT_RESTART);
+}
+
+void sessions_routes(svc *s)
+{
+    http_router *r = svc_router(s);
+    http_route(r, "POST", "/v1/sessions", sessions_create, s);
+    http_route(r, "GET", "/v1/sessions", h_list, s);
+    http_route(r, "GET", "/v1/sessions/{id}", h_get, s);
+    http_route(r, "DELETE", "/v1/sessions/{id}", h_destroy, s);
+    http_route(r, "PATCH", "/v1/sessions/{id}", h_restart, s);
+    http_route(r, "GET", "/v1/sessions/{id}/history", h_history, s);
+}

@@ -1,0 +1,287 @@
+/* transitions.c: status changes, history, session end events and agent
+ * commands (see transitions.h). */
+#include "transitions.h"
+
+#include "libcommon/log.h"
+#include "pbutil.h"
+#include "tessera/v1/agent_cmd.pb-c.h"
+#include "tessera/v1/session.pb-c.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+bool tr_lock(PGconn *conn, const char *session_id, sess *s, bool *found, ts_err *err)
+{
+    const char *p[] = {session_id};
+    PGresult *r =
+        reg_exec(conn,
+                 "SELECT id::text, name, status, type, access_key, user_id::text, result,"
+                 " cluster_size, exit_code, status_info FROM registry.sessions WHERE id = $1::uuid"
+                 " FOR UPDATE",
+                 1, p, err);
+    if (!r) return false;
+    memset(s, 0, sizeof(*s));
+    *found = PQntuples(r) == 1;
+    if (*found) {
+        ts_strlcpy(s->id, PQgetvalue(r, 0, 0), sizeof(s->id));
+        ts_strlcpy(s->name, PQgetvalue(r, 0, 1), sizeof(s->name));
+        ts_strlcpy(s->status, PQgetvalue(r, 0, 2), sizeof(s->status));
+        ts_strlcpy(s->type, PQgetvalue(r, 0, 3), sizeof(s->type));
+        ts_strlcpy(s->access_key, PQgetvalue(r, 0, 4), sizeof(s->access_key));
+        ts_strlcpy(s->user_id, PQgetvalue(r, 0, 5), sizeof(s->user_id));
+        ts_strlcpy(s->result, PQgetvalue(r, 0, 6), sizeof(s->result));
+        s->cluster_size = atoi(PQgetvalue(r, 0, 7));
+        s->has_exit_code = !PQgetisnull(r, 0, 8);
+        s->exit_code = s->has_exit_code ? atoi(PQgetvalue(r, 0, 8)) : 0;
+        ts_strlcpy(s->info, PQgetvalue(r, 0, 9), sizeof(s->info));
+    }
+    PQclear(r);
+    return true;
+}
+
+bool tr_set(PGconn *conn, outbox *ob, sess *s, const char *to, const char *reason, ts_err *err)
+{
+    bool final = reg_status_final(to);
+    const char *p[] = {s->id, to, reason ? reason : "", final ? "true" : "false"};
+    if (!reg_run(conn,
+                 "UPDATE registry.sessions SET status = $2, status_info = $3,"
+                 " status_changed_at = now(),"
+                 " terminated_at = CASE WHEN $4::bool THEN now() ELSE terminated_at END,"
+                 " occupied_slots = CASE WHEN $4::bool THEN '{}'::jsonb ELSE occupied_slots END"
+                 " WHERE id = $1::uuid",
+                 4, p, err))
+        return false;
+    if (final && !reg_run(conn,
+                          "UPDATE registry.kernels SET holds_slots = false"
+                          " WHERE session_id = $1::uuid AND holds_slots",
+                          1, p, err))
+        return false;
+    if (!reg_history(conn, s->id, to, reason, err)) return false;
+    TLOG_INFO("session status", "session=%s name=%s from=%s to=%s reason=\"%s\"", s->id, s->name,
+              s->status, to, reason ? reason : "");
+    ts_strlcpy(s->status, to, sizeof(s->status));
+    ts_strlcpy(s->info, reason ? reason : "", sizeof(s->info));
+    ob_notify(ob, s->id, to);
+    return true;
+}
+
+bool tr_set_result(PGconn *conn, sess *s, const char *result, int exit_code, ts_err *err)
+{
+    char code[16];
+    snprintf(code, sizeof(code), "%d", exit_code);
+    const char *p[] = {s->id, result, code};
+    if (!reg_run(conn,
+                 "UPDATE registry.sessions SET result = $2, exit_code = $3::int"
+                 " WHERE id = $1::uuid",
+                 3, p, err))
+        return false;
+    ts_strlcpy(s->result, result, sizeof(s->result));
+    s->has_exit_code = true;
+    s->exit_code = exit_code;
+    return true;
+}
+
+bool tr_end(PGconn *conn, outbox *ob, sess *s, const char *final, const char *reason,
+            const char *error_code, const char *kernel_id, const char *agent_id,
+            const char *requested_by, ts_err *err)
+{
+    if (!tr_set(conn, ob, s, final, reason, err)) return false;
+    const char *p[] = {s->id};
+    if (!reg_run(conn,
+                 "UPDATE registry.kernels SET status = 'CANCELLED', status_changed_at = now()"
+                 " WHERE session_id = $1::uuid AND agent_id IS NULL"
+                 " AND status NOT IN ('TERMINATED', 'CANCELLED', 'ERROR')",
+                 1, p, err))
+        return false;
+    char *rsn = (char *)(reason ? reason : "");
+    if (strcmp(final, ST_TERMINATED) == 0) {
+        Tessera__V1__SessionTerminated m = TESSERA__V1__SESSION_TERMINATED__INIT;
+        m.session_id = s->id;
+        m.reason = rsn;
+        m.exit_code = s->has_exit_code ? s->exit_code : 0;
+        ob_session_event(ob, s->id, &m.base);
+    } else if (strcmp(final, ST_ERROR) == 0) {
+        Tessera__V1__SessionFailed m = TESSERA__V1__SESSION_FAILED__INIT;
+        m.session_id = s->id;
+        m.reason = rsn;
+        m.error_code = (char *)(error_code ? error_code : "");
+        m.kernel_id = (char *)(kernel_id ? kernel_id : "");
+        m.agent_id = (char *)(agent_id ? agent_id : "");
+        ob_session_event(ob, s->id, &m.base);
+    } else {
+        Tessera__V1__SessionCancelled m = TESSERA__V1__SESSION_CANCELLED__INIT;
+        m.session_id = s->id;
+        m.reason = rsn;
+        m.requested_by = (char *)(requested_by ? requested_by : "system");
+        ob_session_event(ob, s->id, &m.base);
+    }
+    return true;
+}
+
+bool tr_destroy_kernels(PGconn *conn, outbox *ob, const sess *s, const char *reason, bool force,
+                        const char *kernel_status, ts_err *err)
+{
+    const char *p[] = {s->id};
+    PGresult *r = reg_exec(conn,
+                           "SELECT id::text, agent_id FROM registry.kernels"
+                           " WHERE session_id = $1::uuid AND agent_id IS NOT NULL"
+                           " AND status NOT IN ('TERMINATED', 'CANCELLED', 'ERROR')"
+                           " ORDER BY cluster_idx",
+                           1, p, err);
+    if (!r) return false;
+    for (int i = 0; i < PQntuples(r); i++) {
+        Tessera__V1__DestroyKernel m = TESSERA__V1__DESTROY_KERNEL__INIT;
+        m.session_id = (char *)s->id;
+        m.kernel_id = PQgetvalue(r, i, 0);
+        m.reason = (char *)(reason ? reason : "");
+        m.force = force;
+        ob_agent_cmd(ob, PQgetvalue(r, i, 1), m.kernel_id, &m.base);
+    }
+    PQclear(r);
+    if (!kernel_status) return true;
+    const char *p2[] = {s->id, kernel_status, reason ? reason : ""};
+    return reg_run(conn,
+                   "UPDATE registry.kernels SET status = $2, status_info = $3,"
+                   " status_changed_at = now() WHERE session_id = $1::uuid"
+                   " AND agent_id IS NOT NULL"
+                   " AND status NOT IN ('TERMINATED', 'CANCELLED', 'ERROR')",
+                   3, p2, err);
+}
+
+/* ---- CreateKernel --------------------------------------------------------------------------- */
+
+static const char kernels_sql[] =
+    "SELECT k.id::text, k.cluster_role, k.cluster_idx, k.agent_id, k.slots::text,"
+    " k.devices::text, s.type, s.image, s.architecture, s.cluster_size, s.environ::text,"
+    " s.mounts::text, s.startup_command, s.bootstrap_script, s.access_key, s.idle_timeout,"
+    " coalesce(i.digest, ''), coalesce(i.labels->>'ai.backend.service-ports', ''), s.name,"
+    " s.resource_group, s.user_id::text, coalesce(s.project_id::text, ''), s.domain_name"
+    " FROM registry.kernels k JOIN registry.sessions s ON s.id = k.session_id"
+    " LEFT JOIN registry.images i ON i.reference = s.image"
+    " WHERE k.session_id = $1::uuid AND k.agent_id IS NOT NULL"
+    " AND ($2::text IS NULL OR k.status = $2) ORDER BY k.cluster_idx";
+
+static Tessera__V1__SessionType session_type(const char *t)
+{
+    if (strcmp(t, "batch") == 0) return TESSERA__V1__SESSION_TYPE__SESSION_TYPE_BATCH;
+    if (strcmp(t, "inference") == 0) return TESSERA__V1__SESSION_TYPE__SESSION_TYPE_INFERENCE;
+    return TESSERA__V1__SESSION_TYPE__SESSION_TYPE_INTERACTIVE;
+}
+
+static void env_put(json_t *env, const char *k, const char *v)
+{
+    json_object_set_new(env, k, json_string(v));
+}
+
+/* The environment of one kernel: the user's, then the basics (which win). */
+static Tessera__V1__CreateKernel__EnvironEntry **environ_of(arena *a, const char *session_id,
+                                                            PGresult *r, int i, size_t *n)
+{
+    json_t *env = json_loads(PQgetvalue(r, i, 10), 0, NULL);
+    if (!json_is_object(env)) {
+        json_decref(env);
+        env = json_object();
+    }
+    const char *kid = PQgetvalue(r, i, 0), *role = PQgetvalue(r, i, 1);
+    char host[32];
+    snprintf(host, sizeof(host), "%s%d", role, atoi(PQgetvalue(r, i, 2)) + 1);
+    env_put(env, "BACKENDAI_SESSION_ID", session_id);
+    env_put(env, "TESSERA_SESSION_ID", session_id);
+    env_put(env, "BACKENDAI_KERNEL_ID", kid);
+    env_put(env, "BACKENDAI_SESSION_NAME", PQgetvalue(r, i, 18));
+    env_put(env, "BACKENDAI_CLUSTER_ROLE", role);
+    env_put(env, "BACKENDAI_CLUSTER_IDX", PQgetvalue(r, i, 2));
+    env_put(env, "BACKENDAI_CLUSTER_SIZE", PQgetvalue(r, i, 9));
+    env_put(env, "BACKENDAI_CLUSTER_HOST", host);
+    env_put(env, "BACKENDAI_ACCESS_KEY", PQgetvalue(r, i, 14));
+    env_put(env, "BACKENDAI_USER_UUID", PQgetvalue(r, i, 20));
+    env_put(env, "BACKENDAI_PROJECT_ID", PQgetvalue(r, i, 21));
+    env_put(env, "BACKENDAI_DOMAIN_NAME", PQgetvalue(r, i, 22));
+    env_put(env, "BACKENDAI_SESSION_TYPE", PQgetvalue(r, i, 6));
+    env_put(env, "BACKENDAI_RESOURCE_GROUP", PQgetvalue(r, i, 19));
+    env_put(env, "BACKENDAI_SERVICE_PORTS", PQgetvalue(r, i, 17));
+    env_put(env, "TESSERA_KERNEL_ID", kid);
+    env_put(env, "TESSERA_SESSION_TYPE", PQgetvalue(r, i, 6));
+    *n = json_object_size(env);
+    Tessera__V1__CreateKernel__EnvironEntry **v = ar_alloc(a, (*n + 1) * sizeof(*v));
+    size_t j = 0;
+    const char *k;
+    json_t *val;
+    json_object_foreach(env, k, val)
+    {
+        Tessera__V1__CreateKernel__EnvironEntry *e = ar_alloc(a, sizeof(*e));
+        tessera__v1__create_kernel__environ_entry__init(e);
+        e->key = ar_str(a, k);
+        e->value = ar_str(a, json_string_value(val));
+        v[j++] = e;
+    }
+    *n = j;
+    json_decref(env);
+    return v;
+}
+
+static Tessera__V1__VfolderMount **mounts_of(arena *a, const char *text, size_t *n)
+{
+    json_t *arr = json_loads(text, 0, NULL);
+    *n = 0;
+    Tessera__V1__VfolderMount **v = ar_alloc(a, (json_array_size(arr) + 1) * sizeof(*v));
+    for (size_t i = 0; json_is_array(arr) && i < json_array_size(arr); i++) {
+        json_t *o = json_array_get(arr, i);
+        if (!json_is_object(o)) continue;
+        Tessera__V1__VfolderMount *m = ar_alloc(a, sizeof(*m));
+        tessera__v1__vfolder_mount__init(m);
+        m->vfolder_id = ar_str(a, json_string_value(json_object_get(o, "vfolder_id")));
+        m->name = ar_str(a, json_string_value(json_object_get(o, "name")));
+        m->host_path = ar_str(a, json_string_value(json_object_get(o, "host_path")));
+        m->mount_path = ar_str(a, json_string_value(json_object_get(o, "mount_path")));
+        m->permission = ar_str(a, json_string_value(json_object_get(o, "permission")));
+        v[(*n)++] = m;
+    }
+    json_decref(arr);
+    return v;
+}
+
+bool tr_create_kernels(PGconn *conn, outbox *ob, const sess *s, const char *from_status,
+                       const char *to_status, ts_err *err)
+{
+    const char *p[] = {s->id, from_status};
+    PGresult *r = reg_exec(conn, kernels_sql, 2, p, err);
+    if (!r) return false;
+    for (int i = 0; i < PQntuples(r); i++) {
+        arena a = {0};
+        Tessera__V1__CreateKernel m = TESSERA__V1__CREATE_KERNEL__INIT;
+        m.session_id = (char *)s->id;
+        m.kernel_id = PQgetvalue(r, i, 0);
+        m.agent_id = PQgetvalue(r, i, 3);
+        m.session_type = session_type(PQgetvalue(r, i, 6));
+        m.image = PQgetvalue(r, i, 7);
+        m.image_digest = PQgetvalue(r, i, 16);
+        m.architecture = PQgetvalue(r, i, 8);
+        m.cluster_role = PQgetvalue(r, i, 1);
+        m.cluster_idx = atoi(PQgetvalue(r, i, 2));
+        m.cluster_size = atoi(PQgetvalue(r, i, 9));
+        json_t *slots = json_loads(PQgetvalue(r, i, 4), 0, NULL);
+        json_t *devs = json_loads(PQgetvalue(r, i, 5), 0, NULL);
+        m.slots = pb_slots(&a, slots, &m.n_slots);
+        m.devices = pb_devs(&a, devs, &m.n_devices);
+        m.environ = environ_of(&a, s->id, r, i, &m.n_environ);
+        m.mounts = mounts_of(&a, PQgetvalue(r, i, 11), &m.n_mounts);
+        m.startup_command = PQgetvalue(r, i, 12);
+        m.bootstrap_script = PQgetvalue(r, i, 13);
+        m.access_key = PQgetvalue(r, i, 14);
+        m.idle_timeout_s = atoi(PQgetvalue(r, i, 15));
+        ob_agent_cmd(ob, m.agent_id, m.kernel_id, &m.base);
+        json_decref(slots);
+        json_decref(devs);
+        ar_free(&a);
+    }
+    PQclear(r);
+    if (!to_status) return true;
+    const char *p2[] = {s->id, from_status, to_status};
+    return reg_run(conn,
+                   "UPDATE registry.kernels SET status = $3, status_info = '',"
+                   " status_changed_at = now() WHERE session_id = $1::uuid"
+                   " AND agent_id IS NOT NULL AND ($2::text IS NULL OR status = $2)",
+                   3, p2, err);
+}

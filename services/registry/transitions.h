@@ -1,0 +1,63 @@
+/* transitions.h: the session state machine's building blocks, used by the
+ * event consumers (lifecycle.c, agents.c) and the HTTP handlers (sessions.c).
+ *
+ * Every function runs inside the caller's transaction, on a session row the
+ * caller locked with tr_lock (SELECT ... FOR UPDATE: one writer per session at
+ * a time, whichever thread), writes the history row of each status change and
+ * puts the events and agent commands it decides into the outbox, which the
+ * caller flushes after COMMIT. Callers check the current status first: these
+ * functions do not guard again. */
+#ifndef REGISTRY_TRANSITIONS_H
+#define REGISTRY_TRANSITIONS_H
+
+#include "publish.h"
+#include "registry.h"
+
+typedef struct sess {
+    char id[TS_UUID_STRLEN];
+    char name[72];
+    char status[16];
+    char type[16];
+    char access_key[24];
+    char user_id[TS_UUID_STRLEN];
+    char result[16];
+    char info[512]; /* status_info */
+    int cluster_size;
+    bool has_exit_code;
+    int exit_code;
+} sess;
+
+/* Lock and read a session; *found false when there is none. */
+bool tr_lock(PGconn *conn, const char *session_id, sess *s, bool *found, ts_err *err) TS_MUST_CHECK;
+
+/* status := to (with status_info = reason), history row, waiter notification.
+ * A final status also sets terminated_at, clears occupied_slots and marks every
+ * kernel of the session as no longer holding slots. */
+bool tr_set(PGconn *conn, outbox *ob, sess *s, const char *to, const char *reason,
+            ts_err *err) TS_MUST_CHECK;
+
+/* End the session in a final status and publish what ends it:
+ *   TERMINATED -> SessionTerminated (reason, the exit code when known)
+ *   ERROR      -> SessionFailed (reason, error_code, kernel_id, agent_id)
+ *   CANCELLED  -> SessionCancelled (reason, requested_by)
+ * Kernels never placed become CANCELLED. The scheduler releases the session's
+ * slots on each of these (exactly once, however often they arrive). */
+bool tr_end(PGconn *conn, outbox *ob, sess *s, const char *final, const char *reason,
+            const char *error_code, const char *kernel_id, const char *agent_id,
+            const char *requested_by, ts_err *err) TS_MUST_CHECK;
+
+/* DestroyKernel to the agent of every placed kernel of the session that has not
+ * ended (kernel_status: what those kernels become, NULL = unchanged). */
+bool tr_destroy_kernels(PGconn *conn, outbox *ob, const sess *s, const char *reason, bool force,
+                        const char *kernel_status, ts_err *err) TS_MUST_CHECK;
+
+/* CreateKernel for the session's placed kernels in status from_status (or
+ * every placed kernel when NULL); those kernels become to_status. */
+bool tr_create_kernels(PGconn *conn, outbox *ob, const sess *s, const char *from_status,
+                       const char *to_status, ts_err *err) TS_MUST_CHECK;
+
+/* Record the session's result and exit code (batch end, a kernel's exit). */
+bool tr_set_result(PGconn *conn, sess *s, const char *result, int exit_code,
+                   ts_err *err) TS_MUST_CHECK;
+
+#endif

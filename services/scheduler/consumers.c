@@ -1,0 +1,327 @@
+/* consumers.c: tessera.session.v1 and tessera.agent.v1 -> the scheduling
+ * thread's inbox (service.h). The durable part of a session event happens here,
+ * before the handler returns (and so before its offset is stored):
+ *   SessionEnqueued  -> <p>sched:pending:<id> = the payload, unless the session
+ *                       ended already (tombstone) or holds slots (a replay);
+ *   SessionCancelled / SessionTerminated / SessionFailed
+ *                    -> tombstone <p>sched:done:<id>, pending record deleted;
+ *                       the release itself runs on the scheduling thread, and at
+ *                       start-up for tombstoned sessions that still hold slots. */
+#include "libcommon/log.h"
+#include "services/scheduler/service.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ARGV: prefix, session id, payload. 1 = recorded, 0 = ended already, 2 = holds slots. */
+static const char ENQ_LUA[] =
+    "local P, sid = ARGV[1], ARGV[2]\n"
+    "if redis.call('EXISTS', P..'sched:done:'..sid) == 1 then return 0 end\n"
+    "if redis.call('EXISTS', P..'sess:'..sid) == 1 then return 2 end\n"
+    "redis.call('SET', P..'sched:pending:'..sid, ARGV[3])\n"
+    "return 1\n";
+
+/* ARGV: prefix, session id, tombstone ttl ms. */
+static const char END_LUA[] = "local P, sid = ARGV[1], ARGV[2]\n"
+                              "redis.call('SET', P..'sched:done:'..sid, '1', 'PX', ARGV[3])\n"
+                              "redis.call('DEL', P..'sched:pending:'..sid)\n"
+                              "return 1\n";
+
+/* Per consumer thread (each has its own Redis connection through svc_redis). */
+typedef struct consumer_ctx {
+    sched_svc *x;
+    rds_script enq, end;
+} consumer_ctx;
+
+static consumer_ctx sessions_ctx, agents_ctx;
+
+void sched_ev_free(sched_ev *ev)
+{
+    if (!ev) return;
+    if (ev->enq) tessera__v1__session_enqueued__free_unpacked(ev->enq, NULL);
+    free(ev);
+}
+
+void sched_inbox_push(sched_svc *x, sched_ev *ev)
+{
+    ev->next = NULL;
+    pthread_mutex_lock(&x->mu);
+    if (x->tail)
+        x->tail->next = ev;
+    else
+        x->head = ev;
+    x->tail = ev;
+    pthread_cond_signal(&x->cv);
+    pthread_mutex_unlock(&x->mu);
+}
+
+static bool plain(const char *s)
+{
+    if (!s || !*s || strlen(s) >= SCHED_ID_MAX) return false;
+    for (const char *p = s; *p; p++)
+        if (*p <= ' ' || *p == '=' || *p == 0x7f) return false;
+    return true;
+}
+
+/* Run one of the scripts; -1 with reason set on a Redis failure. */
+static long long run_script(consumer_ctx *c, rds_script *sc, const char *sid, const char *arg,
+                            size_t arglen, ts_err *reason)
+{
+    rds *r = svc_redis(c->x->s, reason);
+    if (!r) return -1;
+    const char *argv[3] = {sched_cfg.key_prefix, sid, arg};
+    size_t lens[3] = {strlen(sched_cfg.key_prefix), strlen(sid), arglen};
+    redisReply *rep = rds_eval(r, sc, 0, 3, argv, lens, reason);
+    if (!rep) return -1;
+    long long v = -1;
+    if (rep->type == REDIS_REPLY_INTEGER)
+        v = rep->integer;
+    else
+        ts_err_set(reason, "Redis script: %s", rep->type == REDIS_REPLY_ERROR ? rep->str : "?");
+    freeReplyObject(rep);
+    return v;
+}
+
+static kbus_result on_enqueued(consumer_ctx *c, const kbus_msg *msg, ts_err *reason)
+{
+    sched_svc *x = c->x;
+    ProtobufCMessage *pm =
+        envelope_payload(msg->env, &tessera__v1__session_enqueued__descriptor, reason);
+    if (!pm) return KBUS_REJECT;
+    Tessera__V1__SessionEnqueued *m = (Tessera__V1__SessionEnqueued *)pm;
+    if (!plain(m->session_id)) {
+        ts_err_set(reason, "SessionEnqueued: session_id '%s' is empty, too long or has blanks",
+                   m->session_id);
+        protobuf_c_message_free_unpacked(pm, NULL);
+        return KBUS_REJECT;
+    }
+    long long rc = run_script(c, &c->enq, m->session_id, (const char *)msg->env->payload.data,
+                              msg->env->payload.len, reason);
+    if (rc < 0) {
+        protobuf_c_message_free_unpacked(pm, NULL);
+        return KBUS_RETRY;
+    }
+    if (rc != 1) {
+        atomic_fetch_add(&x->st.duplicates, 1);
+        TLOG_INFO("SessionEnqueued ignored", "session=%s why=%s", m->session_id,
+                  rc == 0 ? "ended-already" : "holds-slots");
+        protobuf_c_message_free_unpacked(pm, NULL);
+        return KBUS_DONE;
+    }
+    sched_ev *ev = ts_calloc(1, sizeof(*ev));
+    ev->kind = EV_ENQUEUED;
+    ts_strlcpy(ev->session_id, m->session_id, sizeof(ev->session_id));
+    ev->enq = m;
+    ev->at_us = ts_now_mono_us();
+    sched_inbox_push(x, ev);
+    return KBUS_DONE;
+}
+
+static kbus_result on_ended(consumer_ctx *c, const kbus_msg *msg,
+                            const ProtobufCMessageDescriptor *desc, ts_err *reason)
+{
+    ProtobufCMessage *pm = envelope_payload(msg->env, desc, reason);
+    if (!pm) return KBUS_REJECT;
+    /* Every session message starts with session_id = 1 and a reason = 2. */
+    const char *sid = NULL, *why = "";
+    if (desc == &tessera__v1__session_cancelled__descriptor) {
+        sid = ((Tessera__V1__SessionCancelled *)pm)->session_id;
+        why = ((Tessera__V1__SessionCancelled *)pm)->reason;
+    } else if (desc == &tessera__v1__session_terminated__descriptor) {
+        sid = ((Tessera__V1__SessionTerminated *)pm)->session_id;
+        why = ((Tessera__V1__SessionTerminated *)pm)->reason;
+    } else {
+        sid = ((Tessera__V1__SessionFailed *)pm)->session_id;
+        why = ((Tessera__V1__SessionFailed *)pm)->reason;
+    }
+    if (!plain(sid)) {
+        ts_err_set(reason, "%s: session_id '%s' is empty, too long or has blanks", desc->name,
+                   sid ? sid : "");
+        protobuf_c_message_free_unpacked(pm, NULL);
+        return KBUS_REJECT;
+    }
+    char ttl[24];
+    snprintf(ttl, sizeof(ttl), "%lld", (long long)sched_cfg.tombstone_ttl_ms);
+    if (run_script(c, &c->end, sid, ttl, strlen(ttl), reason) < 0) {
+        protobuf_c_message_free_unpacked(pm, NULL);
+        return KBUS_RETRY;
+    }
+    sched_ev *ev = ts_calloc(1, sizeof(*ev));
+    ev->kind = EV_ENDED;
+    ts_strlcpy(ev->session_id, sid, sizeof(ev->session_id));
+    ts_strlcpy(ev->reason, why ? why : "", sizeof(ev->reason));
+    ev->at_us = ts_now_mono_us();
+    sched_inbox_push(c->x, ev);
+    protobuf_c_message_free_unpacked(pm, NULL);
+    return KBUS_DONE;
+}
+
+static kbus_result on_session_event(const kbus_msg *msg, void *ctx, ts_err *reason)
+{
+    consumer_ctx *c = ctx;
+    const char *type = msg->env->type ? msg->env->type : "";
+    if (strcmp(type, "tessera.v1.SessionEnqueued") == 0) return on_enqueued(c, msg, reason);
+    if (strcmp(type, "tessera.v1.SessionCancelled") == 0)
+        return on_ended(c, msg, &tessera__v1__session_cancelled__descriptor, reason);
+    if (strcmp(type, "tessera.v1.SessionTerminated") == 0)
+        return on_ended(c, msg, &tessera__v1__session_terminated__descriptor, reason);
+    if (strcmp(type, "tessera.v1.SessionFailed") == 0)
+        return on_ended(c, msg, &tessera__v1__session_failed__descriptor, reason);
+    if (strncmp(type, "tessera.v1.Session", 18) == 0) return KBUS_DONE; /* not ours to act on */
+    ts_err_set(reason, "unexpected event type '%s' on %s", type, msg->topic);
+    return KBUS_REJECT;
+}
+
+/* ---- agents ---------------------------------------------------------------------------------- */
+
+static bool parse_slots(Tessera__V1__SlotAmount **slots, size_t n, slots_t *out, ts_err *err)
+{
+    slots_clear(out);
+    for (size_t i = 0; i < n; i++) {
+        const char *name = slots[i]->name;
+        if (strncmp(name, "cuda.", 5) == 0) continue; /* from the devices */
+        int id = slot_intern(name, err);
+        int64_t v;
+        if (id < 0 || !slot_parse(id, slots[i]->amount, &v, err)) return false;
+        slots_put(out, id, v);
+    }
+    return true;
+}
+
+static bool parse_devices(Tessera__V1__DeviceInfo **d, size_t n, sched_agent_msg *m, ts_err *err)
+{
+    m->ndev = 0;
+    m->has_devices = n > 0;
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(d[i]->slot_name, "cuda.device") != 0) continue;
+        if (m->ndev >= SCHED_MAX_DEVICES) {
+            ts_err_set(err, "more than %d GPU devices", SCHED_MAX_DEVICES);
+            return false;
+        }
+        int64_t cap = SLOT_SHARES_PER_DEVICE;
+        if (d[i]->shares_capacity && d[i]->shares_capacity[0] &&
+            !slot_parse(SLOT_CUDA_SHARES, d[i]->shares_capacity, &cap, err)) {
+            ts_err_prefix(err, "device %s", d[i]->device_id);
+            return false;
+        }
+        if (cap <= 0 || cap > 100000) {
+            ts_err_set(err, "device %s: shares capacity out of range", d[i]->device_id);
+            return false;
+        }
+        m->dev_cap[m->ndev] = (int32_t)cap;
+        ts_strlcpy(m->dev_id[m->ndev], d[i]->device_id[0] ? d[i]->device_id : "?", SCHED_ID_MAX);
+        m->ndev++;
+    }
+    return true;
+}
+
+bool sched_agent_msg_from_started(const Tessera__V1__AgentStarted *a, sched_agent_msg *m,
+                                  ts_err *err)
+{
+    memset(m, 0, sizeof(*m));
+    if (!plain(a->agent_id) || !plain(a->resource_group)) {
+        ts_err_set(err, "AgentStarted: agent_id and resource_group must be plain ids");
+        return false;
+    }
+    ts_strlcpy(m->id, a->agent_id, sizeof(m->id));
+    ts_strlcpy(m->group, a->resource_group, sizeof(m->group));
+    ts_strlcpy(m->arch, a->architecture[0] ? a->architecture : sched_cfg.default_architecture,
+               sizeof(m->arch));
+    if (!parse_slots(a->slots, a->n_slots, &m->total, err) ||
+        !parse_devices(a->devices, a->n_devices, m, err)) {
+        ts_err_prefix(err, "AgentStarted %s", a->agent_id);
+        return false;
+    }
+    m->has_devices = true;
+    return true;
+}
+
+bool sched_agent_msg_from_heartbeat(const Tessera__V1__AgentHeartbeat *h, sched_agent_msg *m,
+                                    ts_err *err)
+{
+    memset(m, 0, sizeof(*m));
+    if (!plain(h->agent_id) || !plain(h->resource_group)) {
+        ts_err_set(err, "AgentHeartbeat: agent_id and resource_group must be plain ids");
+        return false;
+    }
+    ts_strlcpy(m->id, h->agent_id, sizeof(m->id));
+    ts_strlcpy(m->group, h->resource_group, sizeof(m->group));
+    if (!parse_slots(h->slots, h->n_slots, &m->total, err) ||
+        !parse_devices(h->devices, h->n_devices, m, err)) {
+        ts_err_prefix(err, "AgentHeartbeat %s", h->agent_id);
+        return false;
+    }
+    return true;
+}
+
+static kbus_result on_agent_event(const kbus_msg *msg, void *ctx, ts_err *reason)
+{
+    consumer_ctx *c = ctx;
+    const char *type = msg->env->type ? msg->env->type : "";
+    sched_ev *ev = ts_calloc(1, sizeof(*ev));
+    ev->at_us = ts_now_mono_us();
+    kbus_result res = KBUS_DONE;
+    ProtobufCMessage *pm = NULL;
+    if (strcmp(type, "tessera.v1.AgentStarted") == 0) {
+        pm = envelope_payload(msg->env, &tessera__v1__agent_started__descriptor, reason);
+        ev->kind = EV_AGENT_UP;
+        if (!pm ||
+            !sched_agent_msg_from_started((Tessera__V1__AgentStarted *)pm, &ev->agent, reason))
+            res = KBUS_REJECT;
+    } else if (strcmp(type, "tessera.v1.AgentHeartbeat") == 0) {
+        pm = envelope_payload(msg->env, &tessera__v1__agent_heartbeat__descriptor, reason);
+        ev->kind = EV_AGENT_UP;
+        if (!pm ||
+            !sched_agent_msg_from_heartbeat((Tessera__V1__AgentHeartbeat *)pm, &ev->agent, reason))
+            res = KBUS_REJECT;
+    } else if (strcmp(type, "tessera.v1.AgentStopped") == 0) {
+        pm = envelope_payload(msg->env, &tessera__v1__agent_stopped__descriptor, reason);
+        ev->kind = EV_AGENT_DOWN;
+        Tessera__V1__AgentStopped *st = (Tessera__V1__AgentStopped *)pm;
+        if (!pm || !plain(st->agent_id)) {
+            if (pm) ts_err_set(reason, "AgentStopped: bad agent_id");
+            res = KBUS_REJECT;
+        } else {
+            ts_strlcpy(ev->agent.id, st->agent_id, sizeof(ev->agent.id));
+            ts_strlcpy(ev->reason, st->reason, sizeof(ev->reason));
+        }
+    } else {
+        ts_err_set(reason, "unexpected event type '%s' on %s", type, msg->topic);
+        res = KBUS_REJECT;
+    }
+    if (pm) protobuf_c_message_free_unpacked(pm, NULL);
+    if (res != KBUS_DONE) {
+        free(ev);
+        return res;
+    }
+    atomic_fetch_add(&c->x->st.agents_events, 1);
+    sched_inbox_push(c->x, ev);
+    return KBUS_DONE;
+}
+
+bool sched_consumers_start(sched_svc *x, ts_err *err)
+{
+    sessions_ctx = (consumer_ctx){.x = x, .enq = {.source = ENQ_LUA}, .end = {.source = END_LUA}};
+    agents_ctx = (consumer_ctx){.x = x};
+    static const char *const agent_topics[] = {SCHED_TOPIC_AGENT, NULL};
+    static const char *const session_topics[] = {SCHED_TOPIC_SESSION, NULL};
+    /* Agents first: every instance must see every agent (a group of its own). */
+    x->c_agents = kbus_consume_broadcast(x->bus, agent_topics, on_agent_event, &agents_ctx, err);
+    if (!x->c_agents) return false;
+    x->c_sessions = kbus_consume(x->bus, SCHED_SESSIONS_GROUP, session_topics, on_session_event,
+                                 &sessions_ctx, err);
+    if (!x->c_sessions) {
+        kbus_consumer_stop(x->c_agents);
+        x->c_agents = NULL;
+        return false;
+    }
+    return true;
+}
+
+void sched_consumers_stop(sched_svc *x)
+{
+    kbus_consumer_stop(x->c_sessions);
+    kbus_consumer_stop(x->c_agents);
+    x->c_sessions = x->c_agents = NULL;
+}

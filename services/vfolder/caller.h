@@ -1,0 +1,53 @@
+/* caller.h: who calls tessera-vfolder (vf_caller in folders.h) and what the
+ * policies let it do with volumes. The gateway forwards the verified caller
+ * in X-Tessera-Caller and X-Tessera-Caller-Access-Key; we own no users, so
+ * each request asks tessera-auth's GET /v1/session-context for the keypair's
+ * current context (role, domain, projects, user policy, allowed hosts). */
+#ifndef VFOLDER_CALLER_H
+#define VFOLDER_CALLER_H
+
+#include "folders.h"
+
+/* The context of an access key (mount resolution: the registry names the
+ * session owner's key). Same answers as vf_caller_get, without the header
+ * check; 404 from auth becomes 404 "unknown access key". */
+bool vf_caller_for_key(svc *s, http_req *req, http_resp *resp, const char *access_key,
+                       vf_caller *out) TS_MUST_CHECK;
+
+/* Backend.AI host permission names (allowed_vfolder_hosts values). */
+#define VF_HOST_CREATE "create-vfolder"
+#define VF_HOST_MODIFY "modify-vfolder"
+#define VF_HOST_DELETE "delete-vfolder"
+#define VF_HOST_MOUNT "mount-in-session"
+#define VF_HOST_UPLOAD "upload-file"
+#define VF_HOST_DOWNLOAD "download-file"
+#define VF_HOST_INVITE "invite-others"
+#define VF_HOST_SET_PERM "set-user-specific-permission"
+
+/* The caller's allowed hosts: {host: [perm, ...]}, the union of the keypair
+ * policy's, the domain's and (project_hosts, may be NULL) the project's.
+ * When no policy names any host and vfolder.open_hosts is on, every
+ * configured volume with every permission. New reference. */
+json_t *vf_caller_allowed_hosts(const vf_caller *c, const json_t *project_hosts);
+/* May the caller do perm_name on host? (superadmins: always.) */
+bool vf_caller_host_allows(const vf_caller *c, const json_t *project_hosts, const char *host,
+                           const char *perm_name);
+/* The member project of the context by id (NULL when not a member). */
+const json_t *vf_caller_project(const vf_caller *c, const char *project_id);
+/* The user policy's limits (0 = unlimited). */
+int64_t vf_caller_max_vfolder_count(const vf_caller *c);
+int64_t vf_caller_max_quota_scope_size(const vf_caller *c);
+
+/* tessera-auth's GET /v1/user-lookup?email=: *status 200 with *out the user
+ * ({"id", "email", "domain_name", "status", "projects": [ids]}), 404, or 0
+ * when auth did not answer (err says why). */
+bool vf_user_lookup(const char *email, const char *request_id, long *status, json_t **out,
+                    ts_err *err) TS_MUST_CHECK;
+
+/* tessera-auth's session context of access_key with ?group= (an admin's view
+ * of a project it is not a member of): *status and the body, as
+ * vf_user_lookup. */
+bool vf_auth_project(const char *access_key, const char *group, const char *request_id,
+                     long *status, json_t **out, ts_err *err) TS_MUST_CHECK;
+
+#endif

@@ -1,0 +1,24 @@
+/* quota.h: usage accounting (the hooks are in folders.h: vf_quota_reserve,
+ * vf_quota_release, vf_usage). Each folder has usage_bytes (and an optional
+ * quota_bytes of its own); each quota scope ("user:<id>", "project:<id>") has
+ * the sum of its folders' usage and a limit (the owner's user policy
+ * max_quota_scope_size; 0 = unlimited). A reserve updates both rows in one
+ * statement and keeps them only when neither passes its limit, so replicas
+ * never overbook. Trashed folders keep counting until they are purged. */
+#ifndef VFOLDER_QUOTA_H
+#define VFOLDER_QUOTA_H
+
+#include "folders.h"
+
+/* Create the scope row if missing and set its limit (limit < 0: leave the
+ * limit as it is). On conn, inside or outside a transaction. */
+bool vf_quota_scope_touch(PGconn *conn, const char *scope_id, int64_t limit,
+                          ts_err *err) TS_MUST_CHECK;
+/* Charge bytes of an existing tree (clone) to a folder and its scope; the
+ * same all-or-nothing check as vf_quota_reserve. */
+vf_quota_rc vf_quota_charge(svc *s, const char *vfolder_id, int64_t bytes, const char *request_id,
+                            ts_err *err) TS_MUST_CHECK;
+/* A purged folder's usage leaves its scope. */
+bool vf_quota_forget(PGconn *conn, const char *vfolder_id, ts_err *err) TS_MUST_CHECK;
+
+#endif

@@ -1,0 +1,67 @@
+/* transfer.h: the files/transfer half of tessera-vfolder: its settings, the
+ * transfer-token check shared by the client-facing endpoints, the token
+ * secret and upload tables in PostgreSQL, the staging directories, and
+ * downloads.
+ *
+ * Client-facing endpoints (no gateway in between; the token authorizes):
+ *   GET|HEAD /v1/transfer/download?token=   a file (Range: bytes=a-b, 206) or
+ *                                           a directory as a streamed zip
+ *   tus 1.0 under /v1/transfer/upload       (tus.h)
+ * Through the gateway (caller checked, then a token is issued):
+ *   POST /v1/folders/{name}/request-download {file, archive} -> {token, url}
+ *   POST /v1/folders/{name}/request-upload   {path, size}    -> {token, url}
+ *
+ * Uploads are staged in <volume>/.tessera-uploads/<upload id> (same file
+ * system as the folders, outside every folder) and renamed into place when
+ * complete. Their state is the row in vfolder.uploads plus the staged file's
+ * length, so any replica that sees the volume can continue one. */
+#ifndef VFOLDER_TRANSFER_H
+#define VFOLDER_TRANSFER_H
+
+#include "folders.h"
+#include "tokens.h"
+
+#define VF_STAGING_DIR ".tessera-uploads"
+
+typedef struct vf_xfer_config {
+    char *token_secret;
+    char *public_url;
+    int64_t upload_ttl_ms;
+    int64_t download_ttl_ms;
+    int64_t upload_max;
+    int64_t zip_max_entries;
+    bool upload_fsync;
+} vf_xfer_config;
+extern vf_xfer_config vf_xcfg;
+
+/* The ?token= of req, verified for op (and, for uploads, for upload_id when
+ * given). False after the problem: 401 auth-failed (missing, malformed,
+ * signed with another secret, expired), 403 forbidden (a token for another
+ * operation or upload), 503 (secret not loaded yet). */
+bool vf_xfer_token(http_req *req, http_resp *resp, vf_token_op op, const char *upload_id,
+                   vf_token *out) TS_MUST_CHECK;
+
+/* "http://host:port" clients use to reach this replica (vfolder.public_url,
+ * else the Host the request came with). Heap. */
+char *vf_xfer_base_url(http_req *req);
+
+/* Load or create the token secret and the transfer tables (at start). */
+bool vf_xfer_db_init(svc *s, ts_err *err) TS_MUST_CHECK;
+
+/* The staging directory of a volume, opened O_PATH (created when missing),
+ * or -errno. */
+int vf_xfer_staging_dir(const char *host);
+
+/* The problem for a folder looked up by a token's folder id. */
+void vf_xfer_folder_gone(http_resp *resp, const char *fid, const ts_err *err);
+
+/* Handlers (transfer.c). */
+void vf_h_request_download(http_req *req, http_resp *resp, void *ctx);
+void vf_h_download(http_req *req, http_resp *resp, void *ctx);
+
+/* Range header value against a size: 1 and the range (start, len) for a
+ * single satisfiable range, 0 to send everything (absent, not bytes, several
+ * ranges), -1 when unsatisfiable (416). Exposed for tests. */
+int vf_xfer_parse_range(const char *value, uint64_t size, uint64_t *start, uint64_t *len);
+
+#endif

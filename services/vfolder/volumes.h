@@ -1,0 +1,51 @@
+/* volumes.h: the volumes (storage hosts) tessera-vfolder keeps folders on,
+ * from vfolder.volumes ("name:path[,name:path]"): any POSIX file system. A
+ * folder lives in <volume>/<id[0:2]>/<id[2:4]>/<id>; a trashed one in
+ * <volume>/.trash/<id> until it is purged. Where the volume is XFS, the
+ * folder directory also gets an XFS project quota (best effort: our own
+ * accounting in quota.c is what refuses writes everywhere). */
+#ifndef VFOLDER_VOLUMES_H
+#define VFOLDER_VOLUMES_H
+
+#include "folders.h"
+
+typedef struct vf_volume {
+    char name[VF_HOST_MAX];
+    char path[VF_PATH_MAX];
+    char fs_type[16]; /* "xfs", "ext4", "overlay", "nfs", ... ("other") */
+    bool xfs_quota;   /* XFS with project quotas usable */
+} vf_volume;
+
+/* Parse vfolder.volumes and check each path (created when missing). */
+bool vf_volumes_init(const char *spec, const char *default_host, ts_err *err) TS_MUST_CHECK;
+size_t vf_volume_count(void);
+const vf_volume *vf_volume_at(size_t i);
+const vf_volume *vf_volume_find(const char *name);
+
+/* The folder directory of id on volume v (out: VF_PATH_MAX). */
+void vf_volume_folder_path(const vf_volume *v, const char *id, char *out);
+void vf_volume_trash_path(const vf_volume *v, const char *id, char *out);
+
+/* Create the folder's directory (0755) with its parents; apply the XFS
+ * project quota when the volume supports it and quota_bytes > 0. */
+bool vf_volume_create_dir(const vf_volume *v, const char *id, int64_t quota_bytes,
+                          ts_err *err) TS_MUST_CHECK;
+/* Move the folder's directory to the trash (rename; a missing directory is fine). */
+bool vf_volume_trash(const vf_volume *v, const char *id, ts_err *err) TS_MUST_CHECK;
+/* Move it back from the trash. */
+bool vf_volume_restore(const vf_volume *v, const char *id, ts_err *err) TS_MUST_CHECK;
+/* Remove the trashed tree (and a live one left over); never follows symlinks. */
+bool vf_volume_purge(const vf_volume *v, const char *id, ts_err *err) TS_MUST_CHECK;
+/* Copy the tree of src_id into dst_id's new directory (files, directories,
+ * symlinks as links; nothing outside the tree is followed). *bytes: the
+ * size of the regular files copied. */
+bool vf_volume_clone(const vf_volume *src_v, const char *src_id, const vf_volume *dst_v,
+                     const char *dst_id, int64_t *bytes, ts_err *err) TS_MUST_CHECK;
+/* Bytes of regular files under the folder (for accounting at clone time). */
+bool vf_volume_du(const char *path, int64_t *bytes, ts_err *err) TS_MUST_CHECK;
+
+/* Capacity from statvfs: total and free bytes. */
+bool vf_volume_capacity(const vf_volume *v, int64_t *total, int64_t *avail,
+                        ts_err *err) TS_MUST_CHECK;
+
+#endif

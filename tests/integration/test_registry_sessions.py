@@ -1,0 +1,393 @@
+"""tessera-registry: the session API and lifecycle (docs/sessions.md).
+
+The registry's internal API is called as the gateway would (caller headers).
+Agents, placements and kernel events come from tests/tools/fake_agent
+(build/tests/tools/fake_agent): it announces agents and publishes
+SessionScheduled and kernel events on the bus. Images used for manual
+placement are registered with an architecture no agent has ("fakearch"), so
+a running tessera-scheduler never places them behind the test's back.
+"""
+import json
+import os
+import subprocess
+import threading
+import time
+import urllib.parse
+import uuid
+
+import pytest
+import requests
+
+from conftest import BIN_DIR, wait_until
+
+FAKE_AGENT = os.path.join(os.path.dirname(BIN_DIR), "tests", "tools", "fake_agent")
+
+
+class Reg:
+    """Helpers bound to one stack."""
+
+    def __init__(self, stack):
+        self.env = stack
+        self.url = stack["TESSERA_REGISTRY_URL"]
+        self.auth = stack["TESSERA_AUTH_URL"]
+        self.admin_ak = stack["TESSERA_ADMIN_ACCESS_KEY"]
+        r = requests.get(f"{self.auth}/v1/credentials/{self.admin_ak}", timeout=10)
+        r.raise_for_status()
+        self.admin_id = r.json()["user"]["id"]
+        self.admin = (self.admin_id, self.admin_ak)
+
+    # ---- HTTP ----
+    def call(self, method, path, body=None, who=None, base=None, timeout=30):
+        who = who or self.admin
+        headers = {"X-Tessera-Caller": who[0], "X-Tessera-Caller-Access-Key": who[1]}
+        return requests.request(method, (base or self.url) + path, json=body, headers=headers,
+                                timeout=timeout)
+
+    def auth_call(self, method, path, body=None, who=None):
+        return self.call(method, path, body, who, base=self.auth)
+
+    def create(self, body, who=None, timeout=30):
+        return self.call("POST", "/v1/sessions", body, who, timeout=timeout)
+
+    def info(self, name_or_id, who=None):
+        r = self.call("GET", "/v1/sessions/" + urllib.parse.quote(name_or_id, safe=""), who=who)
+        assert r.status_code == 200, r.text
+        return r.json()
+
+    def history(self, sid, who=None):
+        r = self.call("GET", f"/v1/sessions/{sid}/history", who=who)
+        assert r.status_code == 200, r.text
+        return [(h["status"], h["reason"]) for h in r.json()["items"]]
+
+    def wait_status(self, sid, status, timeout=15):
+        def reached():
+            return self.info(sid)["status"] == status
+        wait_until(reached, timeout=timeout, message=f"session {sid} {status} "
+                   f"(now {self.info(sid)['status']})")
+        return self.info(sid)
+
+    # ---- bus ----
+    def bus(self, *lines):
+        p = subprocess.run([FAKE_AGENT, self.env["KAFKA_BOOTSTRAP"]], input="\n".join(lines) + "\n",
+                           capture_output=True, text=True, timeout=60, check=False)
+        assert p.returncode == 0, p.stderr
+
+    def agent(self, agent_id, group, slots="cpu=4 mem=8g", gpus=0, arch="x86_64"):
+        self.bus(f'started {agent_id} {group} {arch} "{slots}" {gpus}')
+
+        def alive():
+            r = self.call("GET", f"/v1/admin/agents/{agent_id}")
+            return r.status_code == 200 and r.json()["status"] == "ALIVE"
+        wait_until(alive, timeout=20, message=f"agent {agent_id} ALIVE")
+
+    def redis(self, *args):
+        p = subprocess.run(["redis-cli", "-u", self.env["TESSERA_REDIS_URL"], *args],
+                           capture_output=True, text=True, timeout=10, check=True)
+        return p.stdout
+
+    def redis_hash(self, key):
+        out = self.redis("--no-raw", "HGETALL", key).split("\n")
+        vals = [line.split(") ", 1)[1].strip('"') for line in out if ") " in line]
+        return dict(zip(vals[0::2], vals[1::2]))
+
+    # ---- setup ----
+    def group(self, name, **fields):
+        r = self.call("POST", "/v1/admin/resource-groups", {"name": name, **fields})
+        assert r.status_code in (201, 409), r.text
+        r = self.auth_call("POST", "/v1/admin/resource-group-access",
+                           {"resource_group": name, "scope_type": "domain", "scope_id": "default"})
+        assert r.status_code in (200, 201), r.text
+
+    def image(self, ref, labels=None, arch="fakearch"):
+        r = self.call("POST", "/v1/admin/images",
+                      {"reference": ref, "architecture": arch, "labels": labels or {}})
+        assert r.status_code == 201, r.text
+        return r.json()
+
+
+@pytest.fixture(scope="module")
+def reg(stack):
+    if not os.path.exists(FAKE_AGENT):
+        pytest.skip(f"{FAKE_AGENT} is not built (make)")
+    r = Reg(stack)
+    r.group("rgt", description="registry tests")
+    r.image("test.local/fake/app:1", {"ai.backend.service-ports": "web:http:8080,ssh:tcp:2200",
+                                      "ai.backend.resource.min.mem": "256m"})
+    return r
+
+
+def name():
+    return "s-" + uuid.uuid4().hex[:10]
+
+
+def body(n, **kw):
+    b = {"image": "test.local/fake/app:1", "name": n, "enqueueOnly": True,
+         "config": {"scaling_group": "rgt", "resources": {"cpu": 1, "mem": "1g"}}}
+    b.update(kw)
+    return b
+
+
+def kernel_of(reg, sid):
+    return reg.info(sid)["kernels"][0]["id"]
+
+
+# ---- auth's session context ---------------------------------------------------------------------
+
+def test_session_context(reg):
+    r = requests.get(f"{reg.auth}/v1/session-context",
+                     params={"access_key": reg.admin_ak, "group": "default"}, timeout=10)
+    assert r.status_code == 200, r.text
+    c = r.json()
+    assert c["user"]["id"] == reg.admin_id and c["user"]["role"] == "superadmin"
+    assert c["project"]["name"] == "default" and c["project"]["is_member"] is True
+    assert c["keypair_policy"]["name"] == "default"
+    assert "rgt" in c["allowed_resource_groups"]
+    # "default" stays open to everyone while nobody names it
+    assert "default" in c["allowed_resource_groups"]
+    r = requests.get(f"{reg.auth}/v1/session-context",
+                     params={"access_key": reg.admin_ak, "group": "no-such-project"}, timeout=10)
+    assert r.status_code == 404
+    assert "project no-such-project not found in domain default" in r.json()["msg"]
+
+
+# ---- validation ----------------------------------------------------------------------------------
+
+def test_validation_reasons(reg):
+    reg.agent("fa-val", "rgt", slots="cpu=8 mem=16g cuda.device=8 cuda.shares=8", gpus=8)
+
+    def refused(b, status, text):
+        r = reg.create(b)
+        assert r.status_code == status, r.text
+        assert text in r.json()["msg"], r.json()["msg"]
+
+    refused(body(name(), image="test.local/none/such:1"), 400,
+            "unknown image test.local/none/such:1: register it first")
+    refused(body(name(), config={"scaling_group": "no-such-group"}), 400,
+            "unknown resource group no-such-group")
+    reg.call("POST", "/v1/admin/resource-groups", {"name": "rgt-closed"})
+    refused(body(name(), config={"scaling_group": "rgt-closed"}), 403,
+            "resource group rgt-closed is not allowed")
+    refused(body(name(), config={"scaling_group": "rgt", "resources": {"cpu": "1g"}}), 400,
+            "cpu: unit 'g' in '1g' is only allowed for mem")
+    refused(body(name(), config={"scaling_group": "rgt", "resources": {"cuda.shares": "0.005"}}),
+            400, "more decimals than the quantum")
+    refused(body(name(), config={"scaling_group": "rgt", "resources": {"cuda.shares": "9"}}), 400,
+            "requested cuda.shares 9.00 exceeds the largest agent in group rgt (8.00)")
+    refused(body(name(), config={"scaling_group": "rgt", "resources": {"cpu": "1", "mem": "128m"}}),
+            400, "requested mem 134217728 is below the image's minimum (268435456)")
+    refused(body(name(), cluster_size=2), 412,
+            "cluster_size 2 exceeds the keypair resource policy's max_containers_per_session (1)")
+    refused(body(name(), config={"scaling_group": "rgt", "mounts": ["data"]}), 400,
+            "vfolder mounts are not supported yet")
+    refused(body("bad name!"), 400, "\"name\" must be 1 to 64")
+    refused(body(name(), type="nope"), 400, "\"type\" must be interactive, batch or inference")
+    refused(body(name(), starts_at="2030-01-01T00:00:00Z"), 400,
+            "\"starts_at\" is only for batch sessions")
+    refused({"name": name()}, 400, "\"image\" is required")
+    # no caller: 401
+    r = requests.post(f"{reg.url}/v1/sessions", json=body(name()), timeout=10)
+    assert r.status_code == 401
+
+
+def test_names_unique_per_owner_and_reuse(reg):
+    n = name()
+    r = reg.create(body(n))
+    assert r.status_code == 201, r.text
+    first = r.json()
+    assert first["created"] is True and first["status"] == "PENDING"
+    assert first["sessionId"] == n and uuid.UUID(first["sessionUuid"])
+    r = reg.create(body(n))
+    assert r.status_code == 409, r.text
+    r = reg.create(body(n, reuseIfExists=True))
+    assert r.status_code == 200, r.text
+    assert r.json()["created"] is False and r.json()["sessionUuid"] == first["sessionUuid"]
+    # numbers and booleans as strings
+    r = reg.create(body(name(), reuseIfExists="false", enqueueOnly="true", maxWaitSeconds="3",
+                        config={"scaling_group": "rgt", "resources": {"cpu": "0.50", "mem": "1g"}}))
+    assert r.status_code == 201, r.text
+    info = reg.info(r.json()["sessionUuid"])
+    assert info["requestedSlots"] == {"cpu": "0.5", "mem": "1073741824"}
+    # cancel while pending frees the name
+    r = reg.call("DELETE", f"/v1/sessions/{n}")
+    assert r.status_code == 200, r.text
+    assert r.json()["status"] == "CANCELLED"
+    r = reg.create(body(n))
+    assert r.status_code == 201 and r.json()["sessionUuid"] != first["sessionUuid"]
+    assert reg.history(first["sessionUuid"]) == [("PENDING", "enqueued"),
+                                                 ("CANCELLED", "user-requested")]
+
+
+# ---- lifecycle -----------------------------------------------------------------------------------
+
+def test_lifecycle_with_duplicated_and_reordered_events(reg):
+    reg.agent("fa-life", "rgt")
+    n = name()
+    r = reg.create(body(n))
+    assert r.status_code == 201, r.text
+    sid = r.json()["sessionUuid"]
+    kid = kernel_of(reg, sid)
+    reg.bus(f"unschedulable {sid} not enough cpu in resource group rgt (test)")
+    wait_until(lambda: reg.info(sid)["statusInfo"] == "not enough cpu in resource group rgt (test)",
+               timeout=15, message="unschedulable reason shown")
+    reg.bus("slots cpu=1 mem=1g", f"scheduled {sid} rgt {kid}=fa-life")
+    info = reg.wait_status(sid, "PREPARING")
+    assert info["kernels"][0]["agent"] == "fa-life"
+    assert info["occupiedSlots"] == {"cpu": "1", "mem": "1073741824"}
+    # a duplicated placement changes nothing
+    reg.bus(f"scheduled {sid} rgt {kid}=fa-life")
+    reg.bus(f"pulling {sid} {kid} fa-life 1048576 4194304",
+            f"pulling {sid} {kid} fa-life 1048576 4194304")
+    info = reg.wait_status(sid, "PULLING")
+    assert info["statusInfo"] == "pulling 1.0 MiB / 4.0 MiB"
+    reg.bus(f"creating {sid} {kid} fa-life sha256:abc",
+            f"kstarted {sid} {kid} fa-life 10.0.0.5 web:http:8080:30001,ssh:tcp:2200:30002")
+    info = reg.wait_status(sid, "RUNNING")
+    assert info["servicePorts"][0] == {"name": "web", "protocol": "http", "container_ports": [8080],
+                                       "host_ports": [30001], "host": "10.0.0.5"}
+    # late and repeated events are harmless
+    reg.bus(f"pulling {sid} {kid} fa-life 1 2", f"creating {sid} {kid} fa-life sha256:abc",
+            f"kstarted {sid} {kid} fa-life 10.0.0.5")
+    time.sleep(1.5)
+    info = reg.info(sid)
+    assert info["status"] == "RUNNING" and info["statusInfo"] == ""
+    # destroy: TERMINATING until the kernel is gone
+    r = reg.call("DELETE", f"/v1/sessions/{n}")
+    assert r.status_code == 200 and r.json()["status"] == "TERMINATING", r.text
+    reg.bus(f"terminated {sid} {kid} fa-life 0 user-requested",
+            f"terminated {sid} {kid} fa-life 0 user-requested")
+    info = reg.wait_status(sid, "TERMINATED")
+    assert info["terminationTime"] and info["occupiedSlots"] == {}
+    reg.bus(f"kstarted {sid} {kid} fa-life 10.0.0.5")
+    time.sleep(1)
+    assert reg.info(sid)["status"] == "TERMINATED"
+    hist = reg.history(sid)
+    assert hist[0] == ("PENDING", "enqueued")
+    assert ("PENDING", "not enough cpu in resource group rgt (test)") in hist
+    assert [s for s, _ in hist if s != "PENDING"] == ["SCHEDULED", "PREPARING", "PULLING",
+                                                      "PREPARING", "RUNNING", "TERMINATING",
+                                                      "TERMINATED"]
+    # gone from the live list, still listed with a status filter
+    r = reg.call("GET", "/v1/sessions?status=TERMINATED&limit=1000")
+    assert sid in [s["sessionUuid"] for s in r.json()["items"]]
+    r = reg.call("DELETE", f"/v1/sessions/{sid}")
+    assert r.status_code == 404
+
+
+def test_create_waits_for_running(reg):
+    reg.agent("fa-wait", "rgt")
+    n = name()
+    result = {}
+
+    def create():
+        result["r"] = reg.create(body(n, enqueueOnly=False, maxWaitSeconds=20), timeout=40)
+
+    t = threading.Thread(target=create)
+    started = time.monotonic()
+    t.start()
+
+    def pending_id():
+        r = reg.call("GET", f"/v1/sessions/{n}")
+        return r.status_code == 200 and r.json()["sessionUuid"]
+    sid = wait_until(pending_id, timeout=10, message="session visible")
+    kid = kernel_of(reg, sid)
+    reg.bus(f"scheduled {sid} rgt {kid}=fa-wait")
+    reg.wait_status(sid, "PREPARING")
+    reg.bus(f"kstarted {sid} {kid} fa-wait 10.0.0.6")
+    t.join(40)
+    elapsed = time.monotonic() - started
+    r = result["r"]
+    assert r.status_code == 201, r.text
+    assert r.json()["status"] == "RUNNING" and r.json()["created"] is True
+    assert elapsed < 15, elapsed
+    # enqueueOnly answers at once; maxWaitSeconds bounds the wait
+    t0 = time.monotonic()
+    r = reg.create(body(name(), enqueueOnly=False, maxWaitSeconds=1))
+    assert r.status_code == 201 and r.json()["status"] == "PENDING"
+    assert time.monotonic() - t0 < 5
+    reg.call("DELETE", f"/v1/sessions/{sid}?forced=true")
+
+
+def test_batch_exit_and_commands(reg):
+    reg.agent("fa-batch", "rgt")
+    n = name()
+    r = reg.create(body(n, type="batch", startupCommand="echo hi; exit 3",
+                        config={"scaling_group": "rgt", "resources": {"cpu": 1, "mem": "1g"},
+                                "environ": {"FOO": "bar", "N": 5}}))
+    assert r.status_code == 201, r.text
+    sid = r.json()["sessionUuid"]
+    kid = kernel_of(reg, sid)
+    reg.bus(f"scheduled {sid} rgt {kid}=fa-batch")
+    reg.wait_status(sid, "PREPARING")
+    reg.bus(f"kstarted {sid} {kid} fa-batch 10.0.0.7")
+    reg.wait_status(sid, "RUNNING")
+    reg.bus(f"exited {sid} {kid} fa-batch 3 exited")
+    info = reg.wait_status(sid, "TERMINATING")
+    assert info["result"] == "FAILURE" and info["exitCode"] == 3
+    assert info["statusInfo"] == "batch finished with exit code 3"
+    reg.bus(f"terminated {sid} {kid} fa-batch 3 exited")
+    info = reg.wait_status(sid, "TERMINATED")
+    assert info["result"] == "FAILURE" and info["exitCode"] == 3
+    # what the agent was told: CreateKernel with everything, then DestroyKernel
+    p = subprocess.run([FAKE_AGENT, reg.env["KAFKA_BOOTSTRAP"], "watch", "fa-batch", "8"],
+                       capture_output=True, text=True, timeout=60, check=False)
+    cmds = [json.loads(line) for line in p.stdout.splitlines() if line.strip()]
+    mine = [c for c in cmds if c.get("session_id") == sid]
+    assert [c["type"] for c in mine] == ["tessera.v1.CreateKernel", "tessera.v1.DestroyKernel"]
+    ck = mine[0]
+    assert ck["kernel_id"] == kid and ck["image"] == "test.local/fake/app:1"
+    assert ck["startup_command"] == "echo hi; exit 3" and ck["session_type"] == 2
+    assert ck["environ"]["FOO"] == "bar" and ck["environ"]["N"] == "5"
+    assert ck["environ"]["BACKENDAI_SESSION_ID"] == sid
+    assert ck["environ"]["BACKENDAI_KERNEL_ID"] == kid
+    assert ck["environ"]["BACKENDAI_SERVICE_PORTS"] == "web:http:8080,ssh:tcp:2200"
+    assert ck["slots"] == {"cpu": "1", "mem": "1073741824"}
+    assert mine[1]["reason"] == "batch-finished"
+
+
+def test_kernel_failure_is_error_and_late_placement_is_released(reg):
+    reg.agent("fa-fail", "rgt")
+    r = reg.create(body(name()))
+    sid = r.json()["sessionUuid"]
+    kid = kernel_of(reg, sid)
+    reg.bus(f"scheduled {sid} rgt {kid}=fa-fail")
+    reg.wait_status(sid, "PREPARING")
+    reg.bus(f"terminated {sid} {kid} fa-fail -1 create-failed: no such runtime")
+    info = reg.wait_status(sid, "ERROR")
+    assert info["statusInfo"] == f"kernel {kid} terminated: create-failed: no such runtime"
+    # cancelled while pending, then placed: stays CANCELLED
+    r = reg.create(body(name()))
+    sid2 = r.json()["sessionUuid"]
+    kid2 = kernel_of(reg, sid2)
+    assert reg.call("DELETE", f"/v1/sessions/{sid2}").json()["status"] == "CANCELLED"
+    reg.bus(f"scheduled {sid2} rgt {kid2}=fa-fail")
+    time.sleep(1.5)
+    assert reg.info(sid2)["status"] == "CANCELLED"
+    # an undecodable record does not stop the consumer
+    reg.bus("garbage tessera.kernel.v1 junk")
+    r = reg.create(body(name()))
+    sid3 = r.json()["sessionUuid"]
+    kid3 = kernel_of(reg, sid3)
+    reg.bus(f"scheduled {sid3} rgt {kid3}=fa-fail")
+    reg.wait_status(sid3, "PREPARING")
+    reg.bus(f"kstarted {sid3} {kid3} fa-fail h")
+    reg.wait_status(sid3, "RUNNING")
+    reg.call("DELETE", f"/v1/sessions/{sid3}?forced=true")
+    assert reg.info(sid3)["status"] == "TERMINATED"
+
+
+def test_visibility_and_list(reg):
+    r = reg.create(body(name()))
+    sid = r.json()["sessionUuid"]
+    r = reg.call("GET", "/v1/sessions?limit=5")
+    assert r.status_code == 200
+    page = r.json()
+    assert page["limit"] == 5 and len(page["items"]) <= 5 and page["total"] >= 1
+    item = page["items"][0]
+    for key in ("status", "statusInfo", "image", "type", "creationTime", "terminationTime",
+                "occupiedSlots", "requestedSlots", "servicePorts", "domainName", "groupId",
+                "userId", "age"):
+        assert key in item, key
+    # another caller (unknown user id for this key) is refused
+    r = reg.call("GET", f"/v1/sessions/{sid}", who=(str(uuid.uuid4()), reg.admin_ak))
+    assert r.status_code == 401
+    reg.call("DELETE", f"/v1/sessions/{sid}")
