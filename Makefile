@@ -392,6 +392,17 @@ bench-scheduler: $(BENCH_E2E_BIN) $(BUILD)/bin/tessera-scheduler $(BUILD)/bin/te
 	  sh bench/scheduler/run.sh
 # ---- end bench-scheduler -------------------------------------------------------
 
+# ---- registry test tools ---------------------------------------------------------
+# tests/tools/fake_agent.c -> $(BUILD)/tests/tools/fake_agent: agent, kernel and
+# placement events on the bus, one per line, for tests/integration/test_registry_*.py.
+FAKE_AGENT := $(BUILD)/tests/tools/fake_agent
+$(FAKE_AGENT): $(BUILD)/obj/tests/tools/fake_agent.o $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(COMMON_LIB) $(LDLIBS)
+all: $(FAKE_AGENT)
+# ---- end registry test tools -----------------------------------------------------
+
 # ---- bench-vfolder -------------------------------------------------------------
 # tessera-vfolder's zip writer needs zlib (crc32); its unit tests link it too.
 vfolder_LIBS += -lz
@@ -405,15 +416,32 @@ bench-vfolder: $(SERVICE_BINS) $(CLI_BIN)
 	@TESSERA_BIN_DIR=$(abspath $(BUILD))/bin sh bench/vfolder/run.sh
 # ---- end bench-vfolder ---------------------------------------------------------
 
-# ---- registry test tools ---------------------------------------------------------
-# tests/tools/fake_agent.c -> $(BUILD)/tests/tools/fake_agent: agent, kernel and
-# placement events on the bus, one per line, for tests/integration/test_registry_*.py.
-FAKE_AGENT := $(BUILD)/tests/tools/fake_agent
-$(FAKE_AGENT): $(BUILD)/obj/tests/tools/fake_agent.o $(COMMON_LIB)
+# ---- bench-wsproxy ---------------------------------------------------------------
+# tessera-term (issue 8, part 4): the built-in terminal app the agent mounts into
+# images without one. Static, no libcommon: services/wsproxy/term/term.c with the
+# proxy's wsframe.c and http1.c. Built by `make all`.
+TERM_BIN := $(BUILD)/bin/tessera-term
+TERM_SRC := services/wsproxy/term/term.c services/wsproxy/wsframe.c services/wsproxy/http1.c
+$(TERM_BIN): $(TERM_SRC) services/wsproxy/wsframe.h services/wsproxy/http1.h
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@ (static)"
+	$(Q)$(CC) -std=gnu11 -g -O2 -static -D_GNU_SOURCE -I. $(WARN) -o $@ $(TERM_SRC)
+all: $(TERM_BIN)
+
+# `make bench-wsproxy`: wrk through tessera-wsproxy and through nginx as a reverse
+# proxy to the same nginx static backend, in the same run; WebSocket echo
+# round trips (p50/p99) direct, through nginx and through tessera-wsproxy
+# (bench/wsproxy/README.md). Needs wrk, nginx, redis-server.
+BENCH_WS_BIN := $(BUILD)/bench/wsproxy
+$(BENCH_WS_BIN)/ws_echo: bench/wsproxy/ws_echo.c services/wsproxy/wsframe.c services/wsproxy/http1.c
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(COMMON_LIB) $(LDLIBS)
-all: $(FAKE_AGENT)
-# ---- end registry test tools -----------------------------------------------------
-
-
+	$(Q)$(CC) -std=gnu11 -g -O2 -pthread -D_GNU_SOURCE -I. $(WARN) -o $@ $^
+$(BENCH_WS_BIN)/ws_rtt: bench/wsproxy/ws_rtt.c services/wsproxy/wsframe.c services/wsproxy/http1.c
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	$(Q)$(CC) -std=gnu11 -g -O2 -D_GNU_SOURCE -I. $(WARN) -o $@ $^ -lm
+.PHONY: bench-wsproxy
+bench-wsproxy: $(BUILD)/bin/tessera-wsproxy $(BENCH_WS_BIN)/ws_echo $(BENCH_WS_BIN)/ws_rtt
+	@TESSERA_BIN_DIR=$(abspath $(BUILD))/bin BENCH_BIN_DIR=$(abspath $(BENCH_WS_BIN)) sh bench/wsproxy/run.sh
+# ---- end bench-wsproxy -----------------------------------------------------------

@@ -1,8 +1,151 @@
 /* tessera-wsproxy: proxies HTTP, WebSocket and TCP to apps inside sessions.
  *
- * Wiring only: start-up, dependencies and the health endpoints come from
- * libcommon/svc.c. Its domain logic arrives with its own issue. */
+ * Wiring only: the options table, the internal API (api.c) on the libcommon
+ * HTTP server, the app proxy's own event loops (proxy.c, conn.c, access.c)
+ * on wsproxy.listen, and the watcher (watch.c). docs/wsproxy.md tells how it
+ * behaves. */
+#include "libcommon/log.h"
 #include "libcommon/svc.h"
+#include "services/wsproxy/api.h"
+#include "services/wsproxy/proxy.h"
+#include "services/wsproxy/watch.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static struct {
+    char *listen;
+    char *public_url;
+    int64_t workers;
+    int64_t token_ttl_ms;
+    int64_t cookie_ttl_ms;
+    int64_t cache_ttl_ms;
+    int64_t max_header;
+    int64_t buffer_size;
+    int64_t header_timeout_ms;
+    int64_t idle_timeout_ms;
+    int64_t connect_timeout_ms;
+    int64_t max_connections;
+} g_opt;
+
+static const cfg_option g_options[] = {
+    {"wsproxy.listen", CFG_STRING, &g_opt.listen, "127.0.0.1:0", 0, 0, NULL, false, NULL,
+     "address the app proxy listens on, host:port (port 0: a free one, see GET /v1/info)"},
+    {"wsproxy.public_url", CFG_STRING, &g_opt.public_url, "", 0, 0, NULL, false, NULL,
+     "base URL browsers use to reach the proxy; a '*' in the host puts each app on its own "
+     "subdomain (https://*.apps.example.com); empty: http://<wsproxy.listen as bound>"},
+    {"wsproxy.workers", CFG_INT, &g_opt.workers, "0", 0, 256, NULL, false, NULL,
+     "proxy worker threads, each with its own listener and event loop (0: one per CPU)"},
+    {"wsproxy.token_ttl", CFG_DURATION, &g_opt.token_ttl_ms, "10m", 10000, 86400000, NULL, false,
+     NULL, "how long an app link's token (POST /v1/routes) stays valid"},
+    {"wsproxy.cookie_ttl", CFG_DURATION, &g_opt.cookie_ttl_ms, "12h", 60000, 604800000, NULL, false,
+     NULL,
+     "lifetime of the app cookie set when a token is used; a session's route set slides to "
+     "this on use"},
+    {"wsproxy.cache_ttl", CFG_DURATION, &g_opt.cache_ttl_ms, "1s", 0, 1000, NULL, false, NULL,
+     "how long a worker trusts a token, cookie or session lookup (at most 1s, so removal is "
+     "quick)"},
+    {"wsproxy.max_header_size", CFG_BYTES, &g_opt.max_header, "32k", 1024, 1048576, NULL, false,
+     NULL, "largest request head (request line and fields); larger: 431"},
+    {"wsproxy.buffer_size", CFG_BYTES, &g_opt.buffer_size, "64k", 4096, 16777216, NULL, false, NULL,
+     "buffer per direction per connection; bodies and tunnels stream through it"},
+    {"wsproxy.header_timeout", CFG_DURATION, &g_opt.header_timeout_ms, "10s", 100, 600000, NULL,
+     false, NULL, "time from connect (or a request's first byte) to its complete head; then 408"},
+    {"wsproxy.idle_timeout", CFG_DURATION, &g_opt.idle_timeout_ms, "60s", 100, 3600000, NULL, false,
+     NULL, "idle keep-alive client connections between requests are closed after this"},
+    {"wsproxy.connect_timeout", CFG_DURATION, &g_opt.connect_timeout_ms, "5s", 100, 600000, NULL,
+     false, NULL, "connecting to an app; then 504"},
+    {"wsproxy.max_connections", CFG_INT, &g_opt.max_connections, "20000", 1, 10000000, NULL, false,
+     NULL, "client connections open at once (over all workers); more are closed at accept"},
+    {NULL},
+};
+
+static proxy *g_proxy;
+static watch *g_watch;
+static api_ctx g_api;
+static char *g_public_url;
+
+static rds *thread_redis(void *ctx, ts_err *err)
+{
+    return svc_redis(ctx, err);
+}
+
+static bool check_proxy(svc *s, void *ctx, ts_err *err)
+{
+    (void)s, (void)ctx;
+    if (!g_proxy) {
+        ts_err_set(err, "app proxy not listening");
+        return false;
+    }
+    return true;
+}
+
+static bool on_routes(svc *s, ts_err *err)
+{
+    (void)err;
+    g_api.s = s;
+    g_api.token_ttl_ms = g_opt.token_ttl_ms;
+    g_api.cookie_ttl_ms = g_opt.cookie_ttl_ms;
+    api_routes(svc_router(s), &g_api);
+    return true;
+}
+
+static char *default_public_url(const proxy *p)
+{
+    const char *addr = proxy_addr(p);
+    if (strncmp(addr, "0.0.0.0:", 8) == 0 || strncmp(addr, "[::]:", 5) == 0)
+        return ts_asprintf("http://127.0.0.1:%d", proxy_port(p));
+    return ts_asprintf("http://%s", addr);
+}
+
+static bool on_start(svc *s, ts_err *err)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int workers = g_opt.workers > 0 ? (int)g_opt.workers : (cpus > 0 ? (int)cpus : 1);
+    const char *pub = g_opt.public_url ? g_opt.public_url : "";
+    proxy_config cfg = {
+        .listen = g_opt.listen,
+        .workers = workers,
+        .max_header = (size_t)g_opt.max_header,
+        .buffer_size = (size_t)g_opt.buffer_size,
+        .header_timeout_ms = g_opt.header_timeout_ms,
+        .idle_timeout_ms = g_opt.idle_timeout_ms,
+        .connect_timeout_ms = g_opt.connect_timeout_ms,
+        .cookie_ttl_ms = g_opt.cookie_ttl_ms,
+        .cache_ttl_ms = g_opt.cache_ttl_ms,
+        .max_connections = (int)((g_opt.max_connections + workers - 1) / workers),
+        .subdomain_mode = strchr(pub, '*') != NULL,
+        .secure_cookies = strncmp(pub, "https://", 8) == 0,
+        .redis = thread_redis,
+        .redis_ctx = s,
+    };
+    if (pub[0] && strncmp(pub, "http://", 7) != 0 && strncmp(pub, "https://", 8) != 0) {
+        ts_err_set(err, "wsproxy.public_url must start with http:// or https://");
+        return false;
+    }
+    g_proxy = proxy_start(&cfg, err);
+    if (!g_proxy) return false;
+    g_public_url = pub[0] ? ts_strdup(pub) : default_public_url(g_proxy);
+    g_api.proxy_addr = proxy_addr(g_proxy);
+    g_api.public_url = g_public_url;
+    metrics_add(svc_metrics(s), proxy_metrics, g_proxy);
+    svc_add_check(s, "proxy", check_proxy, NULL);
+    g_watch = watch_start(g_proxy, thread_redis, s, g_opt.cookie_ttl_ms, 500);
+    TLOG_INFO("apps served", "public_url=%s mode=%s", g_public_url,
+              cfg.subdomain_mode ? "subdomain" : "shared");
+    return true;
+}
+
+static void on_stop(svc *s)
+{
+    (void)s;
+    watch_stop(g_watch);
+    g_watch = NULL;
+    proxy *p = g_proxy;
+    g_proxy = NULL;
+    proxy_stop(p);
+}
 
 int main(int argc, char **argv)
 {
@@ -11,6 +154,10 @@ int main(int argc, char **argv)
         .summary = "proxies HTTP, WebSocket and TCP to apps inside sessions",
         .default_listen = "127.0.0.1:8096",
         .needs = SVC_NEEDS_REDIS,
+        .options = g_options,
+        .routes = on_routes,
+        .start = on_start,
+        .stop = on_stop,
     };
     return svc_main(argc, argv, &spec);
 }

@@ -1,0 +1,204 @@
+/* access.c: authorize one request from its token or cookie (conn.h).
+ *
+ * 1. A ?token=... names a route (Redis, cached <= 1 s). In subdomain mode the
+ *    Host's first label must be that route's app hash, else 403. Unless the
+ *    request already has a valid cookie for the same route, a cookie is minted
+ *    (route:<cookie>, TTL wsproxy.cookie_ttl) and set on the response; on one
+ *    shared address (no subdomains) the other apps' cookies are cleared so the
+ *    browser holds one.
+ * 2. Else the cookie: in subdomain mode tessera_app_<hash of the Host>; on a
+ *    shared address the only tessera_app_* cookie (several: 409).
+ * A route whose session's routes are gone was revoked: its keys are deleted
+ * with the set, so the lookup fails (401). */
+#include "services/wsproxy/conn.h"
+
+#include "libcommon/log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_APP_COOKIES 8
+
+static int lookup(worker *w, const char *key, route *out)
+{
+    int hit = route_cache_get(w->cache, key, w->now_ms, out);
+    if (hit >= 0) return hit;
+    rds *rd = worker_redis(w);
+    if (!rd) return -1;
+    bool found = false;
+    ts_err err;
+    if (!routes_lookup(rd, key, out, &found, &err)) {
+        TLOG_WARN("route lookup failed", "error=\"%s\"", err.msg);
+        return -1;
+    }
+    route_cache_put(w->cache, key, found ? out : NULL, w->now_ms);
+    return found ? 1 : 0;
+}
+
+static bool same_app(const route *a, const route *b)
+{
+    return strcmp(a->hash, b->hash) == 0 && strcmp(a->user_id, b->user_id) == 0 &&
+           strcmp(a->session_id, b->session_id) == 0 && strcmp(a->app, b->app) == 0;
+}
+
+static void add_cookie_line(char **acc, const char *hash, const char *value,
+                            const proxy_config *cfg)
+{
+    char line[256];
+    tok_set_cookie(line, sizeof(line), hash, value, (long)(cfg->cookie_ttl_ms / 1000),
+                   cfg->secure_cookies);
+    char *s = ts_asprintf("%sSet-Cookie: %s\r\n", *acc ? *acc : "", line);
+    free(*acc);
+    *acc = s;
+}
+
+static void by_token(worker *w, const h1_msg *m, const char *tok, size_t tlen,
+                     const tok_cookie *cookies, int n_cookies, const char *host_hash,
+                     acc_decision *d)
+{
+    char key[TOK_LEN + 1];
+    if (!tok_syntax_ok(tok, tlen)) {
+        d->res = ACC_UNKNOWN;
+        d->why = "malformed token";
+        return;
+    }
+    memcpy(key, tok, TOK_LEN);
+    key[TOK_LEN] = '\0';
+    int hit = lookup(w, key, &d->rt);
+    if (hit < 0) {
+        d->res = ACC_UNAVAILABLE;
+        d->why = "redis unavailable";
+        return;
+    }
+    if (hit == 0) {
+        d->res = ACC_UNKNOWN;
+        d->why = "unknown or expired token";
+        return;
+    }
+    if (d->rt.is_cookie) {
+        /* A cookie value is not a link token. */
+        d->res = ACC_UNKNOWN;
+        d->why = "cookie value used as a token";
+        return;
+    }
+    if (host_hash && strcmp(host_hash, d->rt.hash) != 0) {
+        d->res = ACC_FOREIGN;
+        d->why = "token for another app, session or user";
+        return;
+    }
+    d->res = ACC_OK;
+    d->via_token = true;
+    /* Already holding a good cookie for this very app? */
+    for (int i = 0; i < n_cookies && i < MAX_APP_COOKIES; i++) {
+        if (strcmp(cookies[i].hash, d->rt.hash) != 0 ||
+            !tok_syntax_ok(cookies[i].value, cookies[i].value_len))
+            continue;
+        char ck[TOK_LEN + 1];
+        memcpy(ck, cookies[i].value, TOK_LEN);
+        ck[TOK_LEN] = '\0';
+        route cr;
+        if (lookup(w, ck, &cr) == 1 && cr.is_cookie && same_app(&cr, &d->rt)) return;
+    }
+    if (d->rt.proto == ROUTE_TCP) return; /* tunnels need no cookie */
+    rds *rd = worker_redis(w);
+    char cookie[TOK_LEN + 1];
+    bool ok = false;
+    ts_err err;
+    if (!rd || !routes_mint_cookie(rd, &d->rt, w->cfg->cookie_ttl_ms, cookie, &ok, &err)) {
+        d->res = ACC_UNAVAILABLE;
+        d->why = "redis unavailable";
+        return;
+    }
+    if (!ok) {
+        d->res = ACC_UNKNOWN;
+        d->why = "session routes removed";
+        return;
+    }
+    add_cookie_line(&d->set_cookie, d->rt.hash, cookie, w->cfg);
+    if (!w->cfg->subdomain_mode) {
+        for (int i = 0; i < n_cookies && i < MAX_APP_COOKIES; i++)
+            if (strcmp(cookies[i].hash, d->rt.hash) != 0)
+                add_cookie_line(&d->set_cookie, cookies[i].hash, NULL, w->cfg);
+    }
+    (void)m;
+}
+
+static void by_cookie(worker *w, const tok_cookie *cookies, int n_cookies, const char *host_hash,
+                      acc_decision *d)
+{
+    const tok_cookie *pick = NULL;
+    if (host_hash) {
+        for (int i = 0; i < n_cookies && i < MAX_APP_COOKIES; i++)
+            if (strcmp(cookies[i].hash, host_hash) == 0) pick = &cookies[i];
+    } else if (n_cookies == 1) {
+        pick = &cookies[0];
+    } else if (n_cookies > 1) {
+        d->res = ACC_AMBIGUOUS;
+        d->why = "several app cookies on a shared address";
+        return;
+    }
+    if (!pick) {
+        d->res = ACC_UNKNOWN;
+        d->why = "no token or app cookie";
+        return;
+    }
+    if (!tok_syntax_ok(pick->value, pick->value_len)) {
+        d->res = ACC_UNKNOWN;
+        d->why = "malformed cookie";
+        return;
+    }
+    char key[TOK_LEN + 1];
+    memcpy(key, pick->value, TOK_LEN);
+    key[TOK_LEN] = '\0';
+    int hit = lookup(w, key, &d->rt);
+    if (hit < 0) {
+        d->res = ACC_UNAVAILABLE;
+        d->why = "redis unavailable";
+        return;
+    }
+    if (hit == 0 || !d->rt.is_cookie) {
+        d->res = ACC_UNKNOWN;
+        d->why = "unknown or expired cookie";
+        return;
+    }
+    if (strcmp(d->rt.hash, pick->hash) != 0) {
+        d->res = ACC_FOREIGN;
+        d->why = "cookie of another app";
+        return;
+    }
+    d->res = ACC_OK;
+}
+
+void access_decide(worker *w, const h1_msg *m, acc_decision *d)
+{
+    memset(d, 0, sizeof(*d));
+    char hh[TOK_HASH_LEN + 1];
+    const char *host_hash = NULL;
+    if (w->cfg->subdomain_mode && m->host && tok_host_hash(m->host, m->host_len, hh))
+        host_hash = hh;
+
+    tok_cookie cookies[MAX_APP_COOKIES];
+    int n_cookies = 0;
+    for (int i = 0; i < m->n_headers; i++) {
+        const h1_header *h = &m->headers[i];
+        if (!h1_span_eq(h->name, h->name_len, "cookie")) continue;
+        if (n_cookies < MAX_APP_COOKIES)
+            n_cookies += tok_cookie_apps(h->value, h->value_len, cookies + n_cookies,
+                                         MAX_APP_COOKIES - n_cookies);
+    }
+    if (n_cookies > MAX_APP_COOKIES) n_cookies = MAX_APP_COOKIES;
+
+    const char *tok;
+    size_t tlen;
+    if (tok_query_token(m->target, m->target_len, &tok, &tlen)) {
+        by_token(w, m, tok, tlen, cookies, n_cookies, host_hash, d);
+        return;
+    }
+    if (w->cfg->subdomain_mode && !host_hash) {
+        d->res = ACC_UNKNOWN;
+        d->why = "no app in the host name";
+        return;
+    }
+    by_cookie(w, cookies, n_cookies, host_hash, d);
+}

@@ -1,0 +1,59 @@
+/* wsframe.h: RFC 6455 pieces shared by tessera-wsproxy (checking a backend's
+ * Sec-WebSocket-Accept before it turns a connection into a tunnel) and
+ * tessera-term (a WebSocket server in a container): SHA-1, base64, the
+ * handshake key and frame headers. Plain C, no libcommon: tessera-term is
+ * linked statically from this file and term/term.c alone. */
+#ifndef WSPROXY_WSFRAME_H
+#define WSPROXY_WSFRAME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum {
+    WSF_CONT = 0x0,
+    WSF_TEXT = 0x1,
+    WSF_BINARY = 0x2,
+    WSF_CLOSE = 0x8,
+    WSF_PING = 0x9,
+    WSF_PONG = 0xA,
+};
+
+#define WSF_ACCEPT_LEN 28 /* base64 of a SHA-1 digest */
+#define WSF_MAX_HEADER 14 /* 2 + 8 (length) + 4 (mask) */
+
+void wsf_sha1(const void *data, size_t len, uint8_t out[20]);
+
+/* Standard base64 with padding; out needs 4 * ((len + 2) / 3) + 1 bytes.
+ * Returns the length written (without the NUL). */
+size_t wsf_base64(const uint8_t *in, size_t len, char *out);
+
+/* A Sec-WebSocket-Key is the base64 of 16 bytes: 24 characters ending "==". */
+bool wsf_key_valid(const char *key, size_t len);
+
+/* Sec-WebSocket-Accept = base64(SHA-1(key + GUID)). */
+void wsf_accept(const char *key, size_t len, char out[WSF_ACCEPT_LEN + 1]);
+
+typedef struct wsf_frame {
+    bool fin;
+    int opcode;
+    bool masked;
+    uint8_t mask[4];
+    uint64_t len;      /* payload length */
+    size_t header_len; /* bytes before the payload */
+} wsf_frame;
+
+/* Parse a frame header from n bytes: 1 when complete (f filled), 0 when more
+ * bytes are needed, -1 on a protocol error (reserved bits, unknown opcode,
+ * fragmented or oversized control frame, a 64-bit length with its top bit). */
+int wsf_parse_header(const uint8_t *p, size_t n, wsf_frame *f);
+
+/* XOR payload bytes with the mask; offset: position of p within the payload
+ * (so a payload can be unmasked in pieces). */
+void wsf_mask(uint8_t *p, size_t n, const uint8_t mask[4], uint64_t offset);
+
+/* Write a frame header into out (WSF_MAX_HEADER bytes); mask NULL: unmasked
+ * (server to client). Returns the header length. */
+size_t wsf_write_header(uint8_t *out, bool fin, int opcode, uint64_t len, const uint8_t *mask);
+
+#endif
