@@ -152,48 +152,10 @@ bool occ_plain_id(const char *what, const char *id, ts_err *err)
 
 /* ---- argument lists ---------------------------------------------------------------------- */
 
-typedef struct args {
-    const char **v;
-    char **owned;
-    size_t n, cap, nowned, capowned;
-} args;
-
-static void arg_push(args *a, const char *s)
+/* What o's scripts get: o->r's EVALSHA with error replies as errors. */
+static redisReply *eval(occ *o, rds_script *s, rds_args *a, ts_err *err)
 {
-    if (a->n == a->cap) {
-        a->cap = a->cap ? a->cap * 2 : 64;
-        a->v = ts_realloc(a->v, sizeof(*a->v) * a->cap);
-    }
-    a->v[a->n++] = s;
-}
-
-static void arg_own(args *a, char *s)
-{
-    if (a->nowned == a->capowned) {
-        a->capowned = a->capowned ? a->capowned * 2 : 64;
-        a->owned = ts_realloc(a->owned, sizeof(*a->owned) * a->capowned);
-    }
-    a->owned[a->nowned++] = s;
-    arg_push(a, s);
-}
-
-static void args_free(args *a)
-{
-    for (size_t i = 0; i < a->nowned; i++)
-        free(a->owned[i]);
-    free(a->owned);
-    free(a->v);
-}
-
-static redisReply *eval(occ *o, rds_script *s, args *a, ts_err *err)
-{
-    redisReply *rep = rds_eval(o->r, s, 0, (int)a->n, a->v, NULL, err);
-    if (rep && rep->type == REDIS_REPLY_ERROR) {
-        ts_err_set(err, "Redis script: %s", rep->str);
-        freeReplyObject(rep);
-        return NULL;
-    }
-    return rep;
+    return rds_eval_args(o->r, s, a, err);
 }
 
 /* ---- operations -------------------------------------------------------------------------- */
@@ -205,23 +167,23 @@ bool occ_set_agent(occ *o, const occ_agent *ag, ts_err *err)
         ts_err_set(err, "agent %s: bad device count %d", ag->id, ag->ndev);
         return false;
     }
-    args a = {0};
-    arg_push(&a, o->prefix);
-    arg_push(&a, ag->id);
-    arg_push(&a, ag->schedulable ? "1" : "0");
-    arg_own(&a, occ_enc_slots(ag->total));
+    rds_args a = {0};
+    rds_args_push(&a, o->prefix);
+    rds_args_push(&a, ag->id);
+    rds_args_push(&a, ag->schedulable ? "1" : "0");
+    rds_args_own(&a, occ_enc_slots(ag->total));
     occ_dev d[OCC_MAX_DEVICES];
     for (int i = 0; i < ag->ndev; i++)
         d[i] = (occ_dev){i, ag->dev_cap[i]};
-    arg_own(&a, occ_enc_devs(d, ag->ndev));
+    rds_args_own(&a, occ_enc_devs(d, ag->ndev));
     redisReply *rep = eval(o, &o->set_agent, &a, err);
-    args_free(&a);
+    rds_args_free(&a);
     if (!rep) return false;
     freeReplyObject(rep);
     return true;
 }
 
-static bool push_sessions(args *a, const occ_session *s, int n, ts_err *err)
+bool occ_push_sessions(rds_args *a, const occ_session *s, int n, ts_err *err)
 {
     for (int i = 0; i < n; i++) {
         if (!occ_plain_id("session id", s[i].session_id, err)) return false;
@@ -229,26 +191,26 @@ static bool push_sessions(args *a, const occ_session *s, int n, ts_err *err)
             ts_err_set(err, "session %s has no kernels", s[i].session_id);
             return false;
         }
-        arg_push(a, s[i].session_id);
-        arg_own(a, ts_asprintf("%d", s[i].nk));
+        rds_args_push(a, s[i].session_id);
+        rds_args_own(a, ts_asprintf("%d", s[i].nk));
         int nu = 0;
         for (int sc = 0; sc < OCC_SCOPES; sc++)
             nu += s[i].scope[sc] && s[i].scope[sc][0];
-        arg_own(a, ts_asprintf("%d", nu));
+        rds_args_own(a, ts_asprintf("%d", nu));
         for (int sc = 0; sc < OCC_SCOPES; sc++) {
             if (!s[i].scope[sc] || !s[i].scope[sc][0]) continue;
             if (!occ_plain_id("owner id", s[i].scope[sc], err)) return false;
-            arg_own(a, ts_asprintf("%s%s", occ_scope_tags[sc], s[i].scope[sc]));
+            rds_args_own(a, ts_asprintf("%s%s", occ_scope_tags[sc], s[i].scope[sc]));
         }
         for (int k = 0; k < s[i].nk; k++) {
             const occ_kernel *kk = &s[i].k[k];
             if (!occ_plain_id("kernel id", kk->kernel_id, err) ||
                 !occ_plain_id("agent id", kk->agent_id, err))
                 return false;
-            arg_push(a, kk->kernel_id);
-            arg_push(a, kk->agent_id);
-            arg_own(a, occ_enc_slots(kk->slots));
-            arg_own(a, occ_enc_devs(kk->dev, kk->ndev));
+            rds_args_push(a, kk->kernel_id);
+            rds_args_push(a, kk->agent_id);
+            rds_args_own(a, occ_enc_slots(kk->slots));
+            rds_args_own(a, occ_enc_devs(kk->dev, kk->ndev));
         }
     }
     return true;
@@ -267,11 +229,11 @@ static bool simple_cmd(occ *o, int argc, const char **argv, ts_err *err)
 bool occ_rebuild(occ *o, const occ_agent *agents, int nagents, const occ_session *sessions,
                  int nsessions, ts_err *err)
 {
-    args a = {0};
-    arg_push(&a, o->prefix);
-    arg_push(&a, "60000");
+    rds_args a = {0};
+    rds_args_push(&a, o->prefix);
+    rds_args_push(&a, "60000");
     redisReply *rep = eval(o, &o->wipe, &a, err);
-    args_free(&a);
+    rds_args_free(&a);
     if (!rep) return false;
     freeReplyObject(rep);
     bool ok = true;
@@ -280,12 +242,12 @@ bool occ_rebuild(occ *o, const occ_agent *agents, int nagents, const occ_session
     enum { BATCH = 256 };
     for (int i = 0; i < nsessions && ok; i += BATCH) {
         int n = nsessions - i < BATCH ? nsessions - i : BATCH;
-        args b = {0};
-        arg_push(&b, o->prefix);
-        arg_own(&b, ts_asprintf("%d", n));
-        ok = push_sessions(&b, sessions + i, n, err);
+        rds_args b = {0};
+        rds_args_push(&b, o->prefix);
+        rds_args_own(&b, ts_asprintf("%d", n));
+        ok = occ_push_sessions(&b, sessions + i, n, err);
         redisReply *r2 = ok ? eval(o, &o->restore, &b, err) : NULL;
-        args_free(&b);
+        rds_args_free(&b);
         if (!r2)
             ok = false;
         else

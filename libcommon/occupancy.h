@@ -110,4 +110,10 @@ bool occ_agent_present(occ *o, const char *id, bool *present, ts_err *err) TS_MU
 bool occ_read_used(occ *o, const char *id, slots_t *used, int32_t dev_used[OCC_MAX_DEVICES],
                    bool *present, ts_err *err) TS_MUST_CHECK;
 
+/* Append the arguments the reserve/rebuild scripts take for n sessions
+ * (session id, kernel count, owner scopes, then per kernel id, agent, slots,
+ * devices); false with err set for an id that is not plain or a session
+ * without kernels. Shared by the scheduler's reservations and rebuilds. */
+bool occ_push_sessions(rds_args *a, const occ_session *s, int n, ts_err *err) TS_MUST_CHECK;
+
 #endif

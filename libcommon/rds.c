@@ -363,3 +363,43 @@ redisReply *rds_eval(rds *r, rds_script *s, int numkeys, int argc, const char **
     free(al);
     return rep;
 }
+
+/* ---- argument lists ------------------------------------------------------ */
+
+void rds_args_push(rds_args *a, const char *s)
+{
+    if (a->n == a->cap) {
+        a->cap = a->cap ? a->cap * 2 : 64;
+        a->v = ts_realloc(a->v, sizeof(*a->v) * a->cap);
+    }
+    a->v[a->n++] = s;
+}
+
+void rds_args_own(rds_args *a, char *s)
+{
+    if (a->nowned == a->capowned) {
+        a->capowned = a->capowned ? a->capowned * 2 : 64;
+        a->owned = ts_realloc(a->owned, sizeof(*a->owned) * a->capowned);
+    }
+    a->owned[a->nowned++] = s;
+    rds_args_push(a, s);
+}
+
+void rds_args_free(rds_args *a)
+{
+    for (size_t i = 0; i < a->nowned; i++)
+        free(a->owned[i]);
+    free(a->owned);
+    free(a->v);
+}
+
+redisReply *rds_eval_args(rds *r, rds_script *s, const rds_args *a, ts_err *err)
+{
+    redisReply *rep = rds_eval(r, s, 0, (int)a->n, a->v, NULL, err);
+    if (rep && rep->type == REDIS_REPLY_ERROR) {
+        ts_err_set(err, "Redis script: %s", rep->str);
+        freeReplyObject(rep);
+        return NULL;
+    }
+    return rep;
+}

@@ -30,4 +30,19 @@ bool rds_script_load(rds *r, rds_script *s, ts_err *err) TS_MUST_CHECK;
 redisReply *rds_eval(rds *r, rds_script *s, int numkeys, int argc, const char **argv,
                      const size_t *argvlen, ts_err *err);
 
+/* An argument list for commands and scripts: borrowed strings (push) or
+ * heap strings it frees (own). Start from {0}. */
+typedef struct rds_args {
+    const char **v;
+    char **owned;
+    size_t n, cap, nowned, capowned;
+} rds_args;
+void rds_args_push(rds_args *a, const char *s);
+void rds_args_own(rds_args *a, char *s);
+void rds_args_free(rds_args *a);
+
+/* EVALSHA s with no keys and a's arguments; an error reply becomes NULL with
+ * err set ("Redis script: ..."). */
+redisReply *rds_eval_args(rds *r, rds_script *s, const rds_args *a, ts_err *err);
+
 #endif

@@ -238,86 +238,9 @@ void resv_free(resv *v)
 
 /* ---- argument building ------------------------------------------------------------------- */
 
-typedef struct args {
-    const char **v;
-    char **owned;
-    size_t n, cap, nowned, capowned;
-} args;
-
-static void arg_push(args *a, const char *s)
+static redisReply *eval(resv *v, rds_script *s, rds_args *a, ts_err *err)
 {
-    if (a->n == a->cap) {
-        a->cap = a->cap ? a->cap * 2 : 64;
-        a->v = ts_realloc(a->v, sizeof(*a->v) * a->cap);
-    }
-    a->v[a->n++] = s;
-}
-
-static void arg_own(args *a, char *s)
-{
-    if (a->nowned == a->capowned) {
-        a->capowned = a->capowned ? a->capowned * 2 : 64;
-        a->owned = ts_realloc(a->owned, sizeof(*a->owned) * a->capowned);
-    }
-    a->owned[a->nowned++] = s;
-    arg_push(a, s);
-}
-
-static void args_free(args *a)
-{
-    for (size_t i = 0; i < a->nowned; i++)
-        free(a->owned[i]);
-    free(a->owned);
-    free(a->v);
-}
-
-#define enc_slots occ_enc_slots
-#define enc_devs occ_enc_devs
-#define plain_id occ_plain_id
-
-static bool push_sessions(args *a, const resv_session *s, int n, ts_err *err)
-{
-    const char *const *tags = occ_scope_tags;
-    for (int i = 0; i < n; i++) {
-        if (!plain_id("session id", s[i].session_id, err) || s[i].nk <= 0) {
-            if (s[i].nk <= 0) ts_err_set(err, "session %s has no kernels", s[i].session_id);
-            return false;
-        }
-        arg_push(a, s[i].session_id);
-        char *nk = ts_asprintf("%d", s[i].nk);
-        arg_own(a, nk);
-        int nu = 0;
-        for (int sc = 0; sc < RESV_SCOPES; sc++)
-            nu += s[i].scope[sc] && s[i].scope[sc][0];
-        arg_own(a, ts_asprintf("%d", nu));
-        for (int sc = 0; sc < RESV_SCOPES; sc++) {
-            if (!s[i].scope[sc] || !s[i].scope[sc][0]) continue;
-            if (!plain_id("owner id", s[i].scope[sc], err)) return false;
-            arg_own(a, ts_asprintf("%s%s", tags[sc], s[i].scope[sc]));
-        }
-        for (int k = 0; k < s[i].nk; k++) {
-            const resv_kernel *kk = &s[i].k[k];
-            if (!plain_id("kernel id", kk->kernel_id, err) ||
-                !plain_id("agent id", kk->agent_id, err))
-                return false;
-            arg_push(a, kk->kernel_id);
-            arg_push(a, kk->agent_id);
-            arg_own(a, enc_slots(kk->slots));
-            arg_own(a, enc_devs(kk->dev, kk->ndev));
-        }
-    }
-    return true;
-}
-
-static redisReply *eval(resv *v, rds_script *s, args *a, ts_err *err)
-{
-    redisReply *rep = rds_eval(v->r, s, 0, (int)a->n, a->v, NULL, err);
-    if (rep && rep->type == REDIS_REPLY_ERROR) {
-        ts_err_set(err, "Redis script: %s", rep->str);
-        freeReplyObject(rep);
-        return NULL;
-    }
-    return rep;
+    return rds_eval_args(v->r, s, a, err);
 }
 
 /* ---- operations -------------------------------------------------------------------------- */
@@ -325,13 +248,13 @@ static redisReply *eval(resv *v, rds_script *s, args *a, ts_err *err)
 static bool run_reserve(resv *v, const char *mode, const resv_session *s, int n, resv_result *out,
                         ts_err *err)
 {
-    args a = {0};
-    arg_push(&a, v->prefix);
-    arg_push(&a, mode);
-    arg_own(&a, ts_asprintf("%d", n));
-    bool ok = push_sessions(&a, s, n, err);
+    rds_args a = {0};
+    rds_args_push(&a, v->prefix);
+    rds_args_push(&a, mode);
+    rds_args_own(&a, ts_asprintf("%d", n));
+    bool ok = occ_push_sessions(&a, s, n, err);
     redisReply *rep = ok ? eval(v, &v->reserve, &a, err) : NULL;
-    args_free(&a);
+    rds_args_free(&a);
     if (!rep) return false;
     if (rep->type != REDIS_REPLY_ARRAY || rep->elements != (size_t)n) {
         ts_err_set(err, "Redis reserve: unexpected reply");
@@ -364,17 +287,17 @@ bool resv_reserve(resv *v, const resv_session *s, int n, resv_result *out, ts_er
 int resv_release(resv *v, const char *const *kernel_ids, int n, bool *released, ts_err *err)
 {
     if (n <= 0) return 0;
-    args a = {0};
-    arg_push(&a, v->prefix);
+    rds_args a = {0};
+    rds_args_push(&a, v->prefix);
     for (int i = 0; i < n; i++) {
-        if (!plain_id("kernel id", kernel_ids[i], err)) {
-            args_free(&a);
+        if (!occ_plain_id("kernel id", kernel_ids[i], err)) {
+            rds_args_free(&a);
             return -1;
         }
-        arg_push(&a, kernel_ids[i]);
+        rds_args_push(&a, kernel_ids[i]);
     }
     redisReply *rep = eval(v, &v->release, &a, err);
-    args_free(&a);
+    rds_args_free(&a);
     if (!rep) return -1;
     if (rep->type != REDIS_REPLY_ARRAY || rep->elements != (size_t)n) {
         ts_err_set(err, "Redis release: unexpected reply");
@@ -442,10 +365,10 @@ bool resv_rebuild(resv *v, const resv_agent *agents, int nagents, const resv_ses
 
 int resv_check_invariant(resv *v, char *why, size_t size, ts_err *err)
 {
-    args a = {0};
-    arg_push(&a, v->prefix);
+    rds_args a = {0};
+    rds_args_push(&a, v->prefix);
     redisReply *rep = eval(v, &v->check, &a, err);
-    args_free(&a);
+    rds_args_free(&a);
     if (!rep) return -1;
     int ok = rep->type == REDIS_REPLY_STRING && strcmp(rep->str, "ok") == 0;
     if (why) ts_strlcpy(why, rep->type == REDIS_REPLY_STRING ? rep->str : "?", size);
