@@ -199,6 +199,7 @@ asan:
 dev-up: deps
 	@$(MAKE) --no-print-directory all
 	@sh deploy/dev/dev-up.sh
+	@if [ "$${TESSERA_DEV_SMOKE:-1}" != 0 ]; then sh deploy/dev/smoke.sh; fi
 
 dev-down:
 	@sh deploy/dev/dev-down.sh
@@ -373,12 +374,15 @@ all: $(BUSCTL_BIN)
 # ---- end test tools -------------------------------------------------------------
 
 # ---- bench-scheduler -----------------------------------------------------------
-# `make bench-scheduler`: the scheduler end to end (bench/scheduler/run.sh):
-# redis-server, tessera-devbus, tessera-scheduler and tessera-simagent (1,000
-# simulated agents x 8 GPUs) on free ports; bench_e2e enqueues 20,000 mixed
-# sessions (BENCH_VIA=bus: SessionEnqueued on the bus; api: through the gateway
-# once the session API exists), prints placements/s and enqueue-to-scheduled
-# latency p50/p99, and checks the Redis invariant. See docs/benchmarks.md.
+# `make bench-scheduler`: the scheduler end to end (bench/scheduler/run.sh) with
+# tessera-simagent (1,000 simulated agents x 8 GPUs). BENCH_VIA=api: the dev
+# stack (auth, registry, scheduler, gateway), sessions enqueued with
+# signed POST /session through the gateway (bench_api.py, 5,000 sessions);
+# bus (default): redis, devbus and the scheduler only, SessionEnqueued published
+# directly (bench_e2e, 20,000); both.
+# Prints placements/s, enqueue-to-scheduled p50/p99 and checks the invariant
+# (api: Redis reservations = occupancy = PostgreSQL kernels holding slots).
+# See docs/benchmarks.md.
 BENCH_E2E_BIN := $(BUILD)/bench/bench_e2e
 $(BENCH_E2E_BIN): $(BUILD)/obj/bench/scheduler/bench_e2e.o $(SCHED_LIB_OBJ) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
@@ -387,7 +391,8 @@ $(BENCH_E2E_BIN): $(BUILD)/obj/bench/scheduler/bench_e2e.o $(SCHED_LIB_OBJ) $(CO
 
 .PHONY: bench-scheduler
 bench-scheduler: $(BENCH_E2E_BIN) $(BUILD)/bin/tessera-scheduler $(BUILD)/bin/tessera-simagent \
-                 $(BUILD)/bin/tessera-devbus
+                 $(BUILD)/bin/tessera-devbus $(BUILD)/bin/tessera-auth $(BUILD)/bin/tessera-registry \
+                 $(BUILD)/bin/tessera-gateway
 	@TESSERA_BIN_DIR=$(abspath $(BUILD))/bin BENCH_E2E=$(abspath $(BENCH_E2E_BIN)) \
 	  sh bench/scheduler/run.sh
 # ---- end bench-scheduler -------------------------------------------------------
@@ -415,6 +420,17 @@ vfolder_LIBS += -lz
 bench-vfolder: $(SERVICE_BINS) $(CLI_BIN)
 	@TESSERA_BIN_DIR=$(abspath $(BUILD))/bin sh bench/vfolder/run.sh
 # ---- end bench-vfolder ---------------------------------------------------------
+
+# ---- bench-session -------------------------------------------------------------
+# `make bench-session`: session create-to-RUNNING and destroy latency (p50/p99)
+# through the signed API, 200 sessions one after another and 200 more 8 at a
+# time, beside bare `runc run` of a bundle from the same busybox layer, in the
+# same run on a temporary development stack (bench/session/run.sh; results in
+# docs/benchmarks.md "Sessions"). Needs root (runc) and python3-requests.
+.PHONY: bench-session
+bench-session: $(SERVICE_BINS)
+	@TESSERA_BIN_DIR=$(abspath $(BUILD))/bin sh bench/session/run.sh
+# ---- end bench-session ---------------------------------------------------------
 
 # ---- bench-wsproxy ---------------------------------------------------------------
 # tessera-term (issue 8, part 4): the built-in terminal app the agent mounts into

@@ -26,6 +26,7 @@ typedef struct kbus_opts {
     int linger_ms;           /* producer linger; 0..1000 */
     int max_attempts;        /* consumer: tries before a message goes to the DLQ (>= 1) */
     int retry_backoff_ms;    /* consumer: wait between tries */
+    int fetch_wait_ms;       /* consumer: fetch.wait.max.ms; 0 = 100 */
 } kbus_opts;
 
 typedef struct kbus kbus;

@@ -17,13 +17,12 @@
  *   exist yet is seen (and assigned) within 5 s of its creation.
  * - auto.commit.interval.ms 1000: stored offsets reach the broker within 1 s,
  *   so a restart replays at most about a second of handled messages.
- * - fetch.wait.max.ms 100: these are control events (revocations, session
+ * - fetch.wait.max.ms (kafka.fetch_wait, default 100): these are control events (revocations, session
  *   transitions); a broker holds an empty fetch at most 100 ms, not 500. */
 #define CONSUMER_SESSION_TIMEOUT_MS "6000"
 #define CONSUMER_HEARTBEAT_MS "1000"
 #define CONSUMER_METADATA_REFRESH_MS "5000"
 #define CONSUMER_COMMIT_INTERVAL_MS "1000"
-#define CONSUMER_FETCH_WAIT_MS "100"
 
 /* How long a DLQ produce may take before it is tried again. */
 #define DLQ_ACK_TIMEOUT_MS 10000
@@ -186,6 +185,8 @@ static kbus_consumer *_consume(kbus *bus, const char *group, const char *const *
         return NULL;
     }
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    char fetch_wait[16];
+    snprintf(fetch_wait, sizeof(fetch_wait), "%d", bus->fetch_wait_ms);
     char *client_id = ts_asprintf("%s/%s", bus->producer_name, group);
     bool ok = kbus_conf_set(conf, "bootstrap.servers", bus->bootstrap, err) &&
               kbus_conf_set(conf, "client.id", client_id, err) &&
@@ -194,7 +195,7 @@ static kbus_consumer *_consume(kbus *bus, const char *group, const char *const *
               kbus_conf_set(conf, "enable.auto.commit", "true", err) &&
               kbus_conf_set(conf, "auto.commit.interval.ms", CONSUMER_COMMIT_INTERVAL_MS, err) &&
               kbus_conf_set(conf, "auto.offset.reset", offset_reset, err) &&
-              kbus_conf_set(conf, "fetch.wait.max.ms", CONSUMER_FETCH_WAIT_MS, err) &&
+              kbus_conf_set(conf, "fetch.wait.max.ms", fetch_wait, err) &&
               kbus_conf_set(conf, "allow.auto.create.topics", "true", err) &&
               kbus_conf_set(conf, "session.timeout.ms", CONSUMER_SESSION_TIMEOUT_MS, err) &&
               kbus_conf_set(conf, "heartbeat.interval.ms", CONSUMER_HEARTBEAT_MS, err) &&

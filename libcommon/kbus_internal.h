@@ -15,6 +15,7 @@ struct kbus {
     char *producer_name; /* "<service>/<instance>" */
     int max_attempts;
     int retry_backoff_ms;
+    int fetch_wait_ms;
     pthread_t poll_thread;
     atomic_bool stopping;
     _Atomic uint64_t produced, produce_errors, consumed, handled, retried, dead_lettered;

@@ -58,6 +58,7 @@ static struct {
     int64_t kafka_linger_ms;
     int64_t kafka_max_attempts;
     int64_t kafka_retry_backoff_ms;
+    int64_t kafka_fetch_wait_ms;
 } g_common;
 
 static cfg_option g_common_table[] = {
@@ -105,6 +106,10 @@ static const cfg_option g_kafka_table[] = {
      "tries of a failing event before it goes to tessera.dlq.v1"},
     {"kafka.retry_backoff", CFG_DURATION, &g_common.kafka_retry_backoff_ms, "200ms", 0, 60000, NULL,
      false, NULL, "wait between tries of a failing event"},
+    {"kafka.fetch_wait", CFG_DURATION, &g_common.kafka_fetch_wait_ms, "100ms", 1, 10000, NULL,
+     false, NULL,
+     "longest a broker may hold a fetch with nothing new (a real broker answers as soon as a "
+     "message arrives; librdkafka's mock cluster waits it out, so the dev stack uses 10ms)"},
     {NULL},
 };
 
@@ -384,6 +389,7 @@ static bool connect_deps(svc *s, ts_err *err)
             .linger_ms = (int)g_common.kafka_linger_ms,
             .max_attempts = (int)g_common.kafka_max_attempts,
             .retry_backoff_ms = (int)g_common.kafka_retry_backoff_ms,
+            .fetch_wait_ms = (int)g_common.kafka_fetch_wait_ms,
         };
         s->bus = kbus_new(&o, err);
         if (!s->bus) {

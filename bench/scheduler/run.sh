@@ -1,26 +1,98 @@
 #!/bin/sh
-# run.sh: `make bench-scheduler`, the scheduler end to end on this machine:
-# redis-server, tessera-devbus (Kafka mock cluster), tessera-scheduler and
-# tessera-simagent (BENCH_AGENTS nodes x 8 GPUs) on free loopback ports, then
-# bench_e2e enqueues BENCH_SESSIONS sessions and prints the table. Everything it
-# started is stopped at the end (by pid). Logs stay in $BENCH_DIR (a temp dir).
+# run.sh: `make bench-scheduler`, the scheduler end to end on this machine.
 #
-#   BENCH_AGENTS (1000)  BENCH_SESSIONS (20000)  BENCH_VIA (bus | api)
-#   BENCH_BATCH (scheduler.reserve_batch, 64)  BENCH_RATE (0: as fast as taken)
+# BENCH_VIA=api: the whole stack through the session API:
+#   deploy/dev/dev-up.sh in $BENCH_DIR/stack with TESSERA_DEV_SERVICES="devbus
+#   auth registry scheduler vfolder gateway" (vfolder: the gateway's readiness
+#   needs it; PostgreSQL, Redis, OCI registry too; not
+#   the real agent), tessera-simagent (BENCH_AGENTS nodes x 8 GPUs) in resource
+#   group BENCH_GROUP (default), then bench_api.py enqueues BENCH_API_SESSIONS (5000:
+#   the API takes ~50-70 creates/s here, 20,000 would need 5-7 min)
+#   sessions with signed POST /session {"enqueueOnly": true} through the gateway
+#   and checks Redis reservations = occupancy = kernels holding slots in PostgreSQL.
+# BENCH_VIA=bus (the default): redis-server, tessera-devbus, tessera-scheduler and
+#   tessera-simagent on free loopback ports; bench_e2e publishes SessionEnqueued
+#   straight to the bus (no registry, no PostgreSQL).
+# BENCH_VIA=both: bus, then api.
+# Everything it started is stopped at the end (by pid; the stack by dev-down.sh).
+# Logs stay in $BENCH_DIR (a temp dir).
+#
+#   BENCH_AGENTS (1000)  BENCH_SESSIONS (bus, 20000)  BENCH_API_SESSIONS (api, 5000)
+#   BENCH_VIA (bus | api | both)
+#   BENCH_BATCH (scheduler.reserve_batch, 64)  BENCH_RATE (bus only; 0: as fast as taken)
+#   BENCH_CLIENTS (api: concurrent clients, 16)  BENCH_USERS (api: users, 20)
 #   TESSERA_BIN_DIR  BENCH_E2E
 set -eu
 BIN=${TESSERA_BIN_DIR:?}
 E2E=${BENCH_E2E:?}
 AGENTS=${BENCH_AGENTS:-1000}
+VIA=${BENCH_VIA:-bus}
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
 DIR=${BENCH_DIR:-$(mktemp -d /tmp/tessera-bench-sched.XXXXXX)}
 mkdir -p "$DIR"
+case $VIA in api|bus|both) ;; *) echo "BENCH_VIA must be api, bus or both"; exit 2 ;; esac
 pids=""
+stack=""
 cleanup() {
   for p in $pids; do kill -TERM "$p" 2>/dev/null || true; done
   sleep 1
   for p in $pids; do kill -KILL "$p" 2>/dev/null || true; done
+  pids=""
+  if [ -n "$stack" ]; then
+    TESSERA_STATE_DIR="$stack" sh "$repo/deploy/dev/dev-down.sh" >"$DIR/dev-down.log" 2>&1 || true
+    stack=""
+  fi
 }
 trap cleanup EXIT INT TERM
+metric() { curl -s "$1/metrics" | awk -v n="$2" '$1 == n {print $2}'; }
+# start_simagent KAFKA GROUP PORT SCHEDULER_URL: BENCH_AGENTS nodes, wait until
+# the scheduler sees them all.
+start_simagent() {
+  env TESSERA_HTTP_LISTEN="127.0.0.1:$3" TESSERA_KAFKA_BOOTSTRAP="$1" KAFKA_BOOTSTRAP="$1" \
+    TESSERA_SIMAGENT_COUNT="$AGENTS" \
+    TESSERA_SIMAGENT_GPUS=8 TESSERA_SIMAGENT_CPU=64 TESSERA_SIMAGENT_MEM=512g \
+    TESSERA_SIMAGENT_RESOURCE_GROUP="$2" TESSERA_SIMAGENT_HEARTBEAT_INTERVAL=5s \
+    TESSERA_SERVICE_INSTANCE=bench-simagent TESSERA_LOG_LEVEL=warn \
+    "$BIN/tessera-simagent" >>"$DIR/simagent.log" 2>&1 &
+  pids="$pids $!"
+  i=0
+  while [ "$(metric "$4" tessera_scheduler_agents)" != "$AGENTS" ]; do
+    i=$((i + 1)); [ $i -lt 600 ] || { echo "the scheduler did not see $AGENTS agents (see $DIR)"; exit 1; }
+    sleep 0.1
+  done
+}
+sched_summary() {
+  echo
+  echo "scheduler: passes $(metric "$1" tessera_scheduler_passes_total)," \
+    "pass time $(metric "$1" tessera_scheduler_pass_seconds_total) s," \
+    "refused $(metric "$1" tessera_scheduler_reservations_refused_total)," \
+    "unschedulable published $(metric "$1" tessera_scheduler_unschedulable_published_total)"
+  echo "process CPU (s): $(for p in $2; do [ -r /proc/$p/stat ] && sed 's/^.*) //' /proc/$p/stat |
+    awk -v p="$p" -v n="$(cat /proc/$p/comm)" '{printf "%s=%.1f ", n, ($12+$13)/100}'; done)"
+}
+
+run_api() {
+  stack=$DIR/stack
+  echo "bench-scheduler (api): starting the stack in $stack"
+  TESSERA_STATE_DIR="$stack" TESSERA_BIN_DIR="$BIN" \
+    TESSERA_DEV_SERVICES="devbus auth registry scheduler vfolder gateway" TESSERA_LOG_LEVEL=warn \
+    TESSERA_SCHEDULER_RESERVE_BATCH="${BENCH_BATCH:-64}" \
+    sh "$repo/deploy/dev/dev-up.sh" >"$DIR/dev-up.log" 2>&1 || { cat "$DIR/dev-up.log"; exit 1; }
+  # shellcheck disable=SC1091 # written by dev-up.sh
+  . "$stack/env"
+  simport=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  start_simagent "$KAFKA_BOOTSTRAP" "${BENCH_GROUP:-default}" "$simport" "$TESSERA_SCHEDULER_URL"
+  echo "bench-scheduler (api): stack and $AGENTS simulated agents up (logs: $stack/logs, $DIR)"
+  rc=0
+  env BENCH_E2E="$E2E" BENCH_SESSIONS="${BENCH_API_SESSIONS:-5000}" BENCH_GROUP="${BENCH_GROUP:-default}" python3 "$here/bench_api.py" || rc=$?
+  sched_summary "$TESSERA_SCHEDULER_URL" "$(for n in scheduler registry gateway auth redis postgres devbus; do
+    cat "$stack/run/$n.pid" 2>/dev/null; echo; done) $pids"
+  cleanup
+  return $rc
+}
+
+run_bus() {
 
 set -- $(python3 -c '
 import socket
@@ -45,29 +117,23 @@ env TESSERA_HTTP_LISTEN="127.0.0.1:$SCHED_PORT" TESSERA_REDIS_URL="redis://127.0
   TESSERA_SCHEDULER_RESERVE_BATCH="${BENCH_BATCH:-64}" \
   "$BIN/tessera-scheduler" >"$DIR/scheduler.log" 2>&1 &
 pids="$pids $!"
-metric() { curl -s "http://127.0.0.1:$1/metrics" | awk -v n="$2" '$1 == n {print $2}'; }
 i=0
 until [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$SCHED_PORT/readyz")" = 200 ]; do
   i=$((i + 1)); [ $i -lt 300 ] || { echo "scheduler not ready (see $DIR)"; exit 1; }; sleep 0.1
 done
-env TESSERA_HTTP_LISTEN="127.0.0.1:$SIM_PORT" TESSERA_SIMAGENT_COUNT="$AGENTS" \
-  TESSERA_SIMAGENT_GPUS=8 TESSERA_SIMAGENT_CPU=64 TESSERA_SIMAGENT_MEM=512g \
-  TESSERA_SIMAGENT_RESOURCE_GROUP=bench TESSERA_SIMAGENT_HEARTBEAT_INTERVAL=5s \
-  TESSERA_SERVICE_INSTANCE=bench-simagent TESSERA_LOG_LEVEL=warn \
-  "$BIN/tessera-simagent" >"$DIR/simagent.log" 2>&1 &
-pids="$pids $!"
-i=0
-while [ "$(metric "$SCHED_PORT" tessera_scheduler_agents)" != "$AGENTS" ]; do
-  i=$((i + 1)); [ $i -lt 600 ] || { echo "the scheduler did not see $AGENTS agents (see $DIR)"; exit 1; }
-  sleep 0.1
-done
-echo "bench-scheduler: redis, devbus, scheduler and $AGENTS simulated agents up (logs: $DIR)"
+start_simagent "$KAFKA" bench "$SIM_PORT" "http://127.0.0.1:$SCHED_PORT"
+echo "bench-scheduler (bus): redis, devbus, scheduler and $AGENTS simulated agents up (logs: $DIR)"
 rc=0
 env BENCH_REDIS_URL="redis://127.0.0.1:$REDIS_PORT/0" BENCH_GROUP=bench "$E2E" || rc=$?
-echo
-echo "scheduler: passes $(metric "$SCHED_PORT" tessera_scheduler_passes_total)," \
-  "pass time $(metric "$SCHED_PORT" tessera_scheduler_pass_seconds_total) s," \
-  "refused $(metric "$SCHED_PORT" tessera_scheduler_reservations_refused_total)," \
-  "unschedulable published $(metric "$SCHED_PORT" tessera_scheduler_unschedulable_published_total)"
-echo "process CPU (s): $(for p in $pids; do [ -r /proc/$p/stat ] && awk -v p=$p '{printf "%s=%.1f ", p, ($14+$15)/100}' /proc/$p/stat; done)"
+sched_summary "http://127.0.0.1:$SCHED_PORT" "$pids"
+cleanup
+return $rc
+}
+
+rc=0
+case $VIA in
+  bus) run_bus || rc=$? ;;
+  api) run_api || rc=$? ;;
+  both) run_bus || rc=$?; echo; run_api || rc=$? ;;
+esac
 exit $rc

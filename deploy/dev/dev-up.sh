@@ -304,11 +304,13 @@ for s in $SERVICES; do
     "TESSERA_HTTP_LISTEN=$HOST:$(port_of "$s")" \
     "TESSERA_SERVICE_INSTANCE=dev-$s" \
     "TESSERA_SHUTDOWN_DRAIN_TIMEOUT=${TESSERA_SHUTDOWN_DRAIN_TIMEOUT:-5s}" \
+    "TESSERA_KAFKA_FETCH_WAIT=${TESSERA_KAFKA_FETCH_WAIT:-10ms}" \
     "TESSERA_PG_DSN=$PG_DSN" \
     "TESSERA_REDIS_URL=$REDIS_URL" \
     "TESSERA_AUTH_URL=$(url_of auth)" \
     "TESSERA_REGISTRY_URL=$(url_of registry)" \
     "TESSERA_VFOLDER_URL=$(url_of vfolder)" \
+    "TESSERA_WSPROXY_URL=$(url_of wsproxy)" \
     "TESSERA_OCI_REGISTRY=$OCI" \
     "TESSERA_STATE_DIR=$STATE"
   [ -z "$KAFKA" ] || set -- "$@" "TESSERA_KAFKA_BOOTSTRAP=$KAFKA" "KAFKA_BOOTSTRAP=$KAFKA"
@@ -318,6 +320,13 @@ for s in $SERVICES; do
   # agent: 2 mock GPUs; a CNI bridge, subnet and host port pool of its own
   # (derived from its HTTP port, so stacks side by side do not collide); the
   # development OCI registry speaks plain HTTP.
+  # A create that waits for RUNNING holds an HTTP worker thread in the gateway
+  # and in the registry until it is answered (suspending those connections is
+  # still to do): give both enough threads for several waiting creates.
+  if [ "$s" = gateway ] || [ "$s" = registry ]; then
+    set -- "$@" "TESSERA_HTTP_THREADS=${TESSERA_HTTP_THREADS:-16}"
+  fi
+  [ "$s" != registry ] || set -- "$@" "TESSERA_REGISTRY_MAX_WAITING_CREATES=${TESSERA_REGISTRY_MAX_WAITING_CREATES:-8}"
   if [ "$s" = agent ]; then
     n=$((AGENT_PORT % 250))
     set -- "$@" "TESSERA_AGENT_MOCK_GPUS=2" "TESSERA_AGENT_MOCK_GPU_MEMORY=16g" \

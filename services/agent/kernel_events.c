@@ -54,6 +54,7 @@ void kev_started(const kev_ctx *c, const char *kernel_host, const kernel_service
     m.agent_id = _s(c->agent_id);
     m.container_id = _s(c->kernel_id);
     m.kernel_host = _s(kernel_host);
+    m.generation = c->generation;
     Tessera__V1__ServicePort sp[KERNEL_MAX_PORTS];
     Tessera__V1__ServicePort *spp[KERNEL_MAX_PORTS];
     for (int i = 0; i < n_ports && i < KERNEL_MAX_PORTS; i++) {
@@ -77,6 +78,7 @@ void kev_exited(const kev_ctx *c, int exit_code, const char *reason)
     m.agent_id = _s(c->agent_id);
     m.exit_code = exit_code;
     m.reason = _s(reason);
+    m.generation = c->generation;
     _publish(c, &m.base);
 }
 
@@ -88,5 +90,6 @@ void kev_terminated(const kev_ctx *c, int exit_code, const char *reason)
     m.agent_id = _s(c->agent_id);
     m.exit_code = exit_code;
     m.reason = _s(reason);
+    m.generation = c->generation;
     _publish(c, &m.base);
 }

@@ -15,6 +15,7 @@ typedef struct kev_ctx {
     const char *session_id;
     const char *kernel_id;
     const char *correlation_id; /* may be NULL */
+    int generation;             /* CreateKernel.generation (Started, Exited, Terminated) */
 } kev_ctx;
 
 void kev_pulling(const kev_ctx *c, const char *image, int64_t done, int64_t total);

@@ -36,6 +36,13 @@ typedef struct krec {
     char status[16];
     uint8_t *cmd_bytes; /* the packed CreateKernel (NULL when adopted without meta) */
     size_t cmd_len;
+    int generation; /* CreateKernel.generation of cmd_bytes */
+    /* A CreateKernel of a higher generation (a restart), waiting for what is
+     * left of the current one to be destroyed: it replaces cmd_bytes when its
+     * create task runs (_promote). */
+    uint8_t *next_cmd;
+    size_t next_len;
+    int next_generation;
     char runtime_path[256];
     kernel_service_port ports[KERNEL_MAX_PORTS];
     int n_ports;
@@ -83,7 +90,14 @@ static kev_ctx _kev(kernels *ks, const krec *k)
                      .agent_id = ks->o.agent_id,
                      .session_id = k->session_id,
                      .kernel_id = k->id,
-                     .correlation_id = k->correlation_id[0] ? k->correlation_id : NULL};
+                     .correlation_id = k->correlation_id[0] ? k->correlation_id : NULL,
+                     .generation = k->generation};
+}
+
+/* The generation a command is compared with: the pending one when there is one. */
+static int _latest_generation(const krec *k)
+{
+    return k->next_cmd ? k->next_generation : k->generation;
 }
 
 static char *_hex(const uint8_t *b, size_t n)
@@ -139,9 +153,16 @@ static bool _save(kernels *ks, const krec *k)
                   ports, "exit_code", k->exit_code, "reason", k->reason, "exit_reported",
                   k->exit_reported, "exited_at_ms", (json_int_t)k->exited_at_ms, "terminated_at_ms",
                   (json_int_t)k->terminated_at_ms, "updated_at_ms", (json_int_t)ts_now_wall_ms());
+    json_object_set_new(j, "generation", json_integer(k->generation));
     if (k->cmd_bytes) {
         char *hex = _hex(k->cmd_bytes, k->cmd_len);
         json_object_set_new(j, "create_kernel", json_string(hex));
+        free(hex);
+    }
+    if (k->next_cmd) {
+        char *hex = _hex(k->next_cmd, k->next_len);
+        json_object_set_new(j, "next_create_kernel", json_string(hex));
+        json_object_set_new(j, "next_generation", json_integer(k->next_generation));
         free(hex);
     }
     char *path = ts_asprintf("%s/%s.json", ks->meta_dir, k->id);
@@ -197,9 +218,14 @@ static krec *_load(kernels *ks, const char *file)
     }
     const char *hex = json_string_value(json_object_get(j, "create_kernel"));
     if (hex) k->cmd_bytes = _unhex(hex, &k->cmd_len);
+    k->generation = (int)json_integer_value(json_object_get(j, "generation"));
+    hex = json_string_value(json_object_get(j, "next_create_kernel"));
+    if (hex) k->next_cmd = _unhex(hex, &k->next_len);
+    k->next_generation = (int)json_integer_value(json_object_get(j, "next_generation"));
     json_decref(j);
     if (!k->id[0]) {
         free(k->cmd_bytes);
+        free(k->next_cmd);
         free(k);
         return NULL;
     }
@@ -657,6 +683,50 @@ static void _task_report_lost(kernels *ks, krec *k, const task *t)
     kev_terminated(&c, -1, t->reason);
 }
 
+/* A create task of a newer generation: what is left of the current one is
+ * destroyed first (normally a destroy task before this one already did), then
+ * the record starts over with the pending CreateKernel. */
+static void _promote(kernels *ks, krec *k)
+{
+    pthread_mutex_lock(&ks->mu);
+    if (!k->next_cmd) {
+        pthread_mutex_unlock(&ks->mu);
+        return;
+    }
+    if (strcmp(k->status, "terminated") != 0) {
+        pthread_mutex_unlock(&ks->mu);
+        task t = {.kind = TASK_DESTROY, .grace_ms = ks->o.destroy_grace_ms};
+        ts_strlcpy(t.reason, "restarting", sizeof(t.reason));
+        _task_destroy(ks, k, &t);
+        pthread_mutex_lock(&ks->mu);
+    }
+    free(k->cmd_bytes);
+    k->cmd_bytes = k->next_cmd;
+    k->cmd_len = k->next_len;
+    k->generation = k->next_generation;
+    k->next_cmd = NULL;
+    k->next_len = 0;
+    k->next_generation = 0;
+    ts_strlcpy(k->status, "pulling", sizeof(k->status));
+    k->runtime_path[0] = '\0';
+    k->n_ports = 0;
+    k->exit_code = 0;
+    k->reason[0] = '\0';
+    k->exit_reported = false;
+    k->resume = false;
+    k->exited_at_ms = k->terminated_at_ms = 0;
+    bool destroy = false; /* a destroy of the new generation queued behind this create */
+    for (task *q = k->head; q; q = q->next)
+        destroy = destroy || q->kind == TASK_DESTROY;
+    k->destroy_queued = destroy;
+    atomic_store(&k->cancel, destroy);
+    if (destroy) ts_strlcpy(k->status, "terminating", sizeof(k->status));
+    (void)_save(ks, k);
+    pthread_mutex_unlock(&ks->mu);
+    TLOG_INFO("kernel created again (new generation)", "kernel=%s generation=%d", k->id,
+              k->generation);
+}
+
 static void *_worker(void *arg)
 {
     kernels *ks = arg;
@@ -678,9 +748,10 @@ static void *_worker(void *arg)
 
         tlog_ctx_kernel(k->id);
         tlog_ctx_session(k->session_id);
-        if (t->kind == TASK_CREATE)
+        if (t->kind == TASK_CREATE) {
+            _promote(ks, k);
             _task_create(ks, k);
-        else if (t->kind == TASK_DESTROY)
+        } else if (t->kind == TASK_DESTROY)
             _task_destroy(ks, k, t);
         else
             _task_report_lost(ks, k, t);
@@ -721,6 +792,7 @@ static void _watch_once(kernels *ks)
             *pp = k->next;
             _unlink_meta(ks, k->id);
             free(k->cmd_bytes);
+            free(k->next_cmd);
             free(k);
             continue;
         }
@@ -834,6 +906,7 @@ void kernels_free(kernels *ks)
             free(t);
         }
         free(k->cmd_bytes);
+        free(k->next_cmd);
         free(k);
     }
     pthread_cond_destroy(&ks->cv);
@@ -896,6 +969,7 @@ int kernels_adopt(kernels *ks, char ***adopted)
         if (!k) continue;
         if (_find(ks, k->id)) {
             free(k->cmd_bytes);
+            free(k->next_cmd);
             free(k);
             continue;
         }
@@ -979,6 +1053,10 @@ int kernels_adopt(kernels *ks, char ***adopted)
         TLOG_INFO("kernel adopted", "kernel=%s session=%s status=%s", k->id, k->session_id,
                   k->status);
     }
+    /* a restart's CreateKernel accepted before the agent went down: after
+     * whatever the pass above queued (the destroy of the older generation) */
+    for (krec *k = ks->all; k; k = k->next)
+        if (k->next_cmd) _enqueue(ks, k, TASK_CREATE, NULL, 0);
     pthread_mutex_unlock(&ks->mu);
     for (int i = 0; i < n; i++)
         free(ids[i]);
@@ -1012,10 +1090,43 @@ kbus_result kernels_create(kernels *ks, const Tessera__V1__CreateKernel *cmd,
     }
     pthread_mutex_lock(&ks->mu);
     krec *k = _find(ks, cmd->kernel_id);
-    if (k) {
+    if (k && cmd->generation <= _latest_generation(k)) {
         pthread_mutex_unlock(&ks->mu);
-        TLOG_INFO("duplicate CreateKernel ignored", "kernel=%s status=%s", cmd->kernel_id,
-                  k->status);
+        TLOG_INFO("duplicate CreateKernel ignored", "kernel=%s status=%s generation=%d have=%d",
+                  cmd->kernel_id, k->status, cmd->generation, _latest_generation(k));
+        return KBUS_DONE;
+    }
+    if (k) { /* a restart: the same id again, a newer generation */
+        size_t len = protobuf_c_message_get_packed_size(&cmd->base);
+        uint8_t *b = ts_malloc(len + 1);
+        protobuf_c_message_pack(&cmd->base, b);
+        uint8_t *old_next = k->next_cmd;
+        size_t old_len = k->next_len;
+        int old_gen = k->next_generation;
+        char old_status[sizeof(k->status)];
+        ts_strlcpy(old_status, k->status, sizeof(old_status));
+        bool destroy = strcmp(k->status, "terminated") != 0 && !k->destroy_queued;
+        k->next_cmd = b;
+        k->next_len = len;
+        k->next_generation = cmd->generation;
+        if (strcmp(k->status, "terminated") != 0)
+            ts_strlcpy(k->status, "terminating", sizeof(k->status));
+        if (!_save(ks, k)) {
+            k->next_cmd = old_next;
+            k->next_len = old_len;
+            k->next_generation = old_gen;
+            ts_strlcpy(k->status, old_status, sizeof(k->status));
+            pthread_mutex_unlock(&ks->mu);
+            free(b);
+            ts_err_set(reason, "cannot record kernel %s in the state dir", cmd->kernel_id);
+            return KBUS_RETRY;
+        }
+        free(old_next);
+        if (destroy) _enqueue(ks, k, TASK_DESTROY, "restarting", ks->o.destroy_grace_ms);
+        _enqueue(ks, k, TASK_CREATE, NULL, 0);
+        pthread_mutex_unlock(&ks->mu);
+        TLOG_INFO("CreateKernel of a new generation accepted", "kernel=%s session=%s generation=%d",
+                  cmd->kernel_id, cmd->session_id, cmd->generation);
         return KBUS_DONE;
     }
     k = ts_calloc(1, sizeof(*k));
@@ -1024,6 +1135,7 @@ kbus_result kernels_create(kernels *ks, const Tessera__V1__CreateKernel *cmd,
     ts_strlcpy(k->access_key, cmd->access_key, sizeof(k->access_key));
     ts_strlcpy(k->correlation_id, correlation_id ? correlation_id : "", sizeof(k->correlation_id));
     ts_strlcpy(k->status, "pulling", sizeof(k->status));
+    k->generation = cmd->generation;
     k->cmd_len = protobuf_c_message_get_packed_size(&cmd->base);
     k->cmd_bytes = ts_malloc(k->cmd_len + 1);
     protobuf_c_message_pack(&cmd->base, k->cmd_bytes);
@@ -1066,9 +1178,25 @@ kbus_result kernels_destroy(kernels *ks, const Tessera__V1__DestroyKernel *cmd,
                      .agent_id = ks->o.agent_id,
                      .session_id = cmd->session_id,
                      .kernel_id = cmd->kernel_id,
-                     .correlation_id = correlation_id};
+                     .correlation_id = correlation_id,
+                     .generation = cmd->generation};
         kev_terminated(&c, -1, why);
         (void)reason;
+        return KBUS_DONE;
+    }
+    if (cmd->generation < _latest_generation(k)) {
+        /* a destroy from before a restart: the kernel it meant is gone already */
+        int have = _latest_generation(k);
+        pthread_mutex_unlock(&ks->mu);
+        TLOG_INFO("stale DestroyKernel: answered terminated", "kernel=%s generation=%d have=%d",
+                  cmd->kernel_id, cmd->generation, have);
+        kev_ctx c = {.bus = ks->o.bus,
+                     .agent_id = ks->o.agent_id,
+                     .session_id = cmd->session_id,
+                     .kernel_id = cmd->kernel_id,
+                     .correlation_id = correlation_id,
+                     .generation = cmd->generation};
+        kev_terminated(&c, -1, why);
         return KBUS_DONE;
     }
     if (strcmp(k->status, "terminated") != 0) {

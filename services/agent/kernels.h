@@ -13,7 +13,11 @@
  * was reported), written before a command is acknowledged on the bus: an
  * agent killed at any point resumes from there and from the runtime's own
  * state (container.h). Terminated kernels stay as tombstones for an hour so
- * that a replayed command is recognised and not run twice. */
+ * that a replayed command is recognised and not run twice. A kernel id lives
+ * one generation at a time (CreateKernel.generation, docs/events.md): a
+ * CreateKernel of a higher generation (a session restart) destroys what is
+ * left of the current one and creates the kernel again; lower or equal ones
+ * are duplicates, and a DestroyKernel of a lower generation is stale. */
 #ifndef AGENT_KERNELS_H
 #define AGENT_KERNELS_H
 

@@ -48,7 +48,9 @@ static char *prompt_line(const char *prompt, bool interactive)
 static char *prompt_secret(const char *prompt, bool interactive)
 {
     if (!interactive) return read_line();
-    fputs(prompt, stderr);
+    /* Echo goes off before the prompt shows (as getpass does): whatever the
+     * user types after seeing it is never echoed, and nothing typed is
+     * flushed away. */
     struct termios quiet;
     bool tty = tcgetattr(STDIN_FILENO, &g_saved_tty) == 0;
     if (tty) {
@@ -59,6 +61,8 @@ static char *prompt_secret(const char *prompt, bool interactive)
         signal(SIGTERM, restore_tty_and_exit);
         g_tty_changed = tcsetattr(STDIN_FILENO, TCSAFLUSH, &quiet) == 0;
     }
+    fputs(prompt, stderr);
+    fflush(stderr);
     char *line = read_line();
     if (g_tty_changed) tcsetattr(STDIN_FILENO, TCSAFLUSH, &g_saved_tty);
     g_tty_changed = 0;

@@ -30,4 +30,7 @@ int cmd_password(cli *c, const cli_command *self, int argc, char **argv);
 /* cmd_session.c: `tessera session SUBCOMMAND` (its own --help at every level) */
 int cmd_session(cli *c, const cli_command *self, int argc, char **argv);
 
+/* cmd_app.c: `tessera app SESSION APP` */
+int cmd_app(cli *c, const cli_command *self, int argc, char **argv);
+
 #endif

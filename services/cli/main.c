@@ -91,6 +91,15 @@ static const cli_command commands[] = {
      cmd_password},
     {"session", "create, list, inspect, use and destroy compute sessions",
      NULL /* its own --help at every level */, cmd_session},
+    {"app", "open an app of a running session (Jupyter, a terminal, ...): prints its URL",
+     "tessera app SESSION APP [--port PORT] [--json]\n\n"
+     "Options:\n"
+     "  -p, --port PORT          the app by its container port instead of its name (APP\n"
+     "                           may then be left out)\n"
+     "      --json               print the API's answer ({token, wsproxy_addr, url, ...})\n\n"
+     "The URL holds a token that opens the app for about 10 minutes; the browser then\n"
+     "keeps a cookie. Apps are the session's service ports (`tessera session info`).",
+     cmd_app},
     {"admin", "manage identity, policies, access, agents, resource groups, images (admins)",
      NULL /* its own --help at every level */, run_admin},
     {"vfolder", "create, share and manage virtual folders and their files",

@@ -11,7 +11,7 @@
 #include "upstream.h"
 #include "verify.h"
 
-static char *auth_url, *registry_url, *vfolder_url;
+static char *auth_url, *registry_url, *vfolder_url, *wsproxy_url;
 static int64_t cache_ttl_ms, negative_ttl_ms, auth_timeout_ms;
 
 static const cfg_option gateway_options[] = {
@@ -27,6 +27,8 @@ static const cfg_option gateway_options[] = {
      "base URL of tessera-registry"},
     {"vfolder.url", CFG_STRING, &vfolder_url, "http://127.0.0.1:8095", 0, 0, NULL, false, NULL,
      "base URL of tessera-vfolder"},
+    {"wsproxy.url", CFG_STRING, &wsproxy_url, "http://127.0.0.1:8096", 0, 0, NULL, false, NULL,
+     "base URL of tessera-wsproxy's internal API (start-service creates app routes there)"},
     {NULL},
 };
 

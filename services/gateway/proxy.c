@@ -111,6 +111,8 @@ static CURL *_curl(void)
 }
 
 typedef struct answer {
+    long status;
+    char *content_type;
     char *body;
     size_t len, cap;
     bool overflow;
@@ -142,6 +144,7 @@ static size_t _on_body(char *data, size_t size, size_t nmemb, void *userp)
 static void _answer_free(answer *a)
 {
     free(a->body);
+    free(a->content_type);
     for (int i = 0; i < a->n_headers; i++) {
         free(a->headers[i][0]);
         free(a->headers[i][1]);
@@ -193,27 +196,30 @@ static bool _is_json(const char *ct)
                   strncasecmp(ct, "application/problem+json", 24) == 0);
 }
 
-void proxy_forward(proxy_upstream *up, const char *base_url, int64_t timeout_ms, http_req *req,
-                   http_resp *resp, const char *target, const gw_identity *id, const void *body,
-                   size_t len)
+/* Call <base_url><target> (method, body: len bytes, ct: its Content-Type, NULL:
+ * req's or application/json) on id's behalf. True with *a filled when an
+ * answer arrived; otherwise false with a 503 problem in resp (the details go
+ * to the log). */
+static bool _call(proxy_upstream *up, const char *base_url, int64_t timeout_ms, const char *method,
+                  http_req *req, http_resp *resp, const char *target, const gw_identity *id,
+                  const void *body, size_t len, const char *ct, answer *a)
 {
     char *url = ts_asprintf("%s%s", base_url, target);
     CURL *h = _curl();
     curl_easy_reset(h);
     char errbuf[CURL_ERROR_SIZE] = "";
-    answer a = {0};
+    memset(a, 0, sizeof(*a));
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 2000L);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, _on_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &a);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, a);
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, _on_header);
-    curl_easy_setopt(h, CURLOPT_HEADERDATA, &a);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, a);
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
 
-    const char *method = req->method;
     if (strcmp(method, "GET") == 0 && len == 0) {
         curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
     } else if (strcmp(method, "HEAD") == 0) {
@@ -227,7 +233,7 @@ void proxy_forward(proxy_upstream *up, const char *base_url, int64_t timeout_ms,
     struct curl_slist *hdrs = NULL;
     char line[256];
     bool ok = _add(&hdrs, "Expect:") && _add(&hdrs, "Accept: application/json");
-    const char *ct = http_header(req, "Content-Type");
+    if (!ct) ct = http_header(req, "Content-Type");
     if (ok && (ct || len)) {
         char *l = ts_asprintf("Content-Type: %s", ct ? ct : "application/json");
         ok = _add(&hdrs, l);
@@ -250,7 +256,7 @@ void proxy_forward(proxy_upstream *up, const char *base_url, int64_t timeout_ms,
     if (rc != CURLE_OK) {
         atomic_fetch_add(&up->failures, 1);
         bool slow = rc == CURLE_OPERATION_TIMEDOUT;
-        const char *why = a.overflow  ? "answer too large"
+        const char *why = a->overflow ? "answer too large"
                           : errbuf[0] ? errbuf
                                       : curl_easy_strerror(rc);
         char q[300];
@@ -265,14 +271,24 @@ void proxy_forward(proxy_upstream *up, const char *base_url, int64_t timeout_ms,
         else
             http_problem(resp, 503, "service-unavailable", "Service Unavailable",
                          "%s is not reachable right now; try again later", up->name);
-        _answer_free(&a);
+        _answer_free(a);
         free(url);
-        return;
+        return false;
     }
-    long status = 0;
     char *rct = NULL;
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &a->status);
     curl_easy_getinfo(h, CURLINFO_CONTENT_TYPE, &rct);
+    a->content_type = rct ? ts_strdup(rct) : NULL;
+    free(url);
+    return true;
+}
+
+/* Relay an answer: status, body, Content-Type and the relayed headers; a bare
+ * 5xx or an impossible status becomes a problem. */
+static void _relay(proxy_upstream *up, const answer *a, http_resp *resp)
+{
+    long status = a->status;
+    const char *rct = a->content_type;
     if (status >= 500 && !_is_json(rct)) {
         /* Never hand the client a bare 5xx: wrap it. */
         http_problem(resp, status == 503 ? 503 : 502,
@@ -282,12 +298,49 @@ void proxy_forward(proxy_upstream *up, const char *base_url, int64_t timeout_ms,
         http_problem(resp, 502, "bad-gateway", NULL, "%s answered HTTP status %ld", up->name,
                      status);
     } else {
-        http_reply(resp, (int)status, rct ? rct : "application/json", a.body ? a.body : "", a.len);
-        for (int i = 0; i < a.n_headers; i++)
-            http_set_header(resp, a.headers[i][0], a.headers[i][1]);
+        http_reply(resp, (int)status, rct ? rct : "application/json", a->body ? a->body : "",
+                   a->len);
+        for (int i = 0; i < a->n_headers; i++)
+            http_set_header(resp, a->headers[i][0], a->headers[i][1]);
+    }
+}
+
+void proxy_forward(proxy_upstream *up, const char *base_url, int64_t timeout_ms, http_req *req,
+                   http_resp *resp, const char *target, const gw_identity *id, const void *body,
+                   size_t len)
+{
+    answer a;
+    if (!_call(up, base_url, timeout_ms, req->method, req, resp, target, id, body, len, NULL, &a))
+        return;
+    _relay(up, &a, resp);
+    _answer_free(&a);
+}
+
+json_t *proxy_call_json(proxy_upstream *up, const char *base_url, int64_t timeout_ms,
+                        const char *method, http_req *req, http_resp *resp, const char *target,
+                        const gw_identity *id, json_t *body, int ok_status)
+{
+    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    if (body && !text) ts_panic("out of memory encoding a JSON body");
+    answer a;
+    bool got = _call(up, base_url, timeout_ms, method, req, resp, target, id, text,
+                     text ? strlen(text) : 0, text ? "application/json" : NULL, &a);
+    free(text);
+    if (!got) return NULL;
+    json_t *out = NULL;
+    if (a.status == ok_status && a.body && _is_json(a.content_type))
+        out = json_loadb(a.body, a.len, 0, NULL);
+    if (!json_is_object(out)) {
+        json_decref(out);
+        out = NULL;
+        if (a.status == ok_status)
+            http_problem(resp, 502, "bad-gateway", NULL, "%s answered %ld without a JSON object",
+                         up->name, a.status);
+        else
+            _relay(up, &a, resp);
     }
     _answer_free(&a);
-    free(url);
+    return out;
 }
 
 void proxy_to_auth(gateway *gw, http_req *req, http_resp *resp, const char *target,

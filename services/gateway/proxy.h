@@ -31,6 +31,16 @@ void proxy_forward(proxy_upstream *up, const char *base_url, int64_t timeout_ms,
                    http_resp *resp, const char *target, const gw_identity *id, const void *body,
                    size_t len);
 
+/* A call of the gateway's own on the caller's behalf (same headers as
+ * proxy_forward; req gives the X-Request-ID): method <base_url><target> with
+ * body as JSON (NULL: none). The answer's JSON object when it answered
+ * ok_status with one (the caller decrefs); otherwise NULL with resp holding
+ * what the client gets: the upstream's answer relayed as proxy_forward would,
+ * a 502 problem for a malformed one, or a 503 problem when it did not answer. */
+json_t *proxy_call_json(proxy_upstream *up, const char *base_url, int64_t timeout_ms,
+                        const char *method, http_req *req, http_resp *resp, const char *target,
+                        const gw_identity *id, json_t *body, int ok_status);
+
 /* Forward req to <auth><upstream_target> with req's method and
  * Content-Type, and body (len bytes; may differ from req's); id is the
  * caller (NULL: anonymous). */

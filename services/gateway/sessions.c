@@ -13,8 +13,10 @@
 #include <strings.h>
 
 static proxy_upstream g_registry = {.name = "tessera-registry"};
-/* registry.url's value (main.c's option table, found by name: see _option_string). */
-static char **g_registry_url;
+static proxy_upstream g_wsproxy = {.name = "tessera-wsproxy"};
+/* registry.url's and wsproxy.url's values (main.c's option table, found by
+ * name: see _option_string). */
+static char **g_registry_url, **g_wsproxy_url;
 
 static const char *const PREFIXES[] = {"/session", "/kernel"};
 
@@ -224,13 +226,128 @@ static void h_task_logs(http_req *req, http_resp *resp, void *ctx)
     json_decref(answer);
 }
 
-/* POST /session/{name}/start-service: not yet. */
+/* The app's port in the session's servicePorts: by name (app), else the one
+ * whose container port is port (> 0). NULL when none. */
+static const json_t *_find_port(const json_t *ports, const char *app, json_int_t port)
+{
+    size_t i;
+    const json_t *p;
+    json_array_foreach(ports, i, p)
+    {
+        const char *n = json_string_value(json_object_get(p, "name"));
+        if (app && n && strcmp(n, app) == 0) return p;
+    }
+    if (port <= 0) return NULL;
+    json_array_foreach(ports, i, p)
+    {
+        size_t j;
+        const json_t *cp;
+        json_array_foreach(json_object_get(p, "container_ports"), j, cp)
+        {
+            if (json_integer_value(cp) == port) return p;
+        }
+    }
+    return NULL;
+}
+
+/* body's "port" as a number (numbers may arrive as strings): 0 when absent, -1
+ * when not a port. */
+static json_int_t _port_arg(const json_t *body)
+{
+    const json_t *v = json_object_get(body, "port");
+    if (!v || json_is_null(v)) return 0;
+    json_int_t n = -1;
+    if (json_is_integer(v)) {
+        n = json_integer_value(v);
+    } else if (json_is_string(v) && json_string_length(v) > 0) {
+        char *end = NULL;
+        long long l = strtoll(json_string_value(v), &end, 10);
+        n = *end ? -1 : (json_int_t)l;
+    }
+    return n >= 1 && n <= 65535 ? n : -1;
+}
+
+/* POST /session/{name}/start-service {app, port?}: a wsproxy route to an app of
+ * the caller's RUNNING session (docs/internal-api.md, tessera-wsproxy). */
 static void h_start_service(http_req *req, http_resp *resp, void *ctx)
 {
     gw_identity id;
     if (!verify_request(ctx, req, resp, &id)) return;
-    http_problem(resp, 501, "not-implemented", "Not Implemented",
-                 "not implemented yet: apps arrive with the wsproxy issue");
+    json_t *body = http_json_body(req, resp); /* 400 when not a JSON object */
+    if (!body) return;
+    const char *app = json_string_value(json_object_get(body, "app"));
+    json_int_t port = _port_arg(body);
+    if (port < 0 || ((!app || !*app) && port == 0)) {
+        http_problem(resp, 400, "invalid-api-params", NULL,
+                     port < 0 ? "port must be a number from 1 to 65535"
+                              : "app is required (the name of one of the session's service ports)");
+        json_decref(body);
+        return;
+    }
+    /* The session, as the caller may see it (the registry scopes it). */
+    char *ename = _escape(http_param(req, "name"));
+    char *target = ts_asprintf("/v1/sessions/%s", ename);
+    free(ename);
+    json_t *info = proxy_call_json(&g_registry, *g_registry_url, SESSIONS_TIMEOUT_MS, "GET", req,
+                                   resp, target, &id, NULL, 200);
+    free(target);
+    if (!info) {
+        json_decref(body);
+        return;
+    }
+    const char *status = json_string_value(json_object_get(info, "status"));
+    const char *sid = json_string_value(json_object_get(info, "sessionUuid"));
+    const char *sname = json_string_value(json_object_get(info, "sessionName"));
+    const json_t *p = _find_port(json_object_get(info, "servicePorts"), app, port);
+    const char *host = json_string_value(json_object_get(p, "host"));
+    json_int_t host_port = json_integer_value(json_array_get(json_object_get(p, "host_ports"), 0));
+    if (!status || strcmp(status, "RUNNING") != 0) {
+        http_problem(resp, 409, "invalid-session-state", NULL,
+                     "session %s is %s; apps can be opened only while it is RUNNING",
+                     sname ? sname : "?", status ? status : "in an unknown state");
+    } else if (!p) {
+        if (app && *app)
+            http_problem(resp, 404, "not-found", "Service Not Found",
+                         "session %s has no service port named '%s'", sname ? sname : "?", app);
+        else
+            http_problem(resp, 404, "not-found", "Service Not Found",
+                         "session %s has no service port on port %lld", sname ? sname : "?",
+                         (long long)port);
+    } else if (!sid || !host || !*host || host_port <= 0) {
+        http_problem(resp, 409, "invalid-session-state", NULL,
+                     "the service port '%s' of session %s is not published yet",
+                     json_string_value(json_object_get(p, "name")) ?: "?", sname ? sname : "?");
+    } else {
+        const char *proto = json_string_value(json_object_get(p, "protocol"));
+        if (!proto || (strcmp(proto, "tcp") != 0 && strcmp(proto, "preopen") != 0)) proto = "http";
+        char *tgt = strchr(host, ':') ? ts_asprintf("[%s]:%lld", host, (long long)host_port)
+                                      : ts_asprintf("%s:%lld", host, (long long)host_port);
+        const char *pname = json_string_value(json_object_get(p, "name"));
+        json_t *route = json_pack("{s:s, s:s, s:s, s:s, s:s}", "user_id", id.user_id, "session_id",
+                                  sid, "app", pname ? pname : "", "protocol", proto, "target", tgt);
+        free(tgt);
+        json_t *made = proxy_call_json(&g_wsproxy, *g_wsproxy_url, SESSIONS_TIMEOUT_MS, "POST", req,
+                                       resp, "/v1/routes", NULL, route, 201);
+        json_decref(route);
+        const char *url = json_string_value(json_object_get(made, "url"));
+        const char *token = json_string_value(json_object_get(made, "token"));
+        if (made && (!url || !token)) {
+            http_problem(resp, 502, "bad-gateway", NULL,
+                         "tessera-wsproxy answered without a token or url");
+        } else if (made) {
+            /* wsproxy_addr: the URL without its path ("http://host:port"). */
+            const char *scheme = strstr(url, "://");
+            size_t alen =
+                scheme ? (size_t)(scheme + 3 - url) + strcspn(scheme + 3, "/?#") : strlen(url);
+            http_reply_json(resp, 200,
+                            json_pack("{s:s, s:s%, s:s, s:s, s:s}", "token", token, "wsproxy_addr",
+                                      url, alen, "url", url, "app", pname ? pname : "", "protocol",
+                                      proto));
+        }
+        json_decref(made);
+    }
+    json_decref(info);
+    json_decref(body);
 }
 
 /* /admin/{resource-groups,agents,images}[/...] -> registry /v1/admin/... */
@@ -265,11 +382,14 @@ static void _collect(FILE *out, void *ctx)
     (void)ctx;
     metrics_sample_u64(out, "tessera_gateway_upstream_failures_total", "upstream=\"registry\"",
                        sessions_registry_failures());
+    metrics_sample_u64(out, "tessera_gateway_upstream_failures_total", "upstream=\"wsproxy\"",
+                       atomic_load(&g_wsproxy.failures));
 }
 
 void sessions_routes(gateway *gw)
 {
     g_registry_url = _option_string(gw, "registry.url");
+    g_wsproxy_url = _option_string(gw, "wsproxy.url");
     metrics_add(svc_metrics(gw->svc), _collect, gw);
     http_router *r = svc_router(gw->svc);
     for (size_t i = 0; i < TS_ARRAY_LEN(PREFIXES); i++) {

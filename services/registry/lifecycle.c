@@ -231,6 +231,7 @@ typedef struct kernel_row {
     char status[16];
     char agent_id[136];
     int cluster_idx;
+    int generation;
     bool found;
 } kernel_row;
 
@@ -242,16 +243,17 @@ static bool lock_kernel(PGconn *conn, const sess *s, const char *kernel_id, cons
     memset(k, 0, sizeof(*k));
     if (!ts_uuid_valid(kernel_id)) return true;
     const char *p[] = {kernel_id, s->id};
-    PGresult *r =
-        reg_exec(conn,
-                 "SELECT status, coalesce(agent_id, ''), cluster_idx FROM registry.kernels"
-                 " WHERE id = $1::uuid AND session_id = $2::uuid FOR UPDATE",
-                 2, p, err);
+    PGresult *r = reg_exec(
+        conn,
+        "SELECT status, coalesce(agent_id, ''), cluster_idx, generation FROM registry.kernels"
+        " WHERE id = $1::uuid AND session_id = $2::uuid FOR UPDATE",
+        2, p, err);
     if (!r) return false;
     if (PQntuples(r) == 1) {
         ts_strlcpy(k->status, PQgetvalue(r, 0, 0), sizeof(k->status));
         ts_strlcpy(k->agent_id, PQgetvalue(r, 0, 1), sizeof(k->agent_id));
         k->cluster_idx = atoi(PQgetvalue(r, 0, 2));
+        k->generation = atoi(PQgetvalue(r, 0, 3));
         k->found = !agent_id || !agent_id[0] || strcmp(k->agent_id, agent_id) == 0;
         if (!k->found)
             TLOG_WARN("kernel event from another agent ignored", "kernel=%s agent=%s holder=%s",
@@ -268,6 +270,15 @@ static bool in(const char *status, const char *const *set)
     for (; *set; set++)
         if (strcmp(status, *set) == 0) return true;
     return false;
+}
+
+/* An event about an older generation of the kernel (before a restart). */
+static bool stale(const kernel_row *k, int generation)
+{
+    if (generation >= k->generation) return false;
+    TLOG_INFO("kernel event of an older generation ignored", "generation=%d current=%d", generation,
+              k->generation);
+    return true;
 }
 
 static bool kernel_final(const char *st)
@@ -367,7 +378,7 @@ static kbus_result apply_started(PGconn *conn, outbox *ob, sess *s, const void *
                                        "CREATING",  "RESTARTING", NULL};
     kernel_row k;
     if (!lock_kernel(conn, s, m->kernel_id, m->agent_id, &k, err)) return db_failed();
-    if (!k.found || !in(k.status, from)) return KBUS_DONE;
+    if (!k.found || !in(k.status, from) || stale(&k, m->generation)) return KBUS_DONE;
     json_t *pj = pb_ports_json(m->service_ports, m->n_service_ports);
     char *pt = json_dumps(pj, JSON_COMPACT);
     json_decref(pj);
@@ -437,7 +448,7 @@ static kbus_result apply_exited(PGconn *conn, outbox *ob, sess *s, const void *m
     const Tessera__V1__KernelExited *m = msg;
     kernel_row k;
     if (!lock_kernel(conn, s, m->kernel_id, m->agent_id, &k, err)) return db_failed();
-    if (!k.found || kernel_final(k.status)) return KBUS_DONE;
+    if (!k.found || kernel_final(k.status) || stale(&k, m->generation)) return KBUS_DONE;
     char info[300], code[16];
     snprintf(code, sizeof(code), "%d", m->exit_code);
     snprintf(info, sizeof(info), "exited with code %d%s%s", m->exit_code, m->reason[0] ? ": " : "",
@@ -495,11 +506,12 @@ static kbus_result apply_terminated(PGconn *conn, outbox *ob, sess *s, const voi
     kernel_row k;
     if (!lock_kernel(conn, s, m->kernel_id, m->agent_id, &k, err)) return db_failed();
     if (!k.found || kernel_final(k.status)) return KBUS_DONE;
-    if (strcmp(k.status, "RESTARTING") == 0) {
-        /* The old container of a restart is gone; the new one follows. */
+    if (strcmp(k.status, "RESTARTING") == 0 && m->generation < k.generation) {
+        /* The old container of a restart is gone; the new generation follows. */
         return set_kernel(conn, m->kernel_id, "PREPARING", "restarting", err) ? KBUS_DONE
                                                                               : db_failed();
     }
+    if (stale(&k, m->generation)) return KBUS_DONE;
     char code[16], info[400];
     snprintf(code, sizeof(code), "%d", m->exit_code);
     snprintf(info, sizeof(info), "%s", m->reason[0] ? m->reason : "terminated");

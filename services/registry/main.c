@@ -47,6 +47,10 @@ static const cfg_option registry_options[] = {
      false, NULL,
      "create calls that may wait at once (each holds an HTTP worker thread); later ones answer "
      "at once as with enqueueOnly"},
+    {"wsproxy.url", CFG_STRING, &reg_cfg.wsproxy_url, "http://127.0.0.1:8096", 0, 0, NULL, false,
+     NULL,
+     "tessera-wsproxy's internal API: a session's app routes are removed there when it ends "
+     "(empty: never)"},
     {"registry.default_slots", CFG_STRING, &reg_cfg.default_slots, "cpu=1 mem=1g", 0, 0, NULL,
      false, NULL,
      "slots of a kernel whose request names none of them (raised to the image's minimums)"},

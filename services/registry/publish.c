@@ -1,6 +1,7 @@
 /* publish.c: the outbox (see publish.h). */
 #include "publish.h"
 
+#include "app_routes.h"
 #include "libcommon/log.h"
 #include "waiters.h"
 
@@ -73,6 +74,9 @@ int ob_flush(outbox *ob)
         outbox_item *it = &ob->items[i];
         if (it->notify_session) {
             waiters_notify(it->notify_session, it->notify_status);
+            if (strcmp(it->notify_status, ST_TERMINATING) == 0 ||
+                reg_status_final(it->notify_status))
+                app_routes_revoke(it->notify_session); /* its apps end with it */
         } else {
             ts_err err = {{0}};
             if (!bus || !kbus_produce_raw(bus, it->topic, it->key, it->value, it->len, &err)) {

@@ -40,6 +40,7 @@ typedef struct reg_config {
     int64_t max_wait_ms;
     int64_t max_waiting_creates;
     char *default_slots;
+    char *wsproxy_url;
 } reg_config;
 
 extern reg_config reg_cfg;

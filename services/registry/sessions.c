@@ -173,8 +173,15 @@ static bool act(PGconn *conn, outbox *ob, sess *se, action a, bool forced, const
                          se->status);
             return false;
         }
+        /* Same kernel ids, agents and slots: DestroyKernel for the current
+         * generation, then CreateKernel for the next one (docs/sessions.md). */
+        const char *p[] = {se->id};
         return tr_set(conn, ob, se, ST_RESTARTING, "restart requested", err) &&
                tr_destroy_kernels(conn, ob, se, "restarting", false, "RESTARTING", err) &&
+               reg_run(conn,
+                       "UPDATE registry.kernels SET generation = generation + 1"
+                       " WHERE session_id = $1::uuid AND status = 'RESTARTING'",
+                       1, p, err) &&
                tr_create_kernels(conn, ob, se, "RESTARTING", NULL, err);
     }
     char by[80];

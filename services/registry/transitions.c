@@ -124,7 +124,7 @@ bool tr_destroy_kernels(PGconn *conn, outbox *ob, const sess *s, const char *rea
 {
     const char *p[] = {s->id};
     PGresult *r = reg_exec(conn,
-                           "SELECT id::text, agent_id FROM registry.kernels"
+                           "SELECT id::text, agent_id, generation FROM registry.kernels"
                            " WHERE session_id = $1::uuid AND agent_id IS NOT NULL"
                            " AND status NOT IN ('TERMINATED', 'CANCELLED', 'ERROR')"
                            " ORDER BY cluster_idx",
@@ -136,6 +136,7 @@ bool tr_destroy_kernels(PGconn *conn, outbox *ob, const sess *s, const char *rea
         m.kernel_id = PQgetvalue(r, i, 0);
         m.reason = (char *)(reason ? reason : "");
         m.force = force;
+        m.generation = atoi(PQgetvalue(r, i, 2));
         ob_agent_cmd(ob, PQgetvalue(r, i, 1), m.kernel_id, &m.base);
     }
     PQclear(r);
@@ -156,7 +157,8 @@ static const char kernels_sql[] =
     " k.devices::text, s.type, s.image, s.architecture, s.cluster_size, s.environ::text,"
     " s.mounts::text, s.startup_command, s.bootstrap_script, s.access_key, s.idle_timeout,"
     " coalesce(i.digest, ''), coalesce(i.labels->>'ai.backend.service-ports', ''), s.name,"
-    " s.resource_group, s.user_id::text, coalesce(s.project_id::text, ''), s.domain_name"
+    " s.resource_group, s.user_id::text, coalesce(s.project_id::text, ''), s.domain_name,"
+    " k.generation"
     " FROM registry.kernels k JOIN registry.sessions s ON s.id = k.session_id"
     " LEFT JOIN registry.images i ON i.reference = s.image"
     " WHERE k.session_id = $1::uuid AND k.agent_id IS NOT NULL"
@@ -271,6 +273,7 @@ bool tr_create_kernels(PGconn *conn, outbox *ob, const sess *s, const char *from
         m.bootstrap_script = PQgetvalue(r, i, 13);
         m.access_key = PQgetvalue(r, i, 14);
         m.idle_timeout_s = atoi(PQgetvalue(r, i, 15));
+        m.generation = atoi(PQgetvalue(r, i, 23));
         ob_agent_cmd(ob, m.agent_id, m.kernel_id, &m.base);
         json_decref(slots);
         json_decref(devs);

@@ -318,6 +318,45 @@ def test_destroy_of_an_unknown_kernel_is_answered(agent):
     assert term["exit_code"] == -1 and term["reason"] == "cleanup"
 
 
+def test_generations_create_a_kernel_again_and_ignore_replays(agent):
+    """A session restart (docs/sessions.md): DestroyKernel of generation 0, then
+    CreateKernel of generation 1 for the same id creates the container again; a
+    replayed generation-0 CreateKernel or DestroyKernel leaves it alone."""
+    bus, kid_gen = agent["bus"], lambda p: p.get("generation", 0)
+    kid, cmd = create(agent)
+    bus.wait("KernelStarted", lambda p: p["kernel_id"] == kid, timeout=60)
+    term = destroy(agent, kid, reason="restarting")
+    assert kid_gen(term) == 0
+    since = time.time()
+    bus.publish(agent["id"], "CreateKernel", dict(cmd, generation=1))
+    started = bus.wait("KernelStarted", lambda p: p["kernel_id"] == kid and kid_gen(p) == 1,
+                       timeout=60, since=since)
+    assert started["container_id"] == kid
+    assert stdout_of(execute(agent, kid, code="echo again")) == "again\n"
+    # replays of generation 0: the create is a duplicate, the destroy is stale
+    n_term = len(bus.find("KernelTerminated", lambda p: p["kernel_id"] == kid))
+    bus.publish(agent["id"], "CreateKernel", cmd)
+    bus.publish(agent["id"], "DestroyKernel", {"session_id": "s-" + kid, "kernel_id": kid,
+                                               "reason": "replayed"})
+    stale = wait_until(lambda: bus.find("KernelTerminated", lambda p: p["kernel_id"] == kid)[n_term:],
+                       timeout=30, message="stale destroy answered")[-1]["payload"]
+    assert kid_gen(stale) == 0
+    time.sleep(2)
+    k = requests.get(f"{agent['url']}/v1/kernels/{kid}", timeout=10).json()
+    assert k["status"] == "running" and k["runtime"]["state"] == "running"
+    assert len(bus.find("KernelStarted", lambda p: p["kernel_id"] == kid)) == 2
+    assert len(bus.find("KernelTerminated", lambda p: p["kernel_id"] == kid)) == n_term + 1
+    # the generation survives in the meta file (an agent restart remembers it)
+    meta = os.path.join(agent["stack"]["TESSERA_STATE_DIR"], "agent", "meta", kid + ".json")
+    with open(meta) as f:
+        assert json.load(f)["generation"] == 1
+    # the current generation is destroyed as usual
+    agent["bus"].publish(agent["id"], "DestroyKernel", {"session_id": "s-" + kid,
+                                                        "kernel_id": kid, "generation": 1})
+    term = bus.wait("KernelTerminated", lambda p: p["kernel_id"] == kid and kid_gen(p) == 1)
+    assert leftovers(agent, kid) == []
+
+
 # ---- restart -------------------------------------------------------------------------
 
 

@@ -298,8 +298,6 @@ def restartable(bin_dir, admin, image):
     quietly_destroy(bin_dir, admin, sname)
 
 
-@pytest.mark.xfail(strict=False, reason="registry restart: the session stays RESTARTING "
-                                        "(kernels are not recreated yet)")
 def test_restart_running(bin_dir, admin, restartable):
     out = ok(bin_dir, admin, "session", "restart", restartable)
     assert out.startswith(f"session {restartable} restarting")

@@ -1,0 +1,283 @@
+#!/usr/bin/env python3
+"""bench_api.py: the end-to-end scheduler benchmark through the session API
+(make bench-scheduler with BENCH_VIA=api; bench/scheduler/run.sh starts the
+stack: dev-up with devbus, auth, registry, scheduler and gateway, plus
+tessera-simagent).
+
+Sets up a keypair resource policy without session limits, BENCH_USERS users
+with a keypair each (members of the default project) and registers the demo
+image once; then BENCH_CLIENTS threads enqueue BENCH_SESSIONS sessions of the
+bus path's mix (same generator as bench_e2e.c) with signed
+`POST /session {"enqueueOnly": true}` through the gateway, as fast as it takes
+them. Enqueue-to-scheduled latency comes from the registry's status history
+(PENDING row, written in the create's transaction -> SCHEDULED row, written
+when the registry consumes the scheduler's SessionScheduled). At the end:
+Redis reservations = occupancy (bench_e2e's check, BENCH_CHECK_ONLY=1) =
+kernels holding slots in PostgreSQL.
+
+Environment (from the stack's env file): BACKEND_ENDPOINT, TESSERA_ADMIN_ACCESS_KEY,
+TESSERA_ADMIN_SECRET_KEY, TESSERA_DEMO_IMAGE, PGHOST/PGPORT/PGUSER/PGDATABASE,
+TESSERA_REDIS_URL; BENCH_E2E (the checker), BENCH_SESSIONS (20000), BENCH_USERS
+(20), BENCH_CLIENTS (16), BENCH_GROUP (default), BENCH_TIMEOUT (seconds, 300).
+"""
+import http.client
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "tests", "integration"))
+import bai_signer  # noqa: E402
+
+ENDPOINT = os.environ["BACKEND_ENDPOINT"].rstrip("/")
+N = int(os.environ.get("BENCH_SESSIONS", "20000"))
+NUSERS = int(os.environ.get("BENCH_USERS", "20"))
+NCLIENTS = int(os.environ.get("BENCH_CLIENTS", "16"))
+GROUP = os.environ.get("BENCH_GROUP", "default")
+TIMEOUT = int(os.environ.get("BENCH_TIMEOUT", "300"))
+RUN = "a%d" % (int(time.time() * 1000) % 100000000)
+U = urllib.parse.urlsplit(ENDPOINT)
+M64 = (1 << 64) - 1
+
+
+# ---- workload: bench_e2e.c's generator, bit for bit ------------------------------------------
+class Rng:
+    def __init__(self):
+        self.s = 0x9E3779B97F4A7C15
+
+    def __call__(self, n):
+        s = self.s
+        s ^= (s << 13) & M64
+        s ^= s >> 7
+        s ^= (s << 17) & M64
+        self.s = s
+        return s % n
+
+
+def workload():
+    rnd = Rng()
+    small, large, whole = ["0.1", "0.25", "0.5", "0.75"], ["0.75", "1.5", "2.5"], [1, 2, 2, 4]
+    out, kinds = [], {"f": 0, "F": 0, "w": 0, "c": 0}
+    for _ in range(N):
+        p = rnd(100)
+        if p < 40:
+            r, k = {"cpu": "2", "mem": "8g", "cuda.shares": small[rnd(4)]}, "f"
+        elif p < 50:
+            r, k = {"cpu": "4", "mem": "16g", "cuda.shares": large[rnd(3)]}, "F"
+        elif p < 60:
+            n = whole[rnd(4)]
+            r, k = {"cpu": str(4 * n), "mem": "%dg" % (16 * n), "cuda.device": str(n)}, "w"
+        else:
+            cpu = str(1 << rnd(3))
+            r, k = {"cpu": cpu, "mem": "%dg" % (2 << rnd(4))}, "c"
+        kinds[k] += 1
+        out.append(r)
+    return out, kinds, rnd
+
+
+# ---- signed HTTP ------------------------------------------------------------------------------
+class Conn:
+    def __init__(self, ak, sk):
+        self.ak, self.sk, self.c = ak, sk, None
+
+    def call(self, method, path, body=None):
+        data = b"" if body is None else json.dumps(body).encode()
+        h = bai_signer.signed_headers(self.ak, self.sk, method, ENDPOINT + path, body=data)
+        for attempt in range(3):
+            try:
+                if self.c is None:
+                    self.c = http.client.HTTPConnection(U.hostname, U.port, timeout=30)
+                self.c.request(method, path, body=data or None, headers=h)
+                r = self.c.getresponse()
+                payload = r.read()
+                return r.status, (json.loads(payload) if payload else None)
+            except (http.client.HTTPException, OSError):
+                if self.c:
+                    self.c.close()
+                self.c = None
+                if attempt == 2:
+                    raise
+
+
+def ok(res, *codes):
+    st, body = res
+    if st not in (codes or (200, 201)):
+        sys.exit("bench_api: unexpected answer %d: %s" % (st, body))
+    return body
+
+
+def psql(sql):
+    out = subprocess.run(["psql", "-X", "-qtA", "-F", " ", "-v", "ON_ERROR_STOP=1", "-c", sql],
+                         check=True, capture_output=True, text=True).stdout
+    return out.strip()
+
+
+def setup(admin, image):
+    pol = "bench-unlimited"  # 0: no limit (the scheduler checks limits > 0)
+    st, _ = admin.call("GET", "/admin/keypair-resource-policies/" + pol)
+    if st == 404:
+        ok(admin.call("POST", "/admin/keypair-resource-policies",
+                      {"name": pol, "total_resource_slots": {}, "max_concurrent_sessions": 0,
+                       "max_pending_session_count": 0}), 200, 201)
+    projects = ok(admin.call("GET", "/admin/projects?limit=1000"))["items"]
+    users = []
+    for i in range(NUSERS):
+        name = "bench-%s-%02d" % (RUN, i)
+        u = ok(admin.call("POST", "/admin/users", {"email": name + "@example.com", "username": name,
+                                                   "password": "bench-Passw0rd!", "role": "user"}))
+        k = ok(admin.call("POST", "/admin/keypairs", {"user_id": u["id"], "resource_policy": pol}))
+        for p in projects:
+            if p["name"] == "default" and p["domain_name"] == u["domain_name"]:
+                ok(admin.call("POST", "/admin/projects/%s/members" % p["id"],
+                              {"user_ids": [u["id"]]}))
+        users.append((k["access_key"], k["secret_key"]))
+    ok(admin.call("POST", "/admin/images", {"reference": image}), 200, 201)
+    return users
+
+
+def main():
+    admin = Conn(os.environ["TESSERA_ADMIN_ACCESS_KEY"], os.environ["TESSERA_ADMIN_SECRET_KEY"])
+    image = os.environ["TESSERA_DEMO_IMAGE"]
+    reqs, kinds, rnd = workload()
+    owner = [rnd(NUSERS) for _ in range(N)]  # as the bus path draws its users after the mix
+    users = setup(admin, image)
+
+    def body(i):
+        return {"image": image, "name": "%s-%d" % (RUN, i), "type": "interactive",
+                "enqueueOnly": True, "config": {"resources": reqs[i], "scaling_group": GROUP}}
+
+    # The registry learns the agents from the bus: wait until it accepts a GPU session.
+    probe = Conn(*users[0])
+    deadline = time.time() + 60
+    while True:
+        st, b = probe.call("POST", "/session", {
+            "image": image, "name": RUN + "probe", "type": "interactive", "enqueueOnly": True,
+            "config": {"resources": {"cpu": "1", "mem": "1g", "cuda.device": "8"},
+                       "scaling_group": GROUP}})
+        if st == 201:
+            ok(probe.call("DELETE", "/session/%sprobe" % RUN))
+            break
+        if time.time() > deadline:
+            sys.exit("bench_api: the registry does not accept sessions: %d %s" % (st, b))
+        time.sleep(0.5)
+    # let the probe's cancellation settle before the clock starts
+    time.sleep(1)
+
+    print("end to end: %d sessions (%d fractional <= 1, %d fractional > 1, %d whole-GPU, %d "
+          "cpu-only) enqueued via the API (signed POST /session enqueueOnly through the gateway; "
+          "%d clients, %d users)" % (N, kinds["f"], kinds["F"], kinds["w"], kinds["c"], NCLIENTS,
+                                     NUSERS), flush=True)
+    nxt = [0]
+    lock = threading.Lock()
+    errors, lat_http = [], []
+    conns = {}
+
+    def worker():
+        mine = []
+        while True:
+            with lock:
+                i = nxt[0]
+                nxt[0] += 1
+            if i >= N:
+                break
+            ak, sk = users[owner[i]]
+            c = conns.setdefault((threading.get_ident(), ak), Conn(ak, sk))
+            t = time.monotonic()
+            st, b = c.call("POST", "/session", body(i))
+            mine.append(time.monotonic() - t)
+            if st != 201:
+                errors.append((i, st, b))
+        with lock:
+            lat_http.extend(mine)
+
+    t0 = time.monotonic()
+    ths = [threading.Thread(target=worker) for _ in range(NCLIENTS)]
+    for t in ths:
+        t.start()
+    for t in ths:
+        t.join()
+    enq_s = time.monotonic() - t0
+    created = N - len(errors)
+
+    # wait: every session scheduled or still pending, nothing moving for 5 s
+    like = RUN + "-%"
+    cnt_sql = ("SELECT count(*) FILTER (WHERE status <> 'PENDING'), count(*) FROM registry.sessions"
+               " WHERE name LIKE '%s'" % like)
+    last, quiet, deadline = None, time.monotonic(), t0 + TIMEOUT
+    while time.monotonic() < deadline:
+        cur = psql(cnt_sql)
+        if cur != last:
+            last, quiet = cur, time.monotonic()
+        elif time.monotonic() - quiet > 5:
+            break
+        time.sleep(0.5)
+
+    rows = psql(
+        "SELECT extract(epoch FROM (sc.at - pe.at)) * 1000,"
+        " extract(epoch FROM pe.at), extract(epoch FROM sc.at)"
+        " FROM registry.sessions s"
+        " JOIN LATERAL (SELECT min(at) AS at FROM registry.session_status_history h"
+        "   WHERE h.session_id = s.id AND h.status = 'PENDING') pe ON true"
+        " JOIN LATERAL (SELECT min(at) AS at FROM registry.session_status_history h"
+        "   WHERE h.session_id = s.id AND h.status = 'SCHEDULED') sc ON true"
+        " WHERE s.name LIKE '%s' AND sc.at IS NOT NULL" % like).splitlines()
+    lat = sorted(float(r.split()[0]) for r in rows)
+    first_pending = float(psql(
+        "SELECT extract(epoch FROM min(h.at)) FROM registry.session_status_history h"
+        " JOIN registry.sessions s ON s.id = h.session_id WHERE s.name LIKE '%s'" % like) or 0)
+    last_sched = max((float(r.split()[2]) for r in rows), default=first_pending)
+    ns = len(lat)
+    pending = int(psql("SELECT count(*) FROM registry.sessions WHERE name LIKE '%s'"
+                       " AND status = 'PENDING'" % like))
+    holding = int(psql("SELECT count(*) FROM registry.kernels WHERE holds_slots"))
+    holding_run = int(psql("SELECT count(*) FROM registry.kernels k JOIN registry.sessions s ON"
+                           " s.id = k.session_id WHERE k.holds_slots AND s.name LIKE '%s'" % like))
+    statuses = psql("SELECT status, count(*) FROM registry.sessions WHERE name LIKE '%s'"
+                    " GROUP BY 1 ORDER BY 1" % like).replace("\n", ", ")
+
+    chk = subprocess.run([os.environ["BENCH_E2E"]], capture_output=True, text=True,
+                         env=dict(os.environ, BENCH_CHECK_ONLY="1",
+                                  BENCH_REDIS_URL=os.environ["TESSERA_REDIS_URL"]))
+    ck = dict(line.split("=", 1) for line in chk.stdout.split() if "=" in line)
+    allocs, sess, inv = int(ck.get("allocs", -1)), int(ck.get("sess", -1)), ck.get("invariant", "?")
+    lat_http.sort()
+    span = last_sched - first_pending
+
+    def row(k, v):
+        print("%-44s %s" % (k, v))
+    print()
+    row("metric", "value")
+    row("sessions enqueued (201)", "%d of %d (%d refused)" % (created, N, len(errors)))
+    row("enqueue time", "%.2f s (%.0f/s)" % (enq_s, created / enq_s))
+    if lat_http:
+        row("POST /session latency p50 / p99",
+            "%.1f / %.1f ms" % (lat_http[len(lat_http) // 2] * 1e3,
+                                lat_http[len(lat_http) * 99 // 100] * 1e3))
+    row("scheduled (SCHEDULED in status history)", ns)
+    row("still PENDING (no room left)", pending)
+    row("statuses", statuses)
+    row("first PENDING -> last SCHEDULED", "%.2f s" % span)
+    row("placements per second", "%.0f" % (ns / span if span > 0 else 0))
+    if lat:
+        row("enqueue -> scheduled p50", "%.1f ms" % lat[ns // 2])
+        row("enqueue -> scheduled p99", "%.1f ms" % lat[ns * 99 // 100])
+        row("enqueue -> scheduled max", "%.1f ms" % lat[-1])
+    row("invariant (Redis reservations = occupancy)", inv)
+    okall = (inv == "ok" and allocs == sess == holding == holding_run == ns and ns > 0
+             and not errors)
+    row("reservations = occupancy = PG holds_slots",
+        "%d alloc:*, %d sess:*, %d kernels holds_slots (%d of this run), %d scheduled -> %s"
+        % (allocs, sess, holding, holding_run, ns, "ok" if okall else "MISMATCH"))
+    for e in errors[:5]:
+        print("refused:", e)
+    if chk.returncode not in (0, 1):
+        print(chk.stdout, chk.stderr)
+    return 0 if okall else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

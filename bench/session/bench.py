@@ -1,0 +1,282 @@
+#!/usr/bin/env python3
+"""bench/session/bench.py: session create-to-RUNNING and destroy latency through
+the signed Backend.AI API of a running development stack, beside bare
+`runc run` of an equivalent bundle (bench/session/run.sh starts the stack and
+calls this). Uses only the standard library, requests and the tests'
+independent signer (tests/integration/bai_signer.py).
+
+Environment (from <state>/env): TESSERA_GATEWAY_URL, TESSERA_ADMIN_ACCESS_KEY,
+TESSERA_ADMIN_SECRET_KEY, TESSERA_DEMO_IMAGE, TESSERA_STATE_DIR. Bench knobs:
+BENCH_SERIAL (200), BENCH_PARALLEL (200), BENCH_CONCURRENCY (8), BENCH_RUNC (50),
+BENCH_RESOURCES (cpu=1,mem=64m).
+
+Per session:
+  create  = wall time of POST /session (enqueueOnly false, maxWaitSeconds 30)
+            until it answers RUNNING; when it answers an earlier status (the
+            registry lets only registry.max_waiting_creates calls wait), GET
+            /session/{name} is polled every 5 ms until RUNNING and the time
+            until then is counted.
+  destroy = DELETE /session/{name}, then GET polled every 5 ms until the
+            session is TERMINATED (or 404: ended and gone).
+runc = `runc run` of a bundle whose rootfs is the busybox layer from the
+agent's image cache, running `true`: create + start + wait + delete of a
+container with no network, as one command.
+"""
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import uuid
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
+import bai_signer  # noqa: E402
+
+POLL = 0.005
+TARGET_P50_MS = 150.0
+TARGET_RATIO = 3.0
+
+
+def pct(xs, p):
+    """Nearest-rank percentile of xs (ms)."""
+    s = sorted(xs)
+    if not s:
+        return float("nan")
+    k = max(0, min(len(s) - 1, int(round(p / 100.0 * len(s) + 0.5)) - 1))
+    return s[k]
+
+
+class Bench:
+    def __init__(self):
+        self.cli = bai_signer.Client(os.environ["TESSERA_GATEWAY_URL"],
+                                     os.environ["TESSERA_ADMIN_ACCESS_KEY"],
+                                     os.environ["TESSERA_ADMIN_SECRET_KEY"])
+        self.image = os.environ["TESSERA_DEMO_IMAGE"]
+        res = {}
+        for kv in os.environ.get("BENCH_RESOURCES", "cpu=1,mem=64m").split(","):
+            k, v = kv.split("=", 1)
+            res[k] = v
+        self.resources = res
+        self.run_id = uuid.uuid4().hex[:6]
+        self.seq = 0
+        self.lock = threading.Lock()
+        self.errors = []
+        self.early = 0  # creates that answered before RUNNING
+
+    def name(self, tag):
+        with self.lock:
+            self.seq += 1
+            return f"b{self.run_id}-{tag}-{self.seq}"
+
+    def status(self, name):
+        r = self.cli.get(f"/session/{name}")
+        if r.status_code == 404:
+            return "GONE", None
+        r.raise_for_status()
+        j = r.json()
+        return j.get("status"), j
+
+    def create(self, name):
+        body = {"image": self.image, "name": name, "type": "interactive",
+                "enqueueOnly": False, "maxWaitSeconds": 30,
+                "config": {"resources": self.resources}}
+        t0 = time.perf_counter()
+        r = self.cli.post("/session", json=body, timeout=40)
+        if r.status_code not in (200, 201):
+            raise RuntimeError(f"create {name}: {r.status_code} {r.text[:300]}")
+        st = r.json().get("status")
+        if st != "RUNNING":
+            with self.lock:
+                self.early += 1
+            deadline = t0 + 30
+            while st != "RUNNING":
+                if st in ("ERROR", "TERMINATED", "CANCELLED", "GONE"):
+                    raise RuntimeError(f"create {name}: ended as {st}")
+                if time.perf_counter() > deadline:
+                    raise RuntimeError(f"create {name}: still {st} after 30 s")
+                time.sleep(POLL)
+                st, _ = self.status(name)
+        return (time.perf_counter() - t0) * 1000.0
+
+    def destroy(self, name):
+        t0 = time.perf_counter()
+        r = self.cli.delete(f"/session/{name}", timeout=40)
+        if r.status_code != 200:
+            raise RuntimeError(f"destroy {name}: {r.status_code} {r.text[:300]}")
+        st = r.json().get("status")
+        deadline = t0 + 30
+        while st not in ("TERMINATED", "GONE"):
+            if st in ("ERROR",):
+                raise RuntimeError(f"destroy {name}: ended as {st}")
+            if time.perf_counter() > deadline:
+                raise RuntimeError(f"destroy {name}: still {st} after 30 s")
+            time.sleep(POLL)
+            st, _ = self.status(name)
+        return (time.perf_counter() - t0) * 1000.0
+
+    def one(self, tag, creates, destroys):
+        name = self.name(tag)
+        try:
+            c = self.create(name)
+        except Exception as e:  # noqa: BLE001 - recorded, counted, reported
+            with self.lock:
+                self.errors.append(str(e))
+            try:
+                self.cli.delete(f"/session/{name}", params={"forced": "true"})
+            except Exception:  # noqa: BLE001
+                pass
+            return
+        try:
+            d = self.destroy(name)
+        except Exception as e:  # noqa: BLE001
+            with self.lock:
+                self.errors.append(str(e))
+            return
+        with self.lock:
+            creates.append(c)
+            destroys.append(d)
+
+    def serial(self, n):
+        creates, destroys = [], []
+        for _ in range(n):
+            self.one("s", creates, destroys)
+        return creates, destroys
+
+    def parallel(self, n, conc):
+        creates, destroys = [], []
+        left = [n]
+
+        def worker():
+            while True:
+                with self.lock:
+                    if left[0] == 0:
+                        return
+                    left[0] -= 1
+                self.one("p", creates, destroys)
+
+        ts = [threading.Thread(target=worker) for _ in range(conc)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        return creates, destroys
+
+
+def layer_dir(state):
+    base = os.path.join(state, "agent", "images", "layers", "sha256")
+    dirs = [os.path.join(base, d) for d in sorted(os.listdir(base))
+            if os.path.isdir(os.path.join(base, d))]
+    for d in dirs:  # the busybox layer: the one with bin/busybox (or bin/sh)
+        if os.path.exists(os.path.join(d, "bin", "sh")) or os.path.exists(os.path.join(d, "bin", "busybox")):
+            return d
+    raise RuntimeError(f"no busybox layer under {base}: {dirs}")
+
+
+def runc_bench(state, n):
+    """p50/p99 of `runc run` of a bundle with the cached busybox layer as rootfs."""
+    work = os.path.join(state, "runc-bench")
+    bundle = os.path.join(work, "bundle")
+    root = os.path.join(work, "root")
+    os.makedirs(bundle)
+    os.makedirs(root)
+    # A copy of the layer, as the agent's rootfs is its own (an overlay upper
+    # over the layer; copying keeps the cache untouched).
+    shutil.copytree(layer_dir(state), os.path.join(bundle, "rootfs"), symlinks=True)
+    subprocess.run(["runc", "spec", "--bundle", bundle], check=True)
+    with open(os.path.join(bundle, "config.json")) as f:
+        spec = json.load(f)
+    spec["process"]["terminal"] = False
+    spec["process"]["args"] = ["/bin/true"] if os.path.exists(
+        os.path.join(bundle, "rootfs", "bin", "true")) else ["/bin/sh", "-c", "true"]
+    spec["root"]["readonly"] = True
+    with open(os.path.join(bundle, "config.json"), "w") as f:
+        json.dump(spec, f)
+    times = []
+    for i in range(n):
+        cid = f"tessera-bench-{os.getpid()}-{i}"
+        t0 = time.perf_counter()
+        p = subprocess.run(["runc", "--root", root, "run", "--bundle", bundle, cid],
+                           stdin=subprocess.DEVNULL, capture_output=True)
+        dt = (time.perf_counter() - t0) * 1000.0
+        if p.returncode != 0:
+            subprocess.run(["runc", "--root", root, "delete", "-f", cid], capture_output=True)
+            raise RuntimeError(f"runc run failed ({p.returncode}): {p.stderr.decode()[:300]}")
+        times.append(dt)
+    shutil.rmtree(work, ignore_errors=True)
+    return times
+
+
+def main():
+    n_serial = int(os.environ.get("BENCH_SERIAL", "200"))
+    n_par = int(os.environ.get("BENCH_PARALLEL", "200"))
+    conc = int(os.environ.get("BENCH_CONCURRENCY", "8"))
+    n_runc = int(os.environ.get("BENCH_RUNC", "50"))
+    state = os.environ["TESSERA_STATE_DIR"]
+    b = Bench()
+
+    def say(msg):
+        print(f"bench-session: {msg}", flush=True)
+
+    say(f"warm-up: 3 sessions of {b.image} (pulls the image onto the agent)")
+    wc, wd = [], []
+    for _ in range(3):
+        b.one("w", wc, wd)
+    if b.errors:
+        raise SystemExit("bench-session: warm-up failed: " + "; ".join(b.errors[:3]))
+    say("warm-up create ms: " + ", ".join(f"{x:.0f}" for x in wc))
+
+    say(f"bare runc run x{n_runc}")
+    runc = runc_bench(state, n_runc)
+    say(f"{n_serial} sessions one after another")
+    t0 = time.perf_counter()
+    sc, sd = b.serial(n_serial)
+    ts = time.perf_counter() - t0
+    say(f"{n_par} sessions {conc} at a time")
+    early_before = b.early
+    t0 = time.perf_counter()
+    pc, pd = b.parallel(n_par, conc)
+    tp = time.perf_counter() - t0
+    say(f"bare runc run x{n_runc} again")
+    runc += runc_bench(state, n_runc)
+
+    r50 = statistics.median(runc)
+    rows = [
+        (f"create -> RUNNING, serial", sc),
+        (f"destroy -> TERMINATED, serial", sd),
+        (f"create -> RUNNING, {conc} at a time", pc),
+        (f"destroy -> TERMINATED, {conc} at a time", pd),
+        ("bare runc run (busybox, `true`)", runc),
+    ]
+    print()
+    print(f"| {'case':<38} | {'n':>4} | {'p50 ms':>7} | {'p99 ms':>7} | {'p50 / runc':>10} |")
+    print(f"|{'-' * 40}|{'-' * 6}|{'-' * 9}|{'-' * 9}|{'-' * 12}|")
+    for label, xs in rows:
+        p50 = statistics.median(xs) if xs else float("nan")
+        print(f"| {label:<38} | {len(xs):>4} | {p50:>7.1f} | {pct(xs, 99):>7.1f} | {p50 / r50:>9.2f}x |")
+    print()
+    say(f"serial: {n_serial} sessions in {ts:.1f} s; {conc} at a time: {n_par} in {tp:.1f} s "
+        f"({n_par / tp:.1f} sessions/s)")
+    say(f"creates that answered before RUNNING (then polled): {b.early - early_before} of the "
+        f"concurrent ones, {early_before} of the rest")
+    verdict = []
+    for label, xs in ((rows[0][0], sc), (rows[2][0], pc)):
+        p50 = statistics.median(xs) if xs else float("inf")
+        ok = p50 <= TARGET_P50_MS and p50 <= TARGET_RATIO * r50
+        verdict.append(f"{label}: {'met' if ok else 'NOT met'} (p50 {p50:.1f} ms, "
+                       f"{p50 / r50:.2f}x runc)")
+    say(f"target (p50 <= {TARGET_P50_MS:.0f} ms and <= {TARGET_RATIO:.0f}x bare runc):")
+    for v in verdict:
+        print("  " + v)
+    if b.errors:
+        say(f"{len(b.errors)} sessions failed; first: {b.errors[:3]}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,76 @@
+#!/bin/sh
+# bench/session/run.sh: session create-to-RUNNING and destroy latency through
+# the signed API, beside bare `runc run` of an equivalent bundle, in the same
+# run (`make bench-session`; docs/benchmarks.md "Sessions"). Starts the
+# development stack in a temporary state dir; bench.py warms the agent's image
+# cache with a few sessions of the busybox demo image, then runs BENCH_SERIAL
+# sessions one after another and BENCH_PARALLEL more BENCH_CONCURRENCY at a
+# time (create with enqueueOnly false, then DELETE until TERMINATED), and
+# `runc run` of a bundle made from the cached busybox layer; prints a table;
+# tears the stack down on exit, also on failure.
+#
+# The stack is sized so that the concurrent creates can all wait for RUNNING
+# and all fit on the agent: http.threads 16, registry.max_waiting_creates 16,
+# agent.cpu 16 (the image's minimum is 1 cpu; the sessions run `sleep`-like
+# init and use next to none).
+#
+# Environment: TESSERA_BIN_DIR (default <repo>/build/bin), BENCH_SERIAL (200),
+# BENCH_PARALLEL (200), BENCH_CONCURRENCY (8), BENCH_RUNC (50, run twice:
+# before and after the sessions), BENCH_KEEP_STATE=1 keeps the state dir (logs).
+set -eu
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+BIN=${TESSERA_BIN_DIR:-$repo/build/bin}
+case "$BIN" in /*) ;; *) BIN=$repo/$BIN ;; esac
+
+say() { echo "bench-session: $*"; }
+die() {
+  echo "bench-session: $*" >&2
+  exit 1
+}
+
+for c in python3 runc curl; do
+  command -v "$c" >/dev/null 2>&1 || die "$c is missing: run tools/deps.sh"
+done
+python3 -c 'import requests' 2>/dev/null || die "python3-requests is missing: run tools/deps.sh"
+[ -x "$BIN/tessera-agent" ] || die "$BIN/tessera-agent is missing: build first (make)"
+[ "$(id -u)" -eq 0 ] || die "the agent runs containers with runc: run as root"
+
+STATE=$(mktemp -d "${TMPDIR:-/tmp}/tessera-bench-sess.XXXXXX")
+
+cleanup() {
+  rc=$?
+  trap - EXIT INT TERM
+  TESSERA_STATE_DIR=$STATE TESSERA_BIN_DIR=$BIN sh "$repo/deploy/dev/dev-down.sh" \
+    >"$STATE/dev-down.out" 2>&1 || {
+    echo "bench-session: dev-down failed:" >&2
+    cat "$STATE/dev-down.out" >&2
+  }
+  if [ "${BENCH_KEEP_STATE:-0}" = 1 ] || [ $rc -ne 0 ]; then
+    echo "bench-session: state and logs kept in $STATE" >&2
+  else
+    rm -rf "$STATE"
+  fi
+  exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+say "starting the development stack in $STATE"
+TESSERA_HTTP_THREADS=16 TESSERA_REGISTRY_MAX_WAITING_CREATES=16 TESSERA_AGENT_CPU=16 \
+  TESSERA_LOG_LEVEL=${BENCH_LOG_LEVEL:-info} \
+  TESSERA_STATE_DIR=$STATE TESSERA_BIN_DIR=$BIN sh "$repo/deploy/dev/dev-up.sh" \
+  >"$STATE/dev-up.out" 2>&1 || {
+  cat "$STATE/dev-up.out" >&2
+  die "dev-up failed"
+}
+# shellcheck disable=SC1091 # written by dev-up.sh
+. "$STATE/env"
+[ -n "${TESSERA_DEMO_IMAGE:-}" ] || die "the stack has no demo image (busybox-static missing?)"
+export TESSERA_STATE_DIR TESSERA_GATEWAY_URL TESSERA_ADMIN_ACCESS_KEY TESSERA_ADMIN_SECRET_KEY \
+  TESSERA_DEMO_IMAGE
+
+cpu=$(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)
+say "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs ($cpu), load $(cut -d' ' -f1-3 /proc/loadavg)"
+python3 "$here/bench.py"
