@@ -530,6 +530,26 @@ static int sub_history(cli *c, const subcommand *self, int argc, char **argv)
 
 /* ---- destroy, restart, logs ------------------------------------------------------------------ */
 
+/* method path (freed here) for session name; prints "session NAME VERB (STATUS)"
+ * or the JSON answer. */
+static int _act(cli *c, const char *method, char *path, const char *name, const char *verb)
+{
+    json_t *answer = NULL;
+    int rc = client_call(c, method, path, NULL, true, &answer);
+    free(path);
+    if (rc == CLI_OK) {
+        if (c->json) {
+            out_json(answer);
+        } else {
+            const char *st = _str(answer, "status");
+            printf("session %s %s%s%s%s\n", name, verb, st ? " (" : "", st ? st : "",
+                   st ? ")" : "");
+        }
+    }
+    json_decref(answer);
+    return rc;
+}
+
 static int sub_destroy(cli *c, const subcommand *self, int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -554,20 +574,7 @@ static int sub_destroy(cli *c, const subcommand *self, int argc, char **argv)
     char *path = _session_path(name, NULL);
     if (forced) client_query_add(&path, "forced", "true");
     if (owner) client_query_add(&path, "owner_access_key", owner);
-    json_t *answer = NULL;
-    rc = client_call(c, "DELETE", path, NULL, true, &answer);
-    free(path);
-    if (rc == CLI_OK) {
-        if (c->json) {
-            out_json(answer);
-        } else {
-            const char *st = _str(answer, "status");
-            printf("session %s destroyed%s%s%s\n", name, st ? " (" : "", st ? st : "",
-                   st ? ")" : "");
-        }
-    }
-    json_decref(answer);
-    return rc;
+    return _act(c, "DELETE", path, name, "destroyed");
 }
 
 static int sub_restart(cli *c, const subcommand *self, int argc, char **argv)
@@ -575,21 +582,7 @@ static int sub_restart(cli *c, const subcommand *self, int argc, char **argv)
     int rc = _name_only(c, self, argc, argv);
     if (rc != CLI_OK) return rc < 0 ? CLI_OK : rc;
     const char *name = argv[optind];
-    char *path = _session_path(name, NULL);
-    json_t *answer = NULL;
-    rc = client_call(c, "PATCH", path, NULL, true, &answer);
-    free(path);
-    if (rc == CLI_OK) {
-        if (c->json) {
-            out_json(answer);
-        } else {
-            const char *st = _str(answer, "status");
-            printf("session %s restarting%s%s%s\n", name, st ? " (" : "", st ? st : "",
-                   st ? ")" : "");
-        }
-    }
-    json_decref(answer);
-    return rc;
+    return _act(c, "PATCH", _session_path(name, NULL), name, "restarting");
 }
 
 static int sub_logs(cli *c, const subcommand *self, int argc, char **argv)
