@@ -213,8 +213,10 @@ def test_names_unique_per_owner_and_reuse(reg):
     assert r.json()["status"] == "CANCELLED"
     r = reg.create(body(n))
     assert r.status_code == 201 and r.json()["sessionUuid"] != first["sessionUuid"]
-    assert reg.history(first["sessionUuid"]) == [("PENDING", "enqueued"),
-                                                 ("CANCELLED", "user-requested")]
+    hist = reg.history(first["sessionUuid"])
+    # the stack's real scheduler may add its own reason while PENDING
+    assert hist[0] == ("PENDING", "enqueued") and hist[-1] == ("CANCELLED", "user-requested")
+    assert all(status == "PENDING" for status, _ in hist[1:-1]), hist
 
 
 # ---- lifecycle -----------------------------------------------------------------------------------
