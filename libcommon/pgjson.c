@@ -393,3 +393,18 @@ bool pgjson_field_uuid(json_t *obj, const char *key, bool required, const char *
     }
     return true;
 }
+
+void pgjson_reply_one(http_resp *resp, PGresult *r, int status, const char *fmt, ...)
+{
+    if (PQntuples(r) == 1) {
+        http_reply_json(resp, status, pgjson_row_json(r, 0));
+    } else {
+        char msg[512];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        http_problem(resp, 404, "not-found", NULL, "%s", msg);
+    }
+    PQclear(r);
+}

@@ -93,4 +93,9 @@ bool pgjson_field_uuid(json_t *obj, const char *key, bool required, const char *
 /* Code points in a UTF-8 string (counts lead bytes). */
 size_t pgjson_utf8_len(const char *s);
 
+/* Answer the single row of r as JSON with status, or 404 not-found with the
+ * formatted message when r has no row; clears r. */
+void pgjson_reply_one(http_resp *resp, PGresult *r, int status, const char *fmt, ...)
+    TS_PRINTF(4, 5);
+
 #endif

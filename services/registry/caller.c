@@ -93,3 +93,15 @@ bool caller_is_admin(const reg_caller *c)
 {
     return caller_is_superadmin(c) || strcmp(c->role, "admin") == 0;
 }
+
+bool caller_get_admin(http_req *req, http_resp *resp, bool write, const char *what, reg_caller *c)
+{
+    if (!caller_get(req, resp, NULL, c)) return false;
+    bool ok = write ? caller_is_superadmin(c) : caller_is_admin(c);
+    if (!ok) {
+        http_problem(resp, 403, "forbidden", NULL, "only %s may %s %s",
+                     write ? "superadmins" : "administrators", write ? "change" : "list", what);
+        caller_free(c);
+    }
+    return ok;
+}

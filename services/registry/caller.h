@@ -25,6 +25,11 @@ void caller_free(reg_caller *c);
 bool caller_is_superadmin(const reg_caller *c);
 /* superadmin or domain admin */
 bool caller_is_admin(const reg_caller *c);
+/* The caller of an admin endpoint: administrators may read, only superadmins
+ * may change (write); otherwise a 403 naming what ("images") is answered and
+ * false returned. */
+bool caller_get_admin(http_req *req, http_resp *resp, bool write, const char *what,
+                      reg_caller *c) TS_MUST_CHECK;
 
 /* The context of another keypair (owner_access_key), same answers as caller_get. */
 bool context_get(http_req *req, http_resp *resp, const char *access_key, const char *group,

@@ -133,37 +133,20 @@ void image_info_free(image_info *im)
 /* ---- admin API --------------------------------------------------------------------------------
  */
 
-static bool with_caller(http_req *req, http_resp *resp, bool write, reg_caller *c)
-{
-    if (!caller_get(req, resp, NULL, c)) return false;
-    bool ok = write ? caller_is_superadmin(c) : caller_is_admin(c);
-    if (!ok) {
-        http_problem(resp, 403, "forbidden", NULL, "only %s may %s images",
-                     write ? "superadmins" : "administrators", write ? "change" : "list");
-        caller_free(c);
-    }
-    return ok;
-}
-
 static void reply_image(http_resp *resp, PGconn *conn, const char *ref, int status)
 {
     char *sql = ts_asprintf("%s WHERE reference = $1", select_sql);
     const char *p[] = {ref};
     PGresult *r = pgjson_query(conn, resp, "read image", sql, 1, p);
     free(sql);
-    if (!r) return;
-    if (PQntuples(r) == 1)
-        http_reply_json(resp, status, pgjson_row_json(r, 0));
-    else
-        http_problem(resp, 404, "not-found", NULL, "unknown image %s", ref);
-    PQclear(r);
+    if (r) pgjson_reply_one(resp, r, status, "unknown image %s", ref);
 }
 
 static void h_list(http_req *req, http_resp *resp, void *ctx)
 {
     svc *s = ctx;
     reg_caller c;
-    if (!with_caller(req, resp, false, &c)) return;
+    if (!caller_get_admin(req, resp, false, "images", &c)) return;
     pgjson_page pg;
     PGconn *conn = NULL;
     if (!pgjson_page_parse(req, resp, &pg) || !(conn = pgjson_get(s, resp))) goto out;
@@ -191,7 +174,7 @@ static void h_get(http_req *req, http_resp *resp, void *ctx)
 {
     svc *s = ctx;
     reg_caller c;
-    if (!with_caller(req, resp, false, &c)) return;
+    if (!caller_get_admin(req, resp, false, "images", &c)) return;
     PGconn *conn = pgjson_get(s, resp);
     if (conn) reply_image(resp, conn, http_param(req, "ref"), 200);
     pgjson_put(s, conn);
@@ -202,7 +185,7 @@ static void h_register(http_req *req, http_resp *resp, void *ctx)
 {
     svc *s = ctx;
     reg_caller c;
-    if (!with_caller(req, resp, true, &c)) return;
+    if (!caller_get_admin(req, resp, true, "images", &c)) return;
     static const char *const keys[] = {"reference", "architecture", "labels",
                                        "digest",    "command",      NULL};
     json_t *body = http_json_body(req, resp);
@@ -260,7 +243,7 @@ static void h_delete(http_req *req, http_resp *resp, void *ctx)
 {
     svc *s = ctx;
     reg_caller c;
-    if (!with_caller(req, resp, true, &c)) return;
+    if (!caller_get_admin(req, resp, true, "images", &c)) return;
     PGconn *conn = pgjson_get(s, resp);
     if (conn) {
         const char *p[] = {http_param(req, "ref")};
@@ -282,7 +265,7 @@ static void h_scan(http_req *req, http_resp *resp, void *ctx)
 {
     svc *s = ctx;
     reg_caller c;
-    if (!with_caller(req, resp, true, &c)) return;
+    if (!caller_get_admin(req, resp, true, "images", &c)) return;
     json_t *body = req->body_len ? http_json_body(req, resp) : json_object();
     const char *host = NULL;
     static const char *const keys[] = {"registry", NULL};

@@ -13,37 +13,20 @@ static const char select_cols[] =
     " (SELECT count(*) FROM registry.agents a WHERE a.resource_group = g.name"
     "   AND a.status = 'ALIVE')::int AS agents";
 
-static bool with_caller(http_req *req, http_resp *resp, bool write, reg_caller *c)
-{
-    if (!caller_get(req, resp, NULL, c)) return false;
-    bool ok = write ? caller_is_superadmin(c) : caller_is_admin(c);
-    if (!ok) {
-        http_problem(resp, 403, "forbidden", NULL, "only %s may %s resource groups",
-                     write ? "superadmins" : "administrators", write ? "change" : "list");
-        caller_free(c);
-    }
-    return ok;
-}
-
 static void reply_group(http_resp *resp, PGconn *conn, const char *name, int status)
 {
     char *sql = ts_asprintf("%s FROM registry.resource_groups g WHERE g.name = $1", select_cols);
     const char *p[] = {name};
     PGresult *r = pgjson_query(conn, resp, "read resource group", sql, 1, p);
     free(sql);
-    if (!r) return;
-    if (PQntuples(r) == 1)
-        http_reply_json(resp, status, pgjson_row_json(r, 0));
-    else
-        http_problem(resp, 404, "not-found", NULL, "unknown resource group %s", name);
-    PQclear(r);
+    if (r) pgjson_reply_one(resp, r, status, "unknown resource group %s", name);
 }
 
 static void h_list(http_req *req, http_resp *resp, void *ctx)
 {
     svc *s = ctx;
     reg_caller c;
-    if (!with_caller(req, resp, false, &c)) return;
+    if (!caller_get_admin(req, resp, false, "resource groups", &c)) return;
     pgjson_page pg;
     PGconn *conn = NULL;
     if (!pgjson_page_parse(req, resp, &pg) || !(conn = pgjson_get(s, resp))) goto out;
@@ -73,7 +56,7 @@ static void h_get(http_req *req, http_resp *resp, void *ctx)
 {
     svc *s = ctx;
     reg_caller c;
-    if (!with_caller(req, resp, false, &c)) return;
+    if (!caller_get_admin(req, resp, false, "resource groups", &c)) return;
     PGconn *conn = pgjson_get(s, resp);
     if (conn) reply_group(resp, conn, http_param(req, "name"), 200);
     pgjson_put(s, conn);
@@ -149,7 +132,7 @@ static void h_create(http_req *req, http_resp *resp, void *ctx)
 {
     svc *s = ctx;
     reg_caller c;
-    if (!with_caller(req, resp, true, &c)) return;
+    if (!caller_get_admin(req, resp, true, "resource groups", &c)) return;
     json_t *body = http_json_body(req, resp);
     rg_fields f = {0};
     PGconn *conn = NULL;
@@ -181,7 +164,7 @@ static void h_update(http_req *req, http_resp *resp, void *ctx)
 {
     svc *s = ctx;
     reg_caller c;
-    if (!with_caller(req, resp, true, &c)) return;
+    if (!caller_get_admin(req, resp, true, "resource groups", &c)) return;
     const char *name = http_param(req, "name");
     json_t *body = http_json_body(req, resp);
     rg_fields f = {0};
