@@ -408,3 +408,14 @@ void pgjson_reply_one(http_resp *resp, PGresult *r, int status, const char *fmt,
     }
     PQclear(r);
 }
+
+json_t *pgjson_query_one(PGconn *conn, http_resp *resp, const char *what, const char *sql,
+                         int n_params, const char *const *params, const char *missing)
+{
+    PGresult *r = pgjson_query(conn, resp, what, sql, n_params, params);
+    if (!r) return NULL;
+    json_t *row = PQntuples(r) == 1 ? pgjson_row_json(r, 0) : NULL;
+    PQclear(r);
+    if (!row) http_problem(resp, 404, "not-found", NULL, "%s", missing);
+    return row;
+}

@@ -93,6 +93,11 @@ bool pgjson_field_uuid(json_t *obj, const char *key, bool required, const char *
 /* Code points in a UTF-8 string (counts lead bytes). */
 size_t pgjson_utf8_len(const char *s);
 
+/* Run a query expected to return one row: that row as JSON, or NULL after a
+ * problem answer (the query's error, or 404 not-found saying `missing`). */
+json_t *pgjson_query_one(PGconn *conn, http_resp *resp, const char *what, const char *sql,
+                         int n_params, const char *const *params, const char *missing);
+
 /* Answer the single row of r as JSON with status, or 404 not-found with the
  * formatted message when r has no row; clears r. */
 void pgjson_reply_one(http_resp *resp, PGresult *r, int status, const char *fmt, ...)

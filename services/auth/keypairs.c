@@ -53,14 +53,10 @@ static json_t *load_visible(PGconn *conn, http_resp *resp, const auth_caller *c,
 static json_t *reload(PGconn *conn, http_resp *resp, const char *ak)
 {
     const char *p[] = {ak};
-    PGresult *r =
-        db_query(conn, resp, "read keypair",
-                 "SELECT " KEYPAIR_COLUMNS " FROM auth.keypairs k WHERE k.access_key = $1", 1, p);
-    if (!r) return NULL;
-    json_t *k = PQntuples(r) == 1 ? db_row_json(r, 0) : NULL;
-    PQclear(r);
-    if (!k) http_problem(resp, 404, "not-found", NULL, "no such keypair");
-    return k;
+    return pgjson_query_one(conn, resp, "read keypair",
+                            "SELECT " KEYPAIR_COLUMNS
+                            " FROM auth.keypairs k WHERE k.access_key = $1",
+                            1, p, "no such keypair");
 }
 
 /* ---- GET /v1/admin/keypairs ------------------------------------------- */

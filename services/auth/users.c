@@ -51,13 +51,9 @@ static json_t *load_visible(PGconn *conn, http_resp *resp, const auth_caller *c,
 static json_t *reload(PGconn *conn, http_resp *resp, const char *id)
 {
     const char *p[] = {id};
-    PGresult *r = db_query(conn, resp, "read user",
-                           "SELECT " USER_COLUMNS " FROM auth.users u WHERE u.id = $1::uuid", 1, p);
-    if (!r) return NULL;
-    json_t *u = PQntuples(r) == 1 ? db_row_json(r, 0) : NULL;
-    PQclear(r);
-    if (!u) http_problem(resp, 404, "not-found", NULL, "no such user");
-    return u;
+    return pgjson_query_one(conn, resp, "read user",
+                            "SELECT " USER_COLUMNS " FROM auth.users u WHERE u.id = $1::uuid", 1, p,
+                            "no such user");
 }
 
 /* ---- GET /v1/admin/users ---------------------------------------------- */
