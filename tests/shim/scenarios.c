@@ -259,6 +259,7 @@ static int scen_procaddr(void)
 }
 
 /* ---- 8 processes race under one cap ------------------------------------------------ */
+#define RACER_NO_OOM 5
 static int _racer(unsigned seed, int ms)
 {
     cuInit(0);
@@ -299,7 +300,8 @@ static int _racer(unsigned seed, int ms)
     /* leave half of it for process exit to return */
     for (int i = 0; i < n / 2; i++)
         cuMemFree_v2(held[i]);
-    return ooms > 0 ? 0 : 4;
+    /* whether this racer met the cap depends on how the others were scheduled */
+    return ooms > 0 ? 0 : RACER_NO_OOM;
 }
 
 static int scen_race(void)
@@ -310,11 +312,15 @@ static int scen_race(void)
         kids[i] = fork();
         if (kids[i] == 0) exit(_racer(0x9e3779b9u * (unsigned)(i + 1), 1500));
     }
+    int met_cap = 0;
     for (int i = 0; i < 8; i++) {
         int st;
         waitpid(kids[i], &st, 0);
-        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "racer %d status %d", i, st);
+        int code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+        CHECK(code == 0 || code == RACER_NO_OOM, "racer %d status %d", i, st);
+        met_cap += code == 0;
     }
+    CHECK(met_cap > 0, "no racer was ever refused at the cap");
     fake_state *s = fakecu_state();
     printf("  race: cap=%llu driver high-water=%lld live-after=%lld\n", (unsigned long long)cap,
            (long long)atomic_load(&s->high[0]), (long long)atomic_load(&s->live[0]));
