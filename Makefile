@@ -10,6 +10,8 @@ SAN      ?=
 V        ?=
 Q        := $(if $(V),,@)
 
+.DEFAULT_GOAL := all
+
 PKGS := rdkafka libmicrohttpd jansson libprotobuf-c libpq hiredis libcurl libsodium libsystemd
 
 # Evaluated lazily so that `make deps` works before the -dev packages exist.

@@ -3,6 +3,7 @@
 
 #include "agents.h"
 #include "occupancy_sync.h"
+#include "pending_timeout.h"
 #include "sessions.h"
 
 #include <pthread.h>
@@ -20,6 +21,7 @@ static void *loop(void *arg)
     int64_t next_lost = start + reg_cfg.agent_lost_timeout_ms;
     int64_t next_occ = start + reg_cfg.reconcile_interval_ms;
     int64_t next_pub = start + 2000;
+    int64_t next_pending = start + reg_cfg.pending_check_interval_ms;
     while (atomic_load(&running)) {
         int64_t now = ts_now_mono_ms();
         if (now >= next_lost) {
@@ -33,6 +35,10 @@ static void *loop(void *arg)
         if (now >= next_pub) {
             sessions_republish_pending();
             next_pub = now + 2000;
+        }
+        if (now >= next_pending) {
+            (void)pending_timeout_sweep();
+            next_pending = now + reg_cfg.pending_check_interval_ms;
         }
         usleep(100 * 1000);
     }

@@ -3,7 +3,8 @@
  *                                        registry.agent_lost_timeout since
  *                                        start, so replayed heartbeats count)
  *   every registry.reconcile_interval    occupancy_check (Redis lost data?)
- *   every 2 s                            sessions_republish_pending */
+ *   every 2 s                            sessions_republish_pending
+ *   every registry.pending_check_interval pending_timeout_sweep */
 #ifndef REGISTRY_HOUSEKEEPING_H
 #define REGISTRY_HOUSEKEEPING_H
 

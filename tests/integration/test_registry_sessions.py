@@ -403,3 +403,36 @@ def test_visibility_and_list(reg):
     r = reg.call("GET", f"/v1/sessions/{sid}", who=(str(uuid.uuid4()), reg.admin_ak))
     assert r.status_code == 401
     reg.call("DELETE", f"/v1/sessions/{sid}")
+
+
+# ---- a resource group's pending_timeout ---------------------------------------------------------
+
+def test_pending_timeout_cancels_waiting_sessions_only(reg):
+    reg.group("rgt-pt", pending_timeout=2)
+    reg.agent("fa-pt", "rgt-pt")
+    # fakearch: no agent has it, so the real scheduler leaves these PENDING
+    waiting = reg.create(body(name(), config={"scaling_group": "rgt-pt",
+                                              "resources": {"cpu": 1, "mem": "1g"}})).json()
+    placed = reg.create(body(name(), config={"scaling_group": "rgt-pt",
+                                             "resources": {"cpu": 1, "mem": "1g"}})).json()
+    no_timeout = reg.create(body(name())).json()  # group rgt: pending_timeout 0
+    pid = placed["sessionUuid"]
+    reg.bus(f"scheduled {pid} rgt-pt {kernel_of(reg, pid)}=fa-pt")
+    reg.wait_status(pid, "PREPARING")
+    t0 = time.monotonic()
+    s = reg.wait_status(waiting["sessionUuid"], "CANCELLED", timeout=15)
+    assert time.monotonic() - t0 < 10
+    reason = "pending timeout: waited more than 2 s in resource group rgt-pt"
+    assert s["statusInfo"] == reason, s
+    assert ("CANCELLED", reason) in reg.history(waiting["sessionUuid"])
+    assert reg.info(pid)["status"] == "PREPARING"
+    assert reg.info(no_timeout["sessionUuid"])["status"] == "PENDING"
+    for sid in (pid, no_timeout["sessionUuid"]):
+        reg.call("DELETE", f"/v1/sessions/{sid}?forced=true")
+
+
+def test_pending_timeout_bad_values_refused(reg):
+    for bad in (-1, "2", 1.5, 86400 * 365 + 1):
+        r = reg.call("PATCH", "/v1/admin/resource-groups/rgt", {"pending_timeout": bad})
+        assert r.status_code == 400, (bad, r.text)
+        assert "pending_timeout" in r.json()["msg"], r.text
