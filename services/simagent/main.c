@@ -12,6 +12,12 @@
  *     batch sessions -> KernelExited (exit 0) after simagent.batch_run_time;
  *   - DestroyKernel -> KernelTerminated after simagent.stop_delay (at once for a
  *     kernel it does not know, so the caller is never left waiting);
+ *   - generations (a restart, docs/events.md): a CreateKernel of a higher
+ *     generation for a kernel it has is created once the current generation is
+ *     gone (at once when no destroy is under way); a lower or equal one is a
+ *     repeat. A DestroyKernel of a generation below the current one is stale:
+ *     KernelTerminated of that generation, the kernel is left alone. Kernel
+ *     events carry the generation they are about;
  *   - AgentStopped (graceful) per node on SIGTERM.
  * Node ids are <simagent.id_prefix><index>, index 0 .. count-1. */
 #include "libcommon/log.h"
@@ -74,6 +80,8 @@ typedef struct kernel {
     int exit_code;
     char reason[128];
     Tessera__V1__CreateKernel *cmd; /* owned: slots and devices for heartbeats */
+    int generation;                 /* cmd->generation */
+    Tessera__V1__CreateKernel *next; /* owned: a higher generation waiting for this one to end */
 } kernel;
 
 typedef struct node {
@@ -283,6 +291,7 @@ static void publish_kernel_event(const node *n, const kernel *k, akind what)
         s.agent_id = (char *)n->id;
         s.container_id = cid;
         s.kernel_host = "127.0.0.1";
+        s.generation = k->generation;
         publish(TOPIC_KERNEL, k->session, &s.base);
     } else if (what == A_EXIT) {
         Tessera__V1__KernelExited e = TESSERA__V1__KERNEL_EXITED__INIT;
@@ -291,6 +300,7 @@ static void publish_kernel_event(const node *n, const kernel *k, akind what)
         e.agent_id = (char *)n->id;
         e.exit_code = 0;
         e.reason = "exited";
+        e.generation = k->generation;
         publish(TOPIC_KERNEL, k->session, &e.base);
     } else {
         Tessera__V1__KernelTerminated t = TESSERA__V1__KERNEL_TERMINATED__INIT;
@@ -299,6 +309,7 @@ static void publish_kernel_event(const node *n, const kernel *k, akind what)
         t.agent_id = (char *)n->id;
         t.exit_code = k->exit_code;
         t.reason = (char *)(k->reason[0] ? k->reason : "user-requested");
+        t.generation = k->generation;
         publish(TOPIC_KERNEL, k->session, &t.base);
     }
 }
@@ -315,7 +326,23 @@ static kernel *find_kernel(node *n, const char *id)
 static void remove_kernel(node *n, kernel *k)
 {
     tessera__v1__create_kernel__free_unpacked(k->cmd, NULL);
+    if (k->next) tessera__v1__create_kernel__free_unpacked(k->next, NULL);
     *k = n->k[--n->nk];
+}
+
+/* (Re)start k from c (owned from here): CREATING, KernelStarted after the delay. */
+static void begin_create(int ni, kernel *k, Tessera__V1__CreateKernel *c)
+{
+    if (k->cmd && k->cmd != c) tessera__v1__create_kernel__free_unpacked(k->cmd, NULL);
+    k->cmd = c;
+    k->generation = c->generation;
+    k->state = K_CREATING;
+    k->batch = c->session_type == TESSERA__V1__SESSION_TYPE__SESSION_TYPE_BATCH;
+    k->exit_code = -1;
+    k->reason[0] = '\0';
+    action a = {ts_now_mono_ms() + opt_start_delay, ni, A_START, ""};
+    ts_strlcpy(a.kernel, k->id, sizeof(a.kernel));
+    heap_push(a);
 }
 
 static void run_action(const action *a)
@@ -343,8 +370,16 @@ static void run_action(const action *a)
         atomic_fetch_add(&g.exited, 1);
         return;
     case A_TERMINATE:
+        if (k->state != K_TERMINATING) return; /* created again since */
         publish_kernel_event(n, k, A_TERMINATE);
         atomic_fetch_add(&g.terminated, 1);
+        if (k->next) { /* a restart: the next generation now */
+            Tessera__V1__CreateKernel *c = k->next;
+            k->next = NULL;
+            begin_create(a->node, k, c);
+            atomic_fetch_add(&g.created, 1);
+            return;
+        }
         remove_kernel(n, k);
         return;
     }
@@ -420,9 +455,27 @@ static kbus_result on_command(const kbus_msg *msg, void *ctx, ts_err *reason)
             return KBUS_REJECT;
         }
         pthread_mutex_lock(&g.mu);
-        if (find_kernel(n, c->kernel_id)) { /* a repeat: no-op */
+        kernel *have = find_kernel(n, c->kernel_id);
+        if (have) {
+            int latest = have->next ? have->next->generation : have->generation;
+            if (c->generation <= latest) { /* a repeat: no-op */
+                pthread_mutex_unlock(&g.mu);
+                tessera__v1__create_kernel__free_unpacked(c, NULL);
+                return KBUS_DONE;
+            }
+            if (have->state == K_TERMINATING) { /* after the current one is gone */
+                if (have->next) tessera__v1__create_kernel__free_unpacked(have->next, NULL);
+                have->next = c;
+            } else { /* no destroy came first: end the current generation now */
+                ts_strlcpy(have->reason, "replaced by a new generation", sizeof(have->reason));
+                publish_kernel_event(n, have, A_TERMINATE);
+                atomic_fetch_add(&g.terminated, 1);
+                begin_create(ni, have, c);
+                atomic_fetch_add(&g.created, 1);
+            }
             pthread_mutex_unlock(&g.mu);
-            tessera__v1__create_kernel__free_unpacked(c, NULL);
+            TLOG_DEBUG("kernel create (new generation)", "agent=%s kernel=%s generation=%d",
+                       n->id, c->kernel_id, c->generation);
             return KBUS_DONE;
         }
         if (n->nk == n->capk) {
@@ -433,12 +486,7 @@ static kbus_result on_command(const kbus_msg *msg, void *ctx, ts_err *reason)
         memset(k, 0, sizeof(*k));
         ts_strlcpy(k->id, c->kernel_id, sizeof(k->id));
         ts_strlcpy(k->session, c->session_id, sizeof(k->session));
-        k->batch = c->session_type == TESSERA__V1__SESSION_TYPE__SESSION_TYPE_BATCH;
-        k->exit_code = -1;
-        k->cmd = c;
-        action a = {ts_now_mono_ms() + opt_start_delay, ni, A_START, ""};
-        ts_strlcpy(a.kernel, k->id, sizeof(a.kernel));
-        heap_push(a);
+        begin_create(ni, k, c);
         pthread_mutex_unlock(&g.mu);
         atomic_fetch_add(&g.created, 1);
         TLOG_DEBUG("kernel create", "agent=%s kernel=%s session=%s", n->id, c->kernel_id,
@@ -456,11 +504,22 @@ static kbus_result on_command(const kbus_msg *msg, void *ctx, ts_err *reason)
         }
         pthread_mutex_lock(&g.mu);
         kernel *k = find_kernel(n, d->kernel_id);
-        if (!k) {
-            kernel gone = {.state = K_TERMINATING, .exit_code = -1};
+        if (!k || d->generation < k->generation) { /* unknown, or a stale generation */
+            kernel gone = {.state = K_TERMINATING, .exit_code = -1, .generation = d->generation};
             ts_strlcpy(gone.id, d->kernel_id, sizeof(gone.id));
             ts_strlcpy(gone.session, d->session_id, sizeof(gone.session));
-            ts_strlcpy(gone.reason, "not-found", sizeof(gone.reason));
+            ts_strlcpy(gone.reason, k ? "stale generation" : "not-found", sizeof(gone.reason));
+            publish_kernel_event(n, &gone, A_TERMINATE);
+        } else if (k->next && d->generation >= k->next->generation) {
+            /* the waiting generation is destroyed before it started */
+            kernel gone = {.state = K_TERMINATING, .exit_code = -1,
+                           .generation = k->next->generation};
+            ts_strlcpy(gone.id, k->id, sizeof(gone.id));
+            ts_strlcpy(gone.session, k->session, sizeof(gone.session));
+            ts_strlcpy(gone.reason, d->reason[0] ? d->reason : "user-requested",
+                       sizeof(gone.reason));
+            tessera__v1__create_kernel__free_unpacked(k->next, NULL);
+            k->next = NULL;
             publish_kernel_event(n, &gone, A_TERMINATE);
         } else if (k->state != K_TERMINATING) {
             k->state = K_TERMINATING;

@@ -437,3 +437,36 @@ def test_simagent_speaks_the_agent_protocol(mini):
     ev = mini.events(topic="tessera.kernel.v1", type_="KernelTerminated", count=1, timeout=30)
     assert ev[0]["payload"]["kernel_id"] == "pk1" and ev[0]["payload"]["exit_code"] == 0
     assert ev[0]["payload"]["reason"] == "batch-finished"
+
+
+def test_simagent_kernel_generations(mini):
+    """A restart (docs/events.md, "Generations"): DestroyKernel of generation 0 then
+    CreateKernel of generation 1 for the same id; stale and repeated commands are harmless."""
+    mini.simagent(1, 1, "gen-", "gpu", start_delay="100ms", stop_delay="300ms")
+    topic = "tessera.agent.cmd.gen-0"
+    cmd = {"session_id": "gs1", "kernel_id": "gk1", "agent_id": "gen-0",
+           "session_type": "SESSION_TYPE_INTERACTIVE", "slots": [{"name": "cpu", "amount": "1"}]}
+
+    def kev(count=0):  # the first count kernel events, or all within an idle 2 s
+        ev = mini.events(topic="tessera.kernel.v1", count=count, timeout=40)
+        return [(e["type"].split(".")[-1], e["payload"].get("generation", 0),
+                 e["payload"].get("reason", "")) for e in ev if e["payload"]["kernel_id"] == "gk1"]
+
+    mini.publish("CreateKernel", cmd, key="gk1", topic=topic)
+    assert kev(2) == [("KernelCreating", 0, ""), ("KernelStarted", 0, "")]
+    mini.publish("DestroyKernel", {"session_id": "gs1", "kernel_id": "gk1", "reason": "restarting"},
+                 key="gk1", topic=topic)
+    mini.publish("CreateKernel", dict(cmd, generation=1), key="gk1", topic=topic)
+    mini.publish("CreateKernel", dict(cmd, generation=1), key="gk1", topic=topic)  # a repeat
+    mini.publish("CreateKernel", cmd, key="gk1", topic=topic)  # an old replay
+    assert kev(5)[2:] == [("KernelTerminated", 0, "restarting"), ("KernelCreating", 0, ""),
+                          ("KernelStarted", 1, "")]
+    # a replayed destroy of generation 0 is stale: answered, the kernel stays
+    mini.publish("DestroyKernel", {"session_id": "gs1", "kernel_id": "gk1", "reason": "old"},
+                 key="gk1", topic=topic)
+    assert kev(6)[5] == ("KernelTerminated", 0, "stale generation")
+    time.sleep(1)
+    assert len(kev()) == 6, "the stale destroy ended the current generation"
+    mini.publish("DestroyKernel", {"session_id": "gs1", "kernel_id": "gk1", "reason": "bye",
+                                   "generation": 1}, key="gk1", topic=topic)
+    assert kev(7)[6] == ("KernelTerminated", 1, "bye")
