@@ -327,6 +327,9 @@ for s in $SERVICES; do
     set -- "$@" "TESSERA_HTTP_THREADS=${TESSERA_HTTP_THREADS:-16}"
   fi
   [ "$s" != registry ] || set -- "$@" "TESSERA_REGISTRY_MAX_WAITING_CREATES=${TESSERA_REGISTRY_MAX_WAITING_CREATES:-8}"
+  # the registry's event consumers (3 groups x registry.event_consumers) and
+  # its HTTP threads each may hold a PostgreSQL connection
+  [ "$s" != registry ] || set -- "$@" "TESSERA_PG_POOL_SIZE=${TESSERA_REGISTRY_PG_POOL_SIZE:-16}"
   if [ "$s" = agent ]; then
     n=$((AGENT_PORT % 250))
     set -- "$@" "TESSERA_AGENT_MOCK_GPUS=2" "TESSERA_AGENT_MOCK_GPU_MEMORY=16g" \

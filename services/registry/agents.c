@@ -2,6 +2,7 @@
 #include "agents.h"
 
 #include "caller.h"
+#include "event_consumers.h"
 #include "libcommon/log.h"
 #include "libcommon/pgjson.h"
 #include "occupancy_sync.h"
@@ -12,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static kbus_consumer *consumer;
+static reg_consumers consumers;
 
 /* ---- announcements ------------------------------------------------------------------------- */
 
@@ -303,15 +304,13 @@ static kbus_result on_agent_event(const kbus_msg *msg, void *ctx, ts_err *reason
 bool agents_start(svc *s, ts_err *err)
 {
     static const char *const topics[] = {"tessera.agent.v1", NULL};
-    consumer =
-        kbus_consume(svc_bus(s), "tessera-registry.agents", topics, on_agent_event, NULL, err);
-    return consumer != NULL;
+    return reg_consumers_start(&consumers, s, "tessera-registry.agents", topics, on_agent_event,
+                               err);
 }
 
 void agents_stop(void)
 {
-    kbus_consumer_stop(consumer);
-    consumer = NULL;
+    reg_consumers_stop(&consumers);
 }
 
 /* ---- admin API --------------------------------------------------------------------------------

@@ -10,6 +10,7 @@
  * the guards make the replay harmless. */
 #include "lifecycle.h"
 
+#include "event_consumers.h"
 #include "libcommon/log.h"
 #include "pbutil.h"
 #include "tessera/v1/kernel.pb-c.h"
@@ -20,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static kbus_consumer *session_consumer, *kernel_consumer;
+static reg_consumers session_consumers, kernel_consumers;
 
 /* ---- one transaction per event ------------------------------------------------------------ */
 
@@ -597,17 +598,18 @@ bool lifecycle_start(svc *s, ts_err *err)
 {
     static const char *const session_topics[] = {TOPIC_SESSION, NULL};
     static const char *const kernel_topics[] = {TOPIC_KERNEL, NULL};
-    session_consumer = kbus_consume(svc_bus(s), "tessera-registry.sessions", session_topics,
-                                    on_session_event, NULL, err);
-    if (!session_consumer) return false;
-    kernel_consumer = kbus_consume(svc_bus(s), "tessera-registry.kernels", kernel_topics,
-                                   on_kernel_event, NULL, err);
-    return kernel_consumer != NULL;
+    if (!reg_consumers_start(&session_consumers, s, "tessera-registry.sessions", session_topics,
+                             on_session_event, err))
+        return false;
+    if (reg_consumers_start(&kernel_consumers, s, "tessera-registry.kernels", kernel_topics,
+                            on_kernel_event, err))
+        return true;
+    reg_consumers_stop(&session_consumers);
+    return false;
 }
 
 void lifecycle_stop(void)
 {
-    kbus_consumer_stop(session_consumer);
-    kbus_consumer_stop(kernel_consumer);
-    session_consumer = kernel_consumer = NULL;
+    reg_consumers_stop(&session_consumers);
+    reg_consumers_stop(&kernel_consumers);
 }

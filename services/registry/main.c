@@ -32,6 +32,9 @@ static const cfg_option registry_options[] = {
      "an agent without a heartbeat for this long is LOST and its sessions end in ERROR"},
     {"registry.lost_check_interval", CFG_DURATION, &reg_cfg.lost_check_interval_ms, "1s", 100,
      600000, NULL, false, NULL, "how often agents' heartbeats are checked"},
+    {"registry.event_consumers", CFG_INT, &reg_cfg.event_consumers, "3", 1, 16, NULL, false, NULL,
+     "consumers per event consumer group (sessions, kernels, agents): partitions are handled in "
+     "parallel, each in order"},
     {"registry.pending_check_interval", CFG_DURATION, &reg_cfg.pending_check_interval_ms, "1s",
      100, 600000, NULL, false, NULL,
      "how often PENDING sessions are checked against their resource group's pending_timeout"},

@@ -34,6 +34,7 @@ typedef struct reg_config {
     int64_t agent_lost_timeout_ms;
     int64_t lost_check_interval_ms;
     int64_t pending_check_interval_ms;
+    int64_t event_consumers;
     bool auto_register_images;
     int64_t reconcile_interval_ms;
     char *redis_prefix;
