@@ -333,6 +333,12 @@ for s in $SERVICES; do
       "TESSERA_AGENT_CNI_NETWORK=tsdev$n" "TESSERA_AGENT_CNI_SUBNET=10.214.$n.0/24" \
       "TESSERA_AGENT_PORT_RANGE=$((20000 + (AGENT_PORT % 100) * 100))-$((20099 + (AGENT_PORT % 100) * 100))" \
       "TESSERA_AGENT_INSECURE_REGISTRIES=$OCI" "TESSERA_AGENT_DESTROY_ON_STOP=true"
+    # the CUDA shim the build made (build/lib), or an installed one (lib/tessera);
+    # without one (no CUDA toolkit at build time) GPU kernels run without it
+    shim="$(dirname "$BIN")/lib/libtessera-cuda.so"
+    [ -f "$shim" ] || shim="$(dirname "$BIN")/lib/tessera/libtessera-cuda.so"
+    if [ -f "$shim" ]; then set -- "$@" "TESSERA_AGENT_CUDA_SHIM_PATH=$shim"
+    else set -- "$@" "TESSERA_AGENT_CUDA_SHIM=false"; fi
   fi
   # vfolder: one volume, "local", in its state dir (the default host).
   [ "$s" != vfolder ] || set -- "$@" "TESSERA_VFOLDER_VOLUMES=local:$STATE/vfolder/volumes/local" \
