@@ -16,6 +16,8 @@
 #                         gateway"); set it empty for PostgreSQL, Redis and the
 #                         OCI registry only.
 #   TESSERA_DEV_TIMEOUT   seconds to wait for readiness (default 60)
+#   TESSERA_DEV_MOCK_GPUS mock GPUs of the agent (default 2); 0 on a host with
+#                         NVIDIA GPUs makes the agent use the real ones
 #   TESSERA_IMAGE_CACHE   where the busybox demo image is built once (default
 #                         <repo>/build/images); it is pushed to the OCI registry
 #                         and named in env as TESSERA_DEMO_IMAGE.
@@ -329,7 +331,7 @@ for s in $SERVICES; do
   [ "$s" != registry ] || set -- "$@" "TESSERA_REGISTRY_MAX_WAITING_CREATES=${TESSERA_REGISTRY_MAX_WAITING_CREATES:-8}"
   if [ "$s" = agent ]; then
     n=$((AGENT_PORT % 250))
-    set -- "$@" "TESSERA_AGENT_MOCK_GPUS=2" "TESSERA_AGENT_MOCK_GPU_MEMORY=16g" \
+    set -- "$@" "TESSERA_AGENT_MOCK_GPUS=${TESSERA_DEV_MOCK_GPUS:-2}" "TESSERA_AGENT_MOCK_GPU_MEMORY=16g" \
       "TESSERA_AGENT_CNI_NETWORK=tsdev$n" "TESSERA_AGENT_CNI_SUBNET=10.214.$n.0/24" \
       "TESSERA_AGENT_PORT_RANGE=$((20000 + (AGENT_PORT % 100) * 100))-$((20099 + (AGENT_PORT % 100) * 100))" \
       "TESSERA_AGENT_INSECURE_REGISTRIES=$OCI" "TESSERA_AGENT_DESTROY_ON_STOP=true"
