@@ -213,6 +213,8 @@ install: all
 	  sed 's|@BINDIR@|$(PREFIX)/bin|g' $$u > $(DESTDIR)$(PREFIX)/lib/systemd/system/$$(basename $$u); \
 	  chmod 0644 $(DESTDIR)$(PREFIX)/lib/systemd/system/$$(basename $$u); done
 	install -m 0644 $(EXAMPLE_CONFS) $(DESTDIR)/etc/tessera/
+	if [ -f $(SHIM_LIB) ]; then install -d $(DESTDIR)$(PREFIX)/lib/tessera && \
+	  install -m 0644 $(SHIM_LIB) $(DESTDIR)$(PREFIX)/lib/tessera/; fi
 
 fmt:
 	clang-format -i $$(git ls-files '*.c' '*.h')

@@ -16,6 +16,8 @@
 #                         gateway"); set it empty for PostgreSQL, Redis and the
 #                         OCI registry only.
 #   TESSERA_DEV_TIMEOUT   seconds to wait for readiness (default 60)
+#   TESSERA_DEV_MOCK_GPUS mock GPUs of the agent (default 2); 0 on a host with
+#                         NVIDIA GPUs makes the agent use the real ones
 #   TESSERA_IMAGE_CACHE   where the busybox demo image is built once (default
 #                         <repo>/build/images); it is pushed to the OCI registry
 #                         and named in env as TESSERA_DEMO_IMAGE.
@@ -332,10 +334,16 @@ for s in $SERVICES; do
   [ "$s" != registry ] || set -- "$@" "TESSERA_PG_POOL_SIZE=${TESSERA_REGISTRY_PG_POOL_SIZE:-16}"
   if [ "$s" = agent ]; then
     n=$((AGENT_PORT % 250))
-    set -- "$@" "TESSERA_AGENT_MOCK_GPUS=2" "TESSERA_AGENT_MOCK_GPU_MEMORY=16g" \
+    set -- "$@" "TESSERA_AGENT_MOCK_GPUS=${TESSERA_DEV_MOCK_GPUS:-2}" "TESSERA_AGENT_MOCK_GPU_MEMORY=16g" \
       "TESSERA_AGENT_CNI_NETWORK=tsdev$n" "TESSERA_AGENT_CNI_SUBNET=10.214.$n.0/24" \
       "TESSERA_AGENT_PORT_RANGE=$((20000 + (AGENT_PORT % 100) * 100))-$((20099 + (AGENT_PORT % 100) * 100))" \
       "TESSERA_AGENT_INSECURE_REGISTRIES=$OCI" "TESSERA_AGENT_DESTROY_ON_STOP=true"
+    # the CUDA shim the build made (build/lib), or an installed one (lib/tessera);
+    # without one (no CUDA toolkit at build time) GPU kernels run without it
+    shim="$(dirname "$BIN")/lib/libtessera-cuda.so"
+    [ -f "$shim" ] || shim="$(dirname "$BIN")/lib/tessera/libtessera-cuda.so"
+    if [ -f "$shim" ]; then set -- "$@" "TESSERA_AGENT_CUDA_SHIM_PATH=$shim"
+    else set -- "$@" "TESSERA_AGENT_CUDA_SHIM=false"; fi
   fi
   # vfolder: one volume, "local", in its state dir (the default host).
   [ "$s" != vfolder ] || set -- "$@" "TESSERA_VFOLDER_VOLUMES=local:$STATE/vfolder/volumes/local" \

@@ -36,6 +36,7 @@ struct agent {
     char **insecure; /* registry hosts, NULL-terminated */
     kernels *ks;
     char *gpu_dir;
+    gpu_host gpu;
     heartbeat *hb;
     kbus_consumer *consumer;
     atomic_bool started;
@@ -288,6 +289,12 @@ bool agent_start(svc *s, ts_err *err)
               a->node.host_cpus, (long long)a->node.host_mem_bytes,
               slots_format(&a->node.capacity, slots, sizeof(slots)), a->node.n_devices,
               a->node.gpu_note);
+    gpu_host_opts go = {.shim = c->cuda_shim,
+                        .shim_path = c->cuda_shim_path,
+                        .driver_libs = c->cuda_driver_libs,
+                        .devices = a->node.devices,
+                        .n_devices = a->node.n_devices};
+    if (!gpu_host_init(&a->gpu, &go, err)) return false;
 
     int lo = 0, hi = 0;
     if (!_port_range(c->port_range, &lo, &hi, err)) return false;
@@ -330,6 +337,7 @@ bool agent_start(svc *s, ts_err *err)
                        .shm_bytes = c->shm,
                        .exited_retention_ms = c->exited_retention_ms,
                        .gpu_conf_dir = a->gpu_dir,
+                       .gpu = &a->gpu,
                        .device_memory = _device_memory,
                        .device_ctx = a};
     a->ks = kernels_new(&ko, err);
@@ -462,6 +470,7 @@ void agent_stop(svc *s)
     image_store_free(a->insecure_store);
     runtime_free(a->rt);
     free(a->gpu_dir);
+    gpu_host_free(&a->gpu);
     for (char **h = a->insecure; h && *h; h++)
         free(*h);
     free(a->insecure);

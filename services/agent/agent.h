@@ -35,9 +35,12 @@ typedef struct agent_config {
     int64_t shm;
     int64_t destroy_grace_ms;
     int64_t exited_retention_ms;
-    bool destroy_on_stop; /* destroy every kernel on a graceful stop (dev stacks) */
-    int64_t exec_timeout_ms; /* the longest an execute may run */
-    int64_t exec_output_cap; /* bytes kept per stream */
+    bool destroy_on_stop;         /* destroy every kernel on a graceful stop (dev stacks) */
+    int64_t exec_timeout_ms;      /* the longest an execute may run */
+    int64_t exec_output_cap;      /* bytes kept per stream */
+    bool cuda_shim;               /* mount libtessera-cuda.so into GPU kernels */
+    const char *cuda_shim_path;   /* the shim on this host */
+    const char *cuda_driver_libs; /* sonames or paths, "" = GPU_DEFAULT_DRIVER_LIBS */
 } agent_config;
 
 typedef struct agent agent;

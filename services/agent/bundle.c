@@ -13,6 +13,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "services/agent/gpu_mounts.h"
 #include "services/agent/seccomp.h"
 
 /* Docker's default set (moby oci/caps/defaults.go). */
@@ -371,6 +372,10 @@ bool bundle_write(const char *bundle_dir, const bundle_params *p, ts_err *err)
                             host, "mounts", mounts, "linux", linux_);
     if (!cfg) {
         ts_err_set(err, "cannot build config.json");
+        return false;
+    }
+    if (s->gpu && !gpu_bundle_apply(s->gpu, cfg, err)) {
+        json_decref(cfg);
         return false;
     }
     char *path = ts_asprintf("%s/config.json", bundle_dir);

@@ -14,7 +14,8 @@
  *              no user namespace; resources cpu quota/period, memory (swap =
  *              limit: no swap), pids; cgroupsPath /tessera/<id>; devices deny
  *              all (runc adds the standard ones); Docker's masked and read-only
- *              paths; the default seccomp profile. */
+ *              paths; the default seccomp profile.
+ *   gpu        a kernel with a GPU allocation: gpu_mounts.h (shim, devices). */
 #ifndef AGENT_BUNDLE_H
 #define AGENT_BUNDLE_H
 

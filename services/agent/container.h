@@ -51,6 +51,7 @@ typedef struct kernel_spec {
     const int *service_ports;    /* container ports to publish */
     int n_service_ports;
     bool batch;                  /* true: the command's exit ends the kernel */
+    const struct kernel_gpu *gpu; /* GPU allocation (gpu_mounts.h), NULL for none */
 } kernel_spec;
 
 typedef struct kernel_ports {

@@ -360,13 +360,19 @@ static void _env_add(char ***env, int *n, const char *fmt, ...)
     (*env)[*n] = NULL;
 }
 
-/* The per-device GPU allocation: env for the container and the cuda-shim
- * config (mem_limit per device as the container numbers them, compute share).
- * Mounting the shim into the container is not done yet. */
-static void _gpu_setup(kernels *ks, const krec *k, const Tessera__V1__CreateKernel *cmd,
-                       char ***env, int *n)
+/* The per-device GPU allocation: env for the container, the cuda-shim config
+ * (mem_limit per device as the container numbers them, compute share) and
+ * what gpu_mounts.c mounts (*gpu set; NULL for a kernel without GPUs). */
+static bool _gpu_setup(kernels *ks, const krec *k, const Tessera__V1__CreateKernel *cmd,
+                       char ***env, int *n, kernel_gpu *out, const kernel_gpu **gpu, ts_err *err)
 {
-    if (cmd->n_devices == 0) return;
+    *gpu = NULL;
+    if (cmd->n_devices == 0) return true;
+    if (cmd->n_devices > NODE_MAX_DEVICES) {
+        ts_err_set(err, "%zu GPUs allocated: at most %d", cmd->n_devices, NODE_MAX_DEVICES);
+        return false;
+    }
+    const char *dev_ids[NODE_MAX_DEVICES];
     char ids[256] = "", shares[512] = "", limits[512] = "";
     double share = 1.0;
     int used = 0;
@@ -377,6 +383,7 @@ static void _gpu_setup(kernels *ks, const krec *k, const Tessera__V1__CreateKern
         l = strlen(shares);
         snprintf(shares + l, sizeof(shares) - l, "%s%s:%s=%s", used ? "," : "", d->device_id,
                  d->slot_name, d->amount);
+        dev_ids[used] = d->device_id;
         double frac = strcmp(d->slot_name, "cuda.shares") == 0 ? atof(d->amount) : 1.0;
         if (frac > 1.0) frac = 1.0;
         if (frac < share) share = frac;
@@ -391,34 +398,35 @@ static void _gpu_setup(kernels *ks, const krec *k, const Tessera__V1__CreateKern
     _env_add(env, n, "TESSERA_CUDA_DEVICES=%s", ids);
     _env_add(env, n, "TESSERA_CUDA_ALLOCATION=%s", shares);
     _env_add(env, n, "CUDA_VISIBLE_DEVICES=%s", ids);
-    if (!ks->o.gpu_conf_dir) return;
+    if (!ks->o.gpu_conf_dir) return true;
     char *dir = ts_asprintf("%s/%s", ks->o.gpu_conf_dir, k->id);
     mkdir(ks->o.gpu_conf_dir, 0755);
     mkdir(dir, 0755);
     char *path = ts_asprintf("%s/cuda-shim.conf", dir);
     FILE *f = fopen(path, "w");
+    bool ok = f != NULL;
     if (f) {
         fprintf(f, "# written by tessera-agent for kernel %s\n", k->id);
         if (limits[0]) fprintf(f, "mem_limit = %s\n", limits);
         fprintf(f, "compute_share = %.2f\n", share);
-        fprintf(f, "shared_dir = /run/tessera-cuda\n");
-        fclose(f);
-    } else {
-        TLOG_WARN("cuda-shim config not written", "kernel=%s path=%s error=\"%s\"", k->id, path,
-                  strerror(errno));
+        fprintf(f, "shared_dir = %s\n", GPU_SHARED_DIR);
+        ok = fclose(f) == 0;
+    }
+    if (!ok) ts_err_set(err, "write %s: %s", path, strerror(errno));
+    if (ok && ks->o.gpu) {
+        ok = gpu_kernel_prepare(ks->o.gpu, dir, dev_ids, used, out, err);
+        if (ok) *gpu = out;
     }
     free(path);
     free(dir);
+    return ok;
 }
 
 static void _gpu_cleanup(kernels *ks, const char *id)
 {
     if (!ks->o.gpu_conf_dir) return;
     char *dir = ts_asprintf("%s/%s", ks->o.gpu_conf_dir, id);
-    char *path = ts_asprintf("%s/cuda-shim.conf", dir);
-    unlink(path);
-    rmdir(dir);
-    free(path);
+    gpu_kernel_cleanup(dir);
     free(dir);
 }
 
@@ -521,7 +529,18 @@ static void _task_create(kernels *ks, krec *k)
     _env_add(&env, &n_env, "TESSERA_CLUSTER_ROLE=%s", role);
     _env_add(&env, &n_env, "TESSERA_CLUSTER_IDX=%d", cmd->cluster_idx);
     _env_add(&env, &n_env, "TESSERA_CLUSTER_SIZE=%d", size);
-    _gpu_setup(ks, k, cmd, &env, &n_env);
+    kernel_gpu kgpu;
+    const kernel_gpu *gpu = NULL;
+    if (!_gpu_setup(ks, k, cmd, &env, &n_env, &kgpu, &gpu, &err)) {
+        for (int i = 0; i < n_env; i++)
+            free(env[i]);
+        free(env);
+        _gpu_cleanup(ks, k->id);
+        ts_err_prefix(&err, "create failed");
+        _fail(ks, k, err.msg);
+        image_info_free(info);
+        goto out;
+    }
     for (size_t i = 0; i < cmd->n_environ; i++)
         _env_add(&env, &n_env, "%s=%s", cmd->environ[i]->key, cmd->environ[i]->value);
 
@@ -572,6 +591,7 @@ static void _task_create(kernels *ks, krec *k)
         .service_ports = cports,
         .n_service_ports = n_ports,
         .batch = batch,
+        .gpu = gpu,
     };
     kernel_status st;
     bool ok = runtime_start(ks->o.rt, &spec, &st, &err);

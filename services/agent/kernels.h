@@ -25,6 +25,7 @@
 #include "libcommon/slots.h"
 #include "services/agent/service_ports.h"
 #include "services/agent/container.h"
+#include "services/agent/gpu_mounts.h"
 #include "tessera/v1/agent_cmd.pb-c.h"
 
 typedef struct kernels kernels;
@@ -45,6 +46,7 @@ typedef struct kernels_opts {
     int64_t shm_bytes;           /* /dev/shm of every kernel */
     int64_t exited_retention_ms; /* an exited kernel not destroyed by then is destroyed */
     const char *gpu_conf_dir;    /* where per-kernel cuda-shim configs are written */
+    const gpu_host *gpu;         /* shim, device nodes, driver libraries (gpu_mounts.h) */
     /* Device memory by device id, for the cuda-shim caps (may be NULL). */
     int64_t (*device_memory)(const char *device_id, void *ctx);
     void *device_ctx;

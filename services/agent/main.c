@@ -5,13 +5,19 @@
 #include "libcommon/svc.h"
 #include "services/agent/agent.h"
 
+/* where `make install` puts the shim (PREFIX/lib/tessera) */
+#ifndef TESSERA_SHIM_PATH
+#define TESSERA_SHIM_PATH "/usr/local/lib/tessera/libtessera-cuda.so"
+#endif
+
 static char *id, *resource_group, *state_dir, *runc_path, *cni_bin_dir, *cni_network, *cni_subnet,
-    *port_range, *insecure_registries, *registry_auth_file, *advertise_addr;
+    *port_range, *insecure_registries, *registry_auth_file, *advertise_addr, *cuda_shim_path,
+    *cuda_driver_libs;
 static int64_t log_cap, heartbeat_interval_ms, mock_gpus, mock_gpu_memory, max_parallel_pulls,
     pull_retries, pull_timeout_ms, mem, mem_reserve, shm, destroy_grace_ms, exited_retention_ms,
     exec_timeout_ms, exec_output_cap;
 static double cpu;
-static bool destroy_on_stop;
+static bool destroy_on_stop, cuda_shim;
 
 static const cfg_option agent_options[] = {
     {"agent.id", CFG_STRING, &id, "", 0, 0, NULL, false, NULL,
@@ -40,6 +46,13 @@ static const cfg_option agent_options[] = {
      "declare this many mock GPUs instead of detecting real ones (tests, development)"},
     {"agent.mock_gpu_memory", CFG_BYTES, &mock_gpu_memory, "16g", 0, 1099511627776.0, NULL, false,
      NULL, "memory of each mock GPU"},
+    {"agent.cuda_shim", CFG_BOOL, &cuda_shim, "true", 0, 0, NULL, false, NULL,
+     "mount libtessera-cuda.so (memory cap, compute share) into kernels with GPUs"},
+    {"agent.cuda_shim_path", CFG_STRING, &cuda_shim_path, TESSERA_SHIM_PATH, 0, 0, NULL, false,
+     NULL, "libtessera-cuda.so on this host (checked at start when the node has GPUs)"},
+    {"agent.cuda_driver_libs", CFG_STRING, &cuda_driver_libs, "", 0, 0, NULL, false, NULL,
+     "driver libraries mounted into GPU kernels: sonames (ldconfig -p) or paths, comma-separated"
+     " (empty: libcuda, libnvidia-ml and the few CUDA needs)"},
     {"agent.insecure_registries", CFG_STRING, &insecure_registries, "", 0, 0, NULL, false, NULL,
      "image registries (host:port, comma-separated) reached over plain HTTP"},
     {"agent.registry_auth_file", CFG_STRING, &registry_auth_file, "", 0, 0, NULL, false, NULL,
@@ -102,6 +115,9 @@ static bool agent_routes(svc *s, ts_err *err)
         .destroy_on_stop = destroy_on_stop,
         .exec_timeout_ms = exec_timeout_ms,
         .exec_output_cap = exec_output_cap,
+        .cuda_shim = cuda_shim,
+        .cuda_shim_path = cuda_shim_path,
+        .cuda_driver_libs = cuda_driver_libs,
     };
     return agent_setup(s, &c, err);
 }

@@ -222,6 +222,23 @@ def test_interactive_kernel_execute_heartbeat_destroy(agent):
     with open(conf) as f:
         text = f.read()
     assert f"mem_limit = 0:{8 << 30}" in text and "compute_share = 0.50" in text
+    # ... and inside the container (gpu_mounts.c): the shim preloaded, its
+    # config where the shim reads it first, the accounting dir, all but the
+    # last read-only
+    r = execute(agent, kid, mode="query",
+                code="cat /etc/ld.so.preload; cat /etc/tessera/cuda-shim.conf; "
+                     "test -s /opt/tessera/lib/libtessera-cuda.so && echo shim-present; "
+                     "touch /run/tessera-cuda/probe && echo shared-writable; "
+                     "echo x >> /etc/ld.so.preload || echo preload-read-only; "
+                     "echo x >> /etc/tessera/cuda-shim.conf || echo conf-read-only")
+    out = stdout_of(r)
+    assert out.startswith("/opt/tessera/lib/libtessera-cuda.so\n"), out
+    assert f"mem_limit = 0:{8 << 30}\n" in out and "shared_dir = /run/tessera-cuda\n" in out
+    for word in ("shim-present", "shared-writable", "preload-read-only", "conf-read-only"):
+        assert word + "\n" in out, out
+    # mock GPUs: no device nodes, and the scheduler's device ids are kept
+    r = execute(agent, kid, mode="query", code="ls /dev | grep -c nvidia; echo $CUDA_VISIBLE_DEVICES")
+    assert stdout_of(r) == "0\n1\n"
 
     # heartbeats: the kernel, its allocation (slots and the device part), node usage
     since = time.time()
@@ -246,7 +263,7 @@ def test_interactive_kernel_execute_heartbeat_destroy(agent):
     term = destroy(agent, kid)
     assert term["reason"] == "user-requested" and term["agent_id"] == agent["id"]
     assert leftovers(agent, kid) == []
-    assert not os.path.exists(conf)
+    assert not os.path.exists(conf) and not os.path.exists(os.path.dirname(conf))
     # destroy is idempotent: a repeat is answered again
     n = len(bus.find("KernelTerminated", lambda p: p["kernel_id"] == kid))
     bus.publish(agent["id"], "DestroyKernel", {"session_id": "s-" + kid, "kernel_id": kid})
@@ -266,6 +283,54 @@ def test_batch_kernel_exit_code_and_logs(agent):
     term = destroy(agent, kid)
     assert term["exit_code"] == 3
     assert leftovers(agent, kid) == []
+
+
+def test_cpu_kernel_has_no_shim(agent):
+    """A kernel without a GPU allocation gets no preload, shim, config or
+    accounting dir (the same check finds them in a GPU kernel)."""
+    bus = agent["bus"]
+    check = ("test ! -e /etc/ld.so.preload && test ! -e /etc/tessera/cuda-shim.conf"
+             " && test ! -e /opt/tessera/lib && test ! -e /run/tessera-cuda")
+    kid, _ = create(agent, session_type=2, startup_command=check)
+    gkid, _ = create(agent, session_type=2, startup_command=check,
+                     slots={"cpu": "1", "mem": "256m", "cuda.device": "1"},
+                     devices=[{"device_id": "0", "slot_name": "cuda.device", "amount": "1"}])
+    assert bus.wait("KernelExited", lambda p: p["kernel_id"] == kid, timeout=60)["exit_code"] == 0
+    assert bus.wait("KernelExited", lambda p: p["kernel_id"] == gkid, timeout=60)["exit_code"] == 1
+    conf = os.path.join(agent["stack"]["TESSERA_STATE_DIR"], "agent", "gpu", kid)
+    assert not os.path.exists(conf)
+
+
+def test_gpu_kernel_of_an_unknown_device_fails_clearly(agent):
+    bus = agent["bus"]
+    kid, _ = create(agent, slots={"cpu": "1", "mem": "256m", "cuda.device": "1"},
+                    devices=[{"device_id": "7", "slot_name": "cuda.device", "amount": "1"}])
+    term = bus.wait("KernelTerminated", lambda p: p["kernel_id"] == kid, timeout=60)
+    assert term["reason"] == "create failed: GPU '7' is not a device of this agent"
+    assert not os.path.exists(os.path.join(agent["stack"]["TESSERA_STATE_DIR"], "agent", "gpu", kid))
+
+
+def test_agent_refuses_to_start_with_a_bad_shim_path(agent, tmp_path):
+    """agent.cuda_shim_path is checked at start on a node with (mock) GPUs."""
+    run = os.path.join(agent["stack"]["TESSERA_STATE_DIR"], "run")
+    with open(os.path.join(run, "agent.pid")) as f:
+        pid = int(f.read().split()[0])
+    with open(f"/proc/{pid}/environ", "rb") as f:
+        env = dict(kv.split("=", 1) for kv in f.read().decode().split("\0") if "=" in kv)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env.update(TESSERA_AGENT_STATE_DIR=str(tmp_path), TESSERA_AGENT_ID="bad-shim-agent",
+               TESSERA_HTTP_LISTEN=f"127.0.0.1:{port}", TESSERA_SERVICE_INSTANCE="bad-shim",
+               TESSERA_AGENT_CNI_NETWORK="tsbadshim")
+    for path, want in (("/nonexistent/libtessera-cuda.so",
+                        "agent.cuda_shim_path /nonexistent/libtessera-cuda.so: No such file"),
+                       ("build/lib/libtessera-cuda.so", "must be an absolute path")):
+        env["TESSERA_AGENT_CUDA_SHIM_PATH"] = path
+        p = subprocess.run([os.path.join(BIN_DIR, "tessera-agent")], env=env, capture_output=True,
+                           text=True, timeout=60)
+        assert p.returncode != 0
+        assert want in p.stdout + p.stderr, p.stdout + p.stderr
 
 
 def test_batch_success(agent):

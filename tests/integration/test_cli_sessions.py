@@ -223,6 +223,24 @@ def test_create_waits_with_progress_then_destroy(bin_dir, admin, image):
                timeout=30)
 
 
+def test_gpu_session_gets_the_cuda_shim(bin_dir, admin, image):
+    """The whole path: a batch session asking for cuda.shares=0.5 runs in a
+    busybox container with the shim preloaded and its memory cap (half of a
+    16 GiB mock GPU) in /etc/tessera/cuda-shim.conf; a CPU-only session has no
+    /etc/ld.so.preload. Each command fails (and so the session) otherwise."""
+    gpu = ("grep -qx /opt/tessera/lib/libtessera-cuda.so /etc/ld.so.preload"
+           f" && grep -qx 'mem_limit = 0:{8 << 30}' /etc/tessera/cuda-shim.conf"
+           " && grep -qx 'compute_share = 0.50' /etc/tessera/cuda-shim.conf")
+    for sname, slots, cmd in ((name("gpu"), "cpu=1,mem=256m,cuda.shares=0.5", gpu),
+                              (name("cpu"), "cpu=1,mem=256m", "test ! -e /etc/ld.so.preload")):
+        r = run(bin_dir, admin, "session", "create", image, "--name", sname, "--type", "batch",
+                "-r", slots, "--startup-command", cmd, "--max-wait", "60", timeout=90)
+        try:
+            assert r.returncode == 0, (slots, r.stdout, r.stderr)
+        finally:
+            quietly_destroy(bin_dir, admin, sname)
+
+
 def test_create_on_a_terminal_updates_one_line(bin_dir, admin, image):
     sname = name("tty")
     master, slave = pty.openpty()

@@ -27,3 +27,7 @@ def test_make_install_into_destdir(bin_dir, tmp_path):
                               "--check-config"], capture_output=True, text=True, timeout=30)
         assert chk.returncode == 0, chk.stderr
     assert (tmp_path / "usr/lib/systemd/system/tessera.target").is_file()
+    # the CUDA shim, when the build made it (a CUDA toolkit was there), where
+    # agent.cuda_shim_path points by default for PREFIX=/usr/local
+    if os.path.exists(os.path.join(build, "lib", "libtessera-cuda.so")):
+        assert (tmp_path / "usr/lib/tessera/libtessera-cuda.so").is_file()
