@@ -17,6 +17,7 @@
 #include "services/agent/heartbeat.h"
 #include "services/agent/http_api.h"
 #include "services/agent/registry_client.h"
+#include "services/agent/term_app.h"
 #include "tessera/v1/agent.pb-c.h"
 #include "tessera/v1/agent_cmd.pb-c.h"
 
@@ -36,6 +37,7 @@ struct agent {
     char **insecure; /* registry hosts, NULL-terminated */
     kernels *ks;
     char *gpu_dir;
+    char *term_path; /* tessera-term on this host, or NULL (no ttyd) */
     heartbeat *hb;
     kbus_consumer *consumer;
     atomic_bool started;
@@ -318,6 +320,12 @@ bool agent_start(svc *s, ts_err *err)
 
     _advertise(a);
     a->gpu_dir = ts_asprintf("%s/gpu", c->state_dir);
+    ts_err terr = {{0}};
+    a->term_path = term_app_locate(c->term_path, &terr);
+    if (a->term_path)
+        TLOG_INFO("terminal app", "term_path=%s", a->term_path);
+    else
+        TLOG_WARN("no terminal app: kernels get no ttyd", "error=\"%s\"", terr.msg);
     kernels_opts ko = {.agent_id = a->id,
                        .state_dir = c->state_dir,
                        .kernel_host = a->kernel_host,
@@ -330,6 +338,7 @@ bool agent_start(svc *s, ts_err *err)
                        .shm_bytes = c->shm,
                        .exited_retention_ms = c->exited_retention_ms,
                        .gpu_conf_dir = a->gpu_dir,
+                       .term_path = a->term_path,
                        .device_memory = _device_memory,
                        .device_ctx = a};
     a->ks = kernels_new(&ko, err);
@@ -462,6 +471,7 @@ void agent_stop(svc *s)
     image_store_free(a->insecure_store);
     runtime_free(a->rt);
     free(a->gpu_dir);
+    free(a->term_path);
     for (char **h = a->insecure; h && *h; h++)
         free(*h);
     free(a->insecure);

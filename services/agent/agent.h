@@ -38,6 +38,7 @@ typedef struct agent_config {
     bool destroy_on_stop; /* destroy every kernel on a graceful stop (dev stacks) */
     int64_t exec_timeout_ms; /* the longest an execute may run */
     int64_t exec_output_cap; /* bytes kept per stream */
+    const char *term_path;   /* tessera-term on the host; "" = next to this program */
 } agent_config;
 
 typedef struct agent agent;

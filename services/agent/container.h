@@ -51,6 +51,7 @@ typedef struct kernel_spec {
     const int *service_ports;    /* container ports to publish */
     int n_service_ports;
     bool batch;                  /* true: the command's exit ends the kernel */
+    const char *term_path;       /* host path of tessera-term, mounted read-only (term_app.h); NULL: none */
 } kernel_spec;
 
 typedef struct kernel_ports {
