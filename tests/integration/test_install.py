@@ -22,7 +22,7 @@ def test_make_install_into_destdir(bin_dir, tmp_path):
     assert term.is_file() and os.access(term, os.X_OK), term
     assert b"ELF" in term.read_bytes()[:4]
     agent_conf = (tmp_path / "etc/tessera/agent.conf").read_text()
-    assert "agent.term_path" in agent_conf
+    assert "term_path = \"\"" in agent_conf  # agent.term_path, at its default
     for svc in SERVICES:
         unit = (tmp_path / "usr/lib/systemd/system" / f"tessera-{svc}.service").read_text()
         assert f"ExecStart=/usr/bin/tessera-{svc} --config /etc/tessera/{svc}.conf" in unit
