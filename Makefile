@@ -206,9 +206,11 @@ dev-up: deps
 dev-down:
 	@sh deploy/dev/dev-down.sh
 
+# tessera-term goes next to tessera-agent: agent.term_path's default looks there.
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/systemd/system $(DESTDIR)/etc/tessera
 	install -m 0755 $(SERVICE_BINS) $(CLI_BIN) $(DESTDIR)$(PREFIX)/bin/
+	install -m 0755 $(TERM_BIN) $(DESTDIR)$(PREFIX)/bin/
 	for u in deploy/systemd/*.service deploy/systemd/*.target; do \
 	  sed 's|@BINDIR@|$(PREFIX)/bin|g' $$u > $(DESTDIR)$(PREFIX)/lib/systemd/system/$$(basename $$u); \
 	  chmod 0644 $(DESTDIR)$(PREFIX)/lib/systemd/system/$$(basename $$u); done

@@ -47,7 +47,9 @@ BUSYBOX_LABELS = {
     "ai.backend.base-distro": "busybox",
     "ai.backend.runtime-type": "app",
     "ai.backend.runtime-path": "/bin/sh",
-    "ai.backend.service-ports": "echo:http:8080",
+    "ai.backend.service-ports": "echo:http:8080,tcpecho:tcp:9000",
+    # started on demand by start-service (docs/agent.md, "Apps"): a TCP echo
+    "tessera.app.tcpecho.start": "nc -ll -p 9000 -e /bin/cat",
     "ai.backend.resource.min.cpu": "1",
     "ai.backend.resource.min.mem": "64m",
     "org.opencontainers.image.title": "tessera/busybox",

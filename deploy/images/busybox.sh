@@ -3,7 +3,8 @@
 # busybox-static (/bin/busybox and its applet symlinks, /etc/passwd with root
 # and 'work' uid 1000, /home/work, /tmp) as an OCI image layout at OUT, by
 # tools/oci-image.py (reproducible: the same busybox gives the same digest).
-# Labels: ai.backend.runtime-path=/bin/sh, ai.backend.service-ports=echo:http:8080.
+# Labels: ai.backend.runtime-path=/bin/sh,
+# ai.backend.service-ports=echo:http:8080,tcpecho:tcp:9000, tessera.app.tcpecho.start.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)

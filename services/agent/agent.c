@@ -17,6 +17,7 @@
 #include "services/agent/heartbeat.h"
 #include "services/agent/http_api.h"
 #include "services/agent/registry_client.h"
+#include "services/agent/term_app.h"
 #include "tessera/v1/agent.pb-c.h"
 #include "tessera/v1/agent_cmd.pb-c.h"
 
@@ -37,6 +38,7 @@ struct agent {
     kernels *ks;
     char *gpu_dir;
     gpu_host gpu;
+    char *term_path; /* tessera-term on this host, or NULL (no ttyd) */
     heartbeat *hb;
     kbus_consumer *consumer;
     atomic_bool started;
@@ -325,6 +327,12 @@ bool agent_start(svc *s, ts_err *err)
 
     _advertise(a);
     a->gpu_dir = ts_asprintf("%s/gpu", c->state_dir);
+    ts_err terr = {{0}};
+    a->term_path = term_app_locate(c->term_path, &terr);
+    if (a->term_path)
+        TLOG_INFO("terminal app", "term_path=%s", a->term_path);
+    else
+        TLOG_WARN("no terminal app: kernels get no ttyd", "error=\"%s\"", terr.msg);
     kernels_opts ko = {.agent_id = a->id,
                        .state_dir = c->state_dir,
                        .kernel_host = a->kernel_host,
@@ -338,6 +346,7 @@ bool agent_start(svc *s, ts_err *err)
                        .exited_retention_ms = c->exited_retention_ms,
                        .gpu_conf_dir = a->gpu_dir,
                        .gpu = &a->gpu,
+                       .term_path = a->term_path,
                        .device_memory = _device_memory,
                        .device_ctx = a};
     a->ks = kernels_new(&ko, err);
@@ -471,6 +480,7 @@ void agent_stop(svc *s)
     runtime_free(a->rt);
     free(a->gpu_dir);
     gpu_host_free(&a->gpu);
+    free(a->term_path);
     for (char **h = a->insecure; h && *h; h++)
         free(*h);
     free(a->insecure);

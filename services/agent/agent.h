@@ -41,6 +41,7 @@ typedef struct agent_config {
     bool cuda_shim;               /* mount libtessera-cuda.so into GPU kernels */
     const char *cuda_shim_path;   /* the shim on this host */
     const char *cuda_driver_libs; /* sonames or paths, "" = GPU_DEFAULT_DRIVER_LIBS */
+    const char *term_path;        /* tessera-term on the host; "" = next to this program */
 } agent_config;
 
 typedef struct agent agent;

@@ -15,6 +15,7 @@
 
 #include "services/agent/gpu_mounts.h"
 #include "services/agent/seccomp.h"
+#include "services/agent/term_app.h"
 
 /* Docker's default set (moby oci/caps/defaults.go). */
 const char *const bundle_caps[] = {
@@ -288,6 +289,7 @@ static json_t *_mounts(const bundle_params *p, ts_err *err)
     }
     json_array_append_new(
         m, _mount("/home/work", "bind", p->home_dir, "rbind,rprivate,nosuid,nodev,rw"));
+    term_app_mount(m, s->term_path);
     for (int i = 0; i < s->n_mounts; i++) {
         const bind_mount *b = &s->mounts[i];
         if (!b->host_path || b->host_path[0] != '/' || !b->container_path ||

@@ -16,14 +16,14 @@
 typedef struct runtime runtime;
 
 typedef struct runtime_opts {
-    const char *state_dir;       /* agent.state_dir */
-    const char *runc_path;       /* "runc" or a full path */
-    const char *cni_bin_dir;     /* "/usr/lib/cni" on Debian */
-    const char *cni_network;     /* bridge name / network name, e.g. "tessera0" */
-    const char *cni_subnet;      /* "10.88.0.0/16"-style pool for host-local */
-    int port_pool_start;         /* host ports for services: [start, end] */
+    const char *state_dir;   /* agent.state_dir */
+    const char *runc_path;   /* "runc" or a full path */
+    const char *cni_bin_dir; /* "/usr/lib/cni" on Debian */
+    const char *cni_network; /* bridge name / network name, e.g. "tessera0" */
+    const char *cni_subnet;  /* "10.88.0.0/16"-style pool for host-local */
+    int port_pool_start;     /* host ports for services: [start, end] */
     int port_pool_end;
-    int64_t log_cap_bytes;       /* per kernel */
+    int64_t log_cap_bytes; /* per kernel */
 } runtime_opts;
 
 runtime *runtime_new(const runtime_opts *opts, ts_err *err);
@@ -40,18 +40,21 @@ typedef struct kernel_spec {
     const char *session_id;
     const char *hostname;
     const image_info *image;
-    double cpu_cores;            /* 0 = unlimited */
-    int64_t mem_bytes;           /* 0 = unlimited */
-    int64_t pids_max;            /* 0 = default */
-    int64_t shm_bytes;           /* /dev/shm size */
-    const char *const *env;      /* extra "K=V", NULL-terminated (TESSERA_*, BACKENDAI_*) */
-    const char *const *argv;     /* startup command, or NULL: image entrypoint+cmd (or a keep-alive for interactive) */
+    double cpu_cores;       /* 0 = unlimited */
+    int64_t mem_bytes;      /* 0 = unlimited */
+    int64_t pids_max;       /* 0 = default */
+    int64_t shm_bytes;      /* /dev/shm size */
+    const char *const *env; /* extra "K=V", NULL-terminated (TESSERA_*, BACKENDAI_*) */
+    const char *const *
+        argv; /* startup command, or NULL: image entrypoint+cmd (or a keep-alive for interactive) */
     const bind_mount *mounts;
     int n_mounts;
-    const int *service_ports;    /* container ports to publish */
+    const int *service_ports; /* container ports to publish */
     int n_service_ports;
-    bool batch;                  /* true: the command's exit ends the kernel */
+    bool batch;                   /* true: the command's exit ends the kernel */
     const struct kernel_gpu *gpu; /* GPU allocation (gpu_mounts.h), NULL for none */
+    const char
+        *term_path; /* host path of tessera-term, mounted read-only (term_app.h); NULL: none */
 } kernel_spec;
 
 typedef struct kernel_ports {
@@ -62,14 +65,14 @@ typedef struct kernel_ports {
 typedef enum kernel_state {
     KERNEL_CREATING,
     KERNEL_RUNNING,
-    KERNEL_EXITED,   /* process ended; exit_code valid */
-    KERNEL_GONE,     /* destroyed, nothing left */
+    KERNEL_EXITED, /* process ended; exit_code valid */
+    KERNEL_GONE,   /* destroyed, nothing left */
 } kernel_state;
 
 typedef struct kernel_status {
     kernel_state state;
     int exit_code;
-    bool oom_killed;             /* the memory cgroup killed it */
+    bool oom_killed; /* the memory cgroup killed it */
     char reason[256];
     kernel_ports ports[16];
     int n_ports;
@@ -90,9 +93,9 @@ bool runtime_destroy(runtime *rt, const char *kernel_id, int grace_ms, ts_err *e
 /* Run argv inside the kernel (runc exec), capturing stdout/stderr separately,
  * each capped at cap_bytes, killed after timeout_ms. */
 typedef struct exec_result {
-    int exit_code;               /* -1 when killed by the timeout */
+    int exit_code; /* -1 when killed by the timeout */
     bool timed_out;
-    char *out;                   /* heap, NUL-terminated */
+    char *out; /* heap, NUL-terminated */
     size_t out_len;
     bool out_truncated;
     char *err;
@@ -118,7 +121,8 @@ typedef struct kernel_usage {
     int64_t mem_peak_bytes;
     int64_t pids;
 } kernel_usage;
-bool runtime_usage(runtime *rt, const char *kernel_id, kernel_usage *out, ts_err *err) TS_MUST_CHECK;
+bool runtime_usage(runtime *rt, const char *kernel_id, kernel_usage *out,
+                   ts_err *err) TS_MUST_CHECK;
 /* Node-wide: all kernels of this agent together (the /tessera parent cgroup);
  * zeros when none ever ran. For heartbeats next to the per-kernel figures. */
 bool runtime_usage_total(runtime *rt, kernel_usage *out, ts_err *err) TS_MUST_CHECK;

@@ -6,6 +6,7 @@
 
 #include "libcommon/log.h"
 #include "services/agent/agent.h"
+#include "services/agent/app_start.h"
 
 #define LOGS_DEFAULT_MAX (1 << 20)
 
@@ -269,6 +270,54 @@ static void h_logs(http_req *req, http_resp *resp, void *ctx)
     free(logs);
 }
 
+/* POST /v1/kernels/{id}/apps/{app}/start: start the app unless it is
+ * listening (app_start.h). */
+static void h_app_start(http_req *req, http_resp *resp, void *ctx)
+{
+    agent *a = _agent(resp, ctx);
+    if (!a) return;
+    kernel_view v;
+    if (!_kernel(a, req, resp, &v)) return;
+    const char *app = http_param(req, "app");
+    if (strcmp(v.status, "running") != 0) {
+        http_problem(resp, 409, "kernel-not-running", "Kernel not running", "kernel %s is %s",
+                     v.kernel_id, v.status);
+        return;
+    }
+    const kernel_service_port *p = NULL;
+    ts_err err = {{0}};
+    app_start_result r = app_start(agent_runtime(a), &v, app, APP_START_WAIT_MS, &p, &err);
+    switch (r) {
+    case APP_NOT_FOUND:
+        http_problem(resp, 404, "app-not-found", "App not found",
+                     "kernel %s has no service port named '%s'", v.kernel_id, app);
+        return;
+    case APP_NO_COMMAND:
+        http_problem(resp, 409, "app-not-running", "App not running",
+                     "the app '%s' is not listening on port %d, and its image gives no "
+                     "command to start it (label tessera.app.%s.start)",
+                     app, p->container_port, app);
+        return;
+    case APP_TIMEOUT:
+        http_problem(resp, 504, "app-start-timeout", "App did not start",
+                     "the app '%s' was started but did not listen on port %d within %d s", app,
+                     p->container_port, APP_START_WAIT_MS / 1000);
+        return;
+    case APP_FAILED:
+        http_problem(resp, 500, "app-start-failed", "App start failed", "app '%s': %s", app,
+                     err.msg);
+        return;
+    case APP_RUNNING:
+    case APP_STARTED:
+        break;
+    }
+    http_reply_json(resp, 200,
+                    json_pack("{s:s, s:s, s:s, s:i, s:i, s:b}", "kernel_id", v.kernel_id, "app",
+                              p->name, "protocol", p->protocol, "container_port",
+                              p->container_port, "host_port", p->host_port, "started",
+                              r == APP_STARTED));
+}
+
 void http_api_routes(svc *s)
 {
     http_router *r = svc_router(s);
@@ -277,4 +326,5 @@ void http_api_routes(svc *s)
     http_route(r, "GET", "/v1/kernels/{id}", h_get, s);
     http_route(r, "POST", "/v1/kernels/{id}/execute", h_execute, s);
     http_route(r, "GET", "/v1/kernels/{id}/logs", h_logs, s);
+    http_route(r, "POST", "/v1/kernels/{id}/apps/{app}/start", h_app_start, s);
 }

@@ -15,6 +15,7 @@
 #include "libcommon/log.h"
 #include "services/agent/kernel_events.h"
 #include "services/agent/registry_client.h"
+#include "services/agent/term_app.h"
 
 #define WATCH_INTERVAL_MS 500
 #define PROGRESS_INTERVAL_MS 500
@@ -143,9 +144,10 @@ static bool _save(kernels *ks, const krec *k)
     json_t *ports = json_array();
     for (int i = 0; i < k->n_ports; i++)
         json_array_append_new(ports,
-                              json_pack("{s:s, s:s, s:i, s:i}", "name", k->ports[i].name,
+                              json_pack("{s:s, s:s, s:i, s:i, s:s}", "name", k->ports[i].name,
                                         "protocol", k->ports[i].protocol, "container",
-                                        k->ports[i].container_port, "host", k->ports[i].host_port));
+                                        k->ports[i].container_port, "host", k->ports[i].host_port,
+                                        "start", k->ports[i].start));
     json_t *j =
         json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:i, s:s, s:b, s:I, s:I, s:I}", "kernel_id",
                   k->id, "session_id", k->session_id, "access_key", k->access_key, "correlation_id",
@@ -215,6 +217,8 @@ static krec *_load(kernels *ks, const char *file)
                    sizeof(p->protocol));
         p->container_port = (int)json_integer_value(json_object_get(v, "container"));
         p->host_port = (int)json_integer_value(json_object_get(v, "host"));
+        ts_strlcpy(p->start, json_string_value(json_object_get(v, "start")) ?: "",
+                   sizeof(p->start));
     }
     const char *hex = json_string_value(json_object_get(j, "create_kernel"));
     if (hex) k->cmd_bytes = _unhex(hex, &k->cmd_len);
@@ -500,6 +504,9 @@ static void _task_create(kernels *ks, krec *k)
     kernel_service_port ports[KERNEL_MAX_PORTS];
     int n_ports = service_ports_parse(label, cmd->preopen_ports, cmd->n_preopen_ports, ports, &err);
     free(label);
+    if (n_ports >= 0 && !service_ports_start_commands(info->labels_json, ports, n_ports, &err))
+        n_ports = -1;
+    if (n_ports >= 0 && ks->o.term_path) n_ports = term_app_add_port(ports, n_ports);
     if (n_ports < 0) {
         ts_err_prefix(&err, "create failed");
         _fail(ks, k, err.msg);
@@ -592,6 +599,7 @@ static void _task_create(kernels *ks, krec *k)
         .n_service_ports = n_ports,
         .batch = batch,
         .gpu = gpu,
+        .term_path = ks->o.term_path,
     };
     kernel_status st;
     bool ok = runtime_start(ks->o.rt, &spec, &st, &err);

@@ -47,6 +47,7 @@ typedef struct kernels_opts {
     int64_t exited_retention_ms; /* an exited kernel not destroyed by then is destroyed */
     const char *gpu_conf_dir;    /* where per-kernel cuda-shim configs are written */
     const gpu_host *gpu;         /* shim, device nodes, driver libraries (gpu_mounts.h) */
+    const char *term_path;       /* tessera-term on the host (term_app.h), or NULL: no ttyd */
     /* Device memory by device id, for the cuda-shim caps (may be NULL). */
     int64_t (*device_memory)(const char *device_id, void *ctx);
     void *device_ctx;

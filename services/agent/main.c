@@ -12,7 +12,7 @@
 
 static char *id, *resource_group, *state_dir, *runc_path, *cni_bin_dir, *cni_network, *cni_subnet,
     *port_range, *insecure_registries, *registry_auth_file, *advertise_addr, *cuda_shim_path,
-    *cuda_driver_libs;
+    *cuda_driver_libs, *term_path;
 static int64_t log_cap, heartbeat_interval_ms, mock_gpus, mock_gpu_memory, max_parallel_pulls,
     pull_retries, pull_timeout_ms, mem, mem_reserve, shm, destroy_grace_ms, exited_retention_ms,
     exec_timeout_ms, exec_output_cap;
@@ -82,6 +82,9 @@ static const cfg_option agent_options[] = {
      "the longest an execute request may run (requests may ask for less)"},
     {"agent.exec_output_cap", CFG_BYTES, &exec_output_cap, "1m", 1024, 268435456.0, NULL, false,
      NULL, "stdout and stderr kept per execute, each (the rest is dropped)"},
+    {"agent.term_path", CFG_STRING, &term_path, "", 0, 0, NULL, false, NULL,
+     "tessera-term, mounted read-only into every kernel for the ttyd app (default: next to "
+     "tessera-agent)"},
     {NULL},
 };
 
@@ -118,6 +121,7 @@ static bool agent_routes(svc *s, ts_err *err)
         .cuda_shim = cuda_shim,
         .cuda_shim_path = cuda_shim_path,
         .cuda_driver_libs = cuda_driver_libs,
+        .term_path = term_path,
     };
     return agent_setup(s, &c, err);
 }

@@ -112,3 +112,24 @@ int service_ports_parse(const char *label, const int32_t *preopen, size_t n_preo
     }
     return n;
 }
+
+bool service_ports_start_commands(const char *labels_json, kernel_service_port *ports, int n,
+                                  ts_err *err)
+{
+    for (int i = 0; i < n; i++) {
+        char label[128];
+        snprintf(label, sizeof(label), "tessera.app.%s.start", ports[i].name);
+        char *cmd = image_label(labels_json, label);
+        if (!cmd) continue;
+        size_t len = strlen(cmd);
+        if (len >= sizeof(ports[i].start)) {
+            ts_err_set(err, "image label %s is longer than %zu bytes", label,
+                       sizeof(ports[i].start) - 1);
+            free(cmd);
+            return false;
+        }
+        memcpy(ports[i].start, cmd, len + 1);
+        free(cmd);
+    }
+    return true;
+}

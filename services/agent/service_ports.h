@@ -14,6 +14,10 @@ typedef struct kernel_service_port {
     char protocol[16]; /* "http", "tcp", "preopen" */
     int container_port;
     int host_port; /* 0 until the kernel runs */
+    /* The shell command that starts the app when it is opened and not yet
+     * listening (image label tessera.app.<name>.start; the built-in ttyd:
+     * tessera-term), or "" when the app cannot be started on demand. */
+    char start[512];
 } kernel_service_port;
 
 /* Parse the label value (may be NULL or "") and append the preopen ports;
@@ -21,6 +25,12 @@ typedef struct kernel_service_port {
  * -1 with err set for a malformed label or more than KERNEL_MAX_PORTS. */
 int service_ports_parse(const char *label, const int32_t *preopen, size_t n_preopen,
                         kernel_service_port *out, ts_err *err);
+
+/* Fill each port's start command from the image label
+ * "tessera.app.<name>.start" (labels_json may be NULL). A command longer than
+ * the field is an error (err set, false). */
+bool service_ports_start_commands(const char *labels_json, kernel_service_port *ports, int n,
+                                  ts_err *err) TS_MUST_CHECK;
 
 /* A label of the image (labels_json: the config's Labels object as text), as
  * a heap string, or NULL. */

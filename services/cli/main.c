@@ -92,13 +92,19 @@ static const cli_command commands[] = {
     {"session", "create, list, inspect, use and destroy compute sessions",
      NULL /* its own --help at every level */, cmd_session},
     {"app", "open an app of a running session (Jupyter, a terminal, ...): prints its URL",
-     "tessera app SESSION APP [--port PORT] [--json]\n\n"
+     "tessera app SESSION APP [--port PORT] [--json]\n"
+     "       tessera app SESSION APP --bind [HOST:]PORT\n\n"
      "Options:\n"
      "  -p, --port PORT          the app by its container port instead of its name (APP\n"
      "                           may then be left out)\n"
+     "  -b, --bind [HOST:]PORT   for a tcp app: listen on HOST:PORT (HOST defaults to\n"
+     "                           127.0.0.1; PORT 0 picks a free one) and tunnel each\n"
+     "                           connection to the app through tessera-wsproxy, until\n"
+     "                           Ctrl-C\n"
      "      --json               print the API's answer ({token, wsproxy_addr, url, ...})\n\n"
      "The URL holds a token that opens the app for about 10 minutes; the browser then\n"
-     "keeps a cookie. Apps are the session's service ports (`tessera session info`).",
+     "keeps a cookie. Apps are the session's service ports (`tessera session info`);\n"
+     "one that is not running is started first when it can be (ttyd, the terminal).",
      cmd_app},
     {"admin", "manage identity, policies, access, agents, resource groups, images (admins)",
      NULL /* its own --help at every level */, run_admin},

@@ -267,6 +267,22 @@ static json_int_t _port_arg(const json_t *body)
     return n >= 1 && n <= 65535 ? n : -1;
 }
 
+/* The agent starts the app of session sid unless it is listening (registry
+ * POST /v1/sessions/{id}/apps/{app}/start); false with the problem in resp. */
+static bool _start_app(http_req *req, http_resp *resp, const gw_identity *id, const char *sid,
+                       const char *app)
+{
+    char *esid = _escape(sid), *eapp = _escape(app ? app : "");
+    char *target = ts_asprintf("/v1/sessions/%s/apps/%s/start", esid, eapp);
+    free(esid);
+    free(eapp);
+    json_t *r = proxy_call_json(&g_registry, *g_registry_url, SESSIONS_APP_TIMEOUT_MS, "POST", req,
+                                resp, target, id, NULL, 200);
+    free(target);
+    json_decref(r);
+    return r != NULL;
+}
+
 /* POST /session/{name}/start-service {app, port?}: a wsproxy route to an app of
  * the caller's RUNNING session (docs/internal-api.md, tessera-wsproxy). */
 static void h_start_service(http_req *req, http_resp *resp, void *ctx)
@@ -317,7 +333,7 @@ static void h_start_service(http_req *req, http_resp *resp, void *ctx)
         http_problem(resp, 409, "invalid-session-state", NULL,
                      "the service port '%s' of session %s is not published yet",
                      json_string_value(json_object_get(p, "name")) ?: "?", sname ? sname : "?");
-    } else {
+    } else if (_start_app(req, resp, &id, sid, json_string_value(json_object_get(p, "name")))) {
         const char *proto = json_string_value(json_object_get(p, "protocol"));
         if (!proto || (strcmp(proto, "tcp") != 0 && strcmp(proto, "preopen") != 0)) proto = "http";
         char *tgt = strchr(host, ':') ? ts_asprintf("[%s]:%lld", host, (long long)host_port)

@@ -18,7 +18,8 @@
  *   GET    /session/{name}/logs         -> GET    /v1/sessions/{name}/logs
  *   GET    /session/_/logs?session_name -> GET    /v1/sessions/{session_name}/logs (text/plain)
  *   GET    /session/{name}/history      -> GET    /v1/sessions/{name}/history
- *   POST   /session/{name}/start-service   501 until the wsproxy issue
+ *   POST   /session/{name}/start-service   -> POST /v1/sessions/{id}/apps/{app}/start (the
+ *                                         agent starts the app), then wsproxy POST /v1/routes
  *   *      /admin/{resource-groups,agents,images}[/...] -> /v1/admin/...
  *
  * Blocking: a create that waits (no enqueueOnly) holds its HTTP worker thread
@@ -35,6 +36,7 @@
 #define SESSIONS_MAX_WAIT_S 60         /* maxWaitSeconds considered at most */
 #define SESSIONS_WAIT_MARGIN_S 5       /* a waiting create gets maxWaitSeconds + this */
 #define SESSIONS_EXEC_TIMEOUT_MS 75000 /* execute (the agent's own limit is 60 s by default) */
+#define SESSIONS_APP_TIMEOUT_MS 30000  /* start-service: the agent may start the app (10 s) */
 #define SESSIONS_SCAN_TIMEOUT_MS 65000 /* POST /admin/images/scan reads the OCI catalog */
 
 /* Register the routes above on gw's router; call after verify_init. */

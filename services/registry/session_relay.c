@@ -1,5 +1,5 @@
-/* session_relay.c: execute and logs of a session, relayed to the agent that
- * runs its main kernel (the agent's internal HTTP API, docs/internal-api.md).
+/* session_relay.c: execute, logs and app starts of a session, relayed to the
+ * agent that runs its main kernel (the agent's internal HTTP API, docs/internal-api.md).
  * The registry only finds the kernel and its agent; the agent runs the code,
  * caps output and time, and answers in Backend.AI's shape, which is relayed
  * as it is. */
@@ -41,7 +41,7 @@ static bool find_main_kernel(PGconn *conn, http_resp *resp, const char *id, main
         http_problem(resp, 404, "session-not-found", NULL, "session %s has no kernel", id);
     } else if (strcmp(session_status, "RUNNING") != 0) {
         http_problem(resp, 409, "invalid-session-state", "Session is not running",
-                     "session %s is %s; execute and logs need a RUNNING session", id,
+                     "session %s is %s; execute, logs and apps need a RUNNING session", id,
                      session_status);
     } else if (!PQgetvalue(r, 0, 3)[0]) {
         http_problem(resp, 503, "agent-unavailable", NULL, "the agent %s of session %s is unknown",
@@ -60,7 +60,10 @@ static bool find_main_kernel(PGconn *conn, http_resp *resp, const char *id, main
     return ok;
 }
 
-static void relay(http_req *req, http_resp *resp, svc *s, const char *method, const char *what)
+/* pass_problems: the agent's own 5xx problem answers are relayed as they are
+ * (an app start says why it failed); otherwise a 5xx becomes a 502. */
+static void relay(http_req *req, http_resp *resp, svc *s, const char *method, const char *what,
+                  bool pass_problems)
 {
     reg_caller c;
     if (!caller_get(req, resp, NULL, &c)) return;
@@ -83,7 +86,9 @@ static void relay(http_req *req, http_resp *resp, svc *s, const char *method, co
         TLOG_WARN("agent did not answer", "url=%s error=\"%s\"", url, err.msg);
         http_problem(resp, 503, "agent-unavailable", NULL,
                      "the agent running session %s did not answer", id);
-    } else if (r.status >= 500 || !r.content_type) {
+    } else if (!r.content_type ||
+               (r.status >= 500 &&
+                !(pass_problems && strstr(r.content_type, "application/problem+json")))) {
         http_problem(resp, 502, "agent-error", NULL,
                      "the agent running session %s answered %ld", id, r.status);
     } else {
@@ -101,16 +106,37 @@ static void h_execute(http_req *req, http_resp *resp, void *ctx)
                      "execute needs a JSON body {mode, runId, code, options}");
         return;
     }
-    relay(req, resp, ctx, "POST", "execute");
+    relay(req, resp, ctx, "POST", "execute", false);
 }
 
 static void h_logs(http_req *req, http_resp *resp, void *ctx)
 {
-    relay(req, resp, ctx, "GET", "logs");
+    relay(req, resp, ctx, "GET", "logs", false);
+}
+
+/* POST /v1/sessions/{id}/apps/{app}/start: the agent starts the app unless it
+ * is listening (docs/agent.md, "Apps"). */
+static void h_app_start(http_req *req, http_resp *resp, void *ctx)
+{
+    const char *app = http_param(req, "app");
+    size_t n = app ? strlen(app) : 0;
+    bool ok = n >= 1 && n <= 64;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = (app[i] >= 'a' && app[i] <= 'z') || (app[i] >= 'A' && app[i] <= 'Z') ||
+             (app[i] >= '0' && app[i] <= '9') || strchr("._-", app[i]);
+    if (!ok) {
+        http_problem(resp, 400, "invalid-api-params", NULL,
+                     "app must be 1 to 64 of A-Z a-z 0-9 . _ - (a service port name)");
+        return;
+    }
+    char *what = ts_asprintf("apps/%s/start", app);
+    relay(req, resp, ctx, "POST", what, true);
+    free(what);
 }
 
 void sessions_relay_routes(svc *s)
 {
     http_route(svc_router(s), "POST", "/v1/sessions/{id}/execute", h_execute, s);
     http_route(svc_router(s), "GET", "/v1/sessions/{id}/logs", h_logs, s);
+    http_route(svc_router(s), "POST", "/v1/sessions/{id}/apps/{app}/start", h_app_start, s);
 }

@@ -184,14 +184,16 @@ def test_interactive_kernel_execute_heartbeat_destroy(agent):
     bus = agent["bus"]
     kid, cmd = create(agent, slots={"cpu": "1", "mem": "256m", "cuda.shares": "0.5"},
                       devices=[{"device_id": "1", "slot_name": "cuda.shares", "amount": "0.5"}],
-                      environ={"MY_VAR": "my value"}, preopen_ports=[9000])
+                      environ={"MY_VAR": "my value"}, preopen_ports=[9100])
     started = bus.wait("KernelStarted", lambda p: p["kernel_id"] == kid, timeout=60)
     assert bus.kernel_events(kid)[:1] == ["KernelPulling"]
     assert "KernelCreating" in bus.kernel_events(kid)
     assert started["container_id"] == kid and started["kernel_host"] == "127.0.0.1"
     ports = {p["container_port"]: p for p in started["service_ports"]}
     assert ports[8080]["name"] == "echo" and ports[8080]["protocol"] == "http"
-    assert ports[9000]["protocol"] == "preopen"
+    assert ports[9100]["protocol"] == "preopen"
+    # the built-in terminal (docs/agent.md, "Apps") and the image's tcp app
+    assert ports[7681]["name"] == "ttyd" and ports[9000]["protocol"] == "tcp"
     assert all(p["host_port"] > 0 for p in ports.values())
     pulling = bus.find("KernelPulling", lambda p: p["kernel_id"] == kid)[-1]["payload"]
     assert pulling["image"] == cmd["image"]

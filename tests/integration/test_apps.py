@@ -50,7 +50,11 @@ def _open(url, **kw):
 
 
 def test_start_service_opens_the_app_and_destroy_revokes_it(user, app_session):  # noqa: F811
-    r = user.post(f"/session/{app_session}/start-service", {"app": "echo"})
+    # the app's server starts with the bootstrap script, after RUNNING: until it
+    # listens, start-service says it is not running (409)
+    r = wait_until(lambda: (lambda a: a if a.status_code != 409 else None)(
+        user.post(f"/session/{app_session}/start-service", {"app": "echo"})), timeout=20,
+        message="the app to listen")
     assert r.status_code == 200, r.text
     body = r.json()
     assert body["token"] and body["url"].endswith("?token=" + body["token"]), body
@@ -95,11 +99,11 @@ def test_unknown_app_is_404(user, image_registered):  # noqa: F811
         env = dict(os.environ, TESSERA_ACCESS_KEY=user.access_key,
                    TESSERA_SECRET_KEY=user.secret_key, TESSERA_GATEWAY_URL=user.endpoint)
         cli = os.path.join(BIN_DIR, "tessera")
-        out = subprocess.run([cli, "app", sname, "echo"], env=env, capture_output=True,
-                             text=True, timeout=20)
+        out = subprocess.run([cli, "app", sname, "ttyd"], env=env, capture_output=True,
+                             text=True, timeout=40)
         assert out.returncode == 0, out.stderr
         assert "?token=" in out.stdout.strip()
-        out = subprocess.run([cli, "--json", "app", sname, "echo"], env=env,
+        out = subprocess.run([cli, "--json", "app", sname, "ttyd"], env=env,
                              capture_output=True, text=True, timeout=20)
         assert out.returncode == 0, out.stderr
         assert set(json.loads(out.stdout)) >= {"token", "wsproxy_addr", "url"}

@@ -64,7 +64,7 @@ def test_demo_image_is_in_the_registry(stack):
     _, _, cfg = _get(f"http://{host}/v2/{repo}/blobs/{manifest['config']['digest']}")
     config = json.loads(cfg)
     labels = config["config"]["Labels"]
-    assert labels["ai.backend.service-ports"] == "echo:http:8080"
+    assert labels["ai.backend.service-ports"] == "echo:http:8080,tcpecho:tcp:9000"
     assert labels["ai.backend.runtime-path"] == "/bin/sh"
     assert config["os"] == "linux"
     assert len(config["rootfs"]["diff_ids"]) == 2
@@ -86,7 +86,7 @@ def test_pull_then_pull_again_from_the_cache(stack, tmp_path):
         assert "work:x:1000:1000:" in f.read()
     assert os.stat(os.path.join(base, "home", "work")).st_uid == 1000
     assert info["cmd"] == ["/bin/sh"]
-    assert info["labels"]["ai.backend.service-ports"] == "echo:http:8080"
+    assert info["labels"]["ai.backend.service-ports"] == "echo:http:8080,tcpecho:tcp:9000"
     last = [line for line in p.stderr.splitlines() if line.startswith("progress ")][-1]
     done, total = last.split()[1].split("/")
     assert done == total and int(total) > 0

@@ -17,6 +17,12 @@ def test_make_install_into_destdir(bin_dir, tmp_path):
         exe = tmp_path / "usr/bin" / f"tessera-{svc}"
         assert exe.is_file() and os.access(exe, os.X_OK), exe
     assert os.access(tmp_path / "usr/bin/tessera", os.X_OK)
+    # tessera-term next to tessera-agent, where agent.term_path's default looks
+    term = tmp_path / "usr/bin/tessera-term"
+    assert term.is_file() and os.access(term, os.X_OK), term
+    assert b"ELF" in term.read_bytes()[:4]
+    agent_conf = (tmp_path / "etc/tessera/agent.conf").read_text()
+    assert "term_path = \"\"" in agent_conf  # agent.term_path, at its default
     for svc in SERVICES:
         unit = (tmp_path / "usr/lib/systemd/system" / f"tessera-{svc}.service").read_text()
         assert f"ExecStart=/usr/bin/tessera-{svc} --config /etc/tessera/{svc}.conf" in unit

@@ -1,0 +1,65 @@
+/* term_app.c: tessera-term in every kernel (term_app.h). */
+#include "services/agent/term_app.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+char *term_app_locate(const char *configured, ts_err *err)
+{
+    char *path;
+    if (configured && *configured) {
+        path = ts_strdup(configured);
+    } else {
+        char self[PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+        if (n <= 0) {
+            ts_err_set(err, "cannot find the agent's own path: %s", strerror(errno));
+            return NULL;
+        }
+        self[n] = '\0';
+        char *slash = strrchr(self, '/');
+        if (slash) *slash = '\0';
+        path = ts_asprintf("%s/tessera-term", self);
+    }
+    struct stat st;
+    if (path[0] != '/') {
+        ts_err_set(err, "agent.term_path '%s' is not an absolute path", path);
+    } else if (stat(path, &st) != 0) {
+        ts_err_set(err, "%s: %s", path, strerror(errno));
+    } else if (!S_ISREG(st.st_mode) || access(path, X_OK) != 0) {
+        ts_err_set(err, "%s is not an executable file", path);
+    } else {
+        return path;
+    }
+    free(path);
+    return NULL;
+}
+
+int term_app_add_port(kernel_service_port *ports, int n)
+{
+    if (n >= KERNEL_MAX_PORTS) return n;
+    for (int i = 0; i < n; i++)
+        if (strcmp(ports[i].name, TERM_APP_NAME) == 0 || ports[i].container_port == TERM_APP_PORT)
+            return n;
+    kernel_service_port *p = &ports[n];
+    memset(p, 0, sizeof(*p));
+    ts_strlcpy(p->name, TERM_APP_NAME, sizeof(p->name));
+    ts_strlcpy(p->protocol, "http", sizeof(p->protocol));
+    p->container_port = TERM_APP_PORT;
+    snprintf(p->start, sizeof(p->start), "%s --listen 0.0.0.0:%d", TERM_APP_PATH, TERM_APP_PORT);
+    return n + 1;
+}
+
+void term_app_mount(json_t *mounts, const char *host_path)
+{
+    if (!host_path || !*host_path) return;
+    json_array_append_new(mounts,
+                          json_pack("{s:s, s:s, s:s, s:[s, s, s, s, s]}", "destination",
+                                    TERM_APP_PATH, "type", "bind", "source", host_path, "options",
+                                    "rbind", "rprivate", "nosuid", "nodev", "ro"));
+}

@@ -1,0 +1,33 @@
+/* term_app.h: the built-in terminal app. Every kernel gets tessera-term
+ * (services/wsproxy/term/term.c, a static program) bind-mounted read-only at
+ * TERM_APP_PATH, and a kernel whose image declares no terminal app of its own
+ * gets the service port ttyd:http:7681 (Backend.AI's clients call the terminal
+ * app "ttyd"), which starts tessera-term when it is first opened
+ * (app_start.h). The host path of the program is agent.term_path. */
+#ifndef AGENT_TERM_APP_H
+#define AGENT_TERM_APP_H
+
+#include <jansson.h>
+
+#include "services/agent/service_ports.h"
+
+#define TERM_APP_NAME "ttyd"
+#define TERM_APP_PORT 7681
+#define TERM_APP_PATH "/opt/tessera/bin/tessera-term"
+
+/* The host path of tessera-term: configured (agent.term_path), or when that
+ * is "", tessera-term in the directory of the running program (build/bin in
+ * the dev stack, $(PREFIX)/bin after `make install`). Heap string, or NULL
+ * with err set when it is not an executable regular file. */
+char *term_app_locate(const char *configured, ts_err *err);
+
+/* Append ttyd:http:7681 (start command: tessera-term on that port) unless
+ * the image already has a port named ttyd or uses container port 7681, or
+ * the ports are full. Returns the new count. */
+int term_app_add_port(kernel_service_port *ports, int n);
+
+/* Append the read-only bind mount of host_path at TERM_APP_PATH to an OCI
+ * mounts array (nothing when host_path is NULL or ""). */
+void term_app_mount(json_t *mounts, const char *host_path);
+
+#endif

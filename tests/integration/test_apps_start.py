@@ -1,0 +1,220 @@
+"""Apps started on demand (docs/agent.md, "Apps"; docs/wsproxy.md, "The terminal
+app"): every kernel gets tessera-term mounted read-only and, when its image has
+no terminal app, a `ttyd` service port. start-service has the agent start the
+app (once: a second start is a no-op), then answers the URL. Through the
+gateway and tessera-wsproxy with a real busybox container: a shell over the
+WebSocket, closed when the session is destroyed; the image's tcp app
+`tcpecho` (label tessera.app.tcpecho.start) reached through
+`tessera app --bind`. Bad input: unknown app, another user's session, an app
+that cannot be started, --bind on an http app or a port in use."""
+import base64
+import os
+import re
+import socket
+import struct
+import subprocess
+import time
+import urllib.parse
+import uuid
+
+import pytest
+
+from conftest import BIN_DIR, wait_until
+from test_apps import _running
+from test_sessions_api import admin, gw, image, image_registered, other, problem, user  # noqa: F401
+
+TAG = uuid.uuid4().hex[:6]
+
+
+@pytest.fixture(scope="module")
+def term_session(user, image_registered):  # noqa: F811
+    sname = f"term-{TAG}"
+    _running(user, image_registered, sname)
+    yield sname
+    user.delete(f"/session/{sname}")
+
+
+def _cli_env(client):
+    return dict(os.environ, TESSERA_ACCESS_KEY=client.access_key,
+                TESSERA_SECRET_KEY=client.secret_key, TESSERA_GATEWAY_URL=client.endpoint)
+
+
+def _ws_open(url):
+    """A WebSocket to tessera-term's /ws through wsproxy, with the link's token."""
+    u = urllib.parse.urlsplit(url)
+    s = socket.create_connection((u.hostname, u.port), timeout=10)
+    key = base64.b64encode(os.urandom(16)).decode()
+    s.sendall((f"GET /ws?{u.query} HTTP/1.1\r\nHost: {u.netloc}\r\nUpgrade: websocket\r\n"
+               f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+               "Sec-WebSocket-Version: 13\r\n\r\n").encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = s.recv(4096)
+        assert chunk, head
+        head += chunk
+    status = head.split(b"\r\n", 1)[0]
+    assert b" 101 " in status, head
+    return s, head.split(b"\r\n\r\n", 1)[1]
+
+
+def _ws_send(s, text):
+    data = text.encode()
+    mask = os.urandom(4)
+    assert len(data) < 126
+    s.sendall(bytes([0x81, 0x80 | len(data)]) + mask +
+              bytes(b ^ mask[i % 4] for i, b in enumerate(data)))
+
+
+def _ws_frames(s, buf):
+    """Yield (opcode, payload) of the server's frames; (None, b"") at EOF."""
+    while True:
+        while len(buf) >= 2:
+            op, n = buf[0] & 0x0F, buf[1] & 0x7F
+            off = 2
+            if n == 126:
+                if len(buf) < 4:
+                    break
+                n, off = struct.unpack(">H", buf[2:4])[0], 4
+            elif n == 127:
+                if len(buf) < 10:
+                    break
+                n, off = struct.unpack(">Q", buf[2:10])[0], 10
+            if len(buf) < off + n:
+                break
+            yield op, buf[off:off + n]
+            buf = buf[off + n:]
+        try:
+            chunk = s.recv(65536)
+        except ConnectionResetError:
+            chunk = b""
+        if not chunk:
+            yield None, b""
+            return
+        buf += chunk
+
+
+def _read_until(frames, pattern, timeout=15):
+    out = b""
+    deadline = time.monotonic() + timeout
+    for op, payload in frames:
+        if op is None or op == 8:
+            break
+        out += payload
+        if re.search(pattern, out) or time.monotonic() > deadline:
+            break
+    return out
+
+
+def _count_terms(user, sname):
+    r = user.post(f"/session/{sname}", {"mode": "query", "code": "ps -o args"}, timeout=80)
+    assert r.status_code == 200, r.text
+    out = "".join(t for k, t in r.json()["result"]["console"] if k == "stdout")
+    return sum(1 for line in out.splitlines() if line.startswith("/opt/tessera/bin/tessera-term"))
+
+
+def test_ttyd_is_listed_and_opens_a_shell(user, term_session):  # noqa: F811
+    info = user.get(f"/session/{term_session}").json()
+    ports = {p["name"]: p for p in info["servicePorts"]}
+    assert ports["ttyd"]["protocol"] == "http" and ports["ttyd"]["container_ports"] == [7681]
+    assert ports["ttyd"]["host_ports"][0] > 0, ports
+    assert ports["tcpecho"]["protocol"] == "tcp"
+    # not running before it is opened
+    assert _count_terms(user, term_session) == 0
+    r = user.post(f"/session/{term_session}/start-service", {"app": "ttyd"}, timeout=40)
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["app"] == "ttyd" and body["protocol"] == "http" and "?token=" in body["url"]
+    # a second start while it runs is a no-op: one tessera-term
+    r2 = user.post(f"/session/{term_session}/start-service", {"app": "ttyd"}, timeout=40)
+    assert r2.status_code == 200, r2.text
+    assert _count_terms(user, term_session) == 1
+
+    s, rest = _ws_open(body["url"])
+    try:
+        frames = _ws_frames(s, rest)
+        n = int.from_bytes(os.urandom(2), "big")
+        # the shell computes the number: the echo of the typed line shows $((...)) instead
+        _ws_send(s, f"echo hello-$(({n}+1))-{TAG}\n")
+        out = _read_until(frames, f"hello-{n + 1}-{TAG}".encode())
+        assert f"hello-{n + 1}-{TAG}".encode() in out, out
+        # the read-only mount
+        _ws_send(s, f"touch /opt/tessera/bin/tessera-term || echo ro-{TAG}\n")
+        out = _read_until(frames, f"\nro-{TAG}".encode())
+        assert f"ro-{TAG}".encode() in out and b"Read-only" in out, out
+    finally:
+        s.close()
+
+
+def test_destroy_closes_the_terminal(user, image_registered):  # noqa: F811
+    sname = f"term2-{TAG}"
+    _running(user, image_registered, sname)
+    try:
+        r = user.post(f"/session/{sname}/start-service", {"app": "ttyd"}, timeout=40)
+        assert r.status_code == 200, r.text
+        s, rest = _ws_open(r.json()["url"])
+        frames = _ws_frames(s, rest)
+        _ws_send(s, f"echo up-$((2+3))-{TAG}\n")
+        assert f"up-5-{TAG}".encode() in _read_until(frames, f"up-5-{TAG}".encode())
+        assert user.delete(f"/session/{sname}").status_code == 200
+        s.settimeout(15)
+        t0 = time.monotonic()
+        for op, _ in frames:  # ends at EOF or a close frame
+            if op is None or op == 8:
+                break
+        assert time.monotonic() - t0 < 15
+        s.close()
+    finally:
+        user.delete(f"/session/{sname}")
+
+
+def test_apps_that_cannot_be_opened(user, other, term_session):  # noqa: F811
+    p = problem(user.post(f"/session/{term_session}/start-service", {"app": "nope"}), 404)
+    assert "nope" in p["msg"]
+    problem(user.post(f"/session/{term_session}/start-service", {"app": "../x"}), 404)
+    problem(other.post(f"/session/{term_session}/start-service", {"app": "ttyd"}), 404, 403)
+    # echo is declared by the image, but nothing listens and nothing starts it
+    p = problem(user.post(f"/session/{term_session}/start-service", {"app": "echo"}), 409)
+    assert "tessera.app.echo.start" in p["msg"], p
+
+
+def test_tcp_app_through_a_local_port(user, term_session):  # noqa: F811
+    cli = os.path.join(BIN_DIR, "tessera")
+    env = _cli_env(user)
+    # an http app is refused
+    out = subprocess.run([cli, "app", term_session, "ttyd", "--bind", "127.0.0.1:0"], env=env,
+                         capture_output=True, text=True, timeout=40)
+    assert out.returncode == 1 and "tcp apps only" in out.stderr, out
+    # a port in use is refused before anything else
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    out = subprocess.run([cli, "app", term_session, "tcpecho", "--bind",
+                          str(busy.getsockname()[1])], env=env, capture_output=True, text=True,
+                         timeout=40)
+    busy.close()
+    assert out.returncode == 1 and "Address already in use" in out.stderr, out
+    out = subprocess.run([cli, "app", term_session, "tcpecho", "--bind", "x:y"], env=env,
+                         capture_output=True, text=True, timeout=40)
+    assert out.returncode == 1 and "--bind" in out.stderr, out
+
+    p = subprocess.Popen([cli, "app", term_session, "tcpecho", "--bind", "127.0.0.1:0"],
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stdout.readline()
+        m = re.match(r"listening on 127\.0\.0\.1:(\d+)", line)
+        assert m, (line, p.poll())
+        port = int(m.group(1))
+        for i in range(2):  # each connection gets its own tunnel
+            c = socket.create_connection(("127.0.0.1", port), timeout=10)
+            msg = f"ping-{i}-{TAG}\n".encode()
+            c.sendall(msg)
+            got = b""
+            while len(got) < len(msg):
+                chunk = c.recv(4096)
+                assert chunk, got
+                got += chunk
+            assert got == msg
+            c.close()
+    finally:
+        p.terminate()
+        p.wait(timeout=10)
