@@ -458,7 +458,7 @@ static void test_pull_busybox(void **state)
     assert_null(info->entrypoint);
     assert_string_equal(info->workdir, "/home/work");
     assert_null(info->user);
-    assert_non_null(strstr(info->labels_json, "\"ai.backend.service-ports\":\"echo:http:8080\""));
+    assert_non_null(strstr(info->labels_json, "\"ai.backend.service-ports\":\"echo:http:8080,tcpecho:tcp:9000\""));
     assert_non_null(strstr(info->labels_json, "\"ai.backend.runtime-path\":\"/bin/sh\""));
     assert_true(p.calls >= 2);
     assert_true(p.total > 100000);
