@@ -7,10 +7,12 @@
 #include "http_api.h"
 #include "libcommon/log.h"
 #include "libcommon/pgjson.h"
+#include "mount_guard.h"
 #include "quota.h"
 #include "volumes.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -853,6 +855,7 @@ void vf_h_delete(http_req *req, http_resp *resp, void *ctx)
                      "your policies do not allow deleting vfolders on host %s", f.host);
         goto out;
     }
+    if (!vf_mount_guard_free(f.id, f.name, req->request_id, resp)) goto out;
     PGconn *conn = pgjson_get(s, resp);
     if (!conn) goto out;
     const char *p[] = {f.id};
@@ -1084,26 +1087,69 @@ out:
 /* ---- mounts (the registry, at session creation) ------------------------------------ */
 
 /* A mount path from mount_map: absolute under /home/work/, or relative to it;
- * no "." or ".." segments, no empty segments. Heap, or NULL when invalid. */
-static char *_mount_path(const char *name, const char *mapped)
+ * no "." or ".." segments, no empty segments, not under a home-directory
+ * name a mount would shadow (the reserved names of vf_name_ok). Heap, or
+ * NULL with *why when invalid. */
+static char *_mount_path(const char *name, const char *mapped, const char **why)
 {
+    static const char *const reserved[] = {".ssh",       ".jupyter", ".terminfo",
+                                           ".tmux.conf", ".bashrc",  ".bash_profile",
+                                           ".zshrc",     ".vimrc",   ".local/bin"};
+    *why = NULL;
     if (!mapped) return ts_asprintf("/home/work/%s", name);
     const char *rel = mapped;
     if (mapped[0] == '/') {
-        if (strncmp(mapped, "/home/work/", 11) != 0) return NULL;
+        if (strncmp(mapped, "/home/work/", 11) != 0) {
+            *why = "absolute paths must be under /home/work/";
+            return NULL;
+        }
         rel = mapped + 11;
     }
-    if (!*rel || strlen(rel) > 1024) return NULL;
+    if (!*rel || strlen(rel) > 1024) {
+        *why = "a path of 1 to 1024 bytes below /home/work is needed";
+        return NULL;
+    }
     for (const char *seg = rel; seg;) {
         const char *end = strchr(seg, '/');
         size_t n = end ? (size_t)(end - seg) : strlen(seg);
-        if (n == 0 || (n == 1 && seg[0] == '.') || (n == 2 && seg[0] == '.' && seg[1] == '.'))
+        if (n == 0 || (n == 1 && seg[0] == '.') || (n == 2 && seg[0] == '.' && seg[1] == '.')) {
+            *why = "no empty, . or .. segments allowed";
             return NULL;
+        }
         seg = end ? end + 1 : NULL;
     }
     for (const unsigned char *p = (const unsigned char *)rel; *p; p++)
-        if (*p < 0x20) return NULL;
+        if (*p < 0x20) {
+            *why = "no control characters allowed";
+            return NULL;
+        }
+    for (size_t i = 0; i < TS_ARRAY_LEN(reserved); i++) {
+        size_t n = strlen(reserved[i]);
+        if (strncmp(rel, reserved[i], n) == 0 && (rel[n] == 0 || rel[n] == '/')) {
+            *why = "reserved path (a mount there would shadow the session's own files)";
+            return NULL;
+        }
+    }
     return ts_asprintf("/home/work/%s", rel);
+}
+
+/* A 4xx problem whose `vfolder` member names the folder. */
+static void _mount_problem(http_resp *resp, int status, const char *kind, const char *name,
+                           const char *fmt, ...) TS_PRINTF(5, 6);
+static void _mount_problem(http_resp *resp, int status, const char *kind, const char *name,
+                           const char *fmt, ...)
+{
+    char msg[1200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    json_t *prob = http_problem_json(kind, NULL, msg);
+    json_object_set_new(prob, "vfolder", json_string(name));
+    char *text = json_dumps(prob, JSON_COMPACT);
+    http_reply(resp, status, "application/problem+json", text, strlen(text));
+    free(text);
+    json_decref(prob);
 }
 
 void vf_h_mounts_resolve(http_req *req, http_resp *resp, void *ctx)
@@ -1169,17 +1215,10 @@ void vf_h_mounts_resolve(http_req *req, http_resp *resp, void *ctx)
             goto done;
         }
         if (f.via_admin) {
-            json_t *prob = http_problem_json("forbidden", "Forbidden", NULL);
-            char *msg = ts_asprintf("vfolder %s is not yours and not shared with you: "
-                                    "administrators cannot mount other users' folders",
-                                    name);
-            json_object_set_new(prob, "msg", json_string(msg));
-            json_object_set_new(prob, "vfolder", json_string(name));
-            free(msg);
-            char *text = json_dumps(prob, JSON_COMPACT);
-            http_reply(resp, 403, "application/problem+json", text, strlen(text));
-            free(text);
-            json_decref(prob);
+            _mount_problem(resp, 403, "forbidden", name,
+                           "vfolder %s is not yours and not shared with you: "
+                           "administrators cannot mount other users' folders",
+                           name);
             goto done;
         }
         const json_t *project_hosts =
@@ -1187,33 +1226,43 @@ void vf_h_mounts_resolve(http_req *req, http_resp *resp, void *ctx)
                 ? json_object_get(vf_caller_project(&c, f.owner_id), "allowed_vfolder_hosts")
                 : NULL;
         if (!vf_caller_host_allows(&c, project_hosts, f.host, VF_HOST_MOUNT)) {
-            json_t *prob = http_problem_json("forbidden", "Forbidden", NULL);
-            char *msg = ts_asprintf("vfolder %s: your policies do not allow mounting from host %s",
-                                    name, f.host);
-            json_object_set_new(prob, "msg", json_string(msg));
-            json_object_set_new(prob, "vfolder", json_string(name));
-            free(msg);
-            char *text = json_dumps(prob, JSON_COMPACT);
-            http_reply(resp, 403, "application/problem+json", text, strlen(text));
-            free(text);
-            json_decref(prob);
+            _mount_problem(resp, 403, "forbidden", name,
+                           "vfolder %s: your policies do not allow mounting from host %s", name,
+                           f.host);
             goto done;
         }
-        const char *mapped = json_string_value(json_object_get(map, name));
-        char *mp = _mount_path(f.name, mapped);
+        json_t *mv = json_object_get(map, name);
+        if (mv && !json_is_string(mv)) {
+            _mount_problem(resp, 400, "invalid-api-params", name,
+                           "mount_map[%s]: must be a path (a string)", name);
+            goto done;
+        }
+        const char *why = NULL;
+        char *mp = _mount_path(f.name, json_string_value(mv), &why);
         if (!mp) {
-            http_problem(resp, 400, "invalid-api-params", NULL,
-                         "mount_map[%s]: a path under /home/work without . or .. segments", name);
+            _mount_problem(resp, 400, "invalid-api-params", name,
+                           "mount_map[%s]: bad mount path '%s': %s", name, json_string_value(mv),
+                           why);
             goto done;
         }
         size_t k;
         json_t *prev;
         json_array_foreach(out, k, prev)
         {
-            if (strcmp(json_string_value(json_object_get(prev, "mount_path")), mp) == 0) {
-                http_problem(resp, 400, "invalid-api-params", NULL,
-                             "vfolders %s and %s would both mount at %s",
-                             json_string_value(json_object_get(prev, "name")), name, mp);
+            const char *pp = json_string_value(json_object_get(prev, "mount_path"));
+            size_t a = strlen(pp), b = strlen(mp), m = a < b ? a : b;
+            if (strcmp(pp, mp) == 0) {
+                _mount_problem(resp, 400, "invalid-api-params", name,
+                               "vfolders %s and %s would both mount at %s",
+                               json_string_value(json_object_get(prev, "name")), name, mp);
+                free(mp);
+                goto done;
+            }
+            if (strncmp(pp, mp, m) == 0 && (a > b ? pp : mp)[m] == '/') {
+                _mount_problem(resp, 400, "invalid-api-params", name,
+                               "vfolders %s (%s) and %s (%s) would be mounted one inside the "
+                               "other",
+                               json_string_value(json_object_get(prev, "name")), pp, name, mp);
                 free(mp);
                 goto done;
             }
