@@ -75,7 +75,10 @@ static void _relay_problem(http_resp *resp, long status, json_t *prob)
     const char *kind = type && strrchr(type, '/') ? strrchr(type, '/') + 1 : "invalid-api-params";
     const char *msg = json_string_value(json_object_get(prob, "msg"));
     const char *folder = json_string_value(json_object_get(prob, "vfolder"));
-    json_t *out = http_problem_json(kind, json_string_value(json_object_get(prob, "title")), NULL);
+    const char *title = json_string_value(json_object_get(prob, "title"));
+    if (!title || !*title)
+        title = status == 404 ? "Not Found" : status == 403 ? "Forbidden" : "Bad Request";
+    json_t *out = http_problem_json(kind, title, NULL);
     char *text = ts_asprintf("mounts: %s", msg ? msg : "refused by tessera-vfolder");
     json_object_set_new(out, "msg", json_string(text));
     free(text);

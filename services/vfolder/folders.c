@@ -1144,7 +1144,7 @@ static void _mount_problem(http_resp *resp, int status, const char *kind, const 
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    json_t *prob = http_problem_json(kind, NULL, msg);
+    json_t *prob = http_problem_json(kind, status == 403 ? "Forbidden" : "Bad Request", msg);
     json_object_set_new(prob, "vfolder", json_string(name));
     char *text = json_dumps(prob, JSON_COMPACT);
     http_reply(resp, status, "application/problem+json", text, strlen(text));
