@@ -325,10 +325,12 @@ bool vf_name_ok(const char *name, const char *field, http_resp *resp)
 }
 
 /* The project a create or clone names (`group`: a project id or a name in
- * the caller's domain) and its allowed hosts. Members are found in the
- * context; admins of other projects through auth's session-context?group=. */
+ * the caller's domain): its id and *project, the context's project object
+ * (allowed_vfolder_hosts, max_quota_scope_size; a new reference). Members are
+ * found in the context; admins of other projects through auth's
+ * session-context?group=. */
 static bool _find_project(http_req *req, http_resp *resp, const vf_caller *c, const char *group,
-                          char project_id[TS_UUID_STRLEN], json_t **project_hosts)
+                          char project_id[TS_UUID_STRLEN], json_t **project)
 {
     size_t i;
     json_t *p;
@@ -338,7 +340,7 @@ static bool _find_project(http_req *req, http_resp *resp, const vf_caller *c, co
         const char *name = json_string_value(json_object_get(p, "name"));
         if ((id && strcmp(id, group) == 0) || (name && strcmp(name, group) == 0)) {
             ts_strlcpy(project_id, id, TS_UUID_STRLEN);
-            *project_hosts = json_incref(json_object_get(p, "allowed_vfolder_hosts"));
+            *project = json_incref(p);
             return true;
         }
     }
@@ -363,7 +365,7 @@ static bool _find_project(http_req *req, http_resp *resp, const vf_caller *c, co
         return false;
     }
     ts_strlcpy(project_id, id, TS_UUID_STRLEN);
-    *project_hosts = json_incref(json_object_get(proj, "allowed_vfolder_hosts"));
+    *project = json_incref((json_t *)proj);
     json_decref(ctx);
     return true;
 }
@@ -375,6 +377,8 @@ typedef struct _new_folder {
     bool cloneable;
     int64_t quota;
     bool project;
+    int64_t scope_max; /* the owner's quota scope size (0: unlimited) */
+    int64_t max_count; /* the owner's policy's max_vfolder_count (0: unlimited) */
     char owner_id[TS_UUID_STRLEN];
     const char *status; /* "ready" or "cloning" */
 } _new_folder;
@@ -400,24 +404,27 @@ static bool _insert_folder(svc *s, http_resp *resp, const vf_caller *c, const _n
                      "SELECT pg_advisory_xact_lock(hashtext('vfolder-owner:' || $1))", 1, lp);
     if (!r) goto rollback;
     PQclear(r);
-    if (!nf->project && vf_caller_max_vfolder_count(c) > 0) {
+    if (nf->max_count > 0) {
         r = pgjson_query(conn, resp, "count vfolders",
-                         "SELECT count(*) FROM vfolder.vfolders WHERE user_id = $1::uuid"
-                         " AND status NOT IN ('trash', 'purging', 'purged')",
+                         nf->project
+                             ? "SELECT count(*) FROM vfolder.vfolders WHERE group_id = $1::uuid"
+                               " AND status NOT IN ('trash', 'purging', 'purged')"
+                             : "SELECT count(*) FROM vfolder.vfolders WHERE user_id = $1::uuid"
+                               " AND status NOT IN ('trash', 'purging', 'purged')",
                          1, lp);
         if (!r) goto rollback;
         long long n = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
         PQclear(r);
-        if (n >= vf_caller_max_vfolder_count(c)) {
+        if (n >= nf->max_count) {
             http_problem(resp, 412, "quota-exceeded", "Quota Exceeded",
-                         "you have %lld vfolders: your resource policy allows at most %" PRId64, n,
-                         vf_caller_max_vfolder_count(c));
+                         "%s %lld vfolders: %s resource policy allows at most %" PRId64,
+                         nf->project ? "the project has" : "you have", n,
+                         nf->project ? "its project" : "your", nf->max_count);
             goto rollback;
         }
     }
     ts_err err = {{0}};
-    if (!vf_quota_scope_touch(conn, scope, nf->project ? -1 : vf_caller_max_quota_scope_size(c),
-                              &err)) {
+    if (!vf_quota_scope_touch(conn, scope, nf->scope_max, &err)) {
         http_problem(resp, 500, "internal-server-error", NULL, "quota scope: %s", err.msg);
         goto rollback;
     }
@@ -508,7 +515,7 @@ void vf_h_create(http_req *req, http_resp *resp, void *ctx)
     svc *s = ctx;
     vf_caller c;
     if (!vf_caller_get(s, req, resp, &c)) return;
-    json_t *body = http_json_body(req, resp), *project_hosts = NULL;
+    json_t *body = http_json_body(req, resp), *project = NULL;
     if (!body) goto out;
     static const char *const keys[] = {"name",           "host",       "group",     "group_id",
                                        "usage_mode",     "permission", "cloneable", "quota",
@@ -529,7 +536,7 @@ void vf_h_create(http_req *req, http_resp *resp, void *ctx)
     if (!group) group = group_id;
     if (group) {
         nf.project = true;
-        if (!_find_project(req, resp, &c, group, nf.owner_id, &project_hosts)) goto out;
+        if (!_find_project(req, resp, &c, group, nf.owner_id, &project)) goto out;
         /* Project folders are created by administrators (Backend.AI's rule). */
         if (!vf_caller_admin_of(&c, c.domain_name)) {
             http_problem(resp, 403, "forbidden", NULL,
@@ -539,16 +546,24 @@ void vf_h_create(http_req *req, http_resp *resp, void *ctx)
     } else {
         ts_strlcpy(nf.owner_id, c.user_id, sizeof(nf.owner_id));
     }
-    if (!vf_caller_host_allows(&c, project_hosts, nf.host, VF_HOST_CREATE)) {
+    if (!vf_caller_host_allows(&c, json_object_get(project, "allowed_vfolder_hosts"), nf.host,
+                               VF_HOST_CREATE)) {
         http_problem(resp, 403, "forbidden", NULL,
                      "your policies do not allow creating vfolders on host %s", nf.host);
         goto out;
     }
-    int64_t scope_max = vf_caller_max_quota_scope_size(&c);
-    if (!nf.project && scope_max > 0 && nf.quota > scope_max) {
+    json_t *pmax = json_object_get(project, "max_quota_scope_size");
+    json_t *pcount = json_object_get(project, "max_vfolder_count");
+    nf.scope_max = !nf.project             ? vf_caller_max_quota_scope_size(&c)
+                   : json_is_integer(pmax) ? json_integer_value(pmax)
+                                           : 0;
+    nf.max_count = !nf.project               ? vf_caller_max_vfolder_count(&c)
+                   : json_is_integer(pcount) ? json_integer_value(pcount)
+                                             : 0;
+    if (nf.scope_max > 0 && nf.quota > nf.scope_max) {
         http_problem(resp, 412, "quota-exceeded", "Quota Exceeded",
-                     "quota %" PRId64 " is above your quota scope size %" PRId64, nf.quota,
-                     scope_max);
+                     "quota %" PRId64 " is above the %s quota scope size %" PRId64, nf.quota,
+                     nf.project ? "project's" : "your", nf.scope_max);
         goto out;
     }
     vf_folder f;
@@ -570,7 +585,7 @@ void vf_h_create(http_req *req, http_resp *resp, void *ctx)
     }
 out:
     json_decref(body);
-    json_decref(project_hosts);
+    json_decref(project);
     vf_caller_free(&c);
 }
 
@@ -596,6 +611,8 @@ void vf_h_clone(http_req *req, http_resp *resp, void *ctx)
     }
     if (!json_object_get(body, "usage_mode")) nf.usage_mode = src.usage_mode;
     ts_strlcpy(nf.owner_id, c.user_id, sizeof(nf.owner_id));
+    nf.scope_max = vf_caller_max_quota_scope_size(&c);
+    nf.max_count = vf_caller_max_vfolder_count(&c);
     if (!vf_caller_host_allows(&c, NULL, nf.host, VF_HOST_CREATE)) {
         http_problem(resp, 403, "forbidden", NULL,
                      "your policies do not allow creating vfolders on host %s", nf.host);
@@ -809,14 +826,10 @@ void vf_h_info(http_req *req, http_resp *resp, void *ctx)
     vf_folder f;
     if (vf_resolve(s, &c, http_param(req, "name"), VF_PERM_RO, &f, resp)) {
         /* The owner's current quota scope limit follows its policy. */
+        vf_quota_scope_refresh(s, &c, &f);
         PGconn *conn = pgjson_get(s, resp);
         if (conn) {
             ts_err err = {{0}};
-            if (f.ownership == VF_OWNER_USER && strcmp(f.owner_id, c.user_id) == 0 &&
-                !vf_quota_scope_touch(conn, f.quota_scope, vf_caller_max_quota_scope_size(&c),
-                                      &err))
-                TLOG_WARN("quota scope not updated", "scope=%s error=\"%s\"", f.quota_scope,
-                          err.msg);
             const char *p[] = {c.user_id, f.id};
             PGresult *r = pgjson_query(conn, resp, "read vfolder",
                                        "SELECT" FCOLS FJOIN " WHERE v.id = $2::uuid", 2, p);
