@@ -209,8 +209,7 @@ static int _wait_running(cli *c, const char *name, double max_wait_s, json_t **l
 
 /* --mount NAME[:PATH]: NAME into mounts, PATH (when given) into mount_map.
  * The first ':' separates them (folder names with ':' need a PATH). */
-static int _parse_mount(const subcommand *self, const char *arg, json_t *mounts,
-                        json_t *mount_map)
+static int _parse_mount(const subcommand *self, const char *arg, json_t *mounts, json_t *mount_map)
 {
     const char *colon = strchr(arg, ':');
     size_t n = colon ? (size_t)(colon - arg) : strlen(arg);

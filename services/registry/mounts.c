@@ -26,8 +26,7 @@ bool mounts_parse(json_t *config, json_t **names, json_t **map, http_resp *resp)
         return false;
     }
     if (json_array_size(m) > 64) {
-        http_problem(resp, 400, "invalid-api-params", NULL,
-                     "config.mounts: at most 64 vfolders");
+        http_problem(resp, 400, "invalid-api-params", NULL, "config.mounts: at most 64 vfolders");
         return false;
     }
     size_t i;
@@ -56,7 +55,8 @@ bool mounts_parse(json_t *config, json_t **names, json_t **map, http_resp *resp)
             return false;
         }
         bool listed = false;
-        json_array_foreach(m, i, v) if (strcmp(json_string_value(v), k) == 0) listed = true;
+        for (i = 0; i < json_array_size(m) && !listed; i++)
+            listed = strcmp(json_string_value(json_array_get(m, i)), k) == 0;
         if (!listed) {
             http_problem(resp, 400, "invalid-api-params", NULL,
                          "config.mount_map: vfolder %s is not in config.mounts", k);
@@ -99,8 +99,8 @@ bool mounts_resolve(const char *access_key, json_t *names, json_t *map, const ch
         return false;
     }
     if (!t_client) t_client = httpc_new((int)reg_cfg.vfolder_timeout_ms);
-    json_t *body = json_pack("{s:s, s:O, s:O}", "access_key", access_key, "names", names,
-                             "mount_map", map);
+    json_t *body =
+        json_pack("{s:s, s:O, s:O}", "access_key", access_key, "names", names, "mount_map", map);
     char *url = ts_asprintf("%s/v1/mounts/resolve", reg_cfg.vfolder_url);
     long status = 0;
     json_t *ans = NULL;
@@ -155,9 +155,9 @@ static void h_vfolder_mounts(http_req *req, http_resp *resp, void *ctx)
     if (r) {
         json_t *list = json_array();
         for (int i = 0; i < PQntuples(r); i++)
-            json_array_append_new(list, json_pack("{s:s, s:s, s:s, s:s}", "id",
-                                                  PQgetvalue(r, i, 0), "name", PQgetvalue(r, i, 1),
-                                                  "status", PQgetvalue(r, i, 2), "access_key",
+            json_array_append_new(list, json_pack("{s:s, s:s, s:s, s:s}", "id", PQgetvalue(r, i, 0),
+                                                  "name", PQgetvalue(r, i, 1), "status",
+                                                  PQgetvalue(r, i, 2), "access_key",
                                                   PQgetvalue(r, i, 3)));
         PQclear(r);
         http_reply_json(resp, 200, json_pack("{s:s, s:o}", "vfolder_id", id, "sessions", list));

@@ -9,8 +9,7 @@
 
 static __thread httpc *t_client;
 
-bool vf_mount_guard_free(const char *id, const char *name, const char *request_id,
-                         http_resp *resp)
+bool vf_mount_guard_free(const char *id, const char *name, const char *request_id, http_resp *resp)
 {
     if (!vf_cfg.registry_url || !*vf_cfg.registry_url) return true;
     if (!t_client) t_client = httpc_new((int)vf_cfg.registry_timeout_ms);
@@ -51,8 +50,8 @@ bool vf_mount_guard_free(const char *id, const char *name, const char *request_i
     }
     if (json_array_size(sessions) > 20) snprintf(list + len, cap - len, ", ...");
     json_t *prob = http_problem_json("vfolder-in-use", "Conflict", NULL);
-    char *msg = ts_asprintf("vfolder %s is mounted in live sessions: %s (end them first)", name,
-                            list);
+    char *msg =
+        ts_asprintf("vfolder %s is mounted in live sessions: %s (end them first)", name, list);
     json_object_set_new(prob, "msg", json_string(msg));
     json_object_set_new(prob, "vfolder", json_string(name));
     json_object_set_new(prob, "sessions", names);

@@ -225,7 +225,6 @@ void vf_quota_scope_refresh(svc *s, const vf_caller *c, const vf_folder *f)
     ts_err err = {{0}};
     PGconn *conn = pg_pool_get(svc_pg(s), 5000, &err);
     bool ok = conn && vf_quota_scope_touch(conn, f->quota_scope, limit, &err);
-    if (!ok)
-        TLOG_WARN("quota scope not updated", "scope=%s error=\"%s\"", f->quota_scope, err.msg);
+    if (!ok) TLOG_WARN("quota scope not updated", "scope=%s error=\"%s\"", f->quota_scope, err.msg);
     if (conn) pg_pool_put(svc_pg(s), conn);
 }
