@@ -434,6 +434,35 @@ static void _gpu_cleanup(kernels *ks, const char *id)
     free(dir);
 }
 
+/* vfolder mounts of a CreateKernel: an absolute host path, and a mount path
+ * under /home/work/ without empty, "." or ".." segments (the registry and
+ * tessera-vfolder check this too; a container must not get a host directory
+ * over its /etc). An empty mount path means /home/work/<name>. */
+static bool _mounts_valid(const Tessera__V1__CreateKernel *cmd, ts_err *err)
+{
+    for (size_t i = 0; i < cmd->n_mounts; i++) {
+        const Tessera__V1__VfolderMount *m = cmd->mounts[i];
+        bool mapped = m->mount_path && *m->mount_path;
+        bool under = mapped && strncmp(m->mount_path, "/home/work/", 11) == 0;
+        const char *rel = under ? m->mount_path + 11 : mapped ? NULL : m->name;
+        bool ok = m->host_path && m->host_path[0] == '/' && rel && *rel;
+        for (const char *seg = rel; ok && seg;) {
+            const char *end = strchr(seg, '/');
+            size_t n = end ? (size_t)(end - seg) : strlen(seg);
+            if (n == 0 || (n == 1 && seg[0] == '.') || (n == 2 && seg[0] == '.' && seg[1] == '.'))
+                ok = false;
+            seg = end ? end + 1 : NULL;
+        }
+        if (!ok) {
+            ts_err_set(err, "vfolder mount %s -> %s: the mount path must be below /home/work/",
+                       m->host_path ? m->host_path : "(none)",
+                       mapped ? m->mount_path : (m->name ? m->name : "(none)"));
+            return false;
+        }
+    }
+    return true;
+}
+
 static void _task_create(kernels *ks, krec *k)
 {
     Tessera__V1__CreateKernel *cmd = _cmd(k);
@@ -498,6 +527,12 @@ static void _task_create(kernels *ks, krec *k)
             image_info_free(info);
             goto out;
         }
+    }
+    if (!_mounts_valid(cmd, &err)) {
+        ts_err_prefix(&err, "create failed");
+        _fail(ks, k, err.msg);
+        image_info_free(info);
+        goto out;
     }
     /* service ports and the runtime */
     char *label = image_label(info->labels_json, "ai.backend.service-ports");

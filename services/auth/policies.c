@@ -341,6 +341,18 @@ static const policy_kind user_kind = {
     .delete_sql = "DELETE FROM auth.user_resource_policies WHERE name = $1 RETURNING " UP_COLS,
 };
 
+static const policy_kind project_kind = {
+    .kind = "project",
+    .what = "project resource policy",
+    .count_sql = "SELECT count(*) FROM auth.project_resource_policies" NAME_FILTER,
+    .page_sql = "SELECT " UP_COLS " FROM auth.project_resource_policies" NAME_FILTER
+                " ORDER BY name LIMIT $2::bigint OFFSET $3::bigint",
+    .get_sql = "SELECT " UP_COLS " FROM auth.project_resource_policies WHERE name = $1",
+    .insert_sql = "INSERT INTO auth.project_resource_policies (name) VALUES ($1)",
+    .in_use_sql = "SELECT count(*) FROM auth.projects WHERE resource_policy = $1",
+    .delete_sql = "DELETE FROM auth.project_resource_policies WHERE name = $1 RETURNING " UP_COLS,
+};
+
 /* NULL parameters leave a column as it is; $5 says whether $6 (which may be
  * NULL: no limit) replaces max_pending_session_count. */
 static const char keypair_update_sql[] =
@@ -357,6 +369,12 @@ static const char keypair_update_sql[] =
 
 static const char user_update_sql[] =
     "UPDATE auth.user_resource_policies SET"
+    " max_vfolder_count = COALESCE($2::int, max_vfolder_count),"
+    " max_quota_scope_size = COALESCE($3::bigint, max_quota_scope_size)"
+    " WHERE name = $1 RETURNING " UP_COLS;
+
+static const char project_update_sql[] =
+    "UPDATE auth.project_resource_policies SET"
     " max_vfolder_count = COALESCE($2::int, max_vfolder_count),"
     " max_quota_scope_size = COALESCE($3::bigint, max_quota_scope_size)"
     " WHERE name = $1 RETURNING " UP_COLS;
@@ -530,7 +548,9 @@ static void do_write(svc *s, http_req *req, http_resp *resp, const policy_kind *
     }
     if (ok && db_begin(conn, resp)) {
         p.v[0] = name;
-        const char *update = k == &keypair_kind ? keypair_update_sql : user_update_sql;
+        const char *update = k == &keypair_kind ? keypair_update_sql
+                             : k == &user_kind  ? user_update_sql
+                                                : project_update_sql;
         int n = k == &keypair_kind ? 9 : 3;
         PGresult *ins = create ? db_query(conn, resp, k->what, k->insert_sql, 1, p.v) : NULL;
         PGresult *r = (!create || ins) ? db_query(conn, resp, k->what, update, n, p.v) : NULL;
@@ -550,7 +570,7 @@ static void do_write(svc *s, http_req *req, http_resp *resp, const policy_kind *
     db_put(s, conn);
 }
 
-/* Delete: refused (409) while keypairs or users use it, and for "default",
+/* Delete: refused (409) while keypairs, users or projects use it, and for "default",
  * which bootstrap and new users rely on. */
 static void do_delete(svc *s, http_req *req, http_resp *resp, const policy_kind *k)
 {
@@ -569,7 +589,9 @@ static void do_delete(svc *s, http_req *req, http_resp *resp, const policy_kind 
             u && users == 0 ? db_query(conn, resp, k->what, k->delete_sql, 1, params) : NULL;
         if (u && users > 0) {
             http_problem(resp, 409, "conflict", NULL, "the %s is used by %lld %s", k->what, users,
-                         k == &keypair_kind ? "keypairs" : "users");
+                         k == &keypair_kind ? "keypairs"
+                         : k == &user_kind  ? "users"
+                                            : "projects");
         } else if (r && PQntuples(r) == 0) {
             not_found(resp, k);
         }
@@ -610,6 +632,7 @@ static void do_delete(svc *s, http_req *req, http_resp *resp, const policy_kind 
 
 KIND_HANDLERS(kp, keypair_kind)
 KIND_HANDLERS(up, user_kind)
+KIND_HANDLERS(pp, project_kind)
 
 void policies_routes(svc *s)
 {
@@ -624,4 +647,9 @@ void policies_routes(svc *s)
     http_route(r, "GET", "/v1/admin/user-resource-policies/{name}", up_get, s);
     http_route(r, "PATCH", "/v1/admin/user-resource-policies/{name}", up_patch, s);
     http_route(r, "DELETE", "/v1/admin/user-resource-policies/{name}", up_delete, s);
+    http_route(r, "GET", "/v1/admin/project-resource-policies", pp_list, s);
+    http_route(r, "POST", "/v1/admin/project-resource-policies", pp_create, s);
+    http_route(r, "GET", "/v1/admin/project-resource-policies/{name}", pp_get, s);
+    http_route(r, "PATCH", "/v1/admin/project-resource-policies/{name}", pp_patch, s);
+    http_route(r, "DELETE", "/v1/admin/project-resource-policies/{name}", pp_delete, s);
 }

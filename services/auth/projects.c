@@ -10,7 +10,7 @@
 
 #define PROJECT_COLS                                                                               \
     "id, name, domain_name, description, is_active, total_resource_slots,"                         \
-    " allowed_vfolder_hosts, created_at, modified_at"
+    " allowed_vfolder_hosts, resource_policy, created_at, modified_at"
 #define DESCRIPTION_MAX 1000
 #define MEMBERS_MAX 1000
 
@@ -28,8 +28,9 @@ static const char lock_sql[] =
     "SELECT domain_name FROM auth.projects WHERE id = $1::uuid FOR UPDATE";
 static const char insert_sql[] =
     "INSERT INTO auth.projects (id, name, domain_name, description, is_active,"
-    " total_resource_slots, allowed_vfolder_hosts) VALUES ($1::uuid, $2, $3, COALESCE($4, ''),"
-    " COALESCE($5::bool, true), COALESCE($6::jsonb, '{}'::jsonb), COALESCE($7::jsonb, '{}'::jsonb))"
+    " total_resource_slots, allowed_vfolder_hosts, resource_policy) VALUES ($1::uuid, $2, $3,"
+    " COALESCE($4, ''), COALESCE($5::bool, true), COALESCE($6::jsonb, '{}'::jsonb),"
+    " COALESCE($7::jsonb, '{}'::jsonb), COALESCE($8, 'default'))"
     " RETURNING " PROJECT_COLS;
 /* The same parameters as insert_sql, $3 (the domain) unused: NULL leaves a
  * column as it is. */
@@ -37,7 +38,8 @@ static const char update_sql[] =
     "UPDATE auth.projects SET name = COALESCE($2, name), description = COALESCE($4, description),"
     " is_active = COALESCE($5::bool, is_active),"
     " total_resource_slots = COALESCE($6::jsonb, total_resource_slots),"
-    " allowed_vfolder_hosts = COALESCE($7::jsonb, allowed_vfolder_hosts), modified_at = now()"
+    " allowed_vfolder_hosts = COALESCE($7::jsonb, allowed_vfolder_hosts),"
+    " resource_policy = COALESCE($8, resource_policy), modified_at = now()"
     " WHERE id = $1::uuid AND $3::text IS NULL RETURNING " PROJECT_COLS;
 static const char deactivate_sql[] =
     "UPDATE auth.projects SET is_active = false, modified_at = now() WHERE id = $1::uuid"
@@ -173,9 +175,9 @@ static void h_get(http_req *req, http_resp *resp, void *ctx)
     db_put(s, conn);
 }
 
-/* Body fields as $2..$7 ($1 is the id); false after a 400. */
+/* Body fields as $2..$8 ($1 is the id); false after a 400. */
 typedef struct project_fields {
-    const char *v[7];
+    const char *v[8];
     char active[8];
     json_t *slots, *hosts;
     char *slots_s, *hosts_s;
@@ -188,12 +190,29 @@ static bool parse_fields(json_t *body, bool create, project_fields *f, http_resp
         !db_field_str(body, "description", false, 0, DESCRIPTION_MAX, &f->v[3], resp) ||
         !db_field_bool(body, "is_active", false, &active, &present, resp) ||
         !policies_field_slots(body, "total_resource_slots", &f->slots, resp) ||
-        !policies_field_vfolder_hosts(body, "allowed_vfolder_hosts", &f->hosts, resp))
+        !policies_field_vfolder_hosts(body, "allowed_vfolder_hosts", &f->hosts, resp) ||
+        !policies_field_name(body, "resource_policy", false, &f->v[7], resp))
         return false;
     if (present) f->v[4] = strcpy(f->active, active ? "true" : "false");
     if (f->slots) f->v[5] = f->slots_s = json_dumps(f->slots, JSON_COMPACT | JSON_SORT_KEYS);
     if (f->hosts) f->v[6] = f->hosts_s = json_dumps(f->hosts, JSON_COMPACT | JSON_SORT_KEYS);
     return true;
+}
+
+/* resource_policy names a project resource policy (NULL: not given). */
+static bool _policy_known(PGconn *conn, const char *name, http_resp *resp)
+{
+    if (!name) return true;
+    const char *p[] = {name};
+    PGresult *r = db_query(conn, resp, "read project resource policy",
+                           "SELECT 1 FROM auth.project_resource_policies WHERE name = $1", 1, p);
+    if (!r) return false;
+    bool ok = PQntuples(r) == 1;
+    PQclear(r);
+    if (!ok)
+        http_problem(resp, 400, "invalid-api-params", NULL,
+                     "resource_policy: unknown project resource policy %s", name);
+    return ok;
 }
 
 static void fields_free(project_fields *f)
@@ -206,8 +225,13 @@ static void fields_free(project_fields *f)
 
 static void h_create(http_req *req, http_resp *resp, void *ctx)
 {
-    static const char *const keys[] = {"name",      "domain_name",          "description",
-                                       "is_active", "total_resource_slots", "allowed_vfolder_hosts",
+    static const char *const keys[] = {"name",
+                                       "domain_name",
+                                       "description",
+                                       "is_active",
+                                       "total_resource_slots",
+                                       "allowed_vfolder_hosts",
+                                       "resource_policy",
                                        NULL};
     svc *s = ctx;
     auth_caller c;
@@ -218,7 +242,7 @@ static void h_create(http_req *req, http_resp *resp, void *ctx)
     char id[TS_UUID_STRLEN];
     if (body && db_only_keys(body, keys, resp) &&
         policies_field_name(body, "domain_name", false, &f.v[2], resp) &&
-        parse_fields(body, true, &f, resp)) {
+        parse_fields(body, true, &f, resp) && _policy_known(conn, f.v[7], resp)) {
         if (!f.v[2]) f.v[2] = c.domain_name; /* default: the caller's domain */
         if (!caller_can_manage_domain(&c, f.v[2])) {
             http_problem(resp, 403, "forbidden", NULL,
@@ -226,7 +250,7 @@ static void h_create(http_req *req, http_resp *resp, void *ctx)
         } else {
             ts_uuid4(id);
             f.v[0] = id;
-            PGresult *r = db_query(conn, resp, "create project", insert_sql, 7, f.v);
+            PGresult *r = db_query(conn, resp, "create project", insert_sql, 8, f.v);
             if (r) http_reply_json(resp, 201, db_row_json(r, 0));
             PQclear(r);
         }
@@ -238,8 +262,13 @@ static void h_create(http_req *req, http_resp *resp, void *ctx)
 
 static void h_patch(http_req *req, http_resp *resp, void *ctx)
 {
-    static const char *const keys[] = {
-        "name", "description", "is_active", "total_resource_slots", "allowed_vfolder_hosts", NULL};
+    static const char *const keys[] = {"name",
+                                       "description",
+                                       "is_active",
+                                       "total_resource_slots",
+                                       "allowed_vfolder_hosts",
+                                       "resource_policy",
+                                       NULL};
     svc *s = ctx;
     auth_caller c;
     PGconn *conn = open_as_admin(s, req, resp, &c);
@@ -247,9 +276,10 @@ static void h_patch(http_req *req, http_resp *resp, void *ctx)
     const char *id = visible_project(conn, req, resp, &c, false, NULL, 0);
     json_t *body = id ? http_json_body(req, resp) : NULL;
     project_fields f = {{0}};
-    if (body && db_only_keys(body, keys, resp) && parse_fields(body, false, &f, resp)) {
+    if (body && db_only_keys(body, keys, resp) && parse_fields(body, false, &f, resp) &&
+        _policy_known(conn, f.v[7], resp)) {
         f.v[0] = id;
-        PGresult *r = db_query(conn, resp, "patch project", update_sql, 7, f.v);
+        PGresult *r = db_query(conn, resp, "patch project", update_sql, 8, f.v);
         if (r && PQntuples(r) == 1)
             http_reply_json(resp, 200, db_row_json(r, 0));
         else if (r)

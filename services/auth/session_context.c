@@ -23,8 +23,10 @@ static const char key_sql[] =
 static const char project_sql[] =
     "SELECT p.id::text AS id, p.name, p.is_active,"
     " EXISTS (SELECT 1 FROM auth.project_members m WHERE m.project_id = p.id"
-    "   AND m.user_id = $3::uuid) AS is_member, p.total_resource_slots, p.allowed_vfolder_hosts"
-    " FROM auth.projects p WHERE p.domain_name = $1"
+    "   AND m.user_id = $3::uuid) AS is_member, p.total_resource_slots, p.allowed_vfolder_hosts,"
+    " pp.max_vfolder_count, pp.max_quota_scope_size"
+    " FROM auth.projects p JOIN auth.project_resource_policies pp ON pp.name = p.resource_policy"
+    " WHERE p.domain_name = $1"
     " AND (p.name = $2 OR ($4 AND p.id::text = $2))";
 
 static const char groups_sql[] =
@@ -38,8 +40,10 @@ static const char groups_sql[] =
 
 /* The user's projects (tessera-vfolder: project folders visible to members). */
 static const char projects_sql[] =
-    "SELECT p.id::text AS id, p.name, p.is_active, p.allowed_vfolder_hosts"
+    "SELECT p.id::text AS id, p.name, p.is_active, p.allowed_vfolder_hosts,"
+    " pp.max_vfolder_count, pp.max_quota_scope_size"
     " FROM auth.project_members m JOIN auth.projects p ON p.id = m.project_id"
+    " JOIN auth.project_resource_policies pp ON pp.name = p.resource_policy"
     " WHERE m.user_id = $1::uuid ORDER BY p.name";
 
 /* GET /v1/user-lookup?email=: a user by email (tessera-vfolder's invitations

@@ -207,6 +207,34 @@ static int _wait_running(cli *c, const char *name, double max_wait_s, json_t **l
     return rc;
 }
 
+/* --mount NAME[:PATH]: NAME into mounts, PATH (when given) into mount_map.
+ * The first ':' separates them (folder names with ':' need a PATH). */
+static int _parse_mount(const subcommand *self, const char *arg, json_t *mounts, json_t *mount_map)
+{
+    const char *colon = strchr(arg, ':');
+    size_t n = colon ? (size_t)(colon - arg) : strlen(arg);
+    if (n == 0 || (colon && !colon[1]))
+        return _usage(self, "bad --mount '%s': expected NAME or NAME:PATH, e.g. data:/home/work/in",
+                      arg);
+    char *name = ts_strndup(arg, n);
+    int rc = CLI_OK;
+    size_t i;
+    json_t *v;
+    json_array_foreach(mounts, i, v)
+    {
+        if (strcmp(json_string_value(v), name) == 0) {
+            rc = _usage(self, "--mount: vfolder '%s' is named twice", name);
+            break;
+        }
+    }
+    if (rc == CLI_OK) {
+        json_array_append_new(mounts, json_string(name));
+        if (colon) json_object_set_new(mount_map, name, json_string(colon + 1));
+    }
+    free(name);
+    return rc;
+}
+
 static int sub_create(cli *c, const subcommand *self, int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -217,6 +245,7 @@ static int sub_create(cli *c, const subcommand *self, int argc, char **argv)
         {"resources", required_argument, NULL, 'r'},
         {"env", required_argument, NULL, 'e'},
         {"startup-command", required_argument, NULL, 'S'},
+        {"mount", required_argument, NULL, 'm'},
         {"enqueue-only", no_argument, NULL, 'E'},
         {"max-wait", required_argument, NULL, 'w'},
         {"reuse", no_argument, NULL, 'u'},
@@ -228,9 +257,10 @@ static int sub_create(cli *c, const subcommand *self, int argc, char **argv)
     bool enqueue_only = false, reuse = false;
     double max_wait = DEFAULT_MAX_WAIT_S;
     json_t *slots = json_object(), *env = json_object();
+    json_t *mounts = json_array(), *mount_map = json_object();
     int opt, rc = CLI_OK;
     optind = 0;
-    while ((opt = _next_opt(c, self, argc, argv, "n:t:g:r:e:h", longopts, &rc)) >= 0) {
+    while ((opt = _next_opt(c, self, argc, argv, "n:t:g:r:e:m:h", longopts, &rc)) >= 0) {
         char *end = NULL;
         switch (opt) {
         case 'n':
@@ -268,6 +298,9 @@ static int sub_create(cli *c, const subcommand *self, int argc, char **argv)
         case 'S':
             startup = optarg;
             break;
+        case 'm':
+            rc = _parse_mount(self, optarg, mounts, mount_map);
+            break;
         case 'E':
             enqueue_only = true;
             break;
@@ -286,6 +319,8 @@ static int sub_create(cli *c, const subcommand *self, int argc, char **argv)
     if (opt == -2 || rc != CLI_OK || (rc = client_need_keys(c)) != CLI_OK) {
         json_decref(slots);
         json_decref(env);
+        json_decref(mounts);
+        json_decref(mount_map);
         return rc;
     }
 
@@ -300,6 +335,8 @@ static int sub_create(cli *c, const subcommand *self, int argc, char **argv)
     if (json_object_size(slots)) json_object_set(config, "resources", slots);
     if (json_object_size(env)) json_object_set(config, "environ", env);
     if (rgroup) json_object_set_new(config, "scaling_group", json_string(rgroup));
+    if (json_array_size(mounts)) json_object_set(config, "mounts", mounts);
+    if (json_object_size(mount_map)) json_object_set(config, "mount_map", mount_map);
     json_t *body =
         json_pack("{s:s, s:s, s:o}", "image", argv[optind], "name", name, "config", config);
     if (type) json_object_set_new(body, "type", json_string(type));
@@ -310,6 +347,8 @@ static int sub_create(cli *c, const subcommand *self, int argc, char **argv)
     if (reuse) json_object_set_new(body, "reuseIfExists", json_true());
     json_decref(slots);
     json_decref(env);
+    json_decref(mounts);
+    json_decref(mount_map);
 
     json_t *answer = NULL;
     rc = client_call(c, "POST", "/session", body, true, &answer);
@@ -747,6 +786,8 @@ static const subcommand subcommands[] = {
      "  -r, --resources SLOTS        e.g. cpu=1,mem=1g,cuda.shares=0.5 (repeatable)\n"
      "  -e, --env NAME=VALUE         an environment variable (repeatable)\n"
      "      --startup-command CMD    the command a batch session runs\n"
+     "  -m, --mount NAME[:PATH]      mount vfolder NAME at /home/work/NAME, or at PATH\n"
+     "                               (under /home/work; relative to it) (repeatable)\n"
      "      --enqueue-only           return once queued, without waiting\n"
      "      --max-wait SECONDS       how long to wait for RUNNING (default 60)\n"
      "      --reuse                  a live session of that name is reused, not an error\n",

@@ -4,6 +4,7 @@
 
 #include "agents.h"
 #include "images.h"
+#include "mounts.h"
 #include "resource_groups.h"
 #include "sessions.h"
 
@@ -14,4 +15,5 @@ void registry_routes(svc *s)
     agents_routes(s);          /* /v1/admin/agents... */
     resource_groups_routes(s); /* /v1/admin/resource-groups... */
     images_routes(s);          /* /v1/admin/images... */
+    mounts_routes(s);          /* /v1/vfolder-mounts/{vfolder_id} (mounts.h) */
 }

@@ -57,6 +57,10 @@ static const cfg_option registry_options[] = {
      NULL,
      "tessera-wsproxy's internal API: a session's app routes are removed there when it ends "
      "(empty: never)"},
+    {"vfolder.url", CFG_STRING, &reg_cfg.vfolder_url, "http://127.0.0.1:8095", 0, 0, NULL, false,
+     NULL, "tessera-vfolder's internal API: a create's vfolder mounts are resolved there"},
+    {"vfolder.timeout", CFG_DURATION, &reg_cfg.vfolder_timeout_ms, "5s", 100, 600000, NULL, false,
+     NULL, "time limit of a call to tessera-vfolder (past it, the create is refused with 503)"},
     {"registry.default_slots", CFG_STRING, &reg_cfg.default_slots, "cpu=1 mem=1g", 0, 0, NULL,
      false, NULL,
      "slots of a kernel whose request names none of them (raised to the image's minimums)"},

@@ -8,6 +8,7 @@
  *   caller.c           who calls (X-Tessera-Caller*), through auth_client.c
  *   auth_client.c      GET /v1/session-context on tessera-auth
  *   session_create.c   POST /v1/sessions: parse, validate, insert, enqueue, wait
+ *   mounts.c           vfolder mounts: resolved by tessera-vfolder, who mounts a folder
  *   validation.c       the create body (Backend.AI's shape) -> create_req
  *   sessions.c         get, list, destroy, restart, history
  *   session_view.c     a session as Backend.AI's camelCase JSON
@@ -43,6 +44,8 @@ typedef struct reg_config {
     int64_t max_waiting_creates;
     char *default_slots;
     char *wsproxy_url;
+    char *vfolder_url;
+    int64_t vfolder_timeout_ms;
 } reg_config;
 
 extern reg_config reg_cfg;

@@ -8,6 +8,7 @@
 #include "images.h"
 #include "libcommon/log.h"
 #include "libcommon/pgjson.h"
+#include "mounts.h"
 #include "pbutil.h"
 #include "publish.h"
 #include "session_view.h"
@@ -415,6 +416,7 @@ void sessions_create(http_req *req, http_resp *resp, void *ctx)
     PGconn *conn = NULL;
     image_info im = {0};
     waiter *w = NULL;
+    json_t *resolved = NULL;
     if (!create_req_parse(body, &cr, resp)) goto out;
     bool other = cr.owner_access_key &&
                  strcmp(cr.owner_access_key, http_header(req, "X-Tessera-Caller-Access-Key")
@@ -469,10 +471,13 @@ void sessions_create(http_req *req, http_resp *resp, void *ctx)
                      cr.image);
         goto out;
     }
-    json_t *mounts = cr.mounts;
-    if (json_array_size(mounts) > 0) {
-        http_problem(resp, 400, "invalid-api-params", NULL, "vfolder mounts are not supported yet");
-        goto out;
+    /* vfolder mounts, resolved for the owner; what is stored is what the
+     * kernels get (CreateKernel), at the first start and every restart */
+    if (json_array_size(cr.mounts) > 0) {
+        if (!mounts_resolve(owner_ak, cr.mounts, cr.mount_map, req->request_id, &resolved, resp))
+            goto out;
+    } else {
+        resolved = json_array();
     }
     if (!apply_minimums(&cr, im.min_slots, resp)) goto out;
     /* totals: per kernel x cluster size */
@@ -519,7 +524,7 @@ void sessions_create(http_req *req, http_resp *resp, void *ctx)
     }
     json_t *limits = build_limits(owner, owner_ak, jstr(ouser, "id"));
     char *ks = json_dumps(kslots, JSON_COMPACT), *ts = json_dumps(tslots, JSON_COMPACT),
-         *ro = json_dumps(ropts, JSON_COMPACT), *mt = json_dumps(cr.mounts, JSON_COMPACT),
+         *ro = json_dumps(ropts, JSON_COMPACT), *mt = json_dumps(resolved, JSON_COMPACT),
          *et = json_dumps(cr.environ, JSON_COMPACT), *lt = json_dumps(limits, JSON_COMPACT);
     json_decref(kslots);
     json_decref(tslots);
@@ -640,6 +645,7 @@ free_text:
     free(lt);
 out:
     image_info_free(&im);
+    json_decref(resolved);
     json_decref(owner);
     caller_free(&c);
     create_req_free(&cr);

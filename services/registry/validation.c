@@ -1,6 +1,8 @@
 /* validation.c: see validation.h. */
 #include "validation.h"
 
+#include "mounts.h"
+
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
@@ -209,23 +211,14 @@ bool create_req_parse(json_t *body, create_req *r, http_resp *resp)
     json_t *env = config ? json_object_get(config, "environ") : NULL;
     r->environ = env && !json_is_null(env) ? json_deep_copy(env) : json_object();
     if (!environ_valid(r->environ, resp)) return false;
-    /* mounts: accepted and stored; resolving vfolders comes with tessera-vfolder */
-    json_t *mounts = config ? json_object_get(config, "mounts") : NULL;
-    json_t *map = config ? json_object_get(config, "mount_map") : NULL;
-    if (mounts && !json_is_null(mounts) && !json_is_array(mounts))
-        return bad(resp, "config.mounts", "must be a list of vfolder names");
-    if (map && !json_is_null(map) && !json_is_object(map))
-        return bad(resp, "config.mount_map", "must be an object");
-    r->mounts = json_array();
-    if (json_is_array(mounts)) json_array_extend(r->mounts, mounts);
-    if (json_is_object(map) && json_object_size(map) > 0)
-        json_array_append_new(r->mounts, json_pack("{s:O}", "mount_map", map));
-    return true;
+    /* mounts: checked here, resolved by tessera-vfolder at create (mounts.h) */
+    return mounts_parse(config, &r->mounts, &r->mount_map, resp);
 }
 
 void create_req_free(create_req *r)
 {
     json_decref(r->environ);
     json_decref(r->mounts);
-    r->environ = r->mounts = NULL;
+    json_decref(r->mount_map);
+    r->environ = r->mounts = r->mount_map = NULL;
 }

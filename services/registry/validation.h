@@ -24,7 +24,8 @@ typedef struct create_req {
     uint32_t explicit_slots;      /* mask of slots the request named */
     int64_t shmem;                /* config.resource_opts.shmem, bytes (-1: none) */
     json_t *environ;              /* {"K": "V"} (owned) */
-    json_t *mounts;               /* config.mounts + mount_map, as given (owned) */
+    json_t *mounts;               /* config.mounts: distinct vfolder names (owned) */
+    json_t *mount_map;            /* config.mount_map: {name: path}, keys in mounts (owned) */
     int cluster_size;
     int priority;
     bool enqueue_only, reuse;

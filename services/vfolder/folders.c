@@ -7,10 +7,12 @@
 #include "http_api.h"
 #include "libcommon/log.h"
 #include "libcommon/pgjson.h"
+#include "mount_guard.h"
 #include "quota.h"
 #include "volumes.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -323,10 +325,12 @@ bool vf_name_ok(const char *name, const char *field, http_resp *resp)
 }
 
 /* The project a create or clone names (`group`: a project id or a name in
- * the caller's domain) and its allowed hosts. Members are found in the
- * context; admins of other projects through auth's session-context?group=. */
+ * the caller's domain): its id and *project, the context's project object
+ * (allowed_vfolder_hosts, max_quota_scope_size; a new reference). Members are
+ * found in the context; admins of other projects through auth's
+ * session-context?group=. */
 static bool _find_project(http_req *req, http_resp *resp, const vf_caller *c, const char *group,
-                          char project_id[TS_UUID_STRLEN], json_t **project_hosts)
+                          char project_id[TS_UUID_STRLEN], json_t **project)
 {
     size_t i;
     json_t *p;
@@ -336,7 +340,7 @@ static bool _find_project(http_req *req, http_resp *resp, const vf_caller *c, co
         const char *name = json_string_value(json_object_get(p, "name"));
         if ((id && strcmp(id, group) == 0) || (name && strcmp(name, group) == 0)) {
             ts_strlcpy(project_id, id, TS_UUID_STRLEN);
-            *project_hosts = json_incref(json_object_get(p, "allowed_vfolder_hosts"));
+            *project = json_incref(p);
             return true;
         }
     }
@@ -361,7 +365,7 @@ static bool _find_project(http_req *req, http_resp *resp, const vf_caller *c, co
         return false;
     }
     ts_strlcpy(project_id, id, TS_UUID_STRLEN);
-    *project_hosts = json_incref(json_object_get(proj, "allowed_vfolder_hosts"));
+    *project = json_incref((json_t *)proj);
     json_decref(ctx);
     return true;
 }
@@ -373,6 +377,8 @@ typedef struct _new_folder {
     bool cloneable;
     int64_t quota;
     bool project;
+    int64_t scope_max; /* the owner's quota scope size (0: unlimited) */
+    int64_t max_count; /* the owner's policy's max_vfolder_count (0: unlimited) */
     char owner_id[TS_UUID_STRLEN];
     const char *status; /* "ready" or "cloning" */
 } _new_folder;
@@ -398,24 +404,27 @@ static bool _insert_folder(svc *s, http_resp *resp, const vf_caller *c, const _n
                      "SELECT pg_advisory_xact_lock(hashtext('vfolder-owner:' || $1))", 1, lp);
     if (!r) goto rollback;
     PQclear(r);
-    if (!nf->project && vf_caller_max_vfolder_count(c) > 0) {
+    if (nf->max_count > 0) {
         r = pgjson_query(conn, resp, "count vfolders",
-                         "SELECT count(*) FROM vfolder.vfolders WHERE user_id = $1::uuid"
-                         " AND status NOT IN ('trash', 'purging', 'purged')",
+                         nf->project
+                             ? "SELECT count(*) FROM vfolder.vfolders WHERE group_id = $1::uuid"
+                               " AND status NOT IN ('trash', 'purging', 'purged')"
+                             : "SELECT count(*) FROM vfolder.vfolders WHERE user_id = $1::uuid"
+                               " AND status NOT IN ('trash', 'purging', 'purged')",
                          1, lp);
         if (!r) goto rollback;
         long long n = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
         PQclear(r);
-        if (n >= vf_caller_max_vfolder_count(c)) {
+        if (n >= nf->max_count) {
             http_problem(resp, 412, "quota-exceeded", "Quota Exceeded",
-                         "you have %lld vfolders: your resource policy allows at most %" PRId64, n,
-                         vf_caller_max_vfolder_count(c));
+                         "%s %lld vfolders: %s resource policy allows at most %" PRId64,
+                         nf->project ? "the project has" : "you have", n,
+                         nf->project ? "its project" : "your", nf->max_count);
             goto rollback;
         }
     }
     ts_err err = {{0}};
-    if (!vf_quota_scope_touch(conn, scope, nf->project ? -1 : vf_caller_max_quota_scope_size(c),
-                              &err)) {
+    if (!vf_quota_scope_touch(conn, scope, nf->scope_max, &err)) {
         http_problem(resp, 500, "internal-server-error", NULL, "quota scope: %s", err.msg);
         goto rollback;
     }
@@ -506,7 +515,7 @@ void vf_h_create(http_req *req, http_resp *resp, void *ctx)
     svc *s = ctx;
     vf_caller c;
     if (!vf_caller_get(s, req, resp, &c)) return;
-    json_t *body = http_json_body(req, resp), *project_hosts = NULL;
+    json_t *body = http_json_body(req, resp), *project = NULL;
     if (!body) goto out;
     static const char *const keys[] = {"name",           "host",       "group",     "group_id",
                                        "usage_mode",     "permission", "cloneable", "quota",
@@ -527,7 +536,7 @@ void vf_h_create(http_req *req, http_resp *resp, void *ctx)
     if (!group) group = group_id;
     if (group) {
         nf.project = true;
-        if (!_find_project(req, resp, &c, group, nf.owner_id, &project_hosts)) goto out;
+        if (!_find_project(req, resp, &c, group, nf.owner_id, &project)) goto out;
         /* Project folders are created by administrators (Backend.AI's rule). */
         if (!vf_caller_admin_of(&c, c.domain_name)) {
             http_problem(resp, 403, "forbidden", NULL,
@@ -537,16 +546,24 @@ void vf_h_create(http_req *req, http_resp *resp, void *ctx)
     } else {
         ts_strlcpy(nf.owner_id, c.user_id, sizeof(nf.owner_id));
     }
-    if (!vf_caller_host_allows(&c, project_hosts, nf.host, VF_HOST_CREATE)) {
+    if (!vf_caller_host_allows(&c, json_object_get(project, "allowed_vfolder_hosts"), nf.host,
+                               VF_HOST_CREATE)) {
         http_problem(resp, 403, "forbidden", NULL,
                      "your policies do not allow creating vfolders on host %s", nf.host);
         goto out;
     }
-    int64_t scope_max = vf_caller_max_quota_scope_size(&c);
-    if (!nf.project && scope_max > 0 && nf.quota > scope_max) {
+    json_t *pmax = json_object_get(project, "max_quota_scope_size");
+    json_t *pcount = json_object_get(project, "max_vfolder_count");
+    nf.scope_max = !nf.project             ? vf_caller_max_quota_scope_size(&c)
+                   : json_is_integer(pmax) ? json_integer_value(pmax)
+                                           : 0;
+    nf.max_count = !nf.project               ? vf_caller_max_vfolder_count(&c)
+                   : json_is_integer(pcount) ? json_integer_value(pcount)
+                                             : 0;
+    if (nf.scope_max > 0 && nf.quota > nf.scope_max) {
         http_problem(resp, 412, "quota-exceeded", "Quota Exceeded",
-                     "quota %" PRId64 " is above your quota scope size %" PRId64, nf.quota,
-                     scope_max);
+                     "quota %" PRId64 " is above the %s quota scope size %" PRId64, nf.quota,
+                     nf.project ? "project's" : "your", nf.scope_max);
         goto out;
     }
     vf_folder f;
@@ -568,7 +585,7 @@ void vf_h_create(http_req *req, http_resp *resp, void *ctx)
     }
 out:
     json_decref(body);
-    json_decref(project_hosts);
+    json_decref(project);
     vf_caller_free(&c);
 }
 
@@ -594,6 +611,8 @@ void vf_h_clone(http_req *req, http_resp *resp, void *ctx)
     }
     if (!json_object_get(body, "usage_mode")) nf.usage_mode = src.usage_mode;
     ts_strlcpy(nf.owner_id, c.user_id, sizeof(nf.owner_id));
+    nf.scope_max = vf_caller_max_quota_scope_size(&c);
+    nf.max_count = vf_caller_max_vfolder_count(&c);
     if (!vf_caller_host_allows(&c, NULL, nf.host, VF_HOST_CREATE)) {
         http_problem(resp, 403, "forbidden", NULL,
                      "your policies do not allow creating vfolders on host %s", nf.host);
@@ -807,14 +826,10 @@ void vf_h_info(http_req *req, http_resp *resp, void *ctx)
     vf_folder f;
     if (vf_resolve(s, &c, http_param(req, "name"), VF_PERM_RO, &f, resp)) {
         /* The owner's current quota scope limit follows its policy. */
+        vf_quota_scope_refresh(s, &c, &f);
         PGconn *conn = pgjson_get(s, resp);
         if (conn) {
             ts_err err = {{0}};
-            if (f.ownership == VF_OWNER_USER && strcmp(f.owner_id, c.user_id) == 0 &&
-                !vf_quota_scope_touch(conn, f.quota_scope, vf_caller_max_quota_scope_size(&c),
-                                      &err))
-                TLOG_WARN("quota scope not updated", "scope=%s error=\"%s\"", f.quota_scope,
-                          err.msg);
             const char *p[] = {c.user_id, f.id};
             PGresult *r = pgjson_query(conn, resp, "read vfolder",
                                        "SELECT" FCOLS FJOIN " WHERE v.id = $2::uuid", 2, p);
@@ -853,6 +868,7 @@ void vf_h_delete(http_req *req, http_resp *resp, void *ctx)
                      "your policies do not allow deleting vfolders on host %s", f.host);
         goto out;
     }
+    if (!vf_mount_guard_free(f.id, f.name, req->request_id, resp)) goto out;
     PGconn *conn = pgjson_get(s, resp);
     if (!conn) goto out;
     const char *p[] = {f.id};
@@ -1084,26 +1100,69 @@ out:
 /* ---- mounts (the registry, at session creation) ------------------------------------ */
 
 /* A mount path from mount_map: absolute under /home/work/, or relative to it;
- * no "." or ".." segments, no empty segments. Heap, or NULL when invalid. */
-static char *_mount_path(const char *name, const char *mapped)
+ * no "." or ".." segments, no empty segments, not under a home-directory
+ * name a mount would shadow (the reserved names of vf_name_ok). Heap, or
+ * NULL with *why when invalid. */
+static char *_mount_path(const char *name, const char *mapped, const char **why)
 {
+    static const char *const reserved[] = {".ssh",       ".jupyter", ".terminfo",
+                                           ".tmux.conf", ".bashrc",  ".bash_profile",
+                                           ".zshrc",     ".vimrc",   ".local/bin"};
+    *why = NULL;
     if (!mapped) return ts_asprintf("/home/work/%s", name);
     const char *rel = mapped;
     if (mapped[0] == '/') {
-        if (strncmp(mapped, "/home/work/", 11) != 0) return NULL;
+        if (strncmp(mapped, "/home/work/", 11) != 0) {
+            *why = "absolute paths must be under /home/work/";
+            return NULL;
+        }
         rel = mapped + 11;
     }
-    if (!*rel || strlen(rel) > 1024) return NULL;
+    if (!*rel || strlen(rel) > 1024) {
+        *why = "a path of 1 to 1024 bytes below /home/work is needed";
+        return NULL;
+    }
     for (const char *seg = rel; seg;) {
         const char *end = strchr(seg, '/');
         size_t n = end ? (size_t)(end - seg) : strlen(seg);
-        if (n == 0 || (n == 1 && seg[0] == '.') || (n == 2 && seg[0] == '.' && seg[1] == '.'))
+        if (n == 0 || (n == 1 && seg[0] == '.') || (n == 2 && seg[0] == '.' && seg[1] == '.')) {
+            *why = "no empty, . or .. segments allowed";
             return NULL;
+        }
         seg = end ? end + 1 : NULL;
     }
     for (const unsigned char *p = (const unsigned char *)rel; *p; p++)
-        if (*p < 0x20) return NULL;
+        if (*p < 0x20) {
+            *why = "no control characters allowed";
+            return NULL;
+        }
+    for (size_t i = 0; i < TS_ARRAY_LEN(reserved); i++) {
+        size_t n = strlen(reserved[i]);
+        if (strncmp(rel, reserved[i], n) == 0 && (rel[n] == 0 || rel[n] == '/')) {
+            *why = "reserved path (a mount there would shadow the session's own files)";
+            return NULL;
+        }
+    }
     return ts_asprintf("/home/work/%s", rel);
+}
+
+/* A 4xx problem whose `vfolder` member names the folder. */
+static void _mount_problem(http_resp *resp, int status, const char *kind, const char *name,
+                           const char *fmt, ...) TS_PRINTF(5, 6);
+static void _mount_problem(http_resp *resp, int status, const char *kind, const char *name,
+                           const char *fmt, ...)
+{
+    char msg[1200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    json_t *prob = http_problem_json(kind, status == 403 ? "Forbidden" : "Bad Request", msg);
+    json_object_set_new(prob, "vfolder", json_string(name));
+    char *text = json_dumps(prob, JSON_COMPACT);
+    http_reply(resp, status, "application/problem+json", text, strlen(text));
+    free(text);
+    json_decref(prob);
 }
 
 void vf_h_mounts_resolve(http_req *req, http_resp *resp, void *ctx)
@@ -1169,17 +1228,10 @@ void vf_h_mounts_resolve(http_req *req, http_resp *resp, void *ctx)
             goto done;
         }
         if (f.via_admin) {
-            json_t *prob = http_problem_json("forbidden", "Forbidden", NULL);
-            char *msg = ts_asprintf("vfolder %s is not yours and not shared with you: "
-                                    "administrators cannot mount other users' folders",
-                                    name);
-            json_object_set_new(prob, "msg", json_string(msg));
-            json_object_set_new(prob, "vfolder", json_string(name));
-            free(msg);
-            char *text = json_dumps(prob, JSON_COMPACT);
-            http_reply(resp, 403, "application/problem+json", text, strlen(text));
-            free(text);
-            json_decref(prob);
+            _mount_problem(resp, 403, "forbidden", name,
+                           "vfolder %s is not yours and not shared with you: "
+                           "administrators cannot mount other users' folders",
+                           name);
             goto done;
         }
         const json_t *project_hosts =
@@ -1187,33 +1239,43 @@ void vf_h_mounts_resolve(http_req *req, http_resp *resp, void *ctx)
                 ? json_object_get(vf_caller_project(&c, f.owner_id), "allowed_vfolder_hosts")
                 : NULL;
         if (!vf_caller_host_allows(&c, project_hosts, f.host, VF_HOST_MOUNT)) {
-            json_t *prob = http_problem_json("forbidden", "Forbidden", NULL);
-            char *msg = ts_asprintf("vfolder %s: your policies do not allow mounting from host %s",
-                                    name, f.host);
-            json_object_set_new(prob, "msg", json_string(msg));
-            json_object_set_new(prob, "vfolder", json_string(name));
-            free(msg);
-            char *text = json_dumps(prob, JSON_COMPACT);
-            http_reply(resp, 403, "application/problem+json", text, strlen(text));
-            free(text);
-            json_decref(prob);
+            _mount_problem(resp, 403, "forbidden", name,
+                           "vfolder %s: your policies do not allow mounting from host %s", name,
+                           f.host);
             goto done;
         }
-        const char *mapped = json_string_value(json_object_get(map, name));
-        char *mp = _mount_path(f.name, mapped);
+        json_t *mv = json_object_get(map, name);
+        if (mv && !json_is_string(mv)) {
+            _mount_problem(resp, 400, "invalid-api-params", name,
+                           "mount_map[%s]: must be a path (a string)", name);
+            goto done;
+        }
+        const char *why = NULL;
+        char *mp = _mount_path(f.name, json_string_value(mv), &why);
         if (!mp) {
-            http_problem(resp, 400, "invalid-api-params", NULL,
-                         "mount_map[%s]: a path under /home/work without . or .. segments", name);
+            _mount_problem(resp, 400, "invalid-api-params", name,
+                           "mount_map[%s]: bad mount path '%s': %s", name, json_string_value(mv),
+                           why);
             goto done;
         }
         size_t k;
         json_t *prev;
         json_array_foreach(out, k, prev)
         {
-            if (strcmp(json_string_value(json_object_get(prev, "mount_path")), mp) == 0) {
-                http_problem(resp, 400, "invalid-api-params", NULL,
-                             "vfolders %s and %s would both mount at %s",
-                             json_string_value(json_object_get(prev, "name")), name, mp);
+            const char *pp = json_string_value(json_object_get(prev, "mount_path"));
+            size_t a = strlen(pp), b = strlen(mp), m = a < b ? a : b;
+            if (strcmp(pp, mp) == 0) {
+                _mount_problem(resp, 400, "invalid-api-params", name,
+                               "vfolders %s and %s would both mount at %s",
+                               json_string_value(json_object_get(prev, "name")), name, mp);
+                free(mp);
+                goto done;
+            }
+            if (strncmp(pp, mp, m) == 0 && (a > b ? pp : mp)[m] == '/') {
+                _mount_problem(resp, 400, "invalid-api-params", name,
+                               "vfolders %s (%s) and %s (%s) would be mounted one inside the "
+                               "other",
+                               json_string_value(json_object_get(prev, "name")), pp, name, mp);
                 free(mp);
                 goto done;
             }

@@ -151,6 +151,8 @@ typedef struct vf_config {
     int64_t auth_timeout_ms;
     int64_t trash_retention_ms; /* trashed folders older than this are purged */
     int64_t sweep_interval_ms;
+    char *registry_url; /* tessera-registry base URL (who mounts a folder) */
+    int64_t registry_timeout_ms;
 } vf_config;
 extern vf_config vf_cfg;
 

@@ -37,6 +37,12 @@ static const cfg_option vf_options[] = {
      "base URL of tessera-auth (caller context, memberships, user look-up)"},
     {"auth.timeout", CFG_DURATION, &vf_cfg.auth_timeout_ms, "5s", 100, 600000, NULL, false, NULL,
      "time limit of a call to tessera-auth"},
+    {"registry.url", CFG_STRING, &vf_cfg.registry_url, "http://127.0.0.1:8092", 0, 0, NULL, false,
+     NULL,
+     "base URL of tessera-registry, asked before a delete whether live sessions mount the folder "
+     "(empty: not asked)"},
+    {"registry.timeout", CFG_DURATION, &vf_cfg.registry_timeout_ms, "5s", 100, 600000, NULL, false,
+     NULL, "time limit of a call to tessera-registry (past it, the delete is refused with 503)"},
     {NULL},
 };
 

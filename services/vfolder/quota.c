@@ -207,3 +207,24 @@ bool vf_quota_forget(PGconn *conn, const char *vfolder_id, ts_err *err)
     PQclear(r);
     return true;
 }
+
+int64_t vf_quota_scope_limit(const vf_caller *c, const vf_folder *f)
+{
+    if (f->ownership == VF_OWNER_USER)
+        return strcmp(f->owner_id, c->user_id) == 0 ? vf_caller_max_quota_scope_size(c) : -1;
+    const json_t *p = vf_caller_project(c, f->owner_id);
+    if (!p) return -1;
+    json_t *v = json_object_get(p, "max_quota_scope_size");
+    return json_is_integer(v) && json_integer_value(v) > 0 ? json_integer_value(v) : 0;
+}
+
+void vf_quota_scope_refresh(svc *s, const vf_caller *c, const vf_folder *f)
+{
+    int64_t limit = vf_quota_scope_limit(c, f);
+    if (limit < 0) return;
+    ts_err err = {{0}};
+    PGconn *conn = pg_pool_get(svc_pg(s), 5000, &err);
+    bool ok = conn && vf_quota_scope_touch(conn, f->quota_scope, limit, &err);
+    if (!ok) TLOG_WARN("quota scope not updated", "scope=%s error=\"%s\"", f->quota_scope, err.msg);
+    if (conn) pg_pool_put(svc_pg(s), conn);
+}

@@ -80,20 +80,7 @@ void vf_xfer_folder_gone(http_resp *resp, const char *fid, const ts_err *err)
                  "the folder of this transfer is gone or not ready");
 }
 
-/* ---- the secret and the tables ------------------------------------------------------- */
-
-static const char DDL[] =
-    "CREATE TABLE IF NOT EXISTS vfolder.transfer_secrets ("
-    " name text PRIMARY KEY, secret text NOT NULL,"
-    " created_at timestamptz NOT NULL DEFAULT now());"
-    "CREATE TABLE IF NOT EXISTS vfolder.uploads ("
-    " id uuid PRIMARY KEY, vfolder_id uuid NOT NULL, host text NOT NULL, path text NOT NULL,"
-    " size bigint NOT NULL CHECK (size >= 0), user_id uuid NOT NULL,"
-    " status text NOT NULL DEFAULT 'open' CHECK (status IN ('open', 'done', 'aborted')),"
-    " created_at timestamptz NOT NULL DEFAULT now(), expires_at timestamptz NOT NULL,"
-    " finished_at timestamptz);"
-    "CREATE INDEX IF NOT EXISTS uploads_open ON vfolder.uploads (expires_at)"
-    " WHERE status = 'open';";
+/* ---- the secret (its table: migrations/0002_transfer_tables.sql) ---------------------- */
 
 bool vf_xfer_db_init(svc *s, ts_err *err)
 {
@@ -103,10 +90,7 @@ bool vf_xfer_db_init(svc *s, ts_err *err)
         ts_err_prefix(err, "transfer tables");
         return false;
     }
-    bool ok =
-        pg_begin(conn, err) &&
-        pg_exec(conn, "SELECT pg_advisory_xact_lock(hashtext('tessera.vfolder.transfer'))", err) &&
-        pg_exec(conn, DDL, err);
+    bool ok = pg_begin(conn, err);
     char *secret = NULL;
     bool configured = vf_xcfg.token_secret && *vf_xcfg.token_secret;
     if (ok && configured) {

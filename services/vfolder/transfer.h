@@ -45,7 +45,8 @@ bool vf_xfer_token(http_req *req, http_resp *resp, vf_token_op op, const char *u
  * else the Host the request came with). Heap. */
 char *vf_xfer_base_url(http_req *req);
 
-/* Load or create the token secret and the transfer tables (at start). */
+/* Load or create the token secret (at start; the tables come from
+ * migrations/0002_transfer_tables.sql). */
 bool vf_xfer_db_init(svc *s, ts_err *err) TS_MUST_CHECK;
 
 /* The staging directory of a volume, opened O_PATH (created when missing),

@@ -5,6 +5,7 @@
 #include "files.h"
 #include "libcommon/log.h"
 #include "libcommon/pgjson.h"
+#include "quota.h"
 #include "transfer.h"
 
 #include <errno.h>
@@ -176,6 +177,7 @@ void vf_h_request_upload(http_req *req, http_resp *resp, void *ctx)
     }
     ts_err err = {{0}};
     if (size > 0) {
+        vf_quota_scope_refresh(s, &c, &f); /* the owner's policy may have changed */
         vf_quota_rc q = vf_quota_reserve(s, &f, size, &err);
         if (q != VF_QUOTA_OK) {
             vf_quota_problem(resp, q, &f, size, &err);

@@ -478,3 +478,34 @@ def test_agent_killed_and_restarted_readopts_kernels(agent):
     destroy(agent, kid)
     destroy(agent, bkid)
     assert leftovers(agent, kid) == [] and leftovers(agent, bkid) == []
+
+
+def test_vfolder_mounts_ro_rw_and_bad_paths(agent, tmp_path):
+    """CreateKernel.mounts: bind mounts at /home/work/<name> or the mapped
+    path, read-only for "ro"; gone with the container; a mount path outside
+    /home/work fails the creation before anything is made."""
+    rw, ro = tmp_path / "rw", tmp_path / "ro"
+    rw.mkdir()
+    ro.mkdir()
+    (ro / "in.txt").write_text("ro data\n")
+    kid, _ = create(agent, mounts=[
+        {"vfolder_id": "v1", "name": "data", "host_path": str(rw), "mount_path": "", "permission": "rw"},
+        {"vfolder_id": "v2", "name": "ref", "host_path": str(ro), "mount_path": "/home/work/in/ref",
+         "permission": "ro"}])
+    agent["bus"].wait("KernelStarted", lambda p: p["kernel_id"] == kid, timeout=60)
+    r = execute(agent, kid, mode="batch", options={"exec": "cat /home/work/in/ref/in.txt && echo w > /home/work/data/w"})
+    assert r["exitCode"] == 0 and stdout_of(r) == "ro data\n", r
+    assert (rw / "w").read_text() == "w\n"
+    r = execute(agent, kid, mode="batch", options={"exec": "echo x > /home/work/in/ref/x"})
+    assert r["exitCode"] != 0 and "Read-only file system" in json.dumps(r["console"]), r
+    destroy(agent, kid)
+    wait_until(lambda: leftovers(agent, kid) == [], timeout=10, message="no leftovers")
+    with open("/proc/self/mountinfo") as f:
+        assert not [line for line in f if str(tmp_path) in line]
+    assert sorted(os.listdir(ro)) == ["in.txt"] and sorted(os.listdir(rw)) == ["w"]
+    for path in ("/etc", "/home/work/../etc", "/home/work/", "relative"):
+        kid, _ = create(agent, mounts=[{"vfolder_id": "v1", "name": "data", "host_path": str(rw),
+                                        "mount_path": path, "permission": "rw"}])
+        term = agent["bus"].wait("KernelTerminated", lambda p, k=kid: p["kernel_id"] == k, timeout=60)
+        assert "create failed: vfolder mount" in term["reason"], (path, term)
+        assert leftovers(agent, kid) == []

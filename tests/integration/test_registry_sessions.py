@@ -177,8 +177,8 @@ def test_validation_reasons(reg):
             400, "requested mem 134217728 is below the image's minimum (268435456)")
     refused(body(name(), cluster_size=2), 412,
             "cluster_size 2 exceeds the keypair resource policy's max_containers_per_session (1)")
-    refused(body(name(), config={"scaling_group": "rgt", "mounts": ["data"]}), 400,
-            "vfolder mounts are not supported yet")
+    refused(body(name(), config={"scaling_group": "rgt", "mounts": ["no-such-folder"]}), 404,
+            "vfolder no-such-folder not found")
     refused(body("bad name!"), 400, "\"name\" must be 1 to 64")
     refused(body(name(), type="nope"), 400, "\"type\" must be interactive, batch or inference")
     refused(body(name(), starts_at="2030-01-01T00:00:00Z"), 400,

@@ -369,6 +369,49 @@ def test_quota_scope_size_and_clone_charge(world, stack):
                if b"VfolderQuotaExceeded" in v)
 
 
+
+def test_project_resource_policy_limits_project_folders(world):
+    """Issue 7: a project's resource policy (max_quota_scope_size,
+    max_vfolder_count) limits its folders as the user policy limits a user's."""
+    su, dadmin = world.super, world.c["dadmin"]
+    pol = ok(su.auth("POST", "/admin/project-resource-policies",
+                     {"name": fresh("vf-pp"), "max_quota_scope_size": 1000, "max_vfolder_count": 1}))
+    assert (pol["max_quota_scope_size"], pol["max_vfolder_count"]) == (1000, 1)
+    # bad input on the policy and on the project's reference to it
+    for body in ({"name": fresh("vf-pp"), "max_quota_scope_size": -1}, {"name": fresh("vf-pp"), "bogus": 1},
+                 {"name": "", "max_vfolder_count": 1}):
+        r = su.auth("POST", "/admin/project-resource-policies", body)
+        assert r.status_code == 400, (body, r.text)
+    r = su.auth("POST", "/admin/projects", {"name": fresh("vf-pq"), "domain_name": world.dom,
+                                            "resource_policy": f"nope-{TAG}"})
+    assert r.status_code == 400 and "unknown project resource policy" in r.json()["msg"], r.text
+    proj = ok(su.auth("POST", "/admin/projects", {"name": fresh("vf-pq"), "domain_name": world.dom,
+                                                   "resource_policy": pol["name"]}))
+    assert proj["resource_policy"] == pol["name"]
+    ok(su.auth("POST", f"/admin/projects/{proj['id']}/members", {"user_ids": [world.c["member"].user_id]}))
+    # quota above the project's scope size
+    r = dadmin.vf("POST", "/folders", {"name": fresh("pf"), "group": proj["id"], "quota": 2000})
+    assert r.status_code == 412 and "project's quota scope size 1000" in r.json()["msg"], r.text
+    f = ok(dadmin.vf("POST", "/folders", {"name": fresh("pf"), "group": proj["id"]}), 201)
+    # the count
+    r = dadmin.vf("POST", "/folders", {"name": fresh("pf"), "group": proj["id"]})
+    assert r.status_code == 412 and "the project has 1 vfolders" in r.json()["msg"], r.text
+    # uploads by a member are held to the scope size, and follow a policy change
+    member = world.c["member"]
+    info = ok(member.vf("GET", f"/folders/{f['id']}"))
+    assert info["quota_scope"]["limit_bytes"] == 1000, info
+    r = member.vf("POST", f"/folders/{f['id']}/request-upload", {"path": "big.bin", "size": 1500})
+    assert r.status_code == 412, r.text
+    ok(su.auth("PATCH", f"/admin/project-resource-policies/{pol['name']}", {"max_quota_scope_size": 5000}))
+    ok(member.vf("POST", f"/folders/{f['id']}/request-upload", {"path": "big.bin", "size": 1500}))
+    assert ok(member.vf("GET", f"/folders/{f['id']}"))["quota_scope"]["limit_bytes"] == 5000
+    # in use: not deleted; the default policy never
+    r = su.auth("DELETE", f"/admin/project-resource-policies/{pol['name']}")
+    assert r.status_code == 409 and "used by 1 projects" in r.json()["msg"], r.text
+    assert su.auth("DELETE", "/admin/project-resource-policies/default").status_code == 409
+    # users may not read or write project policies
+    assert member.auth("GET", "/admin/project-resource-policies").status_code == 403
+
 def test_clone_rules(world):
     owner, ro = world.c["owner"], world.c["invitee_ro"]
     # The owner's cloneable folder: an ro invitee may clone it into its own.

@@ -646,3 +646,19 @@ def test_cli_upload_resumes_after_kill(env, user, bin_dir, tmp_path):
     assert 0 < at < len(data)
     got = open(os.path.join(env.disk(f), "slow.bin"), "rb").read()
     assert hashlib.sha256(got).digest() == hashlib.sha256(data).digest()
+
+
+def test_transfer_tables_come_from_a_migration_that_keeps_existing_ones(env):
+    """Issue 7: vfolder.transfer_secrets and vfolder.uploads are created by
+    migration 0002 (recorded), and running it again over existing tables (a
+    database from before the migration) changes nothing."""
+    assert env.psql("SELECT count(*) FROM vfolder.schema_migrations WHERE version = 2") == "1"
+    sql_file = os.path.join(os.path.dirname(__file__), "..", "..", "services", "vfolder", "migrations",
+                            "0002_transfer_tables.sql")
+    with open(sql_file, encoding="utf-8") as f:
+        sql = f.read()
+    before = env.psql("SELECT count(*) FROM vfolder.transfer_secrets")
+    assert before == "1"
+    env.psql("BEGIN; SET LOCAL search_path TO vfolder; " + sql + " COMMIT;")
+    assert env.psql("SELECT count(*) FROM vfolder.transfer_secrets") == before
+    assert env.psql("SELECT indexdef FROM pg_indexes WHERE schemaname = 'vfolder' AND indexname = 'uploads_open'")
