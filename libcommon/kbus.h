@@ -47,6 +47,8 @@ bool kbus_flush(kbus *bus, int timeout_ms) TS_MUST_CHECK;
 
 /* Broker metadata reachable within timeout_ms (used by /readyz). */
 bool kbus_ping(kbus *bus, int timeout_ms, ts_err *err) TS_MUST_CHECK;
+/* Partitions of topic (broker metadata); -1 with err when unknown. */
+int kbus_topic_partitions(kbus *bus, const char *topic, int timeout_ms, ts_err *err);
 
 typedef enum kbus_result {
     KBUS_DONE,   /* effect is durable: store the offset */
@@ -81,6 +83,8 @@ void kbus_consumer_stop(kbus_consumer *c);
 /* True once the group has assigned this consumer at least one partition (for
  * readiness: a broadcast consumer sees events only from then on). */
 bool kbus_consumer_assigned(kbus_consumer *c);
+/* Partitions assigned to this consumer now (0 when none or unknown). */
+int kbus_consumer_partitions(kbus_consumer *c);
 
 /* Counters for /metrics. */
 typedef struct kbus_stats {

@@ -280,6 +280,16 @@ bool kbus_consumer_assigned(kbus_consumer *c)
     return assigned;
 }
 
+int kbus_consumer_partitions(kbus_consumer *c)
+{
+    if (!c) return 0;
+    rd_kafka_topic_partition_list_t *parts = NULL;
+    if (rd_kafka_assignment(c->rk, &parts) != RD_KAFKA_RESP_ERR_NO_ERROR || !parts) return 0;
+    int n = parts->cnt;
+    rd_kafka_topic_partition_list_destroy(parts);
+    return n;
+}
+
 void kbus_consumer_stop(kbus_consumer *c)
 {
     if (!c) return;

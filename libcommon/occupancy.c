@@ -40,7 +40,8 @@ static const char WIPE_LUA[] =
     "return n\n";
 
 /* ARGV: prefix, nsessions, then per session: session id, nkernels, nusage,
- * usage ids..., per kernel: kernel, agent, slots, devs. Records the sessions
+ * (usage id, limit)..., per kernel: kernel, agent, slots, devs (limits are
+ * not checked here). Records the sessions
  * as the reserve script does, without capacity checks; a kernel already
  * recorded is left alone. Returns the number of kernels recorded. */
 static const char RESTORE_LUA[] =
@@ -50,7 +51,7 @@ static const char RESTORE_LUA[] =
     "  local sid, nk, nu = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])\n"
     "  i = i + 3\n"
     "  local usage = {}\n"
-    "  for u = 1, nu do usage[u] = ARGV[i]; i = i + 1 end\n"
+    "  for u = 1, nu do usage[u] = ARGV[i]; i = i + 2 end\n"
     "  local added = 0\n"
     "  for k = 1, nk do\n"
     "    local kid, ag, senc, denc = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]\n"
@@ -201,6 +202,7 @@ bool occ_push_sessions(rds_args *a, const occ_session *s, int n, ts_err *err)
             if (!s[i].scope[sc] || !s[i].scope[sc][0]) continue;
             if (!occ_plain_id("owner id", s[i].scope[sc], err)) return false;
             rds_args_own(a, ts_asprintf("%s%s", occ_scope_tags[sc], s[i].scope[sc]));
+            rds_args_push(a, s[i].limits[sc] ? s[i].limits[sc] : "");
         }
         for (int k = 0; k < s[i].nk; k++) {
             const occ_kernel *kk = &s[i].k[k];

@@ -55,12 +55,16 @@ typedef struct occ_kernel {
     const occ_dev *dev;
 } occ_kernel;
 
-/* A session holding slots: its owner's ids (NULL or "" = none) and its kernels. */
+/* A session holding slots: its owner's ids (NULL or "" = none) and its kernels.
+ * limits: per scope, what the reserve script checks against usage:<scope>
+ * before it reserves ("sessions=3 cpu=4000": sessions holding slots at once and
+ * slot quanta held at once; NULL or "" = none). The rebuild ignores them. */
 typedef struct occ_session {
     const char *session_id;
     const char *scope[OCC_SCOPES]; /* access key, user id, project id, domain name */
     int nk;
     const occ_kernel *k;
+    const char *limits[OCC_SCOPES]; /* last: positional initializers leave it NULL */
 } occ_session;
 
 /* An agent's capacity. */

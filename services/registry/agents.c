@@ -304,8 +304,10 @@ static kbus_result on_agent_event(const kbus_msg *msg, void *ctx, ts_err *reason
 bool agents_start(svc *s, ts_err *err)
 {
     static const char *const topics[] = {"tessera.agent.v1", NULL};
-    return reg_consumers_start(&consumers, s, "tessera-registry.agents", topics, on_agent_event,
-                               err);
+    if (!reg_consumers_start(&consumers, s, "tessera-registry.agents", topics, on_agent_event, err))
+        return false;
+    svc_add_check(s, "agent-events", reg_consumers_check, &consumers);
+    return true;
 }
 
 void agents_stop(void)

@@ -8,6 +8,8 @@ bool reg_consumers_start(reg_consumers *rc, svc *s, const char *group, const cha
     if (n < 1) n = 1;
     if (n > REG_MAX_EVENT_CONSUMERS) n = REG_MAX_EVENT_CONSUMERS;
     rc->n = 0;
+    rc->topic = topics[0];
+    atomic_store(&rc->settled, false);
     for (int i = 0; i < n; i++) {
         kbus_consumer *c = kbus_consume(svc_bus(s), group, topics, handler, NULL, err);
         if (!c) {
@@ -16,6 +18,24 @@ bool reg_consumers_start(reg_consumers *rc, svc *s, const char *group, const cha
         }
         rc->c[rc->n++] = c;
     }
+    return true;
+}
+
+bool reg_consumers_check(svc *s, void *ctx, ts_err *err)
+{
+    reg_consumers *rc = ctx;
+    if (atomic_load(&rc->settled)) return true;
+    int want = kbus_topic_partitions(svc_bus(s), rc->topic, 1000, err);
+    if (want < 0) return false;
+    int have = 0;
+    for (int i = 0; i < rc->n; i++)
+        have += kbus_consumer_partitions(rc->c[i]);
+    if (have < want) {
+        ts_err_set(err, "%s: %d of %d partitions assigned to the registry's consumers", rc->topic,
+                    have, want);
+        return false;
+    }
+    atomic_store(&rc->settled, true);
     return true;
 }
 

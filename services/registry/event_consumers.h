@@ -8,6 +8,8 @@
 #define REGISTRY_EVENT_CONSUMERS_H
 
 #include "libcommon/kbus.h"
+
+#include <stdatomic.h>
 #include "registry.h"
 
 #define REG_MAX_EVENT_CONSUMERS 16
@@ -15,6 +17,8 @@
 typedef struct reg_consumers {
     kbus_consumer *c[REG_MAX_EVENT_CONSUMERS];
     int n;
+    const char *topic; /* the one topic of the group */
+    atomic_bool settled;
 } reg_consumers;
 
 /* Start registry.event_consumers consumers of group on topics; on failure the
@@ -22,5 +26,11 @@ typedef struct reg_consumers {
 bool reg_consumers_start(reg_consumers *rc, svc *s, const char *group, const char *const *topics,
                          kbus_handler handler, ts_err *err) TS_MUST_CHECK;
 void reg_consumers_stop(reg_consumers *rc);
+
+/* Readiness (svc_add_check, ctx = reg_consumers *): every partition of the
+ * topic is assigned to one of the group's consumers. Consumers joining one
+ * after another rebalance the group a few times at start; events wait while
+ * that lasts, so the registry is not ready before. Once true, stays true. */
+bool reg_consumers_check(svc *s, void *ctx, ts_err *err);
 
 #endif

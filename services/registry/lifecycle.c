@@ -602,8 +602,11 @@ bool lifecycle_start(svc *s, ts_err *err)
                              on_session_event, err))
         return false;
     if (reg_consumers_start(&kernel_consumers, s, "tessera-registry.kernels", kernel_topics,
-                            on_kernel_event, err))
+                            on_kernel_event, err)) {
+        svc_add_check(s, "session-events", reg_consumers_check, &session_consumers);
+        svc_add_check(s, "kernel-events", reg_consumers_check, &kernel_consumers);
         return true;
+    }
     reg_consumers_stop(&session_consumers);
     return false;
 }

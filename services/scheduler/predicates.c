@@ -93,6 +93,22 @@ void sched_accounts_release_session(sched_accounts *a, const char *ids[SCHED_SCO
     }
 }
 
+bool sched_account_set_totals(sched_account *acc, int sessions, const slots_t *used)
+{
+    int ext = sessions > acc->sessions ? sessions - acc->sessions : 0;
+    bool changed = ext != acc->ext_sessions;
+    acc->ext_sessions = ext;
+    slots_t e;
+    slots_clear(&e);
+    for (int i = 0; i < SLOTS_MAX; i++) {
+        int64_t d = slots_get(used, i) - slots_get(&acc->used, i);
+        if (d > 0) slots_put(&e, i, d);
+        changed |= slots_get(&e, i) != slots_get(&acc->ext_used, i);
+    }
+    acc->ext_used = e;
+    return changed;
+}
+
 void sched_accounts_pending(sched_accounts *a, const sched_session *s, int sign)
 {
     sched_account *acc = sched_accounts_get(a, SCHED_SCOPE_KEYPAIR, s->access_key);
@@ -119,7 +135,8 @@ static bool check_slots(sched_accounts *a, sched_scope scope, const char *id, co
     while (m) {
         int i = __builtin_ctz(m);
         m &= m - 1;
-        int64_t used = slots_get(&acc->used, i), lim = acc->limits.max_slots.v[i];
+        int64_t used = slots_get(&acc->used, i) + slots_get(&acc->ext_used, i),
+                lim = acc->limits.max_slots.v[i];
         if (want->v[i] > 0 && used + want->v[i] > lim) {
             char u[SLOT_FMT_MAX], w[SLOT_FMT_MAX], l[SLOT_FMT_MAX];
             fail(out, codes[scope], "%s total slot limit: %s %s in use + %s requested > %s",
@@ -148,7 +165,7 @@ bool sched_predicates_check(sched_accounts *a, const sched_session *s, int64_t n
     }
     sched_account *kp = sched_accounts_get(a, SCHED_SCOPE_KEYPAIR, s->access_key);
     if (kp->limits.max_concurrent_sessions > 0 &&
-        kp->sessions >= kp->limits.max_concurrent_sessions) {
+        kp->sessions + kp->ext_sessions >= kp->limits.max_concurrent_sessions) {
         fail(out, "keypair_concurrency", "keypair concurrency limit %d reached",
              kp->limits.max_concurrent_sessions);
         return false;

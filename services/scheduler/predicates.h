@@ -34,12 +34,16 @@ typedef struct sched_limits {
     slots_t max_slots;           /* slots held at once; only present slots are limited */
 } sched_limits;
 
-/* Limits and current usage of one account. */
+/* Limits and current usage of one account. sessions and used count what this
+ * instance placed; ext_* what other scheduler instances hold, as last read from
+ * Redis (sched_account_set_totals). The predicates check the sum. */
 typedef struct sched_account {
     sched_limits limits;
     int sessions; /* holding slots (scheduled and not yet released) */
     int pending;
     slots_t used;
+    int ext_sessions;
+    slots_t ext_used;
 } sched_account;
 
 typedef struct sched_accounts sched_accounts;
@@ -58,6 +62,9 @@ void sched_accounts_charge(sched_accounts *a, const sched_session *s, int sign);
 void sched_accounts_release_slots(sched_accounts *a, const char *ids[SCHED_SCOPE_COUNT],
                                   const slots_t *slots);
 void sched_accounts_release_session(sched_accounts *a, const char *ids[SCHED_SCOPE_COUNT]);
+/* Totals of every instance (Redis usage:<scope>): ext_* := totals - own, at
+ * least 0. true when ext_* changed. */
+bool sched_account_set_totals(sched_account *acc, int sessions, const slots_t *used);
 /* A session enters (+1) or leaves (-1) the queue. */
 void sched_accounts_pending(sched_accounts *a, const sched_session *s, int sign);
 

@@ -2,6 +2,7 @@
 #include "services/scheduler/reservation.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,8 +10,11 @@
 /* ---- scripts ----------------------------------------------------------------------------- */
 
 /* ARGV: prefix, mode ("check" | "rebuild"), nsessions, then per session:
- *   session id, nkernels, nusage, usage ids..., per kernel: kernel, agent, slots, devs.
- * Returns one string per session: "ok", "exists" or "refused:<why>". */
+ *   session id, nkernels, nusage, (usage id, limit)..., per kernel: kernel, agent, slots, devs.
+ * A limit ("sessions=3 cpu=4000", "" = none) is checked against usage:<id>
+ * before anything is reserved (mode check): what every scheduler instance
+ * placed counts. Returns one string per session: "ok", "exists",
+ * "refused:limit:<usage id>:<what>" or "refused:<why>". */
 static const char RESERVE_LUA[] =
     "local P, mode, nsess = ARGV[1], ARGV[2], tonumber(ARGV[3])\n"
     "local i, out = 4, {}\n"
@@ -23,8 +27,8 @@ static const char RESERVE_LUA[] =
     "for s = 1, nsess do\n"
     "  local sid, nk, nu = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])\n"
     "  i = i + 3\n"
-    "  local usage = {}\n"
-    "  for u = 1, nu do usage[u] = ARGV[i]; i = i + 1 end\n"
+    "  local usage, limits = {}, {}\n"
+    "  for u = 1, nu do usage[u] = ARGV[i]; limits[u] = ARGV[i + 1]; i = i + 2 end\n"
     "  local ks = {}\n"
     "  for k = 1, nk do\n"
     "    ks[k] = {id = ARGV[i], agent = ARGV[i + 1], slots = parse(ARGV[i + 2]),\n"
@@ -47,6 +51,28 @@ static const char RESERVE_LUA[] =
     "  if not verdict and existing == nk then verdict = 'exists'\n"
     "  elseif not verdict and existing > 0 then\n"
     "    verdict = 'refused:some kernels of session '..sid..' are reserved already'\n"
+    "  end\n"
+    "  if not verdict and mode ~= 'rebuild' then\n"
+    "    local total = {}\n"
+    "    for k = 1, nk do\n"
+    "      for _, kv in ipairs(ks[k].slots) do total[kv[1]] = (total[kv[1]] or 0) + kv[3] end\n"
+    "    end\n"
+    "    for u = 1, nu do\n"
+    "      if limits[u] ~= '' then\n"
+    "        local lim, names = parse(limits[u]), {}\n"
+    "        for x, kv in ipairs(lim) do names[x] = kv[1] end\n"
+    "        local h = redis.call('HMGET', P..'usage:'..usage[u], unpack(names))\n"
+    "        for x, kv in ipairs(lim) do\n"
+    "          local cur, add = tonumber(h[x] or '0'), (kv[1] == 'sessions') and 1 or (total[kv[1]] "
+    "or 0)\n"
+    "          if add > 0 and cur + add > kv[3] then\n"
+    "            verdict = 'refused:limit:'..usage[u]..':'..kv[1]..' '..cur..' held + '..add..' > "
+    "'..kv[3]; break\n"
+    "          end\n"
+    "        end\n"
+    "        if verdict then break end\n"
+    "      end\n"
+    "    end\n"
     "  end\n"
     "  if not verdict and mode ~= 'rebuild' then\n"
     "    local need, order = {}, {}\n"
@@ -351,6 +377,30 @@ bool resv_read_agent(resv *v, const char *id, slots_t *total, slots_t *used, int
             if (d < 0 || d >= 32) continue;
             (cap ? dev_cap : dev_used)[d] = (int32_t)n;
             if (cap && d + 1 > *ndev) *ndev = d + 1;
+        }
+    }
+    freeReplyObject(rep);
+    return true;
+}
+
+bool resv_read_usage(resv *v, const char *usage_id, int *sessions, slots_t *used, ts_err *err)
+{
+    char *key = occ_key(v->occ, OCC_KEY_USAGE, usage_id);
+    const char *argv[2] = {"HGETALL", key};
+    redisReply *rep = rds_command(v->r, 2, argv, NULL, err);
+    free(key);
+    if (!rep) return false;
+    *sessions = 0;
+    slots_clear(used);
+    for (size_t i = 0; rep->type == REDIS_REPLY_ARRAY && i + 1 < rep->elements; i += 2) {
+        const char *f = rep->element[i]->str, *val = rep->element[i + 1]->str;
+        long long n = strtoll(val ? val : "0", NULL, 10);
+        if (!f || n <= 0) continue;
+        if (strcmp(f, "sessions") == 0) {
+            *sessions = n > INT_MAX ? INT_MAX : (int)n;
+        } else {
+            int sid = slot_intern(f, NULL);
+            if (sid >= 0) slots_put(used, sid, n);
         }
     }
     freeReplyObject(rep);

@@ -71,6 +71,11 @@ bool resv_reserve(resv *v, const resv_session *s, int n, resv_result *out,
  * number released. */
 int resv_release(resv *v, const char *const *kernel_ids, int n, bool *released, ts_err *err);
 
+/* Read usage:<usage_id> ("kp:AK", "user:U", ...): sessions holding slots and
+ * slots held, by every instance (absent: zero). */
+bool resv_read_usage(resv *v, const char *usage_id, int *sessions, slots_t *used,
+                     ts_err *err) TS_MUST_CHECK;
+
 /* Rewrite all occupancy from the truth (agents' capacity and the sessions that
  * hold slots, from PostgreSQL and heartbeats): every agent:, alloc:, sess: and
  * usage: key under the prefix is replaced. Reserve refuses while it runs.

@@ -6,7 +6,7 @@
 void sched_resv_session(const sched_session *s, const sched_kplace *k, int nk, resv_session *out,
                         resv_kernel *kbuf, resv_dev *dbuf)
 {
-    out->session_id = s->id;
+    *out = (resv_session){.session_id = s->id}; /* no limits: the engine's predicates hold */
     out->scope[RESV_SCOPE_KEYPAIR] = s->access_key;
     out->scope[RESV_SCOPE_USER] = s->user_id;
     out->scope[RESV_SCOPE_PROJECT] = s->project_id;

@@ -42,6 +42,7 @@ static void sweep(sched_svc *x, int64_t now)
     if (now >= x->next_resync_ms) {
         x->next_resync_ms = now + sched_cfg.resync_interval_ms;
         sched_resync_all(x);
+        (void)sched_limits_resync(x); /* the sweep below passes every group anyway */
     }
     /* starts_at, aging and capacity freed elsewhere: every group gets a pass */
     size_t pos = 0;
@@ -61,6 +62,7 @@ static bool setup(sched_svc *x, ts_err *err)
     x->recs = strmap_new();
     x->agents = strmap_new();
     x->dirty = strmap_new();
+    x->ext_accounts = strmap_new();
     x->loading = true;
     bool ok = sched_store_load(x, err);
     x->loading = false;
@@ -277,6 +279,7 @@ void sched_svc_stop(svc *s)
     if (x->recs) strmap_free(x->recs, sched_rec_free);
     if (x->agents) strmap_free(x->agents, free_info);
     if (x->dirty) strmap_free(x->dirty, NULL);
+    if (x->ext_accounts) strmap_free(x->ext_accounts, NULL);
     sched_engine_free(x->e);
     resv_free(x->v);
     /* the metrics collector may still be called until svc exits: keep x itself */

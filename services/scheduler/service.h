@@ -163,6 +163,7 @@ typedef struct sched_svc {
     strmap *recs;   /* session id -> sched_rec */
     strmap *agents; /* agent id -> sched_agent_info */
     strmap *dirty;  /* resource group name -> (void *)1 */
+    strmap *ext_accounts; /* "<resv scope>:<id>" -> (void *)1: others hold some (shared_limits.c) */
     sched_batch *batch;
     char **unpersist; /* pending records to delete after the bus acknowledged */
     size_t nunpersist, capunpersist;
@@ -211,6 +212,14 @@ void sched_on_agent_down(sched_svc *x, const char *agent_id, const char *reason)
 /* Occupancy of one agent / every agent from Redis into the model. */
 bool sched_resync_agent(sched_svc *x, const char *agent_id);
 void sched_resync_all(sched_svc *x);
+
+/* shared_limits.c: limits across instances (docs/scheduler.md, "Several instances"). */
+/* The owner's limits per scope, encoded for the reserve script (heap; NULL = none). */
+void sched_limits_encode(sched_svc *x, const sched_rec *rec, char *out[RESV_SCOPES]);
+/* A reservation was refused for a limit: read the owner's usage back from Redis. */
+void sched_limits_refused(sched_svc *x, const sched_rec *rec);
+/* Read again the accounts others hold some of; true when any changed. */
+bool sched_limits_resync(sched_svc *x);
 /* Write every known agent's capacity (and info) to Redis again. */
 void sched_rewrite_agents(sched_svc *x);
 

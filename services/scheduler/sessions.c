@@ -323,13 +323,25 @@ struct sched_batch {
     resv_session *rs;
     resv_kernel **rk;
     resv_result *res;
+    char *(*lim)[RESV_SCOPES]; /* the limits each reservation carries */
 };
+
+static void batch_free_limits(sched_batch *b, int i)
+{
+    for (int sc = 0; sc < RESV_SCOPES; sc++) {
+        free(b->lim[i][sc]);
+        b->lim[i][sc] = NULL;
+    }
+}
 
 void sched_batch_free(sched_batch *b)
 {
     if (!b) return;
-    for (int i = 0; i < b->cap; i++)
+    for (int i = 0; i < b->cap; i++) {
         free(b->rk[i]);
+        batch_free_limits(b, i);
+    }
+    free(b->lim);
     free(b->rk);
     free(b->rec);
     free(b->rs);
@@ -346,6 +358,7 @@ static sched_batch *batch_get(sched_svc *x)
         b->rs = ts_calloc((size_t)b->cap, sizeof(*b->rs));
         b->rk = ts_calloc((size_t)b->cap, sizeof(*b->rk));
         b->res = ts_calloc((size_t)b->cap, sizeof(*b->res));
+        b->lim = ts_calloc((size_t)b->cap, sizeof(*b->lim));
         x->batch = b;
     }
     return x->batch;
@@ -392,6 +405,7 @@ static void batch_flush(sched_svc *x)
         if (b->res[i].status == RESV_REFUSED) {
             atomic_fetch_add(&x->st.refused, 1);
             TLOG_INFO("reservation refused", "session=%s reason=\"%s\"", rec->id, b->res[i].reason);
+            if (strncmp(b->res[i].reason, "limit:", 6) == 0) sched_limits_refused(x, rec);
             for (int k = 0; k < rec->nk; k++) {
                 (void)sched_engine_release(x->e, rec->k[k].kernel_id);
                 resync = ts_realloc(resync, sizeof(*resync) * (size_t)(nresync + 1));
@@ -417,6 +431,8 @@ static void batch_flush(sched_svc *x)
     for (int i = 0; i < b->n; i++)
         if (b->res[i].status == RESV_REFUSED) requeue(x, b->rec[i]);
     free(resync);
+    for (int i = 0; i < b->n; i++)
+        batch_free_limits(b, i);
     b->n = 0;
 }
 
@@ -460,6 +476,9 @@ static bool collect(void *ctx, const char *group, const sched_session *s, const 
                                     rec->k[i].ndev, rec->k[i].dev};
     b->rs[j] = (resv_session){
         rec->id, {rec->scope[0], rec->scope[1], rec->scope[2], rec->scope[3]}, nk, b->rk[j]};
+    sched_limits_encode(x, rec, b->lim[j]);
+    for (int sc = 0; sc < RESV_SCOPES; sc++)
+        b->rs[j].limits[sc] = b->lim[j][sc];
     return true;
 }
 

@@ -470,3 +470,46 @@ def test_simagent_kernel_generations(mini):
     mini.publish("DestroyKernel", {"session_id": "gs1", "kernel_id": "gk1", "reason": "bye",
                                    "generation": 1}, key="gk1", topic=topic)
     assert kev(7)[6] == ("KernelTerminated", 1, "bye")
+
+
+def test_two_schedulers_hold_limits_together(mini):
+    """Each instance counts what it placed; the reserve script counts what both
+    placed (usage:<scope> in Redis), so together they never pass a limit."""
+    a = mini.scheduler("a", resync_interval="500ms")
+    b = mini.scheduler("b", resync_interval="500ms")
+    mini.simagent(4, 0, "lim-", "cpu")
+    wait_agents(a, 4)
+    wait_agents(b, 4)
+    lines = []
+    for i in range(24):
+        kp = i % 2 == 0  # even: keypair AKC, at most 2 sessions; odd: user us, at most 3 cpu
+        p = enqueued(f"l{i}", "cpu", [(f"l{i}-k", {"cpu": "1"})],
+                     ak="AKC" if kp else f"AKS{i}", user="uc" if kp else "us")
+        p["limits"] = ([{"scope": "keypair", "id": "AKC", "max_concurrent_sessions": 2}] if kp else
+                       [{"scope": "user", "id": "us", "max_slots": [{"name": "cpu", "amount": "3"}]}])
+        lines.append(json.dumps({"topic": "tessera.session.v1", "type": "tessera.v1.SessionEnqueued",
+                                 "key": p["session_id"], "payload": p}))
+    r = mini.busctl("publish", "-t", "tessera.session.v1", input="\n".join(lines) + "\n")
+    assert r.returncode == 0, r.stderr
+
+    def held(prefix_ids):
+        return sorted(k[len("alloc:"):-2] for k in mini.keys("alloc:*")
+                      if k[len("alloc:"):-2] in prefix_ids)
+    even = {f"l{i}" for i in range(0, 24, 2)}
+    odd = {f"l{i}" for i in range(1, 24, 2)}
+    wait_until(lambda: len(held(even)) == 2 and len(held(odd)) == 3, 20,
+               message="2 sessions of AKC and 3 of user us placed")
+    time.sleep(3)  # both instances had every chance to place more
+    assert len(held(even)) == 2 and len(held(odd)) == 3, (held(even), held(odd))
+    assert mini.hgetall("usage:kp:AKC")["sessions"] == "2"
+    assert mini.hgetall("usage:user:us")["cpu"] == "3000"
+    # both instances took part (each owns some partitions of the sessions topic)
+    assert (metric(a.url, "tessera_scheduler_scheduled_total") or 0) > 0
+    assert (metric(b.url, "tessera_scheduler_scheduled_total") or 0) > 0
+    # room freed by whichever instance: the next waiting session is placed
+    first = held(even)
+    for sid in first:
+        mini.publish("SessionTerminated", {"session_id": sid, "reason": "done"})
+    wait_until(lambda: len(held(even)) == 2 and not set(held(even)) & set(first), 20,
+               message="two more AKC sessions placed after two ended")
+    mini.invariant()

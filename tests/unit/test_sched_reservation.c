@@ -408,6 +408,50 @@ static void test_concurrent_reserve_never_overbooks(void **state)
     rds_free(r);
 }
 
+/* Limits are checked against usage:<scope> in Redis: what every instance placed. */
+static void test_limits_checked_in_redis(void **state)
+{
+    (void)state;
+    NEED_REDIS();
+    rds *r = conn();
+    redis_cmd(r, "FLUSHALL", NULL, NULL, NULL);
+    resv *v = resv_new(r, "");
+    set_agent(v, "a1", "cpu=16 mem=64g", 0);
+    one o[4];
+    char why[200];
+    /* keypair: 2 sessions at once; user: 3 cpu at once */
+    const char *kid[] = {"lk1", "lk2", "lk3", "lk4"}, *sid[] = {"ls1", "ls2", "ls3", "ls4"};
+    for (int i = 0; i < 4; i++) {
+        mk_one(&o[i], sid[i], kid[i], "a1", i == 2 ? "cpu=2" : "cpu=1", 0, 0);
+        o[i].s.limits[RESV_SCOPE_KEYPAIR] = "sessions=2";
+        o[i].s.limits[RESV_SCOPE_USER] = "cpu=3000";
+    }
+    assert_int_equal(reserve1(v, &o[0], NULL), RESV_OK);
+    assert_int_equal(reserve1(v, &o[1], NULL), RESV_OK);
+    assert_int_equal(reserve1(v, &o[3], why), RESV_REFUSED);
+    assert_string_equal(why, "limit:kp:AK1:sessions 2 held + 1 > 2");
+    assert_int_equal(hget(r, "usage:kp:AK1", "sessions"), 2); /* no effect */
+    assert_int_equal(hget(r, "agent:a1", "used:cpu"), 2000);
+    /* a retry of a granted session is still "exists", not a limit refusal */
+    assert_int_equal(reserve1(v, &o[1], NULL), RESV_EXISTS);
+    const char *ids[] = {"lk1"};
+    ts_err err = {{0}};
+    assert_int_equal(resv_release(v, ids, 1, NULL, &err), 1);
+    /* one session held, 1 cpu: 2 more cpu would make 3 (allowed), 3 would not */
+    o[2].s.limits[RESV_SCOPE_USER] = "cpu=2999";
+    assert_int_equal(reserve1(v, &o[2], why), RESV_REFUSED);
+    assert_string_equal(why, "limit:user:u1:cpu 1000 held + 2000 > 2999");
+    o[2].s.limits[RESV_SCOPE_USER] = "cpu=3000";
+    assert_int_equal(reserve1(v, &o[2], NULL), RESV_OK);
+    assert_int_equal(hget(r, "usage:user:u1", "cpu"), 3000);
+    /* a session without limits is not held back by others' */
+    mk_one(&o[3], "ls5", "lk5", "a1", "cpu=1", 0, 0);
+    assert_int_equal(reserve1(v, &o[3], NULL), RESV_OK);
+    invariant_holds(v);
+    resv_free(v);
+    rds_free(r);
+}
+
 static void test_rebuild_after_flushall(void **state)
 {
     (void)state;
@@ -550,6 +594,7 @@ int main(void)
         cmocka_unit_test(test_reserve_release_idempotent),
         cmocka_unit_test(test_refusals_have_no_effect),
         cmocka_unit_test(test_concurrent_reserve_never_overbooks),
+        cmocka_unit_test(test_limits_checked_in_redis),
         cmocka_unit_test(test_rebuild_after_flushall),
         cmocka_unit_test(test_two_engines_never_double_book),
     };
