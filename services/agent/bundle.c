@@ -152,8 +152,7 @@ bool bundle_resolve_user(const char *rootfs, const char *user, uid_t *uid, gid_t
     return true;
 }
 
-/* env: later sources replace earlier ones by key; order of first appearance kept. */
-static void _env_put(json_t *env, const char *kv)
+void bundle_env_put(json_t *env, const char *kv)
 {
     const char *eq = strchr(kv, '=');
     if (!eq || eq == kv) return;
@@ -173,12 +172,12 @@ static void _env_put(json_t *env, const char *kv)
 static json_t *_env(const kernel_spec *s)
 {
     json_t *env = json_array();
-    _env_put(env, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
-    _env_put(env, "HOME=/home/work");
-    _env_put(env, "LANG=C.UTF-8");
+    bundle_env_put(env, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+    bundle_env_put(env, "HOME=/home/work");
+    bundle_env_put(env, "LANG=C.UTF-8");
     if (s->image && s->image->env)
         for (char **e = s->image->env; *e; e++)
-            _env_put(env, *e);
+            bundle_env_put(env, *e);
     char buf[512];
     const char *ids[][2] = {
         {"TESSERA_KERNEL_ID", s->kernel_id},
@@ -189,11 +188,11 @@ static json_t *_env(const kernel_spec *s)
     for (size_t i = 0; i < TS_ARRAY_LEN(ids); i++) {
         if (!ids[i][1]) continue;
         snprintf(buf, sizeof(buf), "%s=%s", ids[i][0], ids[i][1]);
-        _env_put(env, buf);
+        bundle_env_put(env, buf);
     }
     if (s->env)
         for (const char *const *e = s->env; *e; e++)
-            _env_put(env, *e);
+            bundle_env_put(env, *e);
     return env;
 }
 

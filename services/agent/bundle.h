@@ -21,6 +21,7 @@
 
 #include "container.h"
 
+#include <jansson.h>
 #include <sys/types.h>
 
 #define BUNDLE_DEFAULT_PIDS 4096
@@ -54,5 +55,10 @@ bool bundle_resolve_user(const char *rootfs, const char *user, uid_t *uid, gid_t
 /* Open path inside rootfs the way the container would see it (symlinks
  * resolved within rootfs); -1 when absent. */
 int bundle_open_in_root(const char *rootfs, const char *path, int flags);
+
+/* Set KEY=value in an OCI process.env array: replaces an entry of the same key
+ * in place (order of first appearance kept), else appends; no '=' or an empty
+ * key: ignored. */
+void bundle_env_put(json_t *env, const char *kv);
 
 #endif

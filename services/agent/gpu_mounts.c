@@ -2,6 +2,8 @@
  * kernel's OCI bundle (see gpu_mounts.h). */
 #include "services/agent/gpu_mounts.h"
 
+#include "services/agent/bundle.h"
+
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -246,21 +248,6 @@ static bool _add_device(const kernel_gpu *g, json_t *devs, json_t *rules, const 
     return true;
 }
 
-/* Replace (or add) KEY=... in process.env. */
-static void _set_env(json_t *env, const char *kv)
-{
-    size_t klen = (size_t)(strchr(kv, '=') - kv) + 1, i;
-    json_t *v;
-    json_array_foreach(env, i, v)
-    {
-        if (strncmp(json_string_value(v), kv, klen) == 0) {
-            json_array_set_new(env, i, json_string(kv));
-            return;
-        }
-    }
-    json_array_append_new(env, json_string(kv));
-}
-
 bool gpu_bundle_apply(const kernel_gpu *g, json_t *config, ts_err *err)
 {
     json_t *mounts = json_object_get(config, "mounts");
@@ -302,7 +289,7 @@ bool gpu_bundle_apply(const kernel_gpu *g, json_t *config, ts_err *err)
         size_t l = strlen(visible);
         snprintf(visible + l, sizeof(visible) - l, "%s%d", i ? "," : "", i);
     }
-    _set_env(env, visible);
+    bundle_env_put(env, visible);
     for (int i = 0; i < h->n_driver_libs; i++)
         json_array_append_new(mounts, _bind(h->driver_libs[i], h->driver_libs[i], true));
     return true;
