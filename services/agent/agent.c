@@ -1,5 +1,6 @@
 /* agent.c: set-up, start, command dispatch and stop of the agent (agent.h). */
 #include "services/agent/agent.h"
+#include "services/agent/cni.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -430,7 +431,10 @@ static void _remove_idle_bridge(agent *a)
     exec_result r;
     ts_err err = {{0}};
     if (!proc_run(&po, &r, &err)) return;
-    if (r.exit_code == 0) TLOG_INFO("idle CNI bridge removed", "bridge=%s", br);
+    if (r.exit_code == 0) {
+        TLOG_INFO("idle CNI bridge removed", "bridge=%s", br);
+        if (a->cfg.cni_subnet && *a->cfg.cni_subnet) cni_masq_remove(br, a->cfg.cni_subnet);
+    }
     exec_result_free(&r);
 }
 

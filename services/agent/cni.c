@@ -104,7 +104,7 @@ static json_t *_bridge_conf(const cni_conf *c)
     json_t *j =
         json_pack("{s:s, s:s, s:s, s:s, s:b, s:b, s:b, s:{s:s, s:[[{s:s}]], s:[{s:s}], s:s}}",
                   "cniVersion", "1.0.0", "name", c->network, "type", "bridge", "bridge", c->network,
-                  "isGateway", 1, "ipMasq", 1, "hairpinMode", 1, "ipam", "type", "host-local",
+                  "isGateway", 1, "ipMasq", 0, "hairpinMode", 1, "ipam", "type", "host-local",
                   "ranges", "subnet", c->subnet, "routes", "dst", "0.0.0.0/0", "dataDir", data);
     free(data);
     return j;
@@ -197,10 +197,67 @@ static bool _parse_ip(const char *result, char *ip, size_t size)
     return ok;
 }
 
+/* ---- outbound NAT: one rule per network ----------------------------------------------------
+ * The bridge plugin's ipMasq makes a chain per container (nine iptables runs
+ * on every ADD and DEL); one MASQUERADE rule for the subnet does the same for
+ * every container of the network, added once per process. */
+
+static pthread_mutex_t masq_mu = PTHREAD_MUTEX_INITIALIZER;
+static char masq_done[8][64]; /* networks whose rule this process has checked */
+
+static bool _iptables_masq(const char *op, const char *network, const char *subnet, ts_err *err)
+{
+    char comment[96];
+    snprintf(comment, sizeof(comment), "tessera:%s", network);
+    const char *argv[] = {"iptables", "-w",        "-t",    "nat", op,           "POSTROUTING",
+                          "-s",       subnet,      "!",     "-d",  subnet,       "-m",
+                          "comment",  "--comment", comment, "-j",  "MASQUERADE", NULL};
+    proc_opts po = {.argv = argv, .timeout_ms = 10000};
+    exec_result r;
+    if (!proc_run(&po, &r, err)) return false;
+    bool ok = r.exit_code == 0;
+    if (!ok && err && strcmp(op, "-C") != 0)
+        ts_err_set(err, "iptables %s POSTROUTING MASQUERADE for %s: exit %d: %.200s", op, subnet,
+                   r.exit_code, r.err ? r.err : "");
+    exec_result_free(&r);
+    return ok;
+}
+
+static bool _masq_once(const cni_conf *c, ts_err *err)
+{
+    pthread_mutex_lock(&masq_mu);
+    int free_slot = -1;
+    for (int i = 0; i < (int)TS_ARRAY_LEN(masq_done); i++) {
+        if (strcmp(masq_done[i], c->network) == 0) {
+            pthread_mutex_unlock(&masq_mu);
+            return true;
+        }
+        if (free_slot < 0 && !masq_done[i][0]) free_slot = i;
+    }
+    ts_err e2 = {{0}};
+    bool ok = _iptables_masq("-C", c->network, c->subnet, &e2) ||
+              _iptables_masq("-A", c->network, c->subnet, err);
+    if (ok && free_slot >= 0) ts_strlcpy(masq_done[free_slot], c->network, sizeof(masq_done[0]));
+    pthread_mutex_unlock(&masq_mu);
+    return ok;
+}
+
+void cni_masq_remove(const char *network, const char *subnet)
+{
+    pthread_mutex_lock(&masq_mu);
+    for (int i = 0; i < (int)TS_ARRAY_LEN(masq_done); i++)
+        if (strcmp(masq_done[i], network) == 0) masq_done[i][0] = '\0';
+    ts_err err = {{0}};
+    while (_iptables_masq("-D", network, subnet, &err)) /* every copy */
+        ;
+    pthread_mutex_unlock(&masq_mu);
+}
+
 bool cni_add(const cni_conf *c, const char *kernel_id, const char *netns, const kernel_ports *ports,
              int n_ports, char **result, char *ip, size_t ip_size, ts_err *err)
 {
     *result = NULL;
+    if (!_masq_once(c, err)) return false;
     json_t *bc = _bridge_conf(c);
     char *res = NULL;
     bool ok = _plugin(c, "bridge", "ADD", kernel_id, netns, bc, &res, err);

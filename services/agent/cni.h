@@ -35,6 +35,10 @@ bool cni_netns_delete(const char *path, ts_err *err) TS_MUST_CHECK;
  * DEL) and ip the container's IPv4 address. Undoes itself on failure. */
 bool cni_add(const cni_conf *c, const char *kernel_id, const char *netns, const kernel_ports *ports,
              int n_ports, char **result, char *ip, size_t ip_size, ts_err *err) TS_MUST_CHECK;
+/* The first ADD of a network in this process makes sure one iptables rule
+ * masquerades the subnet's outbound traffic (the bridge runs with ipMasq off);
+ * cni_masq_remove deletes it (when the network's bridge goes). */
+void cni_masq_remove(const char *network, const char *subnet);
 /* DEL (idempotent); prev_result may be NULL. */
 bool cni_del(const cni_conf *c, const char *kernel_id, const char *netns, const kernel_ports *ports,
              int n_ports, const char *prev_result, ts_err *err) TS_MUST_CHECK;

@@ -6,6 +6,7 @@
  * busybox-static (no registry, no image store). Skips, saying why, only when
  * it cannot run: not root, no runc, no busybox, no overlayfs. Prints start
  * latency beside bare `runc run` of the same bundle. */
+#include "services/agent/cni.h"
 #include "services/agent/container.h"
 
 #include <setjmp.h>
@@ -148,6 +149,16 @@ static int group_teardown(void **state)
 {
     (void)state;
     if (g_rt) runtime_free(g_rt);
+    /* the network's outbound NAT rule (cni.c) must be there, once, and go */
+    if (!g_skip) {
+        assert_int_equal(sh("iptables -w -t nat -S POSTROUTING | grep -c 'tessera:tstest0' | "
+                            "grep -qx 1"),
+                         0);
+        assert_int_equal(sh("iptables -w -t nat -S POSTROUTING | grep -q 'CNI-.*tstest0'"), 1 << 8);
+        cni_masq_remove("tstest0", "10.213.77.0/24");
+        assert_int_equal(sh("iptables -w -t nat -S POSTROUTING | grep -q 'tessera:tstest0'"),
+                         1 << 8);
+    }
     if (g_tmp[0])
         sh("umount -R %s/state/kernels/*/bundle/rootfs 2>/dev/null; rm -rf %s", g_tmp, g_tmp);
     return 0;
