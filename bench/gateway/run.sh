@@ -182,11 +182,23 @@ run_wrk() {
 }
 # cpu_ticks PID: user+system CPU time of a process, in clock ticks
 cpu_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
+# ingest_ticks: CPU of what ingests the access log: tessera-auth, and the
+# PostgreSQL server with its current processes (their CPU is cumulative per
+# process; a process that exits takes its share with it, so this is a floor).
+ingest_ticks() {
+  pm=$(head -n 1 "$STATE/pg/postmaster.pid")
+  sum=0
+  for p in $(cat "$STATE/run/auth.pid") "$pm" $(ps -o pid= --ppid "$pm"); do
+    t=$(cpu_ticks "$p" 2>/dev/null) || continue
+    sum=$((sum + t))
+  done
+  echo "$sum"
+}
 gw_pid=$(cat "$STATE/run/gateway.pid")
 run_wrk nginx "$NGX_URL"
-t0=$(cpu_ticks "$gw_pid")
+t0=$(cpu_ticks "$gw_pid") i0=$(ingest_ticks)
 run_wrk gateway "$GW_URL" "$@"
-t1=$(cpu_ticks "$gw_pid")
+t1=$(cpu_ticks "$gw_pid") i1=$(ingest_ticks)
 auth_pid=$(cat "$STATE/run/auth.pid")
 kill -STOP "$auth_pid"
 run_wrk gateway-noingest "$GW_URL" "$@"
@@ -231,3 +243,5 @@ miss=$(echo "$metrics" | awk '/^tessera_gateway_cred_cache_misses_total / { prin
 reqs=$(awk '/requests in/ { print $1 }' "$STATE/wrk.gateway")
 cpu_us=$(awk -v t="$((t1 - t0))" -v hz="$(getconf CLK_TCK)" -v n="$reqs" 'BEGIN { printf "%.1f", t / hz * 1e6 / n }')
 echo "gateway: $ok signatures verified, $miss credential look-ups sent to tessera-auth, $cpu_us us of gateway CPU per request (full-stack run)"
+ingest_us=$(awk -v t="$((i1 - i0))" -v hz="$(getconf CLK_TCK)" -v n="$reqs" 'BEGIN { printf "%.1f", t / hz * 1e6 / n }')
+echo "access-log ingestion: $ingest_us us of tessera-auth + PostgreSQL CPU per request (full-stack run)"
