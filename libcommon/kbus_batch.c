@@ -115,7 +115,8 @@ static void _handle_batch(kbus_consumer *c, batch_item *items, size_t n, kbus_ms
         kbus_result r = c->batch(msgs, k, c->ctx, &why);
         if (r == KBUS_DONE) {
             atomic_fetch_add(&bus->handled, k);
-            for (size_t j = 0; j < k; j++) items[which[j]].settled = true;
+            for (size_t j = 0; j < k; j++)
+                items[which[j]].settled = true;
         } else {
             char q[600];
             TLOG_INFO("batch handler failed, handing its messages one by one",

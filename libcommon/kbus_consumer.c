@@ -92,8 +92,7 @@ bool kbus_consumer_settle(kbus_consumer *c, const rd_kafka_message_t *m, const k
     tlog_ctx_request(msg->env->correlation_id);
     for (int attempt = 1;; attempt++) {
         ts_err why = {{0}};
-        kbus_result r = c->handler ? c->handler(msg, c->ctx, &why)
-                                   : c->batch(msg, 1, c->ctx, &why);
+        kbus_result r = c->handler ? c->handler(msg, c->ctx, &why) : c->batch(msg, 1, c->ctx, &why);
         const char *w = why.msg[0] ? why.msg : "no reason given";
         if (r == KBUS_DONE) {
             atomic_fetch_add(&bus->handled, 1);
@@ -159,8 +158,7 @@ void kbus_consumer_poll_error(kbus_consumer *c, const rd_kafka_message_t *m)
     } else {
         char q[600];
         TLOG_WARN("kafka consume error", "group=%s error=%s detail=%s", c->group,
-                  rd_kafka_err2name(m->err),
-                  tlog_quote(q, sizeof(q), rd_kafka_message_errstr(m)));
+                  rd_kafka_err2name(m->err), tlog_quote(q, sizeof(q), rd_kafka_message_errstr(m)));
     }
 }
 
@@ -192,12 +190,12 @@ static kbus_consumer *_consume(kbus *bus, const char *group, const char *const *
         ts_err_set(err, "kafka consume: group, topics and handler are required");
         return NULL;
     }
-    if (batch && (!batch_opts || batch_opts->max_messages < 1 ||
-                  batch_opts->max_messages > KBUS_BATCH_MAX_MESSAGES ||
-                  batch_opts->max_wait_ms < 0 || batch_opts->max_wait_ms > KBUS_BATCH_MAX_WAIT_MS)) {
-        ts_err_set(err,
-                   "kafka consume %s: a batch takes 1..%d messages and a wait of 0..%d ms", group,
-                   KBUS_BATCH_MAX_MESSAGES, KBUS_BATCH_MAX_WAIT_MS);
+    if (batch &&
+        (!batch_opts || batch_opts->max_messages < 1 ||
+         batch_opts->max_messages > KBUS_BATCH_MAX_MESSAGES || batch_opts->max_wait_ms < 0 ||
+         batch_opts->max_wait_ms > KBUS_BATCH_MAX_WAIT_MS)) {
+        ts_err_set(err, "kafka consume %s: a batch takes 1..%d messages and a wait of 0..%d ms",
+                   group, KBUS_BATCH_MAX_MESSAGES, KBUS_BATCH_MAX_WAIT_MS);
         return NULL;
     }
     rd_kafka_conf_t *conf = rd_kafka_conf_new();

@@ -106,7 +106,11 @@ static void produce(fixture *f, int i, const char *path, bool garbage)
 static void produce_records(fixture *f, int garbage_at, int poison_at, int flaky_at)
 {
     for (int i = 0; i < N_RECORDS; i++)
-        produce(f, i, i == poison_at ? "/poison" : i == flaky_at ? "/flaky" : NULL, i == garbage_at);
+        produce(f, i,
+                i == poison_at  ? "/poison"
+                : i == flaky_at ? "/flaky"
+                                : NULL,
+                i == garbage_at);
     assert_true(kbus_flush(f->bus, 5000));
 }
 
@@ -143,7 +147,8 @@ static kbus_result handler(const kbus_msg *msgs, size_t n, void *ctx, ts_err *re
         protobuf_c_message_free_unpacked(m, NULL);
     }
     if (r == KBUS_DONE)
-        for (size_t i = 0; i < n; i++) s->done[idx_of[i]]++;
+        for (size_t i = 0; i < n; i++)
+            s->done[idx_of[i]]++;
     pthread_mutex_unlock(&s->mu);
     return r;
 }
@@ -168,9 +173,9 @@ static int64_t committed(fixture *f, const char *group)
     char errstr[256];
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     rd_kafka_conf_set_log_cb(conf, quiet_log);
-    assert_int_equal(rd_kafka_conf_set(conf, "bootstrap.servers", f->bootstrap, errstr,
-                                       sizeof(errstr)),
-                     RD_KAFKA_CONF_OK);
+    assert_int_equal(
+        rd_kafka_conf_set(conf, "bootstrap.servers", f->bootstrap, errstr, sizeof(errstr)),
+        RD_KAFKA_CONF_OK);
     assert_int_equal(rd_kafka_conf_set(conf, "group.id", group, errstr, sizeof(errstr)),
                      RD_KAFKA_CONF_OK);
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
@@ -207,9 +212,9 @@ static void expect_dlq(fixture *f, int want, const int64_t *offsets, const char 
     char errstr[256];
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     rd_kafka_conf_set_log_cb(conf, quiet_log);
-    assert_int_equal(rd_kafka_conf_set(conf, "bootstrap.servers", f->bootstrap, errstr,
-                                       sizeof(errstr)),
-                     RD_KAFKA_CONF_OK);
+    assert_int_equal(
+        rd_kafka_conf_set(conf, "bootstrap.servers", f->bootstrap, errstr, sizeof(errstr)),
+        RD_KAFKA_CONF_OK);
     assert_int_equal(rd_kafka_conf_set(conf, "group.id", "dlq-reader", errstr, sizeof(errstr)),
                      RD_KAFKA_CONF_OK);
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
