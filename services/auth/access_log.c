@@ -1,7 +1,11 @@
 /* access_log.c: store ApiAccess events. The consumer runs in kbus's batch
- * mode: one multi-row INSERT per batch (one statement, so one transaction).
- * The insert is keyed by the event id (ON CONFLICT DO NOTHING), so a replayed
- * event or batch (at-least-once delivery) changes nothing. */
+ * mode: one INSERT per batch (one statement, so one transaction), its rows
+ * passed as 11 arrays (one per column) and expanded by unnest(): the text of
+ * the statement is the same for every batch, so PostgreSQL's parse, analysis
+ * and planning cost nothing per row (a VALUES list of 500 rows spent ~40% of
+ * the server's time there). The insert is keyed by the event id (ON CONFLICT
+ * DO NOTHING), so a replayed event or batch (at-least-once delivery) changes
+ * nothing. */
 #include "access_log.h"
 
 #include "libcommon/log.h"
@@ -15,11 +19,15 @@
 static kbus_consumer *consumer;
 static atomic_uint_fast64_t stored, duplicates;
 
-static const char insert_head[] =
+static const char insert_sql[] =
     "INSERT INTO auth.access_log (event_id, occurred_at, access_key, user_id, client_addr,"
-    " method, path, status, latency_us, request_id, producer) VALUES ";
-static const char insert_tail[] = " ON CONFLICT (event_id) DO NOTHING";
-#define INSERT_PARAMS 11
+    " method, path, status, latency_us, request_id, producer)"
+    " SELECT e, to_timestamp(t / 1000.0), ak, u, ca, m, p, s, l, r, pr"
+    " FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[],"
+    " $7::text[], $8::int[], $9::bigint[], $10::text[], $11::text[])"
+    " AS x(e, t, ak, u, ca, m, p, s, l, r, pr)"
+    " ON CONFLICT (event_id) DO NOTHING";
+#define INSERT_COLUMNS 11
 
 /* keypairs.last_used from the stored access. Writing the keypair row for
  * every request cost as much as the insert itself under load, so each key's
@@ -67,22 +75,39 @@ typedef struct access_row {
     char at[24], status[16], latency[24];
 } access_row;
 
-/* "INSERT ... VALUES ($1::uuid, ...), ($12::uuid, ...) ... ON CONFLICT ...". */
-static char *build_insert(size_t n)
+/* One column's values as a PostgreSQL array literal: {"a","b\\"c"}. Every
+ * element is quoted, so no value reads as NULL or splits the array. */
+typedef struct array_lit {
+    char *p;
+    size_t len, cap;
+} array_lit;
+
+static void array_put(array_lit *a, char c)
 {
-    size_t cap = sizeof(insert_head) + sizeof(insert_tail) + n * 200, len = 0;
-    char *sql = ts_malloc(cap);
-    len += (size_t)snprintf(sql + len, cap - len, "%s", insert_head);
-    for (size_t i = 0; i < n; i++) {
-        size_t b = i * INSERT_PARAMS;
-        len += (size_t)snprintf(sql + len, cap - len,
-                                "%s($%zu::uuid, to_timestamp($%zu::bigint / 1000.0), $%zu, $%zu,"
-                                " $%zu, $%zu, $%zu, $%zu::int, $%zu::bigint, $%zu, $%zu)",
-                                i ? ", " : "", b + 1, b + 2, b + 3, b + 4, b + 5, b + 6, b + 7,
-                                b + 8, b + 9, b + 10, b + 11);
+    if (a->len + 2 > a->cap) {
+        a->cap = a->cap ? a->cap * 2 : 4096;
+        a->p = ts_realloc(a->p, a->cap);
     }
-    snprintf(sql + len, cap - len, "%s", insert_tail);
-    return sql;
+    a->p[a->len++] = c;
+}
+
+static void array_add(array_lit *a, const char *v)
+{
+    array_put(a, a->len ? ',' : '{');
+    array_put(a, '"');
+    for (const char *c = v ? v : ""; *c; c++) {
+        if (*c == '"' || *c == '\\') array_put(a, '\\');
+        array_put(a, *c);
+    }
+    array_put(a, '"');
+}
+
+static const char *array_end(array_lit *a)
+{
+    if (!a->len) array_put(a, '{');
+    array_put(a, '}');
+    a->p[a->len] = 0;
+    return a->p;
 }
 
 /* Decode and check every record; false (reason set, naming the offset) at the
@@ -111,29 +136,30 @@ static bool decode_rows(const kbus_msg *msgs, size_t n, access_row *rows, ts_err
     return true;
 }
 
-static kbus_result insert_rows(PGconn *conn, const kbus_msg *msgs, const access_row *rows,
-                               size_t n, ts_err *reason)
+static kbus_result insert_rows(PGconn *conn, const kbus_msg *msgs, const access_row *rows, size_t n,
+                               ts_err *reason)
 {
-    const char **params = ts_calloc(n * INSERT_PARAMS, sizeof(*params));
+    array_lit cols[INSERT_COLUMNS] = {{0}};
     for (size_t i = 0; i < n; i++) {
         const Tessera__V1__ApiAccess *a = rows[i].a;
-        const char **p = params + i * INSERT_PARAMS;
-        p[0] = msgs[i].env->event_id;
-        p[1] = rows[i].at;
-        p[2] = a->access_key;
-        p[3] = a->user_id;
-        p[4] = a->client_addr;
-        p[5] = a->method;
-        p[6] = a->path;
-        p[7] = rows[i].status;
-        p[8] = rows[i].latency;
-        p[9] = a->request_id;
-        p[10] = msgs[i].env->producer;
+        array_add(&cols[0], msgs[i].env->event_id);
+        array_add(&cols[1], rows[i].at);
+        array_add(&cols[2], a->access_key);
+        array_add(&cols[3], a->user_id);
+        array_add(&cols[4], a->client_addr);
+        array_add(&cols[5], a->method);
+        array_add(&cols[6], a->path);
+        array_add(&cols[7], rows[i].status);
+        array_add(&cols[8], rows[i].latency);
+        array_add(&cols[9], a->request_id);
+        array_add(&cols[10], msgs[i].env->producer);
     }
-    char *sql = build_insert(n);
-    PGresult *r = PQexecParams(conn, sql, (int)(n * INSERT_PARAMS), NULL, params, NULL, NULL, 0);
-    free(sql);
-    free(params);
+    const char *params[INSERT_COLUMNS];
+    for (int c = 0; c < INSERT_COLUMNS; c++)
+        params[c] = array_end(&cols[c]);
+    PGresult *r = PQexecParams(conn, insert_sql, INSERT_COLUMNS, NULL, params, NULL, NULL, 0);
+    for (int c = 0; c < INSERT_COLUMNS; c++)
+        free(cols[c].p);
     kbus_result res = KBUS_DONE;
     if (PQresultStatus(r) != PGRES_COMMAND_OK) {
         ts_err_set(reason, "insert access_log (%zu records): %s", n, PQresultErrorMessage(r));

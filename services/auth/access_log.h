@@ -7,7 +7,7 @@
 #define ACCESS_LOG_TOPIC "tessera.audit.v1"
 #define ACCESS_LOG_GROUP "tessera-auth.access-log"
 
-/* Records per INSERT: 11 parameters each, and PostgreSQL takes at most 65535. */
+/* Records per INSERT (a bound, so that one batch's arrays stay a few MiB). */
 #define ACCESS_LOG_BATCH_MAX 5000
 
 typedef struct access_log_opts {

@@ -184,6 +184,24 @@ def test_poison_record_in_a_batch_goes_to_dlq_alone(stack, bin_dir):
     assert len(dlq_has_marker()) == 1
 
 
+def test_awkward_text_is_stored_verbatim(stack, bin_dir):
+    """A batch's columns travel as PostgreSQL array literals: quotes,
+    backslashes, braces, commas, NULL and non-ASCII text come back as sent."""
+    marker = "awkward-" + uuid.uuid4().hex
+    path = '/a"b\\c{d},e NULL \u00e9\t'
+    p = subprocess.run([os.path.join(bin_dir, "tessera-busctl"), "publish", "-b",
+                        stack["KAFKA_BOOTSTRAP"], "-t", "tessera.audit.v1", "-T",
+                        "tessera.v1.ApiAccess", "-k", marker,
+                        json.dumps({"method": "GET", "path": path, "request_id": marker,
+                                    "user_id": "NULL", "status": 200})],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert wait_until(lambda: access_log_rows(stack, marker) == 1, 30), "never stored"
+    row = psql(stack, "SELECT path || '|' || user_id || '|' || (user_id IS NULL)::text"
+                      f" FROM auth.access_log WHERE request_id = '{marker}'")
+    assert row == path + "|NULL|false"
+
+
 def test_replayed_event_is_stored_once(stack, tmp_path):
     """At-least-once delivery, exactly-once effect: the same envelope twice."""
     boot = stack["KAFKA_BOOTSTRAP"]
