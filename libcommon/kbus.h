@@ -69,10 +69,37 @@ typedef kbus_result (*kbus_handler)(const kbus_msg *msg, void *ctx, ts_err *reas
 
 typedef struct kbus_consumer kbus_consumer;
 
+/* Batch mode: the handler gets up to max_messages decoded envelopes at once,
+ * in consumption order (per partition, offset order). A batch is gathered for
+ * at most max_wait_ms from its first message (whatever has already arrived is
+ * taken even after that). Offsets are stored only after the batch handler
+ * returns KBUS_DONE for the batch (at least once, as in the single mode).
+ * Messages that do not decode go to the DLQ ("undecodable: ...", attempts 0)
+ * and never reach the handler. When the handler returns anything else for a
+ * batch, each of its messages is handed again alone (n = 1) with the single
+ * mode's rules: KBUS_RETRY up to max_attempts, then the DLQ; KBUS_REJECT to
+ * the DLQ now. So one poison message is dead-lettered and the others are
+ * kept. A batch handler must therefore be idempotent (a batch may be applied
+ * in part before it fails, and is then replayed message by message). */
+typedef kbus_result (*kbus_batch_handler)(const kbus_msg *msgs, size_t n, void *ctx,
+                                          ts_err *reason);
+
+#define KBUS_BATCH_MAX_MESSAGES 100000
+#define KBUS_BATCH_MAX_WAIT_MS 60000
+
+typedef struct kbus_batch_opts {
+    int max_messages; /* 1..KBUS_BATCH_MAX_MESSAGES */
+    int max_wait_ms;  /* 0..KBUS_BATCH_MAX_WAIT_MS */
+} kbus_batch_opts;
+
 /* Subscribe group to topics (NULL-terminated) and run the handler on a thread
  * of its own. Topics are created on first use by the brokers. */
 kbus_consumer *kbus_consume(kbus *bus, const char *group, const char *const *topics,
                             kbus_handler handler, void *ctx, ts_err *err);
+/* The same with a batch handler (see kbus_batch_handler). */
+kbus_consumer *kbus_consume_batch(kbus *bus, const char *group, const char *const *topics,
+                                  const kbus_batch_opts *opts, kbus_batch_handler handler,
+                                  void *ctx, ts_err *err);
 /* Every process sees every message from now on (cache invalidation): a
  * consumer group of its own (named "<producer>.broadcast.<uuid>") that starts
  * at the latest offsets. Past messages are not replayed. */

@@ -1,5 +1,6 @@
 /* kbus_consumer.c: consumer groups with handler, retries and dead-lettering
- * (kbus.h). One rd_kafka_t consumer handle and one thread per kbus_consume(). */
+ * (kbus.h). One rd_kafka_t consumer handle and one thread per kbus_consume()
+ * or kbus_consume_batch() (whose gathering is kbus_batch.c). */
 #include "libcommon/kbus_dlq.h"
 #include "libcommon/kbus_internal.h"
 #include "libcommon/log.h"
@@ -27,18 +28,7 @@
 /* How long a DLQ produce may take before it is tried again. */
 #define DLQ_ACK_TIMEOUT_MS 10000
 
-struct kbus_consumer {
-    kbus *bus;
-    rd_kafka_t *rk;
-    char *group;
-    kbus_handler handler;
-    void *ctx;
-    pthread_t thread;
-    atomic_bool stop;
-};
-
-/* Sleep up to ms, waking early when the consumer is stopped; false if stopped. */
-static bool _nap(kbus_consumer *c, int ms)
+bool kbus_consumer_nap(kbus_consumer *c, int ms)
 {
     while (ms > 0 && !atomic_load(&c->stop)) {
         int step = ms < 50 ? ms : 50;
@@ -63,10 +53,8 @@ static void _store_offset(kbus_consumer *c, const rd_kafka_message_t *m)
     rd_kafka_topic_partition_list_destroy(l);
 }
 
-/* Dead-letter m; true once the DLQ record is acknowledged. Retries until it
- * is, or until the consumer stops (then the message will be redelivered). */
-static bool _dead_letter(kbus_consumer *c, const rd_kafka_message_t *m, const char *reason,
-                         int attempts)
+bool kbus_consumer_dead_letter(kbus_consumer *c, const rd_kafka_message_t *m, const char *reason,
+                               int attempts)
 {
     const char *topic = rd_kafka_topic_name(m->rkt);
     rd_kafka_headers_t *orig = NULL;
@@ -92,96 +80,122 @@ static bool _dead_letter(kbus_consumer *c, const rd_kafka_message_t *m, const ch
         TLOG_ERROR("dead-letter produce failed, will retry",
                    "group=%s topic=%s offset=%lld error=%s", c->group, topic, (long long)m->offset,
                    tlog_quote(q, sizeof(q), err.msg));
-        if (!_nap(c, backoff)) return false;
+        if (!kbus_consumer_nap(c, backoff)) return false;
     }
 }
 
-static void _handle(kbus_consumer *c, const rd_kafka_message_t *m)
+bool kbus_consumer_settle(kbus_consumer *c, const rd_kafka_message_t *m, const kbus_msg *msg)
 {
     kbus *bus = c->bus;
-    atomic_fetch_add(&bus->consumed, 1);
-    const char *topic = rd_kafka_topic_name(m->rkt);
     char reason[KBUS_DLQ_REASON_MAX];
-
-    ts_err err = {{0}};
-    Tessera__V1__Envelope *env = envelope_unpack(m->payload, m->len, &err);
-    if (!env) {
-        snprintf(reason, sizeof(reason), "undecodable: %s", err.msg);
-        if (_dead_letter(c, m, reason, 0)) _store_offset(c, m);
-        return;
-    }
-
-    char *key = m->key ? ts_strndup(m->key, m->key_len) : NULL;
-    kbus_msg msg = {
-        .topic = topic, .partition = m->partition, .offset = m->offset, .key = key, .env = env};
-    tlog_ctx_request(env->correlation_id);
-
+    bool settled = false;
+    tlog_ctx_request(msg->env->correlation_id);
     for (int attempt = 1;; attempt++) {
         ts_err why = {{0}};
-        kbus_result r = c->handler(&msg, c->ctx, &why);
+        kbus_result r = c->handler ? c->handler(msg, c->ctx, &why) : c->batch(msg, 1, c->ctx, &why);
         const char *w = why.msg[0] ? why.msg : "no reason given";
         if (r == KBUS_DONE) {
             atomic_fetch_add(&bus->handled, 1);
-            _store_offset(c, m);
+            settled = true;
             break;
         }
         if (r == KBUS_REJECT) {
             snprintf(reason, sizeof(reason), "rejected: %s", w);
-            if (_dead_letter(c, m, reason, attempt)) _store_offset(c, m);
+            settled = kbus_consumer_dead_letter(c, m, reason, attempt);
             break;
         }
         if (attempt >= bus->max_attempts) {
             snprintf(reason, sizeof(reason), "retries exhausted after %d attempts: %s", attempt, w);
-            if (_dead_letter(c, m, reason, attempt)) _store_offset(c, m);
+            settled = kbus_consumer_dead_letter(c, m, reason, attempt);
             break;
         }
         atomic_fetch_add(&bus->retried, 1);
         char q[600];
         TLOG_INFO("handler asked to retry",
-                  "group=%s topic=%s offset=%lld type=%s attempt=%d reason=%s", c->group, topic,
-                  (long long)m->offset, env->type, attempt, tlog_quote(q, sizeof(q), w));
+                  "group=%s topic=%s offset=%lld type=%s attempt=%d reason=%s", c->group,
+                  msg->topic, (long long)m->offset, msg->env->type, attempt,
+                  tlog_quote(q, sizeof(q), w));
         /* Stopped while waiting: leave the offset; the message is redelivered. */
-        if (!_nap(c, bus->retry_backoff_ms)) break;
+        if (!kbus_consumer_nap(c, bus->retry_backoff_ms)) break;
     }
     tlog_ctx_clear();
+    return settled;
+}
+
+static void _handle(kbus_consumer *c, const rd_kafka_message_t *m)
+{
+    atomic_fetch_add(&c->bus->consumed, 1);
+    ts_err err = {{0}};
+    Tessera__V1__Envelope *env = envelope_unpack(m->payload, m->len, &err);
+    if (!env) {
+        char reason[KBUS_DLQ_REASON_MAX];
+        snprintf(reason, sizeof(reason), "undecodable: %s", err.msg);
+        if (kbus_consumer_dead_letter(c, m, reason, 0)) _store_offset(c, m);
+        return;
+    }
+    char *key = m->key ? ts_strndup(m->key, m->key_len) : NULL;
+    kbus_msg msg = {.topic = rd_kafka_topic_name(m->rkt),
+                    .partition = m->partition,
+                    .offset = m->offset,
+                    .key = key,
+                    .env = env};
+    if (kbus_consumer_settle(c, m, &msg)) _store_offset(c, m);
     free(key);
     envelope_free(env);
+}
+
+void kbus_consumer_poll_error(kbus_consumer *c, const rd_kafka_message_t *m)
+{
+    if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+        TLOG_DEBUG("kafka partition end", "group=%s topic=%s partition=%d", c->group,
+                   m->rkt ? rd_kafka_topic_name(m->rkt) : "", (int)m->partition);
+    } else if (m->err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ||
+               m->err == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC) {
+        /* A subscribed topic that does not exist yet: it will be
+         * picked up on the next metadata refresh once created. */
+        TLOG_DEBUG("kafka topic not available yet", "group=%s detail=%s", c->group,
+                   rd_kafka_message_errstr(m));
+    } else {
+        char q[600];
+        TLOG_WARN("kafka consume error", "group=%s error=%s detail=%s", c->group,
+                  rd_kafka_err2name(m->err), tlog_quote(q, sizeof(q), rd_kafka_message_errstr(m)));
+    }
 }
 
 static void *_consume_main(void *arg)
 {
     kbus_consumer *c = arg;
+    if (c->batch) {
+        kbus_batch_run(c);
+        return NULL;
+    }
     while (!atomic_load(&c->stop)) {
         rd_kafka_message_t *m = rd_kafka_consumer_poll(c->rk, 200);
         if (!m) continue;
-        if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-            TLOG_DEBUG("kafka partition end", "group=%s topic=%s partition=%d", c->group,
-                       m->rkt ? rd_kafka_topic_name(m->rkt) : "", (int)m->partition);
-        } else if (m->err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ||
-                   m->err == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC) {
-            /* A subscribed topic that does not exist yet: it will be
-             * picked up on the next metadata refresh once created. */
-            TLOG_DEBUG("kafka topic not available yet", "group=%s detail=%s", c->group,
-                       rd_kafka_message_errstr(m));
-        } else if (m->err) {
-            char q[600];
-            TLOG_WARN("kafka consume error", "group=%s error=%s detail=%s", c->group,
-                      rd_kafka_err2name(m->err),
-                      tlog_quote(q, sizeof(q), rd_kafka_message_errstr(m)));
-        } else {
+        if (m->err)
+            kbus_consumer_poll_error(c, m);
+        else
             _handle(c, m);
-        }
         rd_kafka_message_destroy(m);
     }
     return NULL;
 }
 
 static kbus_consumer *_consume(kbus *bus, const char *group, const char *const *topics,
-                               kbus_handler handler, void *ctx, const char *offset_reset,
-                               ts_err *err)
+                               kbus_handler handler, kbus_batch_handler batch,
+                               const kbus_batch_opts *batch_opts, void *ctx,
+                               const char *offset_reset, ts_err *err)
 {
-    if (!bus || !group || !group[0] || !topics || !topics[0] || !handler) {
+    if (!bus || !group || !group[0] || !topics || !topics[0] || (!handler && !batch)) {
         ts_err_set(err, "kafka consume: group, topics and handler are required");
+        return NULL;
+    }
+    if (batch &&
+        (!batch_opts || batch_opts->max_messages < 1 ||
+         batch_opts->max_messages > KBUS_BATCH_MAX_MESSAGES || batch_opts->max_wait_ms < 0 ||
+         batch_opts->max_wait_ms > KBUS_BATCH_MAX_WAIT_MS)) {
+        ts_err_set(err, "kafka consume %s: a batch takes 1..%d messages and a wait of 0..%d ms",
+                   group, KBUS_BATCH_MAX_MESSAGES, KBUS_BATCH_MAX_WAIT_MS);
         return NULL;
     }
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
@@ -239,6 +253,8 @@ static kbus_consumer *_consume(kbus *bus, const char *group, const char *const *
     c->rk = rk;
     c->group = ts_strdup(group);
     c->handler = handler;
+    c->batch = batch;
+    if (batch) c->batch_opts = *batch_opts;
     c->ctx = ctx;
     int rc = pthread_create(&c->thread, NULL, _consume_main, c);
     if (rc != 0) {
@@ -249,14 +265,25 @@ static kbus_consumer *_consume(kbus *bus, const char *group, const char *const *
         free(c);
         return NULL;
     }
-    TLOG_INFO("kafka consumer started", "group=%s topics=%s", group, names);
+    if (batch)
+        TLOG_INFO("kafka consumer started", "group=%s topics=%s batch=%d batch_wait_ms=%d", group,
+                  names, batch_opts->max_messages, batch_opts->max_wait_ms);
+    else
+        TLOG_INFO("kafka consumer started", "group=%s topics=%s", group, names);
     return c;
 }
 
 kbus_consumer *kbus_consume(kbus *bus, const char *group, const char *const *topics,
                             kbus_handler handler, void *ctx, ts_err *err)
 {
-    return _consume(bus, group, topics, handler, ctx, "earliest", err);
+    return _consume(bus, group, topics, handler, NULL, NULL, ctx, "earliest", err);
+}
+
+kbus_consumer *kbus_consume_batch(kbus *bus, const char *group, const char *const *topics,
+                                  const kbus_batch_opts *opts, kbus_batch_handler handler,
+                                  void *ctx, ts_err *err)
+{
+    return _consume(bus, group, topics, NULL, handler, opts, ctx, "earliest", err);
 }
 
 kbus_consumer *kbus_consume_broadcast(kbus *bus, const char *const *topics, kbus_handler handler,
@@ -265,7 +292,7 @@ kbus_consumer *kbus_consume_broadcast(kbus *bus, const char *const *topics, kbus
     char id[TS_UUID_STRLEN];
     ts_uuid4(id);
     char *group = ts_asprintf("%s.broadcast.%s", bus ? bus->producer_name : "?", id);
-    kbus_consumer *c = _consume(bus, group, topics, handler, ctx, "latest", err);
+    kbus_consumer *c = _consume(bus, group, topics, handler, NULL, NULL, ctx, "latest", err);
     free(group);
     return c;
 }

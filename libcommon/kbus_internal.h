@@ -33,4 +33,35 @@ bool kbus_produce_wait(kbus *bus, const char *topic, const void *key, size_t key
                        const void *value, size_t len, rd_kafka_headers_t *headers, int timeout_ms,
                        ts_err *err) TS_MUST_CHECK;
 
+/* One subscription: its consumer handle and thread (kbus_consumer.c), run in
+ * single mode (handler) or batch mode (batch, kbus_batch.c). */
+struct kbus_consumer {
+    kbus *bus;
+    rd_kafka_t *rk;
+    char *group;
+    kbus_handler handler;     /* single mode, or NULL */
+    kbus_batch_handler batch; /* batch mode, or NULL */
+    kbus_batch_opts batch_opts;
+    void *ctx;
+    pthread_t thread;
+    atomic_bool stop;
+};
+
+/* Sleep up to ms, waking early when the consumer is stopped; false if stopped. */
+bool kbus_consumer_nap(kbus_consumer *c, int ms);
+/* Log a consumer poll result that carries an error (partition end, unknown
+ * topic, broker errors) at the level it deserves. */
+void kbus_consumer_poll_error(kbus_consumer *c, const rd_kafka_message_t *m);
+/* Dead-letter m; true once the DLQ record is acknowledged. Retries until it
+ * is, or until the consumer stops (then the message will be redelivered). */
+bool kbus_consumer_dead_letter(kbus_consumer *c, const rd_kafka_message_t *m, const char *reason,
+                               int attempts);
+/* Hand one decoded message to the handler alone (a batch handler gets n = 1)
+ * with retries, then the DLQ. True when it is settled (handled or
+ * dead-lettered): its offset may be stored. False when the consumer stopped
+ * first (the message will be redelivered). */
+bool kbus_consumer_settle(kbus_consumer *c, const rd_kafka_message_t *m, const kbus_msg *msg);
+/* The batch mode's poll loop (kbus_batch.c); returns when c->stop is set. */
+void kbus_batch_run(kbus_consumer *c);
+
 #endif

@@ -1,5 +1,11 @@
-/* access_log.c: store ApiAccess events. The insert is keyed by the event id,
- * so a replayed event (at-least-once delivery) changes nothing. */
+/* access_log.c: store ApiAccess events. The consumer runs in kbus's batch
+ * mode: one INSERT per batch (one statement, so one transaction), its rows
+ * passed as 11 arrays (one per column) and expanded by unnest(): the text of
+ * the statement is the same for every batch, so PostgreSQL's parse, analysis
+ * and planning cost nothing per row (a VALUES list of 500 rows spent ~40% of
+ * the server's time there). The insert is keyed by the event id (ON CONFLICT
+ * DO NOTHING), so a replayed event or batch (at-least-once delivery) changes
+ * nothing. */
 #include "access_log.h"
 
 #include "libcommon/log.h"
@@ -16,8 +22,12 @@ static atomic_uint_fast64_t stored, duplicates;
 static const char insert_sql[] =
     "INSERT INTO auth.access_log (event_id, occurred_at, access_key, user_id, client_addr,"
     " method, path, status, latency_us, request_id, producer)"
-    " VALUES ($1::uuid, to_timestamp($2::bigint / 1000.0), $3, $4, $5, $6, $7, $8::int,"
-    " $9::bigint, $10, $11) ON CONFLICT (event_id) DO NOTHING";
+    " SELECT e, to_timestamp(t / 1000.0), ak, u, ca, m, p, s, l, r, pr"
+    " FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[],"
+    " $7::text[], $8::int[], $9::bigint[], $10::text[], $11::text[])"
+    " AS x(e, t, ak, u, ca, m, p, s, l, r, pr)"
+    " ON CONFLICT (event_id) DO NOTHING";
+#define INSERT_COLUMNS 11
 
 /* keypairs.last_used from the stored access. Writing the keypair row for
  * every request cost as much as the insert itself under load, so each key's
@@ -59,46 +69,134 @@ static void touch_keypair(PGconn *conn, const char *access_key, int64_t at_ms)
     PQclear(r);
 }
 
-static kbus_result store(const kbus_msg *msg, void *ctx, ts_err *reason)
+/* One record's parameters: pointers into its message, and the numbers as text. */
+typedef struct access_row {
+    Tessera__V1__ApiAccess *a;
+    char at[24], status[16], latency[24];
+} access_row;
+
+/* One column's values as a PostgreSQL array literal: {"a","b\\"c"}. Every
+ * element is quoted, so no value reads as NULL or splits the array. */
+typedef struct array_lit {
+    char *p;
+    size_t len, cap;
+} array_lit;
+
+static void array_put(array_lit *a, char c)
+{
+    if (a->len + 2 > a->cap) {
+        a->cap = a->cap ? a->cap * 2 : 4096;
+        a->p = ts_realloc(a->p, a->cap);
+    }
+    a->p[a->len++] = c;
+}
+
+static void array_add(array_lit *a, const char *v)
+{
+    array_put(a, a->len ? ',' : '{');
+    array_put(a, '"');
+    for (const char *c = v ? v : ""; *c; c++) {
+        if (*c == '"' || *c == '\\') array_put(a, '\\');
+        array_put(a, *c);
+    }
+    array_put(a, '"');
+}
+
+static const char *array_end(array_lit *a)
+{
+    if (!a->len) array_put(a, '{');
+    array_put(a, '}');
+    a->p[a->len] = 0;
+    return a->p;
+}
+
+/* Decode and check every record; false (reason set, naming the offset) at the
+ * first bad one: the batch is then rejected and kbus hands its records one by
+ * one, so that only the bad one goes to the DLQ. */
+static bool decode_rows(const kbus_msg *msgs, size_t n, access_row *rows, ts_err *reason)
+{
+    for (size_t i = 0; i < n; i++) {
+        ProtobufCMessage *m =
+            envelope_payload(msgs[i].env, &tessera__v1__api_access__descriptor, reason);
+        if (!m) {
+            ts_err_prefix(reason, "offset %lld", (long long)msgs[i].offset);
+            return false;
+        }
+        Tessera__V1__ApiAccess *a = (Tessera__V1__ApiAccess *)m;
+        rows[i].a = a;
+        if (!ts_uuid_valid(msgs[i].env->event_id) || !a->method[0]) {
+            ts_err_set(reason, "ApiAccess without a valid event id or method (offset %lld)",
+                       (long long)msgs[i].offset);
+            return false;
+        }
+        snprintf(rows[i].at, sizeof(rows[i].at), "%lld", (long long)a->occurred_at_ms);
+        snprintf(rows[i].status, sizeof(rows[i].status), "%d", a->status);
+        snprintf(rows[i].latency, sizeof(rows[i].latency), "%lld", (long long)a->latency_us);
+    }
+    return true;
+}
+
+static kbus_result insert_rows(PGconn *conn, const kbus_msg *msgs, const access_row *rows, size_t n,
+                               ts_err *reason)
+{
+    array_lit cols[INSERT_COLUMNS] = {{0}};
+    for (size_t i = 0; i < n; i++) {
+        const Tessera__V1__ApiAccess *a = rows[i].a;
+        array_add(&cols[0], msgs[i].env->event_id);
+        array_add(&cols[1], rows[i].at);
+        array_add(&cols[2], a->access_key);
+        array_add(&cols[3], a->user_id);
+        array_add(&cols[4], a->client_addr);
+        array_add(&cols[5], a->method);
+        array_add(&cols[6], a->path);
+        array_add(&cols[7], rows[i].status);
+        array_add(&cols[8], rows[i].latency);
+        array_add(&cols[9], a->request_id);
+        array_add(&cols[10], msgs[i].env->producer);
+    }
+    const char *params[INSERT_COLUMNS];
+    for (int c = 0; c < INSERT_COLUMNS; c++)
+        params[c] = array_end(&cols[c]);
+    PGresult *r = PQexecParams(conn, insert_sql, INSERT_COLUMNS, NULL, params, NULL, NULL, 0);
+    for (int c = 0; c < INSERT_COLUMNS; c++)
+        free(cols[c].p);
+    kbus_result res = KBUS_DONE;
+    if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+        ts_err_set(reason, "insert access_log (%zu records): %s", n, PQresultErrorMessage(r));
+        /* A constraint or type error will not heal by retrying. */
+        const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+        res = state && (state[0] == '2' && state[1] == '2') ? KBUS_REJECT : KBUS_RETRY;
+    } else {
+        size_t inserted = (size_t)atoll(PQcmdTuples(r));
+        if (inserted > n) inserted = n;
+        atomic_fetch_add(&stored, inserted);
+        atomic_fetch_add(&duplicates, n - inserted);
+    }
+    PQclear(r);
+    return res;
+}
+
+static kbus_result store_batch(const kbus_msg *msgs, size_t n, void *ctx, ts_err *reason)
 {
     svc *s = ctx;
-    ProtobufCMessage *m = envelope_payload(msg->env, &tessera__v1__api_access__descriptor, reason);
-    if (!m) return KBUS_REJECT;
-    Tessera__V1__ApiAccess *a = (Tessera__V1__ApiAccess *)m;
-    kbus_result res = KBUS_DONE;
-    if (!ts_uuid_valid(msg->env->event_id) || !a->method[0]) {
-        ts_err_set(reason, "ApiAccess without a valid event id or method");
-        res = KBUS_REJECT;
-        goto out;
-    }
-    char at[24], status[16], latency[24];
-    snprintf(at, sizeof(at), "%lld", (long long)a->occurred_at_ms);
-    snprintf(status, sizeof(status), "%d", a->status);
-    snprintf(latency, sizeof(latency), "%lld", (long long)a->latency_us);
-    const char *params[] = {msg->env->event_id, at,      a->access_key, a->user_id, a->client_addr,
-                            a->method,          a->path, status,        latency,    a->request_id,
-                            msg->env->producer};
+    access_row *rows = ts_calloc(n, sizeof(*rows));
+    kbus_result res = KBUS_REJECT;
+    if (!decode_rows(msgs, n, rows, reason)) goto out;
     PGconn *conn = pg_pool_get(svc_pg(s), 5000, reason);
     if (!conn) {
         res = KBUS_RETRY;
         goto out;
     }
-    PGresult *r = PQexecParams(conn, insert_sql, 11, NULL, params, NULL, NULL, 0);
-    if (PQresultStatus(r) != PGRES_COMMAND_OK) {
-        ts_err_set(reason, "insert access_log: %s", PQresultErrorMessage(r));
-        /* A constraint or type error will not heal by retrying. */
-        const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
-        res = state && (state[0] == '2' && state[1] == '2') ? KBUS_REJECT : KBUS_RETRY;
-    } else if (atoi(PQcmdTuples(r)) == 1) {
-        atomic_fetch_add(&stored, 1);
-        if (a->access_key && a->access_key[0]) touch_keypair(conn, a->access_key, a->occurred_at_ms);
-    } else {
-        atomic_fetch_add(&duplicates, 1);
-    }
-    PQclear(r);
+    res = insert_rows(conn, msgs, rows, n, reason);
+    if (res == KBUS_DONE)
+        for (size_t i = 0; i < n; i++)
+            if (rows[i].a->access_key && rows[i].a->access_key[0])
+                touch_keypair(conn, rows[i].a->access_key, rows[i].a->occurred_at_ms);
     pg_pool_put(svc_pg(s), conn);
 out:
-    protobuf_c_message_free_unpacked(m, NULL);
+    for (size_t i = 0; i < n; i++)
+        if (rows[i].a) protobuf_c_message_free_unpacked(&rows[i].a->base, NULL);
+    free(rows);
     return res;
 }
 
@@ -114,11 +212,12 @@ static void collect(FILE *out, void *ctx)
                        atomic_load(&duplicates));
 }
 
-bool access_log_start(svc *s, ts_err *err)
+bool access_log_start(svc *s, const access_log_opts *o, ts_err *err)
 {
     static const char *const topics[] = {ACCESS_LOG_TOPIC, NULL};
     metrics_add(svc_metrics(s), collect, NULL);
-    consumer = kbus_consume(svc_bus(s), ACCESS_LOG_GROUP, topics, store, s, err);
+    kbus_batch_opts bo = {.max_messages = o->batch_size, .max_wait_ms = o->batch_wait_ms};
+    consumer = kbus_consume_batch(svc_bus(s), ACCESS_LOG_GROUP, topics, &bo, store_batch, s, err);
     return consumer != NULL;
 }
 

@@ -13,6 +13,7 @@ extern const size_t auth_migrations_count;
 
 static char *admin_email, *admin_username, *admin_password, *credentials_file;
 static int64_t lockout_failures, lockout_duration_ms, hash_concurrency;
+static int64_t access_log_batch_size, access_log_batch_wait_ms;
 
 static const cfg_option auth_options[] = {
     {"bootstrap.admin_email", CFG_STRING, &admin_email, "admin@tessera.local", 0, 0, NULL, false,
@@ -29,6 +30,10 @@ static const cfg_option auth_options[] = {
      false, NULL, "how long a locked user cannot log in"},
     {"auth.password_hash_concurrency", CFG_INT, &hash_concurrency, "2", 1, 64, NULL, false, NULL,
      "argon2id hashes computed at once (each takes ~64 MiB and ~0.1 s)"},
+    {"access_log.batch_size", CFG_INT, &access_log_batch_size, "500", 1, ACCESS_LOG_BATCH_MAX, NULL,
+     false, NULL, "most ApiAccess records stored by one INSERT"},
+    {"access_log.batch_wait", CFG_DURATION, &access_log_batch_wait_ms, "20ms", 0, 10000, NULL,
+     false, NULL, "how long a batch of ApiAccess records gathers after its first one"},
     {NULL},
 };
 
@@ -58,7 +63,9 @@ static bool auth_start(svc *s, ts_err *err)
         ts_err_prefix(err, "bootstrap");
         return false;
     }
-    return access_log_start(s, err);
+    access_log_opts ao = {.batch_size = (int)access_log_batch_size,
+                          .batch_wait_ms = (int)access_log_batch_wait_ms};
+    return access_log_start(s, &ao, err);
 }
 
 static void auth_stop(svc *s)

@@ -151,6 +151,57 @@ def test_garbage_goes_to_dlq_and_consumption_goes_on(stack):
     assert wait_until(lambda: access_log_rows(stack, rid) == 1, 30)
 
 
+def test_poison_record_in_a_batch_goes_to_dlq_alone(stack, bin_dir):
+    """The access log stores batches (kbus batch mode): a well-formed envelope
+    whose ApiAccess has no method, sent among good requests, is rejected; its
+    batch is handed again one record at a time, so only it reaches the DLQ
+    ("rejected: ...") and every good request around it is stored once."""
+    boot = stack["KAFKA_BOOTSTRAP"]
+    marker = "poison-" + uuid.uuid4().hex
+    before = ["before-poison-" + uuid.uuid4().hex for _ in range(5)]
+    after = ["after-poison-" + uuid.uuid4().hex for _ in range(5)]
+    for rid in before:
+        requests.get(stack["TESSERA_GATEWAY_URL"] + "/", headers={"X-Request-ID": rid}, timeout=5)
+    p = subprocess.run([os.path.join(bin_dir, "tessera-busctl"), "publish", "-b", boot, "-t",
+                        "tessera.audit.v1", "-T", "tessera.v1.ApiAccess", "-k", marker,
+                        json.dumps({"method": "", "path": "/" + marker, "request_id": marker})],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    for rid in after:
+        requests.get(stack["TESSERA_GATEWAY_URL"] + "/", headers={"X-Request-ID": rid}, timeout=5)
+    for rid in before + after:
+        assert wait_until(lambda: access_log_rows(stack, rid) == 1, 30), f"{rid} never stored"
+    assert access_log_rows(stack, marker) == 0
+
+    def dlq_has_marker():
+        c = kcat("-b", boot, "-C", "-t", "tessera.dlq.v1", "-o", "beginning", "-e", "-q",
+                 "-f", "%k\t%h\n")
+        return [line for line in c.stdout.decode(errors="replace").splitlines() if line.startswith(marker)]
+    assert wait_until(lambda: dlq_has_marker(), 30), "the poison record never reached the DLQ"
+    line = dlq_has_marker()[0]
+    assert "dlq.reason=rejected: ApiAccess without a valid event id or method" in line
+    assert "dlq.topic=tessera.audit.v1" in line and "dlq.attempts=1" in line
+    assert len(dlq_has_marker()) == 1
+
+
+def test_awkward_text_is_stored_verbatim(stack, bin_dir):
+    """A batch's columns travel as PostgreSQL array literals: quotes,
+    backslashes, braces, commas, NULL and non-ASCII text come back as sent."""
+    marker = "awkward-" + uuid.uuid4().hex
+    path = '/a"b\\c{d},e NULL \u00e9\t'
+    p = subprocess.run([os.path.join(bin_dir, "tessera-busctl"), "publish", "-b",
+                        stack["KAFKA_BOOTSTRAP"], "-t", "tessera.audit.v1", "-T",
+                        "tessera.v1.ApiAccess", "-k", marker,
+                        json.dumps({"method": "GET", "path": path, "request_id": marker,
+                                    "user_id": "NULL", "status": 200})],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert wait_until(lambda: access_log_rows(stack, marker) == 1, 30), "never stored"
+    row = psql(stack, "SELECT path || '|' || user_id || '|' || (user_id IS NULL)::text"
+                      f" FROM auth.access_log WHERE request_id = '{marker}'")
+    assert row == path + "|NULL|false"
+
+
 def test_replayed_event_is_stored_once(stack, tmp_path):
     """At-least-once delivery, exactly-once effect: the same envelope twice."""
     boot = stack["KAFKA_BOOTSTRAP"]

@@ -1,0 +1,344 @@
+/* test_kbus_batch.c: kbus's batch mode (kbus_consume_batch, libcommon/kbus_batch.c)
+ * against librdkafka's in-process mock cluster (the one tessera-devbus hosts):
+ * batches are gathered, an undecodable record in the middle of a batch goes
+ * to the DLQ without reaching the handler, a handler that fails on one
+ * message gets the batch again one by one so that only that message is
+ * dead-lettered, and the group's committed offset ends past every record. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "libcommon/envelope.h"
+#include "libcommon/kbus.h"
+#include "tessera/v1/audit.pb-c.h"
+
+#include <librdkafka/rdkafka.h>
+#include <librdkafka/rdkafka_mock.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define N_RECORDS 10
+
+typedef struct fixture {
+    rd_kafka_t *host;
+    rd_kafka_mock_cluster_t *mc;
+    const char *bootstrap;
+    kbus *bus;
+} fixture;
+
+/* What the handler saw. */
+typedef struct seen {
+    pthread_mutex_t mu;
+    int calls, max_n;
+    int single[N_RECORDS]; /* times record i came alone (n = 1) */
+    int total[N_RECORDS];  /* times record i came at all */
+    int done[N_RECORDS];   /* times record i was in a call that returned DONE */
+} seen;
+
+static void quiet_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
+{
+    (void)rk, (void)level, (void)fac, (void)buf;
+}
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof(*f));
+    char errstr[256];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    rd_kafka_conf_set_log_cb(conf, quiet_log);
+    f->host = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
+    assert_non_null(f->host);
+    f->mc = rd_kafka_mock_cluster_new(f->host, 1);
+    assert_non_null(f->mc);
+    assert_int_equal(rd_kafka_mock_topic_create(f->mc, "t.batch", 1, 1), 0);
+    assert_int_equal(rd_kafka_mock_topic_create(f->mc, KBUS_TOPIC_DLQ, 1, 1), 0);
+    f->bootstrap = rd_kafka_mock_cluster_bootstraps(f->mc);
+    ts_err err = {{0}};
+    kbus_opts o = {.bootstrap = f->bootstrap,
+                   .service = "test",
+                   .instance = "1",
+                   .max_attempts = 2,
+                   .retry_backoff_ms = 10,
+                   .fetch_wait_ms = 10};
+    f->bus = kbus_new(&o, &err);
+    assert_non_null(f->bus);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    kbus_close(f->bus, 1000);
+    rd_kafka_mock_cluster_destroy(f->mc);
+    rd_kafka_destroy(f->host);
+    free(f);
+    return 0;
+}
+
+/* Record i is an ApiAccess whose path is "/<i>", or "/poison" or "/flaky";
+ * garbage is not an envelope at all. */
+static void produce(fixture *f, int i, const char *path, bool garbage)
+{
+    ts_err err = {{0}};
+    char p[32];
+    snprintf(p, sizeof(p), "/%d", i);
+    if (garbage) {
+        static const char junk[] = "\xff\xff\xff not an envelope";
+        assert_true(kbus_produce_raw(f->bus, "t.batch", "k", junk, sizeof(junk) - 1, &err));
+        return;
+    }
+    Tessera__V1__ApiAccess a = TESSERA__V1__API_ACCESS__INIT;
+    a.method = "GET";
+    a.path = path ? (char *)path : p;
+    a.request_id = p + 1; /* the index, whatever the path */
+    size_t len = 0;
+    uint8_t *buf = envelope_pack(&a.base, "test/1", NULL, NULL, &len);
+    assert_true(kbus_produce_raw(f->bus, "t.batch", "k", buf, len, &err));
+    free(buf);
+}
+
+static void produce_records(fixture *f, int garbage_at, int poison_at, int flaky_at)
+{
+    for (int i = 0; i < N_RECORDS; i++)
+        produce(f, i,
+                i == poison_at  ? "/poison"
+                : i == flaky_at ? "/flaky"
+                                : NULL,
+                i == garbage_at);
+    assert_true(kbus_flush(f->bus, 5000));
+}
+
+/* Every call is recorded; a batch holding "/poison" is rejected and one
+ * holding "/flaky" asks for a retry, whatever its size. */
+static kbus_result handler(const kbus_msg *msgs, size_t n, void *ctx, ts_err *reason)
+{
+    seen *s = ctx;
+    kbus_result r = KBUS_DONE;
+    int idx_of[256];
+    assert_true(n <= 256);
+    pthread_mutex_lock(&s->mu);
+    s->calls++;
+    if ((int)n > s->max_n) s->max_n = (int)n;
+    for (size_t i = 0; i < n; i++) {
+        ts_err err = {{0}};
+        ProtobufCMessage *m =
+            envelope_payload(msgs[i].env, &tessera__v1__api_access__descriptor, &err);
+        assert_non_null(m);
+        Tessera__V1__ApiAccess *a = (Tessera__V1__ApiAccess *)m;
+        int idx = atoi(a->request_id);
+        assert_in_range(idx, 0, N_RECORDS - 1);
+        assert_int_equal(msgs[i].offset, idx); /* one partition: offset = index */
+        idx_of[i] = idx;
+        s->total[idx]++;
+        if (n == 1) s->single[idx]++;
+        if (strcmp(a->path, "/poison") == 0) {
+            ts_err_set(reason, "poison record");
+            r = KBUS_REJECT;
+        } else if (strcmp(a->path, "/flaky") == 0 && r == KBUS_DONE) {
+            ts_err_set(reason, "flaky record");
+            r = KBUS_RETRY;
+        }
+        protobuf_c_message_free_unpacked(m, NULL);
+    }
+    if (r == KBUS_DONE)
+        for (size_t i = 0; i < n; i++)
+            s->done[idx_of[i]]++;
+    pthread_mutex_unlock(&s->mu);
+    return r;
+}
+
+/* Wait (up to 30 s) until handled + dead-lettered reach want. */
+static void wait_settled(fixture *f, uint64_t handled, uint64_t dead)
+{
+    kbus_stats st;
+    for (int i = 0; i < 300; i++) {
+        kbus_get_stats(f->bus, &st);
+        if (st.handled >= handled && st.dead_lettered >= dead) break;
+        usleep(100 * 1000);
+    }
+    kbus_get_stats(f->bus, &st);
+    assert_int_equal(st.handled, handled);
+    assert_int_equal(st.dead_lettered, dead);
+}
+
+/* The offset the group committed on t.batch partition 0. */
+static int64_t committed(fixture *f, const char *group)
+{
+    char errstr[256];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    rd_kafka_conf_set_log_cb(conf, quiet_log);
+    assert_int_equal(
+        rd_kafka_conf_set(conf, "bootstrap.servers", f->bootstrap, errstr, sizeof(errstr)),
+        RD_KAFKA_CONF_OK);
+    assert_int_equal(rd_kafka_conf_set(conf, "group.id", group, errstr, sizeof(errstr)),
+                     RD_KAFKA_CONF_OK);
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
+    assert_non_null(rk);
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(l, "t.batch", 0);
+    assert_int_equal(rd_kafka_committed(rk, l, 5000), 0);
+    int64_t off = l->elems[0].offset;
+    rd_kafka_topic_partition_list_destroy(l);
+    rd_kafka_destroy(rk);
+    return off;
+}
+
+/* The last value of header name in the DLQ record (static buffer). */
+static const char *hdr(rd_kafka_message_t *m, const char *name)
+{
+    static char buf[1100];
+    rd_kafka_headers_t *h = NULL;
+    const void *v;
+    size_t n;
+    assert_int_equal(rd_kafka_message_headers(m, &h), 0);
+    if (rd_kafka_header_get_last(h, name, &v, &n) != RD_KAFKA_RESP_ERR_NO_ERROR) return "";
+    if (n >= sizeof(buf)) n = sizeof(buf) - 1;
+    memcpy(buf, v, n);
+    buf[n] = 0;
+    return buf;
+}
+
+/* Read want records from the DLQ; check each one's dlq.offset, the start of
+ * its dlq.reason and its dlq.attempts. */
+static void expect_dlq(fixture *f, int want, const int64_t *offsets, const char *const *reasons,
+                       const char *const *attempts)
+{
+    char errstr[256];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    rd_kafka_conf_set_log_cb(conf, quiet_log);
+    assert_int_equal(
+        rd_kafka_conf_set(conf, "bootstrap.servers", f->bootstrap, errstr, sizeof(errstr)),
+        RD_KAFKA_CONF_OK);
+    assert_int_equal(rd_kafka_conf_set(conf, "group.id", "dlq-reader", errstr, sizeof(errstr)),
+                     RD_KAFKA_CONF_OK);
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
+    assert_non_null(rk);
+    rd_kafka_poll_set_consumer(rk);
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(l, KBUS_TOPIC_DLQ, 0)->offset = RD_KAFKA_OFFSET_BEGINNING;
+    assert_int_equal(rd_kafka_assign(rk, l), 0);
+    rd_kafka_topic_partition_list_destroy(l);
+    int got = 0;
+    for (int tries = 0; got < want && tries < 100; tries++) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
+        if (!m) continue;
+        if (!m->err) {
+            assert_true(got < want);
+            char off[32];
+            snprintf(off, sizeof(off), "%lld", (long long)offsets[got]);
+            assert_string_equal(hdr(m, "dlq.topic"), "t.batch");
+            assert_string_equal(hdr(m, "dlq.offset"), off);
+            const char *reason = hdr(m, "dlq.reason");
+            if (strncmp(reason, reasons[got], strlen(reasons[got])) != 0)
+                fail_msg("dlq.reason \"%s\" does not start with \"%s\"", reason, reasons[got]);
+            assert_string_equal(hdr(m, "dlq.attempts"), attempts[got]);
+            got++;
+        }
+        rd_kafka_message_destroy(m);
+    }
+    assert_int_equal(got, want);
+    /* Nothing more arrives. */
+    rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 300);
+    assert_true(m == NULL || m->err);
+    if (m) rd_kafka_message_destroy(m);
+    rd_kafka_consumer_close(rk);
+    rd_kafka_destroy(rk);
+}
+
+/* Record 4 of 10 does not decode: the 9 others reach the handler exactly
+ * once, in batches (not one by one); record 4 is dead-lettered with
+ * attempts 0; the committed offset is 10. */
+static void test_undecodable_in_the_middle(void **state)
+{
+    fixture *f = *state;
+    produce_records(f, 4, -1, -1);
+    seen s = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    static const char *const topics[] = {"t.batch", NULL};
+    kbus_batch_opts o = {.max_messages = 100, .max_wait_ms = 300};
+    ts_err err = {{0}};
+    kbus_consumer *c = kbus_consume_batch(f->bus, "g.undecodable", topics, &o, handler, &s, &err);
+    assert_non_null(c);
+    wait_settled(f, N_RECORDS - 1, 1);
+    kbus_consumer_stop(c);
+    for (int i = 0; i < N_RECORDS; i++) {
+        assert_int_equal(s.total[i], i == 4 ? 0 : 1);
+        assert_int_equal(s.done[i], i == 4 ? 0 : 1);
+    }
+    assert_true(s.max_n > 1);
+    assert_true(s.calls < N_RECORDS - 1);
+    assert_int_equal(committed(f, "g.undecodable"), N_RECORDS);
+    static const int64_t offs[] = {4};
+    static const char *const reasons[] = {"undecodable: "};
+    static const char *const attempts[] = {"0"};
+    expect_dlq(f, 1, offs, reasons, attempts);
+}
+
+/* Record 3 is rejected and record 7 always asks for a retry: the batch fails,
+ * each record is handed alone, 8 are stored, record 3 is dead-lettered after
+ * one attempt and record 7 after kafka.max_attempts (2); the committed
+ * offset is 10. */
+static void test_handler_fails_on_one(void **state)
+{
+    fixture *f = *state;
+    produce_records(f, -1, 3, 7);
+    seen s = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    static const char *const topics[] = {"t.batch", NULL};
+    kbus_batch_opts o = {.max_messages = 100, .max_wait_ms = 300};
+    ts_err err = {{0}};
+    kbus_consumer *c = kbus_consume_batch(f->bus, "g.poison", topics, &o, handler, &s, &err);
+    assert_non_null(c);
+    wait_settled(f, N_RECORDS - 2, 2);
+    kbus_consumer_stop(c);
+    /* Each good record is stored once (in a batch, or alone after its batch
+     * failed); the two bad ones never; they were handed alone once and twice. */
+    for (int i = 0; i < N_RECORDS; i++)
+        assert_int_equal(s.done[i], i == 3 || i == 7 ? 0 : 1);
+    assert_int_equal(s.single[3], 1);
+    assert_int_equal(s.single[7], 2);
+    assert_true(s.total[3] > s.single[3]); /* it came in a batch first */
+    assert_true(s.max_n > 1);
+    assert_int_equal(committed(f, "g.poison"), N_RECORDS);
+    static const int64_t offs[] = {3, 7};
+    static const char *const reasons[] = {"rejected: poison record",
+                                          "retries exhausted after 2 attempts: flaky record"};
+    static const char *const attempts[] = {"1", "2"};
+    expect_dlq(f, 2, offs, reasons, attempts);
+}
+
+/* Bad arguments are refused with a message, nothing is started. */
+static void test_bad_options(void **state)
+{
+    fixture *f = *state;
+    static const char *const topics[] = {"t.batch", NULL};
+    ts_err err = {{0}};
+    seen s = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    kbus_batch_opts zero = {.max_messages = 0, .max_wait_ms = 10};
+    assert_null(kbus_consume_batch(f->bus, "g", topics, &zero, handler, &s, &err));
+    assert_non_null(strstr(err.msg, "batch"));
+    kbus_batch_opts huge = {.max_messages = KBUS_BATCH_MAX_MESSAGES + 1, .max_wait_ms = 10};
+    assert_null(kbus_consume_batch(f->bus, "g", topics, &huge, handler, &s, &err));
+    kbus_batch_opts neg = {.max_messages = 10, .max_wait_ms = -1};
+    assert_null(kbus_consume_batch(f->bus, "g", topics, &neg, handler, &s, &err));
+    kbus_batch_opts ok = {.max_messages = 10, .max_wait_ms = 10};
+    assert_null(kbus_consume_batch(f->bus, "g", topics, NULL, handler, &s, &err));
+    err.msg[0] = 0;
+    assert_null(kbus_consume_batch(f->bus, "g", topics, &ok, NULL, &s, &err));
+    assert_non_null(strstr(err.msg, "handler"));
+    assert_null(kbus_consume_batch(f->bus, "", topics, &ok, handler, &s, &err));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_undecodable_in_the_middle, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_handler_fails_on_one, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_options, setup, teardown),
+    };
+    return cmocka_run_group_tests_name("kbus_batch", tests, NULL, NULL);
+}
