@@ -419,6 +419,15 @@ static void test_malformed_requests(void **state)
     free(req);
     free(filler);
 
+    /* the header block the server promises to take (http_server.c, CONN_MEMORY_LIMIT) */
+    filler = repeat('h', 16 * 1024 - 100);
+    req = ts_asprintf("GET /hello/x HTTP/1.1\r\nHost: t\r\nConnection: close\r\nX-Big: %s\r\n\r\n",
+                      filler);
+    n = raw_exchange(g_port, req, strlen(req), buf, sizeof(buf));
+    assert_true(n > 12 && strncmp(buf, "HTTP/1.1 200", 12) == 0);
+    free(req);
+    free(filler);
+
     const char *bad_cl = "POST /size HTTP/1.1\r\nHost: t\r\nContent-Length: nope\r\n\r\n";
     n = raw_exchange(g_port, bad_cl, strlen(bad_cl), buf, sizeof(buf));
     assert_true(n == 0 || strncmp(buf, "HTTP/1.1 4", 10) == 0);
