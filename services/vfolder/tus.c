@@ -406,21 +406,23 @@ static bool _flush(patch *p, http_resp *resp)
     return true;
 }
 
-/* On a volume with XFS project quotas, the staged file joins the folder's
- * project: its bytes count against the folder's hard limit while they
- * arrive, and XFS lets it be renamed into the folder (a rename into a
- * project directory from outside the project is refused with EXDEV). */
+/* On XFS, the staged file joins the folder's project: its bytes count
+ * against the folder's hard limit while they arrive, and XFS lets it be
+ * renamed into the folder (a rename into a project directory from outside
+ * the project is refused with EXDEV, quotas mounted or not: a folder keeps
+ * its project when the volume is later mounted without prjquota). */
 static bool _join_project(patch *p, http_resp *resp)
 {
     const vf_volume *v = vf_volume_find(p->f.host);
-    if (!v || !v->xfs_quota) return true;
-    int root = vf_fs_open_root(p->f.host_path);
-    if (root < 0) {
-        vf_fs_problem(resp, root, "upload", "");
+    if (!v || strcmp(v->fs_type, "xfs") != 0) return true;
+    /* Not vf_fs_open_root: the ioctl needs a real descriptor, not O_PATH. */
+    int dir = open(p->f.host_path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dir < 0) {
+        vf_fs_problem(resp, -errno, "upload", "");
         return false;
     }
-    uint32_t projid = vf_xfs_project_of(root);
-    close(root);
+    uint32_t projid = vf_xfs_project_of(dir);
+    close(dir);
     ts_err err = {{0}};
     if (vf_xfs_project_adopt(p->fd, projid, &err)) return true;
     TLOG_ERROR("upload staging", "upload=%s vfolder=%s error=\"%s\"", p->t.id, p->f.id, err.msg);

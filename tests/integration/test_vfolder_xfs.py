@@ -41,6 +41,7 @@ IMAGE_SIZE = 320 * MIB  # mkfs.xfs refuses file systems under 300 MB
 # struct fsxattr (linux/fs.h): xflags, extsize, nextents, projid, cowextsize, pad[8]
 FSXATTR = struct.Struct("=IIIII8s")
 FS_IOC_FSGETXATTR = 0x801C581F  # _IOR('X', 31, struct fsxattr)
+FS_IOC_FSSETXATTR = 0x401C5820  # _IOW('X', 32, struct fsxattr)
 FS_XFLAG_PROJINHERIT = 0x00000200
 
 _n = [0]
@@ -69,6 +70,18 @@ def project_of(path):
         os.close(fd)
     xflags, _, _, projid, _, _ = FSXATTR.unpack(buf)
     return projid, bool(xflags & FS_XFLAG_PROJINHERIT)
+
+
+def set_project(path, projid):
+    """Give a directory a project id and the inherit flag (as a prjquota mount left it)."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        xflags, extsize, nextents, _, cow, pad = FSXATTR.unpack(
+            fcntl.ioctl(fd, FS_IOC_FSGETXATTR, bytes(FSXATTR.size)))
+        fcntl.ioctl(fd, FS_IOC_FSSETXATTR,
+                    FSXATTR.pack(xflags | FS_XFLAG_PROJINHERIT, extsize, nextents, projid, cow, pad))
+    finally:
+        os.close(fd)
 
 
 def free_port():
@@ -314,6 +327,21 @@ def test_plain_xfs_is_not_fenced_but_accounted(plain):
     assert plain.user.vf("DELETE", f"/folders/{f['id']}").status_code == 204
     ok(plain.user.vf("POST", "/folders/purge", {"vfolder_id": f["id"]}), 200, 204)
     assert not os.path.exists(plain.trash(f)) and not os.path.exists(plain.disk(f))
+
+
+def test_plain_xfs_upload_into_a_folder_that_kept_its_project(plain):
+    """A folder made a project under prjquota keeps it when the volume is
+    mounted without: XFS still refuses renames into it from outside the
+    project (EXDEV), so an upload's staged file must join the project."""
+    f = ok(plain.user.vf("POST", "/folders", {"name": fresh("kept"), "host": "xfs"}), 201)
+    set_project(plain.disk(f), 4242)
+    os.mkdir(os.path.join(plain.disk(f), "sub"))
+    data = os.urandom(MIB)
+    for path in ("a.bin", "sub/b.bin"):
+        _, r = upload(plain.user, f, path, data)
+        assert r.status_code == 204, r.text
+        assert project_of(os.path.join(plain.disk(f), path))[0] == 4242
+    assert plain.staging() == []
 
 
 # ---- XFS with prjquota; in order: one folder goes through its life -------------------------
