@@ -622,8 +622,7 @@ void vf_h_clone(http_req *req, http_resp *resp, void *ctx)
      * project quotas the copy itself would hit the project's limit). */
     int64_t src_bytes = 0;
     ts_err du_err = {{0}};
-    if (nf.quota > 0 && vf_volume_du(src.host_path, &src_bytes, &du_err) &&
-        src_bytes > nf.quota) {
+    if (nf.quota > 0 && vf_volume_du(src.host_path, &src_bytes, &du_err) && src_bytes > nf.quota) {
         http_problem(resp, 412, "quota-exceeded", "Quota Exceeded",
                      "vfolder %s holds %" PRId64 " bytes, more than the clone's quota %" PRId64,
                      src.name, src_bytes, nf.quota);
