@@ -11,7 +11,7 @@ libarchive-dev libsystemd-dev
 postgresql redis-server docker-registry runc containernetworking-plugins
 prometheus kcat nginx wrk
 python3 python3-pytest python3-requests
-systemd curl iproute2 procps
+systemd curl iproute2 procps xfsprogs
 busybox-static mmdebstrap"
 
 # missing: print the packages from $PKGS that are not fully installed.

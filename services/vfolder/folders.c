@@ -618,6 +618,16 @@ void vf_h_clone(http_req *req, http_resp *resp, void *ctx)
                      "your policies do not allow creating vfolders on host %s", nf.host);
         goto out;
     }
+    /* Past the clone's own quota: refused before copying (on XFS with
+     * project quotas the copy itself would hit the project's limit). */
+    int64_t src_bytes = 0;
+    ts_err du_err = {{0}};
+    if (nf.quota > 0 && vf_volume_du(src.host_path, &src_bytes, &du_err) && src_bytes > nf.quota) {
+        http_problem(resp, 412, "quota-exceeded", "Quota Exceeded",
+                     "vfolder %s holds %" PRId64 " bytes, more than the clone's quota %" PRId64,
+                     src.name, src_bytes, nf.quota);
+        goto out;
+    }
     if (!_insert_folder(s, resp, &c, &nf, &f)) goto out;
     ts_err err = {{0}};
     int64_t bytes = 0;

@@ -7,6 +7,8 @@
 #include "libcommon/pgjson.h"
 #include "quota.h"
 #include "transfer.h"
+#include "volumes.h"
+#include "xfs_quota.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -404,6 +406,30 @@ static bool _flush(patch *p, http_resp *resp)
     return true;
 }
 
+/* On XFS, the staged file joins the folder's project: its bytes count
+ * against the folder's hard limit while they arrive, and XFS lets it be
+ * renamed into the folder (a rename into a project directory from outside
+ * the project is refused with EXDEV, quotas mounted or not: a folder keeps
+ * its project when the volume is later mounted without prjquota). */
+static bool _join_project(patch *p, http_resp *resp)
+{
+    const vf_volume *v = vf_volume_find(p->f.host);
+    if (!v || strcmp(v->fs_type, "xfs") != 0) return true;
+    /* Not vf_fs_open_root: the ioctl needs a real descriptor, not O_PATH. */
+    int dir = open(p->f.host_path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dir < 0) {
+        vf_fs_problem(resp, -errno, "upload", "");
+        return false;
+    }
+    uint32_t projid = vf_xfs_project_of(dir);
+    close(dir);
+    ts_err err = {{0}};
+    if (vf_xfs_project_adopt(p->fd, projid, &err)) return true;
+    TLOG_ERROR("upload staging", "upload=%s vfolder=%s error=\"%s\"", p->t.id, p->f.id, err.msg);
+    http_problem(resp, 500, "internal-server-error", NULL, "upload staging: %s", err.msg);
+    return false;
+}
+
 static void *patch_begin(http_req *req, http_resp *resp, void *ctx)
 {
     svc *s = ctx;
@@ -458,6 +484,7 @@ static void *patch_begin(http_req *req, http_resp *resp, void *ctx)
                      "another PATCH of this upload is in progress");
         return p;
     }
+    if (!_join_project(p, resp)) return p;
     struct stat st;
     if (fstat(p->fd, &st) != 0) {
         vf_fs_problem(resp, -errno, "upload staging", "");

@@ -1,26 +1,23 @@
 /* volumes.c: volumes by name and path, folder directories, trash, purge,
- * clone, capacity, and XFS project quotas where the file system has them
- * (see volumes.h). */
+ * clone, capacity; the XFS project of a folder with a quota where the file
+ * system has them (xfs_quota.c; see volumes.h). */
 #include "volumes.h"
 
 #include "libcommon/log.h"
+#include "xfs_quota.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <ftw.h>
-#include <linux/dqblk_xfs.h>
-#include <linux/fs.h>
 #include <linux/magic.h>
-#include <linux/quota.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #define VF_MAX_VOLUMES 32
@@ -98,19 +95,7 @@ static void _probe_fs(vf_volume *v)
     default:
         break;
     }
-    v->xfs_quota = false;
-#ifdef SYS_quotactl_fd
-    if (strcmp(v->fs_type, "xfs") == 0) {
-        /* Project quota accounting and enforcement must be on (mounted with prjquota). */
-        int fd = open(v->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        struct fs_quota_stat qs;
-        memset(&qs, 0, sizeof(qs));
-        if (fd >= 0 && syscall(SYS_quotactl_fd, fd, QCMD(Q_XGETQSTAT, PRJQUOTA), 0, &qs) == 0 &&
-            (qs.qs_flags & FS_QUOTA_PDQ_ENFD))
-            v->xfs_quota = true;
-        if (fd >= 0) close(fd);
-    }
-#endif
+    v->xfs_quota = strcmp(v->fs_type, "xfs") == 0 && vf_xfs_quota_enforced(v->path);
 }
 
 bool vf_volumes_init(const char *spec, const char *default_host, ts_err *err)
@@ -195,44 +180,6 @@ void vf_volume_trash_path(const vf_volume *v, const char *id, char *out)
     snprintf(out, VF_PATH_MAX, "%s/.trash/%s", v->path, id);
 }
 
-/* XFS project quota on dir: project id from the folder id, inherit flag,
- * hard block limit. Best effort (logged). */
-static void _xfs_quota(const vf_volume *v, const char *dir, const char *id, int64_t quota_bytes)
-{
-#ifdef SYS_quotactl_fd
-    if (!v->xfs_quota || quota_bytes <= 0) return;
-    uint32_t projid =
-        (uint32_t)strtoul((char[9]){id[0], id[1], id[2], id[3], id[4], id[5], id[6], id[7], 0},
-                          NULL, 16) |
-        1u;
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return;
-    struct fsxattr fa;
-    bool ok = ioctl(fd, FS_IOC_FSGETXATTR, &fa) == 0;
-    if (ok) {
-        fa.fsx_projid = projid;
-        fa.fsx_xflags |= FS_XFLAG_PROJINHERIT;
-        ok = ioctl(fd, FS_IOC_FSSETXATTR, &fa) == 0;
-    }
-    if (ok) {
-        struct fs_disk_quota dq;
-        memset(&dq, 0, sizeof(dq));
-        dq.d_version = FS_DQUOT_VERSION;
-        dq.d_id = projid;
-        dq.d_flags = FS_PROJ_QUOTA;
-        dq.d_fieldmask = FS_DQ_BHARD | FS_DQ_BSOFT;
-        dq.d_blk_hardlimit = dq.d_blk_softlimit = (uint64_t)(quota_bytes + 511) / 512;
-        ok = syscall(SYS_quotactl_fd, fd, QCMD(Q_XSETQLIM, PRJQUOTA), projid, &dq) == 0;
-    }
-    if (!ok)
-        TLOG_WARN("xfs project quota not set", "vfolder=%s host=%s error=\"%s\"", id, v->name,
-                  strerror(errno));
-    close(fd);
-#else
-    (void)v, (void)dir, (void)id, (void)quota_bytes;
-#endif
-}
-
 bool vf_volume_create_dir(const vf_volume *v, const char *id, int64_t quota_bytes, ts_err *err)
 {
     char dir[VF_PATH_MAX];
@@ -249,7 +196,20 @@ bool vf_volume_create_dir(const vf_volume *v, const char *id, int64_t quota_byte
      * as Backend.AI's agent expects (ownership is fixed up at mount time). */
     if (chmod(dir, 0777) != 0)
         TLOG_WARN("chmod failed", "path=%s error=\"%s\"", dir, strerror(errno));
-    _xfs_quota(v, dir, id, quota_bytes);
+    if (!v->xfs_quota || quota_bytes <= 0) return true;
+    /* The fence: an XFS project with the folder's quota as its hard limit. */
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    uint32_t projid = 0;
+    bool ok = fd >= 0 && vf_xfs_project_create(fd, id, quota_bytes, &projid, err);
+    if (fd < 0) ts_err_set(err, "open %s: %s", dir, strerror(errno));
+    if (fd >= 0) close(fd);
+    if (!ok) {
+        ts_err_prefix(err, "XFS project quota of %s", dir);
+        (void)rmdir(dir);
+        return false;
+    }
+    TLOG_INFO("xfs project quota set", "vfolder=%s host=%s project=%u bytes=%" PRId64, id, v->name,
+              projid, quota_bytes);
     return true;
 }
 
@@ -316,13 +276,34 @@ static bool _rm_tree(const char *path, ts_err *err)
     return true;
 }
 
+/* Remove the tree at path; then the limits of its XFS project, if it was one. */
+static bool _rm_folder_tree(const vf_volume *v, const char *path, ts_err *err)
+{
+    uint32_t projid = 0;
+    if (v->xfs_quota) {
+        int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd >= 0) {
+            projid = vf_xfs_project_of(fd);
+            close(fd);
+        }
+    }
+    if (!_rm_tree(path, err)) return false;
+    if (projid == 0) return true;
+    int fd = open(v->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    bool ok = fd >= 0 && vf_xfs_project_drop(fd, projid, err);
+    if (fd < 0) ts_err_set(err, "open %s: %s", v->path, strerror(errno));
+    if (fd >= 0) close(fd);
+    if (!ok) ts_err_prefix(err, "drop XFS project %u", projid);
+    return ok;
+}
+
 bool vf_volume_purge(const vf_volume *v, const char *id, ts_err *err)
 {
     char p[VF_PATH_MAX];
     vf_volume_trash_path(v, id, p);
-    if (!_rm_tree(p, err)) return false;
+    if (!_rm_folder_tree(v, p, err)) return false;
     vf_volume_folder_path(v, id, p);
-    return _rm_tree(p, err);
+    return _rm_folder_tree(v, p, err);
 }
 
 /* Copy the directory open as sfd into dfd (both O_DIRECTORY), recursively,

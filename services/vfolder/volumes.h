@@ -1,9 +1,10 @@
 /* volumes.h: the volumes (storage hosts) tessera-vfolder keeps folders on,
  * from vfolder.volumes ("name:path[,name:path]"): any POSIX file system. A
  * folder lives in <volume>/<id[0:2]>/<id[2:4]>/<id>; a trashed one in
- * <volume>/.trash/<id> until it is purged. Where the volume is XFS, the
- * folder directory also gets an XFS project quota (best effort: our own
- * accounting in quota.c is what refuses writes everywhere). */
+ * <volume>/.trash/<id> until it is purged. Where the volume is XFS with
+ * project quotas enforced, a folder with a quota of its own is also an XFS
+ * project (xfs_quota.h): the fence for writes that bypass the API; our own
+ * accounting in quota.c is what refuses API writes everywhere. */
 #ifndef VFOLDER_VOLUMES_H
 #define VFOLDER_VOLUMES_H
 
@@ -26,15 +27,17 @@ const vf_volume *vf_volume_find(const char *name);
 void vf_volume_folder_path(const vf_volume *v, const char *id, char *out);
 void vf_volume_trash_path(const vf_volume *v, const char *id, char *out);
 
-/* Create the folder's directory (0755) with its parents; apply the XFS
- * project quota when the volume supports it and quota_bytes > 0. */
+/* Create the folder's directory (0777) with its parents; when the volume
+ * has XFS project quotas and quota_bytes > 0, make it a project with that
+ * hard limit (a failure removes the directory and fails the create). */
 bool vf_volume_create_dir(const vf_volume *v, const char *id, int64_t quota_bytes,
                           ts_err *err) TS_MUST_CHECK;
 /* Move the folder's directory to the trash (rename; a missing directory is fine). */
 bool vf_volume_trash(const vf_volume *v, const char *id, ts_err *err) TS_MUST_CHECK;
 /* Move it back from the trash. */
 bool vf_volume_restore(const vf_volume *v, const char *id, ts_err *err) TS_MUST_CHECK;
-/* Remove the trashed tree (and a live one left over); never follows symlinks. */
+/* Remove the trashed tree (and a live one left over); never follows
+ * symlinks. The folder's XFS project, if any, loses its limits. */
 bool vf_volume_purge(const vf_volume *v, const char *id, ts_err *err) TS_MUST_CHECK;
 /* Copy the tree of src_id into dst_id's new directory (files, directories,
  * symlinks as links; nothing outside the tree is followed). *bytes: the
