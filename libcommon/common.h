@@ -55,6 +55,9 @@ int64_t ts_now_wall_ms(void);
 /* A random (version 4) UUID in its 36-character text form plus NUL. */
 #define TS_UUID_STRLEN 37
 void ts_uuid4(char out[TS_UUID_STRLEN]);
+/* RFC 9562 version 7: the Unix time in ms first, then random bits, so ids made
+ * later sort later (B-tree inserts land at the right edge of an index). */
+void ts_uuid7(char out[TS_UUID_STRLEN]);
 bool ts_uuid_valid(const char *s);
 
 /* Copy with truncation, always NUL-terminated; returns strlen(src). */

@@ -17,7 +17,7 @@ uint8_t *envelope_pack(const ProtobufCMessage *payload, const char *producer,
     protobuf_c_message_pack(payload, pbuf);
 
     char event_id[TS_UUID_STRLEN];
-    ts_uuid4(event_id);
+    ts_uuid7(event_id); /* time-ordered: cheap to index where events are stored */
 
     Tessera__V1__Envelope env = TESSERA__V1__ENVELOPE__INIT;
     env.event_id = event_id;

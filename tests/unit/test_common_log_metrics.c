@@ -5,6 +5,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <time.h>
+
 #include "libcommon/common.h"
 #include "libcommon/log.h"
 #include "libcommon/metrics.h"
@@ -58,6 +60,32 @@ static void test_uuid4_shape_and_uniqueness(void **state)
     assert_false(ts_uuid_valid(NULL));
     assert_false(ts_uuid_valid("0123456789012345678901234567890123456"));
     assert_false(ts_uuid_valid("zzzzzzzz-zzzz-4zzz-8zzz-zzzzzzzzzzzz"));
+}
+
+static void test_uuid7_shape_and_order(void **state)
+{
+    (void)state;
+    char prev[TS_UUID_STRLEN], cur[TS_UUID_STRLEN];
+    int64_t before = ts_now_wall_ms();
+    ts_uuid7(prev);
+    assert_true(ts_uuid_valid(prev));
+    assert_int_equal(prev[14], '7');           /* version */
+    assert_non_null(strchr("89ab", prev[19])); /* variant */
+    /* the first 48 bits are the Unix time in ms */
+    char hex[13];
+    memcpy(hex, prev, 8);
+    memcpy(hex + 8, prev + 9, 4);
+    hex[12] = '\0';
+    int64_t ms = (int64_t)strtoll(hex, NULL, 16);
+    assert_true(ms >= before && ms <= ts_now_wall_ms());
+    /* later ids sort after earlier ones (compared as text, as an index does) */
+    for (int i = 0; i < 20; i++) {
+        struct timespec ts = {0, 1100000};
+        nanosleep(&ts, NULL);
+        ts_uuid7(cur);
+        assert_true(strcmp(cur, prev) > 0);
+        memcpy(prev, cur, sizeof(prev));
+    }
 }
 
 static void test_uuid4_differs_across_fork(void **state)
@@ -190,6 +218,7 @@ int main(void)
         cmocka_unit_test(test_err_truncates_safely),
         cmocka_unit_test(test_uuid4_shape_and_uniqueness),
         cmocka_unit_test(test_uuid4_differs_across_fork),
+        cmocka_unit_test(test_uuid7_shape_and_order),
         cmocka_unit_test(test_log_logfmt_line),
         cmocka_unit_test(test_log_levels),
         cmocka_unit_test(test_log_quote),
