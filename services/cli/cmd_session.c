@@ -246,6 +246,7 @@ static int sub_create(cli *c, const subcommand *self, int argc, char **argv)
         {"env", required_argument, NULL, 'e'},
         {"startup-command", required_argument, NULL, 'S'},
         {"mount", required_argument, NULL, 'm'},
+        {"port", required_argument, NULL, 'P'},
         {"enqueue-only", no_argument, NULL, 'E'},
         {"max-wait", required_argument, NULL, 'w'},
         {"reuse", no_argument, NULL, 'u'},
@@ -257,7 +258,7 @@ static int sub_create(cli *c, const subcommand *self, int argc, char **argv)
     bool enqueue_only = false, reuse = false;
     double max_wait = DEFAULT_MAX_WAIT_S;
     json_t *slots = json_object(), *env = json_object();
-    json_t *mounts = json_array(), *mount_map = json_object();
+    json_t *mounts = json_array(), *mount_map = json_object(), *pports = json_array();
     int opt, rc = CLI_OK;
     optind = 0;
     while ((opt = _next_opt(c, self, argc, argv, "n:t:g:r:e:m:h", longopts, &rc)) >= 0) {
@@ -301,6 +302,15 @@ static int sub_create(cli *c, const subcommand *self, int argc, char **argv)
         case 'm':
             rc = _parse_mount(self, optarg, mounts, mount_map);
             break;
+        case 'P': {
+            long port = strtol(optarg, &end, 10);
+            if (end == optarg || *end || port < 1024 || port > 65535)
+                rc =
+                    _usage(self, "--port needs a port number from 1024 to 65535, not '%s'", optarg);
+            else
+                json_array_append_new(pports, json_integer(port));
+            break;
+        }
         case 'E':
             enqueue_only = true;
             break;
@@ -321,6 +331,7 @@ static int sub_create(cli *c, const subcommand *self, int argc, char **argv)
         json_decref(env);
         json_decref(mounts);
         json_decref(mount_map);
+        json_decref(pports);
         return rc;
     }
 
@@ -337,6 +348,7 @@ static int sub_create(cli *c, const subcommand *self, int argc, char **argv)
     if (rgroup) json_object_set_new(config, "scaling_group", json_string(rgroup));
     if (json_array_size(mounts)) json_object_set(config, "mounts", mounts);
     if (json_object_size(mount_map)) json_object_set(config, "mount_map", mount_map);
+    if (json_array_size(pports)) json_object_set(config, "preopen_ports", pports);
     json_t *body =
         json_pack("{s:s, s:s, s:o}", "image", argv[optind], "name", name, "config", config);
     if (type) json_object_set_new(body, "type", json_string(type));
@@ -347,6 +359,7 @@ static int sub_create(cli *c, const subcommand *self, int argc, char **argv)
     if (reuse) json_object_set_new(body, "reuseIfExists", json_true());
     json_decref(slots);
     json_decref(env);
+    json_decref(pports);
     json_decref(mounts);
     json_decref(mount_map);
 
@@ -787,6 +800,8 @@ static const subcommand subcommands[] = {
      "  -e, --env NAME=VALUE         an environment variable (repeatable)\n"
      "      --startup-command CMD    the command a batch session runs\n"
      "  -m, --mount NAME[:PATH]      mount vfolder NAME at /home/work/NAME, or at PATH\n"
+     "      --port PORT              publish container port PORT (1024..65535) too: an app\n"
+     "                               named PORT (repeatable; config.preopen_ports)\n"
      "                               (under /home/work; relative to it) (repeatable)\n"
      "      --enqueue-only           return once queued, without waiting\n"
      "      --max-wait SECONDS       how long to wait for RUNNING (default 60)\n"

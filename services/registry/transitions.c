@@ -158,11 +158,27 @@ static const char kernels_sql[] =
     " s.mounts::text, s.startup_command, s.bootstrap_script, s.access_key, s.idle_timeout,"
     " coalesce(i.digest, ''), coalesce(i.labels->>'ai.backend.service-ports', ''), s.name,"
     " s.resource_group, s.user_id::text, coalesce(s.project_id::text, ''), s.domain_name,"
-    " k.generation"
+    " k.generation, s.preopen_ports::text"
     " FROM registry.kernels k JOIN registry.sessions s ON s.id = k.session_id"
     " LEFT JOIN registry.images i ON i.reference = s.image"
     " WHERE k.session_id = $1::uuid AND k.agent_id IS NOT NULL"
     " AND ($2::text IS NULL OR k.status = $2) ORDER BY k.cluster_idx";
+
+/* sessions.preopen_ports (a JSON list of ports) for CreateKernel. */
+static int32_t *preopen_of(arena *a, const char *text, size_t *n)
+{
+    *n = 0;
+    json_t *j = json_loads(text, 0, NULL);
+    int32_t *out = NULL;
+    if (json_is_array(j) && json_array_size(j) > 0) {
+        out = ar_alloc(a, sizeof(*out) * json_array_size(j));
+        size_t i;
+        json_t *v;
+        json_array_foreach(j, i, v) out[(*n)++] = (int32_t)json_integer_value(v);
+    }
+    json_decref(j);
+    return out;
+}
 
 static Tessera__V1__SessionType session_type(const char *t)
 {
@@ -274,6 +290,7 @@ bool tr_create_kernels(PGconn *conn, outbox *ob, const sess *s, const char *from
         m.access_key = PQgetvalue(r, i, 14);
         m.idle_timeout_s = atoi(PQgetvalue(r, i, 15));
         m.generation = atoi(PQgetvalue(r, i, 23));
+        m.preopen_ports = preopen_of(&a, PQgetvalue(r, i, 24), &m.n_preopen_ports);
         ob_agent_cmd(ob, m.agent_id, m.kernel_id, &m.base);
         json_decref(slots);
         json_decref(devs);

@@ -89,6 +89,52 @@ bool session_name_valid(const char *name)
     return true;
 }
 
+#define MAX_PREOPEN_PORTS 16
+
+/* config.preopen_ports: up to 16 distinct TCP ports (numbers, or digit strings
+ * as some clients send), 1024..65535: the agent publishes them. */
+static bool preopen_parse(json_t *config, json_t **out, http_resp *resp)
+{
+    *out = json_array();
+    json_t *pp = config ? json_object_get(config, "preopen_ports") : NULL;
+    if (!pp || json_is_null(pp)) return true;
+    if (!json_is_array(pp) || json_array_size(pp) > MAX_PREOPEN_PORTS)
+        return bad(resp, "config.preopen_ports", "must be a list of at most 16 ports");
+    size_t i;
+    json_t *v;
+    json_array_foreach(pp, i, v)
+    {
+        json_int_t port = -1;
+        if (json_is_integer(v)) {
+            port = json_integer_value(v);
+        } else if (json_is_string(v)) {
+            const char *t = json_string_value(v);
+            char *end;
+            long n = strtol(t, &end, 10);
+            if (*t && isdigit((unsigned char)*t) && !*end && strlen(t) <= 5) port = n;
+        }
+        if (port < 1024 || port > 65535) {
+            http_problem(resp, 400, "invalid-api-params", NULL,
+                         "\"config.preopen_ports\" item %zu: a port must be a number from 1024 to "
+                         "65535",
+                         i);
+            return false;
+        }
+        size_t j;
+        json_t *w;
+        json_array_foreach(*out, j, w)
+        {
+            if (json_integer_value(w) == port) {
+                http_problem(resp, 400, "invalid-api-params", NULL,
+                             "\"config.preopen_ports\": port %lld is named twice", (long long)port);
+                return false;
+            }
+        }
+        json_array_append_new(*out, json_integer(port));
+    }
+    return true;
+}
+
 static bool environ_valid(json_t *env, http_resp *resp)
 {
     if (!json_is_object(env)) return bad(resp, "config.environ", "must be an object");
@@ -211,6 +257,7 @@ bool create_req_parse(json_t *body, create_req *r, http_resp *resp)
     json_t *env = config ? json_object_get(config, "environ") : NULL;
     r->environ = env && !json_is_null(env) ? json_deep_copy(env) : json_object();
     if (!environ_valid(r->environ, resp)) return false;
+    if (!preopen_parse(config, &r->preopen_ports, resp)) return false;
     /* mounts: checked here, resolved by tessera-vfolder at create (mounts.h) */
     return mounts_parse(config, &r->mounts, &r->mount_map, resp);
 }
@@ -220,5 +267,6 @@ void create_req_free(create_req *r)
     json_decref(r->environ);
     json_decref(r->mounts);
     json_decref(r->mount_map);
-    r->environ = r->mounts = r->mount_map = NULL;
+    json_decref(r->preopen_ports);
+    r->environ = r->mounts = r->mount_map = r->preopen_ports = NULL;
 }

@@ -26,6 +26,7 @@ typedef struct create_req {
     json_t *environ;              /* {"K": "V"} (owned) */
     json_t *mounts;               /* config.mounts: distinct vfolder names (owned) */
     json_t *mount_map;            /* config.mount_map: {name: path}, keys in mounts (owned) */
+    json_t *preopen_ports;        /* config.preopen_ports: distinct ports (owned) */
     int cluster_size;
     int priority;
     bool enqueue_only, reuse;

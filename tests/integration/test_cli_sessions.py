@@ -49,7 +49,8 @@ def test_help_on_every_subcommand(bin_dir, tmp_path):
         ok(bin_dir, env, "session", sub, "-h")
     create = ok(bin_dir, env, "session", "create", "--help")
     for flag in ("--name", "--type", "--group", "--resource-group", "-r", "--env",
-                 "--startup-command", "--enqueue-only", "--max-wait", "--reuse"):
+                 "--startup-command", "--mount", "--port", "--enqueue-only", "--max-wait",
+                 "--reuse"):
         assert flag in create
     assert "--all" in ok(bin_dir, env, "session", "list", "--help")
     assert "--forced" in ok(bin_dir, env, "session", "destroy", "--help")
@@ -397,3 +398,24 @@ def test_admin_image(bin_dir, admin, image):
     fails(bin_dir, admin, "admin", "image", "get", image, status=404)
     reg = js(bin_dir, admin, "admin", "image", "register", image)
     assert reg["reference"] == image
+
+
+def test_preopen_ports_are_published(bin_dir, admin, image):
+    """--port (config.preopen_ports): published on host ports like the image's
+    own service ports, listed as apps named by the port."""
+    sname = name("pp")
+    r = run(bin_dir, admin, "session", "create", image, "--name", sname, "--port", "9100",
+            "--port", "9200", "--max-wait", "60", timeout=90)
+    try:
+        assert r.returncode == 0, (r.stdout, r.stderr)
+        ports = {p["name"]: p for p in js(bin_dir, admin, "session", "info", sname)["servicePorts"]}
+        for port in (9100, 9200):
+            assert ports[str(port)]["protocol"] == "preopen", ports
+            assert ports[str(port)]["container_ports"] == [port]
+            assert ports[str(port)]["host_ports"][0] > 0
+    finally:
+        quietly_destroy(bin_dir, admin, sname)
+    for bad in ("80", "x", "70000", ""):
+        r = run(bin_dir, admin, "session", "create", image, "--port", bad)
+        assert r.returncode == 2, (bad, r.stdout, r.stderr)
+        assert "--port needs a port number from 1024 to 65535" in r.stderr

@@ -179,6 +179,15 @@ def test_validation_reasons(reg):
             "cluster_size 2 exceeds the keypair resource policy's max_containers_per_session (1)")
     refused(body(name(), config={"scaling_group": "rgt", "mounts": ["no-such-folder"]}), 404,
             "vfolder no-such-folder not found")
+    for pp, text in ((80, "item 0: a port must be a number from 1024 to 65535"),
+                     ([9100, "x"], "item 1: a port must be a number from 1024 to 65535"),
+                     ([9100, "9100"], "port 9100 is named twice"),
+                     (list(range(2000, 2017)), "must be a list of at most 16 ports"),
+                     ([70000], "item 0: a port must be"), ([True], "item 0: a port must be")):
+        pp = pp if isinstance(pp, list) else [pp]
+        refused(body(name(), config={"scaling_group": "rgt", "preopen_ports": pp}), 400, text)
+    refused(body(name(), config={"scaling_group": "rgt", "preopen_ports": "9100"}), 400,
+            "must be a list of at most 16 ports")
     refused(body("bad name!"), 400, "\"name\" must be 1 to 64")
     refused(body(name(), type="nope"), 400, "\"type\" must be interactive, batch or inference")
     refused(body(name(), starts_at="2030-01-01T00:00:00Z"), 400,
