@@ -541,12 +541,34 @@ static void request_done(conn *c)
                                                                    : c->w->cfg->idle_timeout_ms);
 }
 
+/* Send the response head on: the app's own bytes (raw_end of uin) when they
+ * are fine as they are, else a rewritten head (canon: made CRLF, owned and
+ * freed here; with_cookie: the app cookie added) from c_extra, the raw head
+ * consumed from uin. */
+static void forward_head(conn *c, char *canon, size_t end, size_t raw_end, bool with_cookie)
+{
+    if (!canon && !with_cookie) {
+        c->dn_fwd = raw_end;
+        return;
+    }
+    const char *p = canon ? canon : c->uin.p + c->uin.rd;
+    size_t sl = with_cookie ? strlen(c->set_cookie) : 0;
+    char *h = ts_malloc(end + sl);
+    memcpy(h, p, end - 2);
+    if (sl) memcpy(h + end - 2, c->set_cookie, sl);
+    memcpy(h + end - 2 + sl, "\r\n", 2);
+    set_extra(&c->c_extra, &c->c_extra_len, &c->c_extra_off, h, end + sl);
+    buf_consume(&c->uin, raw_end);
+    free(canon);
+}
+
 static void try_response_head(conn *c)
 {
     if (c->dn != DN_HEAD || c->dn_fwd || c->c_extra) return;
     size_t len = buf_len(&c->uin);
     const char *p = c->uin.p + c->uin.rd;
-    size_t end = len ? h1_head_end(p, len, 0) : 0;
+    bool bare_lf = false;
+    size_t end = len ? h1_response_head_end(p, len, &bare_lf) : 0;
     if (end == 0) {
         if (len >= c->w->cfg->max_header)
             upstream_failed(c, 502, "response head too large");
@@ -556,9 +578,21 @@ static void try_response_head(conn *c)
         }
         return;
     }
+    /* A head with bare LF line ends goes on (parsed and sent) as CRLF. */
+    size_t raw_end = end;
+    char *canon = NULL;
+    if (bare_lf) {
+        canon = h1_head_crlf(p, raw_end, &end);
+        if (!canon) {
+            upstream_failed(c, 502, "out of memory");
+            return;
+        }
+        p = canon;
+    }
     h1_msg m;
     if (!h1_parse_response(p, end, c->req_head_method, &m)) {
         upstream_failed(c, 502, m.err_reason);
+        free(canon);
         return;
     }
     c->resp_started = true;
@@ -567,6 +601,7 @@ static void try_response_head(conn *c)
     if (m.status == 101) {
         if (!c->req_upgrade) {
             upstream_failed(c, 502, "101 without an upgrade request");
+            free(canon);
             return;
         }
         if (c->req_ws) {
@@ -575,10 +610,11 @@ static void try_response_head(conn *c)
                 memcmp(a->value, c->ws_accept, WSF_ACCEPT_LEN) != 0) {
                 c->resp_started = false;
                 upstream_failed(c, 502, "bad Sec-WebSocket-Accept from the app");
+                free(canon);
                 return;
             }
         }
-        c->dn_fwd = end;
+        forward_head(c, canon, end, raw_end, false);
         c->dn = DN_TUNNEL;
         c->up = UP_TUNNEL;
         c->deadline_kind = DL_NONE;
@@ -587,21 +623,11 @@ static void try_response_head(conn *c)
         return;
     }
     if (m.status < 200) {
-        c->dn_fwd = end; /* 100 Continue, 103 Early Hints: pass on, wait for the next */
+        forward_head(c, canon, end, raw_end, false); /* 100 Continue, 103: pass on, wait */
         c->resp_started = false;
         return;
     }
-    if (c->set_cookie) {
-        size_t sl = strlen(c->set_cookie);
-        char *h = ts_malloc(end + sl);
-        memcpy(h, p, end - 2);
-        memcpy(h + end - 2, c->set_cookie, sl);
-        memcpy(h + end - 2 + sl, "\r\n", 2);
-        set_extra(&c->c_extra, &c->c_extra_len, &c->c_extra_off, h, end + sl);
-        buf_consume(&c->uin, end);
-    } else {
-        c->dn_fwd = end;
-    }
+    forward_head(c, canon, end, raw_end, c->set_cookie != NULL);
     c->dn = DN_BODY;
     c->dn_body = m.body;
     c->resp_keepalive = m.keep_alive;

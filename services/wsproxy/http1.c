@@ -1,6 +1,7 @@
 /* http1.c: strict HTTP/1.1 head parsing and chunked decoding (http1.h). */
 #include "services/wsproxy/http1.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* RFC 9110 tchar. */
@@ -59,6 +60,43 @@ size_t h1_head_end(const char *buf, size_t len, size_t from)
         i++;
     }
     return 0;
+}
+
+size_t h1_response_head_end(const char *buf, size_t len, bool *bare_lf)
+{
+    *bare_lf = false;
+    size_t i = 0;
+    for (;;) {
+        const char *p = memchr(buf + i, '\n', len - i);
+        if (!p) return 0;
+        size_t lf = (size_t)(p - buf);
+        if (lf == 0 || buf[lf - 1] != '\r') *bare_lf = true;
+        /* the line after this LF is empty: "\n" or "\r\n" */
+        if (lf + 1 < len && buf[lf + 1] == '\n') {
+            *bare_lf = true;
+            return lf + 2;
+        }
+        if (lf + 2 < len && buf[lf + 1] == '\r' && buf[lf + 2] == '\n') return lf + 3;
+        if (lf + 2 >= len) return 0;
+        i = lf + 1;
+    }
+}
+
+char *h1_head_crlf(const char *buf, size_t len, size_t *out_len)
+{
+    size_t extra = 0;
+    for (size_t i = 0; i < len; i++)
+        extra += buf[i] == '\n' && (i == 0 || buf[i - 1] != '\r');
+    char *out = malloc(len + extra + 1); /* no libcommon here: tessera-term links this file */
+    if (!out) return NULL;
+    size_t o = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (buf[i] == '\n' && (i == 0 || buf[i - 1] != '\r')) out[o++] = '\r';
+        out[o++] = buf[i];
+    }
+    out[o] = '\0';
+    *out_len = o;
+    return out;
 }
 
 const h1_header *h1_find(const h1_msg *m, const char *name)

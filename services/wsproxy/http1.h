@@ -69,6 +69,15 @@ typedef struct h1_msg {
  * there. from: where an earlier search stopped (the caller keeps it; 0 first). */
 size_t h1_head_end(const char *buf, size_t len, size_t from);
 
+/* Responses only (RFC 9112 2.2: a recipient may take a bare LF as a line
+ * end; nginx does, and apps such as busybox httpd's CGI send them): where a
+ * response head ends, the first empty line whether its lines end in CRLF or
+ * LF, or 0 when not yet there; *bare_lf: some line ends in a bare LF. */
+size_t h1_response_head_end(const char *buf, size_t len, bool *bare_lf);
+/* The head with every bare LF made CRLF (heap, *out_len set; NULL when out of
+ * memory), for the strict parser and the client. */
+char *h1_head_crlf(const char *buf, size_t len, size_t *out_len);
+
 /* Whether the bytes of an incomplete request head can no longer become a
  * valid request line (garbage, a bad method or target): reject at once
  * instead of waiting for the header timeout. */

@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include <stdlib.h>
+
 #include <stdio.h>
 #include <string.h>
 
@@ -36,6 +38,47 @@ static void test_head_end(void **state)
     /* resumable from where the last search stopped */
     assert_int_equal(h1_head_end(t, strlen(t), 25), strlen(t) - 4);
     assert_int_equal(h1_head_end("\r\n\r", 3, 0), 0);
+}
+
+/* Responses may end lines in a bare LF (busybox httpd's CGI does); they are
+ * found, made CRLF and then parsed strictly. Requests stay strict. */
+static void test_response_bare_lf(void **state)
+{
+    (void)state;
+    bool lf;
+    const char *crlf = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+    assert_int_equal(h1_response_head_end(crlf, strlen(crlf), &lf), strlen(crlf) - 2);
+    assert_false(lf);
+    const char *mixed = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\n\n300\r\n\r\n";
+    size_t end = h1_response_head_end(mixed, strlen(mixed), &lf);
+    assert_int_equal(end, strlen("HTTP/1.1 200 OK\r\nContent-Type: text/plain\n\n"));
+    assert_true(lf);
+    size_t n;
+    char *c = h1_head_crlf(mixed, end, &n);
+    assert_string_equal(c, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n");
+    assert_int_equal(n, strlen(c));
+    h1_msg m;
+    assert_true(h1_parse_response(c, n, false, &m));
+    assert_int_equal(m.status, 200);
+    assert_int_equal(m.body, H1_BODY_UNTIL_CLOSE);
+    free(c);
+    const char *lf_only = "HTTP/1.0 404 Not Found\nContent-Length: 0\n\n";
+    end = h1_response_head_end(lf_only, strlen(lf_only), &lf);
+    assert_int_equal(end, strlen(lf_only));
+    c = h1_head_crlf(lf_only, end, &n);
+    assert_true(h1_parse_response(c, n, false, &m));
+    assert_int_equal(m.status, 404);
+    free(c);
+    /* not complete yet */
+    assert_int_equal(h1_response_head_end("HTTP/1.1 200 OK\n", 16, &lf), 0);
+    assert_int_equal(h1_response_head_end("HTTP/1.1 200 OK\r\n\r", 19, &lf), 0);
+    assert_int_equal(h1_response_head_end("", 0, &lf), 0);
+    /* a bare CR stays refused after the rewrite */
+    const char *cr = "HTTP/1.1 200 OK\rX: y\n\n";
+    end = h1_response_head_end(cr, strlen(cr), &lf);
+    c = h1_head_crlf(cr, end, &n);
+    assert_false(h1_parse_response(c, n, false, &m));
+    free(c);
 }
 
 static void test_simple_request(void **state)
@@ -302,7 +345,7 @@ int main(void)
         cmocka_unit_test(test_upgrade),          cmocka_unit_test(test_smuggling),
         cmocka_unit_test(test_too_many_headers), cmocka_unit_test(test_responses),
         cmocka_unit_test(test_chunked),          cmocka_unit_test(test_lists),
-        cmocka_unit_test(test_early_garbage),
+        cmocka_unit_test(test_early_garbage),    cmocka_unit_test(test_response_bare_lf),
     };
     return cmocka_run_group_tests_name("wsproxy_http1", tests, NULL, NULL);
 }
