@@ -285,7 +285,8 @@ bool agent_start(svc *s, ts_err *err)
                     .mem_override_bytes = c->mem,
                     .mem_reserve_bytes = c->mem_reserve,
                     .mock_gpus = (int)c->mock_gpus,
-                    .mock_gpu_memory = c->mock_gpu_memory};
+                    .mock_gpu_memory = c->mock_gpu_memory,
+                    .agent_id = a->id};
     if (!node_detect(&no, &a->node, err)) return false;
     char slots[256];
     TLOG_INFO("node resources", "cpus=%d mem=%lld capacity=\"%s\" gpus=%d gpu_note=\"%s\"",

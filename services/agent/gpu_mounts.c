@@ -133,6 +133,7 @@ bool gpu_host_init(gpu_host *h, const gpu_host_opts *o, ts_err *err)
     for (int i = 0; i < o->n_devices; i++) {
         const node_device *d = &o->devices[i];
         h->device_ids[i] = ts_strdup(d->id);
+        h->uuids[i] = ts_strdup(d->uuid);
         int minor = d->mock ? -1 : _minor_of(proc, d->bus_id);
         h->minors[i] = minor >= 0 ? minor : atoi(d->id); /* no procfs entry: the ordinal */
     }
@@ -148,14 +149,48 @@ void gpu_host_free(gpu_host *h)
 {
     free(h->shim_path);
     free(h->dev_dir);
-    for (int i = 0; i < h->n_devices; i++)
+    for (int i = 0; i < h->n_devices; i++) {
         free(h->device_ids[i]);
+        free(h->uuids[i]);
+    }
     for (int i = 0; i < h->n_driver_libs; i++)
         free(h->driver_libs[i]);
     memset(h, 0, sizeof(*h));
 }
 
+const char *gpu_host_uuid(const gpu_host *h, const char *device_id)
+{
+    for (int i = 0; h && i < h->n_devices; i++)
+        if (!strcmp(h->device_ids[i], device_id)) return h->uuids[i][0] ? h->uuids[i] : NULL;
+    return NULL;
+}
+
 /* ---- per kernel ------------------------------------------------------------------------ */
+
+bool gpu_shim_conf_write(const char *path, const gpu_shim_conf *c, ts_err *err)
+{
+    bool all_uuids = c->n_uuids > 0;
+    for (int i = 0; i < c->n_uuids; i++)
+        all_uuids = all_uuids && c->uuids[i] && c->uuids[i][0];
+    FILE *f = fopen(path, "w");
+    bool ok = f != NULL;
+    if (f) {
+        fprintf(f, "# written by tessera-agent for kernel %s\n", c->kernel_id);
+        if (c->mem_limit && c->mem_limit[0]) fprintf(f, "mem_limit = %s\n", c->mem_limit);
+        fprintf(f, "compute_share = %.2f\n", c->compute_share);
+        fprintf(f, "shared_dir = %s\n", GPU_SHARED_DIR);
+        if (all_uuids) {
+            fputs("visible_uuids = ", f);
+            for (int i = 0; i < c->n_uuids; i++)
+                fprintf(f, "%s%s", i ? "," : "", c->uuids[i]);
+            fputc('\n', f);
+        }
+        ok = !ferror(f);
+        ok = fclose(f) == 0 && ok;
+    }
+    if (!ok) ts_err_set(err, "write %s: %s", path, strerror(errno));
+    return ok;
+}
 
 bool gpu_kernel_prepare(const gpu_host *h, const char *kernel_dir, const char *const *device_ids,
                         int n_ids, kernel_gpu *out, ts_err *err)

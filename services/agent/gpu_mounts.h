@@ -7,7 +7,10 @@
  * each GPU (/proc/driver/nvidia/gpus/<bus-id>/information) and the driver's
  * user-space libraries (agent.cuda_driver_libs, resolved with `ldconfig -p`).
  *
- * Per kernel, in <state>/gpu/<kernel-id>/ (kernels.c writes cuda-shim.conf):
+ * Per kernel, in <state>/gpu/<kernel-id>/:
+ *   cuda-shim.conf  gpu_shim_conf_write: mem_limit, compute_share, shared_dir,
+ *                   and visible_uuids, the allocated GPUs' UUIDs in the order of
+ *                   the container's CUDA ordinals (the shim filters NVML by it)
  *   ld.so.preload   one line, the shim's path in the container
  *   shared/         the container's accounting directory (the shim's region)
  * and in its config.json (gpu_bundle_apply, called by bundle.c):
@@ -55,7 +58,8 @@ typedef struct gpu_host {
     char *dev_dir;
     bool has_nodes; /* <dev_dir>/nvidiactl is a character device */
     char *device_ids[NODE_MAX_DEVICES];
-    int minors[NODE_MAX_DEVICES]; /* /dev/nvidia<minor> of each device */
+    char *uuids[NODE_MAX_DEVICES]; /* "" when the driver did not say */
+    int minors[NODE_MAX_DEVICES];  /* /dev/nvidia<minor> of each device */
     int n_devices;
     char *driver_libs[GPU_MAX_DRIVER_LIBS]; /* host paths */
     int n_driver_libs;
@@ -65,6 +69,23 @@ typedef struct gpu_host {
  * is on and the node has GPUs; a node without GPUs checks nothing. */
 bool gpu_host_init(gpu_host *h, const gpu_host_opts *o, ts_err *err) TS_MUST_CHECK;
 void gpu_host_free(gpu_host *h);
+
+/* The UUID of one of this agent's devices; NULL for an unknown id or a device
+ * without one. */
+const char *gpu_host_uuid(const gpu_host *h, const char *device_id);
+
+/* One kernel's cuda-shim.conf (docs/cuda-shim.md, "Configuration"). */
+typedef struct gpu_shim_conf {
+    const char *kernel_id;
+    const char *mem_limit; /* "0:<bytes>,1:<bytes>" by container ordinal; "" = no cap */
+    double compute_share;
+    /* the allocated GPUs' UUIDs, index = the container's CUDA ordinal; a NULL or
+     * empty one leaves visible_uuids out (NVML then unfiltered, not a GPU short) */
+    const char *uuids[NODE_MAX_DEVICES];
+    int n_uuids;
+} gpu_shim_conf;
+
+bool gpu_shim_conf_write(const char *path, const gpu_shim_conf *c, ts_err *err) TS_MUST_CHECK;
 
 /* What one kernel's bundle needs (points into h and kernel_dir). */
 typedef struct kernel_gpu {

@@ -74,8 +74,9 @@ static void h_agent(http_req *req, http_resp *resp, void *ctx)
     json_t *devs = json_array();
     for (int i = 0; i < n->n_devices; i++)
         json_array_append_new(
-            devs, json_pack("{s:s, s:s, s:s, s:I, s:b}", "device_id", n->devices[i].id, "model",
-                            n->devices[i].model, "bus_id", n->devices[i].bus_id, "memory_bytes",
+            devs, json_pack("{s:s, s:s, s:s, s:s, s:I, s:b}", "device_id", n->devices[i].id,
+                            "model", n->devices[i].model, "bus_id", n->devices[i].bus_id, "uuid",
+                            n->devices[i].uuid, "memory_bytes",
                             (json_int_t)n->devices[i].memory_bytes, "mock", n->devices[i].mock));
     http_reply_json(resp, 200,
                     json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:I, s:o, s:o, s:s}", "agent_id",
@@ -313,9 +314,8 @@ static void h_app_start(http_req *req, http_resp *resp, void *ctx)
     }
     http_reply_json(resp, 200,
                     json_pack("{s:s, s:s, s:s, s:i, s:i, s:b}", "kernel_id", v.kernel_id, "app",
-                              p->name, "protocol", p->protocol, "container_port",
-                              p->container_port, "host_port", p->host_port, "started",
-                              r == APP_STARTED));
+                              p->name, "protocol", p->protocol, "container_port", p->container_port,
+                              "host_port", p->host_port, "started", r == APP_STARTED));
 }
 
 void http_api_routes(svc *s)

@@ -143,11 +143,10 @@ static bool _save(kernels *ks, const krec *k)
 {
     json_t *ports = json_array();
     for (int i = 0; i < k->n_ports; i++)
-        json_array_append_new(ports,
-                              json_pack("{s:s, s:s, s:i, s:i, s:s}", "name", k->ports[i].name,
-                                        "protocol", k->ports[i].protocol, "container",
-                                        k->ports[i].container_port, "host", k->ports[i].host_port,
-                                        "start", k->ports[i].start));
+        json_array_append_new(ports, json_pack("{s:s, s:s, s:i, s:i, s:s}", "name",
+                                               k->ports[i].name, "protocol", k->ports[i].protocol,
+                                               "container", k->ports[i].container_port, "host",
+                                               k->ports[i].host_port, "start", k->ports[i].start));
     json_t *j =
         json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:i, s:s, s:b, s:I, s:I, s:I}", "kernel_id",
                   k->id, "session_id", k->session_id, "access_key", k->access_key, "correlation_id",
@@ -365,7 +364,8 @@ static void _env_add(char ***env, int *n, const char *fmt, ...)
 }
 
 /* The per-device GPU allocation: env for the container, the cuda-shim config
- * (mem_limit per device as the container numbers them, compute share) and
+ * (mem_limit per device as the container numbers them, compute share, the
+ * devices' UUIDs in that order) and
  * what gpu_mounts.c mounts (*gpu set; NULL for a kernel without GPUs). */
 static bool _gpu_setup(kernels *ks, const krec *k, const Tessera__V1__CreateKernel *cmd,
                        char ***env, int *n, kernel_gpu *out, const kernel_gpu **gpu, ts_err *err)
@@ -378,6 +378,7 @@ static bool _gpu_setup(kernels *ks, const krec *k, const Tessera__V1__CreateKern
     }
     const char *dev_ids[NODE_MAX_DEVICES];
     char ids[256] = "", shares[512] = "", limits[512] = "";
+    gpu_shim_conf conf = {.kernel_id = k->id, .mem_limit = limits};
     double share = 1.0;
     int used = 0;
     for (size_t i = 0; i < cmd->n_devices; i++) {
@@ -388,6 +389,7 @@ static bool _gpu_setup(kernels *ks, const krec *k, const Tessera__V1__CreateKern
         snprintf(shares + l, sizeof(shares) - l, "%s%s:%s=%s", used ? "," : "", d->device_id,
                  d->slot_name, d->amount);
         dev_ids[used] = d->device_id;
+        conf.uuids[conf.n_uuids++] = gpu_host_uuid(ks->o.gpu, d->device_id);
         double frac = strcmp(d->slot_name, "cuda.shares") == 0 ? atof(d->amount) : 1.0;
         if (frac > 1.0) frac = 1.0;
         if (frac < share) share = frac;
@@ -407,16 +409,8 @@ static bool _gpu_setup(kernels *ks, const krec *k, const Tessera__V1__CreateKern
     mkdir(ks->o.gpu_conf_dir, 0755);
     mkdir(dir, 0755);
     char *path = ts_asprintf("%s/cuda-shim.conf", dir);
-    FILE *f = fopen(path, "w");
-    bool ok = f != NULL;
-    if (f) {
-        fprintf(f, "# written by tessera-agent for kernel %s\n", k->id);
-        if (limits[0]) fprintf(f, "mem_limit = %s\n", limits);
-        fprintf(f, "compute_share = %.2f\n", share);
-        fprintf(f, "shared_dir = %s\n", GPU_SHARED_DIR);
-        ok = fclose(f) == 0;
-    }
-    if (!ok) ts_err_set(err, "write %s: %s", path, strerror(errno));
+    conf.compute_share = share;
+    bool ok = gpu_shim_conf_write(path, &conf, err);
     if (ok && ks->o.gpu) {
         ok = gpu_kernel_prepare(ks->o.gpu, dir, dev_ids, used, out, err);
         if (ok) *gpu = out;

@@ -26,7 +26,34 @@ typedef struct cuda_api {
     cu_result (*name)(char *, int, cu_device);
     cu_result (*total_mem)(size_t *, cu_device);
     cu_result (*bus_id)(char *, int, cu_device);
+    cu_result (*uuid)(unsigned char *, cu_device); /* CUuuid is 16 bytes */
 } cuda_api;
+
+void node_format_uuid(const unsigned char b[16], char *out, size_t n)
+{
+    snprintf(out, n, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+             b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+             b[14], b[15]);
+}
+
+/* A mock device's UUID: FNV-1a over "<agent id>/<index>", twice with different
+ * offsets, so two agents' mock GPUs differ and a restart keeps them. */
+static void _mock_uuid(const char *agent_id, int index, char *out, size_t n)
+{
+    char key[320];
+    snprintf(key, sizeof(key), "%s/%d", agent_id && *agent_id ? agent_id : "agent", index);
+    unsigned char b[16];
+    for (int half = 0; half < 2; half++) {
+        uint64_t h = half ? 0x84222325cbf29ce4ull : 0xcbf29ce484222325ull;
+        for (const char *p = key; *p; p++)
+            h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+        for (int i = 0; i < 8; i++)
+            b[half * 8 + i] = (unsigned char)(h >> (8 * i));
+    }
+    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40); /* version 4 / variant bits, as a v4 UUID */
+    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+    node_format_uuid(b, out, n);
+}
 
 static void _detect_cuda(node_info *out)
 {
@@ -43,6 +70,8 @@ static void _detect_cuda(node_info *out)
     *(void **)&api.total_mem = dlsym(h, "cuDeviceTotalMem_v2");
     if (!api.total_mem) *(void **)&api.total_mem = dlsym(h, "cuDeviceTotalMem");
     *(void **)&api.bus_id = dlsym(h, "cuDeviceGetPCIBusId");
+    *(void **)&api.uuid = dlsym(h, "cuDeviceGetUuid_v2");
+    if (!api.uuid) *(void **)&api.uuid = dlsym(h, "cuDeviceGetUuid");
     if (!api.init || !api.count || !api.get || !api.total_mem) {
         snprintf(out->gpu_note, sizeof(out->gpu_note), "libcuda.so.1 lacks the device API");
         dlclose(h);
@@ -67,6 +96,9 @@ static void _detect_cuda(node_info *out)
         if (api.total_mem(&mem, dev) == CU_SUCCESS) d->memory_bytes = (int64_t)mem;
         if (api.bus_id && api.bus_id(d->bus_id, (int)sizeof(d->bus_id), dev) != CU_SUCCESS)
             d->bus_id[0] = '\0';
+        unsigned char u[16];
+        if (api.uuid && api.uuid(u, dev) == CU_SUCCESS)
+            node_format_uuid(u, d->uuid, sizeof(d->uuid));
     }
     if (n == 0) snprintf(out->gpu_note, sizeof(out->gpu_note), "the CUDA driver sees no device");
     /* libcuda stays loaded: unloading a driver library is not worth the risk. */
@@ -123,6 +155,7 @@ bool node_detect(const node_opts *o, node_info *out, ts_err *err)
             ts_strlcpy(d->model, "mock", sizeof(d->model));
             d->memory_bytes = o->mock_gpu_memory;
             d->mock = true;
+            _mock_uuid(o->agent_id, i, d->uuid, sizeof(d->uuid));
         }
         snprintf(out->gpu_note, sizeof(out->gpu_note), "%d mock device(s) from agent.mock_gpus",
                  out->n_devices);

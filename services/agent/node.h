@@ -13,6 +13,10 @@ typedef struct node_device {
     char id[16];     /* agent-local id: the CUDA ordinal as text, "0" */
     char model[128]; /* "NVIDIA H100 80GB HBM3", "mock" */
     char bus_id[32]; /* PCI bus id, "" when unknown or mock */
+    /* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx": the driver's (cuDeviceGetUuid),
+     * or for a mock device one derived from the agent id and the index (stable
+     * across restarts); "" when the driver does not say. */
+    char uuid[48];
     int64_t memory_bytes;
     bool mock;
 } node_device;
@@ -23,6 +27,7 @@ typedef struct node_opts {
     int64_t mem_reserve_bytes;  /* kept for the host when mem is not overridden */
     int mock_gpus;              /* > 0: this many mock devices instead of real ones */
     int64_t mock_gpu_memory;    /* bytes per mock device */
+    const char *agent_id;       /* seeds the mock devices' UUIDs */
 } node_opts;
 
 typedef struct node_info {
@@ -35,6 +40,10 @@ typedef struct node_info {
     int n_devices;
     char gpu_note[160]; /* why no GPUs were found ("libcuda.so.1 not found") */
 } node_info;
+
+/* "GPU-" and the 16 bytes as 8-4-4-4-12 lower-case hex (NVML's and
+ * nvidia-smi's form); out needs 41 bytes. */
+void node_format_uuid(const unsigned char bytes[16], char *out, size_t n);
 
 /* Detect the node's resources. Fails only on a broken host (no /proc). */
 bool node_detect(const node_opts *opts, node_info *out, ts_err *err) TS_MUST_CHECK;

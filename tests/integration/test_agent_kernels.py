@@ -10,6 +10,7 @@ The dev stack runs the agent as root with 2 mock GPUs (deploy/dev/dev-up.sh)."""
 import glob
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -224,6 +225,12 @@ def test_interactive_kernel_execute_heartbeat_destroy(agent):
     with open(conf) as f:
         text = f.read()
     assert f"mem_limit = 0:{8 << 30}" in text and "compute_share = 0.50" in text
+    # the allocated device's UUID (as the agent's info reports it), for NVML visibility
+    uuids = {d["device_id"]: d["uuid"] for d in agent["info"]["devices"]}
+    assert len(set(uuids.values())) == 2
+    for u in uuids.values():
+        assert re.fullmatch(r"GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", u), u
+    assert f"\nvisible_uuids = {uuids['1']}\n" in text, text
     # ... and inside the container (gpu_mounts.c): the shim preloaded, its
     # config where the shim reads it first, the accounting dir, all but the
     # last read-only

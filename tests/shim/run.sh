@@ -89,6 +89,30 @@ printf '# written by the agent\nmem_limit = 32m\n' >"$cfg"
 under "config file wins over the environment" TESSERA_CUDA_CONFIG="$cfg" \
     TESSERA_CUDA_MEM_LIMIT=1g "$T/scenarios" config_file
 
+# ---- NVML visibility (visible_uuids); the fake NVML numbers devices in reverse -------
+uuid() { printf 'GPU-%02xababab-abab-abab-abab-abababababab' "$1"; }
+printf 'visible_uuids = %s,%s\nmem_limit = 0:1g,1:2g\n' "$(uuid 0)" "$(uuid 1)" >"$cfg"
+under "NVML shows the 2 listed of 4 GPUs in CUDA order; hidden ones NOT_FOUND; views per ordinal" \
+    TESSERA_CUDA_CONFIG="$cfg" FAKECU_DEVICES=4 VIS_EXPECT=0,1 VIS_TOTALS=$GiB,$((2 * GiB)) \
+    "$T/scenarios" visibility
+printf 'visible_uuids = %s, %s\n' "$(uuid 2)" "$(uuid 0)" >"$cfg"
+under "NVML order is the list's order, not NVML's or CUDA's" TESSERA_CUDA_CONFIG="$cfg" \
+    FAKECU_DEVICES=3 VIS_EXPECT=2,0 "$T/scenarios" visibility
+under "TESSERA_CUDA_VISIBLE_UUIDS without a config file" TESSERA_CUDA_VISIBLE_UUIDS="$(uuid 1)" \
+    FAKECU_DEVICES=2 VIS_EXPECT=1 "$T/scenarios" visibility
+under "no visible_uuids: NVML unfiltered, as before" FAKECU_DEVICES=3 VIS_EXPECT=all \
+    "$T/scenarios" visibility
+printf 'visible_uuids = %s,%s,%s\n' "$(uuid 1)" "$(uuid 7)" "$(uuid 0)" >"$cfg"
+under "more UUIDs than GPUs: unknown ones skipped, order kept" TESSERA_CUDA_CONFIG="$cfg" \
+    FAKECU_DEVICES=2 VIS_EXPECT=1,0 "$T/scenarios" visibility
+seventeen=$(for i in 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15; do printf '%s,' "$(uuid 0)"; done)
+for bad in "empty entry:$(uuid 0),,$(uuid 1)" "not a uuid:$(uuid 0),nonsense" "prefix only:GPU-" \
+    "not hex:$(uuid 0),GPU-zz" "17 entries:$seventeen$(uuid 1)" "empty value:"; do
+    printf 'visible_uuids = %s\n' "${bad#*:}" >"$cfg"
+    under "malformed visible_uuids ignored, NVML unfiltered (${bad%%:*})" \
+        TESSERA_CUDA_CONFIG="$cfg" FAKECU_DEVICES=3 VIS_EXPECT=all "$T/scenarios" visibility
+done
+
 # ---- compute share ------------------------------------------------------------------
 under "share 0.30 via cuLaunchKernel (1 ms kernels)" TESSERA_CUDA_COMPUTE_SHARE=0.3 \
     SHARE_MS=1500 "$T/scenarios" share

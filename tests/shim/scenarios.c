@@ -15,7 +15,7 @@ CUdeviceptr fakecu_raw_alloc(size_t bytes);
 int64_t fakecu_my_busy_ns(void);
 fake_state *fakecu_state(void);
 nvmlReturn_t nvmlInit_v2(void);
-nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned i, nvmlDevice_t *d);
+nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t d, char *buf, unsigned n);
 
 #define MiB (1ull << 20)
 #define GiB (1ull << 30)
@@ -424,6 +424,105 @@ static int scen_share_worker(void)
     return 0;
 }
 
+/* ---- NVML visibility: the container's GPUs, in CUDA order, by UUID -------------------
+ * VIS_EXPECT: the CUDA ordinals NVML must show, in its index order ("2,0"), or
+ * "all" for no filtering (the fake NVML's own reversed order); VIS_TOTALS
+ * (optional): NVML's memory total in bytes per visible index ("1073741824,..."). */
+static void _cu_uuid(int ordinal, char *out, size_t n)
+{
+    CUuuid u;
+    memset(&u, 0, sizeof(u));
+    if (cuDeviceGetUuid_v2(&u, ordinal) != CUDA_SUCCESS) snprintf(out, n, "(no uuid)");
+    const unsigned char *b = (const unsigned char *)u.bytes;
+    snprintf(out, n, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+             b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+             b[14], b[15]);
+}
+
+static int scen_visibility(void)
+{
+    int physical = (int)fake_env_i64("FAKECU_DEVICES", 1), expect[FAKE_MAX_DEV], n = 0;
+    unsigned long long totals[FAKE_MAX_DEV] = {0};
+    const char *e = getenv("VIS_EXPECT");
+    if (!e || !strcmp(e, "all")) {
+        for (int i = 0; i < physical; i++)
+            expect[n++] = physical - 1 - i;
+    } else {
+        for (char *p = (char *)e; *p && n < FAKE_MAX_DEV; p += *p == ',')
+            expect[n++] = (int)strtol(p, &p, 10);
+    }
+    const char *t = getenv("VIS_TOTALS"); /* bytes, comma-separated */
+    for (int i = 0; t && *t && i < FAKE_MAX_DEV; i++) {
+        char *end;
+        totals[i] = strtoull(t, &end, 10);
+        t = *end == ',' ? end + 1 : end;
+    }
+    cuInit(0);
+    CHECK(nvmlInit_v2() == 0, "nvmlInit");
+    unsigned count = 99, count1 = 99;
+    CHECK(nvmlDeviceGetCount_v2(&count) == 0 && count == (unsigned)n, "count_v2=%u want %d", count,
+          n);
+    CHECK(nvmlDeviceGetCount(&count1) == 0 && count1 == (unsigned)n, "count=%u", count1);
+    CHECK(nvmlDeviceGetCount_v2(NULL) != 0, "count_v2(NULL) succeeded");
+    bool shown[FAKE_MAX_DEV] = {false};
+    for (int i = 0; i < n; i++) {
+        nvmlDevice_t d = NULL, d1 = NULL, by = NULL;
+        char want[96], got[96] = "", bus[32], serial[32];
+        _cu_uuid(expect[i], want, sizeof(want));
+        shown[expect[i]] = true;
+        CHECK(nvmlDeviceGetHandleByIndex_v2((unsigned)i, &d) == 0, "handle %d", i);
+        CHECK(nvmlDeviceGetHandleByIndex((unsigned)i, &d1) == 0 && d1 == d, "handle v1 %d", i);
+        if (!d) continue;
+        CHECK(nvmlDeviceGetUUID(d, got, sizeof(got)) == 0 && !strcmp(got, want),
+              "index %d is %s, CUDA ordinal %d is %s", i, got, expect[i], want);
+        unsigned idx = 99;
+        CHECK(nvmlDeviceGetIndex(d, &idx) == 0 && idx == (unsigned)i, "GetIndex=%u want %d", idx,
+              i);
+        CHECK(nvmlDeviceGetHandleByUUID(want, &by) == 0 && by == d, "by uuid %s", want);
+        snprintf(bus, sizeof(bus), "00000000:%02X:00.0", expect[i]);
+        CHECK(nvmlDeviceGetHandleByPciBusId_v2(bus, &by) == 0 && by == d, "by bus %s", bus);
+        snprintf(serial, sizeof(serial), "fake-%d", expect[i]);
+        CHECK(nvmlDeviceGetHandleBySerial(serial, &by) == 0 && by == d, "by serial %s", serial);
+        /* the memory views of a visible GPU are its CUDA ordinal's */
+        nvmlMemory_t m;
+        nvmlMemory_v2_t m2 = {.version = 2};
+        size_t cu_total = 0;
+        CHECK(cuDeviceTotalMem_v2(&cu_total, expect[i]) == CUDA_SUCCESS, "totalmem");
+        CHECK(nvmlDeviceGetMemoryInfo(d, &m) == 0 && m.total == cu_total && m.free == m.total,
+              "index %d nvml total=%llu free=%llu, CUDA ordinal %d total=%zu", i, m.total, m.free,
+              expect[i], cu_total);
+        CHECK(nvmlDeviceGetMemoryInfo_v2(d, &m2) == 0 && m2.total == cu_total, "v2 total=%llu",
+              m2.total);
+        if (totals[i])
+            CHECK(m.total == totals[i], "index %d total=%llu want %llu", i, m.total, totals[i]);
+    }
+    nvmlDevice_t past;
+    CHECK(nvmlDeviceGetHandleByIndex_v2((unsigned)n, &past) == TSHIM_NVML_ERROR_INVALID_ARGUMENT,
+          "index %d past the count", n);
+    for (int c = 0; c < physical; c++) {
+        if (shown[c]) continue;
+        nvmlDevice_t d = NULL;
+        char uuid[96], bus[32], serial[32];
+        _cu_uuid(c, uuid, sizeof(uuid));
+        snprintf(bus, sizeof(bus), "00000000:%02X:00.0", c);
+        snprintf(serial, sizeof(serial), "fake-%d", c);
+        CHECK(nvmlDeviceGetHandleByUUID(uuid, &d) == TSHIM_NVML_ERROR_NOT_FOUND,
+              "hidden %s found by uuid", uuid);
+        CHECK(nvmlDeviceGetHandleByPciBusId_v2(bus, &d) == TSHIM_NVML_ERROR_NOT_FOUND,
+              "hidden %s found by bus id", bus);
+        CHECK(nvmlDeviceGetHandleBySerial(serial, &d) == TSHIM_NVML_ERROR_NOT_FOUND,
+              "hidden %s found by serial", serial);
+    }
+    /* dlsym on libnvidia-ml's own handle gives the hooks too */
+    void *h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    CHECK(dlsym(h, "nvmlDeviceGetCount_v2") == (void *)nvmlDeviceGetCount_v2, "dlsym count");
+    CHECK(dlsym(h, "nvmlDeviceGetHandleByIndex_v2") == (void *)nvmlDeviceGetHandleByIndex_v2,
+          "dlsym by index");
+    CHECK(dlsym(h, "nvmlDeviceGetHandleByUUID") == (void *)nvmlDeviceGetHandleByUUID,
+          "dlsym by uuid");
+    return _fails;
+}
+
 /* ---- no stderr noise, config file wins over the environment -------------------------- */
 static int scen_config_file(void)
 {
@@ -446,7 +545,8 @@ int main(int argc, char **argv)
                 {"kill9", scen_kill9},
                 {"share", scen_share},
                 {"share_worker", scen_share_worker},
-                {"config_file", scen_config_file}};
+                {"config_file", scen_config_file},
+                {"visibility", scen_visibility}};
     if (argc < 2) return 2;
     for (size_t i = 0; i < sizeof(scen) / sizeof(scen[0]); i++)
         if (!strcmp(argv[1], scen[i].name)) return scen[i].fn() ? 1 : 0;

@@ -2,7 +2,9 @@
  * the config.json of a GPU kernel has the shim, /etc/ld.so.preload, the shim
  * config and the accounting dir mounted, and (with device nodes) only the
  * allocated /dev/nvidiaN plus nvidiactl/nvidia-uvm as devices and allow rules,
- * the driver libraries, and CUDA_VISIBLE_DEVICES renumbered; a CPU kernel has
+ * the driver libraries, and CUDA_VISIBLE_DEVICES renumbered; cuda-shim.conf
+ * carries the allocated GPUs' UUIDs in the container's ordinal order, and mock
+ * GPUs get stable UUIDs of their own; a CPU kernel has
  * none of it; a bad shim path is refused at start and at creation. Device
  * nodes are symlinks to /dev/null in a temporary "dev" directory; driver
  * libraries are found through a fake `ldconfig -p`. No root needed. */
@@ -86,8 +88,16 @@ static int teardown(void **state)
 }
 
 static const node_device g_devices[] = {
-    {.id = "0", .model = "Fake GPU", .bus_id = "00000000:3B:00.0", .memory_bytes = 1 << 30},
-    {.id = "1", .model = "Fake GPU", .bus_id = "", .memory_bytes = 1 << 30},
+    {.id = "0",
+     .model = "Fake GPU",
+     .bus_id = "00000000:3B:00.0",
+     .uuid = "GPU-00000000-aaaa-4aaa-8aaa-000000000000",
+     .memory_bytes = 1 << 30},
+    {.id = "1",
+     .model = "Fake GPU",
+     .bus_id = "",
+     .uuid = "GPU-11111111-bbbb-4bbb-8bbb-111111111111",
+     .memory_bytes = 1 << 30},
 };
 static const node_device g_mock[] = {{.id = "0", .model = "mock", .mock = true}};
 
@@ -391,6 +401,90 @@ static void test_creation_errors(void **state)
     gpu_host_free(&h);
 }
 
+static char *_slurp(const char *path)
+{
+    static char buf[4096];
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+/* The conf lists the UUIDs in allocation order (= the container's CUDA
+ * ordinals), not in the host's order; a device without a UUID leaves the key
+ * out rather than hide that GPU from NVML. */
+static void test_shim_conf_carries_uuids_in_ordinal_order(void **state)
+{
+    (void)state;
+    gpu_host h;
+    ts_err err = {{0}};
+    gpu_host_opts o = _opts(true);
+    assert_true(gpu_host_init(&h, &o, &err));
+    assert_string_equal(gpu_host_uuid(&h, "1"), g_devices[1].uuid);
+    assert_null(gpu_host_uuid(&h, "7"));
+    assert_null(gpu_host_uuid(NULL, "0"));
+
+    char path[512];
+    snprintf(path, sizeof(path), "%s/cuda-shim.conf", g_kdir);
+    gpu_shim_conf c = {.kernel_id = "k1", .mem_limit = "0:1024,1:2048", .compute_share = 0.5};
+    c.uuids[c.n_uuids++] = gpu_host_uuid(&h, "1"); /* allocated "1" then "0" */
+    c.uuids[c.n_uuids++] = gpu_host_uuid(&h, "0");
+    assert_true(gpu_shim_conf_write(path, &c, &err));
+    const char *text = _slurp(path);
+    assert_non_null(strstr(text, "\nvisible_uuids = GPU-11111111-bbbb-4bbb-8bbb-111111111111,"
+                                 "GPU-00000000-aaaa-4aaa-8aaa-000000000000\n"));
+    assert_non_null(strstr(text, "\nmem_limit = 0:1024,1:2048\n"));
+    assert_non_null(strstr(text, "\ncompute_share = 0.50\n"));
+    assert_non_null(strstr(text, "\nshared_dir = " GPU_SHARED_DIR "\n"));
+
+    c.uuids[1] = NULL; /* a device the driver gave no UUID for */
+    assert_true(gpu_shim_conf_write(path, &c, &err));
+    assert_null(strstr(_slurp(path), "visible_uuids"));
+    c.uuids[1] = "";
+    assert_true(gpu_shim_conf_write(path, &c, &err));
+    assert_null(strstr(_slurp(path), "visible_uuids"));
+    unlink(path);
+
+    assert_false(gpu_shim_conf_write("/nonexistent-dir/cuda-shim.conf", &c, &err));
+    assert_non_null(strstr(err.msg, "write /nonexistent-dir/cuda-shim.conf"));
+    gpu_host_free(&h);
+}
+
+/* Mock GPUs: a UUID each, NVML-shaped, distinct, the same after a restart and
+ * different on another agent. */
+static void test_mock_gpus_have_stable_uuids(void **state)
+{
+    (void)state;
+    node_opts o = {.mock_gpus = 3, .mock_gpu_memory = 1 << 30, .agent_id = "agent-a"};
+    node_info a, again, other;
+    ts_err err = {{0}};
+    assert_true(node_detect(&o, &a, &err));
+    assert_true(node_detect(&o, &again, &err));
+    o.agent_id = "agent-b";
+    assert_true(node_detect(&o, &other, &err));
+    assert_int_equal(a.n_devices, 3);
+    for (int i = 0; i < 3; i++) {
+        const char *u = a.devices[i].uuid;
+        assert_int_equal(strlen(u), 40);
+        assert_memory_equal(u, "GPU-", 4);
+        for (int j = 4; j < 40; j++)
+            assert_non_null(
+                strchr(j == 12 || j == 17 || j == 22 || j == 27 ? "-" : "0123456789abcdef", u[j]));
+        assert_string_equal(u, again.devices[i].uuid);
+        assert_string_not_equal(u, other.devices[i].uuid);
+        for (int j = 0; j < i; j++)
+            assert_string_not_equal(u, a.devices[j].uuid);
+    }
+    unsigned char b[16];
+    for (int i = 0; i < 16; i++)
+        b[i] = (unsigned char)(i * 17);
+    char s[48];
+    node_format_uuid(b, s, sizeof(s));
+    assert_string_equal(s, "GPU-00112233-4455-6677-8899-aabbccddeeff");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -399,6 +493,8 @@ int main(void)
         cmocka_unit_test(test_real_nodes_only_allocated_devices_and_libraries),
         cmocka_unit_test(test_cpu_kernel_gets_none),
         cmocka_unit_test(test_creation_errors),
+        cmocka_unit_test(test_shim_conf_carries_uuids_in_ordinal_order),
+        cmocka_unit_test(test_mock_gpus_have_stable_uuids),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

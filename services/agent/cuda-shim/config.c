@@ -5,9 +5,11 @@
  *   1. /etc/tessera/cuda-shim.conf
  *   2. the file named by TESSERA_CUDA_CONFIG
  *   3. the environment: TESSERA_CUDA_MEM_LIMIT, TESSERA_CUDA_COMPUTE_SHARE,
- *      TESSERA_CUDA_SHARED_DIR, TESSERA_CUDA_DEBUG, TESSERA_CUDA_TEST_HOLD_LOCK_MS
+ *      TESSERA_CUDA_SHARED_DIR, TESSERA_CUDA_DEBUG, TESSERA_CUDA_VISIBLE_UUIDS,
+ *      TESSERA_CUDA_TEST_HOLD_LOCK_MS
  * The file has "key = value" lines with the same names in lower case without the
- * prefix (mem_limit, compute_share, shared_dir, debug); '#' starts a comment. */
+ * prefix (mem_limit, compute_share, shared_dir, debug, visible_uuids); '#' starts
+ * a comment. A malformed value is ignored (the default stays). */
 #include "services/agent/cuda-shim/shim.h"
 
 #include <errno.h>
@@ -96,6 +98,31 @@ bool tshim_parse_mem_limit(const char *s, uint64_t limit[TSHIM_MAX_DEVICES])
     return true;
 }
 
+int tshim_parse_uuid_list(const char *s, char out[TSHIM_MAX_DEVICES][TSHIM_UUID_LEN])
+{
+    char list[TSHIM_MAX_DEVICES][TSHIM_UUID_LEN];
+    int n = 0;
+    const char *p = s;
+    for (;;) {
+        while (*p == ' ')
+            p++;
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        while (len > 0 && p[len - 1] == ' ')
+            len--;
+        if (n == TSHIM_MAX_DEVICES || len <= 4 || len >= TSHIM_UUID_LEN || strncmp(p, "GPU-", 4))
+            return -1;
+        for (size_t i = 4; i < len; i++)
+            if (!strchr("0123456789abcdefABCDEF-", p[i])) return -1;
+        memcpy(list[n], p, len);
+        list[n++][len] = '\0';
+        if (!end) break;
+        p = end + 1;
+    }
+    memcpy(out, list, sizeof(list[0]) * (size_t)n);
+    return n;
+}
+
 static void _set(const char *key, const char *val)
 {
     if (!strcasecmp(key, "mem_limit")) {
@@ -109,6 +136,12 @@ static void _set(const char *key, const char *val)
         if (strlen(val) < sizeof(tshim_cfg.shared_dir)) strcpy(tshim_cfg.shared_dir, val);
     } else if (!strcasecmp(key, "debug")) {
         tshim_cfg.debug = val[0] && strcmp(val, "0") != 0;
+    } else if (!strcasecmp(key, "visible_uuids")) {
+        int n = tshim_parse_uuid_list(val, tshim_cfg.visible_uuids);
+        if (n >= 0)
+            tshim_cfg.n_visible_uuids = n;
+        else
+            tshim_cfg.n_visible_uuids = 0; /* malformed: no filtering, as without the key */
     } else if (!strcasecmp(key, "test_hold_lock_ms")) {
         tshim_cfg.test_hold_lock_ms = (unsigned)strtoul(val, NULL, 10);
     }
@@ -156,6 +189,7 @@ void tshim_config_load(void)
                    {"TESSERA_CUDA_COMPUTE_SHARE", "compute_share"},
                    {"TESSERA_CUDA_SHARED_DIR", "shared_dir"},
                    {"TESSERA_CUDA_DEBUG", "debug"},
+                   {"TESSERA_CUDA_VISIBLE_UUIDS", "visible_uuids"},
                    {"TESSERA_CUDA_TEST_HOLD_LOCK_MS", "test_hold_lock_ms"}};
         for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
             const char *v = getenv(map[i].env);
@@ -164,9 +198,10 @@ void tshim_config_load(void)
     }
     for (int d = 0; d < TSHIM_MAX_DEVICES; d++)
         if (tshim_cfg.mem_limit[d]) tshim_cfg.any_mem_limit = true;
-    TSHIM_LOG("config", "mem_limit0=%llu compute_share=%.2f shared_dir=%s",
+    TSHIM_LOG("config", "mem_limit0=%llu compute_share=%.2f shared_dir=%s visible_uuids=%d",
               (unsigned long long)tshim_cfg.mem_limit[0], tshim_cfg.compute_share,
-              tshim_cfg.shared_dir[0] ? tshim_cfg.shared_dir : "(private)");
+              tshim_cfg.shared_dir[0] ? tshim_cfg.shared_dir : "(private)",
+              tshim_cfg.n_visible_uuids);
 }
 
 void tshim_log(const char *msg, const char *kvfmt, ...)

@@ -30,6 +30,7 @@ typedef struct nvmlDevice_st *nvmlDevice_t;
 #define TSHIM_NVML_SUCCESS 0
 #define TSHIM_NVML_ERROR_UNINITIALIZED 1
 #define TSHIM_NVML_ERROR_INVALID_ARGUMENT 2
+#define TSHIM_NVML_ERROR_NOT_FOUND 6
 #define TSHIM_NVML_ERROR_LIBRARY_NOT_FOUND 12
 #define TSHIM_NVML_ERROR_FUNCTION_NOT_FOUND 13
 
@@ -46,8 +47,30 @@ typedef nvmlReturn_t (*tshim_pfn_nvmlDeviceGetMemoryInfo)(nvmlDevice_t, nvmlMemo
 typedef nvmlReturn_t (*tshim_pfn_nvmlDeviceGetMemoryInfo_v2)(nvmlDevice_t, nvmlMemory_v2_t *);
 typedef nvmlReturn_t (*tshim_pfn_nvmlDeviceGetUUID)(nvmlDevice_t, char *, unsigned int);
 typedef nvmlReturn_t (*tshim_pfn_nvmlDeviceGetIndex)(nvmlDevice_t, unsigned int *);
+typedef nvmlReturn_t (*tshim_pfn_nvmlDeviceGetCount)(unsigned int *);
+typedef nvmlReturn_t (*tshim_pfn_nvmlDeviceGetCount_v2)(unsigned int *);
+typedef nvmlReturn_t (*tshim_pfn_nvmlDeviceGetHandleByIndex)(unsigned int, nvmlDevice_t *);
+typedef nvmlReturn_t (*tshim_pfn_nvmlDeviceGetHandleByIndex_v2)(unsigned int, nvmlDevice_t *);
+typedef nvmlReturn_t (*tshim_pfn_nvmlDeviceGetHandleByUUID)(const char *, nvmlDevice_t *);
+typedef nvmlReturn_t (*tshim_pfn_nvmlDeviceGetHandleByPciBusId)(const char *, nvmlDevice_t *);
+typedef nvmlReturn_t (*tshim_pfn_nvmlDeviceGetHandleByPciBusId_v2)(const char *, nvmlDevice_t *);
+typedef nvmlReturn_t (*tshim_pfn_nvmlDeviceGetHandleBySerial)(const char *, nvmlDevice_t *);
 
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory);
 nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory);
+nvmlReturn_t nvmlDeviceGetCount(unsigned int *count);
+nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *count);
+nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int index, nvmlDevice_t *device);
+nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *device);
+nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *device);
+nvmlReturn_t nvmlDeviceGetHandleByPciBusId(const char *bus_id, nvmlDevice_t *device);
+nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *bus_id, nvmlDevice_t *device);
+nvmlReturn_t nvmlDeviceGetHandleBySerial(const char *serial, nvmlDevice_t *device);
+nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *index);
+
+/* The visible position of an NVML device (visibility.c): its index among the
+ * devices NVML shows the container. Returns false for a hidden device; with no
+ * visible_uuids configured, the real NVML index. */
+bool tshim_nvml_visible_index(nvmlDevice_t device, unsigned int *index) TSHIM_MUST_CHECK;
 
 #endif

@@ -5,9 +5,9 @@
  * so a framework that sizes its caches from free memory sizes them to the cap.
  *
  * NVML numbers devices its own way (all GPUs, PCI order); the shim maps an NVML
- * handle to the CUDA ordinal by UUID when the driver is initialised, else by the
- * NVML index (the agent sets CUDA_DEVICE_ORDER=PCI_BUS_ID and exposes only the
- * container's GPUs, so the two orders agree). */
+ * handle to the CUDA ordinal by UUID when the driver is initialised, else by its
+ * visible index (visibility.c: with visible_uuids, NVML's numbering is made the
+ * container's CUDA numbering; without, the real NVML index). */
 #include "services/agent/cuda-shim/hooks.h"
 #include "services/agent/cuda-shim/region.h"
 
@@ -90,8 +90,7 @@ static int _nvml_to_cuda(nvmlDevice_t device)
         }
     }
     unsigned idx;
-    if (NREAL(nvmlDeviceGetIndex) && NREAL(nvmlDeviceGetIndex)(device, &idx) == 0) return (int)idx;
-    return -1;
+    return tshim_nvml_visible_index(device, &idx) ? (int)idx : -1;
 }
 
 TSHIM_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)

@@ -31,6 +31,9 @@
 /* Devices the accounting region and the config know about (CUDA ordinals as the
  * container sees them). */
 #define TSHIM_MAX_DEVICES 16
+/* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" and its NUL fit with room to spare
+ * (NVML's own UUID buffer is 96 bytes). */
+#define TSHIM_UUID_LEN 96
 
 /* ---- configuration (config.c) ----------------------------------------------- */
 typedef struct tshim_config {
@@ -40,6 +43,10 @@ typedef struct tshim_config {
     char shared_dir[256]; /* accounting directory; "" = process-private region */
     bool debug;
     unsigned test_hold_lock_ms; /* test hook: sleep this long holding the region lock */
+    /* visible_uuids: the container's GPUs in CUDA ordinal order; NVML shows only
+     * these, in this order (visibility.c). 0 = no filtering. */
+    char visible_uuids[TSHIM_MAX_DEVICES][TSHIM_UUID_LEN];
+    int n_visible_uuids;
 } tshim_config;
 
 extern tshim_config tshim_cfg;
@@ -51,6 +58,10 @@ void tshim_config_load(void);
  * Returns false on a syntax error. Exposed for the unit test. */
 bool tshim_parse_mem_limit(const char *s, uint64_t limit[TSHIM_MAX_DEVICES]) TSHIM_MUST_CHECK;
 bool tshim_parse_size(const char *s, uint64_t *out) TSHIM_MUST_CHECK;
+/* Parse "GPU-...,GPU-..." (at most TSHIM_MAX_DEVICES entries, each "GPU-" and
+ * hex digits / dashes). Returns the count, or -1 on a malformed list (out is
+ * then untouched). Exposed for the unit test. */
+int tshim_parse_uuid_list(const char *s, char out[TSHIM_MAX_DEVICES][TSHIM_UUID_LEN]);
 
 /* ---- logging (config.c) ------------------------------------------------------ */
 /* logfmt to stderr, only when debug is on, at most 20 lines a second. */
@@ -118,8 +129,19 @@ void tshim_log(const char *msg, const char *kvfmt, ...) __attribute__((format(pr
     X(cuThreadExchangeStreamCaptureMode, PFN_cuThreadExchangeStreamCaptureMode_v10010)
 
 /* NVML: X(symbol). Types are declared in nvml_min.h. */
-#define TSHIM_NVML_HOOKS(X) X(nvmlDeviceGetMemoryInfo) X(nvmlDeviceGetMemoryInfo_v2)
-#define TSHIM_NVML_USED(X) X(nvmlDeviceGetUUID) X(nvmlDeviceGetIndex)
+#define TSHIM_NVML_HOOKS(X)                                                                        \
+    X(nvmlDeviceGetMemoryInfo)                                                                     \
+    X(nvmlDeviceGetMemoryInfo_v2)                                                                  \
+    X(nvmlDeviceGetCount)                                                                          \
+    X(nvmlDeviceGetCount_v2)                                                                       \
+    X(nvmlDeviceGetHandleByIndex)                                                                  \
+    X(nvmlDeviceGetHandleByIndex_v2)                                                               \
+    X(nvmlDeviceGetHandleByUUID)                                                                   \
+    X(nvmlDeviceGetHandleByPciBusId)                                                               \
+    X(nvmlDeviceGetHandleByPciBusId_v2)                                                            \
+    X(nvmlDeviceGetHandleBySerial)                                                                 \
+    X(nvmlDeviceGetIndex)
+#define TSHIM_NVML_USED(X) X(nvmlDeviceGetUUID)
 
 enum tshim_sym {
 #define TSHIM_ENUM_HOOK(s, p, b, v, t) TSHIM_SYM_##s,
