@@ -149,16 +149,21 @@ static void random_bytes(uint8_t *out, size_t n)
     t_pool_left -= n;
 }
 
+static void uuid_text(const uint8_t b[16], char out[TS_UUID_STRLEN])
+{
+    snprintf(out, TS_UUID_STRLEN,
+             "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
+             b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
+             b[15]);
+}
+
 void ts_uuid4(char out[TS_UUID_STRLEN])
 {
     uint8_t b[16];
     random_bytes(b, sizeof(b));
     b[6] = (uint8_t)((b[6] & 0x0f) | 0x40);
     b[8] = (uint8_t)((b[8] & 0x3f) | 0x80);
-    snprintf(out, TS_UUID_STRLEN,
-             "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
-             b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
-             b[15]);
+    uuid_text(b, out);
 }
 
 void ts_uuid7(char out[TS_UUID_STRLEN])
@@ -170,10 +175,7 @@ void ts_uuid7(char out[TS_UUID_STRLEN])
         b[i] = (uint8_t)(ms >> (8 * (5 - i)));
     b[6] = (uint8_t)((b[6] & 0x0f) | 0x70);
     b[8] = (uint8_t)((b[8] & 0x3f) | 0x80);
-    snprintf(out, TS_UUID_STRLEN,
-             "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
-             b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
-             b[15]);
+    uuid_text(b, out);
 }
 
 bool ts_uuid_valid(const char *s)
