@@ -45,18 +45,22 @@ def app_session(user, image_registered):  # noqa: F811
     user.delete(f"/session/{sname}")
 
 
+def start_when_listening(client, sname, app="echo", timeout=30):
+    """start-service once the app listens: until its server (started by the
+    bootstrap script, after RUNNING) is up, start-service answers 409."""
+    r = wait_until(lambda: (lambda a: a if a.status_code != 409 else None)(
+        client.post(f"/session/{sname}/start-service", {"app": app})), timeout=timeout,
+        message="the app to listen")
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
 def _open(url, **kw):
     return requests.get(url, timeout=5, allow_redirects=False, **kw)
 
 
 def test_start_service_opens_the_app_and_destroy_revokes_it(user, app_session):  # noqa: F811
-    # the app's server starts with the bootstrap script, after RUNNING: until it
-    # listens, start-service says it is not running (409)
-    r = wait_until(lambda: (lambda a: a if a.status_code != 409 else None)(
-        user.post(f"/session/{app_session}/start-service", {"app": "echo"})), timeout=20,
-        message="the app to listen")
-    assert r.status_code == 200, r.text
-    body = r.json()
+    body = start_when_listening(user, app_session, timeout=20)
     assert body["token"] and body["url"].endswith("?token=" + body["token"]), body
     assert body["url"].startswith(body["wsproxy_addr"] + "/"), body
     # the app's server starts with the bootstrap script, after RUNNING

@@ -11,7 +11,7 @@ import pytest
 import requests
 
 from conftest import wait_until
-from test_apps import _running
+from test_apps import _running, start_when_listening
 from test_sessions_api import admin, gw, image, image_registered, user  # noqa: F401
 
 TAG = uuid.uuid4().hex[:6]
@@ -26,11 +26,7 @@ BOOTSTRAP = ("mkdir -p /tmp/www/cgi-bin && "
 
 def _open_app(user, sname):  # noqa: F811
     """start-service for the image's echo app; (wsproxy base URL, app cookies)."""
-    r = wait_until(lambda: (lambda a: a if a.status_code != 409 else None)(
-        user.post(f"/session/{sname}/start-service", {"app": "echo"})), timeout=30,
-        message="the app to listen")
-    assert r.status_code == 200, r.text
-    body = r.json()
+    body = start_when_listening(user, sname)
     first = requests.get(body["url"], timeout=10, allow_redirects=False)
     cookies = {c.name: c.value for c in first.cookies if c.name.startswith("tessera_app_")}
     assert cookies, first.headers

@@ -59,7 +59,8 @@ def test_readyz_names_its_dependency_checks(stack):
     expected = {
         "gateway": {"kafka", "redis", "auth", "registry", "vfolder"},
         "auth": {"postgresql", "kafka"},
-        "registry": {"postgresql", "redis", "kafka"},
+        "registry": {"postgresql", "redis", "kafka", "session-events", "kernel-events",
+                     "agent-events"},
         "scheduler": {"redis", "kafka"},
         "agent": {"kafka"},
         "vfolder": {"postgresql", "kafka"},
