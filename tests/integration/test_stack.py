@@ -186,21 +186,27 @@ def test_poison_record_in_a_batch_goes_to_dlq_alone(stack, bin_dir):
 
 
 def test_awkward_text_is_stored_verbatim(stack, bin_dir):
-    """A batch's columns travel as PostgreSQL array literals: quotes,
-    backslashes, braces, commas, NULL and non-ASCII text come back as sent."""
+    """A batch travels in COPY's text format (and, after a COPY failure, as
+    PostgreSQL array literals): quotes, backslashes (also before t, n, N),
+    braces, commas, NULL, \\N, tabs, newlines, carriage returns and
+    non-ASCII text come back as sent."""
     marker = "awkward-" + uuid.uuid4().hex
-    path = '/a"b\\c{d},e NULL \u00e9\t'
+    auth_url = service_urls(stack)["auth"]
+    fallback_before = metric(auth_url, "tessera_auth_access_batches_copy_fallback_total") or 0
+    path = '/a"b\\c{d},e NULL \u00e9\t\\t\\n\\N\n\r|end'
     p = subprocess.run([os.path.join(bin_dir, "tessera-busctl"), "publish", "-b",
                         stack["KAFKA_BOOTSTRAP"], "-t", "tessera.audit.v1", "-T",
                         "tessera.v1.ApiAccess", "-k", marker,
                         json.dumps({"method": "GET", "path": path, "request_id": marker,
-                                    "user_id": "NULL", "status": 200})],
+                                    "user_id": "\\N", "status": 200})],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     assert wait_until(lambda: access_log_rows(stack, marker) == 1, 30), "never stored"
-    row = psql(stack, "SELECT path || '|' || user_id || '|' || (user_id IS NULL)::text"
-                      f" FROM auth.access_log WHERE request_id = '{marker}'")
-    assert row == path + "|NULL|false"
+    row = psql(stack, "SELECT encode(convert_to(path || '|' || user_id || '|' || (user_id IS NULL)::text,"
+                      f" 'UTF8'), 'hex') FROM auth.access_log WHERE request_id = '{marker}'")
+    assert bytes.fromhex(row).decode() == path + "|\\N|false"
+    # ... and by COPY itself, not by the INSERT that takes over after a failure.
+    assert (metric(auth_url, "tessera_auth_access_batches_copy_fallback_total") or 0) == fallback_before
 
 
 def test_replayed_event_is_stored_once(stack, tmp_path):
@@ -214,6 +220,7 @@ def test_replayed_event_is_stored_once(stack, tmp_path):
     assert c.returncode == 0
     auth_url = service_urls(stack)["auth"]
     dup_before = metric(auth_url, "tessera_auth_access_records_duplicate_total") or 0
+    fallback_before = metric(auth_url, "tessera_auth_access_batches_copy_fallback_total") or 0
     found = None
     for line in c.stdout.decode().splitlines():
         _size, offset, partition = line.split()
@@ -231,6 +238,8 @@ def test_replayed_event_is_stored_once(stack, tmp_path):
     assert wait_until(
         lambda: (metric(auth_url, "tessera_auth_access_records_duplicate_total") or 0) > dup_before, 30)
     assert access_log_rows(stack, rid) == 1
+    # The batch's COPY hit the event id's key and the keyed INSERT stored it.
+    assert (metric(auth_url, "tessera_auth_access_batches_copy_fallback_total") or 0) > fallback_before
 
 
 def test_cli_status_and_version(stack, bin_dir):
