@@ -47,7 +47,36 @@ void sign_media_type(const char *content_type, char *out, size_t size)
     out[n] = '\0';
 }
 
-void sign_compute(const char *secret_key, const sign_input *in, char hex_out[SIGN_HEX_LEN + 1])
+int sign_day(time_t date)
+{
+    struct tm tm;
+    gmtime_r(&date, &tm);
+    return (tm.tm_year + 1900) * 10000 + (tm.tm_mon + 1) * 100 + tm.tm_mday;
+}
+
+void sign_key_derive(const char *secret_key, time_t date, const char *host, sign_key *out)
+{
+    char day[16];
+    snprintf(day, sizeof(day), "%08d", sign_day(date));
+    unsigned char k1[crypto_auth_hmacsha256_BYTES], k2[crypto_auth_hmacsha256_BYTES];
+    hmac(secret_key, strlen(secret_key), day, strlen(day), k1);
+    hmac(k1, sizeof(k1), host, strlen(host), k2);
+    crypto_auth_hmacsha256_init(&out->st, k2, sizeof(k2));
+    sodium_memzero(k1, sizeof(k1));
+    sodium_memzero(k2, sizeof(k2));
+}
+
+void sign_key_wipe(sign_key *key)
+{
+    sodium_memzero(key, sizeof(*key));
+}
+
+static void put(crypto_auth_hmacsha256_state *st, const char *s)
+{
+    crypto_auth_hmacsha256_update(st, (const unsigned char *)s, strlen(s));
+}
+
+void sign_compute_keyed(const sign_key *key, const sign_input *in, char hex_out[SIGN_HEX_LEN + 1])
 {
     /* From v4.20181215 on the body is not signed: the last line is the hash
      * of nothing, a constant. */
@@ -62,26 +91,38 @@ void sign_compute(const char *secret_key, const sign_input *in, char hex_out[SIG
     } else {
         memcpy(body_hex, empty_hex, sizeof(empty_hex));
     }
-
     char media[128];
     sign_media_type(in->content_type, media, sizeof(media));
-    char *msg = ts_asprintf("%s\n%s\n%s\nhost:%s\ncontent-type:%s\nx-backendai-version:%s\n%s",
-                            in->method, in->target, in->raw_date, in->host, media,
-                            in->version ? in->version : "", body_hex);
 
-    struct tm tm;
-    char day[16];
-    gmtime_r(&in->date, &tm);
-    strftime(day, sizeof(day), "%Y%m%d", &tm);
-    unsigned char k1[crypto_auth_hmacsha256_BYTES], k2[crypto_auth_hmacsha256_BYTES],
-        sig[crypto_auth_hmacsha256_BYTES];
-    hmac(secret_key, strlen(secret_key), day, strlen(day), k1);
-    hmac(k1, sizeof(k1), in->host, strlen(in->host), k2);
-    hmac(k2, sizeof(k2), msg, strlen(msg), sig);
+    /* string_to_sign, fed piece by piece (no copy of it is made). */
+    crypto_auth_hmacsha256_state st = key->st;
+    const char *parts[] = {in->method,
+                           "\n",
+                           in->target,
+                           "\n",
+                           in->raw_date,
+                           "\nhost:",
+                           in->host,
+                           "\ncontent-type:",
+                           media,
+                           "\nx-backendai-version:",
+                           in->version ? in->version : "",
+                           "\n",
+                           body_hex};
+    for (size_t i = 0; i < TS_ARRAY_LEN(parts); i++)
+        put(&st, parts[i]);
+    unsigned char sig[crypto_auth_hmacsha256_BYTES];
+    crypto_auth_hmacsha256_final(&st, sig);
     hex(sig, sizeof(sig), hex_out);
-    sodium_memzero(k1, sizeof(k1));
-    sodium_memzero(k2, sizeof(k2));
-    free(msg);
+    sodium_memzero(&st, sizeof(st));
+}
+
+void sign_compute(const char *secret_key, const sign_input *in, char hex_out[SIGN_HEX_LEN + 1])
+{
+    sign_key k;
+    sign_key_derive(secret_key, in->date, in->host, &k);
+    sign_compute_keyed(&k, in, hex_out);
+    sign_key_wipe(&k);
 }
 
 bool sign_parse_authorization(const char *header, char access_key[SIGN_ACCESS_KEY_LEN + 1],

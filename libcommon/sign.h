@@ -15,6 +15,7 @@
 
 #include "libcommon/common.h"
 
+#include <sodium.h>
 #include <time.h>
 
 #define SIGN_HEX_LEN 64
@@ -35,6 +36,21 @@ typedef struct sign_input {
 
 /* hex_out receives SIGN_HEX_LEN chars plus NUL. */
 void sign_compute(const char *secret_key, const sign_input *in, char hex_out[SIGN_HEX_LEN + 1]);
+
+/* The signing key of one secret, UTC day and host, kept as the HMAC state
+ * keyed with it (so a signature with it costs one HMAC of string_to_sign,
+ * not three HMACs): what a verifier may cache per (access key, day, host).
+ * As secret as the secret key itself; sign_key_wipe() clears it. */
+typedef struct sign_key {
+    crypto_auth_hmacsha256_state st;
+} sign_key;
+
+void sign_key_derive(const char *secret_key, time_t date, const char *host, sign_key *out);
+/* sign_compute() with a key from sign_key_derive(secret_key, in->date, in->host). */
+void sign_compute_keyed(const sign_key *key, const sign_input *in, char hex_out[SIGN_HEX_LEN + 1]);
+/* The UTC day of a date as YYYYMMDD (20261122): what a derived key depends on. */
+int sign_day(time_t date);
+void sign_key_wipe(sign_key *key);
 
 /* Parse "BackendAI signMethod=HMAC-SHA256, credential=<AK>:<hex>". False (err
  * says what is wrong) for another scheme, another method, missing parts. */

@@ -4,6 +4,7 @@
 #include "libcommon/log.h"
 #include "proxy.h"
 #include "ratelimit.h"
+#include "sign_keys.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -76,6 +77,13 @@ static void _collect(FILE *out, void *ctx)
     metrics_family(out, "tessera_gateway_cred_cache_entries", "gauge",
                    "Access keys in the credential cache (known, unknown, being fetched).");
     metrics_sample_u64(out, "tessera_gateway_cred_cache_entries", NULL, st.entries);
+    sign_keys_stats sk;
+    sign_keys_stats_get(&sk);
+    metrics_family(out, "tessera_gateway_sign_key_cache_total", "counter",
+                   "Signature checks by whether the derived signing key (per access key, day"
+                   " and host) was in the thread's table.");
+    metrics_sample_u64(out, "tessera_gateway_sign_key_cache_total", "result=\"hit\"", sk.hits);
+    metrics_sample_u64(out, "tessera_gateway_sign_key_cache_total", "result=\"miss\"", sk.misses);
     metrics_family(out, "tessera_gateway_ratelimit_errors_total", "counter",
                    "Rate-limit checks that failed in Redis (the request was let through).");
     metrics_sample_u64(out, "tessera_gateway_ratelimit_errors_total", NULL, ratelimit_errors());
@@ -226,7 +234,9 @@ bool verify_request(gateway *gw, http_req *req, http_resp *resp, gw_identity *id
         .body_len = req->body_len,
     };
     char expected[SIGN_HEX_LEN + 1];
-    sign_compute(c.secret_key, &in, expected);
+    sign_key scratch;
+    sign_compute_keyed(sign_keys_get(ak, c.secret_key, date, host, &scratch), &in, expected);
+    sign_key_wipe(&scratch);
     bool match = sign_equal(expected, sig);
     memset(c.secret_key, 0, sizeof(c.secret_key));
     if (!match)

@@ -152,12 +152,45 @@ static void test_new_keypair(void **state)
         assert_true(isalnum((unsigned char)sk[i]));
 }
 
+/* The derived key (what the gateway caches) gives sign_compute's signature;
+ * it depends on the secret, the UTC day and the host, not on the time of day. */
+static void test_keyed(void **state)
+{
+    (void)state;
+    sign_input a = {.method = "GET",
+                    .target = "/auth/test?echo=a%20b",
+                    .raw_date = "2026-11-21T23:40:01+00:00",
+                    .date = DATE_T,
+                    .host = "127.0.0.1:8090",
+                    .content_type = "application/json; charset=utf-8",
+                    .version = "v8.20240915"};
+    char direct[SIGN_HEX_LEN + 1], keyed[SIGN_HEX_LEN + 1];
+    sign_key k;
+    sign_key_derive(SECRET, DATE_T - 3600 * 23, "127.0.0.1:8090", &k); /* same day, 00:40 */
+    sign_compute_keyed(&k, &a, keyed);
+    assert_string_equal(keyed, "9f7913503fc1a938c8d1295320693e802a56f29ca9b40895cde012bf1131900d");
+    sign_compute_keyed(&k, &a, keyed); /* the key is not used up */
+    assert_string_equal(keyed, "9f7913503fc1a938c8d1295320693e802a56f29ca9b40895cde012bf1131900d");
+    sign_compute(SECRET, &a, direct);
+    assert_string_equal(direct, keyed);
+    sign_key_derive(SECRET, DATE_T + 3600, "127.0.0.1:8090", &k); /* the next day */
+    sign_compute_keyed(&k, &a, keyed);
+    assert_string_not_equal(direct, keyed);
+    sign_key_derive(SECRET, DATE_T, "127.0.0.1:8091", &k); /* another host */
+    sign_compute_keyed(&k, &a, keyed);
+    assert_string_not_equal(direct, keyed);
+    sign_key_wipe(&k);
+    assert_int_equal(sign_day(DATE_T), 20261121);
+    assert_int_equal(sign_day(DATE_T + 3600), 20261122);
+    assert_int_equal(sign_day(0), 19700101);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_vectors),     cmocka_unit_test(test_parse_authorization),
         cmocka_unit_test(test_parse_date),  cmocka_unit_test(test_media_type_and_equal),
-        cmocka_unit_test(test_new_keypair),
+        cmocka_unit_test(test_new_keypair), cmocka_unit_test(test_keyed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
