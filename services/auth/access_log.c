@@ -188,7 +188,10 @@ static void copy_time(char *out, size_t size, int64_t ms)
     int64_t secs = ms >= 0 ? ms / 1000 : (ms - 999) / 1000;
     time_t t = (time_t)secs;
     struct tm tm;
-    gmtime_r(&t, &tm);
+    if (!gmtime_r(&t, &tm)) { /* far out of range: COPY refuses it, the INSERT judges */
+        snprintf(out, size, "out of range");
+        return;
+    }
     snprintf(out, size, "%04d-%02d-%02d %02d:%02d:%02d.%03d+00", tm.tm_year + 1900, tm.tm_mon + 1,
              tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms - secs * 1000));
 }

@@ -185,6 +185,35 @@ def test_poison_record_in_a_batch_goes_to_dlq_alone(stack, bin_dir):
     assert len(dlq_has_marker()) == 1
 
 
+def test_time_out_of_range_goes_to_dlq(stack, bin_dir):
+    """An ApiAccess whose time PostgreSQL cannot hold: COPY refuses the batch,
+    the keyed INSERT rejects the record, and it alone reaches the DLQ."""
+    boot = stack["KAFKA_BOOTSTRAP"]
+    auth_url = service_urls(stack)["auth"]
+    fallback_before = metric(auth_url, "tessera_auth_access_batches_copy_fallback_total") or 0
+    for i, ms in enumerate((9_000_000_000_000_000_000, -9_000_000_000_000_000_000, 300_000 * 365 * 86_400_000)):
+        marker = f"far-time-{i}-" + uuid.uuid4().hex
+        p = subprocess.run([os.path.join(bin_dir, "tessera-busctl"), "publish", "-b", boot, "-t",
+                            "tessera.audit.v1", "-T", "tessera.v1.ApiAccess", "-k", marker,
+                            json.dumps({"method": "GET", "path": "/" + marker, "request_id": marker,
+                                        "occurred_at_ms": ms, "status": 200})],
+                           capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+
+        def dlq_has_marker():
+            c = kcat("-b", boot, "-C", "-t", "tessera.dlq.v1", "-o", "beginning", "-e", "-q",
+                     "-f", "%k\t%h\n")
+            return [line for line in c.stdout.decode(errors="replace").splitlines()
+                    if line.startswith(marker)]
+        assert wait_until(lambda: dlq_has_marker(), 30), f"{ms}: never reached the DLQ"
+        assert "dlq.reason=rejected: " in dlq_has_marker()[0]
+        assert access_log_rows(stack, marker) == 0
+    assert (metric(auth_url, "tessera_auth_access_batches_copy_fallback_total") or 0) > fallback_before
+    rid = "after-far-time-" + uuid.uuid4().hex
+    requests.get(stack["TESSERA_GATEWAY_URL"] + "/", headers={"X-Request-ID": rid}, timeout=5)
+    assert wait_until(lambda: access_log_rows(stack, rid) == 1, 30)
+
+
 def test_awkward_text_is_stored_verbatim(stack, bin_dir):
     """A batch travels in COPY's text format (and, after a COPY failure, as
     PostgreSQL array literals): quotes, backslashes (also before t, n, N),
