@@ -462,6 +462,11 @@ $(BUILD)/tests/test_portmap_%: $(BUILD)/obj/tests/unit/test_portmap_%.o $(PORTMA
 # the runtime's tests publish ports through it
 $(BUILD)/tests/test_agent_runtime: | $(PORTMAP_BIN)
 all: $(PORTMAP_BIN)
+# `make bench-portmap`: CNI ADD/DEL wall time of tessera-portmap beside Debian's
+# portmap on the same input, in the same run (bench/portmap/bench.py; needs root).
+.PHONY: bench-portmap
+bench-portmap: $(PORTMAP_BIN)
+	@python3 bench/portmap/bench.py $(abspath $(PORTMAP_BIN))
 # ---- end tessera-portmap ---------------------------------------------------------
 
 # ---- bench-wsproxy ---------------------------------------------------------------

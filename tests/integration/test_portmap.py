@@ -398,7 +398,7 @@ def test_two_iptables_runs_per_add_and_del(network):
     def execs(cmd):
         log = os.path.join(network.tmp, f"strace-{cmd}")
         env = dict(os.environ, CNI_COMMAND=cmd, CNI_CONTAINERID=cid, CNI_NETNS="/run/netns/none",
-                   CNI_IFNAME="eth0")
+                   CNI_IFNAME="eth0", ASAN_OPTIONS="detect_leaks=0")  # LSan cannot run under ptrace
         r = subprocess.run(["strace", "-f", "-qq", "-e", "trace=execve", "-o", log, PLUGIN],
                            input=json.dumps(conf), env=env, capture_output=True, text=True,
                            timeout=60)

@@ -77,10 +77,8 @@ bool pm_table_parse(const char *save, pm_table *t, ts_err *err)
             pm_rule r = {.line = line};
             if (!_split(line, &r) || r.n_tok < 2) {
                 ts_err_set(err, "iptables-save line %d: cannot read: %.200s", lineno, line);
-                if (r.tok) {
-                    free(r.tok[0]);
-                    free(r.tok);
-                }
+                if (r.tok && r.n_tok) free(r.tok[0]);
+                free(r.tok);
                 free(line);
                 pm_table_free(t);
                 return false;
