@@ -206,11 +206,12 @@ dev-up: deps
 dev-down:
 	@sh deploy/dev/dev-down.sh
 
-# tessera-term goes next to tessera-agent: agent.term_path's default looks there.
+# tessera-term and tessera-portmap go next to tessera-agent: agent.term_path's
+# and agent.cni_portmap's defaults look there.
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/systemd/system $(DESTDIR)/etc/tessera
 	install -m 0755 $(SERVICE_BINS) $(CLI_BIN) $(DESTDIR)$(PREFIX)/bin/
-	install -m 0755 $(TERM_BIN) $(DESTDIR)$(PREFIX)/bin/
+	install -m 0755 $(TERM_BIN) $(PORTMAP_BIN) $(DESTDIR)$(PREFIX)/bin/
 	for u in deploy/systemd/*.service deploy/systemd/*.target; do \
 	  sed 's|@BINDIR@|$(PREFIX)/bin|g' $$u > $(DESTDIR)$(PREFIX)/lib/systemd/system/$$(basename $$u); \
 	  chmod 0644 $(DESTDIR)$(PREFIX)/lib/systemd/system/$$(basename $$u); done
@@ -437,6 +438,36 @@ bench-vfolder: $(SERVICE_BINS) $(CLI_BIN)
 bench-session: $(SERVICE_BINS)
 	@TESSERA_BIN_DIR=$(abspath $(BUILD))/bin sh bench/session/run.sh
 # ---- end bench-session ---------------------------------------------------------
+
+# ---- tessera-portmap -------------------------------------------------------------
+# services/agent/cni-portmap/*.c -> $(BUILD)/bin/tessera-portmap: the agent's CNI
+# plugin that publishes service ports (docs/agent.md, "Networking"), installed
+# next to tessera-agent, where agent.cni_portmap's default finds it. It links
+# the agent's exec.c, libcommon's common.o (from the archive) and jansson only:
+# it is exec'd on every kernel start and destroy, and every shared library
+# adds to its start-up. tests/unit/test_portmap_*.c link its modules.
+PORTMAP_BIN     := $(BUILD)/bin/tessera-portmap
+PORTMAP_MOD_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out %/main.c,$(wildcard services/agent/cni-portmap/*.c))) \
+                   $(BUILD)/obj/services/agent/exec.o
+PORTMAP_LIBS     = $(shell pkg-config --libs jansson 2>/dev/null)
+$(PORTMAP_BIN): $(BUILD)/obj/services/agent/cni-portmap/main.o $(PORTMAP_MOD_OBJ) $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(BUILD)/obj/services/agent/cni-portmap/main.o $(PORTMAP_MOD_OBJ) \
+	  $(COMMON_LIB) $(PORTMAP_LIBS)
+$(BUILD)/tests/test_portmap_%: $(BUILD)/obj/tests/unit/test_portmap_%.o $(PORTMAP_MOD_OBJ) $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(PORTMAP_MOD_OBJ) $(COMMON_LIB) $(LDLIBS) -lcmocka
+# the runtime's tests publish ports through it
+$(BUILD)/tests/test_agent_runtime: | $(PORTMAP_BIN)
+all: $(PORTMAP_BIN)
+# `make bench-portmap`: CNI ADD/DEL wall time of tessera-portmap beside Debian's
+# portmap on the same input, in the same run (bench/portmap/bench.py; needs root).
+.PHONY: bench-portmap
+bench-portmap: $(PORTMAP_BIN)
+	@python3 bench/portmap/bench.py $(abspath $(PORTMAP_BIN))
+# ---- end tessera-portmap ---------------------------------------------------------
 
 # ---- bench-wsproxy ---------------------------------------------------------------
 # tessera-term (issue 8, part 4): the built-in terminal app the agent mounts into

@@ -39,7 +39,8 @@ struct agent {
     kernels *ks;
     char *gpu_dir;
     gpu_host gpu;
-    char *term_path; /* tessera-term on this host, or NULL (no ttyd) */
+    char *term_path;   /* tessera-term on this host, or NULL (no ttyd) */
+    char *cni_portmap; /* the CNI port plugin (agent.cni_portmap) */
     heartbeat *hb;
     kbus_consumer *consumer;
     atomic_bool started;
@@ -302,11 +303,16 @@ bool agent_start(svc *s, ts_err *err)
 
     int lo = 0, hi = 0;
     if (!_port_range(c->port_range, &lo, &hi, err)) return false;
+    /* every kernel publishes at least the ttyd port: no port plugin, no kernels */
+    a->cni_portmap = cni_portmap_locate(c->cni_portmap, c->cni_bin_dir, err);
+    if (!a->cni_portmap) return false;
+    TLOG_INFO("CNI port plugin", "cni_portmap=%s", a->cni_portmap);
     runtime_opts ro = {.state_dir = c->state_dir,
                        .runc_path = c->runc,
                        .cni_bin_dir = c->cni_bin_dir,
                        .cni_network = c->cni_network,
                        .cni_subnet = c->cni_subnet,
+                       .cni_portmap = a->cni_portmap,
                        .port_pool_start = lo,
                        .port_pool_end = hi,
                        .log_cap_bytes = c->log_cap};
@@ -486,6 +492,7 @@ void agent_stop(svc *s)
     free(a->gpu_dir);
     gpu_host_free(&a->gpu);
     free(a->term_path);
+    free(a->cni_portmap);
     for (char **h = a->insecure; h && *h; h++)
         free(*h);
     free(a->insecure);

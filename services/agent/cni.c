@@ -1,4 +1,4 @@
-/* cni.c: network namespaces and the CNI bridge/portmap plugins. */
+/* cni.c: network namespaces and the CNI plugins: bridge and the port plugin. */
 #include "services/agent/cni.h"
 
 #include <errno.h>
@@ -110,7 +110,41 @@ static json_t *_bridge_conf(const cni_conf *c)
     return j;
 }
 
-static json_t *_portmap_conf(const cni_conf *c, const kernel_ports *ports, int n, const char *prev)
+char *cni_portmap_locate(const char *plugin, const char *bin_dir, ts_err *err)
+{
+    char *path;
+    if (!plugin || !*plugin || strcmp(plugin, "tessera-portmap") == 0) {
+        path = proc_sibling_path("tessera-portmap", err);
+        if (!path) return NULL;
+    } else if (plugin[0] == '/') {
+        path = ts_strdup(plugin);
+    } else if (!strchr(plugin, '/') && strcmp(plugin, ".") != 0 && strcmp(plugin, "..") != 0) {
+        path = ts_asprintf("%s/%s", bin_dir, plugin);
+    } else {
+        ts_err_set(err, "agent.cni_portmap '%s': a plugin name or an absolute path", plugin);
+        return NULL;
+    }
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        ts_err_set(err, "agent.cni_portmap: %s: %s", path, strerror(errno));
+    } else if (!S_ISREG(st.st_mode) || access(path, X_OK) != 0) {
+        ts_err_set(err, "agent.cni_portmap: %s is not an executable file", path);
+    } else {
+        return path;
+    }
+    free(path);
+    return NULL;
+}
+
+/* The plugin's type: its file name. */
+static const char *_type_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+static json_t *_portmap_conf(const cni_conf *c, const char *plugin, const kernel_ports *ports,
+                             int n, const char *prev)
 {
     json_t *maps = json_array();
     for (int i = 0; i < n; i++)
@@ -118,8 +152,8 @@ static json_t *_portmap_conf(const cni_conf *c, const kernel_ports *ports, int n
                                               "containerPort", ports[i].container_port, "protocol",
                                               "tcp"));
     json_t *j = json_pack("{s:s, s:s, s:s, s:{s:b}, s:b, s:{s:o}}", "cniVersion", "1.0.0", "name",
-                          c->network, "type", "portmap", "capabilities", "portMappings", 1, "snat",
-                          1, "runtimeConfig", "portMappings", maps);
+                          c->network, "type", _type_of(plugin), "capabilities", "portMappings", 1,
+                          "snat", 1, "runtimeConfig", "portMappings", maps);
     if (prev) {
         json_t *p = json_loads(prev, 0, NULL);
         if (p) json_object_set_new(j, "prevResult", p);
@@ -127,12 +161,13 @@ static json_t *_portmap_conf(const cni_conf *c, const kernel_ports *ports, int n
     return j;
 }
 
-/* Run one plugin; *out gets its stdout on success. */
-static bool _plugin(const cni_conf *c, const char *type, const char *cmd, const char *kernel_id,
+/* Run one plugin (a path, or a name in bin_dir); *out gets its stdout on success. */
+static bool _plugin(const cni_conf *c, const char *plugin, const char *cmd, const char *kernel_id,
                     const char *netns, json_t *conf, char **out, ts_err *err)
 {
     char *stdin_data = json_dumps(conf, JSON_COMPACT);
-    char *bin = ts_asprintf("%s/%s", c->bin_dir, type);
+    const char *type = _type_of(plugin);
+    char *bin = plugin[0] == '/' ? ts_strdup(plugin) : ts_asprintf("%s/%s", c->bin_dir, plugin);
     char *e_cmd = ts_asprintf("CNI_COMMAND=%s", cmd);
     char *e_id = ts_asprintf("CNI_CONTAINERID=%s", kernel_id);
     char *e_ns = ts_asprintf("CNI_NETNS=%s", netns);
@@ -268,13 +303,13 @@ bool cni_add(const cni_conf *c, const char *kernel_id, const char *netns, const 
         ok = false;
     }
     if (ok && n_ports > 0) {
-        json_t *pc = _portmap_conf(c, ports, n_ports, res);
-        ok = _plugin(c, "portmap", "ADD", kernel_id, netns, pc, NULL, err);
+        json_t *pc = _portmap_conf(c, c->portmap, ports, n_ports, res);
+        ok = _plugin(c, c->portmap, "ADD", kernel_id, netns, pc, NULL, err);
         json_decref(pc);
     }
     if (!ok) {
         ts_err dummy;
-        if (!cni_del(c, kernel_id, netns, ports, n_ports, res, &dummy)) { /* best effort */
+        if (!cni_del(c, kernel_id, netns, ports, n_ports, res, NULL, &dummy)) { /* best effort */
         }
         free(res);
         return false;
@@ -284,12 +319,13 @@ bool cni_add(const cni_conf *c, const char *kernel_id, const char *netns, const 
 }
 
 bool cni_del(const cni_conf *c, const char *kernel_id, const char *netns, const kernel_ports *ports,
-             int n_ports, const char *prev_result, ts_err *err)
+             int n_ports, const char *prev_result, const char *portmap, ts_err *err)
 {
     bool ok = true;
     if (n_ports > 0) {
-        json_t *pc = _portmap_conf(c, ports, n_ports, prev_result);
-        if (!_plugin(c, "portmap", "DEL", kernel_id, netns, pc, NULL, err)) ok = false;
+        const char *pm = portmap && access(portmap, X_OK) == 0 ? portmap : c->portmap;
+        json_t *pc = _portmap_conf(c, pm, ports, n_ports, prev_result);
+        if (!_plugin(c, pm, "DEL", kernel_id, netns, pc, NULL, err)) ok = false;
         json_decref(pc);
     }
     json_t *bc = _bridge_conf(c);

@@ -7,7 +7,8 @@
  *   logs/output.log      container stdout+stderr, size-capped
  *   state.json           what the agent needs to re-adopt the kernel after a restart
  * The container gets a network namespace configured by CNI (bridge + host-local
- * + portmap); its service ports are published on host ports from a pool. */
+ * + a port plugin, tessera-portmap by default); its service ports are
+ * published on host ports from a pool. */
 #ifndef AGENT_CONTAINER_H
 #define AGENT_CONTAINER_H
 
@@ -21,6 +22,7 @@ typedef struct runtime_opts {
     const char *cni_bin_dir; /* "/usr/lib/cni" on Debian */
     const char *cni_network; /* bridge name / network name, e.g. "tessera0" */
     const char *cni_subnet;  /* "10.88.0.0/16"-style pool for host-local */
+    const char *cni_portmap; /* path of the port plugin; NULL: <cni_bin_dir>/portmap */
     int port_pool_start;     /* host ports for services: [start, end] */
     int port_pool_end;
     int64_t log_cap_bytes; /* per kernel */

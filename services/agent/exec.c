@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -305,6 +306,20 @@ bool proc_run(const proc_opts *o, exec_result *r, ts_err *err)
     r->err_len = eb.len;
     r->err_truncated = eb.truncated;
     return true;
+}
+
+char *proc_sibling_path(const char *name, ts_err *err)
+{
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n <= 0) {
+        ts_err_set(err, "cannot find the agent's own path: %s", strerror(errno));
+        return NULL;
+    }
+    self[n] = '\0';
+    char *slash = strrchr(self, '/');
+    if (slash) *slash = '\0';
+    return ts_asprintf("%s/%s", self, name);
 }
 
 void exec_result_free(exec_result *r)

@@ -37,4 +37,9 @@ bool proc_signal_checked(pid_t pid, int sig, const char *cgroup_hint);
  * true when it is gone. */
 bool proc_wait_gone(pid_t pid, int timeout_ms);
 
+/* "<directory of the running program>/<name>" (heap), where the programs
+ * installed beside the agent are (tessera-term, tessera-portmap); NULL with
+ * err set when /proc/self/exe cannot be read. */
+char *proc_sibling_path(const char *name, ts_err *err);
+
 #endif

@@ -11,8 +11,8 @@
 #endif
 
 static char *id, *resource_group, *state_dir, *runc_path, *cni_bin_dir, *cni_network, *cni_subnet,
-    *port_range, *insecure_registries, *registry_auth_file, *advertise_addr, *cuda_shim_path,
-    *cuda_driver_libs, *term_path;
+    *cni_portmap, *port_range, *insecure_registries, *registry_auth_file, *advertise_addr,
+    *cuda_shim_path, *cuda_driver_libs, *term_path;
 static int64_t log_cap, heartbeat_interval_ms, mock_gpus, mock_gpu_memory, max_parallel_pulls,
     pull_retries, pull_timeout_ms, mem, mem_reserve, shm, destroy_grace_ms, exited_retention_ms,
     exec_timeout_ms, exec_output_cap;
@@ -31,11 +31,14 @@ static const cfg_option agent_options[] = {
     {"agent.runc", CFG_STRING, &runc_path, "runc", 0, 0, NULL, false, NULL,
      "OCI runtime binary (runc; a name is looked up in PATH)"},
     {"agent.cni_bin_dir", CFG_STRING, &cni_bin_dir, "/usr/lib/cni", 0, 0, NULL, false, NULL,
-     "directory of the CNI plugins (bridge, host-local, portmap)"},
+     "directory of Debian's CNI plugins (bridge, host-local; portmap when agent.cni_portmap says)"},
     {"agent.cni_network", CFG_STRING, &cni_network, "tessera0", 0, 0, NULL, false, NULL,
      "CNI network and bridge name (at most 15 characters)"},
     {"agent.cni_subnet", CFG_STRING, &cni_subnet, "10.88.0.0/16", 0, 0, NULL, false, NULL,
      "subnet the kernels' addresses come from (host-local IPAM)"},
+    {"agent.cni_portmap", CFG_STRING, &cni_portmap, "tessera-portmap", 0, 0, NULL, false, NULL,
+     "CNI plugin publishing service ports: tessera-portmap (beside tessera-agent), portmap "
+     "(Debian's, in agent.cni_bin_dir), or an absolute path"},
     {"agent.port_range", CFG_STRING, &port_range, "30000-30999", 0, 0, NULL, false, NULL,
      "host ports for kernels' service ports, low-high"},
     {"agent.log_cap", CFG_BYTES, &log_cap, "10m", 4096, 1073741824.0, NULL, false, NULL,
@@ -74,7 +77,8 @@ static const cfg_option agent_options[] = {
     {"agent.destroy_grace", CFG_DURATION, &destroy_grace_ms, "2s", 0, 600000, NULL, false, NULL,
      "SIGTERM to SIGKILL grace of DestroyKernel when the command gives none"},
     {"agent.destroy_on_stop", CFG_BOOL, &destroy_on_stop, "false", 0, 0, NULL, false, NULL,
-     "destroy every kernel on a graceful stop (development stacks); off: kernels outlive agent restarts"},
+     "destroy every kernel on a graceful stop (development stacks); off: kernels outlive agent "
+     "restarts"},
     {"agent.exited_retention", CFG_DURATION, &exited_retention_ms, "10m", 0, 604800000.0, NULL,
      false, NULL,
      "an exited kernel (logs readable) not destroyed by then is destroyed by the agent (0: never)"},
@@ -98,6 +102,7 @@ static bool agent_routes(svc *s, ts_err *err)
         .cni_bin_dir = cni_bin_dir,
         .cni_network = cni_network,
         .cni_subnet = cni_subnet,
+        .cni_portmap = cni_portmap,
         .port_range = port_range,
         .insecure_registries = insecure_registries,
         .registry_auth_file = registry_auth_file,

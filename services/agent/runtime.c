@@ -48,7 +48,8 @@
 #define MAX_PORTS ((int)TS_ARRAY_LEN(((kernel_status *)0)->ports))
 
 struct runtime {
-    char *state_dir, *kernels_dir, *runc, *cni_bin, *cni_net, *cni_subnet, *cni_data;
+    char *state_dir, *kernels_dir, *runc, *cni_bin, *cni_net, *cni_subnet, *cni_data, *cni_portmap,
+        *cni_portmap_legacy;
     int64_t log_cap;
     port_pool *ports;
     cni_conf cni;
@@ -157,7 +158,8 @@ typedef struct kstate {
     char ip[64];
     kernel_ports ports[16];
     int n_ports;
-    char *cni_result; /* heap or NULL */
+    char *cni_result;  /* heap or NULL */
+    char portmap[512]; /* the port plugin the kernel's CNI ADD ran */
     pid_t init_pid, sup_pid;
     unsigned long long sup_start;
     bool batch;
@@ -177,6 +179,7 @@ static bool _state_save(runtime *rt, const char *id, const kernel_spec *spec, co
                           (int)s->sup_pid, "supervisor_start", (json_int_t)s->sup_start, "batch",
                           s->batch, "updated_at", (json_int_t)ts_now_wall_ms());
     json_object_set_new(j, "keepalive", json_boolean(s->keepalive));
+    json_object_set_new(j, "cni_portmap", json_string(s->portmap));
     if (s->cni_result) json_object_set_new(j, "cni_result", json_loads(s->cni_result, 0, NULL));
     char *text = json_dumps(j, JSON_COMPACT);
     json_decref(j);
@@ -208,6 +211,11 @@ static bool _state_load(runtime *rt, const char *id, kstate *s)
     }
     json_t *cr = json_object_get(j, "cni_result");
     if (cr) s->cni_result = json_dumps(cr, JSON_COMPACT);
+    /* no key: written by an agent from before agent.cni_portmap, which ran
+     * Debian's portmap */
+    ts_strlcpy(s->portmap,
+               json_string_value(json_object_get(j, "cni_portmap")) ?: rt->cni_portmap_legacy,
+               sizeof(s->portmap));
     s->init_pid = (pid_t)json_integer_value(json_object_get(j, "init_pid"));
     s->sup_pid = (pid_t)json_integer_value(json_object_get(j, "supervisor_pid"));
     s->sup_start = (unsigned long long)json_integer_value(json_object_get(j, "supervisor_start"));
@@ -236,11 +244,15 @@ runtime *runtime_new(const runtime_opts *opts, ts_err *err)
     rt->cni_subnet =
         ts_strdup(opts->cni_subnet && *opts->cni_subnet ? opts->cni_subnet : "10.88.0.0/16");
     rt->cni_data = ts_asprintf("%s/cni", opts->state_dir);
+    rt->cni_portmap_legacy = ts_asprintf("%s/portmap", rt->cni_bin);
+    rt->cni_portmap = ts_strdup(opts->cni_portmap && *opts->cni_portmap ? opts->cni_portmap
+                                                                        : rt->cni_portmap_legacy);
     rt->log_cap = opts->log_cap_bytes > 0 ? opts->log_cap_bytes : (10LL << 20);
     rt->cni = (cni_conf){.bin_dir = rt->cni_bin,
                          .network = rt->cni_net,
                          .subnet = rt->cni_subnet,
-                         .data_dir = rt->cni_data};
+                         .data_dir = rt->cni_data,
+                         .portmap = rt->cni_portmap};
     bool ok = true;
     const char *dirs[] = {rt->state_dir, rt->kernels_dir, rt->cni_data};
     for (size_t i = 0; ok && i < TS_ARRAY_LEN(dirs); i++) {
@@ -274,6 +286,8 @@ void runtime_free(runtime *rt)
     free(rt->cni_net);
     free(rt->cni_subnet);
     free(rt->cni_data);
+    free(rt->cni_portmap);
+    free(rt->cni_portmap_legacy);
     free(rt);
 }
 
@@ -696,6 +710,7 @@ bool runtime_start(runtime *rt, const kernel_spec *spec, kernel_status *out, ts_
     strcpy(st.phase, "creating");
     st.batch = spec->batch;
     st.keepalive = bundle_uses_keepalive(spec);
+    ts_strlcpy(st.portmap, rt->cni_portmap, sizeof(st.portmap));
     bool ok = true;
     char rel[128], netns[256], path[1024];
     _cg_rel(id, rel, sizeof(rel));
@@ -1008,10 +1023,10 @@ static bool _teardown(runtime *rt, const char *id, int grace_ms, ts_err *err)
     struct stat sb;
     bool netns_exists = stat(netns, &sb) == 0;
     if (have && (st.cni_result || netns_exists)) {
-        if (!cni_del(&rt->cni, id, netns, st.ports, st.n_ports, st.cni_result, &e))
+        if (!cni_del(&rt->cni, id, netns, st.ports, st.n_ports, st.cni_result, st.portmap, &e))
             NOTE("%s", e.msg);
     } else if (netns_exists) {
-        if (!cni_del(&rt->cni, id, netns, NULL, 0, NULL, &e)) NOTE("%s", e.msg);
+        if (!cni_del(&rt->cni, id, netns, NULL, 0, NULL, NULL, &e)) NOTE("%s", e.msg);
     }
     if (!cni_netns_delete(netns, &e)) NOTE("%s", e.msg);
     t_net = ts_now_mono_us();

@@ -2,12 +2,13 @@
 #include "services/agent/term_app.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "services/agent/exec.h"
 
 char *term_app_locate(const char *configured, ts_err *err)
 {
@@ -15,16 +16,8 @@ char *term_app_locate(const char *configured, ts_err *err)
     if (configured && *configured) {
         path = ts_strdup(configured);
     } else {
-        char self[PATH_MAX];
-        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-        if (n <= 0) {
-            ts_err_set(err, "cannot find the agent's own path: %s", strerror(errno));
-            return NULL;
-        }
-        self[n] = '\0';
-        char *slash = strrchr(self, '/');
-        if (slash) *slash = '\0';
-        path = ts_asprintf("%s/tessera-term", self);
+        path = proc_sibling_path("tessera-term", err);
+        if (!path) return NULL;
     }
     struct stat st;
     if (path[0] != '/') {

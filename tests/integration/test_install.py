@@ -21,8 +21,13 @@ def test_make_install_into_destdir(bin_dir, tmp_path):
     term = tmp_path / "usr/bin/tessera-term"
     assert term.is_file() and os.access(term, os.X_OK), term
     assert b"ELF" in term.read_bytes()[:4]
+    # tessera-portmap (the CNI port plugin) there too, where agent.cni_portmap's default looks
+    portmap = tmp_path / "usr/bin/tessera-portmap"
+    assert portmap.is_file() and os.access(portmap, os.X_OK), portmap
+    assert b"ELF" in portmap.read_bytes()[:4]
     agent_conf = (tmp_path / "etc/tessera/agent.conf").read_text()
     assert "term_path = \"\"" in agent_conf  # agent.term_path, at its default
+    assert "cni_portmap = \"tessera-portmap\"" in agent_conf
     for svc in SERVICES:
         unit = (tmp_path / "usr/lib/systemd/system" / f"tessera-{svc}.service").read_text()
         assert f"ExecStart=/usr/bin/tessera-{svc} --config /etc/tessera/{svc}.conf" in unit

@@ -46,6 +46,7 @@ static char g_layer[300];
 static char g_state[300];
 static const char *g_skip; /* why the runtime tests cannot run here */
 static runtime *g_rt;
+static char *g_portmap; /* build/bin/tessera-portmap, the port plugin g_rt runs */
 static image_info g_img;
 static char *g_layers[1];
 
@@ -105,6 +106,8 @@ static const char *why_skip(void)
     if (sh("grep -qw overlay /proc/filesystems || modprobe overlay 2>/dev/null") != 0)
         return "no overlayfs";
     if (access("/usr/lib/cni/bridge", X_OK) != 0) return "no CNI plugins in /usr/lib/cni";
+    g_portmap = proc_sibling_path("../bin/tessera-portmap", NULL);
+    if (!g_portmap || access(g_portmap, X_OK) != 0) return "no ../bin/tessera-portmap (make)";
     return NULL;
 }
 
@@ -126,6 +129,7 @@ static int group_setup(void **state)
                       .cni_bin_dir = "/usr/lib/cni",
                       .cni_network = "tstest0",
                       .cni_subnet = "10.213.77.0/24",
+                      .cni_portmap = g_portmap,
                       .port_pool_start = PORT_START,
                       .port_pool_end = PORT_END,
                       .log_cap_bytes = LOG_CAP};
@@ -149,6 +153,7 @@ static int group_teardown(void **state)
 {
     (void)state;
     if (g_rt) runtime_free(g_rt);
+    free(g_portmap);
     /* the network's outbound NAT rule (cni.c) must be there, once, and go */
     if (!g_skip) {
         assert_int_equal(sh("iptables -w -t nat -S POSTROUTING | grep -c 'tessera:tstest0' | "
@@ -587,6 +592,67 @@ static void test_service_port(void **state)
     (void)owner;
 }
 
+/* A runtime whose port plugin is Debian's portmap (agent.cni_portmap = portmap). */
+static runtime *debian_portmap_runtime(void)
+{
+    runtime_opts o = {.state_dir = g_state,
+                      .runc_path = RUNC,
+                      .cni_bin_dir = "/usr/lib/cni",
+                      .cni_network = "tstest0",
+                      .cni_subnet = "10.213.77.0/24",
+                      .port_pool_start = PORT_START,
+                      .port_pool_end = PORT_END,
+                      .log_cap_bytes = LOG_CAP};
+    ts_err err = {{0}};
+    runtime *rt = runtime_new(&o, &err);
+    if (!rt) fail_msg("runtime_new: %s", err.msg);
+    return rt;
+}
+
+/* Kernels whose ports Debian's portmap published (an agent set to portmap,
+ * or one from before agent.cni_portmap, whose state.json does not name the
+ * plugin), destroyed by an agent running tessera-portmap: DEL runs the
+ * plugin the ADD ran, so none of their rules is left. */
+static void test_port_plugin_switch(void **state)
+{
+    (void)state;
+    SKIP_IF_UNAVAILABLE();
+    if (access("/usr/lib/cni/portmap", X_OK) != 0) {
+        fprintf(stderr, "skipped: no /usr/lib/cni/portmap\n");
+        skip();
+    }
+    runtime *deb = debian_portmap_runtime();
+    int ports[] = {8080};
+    char ids[2][TS_UUID_STRLEN];
+    for (int k = 0; k < 2; k++) {
+        new_id(ids[k]);
+        kernel_spec s = base_spec(ids[k]);
+        s.service_ports = ports;
+        s.n_service_ports = 1;
+        kernel_status st;
+        ts_err err = {{0}};
+        if (!runtime_start(deb, &s, &st, &err)) fail_msg("start: %s", err.msg);
+        if (sh("iptables-save -t nat | grep -q 'CNI-HOSTPORT-DNAT.*%s'", ids[k]) != 0)
+            fail_msg("no portmap rule for %s", ids[k]);
+        char path[512];
+        snprintf(path, sizeof(path), "%s/kernels/%s/state.json", g_state, ids[k]);
+        json_t *j = json_load_file(path, 0, NULL);
+        assert_non_null(j);
+        assert_string_equal(json_string_value(json_object_get(j, "cni_portmap")),
+                            "/usr/lib/cni/portmap");
+        if (k == 1) { /* as an older agent wrote it */
+            json_object_del(j, "cni_portmap");
+            assert_int_equal(json_dump_file(j, path, 0), 0);
+        }
+        json_decref(j);
+    }
+    runtime_free(deb);
+    for (int k = 0; k < 2; k++) {
+        destroy_ok(ids[k]); /* g_rt: tessera-portmap */
+        assert_no_leftovers(ids[k]);
+    }
+}
+
 static void test_bad_input(void **state)
 {
     (void)state;
@@ -667,6 +733,7 @@ static void test_readopt_after_agent_death(void **state)
                       .cni_bin_dir = "/usr/lib/cni",
                       .cni_network = "tstest0",
                       .cni_subnet = "10.213.77.0/24",
+                      .cni_portmap = g_portmap,
                       .port_pool_start = PORT_START,
                       .port_pool_end = PORT_END,
                       .log_cap_bytes = LOG_CAP};
@@ -712,7 +779,7 @@ static int cmp_i64(const void *a, const void *b)
 static void report(const char *what, int64_t *us, int n)
 {
     qsort(us, (size_t)n, sizeof(us[0]), cmp_i64);
-    fprintf(stderr, "  %-44s p50 %6.1f ms  p90 %6.1f ms  max %6.1f ms (n=%d)\n", what,
+    fprintf(stderr, "  %-52s p50 %6.1f ms  p90 %6.1f ms  max %6.1f ms (n=%d)\n", what,
             us[n / 2] / 1000.0, us[(n * 9) / 10] / 1000.0, us[n - 1] / 1000.0, n);
 }
 
@@ -750,7 +817,9 @@ static void test_start_latency(void **state)
     (void)state;
     SKIP_IF_UNAVAILABLE();
     enum { N = 20 };
-    int64_t start_us[N], destroy_us[N], start_port_us[N], bare_us[N];
+    int64_t start_us[N], destroy_us[N], start_port_us[N], destroy_port_us[N], start_deb_us[N],
+        destroy_deb_us[N], bare_us[N];
+    runtime *deb = debian_portmap_runtime();
     char config[512] = "";
     char bare_dir[400];
     snprintf(bare_dir, sizeof(bare_dir), "%s/bare", g_tmp);
@@ -782,8 +851,23 @@ static void test_start_latency(void **state)
         t0 = ts_now_mono_us();
         start_ok(&s, &st);
         start_port_us[i] = ts_now_mono_us() - t0;
+        t0 = ts_now_mono_us();
         destroy_ok(id);
+        destroy_port_us[i] = ts_now_mono_us() - t0;
+
+        new_id(id);
+        s = base_spec(id);
+        s.service_ports = ports;
+        s.n_service_ports = 1;
+        ts_err err = {{0}};
+        t0 = ts_now_mono_us();
+        if (!runtime_start(deb, &s, &st, &err)) fail_msg("start: %s", err.msg);
+        start_deb_us[i] = ts_now_mono_us() - t0;
+        t0 = ts_now_mono_us();
+        if (!runtime_destroy(deb, id, 500, &err)) fail_msg("destroy: %s", err.msg);
+        destroy_deb_us[i] = ts_now_mono_us() - t0;
     }
+    runtime_free(deb);
     (void)config;
     for (int i = 0; i < N; i++) {
         char cmd[1024];
@@ -797,8 +881,11 @@ static void test_start_latency(void **state)
     sh("rmdir /sys/fs/cgroup/*/tessera-bare 2>/dev/null");
     fprintf(stderr, "start latency (this host, sequential):\n");
     report("runtime_start -> RUNNING (no ports)", start_us, N);
-    report("runtime_start -> RUNNING (1 service port)", start_port_us, N);
-    report("runtime_destroy (grace 500 ms)", destroy_us, N);
+    report("runtime_start -> RUNNING (1 port, tessera-portmap)", start_port_us, N);
+    report("runtime_start -> RUNNING (1 port, Debian portmap)", start_deb_us, N);
+    report("runtime_destroy (no ports, grace 500 ms)", destroy_us, N);
+    report("runtime_destroy (1 port, tessera-portmap)", destroy_port_us, N);
+    report("runtime_destroy (1 port, Debian portmap)", destroy_deb_us, N);
     report("bare `runc run` (true, fresh netns)", bare_us, N);
     fprintf(stderr, "  ratio p50 start/bare: %.2fx\n",
             (double)start_us[N / 2] / (double)bare_us[N / 2]);
@@ -908,6 +995,7 @@ int main(void)
         cmocka_unit_test(test_oom_reason),
         cmocka_unit_test(test_log_cap),
         cmocka_unit_test(test_service_port),
+        cmocka_unit_test(test_port_plugin_switch),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_readopt_after_agent_death),
         cmocka_unit_test(test_start_latency),
