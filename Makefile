@@ -384,7 +384,10 @@ all: $(BUSCTL_BIN)
 # `make bench-scheduler`: the scheduler end to end (bench/scheduler/run.sh) with
 # tessera-simagent (1,000 simulated agents x 8 GPUs). BENCH_VIA=api: the dev
 # stack (auth, registry, scheduler, gateway), sessions enqueued with
-# signed POST /session through the gateway (bench_api.py, 5,000 sessions);
+# signed POST /session through the gateway (bench_api.py, 5,000 sessions; by
+# default with the scheduler held during the enqueue and released after, so
+# the API's create rate and the scheduler's rate on that backlog are both
+# printed, BENCH_API_BACKLOG=0 not);
 # bus (default): redis, devbus and the scheduler only, SessionEnqueued published
 # directly (bench_e2e, 20,000); both.
 # Prints placements/s, enqueue-to-scheduled p50/p99 and checks the invariant
@@ -399,7 +402,7 @@ $(BENCH_E2E_BIN): $(BUILD)/obj/bench/scheduler/bench_e2e.o $(SCHED_LIB_OBJ) $(CO
 .PHONY: bench-scheduler
 bench-scheduler: $(BENCH_E2E_BIN) $(BUILD)/bin/tessera-scheduler $(BUILD)/bin/tessera-simagent \
                  $(BUILD)/bin/tessera-devbus $(BUILD)/bin/tessera-auth $(BUILD)/bin/tessera-registry \
-                 $(BUILD)/bin/tessera-gateway
+                 $(BUILD)/bin/tessera-gateway $(BUILD)/bin/tessera-busctl
 	@TESSERA_BIN_DIR=$(abspath $(BUILD))/bin BENCH_E2E=$(abspath $(BENCH_E2E_BIN)) \
 	  sh bench/scheduler/run.sh
 # ---- end bench-scheduler -------------------------------------------------------

@@ -15,19 +15,43 @@ when the registry consumes the scheduler's SessionScheduled). At the end:
 Redis reservations = occupancy (bench_e2e's check, BENCH_CHECK_ONLY=1) =
 kernels holding slots in PostgreSQL.
 
+Backlog mode (BENCH_API_BACKLOG=1, run.sh's default): the scheduler
+(BENCH_SCHEDULER_PID) is held with SIGSTOP while the sessions are enqueued
+(the registry still validates them against the agents it knows), then
+released with SIGCONT; the scheduler's rate on that backlog is timed from the
+release: to the last SessionScheduled it published (the envelope time of the
+records on tessera.session.v1, read back with tessera-busctl) and to the last SCHEDULED
+the registry recorded. Enqueue-to-scheduled latency then includes the hold,
+so release-to-scheduled is printed too. BENCH_API_BACKLOG=0: the scheduler runs
+while the creates come in (placements follow the enqueue rate).
+
+BENCH_API_HOLD_REGISTRY=1 (with the backlog, a diagnostic): the registry
+(BENCH_REGISTRY_PID) is held too from the release until the scheduler has
+published its last SessionScheduled (its scheduled counter on /metrics stops
+moving), so that the scheduler drains the backlog without the registry's
+(and PostgreSQL's) handling of the placements competing for the CPU; the
+registry's SCHEDULED times then include that hold.
+
 Environment (from the stack's env file): BACKEND_ENDPOINT, TESSERA_ADMIN_ACCESS_KEY,
 TESSERA_ADMIN_SECRET_KEY, TESSERA_DEMO_IMAGE, PGHOST/PGPORT/PGUSER/PGDATABASE,
-TESSERA_REDIS_URL; BENCH_E2E (the checker), BENCH_SESSIONS (20000), BENCH_USERS
-(20), BENCH_CLIENTS (16), BENCH_GROUP (default), BENCH_TIMEOUT (seconds, 300).
+TESSERA_REDIS_URL, KAFKA_BOOTSTRAP; BENCH_E2E (the checker), BENCH_BUSCTL (backlog), BENCH_SESSIONS
+(20000), BENCH_USERS (20), BENCH_CLIENTS (16), BENCH_GROUP (default),
+BENCH_TIMEOUT (seconds, 300), BENCH_API_BACKLOG (0), BENCH_SCHEDULER_PID (with
+backlog), BENCH_API_HOLD_REGISTRY (0), BENCH_REGISTRY_PID (with it). --help prints this.
 """
 import http.client
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
 import time
 import urllib.parse
+
+if __name__ == "__main__" and any(a in ("-h", "--help") for a in sys.argv[1:]):
+    print(__doc__)
+    sys.exit(0)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                 "tests", "integration"))
@@ -39,6 +63,10 @@ NUSERS = int(os.environ.get("BENCH_USERS", "20"))
 NCLIENTS = int(os.environ.get("BENCH_CLIENTS", "16"))
 GROUP = os.environ.get("BENCH_GROUP", "default")
 TIMEOUT = int(os.environ.get("BENCH_TIMEOUT", "300"))
+BACKLOG = os.environ.get("BENCH_API_BACKLOG", "0") == "1"
+SCHED_PID = int(os.environ.get("BENCH_SCHEDULER_PID", "0") or 0)
+HOLD_REG = BACKLOG and os.environ.get("BENCH_API_HOLD_REGISTRY", "0") == "1"
+REG_PID = int(os.environ.get("BENCH_REGISTRY_PID", "0") or 0)
 RUN = "a%d" % (int(time.time() * 1000) % 100000000)
 U = urllib.parse.urlsplit(ENDPOINT)
 M64 = (1 << 64) - 1
@@ -146,10 +174,6 @@ def main():
     owner = [rnd(NUSERS) for _ in range(N)]  # as the bus path draws its users after the mix
     users = setup(admin, image)
 
-    def body(i):
-        return {"image": image, "name": "%s-%d" % (RUN, i), "type": "interactive",
-                "enqueueOnly": True, "config": {"resources": reqs[i], "scaling_group": GROUP}}
-
     # The registry learns the agents from the bus: wait until it accepts a GPU session.
     probe = Conn(*users[0])
     deadline = time.time() + 60
@@ -166,6 +190,84 @@ def main():
         time.sleep(0.5)
     # let the probe's cancellation settle before the clock starts
     time.sleep(1)
+    base = 0
+    if BACKLOG:
+        if SCHED_PID <= 0:
+            sys.exit("bench_api: BENCH_API_BACKLOG=1 needs BENCH_SCHEDULER_PID")
+        if HOLD_REG and REG_PID <= 0:
+            sys.exit("bench_api: BENCH_API_HOLD_REGISTRY=1 needs BENCH_REGISTRY_PID")
+        # the counter the registry hold waits on, read while the scheduler answers
+        base = sched_metric("tessera_scheduler_scheduled_total") if HOLD_REG else 0
+        os.kill(SCHED_PID, signal.SIGSTOP)
+        print("backlog mode: tessera-scheduler (pid %d) held with SIGSTOP while the sessions "
+              "are enqueued" % SCHED_PID, flush=True)
+    try:
+        return run(image, reqs, kinds, owner, users, base)
+    finally:
+        if BACKLOG:
+            os.kill(SCHED_PID, signal.SIGCONT)
+        if HOLD_REG:
+            os.kill(REG_PID, signal.SIGCONT)
+
+
+def sched_metric(name):
+    url = urllib.parse.urlsplit(os.environ["TESSERA_SCHEDULER_URL"])
+    c = http.client.HTTPConnection(url.hostname, url.port, timeout=10)
+    c.request("GET", "/metrics")
+    for line in c.getresponse().read().decode().splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    return 0.0
+
+
+def wait_scheduler_drained(base, want):
+    """Until the scheduler's scheduled counter reached base + want, or stopped
+    moving for 5 s after it moved (or 10 s without moving at all)."""
+    last, since, moved = None, time.monotonic(), False
+    deadline = time.monotonic() + TIMEOUT
+    while time.monotonic() < deadline:
+        n = sched_metric("tessera_scheduler_scheduled_total") - base
+        if n >= want:
+            return
+        if n != last:
+            moved = moved or last is not None
+            last, since = n, time.monotonic()
+        elif time.monotonic() - since > (5 if moved else 10):
+            return
+        time.sleep(0.05)
+
+
+def scheduled_events(ids, since_ms):
+    """{session id: occurred_at_ms of its first SessionScheduled (stamped by the
+    scheduler when it published it)} for the sessions in ids, read back from
+    tessera.session.v1 with tessera-busctl (BENCH_BUSCTL)."""
+    out = {}
+    # --idle: a loaded machine may take seconds to answer the first fetch; a
+    # dump that found nothing is tried again
+    for attempt in range(3):
+        c = subprocess.run([os.environ["BENCH_BUSCTL"], "dump", "-b", os.environ["KAFKA_BOOTSTRAP"],
+                            "-t", "tessera.session.v1", "--type", "tessera.v1.SessionScheduled",
+                            "--idle", "10", "--timeout", "180"],
+                           capture_output=True, text=True, timeout=240)
+        for line in c.stdout.splitlines():
+            try:
+                r = json.loads(line)
+            except ValueError:
+                continue
+            k, ts = r.get("key"), int(r.get("occurred_at_ms") or 0)
+            if k in ids and ts >= since_ms:
+                out[k] = min(ts, out.get(k, ts))
+        if out:
+            break
+        print("bench_api: tessera-busctl dump found no SessionScheduled (try %d): %s"
+              % (attempt + 1, c.stderr.strip()[-300:]), flush=True)
+    return out
+
+
+def run(image, reqs, kinds, owner, users, base=0):
+    def body(i):
+        return {"image": image, "name": "%s-%d" % (RUN, i), "type": "interactive",
+                "enqueueOnly": True, "config": {"resources": reqs[i], "scaling_group": GROUP}}
 
     print("end to end: %d sessions (%d fractional <= 1, %d fractional > 1, %d whole-GPU, %d "
           "cpu-only) enqueued via the API (signed POST /session enqueueOnly through the gateway; "
@@ -202,19 +304,40 @@ def main():
         t.join()
     enq_s = time.monotonic() - t0
     created = N - len(errors)
-
-    # wait: every session scheduled or still pending, nothing moving for 5 s
     like = RUN + "-%"
+
+    release = None
+    if BACKLOG:
+        early = int(psql("SELECT count(*) FROM registry.sessions WHERE name LIKE '%s'"
+                         " AND status <> 'PENDING'" % like))
+        if early:
+            sys.exit("bench_api: %d sessions left PENDING while the scheduler was held" % early)
+        if HOLD_REG:
+            os.kill(REG_PID, signal.SIGSTOP)
+        release = time.time()
+        os.kill(SCHED_PID, signal.SIGCONT)
+        print("backlog mode: %d sessions PENDING, scheduler released (SIGCONT)%s"
+              % (created, ", registry held (SIGSTOP)" if HOLD_REG else ""), flush=True)
+        if HOLD_REG:
+            wait_scheduler_drained(base, created)
+            os.kill(REG_PID, signal.SIGCONT)
+            print("backlog mode: registry released %.2f s after the scheduler"
+                  % (time.time() - release), flush=True)
+
+    # wait: every session scheduled, or nothing moving for 5 s (backlog: 15 s,
+    # the scheduler's consumers rejoin their groups after the hold)
     cnt_sql = ("SELECT count(*) FILTER (WHERE status <> 'PENDING'), count(*) FROM registry.sessions"
                " WHERE name LIKE '%s'" % like)
-    last, quiet, deadline = None, time.monotonic(), t0 + TIMEOUT
+    last, quiet, deadline = None, time.monotonic(), time.monotonic() + TIMEOUT
     while time.monotonic() < deadline:
         cur = psql(cnt_sql)
+        if cur.split()[0] == str(created):
+            break
         if cur != last:
             last, quiet = cur, time.monotonic()
-        elif time.monotonic() - quiet > 5:
+        elif time.monotonic() - quiet > (15 if BACKLOG else 5):
             break
-        time.sleep(0.5)
+        time.sleep(0.2)
 
     rows = psql(
         "SELECT extract(epoch FROM (sc.at - pe.at)) * 1000,"
@@ -246,13 +369,18 @@ def main():
     allocs, sess, inv = int(ck.get("allocs", -1)), int(ck.get("sess", -1)), ck.get("invariant", "?")
     lat_http.sort()
     span = last_sched - first_pending
+    if BACKLOG:
+        ids = set(psql("SELECT id FROM registry.sessions WHERE name LIKE '%s'" % like).split())
+        ev = sorted(scheduled_events(ids, int(release * 1000) - 1000).values())
+        from_release = sorted(float(r.split()[2]) - release for r in rows)
 
     def row(k, v):
         print("%-44s %s" % (k, v))
     print()
     row("metric", "value")
     row("sessions enqueued (201)", "%d of %d (%d refused)" % (created, N, len(errors)))
-    row("enqueue time", "%.2f s (%.0f/s)" % (enq_s, created / enq_s))
+    row("enqueue time", "%.2f s (%.0f/s)" % (enq_s, created / enq_s)
+        + (", scheduler held" if BACKLOG else ""))
     if lat_http:
         row("POST /session latency p50 / p99",
             "%.1f / %.1f ms" % (lat_http[len(lat_http) // 2] * 1e3,
@@ -260,8 +388,30 @@ def main():
     row("scheduled (SCHEDULED in status history)", ns)
     row("still PENDING (no room left)", pending)
     row("statuses", statuses)
-    row("first PENDING -> last SCHEDULED", "%.2f s" % span)
-    row("placements per second", "%.0f" % (ns / span if span > 0 else 0))
+    if BACKLOG and ev:
+        sspan = ev[-1] / 1e3 - release
+        row("release -> first SessionScheduled", "%.2f s" % (ev[0] / 1e3 - release))
+        row("release -> last SessionScheduled", "%.2f s (%d published)" % (sspan, len(ev)))
+        row("first -> last SessionScheduled", "%.2f s" % ((ev[-1] - ev[0]) / 1e3))
+        row("release -> last SCHEDULED (registry)", "%.2f s" % (last_sched - release))
+        row("release -> SCHEDULED p50 / p99",
+            "%.1f / %.1f ms" % (from_release[ns // 2] * 1e3, from_release[ns * 99 // 100] * 1e3))
+        print()
+        row("API enqueue rate (creates/s)", "%.0f" % (created / enq_s))
+        row("backlog placements/s, scheduler",
+            "%.0f (release -> last SessionScheduled)" % (len(ev) / sspan if sspan > 0 else 0))
+        row("backlog placements/s, scheduler drain",
+            "%.0f (first -> last SessionScheduled)"
+            % (len(ev) * 1e3 / (ev[-1] - ev[0]) if ev[-1] > ev[0] else 0))
+        row("backlog placements/s, registry",
+            "%.0f (release -> last SCHEDULED recorded)"
+            % (ns / (last_sched - release) if last_sched > release else 0))
+        print()
+    elif BACKLOG:
+        row("SessionScheduled after the release", "none found on tessera.session.v1")
+    else:
+        row("first PENDING -> last SCHEDULED", "%.2f s" % span)
+        row("placements per second", "%.0f" % (ns / span if span > 0 else 0))
     if lat:
         row("enqueue -> scheduled p50", "%.1f ms" % lat[ns // 2])
         row("enqueue -> scheduled p99", "%.1f ms" % lat[ns * 99 // 100])
@@ -272,6 +422,8 @@ def main():
     row("reservations = occupancy = PG holds_slots",
         "%d alloc:*, %d sess:*, %d kernels holds_slots (%d of this run), %d scheduled -> %s"
         % (allocs, sess, holding, holding_run, ns, "ok" if okall else "MISMATCH"))
+    cpu = os.times()
+    row("bench client CPU (this process)", "%.1f s" % (cpu.user + cpu.system))
     for e in errors[:5]:
         print("refused:", e)
     if chk.returncode not in (0, 1):

@@ -10,6 +10,12 @@
 #   the API takes ~50-70 creates/s here, 20,000 would need 5-7 min)
 #   sessions with signed POST /session {"enqueueOnly": true} through the gateway
 #   and checks Redis reservations = occupancy = kernels holding slots in PostgreSQL.
+#   BENCH_API_BACKLOG=1 (the default): the scheduler is held (SIGSTOP) while the
+#   sessions are enqueued and released (SIGCONT) after; prints the API enqueue
+#   rate and the scheduler's placement rate on that backlog side by side (from
+#   the release to the last SessionScheduled, and to the last SCHEDULED the
+#   registry recorded). BENCH_API_BACKLOG=0: the scheduler runs during the
+#   enqueue (placements follow the API's rate).
 # BENCH_VIA=bus (the default): redis-server, tessera-devbus, tessera-scheduler and
 #   tessera-simagent on free loopback ports; bench_e2e publishes SessionEnqueued
 #   straight to the bus (no registry, no PostgreSQL).
@@ -21,8 +27,13 @@
 #   BENCH_VIA (bus | api | both)
 #   BENCH_BATCH (scheduler.reserve_batch, 64)  BENCH_RATE (bus only; 0: as fast as taken)
 #   BENCH_CLIENTS (api: concurrent clients, 16)  BENCH_USERS (api: users, 20)
+#   BENCH_API_BACKLOG (api: 1 hold the scheduler during the enqueue, 0 do not)
+#   BENCH_API_HOLD_REGISTRY (api, backlog: 1 also hold the registry while the
+#     scheduler drains the backlog, a diagnostic; 0 the default)
 #   TESSERA_BIN_DIR  BENCH_E2E
+# run.sh --help prints this.
 set -eu
+case ${1:-} in -h|--help) sed -n '2,/^set -eu/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;; esac
 BIN=${TESSERA_BIN_DIR:?}
 E2E=${BENCH_E2E:?}
 AGENTS=${BENCH_AGENTS:-1000}
@@ -35,6 +46,9 @@ case $VIA in api|bus|both) ;; *) echo "BENCH_VIA must be api, bus or both"; exit
 pids=""
 stack=""
 cleanup() {
+  # a scheduler (or registry) held by the backlog mode must run again to stop
+  [ -z "${sched_pid:-}" ] || kill -CONT "$sched_pid" 2>/dev/null || true
+  [ -z "${reg_pid:-}" ] || kill -CONT "$reg_pid" 2>/dev/null || true
   for p in $pids; do kill -TERM "$p" 2>/dev/null || true; done
   sleep 1
   for p in $pids; do kill -KILL "$p" 2>/dev/null || true; done
@@ -71,6 +85,14 @@ sched_summary() {
   echo "process CPU (s): $(for p in $2; do [ -r /proc/$p/stat ] && sed 's/^.*) //' /proc/$p/stat |
     awk -v p="$p" -v n="$(cat /proc/$p/comm)" '{printf "%s=%.1f ", n, ($12+$13)/100}'; done)"
 }
+# cpu_of PID: CPU seconds of a process and all its children, live or reaped
+# (PostgreSQL: the postmaster's backends do the work).
+cpu_of() {
+  { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13 + $14 + $15}'
+    for c in $(ps -o pid= --ppid "$1"); do
+      sed 's/^.*) //' "/proc/$c/stat" 2>/dev/null | awk '{print $12 + $13}'
+    done; } | awk '{t += $1} END {printf "%.1f", t / 100}'
+}
 
 run_api() {
   stack=$DIR/stack
@@ -85,9 +107,17 @@ run_api() {
   start_simagent "$KAFKA_BOOTSTRAP" "${BENCH_GROUP:-default}" "$simport" "$TESSERA_SCHEDULER_URL"
   echo "bench-scheduler (api): stack and $AGENTS simulated agents up (logs: $stack/logs, $DIR)"
   rc=0
-  env BENCH_E2E="$E2E" BENCH_SESSIONS="${BENCH_API_SESSIONS:-5000}" BENCH_GROUP="${BENCH_GROUP:-default}" python3 "$here/bench_api.py" || rc=$?
+  sched_pid=$(cat "$stack/run/scheduler.pid")
+  reg_pid=$(cat "$stack/run/registry.pid")
+  env BENCH_E2E="$E2E" BENCH_SESSIONS="${BENCH_API_SESSIONS:-5000}" BENCH_GROUP="${BENCH_GROUP:-default}" \
+    BENCH_API_BACKLOG="${BENCH_API_BACKLOG:-1}" BENCH_SCHEDULER_PID="$sched_pid" BENCH_BUSCTL="$BIN/tessera-busctl" \
+    BENCH_API_HOLD_REGISTRY="${BENCH_API_HOLD_REGISTRY:-0}" BENCH_REGISTRY_PID="$reg_pid" \
+    python3 "$here/bench_api.py" || rc=$?
   sched_summary "$TESSERA_SCHEDULER_URL" "$(for n in scheduler registry gateway auth redis postgres devbus; do
     cat "$stack/run/$n.pid" 2>/dev/null; echo; done) $pids"
+  echo "postgres with its backends: $(cpu_of "$(cat "$stack/run/postgres.pid")") s CPU;" \
+    "registry context cache: hits $(metric "$TESSERA_REGISTRY_URL" tessera_registry_context_cache_hits_total)," \
+    "misses $(metric "$TESSERA_REGISTRY_URL" tessera_registry_context_cache_misses_total)"
   cleanup
   return $rc
 }

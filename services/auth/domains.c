@@ -2,6 +2,7 @@
 #include "domains.h"
 
 #include "admin.h"
+#include "events.h"
 #include "policies.h"
 
 #include <stdlib.h>
@@ -142,6 +143,17 @@ static void fields_free(domain_fields *f)
     free(f->hosts_s);
 }
 
+/* Answer the changed row (r, one row, committed) and publish DomainChanged. */
+static void reply_and_publish(svc *s, http_req *req, http_resp *resp, int status,
+                              auth_change change, PGresult *r)
+{
+    json_t *row = db_row_json(r, 0);
+    events_domain_changed(s, req->request_id, change,
+                          json_string_value(json_object_get(row, "name")),
+                          json_is_true(json_object_get(row, "is_active")));
+    http_reply_json(resp, status, row);
+}
+
 static void h_create(http_req *req, http_resp *resp, void *ctx)
 {
     static const char *const keys[] = {
@@ -160,7 +172,7 @@ static void h_create(http_req *req, http_resp *resp, void *ctx)
     if (body && db_only_keys(body, keys, resp) &&
         policies_field_name(body, "name", true, &f.v[0], resp) && parse_fields(body, &f, resp)) {
         PGresult *r = db_query(conn, resp, "create domain", insert_sql, 5, f.v);
-        if (r) http_reply_json(resp, 201, db_row_json(r, 0));
+        if (r) reply_and_publish(s, req, resp, 201, AUTH_CHANGE_CREATED, r);
         PQclear(r);
     }
     fields_free(&f);
@@ -190,7 +202,7 @@ static void h_patch(http_req *req, http_resp *resp, void *ctx)
         f.v[0] = name;
         PGresult *r = db_query(conn, resp, "patch domain", update_sql, 5, f.v);
         if (r && PQntuples(r) == 1)
-            http_reply_json(resp, 200, db_row_json(r, 0));
+            reply_and_publish(s, req, resp, 200, AUTH_CHANGE_UPDATED, r);
         else if (r)
             not_found(resp);
         PQclear(r);
@@ -217,7 +229,7 @@ static void h_delete(http_req *req, http_resp *resp, void *ctx)
     const char *params[] = {name};
     PGresult *r = name ? db_query(conn, resp, "delete domain", deactivate_sql, 1, params) : NULL;
     if (r && PQntuples(r) == 1)
-        http_reply_json(resp, 200, db_row_json(r, 0));
+        reply_and_publish(s, req, resp, 200, AUTH_CHANGE_DELETED, r);
     else if (r)
         not_found(resp);
     PQclear(r);

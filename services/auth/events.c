@@ -131,3 +131,57 @@ void events_policy_changed(svc *s, const char *request_id, const char *policy_na
     free(ptrs);
     free(slots);
 }
+
+void events_domain_changed(svc *s, const char *request_id, auth_change change,
+                           const char *domain_name, bool is_active)
+{
+    Tessera__V1__DomainChanged m = TESSERA__V1__DOMAIN_CHANGED__INIT;
+    m.domain_name = (char *)domain_name;
+    m.change = (Tessera__V1__ChangeKind)change;
+    m.is_active = is_active;
+    publish(s, m.domain_name, &m.base, request_id);
+}
+
+void events_project_changed(svc *s, const char *request_id, auth_change change, json_t *project)
+{
+    Tessera__V1__ProjectChanged m = TESSERA__V1__PROJECT_CHANGED__INIT;
+    m.project_id = str_of(project, "id");
+    m.name = str_of(project, "name");
+    m.domain_name = str_of(project, "domain_name");
+    m.change = (Tessera__V1__ChangeKind)change;
+    m.is_active = json_is_true(json_object_get(project, "is_active"));
+    publish(s, m.project_id, &m.base, request_id);
+}
+
+void events_project_members_changed(svc *s, const char *request_id, const char *project_id,
+                                    json_t *user_ids, bool removed)
+{
+    Tessera__V1__ProjectMembersChanged m = TESSERA__V1__PROJECT_MEMBERS_CHANGED__INIT;
+    m.project_id = (char *)project_id;
+    size_t n = json_array_size(user_ids);
+    char **ids = n ? ts_calloc(n, sizeof(char *)) : NULL;
+    for (size_t i = 0; i < n; i++) {
+        const char *v = json_string_value(json_array_get(user_ids, i));
+        ids[i] = (char *)(v ? v : "");
+    }
+    if (removed) {
+        m.n_removed_user_ids = n;
+        m.removed_user_ids = ids;
+    } else {
+        m.n_added_user_ids = n;
+        m.added_user_ids = ids;
+    }
+    publish(s, project_id, &m.base, request_id);
+    free(ids);
+}
+
+void events_rg_access_changed(svc *s, const char *request_id, const char *resource_group,
+                              const char *scope_type, const char *scope_id, bool granted)
+{
+    Tessera__V1__ResourceGroupAccessChanged m = TESSERA__V1__RESOURCE_GROUP_ACCESS_CHANGED__INIT;
+    m.resource_group = (char *)resource_group;
+    m.scope_type = (char *)scope_type;
+    m.scope_id = (char *)scope_id;
+    m.granted = granted;
+    publish(s, resource_group, &m.base, request_id);
+}

@@ -43,4 +43,21 @@ void events_policy_changed(svc *s, const char *request_id, const char *policy_na
                            const char *kind, auth_change change, json_t *total_slots,
                            int max_concurrent_sessions, int max_session_lifetime_s);
 
+/* DomainChanged, key domain name (create, patch, delete = deactivate). */
+void events_domain_changed(svc *s, const char *request_id, auth_change change,
+                           const char *domain_name, bool is_active);
+
+/* ProjectChanged, key project id. project: a row with id, name, domain_name,
+ * is_active (as projects.c answers). */
+void events_project_changed(svc *s, const char *request_id, auth_change change, json_t *project);
+
+/* ProjectMembersChanged, key project id. user_ids: the ids that changed
+ * (a JSON array of strings); removed: they left, else they joined. */
+void events_project_members_changed(svc *s, const char *request_id, const char *project_id,
+                                    json_t *user_ids, bool removed);
+
+/* ResourceGroupAccessChanged, key resource group. */
+void events_rg_access_changed(svc *s, const char *request_id, const char *resource_group,
+                              const char *scope_type, const char *scope_id, bool granted);
+
 #endif

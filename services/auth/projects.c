@@ -2,6 +2,7 @@
 #include "projects.h"
 
 #include "admin.h"
+#include "events.h"
 #include "policies.h"
 
 #include <stdio.h>
@@ -223,6 +224,15 @@ static void fields_free(project_fields *f)
     free(f->hosts_s);
 }
 
+/* Answer the changed row (r, one row, committed) and publish ProjectChanged. */
+static void reply_and_publish(svc *s, http_req *req, http_resp *resp, int status,
+                              auth_change change, PGresult *r)
+{
+    json_t *row = db_row_json(r, 0);
+    events_project_changed(s, req->request_id, change, row);
+    http_reply_json(resp, status, row);
+}
+
 static void h_create(http_req *req, http_resp *resp, void *ctx)
 {
     static const char *const keys[] = {"name",
@@ -251,7 +261,7 @@ static void h_create(http_req *req, http_resp *resp, void *ctx)
             ts_uuid4(id);
             f.v[0] = id;
             PGresult *r = db_query(conn, resp, "create project", insert_sql, 8, f.v);
-            if (r) http_reply_json(resp, 201, db_row_json(r, 0));
+            if (r) reply_and_publish(s, req, resp, 201, AUTH_CHANGE_CREATED, r);
             PQclear(r);
         }
     }
@@ -281,7 +291,7 @@ static void h_patch(http_req *req, http_resp *resp, void *ctx)
         f.v[0] = id;
         PGresult *r = db_query(conn, resp, "patch project", update_sql, 8, f.v);
         if (r && PQntuples(r) == 1)
-            http_reply_json(resp, 200, db_row_json(r, 0));
+            reply_and_publish(s, req, resp, 200, AUTH_CHANGE_UPDATED, r);
         else if (r)
             not_found(resp);
         PQclear(r);
@@ -302,7 +312,7 @@ static void h_delete(http_req *req, http_resp *resp, void *ctx)
     const char *params[] = {id};
     PGresult *r = id ? db_query(conn, resp, "delete project", deactivate_sql, 1, params) : NULL;
     if (r && PQntuples(r) == 1)
-        http_reply_json(resp, 200, db_row_json(r, 0));
+        reply_and_publish(s, req, resp, 200, AUTH_CHANGE_DELETED, r);
     else if (r)
         not_found(resp);
     PQclear(r);
@@ -436,6 +446,8 @@ static void change_members(svc *s, http_req *req, http_resp *resp, bool removing
             }
         }
         json_decref(seen);
+        if (json_array_size(changed) > 0)
+            events_project_members_changed(s, req->request_id, id, changed, removing);
         http_reply_json(resp, 200,
                         json_pack("{s:s, s:o, s:o}", "project_id", id,
                                   removing ? "removed" : "added", changed, "unchanged", same));

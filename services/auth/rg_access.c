@@ -2,6 +2,7 @@
 #include "rg_access.h"
 
 #include "admin.h"
+#include "events.h"
 #include "policies.h"
 
 #include <ctype.h>
@@ -206,6 +207,7 @@ static void h_change(http_req *req, http_resp *resp, void *ctx, bool removing)
         PGresult *r = db_query(conn, resp, removing ? "revoke access" : "grant access",
                                removing ? delete_sql : insert_sql, 3, params);
         bool changed = r && atoi(PQcmdTuples(r)) > 0;
+        if (changed) events_rg_access_changed(s, req->request_id, e.rg, e.type, e.id, !removing);
         if (r && removing) {
             http_reply_json(resp, 200,
                             json_pack("{s:s, s:s, s:s, s:b}", "resource_group", e.rg, "scope_type",

@@ -1,8 +1,9 @@
 /* caller.h: who calls the registry. The gateway forwards the verified
  * caller in X-Tessera-Caller (user id) and X-Tessera-Caller-Access-Key
  * (docs/internal-api.md); the registry owns no users, so it asks tessera-auth
- * for the keypair's current context (role, domain, policy) on every call and
- * checks that the keypair belongs to that user and is active. */
+ * for the keypair's context (role, domain, policy; auth_client.h, cached
+ * until an auth event or registry.context_cache_ttl) on every call and checks
+ * that the keypair belongs to that user and is active. */
 #ifndef REGISTRY_CALLER_H
 #define REGISTRY_CALLER_H
 

@@ -2,6 +2,7 @@
  * (the system of record). Wiring only; each concern has its own file
  * (registry.h lists them). */
 #include "agents.h"
+#include "auth_client.h"
 #include "housekeeping.h"
 #include "http_api.h"
 #include "libcommon/log.h"
@@ -21,6 +22,13 @@ static const cfg_option registry_options[] = {
      "tessera-auth (session contexts: owner, policy, allowed resource groups)"},
     {"auth.timeout", CFG_DURATION, &reg_cfg.auth_timeout_ms, "5s", 100, 600000, NULL, false, NULL,
      "time limit of a call to tessera-auth"},
+    {"registry.context_cache_ttl", CFG_DURATION, &reg_cfg.context_cache_ttl_ms, "5s", 0, 3600000,
+     NULL, false, NULL,
+     "how long a session context from tessera-auth is reused (tessera.auth.v1 events drop it "
+     "sooner); 0: ask auth on every call"},
+    {"registry.context_cache_entries", CFG_INT, &reg_cfg.context_cache_entries, "4096", 1, 1000000,
+     NULL, false, NULL,
+     "session contexts kept at most (access key and group each); the least recently used goes"},
     {"oci.registry", CFG_STRING, &reg_cfg.oci_registry, "", 0, 0, NULL, false, NULL,
      "default OCI registry (host:port) for image references without one, and for scans"},
     {"oci.plain_http", CFG_BOOL, &reg_cfg.oci_plain_http, "true", 0, 0, NULL, false, NULL,
@@ -35,8 +43,8 @@ static const cfg_option registry_options[] = {
     {"registry.event_consumers", CFG_INT, &reg_cfg.event_consumers, "3", 1, 16, NULL, false, NULL,
      "consumers per event consumer group (sessions, kernels, agents): partitions are handled in "
      "parallel, each in order"},
-    {"registry.pending_check_interval", CFG_DURATION, &reg_cfg.pending_check_interval_ms, "1s",
-     100, 600000, NULL, false, NULL,
+    {"registry.pending_check_interval", CFG_DURATION, &reg_cfg.pending_check_interval_ms, "1s", 100,
+     600000, NULL, false, NULL,
      "how often PENDING sessions are checked against their resource group's pending_timeout"},
     {"registry.auto_register_images", CFG_BOOL, &reg_cfg.auto_register_images, "true", 0, 0, NULL,
      false, NULL, "register an unknown image on first use when its OCI registry has it"},
@@ -90,7 +98,7 @@ static bool registry_start(svc *s, ts_err *err)
         ts_err_prefix(err, "occupancy rebuild");
         return false;
     }
-    if (!agents_start(s, err) || !lifecycle_start(s, err)) return false;
+    if (!authc_start(s, err) || !agents_start(s, err) || !lifecycle_start(s, err)) return false;
     return housekeeping_start(err);
 }
 
@@ -100,6 +108,7 @@ static void registry_stop(svc *s)
     housekeeping_stop();
     lifecycle_stop();
     agents_stop();
+    authc_stop();
 }
 
 int main(int argc, char **argv)

@@ -6,7 +6,9 @@
  *   main.c             options and wiring
  *   http_api.c         routes
  *   caller.c           who calls (X-Tessera-Caller*), through auth_client.c
- *   auth_client.c      GET /v1/session-context on tessera-auth
+ *   auth_client.c      GET /v1/session-context on tessera-auth, through the cache
+ *   context_cache.c    session contexts kept for registry.context_cache_ttl (LRU, bounded)
+ *   auth_events.c      tessera.auth.v1 consumer: drops cached contexts
  *   session_create.c   POST /v1/sessions: parse, validate, insert, enqueue, wait
  *   mounts.c           vfolder mounts: resolved by tessera-vfolder, who mounts a folder
  *   validation.c       the create body (Backend.AI's shape) -> create_req
@@ -29,6 +31,8 @@
 typedef struct reg_config {
     char *auth_url;
     int64_t auth_timeout_ms;
+    int64_t context_cache_ttl_ms;
+    int64_t context_cache_entries;
     char *oci_registry;
     bool oci_plain_http;
     int64_t oci_timeout_ms;

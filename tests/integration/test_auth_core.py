@@ -590,6 +590,54 @@ def test_keypair_deactivate_and_domain_admin_scope(stack, auth, admin):
     assert auth.call("PATCH", f"/v1/admin/keypairs/{ak}", da["id"], json={"is_active": True}).json()["is_active"]
 
 
+
+def test_domain_project_member_and_rg_access_changes_are_published(stack, auth, admin):
+    """Every change that alters a session context is announced on tessera.auth.v1
+    (the registry's context cache drops entries on them): DomainChanged,
+    ProjectChanged, ProjectMembersChanged, ResourceGroupAccessChanged; a
+    request that changes nothing publishes nothing."""
+    dom = "edom-" + uuid.uuid4().hex[:8]
+    r = auth.call("POST", "/v1/admin/domains", admin, json={"name": dom})
+    assert r.status_code == 201, r.text
+    assert auth.call("PATCH", f"/v1/admin/domains/{dom}", admin,
+                     json={"total_resource_slots": {"cpu": "4"}}).status_code == 200
+    r = auth.call("POST", "/v1/admin/projects", admin, json={"name": "eproj", "domain_name": dom})
+    assert r.status_code == 201, r.text
+    pid = r.json()["id"]
+    assert auth.call("PATCH", f"/v1/admin/projects/{pid}", admin,
+                     json={"is_active": False}).status_code == 200
+    u = auth.create_user(admin, domain_name=dom)
+    for method in ("POST", "DELETE"):
+        r = auth.call(method, f"/v1/admin/projects/{pid}/members", admin, json={"user_ids": [u["id"]]})
+        assert r.status_code == 200, r.text
+    # removing a non-member changes nothing: no event
+    r = auth.call("DELETE", f"/v1/admin/projects/{pid}/members", admin, json={"user_ids": [u["id"]]})
+    assert r.status_code == 200 and r.json()["removed"] == [], r.text
+    rg = "erg-" + uuid.uuid4().hex[:8]
+    grant = {"resource_group": rg, "scope_type": "project", "scope_id": pid}
+    assert auth.call("POST", "/v1/admin/resource-group-access", admin, json=grant).status_code == 201
+    assert auth.call("DELETE", "/v1/admin/resource-group-access", admin, json=grant).status_code == 200
+    # a second revocation removes nothing: no event
+    assert auth.call("DELETE", "/v1/admin/resource-group-access", admin,
+                     json=grant).json()["removed"] is False
+    assert auth.call("DELETE", f"/v1/admin/domains/{dom}", admin).status_code == 200
+
+    def counts():
+        seen = {}
+        for k, v in kcat_events(stack):
+            for t in ("DomainChanged", "ProjectChanged", "ProjectMembersChanged",
+                      "ResourceGroupAccessChanged"):
+                if b"tessera.v1." + t.encode() in v and k in (dom, pid, rg):
+                    seen[(k, t)] = seen.get((k, t), 0) + 1
+        return seen
+    want = {(dom, "DomainChanged"): 3, (pid, "ProjectChanged"): 2,
+            (pid, "ProjectMembersChanged"): 2, (rg, "ResourceGroupAccessChanged"): 2}
+    wait_until(lambda: counts() == want, 20,
+               message=f"domain/project/member/rg-access events {want}")
+    # the member events name the user
+    assert any(k == pid and b"ProjectMembersChanged" in v and u["id"].encode() in v
+               for k, v in kcat_events(stack))
+
 # ---- through the gateway -----------------------------------------------------
 
 def test_last_used_from_access_log(stack, auth):

@@ -60,7 +60,7 @@ def test_readyz_names_its_dependency_checks(stack):
         "gateway": {"kafka", "redis", "auth", "registry", "vfolder"},
         "auth": {"postgresql", "kafka"},
         "registry": {"postgresql", "redis", "kafka", "session-events", "kernel-events",
-                     "agent-events"},
+                     "agent-events", "auth-events"},
         "scheduler": {"redis", "kafka"},
         "agent": {"kafka"},
         "vfolder": {"postgresql", "kafka"},
