@@ -478,20 +478,31 @@ static void _task_create(kernels *ks, krec *k)
                     ? ts_asprintf("%s@%s", cmd->image, cmd->image_digest)
                     : ts_strdup(cmd->image);
     kev_ctx c = _kev(ks, k);
-    kev_pulling(&c, cmd->image, 0, 0);
-    if (!_pull_slot(ks, k)) {
-        free(ref);
-        goto out;
-    }
-    pull_progress pp = {
-        .ks = ks, .k = k, .image = cmd->image, .last_ms = ts_now_mono_ms(), .last_done = -1};
-    pthread_mutex_init(&pp.mu, NULL);
     ts_err err = {{0}};
     image_store *store = ks->o.store_for(ref, ks->o.store_ctx);
-    image_info *info = store ? image_pull(store, ref, _on_progress, &pp, &err) : NULL;
-    if (!store) ts_err_set(&err, "no image store for '%s'", ref);
-    _pull_slot_release(ks);
-    pthread_mutex_destroy(&pp.mu);
+    /* An image pinned by digest and already in the cache needs no network and
+     * no pull slot, and reports no KernelPulling: the session goes straight
+     * from PREPARING to creating (two registry transitions fewer on the way
+     * to RUNNING). A tag is always asked for, as it may have moved. */
+    image_info *info = NULL;
+    if (store && strchr(ref, '@')) {
+        ts_err lerr = {{0}};
+        info = image_lookup(store, ref, &lerr);
+    }
+    if (!info) {
+        kev_pulling(&c, cmd->image, 0, 0);
+        if (!_pull_slot(ks, k)) {
+            free(ref);
+            goto out;
+        }
+        pull_progress pp = {
+            .ks = ks, .k = k, .image = cmd->image, .last_ms = ts_now_mono_ms(), .last_done = -1};
+        pthread_mutex_init(&pp.mu, NULL);
+        info = store ? image_pull(store, ref, _on_progress, &pp, &err) : NULL;
+        if (!store) ts_err_set(&err, "no image store for '%s'", ref);
+        _pull_slot_release(ks);
+        pthread_mutex_destroy(&pp.mu);
+    }
     free(ref);
     if (!info) {
         ts_err_prefix(&err, "pull failed");

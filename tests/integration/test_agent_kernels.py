@@ -363,6 +363,34 @@ def test_memory_over_limit_is_oom_killed(agent):
     destroy(agent, kid)
 
 
+def test_cached_image_pinned_by_digest_skips_pulling(agent):
+    """A digest-pinned image already in the cache is used without asking the
+    registry: no KernelPulling, KernelCreating first. By tag it is always
+    asked for (KernelPulling first); an unknown digest is pulled (and fails)."""
+    bus = agent["bus"]
+    kid, _ = create(agent, session_type=2, startup_command="true")
+    bus.wait("KernelExited", lambda p: p["kernel_id"] == kid, timeout=60)
+    assert bus.kernel_events(kid)[:1] == ["KernelPulling"]
+    digest = bus.find("KernelCreating", lambda p: p["kernel_id"] == kid)[-1]["payload"]["image_digest"]
+    assert digest.startswith("sha256:")
+    destroy(agent, kid)
+
+    tag = agent["stack"]["TESSERA_DEMO_IMAGE"]
+    for image, extra in ((tag + "@" + digest, {}), (tag, {"image_digest": digest})):
+        kid, _ = create(agent, session_type=2, startup_command="true", image=image, **extra)
+        bus.wait("KernelExited", lambda p: p["kernel_id"] == kid, timeout=60)
+        events = bus.kernel_events(kid)
+        assert "KernelPulling" not in events and events[0] == "KernelCreating", (image, events)
+        destroy(agent, kid)
+        assert leftovers(agent, kid) == []
+
+    kid, _ = create(agent, image=tag + "@sha256:" + "0" * 64)
+    term = bus.wait("KernelTerminated", lambda p: p["kernel_id"] == kid, timeout=60)
+    assert bus.kernel_events(kid)[:1] == ["KernelPulling"]
+    assert term["exit_code"] == -1 and "KernelStarted" not in bus.kernel_events(kid), term
+    assert leftovers(agent, kid) == []
+
+
 def test_missing_image(agent):
     image = agent["stack"]["TESSERA_OCI_REGISTRY"] + "/tessera/no-such-image:latest"
     kid, _ = create(agent, image=image)
