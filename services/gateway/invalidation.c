@@ -83,8 +83,14 @@ static kbus_result _on_event(const kbus_msg *msg, void *ctx, ts_err *reason)
             free(user);
             return KBUS_DONE;
         }
+    } else if (strcmp(type, "tessera.v1.ProjectChanged") == 0 ||
+               strcmp(type, "tessera.v1.ProjectMembersChanged") == 0 ||
+               strcmp(type, "tessera.v1.ResourceGroupAccessChanged") == 0) {
+        /* What a session may use, not who a key is: nothing cached here. */
+        TLOG_DEBUG("credential cache: event ignored", "event=%s", type);
+        return KBUS_DONE;
     }
-    /* PolicyChanged, an event we cannot attribute, or a type we do not know:
+    /* PolicyChanged, DomainChanged, an event we cannot attribute, or a type we do not know:
      * forget everything (rare events; the cache refills on demand). */
     cred_cache_drop_all(gw->creds);
     TLOG_INFO("credential cache: everything dropped", "event=%s", type);

@@ -496,3 +496,35 @@ def test_auth_metrics(stack, gw):
         assert name in text
     r = requests.get(gw + "/readyz", timeout=5).json()
     assert r["checks"]["auth-events"] == "ok"
+
+
+def labelled(gw, name, labels):
+    want = f"{name}{{{labels}}} "
+    for line in requests.get(gw + "/metrics", timeout=5).text.splitlines():
+        if line.startswith(want):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+def test_project_events_leave_the_credential_cache_alone(gw, admin, user):
+    """ProjectChanged (and members, resource-group access) say what a session
+    may use, not who a key is: the gateway counts them and keeps its cache;
+    a key it knew is still answered without asking tessera-auth."""
+    ak, sk, _ = user
+    assert send(gw, "GET", "/auth/test", ak, sk).status_code == 200  # cached
+    a = bai_signer.Client(gw, admin["TESSERA_ADMIN_ACCESS_KEY"], admin["TESSERA_ADMIN_SECRET_KEY"])
+    events = metric(gw, "tessera_gateway_auth_events_total")
+    dropped_all = labelled(gw, "tessera_gateway_cred_cache_invalidations_total", 'scope="all"')
+    misses = metric(gw, "tessera_gateway_cred_cache_misses_total")
+    r = a.post("/admin/projects", json={"name": "gw-ev-" + uuid.uuid4().hex[:8]})
+    assert r.status_code in (200, 201), r.text
+    pid = r.json()["id"]
+    r = a.patch(f"/admin/projects/{pid}", json={"description": "changed"})
+    assert r.status_code == 200, r.text
+    deadline = time.time() + 10
+    while metric(gw, "tessera_gateway_auth_events_total") < events + 2 and time.time() < deadline:
+        time.sleep(0.05)
+    assert metric(gw, "tessera_gateway_auth_events_total") >= events + 2, "the events never came"
+    assert labelled(gw, "tessera_gateway_cred_cache_invalidations_total", 'scope="all"') == dropped_all
+    assert send(gw, "GET", "/auth/test", ak, sk).status_code == 200
+    assert metric(gw, "tessera_gateway_cred_cache_misses_total") == misses
