@@ -800,9 +800,9 @@ static const subcommand subcommands[] = {
      "  -e, --env NAME=VALUE         an environment variable (repeatable)\n"
      "      --startup-command CMD    the command a batch session runs\n"
      "  -m, --mount NAME[:PATH]      mount vfolder NAME at /home/work/NAME, or at PATH\n"
+     "                               (under /home/work; relative to it) (repeatable)\n"
      "      --port PORT              publish container port PORT (1024..65535) too: an app\n"
      "                               named PORT (repeatable; config.preopen_ports)\n"
-     "                               (under /home/work; relative to it) (repeatable)\n"
      "      --enqueue-only           return once queued, without waiting\n"
      "      --max-wait SECONDS       how long to wait for RUNNING (default 60)\n"
      "      --reuse                  a live session of that name is reused, not an error\n",
