@@ -116,6 +116,29 @@ static bool _apply(const char *rules, pm_error *e)
     return false;
 }
 
+/* Under the host's lock: read the nat table, plan ADD's or DEL's changes and
+ * apply them in one iptables-restore (a DEL with nothing to remove applies
+ * nothing). */
+static bool _change(bool add, const pm_conf *c, const char *cid, pm_error *e)
+{
+    ts_err err = {{0}};
+    int lock = pm_lock(PM_LOCK_PATH, &err);
+    if (lock < 0) {
+        pm_error_set(e, PM_E_IO, "cannot take the lock", "%s", err.msg);
+        return false;
+    }
+    pm_table t;
+    bool ok = _load(&t, e);
+    if (ok) {
+        char *rules = add ? pm_plan_add(c, cid, &t) : pm_plan_del(c->name, cid, &t);
+        if (rules) ok = _apply(rules, e);
+        free(rules);
+        pm_table_free(&t);
+    }
+    close(lock);
+    return ok;
+}
+
 static bool _add(const pm_conf *c, const char *cid, pm_error *e)
 {
     if (c->n_maps == 0) return true;
@@ -128,41 +151,12 @@ static bool _add(const pm_conf *c, const char *cid, pm_error *e)
         pm_error_set(e, PM_E_IO, "cannot enable route_localnet", "%s", err.msg);
         return false;
     }
-    int lock = pm_lock(PM_LOCK_PATH, &err);
-    if (lock < 0) {
-        pm_error_set(e, PM_E_IO, "cannot take the lock", "%s", err.msg);
-        return false;
-    }
-    pm_table t;
-    bool ok = _load(&t, e);
-    if (ok) {
-        char *rules = pm_plan_add(c, cid, &t);
-        ok = _apply(rules, e);
-        free(rules);
-        pm_table_free(&t);
-    }
-    close(lock);
-    return ok;
+    return _change(true, c, cid, e);
 }
 
 static bool _del(const pm_conf *c, const char *cid, pm_error *e)
 {
-    ts_err err = {{0}};
-    int lock = pm_lock(PM_LOCK_PATH, &err);
-    if (lock < 0) {
-        pm_error_set(e, PM_E_IO, "cannot take the lock", "%s", err.msg);
-        return false;
-    }
-    pm_table t;
-    bool ok = _load(&t, e);
-    if (ok) {
-        char *rules = pm_plan_del(c->name, cid, &t);
-        if (rules) ok = _apply(rules, e);
-        free(rules);
-        pm_table_free(&t);
-    }
-    close(lock);
-    return ok;
+    return _change(false, c, cid, e);
 }
 
 static bool _check(const pm_conf *c, const char *cid, pm_error *e)
