@@ -15,6 +15,7 @@
 #include "tessera/v1/audit.pb-c.h"
 
 #include <stdatomic.h>
+#include <stdint.h>
 #include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,10 +75,9 @@ static void touch_keypair(PGconn *conn, const char *access_key, int64_t at_ms)
     PQclear(r);
 }
 
-/* One record's parameters: pointers into its message, and the numbers as text. */
+/* One decoded record. */
 typedef struct access_row {
     Tessera__V1__ApiAccess *a;
-    char at[24], status[16], latency[24];
 } access_row;
 
 /* One column's values as a PostgreSQL array literal: {"a","b\\"c"}. Every
@@ -134,9 +134,6 @@ static bool decode_rows(const kbus_msg *msgs, size_t n, access_row *rows, ts_err
                        (long long)msgs[i].offset);
             return false;
         }
-        snprintf(rows[i].at, sizeof(rows[i].at), "%lld", (long long)a->occurred_at_ms);
-        snprintf(rows[i].status, sizeof(rows[i].status), "%d", a->status);
-        snprintf(rows[i].latency, sizeof(rows[i].latency), "%lld", (long long)a->latency_us);
     }
     return true;
 }
@@ -161,39 +158,74 @@ static void copy_reserve(copy_buf *b, size_t n)
 }
 
 /* One text column in COPY's text format, after a tab unless it is the first:
- * backslash, tab, newline and carriage return escaped. */
+ * backslash, tab, newline and carriage return escaped. Runs without them are
+ * copied whole. */
 static void copy_field(copy_buf *b, const char *v, bool first)
 {
     size_t n = v ? strlen(v) : 0;
     copy_reserve(b, 2 * n + 1);
     if (!first) b->p[b->len++] = '\t';
-    for (size_t i = 0; i < n; i++) {
-        char c = v[i], e = c == '\\'   ? '\\'
-                           : c == '\t' ? 't'
-                           : c == '\n' ? 'n'
-                           : c == '\r' ? 'r'
-                                       : 0;
-        if (e) {
-            b->p[b->len++] = '\\';
-            b->p[b->len++] = e;
-        } else {
-            b->p[b->len++] = c;
-        }
+    while (n) {
+        size_t run = strcspn(v, "\\\t\n\r");
+        memcpy(b->p + b->len, v, run);
+        b->len += run;
+        if (run == n) break;
+        char c = v[run];
+        b->p[b->len++] = '\\';
+        b->p[b->len++] = c == '\\' ? '\\' : c == '\t' ? 't' : c == '\n' ? 'n' : 'r';
+        v += run + 1;
+        n -= run + 1;
     }
 }
 
-/* occurred_at (milliseconds since the epoch) as an ISO 8601 UTC time. */
-static void copy_time(char *out, size_t size, int64_t ms)
+/* A decimal integer column (no escaping needed), after a tab. */
+static void copy_int(copy_buf *b, int64_t v)
+{
+    char tmp[24], *p = tmp + sizeof(tmp);
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    do {
+        *--p = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0) *--p = '-';
+    size_t len = (size_t)(tmp + sizeof(tmp) - p);
+    copy_reserve(b, len + 1);
+    b->p[b->len++] = '\t';
+    memcpy(b->p + b->len, p, len);
+    b->len += len;
+}
+
+/* occurred_at (milliseconds since the epoch) as an ISO 8601 UTC time, after a
+ * tab. The date and time of day are formatted once per second seen (*sec_at,
+ * *sec_text: the last one), as a batch's records mostly share it. */
+static void copy_time(copy_buf *b, int64_t ms, int64_t *sec_at, char sec_text[24])
 {
     int64_t secs = ms >= 0 ? ms / 1000 : (ms - 999) / 1000;
-    time_t t = (time_t)secs;
-    struct tm tm;
-    if (!gmtime_r(&t, &tm)) { /* far out of range: COPY refuses it, the INSERT judges */
-        snprintf(out, size, "out of range");
-        return;
+    if (secs != *sec_at) {
+        time_t t = (time_t)secs;
+        struct tm tm;
+        if (gmtime_r(&t, &tm))
+            snprintf(sec_text, 24, "%04d-%02d-%02d %02d:%02d:%02d", tm.tm_year + 1900,
+                     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+        else /* far out of range: COPY refuses it, the INSERT judges */
+            snprintf(sec_text, 24, "out of range");
+        *sec_at = secs;
     }
-    snprintf(out, size, "%04d-%02d-%02d %02d:%02d:%02d.%03d+00", tm.tm_year + 1900, tm.tm_mon + 1,
-             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms - secs * 1000));
+    int frac = (int)(ms - secs * 1000);
+    char tail[8] = {'.',
+                    (char)('0' + frac / 100),
+                    (char)('0' + frac / 10 % 10),
+                    (char)('0' + frac % 10),
+                    '+',
+                    '0',
+                    '0',
+                    0};
+    size_t n = strlen(sec_text);
+    copy_reserve(b, n + 9);
+    b->p[b->len++] = '\t';
+    memcpy(b->p + b->len, sec_text, n);
+    memcpy(b->p + b->len + n, tail, 7);
+    b->len += n + 7;
 }
 
 /* The batch in one COPY; false when it failed (nothing stored; the
@@ -202,19 +234,19 @@ static bool copy_rows(PGconn *conn, const kbus_msg *msgs, const access_row *rows
                       ts_err *reason)
 {
     copy_buf b = {0};
+    int64_t sec_at = INT64_MIN;
+    char sec_text[24] = "";
     for (size_t i = 0; i < n; i++) {
         const Tessera__V1__ApiAccess *a = rows[i].a;
-        char at[48];
-        copy_time(at, sizeof(at), a->occurred_at_ms);
         copy_field(&b, msgs[i].env->event_id, true);
-        copy_field(&b, at, false);
+        copy_time(&b, a->occurred_at_ms, &sec_at, sec_text);
         copy_field(&b, a->access_key, false);
         copy_field(&b, a->user_id, false);
         copy_field(&b, a->client_addr, false);
         copy_field(&b, a->method, false);
         copy_field(&b, a->path, false);
-        copy_field(&b, rows[i].status, false);
-        copy_field(&b, rows[i].latency, false);
+        copy_int(&b, a->status);
+        copy_int(&b, a->latency_us);
         copy_field(&b, a->request_id, false);
         copy_field(&b, msgs[i].env->producer, false);
         copy_reserve(&b, 1);
@@ -246,15 +278,19 @@ static kbus_result insert_rows(PGconn *conn, const kbus_msg *msgs, const access_
     array_lit cols[INSERT_COLUMNS] = {{0}};
     for (size_t i = 0; i < n; i++) {
         const Tessera__V1__ApiAccess *a = rows[i].a;
+        char at[24], status[16], latency[24];
+        snprintf(at, sizeof(at), "%lld", (long long)a->occurred_at_ms);
+        snprintf(status, sizeof(status), "%d", a->status);
+        snprintf(latency, sizeof(latency), "%lld", (long long)a->latency_us);
         array_add(&cols[0], msgs[i].env->event_id);
-        array_add(&cols[1], rows[i].at);
+        array_add(&cols[1], at);
         array_add(&cols[2], a->access_key);
         array_add(&cols[3], a->user_id);
         array_add(&cols[4], a->client_addr);
         array_add(&cols[5], a->method);
         array_add(&cols[6], a->path);
-        array_add(&cols[7], rows[i].status);
-        array_add(&cols[8], rows[i].latency);
+        array_add(&cols[7], status);
+        array_add(&cols[8], latency);
         array_add(&cols[9], a->request_id);
         array_add(&cols[10], msgs[i].env->producer);
     }

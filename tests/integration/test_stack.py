@@ -227,13 +227,17 @@ def test_awkward_text_is_stored_verbatim(stack, bin_dir):
                         stack["KAFKA_BOOTSTRAP"], "-t", "tessera.audit.v1", "-T",
                         "tessera.v1.ApiAccess", "-k", marker,
                         json.dumps({"method": "GET", "path": path, "request_id": marker,
-                                    "user_id": "\\N", "status": 200})],
+                                    "user_id": "\\N", "status": 200,
+                                    "occurred_at_ms": 1795304401007, "latency_us": -12})],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     assert wait_until(lambda: access_log_rows(stack, marker) == 1, 30), "never stored"
     row = psql(stack, "SELECT encode(convert_to(path || '|' || user_id || '|' || (user_id IS NULL)::text,"
                       f" 'UTF8'), 'hex') FROM auth.access_log WHERE request_id = '{marker}'")
     assert bytes.fromhex(row).decode() == path + "|\\N|false"
+    row = psql(stack, "SELECT (extract(epoch FROM occurred_at) * 1000)::bigint || '|' || latency_us"
+                      f" || '|' || status FROM auth.access_log WHERE request_id = '{marker}'")
+    assert row == "1795304401007|-12|200"
     # ... and by COPY itself, not by the INSERT that takes over after a failure.
     assert (metric(auth_url, "tessera_auth_access_batches_copy_fallback_total") or 0) == fallback_before
 
