@@ -195,20 +195,22 @@ static void copy_int(copy_buf *b, int64_t v)
     b->len += len;
 }
 
+#define SEC_TEXT_MAX 48 /* "YYYY-MM-DD HH:MM:SS", years of up to 11 characters */
+
 /* occurred_at (milliseconds since the epoch) as an ISO 8601 UTC time, after a
  * tab. The date and time of day are formatted once per second seen (*sec_at,
  * *sec_text: the last one), as a batch's records mostly share it. */
-static void copy_time(copy_buf *b, int64_t ms, int64_t *sec_at, char sec_text[24])
+static void copy_time(copy_buf *b, int64_t ms, int64_t *sec_at, char sec_text[SEC_TEXT_MAX])
 {
-    int64_t secs = ms >= 0 ? ms / 1000 : (ms - 999) / 1000;
+    int64_t secs = ms / 1000 - (ms % 1000 < 0); /* floor, without overflow at INT64_MIN */
     if (secs != *sec_at) {
         time_t t = (time_t)secs;
         struct tm tm;
         if (gmtime_r(&t, &tm))
-            snprintf(sec_text, 24, "%04d-%02d-%02d %02d:%02d:%02d", tm.tm_year + 1900,
+            snprintf(sec_text, SEC_TEXT_MAX, "%04d-%02d-%02d %02d:%02d:%02d", tm.tm_year + 1900,
                      tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
         else /* far out of range: COPY refuses it, the INSERT judges */
-            snprintf(sec_text, 24, "out of range");
+            snprintf(sec_text, SEC_TEXT_MAX, "out of range");
         *sec_at = secs;
     }
     int frac = (int)(ms - secs * 1000);
@@ -235,7 +237,7 @@ static bool copy_rows(PGconn *conn, const kbus_msg *msgs, const access_row *rows
 {
     copy_buf b = {0};
     int64_t sec_at = INT64_MIN;
-    char sec_text[24] = "";
+    char sec_text[SEC_TEXT_MAX] = "";
     for (size_t i = 0; i < n; i++) {
         const Tessera__V1__ApiAccess *a = rows[i].a;
         copy_field(&b, msgs[i].env->event_id, true);

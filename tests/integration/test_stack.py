@@ -191,7 +191,8 @@ def test_time_out_of_range_goes_to_dlq(stack, bin_dir):
     boot = stack["KAFKA_BOOTSTRAP"]
     auth_url = service_urls(stack)["auth"]
     fallback_before = metric(auth_url, "tessera_auth_access_batches_copy_fallback_total") or 0
-    for i, ms in enumerate((9_000_000_000_000_000_000, -9_000_000_000_000_000_000, 300_000 * 365 * 86_400_000)):
+    for i, ms in enumerate((9_000_000_000_000_000_000, -9_000_000_000_000_000_000, -2**63, 2**63 - 1,
+                           300_000 * 365 * 86_400_000)):
         marker = f"far-time-{i}-" + uuid.uuid4().hex
         p = subprocess.run([os.path.join(bin_dir, "tessera-busctl"), "publish", "-b", boot, "-t",
                             "tessera.audit.v1", "-T", "tessera.v1.ApiAccess", "-k", marker,
