@@ -27,6 +27,7 @@ typedef struct kbus_opts {
     int max_attempts;        /* consumer: tries before a message goes to the DLQ (>= 1) */
     int retry_backoff_ms;    /* consumer: wait between tries */
     int fetch_wait_ms;       /* consumer: fetch.wait.max.ms; 0 = 100 */
+    int session_timeout_ms;  /* consumer: session.timeout.ms; 0 = 6000 */
 } kbus_opts;
 
 typedef struct kbus kbus;

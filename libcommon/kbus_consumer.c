@@ -11,8 +11,9 @@
 #include <unistd.h>
 
 /* Group membership tuned for fast joins on a small cluster:
- * - session.timeout.ms 6000: the smallest a default Kafka broker accepts
- *   (group.min.session.timeout.ms); a dead member is evicted within 6 s.
+ * - session.timeout.ms (kafka.session_timeout, default 6000): the smallest a
+ *   default Kafka broker accepts (group.min.session.timeout.ms); a dead
+ *   member is evicted within 6 s.
  * - heartbeat.interval.ms 1000: rebalances are noticed within a second.
  * - topic.metadata.refresh.interval.ms 5000: a subscribed topic that did not
  *   exist yet is seen (and assigned) within 5 s of its creation.
@@ -20,7 +21,6 @@
  *   so a restart replays at most about a second of handled messages.
  * - fetch.wait.max.ms (kafka.fetch_wait, default 100): these are control events (revocations, session
  *   transitions); a broker holds an empty fetch at most 100 ms, not 500. */
-#define CONSUMER_SESSION_TIMEOUT_MS "6000"
 #define CONSUMER_HEARTBEAT_MS "1000"
 #define CONSUMER_METADATA_REFRESH_MS "5000"
 #define CONSUMER_COMMIT_INTERVAL_MS "1000"
@@ -199,8 +199,9 @@ static kbus_consumer *_consume(kbus *bus, const char *group, const char *const *
         return NULL;
     }
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    char fetch_wait[16];
+    char fetch_wait[16], session_timeout[16];
     snprintf(fetch_wait, sizeof(fetch_wait), "%d", bus->fetch_wait_ms);
+    snprintf(session_timeout, sizeof(session_timeout), "%d", bus->session_timeout_ms);
     char *client_id = ts_asprintf("%s/%s", bus->producer_name, group);
     bool ok = kbus_conf_set(conf, "bootstrap.servers", bus->bootstrap, err) &&
               kbus_conf_set(conf, "client.id", client_id, err) &&
@@ -211,7 +212,7 @@ static kbus_consumer *_consume(kbus *bus, const char *group, const char *const *
               kbus_conf_set(conf, "auto.offset.reset", offset_reset, err) &&
               kbus_conf_set(conf, "fetch.wait.max.ms", fetch_wait, err) &&
               kbus_conf_set(conf, "allow.auto.create.topics", "true", err) &&
-              kbus_conf_set(conf, "session.timeout.ms", CONSUMER_SESSION_TIMEOUT_MS, err) &&
+              kbus_conf_set(conf, "session.timeout.ms", session_timeout, err) &&
               kbus_conf_set(conf, "heartbeat.interval.ms", CONSUMER_HEARTBEAT_MS, err) &&
               kbus_conf_set(conf, "topic.metadata.refresh.interval.ms",
                             CONSUMER_METADATA_REFRESH_MS, err);

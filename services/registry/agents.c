@@ -4,12 +4,15 @@
 #include "caller.h"
 #include "event_consumers.h"
 #include "libcommon/log.h"
+#include "libcommon/metrics.h"
 #include "libcommon/pgjson.h"
 #include "occupancy_sync.h"
 #include "pbutil.h"
 #include "tessera/v1/agent.pb-c.h"
 #include "transitions.h"
 
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,10 +44,44 @@ static bool plain_id(const char *s)
     return true;
 }
 
+/* A fingerprint of the capacity an AgentStarted or AgentHeartbeat carries:
+ * FNV-1a over the packed slot amounts and devices (protobuf-c packs fields in
+ * order, so the same capacity gives the same bytes). Stored with the row
+ * (capacity_fp) by the full path; a heartbeat with the same fingerprint has
+ * nothing new but its time. */
+static void fnv_message(uint64_t *h, const ProtobufCMessage *m)
+{
+    uint8_t small[512];
+    size_t len = protobuf_c_message_get_packed_size(m);
+    uint8_t *buf = len <= sizeof(small) ? small : ts_malloc(len);
+    protobuf_c_message_pack(m, buf);
+    for (size_t i = 0; i < len; i++) {
+        *h ^= buf[i];
+        *h *= 1099511628211ull;
+    }
+    /* A separator, so that two lists cannot shift into each other. */
+    *h ^= 0xffu;
+    *h *= 1099511628211ull;
+    if (buf != small) free(buf);
+}
+
+static int64_t capacity_fp(Tessera__V1__SlotAmount **slots, size_t n_slots,
+                           Tessera__V1__DeviceInfo **devs, size_t n_devs)
+{
+    uint64_t h = 14695981039346656037ull;
+    for (size_t i = 0; i < n_slots; i++)
+        fnv_message(&h, &slots[i]->base);
+    h ^= 0x100u; /* the end of the slots */
+    h *= 1099511628211ull;
+    for (size_t i = 0; i < n_devs; i++)
+        fnv_message(&h, &devs[i]->base);
+    return (int64_t)(h >> 1); /* a bigint, never negative */
+}
+
 static const char upsert_sql[] =
     "INSERT INTO registry.agents AS a (id, resource_group, architecture, addr, slots, devices,"
-    " status, status_info, version, hostname, runtime)"
-    " VALUES ($1, $2, $3, $4, $5::jsonb, $6::jsonb, 'ALIVE', $7, $8, $9, $10)"
+    " status, status_info, version, hostname, runtime, capacity_fp)"
+    " VALUES ($1, $2, $3, $4, $5::jsonb, $6::jsonb, 'ALIVE', $7, $8, $9, $10, $14::bigint)"
     " ON CONFLICT (id) DO UPDATE SET"
     " resource_group = CASE WHEN $11 THEN EXCLUDED.resource_group ELSE a.resource_group END,"
     " architecture = CASE WHEN $11 THEN EXCLUDED.architecture ELSE a.architecture END,"
@@ -57,7 +94,7 @@ static const char upsert_sql[] =
     " status_info = CASE WHEN $11 OR a.status <> 'ALIVE' THEN EXCLUDED.status_info"
     "   ELSE a.status_info END,"
     " status_changed_at = CASE WHEN a.status <> 'ALIVE' THEN now() ELSE a.status_changed_at END,"
-    " status = 'ALIVE', last_heartbeat = now()"
+    " status = 'ALIVE', last_heartbeat = now(), capacity_fp = EXCLUDED.capacity_fp"
     " RETURNING slots::text, devices::text";
 
 /* Record an agent as ALIVE and write its capacity to Redis. started: the
@@ -81,6 +118,8 @@ static kbus_result agent_alive(const char *id, const char *group, const char *ar
     char *st = json_dumps(sj, JSON_COMPACT), *dt = json_dumps(dj, JSON_COMPACT);
     json_decref(sj);
     json_decref(dj);
+    char fp[24];
+    snprintf(fp, sizeof(fp), "%lld", (long long)capacity_fp(slots, n_slots, devs, n_devs));
     const char *p[] = {id,
                        group,
                        arch ? arch : "",
@@ -93,10 +132,11 @@ static kbus_result agent_alive(const char *id, const char *group, const char *ar
                        runtime ? runtime : "",
                        started ? "true" : "false",
                        started || n_slots ? "true" : "false",
-                       started || n_devs ? "true" : "false"};
+                       started || n_devs ? "true" : "false",
+                       fp};
     kbus_result res = KBUS_RETRY;
     PGconn *conn = reg_pg_get(err);
-    PGresult *r = conn ? reg_exec(conn, upsert_sql, 13, p, err) : NULL;
+    PGresult *r = conn ? reg_exec(conn, upsert_sql, 14, p, err) : NULL;
     reg_pg_put(conn);
     free(st);
     free(dt);
@@ -236,77 +276,228 @@ void agents_check_lost(void)
 
 /* ---- the consumer ---------------------------------------------------------------------------- */
 
-static kbus_result on_agent_event(const kbus_msg *msg, void *ctx, ts_err *reason)
+static kbus_result on_stopped(const Tessera__V1__AgentStopped *m, ts_err *reason)
 {
-    (void)ctx;
-    const char *type = msg->env->type;
+    if (!plain_id(m->agent_id)) {
+        ts_err_set(reason, "AgentStopped: bad agent id");
+        return KBUS_REJECT;
+    }
+    if (!m->graceful) {
+        char why[300];
+        snprintf(why, sizeof(why), "stopped: %s", m->reason[0] ? m->reason : "not graceful");
+        return mark_lost(m->agent_id, why, false, reason) ? KBUS_DONE : KBUS_RETRY;
+    }
+    const char *p[] = {m->agent_id, m->reason};
+    PGconn *conn = reg_pg_get(reason);
+    PGresult *r = conn ? reg_exec(conn,
+                                  "UPDATE registry.agents SET status = 'TERMINATED',"
+                                  " status_info = $2, status_changed_at = now()"
+                                  " WHERE id = $1 AND status <> 'TERMINATED'"
+                                  " RETURNING slots::text, devices::text",
+                                  2, p, reason)
+                       : NULL;
+    reg_pg_put(conn);
+    if (!r) return KBUS_RETRY;
     kbus_result res = KBUS_DONE;
-    if (strcmp(type, "tessera.v1.AgentStarted") == 0) {
-        ProtobufCMessage *pm =
-            envelope_payload(msg->env, &tessera__v1__agent_started__descriptor, reason);
-        if (!pm) return KBUS_REJECT;
+    if (PQntuples(r) == 1) {
+        json_t *sj = json_loads(PQgetvalue(r, 0, 0), 0, NULL);
+        json_t *dj = json_loads(PQgetvalue(r, 0, 1), 0, NULL);
+        if (!occupancy_write_agent(m->agent_id, sj, dj, false, reason)) res = KBUS_RETRY;
+        json_decref(sj);
+        json_decref(dj);
+        TLOG_INFO("agent stopped", "agent=%s reason=\"%s\"", m->agent_id, m->reason);
+    }
+    PQclear(r);
+    return res;
+}
+
+static kbus_result heartbeat_full(const Tessera__V1__AgentHeartbeat *m, ts_err *reason)
+{
+    tlog_ctx_agent(m->agent_id);
+    kbus_result res = agent_alive(m->agent_id, m->resource_group, NULL, NULL, NULL, NULL, NULL,
+                                  m->slots, m->n_slots, m->devices, m->n_devices, false, reason);
+    tlog_ctx_agent(NULL);
+    return res;
+}
+
+/* Heartbeats of a batch gathered for one statement: most carry the capacity
+ * the row already has, and then only last_heartbeat moves (no JSON, no Redis
+ * write). The ones the statement does not touch (unknown or not ALIVE agent,
+ * changed capacity) take the full path, in their order. */
+typedef struct touch_list {
+    Tessera__V1__AgentHeartbeat **hb; /* owned: freed by touch_flush */
+    int64_t *fp;
+    size_t n;
+} touch_list;
+
+/* Every heartbeat position whose (agent, fingerprint) was touched: an agent
+ * may be in the list more than once. */
+static const char touch_sql[] =
+    "WITH v AS (SELECT id, fp, i FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY"
+    "   AS v(id, fp, i)),"
+    " t AS (UPDATE registry.agents AS a SET last_heartbeat = now()"
+    "   FROM (SELECT DISTINCT id, fp FROM v) AS u"
+    "   WHERE a.id = u.id AND a.capacity_fp = u.fp AND a.status = 'ALIVE'"
+    "   RETURNING a.id, u.fp)"
+    " SELECT v.i FROM v JOIN t ON t.id = v.id AND t.fp = v.fp";
+
+static _Atomic unsigned long heartbeats_touched, heartbeats_full;
+
+/* The array literals of the touch statement. The ids are plain ids (no quote,
+ * backslash, comma or brace), so quoting them is enough. */
+static void touch_arrays(const touch_list *t, char **ids, char **fps)
+{
+    char *a = ts_malloc(t->n * 131 + 3), *b = ts_malloc(t->n * 22 + 3), *pa = a, *pb = b;
+    *pa++ = '{';
+    *pb++ = '{';
+    for (size_t i = 0; i < t->n; i++) {
+        if (i) {
+            *pa++ = ',';
+            *pb++ = ',';
+        }
+        size_t len = strlen(t->hb[i]->agent_id);
+        *pa++ = '"';
+        memcpy(pa, t->hb[i]->agent_id, len);
+        pa += len;
+        *pa++ = '"';
+        pb += sprintf(pb, "%lld", (long long)t->fp[i]);
+    }
+    strcpy(pa, "}");
+    strcpy(pb, "}");
+    *ids = a;
+    *fps = b;
+}
+
+static kbus_result touch_flush(touch_list *t, ts_err *reason)
+{
+    if (t->n == 0) return KBUS_DONE;
+    char *ids, *fps;
+    touch_arrays(t, &ids, &fps);
+    const char *p[] = {ids, fps};
+    PGconn *conn = reg_pg_get(reason);
+    PGresult *r = conn ? reg_exec(conn, touch_sql, 2, p, reason) : NULL;
+    reg_pg_put(conn);
+    free(ids);
+    free(fps);
+    kbus_result res = r ? KBUS_DONE : KBUS_RETRY;
+    /* Which were touched (1-based positions). Once an agent took the full
+     * path, its later heartbeats in the list take it too: their touch may
+     * have matched the capacity from before. */
+    bool *done = ts_calloc(t->n, sizeof(*done));
+    for (int i = 0; r && i < PQntuples(r); i++) {
+        long k = strtol(PQgetvalue(r, i, 0), NULL, 10);
+        if (k >= 1 && (size_t)k <= t->n) done[k - 1] = true;
+    }
+    const char **full = ts_calloc(t->n, sizeof(*full));
+    size_t nfull = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        const char *id = t->hb[i]->agent_id;
+        for (size_t j = 0; done[i] && j < nfull; j++)
+            if (strcmp(full[j], id) == 0) done[i] = false;
+        if (res == KBUS_DONE) {
+            if (done[i]) {
+                atomic_fetch_add(&heartbeats_touched, 1);
+            } else {
+                atomic_fetch_add(&heartbeats_full, 1);
+                res = heartbeat_full(t->hb[i], reason);
+                full[nfull++] = id;
+            }
+        }
+    }
+    for (size_t i = 0; i < t->n; i++)
+        protobuf_c_message_free_unpacked(&t->hb[i]->base, NULL);
+    free(full);
+    free(done);
+    if (r) PQclear(r);
+    t->n = 0;
+    return res;
+}
+
+/* One message of the batch. Heartbeats join t; anything else first flushes
+ * it, so that an agent's events keep their order. */
+static kbus_result on_agent_event(const kbus_msg *msg, touch_list *t, ts_err *reason)
+{
+    const char *type = msg->env->type;
+    const ProtobufCMessageDescriptor *d;
+    if (strcmp(type, "tessera.v1.AgentHeartbeat") == 0)
+        d = &tessera__v1__agent_heartbeat__descriptor;
+    else if (strcmp(type, "tessera.v1.AgentStarted") == 0)
+        d = &tessera__v1__agent_started__descriptor;
+    else if (strcmp(type, "tessera.v1.AgentStopped") == 0)
+        d = &tessera__v1__agent_stopped__descriptor;
+    else
+        return KBUS_DONE;
+    ProtobufCMessage *pm = envelope_payload(msg->env, d, reason);
+    if (!pm) return KBUS_REJECT;
+    if (d == &tessera__v1__agent_heartbeat__descriptor) {
+        Tessera__V1__AgentHeartbeat *m = (Tessera__V1__AgentHeartbeat *)pm;
+        if (!plain_id(m->agent_id)) { /* the full path says why */
+            kbus_result res = heartbeat_full(m, reason);
+            protobuf_c_message_free_unpacked(pm, NULL);
+            return res;
+        }
+        t->hb[t->n] = m;
+        t->fp[t->n++] = capacity_fp(m->slots, m->n_slots, m->devices, m->n_devices);
+        return KBUS_DONE;
+    }
+    kbus_result res = touch_flush(t, reason);
+    if (res == KBUS_DONE && d == &tessera__v1__agent_started__descriptor) {
         Tessera__V1__AgentStarted *m = (Tessera__V1__AgentStarted *)pm;
         tlog_ctx_agent(m->agent_id);
         res = agent_alive(m->agent_id, m->resource_group, m->architecture, m->addr, m->version,
                           m->hostname, m->runtime, m->slots, m->n_slots, m->devices, m->n_devices,
                           true, reason);
-        protobuf_c_message_free_unpacked(pm, NULL);
-    } else if (strcmp(type, "tessera.v1.AgentHeartbeat") == 0) {
-        ProtobufCMessage *pm =
-            envelope_payload(msg->env, &tessera__v1__agent_heartbeat__descriptor, reason);
-        if (!pm) return KBUS_REJECT;
-        Tessera__V1__AgentHeartbeat *m = (Tessera__V1__AgentHeartbeat *)pm;
-        tlog_ctx_agent(m->agent_id);
-        res = agent_alive(m->agent_id, m->resource_group, NULL, NULL, NULL, NULL, NULL, m->slots,
-                          m->n_slots, m->devices, m->n_devices, false, reason);
-        protobuf_c_message_free_unpacked(pm, NULL);
-    } else if (strcmp(type, "tessera.v1.AgentStopped") == 0) {
-        ProtobufCMessage *pm =
-            envelope_payload(msg->env, &tessera__v1__agent_stopped__descriptor, reason);
-        if (!pm) return KBUS_REJECT;
+    } else if (res == KBUS_DONE) {
         Tessera__V1__AgentStopped *m = (Tessera__V1__AgentStopped *)pm;
         tlog_ctx_agent(m->agent_id);
-        if (!plain_id(m->agent_id)) {
-            ts_err_set(reason, "AgentStopped: bad agent id");
-            res = KBUS_REJECT;
-        } else if (!m->graceful) {
-            char why[300];
-            snprintf(why, sizeof(why), "stopped: %s", m->reason[0] ? m->reason : "not graceful");
-            res = mark_lost(m->agent_id, why, false, reason) ? KBUS_DONE : KBUS_RETRY;
-        } else {
-            const char *p[] = {m->agent_id, m->reason};
-            PGconn *conn = reg_pg_get(reason);
-            PGresult *r = conn ? reg_exec(conn,
-                                          "UPDATE registry.agents SET status = 'TERMINATED',"
-                                          " status_info = $2, status_changed_at = now()"
-                                          " WHERE id = $1 AND status <> 'TERMINATED'"
-                                          " RETURNING slots::text, devices::text",
-                                          2, p, reason)
-                               : NULL;
-            reg_pg_put(conn);
-            res = r ? KBUS_DONE : KBUS_RETRY;
-            if (r && PQntuples(r) == 1) {
-                json_t *sj = json_loads(PQgetvalue(r, 0, 0), 0, NULL);
-                json_t *dj = json_loads(PQgetvalue(r, 0, 1), 0, NULL);
-                if (!occupancy_write_agent(m->agent_id, sj, dj, false, reason)) res = KBUS_RETRY;
-                json_decref(sj);
-                json_decref(dj);
-                TLOG_INFO("agent stopped", "agent=%s reason=\"%s\"", m->agent_id, m->reason);
-            }
-            if (r) PQclear(r);
-        }
-        protobuf_c_message_free_unpacked(pm, NULL);
+        res = on_stopped(m, reason);
     }
     tlog_ctx_agent(NULL);
+    protobuf_c_message_free_unpacked(pm, NULL);
     return res;
+}
+
+/* The batch: in order, heartbeats gathered between the other events. Any
+ * failure hands the batch back; kbus then gives each message alone (n = 1),
+ * and every step here is idempotent. */
+static kbus_result on_agent_batch(const kbus_msg *msgs, size_t n, void *ctx, ts_err *reason)
+{
+    (void)ctx;
+    touch_list t = {.hb = ts_calloc(n, sizeof(*t.hb)), .fp = ts_calloc(n, sizeof(*t.fp))};
+    kbus_result res = KBUS_DONE;
+    for (size_t i = 0; i < n && res == KBUS_DONE; i++)
+        res = on_agent_event(&msgs[i], &t, reason);
+    if (res == KBUS_DONE) {
+        res = touch_flush(&t, reason);
+    } else {
+        for (size_t i = 0; i < t.n; i++)
+            protobuf_c_message_free_unpacked(&t.hb[i]->base, NULL);
+    }
+    free(t.hb);
+    free(t.fp);
+    return res;
+}
+
+static void _collect(FILE *out, void *ctx)
+{
+    (void)ctx;
+    static const char name[] = "tessera_registry_heartbeats_total";
+    metrics_family(out, name, "counter",
+                   "Agent heartbeats handled: path=\"touch\" (capacity unchanged: only the time"
+                   " moved, batched), path=\"full\" (row and Redis capacity written)");
+    metrics_sample_u64(out, name, "path=\"touch\"", atomic_load(&heartbeats_touched));
+    metrics_sample_u64(out, name, "path=\"full\"", atomic_load(&heartbeats_full));
 }
 
 bool agents_start(svc *s, ts_err *err)
 {
     static const char *const topics[] = {"tessera.agent.v1", NULL};
-    if (!reg_consumers_start(&consumers, s, "tessera-registry.agents", topics, on_agent_event, err))
+    kbus_batch_opts opts = {.max_messages = 1000, .max_wait_ms = 100};
+    if (!reg_consumers_start_batch(&consumers, s, "tessera-registry.agents", topics, &opts,
+                                   on_agent_batch, err))
         return false;
     svc_add_check(s, "agent-events", reg_consumers_check, &consumers);
+    metrics_add(svc_metrics(s), _collect, NULL);
     return true;
 }
 

@@ -4,7 +4,11 @@
  *   AgentStarted   upsert registry.agents (ALIVE, its slots and devices) and
  *                  write its capacity to Redis (schedulable)
  *   AgentHeartbeat last_heartbeat = now(), slots and devices when given, ALIVE
- *                  again if it was LOST; capacity to Redis
+ *                  again if it was LOST; capacity to Redis. The consumer runs
+ *                  in batch mode: heartbeats whose capacity fingerprint
+ *                  (capacity_fp) equals the stored one for an ALIVE agent
+ *                  only move last_heartbeat, all in one statement; the others
+ *                  take the full path above
  *   AgentStopped   graceful: TERMINATED, not schedulable (its kernels may be
  *                  re-adopted when it starts again); not graceful or "lost":
  *                  as agents_check_lost

@@ -1,8 +1,9 @@
 /* event_consumers.c: see event_consumers.h. */
 #include "event_consumers.h"
 
-bool reg_consumers_start(reg_consumers *rc, svc *s, const char *group, const char *const *topics,
-                         kbus_handler handler, ts_err *err)
+static bool start(reg_consumers *rc, svc *s, const char *group, const char *const *topics,
+                  kbus_handler handler, const kbus_batch_opts *opts, kbus_batch_handler batch,
+                  ts_err *err)
 {
     int n = (int)reg_cfg.event_consumers;
     if (n < 1) n = 1;
@@ -11,7 +12,9 @@ bool reg_consumers_start(reg_consumers *rc, svc *s, const char *group, const cha
     rc->topic = topics[0];
     atomic_store(&rc->settled, false);
     for (int i = 0; i < n; i++) {
-        kbus_consumer *c = kbus_consume(svc_bus(s), group, topics, handler, NULL, err);
+        kbus_consumer *c =
+            batch ? kbus_consume_batch(svc_bus(s), group, topics, opts, batch, NULL, err)
+                  : kbus_consume(svc_bus(s), group, topics, handler, NULL, err);
         if (!c) {
             reg_consumers_stop(rc);
             return false;
@@ -19,6 +22,19 @@ bool reg_consumers_start(reg_consumers *rc, svc *s, const char *group, const cha
         rc->c[rc->n++] = c;
     }
     return true;
+}
+
+bool reg_consumers_start(reg_consumers *rc, svc *s, const char *group, const char *const *topics,
+                         kbus_handler handler, ts_err *err)
+{
+    return start(rc, s, group, topics, handler, NULL, NULL, err);
+}
+
+bool reg_consumers_start_batch(reg_consumers *rc, svc *s, const char *group,
+                               const char *const *topics, const kbus_batch_opts *opts,
+                               kbus_batch_handler handler, ts_err *err)
+{
+    return start(rc, s, group, topics, NULL, opts, handler, err);
 }
 
 bool reg_consumers_check(svc *s, void *ctx, ts_err *err)
@@ -32,7 +48,7 @@ bool reg_consumers_check(svc *s, void *ctx, ts_err *err)
         have += kbus_consumer_partitions(rc->c[i]);
     if (have < want) {
         ts_err_set(err, "%s: %d of %d partitions assigned to the registry's consumers", rc->topic,
-                    have, want);
+                   have, want);
         return false;
     }
     atomic_store(&rc->settled, true);

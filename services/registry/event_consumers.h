@@ -25,6 +25,10 @@ typedef struct reg_consumers {
  * ones started are stopped again. */
 bool reg_consumers_start(reg_consumers *rc, svc *s, const char *group, const char *const *topics,
                          kbus_handler handler, ts_err *err) TS_MUST_CHECK;
+/* The same in kbus's batch mode (kbus_consume_batch). */
+bool reg_consumers_start_batch(reg_consumers *rc, svc *s, const char *group,
+                               const char *const *topics, const kbus_batch_opts *opts,
+                               kbus_batch_handler handler, ts_err *err) TS_MUST_CHECK;
 void reg_consumers_stop(reg_consumers *rc);
 
 /* Readiness (svc_add_check, ctx = reg_consumers *): every partition of the

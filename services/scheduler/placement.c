@@ -284,6 +284,12 @@ bool sched_group_set_agent(sched_group *g, const sched_agent_spec *spec, ts_err 
                        arch);
             return false;
         }
+        /* Every heartbeat says it again: nothing changed, nothing to recount
+         * (the group's capacity is a sum over all its agents). */
+        if (a->schedulable == spec->schedulable && a->ndev == spec->ndev &&
+            memcmp(a->dev_cap, caps, sizeof(int32_t) * (size_t)spec->ndev) == 0 &&
+            slots_equal(&a->total, &total))
+            return true;
     } else {
         a = ts_calloc(1, sizeof(*a));
         ts_strlcpy(a->id, spec->id, sizeof(a->id));

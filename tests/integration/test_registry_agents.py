@@ -1,6 +1,7 @@
 """tessera-registry: agents (announcements, LOST), occupancy in Redis (the
 rebuild after FLUSHALL), and the admin API for agents, resource groups and
 images. Helpers and fixtures: test_registry_sessions.py."""
+import subprocess
 import time
 import urllib.parse
 
@@ -38,6 +39,65 @@ def test_agents_admin_and_capacity_in_redis(reg):
     reg.bus('heartbeat fa-cap rgt "cpu=6 mem=16g"')
     wait_until(lambda: reg.redis_hash("agent:fa-cap").get("cap:cpu") == "6000", timeout=10,
                message="capacity from the heartbeat")
+
+
+def heartbeat_counts(reg):
+    text = reg.call("GET", "/metrics").text
+    counts = {}
+    for line in text.splitlines():
+        if line.startswith("tessera_registry_heartbeats_total{"):
+            path = line.split('path="', 1)[1].split('"', 1)[0]
+            counts[path] = int(float(line.rsplit(" ", 1)[1]))
+    return counts
+
+
+def test_heartbeats_with_the_same_capacity_only_move_the_time(reg):
+    reg.agent("fa-hb", "rgt", slots="cpu=4 mem=8g")
+    before = reg.call("GET", "/v1/admin/agents/fa-hb").json()["last_heartbeat"]
+    c0 = heartbeat_counts(reg)
+    # The registry's Redis record is written by the full path only: a changed
+    # cap:cpu shows which path a heartbeat took.
+    reg.redis("HSET", "agent:fa-hb", "cap:cpu", "1")
+    time.sleep(0.05)
+    reg.bus(*['heartbeat fa-hb rgt "cpu=4 mem=8g"'] * 3)
+    wait_until(lambda: reg.call("GET", "/v1/admin/agents/fa-hb").json()["last_heartbeat"] != before,
+               timeout=10, message="last_heartbeat moved")
+    c1 = heartbeat_counts(reg)
+    assert c1["touch"] >= c0["touch"] + 2, (c0, c1)
+    assert reg.redis_hash("agent:fa-hb")["cap:cpu"] == "1", (c0, c1)  # not rewritten
+    # a new capacity: the full path (row and Redis)
+    reg.bus('heartbeat fa-hb rgt "cpu=6 mem=8g"')
+    wait_until(lambda: reg.redis_hash("agent:fa-hb").get("cap:cpu") == "6000", timeout=10,
+               message="the changed capacity written")
+    assert reg.call("GET", "/v1/admin/agents/fa-hb").json()["slots"]["cpu"] == "6"
+    assert heartbeat_counts(reg)["full"] >= c1["full"] + 1
+    # and repeated, it is a touch again
+    c2 = heartbeat_counts(reg)
+    reg.bus('heartbeat fa-hb rgt "cpu=6 mem=8g"')
+    wait_until(lambda: heartbeat_counts(reg)["touch"] > c2["touch"], timeout=10,
+               message="the repeated capacity touched")
+
+
+def test_heartbeat_with_a_bad_agent_id_goes_to_the_dlq_alone(reg):
+    reg.agent("fa-hb2", "rgt")
+    before = reg.call("GET", "/v1/admin/agents/fa-hb2").json()["last_heartbeat"]
+    bad = "bad id " + name()
+    # the bad one between good ones, published together (one batch or several)
+    reg.bus('heartbeat fa-hb2 rgt "cpu=4 mem=8g"', f'heartbeat "{bad}" rgt',
+            'heartbeat fa-hb2 rgt "cpu=4 mem=8g"')
+
+    def dlq():
+        c = subprocess.run(["kcat", "-b", reg.env["KAFKA_BOOTSTRAP"], "-C", "-t", "tessera.dlq.v1",
+                            "-o", "beginning", "-e", "-q", "-f", "%k\t%h\n"],
+                           capture_output=True, text=True, timeout=30)
+        # the scheduler's consumer dead-letters it too, under its own group
+        return [line for line in c.stdout.splitlines()
+                if line.startswith(bad) and "dlq.group=tessera-registry.agents," in line]
+    line = wait_until(dlq, 30, message="the registry's DLQ record of the bad heartbeat")[0]
+    assert "plain ids" in line, line
+    wait_until(lambda: reg.call("GET", "/v1/admin/agents/fa-hb2").json()["last_heartbeat"] != before,
+               timeout=10, message="the good heartbeats applied")
+    assert reg.call("GET", "/v1/admin/agents/fa-hb2").json()["status"] == "ALIVE"
 
 
 def test_agent_stopped_not_graceful_fails_its_sessions(reg):
