@@ -30,7 +30,7 @@
 #   BENCH_API_BACKLOG (api: 1 hold the scheduler during the enqueue, 0 do not)
 #   BENCH_API_HOLD_REGISTRY (api, backlog: 1 also hold the registry while the
 #     scheduler drains the backlog, a diagnostic; 0 the default)
-#   BENCH_SESSION_TIMEOUT (api: the stack's kafka.session_timeout, 300s, so
+#   BENCH_SESSION_TIMEOUT (api: the stack's kafka.session_timeout, 60s, so
 #     that a held consumer keeps its group membership instead of rejoining at
 #     the release; 6s is the services' default)
 #   TESSERA_BIN_DIR  BENCH_E2E
@@ -103,7 +103,7 @@ run_api() {
   TESSERA_STATE_DIR="$stack" TESSERA_BIN_DIR="$BIN" \
     TESSERA_DEV_SERVICES="devbus auth registry scheduler vfolder gateway" TESSERA_LOG_LEVEL=warn \
     TESSERA_SCHEDULER_RESERVE_BATCH="${BENCH_BATCH:-64}" \
-    TESSERA_KAFKA_SESSION_TIMEOUT="${BENCH_SESSION_TIMEOUT:-300s}" \
+    TESSERA_KAFKA_SESSION_TIMEOUT="${BENCH_SESSION_TIMEOUT:-60s}" \
     sh "$repo/deploy/dev/dev-up.sh" >"$DIR/dev-up.log" 2>&1 || { cat "$DIR/dev-up.log"; exit 1; }
   # shellcheck disable=SC1091 # written by dev-up.sh
   . "$stack/env"

@@ -29,6 +29,10 @@ static const cfg_option registry_options[] = {
     {"registry.context_cache_entries", CFG_INT, &reg_cfg.context_cache_entries, "4096", 1, 1000000,
      NULL, false, NULL,
      "session contexts kept at most (access key and group each); the least recently used goes"},
+    {"registry.largest_agent_cache", CFG_DURATION, &reg_cfg.largest_agent_cache_ms, "2s", 0,
+     3600000, NULL, false, NULL,
+     "how long a create reuses the largest agent's slots of a group for its size check (0: read "
+     "them every time; a refusal always reads them again)"},
     {"oci.registry", CFG_STRING, &reg_cfg.oci_registry, "", 0, 0, NULL, false, NULL,
      "default OCI registry (host:port) for image references without one, and for scans"},
     {"oci.plain_http", CFG_BOOL, &reg_cfg.oci_plain_http, "true", 0, 0, NULL, false, NULL,

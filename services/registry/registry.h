@@ -10,6 +10,7 @@
  *   context_cache.c    session contexts kept for registry.context_cache_ttl (LRU, bounded)
  *   auth_events.c      tessera.auth.v1 consumer: drops cached contexts
  *   session_create.c   POST /v1/sessions: parse, validate, insert, enqueue, wait
+ *   largest_agent.c    per group, the largest agent's slots (cached) for the create
  *   mounts.c           vfolder mounts: resolved by tessera-vfolder, who mounts a folder
  *   validation.c       the create body (Backend.AI's shape) -> create_req
  *   sessions.c         get, list, destroy, restart, history
@@ -33,6 +34,7 @@ typedef struct reg_config {
     int64_t auth_timeout_ms;
     int64_t context_cache_ttl_ms;
     int64_t context_cache_entries;
+    int64_t largest_agent_cache_ms;
     char *oci_registry;
     bool oci_plain_http;
     int64_t oci_timeout_ms;

@@ -6,6 +6,7 @@
 
 #include "caller.h"
 #include "images.h"
+#include "largest_agent.h"
 #include "libcommon/log.h"
 #include "libcommon/pgjson.h"
 #include "mounts.h"
@@ -237,42 +238,32 @@ static bool check_group(PGconn *conn, json_t *ctx, const create_req *cr, http_re
     return ok;
 }
 
+/* The slot of need above the largest ALIVE agent of the group, or -1. */
+static int above_largest(const slots_t *need, const slots_t *max)
+{
+    for (int id = 0; id < SLOTS_MAX; id++)
+        if (slots_get(need, id) > slots_get(max, id)) return id;
+    return -1;
+}
+
 /* Fits on the largest ALIVE agent of the group (per slot). No agent: the
- * scheduler will say so while the session waits. */
+ * scheduler will say so while the session waits. A cached answer may let a
+ * request through; only a fresh one refuses it (largest_agent.h). */
 static bool check_agents(PGconn *conn, const create_req *cr, const slots_t *need, http_resp *resp)
 {
-    const char *p[] = {cr->resource_group};
-    PGresult *r = pgjson_query(conn, resp, "read agents",
-                               "SELECT slots::text, devices::text FROM registry.agents"
-                               " WHERE resource_group = $1 AND status = 'ALIVE'",
-                               1, p);
-    if (!r) return false;
     slots_t max;
-    slots_clear(&max);
-    for (int i = 0; i < PQntuples(r); i++) {
-        json_t *sj = json_loads(PQgetvalue(r, i, 0), 0, NULL);
-        slots_t s;
-        ts_err e;
-        if (slots_from_json(&s, sj, &e))
-            for (int id = 0; id < SLOTS_MAX; id++)
-                if ((s.mask >> id) & 1u && (!((max.mask >> id) & 1u) || s.v[id] > max.v[id]))
-                    slots_put(&max, id, s.v[id]);
-        json_decref(sj);
-    }
-    int n = PQntuples(r);
-    PQclear(r);
-    if (n == 0) return true;
-    for (int id = 0; id < SLOTS_MAX; id++) {
-        if (slots_get(need, id) <= slots_get(&max, id)) continue;
-        char a[SLOT_FMT_MAX], b[SLOT_FMT_MAX];
-        fmt_slot(id, slots_get(need, id), a, sizeof(a));
-        fmt_slot(id, slots_get(&max, id), b, sizeof(b));
-        http_problem(resp, 400, "invalid-api-params", NULL,
-                     "requested %s %s exceeds the largest agent in group %s (%s)", slot_name(id), a,
-                     cr->resource_group, b);
-        return false;
-    }
-    return true;
+    int agents, id;
+    if (!largest_agent(conn, resp, cr->resource_group, false, &max, &agents)) return false;
+    if (agents == 0 || above_largest(need, &max) < 0) return true;
+    if (!largest_agent(conn, resp, cr->resource_group, true, &max, &agents)) return false;
+    if (agents == 0 || (id = above_largest(need, &max)) < 0) return true;
+    char a[SLOT_FMT_MAX], b[SLOT_FMT_MAX];
+    fmt_slot(id, slots_get(need, id), a, sizeof(a));
+    fmt_slot(id, slots_get(&max, id), b, sizeof(b));
+    http_problem(resp, 400, "invalid-api-params", NULL,
+                 "requested %s %s exceeds the largest agent in group %s (%s)", slot_name(id), a,
+                 cr->resource_group, b);
+    return false;
 }
 
 /* Defaults, then the image's minimums. */

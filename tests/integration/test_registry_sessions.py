@@ -198,6 +198,32 @@ def test_validation_reasons(reg):
     assert r.status_code == 401
 
 
+def test_a_new_larger_agent_is_never_refused_on_a_cached_answer(reg):
+    """The create's size check keeps the largest agent per group for
+    registry.largest_agent_cache (2 s): a cached answer may let a request
+    through, but a refusal reads the agents again."""
+    for attempt in range(3):
+        group = f"rgl{attempt}-{uuid.uuid4().hex[:6]}"
+        reg.group(group)
+        reg.agent(f"fa-small-{group}", group, slots="cpu=4 mem=8g")
+
+        def create(cpu):
+            return reg.create(body(name(), config={"scaling_group": group,
+                                                   "resources": {"cpu": cpu, "mem": "1g"}}))
+        r = create(2)  # reads the agents: the largest has cpu 4
+        assert r.status_code == 201, r.text
+        cached_at = time.monotonic()
+        r = create(8)
+        assert r.status_code == 400 and "exceeds the largest agent" in r.json()["msg"], r.text
+        reg.agent(f"fa-big-{group}", group, slots="cpu=16 mem=32g")
+        r = create(8)
+        window = time.monotonic() - cached_at
+        assert r.status_code == 201, f"refused {window:.2f} s after the cached answer: {r.text}"
+        if window < 1.5:
+            return  # the answer was still cached: the fresh read let it through
+    pytest.fail("the big agent took more than 1.5 s to appear three times: nothing was tested")
+
+
 def test_names_unique_per_owner_and_reuse(reg):
     n = name()
     r = reg.create(body(n))
