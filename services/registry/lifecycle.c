@@ -2,12 +2,20 @@
  * scheduler's SessionScheduled / SessionUnschedulable) and tessera.kernel.v1
  * (the agents' kernel events). See docs/sessions.md for the flow.
  *
- * Each event is one transaction on the session row (locked): read the current
- * status, apply the change only when the event still makes sense in it (a
- * duplicated or reordered event finds the status already past it and changes
- * nothing), COMMIT, then publish what the change decided. The offset is
- * stored only after that (kbus: KBUS_DONE), so a crash replays the event and
- * the guards make the replay harmless. */
+ * Each event is applied on its session row (locked): read the current status,
+ * apply the change only when the event still makes sense in it (a duplicated
+ * or reordered event finds the status already past it and changes nothing),
+ * COMMIT, then publish what the change decided. The offset is stored only
+ * after that (kbus: KBUS_DONE), so a crash replays the event and the guards
+ * make the replay harmless.
+ *
+ * Both consumers run in kbus's batch mode: the events of a batch are applied
+ * in one transaction, ordered by session id (a session's own events keep
+ * their order), so every batch takes its row locks in the same order and two
+ * batches cannot deadlock. One COMMIT then covers them all; their outboxes
+ * are published after it. When any event of a batch fails, the transaction
+ * is rolled back and kbus hands each event again alone (n = 1: the same
+ * code, one event per transaction). */
 #include "lifecycle.h"
 
 #include "event_consumers.h"
@@ -23,57 +31,88 @@
 
 static reg_consumers session_consumers, kernel_consumers;
 
-/* ---- one transaction per event ------------------------------------------------------------ */
+/* ---- one transaction per batch of events ---------------------------------------------------- */
 
 typedef kbus_result (*apply_fn)(PGconn *conn, outbox *ob, sess *s, const void *m, ts_err *err);
 
-/* Lock the session, apply, commit, publish. An unknown session: not_found
- * decides (may be NULL: nothing to do). */
-static kbus_result in_session_tx(const kbus_msg *msg, const char *session_id, apply_fn apply,
-                                 apply_fn not_found, const void *m, ts_err *reason)
+/* One event of a batch for its session. */
+typedef struct tx_item {
+    const kbus_msg *msg;
+    const char *session_id;
+    const char *kernel_id; /* log context, or NULL */
+    apply_fn apply;
+    apply_fn not_found; /* an unknown session: NULL ignores the event */
+    ProtobufCMessage *m;
+    size_t order; /* position in the batch */
+} tx_item;
+
+static int by_session(const void *a, const void *b)
 {
-    if (!ts_uuid_valid(session_id)) {
-        ts_err_set(reason, "%s: session id '%.60s' is not a UUID", msg->env->type, session_id);
-        return KBUS_REJECT;
-    }
-    PGconn *conn = reg_pg_get(reason);
-    if (!conn) return KBUS_RETRY;
-    outbox ob;
-    ob_init(&ob, msg->env->correlation_id);
-    kbus_result res = KBUS_RETRY;
+    const tx_item *x = a, *y = b;
+    int c = strcmp(x->session_id, y->session_id);
+    if (c) return c;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* Lock the item's session and apply it (within the open transaction). */
+static kbus_result apply_item(PGconn *conn, outbox *ob, const tx_item *it, ts_err *reason)
+{
     sess s;
     bool found = false;
-    tlog_ctx_session(session_id);
-    if (!pg_begin(conn, reason)) goto out;
-    if (!tr_lock(conn, session_id, &s, &found, reason)) goto rollback;
-    if (!found) {
-        if (not_found) {
-            memset(&s, 0, sizeof(s));
-            ts_strlcpy(s.id, session_id, sizeof(s.id));
-            res = not_found(conn, &ob, &s, m, reason);
-        } else {
-            TLOG_WARN("event for an unknown session ignored", "type=%s", msg->env->type);
-            res = KBUS_DONE;
+    if (!tr_lock(conn, it->session_id, &s, &found, reason)) return KBUS_RETRY;
+    if (found) return it->apply(conn, ob, &s, it->m, reason);
+    if (!it->not_found) {
+        TLOG_WARN("event for an unknown session ignored", "type=%s", it->msg->env->type);
+        return KBUS_DONE;
+    }
+    memset(&s, 0, sizeof(s));
+    ts_strlcpy(s.id, it->session_id, sizeof(s.id));
+    return it->not_found(conn, ob, &s, it->m, reason);
+}
+
+/* Apply the items in one transaction, in session id order; COMMIT, then
+ * publish every item's outbox. Any failure rolls everything back. */
+static kbus_result in_batch_tx(tx_item *items, size_t n, ts_err *reason)
+{
+    if (n == 0) return KBUS_DONE;
+    for (size_t i = 0; i < n; i++)
+        if (!ts_uuid_valid(items[i].session_id)) {
+            ts_err_set(reason, "%s: session id '%.60s' is not a UUID", items[i].msg->env->type,
+                       items[i].session_id);
+            return KBUS_REJECT;
         }
-    } else {
-        res = apply(conn, &ob, &s, m, reason);
+    qsort(items, n, sizeof(*items), by_session);
+    PGconn *conn = reg_pg_get(reason);
+    if (!conn) return KBUS_RETRY;
+    outbox *obs = ts_calloc(n, sizeof(*obs));
+    for (size_t i = 0; i < n; i++)
+        ob_init(&obs[i], items[i].msg->env->correlation_id);
+    kbus_result res = pg_begin(conn, reason) ? KBUS_DONE : KBUS_RETRY;
+    for (size_t i = 0; i < n && res == KBUS_DONE; i++) {
+        tlog_ctx_session(items[i].session_id);
+        tlog_ctx_kernel(items[i].kernel_id);
+        res = apply_item(conn, &obs[i], &items[i], reason);
     }
-    if (res != KBUS_DONE) goto rollback;
-    if (!pg_commit(conn, reason)) {
-        res = KBUS_RETRY;
-        goto rollback;
+    tlog_ctx_session(NULL);
+    tlog_ctx_kernel(NULL);
+    if (res == KBUS_DONE && !pg_commit(conn, reason)) res = KBUS_RETRY;
+    if (res != KBUS_DONE) pg_rollback(conn);
+    reg_pg_put(conn);
+    for (size_t i = 0; i < n; i++) {
+        if (res == KBUS_DONE)
+            ob_flush(&obs[i]);
+        else
+            ob_discard(&obs[i]);
     }
-    reg_pg_put(conn);
-    ob_flush(&ob);
-    tlog_ctx_session(NULL);
-    return KBUS_DONE;
-rollback:
-    pg_rollback(conn);
-out:
-    reg_pg_put(conn);
-    ob_discard(&ob);
-    tlog_ctx_session(NULL);
+    free(obs);
     return res;
+}
+
+static void free_items(tx_item *items, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        protobuf_c_message_free_unpacked(items[i].m, NULL);
+    free(items);
 }
 
 static kbus_result db_failed(void)
@@ -202,27 +241,44 @@ static kbus_result on_unschedulable(const Tessera__V1__SessionUnschedulable *m, 
     return res;
 }
 
-static kbus_result on_session_event(const kbus_msg *msg, void *ctx, ts_err *reason)
+/* A batch of tessera.session.v1: SessionScheduled in one transaction;
+ * SessionUnschedulable (only a PENDING session's reason) each on its own,
+ * first; everything else is not for us. */
+static kbus_result on_session_batch(const kbus_msg *msgs, size_t n, void *ctx, ts_err *reason)
 {
     (void)ctx;
-    const char *type = msg->env->type;
-    const ProtobufCMessageDescriptor *d = NULL;
-    if (strcmp(type, "tessera.v1.SessionScheduled") == 0)
-        d = &tessera__v1__session_scheduled__descriptor;
-    else if (strcmp(type, "tessera.v1.SessionUnschedulable") == 0)
-        d = &tessera__v1__session_unschedulable__descriptor;
-    else
-        return KBUS_DONE; /* our own events and others: not for us */
-    ProtobufCMessage *m = envelope_payload(msg->env, d, reason);
-    if (!m) return KBUS_REJECT;
-    kbus_result res;
-    if (d == &tessera__v1__session_scheduled__descriptor) {
-        Tessera__V1__SessionScheduled *s = (Tessera__V1__SessionScheduled *)m;
-        res = in_session_tx(msg, s->session_id, apply_scheduled, release_unplaced, s, reason);
-    } else {
-        res = on_unschedulable((Tessera__V1__SessionUnschedulable *)m, reason);
+    tx_item *items = ts_calloc(n, sizeof(*items));
+    size_t k = 0;
+    kbus_result res = KBUS_DONE;
+    for (size_t i = 0; i < n && res == KBUS_DONE; i++) {
+        const char *type = msgs[i].env->type;
+        if (strcmp(type, "tessera.v1.SessionScheduled") == 0) {
+            ProtobufCMessage *m =
+                envelope_payload(msgs[i].env, &tessera__v1__session_scheduled__descriptor, reason);
+            if (!m) {
+                res = KBUS_REJECT;
+                break;
+            }
+            items[k] = (tx_item){.msg = &msgs[i],
+                                 .session_id = ((Tessera__V1__SessionScheduled *)m)->session_id,
+                                 .apply = apply_scheduled,
+                                 .not_found = release_unplaced,
+                                 .m = m,
+                                 .order = k};
+            k++;
+        } else if (strcmp(type, "tessera.v1.SessionUnschedulable") == 0) {
+            ProtobufCMessage *m = envelope_payload(
+                msgs[i].env, &tessera__v1__session_unschedulable__descriptor, reason);
+            if (!m) {
+                res = KBUS_REJECT;
+                break;
+            }
+            res = on_unschedulable((Tessera__V1__SessionUnschedulable *)m, reason);
+            protobuf_c_message_free_unpacked(m, NULL);
+        }
     }
-    protobuf_c_message_free_unpacked(m, NULL);
+    if (res == KBUS_DONE) res = in_batch_tx(items, k, reason);
+    free_items(items, k);
     return res;
 }
 
@@ -575,34 +631,51 @@ static const kernel_type kernel_types[] = {
     {"tessera.v1.KernelTerminated", &tessera__v1__kernel_terminated__descriptor, apply_terminated},
 };
 
-static kbus_result on_kernel_event(const kbus_msg *msg, void *ctx, ts_err *reason)
+/* A batch of tessera.kernel.v1, in one transaction. */
+static kbus_result on_kernel_batch(const kbus_msg *msgs, size_t n, void *ctx, ts_err *reason)
 {
     (void)ctx;
-    for (size_t i = 0; i < TS_ARRAY_LEN(kernel_types); i++) {
-        const kernel_type *t = &kernel_types[i];
-        if (strcmp(msg->env->type, t->type) != 0) continue;
-        ProtobufCMessage *m = envelope_payload(msg->env, t->desc, reason);
-        if (!m) return KBUS_REJECT;
-        /* Every kernel message starts with session_id = 1, kernel_id = 2. */
-        const char *session_id = ((Tessera__V1__KernelPulling *)m)->session_id;
-        tlog_ctx_kernel(((Tessera__V1__KernelPulling *)m)->kernel_id);
-        kbus_result res = in_session_tx(msg, session_id, t->apply, NULL, m, reason);
-        tlog_ctx_kernel(NULL);
-        protobuf_c_message_free_unpacked(m, NULL);
-        return res;
+    tx_item *items = ts_calloc(n, sizeof(*items));
+    size_t k = 0;
+    kbus_result res = KBUS_DONE;
+    for (size_t i = 0; i < n && res == KBUS_DONE; i++) {
+        for (size_t j = 0; j < TS_ARRAY_LEN(kernel_types); j++) {
+            const kernel_type *t = &kernel_types[j];
+            if (strcmp(msgs[i].env->type, t->type) != 0) continue;
+            ProtobufCMessage *m = envelope_payload(msgs[i].env, t->desc, reason);
+            if (!m) {
+                res = KBUS_REJECT;
+                break;
+            }
+            /* Every kernel message starts with session_id = 1, kernel_id = 2. */
+            const Tessera__V1__KernelPulling *km = (const Tessera__V1__KernelPulling *)m;
+            items[k] = (tx_item){.msg = &msgs[i],
+                                 .session_id = km->session_id,
+                                 .kernel_id = km->kernel_id,
+                                 .apply = t->apply,
+                                 .m = m,
+                                 .order = k};
+            k++;
+            break;
+        }
     }
-    return KBUS_DONE;
+    if (res == KBUS_DONE) res = in_batch_tx(items, k, reason);
+    free_items(items, k);
+    return res;
 }
 
 bool lifecycle_start(svc *s, ts_err *err)
 {
     static const char *const session_topics[] = {TOPIC_SESSION, NULL};
     static const char *const kernel_topics[] = {TOPIC_KERNEL, NULL};
-    if (!reg_consumers_start(&session_consumers, s, "tessera-registry.sessions", session_topics,
-                             on_session_event, err))
+    /* No added wait: a batch is what has already arrived (at most 64 events,
+     * so that its row locks are not held long). */
+    kbus_batch_opts opts = {.max_messages = 64, .max_wait_ms = 0};
+    if (!reg_consumers_start_batch(&session_consumers, s, "tessera-registry.sessions",
+                                   session_topics, &opts, on_session_batch, err))
         return false;
-    if (reg_consumers_start(&kernel_consumers, s, "tessera-registry.kernels", kernel_topics,
-                            on_kernel_event, err)) {
+    if (reg_consumers_start_batch(&kernel_consumers, s, "tessera-registry.kernels", kernel_topics,
+                                  &opts, on_kernel_batch, err)) {
         svc_add_check(s, "session-events", reg_consumers_check, &session_consumers);
         svc_add_check(s, "kernel-events", reg_consumers_check, &kernel_consumers);
         return true;

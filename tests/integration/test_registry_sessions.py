@@ -320,6 +320,40 @@ def test_lifecycle_with_duplicated_and_reordered_events(reg):
     assert r.status_code == 404
 
 
+def test_a_bad_placement_among_good_ones_goes_to_the_dlq_alone(reg):
+    """The registry applies a batch of events in one transaction; one it
+    refuses rolls the batch back and each event is applied alone, so only
+    the bad one is dead-lettered."""
+    reg.agent("fa-batch", "rgt")
+    sids = []
+    for _ in range(3):
+        r = reg.create(body(name()))
+        assert r.status_code == 201, r.text
+        sids.append(r.json()["sessionUuid"])
+    kids = [kernel_of(reg, sid) for sid in sids]
+    wrong = str(uuid.uuid4())  # not a kernel of sids[1]
+    reg.bus("slots cpu=1 mem=1g", f"scheduled {sids[0]} rgt {kids[0]}=fa-batch",
+            f"scheduled {sids[1]} rgt {wrong}=fa-batch",
+            f"scheduled {sids[2]} rgt {kids[2]}=fa-batch")
+    reg.wait_status(sids[0], "PREPARING")
+    reg.wait_status(sids[2], "PREPARING")
+    # and a kernel event after them
+    reg.bus(f"kstarted {sids[0]} {kids[0]} fa-batch 10.0.0.7")
+    reg.wait_status(sids[0], "RUNNING")
+
+    def dlq():
+        c = subprocess.run(["kcat", "-b", reg.env["KAFKA_BOOTSTRAP"], "-C", "-t", "tessera.dlq.v1",
+                            "-o", "beginning", "-e", "-q", "-f", "%k\t%h\n"],
+                           capture_output=True, text=True, timeout=30)
+        return [line for line in c.stdout.splitlines()
+                if line.startswith(sids[1]) and "dlq.group=tessera-registry.sessions," in line]
+    line = wait_until(dlq, 30, message="the bad placement in the DLQ")[0]
+    assert f"kernel {wrong} is not a pending kernel" in line, line
+    assert reg.info(sids[1])["status"] == "PENDING"
+    for sid in sids:
+        reg.call("DELETE", f"/v1/sessions/{sid}?forced=true")
+
+
 def test_create_waits_for_running(reg):
     reg.agent("fa-wait", "rgt")
     n = name()
