@@ -32,7 +32,9 @@
 #     scheduler drains the backlog, a diagnostic; 0 the default)
 #   BENCH_SESSION_TIMEOUT (api: the stack's kafka.session_timeout, 60s, so
 #     that a held consumer keeps its group membership instead of rejoining at
-#     the release; 6s is the services' default)
+#     the release; 6s is the services' default. The mock cluster sometimes
+#     leaves a group unassigned at start until a stale member's session times
+#     out, so the stack may take up to a minute longer to be ready)
 #   TESSERA_BIN_DIR  BENCH_E2E
 # run.sh --help prints this.
 set -eu
@@ -45,6 +47,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 DIR=${BENCH_DIR:-$(mktemp -d /tmp/tessera-bench-sched.XXXXXX)}
 mkdir -p "$DIR"
+chmod go+x "$DIR" # the stack's PostgreSQL runs as postgres when we are root
 case $VIA in api|bus|both) ;; *) echo "BENCH_VIA must be api, bus or both"; exit 2 ;; esac
 pids=""
 stack=""
@@ -103,7 +106,7 @@ run_api() {
   TESSERA_STATE_DIR="$stack" TESSERA_BIN_DIR="$BIN" \
     TESSERA_DEV_SERVICES="devbus auth registry scheduler vfolder gateway" TESSERA_LOG_LEVEL=warn \
     TESSERA_SCHEDULER_RESERVE_BATCH="${BENCH_BATCH:-64}" \
-    TESSERA_KAFKA_SESSION_TIMEOUT="${BENCH_SESSION_TIMEOUT:-60s}" \
+    TESSERA_KAFKA_SESSION_TIMEOUT="${BENCH_SESSION_TIMEOUT:-60s}" TESSERA_DEV_TIMEOUT=180 \
     sh "$repo/deploy/dev/dev-up.sh" >"$DIR/dev-up.log" 2>&1 || { cat "$DIR/dev-up.log"; exit 1; }
   # shellcheck disable=SC1091 # written by dev-up.sh
   . "$stack/env"
