@@ -3,6 +3,7 @@
 #include "libcommon/pg.h"
 
 #include "libcommon/log.h"
+#include "libcommon/pg_stmt.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -310,7 +311,7 @@ struct pg_pool {
     bool *busy;
 };
 
-pg_pool *pg_pool_new(const char *dsn, int size, int connect_wait_ms, ts_err *err)
+pg_pool *pg_pool_new(const char *dsn, int size, int connect_wait_ms, bool prepare, ts_err *err)
 {
     if (!dsn || size <= 0) {
         ts_err_set(err, "pool: need a DSN and a size of at least 1");
@@ -335,6 +336,8 @@ pg_pool *pg_pool_new(const char *dsn, int size, int connect_wait_ms, ts_err *err
             pg_pool_free(p);
             return NULL;
         }
+        if (prepare && !pg_stmt_attach(p->conns[i]))
+            TLOG_WARN("postgres statement cache not attached", "slot=%d", i);
     }
     return p;
 }

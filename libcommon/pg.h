@@ -35,7 +35,8 @@ void pg_rollback(PGconn *conn);
 
 /* A fixed-size pool; connections found broken are reset on the next get. */
 typedef struct pg_pool pg_pool;
-pg_pool *pg_pool_new(const char *dsn, int size, int connect_wait_ms, ts_err *err);
+/* prepare: each connection gets a statement cache (pg_stmt.h). */
+pg_pool *pg_pool_new(const char *dsn, int size, int connect_wait_ms, bool prepare, ts_err *err);
 void pg_pool_free(pg_pool *p);
 /* Blocks until a connection is free or timeout_ms passes (NULL, err set). */
 PGconn *pg_pool_get(pg_pool *p, int timeout_ms, ts_err *err);

@@ -2,6 +2,8 @@
  * HTTP handlers on PostgreSQL (see pgjson.h). */
 #include "libcommon/pgjson.h"
 
+#include "libcommon/pg_stmt.h"
+
 #include "libcommon/log.h"
 
 #include <errno.h>
@@ -83,7 +85,7 @@ void pgjson_problem(http_resp *resp, const PGresult *r, const char *what)
 PGresult *pgjson_query(PGconn *conn, http_resp *resp, const char *what, const char *sql,
                        int n_params, const char *const *params)
 {
-    PGresult *r = PQexecParams(conn, sql, n_params, NULL, params, NULL, NULL, 0);
+    PGresult *r = pg_exec_cached(conn, sql, n_params, params);
     ExecStatusType st = PQresultStatus(r);
     if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) return r;
     if (resp) pgjson_problem(resp, r, what);

@@ -52,6 +52,7 @@ static struct {
     char *pg_dsn;
     int64_t pg_pool_size;
     int64_t pg_connect_timeout_ms;
+    bool pg_prepare;
     char *redis_url;
     int64_t redis_timeout_ms;
     char *kafka_bootstrap;
@@ -87,6 +88,9 @@ static const cfg_option g_pg_table[] = {
      "PostgreSQL connections kept open"},
     {"pg.connect_timeout", CFG_DURATION, &g_common.pg_connect_timeout_ms, "30s", 0, 3600000, NULL,
      false, NULL, "how long start-up retries connecting to PostgreSQL"},
+    {"pg.prepare", CFG_BOOL, &g_common.pg_prepare, "true", 0, 0, NULL, false, NULL,
+     "prepare each distinct statement once per connection (false behind a connection pooler "
+     "that does not keep named prepared statements)"},
     {NULL},
 };
 
@@ -361,7 +365,7 @@ static bool connect_deps(svc *s, ts_err *err)
     const svc_spec *spec = s->spec;
     if (spec->needs & SVC_NEEDS_PG) {
         s->pg = pg_pool_new(g_common.pg_dsn, (int)g_common.pg_pool_size,
-                            (int)g_common.pg_connect_timeout_ms, err);
+                            (int)g_common.pg_connect_timeout_ms, g_common.pg_prepare, err);
         if (!s->pg) {
             ts_err_prefix(err, "PostgreSQL");
             return false;

@@ -3,6 +3,7 @@
 #include "registry.h"
 
 #include "libcommon/log.h"
+#include "libcommon/pg_stmt.h"
 
 #include <string.h>
 
@@ -29,7 +30,7 @@ void reg_pg_put(PGconn *conn)
 
 PGresult *reg_exec(PGconn *conn, const char *sql, int n, const char *const *params, ts_err *err)
 {
-    PGresult *r = PQexecParams(conn, sql, n, NULL, params, NULL, NULL, 0);
+    PGresult *r = pg_exec_cached(conn, sql, n, params);
     ExecStatusType st = PQresultStatus(r);
     if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) return r;
     const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);

@@ -78,7 +78,8 @@ bool reg_status_final(const char *status);
 /* A pooled connection (waits up to 5 s) or NULL with err. */
 PGconn *reg_pg_get(ts_err *err);
 void reg_pg_put(PGconn *conn);
-/* PQexecParams; NULL with err (and the SQLSTATE in *state when given) on failure. */
+/* pg_exec_cached (PQexecParams through the connection's statement cache);
+ * NULL with err (and the SQLSTATE in *state when given) on failure. */
 PGresult *reg_exec(PGconn *conn, const char *sql, int n, const char *const *params, ts_err *err);
 /* Like reg_exec for statements whose result is not needed. */
 bool reg_run(PGconn *conn, const char *sql, int n, const char *const *params,

@@ -8,6 +8,7 @@
 #include "images.h"
 #include "largest_agent.h"
 #include "libcommon/log.h"
+#include "libcommon/pg_stmt.h"
 #include "libcommon/pgjson.h"
 #include "mounts.h"
 #include "pbutil.h"
@@ -555,7 +556,7 @@ void sessions_create(http_req *req, http_resp *resp, void *ctx)
                         pt};
     bool ok = pgjson_begin(conn, resp);
     if (ok) {
-        PGresult *ir = PQexecParams(conn, insert_sql, 24, NULL, ip, NULL, NULL, 0);
+        PGresult *ir = pg_exec_cached(conn, insert_sql, 24, ip);
         ok = PQresultStatus(ir) == PGRES_COMMAND_OK;
         if (!ok && strcmp(pgjson_sqlstate(ir), "23505") == 0) {
             pg_rollback(conn);

@@ -3,6 +3,7 @@
  * Tests skip when the server binaries are not installed. */
 #include "libcommon/log.h"
 #include "libcommon/pg.h"
+#include "libcommon/pg_stmt.h"
 #include "libcommon/rds.h"
 
 #include <setjmp.h>
@@ -417,7 +418,7 @@ static void test_pg_pool(void **state)
     (void)state;
     NEED_PG();
     ts_err err = {{0}};
-    pg_pool *p = pg_pool_new(T.dsn, 2, 5000, &err);
+    pg_pool *p = pg_pool_new(T.dsn, 2, 5000, true, &err);
     if (!p) fail_msg("pool: %s", err.msg);
     PGconn *a = pg_pool_get(p, 1000, &err);
     assert_non_null(a);
@@ -452,7 +453,7 @@ static void test_pg_pool(void **state)
     assert_true(pg_pool_ping(p, &err));
     pg_pool_free(p);
 
-    assert_null(pg_pool_new(T.dsn, 0, 100, &err));
+    assert_null(pg_pool_new(T.dsn, 0, 100, true, &err));
 }
 
 typedef struct holder {
@@ -473,7 +474,7 @@ static void test_pg_pool_one_blocks(void **state)
     (void)state;
     NEED_PG();
     ts_err err = {{0}};
-    pg_pool *p = pg_pool_new(T.dsn, 1, 5000, &err);
+    pg_pool *p = pg_pool_new(T.dsn, 1, 5000, true, &err);
     if (!p) fail_msg("pool: %s", err.msg);
     PGconn *a = pg_pool_get(p, 100, &err);
     assert_non_null(a);
@@ -492,6 +493,107 @@ static void test_pg_pool_one_blocks(void **state)
     assert_ptr_equal(b, a);
     pg_pool_put(p, b);
     pg_pool_free(p);
+}
+
+static const char *pg_text(PGresult *r)
+{
+    return PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 ? PQgetvalue(r, 0, 0) : "?";
+}
+
+static void test_pg_stmt_cache(void **state)
+{
+    (void)state;
+    NEED_PG();
+    PGconn *c = connect_pg();
+    /* Without a cache: plain PQexecParams. */
+    assert_int_equal(pg_stmt_count(c), -1);
+    const char *p1[] = {"41"};
+    PGresult *r = pg_exec_cached(c, "SELECT ($1::int + 1)::text", 1, p1);
+    assert_string_equal(pg_text(r), "42");
+    PQclear(r);
+
+    assert_true(pg_stmt_attach(c));
+    assert_int_equal(pg_stmt_count(c), 0);
+    for (int i = 0; i < 3; i++) { /* prepared once, run three times */
+        char v[8];
+        snprintf(v, sizeof(v), "%d", i);
+        const char *p[] = {v};
+        r = pg_exec_cached(c, "SELECT ($1::int * 2)::text", 1, p);
+        char want[8];
+        snprintf(want, sizeof(want), "%d", i * 2);
+        assert_string_equal(pg_text(r), want);
+        PQclear(r);
+    }
+    assert_int_equal(pg_stmt_count(c), 1);
+    assert_int_equal(
+        query_int(c, "SELECT count(*) FROM pg_prepared_statements WHERE name LIKE 'ts%'"), 1);
+    /* The same text at another address is the same statement; another text is not. */
+    char copy[64];
+    snprintf(copy, sizeof(copy), "%s", "SELECT ($1::int * 2)::text");
+    r = pg_exec_cached(c, copy, 1, p1);
+    assert_string_equal(pg_text(r), "82");
+    PQclear(r);
+    assert_int_equal(pg_stmt_count(c), 1);
+    r = pg_exec_cached(c, "SELECT ($1::int * 3)::text", 1, p1);
+    assert_string_equal(pg_text(r), "123");
+    PQclear(r);
+    assert_int_equal(pg_stmt_count(c), 2);
+
+    /* A bad statement: its error comes back, nothing is kept. */
+    r = pg_exec_cached(c, "SELEC nonsense", 0, NULL);
+    assert_int_equal(PQresultStatus(r), PGRES_FATAL_ERROR);
+    assert_string_equal(PQresultErrorField(r, PG_DIAG_SQLSTATE), "42601");
+    PQclear(r);
+    assert_int_equal(pg_stmt_count(c), 2);
+    /* A failing execution inside a transaction leaves the statements usable after it. */
+    assert_true(pg_exec(c, "BEGIN", &(ts_err){{0}}));
+    const char *bad[] = {"x"};
+    r = pg_exec_cached(c, "SELECT ($1::int * 2)::text", 1, bad);
+    assert_int_equal(PQresultStatus(r), PGRES_FATAL_ERROR);
+    PQclear(r);
+    pg_rollback(c);
+    r = pg_exec_cached(c, "SELECT ($1::int * 2)::text", 1, p1);
+    assert_string_equal(pg_text(r), "82");
+    PQclear(r);
+
+    /* A reset connection is a new server session: the cache starts again. */
+    PQreset(c);
+    assert_int_equal(PQstatus(c), CONNECTION_OK);
+    assert_int_equal(pg_stmt_count(c), 0);
+    r = pg_exec_cached(c, "SELECT ($1::int * 2)::text", 1, p1);
+    assert_string_equal(pg_text(r), "82");
+    PQclear(r);
+    assert_int_equal(pg_stmt_count(c), 1);
+
+    /* Past the limit, statements still run (unprepared). */
+    for (int i = 0; i < PG_STMT_CACHE_MAX + 5; i++) {
+        char sql[64];
+        snprintf(sql, sizeof(sql), "SELECT (%d + $1::int)::text", i);
+        r = pg_exec_cached(c, sql, 1, p1);
+        char want[16];
+        snprintf(want, sizeof(want), "%d", i + 41);
+        assert_string_equal(pg_text(r), want);
+        PQclear(r);
+    }
+    assert_int_equal(pg_stmt_count(c), PG_STMT_CACHE_MAX);
+    PQfinish(c); /* frees the cache (ASan would say otherwise) */
+}
+
+static void test_pg_pool_prepare_flag(void **state)
+{
+    (void)state;
+    NEED_PG();
+    ts_err err = {{0}};
+    pg_pool *on = pg_pool_new(T.dsn, 1, 5000, true, &err),
+            *off = pg_pool_new(T.dsn, 1, 5000, false, &err);
+    if (!on || !off) fail_msg("pool: %s", err.msg);
+    PGconn *a = pg_pool_get(on, 1000, &err), *b = pg_pool_get(off, 1000, &err);
+    assert_int_equal(pg_stmt_count(a), 0);
+    assert_int_equal(pg_stmt_count(b), -1);
+    pg_pool_put(on, a);
+    pg_pool_put(off, b);
+    pg_pool_free(on);
+    pg_pool_free(off);
 }
 
 /* ---- Redis ----------------------------------------------------------------------------------- */
@@ -717,6 +819,8 @@ int main(void)
         cmocka_unit_test(test_pg_migrate_concurrent),
         cmocka_unit_test(test_pg_pool),
         cmocka_unit_test(test_pg_pool_one_blocks),
+        cmocka_unit_test(test_pg_stmt_cache),
+        cmocka_unit_test(test_pg_pool_prepare_flag),
         cmocka_unit_test(test_rds_bad_urls),
         cmocka_unit_test(test_rds_connect_ping_select),
         cmocka_unit_test(test_rds_script_eval_and_noscript),
