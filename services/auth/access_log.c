@@ -425,8 +425,14 @@ static bool dead_letter_row(const access_row *row, const char *why)
     uint8_t *value = ts_malloc(len);
     tessera__v1__envelope__pack(&env, value);
     char reason[900];
-    snprintf(reason, sizeof(reason), "record %lld (id %s) of ApiAccessBatch %s: %s",
-             (long long)row->index, row->event_id, benv->event_id, why);
+    int k = snprintf(reason, sizeof(reason), "record %lld (id %s) of ApiAccessBatch %s: %s",
+                     (long long)row->index, row->event_id, benv->event_id, why);
+    /* One line (PostgreSQL's messages end with a newline). */
+    size_t len_r = k < 0 ? 0 : (size_t)k < sizeof(reason) ? (size_t)k : sizeof(reason) - 1;
+    while (len_r > 0 && (reason[len_r - 1] == '\n' || reason[len_r - 1] == ' '))
+        reason[--len_r] = 0;
+    for (char *c = reason; *c; c++)
+        if (*c == '\n' || *c == '\r' || *c == '\t') *c = ' ';
     bool ok = kbus_dead_letter_part(row->msg, value, len, reason);
     if (ok) atomic_fetch_add(&records_dead_lettered, 1);
     free(value);
