@@ -473,7 +473,7 @@ static kbus_result store_rows(PGconn *conn, const access_row *rows, size_t n, bo
                tlog_quote(q, sizeof(q), reason->msg));
     atomic_fetch_add(&copy_fallbacks, 1);
     kbus_result res = insert_rows(conn, rows, n, reason);
-    if (res == KBUS_REJECT && split && n > 1) {
+    if (res == KBUS_REJECT && split) {
         TLOG_INFO("access log batch refused, inserting its records one by one", "records=%zu", n);
         res = insert_one_by_one(conn, rows, n, reason);
     }

@@ -235,6 +235,22 @@ def test_bad_records_of_a_batch_go_to_the_dlq_alone(stack, bin_dir):
     assert out.splitlines() == [f"{marker}-0|200|1795304401007|8", f"{marker}-2|201|1795304401008|8"]
 
 
+def test_lone_record_of_a_batch_refused_by_postgresql(stack, bin_dir):
+    """A batch of one record whose time PostgreSQL cannot hold: that record is
+    dead-lettered as an ApiAccess envelope of its own too (not the batch)."""
+    marker = "one-far-" + uuid.uuid4().hex
+    publish(bin_dir, stack, "tessera.v1.ApiAccessBatch", marker,
+            {"records": [{"method": "GET", "path": "/far", "request_id": marker,
+                          "occurred_at_ms": -9_000_000_000_000_000_000}]})
+    assert wait_until(lambda: dlq_lines(stack, marker), 30), "never dead-lettered"
+    line = dlq_lines(stack, marker)[0]
+    assert "dlq.reason=rejected: record 0 (id " in line and "dlq.attempts=1" in line
+    events = dlq_events(bin_dir, stack, marker)
+    assert [e["type"] for e in events] == ["tessera.v1.ApiAccess"]
+    assert events[0]["payload"]["request_id"] == marker
+    assert rows_like(stack, marker) == {}
+
+
 def test_undecodable_batch_goes_to_the_dlq_whole(stack, tmp_path):
     """An envelope that says ApiAccessBatch but carries garbage, and a batch
     whose event id is not a UUID: each goes to the DLQ whole; consumption
