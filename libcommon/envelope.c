@@ -7,6 +7,35 @@
 /* The one schema version this build produces and accepts (tessera.v1). */
 #define ENVELOPE_SCHEMA_VERSION 1u
 
+uint8_t *envelope_pack_bytes(const char *type, const uint8_t *payload, size_t payload_len,
+                             const char *producer, const char *correlation_id,
+                             const char *subject_id, char event_id_out[TS_UUID_STRLEN],
+                             size_t *len_out)
+{
+    ts_assert(type && (payload || payload_len == 0) && len_out);
+
+    char event_id[TS_UUID_STRLEN];
+    ts_uuid7(event_id); /* time-ordered: cheap to index where events are stored */
+    if (event_id_out) memcpy(event_id_out, event_id, TS_UUID_STRLEN);
+
+    Tessera__V1__Envelope env = TESSERA__V1__ENVELOPE__INIT;
+    env.event_id = event_id;
+    env.type = (char *)type;
+    env.schema_version = ENVELOPE_SCHEMA_VERSION;
+    env.occurred_at_ms = ts_now_wall_ms();
+    env.producer = (char *)(producer ? producer : "");
+    env.correlation_id = (char *)(correlation_id ? correlation_id : "");
+    env.subject_id = (char *)(subject_id ? subject_id : "");
+    env.payload.data = (uint8_t *)payload;
+    env.payload.len = payload_len;
+
+    size_t len = tessera__v1__envelope__get_packed_size(&env);
+    uint8_t *out = ts_malloc(len);
+    tessera__v1__envelope__pack(&env, out);
+    *len_out = len;
+    return out;
+}
+
 uint8_t *envelope_pack(const ProtobufCMessage *payload, const char *producer,
                        const char *correlation_id, const char *subject_id, size_t *len_out)
 {
@@ -15,26 +44,9 @@ uint8_t *envelope_pack(const ProtobufCMessage *payload, const char *producer,
     size_t plen = protobuf_c_message_get_packed_size(payload);
     uint8_t *pbuf = ts_malloc(plen);
     protobuf_c_message_pack(payload, pbuf);
-
-    char event_id[TS_UUID_STRLEN];
-    ts_uuid7(event_id); /* time-ordered: cheap to index where events are stored */
-
-    Tessera__V1__Envelope env = TESSERA__V1__ENVELOPE__INIT;
-    env.event_id = event_id;
-    env.type = (char *)payload->descriptor->name;
-    env.schema_version = ENVELOPE_SCHEMA_VERSION;
-    env.occurred_at_ms = ts_now_wall_ms();
-    env.producer = (char *)(producer ? producer : "");
-    env.correlation_id = (char *)(correlation_id ? correlation_id : "");
-    env.subject_id = (char *)(subject_id ? subject_id : "");
-    env.payload.data = pbuf;
-    env.payload.len = plen;
-
-    size_t len = tessera__v1__envelope__get_packed_size(&env);
-    uint8_t *out = ts_malloc(len);
-    tessera__v1__envelope__pack(&env, out);
+    uint8_t *out = envelope_pack_bytes(payload->descriptor->name, pbuf, plen, producer,
+                                       correlation_id, subject_id, NULL, len_out);
     free(pbuf);
-    *len_out = len;
     return out;
 }
 

@@ -16,6 +16,15 @@
 uint8_t *envelope_pack(const ProtobufCMessage *payload, const char *producer,
                        const char *correlation_id, const char *subject_id, size_t *len_out);
 
+/* The same around a payload already serialized (payload_len bytes of the
+ * message whose fully-qualified name is type, e.g. "tessera.v1.ApiAccessBatch"),
+ * for producers that build it piecewise. event_id_out, when not NULL, gets the
+ * new envelope's event id. */
+uint8_t *envelope_pack_bytes(const char *type, const uint8_t *payload, size_t payload_len,
+                             const char *producer, const char *correlation_id,
+                             const char *subject_id, char event_id_out[TS_UUID_STRLEN],
+                             size_t *len_out);
+
 /* Decode; NULL with err set for garbage, a missing event id or type, or an
  * unknown schema version. Free with envelope_free(). */
 Tessera__V1__Envelope *envelope_unpack(const uint8_t *data, size_t len, ts_err *err);

@@ -20,14 +20,14 @@
 #define KBUS_TOPIC_DLQ "tessera.dlq.v1"
 
 typedef struct kbus_opts {
-    const char *bootstrap;   /* "host:port,host:port" */
-    const char *service;     /* producer name in envelopes, client.id */
-    const char *instance;    /* instance id (hostname or configured) */
-    int linger_ms;           /* producer linger; 0..1000 */
-    int max_attempts;        /* consumer: tries before a message goes to the DLQ (>= 1) */
-    int retry_backoff_ms;    /* consumer: wait between tries */
-    int fetch_wait_ms;       /* consumer: fetch.wait.max.ms; 0 = 100 */
-    int session_timeout_ms;  /* consumer: session.timeout.ms; 0 = 6000 */
+    const char *bootstrap;  /* "host:port,host:port" */
+    const char *service;    /* producer name in envelopes, client.id */
+    const char *instance;   /* instance id (hostname or configured) */
+    int linger_ms;          /* producer linger; 0..1000 */
+    int max_attempts;       /* consumer: tries before a message goes to the DLQ (>= 1) */
+    int retry_backoff_ms;   /* consumer: wait between tries */
+    int fetch_wait_ms;      /* consumer: fetch.wait.max.ms; 0 = 100 */
+    int session_timeout_ms; /* consumer: session.timeout.ms; 0 = 6000 */
 } kbus_opts;
 
 typedef struct kbus kbus;
@@ -38,8 +38,8 @@ void kbus_close(kbus *bus, int timeout_ms);
 
 /* Produce a packed envelope (see envelope_pack) asynchronously. Returns false
  * when the local queue refuses it (err set). */
-bool kbus_produce_raw(kbus *bus, const char *topic, const char *key, const void *value,
-                      size_t len, ts_err *err) TS_MUST_CHECK;
+bool kbus_produce_raw(kbus *bus, const char *topic, const char *key, const void *value, size_t len,
+                      ts_err *err) TS_MUST_CHECK;
 /* Wrap payload in an envelope and produce it. */
 bool kbus_publish(kbus *bus, const char *topic, const char *key, const ProtobufCMessage *payload,
                   const char *correlation_id, const char *subject_id, ts_err *err) TS_MUST_CHECK;
@@ -57,18 +57,19 @@ typedef enum kbus_result {
     KBUS_REJECT, /* permanent: to the DLQ now */
 } kbus_result;
 
+typedef struct kbus_consumer kbus_consumer;
+
 typedef struct kbus_msg {
     const char *topic;
     int32_t partition;
     int64_t offset;
-    const char *key;     /* may be NULL; NUL-terminated copy */
+    const char *key; /* may be NULL; NUL-terminated copy */
     const Tessera__V1__Envelope *env;
+    kbus_consumer *consumer; /* the one handing it over */
 } kbus_msg;
 
 /* The handler may set reason (for the DLQ header) when it does not return DONE. */
 typedef kbus_result (*kbus_handler)(const kbus_msg *msg, void *ctx, ts_err *reason);
-
-typedef struct kbus_consumer kbus_consumer;
 
 /* Batch mode: the handler gets up to max_messages decoded envelopes at once,
  * in consumption order (per partition, offset order). A batch is gathered for
@@ -113,6 +114,17 @@ void kbus_consumer_stop(kbus_consumer *c);
 bool kbus_consumer_assigned(kbus_consumer *c);
 /* Partitions assigned to this consumer now (0 when none or unknown). */
 int kbus_consumer_partitions(kbus_consumer *c);
+
+/* For a handler whose message carries several records (e.g. an
+ * ApiAccessBatch): dead-letter one of them, value (e.g. that record in an
+ * envelope of its own), keeping the message itself. The DLQ record gets msg's
+ * key and the dlq.* headers naming msg's topic, partition and offset, with
+ * dlq.reason "rejected: <reason>" and dlq.attempts 1 (msg's own headers are
+ * not copied). Waits for the broker's acknowledgement, retrying; false only
+ * when the consumer stopped first (answer KBUS_RETRY then: the message is
+ * redelivered). */
+bool kbus_dead_letter_part(const kbus_msg *msg, const void *value, size_t len,
+                           const char *reason) TS_MUST_CHECK;
 
 /* Counters for /metrics. */
 typedef struct kbus_stats {

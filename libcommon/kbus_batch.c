@@ -107,7 +107,8 @@ static void _handle_batch(kbus_consumer *c, batch_item *items, size_t n, kbus_ms
                              .partition = m->partition,
                              .offset = m->offset,
                              .key = items[i].key,
-                             .env = items[i].env};
+                             .env = items[i].env,
+                             .consumer = c};
         which[k++] = i;
     }
     if (k > 0 && !atomic_load(&c->stop)) {

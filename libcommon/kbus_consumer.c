@@ -19,8 +19,8 @@
  *   exist yet is seen (and assigned) within 5 s of its creation.
  * - auto.commit.interval.ms 1000: stored offsets reach the broker within 1 s,
  *   so a restart replays at most about a second of handled messages.
- * - fetch.wait.max.ms (kafka.fetch_wait, default 100): these are control events (revocations, session
- *   transitions); a broker holds an empty fetch at most 100 ms, not 500. */
+ * - fetch.wait.max.ms (kafka.fetch_wait, default 100): these are control events (revocations,
+ * session transitions); a broker holds an empty fetch at most 100 ms, not 500. */
 #define CONSUMER_HEARTBEAT_MS "1000"
 #define CONSUMER_METADATA_REFRESH_MS "5000"
 #define CONSUMER_COMMIT_INTERVAL_MS "1000"
@@ -53,35 +53,58 @@ static void _store_offset(kbus_consumer *c, const rd_kafka_message_t *m)
     rd_kafka_topic_partition_list_destroy(l);
 }
 
-bool kbus_consumer_dead_letter(kbus_consumer *c, const rd_kafka_message_t *m, const char *reason,
-                               int attempts)
+/* Produce one DLQ record (value, key, headers orig plus info's) and wait for
+ * its acknowledgement, retrying until it comes or the consumer stops. */
+static bool _dead_letter(kbus_consumer *c, const void *key, size_t key_len, const void *value,
+                         size_t len, const rd_kafka_headers_t *orig, const kbus_dlq_info *info)
 {
-    const char *topic = rd_kafka_topic_name(m->rkt);
-    rd_kafka_headers_t *orig = NULL;
-    if (rd_kafka_message_headers(m, &orig) != RD_KAFKA_RESP_ERR_NO_ERROR) orig = NULL;
-    kbus_dlq_info info = {.reason = reason,
-                          .topic = topic,
-                          .partition = m->partition,
-                          .offset = m->offset,
-                          .group = c->group,
-                          .attempts = attempts};
     char q[KBUS_DLQ_REASON_MAX + 64];
     TLOG_WARN("dead-lettering message",
-              "group=%s topic=%s partition=%d offset=%lld attempts=%d reason=%s", c->group, topic,
-              (int)m->partition, (long long)m->offset, attempts, tlog_quote(q, sizeof(q), reason));
+              "group=%s topic=%s partition=%d offset=%lld attempts=%d reason=%s", c->group,
+              info->topic, (int)info->partition, (long long)info->offset, info->attempts,
+              tlog_quote(q, sizeof(q), info->reason));
     for (int backoff = 100;; backoff = backoff < 5000 ? backoff * 2 : 5000) {
         ts_err err = {{0}};
-        rd_kafka_headers_t *h = kbus_dlq_headers(orig, &info);
-        if (kbus_produce_wait(c->bus, KBUS_TOPIC_DLQ, m->key, m->key_len, m->payload, m->len, h,
+        rd_kafka_headers_t *h = kbus_dlq_headers(orig, info);
+        if (kbus_produce_wait(c->bus, KBUS_TOPIC_DLQ, key, key_len, value, len, h,
                               DLQ_ACK_TIMEOUT_MS, &err)) {
             atomic_fetch_add(&c->bus->dead_lettered, 1);
             return true;
         }
         TLOG_ERROR("dead-letter produce failed, will retry",
-                   "group=%s topic=%s offset=%lld error=%s", c->group, topic, (long long)m->offset,
-                   tlog_quote(q, sizeof(q), err.msg));
+                   "group=%s topic=%s offset=%lld error=%s", c->group, info->topic,
+                   (long long)info->offset, tlog_quote(q, sizeof(q), err.msg));
         if (!kbus_consumer_nap(c, backoff)) return false;
     }
+}
+
+bool kbus_consumer_dead_letter(kbus_consumer *c, const rd_kafka_message_t *m, const char *reason,
+                               int attempts)
+{
+    rd_kafka_headers_t *orig = NULL;
+    if (rd_kafka_message_headers(m, &orig) != RD_KAFKA_RESP_ERR_NO_ERROR) orig = NULL;
+    kbus_dlq_info info = {.reason = reason,
+                          .topic = rd_kafka_topic_name(m->rkt),
+                          .partition = m->partition,
+                          .offset = m->offset,
+                          .group = c->group,
+                          .attempts = attempts};
+    return _dead_letter(c, m->key, m->key_len, m->payload, m->len, orig, &info);
+}
+
+bool kbus_dead_letter_part(const kbus_msg *msg, const void *value, size_t len, const char *reason)
+{
+    kbus_consumer *c = msg->consumer;
+    ts_assert(c && reason);
+    char full[KBUS_DLQ_REASON_MAX];
+    snprintf(full, sizeof(full), "rejected: %s", reason);
+    kbus_dlq_info info = {.reason = full,
+                          .topic = msg->topic,
+                          .partition = msg->partition,
+                          .offset = msg->offset,
+                          .group = c->group,
+                          .attempts = 1};
+    return _dead_letter(c, msg->key, msg->key ? strlen(msg->key) : 0, value, len, NULL, &info);
 }
 
 bool kbus_consumer_settle(kbus_consumer *c, const rd_kafka_message_t *m, const kbus_msg *msg)
@@ -138,7 +161,8 @@ static void _handle(kbus_consumer *c, const rd_kafka_message_t *m)
                     .partition = m->partition,
                     .offset = m->offset,
                     .key = key,
-                    .env = env};
+                    .env = env,
+                    .consumer = c};
     if (kbus_consumer_settle(c, m, &msg)) _store_offset(c, m);
     free(key);
     envelope_free(env);

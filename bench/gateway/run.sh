@@ -199,12 +199,21 @@ pg_ticks() {
 stored() {
   curl -s "$TESSERA_AUTH_URL/metrics" | awk '/^tessera_auth_access_records_stored_total / { printf "%d", $2 }'
 }
+# gw_metric NAME: a gateway counter (0 when the binary has none)
+gw_metric() {
+  curl -s "$GW/metrics" | awk -v n="$1" '$1 == n { printf "%d", $2; f = 1 } END { if (!f) print 0 }'
+}
 gw_pid=$(cat "$STATE/run/gateway.pid")
 auth_pid=$(cat "$STATE/run/auth.pid")
+bus_pid=$(cat "$STATE/run/devbus.pid")
 run_wrk nginx "$NGX_URL"
 t0=$(cpu_ticks "$gw_pid") a0=$(cpu_ticks "$auth_pid") p0=$(pg_ticks) s0=$(stored)
+d0=$(cpu_ticks "$bus_pid") b0=$(gw_metric tessera_gateway_audit_batches_total)
+r0=$(gw_metric tessera_gateway_audit_records_total)
 run_wrk gateway "$GW_URL" "$@"
 t1=$(cpu_ticks "$gw_pid") a1=$(cpu_ticks "$auth_pid") p1=$(pg_ticks) s1=$(stored)
+d1=$(cpu_ticks "$bus_pid") b1=$(gw_metric tessera_gateway_audit_batches_total)
+r1=$(gw_metric tessera_gateway_audit_records_total)
 # Let the access log catch up (at most BENCH_CATCHUP_MAX seconds) before the
 # next run, and measure what it cost per record, the backlog included.
 reqs=$(awk '/requests in/ { print $1 }' "$STATE/wrk.gateway")
@@ -214,7 +223,9 @@ until [ $(($(stored) - s0)) -ge "$reqs" ] || [ $(($(date +%s) - w0)) -ge "$CATCH
 done
 lag=$(($(date +%s) - w0)) a2=$(cpu_ticks "$auth_pid") p2=$(pg_ticks) s2=$(stored)
 kill -STOP "$auth_pid"
+d3=$(cpu_ticks "$bus_pid")
 run_wrk gateway-noingest "$GW_URL" "$@"
+d4=$(cpu_ticks "$bus_pid")
 kill -CONT "$auth_pid"
 auth_pid=""
 
@@ -258,6 +269,11 @@ echo "gateway: $ok signatures verified, $miss credential look-ups sent to tesser
 # us TICKS N: microseconds of CPU per item
 us() { awk -v t="$1" -v hz="$(getconf CLK_TCK)" -v n="$2" 'BEGIN { printf "%.1f", n ? t / hz * 1e6 / n : 0 }'; }
 echo "access-log ingestion during the full-stack run: $(us $((a1 - a0)) "$reqs") us of tessera-auth and $(us $((p1 - p0)) "$reqs") us of PostgreSQL CPU per request; $((s1 - s0)) of $reqs records stored by its end"
+nreqs=$(awk '/requests in/ { print $1 }' "$STATE/wrk.gateway-noingest")
+batching="one ApiAccess per request"
+[ $((b1 - b0)) -eq 0 ] ||
+  batching="$((b1 - b0)) ApiAccessBatch envelopes, $(awk -v r=$((r1 - r0)) -v b=$((b1 - b0)) 'BEGIN { printf "%.1f", r / b }') records each"
+echo "the bus (tessera-devbus): $(us $((d1 - d0)) "$reqs") us of CPU per request in the full-stack run, $(us $((d4 - d3)) "$nreqs") us with auth paused; $batching"
 caught="caught up ${lag} s after the run"
 [ $((s2 - s0)) -ge "$reqs" ] || caught="NOT caught up ${lag} s after the run ($((s2 - s0)) of $reqs)"
 echo "access-log ingestion, backlog included: $(us $((a2 - a0)) $((s2 - s0))) us of tessera-auth and $(us $((p2 - p0)) $((s2 - s0))) us of PostgreSQL CPU per record stored; $caught"

@@ -1,16 +1,31 @@
 /* access_log.c: store ApiAccess events. The consumer runs in kbus's batch
- * mode and stores a batch with one COPY (one statement, so one transaction):
- * about half of PostgreSQL's time per row of an INSERT, whose per-row work for
- * ON CONFLICT (a speculative insertion) and for the parameters' arrays is then
- * skipped. A replayed event (at-least-once delivery) makes the COPY fail on the
- * event id's key; the batch is then stored by the keyed INSERT below (its rows
- * passed as 11 arrays, one per column, expanded by unnest(); ON CONFLICT
- * (event_id) DO NOTHING), so a replay changes nothing. Any other COPY failure
- * takes the same path, which classifies the error (a bad value rejects the
- * batch, and kbus then hands its records one by one so that only the bad one
- * goes to the DLQ). */
+ * mode. A message is a lone ApiAccess (older gateways, replays) or an
+ * ApiAccessBatch of many (the gateway now); each record is stored under its
+ * envelope's event id, or for a batch's record an id derived from the batch's
+ * event id and the record's index (access_ids.h), so a replay stores nothing
+ * twice.
+ *
+ * The records of a kbus batch (up to ACCESS_LOG_ROWS_MAX per statement) are
+ * stored with one COPY (one statement, so one transaction): about half of
+ * PostgreSQL's time per row of an INSERT, whose per-row work for ON CONFLICT
+ * (a speculative insertion) and for the parameters' arrays is then skipped. A
+ * replayed event makes the COPY fail on the event id's key; the rows are then
+ * stored by the keyed INSERT below (its rows passed as 11 arrays, one per
+ * column, expanded by unnest(); ON CONFLICT (event_id) DO NOTHING), so a
+ * replay changes nothing. Any other COPY failure takes the same path, which
+ * classifies the error.
+ *
+ * Bad records: a message that does not decode, or a lone ApiAccess that is
+ * invalid (no method, no event id) or has a value PostgreSQL refuses (a time
+ * out of range), rejects the kbus batch; kbus then hands its messages one by
+ * one, so only that message goes to the DLQ. An ApiAccessBatch handed alone
+ * keeps its good records: an invalid record, or one the keyed INSERT refuses
+ * when its rows are then inserted one at a time, is dead-lettered alone
+ * (kbus_dead_letter_part: an ApiAccess envelope of its own, under its derived
+ * id) and the others are stored. */
 #include "access_log.h"
 
+#include "access_ids.h"
 #include "libcommon/log.h"
 #include "tessera/v1/audit.pb-c.h"
 
@@ -22,7 +37,8 @@
 #include <string.h>
 
 static kbus_consumer *consumer;
-static atomic_uint_fast64_t stored, duplicates, copy_fallbacks;
+static atomic_uint_fast64_t stored, duplicates, copy_fallbacks, batches, batch_records,
+    records_dead_lettered;
 
 static const char insert_sql[] =
     "INSERT INTO auth.access_log (event_id, occurred_at, access_key, user_id, client_addr,"
@@ -75,9 +91,14 @@ static void touch_keypair(PGconn *conn, const char *access_key, int64_t at_ms)
     PQclear(r);
 }
 
-/* One decoded record. */
+/* One decoded record: its ApiAccess, the message it came in, its index in
+ * that message's ApiAccessBatch (-1: a lone ApiAccess) and its key. */
 typedef struct access_row {
-    Tessera__V1__ApiAccess *a;
+    const Tessera__V1__ApiAccess *a;
+    const kbus_msg *msg;
+    int64_t index;
+    char event_id[TS_UUID_STRLEN];
+    const char *invalid; /* why it cannot be stored, or NULL */
 } access_row;
 
 /* One column's values as a PostgreSQL array literal: {"a","b\\"c"}. Every
@@ -115,24 +136,86 @@ static const char *array_end(array_lit *a)
     return a->p;
 }
 
-/* Decode and check every record; false (reason set, naming the offset) at the
- * first bad one: the batch is then rejected and kbus hands its records one by
- * one, so that only the bad one goes to the DLQ. */
-static bool decode_rows(const kbus_msg *msgs, size_t n, access_row *rows, ts_err *reason)
+/* The messages of one kbus batch, decoded. */
+typedef struct decoded {
+    ProtobufCMessage **payloads; /* one per message (NULL where none) */
+    size_t n_msgs;
+    access_row *rows;
+    size_t n_rows, cap_rows;
+} decoded;
+
+static access_row *add_row(decoded *d)
 {
+    if (d->n_rows == d->cap_rows) {
+        d->cap_rows = d->cap_rows ? d->cap_rows * 2 : 256;
+        d->rows = ts_realloc(d->rows, d->cap_rows * sizeof(*d->rows));
+    }
+    access_row *r = &d->rows[d->n_rows++];
+    memset(r, 0, sizeof(*r));
+    return r;
+}
+
+static void decoded_free(decoded *d)
+{
+    for (size_t i = 0; i < d->n_msgs; i++)
+        if (d->payloads[i]) protobuf_c_message_free_unpacked(d->payloads[i], NULL);
+    free(d->payloads);
+    free(d->rows);
+}
+
+static bool is_type(const kbus_msg *m, const ProtobufCMessageDescriptor *desc)
+{
+    return m->env->type && strcmp(m->env->type, desc->name) == 0;
+}
+
+/* Decode every message into rows; false (reason set, naming the offset) when
+ * one cannot be stored at all: it does not decode, names another type, or is
+ * a lone ApiAccess without a valid event id or method. A batch's record
+ * without a method is kept with row->invalid set. */
+static bool decode_rows(const kbus_msg *msgs, size_t n, decoded *d, ts_err *reason)
+{
+    d->payloads = ts_calloc(n, sizeof(*d->payloads));
+    d->n_msgs = n;
     for (size_t i = 0; i < n; i++) {
-        ProtobufCMessage *m =
-            envelope_payload(msgs[i].env, &tessera__v1__api_access__descriptor, reason);
-        if (!m) {
-            ts_err_prefix(reason, "offset %lld", (long long)msgs[i].offset);
+        const kbus_msg *m = &msgs[i];
+        bool batch = is_type(m, &tessera__v1__api_access_batch__descriptor);
+        const ProtobufCMessageDescriptor *desc = batch ? &tessera__v1__api_access_batch__descriptor
+                                                       : &tessera__v1__api_access__descriptor;
+        d->payloads[i] = envelope_payload(m->env, desc, reason);
+        if (!d->payloads[i]) {
+            ts_err_prefix(reason, "offset %lld", (long long)m->offset);
             return false;
         }
-        Tessera__V1__ApiAccess *a = (Tessera__V1__ApiAccess *)m;
-        rows[i].a = a;
-        if (!ts_uuid_valid(msgs[i].env->event_id) || !a->method[0]) {
-            ts_err_set(reason, "ApiAccess without a valid event id or method (offset %lld)",
-                       (long long)msgs[i].offset);
+        if (!batch) {
+            access_row *r = add_row(d);
+            r->a = (Tessera__V1__ApiAccess *)d->payloads[i];
+            r->msg = m;
+            r->index = -1;
+            if (!ts_uuid_valid(m->env->event_id) || !r->a->method[0]) {
+                ts_err_set(reason, "ApiAccess without a valid event id or method (offset %lld)",
+                           (long long)m->offset);
+                return false;
+            }
+            ts_strlcpy(r->event_id, m->env->event_id, sizeof(r->event_id));
+            continue;
+        }
+        Tessera__V1__ApiAccessBatch *b = (Tessera__V1__ApiAccessBatch *)d->payloads[i];
+        if (!ts_uuid_valid(m->env->event_id)) {
+            ts_err_set(reason, "ApiAccessBatch without a valid event id (offset %lld)",
+                       (long long)m->offset);
             return false;
+        }
+        for (size_t j = 0; j < b->n_records; j++) {
+            access_row *r = add_row(d);
+            r->a = b->records[j];
+            r->msg = m;
+            r->index = (int64_t)j;
+            if (!access_record_id(m->env->event_id, j, r->event_id)) {
+                ts_err_set(reason, "ApiAccessBatch of %zu records: too many (offset %lld)",
+                           b->n_records, (long long)m->offset);
+                return false;
+            }
+            if (!r->a->method[0]) r->invalid = "ApiAccess without a method";
         }
     }
     return true;
@@ -232,15 +315,14 @@ static void copy_time(copy_buf *b, int64_t ms, int64_t *sec_at, char sec_text[SE
 
 /* The batch in one COPY; false when it failed (nothing stored; the
  * connection is idle again unless it broke). */
-static bool copy_rows(PGconn *conn, const kbus_msg *msgs, const access_row *rows, size_t n,
-                      ts_err *reason)
+static bool copy_rows(PGconn *conn, const access_row *rows, size_t n, ts_err *reason)
 {
     copy_buf b = {0};
     int64_t sec_at = INT64_MIN;
     char sec_text[SEC_TEXT_MAX] = "";
     for (size_t i = 0; i < n; i++) {
         const Tessera__V1__ApiAccess *a = rows[i].a;
-        copy_field(&b, msgs[i].env->event_id, true);
+        copy_field(&b, rows[i].event_id, true);
         copy_time(&b, a->occurred_at_ms, &sec_at, sec_text);
         copy_field(&b, a->access_key, false);
         copy_field(&b, a->user_id, false);
@@ -250,7 +332,7 @@ static bool copy_rows(PGconn *conn, const kbus_msg *msgs, const access_row *rows
         copy_int(&b, a->status);
         copy_int(&b, a->latency_us);
         copy_field(&b, a->request_id, false);
-        copy_field(&b, msgs[i].env->producer, false);
+        copy_field(&b, rows[i].msg->env->producer, false);
         copy_reserve(&b, 1);
         b.p[b.len++] = '\n';
     }
@@ -274,8 +356,7 @@ static bool copy_rows(PGconn *conn, const kbus_msg *msgs, const access_row *rows
 
 /* ---- the keyed INSERT ------------------------------------------------------------- */
 
-static kbus_result insert_rows(PGconn *conn, const kbus_msg *msgs, const access_row *rows, size_t n,
-                               ts_err *reason)
+static kbus_result insert_rows(PGconn *conn, const access_row *rows, size_t n, ts_err *reason)
 {
     array_lit cols[INSERT_COLUMNS] = {{0}};
     for (size_t i = 0; i < n; i++) {
@@ -284,7 +365,7 @@ static kbus_result insert_rows(PGconn *conn, const kbus_msg *msgs, const access_
         snprintf(at, sizeof(at), "%lld", (long long)a->occurred_at_ms);
         snprintf(status, sizeof(status), "%d", a->status);
         snprintf(latency, sizeof(latency), "%lld", (long long)a->latency_us);
-        array_add(&cols[0], msgs[i].env->event_id);
+        array_add(&cols[0], rows[i].event_id);
         array_add(&cols[1], at);
         array_add(&cols[2], a->access_key);
         array_add(&cols[3], a->user_id);
@@ -294,7 +375,7 @@ static kbus_result insert_rows(PGconn *conn, const kbus_msg *msgs, const access_
         array_add(&cols[7], status);
         array_add(&cols[8], latency);
         array_add(&cols[9], a->request_id);
-        array_add(&cols[10], msgs[i].env->producer);
+        array_add(&cols[10], rows[i].msg->env->producer);
     }
     const char *params[INSERT_COLUMNS];
     for (int c = 0; c < INSERT_COLUMNS; c++)
@@ -318,37 +399,150 @@ static kbus_result insert_rows(PGconn *conn, const kbus_msg *msgs, const access_
     return res;
 }
 
+/* ---- one record to the DLQ -------------------------------------------------------- */
+
+/* Dead-letter row (of an ApiAccessBatch) alone: an ApiAccess envelope of its
+ * own under its derived id, with the batch envelope's time and producer, so
+ * that it can be produced to tessera.audit.v1 again once mended. False when
+ * the consumer stopped first. */
+static bool dead_letter_row(const access_row *row, const char *why)
+{
+    const Tessera__V1__Envelope *benv = row->msg->env;
+    size_t plen = tessera__v1__api_access__get_packed_size(row->a);
+    uint8_t *payload = ts_malloc(plen);
+    tessera__v1__api_access__pack(row->a, payload);
+    Tessera__V1__Envelope env = TESSERA__V1__ENVELOPE__INIT;
+    env.event_id = (char *)row->event_id;
+    env.type = (char *)tessera__v1__api_access__descriptor.name;
+    env.schema_version = benv->schema_version;
+    env.occurred_at_ms = benv->occurred_at_ms;
+    env.producer = benv->producer;
+    env.correlation_id = row->a->request_id;
+    env.subject_id = row->a->user_id;
+    env.payload.data = payload;
+    env.payload.len = plen;
+    size_t len = tessera__v1__envelope__get_packed_size(&env);
+    uint8_t *value = ts_malloc(len);
+    tessera__v1__envelope__pack(&env, value);
+    char reason[900];
+    int k = snprintf(reason, sizeof(reason), "record %lld (id %s) of ApiAccessBatch %s: %s",
+                     (long long)row->index, row->event_id, benv->event_id, why);
+    /* One line (PostgreSQL's messages end with a newline). */
+    size_t len_r = k < 0 ? 0 : (size_t)k < sizeof(reason) ? (size_t)k : sizeof(reason) - 1;
+    while (len_r > 0 && (reason[len_r - 1] == '\n' || reason[len_r - 1] == ' '))
+        reason[--len_r] = 0;
+    for (char *c = reason; *c; c++)
+        if (*c == '\n' || *c == '\r' || *c == '\t') *c = ' ';
+    bool ok = kbus_dead_letter_part(row->msg, value, len, reason);
+    if (ok) atomic_fetch_add(&records_dead_lettered, 1);
+    free(value);
+    free(payload);
+    return ok;
+}
+
+/* ---- storing ----------------------------------------------------------------------- */
+
+/* rows one INSERT each (after the INSERT of them all was refused for a
+ * value): a refused row is dead-lettered alone, the others stored. */
+static kbus_result insert_one_by_one(PGconn *conn, const access_row *rows, size_t n, ts_err *reason)
+{
+    for (size_t i = 0; i < n; i++) {
+        ts_err why = {{0}};
+        kbus_result r = insert_rows(conn, &rows[i], 1, &why);
+        if (r == KBUS_REJECT) {
+            if (!dead_letter_row(&rows[i], why.msg)) r = KBUS_RETRY;
+        }
+        if (r == KBUS_RETRY) {
+            *reason = why;
+            return KBUS_RETRY;
+        }
+    }
+    return KBUS_DONE;
+}
+
+/* Store rows (one chunk): COPY, else the keyed INSERT; when that refuses a
+ * value and the rows are one ApiAccessBatch's (alone: split is set), one
+ * INSERT per row. */
+static kbus_result store_rows(PGconn *conn, const access_row *rows, size_t n, bool split,
+                              ts_err *reason)
+{
+    if (copy_rows(conn, rows, n, reason)) return KBUS_DONE;
+    if (PQstatus(conn) != CONNECTION_OK) return KBUS_RETRY; /* the pool reconnects */
+    char q[600];
+    TLOG_DEBUG("access log batch stored by INSERT", "reason=%s",
+               tlog_quote(q, sizeof(q), reason->msg));
+    atomic_fetch_add(&copy_fallbacks, 1);
+    kbus_result res = insert_rows(conn, rows, n, reason);
+    if (res == KBUS_REJECT && split) {
+        TLOG_INFO("access log batch refused, inserting its records one by one", "records=%zu", n);
+        res = insert_one_by_one(conn, rows, n, reason);
+    }
+    return res;
+}
+
 static kbus_result store_batch(const kbus_msg *msgs, size_t n, void *ctx, ts_err *reason)
 {
     svc *s = ctx;
-    access_row *rows = ts_calloc(n, sizeof(*rows));
+    decoded d = {0};
+    access_row *bad = NULL;
     kbus_result res = KBUS_REJECT;
-    if (!decode_rows(msgs, n, rows, reason)) goto out;
+    if (!decode_rows(msgs, n, &d, reason)) goto out;
+    /* A batch's invalid records: with other messages, reject them all (kbus
+     * hands each message alone); alone, keep them apart and dead-letter them. */
+    size_t n_good = 0, n_bad = 0;
+    for (size_t i = 0; i < d.n_rows; i++) {
+        if (!d.rows[i].invalid) continue;
+        if (n > 1) {
+            ts_err_set(reason, "record %lld of the ApiAccessBatch at offset %lld: %s",
+                       (long long)d.rows[i].index, (long long)d.rows[i].msg->offset,
+                       d.rows[i].invalid);
+            goto out;
+        }
+        n_bad++;
+    }
+    if (n_bad) {
+        bad = ts_calloc(n_bad, sizeof(*bad));
+        n_bad = 0;
+        for (size_t i = 0; i < d.n_rows; i++) {
+            if (d.rows[i].invalid)
+                bad[n_bad++] = d.rows[i];
+            else
+                d.rows[n_good++] = d.rows[i];
+        }
+    } else {
+        n_good = d.n_rows;
+    }
     PGconn *conn = pg_pool_get(svc_pg(s), 5000, reason);
     if (!conn) {
         res = KBUS_RETRY;
         goto out;
     }
-    if (copy_rows(conn, msgs, rows, n, reason)) {
-        res = KBUS_DONE;
-    } else if (PQstatus(conn) != CONNECTION_OK) {
-        res = KBUS_RETRY; /* reason says why; the pool reconnects */
-    } else {
-        char q[600];
-        TLOG_DEBUG("access log batch stored by INSERT", "reason=%s",
-                   tlog_quote(q, sizeof(q), reason->msg));
-        atomic_fetch_add(&copy_fallbacks, 1);
-        res = insert_rows(conn, msgs, rows, n, reason);
+    res = KBUS_DONE;
+    bool split = n == 1 && is_type(&msgs[0], &tessera__v1__api_access_batch__descriptor);
+    for (size_t from = 0; from < n_good && res == KBUS_DONE; from += ACCESS_LOG_ROWS_MAX) {
+        size_t k = n_good - from < ACCESS_LOG_ROWS_MAX ? n_good - from : ACCESS_LOG_ROWS_MAX;
+        res = store_rows(conn, d.rows + from, k, split, reason);
     }
+    for (size_t i = 0; i < n_bad && res == KBUS_DONE; i++)
+        if (!dead_letter_row(&bad[i], bad[i].invalid)) {
+            ts_err_set(reason, "stopped while dead-lettering a record");
+            res = KBUS_RETRY;
+        }
     if (res == KBUS_DONE)
         for (size_t i = 0; i < n; i++)
-            if (rows[i].a->access_key && rows[i].a->access_key[0])
-                touch_keypair(conn, rows[i].a->access_key, rows[i].a->occurred_at_ms);
+            if (is_type(&msgs[i], &tessera__v1__api_access_batch__descriptor)) {
+                atomic_fetch_add(&batches, 1);
+                atomic_fetch_add(&batch_records,
+                                 ((Tessera__V1__ApiAccessBatch *)d.payloads[i])->n_records);
+            }
+    if (res == KBUS_DONE)
+        for (size_t i = 0; i < n_good; i++)
+            if (d.rows[i].a->access_key && d.rows[i].a->access_key[0])
+                touch_keypair(conn, d.rows[i].a->access_key, d.rows[i].a->occurred_at_ms);
     pg_pool_put(svc_pg(s), conn);
 out:
-    for (size_t i = 0; i < n; i++)
-        if (rows[i].a) protobuf_c_message_free_unpacked(&rows[i].a->base, NULL);
-    free(rows);
+    free(bad);
+    decoded_free(&d);
     return res;
 }
 
@@ -367,6 +561,20 @@ static void collect(FILE *out, void *ctx)
                    " the keyed INSERT stored instead.");
     metrics_sample_u64(out, "tessera_auth_access_batches_copy_fallback_total", NULL,
                        atomic_load(&copy_fallbacks));
+    metrics_family(out, "tessera_auth_access_record_batches_total", "counter",
+                   "ApiAccessBatch messages stored (replays included).");
+    metrics_sample_u64(out, "tessera_auth_access_record_batches_total", NULL,
+                       atomic_load(&batches));
+    metrics_family(out, "tessera_auth_access_batch_records_total", "counter",
+                   "ApiAccess records in those ApiAccessBatch messages (divided by them: records"
+                   " per batch).");
+    metrics_sample_u64(out, "tessera_auth_access_batch_records_total", NULL,
+                       atomic_load(&batch_records));
+    metrics_family(out, "tessera_auth_access_records_dead_lettered_total", "counter",
+                   "Records of an ApiAccessBatch dead-lettered alone (invalid, or refused by"
+                   " PostgreSQL), their batch's other records stored.");
+    metrics_sample_u64(out, "tessera_auth_access_records_dead_lettered_total", NULL,
+                       atomic_load(&records_dead_lettered));
 }
 
 bool access_log_start(svc *s, const access_log_opts *o, ts_err *err)

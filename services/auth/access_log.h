@@ -1,4 +1,5 @@
-/* access_log.h: consumes tessera.audit.v1 into auth.access_log. */
+/* access_log.h: consumes tessera.audit.v1 (ApiAccess and ApiAccessBatch)
+ * into auth.access_log. */
 #ifndef AUTH_ACCESS_LOG_H
 #define AUTH_ACCESS_LOG_H
 
@@ -7,12 +8,16 @@
 #define ACCESS_LOG_TOPIC "tessera.audit.v1"
 #define ACCESS_LOG_GROUP "tessera-auth.access-log"
 
-/* Records per INSERT (a bound, so that one batch's arrays stay a few MiB). */
+/* Bus messages handled together at most (access_log.batch_size). */
 #define ACCESS_LOG_BATCH_MAX 5000
+/* Rows per COPY or INSERT at most: a kbus batch of ApiAccessBatch messages
+ * holds many more records than messages; this keeps one statement's data a
+ * few MiB. */
+#define ACCESS_LOG_ROWS_MAX 5000
 
 typedef struct access_log_opts {
-    int batch_size;    /* 1..ACCESS_LOG_BATCH_MAX records per INSERT */
-    int batch_wait_ms; /* how long a batch gathers after its first record */
+    int batch_size;    /* 1..ACCESS_LOG_BATCH_MAX messages handled together */
+    int batch_wait_ms; /* how long a batch gathers after its first message */
 } access_log_opts;
 
 bool access_log_start(svc *s, const access_log_opts *o, ts_err *err) TS_MUST_CHECK;

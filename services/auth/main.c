@@ -31,9 +31,9 @@ static const cfg_option auth_options[] = {
     {"auth.password_hash_concurrency", CFG_INT, &hash_concurrency, "2", 1, 64, NULL, false, NULL,
      "argon2id hashes computed at once (each takes ~64 MiB and ~0.1 s)"},
     {"access_log.batch_size", CFG_INT, &access_log_batch_size, "64", 1, ACCESS_LOG_BATCH_MAX, NULL,
-     false, NULL, "most ApiAccess records stored by one INSERT"},
-    {"access_log.batch_wait", CFG_DURATION, &access_log_batch_wait_ms, "5ms", 0, 10000, NULL,
-     false, NULL, "how long a batch of ApiAccess records gathers after its first one"},
+     false, NULL, "most tessera.audit.v1 messages (ApiAccess or ApiAccessBatch) stored together"},
+    {"access_log.batch_wait", CFG_DURATION, &access_log_batch_wait_ms, "5ms", 0, 10000, NULL, false,
+     NULL, "how long a batch of tessera.audit.v1 messages gathers after its first one"},
     {NULL},
 };
 

@@ -1,8 +1,10 @@
 /* tessera-gateway: the public REST API (Backend.AI dialect) in front of the
  * internal services. Wiring only: routes in http_api.c, signature checks in
  * verify.c, the credential cache in cred_cache.c (kept fresh by
- * invalidation.c), rate limits in ratelimit.c, calls to auth in proxy.c. */
+ * invalidation.c), rate limits in ratelimit.c, calls to auth in proxy.c,
+ * access records in audit.c. */
 #include "audit.h"
+#include "audit_batch.h"
 #include "cred_cache.h"
 #include "http_api.h"
 #include "invalidation.h"
@@ -13,6 +15,7 @@
 
 static char *auth_url, *registry_url, *vfolder_url, *wsproxy_url;
 static int64_t cache_ttl_ms, negative_ttl_ms, auth_timeout_ms;
+static int64_t audit_batch_records, audit_batch_wait_ms;
 
 static const cfg_option gateway_options[] = {
     {"auth.url", CFG_STRING, &auth_url, "http://127.0.0.1:8091", 0, 0, NULL, false, NULL,
@@ -29,6 +32,10 @@ static const cfg_option gateway_options[] = {
      "base URL of tessera-vfolder"},
     {"wsproxy.url", CFG_STRING, &wsproxy_url, "http://127.0.0.1:8096", 0, 0, NULL, false, NULL,
      "base URL of tessera-wsproxy's internal API (start-service creates app routes there)"},
+    {"audit.batch_records", CFG_INT, &audit_batch_records, "256", 1, AUDIT_BATCH_MAX_RECORDS, NULL,
+     false, NULL, "most access records in one ApiAccessBatch on tessera.audit.v1"},
+    {"audit.batch_wait", CFG_DURATION, &audit_batch_wait_ms, "5ms", 0, 1000, NULL, false, NULL,
+     "how long a batch of access records gathers after its first record"},
     {NULL},
 };
 
@@ -63,12 +70,17 @@ static bool gateway_start(svc *s, ts_err *err)
 {
     upstream_add_checks(s, upstreams, TS_ARRAY_LEN(upstreams));
     ratelimit_init(s);
-    return invalidation_start(&g_gw, err);
+    audit_opts ao = {.batch_records = (int)audit_batch_records,
+                     .batch_wait_ms = (int)audit_batch_wait_ms};
+    return audit_start(s, &ao, err) && invalidation_start(&g_gw, err);
 }
 
+/* After the last request drained, before the bus is closed: the buffered
+ * access records are published, then flushed with the bus. */
 static void gateway_stop(svc *s)
 {
     (void)s;
+    audit_stop();
     invalidation_stop(&g_gw);
 }
 

@@ -3,7 +3,9 @@
  * batches are gathered, an undecodable record in the middle of a batch goes
  * to the DLQ without reaching the handler, a handler that fails on one
  * message gets the batch again one by one so that only that message is
- * dead-lettered, and the group's committed offset ends past every record. */
+ * dead-lettered, a handler may dead-letter part of a message and keep the
+ * rest (kbus_dead_letter_part), and the group's committed offset ends past
+ * every record. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -205,9 +207,10 @@ static const char *hdr(rd_kafka_message_t *m, const char *name)
 }
 
 /* Read want records from the DLQ; check each one's dlq.offset, the start of
- * its dlq.reason and its dlq.attempts. */
-static void expect_dlq(fixture *f, int want, const int64_t *offsets, const char *const *reasons,
-                       const char *const *attempts)
+ * its dlq.reason and its dlq.attempts, and its value when values is given. */
+static void expect_dlq_values(fixture *f, int want, const int64_t *offsets,
+                              const char *const *reasons, const char *const *attempts,
+                              const char *const *values)
 {
     char errstr[256];
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
@@ -238,6 +241,12 @@ static void expect_dlq(fixture *f, int want, const int64_t *offsets, const char 
             if (strncmp(reason, reasons[got], strlen(reasons[got])) != 0)
                 fail_msg("dlq.reason \"%s\" does not start with \"%s\"", reason, reasons[got]);
             assert_string_equal(hdr(m, "dlq.attempts"), attempts[got]);
+            if (values) {
+                assert_int_equal(m->len, strlen(values[got]));
+                assert_memory_equal(m->payload, values[got], m->len);
+                assert_int_equal(m->key_len, 1);
+                assert_memory_equal(m->key, "k", 1);
+            }
             got++;
         }
         rd_kafka_message_destroy(m);
@@ -249,6 +258,65 @@ static void expect_dlq(fixture *f, int want, const int64_t *offsets, const char 
     if (m) rd_kafka_message_destroy(m);
     rd_kafka_consumer_close(rk);
     rd_kafka_destroy(rk);
+}
+
+static void expect_dlq(fixture *f, int want, const int64_t *offsets, const char *const *reasons,
+                       const char *const *attempts)
+{
+    expect_dlq_values(f, want, offsets, reasons, attempts, NULL);
+}
+
+/* Dead-letters part of every message whose path is "/part" and keeps the
+ * message (DONE); counts the calls. */
+static kbus_result part_handler(const kbus_msg *msgs, size_t n, void *ctx, ts_err *reason)
+{
+    (void)reason;
+    seen *s = ctx;
+    for (size_t i = 0; i < n; i++) {
+        ts_err err = {{0}};
+        ProtobufCMessage *m =
+            envelope_payload(msgs[i].env, &tessera__v1__api_access__descriptor, &err);
+        assert_non_null(m);
+        Tessera__V1__ApiAccess *a = (Tessera__V1__ApiAccess *)m;
+        int idx = atoi(a->request_id);
+        if (strcmp(a->path, "/part") == 0) {
+            char value[32];
+            snprintf(value, sizeof(value), "part of %d", idx);
+            assert_true(kbus_dead_letter_part(&msgs[i], value, strlen(value), "record 2 of it"));
+        }
+        pthread_mutex_lock(&s->mu);
+        s->done[idx]++;
+        pthread_mutex_unlock(&s->mu);
+        protobuf_c_message_free_unpacked(m, NULL);
+    }
+    return KBUS_DONE;
+}
+
+/* Record 5's handler dead-letters a part of it and stores the rest: every
+ * record is handled once, the DLQ record has the part as its value, the
+ * message's key, topic and offset, "rejected: <reason>" and attempts 1. */
+static void test_dead_letter_part(void **state)
+{
+    fixture *f = *state;
+    for (int i = 0; i < N_RECORDS; i++)
+        produce(f, i, i == 5 ? "/part" : NULL, false);
+    assert_true(kbus_flush(f->bus, 5000));
+    seen s = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    static const char *const topics[] = {"t.batch", NULL};
+    kbus_batch_opts o = {.max_messages = 100, .max_wait_ms = 300};
+    ts_err err = {{0}};
+    kbus_consumer *c = kbus_consume_batch(f->bus, "g.part", topics, &o, part_handler, &s, &err);
+    assert_non_null(c);
+    wait_settled(f, N_RECORDS, 1);
+    kbus_consumer_stop(c);
+    for (int i = 0; i < N_RECORDS; i++)
+        assert_int_equal(s.done[i], 1);
+    assert_int_equal(committed(f, "g.part"), N_RECORDS);
+    static const int64_t offs[] = {5};
+    static const char *const reasons[] = {"rejected: record 2 of it"};
+    static const char *const attempts[] = {"1"};
+    static const char *const values[] = {"part of 5"};
+    expect_dlq_values(f, 1, offs, reasons, attempts, values);
 }
 
 /* Record 4 of 10 does not decode: the 9 others reach the handler exactly
@@ -338,6 +406,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_undecodable_in_the_middle, setup, teardown),
         cmocka_unit_test_setup_teardown(test_handler_fails_on_one, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dead_letter_part, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_options, setup, teardown),
     };
     return cmocka_run_group_tests_name("kbus_batch", tests, NULL, NULL);
