@@ -556,6 +556,18 @@ static void test_pg_stmt_cache(void **state)
     assert_string_equal(pg_text(r), "82");
     PQclear(r);
 
+    /* A statement first prepared inside a transaction that rolls back stays
+     * prepared (named statements are not transactional). */
+    assert_true(pg_exec(c, "BEGIN", &(ts_err){{0}}));
+    r = pg_exec_cached(c, "SELECT ($1::int * 5)::text", 1, p1);
+    assert_string_equal(pg_text(r), "205");
+    PQclear(r);
+    pg_rollback(c);
+    r = pg_exec_cached(c, "SELECT ($1::int * 5)::text", 1, p1);
+    assert_string_equal(pg_text(r), "205");
+    PQclear(r);
+    assert_int_equal(pg_stmt_count(c), 3);
+
     /* A reset connection is a new server session: the cache starts again. */
     PQreset(c);
     assert_int_equal(PQstatus(c), CONNECTION_OK);
