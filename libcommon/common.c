@@ -193,6 +193,16 @@ bool ts_uuid_valid(const char *s)
     return true;
 }
 
+uint64_t ts_fnv1a(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
 size_t ts_strlcpy(char *dst, const char *src, size_t size)
 {
     size_t len = strlen(src);

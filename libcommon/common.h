@@ -63,4 +63,9 @@ bool ts_uuid_valid(const char *s);
 /* Copy with truncation, always NUL-terminated; returns strlen(src). */
 size_t ts_strlcpy(char *dst, const char *src, size_t size);
 
+/* FNV-1a (64 bits) of n bytes, continuing from h (start with TS_FNV_OFFSET):
+ * cheap fingerprints and hash keys, not cryptographic. */
+#define TS_FNV_OFFSET 14695981039346656037ull
+uint64_t ts_fnv1a(uint64_t h, const void *p, size_t n);
+
 #endif

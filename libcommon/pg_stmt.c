@@ -55,21 +55,11 @@ bool pg_stmt_attach(PGconn *conn)
     return PQregisterEventProc(conn, _event, "tessera statement cache", NULL) != 0;
 }
 
-static uint64_t fnv(const char *s)
-{
-    uint64_t h = 14695981039346656037ull;
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 1099511628211ull;
-    }
-    return h;
-}
-
 PGresult *pg_exec_cached(PGconn *conn, const char *sql, int n, const char *const *params)
 {
     stmt_cache *c = PQinstanceData(conn, _event);
     if (!c) return PQexecParams(conn, sql, n, NULL, params, NULL, NULL, 0);
-    uint64_t h = fnv(sql);
+    uint64_t h = ts_fnv1a(TS_FNV_OFFSET, sql, strlen(sql));
     int idx = -1;
     for (int i = 0; i < c->n && idx < 0; i++)
         if (c->s[i].hash == h && strcmp(c->s[i].sql, sql) == 0) idx = i;

@@ -55,24 +55,19 @@ static void fnv_message(uint64_t *h, const ProtobufCMessage *m)
     size_t len = protobuf_c_message_get_packed_size(m);
     uint8_t *buf = len <= sizeof(small) ? small : ts_malloc(len);
     protobuf_c_message_pack(m, buf);
-    for (size_t i = 0; i < len; i++) {
-        *h ^= buf[i];
-        *h *= 1099511628211ull;
-    }
+    *h = ts_fnv1a(*h, buf, len);
     /* A separator, so that two lists cannot shift into each other. */
-    *h ^= 0xffu;
-    *h *= 1099511628211ull;
+    *h = ts_fnv1a(*h, "\xff", 1);
     if (buf != small) free(buf);
 }
 
 static int64_t capacity_fp(Tessera__V1__SlotAmount **slots, size_t n_slots,
                            Tessera__V1__DeviceInfo **devs, size_t n_devs)
 {
-    uint64_t h = 14695981039346656037ull;
+    uint64_t h = TS_FNV_OFFSET;
     for (size_t i = 0; i < n_slots; i++)
         fnv_message(&h, &slots[i]->base);
-    h ^= 0x100u; /* the end of the slots */
-    h *= 1099511628211ull;
+    h = ts_fnv1a(h, "\xfe", 1); /* the end of the slots */
     for (size_t i = 0; i < n_devs; i++)
         fnv_message(&h, &devs[i]->base);
     return (int64_t)(h >> 1); /* a bigint, never negative */

@@ -45,6 +45,16 @@ static void test_err_truncates_safely(void **state)
     assert_int_equal(strlen(e.msg), sizeof(e.msg) - 1);
 }
 
+/* Published FNV-1a 64 vectors; continuing from a state equals hashing the whole. */
+static void test_fnv1a(void **state)
+{
+    (void)state;
+    assert_true(ts_fnv1a(TS_FNV_OFFSET, "", 0) == 0xcbf29ce484222325ull);
+    assert_true(ts_fnv1a(TS_FNV_OFFSET, "a", 1) == 0xaf63dc4c8601ec8cull);
+    assert_true(ts_fnv1a(TS_FNV_OFFSET, "foobar", 6) == 0x85944171f73967e8ull);
+    assert_true(ts_fnv1a(ts_fnv1a(TS_FNV_OFFSET, "foo", 3), "bar", 3) == 0x85944171f73967e8ull);
+}
+
 static void test_uuid4_shape_and_uniqueness(void **state)
 {
     (void)state;
@@ -216,6 +226,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_err_prefix_carries_context),
         cmocka_unit_test(test_err_truncates_safely),
+        cmocka_unit_test(test_fnv1a),
         cmocka_unit_test(test_uuid4_shape_and_uniqueness),
         cmocka_unit_test(test_uuid4_differs_across_fork),
         cmocka_unit_test(test_uuid7_shape_and_order),
