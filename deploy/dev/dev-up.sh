@@ -189,7 +189,7 @@ if [ -f "$PGDATA/postmaster.pid" ] && ! asp "$PGBIN/pg_ctl" -D "$PGDATA" status 
 fi
 # fsync off and friends: a throwaway development database.
 asp "$PGBIN/pg_ctl" -D "$PGDATA" -l "$LOGS/postgres.log" -w -t 60 -s \
-  -o "-p $PG_PORT -k $PGSOCK -c listen_addresses=$HOST -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" \
+  -o "-p $PG_PORT -k $PGSOCK -c listen_addresses=$HOST -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200 -c log_lock_waits=on" \
   start </dev/null >>"$LOGS/postgres.log" 2>&1 || true
 pgpid=$(head -n 1 "$PGDATA/postmaster.pid" 2>/dev/null || true)
 [ -n "$pgpid" ] && started postgres "$pgpid"
