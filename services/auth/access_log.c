@@ -546,35 +546,36 @@ out:
     return res;
 }
 
+static const struct {
+    const char *name, *help;
+    atomic_uint_fast64_t *value;
+} counters[] = {
+    {"tessera_auth_access_records_stored_total", "ApiAccess events stored in the access log.",
+     &stored},
+    {"tessera_auth_access_records_duplicate_total",
+     "ApiAccess events seen again (replays) and ignored.", &duplicates},
+    {"tessera_auth_access_batches_copy_fallback_total",
+     "Access-log batches whose COPY failed (a replayed event, a bad value) and that the keyed"
+     " INSERT stored instead.",
+     &copy_fallbacks},
+    {"tessera_auth_access_record_batches_total",
+     "ApiAccessBatch messages stored (replays included).", &batches},
+    {"tessera_auth_access_batch_records_total",
+     "ApiAccess records in those ApiAccessBatch messages (divided by them: records per batch).",
+     &batch_records},
+    {"tessera_auth_access_records_dead_lettered_total",
+     "Records of an ApiAccessBatch dead-lettered alone (invalid, or refused by PostgreSQL), their"
+     " batch's other records stored.",
+     &records_dead_lettered},
+};
+
 static void collect(FILE *out, void *ctx)
 {
     (void)ctx;
-    metrics_family(out, "tessera_auth_access_records_stored_total", "counter",
-                   "ApiAccess events stored in the access log.");
-    metrics_sample_u64(out, "tessera_auth_access_records_stored_total", NULL, atomic_load(&stored));
-    metrics_family(out, "tessera_auth_access_records_duplicate_total", "counter",
-                   "ApiAccess events seen again (replays) and ignored.");
-    metrics_sample_u64(out, "tessera_auth_access_records_duplicate_total", NULL,
-                       atomic_load(&duplicates));
-    metrics_family(out, "tessera_auth_access_batches_copy_fallback_total", "counter",
-                   "Access-log batches whose COPY failed (a replayed event, a bad value) and that"
-                   " the keyed INSERT stored instead.");
-    metrics_sample_u64(out, "tessera_auth_access_batches_copy_fallback_total", NULL,
-                       atomic_load(&copy_fallbacks));
-    metrics_family(out, "tessera_auth_access_record_batches_total", "counter",
-                   "ApiAccessBatch messages stored (replays included).");
-    metrics_sample_u64(out, "tessera_auth_access_record_batches_total", NULL,
-                       atomic_load(&batches));
-    metrics_family(out, "tessera_auth_access_batch_records_total", "counter",
-                   "ApiAccess records in those ApiAccessBatch messages (divided by them: records"
-                   " per batch).");
-    metrics_sample_u64(out, "tessera_auth_access_batch_records_total", NULL,
-                       atomic_load(&batch_records));
-    metrics_family(out, "tessera_auth_access_records_dead_lettered_total", "counter",
-                   "Records of an ApiAccessBatch dead-lettered alone (invalid, or refused by"
-                   " PostgreSQL), their batch's other records stored.");
-    metrics_sample_u64(out, "tessera_auth_access_records_dead_lettered_total", NULL,
-                       atomic_load(&records_dead_lettered));
+    for (size_t i = 0; i < TS_ARRAY_LEN(counters); i++) {
+        metrics_family(out, counters[i].name, "counter", counters[i].help);
+        metrics_sample_u64(out, counters[i].name, NULL, atomic_load(counters[i].value));
+    }
 }
 
 bool access_log_start(svc *s, const access_log_opts *o, ts_err *err)
