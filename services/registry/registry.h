@@ -18,7 +18,8 @@
  *   lifecycle.c        tessera.session.v1 / tessera.kernel.v1 consumers
  *   transitions.c      guarded status changes, history rows, agent commands
  *   waiters.c          create calls waiting for RUNNING (condition variable)
- *   agents.c           tessera.agent.v1 consumer, LOST detection, admin API
+ *   agents.c           tessera.agent.v1 consumer (heartbeats batched), LOST detection
+ *   agents_admin.c     admin API for agents
  *   occupancy_sync.c   agent capacity in Redis, rebuild after a loss
  *   resource_groups.c  admin API
  *   images.c, oci.c    admin API, registration from the OCI registry
