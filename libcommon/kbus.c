@@ -134,6 +134,8 @@ kbus *kbus_new(const kbus_opts *opts, ts_err *err)
     bus->max_attempts = opts->max_attempts >= 1 ? opts->max_attempts : 1;
     bus->retry_backoff_ms = opts->retry_backoff_ms >= 0 ? opts->retry_backoff_ms : 0;
     bus->fetch_wait_ms = opts->fetch_wait_ms > 0 ? opts->fetch_wait_ms : 100;
+    bus->control_fetch_wait_ms =
+        opts->control_fetch_wait_ms > 0 ? opts->control_fetch_wait_ms : bus->fetch_wait_ms;
     bus->session_timeout_ms = opts->session_timeout_ms > 0 ? opts->session_timeout_ms : 6000;
 
     rd_kafka_conf_t *conf = rd_kafka_conf_new();

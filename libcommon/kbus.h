@@ -20,14 +20,17 @@
 #define KBUS_TOPIC_DLQ "tessera.dlq.v1"
 
 typedef struct kbus_opts {
-    const char *bootstrap;  /* "host:port,host:port" */
-    const char *service;    /* producer name in envelopes, client.id */
-    const char *instance;   /* instance id (hostname or configured) */
-    int linger_ms;          /* producer linger; 0..1000 */
-    int max_attempts;       /* consumer: tries before a message goes to the DLQ (>= 1) */
-    int retry_backoff_ms;   /* consumer: wait between tries */
-    int fetch_wait_ms;      /* consumer: fetch.wait.max.ms; 0 = 100 */
-    int session_timeout_ms; /* consumer: session.timeout.ms; 0 = 6000 */
+    const char *bootstrap;     /* "host:port,host:port" */
+    const char *service;       /* producer name in envelopes, client.id */
+    const char *instance;      /* instance id (hostname or configured) */
+    int linger_ms;             /* producer linger; 0..1000 */
+    int max_attempts;          /* consumer: tries before a message goes to the DLQ (>= 1) */
+    int retry_backoff_ms;      /* consumer: wait between tries */
+    int fetch_wait_ms;         /* consumer: fetch.wait.max.ms; 0 = 100 */
+    int control_fetch_wait_ms; /* the same for control-path consumers
+                                * (kbus_consume_control, kbus_batch_opts.control);
+                                * 0 = fetch_wait_ms */
+    int session_timeout_ms;    /* consumer: session.timeout.ms; 0 = 6000 */
 } kbus_opts;
 
 typedef struct kbus kbus;
@@ -92,12 +95,20 @@ typedef kbus_result (*kbus_batch_handler)(const kbus_msg *msgs, size_t n, void *
 typedef struct kbus_batch_opts {
     int max_messages; /* 1..KBUS_BATCH_MAX_MESSAGES */
     int max_wait_ms;  /* 0..KBUS_BATCH_MAX_WAIT_MS */
+    bool control;     /* on the control path: fetches wait control_fetch_wait_ms */
 } kbus_batch_opts;
 
 /* Subscribe group to topics (NULL-terminated) and run the handler on a thread
  * of its own. Topics are created on first use by the brokers. */
 kbus_consumer *kbus_consume(kbus *bus, const char *group, const char *const *topics,
                             kbus_handler handler, void *ctx, ts_err *err);
+/* The same for a consumer on the control path, where a user waits for each
+ * event (session transitions, kernel events, agent commands): its fetches
+ * wait control_fetch_wait_ms. That matters only with librdkafka's mock cluster
+ * (tessera-devbus), which holds an empty fetch for the whole wait even when a
+ * message arrives meanwhile; a real broker answers at once. */
+kbus_consumer *kbus_consume_control(kbus *bus, const char *group, const char *const *topics,
+                                    kbus_handler handler, void *ctx, ts_err *err);
 /* The same with a batch handler (see kbus_batch_handler). */
 kbus_consumer *kbus_consume_batch(kbus *bus, const char *group, const char *const *topics,
                                   const kbus_batch_opts *opts, kbus_batch_handler handler,

@@ -20,7 +20,9 @@
  * - auto.commit.interval.ms 1000: stored offsets reach the broker within 1 s,
  *   so a restart replays at most about a second of handled messages.
  * - fetch.wait.max.ms (kafka.fetch_wait, default 100): these are control events (revocations,
- * session transitions); a broker holds an empty fetch at most 100 ms, not 500. */
+ *   session transitions); a broker holds an empty fetch at most 100 ms, not 500. Consumers on
+ *   the control path (kbus_consume_control, kbus_batch_opts.control) take
+ *   kafka.control_fetch_wait instead (kbus.h says why). */
 #define CONSUMER_HEARTBEAT_MS "1000"
 #define CONSUMER_METADATA_REFRESH_MS "5000"
 #define CONSUMER_COMMIT_INTERVAL_MS "1000"
@@ -208,7 +210,7 @@ static void *_consume_main(void *arg)
 static kbus_consumer *_consume(kbus *bus, const char *group, const char *const *topics,
                                kbus_handler handler, kbus_batch_handler batch,
                                const kbus_batch_opts *batch_opts, void *ctx,
-                               const char *offset_reset, ts_err *err)
+                               const char *offset_reset, bool control, ts_err *err)
 {
     if (!bus || !group || !group[0] || !topics || !topics[0] || (!handler && !batch)) {
         ts_err_set(err, "kafka consume: group, topics and handler are required");
@@ -224,7 +226,8 @@ static kbus_consumer *_consume(kbus *bus, const char *group, const char *const *
     }
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     char fetch_wait[16], session_timeout[16];
-    snprintf(fetch_wait, sizeof(fetch_wait), "%d", bus->fetch_wait_ms);
+    int wait_ms = control ? bus->control_fetch_wait_ms : bus->fetch_wait_ms;
+    snprintf(fetch_wait, sizeof(fetch_wait), "%d", wait_ms);
     snprintf(session_timeout, sizeof(session_timeout), "%d", bus->session_timeout_ms);
     char *client_id = ts_asprintf("%s/%s", bus->producer_name, group);
     bool ok = kbus_conf_set(conf, "bootstrap.servers", bus->bootstrap, err) &&
@@ -291,24 +294,33 @@ static kbus_consumer *_consume(kbus *bus, const char *group, const char *const *
         return NULL;
     }
     if (batch)
-        TLOG_INFO("kafka consumer started", "group=%s topics=%s batch=%d batch_wait_ms=%d", group,
-                  names, batch_opts->max_messages, batch_opts->max_wait_ms);
+        TLOG_INFO("kafka consumer started",
+                  "group=%s topics=%s fetch_wait_ms=%d batch=%d batch_wait_ms=%d", group, names,
+                  wait_ms, batch_opts->max_messages, batch_opts->max_wait_ms);
     else
-        TLOG_INFO("kafka consumer started", "group=%s topics=%s", group, names);
+        TLOG_INFO("kafka consumer started", "group=%s topics=%s fetch_wait_ms=%d", group, names,
+                  wait_ms);
     return c;
 }
 
 kbus_consumer *kbus_consume(kbus *bus, const char *group, const char *const *topics,
                             kbus_handler handler, void *ctx, ts_err *err)
 {
-    return _consume(bus, group, topics, handler, NULL, NULL, ctx, "earliest", err);
+    return _consume(bus, group, topics, handler, NULL, NULL, ctx, "earliest", false, err);
+}
+
+kbus_consumer *kbus_consume_control(kbus *bus, const char *group, const char *const *topics,
+                                    kbus_handler handler, void *ctx, ts_err *err)
+{
+    return _consume(bus, group, topics, handler, NULL, NULL, ctx, "earliest", true, err);
 }
 
 kbus_consumer *kbus_consume_batch(kbus *bus, const char *group, const char *const *topics,
                                   const kbus_batch_opts *opts, kbus_batch_handler handler,
                                   void *ctx, ts_err *err)
 {
-    return _consume(bus, group, topics, NULL, handler, opts, ctx, "earliest", err);
+    return _consume(bus, group, topics, NULL, handler, opts, ctx, "earliest", opts && opts->control,
+                    err);
 }
 
 kbus_consumer *kbus_consume_broadcast(kbus *bus, const char *const *topics, kbus_handler handler,
@@ -317,7 +329,7 @@ kbus_consumer *kbus_consume_broadcast(kbus *bus, const char *const *topics, kbus
     char id[TS_UUID_STRLEN];
     ts_uuid4(id);
     char *group = ts_asprintf("%s.broadcast.%s", bus ? bus->producer_name : "?", id);
-    kbus_consumer *c = _consume(bus, group, topics, handler, NULL, NULL, ctx, "latest", err);
+    kbus_consumer *c = _consume(bus, group, topics, handler, NULL, NULL, ctx, "latest", false, err);
     free(group);
     return c;
 }

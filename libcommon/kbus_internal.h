@@ -16,6 +16,7 @@ struct kbus {
     int max_attempts;
     int retry_backoff_ms;
     int fetch_wait_ms;
+    int control_fetch_wait_ms;
     int session_timeout_ms;
     pthread_t poll_thread;
     atomic_bool stopping;

@@ -60,6 +60,7 @@ static struct {
     int64_t kafka_max_attempts;
     int64_t kafka_retry_backoff_ms;
     int64_t kafka_fetch_wait_ms;
+    int64_t kafka_control_fetch_wait_ms;
     int64_t kafka_session_timeout_ms;
 } g_common;
 
@@ -115,8 +116,13 @@ static const cfg_option g_kafka_table[] = {
      false, NULL,
      "longest a broker may hold a fetch with nothing new (a real broker answers as soon as a "
      "message arrives; librdkafka's mock cluster waits it out, so the dev stack uses 10ms)"},
-    {"kafka.session_timeout", CFG_DURATION, &g_common.kafka_session_timeout_ms, "6s", 2000,
-     3600000, NULL, false, NULL,
+    {"kafka.control_fetch_wait", CFG_DURATION, &g_common.kafka_control_fetch_wait_ms, "0ms", 0,
+     10000, NULL, false, NULL,
+     "kafka.fetch_wait for the consumers a user waits on (session and kernel events, agent "
+     "commands); 0 = kafka.fetch_wait (the dev stack uses 3ms: each hop of a create waits for it "
+     "on the mock cluster)"},
+    {"kafka.session_timeout", CFG_DURATION, &g_common.kafka_session_timeout_ms, "6s", 2000, 3600000,
+     NULL, false, NULL,
      "consumer group session timeout: a member silent this long is evicted and its partitions "
      "go to the others (6s is the least a default Kafka broker accepts)"},
     {NULL},
@@ -399,6 +405,7 @@ static bool connect_deps(svc *s, ts_err *err)
             .max_attempts = (int)g_common.kafka_max_attempts,
             .retry_backoff_ms = (int)g_common.kafka_retry_backoff_ms,
             .fetch_wait_ms = (int)g_common.kafka_fetch_wait_ms,
+            .control_fetch_wait_ms = (int)g_common.kafka_control_fetch_wait_ms,
             .session_timeout_ms = (int)g_common.kafka_session_timeout_ms,
         };
         s->bus = kbus_new(&o, err);

@@ -17,15 +17,17 @@
 # The bus: the development stack's Kafka is librdkafka's mock cluster, which
 # holds an empty fetch for the consumer's whole fetch wait instead of
 # answering when a message arrives, as a Kafka broker does, so each of a
-# create's four event hops may wait up to kafka.fetch_wait (the dev stack's
-# 10ms). BENCH_FETCH_WAIT (e.g. 3ms) sets it for the bench's stack, to come
-# nearer a real broker at the price of more idle polling; the setting in use
-# is printed.
+# create's four event hops may wait up to the consuming group's fetch wait:
+# kafka.control_fetch_wait for the groups on a create's path (the dev stack's
+# 3ms), kafka.fetch_wait for the rest (10ms). BENCH_FETCH_WAIT and
+# BENCH_CONTROL_FETCH_WAIT set them for the bench's stack; the settings in use
+# are printed.
 #
 # Environment: TESSERA_BIN_DIR (default <repo>/build/bin), BENCH_SERIAL (200),
 # BENCH_PARALLEL (200), BENCH_CONCURRENCY (8), BENCH_RUNC (50, run twice:
 # before and after the sessions, and once more BENCH_CONCURRENCY at a time),
-# BENCH_FETCH_WAIT (default: the dev stack's), BENCH_KEEP_STATE=1 keeps the state dir (logs).
+# BENCH_FETCH_WAIT and BENCH_CONTROL_FETCH_WAIT (default: the dev stack's),
+# BENCH_KEEP_STATE=1 keeps the state dir (logs).
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -69,7 +71,10 @@ trap 'exit 130' INT TERM
 if [ -n "${BENCH_FETCH_WAIT:-}" ]; then
   export TESSERA_KAFKA_FETCH_WAIT=$BENCH_FETCH_WAIT
 fi
-say "starting the development stack in $STATE (kafka.fetch_wait ${TESSERA_KAFKA_FETCH_WAIT:-10ms})"
+if [ -n "${BENCH_CONTROL_FETCH_WAIT:-}" ]; then
+  export TESSERA_KAFKA_CONTROL_FETCH_WAIT=$BENCH_CONTROL_FETCH_WAIT
+fi
+say "starting the development stack in $STATE (kafka.fetch_wait ${TESSERA_KAFKA_FETCH_WAIT:-10ms}, kafka.control_fetch_wait ${TESSERA_KAFKA_CONTROL_FETCH_WAIT:-3ms})"
 TESSERA_HTTP_THREADS=16 TESSERA_REGISTRY_MAX_WAITING_CREATES=16 TESSERA_AGENT_CPU=16 \
   TESSERA_LOG_LEVEL=${BENCH_LOG_LEVEL:-info} \
   TESSERA_STATE_DIR=$STATE TESSERA_BIN_DIR=$BIN sh "$repo/deploy/dev/dev-up.sh" \

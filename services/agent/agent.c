@@ -405,7 +405,7 @@ bool agent_start(svc *s, ts_err *err)
     char group[200];
     snprintf(group, sizeof(group), CMD_GROUP_PREFIX "%s", a->id);
     const char *topics[] = {a->cmd_topic, NULL};
-    a->consumer = kbus_consume(svc_bus(s), group, topics, _on_command, a, err);
+    a->consumer = kbus_consume_control(svc_bus(s), group, topics, _on_command, a, err);
     if (!a->consumer) return false;
     svc_add_check(s, "commands", _check_consumer, a);
     atomic_store(&a->started, true);

@@ -669,8 +669,9 @@ bool lifecycle_start(svc *s, ts_err *err)
     static const char *const session_topics[] = {TOPIC_SESSION, NULL};
     static const char *const kernel_topics[] = {TOPIC_KERNEL, NULL};
     /* No added wait: a batch is what has already arrived (at most 64 events,
-     * so that its row locks are not held long). */
-    kbus_batch_opts opts = {.max_messages = 64, .max_wait_ms = 0};
+     * so that its row locks are not held long). A create waits on both
+     * groups: they are on the control path (kafka.control_fetch_wait). */
+    kbus_batch_opts opts = {.max_messages = 64, .max_wait_ms = 0, .control = true};
     if (!reg_consumers_start_batch(&session_consumers, s, "tessera-registry.sessions",
                                    session_topics, &opts, on_session_batch, err))
         return false;

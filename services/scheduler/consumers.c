@@ -309,8 +309,8 @@ bool sched_consumers_start(sched_svc *x, ts_err *err)
     /* Agents first: every instance must see every agent (a group of its own). */
     x->c_agents = kbus_consume_broadcast(x->bus, agent_topics, on_agent_event, &agents_ctx, err);
     if (!x->c_agents) return false;
-    x->c_sessions = kbus_consume(x->bus, SCHED_SESSIONS_GROUP, session_topics, on_session_event,
-                                 &sessions_ctx, err);
+    x->c_sessions = kbus_consume_control(x->bus, SCHED_SESSIONS_GROUP, session_topics,
+                                         on_session_event, &sessions_ctx, err);
     if (!x->c_sessions) {
         kbus_consumer_stop(x->c_agents);
         x->c_agents = NULL;

@@ -79,8 +79,8 @@ typedef struct kernel {
     bool batch;
     int exit_code;
     char reason[128];
-    Tessera__V1__CreateKernel *cmd; /* owned: slots and devices for heartbeats */
-    int generation;                 /* cmd->generation */
+    Tessera__V1__CreateKernel *cmd;  /* owned: slots and devices for heartbeats */
+    int generation;                  /* cmd->generation */
     Tessera__V1__CreateKernel *next; /* owned: a higher generation waiting for this one to end */
 } kernel;
 
@@ -474,8 +474,8 @@ static kbus_result on_command(const kbus_msg *msg, void *ctx, ts_err *reason)
                 atomic_fetch_add(&g.created, 1);
             }
             pthread_mutex_unlock(&g.mu);
-            TLOG_DEBUG("kernel create (new generation)", "agent=%s kernel=%s generation=%d",
-                       n->id, c->kernel_id, c->generation);
+            TLOG_DEBUG("kernel create (new generation)", "agent=%s kernel=%s generation=%d", n->id,
+                       c->kernel_id, c->generation);
             return KBUS_DONE;
         }
         if (n->nk == n->capk) {
@@ -512,8 +512,8 @@ static kbus_result on_command(const kbus_msg *msg, void *ctx, ts_err *reason)
             publish_kernel_event(n, &gone, A_TERMINATE);
         } else if (k->next && d->generation >= k->next->generation) {
             /* the waiting generation is destroyed before it started */
-            kernel gone = {.state = K_TERMINATING, .exit_code = -1,
-                           .generation = k->next->generation};
+            kernel gone = {
+                .state = K_TERMINATING, .exit_code = -1, .generation = k->next->generation};
             ts_strlcpy(gone.id, k->id, sizeof(gone.id));
             ts_strlcpy(gone.session, k->session, sizeof(gone.session));
             ts_strlcpy(gone.reason, d->reason[0] ? d->reason : "user-requested",
@@ -611,7 +611,7 @@ static bool start(svc *s, ts_err *err)
     char *pattern = ts_asprintf("^tessera\\.agent\\.cmd\\.%s.*", opt_prefix);
     const char *topics[] = {pattern, NULL};
     char *group = ts_asprintf("tessera-simagent.%s", opt_prefix);
-    g.consumer = kbus_consume(g.bus, group, topics, on_command, NULL, err);
+    g.consumer = kbus_consume_control(g.bus, group, topics, on_command, NULL, err);
     free(group);
     free(pattern);
     if (!g.consumer) return false;
