@@ -16,8 +16,8 @@
 #include "libcommon/kbus.h"
 #include "tessera/v1/audit.pb-c.h"
 
-#include <librdkafka/rdkafka.h>
-#include <librdkafka/rdkafka_mock.h>
+#include "mock_kafka.h"
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,9 +27,7 @@
 #define N_RECORDS 10
 
 typedef struct fixture {
-    rd_kafka_t *host;
-    rd_kafka_mock_cluster_t *mc;
-    const char *bootstrap;
+    mock_kafka k;
     kbus *bus;
 } fixture;
 
@@ -42,26 +40,13 @@ typedef struct seen {
     int done[N_RECORDS];   /* times record i was in a call that returned DONE */
 } seen;
 
-static void quiet_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
-{
-    (void)rk, (void)level, (void)fac, (void)buf;
-}
-
 static int setup(void **state)
 {
+    static const char *const topics[] = {"t.batch", KBUS_TOPIC_DLQ, NULL};
     fixture *f = calloc(1, sizeof(*f));
-    char errstr[256];
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    rd_kafka_conf_set_log_cb(conf, quiet_log);
-    f->host = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
-    assert_non_null(f->host);
-    f->mc = rd_kafka_mock_cluster_new(f->host, 1);
-    assert_non_null(f->mc);
-    assert_int_equal(rd_kafka_mock_topic_create(f->mc, "t.batch", 1, 1), 0);
-    assert_int_equal(rd_kafka_mock_topic_create(f->mc, KBUS_TOPIC_DLQ, 1, 1), 0);
-    f->bootstrap = rd_kafka_mock_cluster_bootstraps(f->mc);
+    mock_kafka_start(&f->k, topics);
     ts_err err = {{0}};
-    kbus_opts o = {.bootstrap = f->bootstrap,
+    kbus_opts o = {.bootstrap = f->k.bootstrap,
                    .service = "test",
                    .instance = "1",
                    .max_attempts = 2,
@@ -77,8 +62,7 @@ static int teardown(void **state)
 {
     fixture *f = *state;
     kbus_close(f->bus, 1000);
-    rd_kafka_mock_cluster_destroy(f->mc);
-    rd_kafka_destroy(f->host);
+    mock_kafka_stop(&f->k);
     free(f);
     return 0;
 }
@@ -174,9 +158,9 @@ static int64_t committed(fixture *f, const char *group)
 {
     char errstr[256];
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    rd_kafka_conf_set_log_cb(conf, quiet_log);
+    rd_kafka_conf_set_log_cb(conf, mock_kafka_quiet_log);
     assert_int_equal(
-        rd_kafka_conf_set(conf, "bootstrap.servers", f->bootstrap, errstr, sizeof(errstr)),
+        rd_kafka_conf_set(conf, "bootstrap.servers", f->k.bootstrap, errstr, sizeof(errstr)),
         RD_KAFKA_CONF_OK);
     assert_int_equal(rd_kafka_conf_set(conf, "group.id", group, errstr, sizeof(errstr)),
                      RD_KAFKA_CONF_OK);
@@ -214,9 +198,9 @@ static void expect_dlq_values(fixture *f, int want, const int64_t *offsets,
 {
     char errstr[256];
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    rd_kafka_conf_set_log_cb(conf, quiet_log);
+    rd_kafka_conf_set_log_cb(conf, mock_kafka_quiet_log);
     assert_int_equal(
-        rd_kafka_conf_set(conf, "bootstrap.servers", f->bootstrap, errstr, sizeof(errstr)),
+        rd_kafka_conf_set(conf, "bootstrap.servers", f->k.bootstrap, errstr, sizeof(errstr)),
         RD_KAFKA_CONF_OK);
     assert_int_equal(rd_kafka_conf_set(conf, "group.id", "dlq-reader", errstr, sizeof(errstr)),
                      RD_KAFKA_CONF_OK);

@@ -14,46 +14,28 @@
 #include "libcommon/kbus_internal.h"
 #include "tessera/v1/audit.pb-c.h"
 
-#include <librdkafka/rdkafka.h>
-#include <librdkafka/rdkafka_mock.h>
+#include "mock_kafka.h"
+
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-typedef struct fixture {
-    rd_kafka_t *host;
-    rd_kafka_mock_cluster_t *mc;
-    const char *bootstrap;
-} fixture;
-
-static void quiet_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
-{
-    (void)rk, (void)level, (void)fac, (void)buf;
-}
+typedef mock_kafka fixture;
 
 static int setup(void **state)
 {
+    static const char *const topics[] = {"t.control", NULL};
     fixture *f = calloc(1, sizeof(*f));
-    char errstr[256];
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    rd_kafka_conf_set_log_cb(conf, quiet_log);
-    f->host = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
-    assert_non_null(f->host);
-    f->mc = rd_kafka_mock_cluster_new(f->host, 1);
-    assert_non_null(f->mc);
-    assert_int_equal(rd_kafka_mock_topic_create(f->mc, "t.control", 1, 1), 0);
-    f->bootstrap = rd_kafka_mock_cluster_bootstraps(f->mc);
+    mock_kafka_start(f, topics);
     *state = f;
     return 0;
 }
 
 static int teardown(void **state)
 {
-    fixture *f = *state;
-    rd_kafka_mock_cluster_destroy(f->mc);
-    rd_kafka_destroy(f->host);
-    free(f);
+    mock_kafka_stop(*state);
+    free(*state);
     return 0;
 }
 
