@@ -120,6 +120,12 @@ kbus_consumer *kbus_consume_broadcast(kbus *bus, const char *const *topics, kbus
                                       void *ctx, ts_err *err);
 /* Stop polling, commit stored offsets, leave the group, join the thread. */
 void kbus_consumer_stop(kbus_consumer *c);
+/* The same for n consumers at once (NULL entries skipped): all stop polling
+ * first, then all leave together. Members of one group stopped one by one
+ * each set off a rebalance among those left, and a close waits it out (5 s a
+ * member on the development bus); stopped together, nobody is left to
+ * rebalance. */
+void kbus_consumers_stop(kbus_consumer *const *cs, int n);
 /* True once the group has assigned this consumer at least one partition (for
  * readiness: a broadcast consumer sees events only from then on). */
 bool kbus_consumer_assigned(kbus_consumer *c);

@@ -354,16 +354,46 @@ int kbus_consumer_partitions(kbus_consumer *c)
     return n;
 }
 
-void kbus_consumer_stop(kbus_consumer *c)
+static void *_close_main(void *arg)
 {
-    if (!c) return;
-    atomic_store(&c->stop, true);
-    pthread_join(c->thread, NULL);
+    kbus_consumer *c = arg;
     /* Close commits the stored offsets (auto commit) and leaves the group. */
     rd_kafka_resp_err_t e = rd_kafka_consumer_close(c->rk);
     if (e) TLOG_WARN("kafka consumer close", "group=%s error=%s", c->group, rd_kafka_err2name(e));
+    return NULL;
+}
+
+static void _free_closed(kbus_consumer *c)
+{
     rd_kafka_destroy(c->rk);
     TLOG_INFO("kafka consumer stopped", "group=%s", c->group);
     free(c->group);
     free(c);
+}
+
+void kbus_consumer_stop(kbus_consumer *c)
+{
+    kbus_consumers_stop(&c, 1);
+}
+
+void kbus_consumers_stop(kbus_consumer *const *cs, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (cs[i]) atomic_store(&cs[i]->stop, true);
+    for (int i = 0; i < n; i++)
+        if (cs[i]) pthread_join(cs[i]->thread, NULL);
+    /* every close in a thread of its own, so that the members leave together;
+     * one that cannot get a thread is closed here */
+    pthread_t *th = ts_calloc((size_t)(n > 0 ? n : 1), sizeof(*th));
+    bool *threaded = ts_calloc((size_t)(n > 0 ? n : 1), sizeof(*threaded));
+    for (int i = 0; i < n; i++)
+        if (cs[i] && n > 1) threaded[i] = pthread_create(&th[i], NULL, _close_main, cs[i]) == 0;
+    for (int i = 0; i < n; i++)
+        if (cs[i] && !threaded[i]) _close_main(cs[i]);
+    for (int i = 0; i < n; i++)
+        if (threaded[i]) pthread_join(th[i], NULL);
+    for (int i = 0; i < n; i++)
+        if (cs[i]) _free_closed(cs[i]);
+    free(threaded);
+    free(th);
 }

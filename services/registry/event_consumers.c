@@ -57,7 +57,6 @@ bool reg_consumers_check(svc *s, void *ctx, ts_err *err)
 
 void reg_consumers_stop(reg_consumers *rc)
 {
-    for (int i = 0; i < rc->n; i++)
-        kbus_consumer_stop(rc->c[i]);
+    kbus_consumers_stop(rc->c, rc->n);
     rc->n = 0;
 }
