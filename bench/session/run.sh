@@ -12,7 +12,10 @@
 # The stack is sized so that the concurrent creates can all wait for RUNNING
 # and all fit on the agent: http.threads 16, registry.max_waiting_creates 16,
 # agent.cpu 16 (the image's minimum is 1 cpu; the sessions run `sleep`-like
-# init and use next to none).
+# init and use next to none). registry.event_consumers 1 (BENCH_EVENT_CONSUMERS):
+# with one agent, one consumer per event group has all the work there is,
+# and on the development bus every idle consumer costs CPU (below); the
+# default 3 took a tenth of the two cores from the concurrent creates.
 #
 # The bus: the development stack's Kafka is librdkafka's mock cluster, which
 # holds an empty fetch for the consumer's whole fetch wait instead of
@@ -27,6 +30,7 @@
 # BENCH_PARALLEL (200), BENCH_CONCURRENCY (8), BENCH_RUNC (50, run twice:
 # before and after the sessions, and once more BENCH_CONCURRENCY at a time),
 # BENCH_FETCH_WAIT and BENCH_CONTROL_FETCH_WAIT (default: the dev stack's),
+# BENCH_EVENT_CONSUMERS (1),
 # BENCH_KEEP_STATE=1 keeps the state dir (logs).
 set -eu
 
@@ -74,8 +78,9 @@ fi
 if [ -n "${BENCH_CONTROL_FETCH_WAIT:-}" ]; then
   export TESSERA_KAFKA_CONTROL_FETCH_WAIT=$BENCH_CONTROL_FETCH_WAIT
 fi
-say "starting the development stack in $STATE (kafka.fetch_wait ${TESSERA_KAFKA_FETCH_WAIT:-10ms}, kafka.control_fetch_wait ${TESSERA_KAFKA_CONTROL_FETCH_WAIT:-3ms})"
+say "starting the development stack in $STATE (kafka.fetch_wait ${TESSERA_KAFKA_FETCH_WAIT:-10ms}, kafka.control_fetch_wait ${TESSERA_KAFKA_CONTROL_FETCH_WAIT:-3ms}, registry.event_consumers ${BENCH_EVENT_CONSUMERS:-1})"
 TESSERA_HTTP_THREADS=16 TESSERA_REGISTRY_MAX_WAITING_CREATES=16 TESSERA_AGENT_CPU=16 \
+  TESSERA_REGISTRY_EVENT_CONSUMERS=${BENCH_EVENT_CONSUMERS:-1} \
   TESSERA_LOG_LEVEL=${BENCH_LOG_LEVEL:-info} \
   TESSERA_STATE_DIR=$STATE TESSERA_BIN_DIR=$BIN sh "$repo/deploy/dev/dev-up.sh" \
   >"$STATE/dev-up.out" 2>&1 || {
