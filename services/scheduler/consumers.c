@@ -14,24 +14,37 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ARGV: prefix, session id, payload. 1 = recorded, 0 = ended already, 2 = holds slots. */
-static const char ENQ_LUA[] =
-    "local P, sid = ARGV[1], ARGV[2]\n"
-    "if redis.call('EXISTS', P..'sched:done:'..sid) == 1 then return 0 end\n"
-    "if redis.call('EXISTS', P..'sess:'..sid) == 1 then return 2 end\n"
-    "redis.call('SET', P..'sched:pending:'..sid, ARGV[3])\n"
-    "return 1\n";
+/* The durable part of a batch of session events in one round trip. ARGV:
+ * prefix, tombstone ttl ms, then per event "e" (SessionEnqueued) session id
+ * payload, or "x" (ended) session id "". In order, so an enqueue and an end
+ * of one session in the same batch apply as they came. Per event: 1 =
+ * recorded, 0 = ended already, 2 = holds slots (a replay). */
+static const char BATCH_LUA[] =
+    "local P, ttl = ARGV[1], ARGV[2]\n"
+    "local out = {}\n"
+    "for i = 3, #ARGV, 3 do\n"
+    "  local sid = ARGV[i + 1]\n"
+    "  if ARGV[i] == 'e' then\n"
+    "    if redis.call('EXISTS', P..'sched:done:'..sid) == 1 then out[#out + 1] = 0\n"
+    "    elseif redis.call('EXISTS', P..'sess:'..sid) == 1 then out[#out + 1] = 2\n"
+    "    else redis.call('SET', P..'sched:pending:'..sid, ARGV[i + 2]); out[#out + 1] = 1 end\n"
+    "  else\n"
+    "    redis.call('SET', P..'sched:done:'..sid, '1', 'PX', ttl)\n"
+    "    redis.call('DEL', P..'sched:pending:'..sid)\n"
+    "    out[#out + 1] = 1\n"
+    "  end\n"
+    "end\n"
+    "return out\n";
 
-/* ARGV: prefix, session id, tombstone ttl ms. */
-static const char END_LUA[] = "local P, sid = ARGV[1], ARGV[2]\n"
-                              "redis.call('SET', P..'sched:done:'..sid, '1', 'PX', ARGV[3])\n"
-                              "redis.call('DEL', P..'sched:pending:'..sid)\n"
-                              "return 1\n";
+/* Session events taken from the bus at once: up to this many, whatever has
+ * arrived (no wait for more), so one Redis round trip serves a backlog's
+ * worth of enqueues instead of one each. */
+#define SESSIONS_BATCH 256
 
 /* Per consumer thread (each has its own Redis connection through svc_redis). */
 typedef struct consumer_ctx {
     sched_svc *x;
-    rds_script enq, end;
+    rds_script batch;
 } consumer_ctx;
 
 static consumer_ctx sessions_ctx, agents_ctx;
@@ -64,28 +77,17 @@ static bool plain(const char *s)
     return true;
 }
 
-/* Run one of the scripts; -1 with reason set on a Redis failure. */
-static long long run_script(consumer_ctx *c, rds_script *sc, const char *sid, const char *arg,
-                            size_t arglen, ts_err *reason)
-{
-    rds *r = svc_redis(c->x->s, reason);
-    if (!r) return -1;
-    const char *argv[3] = {sched_cfg.key_prefix, sid, arg};
-    size_t lens[3] = {strlen(sched_cfg.key_prefix), strlen(sid), arglen};
-    redisReply *rep = rds_eval(r, sc, 0, 3, argv, lens, reason);
-    if (!rep) return -1;
-    long long v = -1;
-    if (rep->type == REDIS_REPLY_INTEGER)
-        v = rep->integer;
-    else
-        ts_err_set(reason, "Redis script: %s", rep->type == REDIS_REPLY_ERROR ? rep->str : "?");
-    freeReplyObject(rep);
-    return v;
-}
+/* One session event, decoded and checked: an event for the inbox (its
+ * payload for the pending record when it is an enqueue), or nothing for a
+ * session event that is not ours to act on. */
+typedef struct sess_op {
+    sched_ev *ev;          /* NULL: nothing to do */
+    const uint8_t *payload; /* SessionEnqueued: the record to keep */
+    size_t payload_len;
+} sess_op;
 
-static kbus_result on_enqueued(consumer_ctx *c, const kbus_msg *msg, ts_err *reason)
+static kbus_result decode_enqueued(const kbus_msg *msg, sess_op *op, ts_err *reason)
 {
-    sched_svc *x = c->x;
     ProtobufCMessage *pm =
         envelope_payload(msg->env, &tessera__v1__session_enqueued__descriptor, reason);
     if (!pm) return KBUS_REJECT;
@@ -96,34 +98,21 @@ static kbus_result on_enqueued(consumer_ctx *c, const kbus_msg *msg, ts_err *rea
         protobuf_c_message_free_unpacked(pm, NULL);
         return KBUS_REJECT;
     }
-    long long rc = run_script(c, &c->enq, m->session_id, (const char *)msg->env->payload.data,
-                              msg->env->payload.len, reason);
-    if (rc < 0) {
-        protobuf_c_message_free_unpacked(pm, NULL);
-        return KBUS_RETRY;
-    }
-    if (rc != 1) {
-        atomic_fetch_add(&x->st.duplicates, 1);
-        TLOG_INFO("SessionEnqueued ignored", "session=%s why=%s", m->session_id,
-                  rc == 0 ? "ended-already" : "holds-slots");
-        protobuf_c_message_free_unpacked(pm, NULL);
-        return KBUS_DONE;
-    }
     sched_ev *ev = ts_calloc(1, sizeof(*ev));
     ev->kind = EV_ENQUEUED;
     ts_strlcpy(ev->session_id, m->session_id, sizeof(ev->session_id));
     ev->enq = m;
-    ev->at_us = ts_now_mono_us();
-    sched_inbox_push(x, ev);
+    op->ev = ev;
+    op->payload = msg->env->payload.data;
+    op->payload_len = msg->env->payload.len;
     return KBUS_DONE;
 }
 
-static kbus_result on_ended(consumer_ctx *c, const kbus_msg *msg,
-                            const ProtobufCMessageDescriptor *desc, ts_err *reason)
+static kbus_result decode_ended(const kbus_msg *msg, const ProtobufCMessageDescriptor *desc,
+                                sess_op *op, ts_err *reason)
 {
     ProtobufCMessage *pm = envelope_payload(msg->env, desc, reason);
     if (!pm) return KBUS_REJECT;
-    /* Every session message starts with session_id = 1 and a reason = 2. */
     const char *sid = NULL, *why = "";
     if (desc == &tessera__v1__session_cancelled__descriptor) {
         sid = ((Tessera__V1__SessionCancelled *)pm)->session_id;
@@ -141,36 +130,132 @@ static kbus_result on_ended(consumer_ctx *c, const kbus_msg *msg,
         protobuf_c_message_free_unpacked(pm, NULL);
         return KBUS_REJECT;
     }
-    char ttl[24];
-    snprintf(ttl, sizeof(ttl), "%lld", (long long)sched_cfg.tombstone_ttl_ms);
-    if (run_script(c, &c->end, sid, ttl, strlen(ttl), reason) < 0) {
-        protobuf_c_message_free_unpacked(pm, NULL);
-        return KBUS_RETRY;
-    }
     sched_ev *ev = ts_calloc(1, sizeof(*ev));
     ev->kind = EV_ENDED;
     ts_strlcpy(ev->session_id, sid, sizeof(ev->session_id));
     ts_strlcpy(ev->reason, why ? why : "", sizeof(ev->reason));
-    ev->at_us = ts_now_mono_us();
-    sched_inbox_push(c->x, ev);
+    op->ev = ev;
     protobuf_c_message_free_unpacked(pm, NULL);
     return KBUS_DONE;
 }
 
-static kbus_result on_session_event(const kbus_msg *msg, void *ctx, ts_err *reason)
+static kbus_result decode_session_event(const kbus_msg *msg, sess_op *op, ts_err *reason)
 {
-    consumer_ctx *c = ctx;
     const char *type = msg->env->type ? msg->env->type : "";
-    if (strcmp(type, "tessera.v1.SessionEnqueued") == 0) return on_enqueued(c, msg, reason);
+    memset(op, 0, sizeof(*op));
+    if (strcmp(type, "tessera.v1.SessionEnqueued") == 0) return decode_enqueued(msg, op, reason);
     if (strcmp(type, "tessera.v1.SessionCancelled") == 0)
-        return on_ended(c, msg, &tessera__v1__session_cancelled__descriptor, reason);
+        return decode_ended(msg, &tessera__v1__session_cancelled__descriptor, op, reason);
     if (strcmp(type, "tessera.v1.SessionTerminated") == 0)
-        return on_ended(c, msg, &tessera__v1__session_terminated__descriptor, reason);
+        return decode_ended(msg, &tessera__v1__session_terminated__descriptor, op, reason);
     if (strcmp(type, "tessera.v1.SessionFailed") == 0)
-        return on_ended(c, msg, &tessera__v1__session_failed__descriptor, reason);
+        return decode_ended(msg, &tessera__v1__session_failed__descriptor, op, reason);
     if (strncmp(type, "tessera.v1.Session", 18) == 0) return KBUS_DONE; /* not ours to act on */
     ts_err_set(reason, "unexpected event type '%s' on %s", type, msg->topic);
     return KBUS_REJECT;
+}
+
+/* BATCH_LUA over ops[0..n); out[i] its answer for ops that have an event.
+ * False with reason set on a Redis failure (nothing may have been applied,
+ * or all of it: the script is idempotent either way). */
+static bool record_ops(consumer_ctx *c, const sess_op *ops, size_t n, long long *out,
+                       ts_err *reason)
+{
+    rds *r = svc_redis(c->x->s, reason);
+    if (!r) return false;
+    char ttl[24];
+    snprintf(ttl, sizeof(ttl), "%lld", (long long)sched_cfg.tombstone_ttl_ms);
+    size_t cap = 2 + 3 * n, argc = 0, want = 0;
+    const char **argv = ts_calloc(cap, sizeof(*argv));
+    size_t *lens = ts_calloc(cap, sizeof(*lens));
+    argv[argc] = sched_cfg.key_prefix;
+    lens[argc++] = strlen(sched_cfg.key_prefix);
+    argv[argc] = ttl;
+    lens[argc++] = strlen(ttl);
+    for (size_t i = 0; i < n; i++) {
+        if (!ops[i].ev) continue;
+        bool enq = ops[i].ev->kind == EV_ENQUEUED;
+        argv[argc] = enq ? "e" : "x";
+        lens[argc++] = 1;
+        argv[argc] = ops[i].ev->session_id;
+        lens[argc++] = strlen(ops[i].ev->session_id);
+        argv[argc] = enq ? (const char *)ops[i].payload : "";
+        lens[argc++] = enq ? ops[i].payload_len : 0;
+        want++;
+    }
+    bool ok = true;
+    if (want > 0) {
+        redisReply *rep = rds_eval(r, &c->batch, 0, (int)argc, argv, lens, reason);
+        ok = rep != NULL;
+        if (ok && (rep->type != REDIS_REPLY_ARRAY || rep->elements != want)) {
+            ts_err_set(reason, "Redis script: %s",
+                       rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected answer");
+            ok = false;
+        }
+        for (size_t i = 0, k = 0; ok && i < n; i++) {
+            if (!ops[i].ev) continue;
+            redisReply *e = rep->element[k++];
+            if (e->type != REDIS_REPLY_INTEGER) {
+                ts_err_set(reason, "Redis script: an answer that is not a number");
+                ok = false;
+            } else {
+                out[i] = e->integer;
+            }
+        }
+        if (rep) freeReplyObject(rep);
+    }
+    free(lens);
+    free(argv);
+    return ok;
+}
+
+static void free_ops(sess_op *ops, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        sched_ev_free(ops[i].ev);
+}
+
+/* A batch of session events: all decoded and checked first (one bad event
+ * fails the batch before anything is applied, and kbus hands each event
+ * again alone, so only the bad one is dead-lettered), then recorded in Redis
+ * in one round trip, then handed to the scheduling thread in order. */
+static kbus_result on_session_batch(const kbus_msg *msgs, size_t n, void *ctx, ts_err *reason)
+{
+    consumer_ctx *c = ctx;
+    sched_svc *x = c->x;
+    sess_op *ops = ts_calloc(n, sizeof(*ops));
+    for (size_t i = 0; i < n; i++) {
+        kbus_result res = decode_session_event(&msgs[i], &ops[i], reason);
+        if (res != KBUS_DONE) {
+            free_ops(ops, i);
+            free(ops);
+            return res;
+        }
+    }
+    long long *rc = ts_calloc(n, sizeof(*rc));
+    if (!record_ops(c, ops, n, rc, reason)) {
+        free(rc);
+        free_ops(ops, n);
+        free(ops);
+        return KBUS_RETRY;
+    }
+    int64_t now = ts_now_mono_us();
+    for (size_t i = 0; i < n; i++) {
+        sched_ev *ev = ops[i].ev;
+        if (!ev) continue;
+        if (ev->kind == EV_ENQUEUED && rc[i] != 1) {
+            atomic_fetch_add(&x->st.duplicates, 1);
+            TLOG_INFO("SessionEnqueued ignored", "session=%s why=%s", ev->session_id,
+                      rc[i] == 0 ? "ended-already" : "holds-slots");
+            sched_ev_free(ev);
+            continue;
+        }
+        ev->at_us = now;
+        sched_inbox_push(x, ev);
+    }
+    free(rc);
+    free(ops);
+    return KBUS_DONE;
 }
 
 /* ---- agents ---------------------------------------------------------------------------------- */
@@ -302,15 +387,16 @@ static kbus_result on_agent_event(const kbus_msg *msg, void *ctx, ts_err *reason
 
 bool sched_consumers_start(sched_svc *x, ts_err *err)
 {
-    sessions_ctx = (consumer_ctx){.x = x, .enq = {.source = ENQ_LUA}, .end = {.source = END_LUA}};
+    sessions_ctx = (consumer_ctx){.x = x, .batch = {.source = BATCH_LUA}};
     agents_ctx = (consumer_ctx){.x = x};
     static const char *const agent_topics[] = {SCHED_TOPIC_AGENT, NULL};
     static const char *const session_topics[] = {SCHED_TOPIC_SESSION, NULL};
     /* Agents first: every instance must see every agent (a group of its own). */
     x->c_agents = kbus_consume_broadcast(x->bus, agent_topics, on_agent_event, &agents_ctx, err);
     if (!x->c_agents) return false;
-    x->c_sessions = kbus_consume_control(x->bus, SCHED_SESSIONS_GROUP, session_topics,
-                                         on_session_event, &sessions_ctx, err);
+    kbus_batch_opts bo = {.max_messages = SESSIONS_BATCH, .max_wait_ms = 0, .control = true};
+    x->c_sessions = kbus_consume_batch(x->bus, SCHED_SESSIONS_GROUP, session_topics, &bo,
+                                       on_session_batch, &sessions_ctx, err);
     if (!x->c_sessions) {
         kbus_consumer_stop(x->c_agents);
         x->c_agents = NULL;

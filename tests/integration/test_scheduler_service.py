@@ -303,6 +303,13 @@ def test_two_schedulers_under_load_never_double_book(mini):
                      ak=f"AK{i % 5}", user=f"u{i % 5}")
         lines.append(json.dumps({"topic": "tessera.session.v1", "type": "tessera.v1.SessionEnqueued",
                                  "key": p["session_id"], "payload": p}))
+    # and sessions under no limit, spread over the partitions, so that both
+    # instances place something whichever fills the limits first (each takes
+    # what has arrived on its partitions in one batch)
+    for i in range(8):
+        p = enqueued(f"free{i}", "cpu", [(f"free{i}-k", {"cpu": "1"})], ak=f"AKF{i}", user=f"uf{i}")
+        lines.append(json.dumps({"topic": "tessera.session.v1", "type": "tessera.v1.SessionEnqueued",
+                                 "key": p["session_id"], "payload": p}))
     r = mini.busctl("publish", "-t", "tessera.session.v1", input="\n".join(lines) + "\n")
     assert r.returncode == 0, r.stderr
     time.sleep(5)
@@ -372,6 +379,34 @@ def test_undecodable_session_event_goes_to_the_dlq(mini):
     wait_agents(s, 1)
     mini.publish("SessionEnqueued", enqueued("after", "gpu", [("after-k", {"cpu": "1"})]))
     wait_until(lambda: mini.keys("alloc:*") == ["alloc:after-k"], 20, message="scheduled after garbage")
+
+
+def test_a_bad_event_in_a_batch_is_dead_lettered_alone(mini):
+    """Session events are taken in batches (one Redis round trip each): a
+    decodable event with a bad session id among good ones goes to the DLQ
+    alone, the good ones before and after it are scheduled."""
+    s = mini.scheduler()
+    mini.simagent(1, 1, "bb-", "gpu")
+    wait_agents(s, 1)
+    marker = "bad-" + uuid.uuid4().hex
+    s.send_signal(signal.SIGSTOP)  # so that the three arrive together
+    try:
+        mini.publish("SessionEnqueued", enqueued("bb1", "gpu", [("bb1-k", {"cpu": "1"})]))
+        mini.publish("SessionEnqueued", enqueued("bad id", "gpu", [("bad-k", {"cpu": "1"})]), key=marker)
+        mini.publish("SessionEnqueued", enqueued("bb2", "gpu", [("bb2-k", {"cpu": "1"})]))
+    finally:
+        s.send_signal(signal.SIGCONT)
+    wait_until(lambda: sorted(mini.keys("alloc:*")) == ["alloc:bb1-k", "alloc:bb2-k"], 20,
+               message="bb1 and bb2 scheduled")
+
+    def dlq():
+        c = subprocess.run(["kcat", "-b", mini.kafka, "-C", "-t", "tessera.dlq.v1", "-o", "beginning",
+                            "-e", "-q", "-f", "%k\t%h\n"], capture_output=True, text=True, timeout=30)
+        return [line for line in c.stdout.splitlines() if line.startswith(marker)]
+    line = wait_until(dlq, 30, message="the DLQ record")[0]
+    assert "dlq.group=tessera-scheduler.sessions" in line and "session_id" in line, line
+    assert mini.keys("sched:pending:*") == []
+    mini.invariant()
 
 
 def test_flushall_then_occupancy_is_correct_again(mini):
@@ -487,6 +522,13 @@ def test_two_schedulers_hold_limits_together(mini):
                      ak="AKC" if kp else f"AKS{i}", user="uc" if kp else "us")
         p["limits"] = ([{"scope": "keypair", "id": "AKC", "max_concurrent_sessions": 2}] if kp else
                        [{"scope": "user", "id": "us", "max_slots": [{"name": "cpu", "amount": "3"}]}])
+        lines.append(json.dumps({"topic": "tessera.session.v1", "type": "tessera.v1.SessionEnqueued",
+                                 "key": p["session_id"], "payload": p}))
+    # and sessions under no limit, spread over the partitions, so that both
+    # instances place something whichever fills the limits first (each takes
+    # what has arrived on its partitions in one batch)
+    for i in range(8):
+        p = enqueued(f"free{i}", "cpu", [(f"free{i}-k", {"cpu": "1"})], ak=f"AKF{i}", user=f"uf{i}")
         lines.append(json.dumps({"topic": "tessera.session.v1", "type": "tessera.v1.SessionEnqueued",
                                  "key": p["session_id"], "payload": p}))
     r = mini.busctl("publish", "-t", "tessera.session.v1", input="\n".join(lines) + "\n")
