@@ -417,11 +417,14 @@ def run(image, reqs, kinds, owner, users, base=0):
         row("enqueue -> scheduled p99", "%.1f ms" % lat[ns * 99 // 100])
         row("enqueue -> scheduled max", "%.1f ms" % lat[-1])
     row("invariant (Redis reservations = occupancy)", inv)
-    okall = (inv == "ok" and allocs == sess == holding == holding_run == ns and ns > 0
-             and not errors)
+    equal = inv == "ok" and allocs == sess == holding == holding_run == ns and ns > 0
+    okall = equal and not errors
+    verdict = ("ok" if okall else
+               "equal, but %d creates were refused (see 'refused:' below)" % len(errors) if equal
+               else "MISMATCH")
     row("reservations = occupancy = PG holds_slots",
         "%d alloc:*, %d sess:*, %d kernels holds_slots (%d of this run), %d scheduled -> %s"
-        % (allocs, sess, holding, holding_run, ns, "ok" if okall else "MISMATCH"))
+        % (allocs, sess, holding, holding_run, ns, verdict))
     cpu = os.times()
     row("bench client CPU (this process)", "%.1f s" % (cpu.user + cpu.system))
     for e in errors[:5]:
