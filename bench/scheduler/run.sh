@@ -27,6 +27,8 @@
 #   BENCH_VIA (bus | api | both)
 #   BENCH_BATCH (scheduler.reserve_batch, 64)  BENCH_RATE (bus only; 0: as fast as taken)
 #   BENCH_CLIENTS (api: concurrent clients, 16)  BENCH_USERS (api: users, 20)
+#   BENCH_KEYPAIR_RATE_LIMIT (api: the users' keypairs' rate limit, requests a
+#     minute, 1000000: high enough not to refuse the creates; the limiter runs)
 #   BENCH_API_BACKLOG (api: 1 hold the scheduler during the enqueue, 0 do not)
 #   BENCH_API_HOLD_REGISTRY (api, backlog: 1 also hold the registry while the
 #     scheduler drains the backlog, a diagnostic; 0 the default)

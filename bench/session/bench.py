@@ -227,7 +227,8 @@ def layer_dir(state):
 def capture_kernel_bundle(b, state):
     """The config.json and etc/ of a live kernel of the bench's own kind (same
     image and resources), copied while its session runs; the session is then
-    destroyed. Returns (spec, kernel dir it came from)."""
+    destroyed. Returns (spec, the kernel dir it came from, the dir holding the
+    copy of its etc/)."""
     name = b.name("k")
     b.create(name)
     try:

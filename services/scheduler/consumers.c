@@ -81,7 +81,7 @@ static bool plain(const char *s)
  * payload for the pending record when it is an enqueue), or nothing for a
  * session event that is not ours to act on. */
 typedef struct sess_op {
-    sched_ev *ev;          /* NULL: nothing to do */
+    sched_ev *ev;           /* NULL: nothing to do */
     const uint8_t *payload; /* SessionEnqueued: the record to keep */
     size_t payload_len;
 } sess_op;

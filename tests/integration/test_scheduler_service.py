@@ -152,6 +152,12 @@ class Mini:
         r = self.busctl(*args)
         assert r.returncode == 0, r.stderr
 
+    def dlq(self, key_prefix):
+        """The DLQ's records whose key starts with key_prefix: "key<TAB>headers"."""
+        c = subprocess.run(["kcat", "-b", self.kafka, "-C", "-t", "tessera.dlq.v1", "-o", "beginning",
+                            "-e", "-q", "-f", "%k\t%h\n"], capture_output=True, text=True, timeout=30)
+        return [line for line in c.stdout.splitlines() if line.startswith(key_prefix)]
+
     def events(self, topic="tessera.session.v1", type_=None, count=0, timeout=10, idle=2):
         args = ["dump", "-t", topic, "--timeout", str(timeout)]
         if type_:
@@ -368,11 +374,7 @@ def test_undecodable_session_event_goes_to_the_dlq(mini):
     r = mini.busctl("publish-raw", "-t", "tessera.session.v1", "-k", marker, "\xff not an envelope")
     assert r.returncode == 0, r.stderr
 
-    def dlq():
-        c = subprocess.run(["kcat", "-b", mini.kafka, "-C", "-t", "tessera.dlq.v1", "-o", "beginning",
-                            "-e", "-q", "-f", "%k\t%h\n"], capture_output=True, text=True, timeout=30)
-        return [line for line in c.stdout.splitlines() if line.startswith(marker)]
-    line = wait_until(dlq, 30, message="the DLQ record")[0]
+    line = wait_until(lambda: mini.dlq(marker), 30, message="the DLQ record")[0]
     assert "dlq.group=tessera-scheduler.sessions" in line and "undecodable" in line, line
     # and consumption goes on
     mini.simagent(1, 1, "dlq-", "gpu")
@@ -399,11 +401,7 @@ def test_a_bad_event_in_a_batch_is_dead_lettered_alone(mini):
     wait_until(lambda: sorted(mini.keys("alloc:*")) == ["alloc:bb1-k", "alloc:bb2-k"], 20,
                message="bb1 and bb2 scheduled")
 
-    def dlq():
-        c = subprocess.run(["kcat", "-b", mini.kafka, "-C", "-t", "tessera.dlq.v1", "-o", "beginning",
-                            "-e", "-q", "-f", "%k\t%h\n"], capture_output=True, text=True, timeout=30)
-        return [line for line in c.stdout.splitlines() if line.startswith(marker)]
-    line = wait_until(dlq, 30, message="the DLQ record")[0]
+    line = wait_until(lambda: mini.dlq(marker), 30, message="the DLQ record")[0]
     assert "dlq.group=tessera-scheduler.sessions" in line and "session_id" in line, line
     assert mini.keys("sched:pending:*") == []
     mini.invariant()
