@@ -382,6 +382,16 @@ void kbus_consumers_stop(kbus_consumer *const *cs, int n)
         if (cs[i]) atomic_store(&cs[i]->stop, true);
     for (int i = 0; i < n; i++)
         if (cs[i]) pthread_join(cs[i]->thread, NULL);
+    /* Commit what each has stored while all are still members: once one has
+     * left, the others' commits meet the rebalance its leaving starts and
+     * fail (and those messages would be handed out again). */
+    for (int i = 0; i < n; i++) {
+        if (!cs[i]) continue;
+        rd_kafka_resp_err_t e = rd_kafka_commit(cs[i]->rk, NULL, 0);
+        if (e && e != RD_KAFKA_RESP_ERR__NO_OFFSET)
+            TLOG_WARN("kafka consumer commit at stop", "group=%s error=%s", cs[i]->group,
+                      rd_kafka_err2name(e));
+    }
     /* every close in a thread of its own, so that the members leave together;
      * one that cannot get a thread is closed here */
     pthread_t *th = ts_calloc((size_t)(n > 0 ? n : 1), sizeof(*th));
