@@ -138,6 +138,16 @@ static kbus_result release_unplaced(PGconn *conn, outbox *ob, sess *s, const voi
     return KBUS_DONE;
 }
 
+static void preparing_event(outbox *ob, const sess *s)
+{
+    Tessera__V1__SessionPreparing p = TESSERA__V1__SESSION_PREPARING__INIT;
+    p.session_id = (char *)s->id;
+    char *ids[1] = {NULL};
+    p.kernel_ids = ids;
+    p.n_kernel_ids = 0;
+    ob_session_event(ob, s->id, &p.base);
+}
+
 static kbus_result apply_scheduled(PGconn *conn, outbox *ob, sess *s, const void *msg, ts_err *err)
 {
     const Tessera__V1__SessionScheduled *m = msg;
@@ -165,12 +175,14 @@ static kbus_result apply_scheduled(PGconn *conn, outbox *ob, sess *s, const void
             char *st = json_dumps(sj, JSON_COMPACT), *dt = json_dumps(dj, JSON_COMPACT);
             json_decref(sj);
             json_decref(dj);
+            /* placed and at once being created: PENDING -> PREPARING */
             const char *p[] = {k->kernel_id, s->id, k->agent_id, st, dt};
             PGresult *r = reg_exec(conn,
                                    "UPDATE registry.kernels SET agent_id = $3, slots = $4::jsonb,"
-                                   " devices = $5::jsonb, status = 'SCHEDULED', holds_slots = true,"
-                                   " status_changed_at = now() WHERE id = $1::uuid"
-                                   " AND session_id = $2::uuid AND status = 'PENDING'",
+                                   " devices = $5::jsonb, status = 'PREPARING', status_info = '',"
+                                   " holds_slots = true, status_changed_at = now()"
+                                   " WHERE id = $1::uuid AND session_id = $2::uuid"
+                                   " AND status = 'PENDING'",
                                    5, p, err);
             free(st);
             free(dt);
@@ -189,26 +201,20 @@ static kbus_result apply_scheduled(PGconn *conn, outbox *ob, sess *s, const void
         json_t *tj = slots_to_json(&total);
         char *tt = json_dumps(tj, JSON_COMPACT);
         json_decref(tj);
-        const char *p[] = {s->id, tt};
-        bool ok = reg_run(conn,
-                          "UPDATE registry.sessions SET occupied_slots = $2::jsonb"
-                          " WHERE id = $1::uuid",
-                          2, p, err);
-        free(tt);
         char why[300];
         snprintf(why, sizeof(why), "scheduled on %s", agents);
-        if (!ok || !tr_set(conn, ob, s, ST_SCHEDULED, why, err)) return db_failed();
-    }
-    if (strcmp(s->status, ST_SCHEDULED) == 0) {
+        /* SCHEDULED and PREPARING, both in the history, in one statement */
+        bool ok = tr_placed(conn, ob, s, tt, why, err) &&
+                  tr_create_kernels(conn, ob, s, ST_PREPARING, NULL, err);
+        free(tt);
+        if (!ok) return db_failed();
+        preparing_event(ob, s);
+    } else if (strcmp(s->status, ST_SCHEDULED) == 0) {
+        /* a session left SCHEDULED by an earlier version: create its kernels */
         if (!tr_create_kernels(conn, ob, s, "SCHEDULED", "PREPARING", err) ||
             !tr_set(conn, ob, s, ST_PREPARING, "creating kernels", err))
             return db_failed();
-        Tessera__V1__SessionPreparing p = TESSERA__V1__SESSION_PREPARING__INIT;
-        p.session_id = s->id;
-        char *ids[1] = {NULL};
-        p.kernel_ids = ids;
-        p.n_kernel_ids = 0;
-        ob_session_event(ob, s->id, &p.base);
+        preparing_event(ob, s);
     }
     /* PREPARING and later: a duplicate; nothing to do. */
     return KBUS_DONE;
