@@ -384,12 +384,12 @@ all: $(BUSCTL_BIN)
 # `make bench-scheduler`: the scheduler end to end (bench/scheduler/run.sh) with
 # tessera-simagent (1,000 simulated agents x 8 GPUs). BENCH_VIA=api: the dev
 # stack (auth, registry, scheduler, gateway), sessions enqueued with
-# signed POST /session through the gateway (bench_api.py, 5,000 sessions; by
+# signed POST /session through the gateway (bench_api.py, 20,000 sessions; by
 # default with the scheduler held during the enqueue and released after, so
 # the API's create rate and the scheduler's rate on that backlog are both
 # printed, BENCH_API_BACKLOG=0 not);
-# bus (default): redis, devbus and the scheduler only, SessionEnqueued published
-# directly (bench_e2e, 20,000); both.
+# bus: redis, devbus and the scheduler only, SessionEnqueued published
+# directly (bench_e2e, 20,000); both (the default): bus, then api.
 # Prints placements/s, enqueue-to-scheduled p50/p99 and checks the invariant
 # (api: Redis reservations = occupancy = PostgreSQL kernels holding slots).
 # See docs/benchmarks.md.

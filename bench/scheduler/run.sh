@@ -6,8 +6,8 @@
 #   auth registry scheduler vfolder gateway" (vfolder: the gateway's readiness
 #   needs it; PostgreSQL, Redis, OCI registry too; not
 #   the real agent), tessera-simagent (BENCH_AGENTS nodes x 8 GPUs) in resource
-#   group BENCH_GROUP (default), then bench_api.py enqueues BENCH_API_SESSIONS (5000:
-#   the API takes ~50-70 creates/s here, 20,000 would need 5-7 min)
+#   group BENCH_GROUP (default), then bench_api.py enqueues BENCH_API_SESSIONS (20000,
+#   the issue's count; the API takes about 700-900 creates/s here)
 #   sessions with signed POST /session {"enqueueOnly": true} through the gateway
 #   and checks Redis reservations = occupancy = kernels holding slots in PostgreSQL.
 #   BENCH_API_BACKLOG=1 (the default): the scheduler is held (SIGSTOP) while the
@@ -16,14 +16,19 @@
 #   the release to the last SessionScheduled, and to the last SCHEDULED the
 #   registry recorded). BENCH_API_BACKLOG=0: the scheduler runs during the
 #   enqueue (placements follow the API's rate).
-# BENCH_VIA=bus (the default): redis-server, tessera-devbus, tessera-scheduler and
+# BENCH_VIA=bus: redis-server, tessera-devbus, tessera-scheduler and
 #   tessera-simagent on free loopback ports; bench_e2e publishes SessionEnqueued
 #   straight to the bus (no registry, no PostgreSQL).
-# BENCH_VIA=both: bus, then api.
+# BENCH_VIA=both (the default): bus, then api (the issue's measure: through the API).
 # Everything it started is stopped at the end (by pid; the stack by dev-down.sh).
 # Logs stay in $BENCH_DIR (a temp dir).
 #
-#   BENCH_AGENTS (1000)  BENCH_SESSIONS (bus, 20000)  BENCH_API_SESSIONS (api, 5000)
+#   BENCH_AGENTS (1000)  BENCH_SESSIONS (bus, 20000)  BENCH_API_SESSIONS (api, 20000)
+#   BENCH_EVENT_CONSUMERS (api: the stack's registry.event_consumers, 1: on 2
+#     cores the default 3 consumers per event group (9 fetch loops on the
+#     development bus, 9 PostgreSQL writers) took the scheduler's CPU during
+#     the drain: 2,751 against 5,437 placements/s, while the registry recorded
+#     2,691 against 2,495/s; docs/benchmarks.md)
 #   BENCH_VIA (bus | api | both)
 #   BENCH_BATCH (scheduler.reserve_batch, 64)  BENCH_RATE (bus only; 0: as fast as taken)
 #   BENCH_CLIENTS (api: concurrent clients, 16)  BENCH_USERS (api: users, 20)
@@ -44,7 +49,7 @@ case ${1:-} in -h|--help) sed -n '2,/^set -eu/p' "$0" | sed '$d; s/^# \{0,1\}//'
 BIN=${TESSERA_BIN_DIR:?}
 E2E=${BENCH_E2E:?}
 AGENTS=${BENCH_AGENTS:-1000}
-VIA=${BENCH_VIA:-bus}
+VIA=${BENCH_VIA:-both}
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 DIR=${BENCH_DIR:-$(mktemp -d /tmp/tessera-bench-sched.XXXXXX)}
@@ -104,9 +109,10 @@ cpu_of() {
 
 run_api() {
   stack=$DIR/stack
-  echo "bench-scheduler (api): starting the stack in $stack"
+  echo "bench-scheduler (api): starting the stack in $stack (registry.event_consumers ${BENCH_EVENT_CONSUMERS:-1})"
   TESSERA_STATE_DIR="$stack" TESSERA_BIN_DIR="$BIN" \
     TESSERA_DEV_SERVICES="devbus auth registry scheduler vfolder gateway" TESSERA_LOG_LEVEL=warn \
+    TESSERA_REGISTRY_EVENT_CONSUMERS="${BENCH_EVENT_CONSUMERS:-1}" \
     TESSERA_SCHEDULER_RESERVE_BATCH="${BENCH_BATCH:-64}" \
     TESSERA_KAFKA_SESSION_TIMEOUT="${BENCH_SESSION_TIMEOUT:-60s}" TESSERA_DEV_TIMEOUT=180 \
     sh "$repo/deploy/dev/dev-up.sh" >"$DIR/dev-up.log" 2>&1 || { cat "$DIR/dev-up.log"; exit 1; }
@@ -118,7 +124,7 @@ run_api() {
   rc=0
   sched_pid=$(cat "$stack/run/scheduler.pid")
   reg_pid=$(cat "$stack/run/registry.pid")
-  env BENCH_E2E="$E2E" BENCH_SESSIONS="${BENCH_API_SESSIONS:-5000}" BENCH_GROUP="${BENCH_GROUP:-default}" \
+  env BENCH_E2E="$E2E" BENCH_SESSIONS="${BENCH_API_SESSIONS:-20000}" BENCH_GROUP="${BENCH_GROUP:-default}" \
     BENCH_API_BACKLOG="${BENCH_API_BACKLOG:-1}" BENCH_SCHEDULER_PID="$sched_pid" BENCH_BUSCTL="$BIN/tessera-busctl" \
     BENCH_API_HOLD_REGISTRY="${BENCH_API_HOLD_REGISTRY:-0}" BENCH_REGISTRY_PID="$reg_pid" \
     python3 "$here/bench_api.py" || rc=$?
