@@ -320,6 +320,34 @@ def test_lifecycle_with_duplicated_and_reordered_events(reg):
     assert r.status_code == 404
 
 
+def test_kernel_events_from_elsewhere_change_nothing(reg):
+    """KernelCreating and KernelStarted are applied only to a kernel of the
+    session, held by the agent that sends them, in a status they can follow
+    (one guarded statement in the registry): from another agent, for an
+    unknown kernel or one that is not a UUID, they change nothing and the
+    consumer goes on."""
+    reg.agent("fa-own", "rgt")
+    n = name()
+    r = reg.create(body(n))
+    assert r.status_code == 201, r.text
+    sid = r.json()["sessionUuid"]
+    kid = kernel_of(reg, sid)
+    reg.bus(f"scheduled {sid} rgt {kid}=fa-own")
+    reg.wait_status(sid, "PREPARING")
+    reg.bus(f"creating {sid} {kid} fa-other sha256:bad",
+            f"kstarted {sid} {kid} fa-other 10.9.9.9",
+            f"kstarted {sid} {uuid.uuid4()} fa-own 10.9.9.9",
+            f"kstarted {sid} not-a-uuid fa-own 10.9.9.9")
+    time.sleep(1.5)
+    info = reg.info(sid)
+    assert info["status"] == "PREPARING", info
+    assert info["kernels"][0]["status"] == "PREPARING", info["kernels"]
+    # the holder's own events still apply
+    reg.bus(f"creating {sid} {kid} fa-own sha256:abc", f"kstarted {sid} {kid} fa-own 10.0.0.7")
+    info = reg.wait_status(sid, "RUNNING")
+    assert info["kernels"][0]["status"] == "RUNNING", info["kernels"]
+
+
 def test_a_bad_placement_among_good_ones_goes_to_the_dlq_alone(reg):
     """The registry applies a batch of events in one transaction; one it
     refuses rolls the batch back and each event is applied alone, so only
