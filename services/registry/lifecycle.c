@@ -355,10 +355,18 @@ static int update_kernel_if(PGconn *conn, const sess *s, const char *kernel_id,
                             const char *set_sql, int nextra, const char *const *extra, ts_err *err)
 {
     if (!ts_uuid_valid(kernel_id)) return 0;
-    char states[160] = "{", gen[16];
-    for (const char *const *f = from; *f; f++)
-        snprintf(states + strlen(states), sizeof(states) - strlen(states), "%s%s%s",
-                 f == from ? "" : ",", *f, f[1] ? "" : "}");
+    char states[160], gen[16]; /* a text[] literal: {A,B,...} */
+    size_t len = 0;
+    states[len++] = '{';
+    for (const char *const *f = from; *f; f++) {
+        size_t n = strlen(*f);
+        if (len + n + 3 > sizeof(states)) break; /* the callers' sets are a few words */
+        if (f != from) states[len++] = ',';
+        memcpy(states + len, *f, n);
+        len += n;
+    }
+    states[len++] = '}';
+    states[len] = '\0';
     snprintf(gen, sizeof(gen), "%d", generation);
     const char *p[12] = {kernel_id, s->id, agent_id ? agent_id : "", states, gen};
     for (int i = 0; i < nextra && i < 7; i++)
