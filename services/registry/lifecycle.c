@@ -483,7 +483,6 @@ static kbus_result apply_started(PGconn *conn, outbox *ob, sess *s, const void *
                                        "CREATING",  "RESTARTING", NULL};
     json_t *pj = pb_ports_json(m->service_ports, m->n_service_ports);
     char *pt = json_dumps(pj, JSON_COMPACT);
-    json_decref(pj);
     const char *x[] = {m->container_id, m->kernel_host, pt};
     int u = update_kernel_if(conn, s, m->kernel_id, m->agent_id, m->generation, from,
                              "status = 'RUNNING', status_info = '', container_id = $6,"
@@ -491,15 +490,43 @@ static kbus_result apply_started(PGconn *conn, outbox *ob, sess *s, const void *
                              " status_changed_at = now()",
                              3, x, err);
     free(pt);
-    if (u < 0) return db_failed();
-    if (u == 0) return KBUS_DONE;
+    if (u <= 0) {
+        json_decref(pj);
+        return u < 0 ? db_failed() : KBUS_DONE;
+    }
     if (strcmp(s->status, ST_TERMINATING) == 0 || reg_status_final(s->status)) {
+        json_decref(pj);
         /* Destroy requested meanwhile: make sure this container goes too. */
         sess copy = *s;
         return tr_destroy_kernels(conn, ob, &copy, "session ended", false, NULL, err) ? KBUS_DONE
                                                                                       : db_failed();
     }
-    if (!in(s->status, ACTIVE) || strcmp(s->status, ST_RUNNING) == 0) return KBUS_DONE;
+    if (!in(s->status, ACTIVE) || strcmp(s->status, ST_RUNNING) == 0) {
+        json_decref(pj);
+        return KBUS_DONE;
+    }
+    if (s->cluster_size == 1 && m->agent_id && m->agent_id[0]) {
+        /* the session's one kernel, held by this agent, now runs: no need to
+         * read the session's kernels back */
+        kbus_result res = KBUS_DONE;
+        if (tr_set(conn, ob, s, ST_RUNNING, "", err)) {
+            arena a = {0};
+            Tessera__V1__SessionRunning e = TESSERA__V1__SESSION_RUNNING__INIT;
+            e.session_id = s->id;
+            e.n_kernel_ids = 1;
+            e.kernel_ids = ar_alloc(&a, sizeof(char *));
+            e.kernel_ids[0] = m->kernel_id;
+            e.main_agent_id = m->agent_id;
+            e.service_ports = pb_ports(&a, pj, &e.n_service_ports);
+            ob_session_event(ob, s->id, &e.base);
+            ar_free(&a);
+        } else {
+            res = db_failed();
+        }
+        json_decref(pj);
+        return res;
+    }
+    json_decref(pj);
     const char *sp[] = {s->id};
     PGresult *r =
         reg_exec(conn,
