@@ -131,6 +131,17 @@ def kernel_of(reg, sid):
     return reg.info(sid)["kernels"][0]["id"]
 
 
+def enqueued_session(reg, agent_id):
+    """An agent of resource group rgt and a session enqueued there:
+    (name, session id, kernel id)."""
+    reg.agent(agent_id, "rgt")
+    n = name()
+    r = reg.create(body(n))
+    assert r.status_code == 201, r.text
+    sid = r.json()["sessionUuid"]
+    return n, sid, kernel_of(reg, sid)
+
+
 # ---- auth's session context ---------------------------------------------------------------------
 
 def test_session_context(reg):
@@ -257,12 +268,7 @@ def test_names_unique_per_owner_and_reuse(reg):
 # ---- lifecycle -----------------------------------------------------------------------------------
 
 def test_lifecycle_with_duplicated_and_reordered_events(reg):
-    reg.agent("fa-life", "rgt")
-    n = name()
-    r = reg.create(body(n))
-    assert r.status_code == 201, r.text
-    sid = r.json()["sessionUuid"]
-    kid = kernel_of(reg, sid)
+    n, sid, kid = enqueued_session(reg, "fa-life")
     # The stack's real scheduler may publish its own reason for this session
     # (once per change), before or after ours: publish ours until it shows.
     reason = "not enough cpu in resource group rgt (test)"
@@ -326,12 +332,7 @@ def test_kernel_events_from_elsewhere_change_nothing(reg):
     (one guarded statement in the registry): from another agent, for an
     unknown kernel or one that is not a UUID, they change nothing and the
     consumer goes on."""
-    reg.agent("fa-own", "rgt")
-    n = name()
-    r = reg.create(body(n))
-    assert r.status_code == 201, r.text
-    sid = r.json()["sessionUuid"]
-    kid = kernel_of(reg, sid)
+    _, sid, kid = enqueued_session(reg, "fa-own")
     reg.bus(f"scheduled {sid} rgt {kid}=fa-own")
     reg.wait_status(sid, "PREPARING")
     reg.bus(f"creating {sid} {kid} fa-other sha256:bad",
