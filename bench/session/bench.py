@@ -32,7 +32,6 @@ limits, no binds) is run too and its ratio printed, for reference.
 """
 import datetime
 import json
-import json as jsonlib
 import os
 import shutil
 import statistics
@@ -40,7 +39,6 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.parse
 import uuid
 
 import requests
@@ -72,25 +70,19 @@ def pct(xs, p):
 
 class KeepAliveClient(bai_signer.Client):
     """The tests' signed client over one kept-alive connection per thread:
-    the bench's own polling (GET every 5 ms per waiting session) then costs
-    the machine a request, not a TCP connection and a requests.Session each,
-    and leaves the cores to the stack under test."""
+    the bench's own polling then costs the machine a request, not a TCP
+    connection and a requests.Session each, and leaves the cores to the stack
+    under test."""
 
     def __init__(self, *a):
         super().__init__(*a)
         self.local = threading.local()
 
-    def request(self, method, path, json=None, params=None, headers=None, timeout=10):
+    def transport(self):
         sess = getattr(self.local, "s", None)
         if sess is None:
             sess = self.local.s = requests.Session()
-        url = self.endpoint + path
-        if params:
-            url += ("&" if "?" in path else "?") + urllib.parse.urlencode(params)
-        body = b"" if json is None else jsonlib.dumps(json).encode()
-        h = bai_signer.signed_headers(self.access_key, self.secret_key, method, url, body=body)
-        h.update(headers or {})
-        return sess.request(method, url, data=body or None, headers=h, timeout=timeout)
+        return sess
 
 
 class Bench:

@@ -60,7 +60,13 @@ class Client:
         body = b"" if json is None else jsonlib.dumps(json).encode()
         h = signed_headers(self.access_key, self.secret_key, method, url, body=body)
         h.update(headers or {})
-        return requests.request(method, url, data=body or None, headers=h, timeout=timeout)
+        return self.transport().request(method, url, data=body or None, headers=h,
+                                        timeout=timeout)
+
+    def transport(self):
+        """What sends a request: requests itself (a new connection each time);
+        a subclass may return a requests.Session to keep connections."""
+        return requests
 
     def get(self, path, **kw):
         return self.request("GET", path, **kw)
