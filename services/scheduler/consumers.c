@@ -56,17 +56,23 @@ void sched_ev_free(sched_ev *ev)
     free(ev);
 }
 
-void sched_inbox_push(sched_svc *x, sched_ev *ev)
+/* Append the chain head..tail (linked by next) to the inbox: one lock, one wake-up. */
+static void inbox_push_chain(sched_svc *x, sched_ev *head, sched_ev *tail)
 {
-    ev->next = NULL;
+    tail->next = NULL;
     pthread_mutex_lock(&x->mu);
     if (x->tail)
-        x->tail->next = ev;
+        x->tail->next = head;
     else
-        x->head = ev;
-    x->tail = ev;
+        x->head = head;
+    x->tail = tail;
     pthread_cond_signal(&x->cv);
     pthread_mutex_unlock(&x->mu);
+}
+
+void sched_inbox_push(sched_svc *x, sched_ev *ev)
+{
+    inbox_push_chain(x, ev, ev);
 }
 
 static bool plain(const char *s)
@@ -240,6 +246,7 @@ static kbus_result on_session_batch(const kbus_msg *msgs, size_t n, void *ctx, t
         return KBUS_RETRY;
     }
     int64_t now = ts_now_mono_us();
+    sched_ev *head = NULL, *tail = NULL;
     for (size_t i = 0; i < n; i++) {
         sched_ev *ev = ops[i].ev;
         if (!ev) continue;
@@ -251,8 +258,13 @@ static kbus_result on_session_batch(const kbus_msg *msgs, size_t n, void *ctx, t
             continue;
         }
         ev->at_us = now;
-        sched_inbox_push(x, ev);
+        if (tail)
+            tail->next = ev;
+        else
+            head = ev;
+        tail = ev;
     }
+    if (head) inbox_push_chain(x, head, tail);
     free(rc);
     free(ops);
     return KBUS_DONE;
