@@ -206,12 +206,12 @@ dev-up: deps
 dev-down:
 	@sh deploy/dev/dev-down.sh
 
-# tessera-term and tessera-portmap go next to tessera-agent: agent.term_path's
-# and agent.cni_portmap's defaults look there.
+# tessera-term, tessera-portmap and tessera-bridge go next to tessera-agent:
+# agent.term_path's, agent.cni_portmap's and agent.cni_bridge's defaults look there.
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/systemd/system $(DESTDIR)/etc/tessera
 	install -m 0755 $(SERVICE_BINS) $(CLI_BIN) $(DESTDIR)$(PREFIX)/bin/
-	install -m 0755 $(TERM_BIN) $(PORTMAP_BIN) $(DESTDIR)$(PREFIX)/bin/
+	install -m 0755 $(TERM_BIN) $(PORTMAP_BIN) $(BRIDGE_BIN) $(DESTDIR)$(PREFIX)/bin/
 	for u in deploy/systemd/*.service deploy/systemd/*.target; do \
 	  sed 's|@BINDIR@|$(PREFIX)/bin|g' $$u > $(DESTDIR)$(PREFIX)/lib/systemd/system/$$(basename $$u); \
 	  chmod 0644 $(DESTDIR)$(PREFIX)/lib/systemd/system/$$(basename $$u); done
@@ -450,8 +450,9 @@ bench-session: $(SERVICE_BINS)
 # it is exec'd on every kernel start and destroy, and every shared library
 # adds to its start-up. tests/unit/test_portmap_*.c link its modules.
 PORTMAP_BIN     := $(BUILD)/bin/tessera-portmap
+CNIP_OBJ        := $(BUILD)/obj/services/agent/cni-common/cnip.o
 PORTMAP_MOD_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out %/main.c,$(wildcard services/agent/cni-portmap/*.c))) \
-                   $(BUILD)/obj/services/agent/exec.o
+                   $(BUILD)/obj/services/agent/exec.o $(CNIP_OBJ)
 PORTMAP_LIBS     = $(shell pkg-config --libs jansson 2>/dev/null)
 $(PORTMAP_BIN): $(BUILD)/obj/services/agent/cni-portmap/main.o $(PORTMAP_MOD_OBJ) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
@@ -471,6 +472,28 @@ all: $(PORTMAP_BIN)
 bench-portmap: $(PORTMAP_BIN)
 	@python3 bench/portmap/bench.py $(abspath $(PORTMAP_BIN))
 # ---- end tessera-portmap ---------------------------------------------------------
+
+# ---- tessera-bridge ----------------------------------------------------------------
+# services/agent/cni-bridge/*.c -> $(BUILD)/bin/tessera-bridge: the agent's CNI
+# plugin that puts a kernel on the network's bridge (docs/agent.md,
+# "Networking"), installed next to tessera-agent, where agent.cni_bridge's
+# default finds it. Like tessera-portmap it links libcommon's archive and
+# jansson only. tests/unit/test_bridge_*.c link its modules.
+BRIDGE_BIN     := $(BUILD)/bin/tessera-bridge
+BRIDGE_MOD_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out %/main.c,$(wildcard services/agent/cni-bridge/*.c))) \
+                  $(CNIP_OBJ)
+$(BRIDGE_BIN): $(BUILD)/obj/services/agent/cni-bridge/main.o $(BRIDGE_MOD_OBJ) $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(BUILD)/obj/services/agent/cni-bridge/main.o $(BRIDGE_MOD_OBJ) \
+	  $(COMMON_LIB) $(PORTMAP_LIBS)
+$(BUILD)/tests/test_bridge_%: $(BUILD)/obj/tests/unit/test_bridge_%.o $(BRIDGE_MOD_OBJ) $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(BRIDGE_MOD_OBJ) $(COMMON_LIB) $(LDLIBS) -lcmocka
+$(BUILD)/tests/test_agent_runtime: | $(BRIDGE_BIN)
+all: $(BRIDGE_BIN)
+# ---- end tessera-bridge ------------------------------------------------------------
 
 # ---- bench-wsproxy ---------------------------------------------------------------
 # tessera-term (issue 8, part 4): the built-in terminal app the agent mounts into

@@ -41,6 +41,7 @@ struct agent {
     gpu_host gpu;
     char *term_path;   /* tessera-term on this host, or NULL (no ttyd) */
     char *cni_portmap; /* the CNI port plugin (agent.cni_portmap) */
+    char *cni_bridge;  /* the CNI bridge plugin (agent.cni_bridge) */
     heartbeat *hb;
     kbus_consumer *consumer;
     atomic_bool started;
@@ -304,15 +305,20 @@ bool agent_start(svc *s, ts_err *err)
     int lo = 0, hi = 0;
     if (!_port_range(c->port_range, &lo, &hi, err)) return false;
     /* every kernel publishes at least the ttyd port: no port plugin, no kernels */
-    a->cni_portmap = cni_portmap_locate(c->cni_portmap, c->cni_bin_dir, err);
+    a->cni_portmap = cni_plugin_locate("agent.cni_portmap", c->cni_portmap, "tessera-portmap",
+                                       c->cni_bin_dir, err);
     if (!a->cni_portmap) return false;
-    TLOG_INFO("CNI port plugin", "cni_portmap=%s", a->cni_portmap);
+    a->cni_bridge = cni_plugin_locate("agent.cni_bridge", c->cni_bridge, "tessera-bridge",
+                                      c->cni_bin_dir, err);
+    if (!a->cni_bridge) return false;
+    TLOG_INFO("CNI plugins", "cni_bridge=%s cni_portmap=%s", a->cni_bridge, a->cni_portmap);
     runtime_opts ro = {.state_dir = c->state_dir,
                        .runc_path = c->runc,
                        .cni_bin_dir = c->cni_bin_dir,
                        .cni_network = c->cni_network,
                        .cni_subnet = c->cni_subnet,
                        .cni_portmap = a->cni_portmap,
+                       .cni_bridge = a->cni_bridge,
                        .port_pool_start = lo,
                        .port_pool_end = hi,
                        .log_cap_bytes = c->log_cap};
@@ -493,6 +499,7 @@ void agent_stop(svc *s)
     gpu_host_free(&a->gpu);
     free(a->term_path);
     free(a->cni_portmap);
+    free(a->cni_bridge);
     for (char **h = a->insecure; h && *h; h++)
         free(*h);
     free(a->insecure);

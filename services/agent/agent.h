@@ -19,6 +19,7 @@ typedef struct agent_config {
     const char *cni_network;
     const char *cni_subnet;
     const char *cni_portmap;         /* "tessera-portmap", "portmap" (in cni_bin_dir) or a path */
+    const char *cni_bridge;          /* "tessera-bridge", "bridge" (in cni_bin_dir) or a path */
     const char *port_range;          /* "30000-30999" */
     const char *insecure_registries; /* "host:port,host:port" reached over plain HTTP */
     const char *registry_auth_file;  /* Docker-style config.json, or "" */

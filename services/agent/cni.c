@@ -98,49 +98,50 @@ bool cni_netns_delete(const char *path, ts_err *err)
     return true;
 }
 
-static json_t *_bridge_conf(const cni_conf *c)
+/* The plugin's type: its file name. */
+static const char *_type_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+static json_t *_bridge_conf(const cni_conf *c, const char *plugin)
 {
     char *data = ts_asprintf("%s/networks", c->data_dir);
     json_t *j =
         json_pack("{s:s, s:s, s:s, s:s, s:b, s:b, s:b, s:{s:s, s:[[{s:s}]], s:[{s:s}], s:s}}",
-                  "cniVersion", "1.0.0", "name", c->network, "type", "bridge", "bridge", c->network,
+                  "cniVersion", "1.0.0", "name", c->network, "type", _type_of(plugin), "bridge", c->network,
                   "isGateway", 1, "ipMasq", 0, "hairpinMode", 1, "ipam", "type", "host-local",
                   "ranges", "subnet", c->subnet, "routes", "dst", "0.0.0.0/0", "dataDir", data);
     free(data);
     return j;
 }
 
-char *cni_portmap_locate(const char *plugin, const char *bin_dir, ts_err *err)
+char *cni_plugin_locate(const char *option, const char *plugin, const char *ours,
+                        const char *bin_dir, ts_err *err)
 {
     char *path;
-    if (!plugin || !*plugin || strcmp(plugin, "tessera-portmap") == 0) {
-        path = proc_sibling_path("tessera-portmap", err);
+    if (!plugin || !*plugin || strcmp(plugin, ours) == 0) {
+        path = proc_sibling_path(ours, err);
         if (!path) return NULL;
     } else if (plugin[0] == '/') {
         path = ts_strdup(plugin);
     } else if (!strchr(plugin, '/') && strcmp(plugin, ".") != 0 && strcmp(plugin, "..") != 0) {
         path = ts_asprintf("%s/%s", bin_dir, plugin);
     } else {
-        ts_err_set(err, "agent.cni_portmap '%s': a plugin name or an absolute path", plugin);
+        ts_err_set(err, "%s '%s': a plugin name or an absolute path", option, plugin);
         return NULL;
     }
     struct stat st;
     if (stat(path, &st) != 0) {
-        ts_err_set(err, "agent.cni_portmap: %s: %s", path, strerror(errno));
+        ts_err_set(err, "%s: %s: %s", option, path, strerror(errno));
     } else if (!S_ISREG(st.st_mode) || access(path, X_OK) != 0) {
-        ts_err_set(err, "agent.cni_portmap: %s is not an executable file", path);
+        ts_err_set(err, "%s: %s is not an executable file", option, path);
     } else {
         return path;
     }
     free(path);
     return NULL;
-}
-
-/* The plugin's type: its file name. */
-static const char *_type_of(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    return slash ? slash + 1 : path;
 }
 
 static json_t *_portmap_conf(const cni_conf *c, const char *plugin, const kernel_ports *ports,
@@ -293,13 +294,13 @@ bool cni_add(const cni_conf *c, const char *kernel_id, const char *netns, const 
 {
     *result = NULL;
     if (!_masq_once(c, err)) return false;
-    json_t *bc = _bridge_conf(c);
+    json_t *bc = _bridge_conf(c, c->bridge);
     char *res = NULL;
-    bool ok = _plugin(c, "bridge", "ADD", kernel_id, netns, bc, &res, err);
+    bool ok = _plugin(c, c->bridge, "ADD", kernel_id, netns, bc, &res, err);
     json_decref(bc);
     if (!ok) return false;
     if (!_parse_ip(res, ip, ip_size)) {
-        ts_err_set(err, "CNI bridge ADD: no IPv4 address in the result");
+        ts_err_set(err, "CNI %s ADD: no IPv4 address in the result", _type_of(c->bridge));
         ok = false;
     }
     if (ok && n_ports > 0) {
@@ -309,7 +310,7 @@ bool cni_add(const cni_conf *c, const char *kernel_id, const char *netns, const 
     }
     if (!ok) {
         ts_err dummy;
-        if (!cni_del(c, kernel_id, netns, ports, n_ports, res, NULL, &dummy)) { /* best effort */
+        if (!cni_del(c, kernel_id, netns, ports, n_ports, res, NULL, NULL, &dummy)) { /* best effort */
         }
         free(res);
         return false;
@@ -319,7 +320,8 @@ bool cni_add(const cni_conf *c, const char *kernel_id, const char *netns, const 
 }
 
 bool cni_del(const cni_conf *c, const char *kernel_id, const char *netns, const kernel_ports *ports,
-             int n_ports, const char *prev_result, const char *portmap, ts_err *err)
+             int n_ports, const char *prev_result, const char *bridge, const char *portmap,
+             ts_err *err)
 {
     bool ok = true;
     if (n_ports > 0) {
@@ -328,13 +330,14 @@ bool cni_del(const cni_conf *c, const char *kernel_id, const char *netns, const 
         if (!_plugin(c, pm, "DEL", kernel_id, netns, pc, NULL, err)) ok = false;
         json_decref(pc);
     }
-    json_t *bc = _bridge_conf(c);
+    const char *br = bridge && access(bridge, X_OK) == 0 ? bridge : c->bridge;
+    json_t *bc = _bridge_conf(c, br);
     if (prev_result) {
         json_t *p = json_loads(prev_result, 0, NULL);
         if (p) json_object_set_new(bc, "prevResult", p);
     }
     ts_err e2 = {{0}};
-    if (!_plugin(c, "bridge", "DEL", kernel_id, netns, bc, NULL, &e2)) {
+    if (!_plugin(c, br, "DEL", kernel_id, netns, bc, NULL, &e2)) {
         if (ok) *err = e2;
         ok = false;
     }

@@ -6,9 +6,11 @@
  * CNI_CONTAINERID = kernel id, CNI_NETNS, CNI_IFNAME=eth0, CNI_PATH, the
  * network config on stdin, cniVersion 1.0.0, which Debian's plugins 1.1.1
  * speak):
- *   bridge  (Debian's, from bin_dir: bridge = the network name, isGateway,
- *            hairpinMode, host-local IPAM over the configured subnet, state
- *            in <state>/cni/networks)
+ *   the bridge plugin (agent.cni_bridge: tessera-bridge, ours, by default,
+ *            or Debian's bridge with host-local): bridge = the network name,
+ *            isGateway, hairpinMode, host-local IPAM over the configured
+ *            subnet, leases in <state>/cni/networks (both plugins keep them
+ *            the same way)
  *   the port plugin (agent.cni_portmap: tessera-portmap, ours, by default,
  *            or Debian's portmap): portMappings for the service ports, snat
  *            so 127.0.0.1 works; only when there are ports
@@ -24,15 +26,18 @@ typedef struct cni_conf {
     const char *network;  /* network and bridge name */
     const char *subnet;   /* host-local pool */
     const char *data_dir; /* <state>/cni */
-    const char *portmap;  /* path of the port plugin (cni_portmap_locate) */
+    const char *portmap;  /* path of the port plugin (cni_plugin_locate) */
+    const char *bridge;   /* path of the bridge plugin (cni_plugin_locate) */
 } cni_conf;
 
-/* The port plugin agent.cni_portmap names: "tessera-portmap" is the one
- * installed beside the agent (build/bin in the dev stack, $(PREFIX)/bin
- * after `make install`); another plain name is that plugin in bin_dir
- * ("portmap": Debian's); an absolute path is that file. Heap path of an
- * executable file, or NULL with err set. */
-char *cni_portmap_locate(const char *plugin, const char *bin_dir, ts_err *err);
+/* The plugin an option (agent.cni_portmap, agent.cni_bridge) names: ours
+ * ("tessera-portmap", "tessera-bridge", or empty) is the one installed beside
+ * the agent (build/bin in the dev stack, $(PREFIX)/bin after `make
+ * install`); another plain name is that plugin in bin_dir ("portmap",
+ * "bridge": Debian's); an absolute path is that file. Heap path of an
+ * executable file, or NULL with err set (naming the option). */
+char *cni_plugin_locate(const char *option, const char *plugin, const char *ours,
+                        const char *bin_dir, ts_err *err);
 
 /* /run/netns/tessera-<kernel_id> */
 void cni_netns_path(const char *kernel_id, char *buf, size_t size);
@@ -48,10 +53,12 @@ bool cni_add(const cni_conf *c, const char *kernel_id, const char *netns, const 
  * masquerades the subnet's outbound traffic (the bridge runs with ipMasq off);
  * cni_masq_remove deletes it (when the network's bridge goes). */
 void cni_masq_remove(const char *network, const char *subnet);
-/* DEL (idempotent); prev_result may be NULL. portmap: the port plugin the
- * ADD ran (a kernel may outlive a change of agent.cni_portmap, and only
- * that plugin finds its rules), or NULL or no longer there: c->portmap. */
+/* DEL (idempotent); prev_result may be NULL. bridge, portmap: the plugins the
+ * ADD ran (a kernel may outlive a change of agent.cni_bridge or
+ * agent.cni_portmap, and only that port plugin finds its rules), or NULL or
+ * no longer there: c->bridge, c->portmap. */
 bool cni_del(const cni_conf *c, const char *kernel_id, const char *netns, const kernel_ports *ports,
-             int n_ports, const char *prev_result, const char *portmap, ts_err *err) TS_MUST_CHECK;
+             int n_ports, const char *prev_result, const char *bridge, const char *portmap,
+             ts_err *err) TS_MUST_CHECK;
 
 #endif

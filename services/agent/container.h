@@ -23,6 +23,7 @@ typedef struct runtime_opts {
     const char *cni_network; /* bridge name / network name, e.g. "tessera0" */
     const char *cni_subnet;  /* "10.88.0.0/16"-style pool for host-local */
     const char *cni_portmap; /* path of the port plugin; NULL: <cni_bin_dir>/portmap */
+    const char *cni_bridge;  /* path of the bridge plugin; NULL: <cni_bin_dir>/bridge */
     int port_pool_start;     /* host ports for services: [start, end] */
     int port_pool_end;
     int64_t log_cap_bytes; /* per kernel */

@@ -11,7 +11,7 @@
 #endif
 
 static char *id, *resource_group, *state_dir, *runc_path, *cni_bin_dir, *cni_network, *cni_subnet,
-    *cni_portmap, *port_range, *insecure_registries, *registry_auth_file, *advertise_addr,
+    *cni_portmap, *cni_bridge, *port_range, *insecure_registries, *registry_auth_file, *advertise_addr,
     *cuda_shim_path, *cuda_driver_libs, *term_path;
 static int64_t log_cap, heartbeat_interval_ms, mock_gpus, mock_gpu_memory, max_parallel_pulls,
     pull_retries, pull_timeout_ms, mem, mem_reserve, shm, destroy_grace_ms, exited_retention_ms,
@@ -31,11 +31,15 @@ static const cfg_option agent_options[] = {
     {"agent.runc", CFG_STRING, &runc_path, "runc", 0, 0, NULL, false, NULL,
      "OCI runtime binary (runc; a name is looked up in PATH)"},
     {"agent.cni_bin_dir", CFG_STRING, &cni_bin_dir, "/usr/lib/cni", 0, 0, NULL, false, NULL,
-     "directory of Debian's CNI plugins (bridge, host-local; portmap when agent.cni_portmap says)"},
+     "directory of Debian's CNI plugins (bridge and host-local when agent.cni_bridge says, portmap "
+     "when agent.cni_portmap says)"},
     {"agent.cni_network", CFG_STRING, &cni_network, "tessera0", 0, 0, NULL, false, NULL,
      "CNI network and bridge name (at most 15 characters)"},
     {"agent.cni_subnet", CFG_STRING, &cni_subnet, "10.88.0.0/16", 0, 0, NULL, false, NULL,
      "subnet the kernels' addresses come from (host-local IPAM)"},
+    {"agent.cni_bridge", CFG_STRING, &cni_bridge, "tessera-bridge", 0, 0, NULL, false, NULL,
+     "CNI plugin attaching kernels to the bridge: tessera-bridge (beside tessera-agent), bridge "
+     "(Debian's, with host-local, in agent.cni_bin_dir), or an absolute path"},
     {"agent.cni_portmap", CFG_STRING, &cni_portmap, "tessera-portmap", 0, 0, NULL, false, NULL,
      "CNI plugin publishing service ports: tessera-portmap (beside tessera-agent), portmap "
      "(Debian's, in agent.cni_bin_dir), or an absolute path"},
@@ -103,6 +107,7 @@ static bool agent_routes(svc *s, ts_err *err)
         .cni_network = cni_network,
         .cni_subnet = cni_subnet,
         .cni_portmap = cni_portmap,
+        .cni_bridge = cni_bridge,
         .port_range = port_range,
         .insecure_registries = insecure_registries,
         .registry_auth_file = registry_auth_file,

@@ -49,7 +49,7 @@
 
 struct runtime {
     char *state_dir, *kernels_dir, *runc, *cni_bin, *cni_net, *cni_subnet, *cni_data, *cni_portmap,
-        *cni_portmap_legacy;
+        *cni_portmap_legacy, *cni_bridge, *cni_bridge_legacy;
     int64_t log_cap;
     port_pool *ports;
     cni_conf cni;
@@ -160,6 +160,7 @@ typedef struct kstate {
     int n_ports;
     char *cni_result;  /* heap or NULL */
     char portmap[512]; /* the port plugin the kernel's CNI ADD ran */
+    char bridge[512];  /* the bridge plugin the kernel's CNI ADD ran */
     pid_t init_pid, sup_pid;
     unsigned long long sup_start;
     bool batch;
@@ -180,6 +181,7 @@ static bool _state_save(runtime *rt, const char *id, const kernel_spec *spec, co
                           s->batch, "updated_at", (json_int_t)ts_now_wall_ms());
     json_object_set_new(j, "keepalive", json_boolean(s->keepalive));
     json_object_set_new(j, "cni_portmap", json_string(s->portmap));
+    json_object_set_new(j, "cni_bridge", json_string(s->bridge));
     if (s->cni_result) json_object_set_new(j, "cni_result", json_loads(s->cni_result, 0, NULL));
     char *text = json_dumps(j, JSON_COMPACT);
     json_decref(j);
@@ -216,6 +218,10 @@ static bool _state_load(runtime *rt, const char *id, kstate *s)
     ts_strlcpy(s->portmap,
                json_string_value(json_object_get(j, "cni_portmap")) ?: rt->cni_portmap_legacy,
                sizeof(s->portmap));
+    /* no key: written before agent.cni_bridge, by an agent that ran Debian's */
+    ts_strlcpy(s->bridge,
+               json_string_value(json_object_get(j, "cni_bridge")) ?: rt->cni_bridge_legacy,
+               sizeof(s->bridge));
     s->init_pid = (pid_t)json_integer_value(json_object_get(j, "init_pid"));
     s->sup_pid = (pid_t)json_integer_value(json_object_get(j, "supervisor_pid"));
     s->sup_start = (unsigned long long)json_integer_value(json_object_get(j, "supervisor_start"));
@@ -247,12 +253,16 @@ runtime *runtime_new(const runtime_opts *opts, ts_err *err)
     rt->cni_portmap_legacy = ts_asprintf("%s/portmap", rt->cni_bin);
     rt->cni_portmap = ts_strdup(opts->cni_portmap && *opts->cni_portmap ? opts->cni_portmap
                                                                         : rt->cni_portmap_legacy);
+    rt->cni_bridge_legacy = ts_asprintf("%s/bridge", rt->cni_bin);
+    rt->cni_bridge = ts_strdup(opts->cni_bridge && *opts->cni_bridge ? opts->cni_bridge
+                                                                      : rt->cni_bridge_legacy);
     rt->log_cap = opts->log_cap_bytes > 0 ? opts->log_cap_bytes : (10LL << 20);
     rt->cni = (cni_conf){.bin_dir = rt->cni_bin,
                          .network = rt->cni_net,
                          .subnet = rt->cni_subnet,
                          .data_dir = rt->cni_data,
-                         .portmap = rt->cni_portmap};
+                         .portmap = rt->cni_portmap,
+                         .bridge = rt->cni_bridge};
     bool ok = true;
     const char *dirs[] = {rt->state_dir, rt->kernels_dir, rt->cni_data};
     for (size_t i = 0; ok && i < TS_ARRAY_LEN(dirs); i++) {
@@ -288,6 +298,8 @@ void runtime_free(runtime *rt)
     free(rt->cni_data);
     free(rt->cni_portmap);
     free(rt->cni_portmap_legacy);
+    free(rt->cni_bridge);
+    free(rt->cni_bridge_legacy);
     free(rt);
 }
 
@@ -711,6 +723,7 @@ bool runtime_start(runtime *rt, const kernel_spec *spec, kernel_status *out, ts_
     st.batch = spec->batch;
     st.keepalive = bundle_uses_keepalive(spec);
     ts_strlcpy(st.portmap, rt->cni_portmap, sizeof(st.portmap));
+    ts_strlcpy(st.bridge, rt->cni_bridge, sizeof(st.bridge));
     bool ok = true;
     char rel[128], netns[256], path[1024];
     _cg_rel(id, rel, sizeof(rel));
@@ -1023,10 +1036,11 @@ static bool _teardown(runtime *rt, const char *id, int grace_ms, ts_err *err)
     struct stat sb;
     bool netns_exists = stat(netns, &sb) == 0;
     if (have && (st.cni_result || netns_exists)) {
-        if (!cni_del(&rt->cni, id, netns, st.ports, st.n_ports, st.cni_result, st.portmap, &e))
+        if (!cni_del(&rt->cni, id, netns, st.ports, st.n_ports, st.cni_result, st.bridge,
+                     st.portmap, &e))
             NOTE("%s", e.msg);
     } else if (netns_exists) {
-        if (!cni_del(&rt->cni, id, netns, NULL, 0, NULL, NULL, &e)) NOTE("%s", e.msg);
+        if (!cni_del(&rt->cni, id, netns, NULL, 0, NULL, NULL, NULL, &e)) NOTE("%s", e.msg);
     }
     if (!cni_netns_delete(netns, &e)) NOTE("%s", e.msg);
     t_net = ts_now_mono_us();

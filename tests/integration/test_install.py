@@ -25,9 +25,14 @@ def test_make_install_into_destdir(bin_dir, tmp_path):
     portmap = tmp_path / "usr/bin/tessera-portmap"
     assert portmap.is_file() and os.access(portmap, os.X_OK), portmap
     assert b"ELF" in portmap.read_bytes()[:4]
+    # and tessera-bridge, where agent.cni_bridge's default looks
+    bridge = tmp_path / "usr/bin/tessera-bridge"
+    assert bridge.is_file() and os.access(bridge, os.X_OK), bridge
+    assert b"ELF" in bridge.read_bytes()[:4]
     agent_conf = (tmp_path / "etc/tessera/agent.conf").read_text()
     assert "term_path = \"\"" in agent_conf  # agent.term_path, at its default
     assert "cni_portmap = \"tessera-portmap\"" in agent_conf
+    assert "cni_bridge = \"tessera-bridge\"" in agent_conf
     for svc in SERVICES:
         unit = (tmp_path / "usr/lib/systemd/system" / f"tessera-{svc}.service").read_text()
         assert f"ExecStart=/usr/bin/tessera-{svc} --config /etc/tessera/{svc}.conf" in unit

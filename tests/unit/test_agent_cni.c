@@ -1,7 +1,7 @@
 /* test_agent_cni.c: services/agent/cni.c without root: agent.cni_portmap
- * names the port plugin (tessera-portmap beside the agent, a plugin in
+ * and agent.cni_bridge name a plugin (ours beside the agent, a plugin in
  * agent.cni_bin_dir, or an absolute path), and anything else, or a file that
- * is not an executable, is refused with the reason. (The plugins themselves
+ * is not an executable, is refused with the reason and the option. (The plugins themselves
  * run in test_agent_runtime.c and tests/integration/test_portmap.py.) */
 #include "services/agent/cni.h"
 
@@ -19,7 +19,7 @@
 static void refused(const char *plugin, const char *bin_dir, const char *says)
 {
     ts_err err = {{0}};
-    char *got = cni_portmap_locate(plugin, bin_dir, &err);
+    char *got = cni_plugin_locate("agent.cni_portmap", plugin, "tessera-portmap", bin_dir, &err);
     if (got) fail_msg("'%s' accepted as %s", plugin, got);
     if (!strstr(err.msg, says)) fail_msg("'%s' does not say '%s'", err.msg, says);
 }
@@ -42,12 +42,12 @@ static void test_portmap_locate(void **state)
     chmod(plain, 0644);
     ts_err err = {{0}};
     /* a plain name: that plugin in the bin dir */
-    char *got = cni_portmap_locate("myportmap", dir, &err);
+    char *got = cni_plugin_locate("agent.cni_portmap", "myportmap", "tessera-portmap", dir, &err);
     assert_non_null(got);
     assert_string_equal(got, exe);
     free(got);
     /* an absolute path: that file */
-    got = cni_portmap_locate(exe, "/nowhere", &err);
+    got = cni_plugin_locate("agent.cni_portmap", exe, "tessera-portmap", "/nowhere", &err);
     assert_non_null(got);
     assert_string_equal(got, exe);
     free(got);
@@ -62,6 +62,16 @@ static void test_portmap_locate(void **state)
      * there is none (build/tests) */
     refused("tessera-portmap", dir, "/tests/tessera-portmap");
     refused("", dir, "/tests/tessera-portmap");
+    /* the option in the message, and the bridge plugin's own default */
+    refused("nosuch", dir, "agent.cni_portmap: ");
+    ts_err e2 = {{0}};
+    assert_null(cni_plugin_locate("agent.cni_bridge", "", "tessera-bridge", dir, &e2));
+    assert_non_null(strstr(e2.msg, "agent.cni_bridge: "));
+    assert_non_null(strstr(e2.msg, "/tests/tessera-bridge"));
+    got = cni_plugin_locate("agent.cni_bridge", "myportmap", "tessera-bridge", dir, &e2);
+    assert_non_null(got);
+    assert_string_equal(got, exe);
+    free(got);
     unlink(exe);
     unlink(plain);
     rmdir(dir);

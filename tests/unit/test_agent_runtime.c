@@ -50,6 +50,7 @@ static char g_state[300];
 static const char *g_skip; /* why the runtime tests cannot run here */
 static runtime *g_rt;
 static char *g_portmap; /* build/bin/tessera-portmap, the port plugin g_rt runs */
+static char *g_bridge;  /* build/bin/tessera-bridge, its bridge plugin */
 static image_info g_img;
 static char *g_layers[1];
 
@@ -111,6 +112,8 @@ static const char *why_skip(void)
     if (access("/usr/lib/cni/bridge", X_OK) != 0) return "no CNI plugins in /usr/lib/cni";
     g_portmap = proc_sibling_path("../bin/tessera-portmap", NULL);
     if (!g_portmap || access(g_portmap, X_OK) != 0) return "no ../bin/tessera-portmap (make)";
+    g_bridge = proc_sibling_path("../bin/tessera-bridge", NULL);
+    if (!g_bridge || access(g_bridge, X_OK) != 0) return "no ../bin/tessera-bridge (make)";
     return NULL;
 }
 
@@ -133,6 +136,7 @@ static int group_setup(void **state)
                       .cni_network = "tstest0",
                       .cni_subnet = "10.213.77.0/24",
                       .cni_portmap = g_portmap,
+                      .cni_bridge = g_bridge,
                       .port_pool_start = PORT_START,
                       .port_pool_end = PORT_END,
                       .log_cap_bytes = LOG_CAP};
@@ -157,6 +161,7 @@ static int group_teardown(void **state)
     (void)state;
     if (g_rt) runtime_free(g_rt);
     free(g_portmap);
+    free(g_bridge);
     /* the network's outbound NAT rule (cni.c) must be there, once, and go */
     if (!g_skip) {
         assert_int_equal(sh("iptables -w -t nat -S POSTROUTING | grep -c 'tessera:tstest0' | "
@@ -248,6 +253,8 @@ static void assert_no_leftovers(const char *id)
         fail_msg("iptables rules for %s remain", id);
     if (sh("ps -eo args | grep -v grep | grep -q %s", id) == 0)
         fail_msg("a process of %s remains", id);
+    if (sh("grep -rqs %s %s/cni/networks", id, g_state) == 0)
+        fail_msg("an address lease of %s remains", id);
     kernel_status st;
     ts_err err = {{0}};
     assert_true(runtime_status(g_rt, id, &st, &err));
@@ -595,7 +602,8 @@ static void test_service_port(void **state)
     (void)owner;
 }
 
-/* A runtime whose port plugin is Debian's portmap (agent.cni_portmap = portmap). */
+/* A runtime whose plugins are Debian's bridge and portmap (agent.cni_bridge =
+ * bridge, agent.cni_portmap = portmap). */
 static runtime *debian_portmap_runtime(void)
 {
     runtime_opts o = {.state_dir = g_state,
@@ -612,10 +620,13 @@ static runtime *debian_portmap_runtime(void)
     return rt;
 }
 
-/* Kernels whose ports Debian's portmap published (an agent set to portmap,
- * or one from before agent.cni_portmap, whose state.json does not name the
- * plugin), destroyed by an agent running tessera-portmap: DEL runs the
- * plugin the ADD ran, so none of their rules is left. */
+/* Kernels networked by Debian's bridge (with host-local) and portmap (an
+ * agent set to them, or one from before agent.cni_bridge and
+ * agent.cni_portmap, whose state.json does not name the plugins), beside a
+ * kernel of tessera-bridge on the same network, destroyed by an agent
+ * running tessera-bridge and tessera-portmap: host-local sees
+ * tessera-bridge's lease (no address is handed out twice), and DEL runs the
+ * plugins the ADD ran, so none of their rules or leases is left. */
 static void test_port_plugin_switch(void **state)
 {
     (void)state;
@@ -624,6 +635,11 @@ static void test_port_plugin_switch(void **state)
         fprintf(stderr, "skipped: no /usr/lib/cni/portmap\n");
         skip();
     }
+    char ours[TS_UUID_STRLEN];
+    new_id(ours);
+    kernel_spec os = base_spec(ours);
+    kernel_status ost;
+    start_ok(&os, &ost);
     runtime *deb = debian_portmap_runtime();
     int ports[] = {8080};
     char ids[2][TS_UUID_STRLEN];
@@ -635,6 +651,7 @@ static void test_port_plugin_switch(void **state)
         kernel_status st;
         ts_err err = {{0}};
         if (!runtime_start(deb, &s, &st, &err)) fail_msg("start: %s", err.msg);
+        if (strcmp(st.ip, ost.ip) == 0) fail_msg("%s handed out twice", st.ip);
         if (sh("iptables-save -t nat | grep -q 'CNI-HOSTPORT-DNAT.*%s'", ids[k]) != 0)
             fail_msg("no portmap rule for %s", ids[k]);
         char path[512];
@@ -643,17 +660,22 @@ static void test_port_plugin_switch(void **state)
         assert_non_null(j);
         assert_string_equal(json_string_value(json_object_get(j, "cni_portmap")),
                             "/usr/lib/cni/portmap");
+        assert_string_equal(json_string_value(json_object_get(j, "cni_bridge")),
+                            "/usr/lib/cni/bridge");
         if (k == 1) { /* as an older agent wrote it */
             json_object_del(j, "cni_portmap");
+            json_object_del(j, "cni_bridge");
             assert_int_equal(json_dump_file(j, path, 0), 0);
         }
         json_decref(j);
     }
     runtime_free(deb);
     for (int k = 0; k < 2; k++) {
-        destroy_ok(ids[k]); /* g_rt: tessera-portmap */
+        destroy_ok(ids[k]); /* g_rt: tessera-bridge, tessera-portmap */
         assert_no_leftovers(ids[k]);
     }
+    destroy_ok(ours);
+    assert_no_leftovers(ours);
 }
 
 static void test_bad_input(void **state)

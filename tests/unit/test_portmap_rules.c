@@ -26,8 +26,8 @@ static pm_conf conf(const char *maps, bool snat)
                           "{\"address\":\"10.231.9.2/24\"}]}}",
                           snat ? "true" : "false", maps);
     pm_conf c;
-    pm_error e;
-    if (!pm_conf_parse(t, strlen(t), PM_ADD, &c, &e)) fail_msg("%s: %s", e.msg, e.details);
+    cnip_error e;
+    if (!pm_conf_parse(t, strlen(t), CNIP_ADD, &c, &e)) fail_msg("%s: %s", e.msg, e.details);
     free(t);
     return c;
 }
@@ -320,7 +320,7 @@ static void check_without(const char *drop, const char *want)
     pm_table t = table(save);
     free(save);
     pm_conf c = conf("[{\"hostPort\":39555,\"containerPort\":8080}]", true);
-    pm_error e = {0};
+    cnip_error e = {0};
     bool ok = pm_plan_check(&c, CID, &t, &e);
     if (!want) {
         if (!ok) fail_msg("CHECK failed: %s", e.details);
@@ -353,7 +353,7 @@ static void test_check(void **state)
     pm_table t = table(save);
     free(save);
     pm_conf c = conf("[{\"hostPort\":39555,\"containerPort\":8081}]", true);
-    pm_error e = {0};
+    cnip_error e = {0};
     assert_false(pm_plan_check(&c, CID, &t, &e));
     assert_non_null(strstr(e.details, "DNAT rule"));
     pm_conf_free(&c);

@@ -19,112 +19,38 @@
 #include "services/agent/cni-portmap/pm_host.h"
 #include "services/agent/cni-portmap/pm_rules.h"
 
-#define STDIN_MAX (4u << 20)
-
-static int _fail(const char *version, const pm_error *e)
-{
-    json_t *j = json_pack("{s:s, s:i, s:s, s:s}", "cniVersion", version ? version : "1.0.0", "code",
-                          e->code, "msg", e->msg, "details", e->details);
-    json_dumpf(j, stdout, JSON_COMPACT);
-    fputc('\n', stdout);
-    json_decref(j);
-    return 1;
-}
-
-static int _version(void)
-{
-    json_t *v = json_array();
-    for (int i = 0; pm_supported_versions[i]; i++)
-        json_array_append_new(v, json_string(pm_supported_versions[i]));
-    json_t *j = json_pack("{s:s, s:o}", "cniVersion", "1.0.0", "supportedVersions", v);
-    json_dumpf(j, stdout, JSON_COMPACT);
-    fputc('\n', stdout);
-    json_decref(j);
-    return 0;
-}
-
-static char *_read_stdin(size_t *len, pm_error *e)
-{
-    size_t cap = 8192, n = 0;
-    char *buf = ts_malloc(cap);
-    for (;;) {
-        if (n == cap) {
-            if (cap >= STDIN_MAX) {
-                pm_error_set(e, PM_E_IO, "network configuration too large", "over %u bytes",
-                             STDIN_MAX);
-                free(buf);
-                return NULL;
-            }
-            cap *= 2;
-            buf = ts_realloc(buf, cap);
-        }
-        ssize_t r = read(0, buf + n, cap - n);
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) {
-            pm_error_set(e, PM_E_IO, "cannot read the network configuration", "stdin: %s",
-                         strerror(errno));
-            free(buf);
-            return NULL;
-        }
-        if (r == 0) break;
-        n += (size_t)r;
-    }
-    *len = n;
-    return buf;
-}
-
-static bool _env(pm_cmd cmd, const char **cid, pm_error *e)
-{
-    *cid = getenv("CNI_CONTAINERID");
-    const char *netns = getenv("CNI_NETNS"), *ifname = getenv("CNI_IFNAME");
-    if (!*cid || !**cid) {
-        pm_error_set(e, PM_E_ENV, "invalid environment", "CNI_CONTAINERID is not set");
-    } else if (!pm_valid_name(*cid, PM_MAX_ID)) {
-        pm_error_set(e, PM_E_ENV, "invalid environment",
-                     "CNI_CONTAINERID %.80s: want letters, digits, '_', '.', '-' (at most %d)",
-                     *cid, PM_MAX_ID);
-    } else if (!ifname || !*ifname) {
-        pm_error_set(e, PM_E_ENV, "invalid environment", "CNI_IFNAME is not set");
-    } else if (cmd != PM_DEL && (!netns || !*netns)) {
-        pm_error_set(e, PM_E_ENV, "invalid environment", "CNI_NETNS is not set");
-    } else {
-        return true;
-    }
-    return false;
-}
-
 /* Under the lock: read the nat table; *t parsed. */
-static bool _load(pm_table *t, pm_error *e)
+static bool _load(pm_table *t, cnip_error *e)
 {
     char *save = NULL;
     ts_err err = {{0}};
     if (!pm_ipt_save(&save, &err)) {
-        pm_error_set(e, PM_E_IPTABLES, "cannot read the nat table", "%s", err.msg);
+        cnip_error_set(e, PM_E_IPTABLES, "cannot read the nat table", "%s", err.msg);
         return false;
     }
     bool ok = pm_table_parse(save, t, &err);
-    if (!ok) pm_error_set(e, PM_E_IPTABLES, "cannot read the nat table", "%s", err.msg);
+    if (!ok) cnip_error_set(e, PM_E_IPTABLES, "cannot read the nat table", "%s", err.msg);
     free(save);
     return ok;
 }
 
-static bool _apply(const char *rules, pm_error *e)
+static bool _apply(const char *rules, cnip_error *e)
 {
     ts_err err = {{0}};
     if (pm_ipt_restore(rules, &err)) return true;
-    pm_error_set(e, PM_E_IPTABLES, "cannot apply the port mapping rules", "%s", err.msg);
+    cnip_error_set(e, PM_E_IPTABLES, "cannot apply the port mapping rules", "%s", err.msg);
     return false;
 }
 
 /* Under the host's lock: read the nat table, plan ADD's or DEL's changes and
  * apply them in one iptables-restore (a DEL with nothing to remove applies
  * nothing). */
-static bool _change(bool add, const pm_conf *c, const char *cid, pm_error *e)
+static bool _change(bool add, const pm_conf *c, const char *cid, cnip_error *e)
 {
     ts_err err = {{0}};
     int lock = pm_lock(PM_LOCK_PATH, &err);
     if (lock < 0) {
-        pm_error_set(e, PM_E_IO, "cannot take the lock", "%s", err.msg);
+        cnip_error_set(e, CNIP_E_IO, "cannot take the lock", "%s", err.msg);
         return false;
     }
     pm_table t;
@@ -139,7 +65,7 @@ static bool _change(bool add, const pm_conf *c, const char *cid, pm_error *e)
     return ok;
 }
 
-static bool _add(const pm_conf *c, const char *cid, pm_error *e)
+static bool _add(const pm_conf *c, const char *cid, cnip_error *e)
 {
     if (c->n_maps == 0) return true;
     ts_err err = {{0}};
@@ -148,18 +74,18 @@ static bool _add(const pm_conf *c, const char *cid, pm_error *e)
      * without route_localnet the kernel drops it as a martian */
     if (c->snat && pm_route_iface(c->container_ip, ifname) &&
         !pm_route_localnet_set(ifname, &err)) {
-        pm_error_set(e, PM_E_IO, "cannot enable route_localnet", "%s", err.msg);
+        cnip_error_set(e, CNIP_E_IO, "cannot enable route_localnet", "%s", err.msg);
         return false;
     }
     return _change(true, c, cid, e);
 }
 
-static bool _del(const pm_conf *c, const char *cid, pm_error *e)
+static bool _del(const pm_conf *c, const char *cid, cnip_error *e)
 {
     return _change(false, c, cid, e);
 }
 
-static bool _check(const pm_conf *c, const char *cid, pm_error *e)
+static bool _check(const pm_conf *c, const char *cid, cnip_error *e)
 {
     if (c->n_maps == 0) return true;
     pm_table t;
@@ -168,7 +94,7 @@ static bool _check(const pm_conf *c, const char *cid, pm_error *e)
     pm_table_free(&t);
     char ifname[IF_NAMESIZE];
     if (ok && c->snat && pm_route_iface(c->container_ip, ifname) && !pm_route_localnet_on(ifname)) {
-        pm_error_set(e, PM_E_MISSING, "port mapping rules missing",
+        cnip_error_set(e, PM_E_MISSING, "port mapping rules missing",
                      "net.ipv4.conf.%s.route_localnet is not 1", ifname);
         ok = false;
     }
@@ -177,44 +103,29 @@ static bool _check(const pm_conf *c, const char *cid, pm_error *e)
 
 int main(void)
 {
-    pm_error e = {0};
-    const char *cmd_s = getenv("CNI_COMMAND");
-    pm_cmd cmd;
-    if (!cmd_s || !*cmd_s) {
-        pm_error_set(&e, PM_E_ENV, "invalid environment", "CNI_COMMAND is not set");
-        return _fail(NULL, &e);
-    } else if (strcmp(cmd_s, "ADD") == 0) {
-        cmd = PM_ADD;
-    } else if (strcmp(cmd_s, "DEL") == 0) {
-        cmd = PM_DEL;
-    } else if (strcmp(cmd_s, "CHECK") == 0) {
-        cmd = PM_CHECK;
-    } else if (strcmp(cmd_s, "VERSION") == 0) {
-        return _version();
-    } else {
-        pm_error_set(&e, PM_E_ENV, "invalid environment",
-                     "CNI_COMMAND %.40s: want ADD, DEL, CHECK or VERSION", cmd_s);
-        return _fail(NULL, &e);
-    }
-    const char *cid;
-    if (!_env(cmd, &cid, &e)) return _fail(NULL, &e);
+    cnip_error e = {0};
+    cnip_cmd cmd;
+    if (!cnip_command(&cmd, &e)) return cnip_fail(NULL, &e);
+    if (cmd == CNIP_VERSION) return cnip_version();
+    const char *cid, *netns, *ifname;
+    if (!cnip_env(cmd, &cid, &netns, &ifname, &e)) return cnip_fail(NULL, &e);
     size_t len = 0;
-    char *text = _read_stdin(&len, &e);
-    if (!text) return _fail(NULL, &e);
+    char *text = cnip_read_stdin(&len, &e);
+    if (!text) return cnip_fail(NULL, &e);
     pm_conf c;
     bool ok = pm_conf_parse(text, len, cmd, &c, &e);
     free(text);
-    if (!ok) return _fail(NULL, &e);
-    if (cmd == PM_ADD)
+    if (!ok) return cnip_fail(NULL, &e);
+    if (cmd == CNIP_ADD)
         ok = _add(&c, cid, &e);
-    else if (cmd == PM_DEL)
+    else if (cmd == CNIP_DEL)
         ok = _del(&c, cid, &e);
     else
         ok = _check(&c, cid, &e);
     int rc = 0;
     if (!ok) {
-        rc = _fail(c.cni_version, &e);
-    } else if (cmd == PM_ADD) {
+        rc = cnip_fail(c.cni_version, &e);
+    } else if (cmd == CNIP_ADD) {
         /* a chained plugin passes the previous result on, unchanged */
         json_dumpf(c.prev_result, stdout, JSON_COMPACT);
         fputc('\n', stdout);

@@ -2,56 +2,24 @@
 #include "services/agent/cni-portmap/pm_conf.h"
 
 #include <arpa/inet.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-const char *const pm_supported_versions[] = {"0.3.0", "0.3.1", "0.4.0", "1.0.0", NULL};
-
-void pm_error_set(pm_error *e, int code, const char *msg, const char *details_fmt, ...)
-{
-    if (!e) return;
-    e->code = code;
-    snprintf(e->msg, sizeof(e->msg), "%s", msg);
-    va_list ap;
-    va_start(ap, details_fmt);
-    vsnprintf(e->details, sizeof(e->details), details_fmt, ap);
-    va_end(ap);
-}
-
-bool pm_valid_name(const char *s, size_t max)
-{
-    if (!s || !*s || strlen(s) > max) return false;
-    for (const char *p = s; *p; p++) {
-        bool alnum =
-            (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9');
-        if (!alnum && (p == s || (*p != '_' && *p != '.' && *p != '-'))) return false;
-    }
-    return true;
-}
-
-static bool _version_ok(const char *v)
-{
-    for (int i = 0; pm_supported_versions[i]; i++)
-        if (strcmp(v, pm_supported_versions[i]) == 0) return true;
-    return false;
-}
-
 /* A port: a JSON integer in 1..65535. */
-static bool _port(json_t *m, const char *key, int i, int *out, pm_error *e)
+static bool _port(json_t *m, const char *key, int i, int *out, cnip_error *e)
 {
     json_t *v = json_object_get(m, key);
     if (!v) {
-        pm_error_set(e, PM_E_CONFIG, "invalid port mapping", "portMappings[%d]: %s is missing", i,
+        cnip_error_set(e, CNIP_E_CONFIG, "invalid port mapping", "portMappings[%d]: %s is missing", i,
                      key);
         return false;
     }
     json_int_t n = json_is_integer(v) ? json_integer_value(v) : 0;
     if (n < 1 || n > 65535) {
         char *t = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
-        pm_error_set(e, PM_E_CONFIG, "invalid port mapping",
+        cnip_error_set(e, CNIP_E_CONFIG, "invalid port mapping",
                      "portMappings[%d]: %s %.40s is not a port (1-65535)", i, key, t ? t : "?");
         free(t);
         return false;
@@ -61,12 +29,12 @@ static bool _port(json_t *m, const char *key, int i, int *out, pm_error *e)
 }
 
 /* One mapping; *skip when it is for IPv6 only (a v6 hostIP). */
-static bool _mapping(json_t *m, int i, pm_mapping *out, bool *skip, pm_error *e)
+static bool _mapping(json_t *m, int i, pm_mapping *out, bool *skip, cnip_error *e)
 {
     *skip = false;
     memset(out, 0, sizeof(*out));
     if (!json_is_object(m)) {
-        pm_error_set(e, PM_E_CONFIG, "invalid port mapping", "portMappings[%d] is not an object",
+        cnip_error_set(e, CNIP_E_CONFIG, "invalid port mapping", "portMappings[%d] is not an object",
                      i);
         return false;
     }
@@ -80,7 +48,7 @@ static bool _mapping(json_t *m, int i, pm_mapping *out, bool *skip, pm_error *e)
     } else if (proto && strcasecmp(proto, "udp") == 0) {
         out->proto = "udp";
     } else {
-        pm_error_set(e, PM_E_CONFIG, "invalid port mapping",
+        cnip_error_set(e, CNIP_E_CONFIG, "invalid port mapping",
                      "portMappings[%d]: protocol %.40s: only tcp and udp", i,
                      proto ? proto : "(not a string)");
         return false;
@@ -91,7 +59,7 @@ static bool _mapping(json_t *m, int i, pm_mapping *out, bool *skip, pm_error *e)
         struct in_addr a4;
         struct in6_addr a6;
         if (!ip) {
-            pm_error_set(e, PM_E_CONFIG, "invalid port mapping",
+            cnip_error_set(e, CNIP_E_CONFIG, "invalid port mapping",
                          "portMappings[%d]: hostIP is not a string", i);
             return false;
         }
@@ -100,7 +68,7 @@ static bool _mapping(json_t *m, int i, pm_mapping *out, bool *skip, pm_error *e)
         } else if (*ip && inet_pton(AF_INET6, ip, &a6) == 1) {
             *skip = true;
         } else if (*ip) {
-            pm_error_set(e, PM_E_CONFIG, "invalid port mapping",
+            cnip_error_set(e, CNIP_E_CONFIG, "invalid port mapping",
                          "portMappings[%d]: hostIP %.60s is not an IP address", i, ip);
             return false;
         }
@@ -108,24 +76,24 @@ static bool _mapping(json_t *m, int i, pm_mapping *out, bool *skip, pm_error *e)
     return true;
 }
 
-static bool _mappings(json_t *root, pm_conf *c, pm_error *e)
+static bool _mappings(json_t *root, pm_conf *c, cnip_error *e)
 {
     json_t *rc = json_object_get(root, "runtimeConfig");
     if (!rc || json_is_null(rc)) return true;
     if (!json_is_object(rc)) {
-        pm_error_set(e, PM_E_CONFIG, "invalid network config", "runtimeConfig is not an object");
+        cnip_error_set(e, CNIP_E_CONFIG, "invalid network config", "runtimeConfig is not an object");
         return false;
     }
     json_t *pm = json_object_get(rc, "portMappings");
     if (!pm || json_is_null(pm)) return true;
     if (!json_is_array(pm)) {
-        pm_error_set(e, PM_E_CONFIG, "invalid network config",
+        cnip_error_set(e, CNIP_E_CONFIG, "invalid network config",
                      "runtimeConfig.portMappings is not an array");
         return false;
     }
     size_t n = json_array_size(pm);
     if (n > PM_MAX_MAPPINGS) {
-        pm_error_set(e, PM_E_CONFIG, "invalid network config", "%zu port mappings: at most %d", n,
+        cnip_error_set(e, CNIP_E_CONFIG, "invalid network config", "%zu port mappings: at most %d", n,
                      PM_MAX_MAPPINGS);
         return false;
     }
@@ -138,7 +106,7 @@ static bool _mappings(json_t *root, pm_conf *c, pm_error *e)
         for (int k = 0; k < c->n_maps; k++) {
             if (c->maps[k].host_port == m.host_port && strcmp(c->maps[k].proto, m.proto) == 0 &&
                 strcmp(c->maps[k].host_ip, m.host_ip) == 0) {
-                pm_error_set(e, PM_E_CONFIG, "invalid port mapping",
+                cnip_error_set(e, CNIP_E_CONFIG, "invalid port mapping",
                              "portMappings[%zu]: host port %d/%s%s%s is mapped twice", i,
                              m.host_port, m.proto, m.host_ip[0] ? " on " : "", m.host_ip);
                 return false;
@@ -150,11 +118,11 @@ static bool _mappings(json_t *root, pm_conf *c, pm_error *e)
 }
 
 /* The first IPv4 address of prevResult.ips: the container's, and its network. */
-static bool _container_ip(json_t *prev, pm_conf *c, pm_error *e)
+static bool _container_ip(json_t *prev, pm_conf *c, cnip_error *e)
 {
     json_t *ips = json_object_get(prev, "ips");
     if (ips && !json_is_array(ips)) {
-        pm_error_set(e, PM_E_CONFIG, "invalid prevResult", "prevResult.ips is not an array");
+        cnip_error_set(e, CNIP_E_CONFIG, "invalid prevResult", "prevResult.ips is not an array");
         return false;
     }
     size_t i;
@@ -163,7 +131,7 @@ static bool _container_ip(json_t *prev, pm_conf *c, pm_error *e)
     {
         const char *a = json_string_value(json_object_get(v, "address"));
         if (!a) {
-            pm_error_set(e, PM_E_CONFIG, "invalid prevResult",
+            cnip_error_set(e, CNIP_E_CONFIG, "invalid prevResult",
                          "prevResult.ips[%zu].address is missing", i);
             return false;
         }
@@ -176,14 +144,14 @@ static bool _container_ip(json_t *prev, pm_conf *c, pm_error *e)
         char *end = NULL;
         if (slash) prefix = (int)strtol(slash + 1, &end, 10);
         if (n >= sizeof(ip) || (slash && (end == slash + 1 || *end || prefix < 0 || prefix > 32))) {
-            pm_error_set(e, PM_E_CONFIG, "invalid prevResult",
+            cnip_error_set(e, CNIP_E_CONFIG, "invalid prevResult",
                          "prevResult.ips[%zu].address %.60s is not an IPv4 address/prefix", i, a);
             return false;
         }
         memcpy(ip, a, n);
         ip[n] = '\0';
         if (inet_pton(AF_INET, ip, &in) != 1) {
-            pm_error_set(e, PM_E_CONFIG, "invalid prevResult",
+            cnip_error_set(e, CNIP_E_CONFIG, "invalid prevResult",
                          "prevResult.ips[%zu].address %.60s is not an IPv4 address/prefix", i, a);
             return false;
         }
@@ -198,14 +166,14 @@ static bool _container_ip(json_t *prev, pm_conf *c, pm_error *e)
     return true;
 }
 
-bool pm_conf_parse(const char *text, size_t len, pm_cmd cmd, pm_conf *c, pm_error *e)
+bool pm_conf_parse(const char *text, size_t len, cnip_cmd cmd, pm_conf *c, cnip_error *e)
 {
     memset(c, 0, sizeof(*c));
     c->snat = true;
     json_error_t jerr;
     json_t *root = json_loadb(text, len, 0, &jerr);
     if (!root || !json_is_object(root)) {
-        pm_error_set(e, PM_E_DECODE, "failed to decode the network configuration", "%s",
+        cnip_error_set(e, CNIP_E_DECODE, "failed to decode the network configuration", "%s",
                      root ? "not a JSON object" : jerr.text);
         json_decref(root);
         return false;
@@ -216,21 +184,21 @@ bool pm_conf_parse(const char *text, size_t len, pm_cmd cmd, pm_conf *c, pm_erro
     json_t *snat = json_object_get(root, "snat");
     json_t *prev = json_object_get(root, "prevResult");
     if (!ver) {
-        pm_error_set(e, PM_E_CONFIG, "invalid network config", "cniVersion is missing");
-    } else if (!_version_ok(ver)) {
-        pm_error_set(e, PM_E_VERSION, "incompatible CNI versions",
+        cnip_error_set(e, CNIP_E_CONFIG, "invalid network config", "cniVersion is missing");
+    } else if (!cnip_version_supported(ver)) {
+        cnip_error_set(e, CNIP_E_VERSION, "incompatible CNI versions",
                      "config is %.20s, plugin supports 0.3.0, 0.3.1, 0.4.0, 1.0.0", ver);
-    } else if (cmd == PM_CHECK && strncmp(ver, "0.3.", 4) == 0) {
-        pm_error_set(e, PM_E_VERSION, "incompatible CNI versions",
+    } else if (cmd == CNIP_CHECK && strncmp(ver, "0.3.", 4) == 0) {
+        cnip_error_set(e, CNIP_E_VERSION, "incompatible CNI versions",
                      "CHECK needs cniVersion 0.4.0 or later, config is %s", ver);
     } else if (!name) {
-        pm_error_set(e, PM_E_CONFIG, "invalid network config", "name is missing");
-    } else if (!pm_valid_name(name, PM_MAX_NAME)) {
-        pm_error_set(e, PM_E_CONFIG, "invalid network config",
+        cnip_error_set(e, CNIP_E_CONFIG, "invalid network config", "name is missing");
+    } else if (!cnip_valid_name(name, CNIP_MAX_NAME)) {
+        cnip_error_set(e, CNIP_E_CONFIG, "invalid network config",
                      "name %.80s: want letters, digits, '_', '.', '-' (at most %d)", name,
-                     PM_MAX_NAME);
+                     CNIP_MAX_NAME);
     } else if (snat && !json_is_boolean(snat)) {
-        pm_error_set(e, PM_E_CONFIG, "invalid network config", "snat is not a boolean");
+        cnip_error_set(e, CNIP_E_CONFIG, "invalid network config", "snat is not a boolean");
     } else {
         ok = true;
     }
@@ -241,19 +209,19 @@ bool pm_conf_parse(const char *text, size_t len, pm_cmd cmd, pm_conf *c, pm_erro
     }
     /* DEL needs only the name: it finds the rules by it and the container id,
      * and must clean up even after a runtime lost the rest. */
-    if (ok && cmd != PM_DEL) ok = _mappings(root, c, e);
-    if (ok && cmd != PM_DEL) {
+    if (ok && cmd != CNIP_DEL) ok = _mappings(root, c, e);
+    if (ok && cmd != CNIP_DEL) {
         if (!prev || json_is_null(prev)) {
-            pm_error_set(e, PM_E_CONFIG, "invalid network config",
+            cnip_error_set(e, CNIP_E_CONFIG, "invalid network config",
                          "no prevResult: tessera-portmap is a chained plugin");
             ok = false;
         } else if (!json_is_object(prev)) {
-            pm_error_set(e, PM_E_CONFIG, "invalid prevResult", "prevResult is not an object");
+            cnip_error_set(e, CNIP_E_CONFIG, "invalid prevResult", "prevResult is not an object");
             ok = false;
         } else {
             ok = _container_ip(prev, c, e);
             if (ok && c->n_maps > 0 && !c->container_ip[0]) {
-                pm_error_set(e, PM_E_CONFIG, "invalid prevResult",
+                cnip_error_set(e, CNIP_E_CONFIG, "invalid prevResult",
                              "no IPv4 address in prevResult.ips (tessera-portmap is IPv4 only)");
                 ok = false;
             }

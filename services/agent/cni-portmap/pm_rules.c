@@ -356,7 +356,7 @@ static bool _has_jump(const pm_table *t, const char *chain, const char *comment,
     return false;
 }
 
-bool pm_plan_check(const pm_conf *c, const char *cid, const pm_table *t, pm_error *e)
+bool pm_plan_check(const pm_conf *c, const char *cid, const pm_table *t, cnip_error *e)
 {
     char chain[PM_CHAIN_LEN], comment[256];
     pm_chain_name(c->name, cid, chain);
@@ -394,7 +394,7 @@ bool pm_plan_check(const pm_conf *c, const char *cid, const pm_table *t, pm_erro
             missing = "the localhost masquerade mark";
     }
     if (!missing) return true;
-    pm_error_set(e, PM_E_MISSING, "port mapping rules missing", "%s%s%s (chain %s)", missing,
+    cnip_error_set(e, PM_E_MISSING, "port mapping rules missing", "%s%s%s (chain %s)", missing,
                  what[0] ? " for " : "", what, chain);
     return false;
 }
