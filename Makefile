@@ -206,12 +206,13 @@ dev-up: deps
 dev-down:
 	@sh deploy/dev/dev-down.sh
 
-# tessera-term, tessera-portmap and tessera-bridge go next to tessera-agent:
-# agent.term_path's, agent.cni_portmap's and agent.cni_bridge's defaults look there.
+# tessera-term, tessera-portmap, tessera-bridge and tessera-sup go next to
+# tessera-agent: agent.term_path's, agent.cni_portmap's and agent.cni_bridge's
+# defaults look there, and the agent starts tessera-sup from there.
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/systemd/system $(DESTDIR)/etc/tessera
 	install -m 0755 $(SERVICE_BINS) $(CLI_BIN) $(DESTDIR)$(PREFIX)/bin/
-	install -m 0755 $(TERM_BIN) $(PORTMAP_BIN) $(BRIDGE_BIN) $(DESTDIR)$(PREFIX)/bin/
+	install -m 0755 $(TERM_BIN) $(PORTMAP_BIN) $(BRIDGE_BIN) $(SUP_BIN) $(DESTDIR)$(PREFIX)/bin/
 	for u in deploy/systemd/*.service deploy/systemd/*.target; do \
 	  sed 's|@BINDIR@|$(PREFIX)/bin|g' $$u > $(DESTDIR)$(PREFIX)/lib/systemd/system/$$(basename $$u); \
 	  chmod 0644 $(DESTDIR)$(PREFIX)/lib/systemd/system/$$(basename $$u); done
@@ -494,6 +495,22 @@ $(BUILD)/tests/test_bridge_%: $(BUILD)/obj/tests/unit/test_bridge_%.o $(BRIDGE_M
 $(BUILD)/tests/test_agent_runtime: | $(BRIDGE_BIN)
 all: $(BRIDGE_BIN)
 # ---- end tessera-bridge ------------------------------------------------------------
+
+# ---- tessera-sup -------------------------------------------------------------------
+# services/agent/sup/main.c -> $(BUILD)/bin/tessera-sup: the per-kernel
+# supervisor the agent starts with posix_spawn (docs/agent.md, "The
+# supervisor"), installed next to tessera-agent, where the agent finds it. It
+# links the agent's logs.c and libcommon's archive only.
+SUP_BIN     := $(BUILD)/bin/tessera-sup
+SUP_MOD_OBJ := $(BUILD)/obj/services/agent/logs.o
+$(SUP_BIN): $(BUILD)/obj/services/agent/sup/main.o $(SUP_MOD_OBJ) $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(BUILD)/obj/services/agent/sup/main.o $(SUP_MOD_OBJ) $(COMMON_LIB)
+$(BUILD)/tests/test_agent_runtime: | $(SUP_BIN)
+$(BUILD)/bin/tessera-agent: | $(SUP_BIN)
+all: $(SUP_BIN)
+# ---- end tessera-sup ---------------------------------------------------------------
 
 # ---- bench-wsproxy ---------------------------------------------------------------
 # tessera-term (issue 8, part 4): the built-in terminal app the agent mounts into

@@ -14,7 +14,6 @@
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "services/agent/exec.h"
@@ -40,6 +39,42 @@ static void _netns_dir_setup(void)
 }
 static pthread_once_t _dir_once = PTHREAD_ONCE_INIT;
 
+/* A thread of its own enters a new network namespace (unshare affects only
+ * the calling thread), brings lo up and bind-mounts the namespace onto the
+ * file; the mount keeps it alive after the thread ends. (A forked child did
+ * this before: a copy of the agent's address space per kernel.) */
+typedef struct netns_job {
+    const char *path;
+    int failed_errno;
+    const char *failed_step;
+} netns_job;
+
+static void *_netns_thread(void *arg)
+{
+    netns_job *j = arg;
+    if (unshare(CLONE_NEWNET) < 0) {
+        j->failed_errno = errno;
+        j->failed_step = "unshare";
+        return NULL;
+    }
+    int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (s >= 0) {
+        struct ifreq ifr;
+        memset(&ifr, 0, sizeof(ifr));
+        strcpy(ifr.ifr_name, "lo");
+        if (ioctl(s, SIOCGIFFLAGS, &ifr) == 0) {
+            ifr.ifr_flags |= IFF_UP;
+            (void)ioctl(s, SIOCSIFFLAGS, &ifr);
+        }
+        close(s);
+    }
+    if (mount("/proc/thread-self/ns/net", j->path, "none", MS_BIND, NULL) < 0) {
+        j->failed_errno = errno;
+        j->failed_step = "bind mount";
+    }
+    return NULL;
+}
+
 bool cni_netns_create(const char *path, ts_err *err)
 {
     pthread_once(&_dir_once, _netns_dir_setup);
@@ -49,35 +84,18 @@ bool cni_netns_create(const char *path, ts_err *err)
         return false;
     }
     close(fd);
-    pid_t pid = fork();
-    if (pid < 0) {
-        ts_err_set(err, "fork: %s", strerror(errno));
+    netns_job j = {.path = path};
+    pthread_t t;
+    int rc = pthread_create(&t, NULL, _netns_thread, &j);
+    if (rc != 0) {
+        ts_err_set(err, "create network namespace %s: pthread_create: %s", path, strerror(rc));
         unlink(path);
         return false;
     }
-    if (pid == 0) {
-        /* child: syscalls only */
-        if (unshare(CLONE_NEWNET) < 0) _exit(1);
-        int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-        if (s >= 0) {
-            struct ifreq ifr;
-            memset(&ifr, 0, sizeof(ifr));
-            strcpy(ifr.ifr_name, "lo");
-            if (ioctl(s, SIOCGIFFLAGS, &ifr) == 0) {
-                ifr.ifr_flags |= IFF_UP;
-                (void)ioctl(s, SIOCSIFFLAGS, &ifr);
-            }
-            close(s);
-        }
-        if (mount("/proc/self/ns/net", path, "none", MS_BIND, NULL) < 0) _exit(2);
-        _exit(0);
-    }
-    int st = 0;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-    }
-    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-        ts_err_set(err, "create network namespace %s: %s", path,
-                   WIFEXITED(st) && WEXITSTATUS(st) == 1 ? "unshare failed" : "bind mount failed");
+    pthread_join(t, NULL);
+    if (j.failed_step) {
+        ts_err_set(err, "create network namespace %s: %s: %s", path, j.failed_step,
+                   strerror(j.failed_errno));
         (void)umount2(path, MNT_DETACH);
         unlink(path);
         return false;

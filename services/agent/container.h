@@ -24,6 +24,7 @@ typedef struct runtime_opts {
     const char *cni_subnet;  /* "10.88.0.0/16"-style pool for host-local */
     const char *cni_portmap; /* path of the port plugin; NULL: <cni_bin_dir>/portmap */
     const char *cni_bridge;  /* path of the bridge plugin; NULL: <cni_bin_dir>/bridge */
+    const char *sup_path;    /* tessera-sup; NULL: the one beside this program */
     int port_pool_start;     /* host ports for services: [start, end] */
     int port_pool_end;
     int64_t log_cap_bytes; /* per kernel */

@@ -25,11 +25,10 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -43,13 +42,15 @@
 #include "services/agent/overlay.h"
 #include "services/agent/ports.h"
 
+extern char **environ;
+
 #define START_TIMEOUT_MS 60000
 #define RUNC_TIMEOUT_MS 30000
 #define MAX_PORTS ((int)TS_ARRAY_LEN(((kernel_status *)0)->ports))
 
 struct runtime {
     char *state_dir, *kernels_dir, *runc, *cni_bin, *cni_net, *cni_subnet, *cni_data, *cni_portmap,
-        *cni_portmap_legacy, *cni_bridge, *cni_bridge_legacy;
+        *cni_portmap_legacy, *cni_bridge, *cni_bridge_legacy, *sup_path;
     int64_t log_cap;
     port_pool *ports;
     cni_conf cni;
@@ -256,6 +257,8 @@ runtime *runtime_new(const runtime_opts *opts, ts_err *err)
     rt->cni_bridge_legacy = ts_asprintf("%s/bridge", rt->cni_bin);
     rt->cni_bridge = ts_strdup(opts->cni_bridge && *opts->cni_bridge ? opts->cni_bridge
                                                                       : rt->cni_bridge_legacy);
+    rt->sup_path = opts->sup_path && *opts->sup_path ? ts_strdup(opts->sup_path)
+                                                     : proc_sibling_path("tessera-sup", NULL);
     rt->log_cap = opts->log_cap_bytes > 0 ? opts->log_cap_bytes : (10LL << 20);
     rt->cni = (cni_conf){.bin_dir = rt->cni_bin,
                          .network = rt->cni_net,
@@ -264,6 +267,13 @@ runtime *runtime_new(const runtime_opts *opts, ts_err *err)
                          .portmap = rt->cni_portmap,
                          .bridge = rt->cni_bridge};
     bool ok = true;
+    if (!rt->sup_path || access(rt->sup_path, X_OK) != 0) {
+        ts_err_set(err, "runtime: the kernel supervisor %s: %s (it is installed beside "
+                   "tessera-agent)",
+                   rt->sup_path ? rt->sup_path : "tessera-sup",
+                   rt->sup_path ? strerror(errno) : "cannot find the agent's own path");
+        ok = false;
+    }
     const char *dirs[] = {rt->state_dir, rt->kernels_dir, rt->cni_data};
     for (size_t i = 0; ok && i < TS_ARRAY_LEN(dirs); i++) {
         if (mkdir(dirs[i], 0750) < 0 && errno != EEXIST) {
@@ -300,6 +310,7 @@ void runtime_free(runtime *rt)
     free(rt->cni_portmap_legacy);
     free(rt->cni_bridge);
     free(rt->cni_bridge_legacy);
+    free(rt->sup_path);
     free(rt);
 }
 
@@ -336,231 +347,64 @@ static bool _runc(runtime *rt, const char *const *args, exec_result *r, ts_err *
 
 /* ---- the supervisor ------------------------------------------------------------ */
 
-typedef struct sup_args {
-    const char *runc_argv[16];
-    char kdir[512];
-    char pid_file[600];
-    char exit_file[600];
-    char oom_file[600]; /* memory.oom_control of the kernel's cgroup, or "" */
-    int64_t log_cap;
-} sup_args;
-
-static int64_t _sup_read_oom_kills(const char *path)
-{
-    if (!path[0]) return -1;
-    char buf[512];
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0) return -1;
-    buf[n] = '\0';
-    char *p = strstr(buf, "oom_kill ");
-    return p ? strtoll(p + 9, NULL, 10) : 0;
-}
-
-static void _sup_write(int fd, const char *s)
-{
-    size_t n = strlen(s);
-    while (n > 0) {
-        ssize_t k = write(fd, s, n);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) return;
-        s += k;
-        n -= (size_t)k;
-    }
-}
-
-/* Runs in the supervisor process; ready (fd 3) gets "OK <init pid>" or "ERR <why>". */
-TS_NORETURN static void _supervise(const sup_args *a)
-{
-    const int ready = 3;
-    sigset_t chld;
-    sigemptyset(&chld);
-    sigaddset(&chld, SIGCHLD);
-    sigprocmask(SIG_SETMASK, &chld, NULL);
-    for (int sig = 1; sig < 32; sig++)
-        if (sig != SIGKILL && sig != SIGSTOP) signal(sig, SIG_DFL);
-    /* An agent stopping (its process group, its terminal) must not take the
-     * supervisor with it: the container would lose its log and exit status. */
-    signal(SIGTERM, SIG_IGN);
-    signal(SIGINT, SIG_IGN);
-    signal(SIGHUP, SIG_IGN);
-    signal(SIGPIPE, SIG_IGN);
-    int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
-    int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-    int lp[2];
-    log_writer lw;
-    char msg[256];
-    if (sfd < 0 || devnull < 0 || pipe2(lp, O_CLOEXEC) < 0) {
-        _sup_write(ready, "ERR supervisor set-up failed\n");
-        _exit(1);
-    }
-    char logs_dir[600];
-    snprintf(logs_dir, sizeof(logs_dir), "%s/logs", a->kdir);
-    if (!logw_open(&lw, logs_dir, a->log_cap)) {
-        _sup_write(ready, "ERR cannot open the kernel log\n");
-        _exit(1);
-    }
-    pid_t runc = fork();
-    if (runc == 0) {
-        dup2(devnull, 0);
-        dup2(lp[1], 1);
-        dup2(lp[1], 2);
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        for (int sig = 1; sig < 32; sig++)
-            if (sig != SIGKILL && sig != SIGSTOP) signal(sig, SIG_DFL);
-        execvp(a->runc_argv[0], (char *const *)a->runc_argv);
-        _exit(127);
-    }
-    close(lp[1]);
-    if (runc < 0) {
-        _sup_write(ready, "ERR fork: cannot start runc\n");
-        _exit(1);
-    }
-    int st = 0;
-    while (waitpid(runc, &st, 0) < 0 && errno == EINTR) {
-    }
-    pid_t init = 0;
-    if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
-        char buf[32] = {0};
-        int fd = open(a->pid_file, O_RDONLY | O_CLOEXEC);
-        if (fd >= 0) {
-            ssize_t n = read(fd, buf, sizeof(buf) - 1);
-            (void)n;
-            close(fd);
-        }
-        init = (pid_t)atoi(buf);
-    }
-    if (init <= 0) {
-        snprintf(msg, sizeof(msg), "ERR runc exited with status %d\n",
-                 WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
-        _sup_write(ready, msg);
-        /* keep what runc (or a half-started container) printed */
-        char buf[8192];
-        ssize_t n;
-        fcntl(lp[0], F_SETFL, O_NONBLOCK);
-        while ((n = read(lp[0], buf, sizeof(buf))) > 0)
-            logw_write(&lw, buf, (size_t)n);
-        _exit(1);
-    }
-    snprintf(msg, sizeof(msg), "OK %d\n", (int)init);
-    _sup_write(ready, msg);
-    close(ready);
-
-    bool init_done = false, pipe_open = true;
-    int64_t done_at = 0;
-    char buf[65536];
-    while (!init_done || pipe_open) {
-        if (init_done && ts_now_mono_ms() - done_at > 2000) break;
-        struct pollfd p[2] = {{.fd = sfd, .events = POLLIN},
-                              {.fd = pipe_open ? lp[0] : -1, .events = POLLIN}};
-        int k = poll(p, 2, init_done ? 200 : -1);
-        if (k < 0 && errno != EINTR) break;
-        if (p[1].revents) {
-            ssize_t n = read(lp[0], buf, sizeof(buf));
-            if (n > 0)
-                logw_write(&lw, buf, (size_t)n);
-            else if (n == 0 || (errno != EINTR && errno != EAGAIN))
-                pipe_open = false;
-        }
-        if (p[0].revents) {
-            struct signalfd_siginfo si;
-            while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
-            }
-        }
-        /* reap everything re-parented to us; note init's status */
-        pid_t w;
-        while ((w = waitpid(-1, &st, WNOHANG)) > 0) {
-            if (w != init) continue;
-            int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-            int sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
-            char line[160];
-            snprintf(line, sizeof(line), "%d %d %lld %lld\n", code, sig,
-                     (long long)_sup_read_oom_kills(a->oom_file), (long long)ts_now_wall_ms());
-            char tmp[620];
-            snprintf(tmp, sizeof(tmp), "%s.tmp", a->exit_file);
-            int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-            if (fd >= 0) {
-                _sup_write(fd, line);
-                fsync(fd);
-                close(fd);
-                rename(tmp, a->exit_file);
-            }
-            init_done = true;
-            done_at = ts_now_mono_ms();
-        }
-    }
-    logw_close(&lw);
-    _exit(0);
-}
-
-/* Fork the supervisor (twice: the agent reaps the middle one at once) and wait
- * for it to report. */
+/* Start tessera-sup (services/agent/sup/main.c) for the kernel and wait for it
+ * to report: posix_spawn (no copy of the agent's address space); the process
+ * started forks the supervisor, hands its pid over on a pipe and exits, and
+ * is reaped here at once. */
 static bool _spawn_supervisor(runtime *rt, const char *id, pid_t *init_pid, pid_t *sup_pid,
                               ts_err *err)
 {
-    sup_args a;
-    memset(&a, 0, sizeof(a));
     char *kdir = _kdir(rt, id);
-    ts_strlcpy(a.kdir, kdir, sizeof(a.kdir));
-    free(kdir);
-    snprintf(a.pid_file, sizeof(a.pid_file), "%s/init.pid", a.kdir);
-    snprintf(a.exit_file, sizeof(a.exit_file), "%s/exit", a.kdir);
+    char pid_file[600], log_file[600], bundle[600], oom_file[600], cap[32];
+    snprintf(pid_file, sizeof(pid_file), "%s/init.pid", kdir);
+    snprintf(log_file, sizeof(log_file), "%s/runc.log", kdir);
+    snprintf(bundle, sizeof(bundle), "%s/bundle", kdir);
+    snprintf(cap, sizeof(cap), "%lld", (long long)rt->log_cap);
     char rel[128];
     _cg_rel(id, rel, sizeof(rel));
-    if (!cg_path("memory", rel, "memory.oom_control", a.oom_file, sizeof(a.oom_file)))
-        a.oom_file[0] = '\0';
-    a.log_cap = rt->log_cap;
-    char log_file[600], bundle[600];
-    snprintf(log_file, sizeof(log_file), "%s/runc.log", a.kdir);
-    snprintf(bundle, sizeof(bundle), "%s/bundle", a.kdir);
-    const char *argv[] = {rt->runc,   "--log", log_file,     "--log-format", "json", "create",
-                          "--bundle", bundle,  "--pid-file", a.pid_file,     id,     NULL};
-    memcpy(a.runc_argv, argv, sizeof(argv));
-
+    if (!cg_path("memory", rel, "memory.oom_control", oom_file, sizeof(oom_file)))
+        oom_file[0] = '\0';
+    const char *argv[] = {rt->sup_path, kdir,     cap,       oom_file,   rt->runc,     "--log",
+                          log_file,     "--log-format", "json", "create", "--bundle", bundle,
+                          "--pid-file", pid_file, id,        NULL};
     int rp[2], sp[2];
     if (pipe2(rp, O_CLOEXEC) < 0) {
         ts_err_set(err, "pipe: %s", strerror(errno));
+        free(kdir);
         return false;
     }
     if (pipe2(sp, O_CLOEXEC) < 0) {
         ts_err_set(err, "pipe: %s", strerror(errno));
         close(rp[0]);
         close(rp[1]);
+        free(kdir);
         return false;
     }
-    pid_t mid = fork();
-    if (mid == 0) {
-        setsid();
-        pid_t sup = fork();
-        if (sup == 0) {
-            prctl(PR_SET_CHILD_SUBREAPER, 1);
-            prctl(PR_SET_NAME, "tessera-sup");
-            if (rp[1] != 3) {
-                dup2(rp[1], 3);
-                fcntl(3, F_SETFD, FD_CLOEXEC);
-            }
-            (void)close_range(4, ~0U, 0);
-            int nul = open("/dev/null", O_RDWR);
-            if (nul >= 0) {
-                dup2(nul, 0);
-                dup2(nul, 1);
-                dup2(nul, 2);
-                if (nul > 3) close(nul);
-            }
-            _supervise(&a);
-        }
-        int32_t pid32 = (int32_t)sup;
-        (void)!write(sp[1], &pid32, sizeof(pid32));
-        _exit(sup > 0 ? 0 : 1);
-    }
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDWR, 0);
+    posix_spawn_file_actions_adddup2(&fa, 0, 1);
+    posix_spawn_file_actions_adddup2(&fa, 0, 2);
+    posix_spawn_file_actions_adddup2(&fa, rp[1], 3);
+    posix_spawn_file_actions_adddup2(&fa, sp[1], 4);
+    posix_spawn_file_actions_addclosefrom_np(&fa, 5);
+    posix_spawnattr_t at;
+    posix_spawnattr_init(&at);
+    sigset_t none, all;
+    sigemptyset(&none);
+    sigfillset(&all);
+    posix_spawnattr_setsigmask(&at, &none);
+    posix_spawnattr_setsigdefault(&at, &all);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    pid_t mid = 0;
+    int rc = posix_spawn(&mid, rt->sup_path, &fa, &at, (char *const *)argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&at);
+    free(kdir);
     close(rp[1]);
     close(sp[1]);
-    if (mid < 0) {
-        ts_err_set(err, "fork: %s", strerror(errno));
+    if (rc != 0) {
+        ts_err_set(err, "start %s: %s", rt->sup_path, strerror(rc));
         close(rp[0]);
         close(sp[0]);
         return false;
@@ -600,6 +444,9 @@ static bool _spawn_supervisor(runtime *rt, const char *id, pid_t *init_pid, pid_
         ts_err_set(err, "runc create: %s", why);
     else if (strncmp(msg, "ERR ", 4) == 0)
         ts_err_set(err, "%.*s", (int)strcspn(msg + 4, "\n"), msg + 4);
+    else if (pid32 <= 0)
+        ts_err_set(err, "%s did not start (exit status %d)", rt->sup_path,
+                   WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
     else
         ts_err_set(err, "container did not start within %d s", START_TIMEOUT_MS / 1000);
     return false;

@@ -25,6 +25,9 @@ def test_make_install_into_destdir(bin_dir, tmp_path):
     portmap = tmp_path / "usr/bin/tessera-portmap"
     assert portmap.is_file() and os.access(portmap, os.X_OK), portmap
     assert b"ELF" in portmap.read_bytes()[:4]
+    # tessera-sup, the kernel supervisor the agent starts from there
+    sup = tmp_path / "usr/bin/tessera-sup"
+    assert sup.is_file() and os.access(sup, os.X_OK), sup
     # and tessera-bridge, where agent.cni_bridge's default looks
     bridge = tmp_path / "usr/bin/tessera-bridge"
     assert bridge.is_file() and os.access(bridge, os.X_OK), bridge

@@ -51,6 +51,7 @@ static const char *g_skip; /* why the runtime tests cannot run here */
 static runtime *g_rt;
 static char *g_portmap; /* build/bin/tessera-portmap, the port plugin g_rt runs */
 static char *g_bridge;  /* build/bin/tessera-bridge, its bridge plugin */
+static char *g_sup;     /* build/bin/tessera-sup, its kernel supervisor */
 static image_info g_img;
 static char *g_layers[1];
 
@@ -114,6 +115,8 @@ static const char *why_skip(void)
     if (!g_portmap || access(g_portmap, X_OK) != 0) return "no ../bin/tessera-portmap (make)";
     g_bridge = proc_sibling_path("../bin/tessera-bridge", NULL);
     if (!g_bridge || access(g_bridge, X_OK) != 0) return "no ../bin/tessera-bridge (make)";
+    g_sup = proc_sibling_path("../bin/tessera-sup", NULL);
+    if (!g_sup || access(g_sup, X_OK) != 0) return "no ../bin/tessera-sup (make)";
     return NULL;
 }
 
@@ -137,6 +140,7 @@ static int group_setup(void **state)
                       .cni_subnet = "10.213.77.0/24",
                       .cni_portmap = g_portmap,
                       .cni_bridge = g_bridge,
+                      .sup_path = g_sup,
                       .port_pool_start = PORT_START,
                       .port_pool_end = PORT_END,
                       .log_cap_bytes = LOG_CAP};
@@ -162,6 +166,7 @@ static int group_teardown(void **state)
     if (g_rt) runtime_free(g_rt);
     free(g_portmap);
     free(g_bridge);
+    free(g_sup);
     /* the network's outbound NAT rule (cni.c) must be there, once, and go */
     if (!g_skip) {
         assert_int_equal(sh("iptables -w -t nat -S POSTROUTING | grep -c 'tessera:tstest0' | "
@@ -611,6 +616,7 @@ static runtime *debian_portmap_runtime(void)
                       .cni_bin_dir = "/usr/lib/cni",
                       .cni_network = "tstest0",
                       .cni_subnet = "10.213.77.0/24",
+                      .sup_path = g_sup,
                       .port_pool_start = PORT_START,
                       .port_pool_end = PORT_END,
                       .log_cap_bytes = LOG_CAP};
@@ -759,6 +765,7 @@ static void test_readopt_after_agent_death(void **state)
                       .cni_network = "tstest0",
                       .cni_subnet = "10.213.77.0/24",
                       .cni_portmap = g_portmap,
+                      .sup_path = g_sup,
                       .port_pool_start = PORT_START,
                       .port_pool_end = PORT_END,
                       .log_cap_bytes = LOG_CAP};
