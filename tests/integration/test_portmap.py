@@ -9,14 +9,16 @@ checks that <local address>:<host port> reaches the server from the host
 container itself (hairpin), that CHECK sees the rules, that DEL removes every
 rule and chain of the container and only those (DEL twice is fine), that a
 repeated ADD adds no copies, that two containers on one network work and
-deleting one leaves the other, that ADD and DEL each exec one iptables-save and
-one iptables-restore, that runs at once on the host stay consistent, and that
+deleting one leaves the other, how many iptables runs ADD and DEL exec (one
+iptables-restore on the fast paths, with an iptables-save before it
+otherwise), that runs at once on the host stay consistent, and that
 bad input is CNI error JSON with a non-zero exit. Everything the tests make is
 removed at the end, also after a failure. Needs root."""
 import fcntl
 import json
 import os
 import re
+import shlex
 import shutil
 import socket
 import subprocess
@@ -383,19 +385,26 @@ def test_runs_at_once_stay_consistent(network):
     assert ours(nat_lines(), cids) == []
 
 
-def test_two_iptables_runs_per_add_and_del(network):
-    """ADD and DEL exec iptables-save and iptables-restore once each; a DEL
-    with nothing to delete only reads."""
+STATE_DIR = "/run/tessera-portmap"
+
+
+def test_iptables_runs_per_add_and_del(network):
+    """The first ADD of a network (no fresh verified.<net> stamp) reads the
+    table and applies once; a later ADD and a DEL of a recorded container
+    only apply; a DEL with nothing recorded and nothing to delete only reads;
+    a recorded rule someone else deleted makes DEL fall back to reading the
+    table, and it still removes the rest."""
     if shutil.which("strace") is None:
         pytest.skip("no strace")
     cid = f"tstpm-strace-{uuid.uuid4().hex[:6]}"
-    network.cids.add(cid)
+    cid2 = f"tstpm-strace2-{uuid.uuid4().hex[:6]}"
+    network.cids.update([cid, cid2])
     conf = portmap_conf(fake_prev("10.231.187.250"), [{"hostPort": PORTS[0] + 20,
                                                        "containerPort": 80},
                                                       {"hostPort": PORTS[0] + 21,
                                                        "containerPort": 81, "protocol": "udp"}])
 
-    def execs(cmd):
+    def execs(cmd, cid=cid):
         log = os.path.join(network.tmp, f"strace-{cmd}")
         env = dict(os.environ, CNI_COMMAND=cmd, CNI_CONTAINERID=cid, CNI_NETNS="/run/netns/none",
                    CNI_IFNAME="eth0", ASAN_OPTIONS="detect_leaks=0")  # LSan cannot run under ptrace
@@ -407,9 +416,26 @@ def test_two_iptables_runs_per_add_and_del(network):
             progs = re.findall(r'execve\("([^"]+)"', f.read())
         return sorted(os.path.basename(p) for p in progs[1:])  # [0]: the plugin itself
 
+    try:
+        os.unlink(os.path.join(STATE_DIR, f"verified.{NET}"))
+    except FileNotFoundError:
+        pass
     assert execs("ADD") == ["iptables-restore", "iptables-save"]
-    assert execs("DEL") == ["iptables-restore", "iptables-save"]
+    with open(os.path.join(STATE_DIR, chain_of(cid))) as f:
+        recorded = f.read()
+    assert recorded.count("-A TESSERA-HP-DNAT ") == 2 and cid in recorded, recorded
+    assert execs("ADD", cid2) == ["iptables-restore"]
+    assert len(ours(nat_lines(), [cid2])) == len(ours(nat_lines(), [cid])), nat_lines()
+    assert execs("DEL") == ["iptables-restore"]
+    assert ours(nat_lines(), [cid]) == []
+    assert not os.path.exists(os.path.join(STATE_DIR, chain_of(cid)))
     assert execs("DEL") == ["iptables-save"]
+    # a recorded jump deleted behind the plugin's back: the fast DEL is
+    # refused, the full one removes what is left
+    jump = next(l for l in nat_lines() if l.startswith("-A TESSERA-HP-DNAT ") and cid2 in l)
+    subprocess.run(["iptables", "-t", "nat"] + ["-D"] + shlex.split(jump)[1:], check=True)
+    assert execs("DEL", cid2) == ["iptables-restore", "iptables-restore", "iptables-save"]
+    assert ours(nat_lines(), [cid2]) == []
 
 
 def test_version():

@@ -308,6 +308,60 @@ char *pm_plan_add(const pm_conf *c, const char *cid, const pm_table *t)
     return text;
 }
 
+/* ---- without reading the table (pm_rules.h, "Fast paths") ------------------------------- */
+
+char *pm_jump_lines(const pm_conf *c, const char *cid)
+{
+    char chain[PM_CHAIN_LEN], comment[256];
+    pm_chain_name(c->name, cid, chain);
+    pm_comment(c->name, cid, comment, sizeof(comment));
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) ts_panic("open_memstream: out of memory");
+    _jumps(f, c, chain, comment);
+    fclose(f);
+    return text;
+}
+
+char *pm_plan_add_fast(const pm_conf *c, const char *cid, const char *jumps)
+{
+    char chain[PM_CHAIN_LEN];
+    pm_chain_name(c->name, cid, chain);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) ts_panic("open_memstream: out of memory");
+    fprintf(f, "*nat\n:%s - [0:0]\n", chain);
+    _container_rules(f, c, chain);
+    fputs(jumps, f);
+    fputs("COMMIT\n", f);
+    fclose(f);
+    return text;
+}
+
+char *pm_plan_del_fast(const char *net, const char *cid, const char *jumps)
+{
+    char chain[PM_CHAIN_LEN];
+    pm_chain_name(net, cid, chain);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) ts_panic("open_memstream: out of memory");
+    fputs("*nat\n", f);
+    size_t prefix = strlen("-A " PM_CHAIN_DNAT " ");
+    for (const char *p = jumps; *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        if (n > prefix && strncmp(p, "-A " PM_CHAIN_DNAT " ", prefix) == 0)
+            fprintf(f, "-D%.*s\n", (int)(n - 2), p + 2);
+        p += n + (nl ? 1 : 0);
+    }
+    fprintf(f, "-F %s\n-X %s\nCOMMIT\n", chain, chain);
+    fclose(f);
+    return text;
+}
+
 /* ---- CHECK ---------------------------------------------------------------------------- */
 
 static bool _words_eq(const pm_rule *r, const char *opt, const char *val)

@@ -67,6 +67,18 @@ char *pm_plan_add(const pm_conf *c, const char *cid, const pm_table *t);
  * container's chain or carries its comment deleted, the chain flushed and
  * removed. NULL when the table has none of them (nothing to do). */
 char *pm_plan_del(const char *net, const char *cid, const pm_table *t);
+/* Fast paths: ADD and DEL without iptables-save (main.c decides when).
+ * pm_jump_lines: the container's "-A TESSERA-HP-DNAT ..." lines, as ADD
+ * appends them (heap; what the record of the container keeps).
+ * pm_plan_add_fast: the container's chain declared and filled and those
+ * jumps appended, trusting that the shared chains and their entry rules are
+ * there and the container has no jumps yet; iptables-restore refuses it
+ * when a shared chain is missing.
+ * pm_plan_del_fast: those jumps deleted ("-D", exactly as recorded) and the
+ * container's chain flushed and removed; refused when any of it is gone. */
+char *pm_jump_lines(const pm_conf *c, const char *cid);
+char *pm_plan_add_fast(const pm_conf *c, const char *cid, const char *jumps);
+char *pm_plan_del_fast(const char *net, const char *cid, const char *jumps);
 /* CHECK: every rule ADD makes is in the table. false with e set
  * (PM_E_MISSING) naming the first one missing. */
 bool pm_plan_check(const pm_conf *c, const char *cid, const pm_table *t, cnip_error *e) TS_MUST_CHECK;
