@@ -238,7 +238,7 @@ clean:
 FUZZ_CC       ?= clang
 FUZZ_SECONDS  ?= 60
 # <name>=<max_len>: fuzz/fuzz_<name>.c
-FUZZ_TARGETS  := config_file=4096 envelope=4096 http_router=2048
+FUZZ_TARGETS  := config_file=4096 envelope=4096 http_router=2048 cni_conf=4096
 FUZZ_NAMES    := $(foreach t,$(FUZZ_TARGETS),$(firstword $(subst =, ,$(t))))
 FUZZ_BINS     := $(patsubst %,$(BUILD)/fuzz/bin/fuzz_%,$(FUZZ_NAMES))
 FUZZ_COMMON   := common log config config_file envelope http_resp http_router http_server
@@ -255,6 +255,14 @@ $(BUILD)/fuzz/obj/libcommon/%.o: libcommon/%.c | $(PROTO_H)
 	@mkdir -p $(dir $@)
 	@echo "  FUZZCC  $<"
 	$(Q)$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+# the agent's CNI plugins' configuration parsers (fuzz_cni_conf)
+FUZZ_CNI_OBJ  := $(patsubst %,$(BUILD)/fuzz/obj/services/agent/%.o,cni-common/cnip cni-portmap/pm_conf cni-bridge/br_conf)
+$(BUILD)/fuzz/obj/services/%.o: services/%.c | $(PROTO_H)
+	@mkdir -p $(dir $@)
+	@echo "  FUZZCC  $<"
+	$(Q)$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+$(BUILD)/fuzz/bin/fuzz_cni_conf: $(FUZZ_CNI_OBJ)
 
 $(BUILD)/fuzz/obj/gen/%.o: $(BUILD)/gen/%.c | $(PROTO_H)
 	@mkdir -p $(dir $@)

@@ -156,6 +156,20 @@ static int _status_code(int st)
     return -1;
 }
 
+void proc_spawnattr_init(posix_spawnattr_t *at, bool own_group)
+{
+    posix_spawnattr_init(at);
+    sigset_t none, all;
+    sigemptyset(&none);
+    sigfillset(&all);
+    posix_spawnattr_setsigmask(at, &none);
+    posix_spawnattr_setsigdefault(at, &all);
+    short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
+    if (own_group) flags |= POSIX_SPAWN_SETPGROUP;
+    posix_spawnattr_setflags(at, flags);
+    if (own_group) posix_spawnattr_setpgroup(at, 0);
+}
+
 bool proc_run(const proc_opts *o, exec_result *r, ts_err *err)
 {
     memset(r, 0, sizeof(*r));
@@ -180,15 +194,7 @@ bool proc_run(const proc_opts *o, exec_result *r, ts_err *err)
     posix_spawn_file_actions_adddup2(&fa, err_p[1], 2);
     posix_spawn_file_actions_addclosefrom_np(&fa, 3);
     posix_spawnattr_t at;
-    posix_spawnattr_init(&at);
-    sigset_t none, all;
-    sigemptyset(&none);
-    sigfillset(&all);
-    posix_spawnattr_setsigmask(&at, &none);
-    posix_spawnattr_setsigdefault(&at, &all);
-    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
-                                      POSIX_SPAWN_SETPGROUP);
-    posix_spawnattr_setpgroup(&at, 0);
+    proc_spawnattr_init(&at, true);
     pid_t pid;
     char *const *av = (char *const *)o->argv;
     char *const *ev = o->envp ? (char *const *)o->envp : environ;

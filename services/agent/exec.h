@@ -9,6 +9,7 @@
 
 #include "container.h"
 
+#include <spawn.h>
 #include <sys/types.h>
 
 typedef struct proc_opts {
@@ -22,6 +23,12 @@ typedef struct proc_opts {
      * --pid-file): on timeout that process is killed with SIGKILL too. */
     const char *kill_pid_file;
 } proc_opts;
+
+/* posix_spawn attributes every program the agent starts gets: an empty
+ * signal mask and every signal at its default (the agent blocks and handles
+ * some), and with own_group a process group of its own (so a timeout can
+ * kill what it started). Destroy with posix_spawnattr_destroy. */
+void proc_spawnattr_init(posix_spawnattr_t *at, bool own_group);
 
 /* Runs to completion (or the timeout). false only when it could not be
  * started; a non-zero exit is a result (r->exit_code, 128+signal when killed

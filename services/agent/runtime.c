@@ -389,13 +389,7 @@ static bool _spawn_supervisor(runtime *rt, const char *id, pid_t *init_pid, pid_
     posix_spawn_file_actions_adddup2(&fa, sp[1], 4);
     posix_spawn_file_actions_addclosefrom_np(&fa, 5);
     posix_spawnattr_t at;
-    posix_spawnattr_init(&at);
-    sigset_t none, all;
-    sigemptyset(&none);
-    sigfillset(&all);
-    posix_spawnattr_setsigmask(&at, &none);
-    posix_spawnattr_setsigdefault(&at, &all);
-    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    proc_spawnattr_init(&at, false);
     pid_t mid = 0;
     int rc = posix_spawn(&mid, rt->sup_path, &fa, &at, (char *const *)argv, environ);
     posix_spawn_file_actions_destroy(&fa);

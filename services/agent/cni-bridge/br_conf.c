@@ -227,33 +227,14 @@ static bool _ipam(json_t *root, cnip_cmd cmd, br_conf *c, cnip_error *e)
 bool br_conf_parse(const char *text, size_t len, cnip_cmd cmd, br_conf *c, cnip_error *e)
 {
     memset(c, 0, sizeof(*c));
-    json_error_t je;
-    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-    if (!root) {
-        cnip_error_set(e, CNIP_E_DECODE, "cannot decode the network configuration",
-                       "line %d: %s", je.line, je.text);
-        return false;
-    }
+    json_t *root = cnip_conf_open(text, len, cmd, c->cni_version, sizeof(c->cni_version), c->name,
+                                  sizeof(c->name), e);
+    if (!root) return false;
     bool ok = false;
-    const char *ver, *name, *bridge;
+    const char *bridge;
     json_t *mtu = json_object_get(root, "mtu");
     bool masq = false;
-    if (!json_is_object(root)) {
-        cnip_error_set(e, CNIP_E_DECODE, "cannot decode the network configuration",
-                       "not a JSON object");
-    } else if (!_opt_str(root, "cniVersion", "", &ver, e) || !_opt_str(root, "name", "", &name, e) ||
-               !_opt_str(root, "bridge", "", &bridge, e)) {
-    } else if (!ver) {
-        cnip_error_set(e, CNIP_E_CONFIG, "invalid network config", "cniVersion is missing");
-    } else if (!cnip_version_supported(ver)) {
-        cnip_error_set(e, CNIP_E_VERSION, "incompatible CNI version",
-                       "cniVersion %.20s: this plugin speaks 0.3.0, 0.3.1, 0.4.0 and 1.0.0", ver);
-    } else if (!name) {
-        cnip_error_set(e, CNIP_E_CONFIG, "invalid network config", "name is missing");
-    } else if (!cnip_valid_name(name, CNIP_MAX_NAME)) {
-        cnip_error_set(e, CNIP_E_CONFIG, "invalid network config",
-                       "name %.80s: want letters, digits, '_', '.', '-' (at most %d)", name,
-                       CNIP_MAX_NAME);
+    if (!_opt_str(root, "bridge", "", &bridge, e)) {
     } else if (bridge && (!*bridge || strlen(bridge) >= IF_NAMESIZE || strchr(bridge, '/') ||
                           strpbrk(bridge, " \t\n:") || strcmp(bridge, ".") == 0 ||
                           strcmp(bridge, "..") == 0)) {
@@ -274,8 +255,6 @@ bool br_conf_parse(const char *text, size_t len, cnip_cmd cmd, br_conf *c, cnip_
                        "ipMasq is not supported by tessera-bridge: masquerade the subnet outside "
                        "the plugin (the agent adds one rule per network)");
     } else {
-        snprintf(c->cni_version, sizeof(c->cni_version), "%s", ver);
-        snprintf(c->name, sizeof(c->name), "%s", name);
         snprintf(c->bridge, sizeof(c->bridge), "%s", bridge ? bridge : "cni0");
         c->mtu = mtu ? (int)json_integer_value(mtu) : 0;
         if (c->default_route) c->is_gateway = true;

@@ -278,18 +278,17 @@ int main(void)
 {
     cnip_error e = {0};
     cnip_cmd cmd;
-    if (!cnip_command(&cmd, &e)) return cnip_fail(NULL, &e);
-    if (cmd == CNIP_VERSION) return cnip_version();
     const char *cid, *netns, *ifname;
-    if (!cnip_env(cmd, &cid, &netns, &ifname, &e)) return cnip_fail(NULL, &e);
+    char *text;
+    size_t len;
+    int rc = cnip_start(&cmd, &cid, &netns, &ifname, &text, &len);
+    if (rc >= 0) return rc;
     if (strlen(ifname) >= IF_NAMESIZE || strchr(ifname, '/') || strpbrk(ifname, " \t\n:")) {
+        free(text);
         cnip_error_set(&e, CNIP_E_ENV, "invalid environment",
                        "CNI_IFNAME %.40s: not an interface name", ifname);
         return cnip_fail(NULL, &e);
     }
-    size_t len = 0;
-    char *text = cnip_read_stdin(&len, &e);
-    if (!text) return cnip_fail(NULL, &e);
     br_conf c;
     bool ok = br_conf_parse(text, len, cmd, &c, &e);
     free(text);

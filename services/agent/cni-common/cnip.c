@@ -116,6 +116,65 @@ char *cnip_read_stdin(size_t *len, cnip_error *e)
     return buf;
 }
 
+int cnip_start(cnip_cmd *cmd, const char **cid, const char **netns, const char **ifname,
+               char **text, size_t *len)
+{
+    cnip_error e = {0};
+    if (!cnip_command(cmd, &e)) return cnip_fail(NULL, &e);
+    if (*cmd == CNIP_VERSION) return cnip_version();
+    if (!cnip_env(*cmd, cid, netns, ifname, &e)) return cnip_fail(NULL, &e);
+    *text = cnip_read_stdin(len, &e);
+    if (!*text) return cnip_fail(NULL, &e);
+    return -1;
+}
+
+json_t *cnip_conf_open(const char *text, size_t len, cnip_cmd cmd, char *version,
+                       size_t version_size, char *name, size_t name_size, cnip_error *e)
+{
+    json_error_t je;
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    if (!root) {
+        cnip_error_set(e, CNIP_E_DECODE, "failed to decode the network configuration",
+                       "line %d: %s", je.line, je.text);
+        return NULL;
+    }
+    if (!json_is_object(root)) {
+        cnip_error_set(e, CNIP_E_DECODE, "failed to decode the network configuration",
+                       "not a JSON object");
+        json_decref(root);
+        return NULL;
+    }
+    json_t *v = json_object_get(root, "cniVersion"), *n = json_object_get(root, "name");
+    const char *ver = json_string_value(v), *nm = json_string_value(n);
+    bool ok = false;
+    if (!v) {
+        cnip_error_set(e, CNIP_E_CONFIG, "invalid network config", "cniVersion is missing");
+    } else if (!ver) {
+        cnip_error_set(e, CNIP_E_CONFIG, "invalid network config", "cniVersion is not a string");
+    } else if (!cnip_version_supported(ver)) {
+        cnip_error_set(e, CNIP_E_VERSION, "incompatible CNI versions",
+                       "config is %.20s, plugin supports 0.3.0, 0.3.1, 0.4.0, 1.0.0", ver);
+    } else if (cmd == CNIP_CHECK && strncmp(ver, "0.3.", 4) == 0) {
+        cnip_error_set(e, CNIP_E_VERSION, "incompatible CNI versions",
+                       "CHECK needs cniVersion 0.4.0 or later, config is %s", ver);
+    } else if (!n) {
+        cnip_error_set(e, CNIP_E_CONFIG, "invalid network config", "name is missing");
+    } else if (!nm || !cnip_valid_name(nm, CNIP_MAX_NAME)) {
+        cnip_error_set(e, CNIP_E_CONFIG, "invalid network config",
+                       "name %.80s: want letters, digits, '_', '.', '-' (at most %d)",
+                       nm ? nm : "(not a string)", CNIP_MAX_NAME);
+    } else {
+        ok = true;
+    }
+    if (!ok) {
+        json_decref(root);
+        return NULL;
+    }
+    snprintf(version, version_size, "%s", ver);
+    snprintf(name, name_size, "%s", nm);
+    return root;
+}
+
 int cnip_fail(const char *version, const cnip_error *e)
 {
     json_t *j = json_pack("{s:s, s:i, s:s, s:s}", "cniVersion", version ? version : "1.0.0", "code",

@@ -51,6 +51,21 @@ bool cnip_env(cnip_cmd cmd, const char **cid, const char **netns, const char **i
 /* All of stdin (at most CNIP_STDIN_MAX bytes), NUL-terminated; NULL with e set. */
 char *cnip_read_stdin(size_t *len, cnip_error *e);
 
+/* The start of a plugin's main: CNI_COMMAND (VERSION is answered here), the
+ * environment (cnip_env) and stdin. -1: go on, with *text (heap) and *len
+ * set; otherwise the exit status to return (the answer is printed). */
+int cnip_start(cnip_cmd *cmd, const char **cid, const char **netns, const char **ifname,
+               char **text, size_t *len);
+
+/* The network configuration's JSON with what every plugin checks alike: an
+ * object without duplicate keys, cniVersion (a string this plugin speaks;
+ * CHECK needs 0.4.0 or later), name (cnip_valid_name). Copied into version
+ * and name; the root to read the rest from (the caller's to json_decref),
+ * or NULL with e set. */
+struct json_t;
+struct json_t *cnip_conf_open(const char *text, size_t len, cnip_cmd cmd, char *version,
+                              size_t version_size, char *name, size_t name_size, cnip_error *e);
+
 /* Print the error object; returns 1, the plugin's exit status. */
 int cnip_fail(const char *version, const cnip_error *e);
 /* Print VERSION's answer; returns 0. */

@@ -215,13 +215,11 @@ int main(void)
 {
     cnip_error e = {0};
     cnip_cmd cmd;
-    if (!cnip_command(&cmd, &e)) return cnip_fail(NULL, &e);
-    if (cmd == CNIP_VERSION) return cnip_version();
     const char *cid, *netns, *ifname;
-    if (!cnip_env(cmd, &cid, &netns, &ifname, &e)) return cnip_fail(NULL, &e);
-    size_t len = 0;
-    char *text = cnip_read_stdin(&len, &e);
-    if (!text) return cnip_fail(NULL, &e);
+    char *text;
+    size_t len;
+    int rc = cnip_start(&cmd, &cid, &netns, &ifname, &text, &len);
+    if (rc >= 0) return rc;
     pm_conf c;
     bool ok = pm_conf_parse(text, len, cmd, &c, &e);
     free(text);
@@ -232,7 +230,7 @@ int main(void)
         ok = _del(&c, cid, &e);
     else
         ok = _check(&c, cid, &e);
-    int rc = 0;
+    rc = 0;
     if (!ok) {
         rc = cnip_fail(c.cni_version, &e);
     } else if (cmd == CNIP_ADD) {

@@ -170,43 +170,18 @@ bool pm_conf_parse(const char *text, size_t len, cnip_cmd cmd, pm_conf *c, cnip_
 {
     memset(c, 0, sizeof(*c));
     c->snat = true;
-    json_error_t jerr;
-    json_t *root = json_loadb(text, len, 0, &jerr);
-    if (!root || !json_is_object(root)) {
-        cnip_error_set(e, CNIP_E_DECODE, "failed to decode the network configuration", "%s",
-                     root ? "not a JSON object" : jerr.text);
-        json_decref(root);
-        return false;
-    }
+    json_t *root = cnip_conf_open(text, len, cmd, c->cni_version, sizeof(c->cni_version), c->name,
+                                  sizeof(c->name), e);
+    if (!root) return false;
     bool ok = false;
-    const char *ver = json_string_value(json_object_get(root, "cniVersion"));
-    const char *name = json_string_value(json_object_get(root, "name"));
     json_t *snat = json_object_get(root, "snat");
     json_t *prev = json_object_get(root, "prevResult");
-    if (!ver) {
-        cnip_error_set(e, CNIP_E_CONFIG, "invalid network config", "cniVersion is missing");
-    } else if (!cnip_version_supported(ver)) {
-        cnip_error_set(e, CNIP_E_VERSION, "incompatible CNI versions",
-                     "config is %.20s, plugin supports 0.3.0, 0.3.1, 0.4.0, 1.0.0", ver);
-    } else if (cmd == CNIP_CHECK && strncmp(ver, "0.3.", 4) == 0) {
-        cnip_error_set(e, CNIP_E_VERSION, "incompatible CNI versions",
-                     "CHECK needs cniVersion 0.4.0 or later, config is %s", ver);
-    } else if (!name) {
-        cnip_error_set(e, CNIP_E_CONFIG, "invalid network config", "name is missing");
-    } else if (!cnip_valid_name(name, CNIP_MAX_NAME)) {
-        cnip_error_set(e, CNIP_E_CONFIG, "invalid network config",
-                     "name %.80s: want letters, digits, '_', '.', '-' (at most %d)", name,
-                     CNIP_MAX_NAME);
-    } else if (snat && !json_is_boolean(snat)) {
+    if (snat && !json_is_boolean(snat)) {
         cnip_error_set(e, CNIP_E_CONFIG, "invalid network config", "snat is not a boolean");
     } else {
         ok = true;
     }
-    if (ok) {
-        snprintf(c->cni_version, sizeof(c->cni_version), "%s", ver);
-        snprintf(c->name, sizeof(c->name), "%s", name);
-        if (snat) c->snat = json_is_true(snat);
-    }
+    if (ok && snat) c->snat = json_is_true(snat);
     /* DEL needs only the name: it finds the rules by it and the container id,
      * and must clean up even after a runtime lost the rest. */
     if (ok && cmd != CNIP_DEL) ok = _mappings(root, c, e);

@@ -164,6 +164,14 @@ void pm_comment(const char *net, const char *cid, char *out, size_t size)
     snprintf(out, size, "tessera-portmap:%s:%s", net, cid);
 }
 
+/* A FILE writing into *text (heap, NUL-terminated at fclose). */
+static FILE *_text_stream(char **text, size_t *len)
+{
+    FILE *f = open_memstream(text, len);
+    if (!f) ts_panic("open_memstream: out of memory");
+    return f;
+}
+
 /* ---- DEL ------------------------------------------------------------------------------ */
 
 /* Rules outside the container's chain that belong to the container: they
@@ -191,8 +199,7 @@ char *pm_plan_del(const char *net, const char *cid, const pm_table *t)
     pm_comment(net, cid, comment, sizeof(comment));
     char *text = NULL;
     size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    if (!f) ts_panic("open_memstream: out of memory");
+    FILE *f = _text_stream(&text, &len);
     fputs("*nat\n", f);
     int n = _delete_jumps(f, t, chain, comment);
     bool have = pm_table_has_chain(t, chain);
@@ -271,8 +278,7 @@ char *pm_plan_add(const pm_conf *c, const char *cid, const pm_table *t)
     pm_comment(c->name, cid, comment, sizeof(comment));
     char *text = NULL;
     size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    if (!f) ts_panic("open_memstream: out of memory");
+    FILE *f = _text_stream(&text, &len);
     fputs("*nat\n", f);
     /* chains first: shared ones only when missing (a declaration flushes) */
     bool dnat = pm_table_has_chain(t, PM_CHAIN_DNAT);
@@ -317,8 +323,7 @@ char *pm_jump_lines(const pm_conf *c, const char *cid)
     pm_comment(c->name, cid, comment, sizeof(comment));
     char *text = NULL;
     size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    if (!f) ts_panic("open_memstream: out of memory");
+    FILE *f = _text_stream(&text, &len);
     _jumps(f, c, chain, comment);
     fclose(f);
     return text;
@@ -330,8 +335,7 @@ char *pm_plan_add_fast(const pm_conf *c, const char *cid, const char *jumps)
     pm_chain_name(c->name, cid, chain);
     char *text = NULL;
     size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    if (!f) ts_panic("open_memstream: out of memory");
+    FILE *f = _text_stream(&text, &len);
     fprintf(f, "*nat\n:%s - [0:0]\n", chain);
     _container_rules(f, c, chain);
     fputs(jumps, f);
@@ -346,8 +350,7 @@ char *pm_plan_del_fast(const char *net, const char *cid, const char *jumps)
     pm_chain_name(net, cid, chain);
     char *text = NULL;
     size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    if (!f) ts_panic("open_memstream: out of memory");
+    FILE *f = _text_stream(&text, &len);
     fputs("*nat\n", f);
     size_t prefix = strlen("-A " PM_CHAIN_DNAT " ");
     for (const char *p = jumps; *p;) {
