@@ -565,6 +565,7 @@ typedef struct pull {
     bool failed;
     ts_err err;
     int64_t done, total;
+    int layers_done;
     int64_t last_report_ms;
     image_progress_fn progress;
     void *ctx;
@@ -577,7 +578,11 @@ static void _report(pull *p, bool force)
     int64_t now = ts_now_mono_ms();
     if (!force && now - p->last_report_ms < PROGRESS_INTERVAL_MS) return;
     p->last_report_ms = now;
-    p->progress(p->done, p->total, p->ctx);
+    image_progress pr = {.bytes_done = p->done,
+                         .bytes_total = p->total,
+                         .layers_done = p->layers_done,
+                         .layers_total = p->n};
+    p->progress(&pr, p->ctx);
 }
 
 static void _on_bytes(int64_t delta, void *ctx)
@@ -637,6 +642,11 @@ static void *_worker(void *arg)
                 p->failed = true;
                 p->err = err;
             }
+            pthread_mutex_unlock(&p->mu);
+        } else {
+            pthread_mutex_lock(&p->mu);
+            p->layers_done++;
+            _report(p, true);
             pthread_mutex_unlock(&p->mu);
         }
     }
@@ -803,7 +813,13 @@ image_info *image_pull(image_store *s, const char *reference, image_progress_fn 
         *err = p.err;
         goto out;
     }
-    if (progress) progress(p.total, p.total, ctx);
+    if (progress) {
+        image_progress pr = {.bytes_done = p.total,
+                             .bytes_total = p.total,
+                             .layers_done = n,
+                             .layers_total = n};
+        progress(&pr, ctx);
+    }
 
     /* 4. remember what the reference resolved to, and describe the image */
     char *rec = _ref_record_path(s, &r);

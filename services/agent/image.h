@@ -48,8 +48,14 @@ typedef struct image_info {
     char *labels_json;    /* config Labels as a JSON object text ("{}" when none) */
 } image_info;
 
-/* Progress of a pull: bytes of blobs fetched so far out of the total known. */
-typedef void (*image_progress_fn)(int64_t done, int64_t total, void *ctx);
+/* Progress of a pull: bytes of blobs fetched so far out of the total known,
+ * and layers ready (fetched and unpacked, or already in the cache) out of
+ * the image's. */
+typedef struct image_progress {
+    int64_t bytes_done, bytes_total;
+    int layers_done, layers_total;
+} image_progress;
+typedef void (*image_progress_fn)(const image_progress *pr, void *ctx);
 
 /* Resolve reference, fetch what is missing (layers concurrently, each digest
  * verified), unpack layers (OCI whiteouts and opaque dirs, hard links, symlinks,

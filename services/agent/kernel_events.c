@@ -23,15 +23,17 @@ static void _publish(const kev_ctx *c, const ProtobufCMessage *m)
     TLOG_DEBUG("kernel event published", "kernel=%s type=%s", c->kernel_id, m->descriptor->name);
 }
 
-void kev_pulling(const kev_ctx *c, const char *image, int64_t done, int64_t total)
+void kev_pulling(const kev_ctx *c, const char *image, const image_progress *pr)
 {
     Tessera__V1__KernelPulling m = TESSERA__V1__KERNEL_PULLING__INIT;
     m.session_id = _s(c->session_id);
     m.kernel_id = _s(c->kernel_id);
     m.agent_id = _s(c->agent_id);
     m.image = _s(image);
-    m.bytes_done = done;
-    m.bytes_total = total;
+    m.bytes_done = pr->bytes_done;
+    m.bytes_total = pr->bytes_total;
+    m.layers_done = pr->layers_done;
+    m.layers_total = pr->layers_total;
     _publish(c, &m.base);
 }
 

@@ -5,6 +5,7 @@
 #define AGENT_KERNEL_EVENTS_H
 
 #include "libcommon/kbus.h"
+#include "services/agent/image.h"
 #include "services/agent/service_ports.h"
 
 #define KERNEL_TOPIC "tessera.kernel.v1"
@@ -18,7 +19,7 @@ typedef struct kev_ctx {
     int generation;             /* CreateKernel.generation (Started, Exited, Terminated) */
 } kev_ctx;
 
-void kev_pulling(const kev_ctx *c, const char *image, int64_t done, int64_t total);
+void kev_pulling(const kev_ctx *c, const char *image, const image_progress *pr);
 void kev_creating(const kev_ctx *c, const char *digest);
 void kev_started(const kev_ctx *c, const char *kernel_host, const kernel_service_port *ports,
                  int n_ports);

@@ -310,24 +310,25 @@ typedef struct pull_progress {
     krec *k;
     const char *image;
     pthread_mutex_t mu;
-    int64_t last_ms, last_done;
+    int64_t last_ms;
+    int last_layers;
 } pull_progress;
 
-static void _on_progress(int64_t done, int64_t total, void *ctx)
+static void _on_progress(const image_progress *pr, void *ctx)
 {
     pull_progress *p = ctx;
     pthread_mutex_lock(&p->mu);
     int64_t now = ts_now_mono_ms();
-    bool send =
-        (now - p->last_ms >= PROGRESS_INTERVAL_MS || (done == total && done != p->last_done));
+    /* at most every PROGRESS_INTERVAL_MS, and always when a layer is ready */
+    bool send = now - p->last_ms >= PROGRESS_INTERVAL_MS || pr->layers_done != p->last_layers;
     if (send) {
         p->last_ms = now;
-        p->last_done = done;
+        p->last_layers = pr->layers_done;
     }
     pthread_mutex_unlock(&p->mu);
     if (send) {
         kev_ctx c = _kev(p->ks, p->k);
-        kev_pulling(&c, p->image, done, total);
+        kev_pulling(&c, p->image, pr);
     }
 }
 
@@ -490,13 +491,14 @@ static void _task_create(kernels *ks, krec *k)
         info = image_lookup(store, ref, &lerr);
     }
     if (!info) {
-        kev_pulling(&c, cmd->image, 0, 0);
+        image_progress none = {0};
+        kev_pulling(&c, cmd->image, &none);
         if (!_pull_slot(ks, k)) {
             free(ref);
             goto out;
         }
         pull_progress pp = {
-            .ks = ks, .k = k, .image = cmd->image, .last_ms = ts_now_mono_ms(), .last_done = -1};
+            .ks = ks, .k = k, .image = cmd->image, .last_ms = ts_now_mono_ms(), .last_layers = -1};
         pthread_mutex_init(&pp.mu, NULL);
         info = store ? image_pull(store, ref, _on_progress, &pp, &err) : NULL;
         if (!store) ts_err_set(&err, "no image store for '%s'", ref);

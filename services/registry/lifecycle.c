@@ -433,13 +433,16 @@ static kbus_result apply_pulling(PGconn *conn, outbox *ob, sess *s, const void *
     kernel_row k;
     if (!lock_kernel(conn, s, m->kernel_id, m->agent_id, &k, err)) return db_failed();
     if (!k.found || !in(k.status, STARTING)) return KBUS_DONE;
-    char done[32], total[32], info[128];
+    char done[32], total[32], info[160], layers[48] = "";
     human_bytes(done, sizeof(done), m->bytes_done);
     human_bytes(total, sizeof(total), m->bytes_total);
+    if (m->layers_total > 0 && m->layers_done >= 0 && m->layers_done <= m->layers_total)
+        snprintf(layers, sizeof(layers), ", %d of %d layers ready", m->layers_done,
+                 m->layers_total);
     if (m->bytes_total > 0)
-        snprintf(info, sizeof(info), "pulling %s / %s", done, total);
+        snprintf(info, sizeof(info), "pulling %s / %s%s", done, total, layers);
     else
-        snprintf(info, sizeof(info), "pulling %s", done);
+        snprintf(info, sizeof(info), "pulling %s%s", done, layers);
     if (!set_kernel(conn, m->kernel_id, "PULLING", info, err)) return db_failed();
     if (strcmp(s->status, ST_SCHEDULED) == 0 || strcmp(s->status, ST_PREPARING) == 0) {
         if (!tr_set(conn, ob, s, ST_PULLING, info, err)) return db_failed();

@@ -198,6 +198,7 @@ def test_interactive_kernel_execute_heartbeat_destroy(agent):
     assert all(p["host_port"] > 0 for p in ports.values())
     pulling = bus.find("KernelPulling", lambda p: p["kernel_id"] == kid)[-1]["payload"]
     assert pulling["image"] == cmd["image"]
+    assert pulling["layers_total"] >= 1 and pulling["layers_done"] == pulling["layers_total"], pulling
 
     # a repeated CreateKernel is a no-op
     bus.publish(agent["id"], "CreateKernel", cmd)

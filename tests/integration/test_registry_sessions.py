@@ -292,6 +292,13 @@ def test_lifecycle_with_duplicated_and_reordered_events(reg):
             f"pulling {sid} {kid} fa-life 1048576 4194304")
     info = reg.wait_status(sid, "PULLING")
     assert info["statusInfo"] == "pulling 1.0 MiB / 4.0 MiB"
+    # with the layer counts, and counts that make no sense are left out
+    reg.bus(f"pulling {sid} {kid} fa-life 2097152 4194304 1 3")
+    wait_until(lambda: reg.info(sid)["statusInfo"] == "pulling 2.0 MiB / 4.0 MiB, 1 of 3 layers ready",
+               timeout=10, message="layer counts in statusInfo")
+    reg.bus(f"pulling {sid} {kid} fa-life 3145728 4194304 5 3")
+    wait_until(lambda: reg.info(sid)["statusInfo"] == "pulling 3.0 MiB / 4.0 MiB",
+               timeout=10, message="bad layer counts left out")
     reg.bus(f"creating {sid} {kid} fa-life sha256:abc",
             f"kstarted {sid} {kid} fa-life 10.0.0.5 web:http:8080:30001,ssh:tcp:2200:30002")
     info = reg.wait_status(sid, "RUNNING")

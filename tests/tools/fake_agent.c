@@ -224,6 +224,8 @@ static void cmd_kernel(char **w, int n)
         m.image = "fake";
         m.bytes_done = n > 4 ? atoll(w[4]) : 0;
         m.bytes_total = n > 5 ? atoll(w[5]) : 0;
+        m.layers_done = n > 6 ? atoi(w[6]) : 0;
+        m.layers_total = n > 7 ? atoi(w[7]) : 0;
         publish("tessera.kernel.v1", m.session_id, &m.base);
     } else if (!strcmp(t, "creating")) {
         Tessera__V1__KernelCreating m = TESSERA__V1__KERNEL_CREATING__INIT;

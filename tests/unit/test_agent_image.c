@@ -337,16 +337,19 @@ static int teardown(void **state)
 typedef struct prog {
     int calls;
     int64_t done, total;
+    int layers_done, layers_total;
     bool went_backwards;
 } prog;
 
-static void on_progress(int64_t done, int64_t total, void *ctx)
+static void on_progress(const image_progress *pr, void *ctx)
 {
     prog *p = ctx;
-    if (done < p->done) p->went_backwards = true;
+    if (pr->bytes_done < p->done || pr->layers_done < p->layers_done) p->went_backwards = true;
     p->calls++;
-    p->done = done;
-    p->total = total;
+    p->done = pr->bytes_done;
+    p->total = pr->bytes_total;
+    p->layers_done = pr->layers_done;
+    p->layers_total = pr->layers_total;
 }
 
 static bool strv_has(char **v, const char *want)
@@ -460,9 +463,11 @@ static void test_pull_busybox(void **state)
     assert_null(info->user);
     assert_non_null(strstr(info->labels_json, "\"ai.backend.service-ports\":\"echo:http:8080,tcpecho:tcp:9000\""));
     assert_non_null(strstr(info->labels_json, "\"ai.backend.runtime-path\":\"/bin/sh\""));
-    assert_true(p.calls >= 2);
+    assert_true(p.calls >= 4); /* the start, each of the 2 layers ready, the end */
     assert_true(p.total > 100000);
     assert_int_equal(p.done, p.total);
+    assert_int_equal(p.layers_total, 2);
+    assert_int_equal(p.layers_done, 2);
     assert_false(p.went_backwards);
     /* the cache layout of image.h */
     snprintf(path, sizeof(path), "%s/cache-a/blobs/sha256/%s", g_dir, digest_hex(g_busybox_digest));
@@ -485,6 +490,8 @@ static void test_second_pull_uses_cache(void **state)
     assert_int_equal(blob_gets(), before);
     assert_string_equal(info->digest, g_busybox_digest);
     assert_int_equal(p.done, p.total);
+    assert_int_equal(p.layers_done, 2);
+    assert_int_equal(p.layers_total, 2);
     image_info_free(info);
 
     /* the same image by digest: no request at all is needed */
@@ -697,10 +704,11 @@ static void test_concurrent_pulls(void **state)
 
 /* `test_agent_image pull REF CACHE_DIR [ARCH]`: pull with the agent's code and
  * print the image as JSON (tests/integration/test_images.py uses it). */
-static void _print_progress(int64_t done, int64_t total, void *ctx)
+static void _print_progress(const image_progress *pr, void *ctx)
 {
     (void)ctx;
-    fprintf(stderr, "progress %lld/%lld\n", (long long)done, (long long)total);
+    fprintf(stderr, "progress %lld/%lld layers %d/%d\n", (long long)pr->bytes_done,
+            (long long)pr->bytes_total, pr->layers_done, pr->layers_total);
 }
 
 static void _put_strv(const char *name, char **v, bool comma)
