@@ -1017,6 +1017,8 @@ static void test_proc_run(void **state)
 int main(void)
 {
     if (getenv("TEST_FILTER")) cmocka_set_test_filter(getenv("TEST_FILTER"));
+    /* TEST_LOG_LEVEL=debug: the runtime's per-step timings of each start and destroy */
+    if (getenv("TEST_LOG_LEVEL") && !tlog_set_level(getenv("TEST_LOG_LEVEL"))) return 2;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_log_writer_rotation),
         cmocka_unit_test(test_port_pool_persists),
