@@ -380,6 +380,16 @@ static bool _spawn_supervisor(runtime *rt, const char *id, pid_t *init_pid, pid_
         free(kdir);
         return false;
     }
+    /* the child's fds 0-4 are set in order below: keep the pipe ends above them */
+    int *ends[] = {&rp[1], &sp[1]};
+    for (size_t i = 0; i < TS_ARRAY_LEN(ends); i++) {
+        if (*ends[i] >= 5) continue;
+        int moved = fcntl(*ends[i], F_DUPFD_CLOEXEC, 5);
+        if (moved >= 0) {
+            close(*ends[i]);
+            *ends[i] = moved;
+        }
+    }
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDWR, 0);

@@ -737,6 +737,32 @@ static void test_bad_input(void **state)
     destroy_ok(id);
 }
 
+/* Without its supervisor program the runtime does not open, and says which
+ * file; tessera-sup run by hand (no pipes from the agent, bad arguments)
+ * prints its usage and exits 2; --help exits 0. */
+static void test_supervisor_missing_or_misused(void **state)
+{
+    (void)state;
+    SKIP_IF_UNAVAILABLE();
+    runtime_opts o = {.state_dir = g_state,
+                      .runc_path = RUNC,
+                      .cni_bin_dir = "/usr/lib/cni",
+                      .cni_network = "tstest0",
+                      .cni_subnet = "10.213.77.0/24",
+                      .sup_path = "/no/such/tessera-sup",
+                      .port_pool_start = PORT_START,
+                      .port_pool_end = PORT_END,
+                      .log_cap_bytes = LOG_CAP};
+    ts_err err = {{0}};
+    assert_null(runtime_new(&o, &err));
+    assert_non_null(strstr(err.msg, "kernel supervisor /no/such/tessera-sup"));
+    assert_non_null(strstr(err.msg, "No such file"));
+    assert_int_equal(sh("%s --help | grep -q 'usage: tessera-sup'", g_sup), 0);
+    assert_int_equal(WEXITSTATUS(sh("%s 2>/dev/null", g_sup)), 2); /* no arguments */
+    assert_int_equal(WEXITSTATUS(sh("%s /tmp x '' runc 3>&1 4>&1 2>/dev/null", g_sup)), 2);
+    assert_int_equal(WEXITSTATUS(sh("%s /tmp 100 '' runc 2>/dev/null 3>&- 4>&-", g_sup)), 2);
+}
+
 /* The agent is killed (here: a child process that started the kernel exits
  * at once, like kill -9) and a new one, on the same state dir, finds the
  * kernel still running, its log still collected, and can exec and destroy. */
@@ -1031,6 +1057,7 @@ int main(void)
         cmocka_unit_test(test_service_port),
         cmocka_unit_test(test_port_plugin_switch),
         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_supervisor_missing_or_misused),
         cmocka_unit_test(test_readopt_after_agent_death),
         cmocka_unit_test(test_start_latency),
     };
