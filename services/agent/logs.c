@@ -38,7 +38,7 @@ static void _rotate(log_writer *w)
     w->size = 0;
 }
 
-static void _write_all(int fd, const char *p, size_t n)
+void logs_write_all(int fd, const char *p, size_t n)
 {
     while (n > 0) {
         ssize_t k = write(fd, p, n);
@@ -62,7 +62,7 @@ void logw_write(log_writer *w, const char *p, size_t n)
         if (w->size >= w->seg_cap) _rotate(w);
         size_t take = (size_t)(w->seg_cap - w->size);
         if (take > n) take = n;
-        _write_all(w->fd, p, take);
+        logs_write_all(w->fd, p, take);
         w->size += (int64_t)take;
         p += take;
         n -= take;

@@ -20,6 +20,8 @@ typedef struct log_writer {
 
 bool logw_open(log_writer *w, const char *dir, int64_t cap_bytes) TS_MUST_CHECK;
 void logw_write(log_writer *w, const char *p, size_t n);
+/* All of p to fd (retried after EINTR and short writes); stops at an error. */
+void logs_write_all(int fd, const char *p, size_t n);
 void logw_close(log_writer *w);
 
 /* The last max bytes of the log in dir (both segments), heap, NUL-terminated. */

@@ -66,14 +66,7 @@ static int64_t _sup_read_oom_kills(const char *path)
 
 static void _sup_write(int fd, const char *s)
 {
-    size_t n = strlen(s);
-    while (n > 0) {
-        ssize_t k = write(fd, s, n);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) return;
-        s += k;
-        n -= (size_t)k;
-    }
+    logs_write_all(fd, s, strlen(s));
 }
 
 /* Runs in the supervisor process; ready (fd 3) gets "OK <init pid>" or "ERR <why>". */
