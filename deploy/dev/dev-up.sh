@@ -18,6 +18,9 @@
 #   TESSERA_DEV_TIMEOUT   seconds to wait for readiness (default 60)
 #   TESSERA_DEV_MOCK_GPUS mock GPUs of the agent (default 2); 0 on a host with
 #                         NVIDIA GPUs makes the agent use the real ones
+#   TESSERA_DEV_PG_OPTIONS more PostgreSQL server options, appended to the
+#                         stack's own ("-c wal_init_zero=off -c ..."); read
+#                         when PostgreSQL starts
 #   TESSERA_IMAGE_CACHE   where the busybox demo image is built once (default
 #                         <repo>/build/images); it is pushed to the OCI registry
 #                         and named in env as TESSERA_DEMO_IMAGE.
@@ -189,7 +192,7 @@ if [ -f "$PGDATA/postmaster.pid" ] && ! asp "$PGBIN/pg_ctl" -D "$PGDATA" status 
 fi
 # fsync off and friends: a throwaway development database.
 asp "$PGBIN/pg_ctl" -D "$PGDATA" -l "$LOGS/postgres.log" -w -t 60 -s \
-  -o "-p $PG_PORT -k $PGSOCK -c listen_addresses=$HOST -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200 -c log_lock_waits=on" \
+  -o "-p $PG_PORT -k $PGSOCK -c listen_addresses=$HOST -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200 -c log_lock_waits=on ${TESSERA_DEV_PG_OPTIONS:-}" \
   start </dev/null >>"$LOGS/postgres.log" 2>&1 || true
 pgpid=$(head -n 1 "$PGDATA/postmaster.pid" 2>/dev/null || true)
 [ -n "$pgpid" ] && started postgres "$pgpid"
