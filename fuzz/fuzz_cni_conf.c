@@ -23,8 +23,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cnip_error e;
     memset(&e, 0, sizeof(e));
     pm_conf pc;
-    if (pm_conf_parse(text, len, cmd, &pc, &e)) pm_conf_free(&pc);
-    else if (!e.code || !e.msg[0]) abort(); /* a refusal always says why */
+    if (pm_conf_parse(text, len, cmd, &pc, &e))
+        pm_conf_free(&pc);
+    else if (!e.code || !e.msg[0])
+        abort(); /* a refusal always says why */
     br_conf bc;
     memset(&e, 0, sizeof(e));
     if (!br_conf_parse(text, len, cmd, &bc, &e) && (!e.code || !e.msg[0])) abort();

@@ -308,8 +308,8 @@ bool agent_start(svc *s, ts_err *err)
     a->cni_portmap = cni_plugin_locate("agent.cni_portmap", c->cni_portmap, "tessera-portmap",
                                        c->cni_bin_dir, err);
     if (!a->cni_portmap) return false;
-    a->cni_bridge = cni_plugin_locate("agent.cni_bridge", c->cni_bridge, "tessera-bridge",
-                                      c->cni_bin_dir, err);
+    a->cni_bridge =
+        cni_plugin_locate("agent.cni_bridge", c->cni_bridge, "tessera-bridge", c->cni_bin_dir, err);
     if (!a->cni_bridge) return false;
     TLOG_INFO("CNI plugins", "cni_bridge=%s cni_portmap=%s", a->cni_bridge, a->cni_portmap);
     runtime_opts ro = {.state_dir = c->state_dir,

@@ -126,11 +126,11 @@ static const char *_type_of(const char *path)
 static json_t *_bridge_conf(const cni_conf *c, const char *plugin)
 {
     char *data = ts_asprintf("%s/networks", c->data_dir);
-    json_t *j =
-        json_pack("{s:s, s:s, s:s, s:s, s:b, s:b, s:b, s:{s:s, s:[[{s:s}]], s:[{s:s}], s:s}}",
-                  "cniVersion", "1.0.0", "name", c->network, "type", _type_of(plugin), "bridge", c->network,
-                  "isGateway", 1, "ipMasq", 0, "hairpinMode", 1, "ipam", "type", "host-local",
-                  "ranges", "subnet", c->subnet, "routes", "dst", "0.0.0.0/0", "dataDir", data);
+    json_t *j = json_pack(
+        "{s:s, s:s, s:s, s:s, s:b, s:b, s:b, s:{s:s, s:[[{s:s}]], s:[{s:s}], s:s}}", "cniVersion",
+        "1.0.0", "name", c->network, "type", _type_of(plugin), "bridge", c->network, "isGateway", 1,
+        "ipMasq", 0, "hairpinMode", 1, "ipam", "type", "host-local", "ranges", "subnet", c->subnet,
+        "routes", "dst", "0.0.0.0/0", "dataDir", data);
     free(data);
     return j;
 }
@@ -328,7 +328,8 @@ bool cni_add(const cni_conf *c, const char *kernel_id, const char *netns, const 
     }
     if (!ok) {
         ts_err dummy;
-        if (!cni_del(c, kernel_id, netns, ports, n_ports, res, NULL, NULL, &dummy)) { /* best effort */
+        if (!cni_del(c, kernel_id, netns, ports, n_ports, res, NULL, NULL,
+                     &dummy)) { /* best effort */
         }
         free(res);
         return false;

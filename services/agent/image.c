@@ -814,10 +814,8 @@ image_info *image_pull(image_store *s, const char *reference, image_progress_fn 
         goto out;
     }
     if (progress) {
-        image_progress pr = {.bytes_done = p.total,
-                             .bytes_total = p.total,
-                             .layers_done = n,
-                             .layers_total = n};
+        image_progress pr = {
+            .bytes_done = p.total, .bytes_total = p.total, .layers_done = n, .layers_total = n};
         progress(&pr, ctx);
     }
 

@@ -11,8 +11,8 @@
 #endif
 
 static char *id, *resource_group, *state_dir, *runc_path, *cni_bin_dir, *cni_network, *cni_subnet,
-    *cni_portmap, *cni_bridge, *port_range, *insecure_registries, *registry_auth_file, *advertise_addr,
-    *cuda_shim_path, *cuda_driver_libs, *term_path;
+    *cni_portmap, *cni_bridge, *port_range, *insecure_registries, *registry_auth_file,
+    *advertise_addr, *cuda_shim_path, *cuda_driver_libs, *term_path;
 static int64_t log_cap, heartbeat_interval_ms, mock_gpus, mock_gpu_memory, max_parallel_pulls,
     pull_retries, pull_timeout_ms, mem, mem_reserve, shm, destroy_grace_ms, exited_retention_ms,
     exec_timeout_ms, exec_output_cap;

@@ -255,8 +255,8 @@ runtime *runtime_new(const runtime_opts *opts, ts_err *err)
     rt->cni_portmap = ts_strdup(opts->cni_portmap && *opts->cni_portmap ? opts->cni_portmap
                                                                         : rt->cni_portmap_legacy);
     rt->cni_bridge_legacy = ts_asprintf("%s/bridge", rt->cni_bin);
-    rt->cni_bridge = ts_strdup(opts->cni_bridge && *opts->cni_bridge ? opts->cni_bridge
-                                                                      : rt->cni_bridge_legacy);
+    rt->cni_bridge =
+        ts_strdup(opts->cni_bridge && *opts->cni_bridge ? opts->cni_bridge : rt->cni_bridge_legacy);
     rt->sup_path = opts->sup_path && *opts->sup_path ? ts_strdup(opts->sup_path)
                                                      : proc_sibling_path("tessera-sup", NULL);
     rt->log_cap = opts->log_cap_bytes > 0 ? opts->log_cap_bytes : (10LL << 20);
@@ -268,7 +268,8 @@ runtime *runtime_new(const runtime_opts *opts, ts_err *err)
                          .bridge = rt->cni_bridge};
     bool ok = true;
     if (!rt->sup_path || access(rt->sup_path, X_OK) != 0) {
-        ts_err_set(err, "runtime: the kernel supervisor %s: %s (it is installed beside "
+        ts_err_set(err,
+                   "runtime: the kernel supervisor %s: %s (it is installed beside "
                    "tessera-agent)",
                    rt->sup_path ? rt->sup_path : "tessera-sup",
                    rt->sup_path ? strerror(errno) : "cannot find the agent's own path");
@@ -364,9 +365,9 @@ static bool _spawn_supervisor(runtime *rt, const char *id, pid_t *init_pid, pid_
     _cg_rel(id, rel, sizeof(rel));
     if (!cg_path("memory", rel, "memory.oom_control", oom_file, sizeof(oom_file)))
         oom_file[0] = '\0';
-    const char *argv[] = {rt->sup_path, kdir,     cap,       oom_file,   rt->runc,     "--log",
-                          log_file,     "--log-format", "json", "run", "--detach", "--bundle",
-                          bundle,       "--pid-file", pid_file, id,        NULL};
+    const char *argv[] = {rt->sup_path, kdir,           cap,      oom_file, rt->runc,   "--log",
+                          log_file,     "--log-format", "json",   "run",    "--detach", "--bundle",
+                          bundle,       "--pid-file",   pid_file, id,       NULL};
     int rp[2], sp[2];
     if (pipe2(rp, O_CLOEXEC) < 0) {
         ts_err_set(err, "pipe: %s", strerror(errno));

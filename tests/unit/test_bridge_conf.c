@@ -22,10 +22,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define AGENT_CONF(extra)                                                                     \
-    "{\"cniVersion\":\"1.0.0\",\"name\":\"tessera0\",\"type\":\"tessera-bridge\","           \
-    "\"bridge\":\"tessera0\",\"isGateway\":true,\"ipMasq\":false,\"hairpinMode\":true," extra \
-    "\"ipam\":{\"type\":\"host-local\",\"ranges\":[[{\"subnet\":\"10.88.0.0/16\"}]],"          \
+#define AGENT_CONF(extra)                                                                          \
+    "{\"cniVersion\":\"1.0.0\",\"name\":\"tessera0\",\"type\":\"tessera-bridge\","                 \
+    "\"bridge\":\"tessera0\",\"isGateway\":true,\"ipMasq\":false,\"hairpinMode\":true," extra      \
+    "\"ipam\":{\"type\":\"host-local\",\"ranges\":[[{\"subnet\":\"10.88.0.0/16\"}]],"              \
     "\"routes\":[{\"dst\":\"0.0.0.0/0\"}],\"dataDir\":\"/var/lib/tessera/cni/networks\"}}"
 
 static bool parse(const char *text, cnip_cmd cmd, br_conf *c, cnip_error *e)
@@ -118,21 +118,22 @@ static void test_bad_conf(void **state)
             "duplicate");
     refused("{\"name\":\"n\"}", CNIP_DEL, CNIP_E_CONFIG, "cniVersion is missing");
     refused("{\"cniVersion\":\"2.0.0\",\"name\":\"n\"}", CNIP_DEL, CNIP_E_VERSION, "2.0.0");
-    refused("{\"cniVersion\":1,\"name\":\"n\"}", CNIP_DEL, CNIP_E_CONFIG, "cniVersion is not a "
+    refused("{\"cniVersion\":1,\"name\":\"n\"}", CNIP_DEL, CNIP_E_CONFIG,
+            "cniVersion is not a "
             "string");
     refused("{\"cniVersion\":\"1.0.0\"}", CNIP_DEL, CNIP_E_CONFIG, "name is missing");
-    refused("{\"cniVersion\":\"1.0.0\",\"name\":\"../etc\"}", CNIP_DEL, CNIP_E_CONFIG, "name ../etc");
+    refused("{\"cniVersion\":\"1.0.0\",\"name\":\"../etc\"}", CNIP_DEL, CNIP_E_CONFIG,
+            "name ../etc");
     refused("{\"cniVersion\":\"1.0.0\",\"name\":\"n\\u00e9t\"}", CNIP_DEL, CNIP_E_CONFIG, "name ");
     refused("{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"bridge\":\"a-name-too-long-for-linux\"}",
             CNIP_DEL, CNIP_E_CONFIG, "not an interface name");
-    refused("{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"bridge\":\"a/b\"}", CNIP_DEL,
-            CNIP_E_CONFIG, "not an interface name");
+    refused("{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"bridge\":\"a/b\"}", CNIP_DEL, CNIP_E_CONFIG,
+            "not an interface name");
     refused("{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"bridge\":\"\"}", CNIP_DEL, CNIP_E_CONFIG,
             "not an interface name");
-    refused("{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"mtu\":10}", CNIP_DEL, CNIP_E_CONFIG,
+    refused("{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"mtu\":10}", CNIP_DEL, CNIP_E_CONFIG, "mtu");
+    refused("{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"mtu\":\"1500\"}", CNIP_DEL, CNIP_E_CONFIG,
             "mtu");
-    refused("{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"mtu\":\"1500\"}", CNIP_DEL,
-            CNIP_E_CONFIG, "mtu");
     refused("{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"isGateway\":\"yes\"}", CNIP_DEL,
             CNIP_E_CONFIG, "isGateway is not true or false");
     refused(AGENT_CONF("\"ipMasq\":true,"), CNIP_ADD, CNIP_E_DECODE, "duplicate");
@@ -312,10 +313,8 @@ static void test_store_unwritable(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_agent_conf),
-        cmocka_unit_test(test_older_shape_and_defaults),
-        cmocka_unit_test(test_bad_conf),
-        cmocka_unit_test(test_leases),
+        cmocka_unit_test(test_agent_conf),       cmocka_unit_test(test_older_shape_and_defaults),
+        cmocka_unit_test(test_bad_conf),         cmocka_unit_test(test_leases),
         cmocka_unit_test(test_store_unwritable),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

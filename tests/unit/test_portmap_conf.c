@@ -143,8 +143,8 @@ static void test_bad_input(void **state)
             "hostPort is missing");
     refused(CONF("{\"portMappings\":[{\"hostPort\":80}]}"), CNIP_ADD, CNIP_E_CONFIG,
             "containerPort is missing");
-    refused(CONF("{\"portMappings\":[{\"hostPort\":0,\"containerPort\":80}]}"), CNIP_ADD, CNIP_E_CONFIG,
-            "hostPort 0 is not a port");
+    refused(CONF("{\"portMappings\":[{\"hostPort\":0,\"containerPort\":80}]}"), CNIP_ADD,
+            CNIP_E_CONFIG, "hostPort 0 is not a port");
     refused(CONF("{\"portMappings\":[{\"hostPort\":65536,\"containerPort\":80}]}"), CNIP_ADD,
             CNIP_E_CONFIG, "hostPort 65536");
     refused(CONF("{\"portMappings\":[{\"hostPort\":-1,\"containerPort\":80}]}"), CNIP_ADD,

@@ -41,8 +41,7 @@ static bool _in_subnet(const br_conf *c, struct in_addr a)
 }
 
 /* An optional string member: NULL when absent; false (e set) when not a string. */
-static bool _opt_str(json_t *o, const char *key, const char *where, const char **out,
-                     cnip_error *e)
+static bool _opt_str(json_t *o, const char *key, const char *where, const char **out, cnip_error *e)
 {
     json_t *v = json_object_get(o, key);
     *out = NULL;
@@ -128,8 +127,8 @@ static bool _range(json_t *ipam, br_conf *c, cnip_error *e)
     struct {
         const char *key;
         struct in_addr *out;
-    } opt[] = {{"rangeStart", &c->range_start}, {"rangeEnd", &c->range_end},
-               {"gateway", &c->gateway}};
+    } opt[] = {
+        {"rangeStart", &c->range_start}, {"rangeEnd", &c->range_end}, {"gateway", &c->gateway}};
     for (size_t i = 0; i < TS_ARRAY_LEN(opt); i++) {
         struct in_addr a;
         bool set;
@@ -144,8 +143,8 @@ static bool _range(json_t *ipam, br_conf *c, cnip_error *e)
         *opt[i].out = a;
     }
     if (ntohl(c->range_start.s_addr) > ntohl(c->range_end.s_addr)) {
-        cnip_error_set(e, CNIP_E_CONFIG, "invalid network config",
-                       "%srangeStart is after rangeEnd", where);
+        cnip_error_set(e, CNIP_E_CONFIG, "invalid network config", "%srangeStart is after rangeEnd",
+                       where);
         return false;
     }
     return true;
@@ -168,8 +167,10 @@ static bool _routes(json_t *ipam, br_conf *c, cnip_error *e)
         snprintf(where, sizeof(where), "ipam.routes[%zu].", i);
         const char *dst;
         if (!json_is_object(r)) {
-            cnip_error_set(e, CNIP_E_CONFIG, "invalid network config", "ipam.routes[%zu] is not "
-                           "an object", i);
+            cnip_error_set(e, CNIP_E_CONFIG, "invalid network config",
+                           "ipam.routes[%zu] is not "
+                           "an object",
+                           i);
             return false;
         }
         if (!_opt_str(r, "dst", where, &dst, e)) return false;

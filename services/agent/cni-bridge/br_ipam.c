@@ -204,7 +204,9 @@ bool br_ipam_alloc(br_ipam *s, const br_conf *c, const char *cid, const char *if
     char a[INET_ADDRSTRLEN], b[INET_ADDRSTRLEN];
     inet_ntop(AF_INET, &c->range_start, a, sizeof(a));
     inet_ntop(AF_INET, &c->range_end, b, sizeof(b));
-    cnip_error_set(e, BR_E_IPAM, "no free address", "every address from %s to %s of network %s is "
-                   "leased (%s)", a, b, c->name, s->dir);
+    cnip_error_set(e, BR_E_IPAM, "no free address",
+                   "every address from %s to %s of network %s is "
+                   "leased (%s)",
+                   a, b, c->name, s->dir);
     return false;
 }

@@ -32,8 +32,10 @@ static void *_tail(msg *m)
 static void *_put(msg *m, const void *data, size_t len)
 {
     void *p = _tail(m);
-    if (data) memcpy(p, data, len);
-    else memset(p, 0, len);
+    if (data)
+        memcpy(p, data, len);
+    else
+        memset(p, 0, len);
     m->h.nlmsg_len = (uint32_t)(NLMSG_ALIGN(m->h.nlmsg_len) + len);
     return p;
 }
@@ -210,7 +212,8 @@ bool br_nl_addr_add(br_nl *n, int ifindex, struct in_addr a, int prefix, ts_err 
     _attr(&m, IFA_LOCAL, &a, sizeof(a));
     _attr(&m, IFA_ADDRESS, &a, sizeof(a));
     if (prefix < 31) {
-        struct in_addr b = {.s_addr = a.s_addr | htonl(prefix ? ~(0xffffffffu << (32 - prefix)) : ~0u)};
+        struct in_addr b = {.s_addr =
+                                a.s_addr | htonl(prefix ? ~(0xffffffffu << (32 - prefix)) : ~0u)};
         _attr(&m, IFA_BROADCAST, &b, sizeof(b));
     }
     int rc = _talk(n, &m, NULL);

@@ -71,13 +71,14 @@ static bool _enter(int ns_fd, const char *path, cnip_error *e)
 }
 
 /* The host end of the pair, with a fresh name; the container end ifname. */
-static bool _veth(br_nl *nl, const br_conf *c, int br_idx, const char *ifname, int ns_fd,
-                  added *a, cnip_error *e)
+static bool _veth(br_nl *nl, const br_conf *c, int br_idx, const char *ifname, int ns_fd, added *a,
+                  cnip_error *e)
 {
     ts_err err = {{0}};
     for (int attempt = 0; attempt < 4; attempt++) {
         uint32_t r = 0;
-        if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r)) r ^= (uint32_t)getpid() * 2654435761u;
+        if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
+            r ^= (uint32_t)getpid() * 2654435761u;
         snprintf(a->host, sizeof(a->host), "veth%08x", r);
         bool eexist = false;
         if (br_nl_veth_create(nl, a->host, ifname, ns_fd, br_idx, c->mtu, &eexist, &err))
@@ -93,8 +94,8 @@ static bool _veth(br_nl *nl, const br_conf *c, int br_idx, const char *ifname, i
     return _nl_fail(e, "cannot create the veth pair", &err);
 }
 
-static bool _add(const br_conf *c, const char *cid, const char *netns, const char *ifname,
-                 added *a, cnip_error *e)
+static bool _add(const br_conf *c, const char *cid, const char *netns, const char *ifname, added *a,
+                 cnip_error *e)
 {
     memset(a, 0, sizeof(*a));
     ts_err err = {{0}};
@@ -203,11 +204,10 @@ static void _print_result(const br_conf *c, const char *netns, const char *ifnam
         }
         json_array_append_new(routes, r);
     }
-    json_t *j = json_pack(
-        "{s:s, s:[{s:s, s:s}, {s:s, s:s}, {s:s, s:s, s:s}], s:[o], s:o, s:{}}", "cniVersion",
-        c->cni_version, "interfaces", "name", c->bridge, "mac", a->mac_bridge, "name", a->host,
-        "mac", a->mac_host, "name", ifname, "mac", a->mac_cont, "sandbox", netns, "ips", ips,
-        "routes", routes, "dns");
+    json_t *j = json_pack("{s:s, s:[{s:s, s:s}, {s:s, s:s}, {s:s, s:s, s:s}], s:[o], s:o, s:{}}",
+                          "cniVersion", c->cni_version, "interfaces", "name", c->bridge, "mac",
+                          a->mac_bridge, "name", a->host, "mac", a->mac_host, "name", ifname, "mac",
+                          a->mac_cont, "sandbox", netns, "ips", ips, "routes", routes, "dns");
     json_dumpf(j, stdout, JSON_COMPACT);
     fputc('\n', stdout);
     json_decref(j);
@@ -263,10 +263,11 @@ static bool _check(const br_conf *c, const char *cid, const char *netns, const c
     if (ok) {
         char kind[32];
         int idx = br_nl_link_get(&cont, ifname, kind, sizeof(kind), &err);
-        if (idx < 0) ok = _nl_fail(e, "cannot read the container's interface", &err);
+        if (idx < 0)
+            ok = _nl_fail(e, "cannot read the container's interface", &err);
         else if (idx == 0 || strcmp(kind, "veth") != 0) {
-            cnip_error_set(e, BR_E_MISSING, "the container's interface is missing",
-                           "%s in %s: %s", ifname, netns, idx ? "not a veth" : "no such link");
+            cnip_error_set(e, BR_E_MISSING, "the container's interface is missing", "%s in %s: %s",
+                           ifname, netns, idx ? "not a veth" : "no such link");
             ok = false;
         }
         br_nl_close(&cont);

@@ -50,8 +50,8 @@ bool cnip_command(cnip_cmd *cmd, cnip_error *e)
     static const struct {
         const char *name;
         cnip_cmd cmd;
-    } cmds[] = {{"ADD", CNIP_ADD}, {"DEL", CNIP_DEL}, {"CHECK", CNIP_CHECK},
-                {"VERSION", CNIP_VERSION}};
+    } cmds[] = {
+        {"ADD", CNIP_ADD}, {"DEL", CNIP_DEL}, {"CHECK", CNIP_CHECK}, {"VERSION", CNIP_VERSION}};
     for (size_t i = 0; i < TS_ARRAY_LEN(cmds); i++) {
         if (strcmp(s, cmds[i].name) == 0) {
             *cmd = cmds[i].cmd;

@@ -205,7 +205,7 @@ static bool _check(const pm_conf *c, const char *cid, cnip_error *e)
     char ifname[IF_NAMESIZE];
     if (ok && c->snat && pm_route_iface(c->container_ip, ifname) && !pm_route_localnet_on(ifname)) {
         cnip_error_set(e, PM_E_MISSING, "port mapping rules missing",
-                     "net.ipv4.conf.%s.route_localnet is not 1", ifname);
+                       "net.ipv4.conf.%s.route_localnet is not 1", ifname);
         ok = false;
     }
     return ok;

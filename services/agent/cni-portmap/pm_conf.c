@@ -12,15 +12,15 @@ static bool _port(json_t *m, const char *key, int i, int *out, cnip_error *e)
 {
     json_t *v = json_object_get(m, key);
     if (!v) {
-        cnip_error_set(e, CNIP_E_CONFIG, "invalid port mapping", "portMappings[%d]: %s is missing", i,
-                     key);
+        cnip_error_set(e, CNIP_E_CONFIG, "invalid port mapping", "portMappings[%d]: %s is missing",
+                       i, key);
         return false;
     }
     json_int_t n = json_is_integer(v) ? json_integer_value(v) : 0;
     if (n < 1 || n > 65535) {
         char *t = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
         cnip_error_set(e, CNIP_E_CONFIG, "invalid port mapping",
-                     "portMappings[%d]: %s %.40s is not a port (1-65535)", i, key, t ? t : "?");
+                       "portMappings[%d]: %s %.40s is not a port (1-65535)", i, key, t ? t : "?");
         free(t);
         return false;
     }
@@ -34,8 +34,8 @@ static bool _mapping(json_t *m, int i, pm_mapping *out, bool *skip, cnip_error *
     *skip = false;
     memset(out, 0, sizeof(*out));
     if (!json_is_object(m)) {
-        cnip_error_set(e, CNIP_E_CONFIG, "invalid port mapping", "portMappings[%d] is not an object",
-                     i);
+        cnip_error_set(e, CNIP_E_CONFIG, "invalid port mapping",
+                       "portMappings[%d] is not an object", i);
         return false;
     }
     if (!_port(m, "hostPort", i, &out->host_port, e) ||
@@ -49,8 +49,8 @@ static bool _mapping(json_t *m, int i, pm_mapping *out, bool *skip, cnip_error *
         out->proto = "udp";
     } else {
         cnip_error_set(e, CNIP_E_CONFIG, "invalid port mapping",
-                     "portMappings[%d]: protocol %.40s: only tcp and udp", i,
-                     proto ? proto : "(not a string)");
+                       "portMappings[%d]: protocol %.40s: only tcp and udp", i,
+                       proto ? proto : "(not a string)");
         return false;
     }
     json_t *h = json_object_get(m, "hostIP");
@@ -60,7 +60,7 @@ static bool _mapping(json_t *m, int i, pm_mapping *out, bool *skip, cnip_error *
         struct in6_addr a6;
         if (!ip) {
             cnip_error_set(e, CNIP_E_CONFIG, "invalid port mapping",
-                         "portMappings[%d]: hostIP is not a string", i);
+                           "portMappings[%d]: hostIP is not a string", i);
             return false;
         }
         if (*ip && inet_pton(AF_INET, ip, &a4) == 1) {
@@ -69,7 +69,7 @@ static bool _mapping(json_t *m, int i, pm_mapping *out, bool *skip, cnip_error *
             *skip = true;
         } else if (*ip) {
             cnip_error_set(e, CNIP_E_CONFIG, "invalid port mapping",
-                         "portMappings[%d]: hostIP %.60s is not an IP address", i, ip);
+                           "portMappings[%d]: hostIP %.60s is not an IP address", i, ip);
             return false;
         }
     }
@@ -81,20 +81,21 @@ static bool _mappings(json_t *root, pm_conf *c, cnip_error *e)
     json_t *rc = json_object_get(root, "runtimeConfig");
     if (!rc || json_is_null(rc)) return true;
     if (!json_is_object(rc)) {
-        cnip_error_set(e, CNIP_E_CONFIG, "invalid network config", "runtimeConfig is not an object");
+        cnip_error_set(e, CNIP_E_CONFIG, "invalid network config",
+                       "runtimeConfig is not an object");
         return false;
     }
     json_t *pm = json_object_get(rc, "portMappings");
     if (!pm || json_is_null(pm)) return true;
     if (!json_is_array(pm)) {
         cnip_error_set(e, CNIP_E_CONFIG, "invalid network config",
-                     "runtimeConfig.portMappings is not an array");
+                       "runtimeConfig.portMappings is not an array");
         return false;
     }
     size_t n = json_array_size(pm);
     if (n > PM_MAX_MAPPINGS) {
-        cnip_error_set(e, CNIP_E_CONFIG, "invalid network config", "%zu port mappings: at most %d", n,
-                     PM_MAX_MAPPINGS);
+        cnip_error_set(e, CNIP_E_CONFIG, "invalid network config", "%zu port mappings: at most %d",
+                       n, PM_MAX_MAPPINGS);
         return false;
     }
     c->maps = ts_calloc(n ? n : 1, sizeof(*c->maps));
@@ -107,8 +108,8 @@ static bool _mappings(json_t *root, pm_conf *c, cnip_error *e)
             if (c->maps[k].host_port == m.host_port && strcmp(c->maps[k].proto, m.proto) == 0 &&
                 strcmp(c->maps[k].host_ip, m.host_ip) == 0) {
                 cnip_error_set(e, CNIP_E_CONFIG, "invalid port mapping",
-                             "portMappings[%zu]: host port %d/%s%s%s is mapped twice", i,
-                             m.host_port, m.proto, m.host_ip[0] ? " on " : "", m.host_ip);
+                               "portMappings[%zu]: host port %d/%s%s%s is mapped twice", i,
+                               m.host_port, m.proto, m.host_ip[0] ? " on " : "", m.host_ip);
                 return false;
             }
         }
@@ -132,7 +133,7 @@ static bool _container_ip(json_t *prev, pm_conf *c, cnip_error *e)
         const char *a = json_string_value(json_object_get(v, "address"));
         if (!a) {
             cnip_error_set(e, CNIP_E_CONFIG, "invalid prevResult",
-                         "prevResult.ips[%zu].address is missing", i);
+                           "prevResult.ips[%zu].address is missing", i);
             return false;
         }
         if (strchr(a, ':')) continue; /* IPv6 */
@@ -145,14 +146,14 @@ static bool _container_ip(json_t *prev, pm_conf *c, cnip_error *e)
         if (slash) prefix = (int)strtol(slash + 1, &end, 10);
         if (n >= sizeof(ip) || (slash && (end == slash + 1 || *end || prefix < 0 || prefix > 32))) {
             cnip_error_set(e, CNIP_E_CONFIG, "invalid prevResult",
-                         "prevResult.ips[%zu].address %.60s is not an IPv4 address/prefix", i, a);
+                           "prevResult.ips[%zu].address %.60s is not an IPv4 address/prefix", i, a);
             return false;
         }
         memcpy(ip, a, n);
         ip[n] = '\0';
         if (inet_pton(AF_INET, ip, &in) != 1) {
             cnip_error_set(e, CNIP_E_CONFIG, "invalid prevResult",
-                         "prevResult.ips[%zu].address %.60s is not an IPv4 address/prefix", i, a);
+                           "prevResult.ips[%zu].address %.60s is not an IPv4 address/prefix", i, a);
             return false;
         }
         inet_ntop(AF_INET, &in, c->container_ip, sizeof(c->container_ip));
@@ -188,7 +189,7 @@ bool pm_conf_parse(const char *text, size_t len, cnip_cmd cmd, pm_conf *c, cnip_
     if (ok && cmd != CNIP_DEL) {
         if (!prev || json_is_null(prev)) {
             cnip_error_set(e, CNIP_E_CONFIG, "invalid network config",
-                         "no prevResult: tessera-portmap is a chained plugin");
+                           "no prevResult: tessera-portmap is a chained plugin");
             ok = false;
         } else if (!json_is_object(prev)) {
             cnip_error_set(e, CNIP_E_CONFIG, "invalid prevResult", "prevResult is not an object");
@@ -197,7 +198,7 @@ bool pm_conf_parse(const char *text, size_t len, cnip_cmd cmd, pm_conf *c, cnip_
             ok = _container_ip(prev, c, e);
             if (ok && c->n_maps > 0 && !c->container_ip[0]) {
                 cnip_error_set(e, CNIP_E_CONFIG, "invalid prevResult",
-                             "no IPv4 address in prevResult.ips (tessera-portmap is IPv4 only)");
+                               "no IPv4 address in prevResult.ips (tessera-portmap is IPv4 only)");
                 ok = false;
             }
         }

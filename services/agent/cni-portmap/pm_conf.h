@@ -41,7 +41,8 @@ typedef struct pm_conf {
 } pm_conf;
 
 /* Parse and check stdin for cmd (not CNIP_VERSION). false with e set. */
-bool pm_conf_parse(const char *text, size_t len, cnip_cmd cmd, pm_conf *c, cnip_error *e) TS_MUST_CHECK;
+bool pm_conf_parse(const char *text, size_t len, cnip_cmd cmd, pm_conf *c,
+                   cnip_error *e) TS_MUST_CHECK;
 void pm_conf_free(pm_conf *c);
 
 #endif

@@ -452,6 +452,6 @@ bool pm_plan_check(const pm_conf *c, const char *cid, const pm_table *t, cnip_er
     }
     if (!missing) return true;
     cnip_error_set(e, PM_E_MISSING, "port mapping rules missing", "%s%s%s (chain %s)", missing,
-                 what[0] ? " for " : "", what, chain);
+                   what[0] ? " for " : "", what, chain);
     return false;
 }

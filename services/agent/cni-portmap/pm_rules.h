@@ -81,6 +81,7 @@ char *pm_plan_add_fast(const pm_conf *c, const char *cid, const char *jumps);
 char *pm_plan_del_fast(const char *net, const char *cid, const char *jumps);
 /* CHECK: every rule ADD makes is in the table. false with e set
  * (PM_E_MISSING) naming the first one missing. */
-bool pm_plan_check(const pm_conf *c, const char *cid, const pm_table *t, cnip_error *e) TS_MUST_CHECK;
+bool pm_plan_check(const pm_conf *c, const char *cid, const pm_table *t,
+                   cnip_error *e) TS_MUST_CHECK;
 
 #endif
