@@ -51,16 +51,6 @@ bool reg_run(PGconn *conn, const char *sql, int n, const char *const *params, ts
     return true;
 }
 
-bool reg_history(PGconn *conn, const char *session_id, const char *status, const char *reason,
-                 ts_err *err)
-{
-    const char *p[] = {session_id, status, reason ? reason : ""};
-    return reg_run(conn,
-                   "INSERT INTO registry.session_status_history (session_id, status, reason)"
-                   " VALUES ($1::uuid, $2, $3)",
-                   3, p, err);
-}
-
 rds *reg_redis(ts_err *err)
 {
     return svc_redis(reg_svc, err);

@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static reg_consumers session_consumers, kernel_consumers;
 
@@ -49,29 +50,31 @@ typedef struct tx_item {
 static int by_session(const void *a, const void *b)
 {
     const tx_item *x = a, *y = b;
-    int c = strcmp(x->session_id, y->session_id);
+    int c = strcasecmp(x->session_id, y->session_id); /* a UUID in either case */
     if (c) return c;
     return x->order < y->order ? -1 : x->order > y->order;
 }
 
-/* Lock the item's session and apply it (within the open transaction). */
-static kbus_result apply_item(PGconn *conn, outbox *ob, const tx_item *it, ts_err *reason)
+/* Apply the item on its session, locked by the caller (found false: none). */
+static kbus_result apply_item(PGconn *conn, outbox *ob, const tx_item *it, sess *s, bool found,
+                              ts_err *reason)
 {
-    sess s;
-    bool found = false;
-    if (!tr_lock(conn, it->session_id, &s, &found, reason)) return KBUS_RETRY;
-    if (found) return it->apply(conn, ob, &s, it->m, reason);
+    if (found) return it->apply(conn, ob, s, it->m, reason);
     if (!it->not_found) {
         TLOG_WARN("event for an unknown session ignored", "type=%s", it->msg->env->type);
         return KBUS_DONE;
     }
-    memset(&s, 0, sizeof(s));
-    ts_strlcpy(s.id, it->session_id, sizeof(s.id));
-    return it->not_found(conn, ob, &s, it->m, reason);
+    sess none;
+    memset(&none, 0, sizeof(none));
+    ts_strlcpy(none.id, it->session_id, sizeof(none.id));
+    return it->not_found(conn, ob, &none, it->m, reason);
 }
 
-/* Apply the items in one transaction, in session id order; COMMIT, then
- * publish every item's outbox. Any failure rolls everything back. */
+/* Apply the items in one transaction: lock all their sessions in one
+ * statement, then apply the items in session id order (a session's own in
+ * the order they came), each on its session as the items before it left it;
+ * COMMIT, then publish every item's outbox. Any failure rolls everything
+ * back. */
 static kbus_result in_batch_tx(tx_item *items, size_t n, ts_err *reason)
 {
     if (n == 0) return KBUS_DONE;
@@ -82,22 +85,35 @@ static kbus_result in_batch_tx(tx_item *items, size_t n, ts_err *reason)
             return KBUS_REJECT;
         }
     qsort(items, n, sizeof(*items), by_session);
-    PGconn *conn = reg_pg_get(reason);
-    if (!conn) return KBUS_RETRY;
+    /* the distinct sessions: group[i] is item i's */
+    const char **ids = ts_calloc(n, sizeof(*ids));
+    size_t *group = ts_calloc(n, sizeof(*group)), ng = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (ng == 0 || strcasecmp(ids[ng - 1], items[i].session_id) != 0)
+            ids[ng++] = items[i].session_id;
+        group[i] = ng - 1;
+    }
+    sess *ss = ts_calloc(ng, sizeof(*ss));
+    bool *found = ts_calloc(ng, sizeof(*found));
     outbox *obs = ts_calloc(n, sizeof(*obs));
     for (size_t i = 0; i < n; i++)
         ob_init(&obs[i], items[i].msg->env->correlation_id);
-    kbus_result res = pg_begin(conn, reason) ? KBUS_DONE : KBUS_RETRY;
-    for (size_t i = 0; i < n && res == KBUS_DONE; i++) {
-        tlog_ctx_session(items[i].session_id);
-        tlog_ctx_kernel(items[i].kernel_id);
-        res = apply_item(conn, &obs[i], &items[i], reason);
+    kbus_result res = KBUS_RETRY;
+    PGconn *conn = reg_pg_get(reason);
+    if (conn) {
+        if (pg_begin(conn, reason) && tr_lock_many(conn, ids, ng, ss, found, reason))
+            res = KBUS_DONE;
+        for (size_t i = 0; i < n && res == KBUS_DONE; i++) {
+            tlog_ctx_session(items[i].session_id);
+            tlog_ctx_kernel(items[i].kernel_id);
+            res = apply_item(conn, &obs[i], &items[i], &ss[group[i]], found[group[i]], reason);
+        }
+        tlog_ctx_session(NULL);
+        tlog_ctx_kernel(NULL);
+        if (res == KBUS_DONE && !pg_commit(conn, reason)) res = KBUS_RETRY;
+        if (res != KBUS_DONE) pg_rollback(conn);
+        reg_pg_put(conn);
     }
-    tlog_ctx_session(NULL);
-    tlog_ctx_kernel(NULL);
-    if (res == KBUS_DONE && !pg_commit(conn, reason)) res = KBUS_RETRY;
-    if (res != KBUS_DONE) pg_rollback(conn);
-    reg_pg_put(conn);
     for (size_t i = 0; i < n; i++) {
         if (res == KBUS_DONE)
             ob_flush(&obs[i]);
@@ -105,6 +121,10 @@ static kbus_result in_batch_tx(tx_item *items, size_t n, ts_err *reason)
             ob_discard(&obs[i]);
     }
     free(obs);
+    free(found);
+    free(ss);
+    free(group);
+    free(ids);
     return res;
 }
 
@@ -451,6 +471,7 @@ static kbus_result apply_pulling(PGconn *conn, outbox *ob, sess *s, const void *
         if (!reg_run(conn, "UPDATE registry.sessions SET status_info = $2 WHERE id = $1::uuid", 2,
                      p, err))
             return db_failed();
+        ts_strlcpy(s->info, info, sizeof(s->info));
     } else {
         return KBUS_DONE;
     }

@@ -85,9 +85,6 @@ PGresult *reg_exec(PGconn *conn, const char *sql, int n, const char *const *para
 /* Like reg_exec for statements whose result is not needed. */
 bool reg_run(PGconn *conn, const char *sql, int n, const char *const *params,
              ts_err *err) TS_MUST_CHECK;
-/* Append a status history row (inside the caller's transaction). */
-bool reg_history(PGconn *conn, const char *session_id, const char *status, const char *reason,
-                 ts_err *err) TS_MUST_CHECK;
 
 /* The thread's Redis connection (svc_redis). */
 rds *reg_redis(ts_err *err);

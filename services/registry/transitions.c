@@ -10,31 +10,75 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+
+#define SESS_COLS                                                                            \
+    "id::text, name, status, type, access_key, user_id::text, result, cluster_size, exit_code," \
+    " status_info"
+
+static void sess_from_row(const PGresult *r, int row, sess *s)
+{
+    memset(s, 0, sizeof(*s));
+    ts_strlcpy(s->id, PQgetvalue(r, row, 0), sizeof(s->id));
+    ts_strlcpy(s->name, PQgetvalue(r, row, 1), sizeof(s->name));
+    ts_strlcpy(s->status, PQgetvalue(r, row, 2), sizeof(s->status));
+    ts_strlcpy(s->type, PQgetvalue(r, row, 3), sizeof(s->type));
+    ts_strlcpy(s->access_key, PQgetvalue(r, row, 4), sizeof(s->access_key));
+    ts_strlcpy(s->user_id, PQgetvalue(r, row, 5), sizeof(s->user_id));
+    ts_strlcpy(s->result, PQgetvalue(r, row, 6), sizeof(s->result));
+    s->cluster_size = atoi(PQgetvalue(r, row, 7));
+    s->has_exit_code = !PQgetisnull(r, row, 8);
+    s->exit_code = s->has_exit_code ? atoi(PQgetvalue(r, row, 8)) : 0;
+    ts_strlcpy(s->info, PQgetvalue(r, row, 9), sizeof(s->info));
+}
 
 bool tr_lock(PGconn *conn, const char *session_id, sess *s, bool *found, ts_err *err)
 {
     const char *p[] = {session_id};
-    PGresult *r =
-        reg_exec(conn,
-                 "SELECT id::text, name, status, type, access_key, user_id::text, result,"
-                 " cluster_size, exit_code, status_info FROM registry.sessions WHERE id = $1::uuid"
-                 " FOR UPDATE",
-                 1, p, err);
+    PGresult *r = reg_exec(
+        conn, "SELECT " SESS_COLS " FROM registry.sessions WHERE id = $1::uuid FOR UPDATE", 1, p,
+        err);
     if (!r) return false;
     memset(s, 0, sizeof(*s));
     *found = PQntuples(r) == 1;
-    if (*found) {
-        ts_strlcpy(s->id, PQgetvalue(r, 0, 0), sizeof(s->id));
-        ts_strlcpy(s->name, PQgetvalue(r, 0, 1), sizeof(s->name));
-        ts_strlcpy(s->status, PQgetvalue(r, 0, 2), sizeof(s->status));
-        ts_strlcpy(s->type, PQgetvalue(r, 0, 3), sizeof(s->type));
-        ts_strlcpy(s->access_key, PQgetvalue(r, 0, 4), sizeof(s->access_key));
-        ts_strlcpy(s->user_id, PQgetvalue(r, 0, 5), sizeof(s->user_id));
-        ts_strlcpy(s->result, PQgetvalue(r, 0, 6), sizeof(s->result));
-        s->cluster_size = atoi(PQgetvalue(r, 0, 7));
-        s->has_exit_code = !PQgetisnull(r, 0, 8);
-        s->exit_code = s->has_exit_code ? atoi(PQgetvalue(r, 0, 8)) : 0;
-        ts_strlcpy(s->info, PQgetvalue(r, 0, 9), sizeof(s->info));
+    if (*found) sess_from_row(r, 0, s);
+    PQclear(r);
+    return true;
+}
+
+bool tr_lock_many(PGconn *conn, const char *const *ids, size_t n, sess *out, bool *found,
+                  ts_err *err)
+{
+    if (n == 0) return true;
+    /* a uuid[] literal: {id,id,...} (the callers checked every id is a UUID) */
+    size_t cap = n * (TS_UUID_STRLEN + 1) + 3, len = 0;
+    char *arr = ts_malloc(cap);
+    arr[len++] = '{';
+    for (size_t i = 0; i < n; i++) {
+        if (i) arr[len++] = ',';
+        size_t l = strnlen(ids[i], TS_UUID_STRLEN - 1);
+        memcpy(arr + len, ids[i], l);
+        len += l;
+        found[i] = false;
+        memset(&out[i], 0, sizeof(out[i]));
+    }
+    arr[len++] = '}';
+    arr[len] = '\0';
+    const char *p[] = {arr};
+    /* ORDER BY id: the rows are locked in that order, whoever else locks several */
+    PGresult *r = reg_exec(conn,
+                           "SELECT " SESS_COLS " FROM registry.sessions"
+                           " WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE",
+                           1, p, err);
+    free(arr);
+    if (!r) return false;
+    for (int row = 0; row < PQntuples(r); row++) {
+        const char *id = PQgetvalue(r, row, 0);
+        for (size_t i = 0; i < n; i++)
+            if (!found[i] && strcasecmp(ids[i], id) == 0) {
+                sess_from_row(r, row, &out[i]);
+                found[i] = true;
+            }
     }
     PQclear(r);
     return true;
@@ -44,20 +88,19 @@ bool tr_set(PGconn *conn, outbox *ob, sess *s, const char *to, const char *reaso
 {
     bool final = reg_status_final(to);
     const char *p[] = {s->id, to, reason ? reason : "", final ? "true" : "false"};
+    /* the status, the kernels' slots when final, and the history row: one statement */
     if (!reg_run(conn,
-                 "UPDATE registry.sessions SET status = $2, status_info = $3,"
-                 " status_changed_at = now(),"
-                 " terminated_at = CASE WHEN $4::bool THEN now() ELSE terminated_at END,"
-                 " occupied_slots = CASE WHEN $4::bool THEN '{}'::jsonb ELSE occupied_slots END"
-                 " WHERE id = $1::uuid",
+                 "WITH u AS (UPDATE registry.sessions SET status = $2, status_info = $3,"
+                 "   status_changed_at = now(),"
+                 "   terminated_at = CASE WHEN $4::bool THEN now() ELSE terminated_at END,"
+                 "   occupied_slots = CASE WHEN $4::bool THEN '{}'::jsonb ELSE occupied_slots END"
+                 "   WHERE id = $1::uuid RETURNING id),"
+                 " k AS (UPDATE registry.kernels SET holds_slots = false"
+                 "   WHERE $4::bool AND session_id = $1::uuid AND holds_slots)"
+                 " INSERT INTO registry.session_status_history (session_id, status, reason)"
+                 " SELECT id, $2, $3 FROM u",
                  4, p, err))
         return false;
-    if (final && !reg_run(conn,
-                          "UPDATE registry.kernels SET holds_slots = false"
-                          " WHERE session_id = $1::uuid AND holds_slots",
-                          1, p, err))
-        return false;
-    if (!reg_history(conn, s->id, to, reason, err)) return false;
     TLOG_INFO("session status", "session=%s name=%s from=%s to=%s reason=\"%s\"", s->id, s->name,
               s->status, to, reason ? reason : "");
     ts_strlcpy(s->status, to, sizeof(s->status));

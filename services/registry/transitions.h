@@ -29,6 +29,11 @@ typedef struct sess {
 
 /* Lock and read a session; *found false when there is none. */
 bool tr_lock(PGconn *conn, const char *session_id, sess *s, bool *found, ts_err *err) TS_MUST_CHECK;
+/* Lock and read n distinct sessions in one statement (in id order, so that
+ * two callers locking several never wait on each other in a cycle): out[i]
+ * and found[i] for ids[i], each a valid UUID. */
+bool tr_lock_many(PGconn *conn, const char *const *ids, size_t n, sess *out, bool *found,
+                  ts_err *err) TS_MUST_CHECK;
 
 /* status := to (with status_info = reason), history row, waiter notification.
  * A final status also sets terminated_at, clears occupied_slots and marks every

@@ -333,6 +333,39 @@ def test_lifecycle_with_duplicated_and_reordered_events(reg):
     assert r.status_code == 404
 
 
+def test_interleaved_events_of_several_sessions(reg):
+    """The registry locks all the sessions of a batch of events in one
+    statement and applies each session's events in their order, each on the
+    session as the ones before it left it: the interleaved pull, create and
+    start events of three sessions, published in one run, bring each to
+    RUNNING with the whole history, and a second round changes nothing."""
+    reg.agent("fa-many", "rgt")
+    sessions = []
+    for _ in range(3):
+        r = reg.create(body(name()))
+        assert r.status_code == 201, r.text
+        sid = r.json()["sessionUuid"]
+        sessions.append((sid, kernel_of(reg, sid)))
+    reg.bus("slots cpu=1 mem=1g", *[f"scheduled {sid} rgt {kid}=fa-many" for sid, kid in sessions])
+    for sid, _ in sessions:
+        reg.wait_status(sid, "PREPARING")
+    steps = ("pulling {s} {k} fa-many 1048576 2097152", "pulling {s} {k} fa-many 2097152 2097152",
+             "creating {s} {k} fa-many sha256:abc", "kstarted {s} {k} fa-many 10.0.0.8")
+    lines = [step.format(s=sid, k=kid) for step in steps for sid, kid in sessions]
+    reg.bus(*lines)
+    for sid, _ in sessions:
+        info = reg.wait_status(sid, "RUNNING")
+        assert info["statusInfo"] == "" and info["kernels"][0]["status"] == "RUNNING", info
+        assert [s for s, _ in reg.history(sid) if s != "PENDING"] == [
+            "SCHEDULED", "PREPARING", "PULLING", "PREPARING", "RUNNING"]
+    reg.bus(*lines)
+    time.sleep(1.5)
+    for sid, _ in sessions:
+        hist = reg.history(sid)
+        assert len([s for s, _ in hist if s != "PENDING"]) == 5, hist
+        reg.call("DELETE", f"/v1/sessions/{sid}?forced=true")
+
+
 def test_kernel_events_from_elsewhere_change_nothing(reg):
     """KernelCreating and KernelStarted are applied only to a kernel of the
     session, held by the agent that sends them, in a status they can follow
