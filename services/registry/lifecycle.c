@@ -250,11 +250,16 @@ static kbus_result on_unschedulable(const Tessera__V1__SessionUnschedulable *m, 
     if (!conn) return KBUS_RETRY;
     kbus_result res = KBUS_RETRY;
     const char *p[] = {m->session_id, m->reason};
-    /* Only the reason changes (still PENDING); a history row when it changed. */
+    /* Only the reason changes (still PENDING); a history row when it changed.
+     * "IS NOT DISTINCT FROM": a status test PostgreSQL cannot answer from the
+     * index of live sessions by status, so the plan (made once, perhaps while
+     * the table was small) always finds the row by its id, never by reading
+     * every PENDING session (see sessions_publish_enqueued). */
     PGresult *r =
         reg_exec(conn,
                  "WITH u AS (UPDATE registry.sessions SET status_info = $2"
-                 "   WHERE id = $1::uuid AND status = 'PENDING' AND status_info <> $2"
+                 "   WHERE id = $1::uuid AND status IS NOT DISTINCT FROM 'PENDING'"
+                 "   AND status_info <> $2"
                  "   RETURNING id)"
                  " INSERT INTO registry.session_status_history (session_id, status, reason)"
                  " SELECT id, 'PENDING', $2 FROM u",

@@ -44,8 +44,8 @@ static const char enqueue_sql[] =
     " (extract(epoch FROM s.created_at) * 1000)::bigint, s.limits::text,"
     " (SELECT json_agg(json_build_object('id', k.id, 'role', k.cluster_role, 'idx', k.cluster_idx,"
     "   'slots', k.slots) ORDER BY k.cluster_idx)::text FROM registry.kernels k"
-    "   WHERE k.session_id = s.id)"
-    " FROM registry.sessions s WHERE s.id = $1::uuid AND s.status = 'PENDING'";
+    "   WHERE k.session_id = s.id), s.status"
+    " FROM registry.sessions s WHERE s.id = $1::uuid";
 
 static Tessera__V1__SessionType type_of(const char *t)
 {
@@ -60,7 +60,12 @@ bool sessions_publish_enqueued(PGconn *conn, const char *session_id, const char 
     const char *p[] = {session_id};
     PGresult *r = reg_exec(conn, enqueue_sql, 1, p, err);
     if (!r) return false;
-    if (PQntuples(r) != 1) { /* no longer pending: nothing to announce */
+    /* The status is checked here, not in the WHERE clause: with the status
+     * there, PostgreSQL may plan the statement (prepared, planned once while
+     * the tables are small) through the index of live sessions by status,
+     * and then reads every PENDING session on each call. */
+    if (PQntuples(r) != 1 || strcmp(PQgetvalue(r, 0, 17), ST_PENDING) != 0) {
+        /* gone or no longer pending: nothing to announce */
         PQclear(r);
         return reg_run(conn,
                        "UPDATE registry.sessions SET enqueue_published = true WHERE id = $1::uuid",
