@@ -28,9 +28,8 @@ void reg_pg_put(PGconn *conn)
     if (conn) pg_pool_put(svc_pg(reg_svc), conn);
 }
 
-PGresult *reg_exec(PGconn *conn, const char *sql, int n, const char *const *params, ts_err *err)
+static PGresult *checked(PGresult *r, ts_err *err)
 {
-    PGresult *r = pg_exec_cached(conn, sql, n, params);
     ExecStatusType st = PQresultStatus(r);
     if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) return r;
     const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
@@ -41,6 +40,17 @@ PGresult *reg_exec(PGconn *conn, const char *sql, int n, const char *const *para
     if (err && n_msg && err->msg[n_msg - 1] == '\n') err->msg[n_msg - 1] = '\0';
     PQclear(r);
     return NULL;
+}
+
+PGresult *reg_exec(PGconn *conn, const char *sql, int n, const char *const *params, ts_err *err)
+{
+    return checked(pg_exec_cached(conn, sql, n, params), err);
+}
+
+PGresult *reg_exec_planned(PGconn *conn, const char *sql, int n, const char *const *params,
+                           ts_err *err)
+{
+    return checked(PQexecParams(conn, sql, n, NULL, params, NULL, NULL, 0), err);
 }
 
 bool reg_run(PGconn *conn, const char *sql, int n, const char *const *params, ts_err *err)

@@ -21,6 +21,7 @@
 #include "event_consumers.h"
 #include "libcommon/log.h"
 #include "pbutil.h"
+#include "placements.h"
 #include "tessera/v1/kernel.pb-c.h"
 #include "tessera/v1/session.pb-c.h"
 #include "transitions.h"
@@ -75,7 +76,13 @@ static kbus_result apply_item(PGconn *conn, outbox *ob, const tx_item *it, sess 
  * the order they came), each on its session as the items before it left it;
  * COMMIT, then publish every item's outbox. Any failure rolls everything
  * back. */
-static kbus_result in_batch_tx(tx_item *items, size_t n, ts_err *reason)
+/* A pass over the whole batch before the items one by one: it applies what
+ * it can in fewer statements and sets done[i] for the items it applied. */
+typedef kbus_result (*batch_pass_fn)(PGconn *conn, tx_item *items, size_t n, sess *ss,
+                                     const bool *found, const size_t *group, outbox *obs,
+                                     bool *done, ts_err *reason);
+
+static kbus_result in_batch_tx(tx_item *items, size_t n, batch_pass_fn pass, ts_err *reason)
 {
     if (n == 0) return KBUS_DONE;
     for (size_t i = 0; i < n; i++)
@@ -96,6 +103,7 @@ static kbus_result in_batch_tx(tx_item *items, size_t n, ts_err *reason)
     sess *ss = ts_calloc(ng, sizeof(*ss));
     bool *found = ts_calloc(ng, sizeof(*found));
     outbox *obs = ts_calloc(n, sizeof(*obs));
+    bool *done = ts_calloc(n, sizeof(*done));
     for (size_t i = 0; i < n; i++)
         ob_init(&obs[i], items[i].msg->env->correlation_id);
     kbus_result res = KBUS_RETRY;
@@ -103,7 +111,10 @@ static kbus_result in_batch_tx(tx_item *items, size_t n, ts_err *reason)
     if (conn) {
         if (pg_begin(conn, reason) && tr_lock_many(conn, ids, ng, ss, found, reason))
             res = KBUS_DONE;
+        if (res == KBUS_DONE && pass)
+            res = pass(conn, items, n, ss, found, group, obs, done, reason);
         for (size_t i = 0; i < n && res == KBUS_DONE; i++) {
+            if (done[i]) continue;
             tlog_ctx_session(items[i].session_id);
             tlog_ctx_kernel(items[i].kernel_id);
             res = apply_item(conn, &obs[i], &items[i], &ss[group[i]], found[group[i]], reason);
@@ -121,6 +132,7 @@ static kbus_result in_batch_tx(tx_item *items, size_t n, ts_err *reason)
             ob_discard(&obs[i]);
     }
     free(obs);
+    free(done);
     free(found);
     free(ss);
     free(group);
@@ -158,86 +170,55 @@ static kbus_result release_unplaced(PGconn *conn, outbox *ob, sess *s, const voi
     return KBUS_DONE;
 }
 
-static void preparing_event(outbox *ob, const sess *s)
-{
-    Tessera__V1__SessionPreparing p = TESSERA__V1__SESSION_PREPARING__INIT;
-    p.session_id = (char *)s->id;
-    char *ids[1] = {NULL};
-    p.kernel_ids = ids;
-    p.n_kernel_ids = 0;
-    ob_session_event(ob, s->id, &p.base);
-}
-
 static kbus_result apply_scheduled(PGconn *conn, outbox *ob, sess *s, const void *msg, ts_err *err)
 {
     const Tessera__V1__SessionScheduled *m = msg;
     if (reg_status_final(s->status)) return release_unplaced(conn, ob, s, msg, err);
     if (strcmp(s->status, ST_PENDING) == 0) {
-        if ((int)m->n_kernels != s->cluster_size) {
-            ts_err_set(err, "SessionScheduled for %s places %zu kernels, the session has %d", s->id,
-                       m->n_kernels, s->cluster_size);
-            return KBUS_REJECT;
-        }
-        slots_t total;
-        slots_clear(&total);
-        char agents[256] = "";
-        for (size_t i = 0; i < m->n_kernels; i++) {
-            const Tessera__V1__KernelPlacement *k = m->kernels[i];
-            slots_t ks;
-            json_t *sj = NULL;
-            if (!k->agent_id[0] || !ts_uuid_valid(k->kernel_id) ||
-                !pb_slots_vec(k->slots, k->n_slots, &ks, err) ||
-                !pb_slots_json(k->slots, k->n_slots, &sj, err) || !slots_add(&total, &ks, err)) {
-                ts_err_prefix(err, "SessionScheduled kernel %zu", i);
-                return KBUS_REJECT;
-            }
-            json_t *dj = pb_devs_json(k->devices, k->n_devices);
-            char *st = json_dumps(sj, JSON_COMPACT), *dt = json_dumps(dj, JSON_COMPACT);
-            json_decref(sj);
-            json_decref(dj);
-            /* placed and at once being created: PENDING -> PREPARING */
-            const char *p[] = {k->kernel_id, s->id, k->agent_id, st, dt};
-            PGresult *r = reg_exec(conn,
-                                   "UPDATE registry.kernels SET agent_id = $3, slots = $4::jsonb,"
-                                   " devices = $5::jsonb, status = 'PREPARING', status_info = '',"
-                                   " holds_slots = true, status_changed_at = now()"
-                                   " WHERE id = $1::uuid AND session_id = $2::uuid"
-                                   " AND status = 'PENDING'",
-                                   5, p, err);
-            free(st);
-            free(dt);
-            if (!r) return db_failed();
-            bool one = atoi(PQcmdTuples(r)) == 1;
-            PQclear(r);
-            if (!one) {
-                ts_err_set(err, "SessionScheduled: kernel %s is not a pending kernel of session %s",
-                           k->kernel_id, s->id);
-                return KBUS_REJECT;
-            }
-            if (!strstr(agents, k->agent_id) && strlen(agents) + strlen(k->agent_id) + 3 < 200)
-                snprintf(agents + strlen(agents), sizeof(agents) - strlen(agents), "%s%s",
-                         agents[0] ? ", " : "", k->agent_id);
-        }
-        json_t *tj = slots_to_json(&total);
-        char *tt = json_dumps(tj, JSON_COMPACT);
-        json_decref(tj);
-        char why[300];
-        snprintf(why, sizeof(why), "scheduled on %s", agents);
-        /* SCHEDULED and PREPARING, both in the history, in one statement */
-        bool ok = tr_placed(conn, ob, s, tt, why, err) &&
-                  tr_create_kernels(conn, ob, s, ST_PREPARING, NULL, err);
-        free(tt);
-        if (!ok) return db_failed();
-        preparing_event(ob, s);
+        placement p;
+        if (!placement_prepare(&p, s, m, ob, err)) return KBUS_REJECT;
+        kbus_result res = placements_apply(conn, &p, 1, err);
+        placement_free(&p);
+        return res;
     } else if (strcmp(s->status, ST_SCHEDULED) == 0) {
         /* a session left SCHEDULED by an earlier version: create its kernels */
         if (!tr_create_kernels(conn, ob, s, "SCHEDULED", "PREPARING", err) ||
             !tr_set(conn, ob, s, ST_PREPARING, "creating kernels", err))
             return db_failed();
-        preparing_event(ob, s);
+        placement_preparing_event(ob, s);
     }
     /* PREPARING and later: a duplicate; nothing to do. */
     return KBUS_DONE;
+}
+
+/* The batch's placements of PENDING sessions (the first event of each such
+ * session, when it checks out) in placements.c's three statements. The
+ * others (duplicates, ended or unknown sessions, placements that do not
+ * check out) are left to apply_scheduled, one by one, after them. */
+static kbus_result place_pending(PGconn *conn, tx_item *items, size_t n, sess *ss,
+                                 const bool *found, const size_t *group, outbox *obs, bool *done,
+                                 ts_err *reason)
+{
+    placement *ps = ts_calloc(n, sizeof(*ps));
+    size_t np = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t g = group[i];
+        bool first = i == 0 || group[i - 1] != g;
+        if (!first || !found[g] || items[i].apply != apply_scheduled ||
+            strcmp(ss[g].status, ST_PENDING) != 0)
+            continue;
+        ts_err ignored = {{0}};
+        if (!placement_prepare(&ps[np], &ss[g], (const Tessera__V1__SessionScheduled *)items[i].m,
+                               &obs[i], &ignored))
+            continue; /* apply_scheduled says why */
+        done[i] = true;
+        np++;
+    }
+    kbus_result res = placements_apply(conn, ps, np, reason);
+    for (size_t i = 0; i < np; i++)
+        placement_free(&ps[i]);
+    free(ps);
+    return res;
 }
 
 static kbus_result on_unschedulable(const Tessera__V1__SessionUnschedulable *m, ts_err *reason)
@@ -308,7 +289,7 @@ static kbus_result on_session_batch(const kbus_msg *msgs, size_t n, void *ctx, t
             protobuf_c_message_free_unpacked(m, NULL);
         }
     }
-    if (res == KBUS_DONE) res = in_batch_tx(items, k, reason);
+    if (res == KBUS_DONE) res = in_batch_tx(items, k, place_pending, reason);
     free_items(items, k);
     return res;
 }
@@ -761,7 +742,7 @@ static kbus_result on_kernel_batch(const kbus_msg *msgs, size_t n, void *ctx, ts
             break;
         }
     }
-    if (res == KBUS_DONE) res = in_batch_tx(items, k, reason);
+    if (res == KBUS_DONE) res = in_batch_tx(items, k, NULL, reason);
     free_items(items, k);
     return res;
 }

@@ -82,6 +82,11 @@ void reg_pg_put(PGconn *conn);
 /* pg_exec_cached (PQexecParams through the connection's statement cache);
  * NULL with err (and the SQLSTATE in *state when given) on failure. */
 PGresult *reg_exec(PGconn *conn, const char *sql, int n, const char *const *params, ts_err *err);
+/* reg_exec without the statement cache: planned at each call, for the
+ * table sizes of now. For the statements that join a batch's rows to a
+ * table: a plan cached while the table was small reads all of it later. */
+PGresult *reg_exec_planned(PGconn *conn, const char *sql, int n, const char *const *params,
+                           ts_err *err);
 /* Like reg_exec for statements whose result is not needed. */
 bool reg_run(PGconn *conn, const char *sql, int n, const char *const *params,
              ts_err *err) TS_MUST_CHECK;

@@ -12,8 +12,8 @@
 #include <string.h>
 #include <strings.h>
 
-#define SESS_COLS                                                                            \
-    "id::text, name, status, type, access_key, user_id::text, result, cluster_size, exit_code," \
+#define SESS_COLS                                                                                  \
+    "id::text, name, status, type, access_key, user_id::text, result, cluster_size, exit_code,"    \
     " status_info"
 
 static void sess_from_row(const PGresult *r, int row, sess *s)
@@ -35,9 +35,9 @@ static void sess_from_row(const PGresult *r, int row, sess *s)
 bool tr_lock(PGconn *conn, const char *session_id, sess *s, bool *found, ts_err *err)
 {
     const char *p[] = {session_id};
-    PGresult *r = reg_exec(
-        conn, "SELECT " SESS_COLS " FROM registry.sessions WHERE id = $1::uuid FOR UPDATE", 1, p,
-        err);
+    PGresult *r =
+        reg_exec(conn, "SELECT " SESS_COLS " FROM registry.sessions WHERE id = $1::uuid FOR UPDATE",
+                 1, p, err);
     if (!r) return false;
     memset(s, 0, sizeof(*s));
     *found = PQntuples(r) == 1;
@@ -221,17 +221,24 @@ bool tr_destroy_kernels(PGconn *conn, outbox *ob, const sess *s, const char *rea
 
 /* ---- CreateKernel --------------------------------------------------------------------------- */
 
-static const char kernels_sql[] =
-    "SELECT k.id::text, k.cluster_role, k.cluster_idx, k.agent_id, k.slots::text,"
-    " k.devices::text, s.type, s.image, s.architecture, s.cluster_size, s.environ::text,"
-    " s.mounts::text, s.startup_command, s.bootstrap_script, s.access_key, s.idle_timeout,"
-    " coalesce(i.digest, ''), coalesce(i.labels->>'ai.backend.service-ports', ''), s.name,"
-    " s.resource_group, s.user_id::text, coalesce(s.project_id::text, ''), s.domain_name,"
-    " k.generation, s.preopen_ports::text"
-    " FROM registry.kernels k JOIN registry.sessions s ON s.id = k.session_id"
+#define KERNELS_COLS                                                                               \
+    "SELECT k.id::text, k.cluster_role, k.cluster_idx, k.agent_id, k.slots::text,"                 \
+    " k.devices::text, s.type, s.image, s.architecture, s.cluster_size, s.environ::text,"          \
+    " s.mounts::text, s.startup_command, s.bootstrap_script, s.access_key, s.idle_timeout,"        \
+    " coalesce(i.digest, ''), coalesce(i.labels->>'ai.backend.service-ports', ''), s.name,"        \
+    " s.resource_group, s.user_id::text, coalesce(s.project_id::text, ''), s.domain_name,"         \
+    " k.generation, s.preopen_ports::text, s.id::text"                                             \
+    " FROM registry.kernels k JOIN registry.sessions s ON s.id = k.session_id"                     \
     " LEFT JOIN registry.images i ON i.reference = s.image"
-    " WHERE k.session_id = $1::uuid AND k.agent_id IS NOT NULL"
-    " AND ($2::text IS NULL OR k.status = $2) ORDER BY k.cluster_idx";
+#define KERNELS_COL_SESSION 25
+
+static const char kernels_sql[] =
+    KERNELS_COLS " WHERE k.session_id = $1::uuid AND k.agent_id IS NOT NULL"
+                 " AND ($2::text IS NULL OR k.status = $2) ORDER BY k.cluster_idx";
+
+static const char kernels_many_sql[] =
+    KERNELS_COLS " WHERE k.session_id = ANY($1::uuid[]) AND k.agent_id IS NOT NULL"
+                 " ORDER BY k.session_id, k.cluster_idx";
 
 /* sessions.preopen_ports (a JSON list of ports) for CreateKernel. */
 static int32_t *preopen_of(arena *a, const char *text, size_t *n)
@@ -329,42 +336,48 @@ static Tessera__V1__VfolderMount **mounts_of(arena *a, const char *text, size_t 
     return v;
 }
 
+/* The CreateKernel of row i of a kernels_sql result into ob. */
+static void create_kernel_cmd(outbox *ob, PGresult *r, int i)
+{
+    const char *session_id = PQgetvalue(r, i, KERNELS_COL_SESSION);
+    arena a = {0};
+    Tessera__V1__CreateKernel m = TESSERA__V1__CREATE_KERNEL__INIT;
+    m.session_id = (char *)session_id;
+    m.kernel_id = PQgetvalue(r, i, 0);
+    m.agent_id = PQgetvalue(r, i, 3);
+    m.session_type = session_type(PQgetvalue(r, i, 6));
+    m.image = PQgetvalue(r, i, 7);
+    m.image_digest = PQgetvalue(r, i, 16);
+    m.architecture = PQgetvalue(r, i, 8);
+    m.cluster_role = PQgetvalue(r, i, 1);
+    m.cluster_idx = atoi(PQgetvalue(r, i, 2));
+    m.cluster_size = atoi(PQgetvalue(r, i, 9));
+    json_t *slots = json_loads(PQgetvalue(r, i, 4), 0, NULL);
+    json_t *devs = json_loads(PQgetvalue(r, i, 5), 0, NULL);
+    m.slots = pb_slots(&a, slots, &m.n_slots);
+    m.devices = pb_devs(&a, devs, &m.n_devices);
+    m.environ = environ_of(&a, session_id, r, i, &m.n_environ);
+    m.mounts = mounts_of(&a, PQgetvalue(r, i, 11), &m.n_mounts);
+    m.startup_command = PQgetvalue(r, i, 12);
+    m.bootstrap_script = PQgetvalue(r, i, 13);
+    m.access_key = PQgetvalue(r, i, 14);
+    m.idle_timeout_s = atoi(PQgetvalue(r, i, 15));
+    m.generation = atoi(PQgetvalue(r, i, 23));
+    m.preopen_ports = preopen_of(&a, PQgetvalue(r, i, 24), &m.n_preopen_ports);
+    ob_agent_cmd(ob, m.agent_id, m.kernel_id, &m.base);
+    json_decref(slots);
+    json_decref(devs);
+    ar_free(&a);
+}
+
 bool tr_create_kernels(PGconn *conn, outbox *ob, const sess *s, const char *from_status,
                        const char *to_status, ts_err *err)
 {
     const char *p[] = {s->id, from_status};
     PGresult *r = reg_exec(conn, kernels_sql, 2, p, err);
     if (!r) return false;
-    for (int i = 0; i < PQntuples(r); i++) {
-        arena a = {0};
-        Tessera__V1__CreateKernel m = TESSERA__V1__CREATE_KERNEL__INIT;
-        m.session_id = (char *)s->id;
-        m.kernel_id = PQgetvalue(r, i, 0);
-        m.agent_id = PQgetvalue(r, i, 3);
-        m.session_type = session_type(PQgetvalue(r, i, 6));
-        m.image = PQgetvalue(r, i, 7);
-        m.image_digest = PQgetvalue(r, i, 16);
-        m.architecture = PQgetvalue(r, i, 8);
-        m.cluster_role = PQgetvalue(r, i, 1);
-        m.cluster_idx = atoi(PQgetvalue(r, i, 2));
-        m.cluster_size = atoi(PQgetvalue(r, i, 9));
-        json_t *slots = json_loads(PQgetvalue(r, i, 4), 0, NULL);
-        json_t *devs = json_loads(PQgetvalue(r, i, 5), 0, NULL);
-        m.slots = pb_slots(&a, slots, &m.n_slots);
-        m.devices = pb_devs(&a, devs, &m.n_devices);
-        m.environ = environ_of(&a, s->id, r, i, &m.n_environ);
-        m.mounts = mounts_of(&a, PQgetvalue(r, i, 11), &m.n_mounts);
-        m.startup_command = PQgetvalue(r, i, 12);
-        m.bootstrap_script = PQgetvalue(r, i, 13);
-        m.access_key = PQgetvalue(r, i, 14);
-        m.idle_timeout_s = atoi(PQgetvalue(r, i, 15));
-        m.generation = atoi(PQgetvalue(r, i, 23));
-        m.preopen_ports = preopen_of(&a, PQgetvalue(r, i, 24), &m.n_preopen_ports);
-        ob_agent_cmd(ob, m.agent_id, m.kernel_id, &m.base);
-        json_decref(slots);
-        json_decref(devs);
-        ar_free(&a);
-    }
+    for (int i = 0; i < PQntuples(r); i++)
+        create_kernel_cmd(ob, r, i);
     PQclear(r);
     if (!to_status) return true;
     const char *p2[] = {s->id, from_status, to_status};
@@ -373,4 +386,31 @@ bool tr_create_kernels(PGconn *conn, outbox *ob, const sess *s, const char *from
                    " status_changed_at = now() WHERE session_id = $1::uuid"
                    " AND agent_id IS NOT NULL AND ($2::text IS NULL OR status = $2)",
                    3, p2, err);
+}
+
+bool tr_create_kernels_many(PGconn *conn, const char *const *ids, outbox *const *obs, size_t n,
+                            ts_err *err)
+{
+    if (n == 0) return true;
+    /* a uuid[] literal (the callers' ids are UUIDs) */
+    char *arr = ts_malloc(n * (TS_UUID_STRLEN + 1) + 3), *q = arr;
+    *q++ = '{';
+    for (size_t i = 0; i < n; i++)
+        q += sprintf(q, "%s%s", i ? "," : "", ids[i]);
+    strcpy(q, "}");
+    const char *p[] = {arr};
+    PGresult *r = reg_exec(conn, kernels_many_sql, 1, p, err);
+    free(arr);
+    if (!r) return false;
+    size_t at = 0; /* rows come by session: look from the last match on */
+    for (int i = 0; i < PQntuples(r); i++) {
+        const char *sid = PQgetvalue(r, i, KERNELS_COL_SESSION);
+        for (size_t k = 0; k < n; k++, at = (at + 1) % n)
+            if (strcasecmp(ids[at], sid) == 0) {
+                create_kernel_cmd(obs[at], r, i);
+                break;
+            }
+    }
+    PQclear(r);
+    return true;
 }

@@ -68,6 +68,10 @@ bool tr_destroy_kernels(PGconn *conn, outbox *ob, const sess *s, const char *rea
 bool tr_create_kernels(PGconn *conn, outbox *ob, const sess *s, const char *from_status,
                        const char *to_status, ts_err *err) TS_MUST_CHECK;
 
+/* tr_create_kernels (from_status NULL, no status change) for n sessions in
+ * one statement: the CreateKernel of session ids[i] go into obs[i]. */
+bool tr_create_kernels_many(PGconn *conn, const char *const *ids, outbox *const *obs, size_t n,
+                            ts_err *err) TS_MUST_CHECK;
 /* Record the session's result and exit code (batch end, a kernel's exit). */
 bool tr_set_result(PGconn *conn, sess *s, const char *result, int exit_code,
                    ts_err *err) TS_MUST_CHECK;

@@ -338,7 +338,8 @@ def test_interleaved_events_of_several_sessions(reg):
     statement and applies each session's events in their order, each on the
     session as the ones before it left it: the interleaved pull, create and
     start events of three sessions, published in one run, bring each to
-    RUNNING with the whole history, and a second round changes nothing."""
+    RUNNING with the whole history, and a second round changes nothing. Their
+    placements, in one run with a duplicate, send one CreateKernel each."""
     reg.agent("fa-many", "rgt")
     sessions = []
     for _ in range(3):
@@ -346,9 +347,24 @@ def test_interleaved_events_of_several_sessions(reg):
         assert r.status_code == 201, r.text
         sid = r.json()["sessionUuid"]
         sessions.append((sid, kernel_of(reg, sid)))
-    reg.bus("slots cpu=1 mem=1g", *[f"scheduled {sid} rgt {kid}=fa-many" for sid, kid in sessions])
+    # three placements and a duplicate of the first, in one run: the batch's
+    # placements go through together, the duplicate changes nothing
+    placements = [f"scheduled {sid} rgt {kid}=fa-many" for sid, kid in sessions]
+    reg.bus("slots cpu=1 mem=1g", *placements, placements[0])
     for sid, _ in sessions:
-        reg.wait_status(sid, "PREPARING")
+        info = reg.wait_status(sid, "PREPARING")
+        assert info["kernels"][0]["agent"] == "fa-many"
+        assert info["occupiedSlots"] == {"cpu": "1", "mem": "1073741824"}
+
+    def create_kernel_keys():
+        c = subprocess.run(["kcat", "-b", reg.env["KAFKA_BOOTSTRAP"], "-C",
+                            "-t", "tessera.agent.cmd.fa-many", "-o", "beginning", "-e", "-q",
+                            "-f", "%k\n"], capture_output=True, text=True, timeout=30)
+        keys = c.stdout.split()
+        return keys if all(kid in keys for _, kid in sessions) else None
+    keys = wait_until(create_kernel_keys, 30, message="a CreateKernel for each kernel")
+    assert sorted(k for k in keys if k in {kid for _, kid in sessions}) == sorted(
+        kid for _, kid in sessions), keys
     steps = ("pulling {s} {k} fa-many 1048576 2097152", "pulling {s} {k} fa-many 2097152 2097152",
              "creating {s} {k} fa-many sha256:abc", "kstarted {s} {k} fa-many 10.0.0.8")
     lines = [step.format(s=sid, k=kid) for step in steps for sid, kid in sessions]
