@@ -42,6 +42,10 @@
 #     the release; 6s is the services' default. The mock cluster sometimes
 #     leaves a group unassigned at start until a stale member's session times
 #     out, so the stack may take up to a minute longer to be ready)
+#   BENCH_PG_STATEMENTS (api: 1 loads pg_stat_statements into the stack's
+#     PostgreSQL and writes its 30 costliest statements of the run to
+#     $BENCH_DIR/pg_stat_statements.txt; it found a cached plan that read
+#     every PENDING session per create: docs/benchmarks.md; 0 the default)
 #   TESSERA_BIN_DIR  BENCH_E2E
 # run.sh --help prints this.
 set -eu
@@ -110,7 +114,10 @@ cpu_of() {
 run_api() {
   stack=$DIR/stack
   echo "bench-scheduler (api): starting the stack in $stack (registry.event_consumers ${BENCH_EVENT_CONSUMERS:-1})"
-  TESSERA_STATE_DIR="$stack" TESSERA_BIN_DIR="$BIN" \
+  pg_options=${TESSERA_DEV_PG_OPTIONS:-}
+  [ "${BENCH_PG_STATEMENTS:-0}" != 1 ] ||
+    pg_options="$pg_options -c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all"
+  TESSERA_STATE_DIR="$stack" TESSERA_BIN_DIR="$BIN" TESSERA_DEV_PG_OPTIONS="$pg_options" \
     TESSERA_DEV_SERVICES="devbus auth registry scheduler vfolder gateway" TESSERA_LOG_LEVEL=warn \
     TESSERA_REGISTRY_EVENT_CONSUMERS="${BENCH_EVENT_CONSUMERS:-1}" \
     TESSERA_SCHEDULER_RESERVE_BATCH="${BENCH_BATCH:-64}" \
@@ -133,6 +140,17 @@ run_api() {
   echo "postgres with its backends: $(cpu_of "$(cat "$stack/run/postgres.pid")") s CPU;" \
     "registry context cache: hits $(metric "$TESSERA_REGISTRY_URL" tessera_registry_context_cache_hits_total)," \
     "misses $(metric "$TESSERA_REGISTRY_URL" tessera_registry_context_cache_misses_total)"
+  if [ "${BENCH_PG_STATEMENTS:-0}" = 1 ]; then
+    psql "$TESSERA_PG_DSN" -X -q -v ON_ERROR_STOP=1 >"$DIR/pg_stat_statements.txt" 2>&1 <<'SQL' &&
+CREATE EXTENSION IF NOT EXISTS pg_stat_statements;
+SELECT round(total_exec_time::numeric) AS total_ms, calls, rows,
+       round((total_exec_time / calls)::numeric, 3) AS ms_per_call,
+       left(regexp_replace(query, '\s+', ' ', 'g'), 160) AS statement
+  FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 30;
+SQL
+      echo "PostgreSQL's costliest statements: $DIR/pg_stat_statements.txt" ||
+      echo "pg_stat_statements could not be read: $DIR/pg_stat_statements.txt"
+  fi
   cleanup
   return $rc
 }
