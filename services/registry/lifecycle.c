@@ -751,10 +751,14 @@ bool lifecycle_start(svc *s, ts_err *err)
 {
     static const char *const session_topics[] = {TOPIC_SESSION, NULL};
     static const char *const kernel_topics[] = {TOPIC_KERNEL, NULL};
-    /* No added wait: a batch is what has already arrived (at most 64 events,
-     * so that its row locks are not held long). A create waits on both
-     * groups: they are on the control path (kafka.control_fetch_wait). */
-    kbus_batch_opts opts = {.max_messages = 64, .max_wait_ms = 0, .control = true};
+    /* No added wait: a batch is what has already arrived, at most 256
+     * events. Placements cost three statements per batch whatever its size,
+     * so larger batches save round trips (bench-scheduler through the API:
+     * the registry recorded 3,300-3,950 placements/s with 64, 4,700-4,900
+     * with 256, no more with 512); a batch's row locks are held for its one
+     * transaction. A create waits on both groups: they are on the control
+     * path (kafka.control_fetch_wait). */
+    kbus_batch_opts opts = {.max_messages = 256, .max_wait_ms = 0, .control = true};
     if (!reg_consumers_start_batch(&session_consumers, s, "tessera-registry.sessions",
                                    session_topics, &opts, on_session_batch, err))
         return false;
