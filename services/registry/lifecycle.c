@@ -71,17 +71,17 @@ static kbus_result apply_item(PGconn *conn, outbox *ob, const tx_item *it, sess 
     return it->not_found(conn, ob, &none, it->m, reason);
 }
 
-/* Apply the items in one transaction: lock all their sessions in one
- * statement, then apply the items in session id order (a session's own in
- * the order they came), each on its session as the items before it left it;
- * COMMIT, then publish every item's outbox. Any failure rolls everything
- * back. */
 /* A pass over the whole batch before the items one by one: it applies what
  * it can in fewer statements and sets done[i] for the items it applied. */
 typedef kbus_result (*batch_pass_fn)(PGconn *conn, tx_item *items, size_t n, sess *ss,
                                      const bool *found, const size_t *group, outbox *obs,
                                      bool *done, ts_err *reason);
 
+/* Apply the items in one transaction: lock all their sessions in one
+ * statement, run pass (if any), then apply the ones it left the items in session id order (a session's own in
+ * the order they came), each on its session as the items before it left it;
+ * COMMIT, then publish every item's outbox. Any failure rolls everything
+ * back. */
 static kbus_result in_batch_tx(tx_item *items, size_t n, batch_pass_fn pass, ts_err *reason)
 {
     if (n == 0) return KBUS_DONE;

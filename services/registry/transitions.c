@@ -109,32 +109,6 @@ bool tr_set(PGconn *conn, outbox *ob, sess *s, const char *to, const char *reaso
     return true;
 }
 
-bool tr_placed(PGconn *conn, outbox *ob, sess *s, const char *occupied_json,
-               const char *why_scheduled, ts_err *err)
-{
-    static const char preparing_why[] = "creating kernels";
-    const char *p[] = {s->id, occupied_json, why_scheduled, preparing_why};
-    if (!reg_run(conn,
-                 "WITH u AS (UPDATE registry.sessions SET occupied_slots = $2::jsonb,"
-                 "   status = 'PREPARING', status_info = $4, status_changed_at = now()"
-                 "   WHERE id = $1::uuid RETURNING id)"
-                 " INSERT INTO registry.session_status_history (session_id, status, reason)"
-                 " SELECT u.id, v.status, v.reason FROM u,"
-                 " (VALUES (1, 'SCHEDULED', $3), (2, 'PREPARING', $4)) AS v(o, status, reason)"
-                 " ORDER BY v.o",
-                 4, p, err))
-        return false;
-    TLOG_INFO("session status", "session=%s name=%s from=%s to=%s reason=\"%s\"", s->id, s->name,
-              s->status, ST_SCHEDULED, why_scheduled);
-    ob_notify(ob, s->id, ST_SCHEDULED);
-    TLOG_INFO("session status", "session=%s name=%s from=%s to=%s reason=\"%s\"", s->id, s->name,
-              ST_SCHEDULED, ST_PREPARING, preparing_why);
-    ob_notify(ob, s->id, ST_PREPARING);
-    ts_strlcpy(s->status, ST_PREPARING, sizeof(s->status));
-    ts_strlcpy(s->info, preparing_why, sizeof(s->info));
-    return true;
-}
-
 bool tr_set_result(PGconn *conn, sess *s, const char *result, int exit_code, ts_err *err)
 {
     char code[16];

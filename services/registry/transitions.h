@@ -41,13 +41,6 @@ bool tr_lock_many(PGconn *conn, const char *const *ids, size_t n, sess *out, boo
 bool tr_set(PGconn *conn, outbox *ob, sess *s, const char *to, const char *reason,
             ts_err *err) TS_MUST_CHECK;
 
-/* A PENDING session placed: SCHEDULED (why_scheduled) and at once PREPARING
- * ("creating kernels") with its occupied slots, in one statement that writes
- * both history rows in that order; both waiter notifications. Its kernels are
- * the caller's (placed straight into PREPARING). */
-bool tr_placed(PGconn *conn, outbox *ob, sess *s, const char *occupied_json,
-               const char *why_scheduled, ts_err *err) TS_MUST_CHECK;
-
 /* End the session in a final status and publish what ends it:
  *   TERMINATED -> SessionTerminated (reason, the exit code when known)
  *   ERROR      -> SessionFailed (reason, error_code, kernel_id, agent_id)
