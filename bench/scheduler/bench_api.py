@@ -66,6 +66,7 @@ NCLIENTS = int(os.environ.get("BENCH_CLIENTS", "16"))
 RATE_LIMIT = int(os.environ.get("BENCH_KEYPAIR_RATE_LIMIT", "1000000"))
 GROUP = os.environ.get("BENCH_GROUP", "default")
 TIMEOUT = int(os.environ.get("BENCH_TIMEOUT", "300"))
+TARGET_RATE = 5000  # placements/s, the target for 20,000 sessions
 BACKLOG = os.environ.get("BENCH_API_BACKLOG", "0") == "1"
 SCHED_PID = int(os.environ.get("BENCH_SCHEDULER_PID", "0") or 0)
 HOLD_REG = BACKLOG and os.environ.get("BENCH_API_HOLD_REGISTRY", "0") == "1"
@@ -414,9 +415,14 @@ def run(image, reqs, kinds, owner, users, base=0):
         row("backlog placements/s, scheduler drain",
             "%.0f (first -> last SessionScheduled)"
             % (len(ev) * 1e3 / (ev[-1] - ev[0]) if ev[-1] > ev[0] else 0))
+        sched_rate = len(ev) / sspan if sspan > 0 else 0
+        reg_rate = ns / (last_sched - release) if last_sched > release else 0
         row("backlog placements/s, registry",
-            "%.0f (release -> last SCHEDULED recorded)"
-            % (ns / (last_sched - release) if last_sched > release else 0))
+            "%.0f (release -> last SCHEDULED recorded)" % reg_rate)
+        row("target (>= %d placements/s)" % TARGET_RATE,
+            "scheduler %s, registry's record %s"
+            % ("met" if sched_rate >= TARGET_RATE else "NOT met",
+               "too" if reg_rate >= TARGET_RATE else "NOT (%.0f/s)" % reg_rate))
         print()
     elif BACKLOG:
         row("SessionScheduled after the release", "none found on tessera.session.v1")
