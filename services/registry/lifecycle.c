@@ -21,6 +21,7 @@
 #include "event_consumers.h"
 #include "libcommon/log.h"
 #include "pbutil.h"
+#include "kernel_steps.h"
 #include "placements.h"
 #include "tessera/v1/kernel.pb-c.h"
 #include "tessera/v1/session.pb-c.h"
@@ -78,8 +79,8 @@ typedef kbus_result (*batch_pass_fn)(PGconn *conn, tx_item *items, size_t n, ses
                                      bool *done, ts_err *reason);
 
 /* Apply the items in one transaction: lock all their sessions in one
- * statement, run pass (if any), then apply the ones it left the items in session id order (a session's own in
- * the order they came), each on its session as the items before it left it;
+ * statement, run pass (if any), then apply the ones it left the items in session id order (a
+ * session's own in the order they came), each on its session as the items before it left it;
  * COMMIT, then publish every item's outbox. Any failure rolls everything
  * back. */
 static kbus_result in_batch_tx(tx_item *items, size_t n, batch_pass_fn pass, ts_err *reason)
@@ -714,6 +715,45 @@ static const kernel_type kernel_types[] = {
     {"tessera.v1.KernelTerminated", &tessera__v1__kernel_terminated__descriptor, apply_terminated},
 };
 
+/* The start path's events (kernel_steps.c) of the sessions whose events in
+ * the batch are one KernelCreating, one KernelStarted, or one of each in that
+ * order, on a one-kernel session that is SCHEDULED or PREPARING. A step that
+ * does not apply, and every other event, follows one by one; that order
+ * keeps the outcome: a step left over changes nothing after the others. */
+static kbus_result advance_kernels(PGconn *conn, tx_item *items, size_t n, sess *ss,
+                                   const bool *found, const size_t *group, outbox *obs, bool *done,
+                                   ts_err *reason)
+{
+    kernel_step *steps = ts_calloc(n, sizeof(*steps));
+    size_t *at = ts_calloc(n, sizeof(*at)), ns = 0;
+    for (size_t i = 0, end; i < n; i = end) {
+        size_t g = group[i];
+        for (end = i; end < n && group[end] == g; end++)
+            ;
+        bool creating = items[i].apply == apply_creating;
+        bool ok =
+            found[g] && ss[g].cluster_size == 1 &&
+            (strcmp(ss[g].status, ST_PREPARING) == 0 || strcmp(ss[g].status, ST_SCHEDULED) == 0) &&
+            (creating || items[i].apply == apply_started) &&
+            (end - i == 1 || (end - i == 2 && creating && items[i + 1].apply == apply_started));
+        for (size_t j = i; ok && j < end; j++) {
+            steps[ns] = (kernel_step){.s = &ss[g], .ob = &obs[j]};
+            if (items[j].apply == apply_started)
+                steps[ns].started = (const Tessera__V1__KernelStarted *)items[j].m;
+            else
+                steps[ns].creating = (const Tessera__V1__KernelCreating *)items[j].m;
+            at[ns++] = j;
+        }
+    }
+    kbus_result res = KBUS_DONE;
+    if (ns > 0 && !kernel_steps_apply(conn, steps, ns, reason)) res = KBUS_RETRY;
+    for (size_t k = 0; k < ns && res == KBUS_DONE; k++)
+        done[at[k]] = steps[k].done;
+    free(steps);
+    free(at);
+    return res;
+}
+
 /* A batch of tessera.kernel.v1, in one transaction. */
 static kbus_result on_kernel_batch(const kbus_msg *msgs, size_t n, void *ctx, ts_err *reason)
 {
@@ -742,7 +782,7 @@ static kbus_result on_kernel_batch(const kbus_msg *msgs, size_t n, void *ctx, ts
             break;
         }
     }
-    if (res == KBUS_DONE) res = in_batch_tx(items, k, NULL, reason);
+    if (res == KBUS_DONE) res = in_batch_tx(items, k, advance_kernels, reason);
     free_items(items, k);
     return res;
 }

@@ -382,6 +382,49 @@ def test_interleaved_events_of_several_sessions(reg):
         reg.call("DELETE", f"/v1/sessions/{sid}?forced=true")
 
 
+def test_start_events_of_many_sessions_in_one_batch(reg):
+    """KernelCreating then KernelStarted of one-kernel sessions, published
+    together, are applied for all of them in a few statements (the registry's
+    kernel_steps.c); the guards hold as one by one: a KernelCreating from
+    another agent changes nothing while the holder's KernelStarted still
+    starts the session, a KernelStarted from another agent leaves its session
+    PREPARING, and a second round changes nothing."""
+    reg.agent("fa-steps", "rgt")
+    sessions = []
+    for _ in range(3):
+        r = reg.create(body(name()))
+        assert r.status_code == 201, r.text
+        sid = r.json()["sessionUuid"]
+        sessions.append((sid, kernel_of(reg, sid)))
+    reg.bus("slots cpu=1 mem=1g", *[f"scheduled {sid} rgt {kid}=fa-steps" for sid, kid in sessions])
+    for sid, _ in sessions:
+        reg.wait_status(sid, "PREPARING")
+    (a, ka), (b, kb), (c, kc) = sessions
+    lines = [f"creating {a} {ka} fa-steps sha256:abc",
+             f"kstarted {a} {ka} fa-steps 10.0.0.5 web:http:8080:30001",
+             f"creating {b} {kb} fa-other sha256:bad",
+             f"kstarted {b} {kb} fa-steps 10.0.0.6",
+             f"kstarted {c} {kc} fa-other 10.9.9.9"]
+    reg.bus(*lines)
+    info = reg.wait_status(a, "RUNNING")
+    k = info["kernels"][0]
+    assert k["status"] == "RUNNING" and k["host"] == "10.0.0.5", k
+    assert info["servicePorts"][0]["host_ports"] == [30001], info["servicePorts"]
+    info = reg.wait_status(b, "RUNNING")
+    assert info["kernels"][0]["host"] == "10.0.0.6", info["kernels"]
+    time.sleep(1.5)
+    info = reg.info(c)
+    assert info["status"] == "PREPARING" and info["kernels"][0]["status"] == "PREPARING", info
+    reg.bus(*lines)
+    time.sleep(1.5)
+    for sid in (a, b):
+        hist = [s for s, _ in reg.history(sid) if s != "PENDING"]
+        assert hist == ["SCHEDULED", "PREPARING", "RUNNING"], hist
+    assert reg.info(c)["status"] == "PREPARING"
+    for sid, _ in sessions:
+        reg.call("DELETE", f"/v1/sessions/{sid}?forced=true")
+
+
 def test_kernel_events_from_elsewhere_change_nothing(reg):
     """KernelCreating and KernelStarted are applied only to a kernel of the
     session, held by the agent that sends them, in a status they can follow

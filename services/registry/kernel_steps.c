@@ -1,0 +1,148 @@
+/* kernel_steps.c: see kernel_steps.h. The guards are those of lifecycle.c's
+ * apply_creating and apply_started (update_kernel_if): a kernel of the
+ * session, held by the event's agent, in a status the event can follow, and
+ * for KernelStarted not of a newer generation than the event's. */
+#include "kernel_steps.h"
+
+#include "libcommon/log.h"
+#include "pbutil.h"
+#include "tessera/v1/session.pb-c.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* Both statements join the batch's rows to the table: planned at each call
+ * (reg_exec_planned, as placements.c). */
+static const char creating_sql[] =
+    "UPDATE registry.kernels AS k SET status = 'CREATING',"
+    " status_info = 'creating the container', image_digest = u.digest, status_changed_at = now()"
+    " FROM jsonb_to_recordset($1::jsonb) AS u(kid uuid, sid uuid, agent text, digest text)"
+    " WHERE k.id = u.kid AND k.session_id = u.sid AND (u.agent = '' OR k.agent_id = u.agent)"
+    " AND k.status IN ('SCHEDULED', 'PREPARING', 'PULLING')"
+    " RETURNING k.id::text";
+
+static const char started_sql[] =
+    "UPDATE registry.kernels AS k SET status = 'RUNNING', status_info = '',"
+    " container_id = u.cid, kernel_host = u.host, service_ports = u.ports,"
+    " status_changed_at = now()"
+    " FROM jsonb_to_recordset($1::jsonb) AS u(kid uuid, sid uuid, agent text, gen int,"
+    "   cid text, host text, ports jsonb)"
+    " WHERE k.id = u.kid AND k.session_id = u.sid AND k.agent_id = u.agent"
+    " AND k.status IN ('SCHEDULED', 'PREPARING', 'PULLING', 'CREATING', 'RESTARTING')"
+    " AND (u.gen < 0 OR k.generation <= u.gen)"
+    " RETURNING k.id::text";
+
+/* The sessions whose one kernel now runs: RUNNING, with their history rows. */
+static const char running_sql[] =
+    "WITH u AS (UPDATE registry.sessions SET status = 'RUNNING', status_info = '',"
+    "   status_changed_at = now() WHERE id = ANY($1::uuid[]) RETURNING id)"
+    " INSERT INTO registry.session_status_history (session_id, status, reason)"
+    " SELECT id, 'RUNNING', '' FROM u ORDER BY id";
+
+static const char *kernel_of(const kernel_step *st)
+{
+    return st->creating ? st->creating->kernel_id : st->started->kernel_id;
+}
+
+/* Run sql on the steps' rows (rows[i] for steps[i], NULL: not this kind);
+ * mark done the steps whose kernel the statement returned. */
+static bool run_steps(PGconn *conn, const char *sql, kernel_step *steps, json_t **rows, size_t n,
+                      ts_err *err)
+{
+    json_t *all = json_array();
+    for (size_t i = 0; i < n; i++)
+        if (rows[i]) json_array_append(all, rows[i]);
+    if (json_array_size(all) == 0) {
+        json_decref(all);
+        return true;
+    }
+    char *text = json_dumps(all, JSON_COMPACT);
+    json_decref(all);
+    const char *p[] = {text};
+    PGresult *r = reg_exec_planned(conn, sql, 1, p, err);
+    free(text);
+    if (!r) return false;
+    for (size_t i = 0; i < n; i++)
+        for (int row = 0; rows[i] && !steps[i].done && row < PQntuples(r); row++)
+            steps[i].done = strcasecmp(PQgetvalue(r, row, 0), kernel_of(&steps[i])) == 0;
+    PQclear(r);
+    return true;
+}
+
+static json_t *creating_row(const kernel_step *st)
+{
+    const Tessera__V1__KernelCreating *m = st->creating;
+    return json_pack("{s:s, s:s, s:s, s:s}", "kid", m->kernel_id, "sid", st->s->id, "agent",
+                     m->agent_id, "digest", m->image_digest);
+}
+
+static json_t *started_row(const kernel_step *st)
+{
+    const Tessera__V1__KernelStarted *m = st->started;
+    return json_pack("{s:s, s:s, s:s, s:i, s:s, s:s, s:o}", "kid", m->kernel_id, "sid", st->s->id,
+                     "agent", m->agent_id, "gen", m->generation, "cid", m->container_id, "host",
+                     m->kernel_host, "ports", pb_ports_json(m->service_ports, m->n_service_ports));
+}
+
+/* The session of a started step, RUNNING: what tr_set and apply_started do
+ * for it besides the statement. */
+static void announce_running(const kernel_step *st)
+{
+    sess *s = st->s;
+    const Tessera__V1__KernelStarted *m = st->started;
+    TLOG_INFO("session status", "session=%s name=%s from=%s to=%s reason=\"\"", s->id, s->name,
+              s->status, ST_RUNNING);
+    ts_strlcpy(s->status, ST_RUNNING, sizeof(s->status));
+    s->info[0] = '\0';
+    ob_notify(st->ob, s->id, ST_RUNNING);
+    Tessera__V1__SessionRunning e = TESSERA__V1__SESSION_RUNNING__INIT;
+    char *ids[1] = {m->kernel_id};
+    e.session_id = s->id;
+    e.n_kernel_ids = 1;
+    e.kernel_ids = ids;
+    e.main_agent_id = m->agent_id;
+    e.service_ports = m->service_ports;
+    e.n_service_ports = m->n_service_ports;
+    ob_session_event(st->ob, s->id, &e.base);
+}
+
+bool kernel_steps_apply(PGconn *conn, kernel_step *steps, size_t n, ts_err *err)
+{
+    json_t **rows = ts_calloc(n ? n : 1, sizeof(*rows));
+    bool ok = true;
+    for (int kind = 0; kind < 2 && ok; kind++) { /* every KernelCreating first */
+        for (size_t i = 0; i < n; i++) {
+            rows[i] = NULL;
+            if (kind == 0 && steps[i].creating) rows[i] = creating_row(&steps[i]);
+            if (kind == 1 && steps[i].started) rows[i] = started_row(&steps[i]);
+        }
+        ok = run_steps(conn, kind == 0 ? creating_sql : started_sql, steps, rows, n, err);
+        for (size_t i = 0; i < n; i++)
+            json_decref(rows[i]);
+    }
+    free(rows);
+    if (!ok) return false;
+    /* the sessions of the started kernels: RUNNING */
+    size_t cap = n * (TS_UUID_STRLEN + 1) + 3, len = 0, running = 0;
+    char *arr = ts_malloc(cap);
+    arr[len++] = '{';
+    for (size_t i = 0; i < n; i++) {
+        if (!steps[i].started || !steps[i].done) continue;
+        if (running++) arr[len++] = ',';
+        size_t l = strlen(steps[i].s->id);
+        memcpy(arr + len, steps[i].s->id, l);
+        len += l;
+    }
+    arr[len++] = '}';
+    arr[len] = '\0';
+    if (running) {
+        const char *p[] = {arr};
+        ok = reg_run(conn, running_sql, 1, p, err);
+    }
+    free(arr);
+    if (!ok) return false;
+    for (size_t i = 0; i < n; i++)
+        if (steps[i].started && steps[i].done) announce_running(&steps[i]);
+    return true;
+}
