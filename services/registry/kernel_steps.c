@@ -70,9 +70,13 @@ static bool run_steps(PGconn *conn, const char *sql, kernel_step *steps, json_t 
     return true;
 }
 
+/* A step's row for its statement, or NULL: a kernel id that is not a UUID
+ * (the uuid column would fail the statement) or a string JSON cannot carry
+ * leave the step to the one by one path, which ignores such an event. */
 static json_t *creating_row(const kernel_step *st)
 {
     const Tessera__V1__KernelCreating *m = st->creating;
+    if (!ts_uuid_valid(m->kernel_id)) return NULL;
     return json_pack("{s:s, s:s, s:s, s:s}", "kid", m->kernel_id, "sid", st->s->id, "agent",
                      m->agent_id, "digest", m->image_digest);
 }
@@ -80,6 +84,7 @@ static json_t *creating_row(const kernel_step *st)
 static json_t *started_row(const kernel_step *st)
 {
     const Tessera__V1__KernelStarted *m = st->started;
+    if (!ts_uuid_valid(m->kernel_id)) return NULL;
     return json_pack("{s:s, s:s, s:s, s:i, s:s, s:s, s:o}", "kid", m->kernel_id, "sid", st->s->id,
                      "agent", m->agent_id, "gen", m->generation, "cid", m->container_id, "host",
                      m->kernel_host, "ports", pb_ports_json(m->service_ports, m->n_service_ports));

@@ -387,11 +387,12 @@ def test_start_events_of_many_sessions_in_one_batch(reg):
     together, are applied for all of them in a few statements (the registry's
     kernel_steps.c); the guards hold as one by one: a KernelCreating from
     another agent changes nothing while the holder's KernelStarted still
-    starts the session, a KernelStarted from another agent leaves its session
-    PREPARING, and a second round changes nothing."""
+    starts the session, a KernelStarted from another agent, or for a kernel
+    id that is not a UUID, leaves its session PREPARING (and holds up none of
+    the others), and a second round changes nothing."""
     reg.agent("fa-steps", "rgt")
     sessions = []
-    for _ in range(3):
+    for _ in range(4):
         r = reg.create(body(name()))
         assert r.status_code == 201, r.text
         sid = r.json()["sessionUuid"]
@@ -399,12 +400,13 @@ def test_start_events_of_many_sessions_in_one_batch(reg):
     reg.bus("slots cpu=1 mem=1g", *[f"scheduled {sid} rgt {kid}=fa-steps" for sid, kid in sessions])
     for sid, _ in sessions:
         reg.wait_status(sid, "PREPARING")
-    (a, ka), (b, kb), (c, kc) = sessions
+    (a, ka), (b, kb), (c, kc), (d, _) = sessions
     lines = [f"creating {a} {ka} fa-steps sha256:abc",
              f"kstarted {a} {ka} fa-steps 10.0.0.5 web:http:8080:30001",
              f"creating {b} {kb} fa-other sha256:bad",
              f"kstarted {b} {kb} fa-steps 10.0.0.6",
-             f"kstarted {c} {kc} fa-other 10.9.9.9"]
+             f"kstarted {c} {kc} fa-other 10.9.9.9",
+             f"kstarted {d} not-a-uuid fa-steps 10.9.9.8"]
     reg.bus(*lines)
     info = reg.wait_status(a, "RUNNING")
     k = info["kernels"][0]
@@ -413,14 +415,20 @@ def test_start_events_of_many_sessions_in_one_batch(reg):
     info = reg.wait_status(b, "RUNNING")
     assert info["kernels"][0]["host"] == "10.0.0.6", info["kernels"]
     time.sleep(1.5)
-    info = reg.info(c)
-    assert info["status"] == "PREPARING" and info["kernels"][0]["status"] == "PREPARING", info
+    for sid in (c, d):
+        info = reg.info(sid)
+        assert info["status"] == "PREPARING" and info["kernels"][0]["status"] == "PREPARING", info
     reg.bus(*lines)
     time.sleep(1.5)
     for sid in (a, b):
         hist = [s for s, _ in reg.history(sid) if s != "PENDING"]
         assert hist == ["SCHEDULED", "PREPARING", "RUNNING"], hist
-    assert reg.info(c)["status"] == "PREPARING"
+    assert reg.info(c)["status"] == reg.info(d)["status"] == "PREPARING"
+    # ignored like any event for an unknown kernel: not retried into the DLQ
+    dlq = subprocess.run(["kcat", "-b", reg.env["KAFKA_BOOTSTRAP"], "-C", "-t", "tessera.dlq.v1",
+                          "-o", "beginning", "-e", "-q", "-f", "%k\t%h\n"],
+                         capture_output=True, text=True, timeout=30)
+    assert not [line for line in dlq.stdout.splitlines() if line.startswith(d)], dlq.stdout
     for sid, _ in sessions:
         reg.call("DELETE", f"/v1/sessions/{sid}?forced=true")
 
