@@ -39,10 +39,17 @@ bool placement_prepare(placement *p, sess *s, const Tessera__V1__SessionSchedule
             placement_free(p);
             return false;
         }
+        json_t *agent = json_string(k->agent_id); /* NULL: not UTF-8 */
+        if (!agent) {
+            ts_err_set(err, "SessionScheduled kernel %zu: the agent id is not UTF-8", i);
+            json_decref(sj);
+            placement_free(p);
+            return false;
+        }
         json_t *kj = json_object();
         json_object_set_new(kj, "kid", json_string(k->kernel_id));
         json_object_set_new(kj, "sid", json_string(s->id));
-        json_object_set_new(kj, "agent", json_string(k->agent_id));
+        json_object_set_new(kj, "agent", agent);
         json_object_set_new(kj, "slots", sj);
         json_object_set_new(kj, "devices", pb_devs_json(k->devices, k->n_devices));
         json_array_append_new(p->kernels, kj);

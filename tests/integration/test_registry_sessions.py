@@ -490,6 +490,32 @@ def test_a_bad_placement_among_good_ones_goes_to_the_dlq_alone(reg):
         reg.call("DELETE", f"/v1/sessions/{sid}?forced=true")
 
 
+def test_a_placement_naming_an_agent_that_is_not_utf8_goes_to_the_dlq(reg):
+    """The registry refuses a SessionScheduled whose agent id is not UTF-8
+    (it could not store or show it): the event goes to the DLQ with that
+    reason and the session stays PENDING."""
+    reg.agent("fa-utf8", "rgt")
+    r = reg.create(body(name()))
+    assert r.status_code == 201, r.text
+    sid = r.json()["sessionUuid"]
+    kid = kernel_of(reg, sid)
+    line = b"slots cpu=1 mem=1g\nscheduled %s rgt %s=fa-\xff\n" % (sid.encode(), kid.encode())
+    p = subprocess.run([FAKE_AGENT, reg.env["KAFKA_BOOTSTRAP"]], input=line, capture_output=True,
+                       timeout=60, check=False)
+    assert p.returncode == 0, p.stderr
+
+    def dlq():
+        c = subprocess.run(["kcat", "-b", reg.env["KAFKA_BOOTSTRAP"], "-C", "-t", "tessera.dlq.v1",
+                            "-o", "beginning", "-e", "-q", "-f", "%k\t%h\n"],
+                           capture_output=True, timeout=30)
+        out = c.stdout.decode("utf-8", "replace")
+        return [x for x in out.splitlines() if x.startswith(sid)]
+    found = wait_until(dlq, 30, message="the placement in the DLQ")[0]
+    assert "the agent id is not UTF-8" in found, found
+    assert reg.info(sid)["status"] == "PENDING"
+    reg.call("DELETE", f"/v1/sessions/{sid}?forced=true")
+
+
 def test_create_waits_for_running(reg):
     reg.agent("fa-wait", "rgt")
     n = name()
