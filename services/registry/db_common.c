@@ -53,6 +53,20 @@ PGresult *reg_exec_planned(PGconn *conn, const char *sql, int n, const char *con
     return checked(PQexecParams(conn, sql, n, NULL, params, NULL, NULL, 0), err);
 }
 
+char *reg_uuid_array(const char *const *ids, size_t n)
+{
+    char *arr = ts_malloc(n * TS_UUID_STRLEN + 3), *q = arr;
+    *q++ = '{';
+    for (size_t i = 0; i < n; i++) {
+        size_t l = strnlen(ids[i], TS_UUID_STRLEN - 1);
+        if (i) *q++ = ',';
+        memcpy(q, ids[i], l);
+        q += l;
+    }
+    strcpy(q, "}");
+    return arr;
+}
+
 bool reg_run(PGconn *conn, const char *sql, int n, const char *const *params, ts_err *err)
 {
     PGresult *r = reg_exec(conn, sql, n, params, err);

@@ -129,23 +129,17 @@ bool kernel_steps_apply(PGconn *conn, kernel_step *steps, size_t n, ts_err *err)
     free(rows);
     if (!ok) return false;
     /* the sessions of the started kernels: RUNNING */
-    size_t cap = n * (TS_UUID_STRLEN + 1) + 3, len = 0, running = 0;
-    char *arr = ts_malloc(cap);
-    arr[len++] = '{';
-    for (size_t i = 0; i < n; i++) {
-        if (!steps[i].started || !steps[i].done) continue;
-        if (running++) arr[len++] = ',';
-        size_t l = strlen(steps[i].s->id);
-        memcpy(arr + len, steps[i].s->id, l);
-        len += l;
-    }
-    arr[len++] = '}';
-    arr[len] = '\0';
+    const char **ids = ts_calloc(n ? n : 1, sizeof(*ids));
+    size_t running = 0;
+    for (size_t i = 0; i < n; i++)
+        if (steps[i].started && steps[i].done) ids[running++] = steps[i].s->id;
     if (running) {
+        char *arr = reg_uuid_array(ids, running);
         const char *p[] = {arr};
         ok = reg_run(conn, running_sql, 1, p, err);
+        free(arr);
     }
-    free(arr);
+    free(ids);
     if (!ok) return false;
     for (size_t i = 0; i < n; i++)
         if (steps[i].started && steps[i].done) announce_running(&steps[i]);

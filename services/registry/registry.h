@@ -87,6 +87,9 @@ PGresult *reg_exec(PGconn *conn, const char *sql, int n, const char *const *para
  * table: a plan cached while the table was small reads all of it later. */
 PGresult *reg_exec_planned(PGconn *conn, const char *sql, int n, const char *const *params,
                            ts_err *err);
+/* A uuid[] literal, {id,id,...}, of n ids the caller checked are UUIDs
+ * (ts_uuid_valid); free() it. */
+char *reg_uuid_array(const char *const *ids, size_t n);
 /* Like reg_exec for statements whose result is not needed. */
 bool reg_run(PGconn *conn, const char *sql, int n, const char *const *params,
              ts_err *err) TS_MUST_CHECK;

@@ -50,20 +50,11 @@ bool tr_lock_many(PGconn *conn, const char *const *ids, size_t n, sess *out, boo
                   ts_err *err)
 {
     if (n == 0) return true;
-    /* a uuid[] literal: {id,id,...} (the callers checked every id is a UUID) */
-    size_t cap = n * (TS_UUID_STRLEN + 1) + 3, len = 0;
-    char *arr = ts_malloc(cap);
-    arr[len++] = '{';
     for (size_t i = 0; i < n; i++) {
-        if (i) arr[len++] = ',';
-        size_t l = strnlen(ids[i], TS_UUID_STRLEN - 1);
-        memcpy(arr + len, ids[i], l);
-        len += l;
         found[i] = false;
         memset(&out[i], 0, sizeof(out[i]));
     }
-    arr[len++] = '}';
-    arr[len] = '\0';
+    char *arr = reg_uuid_array(ids, n);
     const char *p[] = {arr};
     /* ORDER BY id: the rows are locked in that order, whoever else locks several */
     PGresult *r = reg_exec(conn,
@@ -366,12 +357,7 @@ bool tr_create_kernels_many(PGconn *conn, const char *const *ids, outbox *const 
                             ts_err *err)
 {
     if (n == 0) return true;
-    /* a uuid[] literal (the callers' ids are UUIDs) */
-    char *arr = ts_malloc(n * (TS_UUID_STRLEN + 1) + 3), *q = arr;
-    *q++ = '{';
-    for (size_t i = 0; i < n; i++)
-        q += sprintf(q, "%s%s", i ? "," : "", ids[i]);
-    strcpy(q, "}");
+    char *arr = reg_uuid_array(ids, n);
     const char *p[] = {arr};
     PGresult *r = reg_exec(conn, kernels_many_sql, 1, p, err);
     free(arr);

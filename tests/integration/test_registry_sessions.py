@@ -142,6 +142,17 @@ def enqueued_session(reg, agent_id):
     return n, sid, kernel_of(reg, sid)
 
 
+def enqueued_sessions(reg, n):
+    """n sessions enqueued in resource group rgt: [(session id, kernel id)]."""
+    out = []
+    for _ in range(n):
+        r = reg.create(body(name()))
+        assert r.status_code == 201, r.text
+        sid = r.json()["sessionUuid"]
+        out.append((sid, kernel_of(reg, sid)))
+    return out
+
+
 # ---- auth's session context ---------------------------------------------------------------------
 
 def test_session_context(reg):
@@ -341,12 +352,7 @@ def test_interleaved_events_of_several_sessions(reg):
     RUNNING with the whole history, and a second round changes nothing. Their
     placements, in one run with a duplicate, send one CreateKernel each."""
     reg.agent("fa-many", "rgt")
-    sessions = []
-    for _ in range(3):
-        r = reg.create(body(name()))
-        assert r.status_code == 201, r.text
-        sid = r.json()["sessionUuid"]
-        sessions.append((sid, kernel_of(reg, sid)))
+    sessions = enqueued_sessions(reg, 3)
     # three placements and a duplicate of the first, in one run: the batch's
     # placements go through together, the duplicate changes nothing
     placements = [f"scheduled {sid} rgt {kid}=fa-many" for sid, kid in sessions]
@@ -391,12 +397,7 @@ def test_start_events_of_many_sessions_in_one_batch(reg):
     id that is not a UUID, leaves its session PREPARING (and holds up none of
     the others), and a second round changes nothing."""
     reg.agent("fa-steps", "rgt")
-    sessions = []
-    for _ in range(4):
-        r = reg.create(body(name()))
-        assert r.status_code == 201, r.text
-        sid = r.json()["sessionUuid"]
-        sessions.append((sid, kernel_of(reg, sid)))
+    sessions = enqueued_sessions(reg, 4)
     reg.bus("slots cpu=1 mem=1g", *[f"scheduled {sid} rgt {kid}=fa-steps" for sid, kid in sessions])
     for sid, _ in sessions:
         reg.wait_status(sid, "PREPARING")
