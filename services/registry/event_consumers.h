@@ -21,7 +21,10 @@ typedef struct reg_consumers {
     atomic_bool settled;
 } reg_consumers;
 
-/* Start registry.event_consumers consumers of group on topics; on failure the
+/* The consumers per group: registry.event_consumers, or when it is 0 (the
+ * default) 1 on a machine of at most two CPUs and 3 on larger ones. */
+int reg_event_consumers(void);
+/* Start reg_event_consumers() consumers of group on topics; on failure the
  * ones started are stopped again. */
 bool reg_consumers_start(reg_consumers *rc, svc *s, const char *group, const char *const *topics,
                          kbus_handler handler, ts_err *err) TS_MUST_CHECK;

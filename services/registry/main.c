@@ -3,6 +3,7 @@
  * (registry.h lists them). */
 #include "agents.h"
 #include "auth_client.h"
+#include "event_consumers.h"
 #include "housekeeping.h"
 #include "http_api.h"
 #include "libcommon/log.h"
@@ -44,9 +45,9 @@ static const cfg_option registry_options[] = {
      "an agent without a heartbeat for this long is LOST and its sessions end in ERROR"},
     {"registry.lost_check_interval", CFG_DURATION, &reg_cfg.lost_check_interval_ms, "1s", 100,
      600000, NULL, false, NULL, "how often agents' heartbeats are checked"},
-    {"registry.event_consumers", CFG_INT, &reg_cfg.event_consumers, "3", 1, 16, NULL, false, NULL,
+    {"registry.event_consumers", CFG_INT, &reg_cfg.event_consumers, "0", 0, 16, NULL, false, NULL,
      "consumers per event consumer group (sessions, kernels, agents): partitions are handled in "
-     "parallel, each in order"},
+     "parallel, each in order; 0: 1 on a machine of at most two CPUs, 3 on larger ones"},
     {"registry.pending_check_interval", CFG_DURATION, &reg_cfg.pending_check_interval_ms, "1s", 100,
      600000, NULL, false, NULL,
      "how often PENDING sessions are checked against their resource group's pending_timeout"},
@@ -102,6 +103,8 @@ static bool registry_start(svc *s, ts_err *err)
         ts_err_prefix(err, "occupancy rebuild");
         return false;
     }
+    TLOG_INFO("event consumers", "per_group=%d configured=%lld", reg_event_consumers(),
+              (long long)reg_cfg.event_consumers);
     if (!authc_start(s, err) || !agents_start(s, err) || !lifecycle_start(s, err)) return false;
     return housekeeping_start(err);
 }

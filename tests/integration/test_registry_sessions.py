@@ -517,6 +517,22 @@ def test_a_placement_naming_an_agent_that_is_not_utf8_goes_to_the_dlq(reg):
     reg.call("DELETE", f"/v1/sessions/{sid}?forced=true")
 
 
+def test_event_consumers_auto_and_bad_values(reg, bin_dir):
+    """registry.event_consumers 0 (the default) chooses 1 consumer per group
+    on a machine of at most two CPUs and 3 on larger ones, and says so at
+    start; values outside 0..16 are refused, naming the variable."""
+    want = 1 if (os.cpu_count() or 1) <= 2 else 3
+    with open(os.path.join(reg.env["TESSERA_STATE_DIR"], "logs", "registry.log")) as f:
+        lines = [x for x in f if 'msg="event consumers"' in x]
+    assert lines and f"per_group={want} configured=0" in lines[0], lines
+    exe = os.path.join(bin_dir, "tessera-registry")
+    for bad in ("-1", "17", "three"):
+        r = subprocess.run([exe, "--check-config"], capture_output=True, text=True, timeout=30,
+                           env={**os.environ, "TESSERA_REGISTRY_EVENT_CONSUMERS": bad})
+        assert r.returncode == 2, (bad, r.stderr)
+        assert "TESSERA_REGISTRY_EVENT_CONSUMERS" in r.stderr, (bad, r.stderr)
+
+
 def test_create_waits_for_running(reg):
     reg.agent("fa-wait", "rgt")
     n = name()
