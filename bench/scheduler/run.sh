@@ -24,11 +24,11 @@
 # Logs stay in $BENCH_DIR (a temp dir).
 #
 #   BENCH_AGENTS (1000)  BENCH_SESSIONS (bus, 20000)  BENCH_API_SESSIONS (api, 20000)
-#   BENCH_EVENT_CONSUMERS (api: the stack's registry.event_consumers, 1: on 2
-#     cores the default 3 consumers per event group (9 fetch loops on the
-#     development bus, 9 PostgreSQL writers) took the scheduler's CPU during
-#     the drain: 2,751 against 5,437 placements/s, while the registry recorded
-#     2,691 against 2,495/s; docs/benchmarks.md)
+#   BENCH_EVENT_CONSUMERS (api: the stack's registry.event_consumers, 1: what
+#     the option's default, 0, chooses on 2 CPUs; 3 consumers per event group
+#     (9 fetch loops on the development bus, 9 PostgreSQL writers) took the
+#     scheduler's CPU during the drain there: 4,889 against 9,580 placements/s;
+#     docs/benchmarks.md)
 #   BENCH_VIA (bus | api | both)
 #   BENCH_BATCH (scheduler.reserve_batch, 64)  BENCH_RATE (bus only; 0: as fast as taken)
 #   BENCH_CLIENTS (api: concurrent clients, 16)  BENCH_USERS (api: users, 20)
