@@ -10,10 +10,12 @@
  * make the replay harmless.
  *
  * Both consumers run in kbus's batch mode: the events of a batch are applied
- * in one transaction, ordered by session id (a session's own events keep
- * their order), so every batch takes its row locks in the same order and two
- * batches cannot deadlock. One COMMIT then covers them all; their outboxes
- * are published after it. When any event of a batch fails, the transaction
+ * in one transaction that first locks all their sessions in one statement,
+ * in id order, so two batches cannot deadlock. A pass then applies what it
+ * can for many sessions at once (placements.c, kernel_steps.c); the other
+ * events follow one by one in session id order (a session's own events keep
+ * their order). One COMMIT then covers them all; their outboxes are
+ * published after it. When any event of a batch fails, the transaction
  * is rolled back and kbus hands each event again alone (n = 1: the same
  * code, one event per transaction). */
 #include "lifecycle.h"

@@ -2,8 +2,8 @@
  * event consumers (lifecycle.c, agents.c) and the HTTP handlers (sessions.c).
  *
  * Every function runs inside the caller's transaction, on a session row the
- * caller locked with tr_lock (SELECT ... FOR UPDATE: one writer per session at
- * a time, whichever thread), writes the history row of each status change and
+ * caller locked with tr_lock or tr_lock_many (SELECT ... FOR UPDATE: one
+ * writer per session at a time, whichever thread), writes the history row of each status change and
  * puts the events and agent commands it decides into the outbox, which the
  * caller flushes after COMMIT. Callers check the current status first: these
  * functions do not guard again. */
