@@ -1,54 +1,39 @@
 /* access_log.c: store ApiAccess events. The consumer runs in kbus's batch
  * mode. A message is a lone ApiAccess (older gateways, replays) or an
- * ApiAccessBatch of many (the gateway now); each record is stored under its
- * envelope's event id, or for a batch's record an id derived from the batch's
- * event id and the record's index (access_ids.h), so a replay stores nothing
- * twice.
- *
- * The records of a kbus batch (up to ACCESS_LOG_ROWS_MAX per statement) are
- * stored with one COPY (one statement, so one transaction): about half of
- * PostgreSQL's time per row of an INSERT, whose per-row work for ON CONFLICT
- * (a speculative insertion) and for the parameters' arrays is then skipped. A
- * replayed event makes the COPY fail on the event id's key; the rows are then
- * stored by the keyed INSERT below (its rows passed as 11 arrays, one per
- * column, expanded by unnest(); ON CONFLICT (event_id) DO NOTHING), so a
- * replay changes nothing. Any other COPY failure takes the same path, which
- * classifies the error.
+ * ApiAccessBatch of many (the gateway now). Each message's records become one
+ * block of auth.access_blocks (access_block.h) under the message's event id:
+ * a batch's record i under an id derived from the batch's event id and i
+ * (access_ids.h), a lone ApiAccess under its event id. Blocks whose id is
+ * already stored (a replay) are skipped; the others are written by one binary
+ * COPY per up to ACCESS_LOG_ROWS_MAX records. A COPY that meets a block
+ * stored meanwhile (another consumer, during a rebalance) is redone after
+ * looking again.
  *
  * Bad records: a message that does not decode, or a lone ApiAccess that is
- * invalid (no method, no event id) or has a value PostgreSQL refuses (a time
- * out of range), rejects the kbus batch; kbus then hands its messages one by
- * one, so only that message goes to the DLQ. An ApiAccessBatch handed alone
- * keeps its good records: an invalid record, or one the keyed INSERT refuses
- * when its rows are then inserted one at a time, is dead-lettered alone
- * (kbus_dead_letter_part: an ApiAccess envelope of its own, under its derived
- * id) and the others are stored. */
+ * invalid (no event id, or access_record_invalid: no method, a time out of
+ * range, text that is not UTF-8), rejects the kbus batch; kbus then hands its
+ * messages one by one, so only that message goes to the DLQ. An ApiAccessBatch
+ * handed alone keeps its good records: an invalid record is dead-lettered
+ * alone (kbus_dead_letter_part: an ApiAccess envelope of its own, under its
+ * derived id) and the others are stored. A value PostgreSQL refuses all the
+ * same rejects the message(s) whole. */
 #include "access_log.h"
 
+#include "access_block.h"
 #include "access_ids.h"
 #include "libcommon/log.h"
 #include "tessera/v1/audit.pb-c.h"
 
+#include <ctype.h>
 #include <stdatomic.h>
 #include <stdint.h>
-#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static kbus_consumer *consumer;
-static atomic_uint_fast64_t stored, duplicates, copy_fallbacks, batches, batch_records,
+static atomic_uint_fast64_t stored, duplicates, blocks_stored, batches, batch_records,
     records_dead_lettered;
-
-static const char insert_sql[] =
-    "INSERT INTO auth.access_log (event_id, occurred_at, access_key, user_id, client_addr,"
-    " method, path, status, latency_us, request_id, producer)"
-    " SELECT e, to_timestamp(t / 1000.0), ak, u, ca, m, p, s, l, r, pr"
-    " FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[],"
-    " $7::text[], $8::int[], $9::bigint[], $10::text[], $11::text[])"
-    " AS x(e, t, ak, u, ca, m, p, s, l, r, pr)"
-    " ON CONFLICT (event_id) DO NOTHING";
-#define INSERT_COLUMNS 11
 
 /* keypairs.last_used from the stored access. Writing the keypair row for
  * every request cost as much as the insert itself under load, so each key's
@@ -101,41 +86,6 @@ typedef struct access_row {
     const char *invalid; /* why it cannot be stored, or NULL */
 } access_row;
 
-/* One column's values as a PostgreSQL array literal: {"a","b\\"c"}. Every
- * element is quoted, so no value reads as NULL or splits the array. */
-typedef struct array_lit {
-    char *p;
-    size_t len, cap;
-} array_lit;
-
-static void array_put(array_lit *a, char c)
-{
-    if (a->len + 2 > a->cap) {
-        a->cap = a->cap ? a->cap * 2 : 4096;
-        a->p = ts_realloc(a->p, a->cap);
-    }
-    a->p[a->len++] = c;
-}
-
-static void array_add(array_lit *a, const char *v)
-{
-    array_put(a, a->len ? ',' : '{');
-    array_put(a, '"');
-    for (const char *c = v ? v : ""; *c; c++) {
-        if (*c == '"' || *c == '\\') array_put(a, '\\');
-        array_put(a, *c);
-    }
-    array_put(a, '"');
-}
-
-static const char *array_end(array_lit *a)
-{
-    if (!a->len) array_put(a, '{');
-    array_put(a, '}');
-    a->p[a->len] = 0;
-    return a->p;
-}
-
 /* The messages of one kbus batch, decoded. */
 typedef struct decoded {
     ProtobufCMessage **payloads; /* one per message (NULL where none) */
@@ -170,8 +120,8 @@ static bool is_type(const kbus_msg *m, const ProtobufCMessageDescriptor *desc)
 
 /* Decode every message into rows; false (reason set, naming the offset) when
  * one cannot be stored at all: it does not decode, names another type, or is
- * a lone ApiAccess without a valid event id or method. A batch's record
- * without a method is kept with row->invalid set. */
+ * a lone ApiAccess without a valid event id or that access_record_invalid()
+ * refuses. A batch's invalid record is kept with row->invalid set. */
 static bool decode_rows(const kbus_msg *msgs, size_t n, decoded *d, ts_err *reason)
 {
     d->payloads = ts_calloc(n, sizeof(*d->payloads));
@@ -196,7 +146,13 @@ static bool decode_rows(const kbus_msg *msgs, size_t n, decoded *d, ts_err *reas
                            (long long)m->offset);
                 return false;
             }
-            ts_strlcpy(r->event_id, m->env->event_id, sizeof(r->event_id));
+            const char *why = access_record_invalid(r->a);
+            if (why) {
+                ts_err_set(reason, "ApiAccess at offset %lld: %s", (long long)m->offset, why);
+                return false;
+            }
+            for (int k = 0; k < 36; k++) /* the id as PostgreSQL prints it */
+                r->event_id[k] = (char)tolower((unsigned char)m->env->event_id[k]);
             continue;
         }
         Tessera__V1__ApiAccessBatch *b = (Tessera__V1__ApiAccessBatch *)d->payloads[i];
@@ -215,188 +171,165 @@ static bool decode_rows(const kbus_msg *msgs, size_t n, decoded *d, ts_err *reas
                            b->n_records, (long long)m->offset);
                 return false;
             }
-            if (!r->a->method[0]) r->invalid = "ApiAccess without a method";
+            r->invalid = access_record_invalid(r->a);
         }
     }
     return true;
 }
 
-/* ---- COPY ------------------------------------------------------------------------ */
+/* ---- blocks ---------------------------------------------------------------------- */
 
-static const char copy_sql[] =
-    "COPY auth.access_log (event_id, occurred_at, access_key, user_id, client_addr, method, path,"
-    " status, latency_us, request_id, producer) FROM STDIN";
+/* One message's good records: rows[from .. from + n) of the batch. */
+typedef struct block {
+    const kbus_msg *msg;
+    size_t from, n;
+    char id[TS_UUID_STRLEN]; /* lower case */
+    bool stored;             /* already in auth.access_blocks (or earlier in this batch) */
+} block;
 
-typedef struct copy_buf {
-    char *p;
-    size_t len, cap;
-} copy_buf;
-
-static void copy_reserve(copy_buf *b, size_t n)
+/* The good rows (in message order) as blocks, one per message that has any. */
+static block *make_blocks(const access_row *rows, size_t n_rows, size_t *n_blocks)
 {
-    while (b->len + n + 1 > b->cap) {
-        b->cap = b->cap ? b->cap * 2 : 16384;
-        b->p = ts_realloc(b->p, b->cap);
+    block *b = ts_calloc(n_rows ? n_rows : 1, sizeof(*b));
+    size_t k = 0;
+    for (size_t i = 0; i < n_rows; i++) {
+        if (k && b[k - 1].msg == rows[i].msg) {
+            b[k - 1].n++;
+            continue;
+        }
+        b[k].msg = rows[i].msg;
+        b[k].from = i;
+        b[k].n = 1;
+        for (int c = 0; c < 36; c++)
+            b[k].id[c] = (char)tolower((unsigned char)rows[i].msg->env->event_id[c]);
+        k++;
     }
+    *n_blocks = k;
+    return b;
 }
 
-/* One text column in COPY's text format, after a tab unless it is the first:
- * backslash, tab, newline and carriage return escaped. Runs without them are
- * copied whole. */
-static void copy_field(copy_buf *b, const char *v, bool first)
+/* Mark the blocks already stored, and those whose id came earlier in this
+ * batch (the same message delivered twice). False when the query failed. */
+static bool find_stored(PGconn *conn, block *b, size_t n, ts_err *reason)
 {
-    size_t n = v ? strlen(v) : 0;
-    copy_reserve(b, 2 * n + 1);
-    if (!first) b->p[b->len++] = '\t';
-    while (n) {
-        size_t run = strcspn(v, "\\\t\n\r");
-        memcpy(b->p + b->len, v, run);
-        b->len += run;
-        if (run == n) break;
-        char c = v[run];
-        b->p[b->len++] = '\\';
-        b->p[b->len++] = c == '\\' ? '\\' : c == '\t' ? 't' : c == '\n' ? 'n' : 'r';
-        v += run + 1;
-        n -= run + 1;
-    }
-}
-
-/* A decimal integer column (no escaping needed), after a tab. */
-static void copy_int(copy_buf *b, int64_t v)
-{
-    char tmp[24], *p = tmp + sizeof(tmp);
-    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
-    do {
-        *--p = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    if (v < 0) *--p = '-';
-    size_t len = (size_t)(tmp + sizeof(tmp) - p);
-    copy_reserve(b, len + 1);
-    b->p[b->len++] = '\t';
-    memcpy(b->p + b->len, p, len);
-    b->len += len;
-}
-
-#define SEC_TEXT_MAX 48 /* "YYYY-MM-DD HH:MM:SS", years of up to 11 characters */
-
-/* occurred_at (milliseconds since the epoch) as an ISO 8601 UTC time, after a
- * tab. The date and time of day are formatted once per second seen (*sec_at,
- * *sec_text: the last one), as a batch's records mostly share it. */
-static void copy_time(copy_buf *b, int64_t ms, int64_t *sec_at, char sec_text[SEC_TEXT_MAX])
-{
-    int64_t secs = ms / 1000 - (ms % 1000 < 0); /* floor, without overflow at INT64_MIN */
-    if (secs != *sec_at) {
-        time_t t = (time_t)secs;
-        struct tm tm;
-        if (gmtime_r(&t, &tm))
-            snprintf(sec_text, SEC_TEXT_MAX, "%04d-%02d-%02d %02d:%02d:%02d", tm.tm_year + 1900,
-                     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
-        else /* far out of range: COPY refuses it, the INSERT judges */
-            snprintf(sec_text, SEC_TEXT_MAX, "out of range");
-        *sec_at = secs;
-    }
-    int frac = (int)(ms - secs * 1000);
-    char tail[8] = {'.',
-                    (char)('0' + frac / 100),
-                    (char)('0' + frac / 10 % 10),
-                    (char)('0' + frac % 10),
-                    '+',
-                    '0',
-                    '0',
-                    0};
-    size_t n = strlen(sec_text);
-    copy_reserve(b, n + 9);
-    b->p[b->len++] = '\t';
-    memcpy(b->p + b->len, sec_text, n);
-    memcpy(b->p + b->len + n, tail, 7);
-    b->len += n + 7;
-}
-
-/* The batch in one COPY; false when it failed (nothing stored; the
- * connection is idle again unless it broke). */
-static bool copy_rows(PGconn *conn, const access_row *rows, size_t n, ts_err *reason)
-{
-    copy_buf b = {0};
-    int64_t sec_at = INT64_MIN;
-    char sec_text[SEC_TEXT_MAX] = "";
+    char *ids = ts_malloc(n * (TS_UUID_STRLEN + 1) + 3);
+    size_t len = 0;
+    ids[len++] = '{';
     for (size_t i = 0; i < n; i++) {
-        const Tessera__V1__ApiAccess *a = rows[i].a;
-        copy_field(&b, rows[i].event_id, true);
-        copy_time(&b, a->occurred_at_ms, &sec_at, sec_text);
-        copy_field(&b, a->access_key, false);
-        copy_field(&b, a->user_id, false);
-        copy_field(&b, a->client_addr, false);
-        copy_field(&b, a->method, false);
-        copy_field(&b, a->path, false);
-        copy_int(&b, a->status);
-        copy_int(&b, a->latency_us);
-        copy_field(&b, a->request_id, false);
-        copy_field(&b, rows[i].msg->env->producer, false);
-        copy_reserve(&b, 1);
-        b.p[b.len++] = '\n';
+        if (i) ids[len++] = ',';
+        memcpy(ids + len, b[i].id, 36);
+        len += 36;
     }
-    bool ok = false;
-    PGresult *r = PQexec(conn, copy_sql);
-    if (PQresultStatus(r) == PGRES_COPY_IN) {
-        bool sent = PQputCopyData(conn, b.p, (int)b.len) == 1;
-        PQputCopyEnd(conn, sent ? NULL : "the client could not send the rows");
-        PQclear(r);
-        r = PQgetResult(conn);
-        ok = PQresultStatus(r) == PGRES_COMMAND_OK;
-        if (ok) atomic_fetch_add(&stored, (uint_fast64_t)atoll(PQcmdTuples(r)));
+    ids[len++] = '}';
+    ids[len] = 0;
+    const char *params[] = {ids};
+    PGresult *r = PQexecParams(conn,
+                               "SELECT block_id::text FROM auth.access_blocks"
+                               " WHERE block_id = ANY($1::uuid[])",
+                               1, NULL, params, NULL, NULL, 0);
+    free(ids);
+    bool ok = PQresultStatus(r) == PGRES_TUPLES_OK;
+    if (!ok) ts_err_set(reason, "look up access blocks: %s", PQresultErrorMessage(r));
+    for (size_t i = 0; ok && i < n; i++) {
+        b[i].stored = false;
+        for (int row = 0; row < PQntuples(r) && !b[i].stored; row++)
+            b[i].stored = strcmp(PQgetvalue(r, row, 0), b[i].id) == 0;
+        for (size_t j = 0; j < i && !b[i].stored; j++)
+            b[i].stored = strcmp(b[j].id, b[i].id) == 0;
     }
-    if (!ok) ts_err_set(reason, "copy access_log (%zu records): %s", n, PQerrorMessage(conn));
     PQclear(r);
-    while ((r = PQgetResult(conn)) != NULL) /* back to idle */
-        PQclear(r);
-    free(b.p);
     return ok;
 }
 
-/* ---- the keyed INSERT ------------------------------------------------------------- */
-
-static kbus_result insert_rows(PGconn *conn, const access_row *rows, size_t n, ts_err *reason)
+/* blocks[0 .. n) that are not stored, in one binary COPY (one statement, so
+ * all or nothing). False when the COPY failed (reason and sqlstate set; the
+ * connection is idle again unless it broke). */
+static bool copy_blocks(PGconn *conn, const access_row *rows, const block *blocks, size_t n,
+                        char sqlstate[6], ts_err *reason)
 {
-    array_lit cols[INSERT_COLUMNS] = {{0}};
+    copy_bin data = {0};
+    const Tessera__V1__ApiAccess **recs = NULL;
+    const char **ids = NULL;
+    size_t cap = 0, n_rows = 0, n_blocks = 0;
+    access_copy_begin(&data);
     for (size_t i = 0; i < n; i++) {
-        const Tessera__V1__ApiAccess *a = rows[i].a;
-        char at[24], status[16], latency[24];
-        snprintf(at, sizeof(at), "%lld", (long long)a->occurred_at_ms);
-        snprintf(status, sizeof(status), "%d", a->status);
-        snprintf(latency, sizeof(latency), "%lld", (long long)a->latency_us);
-        array_add(&cols[0], rows[i].event_id);
-        array_add(&cols[1], at);
-        array_add(&cols[2], a->access_key);
-        array_add(&cols[3], a->user_id);
-        array_add(&cols[4], a->client_addr);
-        array_add(&cols[5], a->method);
-        array_add(&cols[6], a->path);
-        array_add(&cols[7], status);
-        array_add(&cols[8], latency);
-        array_add(&cols[9], a->request_id);
-        array_add(&cols[10], rows[i].msg->env->producer);
+        const block *b = &blocks[i];
+        if (b->stored) continue;
+        if (b->n > cap) {
+            cap = b->n;
+            recs = ts_realloc(recs, cap * sizeof(*recs));
+            ids = ts_realloc(ids, cap * sizeof(*ids));
+        }
+        for (size_t j = 0; j < b->n; j++) {
+            recs[j] = rows[b->from + j].a;
+            ids[j] = rows[b->from + j].event_id;
+        }
+        access_copy_block(&data, b->id, b->msg->env->producer, recs, ids, b->n);
+        n_rows += b->n;
+        n_blocks++;
     }
-    const char *params[INSERT_COLUMNS];
-    for (int c = 0; c < INSERT_COLUMNS; c++)
-        params[c] = array_end(&cols[c]);
-    PGresult *r = PQexecParams(conn, insert_sql, INSERT_COLUMNS, NULL, params, NULL, NULL, 0);
-    for (int c = 0; c < INSERT_COLUMNS; c++)
-        free(cols[c].p);
-    kbus_result res = KBUS_DONE;
-    if (PQresultStatus(r) != PGRES_COMMAND_OK) {
-        ts_err_set(reason, "insert access_log (%zu records): %s", n, PQresultErrorMessage(r));
-        /* A constraint or type error will not heal by retrying. */
-        const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
-        res = state && (state[0] == '2' && state[1] == '2') ? KBUS_REJECT : KBUS_RETRY;
+    access_copy_end(&data);
+    free(recs);
+    free(ids);
+    sqlstate[0] = 0;
+    if (!n_blocks) {
+        free(data.p);
+        return true;
+    }
+    bool ok = false;
+    PGresult *r = PQexec(conn, ACCESS_BLOCKS_COPY_SQL);
+    if (PQresultStatus(r) == PGRES_COPY_IN) {
+        bool sent = PQputCopyData(conn, (const char *)data.p, (int)data.len) == 1;
+        PQputCopyEnd(conn, sent ? NULL : "the client could not send the blocks");
+        PQclear(r);
+        r = PQgetResult(conn);
+        ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+    }
+    if (ok) {
+        atomic_fetch_add(&stored, n_rows);
+        atomic_fetch_add(&blocks_stored, n_blocks);
     } else {
-        size_t inserted = (size_t)atoll(PQcmdTuples(r));
-        if (inserted > n) inserted = n;
-        atomic_fetch_add(&stored, inserted);
-        atomic_fetch_add(&duplicates, n - inserted);
+        const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+        ts_strlcpy(sqlstate, state ? state : "", 6);
+        ts_err_set(reason, "copy %zu access blocks (%zu records): %s", n_blocks, n_rows,
+                   PQerrorMessage(conn));
     }
     PQclear(r);
-    return res;
+    while ((r = PQgetResult(conn)) != NULL) /* back to idle */
+        PQclear(r);
+    free(data.p);
+    return ok;
+}
+
+/* Store the blocks: look up which are stored, COPY the rest in chunks of up
+ * to ACCESS_LOG_ROWS_MAX records (a block is never split). A COPY that meets
+ * a block stored since the look-up (unique violation) is redone after
+ * looking again, a few times. */
+static kbus_result store_blocks(PGconn *conn, const access_row *rows, block *blocks, size_t n,
+                                ts_err *reason)
+{
+    for (size_t from = 0; from < n;) {
+        size_t to = from, records = 0;
+        while (to < n && (to == from || records + blocks[to].n <= ACCESS_LOG_ROWS_MAX))
+            records += blocks[to++].n;
+        bool done = false;
+        for (int attempt = 0; attempt < 3 && !done; attempt++) {
+            if (!find_stored(conn, blocks + from, to - from, reason)) return KBUS_RETRY;
+            char state[6];
+            done = copy_blocks(conn, rows, blocks + from, to - from, state, reason);
+            if (done) break;
+            if (PQstatus(conn) != CONNECTION_OK) return KBUS_RETRY; /* the pool reconnects */
+            if (strcmp(state, "23505") == 0) continue; /* stored meanwhile: look again */
+            /* A value refused (data or constraint error) will not heal by retrying. */
+            return state[0] == '2' && (state[1] == '2' || state[1] == '3') ? KBUS_REJECT
+                                                                           : KBUS_RETRY;
+        }
+        if (!done) return KBUS_RETRY;
+        for (size_t i = from; i < to; i++)
+            if (blocks[i].stored) atomic_fetch_add(&duplicates, blocks[i].n);
+        from = to;
+    }
+    return KBUS_DONE;
 }
 
 /* ---- one record to the DLQ -------------------------------------------------------- */
@@ -442,44 +375,6 @@ static bool dead_letter_row(const access_row *row, const char *why)
 
 /* ---- storing ----------------------------------------------------------------------- */
 
-/* rows one INSERT each (after the INSERT of them all was refused for a
- * value): a refused row is dead-lettered alone, the others stored. */
-static kbus_result insert_one_by_one(PGconn *conn, const access_row *rows, size_t n, ts_err *reason)
-{
-    for (size_t i = 0; i < n; i++) {
-        ts_err why = {{0}};
-        kbus_result r = insert_rows(conn, &rows[i], 1, &why);
-        if (r == KBUS_REJECT) {
-            if (!dead_letter_row(&rows[i], why.msg)) r = KBUS_RETRY;
-        }
-        if (r == KBUS_RETRY) {
-            *reason = why;
-            return KBUS_RETRY;
-        }
-    }
-    return KBUS_DONE;
-}
-
-/* Store rows (one chunk): COPY, else the keyed INSERT; when that refuses a
- * value and the rows are one ApiAccessBatch's (alone: split is set), one
- * INSERT per row. */
-static kbus_result store_rows(PGconn *conn, const access_row *rows, size_t n, bool split,
-                              ts_err *reason)
-{
-    if (copy_rows(conn, rows, n, reason)) return KBUS_DONE;
-    if (PQstatus(conn) != CONNECTION_OK) return KBUS_RETRY; /* the pool reconnects */
-    char q[600];
-    TLOG_DEBUG("access log batch stored by INSERT", "reason=%s",
-               tlog_quote(q, sizeof(q), reason->msg));
-    atomic_fetch_add(&copy_fallbacks, 1);
-    kbus_result res = insert_rows(conn, rows, n, reason);
-    if (res == KBUS_REJECT && split) {
-        TLOG_INFO("access log batch refused, inserting its records one by one", "records=%zu", n);
-        res = insert_one_by_one(conn, rows, n, reason);
-    }
-    return res;
-}
-
 static kbus_result store_batch(const kbus_msg *msgs, size_t n, void *ctx, ts_err *reason)
 {
     svc *s = ctx;
@@ -517,11 +412,14 @@ static kbus_result store_batch(const kbus_msg *msgs, size_t n, void *ctx, ts_err
         res = KBUS_RETRY;
         goto out;
     }
-    res = KBUS_DONE;
-    bool split = n == 1 && is_type(&msgs[0], &tessera__v1__api_access_batch__descriptor);
-    for (size_t from = 0; from < n_good && res == KBUS_DONE; from += ACCESS_LOG_ROWS_MAX) {
-        size_t k = n_good - from < ACCESS_LOG_ROWS_MAX ? n_good - from : ACCESS_LOG_ROWS_MAX;
-        res = store_rows(conn, d.rows + from, k, split, reason);
+    size_t n_blocks;
+    block *blocks = make_blocks(d.rows, n_good, &n_blocks);
+    res = store_blocks(conn, d.rows, blocks, n_blocks, reason);
+    free(blocks);
+    if (res == KBUS_REJECT) {
+        char q[600];
+        TLOG_WARN("access records refused by PostgreSQL", "messages=%zu reason=%s", n,
+                  tlog_quote(q, sizeof(q), reason->msg));
     }
     for (size_t i = 0; i < n_bad && res == KBUS_DONE; i++)
         if (!dead_letter_row(&bad[i], bad[i].invalid)) {
@@ -554,10 +452,9 @@ static const struct {
      &stored},
     {"tessera_auth_access_records_duplicate_total",
      "ApiAccess events seen again (replays) and ignored.", &duplicates},
-    {"tessera_auth_access_batches_copy_fallback_total",
-     "Access-log batches whose COPY failed (a replayed event, a bad value) and that the keyed"
-     " INSERT stored instead.",
-     &copy_fallbacks},
+    {"tessera_auth_access_blocks_stored_total",
+     "Access-log blocks stored (auth.access_blocks rows: one per message's records).",
+     &blocks_stored},
     {"tessera_auth_access_record_batches_total",
      "ApiAccessBatch messages stored (replays included).", &batches},
     {"tessera_auth_access_batch_records_total",

@@ -1,5 +1,6 @@
 /* access_log.h: consumes tessera.audit.v1 (ApiAccess and ApiAccessBatch)
- * into auth.access_log. */
+ * into auth.access_blocks, one block per message (read through the view
+ * auth.access_log, one row per record). */
 #ifndef AUTH_ACCESS_LOG_H
 #define AUTH_ACCESS_LOG_H
 
@@ -10,9 +11,9 @@
 
 /* Bus messages handled together at most (access_log.batch_size). */
 #define ACCESS_LOG_BATCH_MAX 5000
-/* Rows per COPY or INSERT at most: a kbus batch of ApiAccessBatch messages
- * holds many more records than messages; this keeps one statement's data a
- * few MiB. */
+/* Records per COPY at most (a block is never split): a kbus batch of
+ * ApiAccessBatch messages holds many more records than messages; this keeps
+ * one statement's data a few MiB. */
 #define ACCESS_LOG_ROWS_MAX 5000
 
 typedef struct access_log_opts {

@@ -9,10 +9,17 @@
 #include <string.h>
 
 /* Filters $1..$7 (NULL: any); scope: $8 a domain (a domain admin's), $9 a
- * user id (a user's own records), both NULL for a superadmin. */
+ * user id (a user's own records), both NULL for a superadmin. The view
+ * auth.access_log unnests auth.access_blocks; the conditions on its block_*
+ * columns skip whole blocks (by time range, access keys and user ids seen)
+ * before their records are read. */
 #define FILTER                                                                                     \
     " FROM auth.access_log a WHERE ($1::text IS NULL OR a.access_key = $1)"                        \
+    " AND ($1::text IS NULL OR $1 = ANY(a.block_access_keys))"                                     \
     " AND ($2::text IS NULL OR a.user_id = $2)"                                                    \
+    " AND ($2::text IS NULL OR $2 = ANY(a.block_user_ids))"                                        \
+    " AND ($6::timestamptz IS NULL OR a.block_last_at >= $6::timestamptz)"                         \
+    " AND ($7::timestamptz IS NULL OR a.block_first_at < $7::timestamptz)"                         \
     " AND ($3::text IS NULL OR a.method = $3)"                                                     \
     " AND ($4::text IS NULL OR starts_with(a.path, $4))"                                           \
     " AND ($5::int IS NULL OR a.status = $5::int)"                                                 \
@@ -25,11 +32,30 @@
     " AND ($9::text IS NULL OR a.user_id = $9 OR a.access_key IN"                                  \
     "   (SELECT k.access_key FROM auth.keypairs k WHERE k.user_id = $9::uuid))"
 
+#define COLUMNS                                                                                    \
+    "SELECT a.event_id, a.occurred_at, a.access_key, a.user_id, a.client_addr, a.method, a.path,"  \
+    " a.status, a.latency_us, a.request_id"
+#define ORDER " ORDER BY a.occurred_at DESC, a.event_id DESC"
+
 static const char count_sql[] = "SELECT count(*)" FILTER;
-static const char page_sql[] =
-    "SELECT a.event_id, a.occurred_at, a.access_key, a.user_id, a.client_addr, a.method, a.path,"
-    " a.status, a.latency_us, a.request_id" FILTER
-    " ORDER BY a.occurred_at DESC, a.event_id DESC LIMIT $10::bigint OFFSET $11::bigint";
+static const char page_sql[] = COLUMNS FILTER ORDER " LIMIT $10::bigint OFFSET $11::bigint";
+
+/* A superadmin's query without filters, the admin's first look, reads only
+ * the blocks the page can come from. Take blocks newest last_at first until
+ * they hold K = limit + offset records (every block holds at least one, so
+ * the K newest blocks are enough); m, the earliest first_at among them, is
+ * then at most the time of the K-th newest record, so every record of the
+ * page is in a block with last_at >= m (ties included). The total is the sum
+ * of the blocks' record counts. $1 limit, $2 offset. */
+static const char all_count_sql[] = "SELECT coalesce(sum(records), 0) FROM auth.access_blocks";
+#define NEWEST_BOUND                                                                               \
+    "(SELECT coalesce(min(first_at), '-infinity') FROM (SELECT first_at,"                          \
+    " sum(records) OVER (ORDER BY last_at DESC ROWS UNBOUNDED PRECEDING) - records AS before"      \
+    " FROM (SELECT first_at, last_at, records FROM auth.access_blocks ORDER BY last_at DESC"       \
+    " LIMIT $1::bigint + $2::bigint) newest) t WHERE before < $1::bigint + $2::bigint)"
+static const char all_page_sql[] =
+    COLUMNS " FROM auth.access_log a WHERE a.block_last_at >= " NEWEST_BOUND ORDER
+            " LIMIT $1::bigint OFFSET $2::bigint";
 
 /* ---- times ----------------------------------------------------------------- */
 
@@ -195,8 +221,15 @@ static void h_query(http_req *req, http_resp *resp, void *ctx)
                             admin ? NULL : c.user_id,
                             pg.limit_s,
                             pg.offset_s};
-    PGresult *n = db_query(conn, resp, "query access log", count_sql, 9, params);
-    PGresult *r = n ? db_query(conn, resp, "query access log", page_sql, 11, params) : NULL;
+    bool all = super;
+    for (int i = 0; i < 7; i++)
+        all = all && !f.v[i];
+    const char *all_params[] = {pg.limit_s, pg.offset_s};
+    PGresult *n = all ? db_query(conn, resp, "query access log", all_count_sql, 0, NULL)
+                      : db_query(conn, resp, "query access log", count_sql, 9, params);
+    PGresult *r = !n    ? NULL
+                  : all ? db_query(conn, resp, "query access log", all_page_sql, 2, all_params)
+                        : db_query(conn, resp, "query access log", page_sql, 11, params);
     if (r)
         http_reply_json(resp, 200, db_page_json(db_rows_json(r), atoll(PQgetvalue(n, 0, 0)), &pg));
     PQclear(n);

@@ -11,7 +11,11 @@
  * Scope: a superadmin sees every record; a domain admin the records of the
  * users of its domain (by user id, or by an access key of such a user), not
  * superadmins'; a user its own records. Filters only narrow that scope:
- * naming someone outside it gives an empty page, never 403. */
+ * naming someone outside it gives an empty page, never 403.
+ * Cost: the records are read through the view auth.access_log, which unnests
+ * auth.access_blocks. since/until, access_key and user_id skip the blocks
+ * that cannot match (their time range, the keys and users they hold); every
+ * record of the other blocks is read, for the total and for the order. */
 #ifndef AUTH_ACCESS_LOG_QUERY_H
 #define AUTH_ACCESS_LOG_QUERY_H
 

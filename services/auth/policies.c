@@ -4,6 +4,7 @@
 #include "policies.h"
 
 #include "admin.h"
+#include "utf8.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -12,33 +13,9 @@
 
 /* ---- names --------------------------------------------------------------- */
 
-/* Strict UTF-8: no overlongs, no surrogates, nothing above U+10FFFF. */
-static bool utf8_valid(const unsigned char *s)
-{
-    while (*s) {
-        unsigned c = *s;
-        int n = c < 0x80             ? 0
-                : (c & 0xE0) == 0xC0 ? 1
-                : (c & 0xF0) == 0xE0 ? 2
-                : (c & 0xF8) == 0xF0 ? 3
-                                     : -1;
-        if (n < 0 || (n == 1 && c < 0xC2) || (n == 3 && c > 0xF4)) return false;
-        unsigned cp = n == 0 ? c : c & (0x3F >> n);
-        for (int i = 1; i <= n; i++) {
-            if ((s[i] & 0xC0) != 0x80) return false;
-            cp = (cp << 6) | (s[i] & 0x3F);
-        }
-        if ((n == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
-            (n == 3 && (cp < 0x10000 || cp > 0x10FFFF)))
-            return false;
-        s += n + 1;
-    }
-    return true;
-}
-
 bool policies_name_ok(const char *name)
 {
-    if (!name || !*name || !utf8_valid((const unsigned char *)name)) return false;
+    if (!name || !*name || !auth_utf8_valid(name)) return false;
     size_t len = strlen(name), n = db_utf8_len(name);
     if (n > 64) return false;
     if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0) return false;
@@ -209,7 +186,7 @@ bool policies_field_slots(json_t *obj, const char *key, json_t **out, http_resp 
             ts_strlcpy(q, slot, sizeof(q));
             http_problem(resp, 400, "invalid-api-params", NULL,
                          "\"%s\": \"%s\" is not a slot name (like cpu, mem, cuda.device)", key,
-                         utf8_valid((const unsigned char *)q) ? q : "?");
+                         auth_utf8_valid(q) ? q : "?");
             json_decref(norm);
             return false;
         }

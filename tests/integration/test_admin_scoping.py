@@ -137,10 +137,12 @@ class World:
         for who, uid in (("A", self.user2["A"]), ("B", self.user2["B"]), ("self", self.user_a)):
             eid = str(uuid.uuid4())
             ak_ = self.keys[uid][1]
-            psql(stack, "INSERT INTO auth.access_log (event_id, occurred_at, access_key, user_id,"
-                        " client_addr, method, path, status, latency_us, request_id) VALUES"
-                        f" ('{eid}', now(), '{ak_}', '{uid}', '127.0.0.1', 'GET', '/it/{TAG}',"
-                        f" 200, 10, 'it-{TAG}')")
+            # A block of one record (auth.access_blocks; the view auth.access_log).
+            psql(stack, "INSERT INTO auth.access_blocks VALUES"
+                        f" ('{eid}', now(), now(), 1, 'it', ARRAY['{ak_}'], ARRAY['{uid}'],"
+                        f" ARRAY['{eid}']::uuid[], ARRAY[now()], ARRAY['{ak_}'], ARRAY['{uid}'],"
+                        f" ARRAY['127.0.0.1'], ARRAY['GET'], ARRAY['/it/{TAG}'], ARRAY[200],"
+                        f" ARRAY[10]::bigint[], ARRAY['it-{TAG}'])")
             self.record[who] = eid
 
     def new_user(self, d, role, keypair=False):

@@ -251,6 +251,34 @@ def test_lone_record_of_a_batch_refused_by_postgresql(stack, bin_dir):
     assert rows_like(stack, marker) == {}
 
 
+def test_text_that_is_not_utf8_goes_to_the_dlq(stack, tmp_path):
+    """Text PostgreSQL would refuse (not UTF-8) in a record of a batch: that
+    record alone is dead-lettered, the batch's others stored; in a lone
+    ApiAccess: that message is dead-lettered whole. Consumption goes on."""
+    marker = "not-utf8-" + uuid.uuid4().hex
+    recs = [_field(4, "GET") + _field(5, "/ok0") + _field(8, f"{marker}-0"),
+            _field(4, "GET") + _field(5, b"/\xff\xfe") + _field(8, f"{marker}-1"),
+            _field(4, "GET") + _field(5, "/ok2") + _field(8, f"{marker}-2")]
+    produce_raw(stack, tmp_path, marker, envelope(str(uuid.uuid4()), "tessera.v1.ApiAccessBatch",
+                                                  b"".join(_field(1, r) for r in recs)))
+    lone = marker + "-lone"
+    produce_raw(stack, tmp_path, lone, envelope(str(uuid.uuid4()), "tessera.v1.ApiAccess",
+                                                _field(2, b"\xc0\xaf") + _field(4, "GET") +
+                                                _field(5, "/x") + _field(8, lone)))
+    assert wait_until(lambda: dlq_lines(stack, marker) and dlq_lines(stack, lone), 30)
+    assert wait_until(lambda: rows_like(stack, marker) == {f"{marker}-0": 1, f"{marker}-2": 1}, 30), \
+        rows_like(stack, marker)
+    batch_line = dlq_lines(stack, marker)
+    assert len(batch_line) == 1, batch_line
+    assert "dlq.reason=rejected: record 1 (id " in batch_line[0]
+    assert "not valid UTF-8" in batch_line[0]
+    lone_line = dlq_lines(stack, lone)[0]
+    assert "dlq.reason=rejected: ApiAccess at offset " in lone_line and "not valid UTF-8" in lone_line
+    rid = "after-not-utf8-" + uuid.uuid4().hex
+    get(stack["TESSERA_GATEWAY_URL"], rid)
+    assert wait_until(lambda: rows_like(stack, rid) == {rid: 1}, 30)
+
+
 def test_undecodable_batch_goes_to_the_dlq_whole(stack, tmp_path):
     """An envelope that says ApiAccessBatch but carries garbage, and a batch
     whose event id is not a UUID: each goes to the DLQ whole; consumption

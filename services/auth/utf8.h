@@ -1,0 +1,10 @@
+/* utf8.h: strict UTF-8 checking for tessera-auth (names, access records). */
+#ifndef AUTH_UTF8_H
+#define AUTH_UTF8_H
+
+#include <stdbool.h>
+
+/* Strict UTF-8: no overlongs, no surrogates, nothing above U+10FFFF. */
+bool auth_utf8_valid(const char *s);
+
+#endif
