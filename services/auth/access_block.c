@@ -151,6 +151,31 @@ static void text_array(copy_bin *b, const Tessera__V1__ApiAccess *const *recs, s
     field_close(b, at);
 }
 
+enum rec_int { I_OCCURRED_AT, I_STATUS, I_LATENCY };
+
+/* Integer field f of every record as an array: timestamptz, int4 or int8. */
+static void int_array(copy_bin *b, const Tessera__V1__ApiAccess *const *recs, size_t n,
+                      enum rec_int f)
+{
+    static const struct {
+        uint32_t oid;
+        int width;
+    } type[] = {[I_OCCURRED_AT] = {OID_TIMESTAMPTZ, 8},
+                [I_STATUS] = {OID_INT4, 4},
+                [I_LATENCY] = {OID_INT8, 8}};
+    size_t at = field_open(b);
+    array_head(b, type[f].oid, n);
+    for (size_t i = 0; i < n; i++) {
+        const Tessera__V1__ApiAccess *a = recs[i];
+        uint64_t v = f == I_OCCURRED_AT ? pg_time(a->occurred_at_ms)
+                     : f == I_STATUS    ? (uint32_t)a->status
+                                        : (uint64_t)a->latency_us;
+        put_be(b, (uint64_t)type[f].width, 4);
+        put_be(b, v, type[f].width);
+    }
+    field_close(b, at);
+}
+
 static int cmp_str(const void *x, const void *y)
 {
     return strcmp(*(const char *const *)x, *(const char *const *)y);
@@ -220,32 +245,10 @@ void access_copy_block(copy_bin *b, const char *block_id, const char *producer,
     }
     field_close(b, at);
 
-    at = field_open(b);
-    array_head(b, OID_TIMESTAMPTZ, n);
-    for (size_t i = 0; i < n; i++) {
-        put_be(b, 8, 4);
-        put_be(b, pg_time(recs[i]->occurred_at_ms), 8);
-    }
-    field_close(b, at);
-
+    int_array(b, recs, n, I_OCCURRED_AT);
     for (enum rec_field f = F_ACCESS_KEY; f <= F_PATH; f++)
         text_array(b, recs, n, f);
-
-    at = field_open(b);
-    array_head(b, OID_INT4, n);
-    for (size_t i = 0; i < n; i++) {
-        put_be(b, 4, 4);
-        put_be(b, (uint32_t)recs[i]->status, 4);
-    }
-    field_close(b, at);
-
-    at = field_open(b);
-    array_head(b, OID_INT8, n);
-    for (size_t i = 0; i < n; i++) {
-        put_be(b, 8, 4);
-        put_be(b, (uint64_t)recs[i]->latency_us, 8);
-    }
-    field_close(b, at);
-
+    int_array(b, recs, n, I_STATUS);
+    int_array(b, recs, n, I_LATENCY);
     text_array(b, recs, n, F_REQUEST_ID);
 }
