@@ -1,12 +1,11 @@
-/* access_ids.h: the access log's key (auth.access_log.event_id) for each
- * record of an ApiAccessBatch. A lone ApiAccess is stored under its
- * envelope's event id; record i of a batch under a UUID derived from the
- * batch envelope's event id and i: the same text with the version digit set
- * to 8 (RFC 9562's custom version, so never equal to a producer's v4 or v7
- * event id) and i XORed into the last 48 bits. The time prefix of a v7 batch
- * id is kept, so the primary key index is still appended to in time order; a
- * batch's ids differ from each other by construction, and a replayed batch
- * derives the same ids, which the keyed INSERT's ON CONFLICT skips. */
+/* access_ids.h: the id of each record of an ApiAccessBatch (event_id in
+ * the view auth.access_log). A lone ApiAccess keeps its envelope's event id;
+ * record i of a batch gets a UUID derived from the batch envelope's event id
+ * and i: the same text with the version digit set to 8 (RFC 9562's custom
+ * version, so never equal to a producer's v4 or v7 event id) and i XORed into
+ * the last 48 bits. The time prefix of a v7 batch id is kept; a batch's ids
+ * differ from each other by construction, and a replayed batch derives the
+ * same ids (its block, keyed by the batch's event id, is found and skipped). */
 #ifndef AUTH_ACCESS_IDS_H
 #define AUTH_ACCESS_IDS_H
 
