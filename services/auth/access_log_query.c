@@ -8,10 +8,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Filters $1..$7 (NULL: any); scope: $8 a domain (a domain admin's), $9 a
- * user id (a user's own records), both NULL for a superadmin. The view
- * auth.access_log unnests auth.access_blocks; the conditions on its block_*
- * columns skip whole blocks (by time range, access keys and user ids seen)
+/* The caller's scope: $8 a domain (a domain admin's: its users but
+ * superadmins), $9 a user id (a user's own records), both NULL for a
+ * superadmin. The scope's user ids and their access keys, each computed once
+ * per query. */
+#define SCOPE_USERS                                                                                \
+    "ARRAY(SELECT u.id::text FROM auth.users u WHERE (u.domain_name = $8"                          \
+    " AND u.role <> 'superadmin') OR u.id = $9::uuid)"
+#define SCOPE_KEYS                                                                                 \
+    "ARRAY(SELECT k.access_key FROM auth.keypairs k JOIN auth.users u ON u.id = k.user_id"         \
+    " WHERE (u.domain_name = $8 AND u.role <> 'superadmin') OR u.id = $9::uuid)"
+#define UNSCOPED "($8::text IS NULL AND $9::text IS NULL)"
+
+/* Filters $1..$7 (NULL: any) and the scope. The view auth.access_log
+ * unnests auth.access_blocks; the conditions on its block_* columns skip
+ * whole blocks (by time range, and the access keys and user ids they hold)
  * before their records are read. */
 #define FILTER                                                                                     \
     " FROM auth.access_log a WHERE ($1::text IS NULL OR a.access_key = $1)"                        \
@@ -20,17 +31,15 @@
     " AND ($2::text IS NULL OR $2 = ANY(a.block_user_ids))"                                        \
     " AND ($6::timestamptz IS NULL OR a.block_last_at >= $6::timestamptz)"                         \
     " AND ($7::timestamptz IS NULL OR a.block_first_at < $7::timestamptz)"                         \
+    " AND (" UNSCOPED " OR a.block_user_ids && " SCOPE_USERS                                       \
+    "   OR a.block_access_keys && " SCOPE_KEYS ")"                                                 \
     " AND ($3::text IS NULL OR a.method = $3)"                                                     \
     " AND ($4::text IS NULL OR starts_with(a.path, $4))"                                           \
     " AND ($5::int IS NULL OR a.status = $5::int)"                                                 \
     " AND ($6::timestamptz IS NULL OR a.occurred_at >= $6::timestamptz)"                           \
     " AND ($7::timestamptz IS NULL OR a.occurred_at < $7::timestamptz)"                            \
-    " AND ($8::text IS NULL OR a.user_id IN (SELECT u.id::text FROM auth.users u"                  \
-    "   WHERE u.domain_name = $8 AND u.role <> 'superadmin')"                                      \
-    "   OR a.access_key IN (SELECT k.access_key FROM auth.keypairs k JOIN auth.users u"            \
-    "   ON u.id = k.user_id WHERE u.domain_name = $8 AND u.role <> 'superadmin'))"                 \
-    " AND ($9::text IS NULL OR a.user_id = $9 OR a.access_key IN"                                  \
-    "   (SELECT k.access_key FROM auth.keypairs k WHERE k.user_id = $9::uuid))"
+    " AND (" UNSCOPED " OR a.user_id = ANY(" SCOPE_USERS ")"                                       \
+    "   OR a.access_key = ANY(" SCOPE_KEYS "))"
 
 #define COLUMNS                                                                                    \
     "SELECT a.event_id, a.occurred_at, a.access_key, a.user_id, a.client_addr, a.method, a.path,"  \

@@ -162,3 +162,33 @@ def test_unfiltered_query_reads_only_the_newest_blocks(stack, admin):
     for limit in range(1, 7):
         for offset in range(0, 7 - limit):
             assert page(limit, offset) == order[offset:offset + limit], (limit, offset)
+
+
+def test_a_user_sees_its_records_in_any_block(stack, admin):
+    """A user's scope is its user id and its access keys. Blocks skipped by
+    the scope must be only those without either: a record with the user's key
+    but no user id (a request refused before the user was known) and one with
+    the user id but another key are both found, in blocks of their own; a
+    block of someone else's records is not."""
+    name = "it-blk-" + uuid.uuid4().hex[:8]
+    r = admin.post("/admin/users", {"email": f"{name}@example.com", "username": name,
+                                    "password": "Pass-word-1234", "role": "user",
+                                    "domain_name": "default"})
+    assert r.status_code in (200, 201), r.text
+    uid = r.json()["id"]
+    r = admin.post("/admin/keypairs", {"user_id": uid})
+    assert r.status_code in (200, 201), r.text
+    ak, sk = r.json()["access_key"], r.json()["secret_key"]
+    tag = "/it-scope-" + uuid.uuid4().hex[:10]
+    t = "2032-03-04 05:06:"
+    other_key, other_user = "ITKO" + uuid.uuid4().hex[:12].upper(), str(uuid.uuid4())
+    psql(stack, block_sql(uuid.uuid4(), "it/blocks", [(t + "01+00", ak, "", tag + "/key", 401)]))
+    psql(stack, block_sql(uuid.uuid4(), "it/blocks", [(t + "02+00", other_key, uid, tag + "/user",
+                                                      200)]))
+    psql(stack, block_sql(uuid.uuid4(), "it/blocks", [(t + "03+00", other_key, other_user,
+                                                      tag + "/other", 200)]))
+    user = bai_signer.Client(stack["TESSERA_GATEWAY_URL"], ak, sk)
+    r = user.get("/admin/access-log", params={"path_prefix": tag})
+    assert r.status_code == 200, r.text
+    assert [i["path"][len(tag):] for i in r.json()["items"]] == ["/user", "/key"]
+    assert r.json()["total"] == 2
