@@ -13,9 +13,11 @@
  * superadmins'; a user its own records. Filters only narrow that scope:
  * naming someone outside it gives an empty page, never 403.
  * Cost: the records are read through the view auth.access_log, which unnests
- * auth.access_blocks. since/until, access_key and user_id skip the blocks
- * that cannot match (their time range, the keys and users they hold); every
- * record of the other blocks is read, for the total and for the order. */
+ * auth.access_blocks. since/until, access_key, user_id and the caller's
+ * scope skip the blocks that cannot match (their time range, the keys and
+ * users they hold); every record of the other blocks is read, for the total
+ * and for the order. A superadmin's query without filters reads only the
+ * newest blocks and sums the blocks' counts. */
 #ifndef AUTH_ACCESS_LOG_QUERY_H
 #define AUTH_ACCESS_LOG_QUERY_H
 
