@@ -20,7 +20,7 @@
 #define OID_TIMESTAMPTZ 1184
 #define OID_UUID 2950
 
-#define COPY_FIELDS 17
+#define COPY_FIELDS 19
 #define PG_EPOCH_MS INT64_C(946684800000) /* 2000-01-01T00:00:00Z in Unix ms */
 
 const char *access_record_invalid(const Tessera__V1__ApiAccess *a)
@@ -181,11 +181,13 @@ static int cmp_str(const void *x, const void *y)
     return strcmp(*(const char *const *)x, *(const char *const *)y);
 }
 
-/* The distinct non-empty values of field f as a text[] (sorted). */
-static void distinct_array(copy_bin *b, const Tessera__V1__ApiAccess *const *recs, size_t n,
-                           enum rec_field f)
+/* The distinct non-empty values of field f as a text[] (sorted), then how
+ * many records hold each as an int4[] (the same order). */
+static void distinct_arrays(copy_bin *b, const Tessera__V1__ApiAccess *const *recs, size_t n,
+                            enum rec_field f)
 {
     const char **v = ts_malloc(n * sizeof(*v));
+    uint32_t *count = ts_malloc(n * sizeof(*count));
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         const char *s = rec_text(recs[i], f);
@@ -193,13 +195,27 @@ static void distinct_array(copy_bin *b, const Tessera__V1__ApiAccess *const *rec
     }
     qsort(v, k, sizeof(*v), cmp_str);
     size_t d = 0;
-    for (size_t i = 0; i < k; i++)
-        if (d == 0 || strcmp(v[d - 1], v[i]) != 0) v[d++] = v[i];
+    for (size_t i = 0; i < k; i++) {
+        if (d && strcmp(v[d - 1], v[i]) == 0) {
+            count[d - 1]++;
+            continue;
+        }
+        v[d] = v[i];
+        count[d++] = 1;
+    }
     size_t at = field_open(b);
     array_head(b, OID_TEXT, d);
     for (size_t i = 0; i < d; i++)
         put_text(b, v[i]);
     field_close(b, at);
+    at = field_open(b);
+    array_head(b, OID_INT4, d);
+    for (size_t i = 0; i < d; i++) {
+        put_be(b, 4, 4);
+        put_be(b, count[i], 4);
+    }
+    field_close(b, at);
+    free(count);
     free(v);
 }
 
@@ -234,8 +250,8 @@ void access_copy_block(copy_bin *b, const char *block_id, const char *producer,
     put_be(b, 4, 4);
     put_be(b, n, 4);
     put_text(b, producer);
-    distinct_array(b, recs, n, F_ACCESS_KEY);
-    distinct_array(b, recs, n, F_USER_ID);
+    distinct_arrays(b, recs, n, F_ACCESS_KEY);
+    distinct_arrays(b, recs, n, F_USER_ID);
 
     size_t at = field_open(b);
     array_head(b, OID_UUID, n);

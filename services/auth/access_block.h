@@ -22,7 +22,8 @@
 /* The COPY statement the data is for. */
 #define ACCESS_BLOCKS_COPY_SQL                                                                     \
     "COPY auth.access_blocks (block_id, first_at, last_at, records, producer, keys_seen,"          \
-    " users_seen, rec_event_id, rec_occurred_at, rec_access_key, rec_user_id, rec_client_addr,"    \
+    " key_counts, users_seen, user_counts, rec_event_id, rec_occurred_at, rec_access_key,"         \
+    " rec_user_id, rec_client_addr,"                                                               \
     " rec_method, rec_path, rec_status, rec_latency_us, rec_request_id)"                           \
     " FROM STDIN (FORMAT binary)"
 

@@ -49,22 +49,37 @@
 static const char count_sql[] = "SELECT count(*)" FILTER;
 static const char page_sql[] = COLUMNS FILTER ORDER " LIMIT $10::bigint OFFSET $11::bigint";
 
-/* A superadmin's query without filters, the admin's first look, reads only
- * the blocks the page can come from. Take blocks newest last_at first until
- * they hold K = limit + offset records (every block holds at least one, so
- * the K newest blocks are enough); m, the earliest first_at among them, is
- * then at most the time of the K-th newest record, so every record of the
- * page is in a block with last_at >= m (ties included). The total is the sum
- * of the blocks' record counts. $1 limit, $2 offset. */
-static const char all_count_sql[] = "SELECT coalesce(sum(records), 0) FROM auth.access_blocks";
+/* A superadmin's query with no filter but one access key or one user id
+ * (or none: the admin's first look) is answered from the blocks' summaries:
+ * how many records of a block match is records, key_counts[] or
+ * user_counts[] (MATCHED), and a block holding none is skipped (IN_BLOCK).
+ * The total is their sum. For the page, take matching blocks newest last_at
+ * first until they hold K = limit + offset matching records (each matching
+ * block holds at least one, so the K newest are enough); m, the earliest
+ * first_at among them, is then at most the time of the K-th newest matching
+ * record, so every record of the page is in a block with last_at >= m (ties
+ * included), and only those blocks are read. $1 the access key, $2 the user
+ * id (NULL: any; not both), $3 limit, $4 offset. */
+#define MATCHED                                                                                    \
+    "CASE WHEN $1::text IS NOT NULL THEN key_counts[array_position(keys_seen, $1)]"                \
+    " WHEN $2::text IS NOT NULL THEN user_counts[array_position(users_seen, $2)]"                  \
+    " ELSE records END"
+#define IN_BLOCK                                                                                   \
+    "($1::text IS NULL OR $1 = ANY(keys_seen)) AND ($2::text IS NULL OR $2 = ANY(users_seen))"
 #define NEWEST_BOUND                                                                               \
     "(SELECT coalesce(min(first_at), '-infinity') FROM (SELECT first_at,"                          \
-    " sum(records) OVER (ORDER BY last_at DESC ROWS UNBOUNDED PRECEDING) - records AS before"      \
-    " FROM (SELECT first_at, last_at, records FROM auth.access_blocks ORDER BY last_at DESC"       \
-    " LIMIT $1::bigint + $2::bigint) newest) t WHERE before < $1::bigint + $2::bigint)"
-static const char all_page_sql[] =
-    COLUMNS " FROM auth.access_log a WHERE a.block_last_at >= " NEWEST_BOUND ORDER
-            " LIMIT $1::bigint OFFSET $2::bigint";
+    " sum(n) OVER (ORDER BY last_at DESC ROWS UNBOUNDED PRECEDING) - n AS before"                  \
+    " FROM (SELECT first_at, last_at, " MATCHED " AS n FROM auth.access_blocks WHERE " IN_BLOCK    \
+    " ORDER BY last_at DESC LIMIT $3::bigint + $4::bigint) newest) t"                              \
+    " WHERE before < $3::bigint + $4::bigint)"
+static const char summed_count_sql[] =
+    "SELECT coalesce(sum(" MATCHED "), 0) FROM auth.access_blocks WHERE " IN_BLOCK;
+static const char summed_page_sql[] =
+    COLUMNS " FROM auth.access_log a WHERE ($1::text IS NULL OR a.access_key = $1)"
+            " AND ($1::text IS NULL OR $1 = ANY(a.block_access_keys))"
+            " AND ($2::text IS NULL OR a.user_id = $2)"
+            " AND ($2::text IS NULL OR $2 = ANY(a.block_user_ids))"
+            " AND a.block_last_at >= " NEWEST_BOUND ORDER " LIMIT $3::bigint OFFSET $4::bigint";
 
 /* ---- times ----------------------------------------------------------------- */
 
@@ -230,15 +245,17 @@ static void h_query(http_req *req, http_resp *resp, void *ctx)
                             admin ? NULL : c.user_id,
                             pg.limit_s,
                             pg.offset_s};
-    bool all = super;
-    for (int i = 0; i < 7; i++)
-        all = all && !f.v[i];
-    const char *all_params[] = {pg.limit_s, pg.offset_s};
-    PGresult *n = all ? db_query(conn, resp, "query access log", all_count_sql, 0, NULL)
-                      : db_query(conn, resp, "query access log", count_sql, 9, params);
-    PGresult *r = !n    ? NULL
-                  : all ? db_query(conn, resp, "query access log", all_page_sql, 2, all_params)
-                        : db_query(conn, resp, "query access log", page_sql, 11, params);
+    /* The blocks' summaries answer a superadmin's query by one key or user. */
+    bool summed = super && !(f.v[0] && f.v[1]);
+    for (int i = 2; i < 7; i++)
+        summed = summed && !f.v[i];
+    const char *summed_params[] = {f.v[0], f.v[1], pg.limit_s, pg.offset_s};
+    const char *const *qp = summed ? summed_params : params;
+    PGresult *n = db_query(conn, resp, "query access log", summed ? summed_count_sql : count_sql,
+                           summed ? 2 : 9, qp);
+    PGresult *r = n ? db_query(conn, resp, "query access log", summed ? summed_page_sql : page_sql,
+                               summed ? 4 : 11, qp)
+                    : NULL;
     if (r)
         http_reply_json(resp, 200, db_page_json(db_rows_json(r), atoll(PQgetvalue(n, 0, 0)), &pg));
     PQclear(n);

@@ -16,8 +16,9 @@
  * auth.access_blocks. since/until, access_key, user_id and the caller's
  * scope skip the blocks that cannot match (their time range, the keys and
  * users they hold); every record of the other blocks is read, for the total
- * and for the order. A superadmin's query without filters reads only the
- * newest blocks and sums the blocks' counts. */
+ * and for the order. A superadmin's query with no filter, or one access key
+ * or one user id only, sums the blocks' counts and reads only the newest
+ * blocks. */
 #ifndef AUTH_ACCESS_LOG_QUERY_H
 #define AUTH_ACCESS_LOG_QUERY_H
 

@@ -31,7 +31,7 @@ def test_migration_turns_rows_into_blocks(stack):
     """0001's table with 600 rows of two producers, awkward text and empty
     keys, then 0005, in a scratch schema: the view gives back exactly the
     rows, in blocks of at most 250 records of one producer, each block's time
-    range and distinct keys and users right."""
+    range, distinct keys and users and their counts right."""
     schema = "it_mig_" + uuid.uuid4().hex[:10]
     psql(stack, f"CREATE SCHEMA {schema}")
     try:
@@ -63,6 +63,10 @@ def test_migration_turns_rows_into_blocks(stack):
                           "   FROM unnest(b.rec_access_key) k WHERE k <> '')"
                           " OR users_seen <> (SELECT array_agg(DISTINCT u ORDER BY u)"
                           "   FROM unnest(b.rec_user_id) u)"
+                          " OR key_counts <> (SELECT array_agg(n ORDER BY k) FROM (SELECT k, count(*)::int n"
+                          "   FROM unnest(b.rec_access_key) k WHERE k <> '' GROUP BY k) x)"
+                          " OR user_counts <> (SELECT array_agg(n ORDER BY u) FROM (SELECT u, count(*)::int n"
+                          "   FROM unnest(b.rec_user_id) u GROUP BY u) x)"
                           " OR cardinality(rec_request_id) <> records")
         assert bad == "0"
     finally:
@@ -76,9 +80,12 @@ def block_sql(block_id, producer, records):
     times = [r[0] for r in records]
     keys = sorted({r[1] for r in records if r[1]})
     users = sorted({r[2] for r in records if r[2]})
+    key_counts = [sum(r[1] == k for r in records) for k in keys]
+    user_counts = [sum(r[2] == u for r in records) for u in users]
     return ("INSERT INTO auth.access_blocks VALUES ("
             f"'{block_id}', '{min(times)}', '{max(times)}', {len(records)}, '{producer}',"
-            f" {arr(keys, 'text')}, {arr(users, 'text')},"
+            f" {arr(keys, 'text')}, {arr(key_counts, 'int')}, {arr(users, 'text')},"
+            f" {arr(user_counts, 'int')},"
             f" {arr([uuid.uuid4() for _ in records], 'uuid')}, {arr(times, 'timestamptz')},"
             f" {arr([r[1] for r in records], 'text')}, {arr([r[2] for r in records], 'text')},"
             f" {arr(['127.0.0.1' for _ in records], 'text')}, {arr(['GET' for _ in records], 'text')},"
@@ -137,16 +144,19 @@ def test_unfiltered_query_reads_only_the_newest_blocks(stack, admin):
     :21, W two at :00 and :20 (its span covers V's), V three at :11 to :19.
     Every page, at any offset, is what the order says; the total is the
     view's count. (A bound taken from the newest blocks' last_at instead of
-    their first_at would leave V out.)"""
+    their first_at would leave V out.) The same by one access key or one
+    user id, which are answered from the blocks' per-key and per-user
+    counts: two keys and two users spread over the blocks."""
     tag = "/it-newest-" + uuid.uuid4().hex[:10]
     t = "2099-12-31 23:59:"
-    k, u = "ITKN" + uuid.uuid4().hex[:12].upper(), str(uuid.uuid4())
-    psql(stack, block_sql(uuid.uuid4(), "it/blocks", [(t + "00+00", k, u, tag + "/w0", 200),
-                                                     (t + "20+00", k, u, tag + "/w20", 200)]))
-    psql(stack, block_sql(uuid.uuid4(), "it/blocks", [(t + "11+00", k, u, tag + "/v11", 200),
-                                                     (t + "15+00", k, u, tag + "/v15", 200),
-                                                     (t + "19+00", k, u, tag + "/v19", 200)]))
-    psql(stack, block_sql(uuid.uuid4(), "it/blocks", [(t + "21+00", k, u, tag + "/u21", 200)]))
+    k1, k2 = ("ITKN" + uuid.uuid4().hex[:12].upper() for _ in range(2))
+    u1, u2 = str(uuid.uuid4()), str(uuid.uuid4())
+    psql(stack, block_sql(uuid.uuid4(), "it/blocks", [(t + "00+00", k1, u1, tag + "/w0", 200),
+                                                     (t + "20+00", k2, u1, tag + "/w20", 200)]))
+    psql(stack, block_sql(uuid.uuid4(), "it/blocks", [(t + "11+00", k1, u2, tag + "/v11", 200),
+                                                     (t + "15+00", k2, u1, tag + "/v15", 200),
+                                                     (t + "19+00", k1, u2, tag + "/v19", 200)]))
+    psql(stack, block_sql(uuid.uuid4(), "it/blocks", [(t + "21+00", k1, "", tag + "/u21", 200)]))
     order = ["/u21", "/w20", "/v19", "/v15", "/v11", "/w0"]
 
     def page(limit, offset):
@@ -162,6 +172,23 @@ def test_unfiltered_query_reads_only_the_newest_blocks(stack, admin):
     for limit in range(1, 7):
         for offset in range(0, 7 - limit):
             assert page(limit, offset) == order[offset:offset + limit], (limit, offset)
+
+    def by(**params):
+        r = admin.get("/admin/access-log", params=params)
+        assert r.status_code == 200, r.text
+        return [i["path"][len(tag):] for i in r.json()["items"]], r.json()["total"]
+
+    cases = {("access_key", k1): ["/u21", "/v19", "/v11", "/w0"],
+             ("access_key", k2): ["/w20", "/v15"],
+             ("user_id", u1): ["/w20", "/v15", "/w0"],
+             ("user_id", u2): ["/v19", "/v11"]}
+    for (name, value), want in cases.items():
+        for limit in range(1, len(want) + 1):
+            for offset in range(0, len(want) + 1 - limit):
+                assert by(**{name: value, "limit": limit, "offset": offset}) == \
+                    (want[offset:offset + limit], len(want)), (name, limit, offset)
+    assert by(access_key=k1, user_id=u1) == (["/w0"], 1)  # both: the general query
+    assert by(access_key="ITKNNOSUCHKEY") == ([], 0)
 
 
 def test_a_user_sees_its_records_in_any_block(stack, admin):

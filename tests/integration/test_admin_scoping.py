@@ -139,7 +139,8 @@ class World:
             ak_ = self.keys[uid][1]
             # A block of one record (auth.access_blocks; the view auth.access_log).
             psql(stack, "INSERT INTO auth.access_blocks VALUES"
-                        f" ('{eid}', now(), now(), 1, 'it', ARRAY['{ak_}'], ARRAY['{uid}'],"
+                        f" ('{eid}', now(), now(), 1, 'it', ARRAY['{ak_}'], ARRAY[1], ARRAY['{uid}'],"
+                        " ARRAY[1],"
                         f" ARRAY['{eid}']::uuid[], ARRAY[now()], ARRAY['{ak_}'], ARRAY['{uid}'],"
                         f" ARRAY['127.0.0.1'], ARRAY['GET'], ARRAY['/it/{TAG}'], ARRAY[200],"
                         f" ARRAY[10]::bigint[], ARRAY['it-{TAG}'])")

@@ -160,7 +160,7 @@ static void test_copy_format(void **state)
     assert_int_equal(be(&rd, 4), 0);
 
     /* Block 1. */
-    assert_int_equal(be(&rd, 2), 17);
+    assert_int_equal(be(&rd, 2), 19);
     size_t s;
     assert_int_equal(field(&rd, &s), 16);
     static const uint8_t id1[16] = {0xff, 0xee, 0xdd, 0xcc, 0xbb, 0xaa, 0x49, 0x88,
@@ -181,8 +181,15 @@ static void test_copy_format(void **state)
     assert_string_equal(v[0], "KA");
     assert_string_equal(v[1], "KB");
     free_array(v);
+    assert_int_equal(array(&rd, 23, &v), 2); /* how many records hold each */
+    assert_memory_equal(v[0], "\x00\x00\x00\x01", 4);
+    assert_memory_equal(v[1], "\x00\x00\x00\x01", 4);
+    free_array(v);
     assert_int_equal(array(&rd, 25, &v), 1); /* users seen */
     assert_string_equal(v[0], "u1");
+    free_array(v);
+    assert_int_equal(array(&rd, 23, &v), 1);
+    assert_memory_equal(v[0], "\x00\x00\x00\x02", 4);
     free_array(v);
     assert_int_equal(array(&rd, 2950, &v), 3); /* ids, either case in */
     assert_memory_equal(v[0], "\x01\x9a\xa7\xc1\x3f\x2e\x8a\xbc\x9d\xef\x01\x23\x45\x67\x89\xab",
@@ -216,14 +223,18 @@ static void test_copy_format(void **state)
     assert_string_equal(v[2], "req");
     free_array(v);
 
-    /* Block 2: one record, no user: an empty text[] (no dimensions). */
-    assert_int_equal(be(&rd, 2), 17);
+    /* Block 2: one record, no user: empty arrays (no dimensions). */
+    assert_int_equal(be(&rd, 2), 19);
     for (int f = 0; f < 4; f++)
         field(&rd, &s);
     assert_int_equal(field(&rd, &s), 0); /* producer "" */
     assert_int_equal(array(&rd, 25, &v), 1);
     free_array(v);
+    assert_int_equal(array(&rd, 23, &v), 1);
+    free_array(v);
     assert_int_equal(array(&rd, 25, &v), 0);
+    free_array(v);
+    assert_int_equal(array(&rd, 23, &v), 0);
     free_array(v);
     for (int f = 0; f < 10; f++)
         field(&rd, &s);

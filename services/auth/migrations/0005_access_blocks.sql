@@ -8,7 +8,9 @@
 -- and stores nothing twice. rec_* hold the records, element i of each array
 -- belonging to record i. first_at/last_at and the distinct access keys and
 -- user ids (empty ones left out) let a query skip whole blocks without
--- reading their records.
+-- reading their records; key_counts[i] and user_counts[i] say how many
+-- records hold keys_seen[i] and users_seen[i], so a query for one key or
+-- user can count without reading them either.
 CREATE TABLE access_blocks (
     block_id        uuid PRIMARY KEY,
     first_at        timestamptz NOT NULL,
@@ -16,7 +18,9 @@ CREATE TABLE access_blocks (
     records         integer NOT NULL,
     producer        text NOT NULL DEFAULT '',
     keys_seen       text[] NOT NULL,
+    key_counts      integer[] NOT NULL,
     users_seen      text[] NOT NULL,
+    user_counts     integer[] NOT NULL,
     rec_event_id    uuid[] NOT NULL,
     rec_occurred_at timestamptz[] NOT NULL,
     rec_access_key  text[] NOT NULL,
@@ -54,9 +58,7 @@ END $$;
 -- (only messages the consumer had not yet acknowledged are ever replayed).
 INSERT INTO access_blocks
 SELECT gen_random_uuid(), min(occurred_at), max(occurred_at), count(*), producer,
-       coalesce(array_agg(DISTINCT access_key) FILTER (WHERE access_key <> ''), '{}'),
-       coalesce(array_agg(DISTINCT user_id) FILTER (WHERE user_id <> ''), '{}'),
-       array_agg(event_id ORDER BY n), array_agg(occurred_at ORDER BY n),
+       '{}', '{}', '{}', '{}', array_agg(event_id ORDER BY n), array_agg(occurred_at ORDER BY n),
        array_agg(access_key ORDER BY n), array_agg(user_id ORDER BY n),
        array_agg(client_addr ORDER BY n), array_agg(method ORDER BY n),
        array_agg(path ORDER BY n), array_agg(status ORDER BY n),
@@ -64,6 +66,16 @@ SELECT gen_random_uuid(), min(occurred_at), max(occurred_at), count(*), producer
 FROM (SELECT *, row_number() OVER (PARTITION BY producer ORDER BY occurred_at, event_id) - 1 AS n
       FROM access_log) r
 GROUP BY producer, n / 250;
+
+UPDATE access_blocks
+SET (keys_seen, key_counts) =
+        (SELECT coalesce(array_agg(v ORDER BY v), '{}'), coalesce(array_agg(c ORDER BY v), '{}')
+         FROM (SELECT v, count(*)::int AS c FROM unnest(rec_access_key) v WHERE v <> ''
+               GROUP BY v) x),
+    (users_seen, user_counts) =
+        (SELECT coalesce(array_agg(v ORDER BY v), '{}'), coalesce(array_agg(c ORDER BY v), '{}')
+         FROM (SELECT v, count(*)::int AS c FROM unnest(rec_user_id) v WHERE v <> ''
+               GROUP BY v) x);
 
 DROP TABLE access_log;
 
