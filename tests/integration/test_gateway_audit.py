@@ -125,6 +125,7 @@ def test_records_of_many_requests_arrive_once(stack):
     b0 = metric(gw, "tessera_gateway_audit_batches_total")
     r0 = metric(gw, "tessera_gateway_audit_records_total")
     ab0 = metric(auth, "tessera_auth_access_record_batches_total")
+    blocks0 = metric(auth, "tessera_auth_access_blocks_stored_total")
     rids = [f"{prefix}{i}" for i in range(600)]
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
         list(pool.map(lambda rid: get(gw, rid), rids))
@@ -139,6 +140,9 @@ def test_records_of_many_requests_arrive_once(stack):
     assert records >= len(rids)
     assert 1 <= batches < records / 2, (batches, records)  # batched, not one by one
     assert metric(auth, "tessera_auth_access_record_batches_total") > ab0
+    # One block per batch: more than one, far fewer than the records.
+    blocks = metric(auth, "tessera_auth_access_blocks_stored_total") - blocks0
+    assert 1 <= blocks < len(rids) / 2, blocks
     assert metric(gw, "tessera_gateway_audit_records_dropped_total", 'reason="buffer_full"') == 0
     versions = psql(stack, "SELECT DISTINCT substr(event_id::text, 15, 1) FROM auth.access_log"
                            f" WHERE request_id LIKE '{prefix}%'")
