@@ -140,7 +140,7 @@ def test_records_of_many_requests_arrive_once(stack):
     assert records >= len(rids)
     assert 1 <= batches < records / 2, (batches, records)  # batched, not one by one
     assert metric(auth, "tessera_auth_access_record_batches_total") > ab0
-    # One block per batch: more than one, far fewer than the records.
+    # One block per batch: some, and far fewer than the records.
     blocks = metric(auth, "tessera_auth_access_blocks_stored_total") - blocks0
     assert 1 <= blocks < len(rids) / 2, blocks
     assert metric(gw, "tessera_gateway_audit_records_dropped_total", 'reason="buffer_full"') == 0
