@@ -312,19 +312,17 @@ static kbus_result store_blocks(PGconn *conn, const access_row *rows, block *blo
         size_t to = from, records = 0;
         while (to < n && (to == from || records + blocks[to].n <= ACCESS_LOG_ROWS_MAX))
             records += blocks[to++].n;
-        bool done = false;
-        for (int attempt = 0; attempt < 3 && !done; attempt++) {
+        for (int attempt = 0;; attempt++) {
+            if (attempt == 3) return KBUS_RETRY; /* kbus retries the batch later */
             if (!find_stored(conn, blocks + from, to - from, reason)) return KBUS_RETRY;
             char state[6];
-            done = copy_blocks(conn, rows, blocks + from, to - from, state, reason);
-            if (done) break;
+            if (copy_blocks(conn, rows, blocks + from, to - from, state, reason)) break;
             if (PQstatus(conn) != CONNECTION_OK) return KBUS_RETRY; /* the pool reconnects */
             if (strcmp(state, "23505") == 0) continue; /* stored meanwhile: look again */
             /* A value refused (data or constraint error) will not heal by retrying. */
             return state[0] == '2' && (state[1] == '2' || state[1] == '3') ? KBUS_REJECT
                                                                            : KBUS_RETRY;
         }
-        if (!done) return KBUS_RETRY;
         for (size_t i = from; i < to; i++)
             if (blocks[i].stored) atomic_fetch_add(&duplicates, blocks[i].n);
         from = to;
@@ -461,8 +459,8 @@ static const struct {
      "ApiAccess records in those ApiAccessBatch messages (divided by them: records per batch).",
      &batch_records},
     {"tessera_auth_access_records_dead_lettered_total",
-     "Records of an ApiAccessBatch dead-lettered alone (invalid, or refused by PostgreSQL), their"
-     " batch's other records stored.",
+     "Records of an ApiAccessBatch dead-lettered alone (no method, a time out of range, text"
+     " that is not UTF-8), their batch's other records stored.",
      &records_dead_lettered},
 };
 
