@@ -238,13 +238,13 @@ clean:
 FUZZ_CC       ?= clang
 FUZZ_SECONDS  ?= 60
 # <name>=<max_len>: fuzz/fuzz_<name>.c
-FUZZ_TARGETS  := config_file=4096 envelope=4096 http_router=2048 cni_conf=4096
+FUZZ_TARGETS  := config_file=4096 envelope=4096 http_router=2048 cni_conf=4096 svcauth=2048
 FUZZ_NAMES    := $(foreach t,$(FUZZ_TARGETS),$(firstword $(subst =, ,$(t))))
 FUZZ_BINS     := $(patsubst %,$(BUILD)/fuzz/bin/fuzz_%,$(FUZZ_NAMES))
-FUZZ_COMMON   := common log config config_file envelope http_resp http_router http_server
+FUZZ_COMMON   := common log config config_file envelope http_resp http_router http_server svcauth
 FUZZ_LIB_OBJ  := $(patsubst %,$(BUILD)/fuzz/obj/libcommon/%.o,$(FUZZ_COMMON)) \
                  $(patsubst $(BUILD)/gen/%.c,$(BUILD)/fuzz/obj/gen/%.o,$(PROTO_C))
-FUZZ_PKGS     := libmicrohttpd jansson libprotobuf-c
+FUZZ_PKGS     := libmicrohttpd jansson libprotobuf-c libsodium
 FUZZ_SAN      := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZ_CFLAGS    = -std=gnu11 -g -O1 $(FUZZ_SAN) -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
                  -Wmissing-prototypes -Wno-missing-field-initializers -MMD -MP -pthread \

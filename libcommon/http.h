@@ -22,6 +22,8 @@ typedef struct http_req {
     size_t body_len;
     const char *request_id;  /* X-Request-ID when sane, else a fresh UUID */
     const char *client_addr; /* "127.0.0.1" */
+    const char *service;     /* the internal caller the server's guard verified
+                                ("gateway"), or NULL (svcauth.h) */
     int n_params;            /* route parameters ({name} segments), decoded */
     const char *param_names[HTTP_MAX_PARAMS];
     const char *param_values[HTTP_MAX_PARAMS];
@@ -124,6 +126,12 @@ typedef struct http_server_opts {
      * worker thread, with the request still valid; may be NULL. */
     void (*on_complete)(const http_req *req, int status, int64_t latency_us, void *ctx);
     void *on_complete_ctx;
+    /* Called before routing for every request, with the whole body (a
+     * streaming route's request: before its body, with an empty one); false:
+     * refused, resp holds the answer and no handler runs. May be NULL. The
+     * services use svcauth_guard (svcauth.h). */
+    bool (*guard)(http_req *req, http_resp *resp, void *ctx);
+    void *guard_ctx;
 } http_server_opts;
 
 typedef struct http_server http_server;

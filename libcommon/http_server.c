@@ -85,6 +85,8 @@ struct http_server {
     atomic_int inflight; /* from the first header callback until MHD says done */
     void (*on_complete)(const http_req *req, int status, int64_t latency_us, void *ctx);
     void *on_complete_ctx;
+    bool (*guard)(http_req *req, http_resp *resp, void *ctx);
+    void *guard_ctx;
     atomic_uint_fast64_t requests, s2xx, s3xx, s4xx, s5xx, too_large, latency_us;
 };
 
@@ -583,7 +585,7 @@ static enum MHD_Result handle(http_server *s, req_ctx *rc, struct MHD_Connection
     http_resp *resp = http_resp_new();
 
     tlog_ctx_request(rc->request_id);
-    http_router_dispatch(s->router, &req, resp);
+    if (!s->guard || s->guard(&req, resp, s->guard_ctx)) http_router_dispatch(s->router, &req, resp);
     if (http_resp_status(resp) == 0) {
         TLOG_ERROR("http handler set no response", "method=%s path=%s", method, path);
         http_problem(resp, 500, "internal-server-error", NULL, "the handler produced no response");
@@ -670,7 +672,10 @@ static enum MHD_Result stream_begin(http_server *s, req_ctx *rc, struct MHD_Conn
     http_resp *resp = http_resp_new();
     stream_params(rc);
     tlog_ctx_request(rc->request_id);
-    rc->sstate = rc->sr->h.begin(&rc->sreq, resp, rc->sr->ctx);
+    if (!s->guard || s->guard(&rc->sreq, resp, s->guard_ctx))
+        rc->sstate = rc->sr->h.begin(&rc->sreq, resp, rc->sr->ctx);
+    else
+        rc->sdone = true; /* refused before begin: no done() either */
     tlog_ctx_request(NULL);
     enum MHD_Result ret = MHD_YES;
     if (http_resp_status(resp) != 0) ret = stream_answer(s, rc, conn, resp, "begin");
@@ -939,6 +944,8 @@ http_server *http_server_start(const http_server_opts *opts, http_router *router
     s->listen_fd = fd;
     s->on_complete = opts->on_complete;
     s->on_complete_ctx = opts->on_complete_ctx;
+    s->guard = opts->guard;
+    s->guard_ctx = opts->guard_ctx;
     s->max_body = opts->max_body ? opts->max_body : DEFAULT_MAX_BODY;
     snprintf(s->server_header, sizeof(s->server_header), "tessera-%s",
              opts->service && *opts->service ? opts->service : "http");

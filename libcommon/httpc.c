@@ -3,17 +3,20 @@
  * calls to the same host reuse a kept-alive connection. */
 #include "libcommon/httpc.h"
 #include "libcommon/log.h"
+#include "libcommon/svcauth.h"
 
 #include <curl/curl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define HTTPC_MAX_BODY ((size_t)64 * 1024 * 1024)
 
 struct httpc {
     CURL *curl;
     int timeout_ms;
+    bool sign; /* httpc_new_internal */
 };
 
 static pthread_once_t g_curl_once = PTHREAD_ONCE_INIT;
@@ -31,6 +34,13 @@ httpc *httpc_new(int timeout_ms)
     c->curl = curl_easy_init();
     if (!c->curl) ts_panic("curl_easy_init failed");
     c->timeout_ms = timeout_ms > 0 ? timeout_ms : 10000;
+    return c;
+}
+
+httpc *httpc_new_internal(int timeout_ms)
+{
+    httpc *c = httpc_new(timeout_ms);
+    c->sign = true;
     return c;
 }
 
@@ -76,6 +86,20 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *userp)
     return n;
 }
 
+/* The value of header name in a "Name: value" list, or NULL. */
+static const char *header_value(const char *const *headers, const char *name)
+{
+    size_t n = strlen(name);
+    for (size_t i = 0; headers && headers[i]; i++) {
+        if (strncasecmp(headers[i], name, n) != 0 || headers[i][n] != ':') continue;
+        const char *v = headers[i] + n + 1;
+        while (*v == ' ' || *v == '\t')
+            v++;
+        return v;
+    }
+    return NULL;
+}
+
 static bool add_header(struct curl_slist **list, const char *h)
 {
     struct curl_slist *n = curl_slist_append(*list, h);
@@ -109,6 +133,8 @@ bool httpc_request(httpc *c, const char *method, const char *url, const char *co
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &s);
     curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    /* the target goes out as written: it is what a signature covers */
+    curl_easy_setopt(h, CURLOPT_PATH_AS_IS, 1L);
 
     if (strcmp(method, "HEAD") == 0) {
         curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
@@ -130,6 +156,15 @@ bool httpc_request(httpc *c, const char *method, const char *url, const char *co
         char line[160];
         snprintf(line, sizeof(line), "X-Request-ID: %s", request_id);
         ok = add_header(&hdrs, line);
+    }
+    if (ok && c->sign) {
+        size_t tlen;
+        const char *target = svcauth_url_target(url, &tlen);
+        char line[SVCAUTH_HEADER_LINE_MAX];
+        if (svcauth_sign(method, target, tlen, header_value(headers, "X-Tessera-Caller"),
+                         header_value(headers, "X-Tessera-Caller-Access-Key"), body,
+                         body && strcmp(method, "HEAD") != 0 ? body_len : 0, line))
+            ok = add_header(&hdrs, line);
     }
     if (!ok) {
         curl_slist_free_all(hdrs);

@@ -17,6 +17,11 @@ typedef struct httpc_resp {
 } httpc_resp;
 
 httpc *httpc_new(int timeout_ms);
+/* A client for calls to other Tessera services: each request is signed with
+ * this process's service key (svcauth.h), X-Tessera-Caller and
+ * X-Tessera-Caller-Access-Key among the headers included. Use httpc_new for
+ * anything else (an OCI registry), which must not see the credential. */
+httpc *httpc_new_internal(int timeout_ms);
 void httpc_free(httpc *c);
 
 /* headers: NULL-terminated "Name: value" strings, may be NULL. body may be NULL.

@@ -37,6 +37,7 @@ struct svc {
     atomic_bool started;  /* spec->start returned true */
     atomic_bool draining; /* SIGTERM seen */
     int64_t start_wall_ms;
+    svcauth_table access;
     void *data;
 };
 
@@ -62,6 +63,9 @@ static struct {
     int64_t kafka_fetch_wait_ms;
     int64_t kafka_control_fetch_wait_ms;
     int64_t kafka_session_timeout_ms;
+    char *svcauth_key_file;
+    char *svcauth_trust_file;
+    int64_t svcauth_max_skew_ms;
 } g_common;
 
 static cfg_option g_common_table[] = {
@@ -79,6 +83,15 @@ static cfg_option g_common_table[] = {
      false, NULL, "idle keep-alive connections are closed after this"},
     {"shutdown.drain_timeout", CFG_DURATION, &g_common.drain_timeout_ms, "10s", 0, 600000, NULL,
      false, NULL, "on SIGTERM, how long in-flight requests may take to finish"},
+    {"service_auth.key_file", CFG_STRING, &g_common.svcauth_key_file, "", 0, 0, NULL, true, NULL,
+     "this service's own key (0600), which signs its calls to other services; make one with "
+     "--new-service-key FILE (docs/operations.md, \"Service credentials\")"},
+    {"service_auth.trust_file", CFG_STRING, &g_common.svcauth_trust_file, "", 0, 0, NULL, true,
+     NULL, "the public keys of the services that may call this one: \"<service> <key>\" lines"},
+    {"service_auth.max_skew", CFG_DURATION, &g_common.svcauth_max_skew_ms, "30s", 1000, 600000,
+     NULL, true, NULL,
+     "how far a signed internal call's time may be from this host's clock (and how long its "
+     "signature is remembered against replays)"},
     {NULL},
 };
 
@@ -335,6 +348,65 @@ static void collect_kafka(FILE *out, void *ctx)
     metrics_sample_u64(out, "tessera_kafka_dead_lettered_total", NULL, st.dead_lettered);
 }
 
+static void collect_svcauth(FILE *out, void *ctx)
+{
+    (void)ctx;
+    svcauth_stats st;
+    svcauth_get_stats(&st);
+    metrics_family(out, "tessera_service_auth_accepted_total", "counter",
+                   "Internal calls whose service credential was accepted.");
+    metrics_sample_u64(out, "tessera_service_auth_accepted_total", NULL, st.accepted);
+    metrics_family(out, "tessera_service_auth_refused_total", "counter",
+                   "Internal calls refused for their service credential, by reason.");
+    const struct {
+        const char *reason;
+        uint64_t n;
+    } rows[] = {
+        {"missing", st.missing},         {"malformed", st.malformed},
+        {"unknown_service", st.unknown_service}, {"expired", st.expired},
+        {"bad_signature", st.bad_signature}, {"replayed", st.replayed},
+        {"forbidden", st.forbidden},
+    };
+    for (size_t i = 0; i < TS_ARRAY_LEN(rows); i++) {
+        char label[64];
+        snprintf(label, sizeof(label), "reason=\"%s\"", rows[i].reason);
+        metrics_sample_u64(out, "tessera_service_auth_refused_total", label, rows[i].n);
+    }
+}
+
+/* Load the service credentials the configuration names, and refuse a
+ * configuration that leaves a service unable to call or to be called. */
+static bool load_service_auth(const svc_spec *spec, ts_err *err)
+{
+    bool needs_trust = false;
+    for (size_t i = 0; !spec->public_api && i < spec->n_access; i++)
+        needs_trust = needs_trust || spec->access[i].callers != SVCAUTH_PUBLIC;
+    if (spec->calls_services && !*g_common.svcauth_key_file) {
+        ts_err_set(err,
+                   "service_auth.key_file is not set: tessera-%s signs its calls to other "
+                   "services with its own key (make one with tessera-%s --new-service-key FILE)",
+                   spec->name, spec->name);
+        return false;
+    }
+    if (needs_trust && !*g_common.svcauth_trust_file) {
+        ts_err_set(err,
+                   "service_auth.trust_file is not set: tessera-%s accepts internal calls only "
+                   "from services whose public keys it lists",
+                   spec->name);
+        return false;
+    }
+    if (!svcauth_load(spec->name, g_common.svcauth_key_file,
+                      needs_trust ? g_common.svcauth_trust_file : "",
+                      g_common.svcauth_max_skew_ms, err))
+        return false;
+    if (needs_trust && svcauth_trusted_keys() == 0) {
+        ts_err_set(err, "%s lists no service key: nobody could call tessera-%s",
+                   g_common.svcauth_trust_file, spec->name);
+        return false;
+    }
+    return true;
+}
+
 /* ---- command line -------------------------------------------------------- */
 
 static void usage(const svc_spec *spec, const cfg_schema *schema, FILE *out)
@@ -343,16 +415,20 @@ static void usage(const svc_spec *spec, const cfg_schema *schema, FILE *out)
             "tessera-%s %s: %s\n\n"
             "Usage: tessera-%s [--config FILE] [options]\n\n"
             "  -c, --config FILE          read configuration from FILE (also TESSERA_CONFIG)\n"
+            "      --new-service-key FILE write a new service key for tessera-%s to FILE (0600,\n"
+            "                             never overwritten) and print its trust-file line\n"
+            "      --service-public-key FILE  print the trust-file line of a service key\n"
             "      --check-config         load and validate the configuration, then exit\n"
             "      --print-config         print the effective configuration (secrets masked)\n"
             "      --print-config-example print an example configuration file\n"
             "  -V, --version              print the version\n"
             "  -h, --help                 this help\n\n"
             "Configuration options (file keys; environment names override the file):\n\n",
-            spec->name, TESSERA_VERSION, spec->summary, spec->name);
+            spec->name, TESSERA_VERSION, spec->summary, spec->name, spec->name);
     cfg_print_help(schema, out);
     fprintf(out, "\nSignals: SIGTERM/SIGINT drain and exit 0; SIGHUP reloads reloadable options.\n"
-                 "Endpoints: GET /healthz, /readyz, /metrics.\n");
+                 "Endpoints: GET /healthz, /readyz, /metrics (open to all; every other "
+                 "internal route\nneeds a service credential: docs/internal-api.md).\n");
 }
 
 static void fill_instance(void)
@@ -430,7 +506,8 @@ static void notify(const char *state)
 }
 
 /* Wait for a signal; SIGHUP reloads, SIGTERM/SIGINT return. */
-static void wait_for_stop(const cfg_schema *schema, const char *config_path, const sigset_t *set)
+static void wait_for_stop(const svc_spec *spec, const cfg_schema *schema, const char *config_path,
+                          const sigset_t *set)
 {
     for (;;) {
         int sig = sigwaitinfo(set, NULL);
@@ -447,6 +524,9 @@ static void wait_for_stop(const cfg_schema *schema, const char *config_path, con
             } else {
                 if (!tlog_set_level(g_common.log_level))
                     TLOG_WARN("bad log level after reload", "level=%s", g_common.log_level);
+                if (!load_service_auth(spec, &err))
+                    TLOG_ERROR("service credentials not reloaded; keeping the old ones",
+                               "error=\"%s\"", err.msg);
                 TLOG_INFO("config reloaded", "restart_needed=\"%s\"", restart ? restart : "");
             }
             free(restart);
@@ -509,8 +589,10 @@ int svc_main(int argc, char **argv, const svc_spec *spec)
     tables[nt] = NULL;
     cfg_schema schema = {.service = spec->name, .tables = tables};
 
-    enum { OPT_CHECK = 256, OPT_PRINT, OPT_EXAMPLE };
+    enum { OPT_CHECK = 256, OPT_PRINT, OPT_EXAMPLE, OPT_NEW_KEY, OPT_PUBLIC_KEY };
     static const struct option longopts[] = {
+        {"new-service-key", required_argument, NULL, OPT_NEW_KEY},
+        {"service-public-key", required_argument, NULL, OPT_PUBLIC_KEY},
         {"config", required_argument, NULL, 'c'},
         {"check-config", no_argument, NULL, OPT_CHECK},
         {"print-config", no_argument, NULL, OPT_PRINT},
@@ -536,6 +618,14 @@ int svc_main(int argc, char **argv, const svc_spec *spec)
         case OPT_EXAMPLE:
             cfg_print_example(&schema, stdout);
             return 0;
+        case OPT_NEW_KEY:
+        case OPT_PUBLIC_KEY: {
+            ts_err kerr = {{0}};
+            bool ok = opt == OPT_NEW_KEY ? svcauth_new_key(spec->name, optarg, stdout, &kerr)
+                                         : svcauth_public_line(optarg, stdout, &kerr);
+            if (!ok) fprintf(stderr, "tessera-%s: %s\n", spec->name, kerr.msg);
+            return ok ? 0 : 1;
+        }
         case 'V':
             printf("tessera-%s %s\n", spec->name, TESSERA_VERSION);
             return 0;
@@ -562,6 +652,11 @@ int svc_main(int argc, char **argv, const svc_spec *spec)
     }
     fill_instance();
     if (!tlog_set_level(g_common.log_level)) ts_panic("log.level passed validation but is unknown");
+    if (!load_service_auth(spec, &err)) {
+        fprintf(stderr, "tessera-%s: configuration error: %s\n", spec->name, err.msg);
+        cfg_free(&schema);
+        return 2;
+    }
     if (check_only) {
         printf("tessera-%s: configuration OK%s%s\n", spec->name, config_path ? " in " : "",
                config_path ? config_path : "");
@@ -585,6 +680,7 @@ int svc_main(int argc, char **argv, const svc_spec *spec)
     metrics_add(s->metrics, collect_process, s);
     metrics_add(s->metrics, collect_http, s);
     metrics_add(s->metrics, collect_kafka, s);
+    if (!spec->public_api) metrics_add(s->metrics, collect_svcauth, s);
     http_route(s->router, "GET", "/healthz", h_healthz, s);
     http_route(s->router, "GET", "/readyz", h_readyz, s);
     http_route(s->router, "GET", "/metrics", h_metrics, s);
@@ -604,6 +700,11 @@ int svc_main(int argc, char **argv, const svc_spec *spec)
         .on_complete = on_complete,
         .on_complete_ctx = s,
     };
+    s->access = (svcauth_table){.rules = spec->access, .n_rules = spec->n_access};
+    if (!spec->public_api) {
+        hopts.guard = svcauth_guard;
+        hopts.guard_ctx = &s->access;
+    }
     s->http = http_server_start(&hopts, s->router, &err);
     if (!s->http) {
         TLOG_ERROR("start-up failed", "step=http listen=%s error=\"%s\"", g_common.http_listen,
@@ -627,7 +728,7 @@ int svc_main(int argc, char **argv, const svc_spec *spec)
     notify("READY=1");
     TLOG_INFO("ready", "");
 
-    wait_for_stop(&schema, config_path, &set);
+    wait_for_stop(spec, &schema, config_path, &set);
 out:
     drain(s);
     TLOG_INFO("stopped", "exit_code=%d", rc);

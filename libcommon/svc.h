@@ -12,7 +12,16 @@
  *   6. sd_notify STOPPING=1; stop accepting, let in-flight requests finish (up
  *      to shutdown.drain_timeout), spec->stop(), flush the bus, exit 0.
  * /readyz answers 200 only after step 4 and while every dependency check
- * passes; its JSON body names each check and why it failed. */
+ * passes; its JSON body names each check and why it failed.
+ *
+ * Service credentials (svcauth.h): the process loads service_auth.key_file
+ * (its own key: required when spec->calls_services) and
+ * service_auth.trust_file (the callers' public keys: required when the access
+ * table has a rule that is not public) at start and on SIGHUP. Unless
+ * spec->public_api, the HTTP server refuses every request that the access
+ * table does not allow (/healthz, /readyz and /metrics are always open).
+ * `--new-service-key FILE` writes a new key for this service and prints its
+ * trust line; `--service-public-key FILE` prints the trust line of a key. */
 #ifndef TESSERA_SVC_H
 #define TESSERA_SVC_H
 
@@ -23,6 +32,7 @@
 #include "libcommon/metrics.h"
 #include "libcommon/pg.h"
 #include "libcommon/rds.h"
+#include "libcommon/svcauth.h"
 
 enum svc_needs {
     SVC_NEEDS_PG = 1 << 0,
@@ -44,6 +54,11 @@ typedef struct svc_spec {
     bool (*routes)(svc *s, ts_err *err);
     bool (*start)(svc *s, ts_err *err);
     void (*stop)(svc *s);
+    /* Who may call which route (svcauth.h): ignored when public_api. */
+    const svcauth_rule *access;
+    size_t n_access;
+    bool public_api;     /* the gateway: its clients are people, not services */
+    bool calls_services; /* signs internal calls: needs service_auth.key_file */
     /* After every HTTP response (health endpoints included), on the worker
      * thread; may be NULL. */
     void (*on_request)(svc *s, const http_req *req, int status, int64_t latency_us);

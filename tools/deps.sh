@@ -10,7 +10,7 @@ libpq-dev libhiredis-dev libcmocka-dev libcurl4-openssl-dev libsodium-dev
 libarchive-dev libsystemd-dev
 postgresql redis-server docker-registry runc containernetworking-plugins
 prometheus kcat nginx wrk
-python3 python3-pytest python3-requests
+python3 python3-pytest python3-requests python3-cryptography
 systemd curl iproute2 procps xfsprogs
 busybox-static mmdebstrap"
 

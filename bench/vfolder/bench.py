@@ -10,6 +10,9 @@ import urllib.parse
 
 import requests
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "integration"))
+import svc_signer  # noqa: E402 - the tests' signer of internal calls
+
 STATE = os.environ["STATE"]
 NGX = os.environ["NGX_URL"]
 VOLUME = os.environ["VOLUME"]
@@ -46,12 +49,13 @@ def services():
 ENV = env_file()
 URLS = services()
 AK = ENV["TESSERA_ADMIN_ACCESS_KEY"]
-UID = requests.get(f"{URLS['auth']}/v1/credentials/{AK}", timeout=10).json()["user"]["id"]
+KEYS = ENV["TESSERA_SERVICE_KEYS_DIR"]  # the internal API is called as the gateway would
+UID = svc_signer.call(KEYS, "gateway", "GET", f"{URLS['auth']}/v1/credentials/{AK}", timeout=10).json()["user"]["id"]
 H = {"X-Tessera-Caller": UID, "X-Tessera-Caller-Access-Key": AK}
 
 
 def vf(method, path, body=None):
-    r = requests.request(method, URLS["vfolder"] + "/v1" + path, json=body, headers=H, timeout=60)
+    r = svc_signer.call(KEYS, "gateway", method, URLS["vfolder"] + "/v1" + path, json=body, headers=H, timeout=60)
     if r.status_code >= 300:
         sys.exit(f"bench-vfolder: {method} {path}: {r.status_code} {r.text}")
     return r.json() if r.content else None
@@ -129,8 +133,8 @@ t0 = time.monotonic()
 tokens = []
 s = requests.Session()
 for i in range(SMALL_N):
-    r = s.post(URLS["vfolder"] + "/v1/folders/bench/request-download", json={"file": f"small/f{i:04d}"},
-               headers=H, timeout=10)
+    r = svc_signer.call(KEYS, "gateway", "POST", URLS["vfolder"] + "/v1/folders/bench/request-download",
+                        json={"file": f"small/f{i:04d}"}, headers=H, timeout=10, session=s)
     tokens.append(r.json())
 token_s = time.monotonic() - t0
 vcfg, ncfg = os.path.join(STATE, "small-v.curl"), os.path.join(STATE, "small-n.curl")

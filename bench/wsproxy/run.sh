@@ -11,6 +11,7 @@
 # BENCH_THREADS (wrk threads, 1), BENCH_DURATION (10s), ROUNDS (3),
 # WS_ROUNDTRIPS (20000), TESSERA_BIN_DIR, BENCH_BIN_DIR.
 set -eu
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=${TESSERA_BIN_DIR:?}
 BBIN=${BENCH_BIN_DIR:?}
 WORKERS=${BENCH_WORKERS:-1}
@@ -22,6 +23,12 @@ WSN=${WS_ROUNDTRIPS:-20000}
 for t in wrk nginx redis-server curl python3; do
   command -v $t >/dev/null 2>&1 || { echo "bench-wsproxy: $t is missing (apt-get install wrk nginx redis-server curl)" >&2; exit 1; }
 done
+# a python3 with requests and cryptography (Debian's; pyenv's may lack them)
+PY=""
+for p in python3 /usr/bin/python3; do
+  if "$p" -c 'import requests, cryptography' 2>/dev/null; then PY=$p; break; fi
+done
+[ -n "$PY" ] || { echo "bench-wsproxy: no python3 with requests and cryptography (tools/deps.sh)" >&2; exit 1; }
 T=$(mktemp -d /tmp/tessera-bench-ws.XXXXXX)
 chmod 755 "$T"
 PIDS=""
@@ -68,6 +75,10 @@ CONF
 nginx -c "$T/nginx-b.conf" -p "$T"
 nginx -c "$T/nginx-p.conf" -p "$T"
 
+# the gateway's service key, which alone may make routes, and the proxy's trust file
+"$BIN/tessera-gateway" --new-service-key "$T/gateway.key" >"$T/trusted" ||
+  { echo "bench-wsproxy: could not make a service key" >&2; exit 1; }
+TESSERA_SERVICE_AUTH_TRUST_FILE="$T/trusted" \
 TESSERA_REDIS_URL="redis://127.0.0.1:$RP/0" TESSERA_HTTP_LISTEN="127.0.0.1:$AP" \
   TESSERA_WSPROXY_LISTEN="127.0.0.1:$PP" TESSERA_WSPROXY_WORKERS="$WORKERS" TESSERA_LOG_LEVEL=warn \
   "$BIN/tessera-wsproxy" 2>"$T/wsproxy.log" &
@@ -78,9 +89,16 @@ until curl -sf "http://127.0.0.1:$AP/readyz" >/dev/null 2>&1; do
   sleep 0.1
 done
 route() {
-  curl -sf -XPOST "http://127.0.0.1:$AP/v1/routes" \
-    -d "{\"user_id\":\"bench\",\"session_id\":\"bench-$1\",\"app\":\"$1\",\"target\":\"127.0.0.1:$2\"}" |
-    python3 -c 'import sys,json; print(json.load(sys.stdin)["url"])'
+  "$PY" - "$T" "http://127.0.0.1:$AP/v1/routes" "$1" "$2" "$repo/tests/integration" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[5])
+import svc_signer
+tmp, url, app, port = sys.argv[1:5]
+body = {"user_id": "bench", "session_id": f"bench-{app}", "app": app, "target": f"127.0.0.1:{port}"}
+r = svc_signer.call(tmp, "gateway", "POST", url, json=body, timeout=10)
+r.raise_for_status()
+print(r.json()["url"])
+PY
 }
 HTTP_URL=$(route web "$BP")
 WS_URL=$(route ws "$EP")

@@ -8,6 +8,7 @@
 #   TESSERA_STATE_DIR     where everything lives (default <repo>/.tessera-dev):
 #                         logs/ (one log per process), run/ (pid files, sockets),
 #                         pg/, redis/, oci-registry/, <service>/ (service state),
+#                         keys/ (each service's key and the shared trust file),
 #                         env (export lines for a shell or a test), services
 #                         ("name pid url" per process).
 #   TESSERA_BIN_DIR       the built binaries (default <repo>/build/bin)
@@ -298,6 +299,26 @@ port_of() {
 }
 url_of() { echo "http://$HOST:$(port_of "$1")"; }
 
+# Service credentials (docs/operations.md, "Service credentials"): each
+# service's own key in keys/<service>.key (0600, kept across restarts), and
+# keys/trusted with every service's public key, which all of them read.
+KEYS=$STATE/keys
+mkdir -p "$KEYS"
+chmod 0700 "$KEYS"
+: >"$KEYS/trusted.tmp"
+for s in gateway auth registry scheduler agent vfolder wsproxy; do
+  [ -x "$BIN/tessera-$s" ] || continue
+  if [ -s "$KEYS/$s.key" ]; then
+    "$BIN/tessera-$s" --service-public-key "$KEYS/$s.key" >>"$KEYS/trusted.tmp" ||
+      die "$KEYS/$s.key is not a usable service key (remove it to make a new one)"
+  else
+    rm -f "$KEYS/$s.key"
+    "$BIN/tessera-$s" --new-service-key "$KEYS/$s.key" >>"$KEYS/trusted.tmp" ||
+      die "could not make a service key for $s in $KEYS"
+  fi
+done
+mv "$KEYS/trusted.tmp" "$KEYS/trusted"
+
 for s in $SERVICES; do
   [ "$s" = devbus ] && continue
   mkdir -p "$STATE/$s"
@@ -318,7 +339,9 @@ for s in $SERVICES; do
     "TESSERA_VFOLDER_URL=$(url_of vfolder)" \
     "TESSERA_WSPROXY_URL=$(url_of wsproxy)" \
     "TESSERA_OCI_REGISTRY=$OCI" \
-    "TESSERA_STATE_DIR=$STATE"
+    "TESSERA_STATE_DIR=$STATE" \
+    "TESSERA_SERVICE_AUTH_KEY_FILE=$KEYS/$s.key" \
+    "TESSERA_SERVICE_AUTH_TRUST_FILE=$KEYS/trusted"
   [ -z "$KAFKA" ] || set -- "$@" "TESSERA_KAFKA_BOOTSTRAP=$KAFKA" "KAFKA_BOOTSTRAP=$KAFKA"
   # auth's first start writes the superadmin's keys there (0600; later starts
   # leave it as it is).
@@ -373,6 +396,8 @@ q() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
   echo "export TESSERA_OCI_REGISTRY=$(q "$OCI")"
   [ -z "$DEMO_IMAGE" ] || echo "export TESSERA_DEMO_IMAGE=$(q "$DEMO_IMAGE")"
   echo "export TESSERA_BIN_DIR=$(q "$BIN")"
+  echo "export TESSERA_SERVICE_KEYS_DIR=$(q "$KEYS")"
+  echo "export TESSERA_SERVICE_TRUST_FILE=$(q "$KEYS/trusted")"
   echo "export TESSERA_LOG_DIR=$(q "$LOGS")"
   echo "export PGHOST=$(q "$HOST") PGPORT=$(q "$PG_PORT") PGUSER='tessera' PGDATABASE='tessera'"
 } >"$STATE/env.tmp"

@@ -136,6 +136,12 @@ static bool agent_routes(svc *s, ts_err *err)
     return agent_setup(s, &c, err);
 }
 
+/* Only the registry drives an agent (docs/internal-api.md). */
+static const svcauth_rule AGENT_ACCESS[] = {
+    {"*", "/v1/kernels", SVCAUTH_REGISTRY},
+    {"GET", "/v1/agent", SVCAUTH_REGISTRY},
+};
+
 int main(int argc, char **argv)
 {
     static const svc_spec spec = {
@@ -147,6 +153,8 @@ int main(int argc, char **argv)
         .routes = agent_routes,
         .start = agent_start,
         .stop = agent_stop,
+        .access = AGENT_ACCESS,
+        .n_access = TS_ARRAY_LEN(AGENT_ACCESS),
     };
     return svc_main(argc, argv, &spec);
 }

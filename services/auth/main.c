@@ -74,6 +74,17 @@ static void auth_stop(svc *s)
     access_log_stop();
 }
 
+/* Who may call what (docs/internal-api.md): secret keys only to the gateway. */
+static const svcauth_rule AUTH_ACCESS[] = {
+    {"GET", "/v1/credentials", SVCAUTH_GATEWAY},
+    {"GET", "/v1/session-context", SVCAUTH_REGISTRY | SVCAUTH_VFOLDER},
+    {"GET", "/v1/user-lookup", SVCAUTH_VFOLDER},
+    {"POST", "/v1/authorize", SVCAUTH_GATEWAY},
+    {"GET", "/v1/role", SVCAUTH_GATEWAY},
+    {"POST", "/v1/update-password", SVCAUTH_GATEWAY},
+    {"*", "/v1/admin", SVCAUTH_GATEWAY},
+};
+
 int main(int argc, char **argv)
 {
     static svc_spec spec = {
@@ -86,6 +97,8 @@ int main(int argc, char **argv)
         .routes = auth_setup,
         .start = auth_start,
         .stop = auth_stop,
+        .access = AUTH_ACCESS,
+        .n_access = TS_ARRAY_LEN(AUTH_ACCESS),
     };
     spec.migrations = auth_migrations;
     spec.n_migrations = auth_migrations_count;

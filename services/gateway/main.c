@@ -96,6 +96,8 @@ int main(int argc, char **argv)
         .start = gateway_start,
         .stop = gateway_stop,
         .on_request = audit_request,
+        .public_api = true,
+        .calls_services = true,
     };
     return svc_main(argc, argv, &spec);
 }

@@ -3,6 +3,7 @@
 #include "proxy.h"
 
 #include "libcommon/log.h"
+#include "libcommon/svcauth.h"
 #include "upstream.h"
 
 #include <curl/curl.h>
@@ -219,6 +220,7 @@ static bool _call(proxy_upstream *up, const char *base_url, int64_t timeout_ms, 
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, _on_header);
     curl_easy_setopt(h, CURLOPT_HEADERDATA, a);
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(h, CURLOPT_PATH_AS_IS, 1L); /* sent as signed */
 
     if (strcmp(method, "GET") == 0 && len == 0) {
         curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
@@ -247,6 +249,14 @@ static bool _call(proxy_upstream *up, const char *base_url, int64_t timeout_ms, 
     }
     snprintf(line, sizeof(line), "X-Request-ID: %s", req->request_id);
     ok = ok && _add(&hdrs, line);
+    size_t tlen;
+    const char *utarget = svcauth_url_target(url, &tlen);
+    char auth[SVCAUTH_HEADER_LINE_MAX];
+    bool caller = id && id->user_id[0];
+    if (ok && svcauth_sign(method, utarget, tlen, caller ? id->user_id : NULL,
+                           caller ? id->access_key : NULL, body,
+                           strcmp(method, "HEAD") == 0 ? 0 : len, auth))
+        ok = _add(&hdrs, auth);
     if (!ok) ts_panic("out of memory building forwarded headers");
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
 

@@ -24,7 +24,7 @@ httpc *upstream_client(void)
     pthread_once(&client_once, client_key_init);
     httpc *c = pthread_getspecific(client_key);
     if (!c) {
-        c = httpc_new(UPSTREAM_TIMEOUT_MS);
+        c = httpc_new_internal(UPSTREAM_TIMEOUT_MS);
         pthread_setspecific(client_key, c);
     }
     return c;

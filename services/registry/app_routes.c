@@ -40,7 +40,7 @@ static void _revoke_now(httpc *c, const char *session_id)
 static void *_worker(void *arg)
 {
     (void)arg;
-    httpc *c = httpc_new(CALL_TIMEOUT_MS);
+    httpc *c = httpc_new_internal(CALL_TIMEOUT_MS);
     for (;;) {
         pthread_mutex_lock(&g_mu);
         while (g_len == 0)

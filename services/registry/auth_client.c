@@ -77,7 +77,7 @@ void authc_stop(void)
 static bool _fetch(const char *access_key, const char *group, const char *request_id, long *status,
                    json_t **out, ts_err *err)
 {
-    if (!t_client) t_client = httpc_new((int)reg_cfg.auth_timeout_ms);
+    if (!t_client) t_client = httpc_new_internal((int)reg_cfg.auth_timeout_ms);
     char *ak = curl_easy_escape(NULL, access_key, 0);
     char *g = group ? curl_easy_escape(NULL, group, 0) : NULL;
     char *url = ts_asprintf("%s/v1/session-context?access_key=%s%s%s", reg_cfg.auth_url, ak,

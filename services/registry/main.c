@@ -118,6 +118,13 @@ static void registry_stop(svc *s)
     authc_stop();
 }
 
+/* Who may call what (docs/internal-api.md). */
+static const svcauth_rule REGISTRY_ACCESS[] = {
+    {"*", "/v1/sessions", SVCAUTH_GATEWAY},
+    {"*", "/v1/admin", SVCAUTH_GATEWAY},
+    {"GET", "/v1/vfolder-mounts", SVCAUTH_VFOLDER},
+};
+
 int main(int argc, char **argv)
 {
     static svc_spec spec = {
@@ -130,6 +137,9 @@ int main(int argc, char **argv)
         .routes = registry_setup,
         .start = registry_start,
         .stop = registry_stop,
+        .access = REGISTRY_ACCESS,
+        .n_access = TS_ARRAY_LEN(REGISTRY_ACCESS),
+        .calls_services = true,
     };
     spec.migrations = registry_migrations;
     spec.n_migrations = registry_migrations_count;

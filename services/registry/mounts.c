@@ -98,7 +98,7 @@ bool mounts_resolve(const char *access_key, json_t *names, json_t *map, const ch
                      "vfolder mounts are not available: vfolder.url is not set");
         return false;
     }
-    if (!t_client) t_client = httpc_new((int)reg_cfg.vfolder_timeout_ms);
+    if (!t_client) t_client = httpc_new_internal((int)reg_cfg.vfolder_timeout_ms);
     json_t *body =
         json_pack("{s:s, s:O, s:O}", "access_key", access_key, "names", names, "mount_map", map);
     char *url = ts_asprintf("%s/v1/mounts/resolve", reg_cfg.vfolder_url);

@@ -78,7 +78,7 @@ static void relay(http_req *req, http_resp *resp, svc *s, const char *method, co
 
     char *url = ts_asprintf("%s/v1/kernels/%s/%s", k.agent_url, k.kernel_id, what);
     const char *headers[] = {"Content-Type: application/json", NULL};
-    httpc *h = httpc_new(RELAY_TIMEOUT_MS);
+    httpc *h = httpc_new_internal(RELAY_TIMEOUT_MS);
     httpc_resp r = {0};
     ts_err err = {{0}};
     if (!httpc_request(h, method, url, headers, req->body_len ? req->body : NULL, req->body_len,

@@ -14,7 +14,7 @@ static __thread httpc *t_client;
 
 static httpc *_client(void)
 {
-    if (!t_client) t_client = httpc_new((int)vf_cfg.auth_timeout_ms);
+    if (!t_client) t_client = httpc_new_internal((int)vf_cfg.auth_timeout_ms);
     return t_client;
 }
 

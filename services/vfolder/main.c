@@ -108,6 +108,14 @@ static void vf_stop(svc *s)
     if (vf_files_stop) vf_files_stop(s);
 }
 
+/* Who may call what (docs/internal-api.md): the transfer routes are the
+ * clients' own, with the signed token request-upload/-download handed out. */
+static const svcauth_rule VFOLDER_ACCESS[] = {
+    {"*", "/v1/folders", SVCAUTH_GATEWAY},
+    {"POST", "/v1/mounts/resolve", SVCAUTH_REGISTRY},
+    {"*", "/v1/transfer", SVCAUTH_PUBLIC},
+};
+
 int main(int argc, char **argv)
 {
     _build_options();
@@ -121,6 +129,9 @@ int main(int argc, char **argv)
         .routes = vf_setup,
         .start = vf_start,
         .stop = vf_stop,
+        .access = VFOLDER_ACCESS,
+        .n_access = TS_ARRAY_LEN(VFOLDER_ACCESS),
+        .calls_services = true,
     };
     spec.migrations = vfolder_migrations;
     spec.n_migrations = vfolder_migrations_count;

@@ -12,7 +12,7 @@ static __thread httpc *t_client;
 bool vf_mount_guard_free(const char *id, const char *name, const char *request_id, http_resp *resp)
 {
     if (!vf_cfg.registry_url || !*vf_cfg.registry_url) return true;
-    if (!t_client) t_client = httpc_new((int)vf_cfg.registry_timeout_ms);
+    if (!t_client) t_client = httpc_new_internal((int)vf_cfg.registry_timeout_ms);
     char *url = ts_asprintf("%s/v1/vfolder-mounts/%s", vf_cfg.registry_url, id);
     long status = 0;
     json_t *ans = NULL;

@@ -147,6 +147,14 @@ static void on_stop(svc *s)
     proxy_stop(p);
 }
 
+/* Who may call the route API (docs/internal-api.md); the app listener
+ * (wsproxy.listen) is the public one and checks its own tokens. */
+static const svcauth_rule WSPROXY_ACCESS[] = {
+    {"POST", "/v1/routes", SVCAUTH_GATEWAY},
+    {"DELETE", "/v1/sessions", SVCAUTH_REGISTRY | SVCAUTH_GATEWAY},
+    {"GET", "/v1/info", SVCAUTH_GATEWAY | SVCAUTH_REGISTRY},
+};
+
 int main(int argc, char **argv)
 {
     static const svc_spec spec = {
@@ -158,6 +166,8 @@ int main(int argc, char **argv)
         .routes = on_routes,
         .start = on_start,
         .stop = on_stop,
+        .access = WSPROXY_ACCESS,
+        .n_access = TS_ARRAY_LEN(WSPROXY_ACCESS),
     };
     return svc_main(argc, argv, &spec);
 }

@@ -77,6 +77,19 @@ def parse_services_file(path):
     return services
 
 
+def service_urls(stack):
+    """name -> URL of each process in <state>/services that serves HTTP, and
+    "keys": the stack's service keys dir (svc_signer signs internal calls
+    with it)."""
+    urls = {"keys": stack.get("TESSERA_SERVICE_KEYS_DIR", "")}
+    with open(os.path.join(stack["TESSERA_STATE_DIR"], "services"), encoding="utf-8") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) == 3 and parts[2].startswith("http"):
+                urls[parts[0]] = parts[2]
+    return urls
+
+
 def _proc_stat(pid):
     """(state, starttime) of a process from /proc/<pid>/stat, or None."""
     try:

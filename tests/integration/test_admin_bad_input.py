@@ -22,6 +22,7 @@ import pytest
 import requests
 
 import bai_signer
+import svc_signer
 from test_admin_scoping import Caller, fresh, gateway_serves_admin, ok, service_urls
 
 PROBS = "https://api.backend.ai/probs/"
@@ -31,7 +32,8 @@ class Fixture:
     def __init__(self, stack):
         self.urls = service_urls(stack)
         ak, sk = stack["TESSERA_ADMIN_ACCESS_KEY"], stack["TESSERA_ADMIN_SECRET_KEY"]
-        cred = requests.get(f"{self.urls['auth']}/v1/credentials/{ak}", timeout=10).json()
+        cred = svc_signer.call(self.urls["keys"], "gateway", "GET", f"{self.urls['auth']}/v1/credentials/{ak}",
+                               timeout=10).json()
         self.keys = (cred["user"]["id"], ak, sk)
         self.su = Caller("super", "internal", self.urls, *self.keys)
         su = self.su
@@ -83,8 +85,8 @@ def raw(caller, method, path, data, content_type="application/json", params=None
         return requests.request(method, url, data=data, headers=h, timeout=30)
     h = {"X-Tessera-Caller": caller.user_id, "X-Tessera-Caller-Access-Key": caller.access_key,
          "Content-Type": content_type}
-    return requests.request(method, caller.urls["auth"] + "/v1" + path, data=data, params=params,
-                            headers=h, timeout=30)
+    return svc_signer.call(caller.urls["keys"], "gateway", method, caller.urls["auth"] + "/v1" + path,
+                           data=data, params=params, headers=h, timeout=30)
 
 
 # ---- the cases ---------------------------------------------------------------

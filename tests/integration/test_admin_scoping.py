@@ -22,6 +22,8 @@ import pytest
 import requests
 
 import bai_signer
+import svc_signer
+from conftest import service_urls
 
 PASSWORD = "scoping-Passw0rd"
 TAG = uuid.uuid4().hex[:8]
@@ -32,15 +34,6 @@ def fresh(prefix):
     _counter[0] += 1
     return f"{prefix}-{TAG}-{_counter[0]}"
 
-
-def service_urls(stack):
-    urls = {}
-    with open(os.path.join(stack["TESSERA_STATE_DIR"], "services")) as f:
-        for line in f:
-            parts = line.split()
-            if len(parts) == 3 and parts[2].startswith("http"):
-                urls[parts[0]] = parts[2]
-    return urls
 
 
 def psql(stack, sql):
@@ -68,8 +61,8 @@ class Caller:
             client = bai_signer.Client(self.urls["gateway"], self.access_key, self.secret_key)
             return client.request(method, path, json=json, params=params)
         headers = {"X-Tessera-Caller": self.user_id, "X-Tessera-Caller-Access-Key": self.access_key}
-        return requests.request(method, self.urls["auth"] + "/v1" + path, json=json, params=params,
-                                headers=headers, timeout=10)
+        return svc_signer.call(self.urls["keys"], "gateway", method, self.urls["auth"] + "/v1" + path,
+                               json=json, params=params, headers=headers, timeout=10)
 
     def get(self, path, **kw):
         return self.request("GET", path, **kw)
@@ -101,7 +94,8 @@ class World:
         self.stack = stack
         self.urls = service_urls(stack)
         ak, sk = stack["TESSERA_ADMIN_ACCESS_KEY"], stack["TESSERA_ADMIN_SECRET_KEY"]
-        cred = requests.get(f"{self.urls['auth']}/v1/credentials/{ak}", timeout=10)
+        cred = svc_signer.call(self.urls["keys"], "gateway", "GET", f"{self.urls['auth']}/v1/credentials/{ak}",
+                               timeout=10)
         assert cred.status_code == 200, cred.text
         self.super_id = cred.json()["user"]["id"]
         self.su = Caller("super", "internal", self.urls, self.super_id, ak, sk)

@@ -21,6 +21,8 @@ import uuid
 import pytest
 import requests
 
+import svc_signer
+
 from conftest import BIN_DIR, wait_until
 
 TESTCTL = os.path.join(os.path.dirname(BIN_DIR), "tests", "tessera-agent-testctl")
@@ -89,7 +91,7 @@ class Bus:
 def agent(stack):
     """(bus, agent info from GET /v1/agent, agent URL, created kernel ids)."""
     url = stack["TESSERA_AGENT_URL"]
-    info = requests.get(url + "/v1/agent", timeout=10).json()
+    info = svc_signer.call(stack, "registry", "GET", url + "/v1/agent", timeout=10).json()
     bus = Bus(stack)
     # our consumer is in once it has read the agent's first heartbeat
     bus.wait("AgentHeartbeat", lambda p: p["agent_id"] == info["agent_id"], timeout=30)
@@ -107,6 +109,12 @@ def agent(stack):
         except BaseException:  # noqa: BLE001 - report the rest
             pass
     bus.close()
+
+
+def api(agent, method, path, **kw):
+    """The agent's internal API as the registry calls it (signed with the
+    stack's registry key: only the registry may drive an agent)."""
+    return svc_signer.call(agent["stack"], "registry", method, agent["url"] + path, **kw)
 
 
 def create(agent, session_type=1, image=None, slots=None, **extra):
@@ -130,7 +138,7 @@ def destroy(agent, kid, reason="user-requested"):
 
 
 def execute(agent, kid, **body):
-    r = requests.post(f"{agent['url']}/v1/kernels/{kid}/execute", json=body, timeout=90)
+    r = api(agent, "POST", f"/v1/kernels/{kid}/execute", json=body, timeout=90)
     assert r.status_code == 200, r.text
     return r.json()["result"]
 
@@ -267,7 +275,7 @@ def test_interactive_kernel_execute_heartbeat_destroy(agent):
     assert u["mem_bytes"] > 0 and u["interval_end_ms"] > u["interval_start_ms"]
 
     assert len(bus.find("KernelStarted", lambda p: p["kernel_id"] == kid)) == 1
-    listed = requests.get(agent["url"] + "/v1/kernels", timeout=10).json()["kernels"]
+    listed = api(agent, "GET", "/v1/kernels", timeout=10).json()["kernels"]
     assert [k["status"] for k in listed if k["kernel_id"] == kid] == ["running"]
 
     term = destroy(agent, kid)
@@ -278,7 +286,7 @@ def test_interactive_kernel_execute_heartbeat_destroy(agent):
     n = len(bus.find("KernelTerminated", lambda p: p["kernel_id"] == kid))
     bus.publish(agent["id"], "DestroyKernel", {"session_id": "s-" + kid, "kernel_id": kid})
     wait_until(lambda: len(bus.find("KernelTerminated", lambda p: p["kernel_id"] == kid)) > n)
-    r = requests.post(f"{agent['url']}/v1/kernels/{kid}/execute", json={"code": "true"}, timeout=10)
+    r = api(agent, "POST", f"/v1/kernels/{kid}/execute", json={"code": "true"}, timeout=10)
     assert r.status_code == 409
 
 
@@ -288,7 +296,7 @@ def test_batch_kernel_exit_code_and_logs(agent):
     exited = bus.wait("KernelExited", lambda p: p["kernel_id"] == kid, timeout=60)
     assert exited["exit_code"] == 3
     assert bus.kernel_events(kid)[-2:] == ["KernelStarted", "KernelExited"]
-    logs = requests.get(f"{agent['url']}/v1/kernels/{kid}/logs", timeout=10).json()["result"]["logs"]
+    logs = api(agent, "GET", f"/v1/kernels/{kid}/logs", timeout=10).json()["result"]["logs"]
     assert "hello-logs\n" in logs and "oops\n" in logs
     term = destroy(agent, kid)
     assert term["exit_code"] == 3
@@ -445,7 +453,7 @@ def test_generations_create_a_kernel_again_and_ignore_replays(agent):
                        timeout=30, message="stale destroy answered")[-1]["payload"]
     assert kid_gen(stale) == 0
     time.sleep(2)
-    k = requests.get(f"{agent['url']}/v1/kernels/{kid}", timeout=10).json()
+    k = api(agent, "GET", f"/v1/kernels/{kid}", timeout=10).json()
     assert k["status"] == "running" and k["runtime"]["state"] == "running"
     assert len(bus.find("KernelStarted", lambda p: p["kernel_id"] == kid)) == 2
     assert len(bus.find("KernelTerminated", lambda p: p["kernel_id"] == kid)) == n_term + 1
@@ -503,7 +511,7 @@ def test_agent_killed_and_restarted_readopts_kernels(agent):
     wait_until(lambda: requests.get(agent["url"] + "/readyz", timeout=5).status_code == 200,
                timeout=60)
     # still running, still reachable
-    k = requests.get(f"{agent['url']}/v1/kernels/{kid}", timeout=10).json()
+    k = api(agent, "GET", f"/v1/kernels/{kid}", timeout=10).json()
     assert k["status"] == "running" and k["runtime"]["state"] == "running"
     assert stdout_of(execute(agent, kid, code="echo still here")) == "still here\n"
     # the batch kernel that ended while (or after) the agent was down is reported

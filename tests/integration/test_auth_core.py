@@ -15,22 +15,15 @@ import uuid
 import pytest
 import requests
 
+import svc_signer
+
 from bai_signer import Client
-from conftest import BIN_DIR, wait_until
+from conftest import BIN_DIR, service_urls, wait_until
 
 PW = "correct horse battery"
 
 
 # ---- helpers -----------------------------------------------------------------
-
-def service_urls(stack):
-    urls = {}
-    with open(os.path.join(stack["TESSERA_STATE_DIR"], "services")) as f:
-        for line in f:
-            parts = line.split()
-            if len(parts) == 3 and parts[2].startswith("http"):
-                urls[parts[0]] = parts[2]
-    return urls
 
 
 def psql(dsn, sql):
@@ -42,9 +35,10 @@ def psql(dsn, sql):
 class Auth:
     """tessera-auth's internal API, as the gateway calls it."""
 
-    def __init__(self, url, dsn):
+    def __init__(self, url, dsn, keys):
         self.url = url.rstrip("/")
         self.dsn = dsn
+        self.keys = keys  # the stack's service keys dir: calls are signed as the gateway
 
     def call(self, method, path, caller=None, json=None, data=None, headers=None):
         h = dict(headers or {})
@@ -52,7 +46,8 @@ class Auth:
             h["X-Tessera-Caller"] = caller
         if data is not None and "Content-Type" not in h:
             h["Content-Type"] = "application/json"
-        return requests.request(method, self.url + path, json=json, data=data, headers=h, timeout=30)
+        return svc_signer.call(self.keys, "gateway", method, self.url + path, json=json, data=data, headers=h,
+                               timeout=30)
 
     def sql(self, q):
         return psql(self.dsn, q)
@@ -86,7 +81,7 @@ def problem(r, status, kind=None):
 
 @pytest.fixture(scope="module")
 def auth(stack):
-    return Auth(service_urls(stack)["auth"], stack["TESSERA_PG_DSN"])
+    return Auth(service_urls(stack)["auth"], stack["TESSERA_PG_DSN"], stack["TESSERA_SERVICE_KEYS_DIR"])
 
 
 @pytest.fixture(scope="module")
@@ -128,6 +123,7 @@ class AuthProc:
             "TESSERA_KAFKA_BOOTSTRAP": stack["KAFKA_BOOTSTRAP"],
             "KAFKA_BOOTSTRAP": stack["KAFKA_BOOTSTRAP"],
             "TESSERA_SHUTDOWN_DRAIN_TIMEOUT": "2s",
+            "TESSERA_SERVICE_AUTH_TRUST_FILE": stack["TESSERA_SERVICE_TRUST_FILE"],
         })
         env.update(extra or {})
         with open(self.log, "wb") as out:
@@ -304,7 +300,7 @@ def test_lockout_expires_and_success_resets(stack, tmp_path, fresh_db):
     extra = {"TESSERA_AUTH_LOCKOUT_FAILURES": "3", "TESSERA_AUTH_LOCKOUT_DURATION": "2s",
              "TESSERA_BOOTSTRAP_ADMIN_PASSWORD": "lockout-admin-pw"}
     with auth_instance(stack, tmp_path, fresh_db, extra, "lock") as url:
-        a = Auth(url, fresh_db)
+        a = Auth(url, fresh_db, stack["TESSERA_SERVICE_KEYS_DIR"])
         admin = a.admin_id()
         u = a.create_user(admin)
         # two failures, a success (resets), two failures: still not locked

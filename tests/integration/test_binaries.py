@@ -18,6 +18,18 @@ def run(args, env=None, timeout=30, **kw):
                           env=dict(os.environ, **(env or {})), **kw)
 
 
+def key_env(bin_dir, svc, tmp_path):
+    """A service key for svc and a trust file with its public key, as the
+    environment that names them (what a deployment configures)."""
+    key = tmp_path / f"{svc}.key"
+    if not key.exists():
+        r = run([os.path.join(bin_dir, "tessera-" + svc), "--new-service-key", str(key)])
+        assert r.returncode == 0, r.stderr
+        (tmp_path / "trusted").write_text(r.stdout)
+    return {"TESSERA_SERVICE_AUTH_KEY_FILE": str(key),
+            "TESSERA_SERVICE_AUTH_TRUST_FILE": str(tmp_path / "trusted")}
+
+
 def closed_port():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -45,11 +57,61 @@ def test_help_lists_every_option_of_the_example(bin_dir, svc, tmp_path):
     assert "http.listen" in keys and "log.level" in keys, keys
     for k in keys:
         assert k in h.stdout, (svc, k)
-    # The example is a valid file.
+    # The example is a valid file (with the service credentials a deployment
+    # must give every service: docs/operations.md).
     conf = tmp_path / "ex.conf"
     conf.write_text(ex.stdout)
-    chk = run([exe, "--config", str(conf), "--check-config"])
+    chk = run([exe, "--config", str(conf), "--check-config"], env=key_env(bin_dir, svc, tmp_path))
     assert chk.returncode == 0, chk.stderr
+
+
+@pytest.mark.parametrize("svc,needs", [("gateway", "key_file"), ("registry", "key_file"),
+                                       ("vfolder", "key_file"), ("auth", "trust_file"),
+                                       ("agent", "trust_file"), ("wsproxy", "trust_file")])
+def test_missing_service_credentials_fail_with_reason(bin_dir, svc, needs):
+    """A service that calls others needs its key; one that others call needs
+    the trust file: without them it refuses to start, and says what to do."""
+    r = run([os.path.join(bin_dir, "tessera-" + svc), "--check-config"],
+            env={"TESSERA_SERVICE_AUTH_KEY_FILE": "", "TESSERA_SERVICE_AUTH_TRUST_FILE": ""})
+    assert r.returncode == 2, r.stderr
+    assert f"service_auth.{needs} is not set" in r.stderr, r.stderr
+
+
+def test_service_key_files(bin_dir, tmp_path):
+    exe = os.path.join(bin_dir, "tessera-registry")
+    key = tmp_path / "registry.key"
+    r = run([exe, "--new-service-key", str(key)])
+    assert r.returncode == 0, r.stderr
+    assert re.fullmatch(r"registry [A-Za-z0-9+/]{43}=\n", r.stdout), r.stdout
+    assert os.stat(key).st_mode & 0o777 == 0o600
+    assert re.fullmatch(r"tessera-service-key v1 registry [A-Za-z0-9+/]{43}=\n", key.read_text())
+    # the trust line of an existing key is the same; an existing key is never overwritten
+    assert run([exe, "--service-public-key", str(key)]).stdout == r.stdout
+    before = key.read_text()
+    again = run([exe, "--new-service-key", str(key)])
+    assert again.returncode == 1 and "never overwritten" in again.stderr and key.read_text() == before
+    trust = tmp_path / "trusted"
+    trust.write_text("# comment\n\n" + r.stdout)
+    ok = {"TESSERA_SERVICE_AUTH_KEY_FILE": str(key), "TESSERA_SERVICE_AUTH_TRUST_FILE": str(trust)}
+    assert run([exe, "--check-config"], env=ok).returncode == 0
+    # another service's key
+    other = tmp_path / "auth.key"
+    assert run([os.path.join(bin_dir, "tessera-auth"), "--new-service-key", str(other)]).returncode == 0
+    bad = run([exe, "--check-config"], env=dict(ok, TESSERA_SERVICE_AUTH_KEY_FILE=str(other)))
+    assert bad.returncode == 2 and "a key of service 'auth', not of 'registry'" in bad.stderr, bad.stderr
+    # a file that is not a key, a trust file with a bad line, a trust file with no key
+    junk = tmp_path / "junk"
+    junk.write_text("hello\n")
+    bad = run([exe, "--check-config"], env=dict(ok, TESSERA_SERVICE_AUTH_KEY_FILE=str(junk)))
+    assert bad.returncode == 2 and "not a service key file" in bad.stderr, bad.stderr
+    trust.write_text(r.stdout + "gateway not-base64!\n")
+    bad = run([exe, "--check-config"], env=ok)
+    assert bad.returncode == 2 and f"{trust} line 2" in bad.stderr, bad.stderr
+    trust.write_text("# nobody\n")
+    bad = run([exe, "--check-config"], env=ok)
+    assert bad.returncode == 2 and "lists no service key" in bad.stderr, bad.stderr
+    missing = run([exe, "--service-public-key", str(tmp_path / "nope")])
+    assert missing.returncode == 1 and "No such file" in missing.stderr
 
 
 def test_unknown_key_names_file_line_and_key(bin_dir, tmp_path):
@@ -135,9 +197,10 @@ def test_sigterm_drains_and_exits_zero(bin_dir, tmp_path):
             p.wait()
 
 
-def test_unreachable_postgres_fails_start_with_reason(bin_dir):
+def test_unreachable_postgres_fails_start_with_reason(bin_dir, tmp_path):
     port = closed_port()
     p = start(os.path.join(bin_dir, "tessera-registry"), {
+        **key_env(bin_dir, "registry", tmp_path),
         "TESSERA_HTTP_LISTEN": "127.0.0.1:0",
         "TESSERA_PG_DSN": f"postgresql://tessera@127.0.0.1:{port}/tessera",
         "TESSERA_PG_CONNECT_TIMEOUT": "1s",
@@ -148,9 +211,10 @@ def test_unreachable_postgres_fails_start_with_reason(bin_dir):
     assert "start-up failed" in err and "PostgreSQL" in err, err
 
 
-def test_unreachable_redis_fails_start_with_reason(bin_dir):
+def test_unreachable_redis_fails_start_with_reason(bin_dir, tmp_path):
     port = closed_port()
     p = start(os.path.join(bin_dir, "tessera-wsproxy"), {
+        **key_env(bin_dir, "wsproxy", tmp_path),
         "TESSERA_HTTP_LISTEN": "127.0.0.1:0",
         "TESSERA_REDIS_URL": f"redis://127.0.0.1:{port}/0",
     })

@@ -11,6 +11,8 @@ import uuid
 import pytest
 import requests
 
+import svc_signer
+
 from conftest import (BIN_DIR, DEV_DOWN, DEV_UP, _run_script, kernel_leftovers,
                       parse_env_file, parse_services_file, survivors)
 
@@ -26,7 +28,7 @@ def test_dev_down_destroys_running_kernels():
         assert up.returncode == 0, up.stdout
         env = parse_env_file(os.path.join(state, "env"))
         agent_url = parse_services_file(os.path.join(state, "services"))["agent"][1]
-        agent_id = requests.get(agent_url + "/v1/agent", timeout=5).json()["agent_id"]
+        agent_id = svc_signer.call(env, "registry", "GET", agent_url + "/v1/agent", timeout=5).json()["agent_id"]
         kid = "k" + uuid.uuid4().hex[:20]
         cmd = {"session_id": "s-" + kid, "kernel_id": kid, "agent_id": agent_id,
                "session_type": 1, "image": env["TESSERA_DEMO_IMAGE"], "cluster_role": "main",
@@ -39,7 +41,7 @@ def test_dev_down_destroys_running_kernels():
         deadline = time.monotonic() + 60
         state_name = None
         while time.monotonic() < deadline:
-            r = requests.get(f"{agent_url}/v1/kernels/{kid}", timeout=5)
+            r = svc_signer.call(env, "registry", "GET", f"{agent_url}/v1/kernels/{kid}", timeout=5)
             if r.status_code == 200 and r.json().get("status") == "running":
                 state_name = "RUNNING"
                 break

@@ -327,6 +327,7 @@ def test_clean_stop_publishes_what_is_buffered(stack, bin_dir, tmp_path):
                TESSERA_REGISTRY_URL=stack["TESSERA_REGISTRY_URL"],
                TESSERA_VFOLDER_URL=stack["TESSERA_VFOLDER_URL"],
                TESSERA_WSPROXY_URL=stack["TESSERA_WSPROXY_URL"],
+               TESSERA_SERVICE_AUTH_KEY_FILE=os.path.join(stack["TESSERA_SERVICE_KEYS_DIR"], "gateway.key"),
                TESSERA_AUDIT_BATCH_RECORDS="10000",
                TESSERA_AUDIT_BATCH_WAIT="1s")
     log = open(tmp_path / "gateway-stop.log", "wb")

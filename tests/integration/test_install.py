@@ -36,14 +36,30 @@ def test_make_install_into_destdir(bin_dir, tmp_path):
     assert "term_path = \"\"" in agent_conf  # agent.term_path, at its default
     assert "cni_portmap = \"tessera-portmap\"" in agent_conf
     assert "cni_bridge = \"tessera-bridge\"" in agent_conf
+    # every service's key and the trust file, as an operator makes them (docs/operations.md)
+    keys = tmp_path / "keys"
+    keys.mkdir()
+    with open(keys / "trusted", "w") as trusted:
+        for svc in SERVICES:
+            mk = subprocess.run([os.path.join(bin_dir, f"tessera-{svc}"), "--new-service-key",
+                                 str(keys / f"{svc}.key")], capture_output=True, text=True, timeout=30)
+            assert mk.returncode == 0, mk.stderr
+            trusted.write(mk.stdout)
     for svc in SERVICES:
         unit = (tmp_path / "usr/lib/systemd/system" / f"tessera-{svc}.service").read_text()
         assert f"ExecStart=/usr/bin/tessera-{svc} --config /etc/tessera/{svc}.conf" in unit
         assert "@BINDIR@" not in unit
         conf = tmp_path / "etc/tessera" / f"{svc}.conf"
-        # The example config is the service's own table, and loads as is.
+        # The example config is the service's own table, and loads as is with
+        # the service credentials the unit names (made above, under tmp_path).
+        env = dict(os.environ)
+        for line in unit.splitlines():
+            if line.startswith("Environment=TESSERA_SERVICE_AUTH_"):
+                name, path = line[len("Environment="):].split("=", 1)
+                assert path.startswith("/etc/tessera/keys/"), line
+                env[name] = str(keys / os.path.basename(path))
         chk = subprocess.run([os.path.join(bin_dir, f"tessera-{svc}"), "--config", str(conf),
-                              "--check-config"], capture_output=True, text=True, timeout=30)
+                              "--check-config"], capture_output=True, text=True, timeout=30, env=env)
         assert chk.returncode == 0, chk.stderr
     assert (tmp_path / "usr/lib/systemd/system/tessera.target").is_file()
     # the CUDA shim, when the build made it (a CUDA toolkit was there), where

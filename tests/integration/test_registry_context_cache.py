@@ -18,6 +18,8 @@ import uuid
 import pytest
 import requests
 
+import svc_signer
+
 from conftest import wait_until
 
 TAG = uuid.uuid4().hex[:6]
@@ -36,7 +38,8 @@ class Ctx:
         self.reg = stack["TESSERA_REGISTRY_URL"]
         self.auth = stack["TESSERA_AUTH_URL"]
         ak = stack["TESSERA_ADMIN_ACCESS_KEY"]
-        r = requests.get(f"{self.auth}/v1/credentials/{ak}", timeout=10)
+        self.keys = stack["TESSERA_SERVICE_KEYS_DIR"]  # calls are signed as the gateway
+        r = svc_signer.call(self.keys, "gateway", "GET", f"{self.auth}/v1/credentials/{ak}", timeout=10)
         r.raise_for_status()
         self.admin = (r.json()["user"]["id"], ak)
         self.created = []  # (who, session id)
@@ -44,7 +47,7 @@ class Ctx:
     def call(self, base, method, path, body=None, who=None):
         who = who or self.admin
         h = {"X-Tessera-Caller": who[0], "X-Tessera-Caller-Access-Key": who[1]}
-        return requests.request(method, base + path, json=body, headers=h, timeout=30)
+        return svc_signer.call(self.keys, "gateway", method, base + path, json=body, headers=h, timeout=30)
 
     def auth_ok(self, method, path, body=None):
         r = self.call(self.auth, method, path, body)

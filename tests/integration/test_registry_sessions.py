@@ -18,6 +18,8 @@ import uuid
 import pytest
 import requests
 
+import svc_signer
+
 from conftest import BIN_DIR, wait_until
 
 FAKE_AGENT = os.path.join(os.path.dirname(BIN_DIR), "tests", "tools", "fake_agent")
@@ -31,7 +33,8 @@ class Reg:
         self.url = stack["TESSERA_REGISTRY_URL"]
         self.auth = stack["TESSERA_AUTH_URL"]
         self.admin_ak = stack["TESSERA_ADMIN_ACCESS_KEY"]
-        r = requests.get(f"{self.auth}/v1/credentials/{self.admin_ak}", timeout=10)
+        self.keys = stack["TESSERA_SERVICE_KEYS_DIR"]  # calls are signed as the gateway
+        r = svc_signer.call(self.keys, "gateway", "GET", f"{self.auth}/v1/credentials/{self.admin_ak}", timeout=10)
         r.raise_for_status()
         self.admin_id = r.json()["user"]["id"]
         self.admin = (self.admin_id, self.admin_ak)
@@ -40,8 +43,8 @@ class Reg:
     def call(self, method, path, body=None, who=None, base=None, timeout=30):
         who = who or self.admin
         headers = {"X-Tessera-Caller": who[0], "X-Tessera-Caller-Access-Key": who[1]}
-        return requests.request(method, (base or self.url) + path, json=body, headers=headers,
-                                timeout=timeout)
+        return svc_signer.call(self.keys, "gateway", method, (base or self.url) + path, json=body,
+                               headers=headers, timeout=timeout)
 
     def auth_call(self, method, path, body=None, who=None):
         return self.call(method, path, body, who, base=self.auth)
@@ -156,8 +159,8 @@ def enqueued_sessions(reg, n):
 # ---- auth's session context ---------------------------------------------------------------------
 
 def test_session_context(reg):
-    r = requests.get(f"{reg.auth}/v1/session-context",
-                     params={"access_key": reg.admin_ak, "group": "default"}, timeout=10)
+    r = svc_signer.call(reg.keys, "registry", "GET", f"{reg.auth}/v1/session-context",
+                        params={"access_key": reg.admin_ak, "group": "default"}, timeout=10)
     assert r.status_code == 200, r.text
     c = r.json()
     assert c["user"]["id"] == reg.admin_id and c["user"]["role"] == "superadmin"
@@ -166,8 +169,8 @@ def test_session_context(reg):
     assert "rgt" in c["allowed_resource_groups"]
     # "default" stays open to everyone while nobody names it
     assert "default" in c["allowed_resource_groups"]
-    r = requests.get(f"{reg.auth}/v1/session-context",
-                     params={"access_key": reg.admin_ak, "group": "no-such-project"}, timeout=10)
+    r = svc_signer.call(reg.keys, "registry", "GET", f"{reg.auth}/v1/session-context",
+                        params={"access_key": reg.admin_ak, "group": "no-such-project"}, timeout=10)
     assert r.status_code == 404
     assert "project no-such-project not found in domain default" in r.json()["msg"]
 
@@ -216,8 +219,11 @@ def test_validation_reasons(reg):
             "\"starts_at\" is only for batch sessions")
     refused({"name": name()}, 400, "\"image\" is required")
     # no caller: 401
+    r = svc_signer.call(reg.keys, "gateway", "POST", f"{reg.url}/v1/sessions", json=body(name()), timeout=10)
+    assert r.status_code == 401 and "caller" in r.json()["msg"].lower(), r.text
+    # no service credential: 401 before anything else
     r = requests.post(f"{reg.url}/v1/sessions", json=body(name()), timeout=10)
-    assert r.status_code == 401
+    assert r.status_code == 401 and "service credential" in r.json()["msg"], r.text
 
 
 def test_a_new_larger_agent_is_never_refused_on_a_cached_answer(reg):

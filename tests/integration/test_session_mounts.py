@@ -23,6 +23,8 @@ import uuid
 import pytest
 import requests
 
+import svc_signer
+
 from conftest import parse_services_file, wait_until
 from test_cli import base_env, run
 from test_sessions_api import _new_user, admin, gw, image, image_registered, okj, problem  # noqa: F401
@@ -240,7 +242,7 @@ def test_registry_down_refuses_the_delete_with_503(stack, alice):
     try:
         # straight to tessera-vfolder: the gateway's own call to the registry is not the point here
         urls = parse_services_file(os.path.join(stack["TESSERA_STATE_DIR"], "services"))
-        r = requests.delete(urls["vfolder"][1] + f"/v1/folders/{q(f['name'])}",
+        r = svc_signer.call(stack, "gateway", "DELETE", urls["vfolder"][1] + f"/v1/folders/{q(f['name'])}",
                             headers={"X-Tessera-Caller": alice[1]["id"],
                                      "X-Tessera-Caller-Access-Key": a.access_key}, timeout=30)
         p = problem(r, 503)

@@ -18,6 +18,8 @@ import pytest
 import requests
 
 import bai_signer
+import svc_signer
+from conftest import service_urls
 
 PASSWORD = "vfolder-Passw0rd"
 TAG = uuid.uuid4().hex[:8]
@@ -28,15 +30,6 @@ def fresh(prefix):
     _n[0] += 1
     return f"{prefix}-{TAG}-{_n[0]}"
 
-
-def service_urls(stack):
-    urls = {}
-    with open(os.path.join(stack["TESSERA_STATE_DIR"], "services")) as f:
-        for line in f:
-            parts = line.split()
-            if len(parts) == 3 and parts[2].startswith("http"):
-                urls[parts[0]] = parts[2]
-    return urls
 
 
 def ok(r, *codes):
@@ -65,7 +58,7 @@ class Caller:
         h = {"X-Tessera-Caller": self.user_id, "X-Tessera-Caller-Access-Key": self.ak}
         if data is not None:
             h["Content-Type"] = "application/json"
-        return requests.request(method, self.w.urls["vfolder"] + "/v1" + urllib.parse.quote(path, safe="/%:@"),
+        return svc_signer.call(self.w.urls["keys"], "gateway", method, self.w.urls["vfolder"] + "/v1" + urllib.parse.quote(path, safe="/%:@"),
                                 json=json, params=params, data=data, headers=h, timeout=30)
 
     def gw(self, method, path, json=None, params=None):
@@ -74,7 +67,7 @@ class Caller:
 
     def auth(self, method, path, json=None):
         h = {"X-Tessera-Caller": self.user_id, "X-Tessera-Caller-Access-Key": self.ak}
-        return requests.request(method, self.w.urls["auth"] + "/v1" + path, json=json, headers=h, timeout=10)
+        return svc_signer.call(self.w.urls["keys"], "gateway", method, self.w.urls["auth"] + "/v1" + path, json=json, headers=h, timeout=10)
 
 
 class World:
@@ -82,7 +75,7 @@ class World:
         self.stack = stack
         self.urls = service_urls(stack)
         ak, sk = stack["TESSERA_ADMIN_ACCESS_KEY"], stack["TESSERA_ADMIN_SECRET_KEY"]
-        cred = requests.get(f"{self.urls['auth']}/v1/credentials/{ak}", timeout=10).json()
+        cred = svc_signer.call(self.urls["keys"], "gateway", "GET", f"{self.urls['auth']}/v1/credentials/{ak}", timeout=10).json()
         self.super = Caller(self, "super", cred["user"]["id"], ak, sk, cred["user"]["email"])
         su = self.super
         self.dom = ok(su.auth("POST", "/admin/domains", {"name": fresh("vf-d")}))["name"]
@@ -243,7 +236,7 @@ MOUNT = {"owner": (200, "rw"), "invitee_ro": (200, "ro"), "invitee_rw": (200, "r
 @pytest.mark.parametrize("who", CALLERS)
 def test_mount_resolve(world, who):
     c = world.c[who]
-    r = requests.post(world.urls["vfolder"] + "/v1/mounts/resolve",
+    r = svc_signer.call(world.urls["keys"], "registry", "POST", world.urls["vfolder"] + "/v1/mounts/resolve",
                       json={"access_key": c.ak, "names": [world.ufolder["id"]]}, timeout=10)
     code, perm = MOUNT[who]
     assert r.status_code == code, r.text
@@ -270,7 +263,7 @@ def test_project_folder_info_and_mount(world, who):
     assert r.status_code == GINFO[who], r.text
     if who == "member":
         assert r.json()["permission"] == "rw" and r.json()["ownership_type"] == "group"
-        (m,) = ok(requests.post(world.urls["vfolder"] + "/v1/mounts/resolve",
+        (m,) = ok(svc_signer.call(world.urls["keys"], "registry", "POST", world.urls["vfolder"] + "/v1/mounts/resolve",
                                 json={"access_key": world.c[who].ak, "names": [g["name"]]}, timeout=10))
         assert m["permission"] == "rw"
 
@@ -285,7 +278,7 @@ def test_share(world, who):
     member = world.c["member"]
     r = world.c[who].vf("POST", f"/folders/{g['id']}/share", {"permission": "ro", "emails": [member.email]})
     assert r.status_code == SHARE[who], r.text
-    m = ok(requests.post(world.urls["vfolder"] + "/v1/mounts/resolve",
+    m = ok(svc_signer.call(world.urls["keys"], "registry", "POST", world.urls["vfolder"] + "/v1/mounts/resolve",
                          json={"access_key": member.ak, "names": [g["id"]]}, timeout=10))[0]
     assert m["permission"] == ("ro" if r.status_code == 201 else "rw")
     if r.status_code == 201:
@@ -468,9 +461,15 @@ def test_malformed_and_unauthenticated(world):
     c = world.c["other"]
     assert c.vf("POST", "/folders", data="{not json").status_code == 400
     assert c.vf("POST", "/folders", data="[1]").status_code == 400
+    # no service credential; then the gateway's, without a caller, and with a
+    # caller whose key is another user's
     assert requests.get(world.urls["vfolder"] + "/v1/folders", timeout=10).status_code == 401
+    keys = world.urls["keys"]
+    assert svc_signer.call(keys, "gateway", "GET", world.urls["vfolder"] + "/v1/folders",
+                           timeout=10).status_code == 401
     h = {"X-Tessera-Caller": c.user_id, "X-Tessera-Caller-Access-Key": world.c["owner"].ak}
-    assert requests.get(world.urls["vfolder"] + "/v1/folders", headers=h, timeout=10).status_code == 401
+    assert svc_signer.call(keys, "gateway", "GET", world.urls["vfolder"] + "/v1/folders", headers=h,
+                           timeout=10).status_code == 401
     o = world.c["owner"]
     name = world.ufolder["id"]
     assert o.vf("POST", f"/folders/{name}/invite", {"perm": "xx", "emails": [c.email]}).status_code == 400
@@ -478,15 +477,15 @@ def test_malformed_and_unauthenticated(world):
     assert o.vf("POST", f"/folders/{name}/rename", {"new_name": "a/b"}).status_code == 400
     assert o.vf("POST", "/folders/invitations/accept", {"inv_id": "nope"}).status_code == 400
     assert o.vf("GET", "/folders/does-not-exist").status_code == 404
-    r = requests.post(world.urls["vfolder"] + "/v1/mounts/resolve",
+    r = svc_signer.call(world.urls["keys"], "registry", "POST", world.urls["vfolder"] + "/v1/mounts/resolve",
                       json={"access_key": o.ak, "names": ["x", "x"]}, timeout=10)
     assert r.status_code == 400
-    r = requests.post(world.urls["vfolder"] + "/v1/mounts/resolve", json={"access_key": o.ak, "names": "x"}, timeout=10)
+    r = svc_signer.call(world.urls["keys"], "registry", "POST", world.urls["vfolder"] + "/v1/mounts/resolve", json={"access_key": o.ak, "names": "x"}, timeout=10)
     assert r.status_code == 400
-    r = requests.post(world.urls["vfolder"] + "/v1/mounts/resolve",
+    r = svc_signer.call(world.urls["keys"], "registry", "POST", world.urls["vfolder"] + "/v1/mounts/resolve",
                       json={"access_key": o.ak, "names": [name], "mount_map": {name: "/etc/x"}}, timeout=10)
     assert r.status_code == 400
-    r = requests.post(world.urls["vfolder"] + "/v1/mounts/resolve",
+    r = svc_signer.call(world.urls["keys"], "registry", "POST", world.urls["vfolder"] + "/v1/mounts/resolve",
                       json={"access_key": o.ak, "names": [name], "mount_map": {name: "data/in"}}, timeout=10)
     assert ok(r)[0]["mount_path"] == "/home/work/data/in"
 
@@ -542,7 +541,7 @@ def test_allowed_hosts_policy(world):
     ok(su.auth("PATCH", f"/admin/domains/{dom}", {"allowed_vfolder_hosts": {"local": ["create-vfolder"]}}))
     u = world.new_user("hosts", "user", dom)
     f = ok(u.vf("POST", "/folders", {"name": "mine"}), 201)
-    r = requests.post(world.urls["vfolder"] + "/v1/mounts/resolve", json={"access_key": u.ak, "names": ["mine"]}, timeout=10)
+    r = svc_signer.call(world.urls["keys"], "registry", "POST", world.urls["vfolder"] + "/v1/mounts/resolve", json={"access_key": u.ak, "names": ["mine"]}, timeout=10)
     assert r.status_code == 403 and "mount" in r.json()["msg"]
     ok(su.auth("PATCH", f"/admin/domains/{dom}", {"allowed_vfolder_hosts": {"elsewhere": ["create-vfolder"]}}))
     assert u.vf("POST", "/folders", {"name": "again"}).status_code == 403

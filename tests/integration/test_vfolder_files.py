@@ -25,6 +25,8 @@ import pytest
 import requests
 
 import bai_signer
+import svc_signer
+from conftest import service_urls
 
 PASSWORD = "vfolder-Passw0rd"
 TAG = uuid.uuid4().hex[:8]
@@ -42,15 +44,6 @@ def ok(r, *codes):
     return r.json() if r.content else None
 
 
-def service_urls(stack):
-    urls = {}
-    with open(os.path.join(stack["TESSERA_STATE_DIR"], "services")) as f:
-        for line in f:
-            parts = line.split()
-            if len(parts) == 3 and parts[2].startswith("http"):
-                urls[parts[0]] = parts[2]
-    return urls
-
 
 class User:
     def __init__(self, env, user_id, ak, sk):
@@ -58,7 +51,7 @@ class User:
 
     def vf(self, method, path, json=None, params=None):
         h = {"X-Tessera-Caller": self.user_id, "X-Tessera-Caller-Access-Key": self.ak}
-        return requests.request(method, self.env.urls["vfolder"] + "/v1" + urllib.parse.quote(path, safe="/%:@"),
+        return svc_signer.call(self.env.urls["keys"], "gateway", method, self.env.urls["vfolder"] + "/v1" + urllib.parse.quote(path, safe="/%:@"),
                                 json=json, params=params, headers=h, timeout=60)
 
     def gw(self, method, path, json=None, params=None):
@@ -71,7 +64,7 @@ class Env:
         self.stack = stack
         self.urls = service_urls(stack)
         ak, sk = stack["TESSERA_ADMIN_ACCESS_KEY"], stack["TESSERA_ADMIN_SECRET_KEY"]
-        cred = requests.get(f"{self.urls['auth']}/v1/credentials/{ak}", timeout=10).json()
+        cred = svc_signer.call(self.urls["keys"], "gateway", "GET", f"{self.urls['auth']}/v1/credentials/{ak}", timeout=10).json()
         self.super = User(self, cred["user"]["id"], ak, sk)
         self.volume = os.path.join(stack["TESSERA_STATE_DIR"], "vfolder", "volumes", "local")
         # Something outside every folder that no request may touch.
@@ -84,7 +77,7 @@ class Env:
 
     def auth(self, method, path, json=None):
         h = {"X-Tessera-Caller": self.super.user_id, "X-Tessera-Caller-Access-Key": self.super.ak}
-        return requests.request(method, self.urls["auth"] + "/v1" + path, json=json, headers=h, timeout=10)
+        return svc_signer.call(self.urls["keys"], "gateway", method, self.urls["auth"] + "/v1" + path, json=json, headers=h, timeout=10)
 
     def new_user(self):
         name = fresh("vft")
@@ -221,7 +214,10 @@ def test_permissions_on_files(env, user):
         r = other.vf(method, f"/folders/{f['name']}/{path}", body)
         assert r.status_code == 404, (path, r.text)  # not even visible
     r = requests.get(env.urls["vfolder"] + f"/v1/folders/{f['name']}/files", timeout=10)
-    assert r.status_code == 401
+    assert r.status_code == 401  # no service credential
+    r = svc_signer.call(env.urls["keys"], "gateway", "GET", env.urls["vfolder"] + f"/v1/folders/{f['name']}/files",
+                        timeout=10)
+    assert r.status_code == 401  # the gateway's, but no caller
 
 
 # ---- traversal --------------------------------------------------------------------------------
@@ -531,7 +527,8 @@ def test_bad_input(env, user):
         assert r.status_code == 400, (body, r.text)
     h = {"X-Tessera-Caller": user.user_id, "X-Tessera-Caller-Access-Key": user.ak,
          "Content-Type": "application/json"}
-    r = requests.post(env.urls["vfolder"] + f"/v1/folders/{n}/mkdir", data=b"{nope", headers=h, timeout=10)
+    r = svc_signer.call(env.urls["keys"], "gateway", "POST", env.urls["vfolder"] + f"/v1/folders/{n}/mkdir",
+                        data=b"{nope", headers=h, timeout=10)
     assert r.status_code == 400
     for body in ({}, {"path": ""}, {"path": 5}, {"path": "a", "parents": "yes"}):
         assert user.vf("POST", f"/folders/{n}/mkdir", body).status_code == 400, body

@@ -30,6 +30,8 @@ import uuid
 import pytest
 import requests
 
+import svc_signer
+
 from conftest import BIN_DIR, wait_until
 
 TAG = uuid.uuid4().hex[:8]
@@ -185,6 +187,9 @@ class Replica:
             "TESSERA_VFOLDER_STATE_DIR": workdir,
             "TESSERA_VFOLDER_VOLUMES": f"local:{self.local},xfs:{self.xfs}",
             "TESSERA_VFOLDER_DEFAULT_HOST": "local",
+            # the stack's vfolder key: the replica calls auth and the registry as tessera-vfolder
+            "TESSERA_SERVICE_AUTH_KEY_FILE": os.path.join(stack["TESSERA_SERVICE_KEYS_DIR"], "vfolder.key"),
+            "TESSERA_SERVICE_AUTH_TRUST_FILE": stack["TESSERA_SERVICE_TRUST_FILE"],
         })
         if "KAFKA_BOOTSTRAP" in stack:
             env["TESSERA_KAFKA_BOOTSTRAP"] = stack["KAFKA_BOOTSTRAP"]
@@ -218,15 +223,17 @@ class Caller:
 
     def vf(self, method, path, json=None):
         h = {"X-Tessera-Caller": self.user_id, "X-Tessera-Caller-Access-Key": self.ak}
-        return requests.request(method, self.r.url + "/v1" + urllib.parse.quote(path, safe="/%:@"),
-                                json=json, headers=h, timeout=60)
+        return svc_signer.call(self.r.stack, "gateway", method,
+                               self.r.url + "/v1" + urllib.parse.quote(path, safe="/%:@"),
+                               json=json, headers=h, timeout=60)
 
 
 class World:
     def __init__(self, stack, mount, replica):
         self.stack, self.mount, self.replica = stack, mount, replica
         ak = stack["TESSERA_ADMIN_ACCESS_KEY"]
-        cred = requests.get(f"{stack['TESSERA_AUTH_URL']}/v1/credentials/{ak}", timeout=10).json()
+        cred = svc_signer.call(stack, "gateway", "GET", f"{stack['TESSERA_AUTH_URL']}/v1/credentials/{ak}",
+                               timeout=10).json()
         self.super = Caller(replica, cred["user"]["id"], ak)
         name = fresh("vfx")
         u = ok(self.auth("POST", "/admin/users", {"email": f"{name}@example.com", "username": name,
@@ -237,8 +244,8 @@ class World:
 
     def auth(self, method, path, json=None):
         h = {"X-Tessera-Caller": self.super.user_id, "X-Tessera-Caller-Access-Key": self.super.ak}
-        return requests.request(method, self.stack["TESSERA_AUTH_URL"] + "/v1" + path, json=json, headers=h,
-                                timeout=10)
+        return svc_signer.call(self.stack, "gateway", method, self.stack["TESSERA_AUTH_URL"] + "/v1" + path,
+                               json=json, headers=h, timeout=10)
 
     def disk(self, folder):
         i = folder["id"]

@@ -28,6 +28,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import requests
 
+import svc_signer
+
 from conftest import BIN_DIR, wait_until
 
 STREAM_MB = 200
@@ -216,19 +218,26 @@ class ThreadingTCP(socketserver.ThreadingMixIn, socketserver.TCPServer):
 
 
 class Proxy:
-    def __init__(self, proc, api, port, log):
-        self.proc, self.api, self.port, self.log = proc, api, port, log
+    """One tessera-wsproxy; its route API is called as the platform does:
+    routes made by the gateway, revoked by the registry (signed with the
+    keys in `keys`)."""
+
+    def __init__(self, proc, api, port, log, keys):
+        self.proc, self.api, self.port, self.log, self.keys = proc, api, port, log, keys
+
+    def call(self, service, method, path, **kw):
+        return svc_signer.call(self.keys, service, method, self.api + path, timeout=5, **kw)
 
     def route(self, session, app="web", user="u1", target=None, protocol="http", ttl=None, expect=201):
         body = {"user_id": user, "session_id": session, "app": app, "protocol": protocol, "target": target}
         if ttl:
             body["ttl"] = ttl
-        r = requests.post(self.api + "/v1/routes", json=body, timeout=5)
+        r = self.call("gateway", "POST", "/v1/routes", json=body)
         assert r.status_code == expect, r.text
         return r.json()
 
     def revoke(self, session):
-        r = requests.delete(f"{self.api}/v1/sessions/{session}/routes", timeout=5)
+        r = self.call("registry", "DELETE", f"/v1/sessions/{session}/routes")
         assert r.status_code == 200, r.text
         return r.json()
 
@@ -253,6 +262,17 @@ def env():
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         procs.append(redis)
         redis_url = f"redis://127.0.0.1:{rport}/0"
+        # the service keys of the two callers and the trust file the proxies read
+        keys = os.path.join(tmp, "keys")
+        os.mkdir(keys, 0o700)
+        lines = ""
+        for svc in ("gateway", "registry"):
+            mk = subprocess.run([os.path.join(BIN_DIR, f"tessera-{svc}"), "--new-service-key",
+                                 os.path.join(keys, f"{svc}.key")], capture_output=True, text=True, timeout=30)
+            assert mk.returncode == 0, mk.stderr
+            lines += mk.stdout
+        with open(os.path.join(keys, "trusted"), "w") as f:
+            f.write(lines)
         wait_until(lambda: socket.create_connection(("127.0.0.1", rport), timeout=1).close() or True,
                    timeout=10, message="redis")
 
@@ -262,13 +282,14 @@ def env():
             env_ = dict(os.environ, TESSERA_REDIS_URL=redis_url, TESSERA_HTTP_LISTEN=f"127.0.0.1:{api_port}",
                         TESSERA_WSPROXY_LISTEN=f"127.0.0.1:{proxy_port}", TESSERA_WSPROXY_WORKERS="2",
                         TESSERA_WSPROXY_HEADER_TIMEOUT="2s", TESSERA_LOG_LEVEL="info",
+                        TESSERA_SERVICE_AUTH_TRUST_FILE=os.path.join(keys, "trusted"),
                         TESSERA_WSPROXY_PUBLIC_URL=public_url_fmt.format(port=proxy_port))
             p = subprocess.Popen([wsproxy], env=env_, stdout=log, stderr=subprocess.STDOUT)
             procs.append(p)
             api = f"http://127.0.0.1:{api_port}"
             wait_until(lambda: requests.get(api + "/readyz", timeout=1).status_code == 200, timeout=20,
                        message=f"{name} ready")
-            return Proxy(p, api, proxy_port, os.path.join(tmp, name + ".log"))
+            return Proxy(p, api, proxy_port, os.path.join(tmp, name + ".log"), keys)
 
         shared = start_proxy("shared", "")
         sub = start_proxy("subdomain", "http://*.apps.localhost:{port}")
@@ -663,14 +684,29 @@ def test_last_access_and_metrics(env):
     for fam in ("tessera_wsproxy_requests_total", "tessera_wsproxy_connections_active",
                 "tessera_wsproxy_auth_refused_total", "tessera_wsproxy_tunnels_active"):
         assert fam in m
-    info = requests.get(px.api + "/v1/info", timeout=5).json()
+    info = px.call("gateway", "GET", "/v1/info").json()
     assert info["proxy_addr"] == f"127.0.0.1:{px.port}" and info["mode"] == "shared"
-    bad = requests.post(px.api + "/v1/routes", json={"user_id": "u", "session_id": "s/1", "app": "a",
-                                                    "target": "h:1"}, timeout=5)
+    bad = px.call("gateway", "POST", "/v1/routes", json={"user_id": "u", "session_id": "s/1", "app": "a",
+                                                         "target": "h:1"})
     assert bad.status_code == 400 and "session_id" in bad.json()["msg"]
-    bad = requests.post(px.api + "/v1/routes", json={"user_id": "u", "session_id": "s", "app": "a",
-                                                    "target": "h:99999"}, timeout=5)
+    bad = px.call("gateway", "POST", "/v1/routes", json={"user_id": "u", "session_id": "s", "app": "a",
+                                                         "target": "h:99999"})
     assert bad.status_code == 400
+
+
+def test_route_api_needs_the_right_service(env):
+    """Whoever reaches the route API without the gateway's credential opens
+    nothing: no credential 401, the registry's credential 403 (it only revokes),
+    a forged one 401; revoking is the registry's and the gateway's only."""
+    px = env["shared"]
+    body = {"user_id": "u", "session_id": new_session(), "app": "web", "target": env["http"]}
+    assert requests.post(px.api + "/v1/routes", json=body, timeout=5).status_code == 401
+    assert px.call("registry", "POST", "/v1/routes", json=body).status_code == 403
+    h = {"X-Tessera-Service-Auth": f"v1 gateway {int(time.time() * 1000)} bm9uY2Utbm9uY2Ut " + "A" * 86 + "=="}
+    assert requests.post(px.api + "/v1/routes", json=body, headers=h, timeout=5).status_code == 401
+    assert requests.delete(px.api + f"/v1/sessions/{body['session_id']}/routes", timeout=5).status_code == 401
+    assert requests.get(px.api + "/v1/info", timeout=5).status_code == 401
+    assert requests.get(px.api + "/readyz", timeout=5).status_code == 200  # health stays open
 
 
 def test_terminal_app_through_the_proxy(env):
