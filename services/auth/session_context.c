@@ -48,11 +48,13 @@ static const char projects_sql[] =
 
 /* GET /v1/user-lookup?email=: a user by email (tessera-vfolder's invitations
  * and shares). */
-static const char lookup_sql[] =
-    "SELECT u.id::text AS id, u.email, u.username, u.role, u.status, u.domain_name,"
-    " COALESCE((SELECT array_agg(m.project_id::text ORDER BY m.project_id)"
-    "   FROM auth.project_members m WHERE m.user_id = u.id), '{}') AS projects"
-    " FROM auth.users u WHERE lower(u.email) = lower($1)";
+#define LOOKUP_SELECT                                                                              \
+    "SELECT u.id::text AS id, u.email, u.username, u.role, u.status, u.domain_name,"              \
+    " COALESCE((SELECT array_agg(m.project_id::text ORDER BY m.project_id)"                       \
+    "   FROM auth.project_members m WHERE m.user_id = u.id), '{}') AS projects"                   \
+    " FROM auth.users u"
+static const char lookup_sql[] = LOOKUP_SELECT " WHERE lower(u.email) = lower($1)";
+static const char lookup_id_sql[] = LOOKUP_SELECT " WHERE u.id = $1::uuid";
 
 static json_t *col(const PGresult *r, const char *name)
 {
@@ -156,17 +158,25 @@ static void h_user_lookup(http_req *req, http_resp *resp, void *ctx)
 {
     svc *s = ctx;
     const char *email = http_query_arg(req, "email");
-    if (!email || !*email || strlen(email) > 254) {
-        http_problem(resp, 400, "invalid-api-params", NULL, "email is required (up to 254 bytes)");
+    const char *id = http_query_arg(req, "id");
+    if (id && (email || !ts_uuid_valid(id))) {
+        http_problem(resp, 400, "invalid-api-params", NULL,
+                     "id must be a user id (UUID), without email");
+        return;
+    }
+    if (!id && (!email || !*email || strlen(email) > 254)) {
+        http_problem(resp, 400, "invalid-api-params", NULL,
+                     "email (up to 254 bytes) or id is required");
         return;
     }
     PGconn *conn = db_get(s, resp);
     if (!conn) return;
-    const char *p[] = {email};
-    PGresult *r = db_query(conn, resp, "look up user", lookup_sql, 1, p);
+    const char *p[] = {id ? id : email};
+    PGresult *r = db_query(conn, resp, "look up user", id ? lookup_id_sql : lookup_sql, 1, p);
     if (r) {
         if (PQntuples(r) != 1)
-            http_problem(resp, 404, "not-found", NULL, "no user with email %s", email);
+            http_problem(resp, 404, "not-found", NULL, "no user with %s %s", id ? "id" : "email",
+                         p[0]);
         else
             http_reply_json(resp, 200, db_row_json(r, 0));
         PQclear(r);

@@ -84,6 +84,11 @@ void caller_free(reg_caller *c)
     c->ctx = NULL;
 }
 
+bool context_is_superadmin(const json_t *ctx)
+{
+    return strcmp(jstr(json_object_get(ctx, "user"), "role"), "superadmin") == 0;
+}
+
 bool caller_is_superadmin(const reg_caller *c)
 {
     return strcmp(c->role, "superadmin") == 0;

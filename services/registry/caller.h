@@ -32,6 +32,10 @@ bool caller_is_admin(const reg_caller *c);
 bool caller_get_admin(http_req *req, http_resp *resp, bool write, const char *what,
                       reg_caller *c) TS_MUST_CHECK;
 
+/* Whether a keypair context (caller_get's ctx, context_get's) is a
+ * superadmin's. */
+bool context_is_superadmin(const json_t *ctx);
+
 /* The context of another keypair (owner_access_key), same answers as caller_get. */
 bool context_get(http_req *req, http_resp *resp, const char *access_key, const char *group,
                  json_t **ctx) TS_MUST_CHECK;

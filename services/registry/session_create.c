@@ -438,6 +438,11 @@ void sessions_create(http_req *req, http_resp *resp, void *ctx)
                          "a domain administrator may create sessions only for its domain");
             goto out;
         }
+        if (!caller_is_superadmin(&c) && context_is_superadmin(owner)) {
+            http_problem(resp, 403, "forbidden", NULL,
+                         "a domain administrator may not create sessions for a superadmin");
+            goto out;
+        }
         if (!json_is_true(json_object_get(owner, "is_active"))) {
             http_problem(resp, 400, "invalid-api-params", NULL, "owner_access_key is not active");
             goto out;

@@ -13,11 +13,33 @@
 #include <string.h>
 
 /* May the caller see (and act on) a session of that user and domain? */
-static bool may_access(const reg_caller *c, const char *user_id, const char *domain)
+/* May the caller reach a session of user_id in domain, made with owner_ak?
+ * Its owner and superadmins may; a domain admin may for its domain, but never
+ * a superadmin's session (docs/api.md: a domain admin never acts on a
+ * superadmin's things), so the owner's current role is read (auth's cached
+ * context). False with resp unset when not allowed; false with resp set when
+ * the owner's role could not be read (auth's answer, e.g. 503). */
+static bool may_access(http_req *req, http_resp *resp, const reg_caller *c, const char *user_id,
+                       const char *domain, const char *owner_ak)
 {
     if (caller_is_superadmin(c)) return true;
     if (strcmp(c->user_id, user_id) == 0) return true;
-    return strcmp(c->role, "admin") == 0 && strcmp(c->domain, domain) == 0;
+    if (strcmp(c->role, "admin") != 0 || strcmp(c->domain, domain) != 0) return false;
+    json_t *owner = NULL;
+    http_resp *scratch = http_resp_new();
+    bool got = context_get(req, scratch, owner_ak, NULL, &owner);
+    int status = http_resp_status(scratch);
+    http_resp_free(scratch);
+    if (!got) {
+        /* a keypair auth no longer knows is no superadmin's any more */
+        if (status == 404) return true;
+        http_problem(resp, 503, "service-unavailable", NULL,
+                     "the session owner's role could not be read from tessera-auth (%d)", status);
+        return false;
+    }
+    bool super = context_is_superadmin(owner);
+    json_decref(owner);
+    return !super;
 }
 
 bool sessions_find(PGconn *conn, http_req *req, http_resp *resp, const reg_caller *c,
@@ -35,22 +57,23 @@ bool sessions_find(PGconn *conn, http_req *req, http_resp *resp, const reg_calle
     if (ts_uuid_valid(key)) {
         const char *p[] = {key};
         r = pgjson_query(conn, resp, "find session",
-                         "SELECT id::text, user_id::text, domain_name FROM registry.sessions"
-                         " WHERE id = $1::uuid",
+                         "SELECT id::text, user_id::text, domain_name, access_key"
+                         " FROM registry.sessions WHERE id = $1::uuid",
                          1, p);
     } else {
         const char *p[] = {ak, key};
         r = pgjson_query(conn, resp, "find session",
-                         "SELECT id::text, user_id::text, domain_name FROM registry.sessions"
-                         " WHERE access_key = $1 AND name = $2"
+                         "SELECT id::text, user_id::text, domain_name, access_key"
+                         " FROM registry.sessions WHERE access_key = $1 AND name = $2"
                          " ORDER BY (status NOT IN " SQL_FINAL ") DESC, created_at DESC LIMIT 1",
                          2, p);
     }
     if (!r) return false;
-    bool ok = PQntuples(r) == 1 && may_access(c, PQgetvalue(r, 0, 1), PQgetvalue(r, 0, 2));
+    bool ok = PQntuples(r) == 1 && may_access(req, resp, c, PQgetvalue(r, 0, 1),
+                                              PQgetvalue(r, 0, 2), PQgetvalue(r, 0, 3));
     if (ok)
         ts_strlcpy(id, PQgetvalue(r, 0, 0), TS_UUID_STRLEN);
-    else
+    else if (http_resp_status(resp) == 0)
         http_problem(resp, 404, "session-not-found", NULL, "no session %s", key);
     PQclear(r);
     return ok;

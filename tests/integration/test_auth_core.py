@@ -666,3 +666,29 @@ def test_gateway_authorize_and_admin_users(stack, auth):
     assert r.json()["total"] == 1 and r.json()["items"][0]["email"] == stack["TESSERA_ADMIN_EMAIL"]
     r = c.get("/auth/role")
     assert r.status_code == 200 and r.json()["global_role"] == "superadmin"
+
+
+# ---- user look-up (tessera-vfolder's) ------------------------------------------------------------
+
+def test_user_lookup_by_email_and_id(stack, auth, admin):
+    u = auth.create_user(admin)
+    keys = stack["TESSERA_SERVICE_KEYS_DIR"]
+
+    def lookup(params, service="vfolder"):
+        return svc_signer.call(keys, service, "GET", auth.url + "/v1/user-lookup", params=params, timeout=10)
+
+    by_email = lookup({"email": u["email"].upper()})
+    assert by_email.status_code == 200, by_email.text
+    by_id = lookup({"id": u["id"]})
+    assert by_id.status_code == 200, by_id.text
+    assert by_id.json() == by_email.json()
+    assert by_id.json()["id"] == u["id"] and by_id.json()["role"] == "user"
+    assert lookup({"id": admin}).json()["role"] == "superadmin"
+    problem(lookup({"id": str(uuid.uuid4())}), 404, "not-found")
+    problem(lookup({"email": "nobody-" + uuid.uuid4().hex + "@example.com"}), 404, "not-found")
+    problem(lookup({"id": "not-a-uuid"}), 400, "invalid-api-params")
+    problem(lookup({"id": u["id"], "email": u["email"]}), 400, "invalid-api-params")
+    problem(lookup({}), 400, "invalid-api-params")
+    # only tessera-vfolder may look users up
+    problem(lookup({"id": u["id"]}, service="gateway"), 403, "forbidden")
+    problem(lookup({"id": u["id"]}, service="registry"), 403, "forbidden")
