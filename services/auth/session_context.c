@@ -46,12 +46,19 @@ static const char projects_sql[] =
     " JOIN auth.project_resource_policies pp ON pp.name = p.resource_policy"
     " WHERE m.user_id = $1::uuid ORDER BY p.name";
 
+/* The superadmins whose domain is the caller's: a domain admin's context
+ * carries them, because a domain admin never acts on a superadmin's things
+ * (docs/api.md) and the services it reaches own no users to tell. */
+static const char superadmins_sql[] =
+    "SELECT COALESCE(array_agg(id::text ORDER BY id), '{}') FROM auth.users"
+    " WHERE domain_name = $1 AND role = 'superadmin'";
+
 /* GET /v1/user-lookup?email=: a user by email (tessera-vfolder's invitations
  * and shares). */
 #define LOOKUP_SELECT                                                                              \
-    "SELECT u.id::text AS id, u.email, u.username, u.role, u.status, u.domain_name,"              \
-    " COALESCE((SELECT array_agg(m.project_id::text ORDER BY m.project_id)"                       \
-    "   FROM auth.project_members m WHERE m.user_id = u.id), '{}') AS projects"                   \
+    "SELECT u.id::text AS id, u.email, u.username, u.role, u.status, u.domain_name,"               \
+    " COALESCE((SELECT array_agg(m.project_id::text ORDER BY m.project_id)"                        \
+    "   FROM auth.project_members m WHERE m.user_id = u.id), '{}') AS projects"                    \
     " FROM auth.users u"
 static const char lookup_sql[] = LOOKUP_SELECT " WHERE lower(u.email) = lower($1)";
 static const char lookup_id_sql[] = LOOKUP_SELECT " WHERE u.id = $1::uuid";
@@ -78,7 +85,7 @@ static void h_context(http_req *req, http_resp *resp, void *ctx)
     if (!conn) return;
     const char *p1[] = {ak};
     PGresult *k = db_query(conn, resp, "read keypair", key_sql, 1, p1);
-    PGresult *pr = NULL, *g = NULL, *pj = NULL;
+    PGresult *pr = NULL, *g = NULL, *pj = NULL, *sa = NULL;
     json_t *body = NULL;
     if (!k) goto out;
     if (PQntuples(k) != 1) {
@@ -116,6 +123,11 @@ static void h_context(http_req *req, http_resp *resp, void *ctx)
     const char *p4[] = {user_id};
     pj = db_query(conn, resp, "read memberships", projects_sql, 1, p4);
     if (!pj) goto out_project;
+    if (strcmp(role, "admin") == 0) {
+        const char *p5[] = {domain};
+        sa = db_query(conn, resp, "read the domain's superadmins", superadmins_sql, 1, p5);
+        if (!sa) goto out_project;
+    }
     json_t *groups = json_array();
     for (int i = 0; i < PQntuples(g); i++)
         json_array_append_new(groups, json_string(PQgetvalue(g, i, 0)));
@@ -143,6 +155,7 @@ static void h_context(http_req *req, http_resp *resp, void *ctx)
                      "keypair_policy", policy, "user_total_resource_slots", json_object(),
                      "allowed_resource_groups", groups, "user_policy", user_policy,
                      "allowed_vfolder_hosts", vfolder_hosts, "projects", db_rows_json(pj));
+    if (sa) json_object_set_new(body, "domain_superadmins", db_cell_json(sa, 0, 0));
     http_reply_json(resp, 200, body);
 out_project:
     json_decref(project);
@@ -151,6 +164,7 @@ out:
     if (pr) PQclear(pr);
     if (g) PQclear(g);
     if (pj) PQclear(pj);
+    if (sa) PQclear(sa);
     db_put(s, conn);
 }
 

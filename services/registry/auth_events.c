@@ -41,12 +41,14 @@ static char *_keypair_of(bool changed, const uint8_t *payload, size_t len, const
     return ak;
 }
 
-/* The user id of UserChanged (a UUID), else the record key; NULL when neither is one. */
-static char *_user_of(const uint8_t *payload, size_t len, const char *key)
+/* The user id of UserChanged (a UUID), else the record key; NULL when
+ * neither is one. *super: the user is (now) a superadmin. */
+static char *_user_of(const uint8_t *payload, size_t len, const char *key, bool *super)
 {
     char *id = NULL;
     Tessera__V1__UserChanged *m = tessera__v1__user_changed__unpack(NULL, len, payload);
     if (m && m->user_id && ts_uuid_valid(m->user_id)) id = ts_strdup(m->user_id);
+    *super = m && m->role && strcmp(m->role, "superadmin") == 0;
     if (m) tessera__v1__user_changed__free_unpacked(m, NULL);
     if (!id && key && ts_uuid_valid(key)) id = ts_strdup(key);
     return id;
@@ -66,13 +68,17 @@ void auth_events_apply(ctx_cache *cache, const char *type, const uint8_t *payloa
             return;
         }
     } else if (strcmp(type, "tessera.v1.UserChanged") == 0) {
-        char *user = _user_of(payload, len, key);
-        if (user) {
+        bool super = false;
+        char *user = _user_of(payload, len, key, &super);
+        /* a superadmin's change also changes its domain admins' contexts
+         * (their domain_superadmins): those are dropped with everything */
+        if (user && !super) {
             ctx_cache_drop_user(cache, user);
             TLOG_DEBUG("context cache: user's entries dropped", "user_id=%s", user);
             free(user);
             return;
         }
+        free(user);
     }
     /* Policies, domains, projects, memberships, resource group access (each
      * may touch many contexts), what we cannot attribute, types we do not

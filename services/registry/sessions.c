@@ -146,12 +146,24 @@ static void h_list(http_req *req, http_resp *resp, void *ctx)
     const char *domain = strcmp(c.role, "admin") == 0 ? c.domain : NULL;
     const char *status = http_query_arg(req, "status");
     const char *type = http_query_arg(req, "type");
+    /* a domain admin does not see its domain's superadmins' sessions */
+    const char *supers[64];
+    size_t n_supers = 0;
+    size_t k;
+    json_t *v;
+    json_array_foreach(json_object_get(c.ctx, "domain_superadmins"), k, v)
+    {
+        const char *id = json_string_value(v);
+        if (id && ts_uuid_valid(id) && n_supers < TS_ARRAY_LEN(supers)) supers[n_supers++] = id;
+    }
+    char *hidden = reg_uuid_array(supers, n_supers);
     char *sql = ts_asprintf("SELECT *, count(*) OVER () AS total FROM (%s"
                             " WHERE ($1::uuid IS NULL OR s.user_id = $1::uuid)"
                             " AND ($2::text IS NULL OR s.domain_name = $2)"
                             " AND ($3::text IS NULL OR s.access_key = $3)"
                             " AND ($4::text IS NULL OR s.status = ANY(string_to_array($4, ',')))"
-                            " AND ($5::text IS NULL OR s.type = $5)) v"
+                            " AND ($5::text IS NULL OR s.type = $5)"
+                            " AND NOT (s.user_id = ANY($8::uuid[]))) v"
                             " ORDER BY created_at DESC, id LIMIT $6::bigint OFFSET $7::bigint",
                             session_view_sql);
     const char *p[] = {user,
@@ -160,9 +172,11 @@ static void h_list(http_req *req, http_resp *resp, void *ctx)
                        status && *status ? status : NULL,
                        type && *type ? type : NULL,
                        pg.limit_s,
-                       pg.offset_s};
-    PGresult *r = pgjson_query(conn, resp, "list sessions", sql, 7, p);
+                       pg.offset_s,
+                       hidden};
+    PGresult *r = pgjson_query(conn, resp, "list sessions", sql, 8, p);
     free(sql);
+    free(hidden);
     if (r) {
         long long total = PQntuples(r) ? atoll(PQgetvalue(r, 0, PQnfields(r) - 1)) : 0;
         json_t *items = json_array();

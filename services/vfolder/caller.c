@@ -160,6 +160,20 @@ bool vf_caller_admin_of(const vf_caller *c, const char *domain_name)
     return strcmp(c->role, "admin") == 0 && domain_name && strcmp(c->domain_name, domain_name) == 0;
 }
 
+bool vf_caller_admin_over(const vf_caller *c, const char *domain_name, const char *owner_user_id)
+{
+    if (!vf_caller_admin_of(c, domain_name)) return false;
+    if (vf_caller_is_superadmin(c) || !owner_user_id) return true;
+    size_t i;
+    json_t *id;
+    json_array_foreach(json_object_get(c->ctx, "domain_superadmins"), i, id)
+    {
+        const char *v = json_string_value(id);
+        if (v && strcmp(v, owner_user_id) == 0) return false;
+    }
+    return true;
+}
+
 const json_t *vf_caller_project(const vf_caller *c, const char *project_id)
 {
     size_t i;

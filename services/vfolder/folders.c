@@ -119,7 +119,8 @@ static vf_perm _effective(const vf_caller *c, const PGresult *r, int i, bool *vi
         *rank = 2;
     }
     *via_admin = false;
-    if (p != VF_PERM_OWNER && vf_caller_admin_of(c, _v(r, i, C_DOMAIN))) {
+    if (p != VF_PERM_OWNER &&
+        vf_caller_admin_over(c, _v(r, i, C_DOMAIN), user_owned ? owner : NULL)) {
         *via_admin = p == VF_PERM_NONE;
         p = VF_PERM_OWNER;
         if (*rank == 0) *rank = 1;
@@ -127,16 +128,19 @@ static vf_perm _effective(const vf_caller *c, const PGresult *r, int i, bool *vi
     return p;
 }
 
-char *vf_caller_projects_literal(const vf_caller *c)
+/* A uuid[] literal of the ids in the context's array `key` (its strings, or
+ * its objects' "id"). */
+static char *_ctx_ids_literal(const vf_caller *c, const char *key)
 {
-    size_t n = json_array_size(json_object_get(c->ctx, "projects"));
+    size_t n = json_array_size(json_object_get(c->ctx, key));
     char *out = ts_malloc(n * TS_UUID_STRLEN + 3), *o = out;
     *o++ = '{';
     size_t i;
     json_t *p;
-    json_array_foreach(json_object_get(c->ctx, "projects"), i, p)
+    json_array_foreach(json_object_get(c->ctx, key), i, p)
     {
-        const char *id = json_string_value(json_object_get(p, "id"));
+        const char *id =
+            json_is_string(p) ? json_string_value(p) : json_string_value(json_object_get(p, "id"));
         if (!id || !ts_uuid_valid(id)) continue;
         if (o[-1] != '{') *o++ = ',';
         memcpy(o, id, 36);
@@ -145,6 +149,11 @@ char *vf_caller_projects_literal(const vf_caller *c)
     *o++ = '}';
     *o = '\0';
     return out;
+}
+
+char *vf_caller_projects_literal(const vf_caller *c)
+{
+    return _ctx_ids_literal(c, "projects");
 }
 
 /* The JSON answer for a folder (list and info), as the caller sees it. */
@@ -708,17 +717,22 @@ void vf_h_list(http_req *req, http_resp *resp, void *ctx)
         return;
     }
     char *projects = vf_caller_projects_literal(&c);
-    const char *params[] = {c.user_id, projects, all ? "t" : "f",
-                            vf_caller_is_superadmin(&c) ? NULL : c.domain_name, group};
+    /* all=true of a domain admin: its domain's folders but its superadmins' */
+    char *hidden = _ctx_ids_literal(&c, "domain_superadmins");
+    const char *params[] = {c.user_id,       projects,
+                            all ? "t" : "f", vf_caller_is_superadmin(&c) ? NULL : c.domain_name,
+                            group,           hidden};
     static const char sql[] =
         "SELECT" FCOLS FJOIN
         " WHERE v.status = 'ready' AND ($5::uuid IS NULL OR v.group_id = $5::uuid)"
-        " AND (($3::boolean AND ($4::text IS NULL OR v.domain_name = $4))"
+        " AND (($3::boolean AND ($4::text IS NULL OR v.domain_name = $4)"
+        "       AND NOT (v.ownership_type = 'user' AND v.user_id = ANY($6::uuid[])))"
         "   OR v.user_id = $1::uuid OR (v.ownership_type = 'user' AND p.user_id IS NOT NULL)"
         "   OR (v.ownership_type = 'group' AND v.group_id = ANY($2::uuid[])))"
         " ORDER BY v.created_at, v.id";
-    PGresult *r = pgjson_query(conn, resp, "list vfolders", sql, 5, params);
+    PGresult *r = pgjson_query(conn, resp, "list vfolders", sql, 6, params);
     free(projects);
+    free(hidden);
     if (r) {
         json_t *arr = json_array();
         for (int i = 0; i < PQntuples(r); i++)

@@ -72,6 +72,10 @@ void vf_caller_free(vf_caller *c);
 bool vf_caller_is_superadmin(const vf_caller *c);
 /* Superadmin, or an admin of that domain. */
 bool vf_caller_admin_of(const vf_caller *c, const char *domain_name);
+/* As vf_caller_admin_of, for a folder of that domain owned by user
+ * owner_user_id (NULL: a project's): a domain admin is no admin over a
+ * superadmin's folder (auth's context lists the domain's superadmins). */
+bool vf_caller_admin_over(const vf_caller *c, const char *domain_name, const char *owner_user_id);
 /* Is the caller a member of the project (id)? From the context's "projects". */
 bool vf_caller_in_project(const vf_caller *c, const char *project_id);
 

@@ -337,6 +337,16 @@ static void test_events_drop_what_they_name(void **state)
     assert_int_equal(entries(c), 1);
     assert_int_equal(cached(c, "AKOTHER00000000000000", NULL, 1), 4);
     ctx_cache_free(c);
+    /* UserChanged of a superadmin: everything (its domain admins' contexts
+     * list their domain's superadmins) */
+    c = four();
+    uc.role = "superadmin";
+    uc.status = "active";
+    p = pack_msg(&uc.base);
+    auth_events_apply(c, "tessera.v1.UserChanged", p.data, p.len, U1);
+    free(p.data);
+    assert_int_equal(entries(c), 0);
+    ctx_cache_free(c);
     /* policies, domains, projects, members, resource group access: everything */
     static const char *const all[] = {"tessera.v1.PolicyChanged",
                                       "tessera.v1.DomainChanged",
