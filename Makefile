@@ -531,6 +531,8 @@ $(TERM_BIN): $(TERM_SRC) services/wsproxy/wsframe.h services/wsproxy/http1.h
 	@echo "  LD      $@ (static)"
 	$(Q)$(CC) -std=gnu11 -g -O2 -static -D_GNU_SOURCE -I. $(WARN) -o $@ $(TERM_SRC)
 all: $(TERM_BIN)
+# the privileges test runs real kernels with the agent's helper programs
+$(BUILD)/tests/test_agent_privileges: | $(PORTMAP_BIN) $(BRIDGE_BIN) $(SUP_BIN) $(TERM_BIN)
 
 # `make bench-wsproxy`: wrk through tessera-wsproxy and through nginx as a reverse
 # proxy to the same nginx static backend, in the same run; WebSocket echo

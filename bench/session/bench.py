@@ -207,7 +207,11 @@ class Bench:
 
 
 def layer_dir(state):
-    base = os.path.join(state, "agent", "images", "layers", "sha256")
+    images = os.path.join(state, "agent", "images")
+    # the agent's layer cache: layers-<base>-<size>/ with a user namespace
+    # (owners shifted), layers/ without
+    caches = sorted(d for d in os.listdir(images) if d.startswith("layers"))
+    base = os.path.join(images, caches[-1] if caches else "layers", "sha256")
     dirs = [os.path.join(base, d) for d in sorted(os.listdir(base))
             if os.path.isdir(os.path.join(base, d))]
     for d in dirs:  # the busybox layer: the one with bin/busybox (or bin/sh)
@@ -237,6 +241,10 @@ def capture_kernel_bundle(b, state):
                 saved = os.path.join(state, "runc-bench-kernel")
                 shutil.rmtree(saved, ignore_errors=True)
                 shutil.copytree(os.path.join(kdir, "etc"), os.path.join(saved, "etc"))
+                # the kernel's own dirs are closed to all but its mapped root
+                # (root:<base> 0710); the copies open, for runc's mapped root
+                os.chmod(saved, 0o755)
+                os.chmod(os.path.join(saved, "etc"), 0o755)
                 return spec, kdir, saved
         raise RuntimeError(f"no kernel of session {name} under {kernels}")
     finally:
@@ -247,7 +255,7 @@ def kernel_like_spec(captured, bundle, home, cid):
     """The captured kernel's config.json for one `runc run` in bundle: the same
     process settings, namespaces, mounts, cgroup limits, seccomp profile,
     masked paths and capabilities, with the rootfs a copy of the layer, its
-    own cgroup, a new empty network namespace in place of the kernel's (CNI is
+    own cgroup, new empty network and user namespaces in place of the kernel's (CNI is
     the agent's work, counted in the session), the kernel's etc/ files copied,
     an empty home, and `true` as the process."""
     spec, kdir, saved = captured
@@ -262,7 +270,10 @@ def kernel_like_spec(captured, bundle, home, cid):
             rel = src[len(kdir) + 1:]
             m["source"] = home if rel == "home" else os.path.join(saved, rel)
     for ns in s["linux"].get("namespaces", []):
-        if ns.get("type") == "network":
+        # new namespaces in place of the kernel's (the agent makes its user
+        # and network namespaces before CNI; runc makes them here, with the
+        # same id mappings)
+        if ns.get("type") in ("network", "user"):
             ns.pop("path", None)
     s["linux"]["cgroupsPath"] = f"/tessera-bench-runc/{cid}"
     return s
@@ -297,7 +308,10 @@ def runc_bench(state, n, conc=1, captured=None):
         bundle = os.path.join(work, f"bundle{w}")
         home = os.path.join(work, f"home{w}")
         os.makedirs(home)
-        shutil.copytree(layer, os.path.join(bundle, "rootfs"), symlinks=True)
+        # cp -a: owners kept (a layer of the shifted cache belongs to the
+        # mapped ids, as the kernel's overlay does)
+        os.makedirs(bundle, exist_ok=True)
+        subprocess.run(["cp", "-a", layer, os.path.join(bundle, "rootfs")], check=True)
         base = None if captured else default_spec(bundle)
         while True:
             with lock:

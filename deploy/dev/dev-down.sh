@@ -3,7 +3,8 @@
 # $TESSERA_STATE_DIR (default <repo>/.tessera-dev). Services first (SIGTERM,
 # they drain), then the OCI registry, devbus, Redis, then PostgreSQL
 # (pg_ctl -m fast stop); whatever outlives its grace period gets SIGKILL, and so
-# does anything left in the sessions the stack's processes led. Works after a
+# does anything left in the sessions the stack's processes led; then the
+# agent's network rules and bridge, if it could not remove them. Works after a
 # half-failed dev-up. Keeps the state dir (logs, data), removes the pid files.
 # Exit 0 when nothing is left running (also when nothing was), 1 otherwise.
 set -u
@@ -154,6 +155,54 @@ if [ -n "${leaders# }" ]; then
     sleep 0.3
   fi
 fi
+
+# The agent's network (services/agent/netfilter.h): a stopping agent removes
+# its bridge and rules once no kernel is left; after one that was killed (or
+# left kernels behind) this does: every chain named for the network, the jumps
+# to them, the session chains its TESSERA-SES goes to, the masquerade rule, the
+# records, then the bridge. Only while no agent of this stack runs.
+net_cleanup() {
+  _net=$1
+  case $_net in ''|*[!A-Za-z0-9_.-]*) return 0 ;; esac
+  dev_alive "$RUN" agent && return 0
+  if command -v iptables-save >/dev/null 2>&1; then
+    _rules=$(iptables-save 2>/dev/null | awk -v net="$_net" '
+      function q(s) { gsub(/"/, "", s); return s }
+      /^\*/ { table = substr($0, 2); next }
+      table == "filter" && /^:/ { have[substr($1, 2)] = 1; next }
+      table == "filter" && /^-A / {
+        for (i = 3; i < NF; i++) {
+          if ($i == "-j" && ($(i+1) == "TESSERA-IN-" net || $(i+1) == "TESSERA-FWD-" net) &&
+              $2 != "TESSERA-FWD-" net) del[++nd] = "-D" substr($0, 3)
+          if ($i == "-g" && $2 == "TESSERA-SES-" net) sess[$(i+1)] = 1
+        }
+      }
+      table == "nat" && /^-A POSTROUTING / {
+        for (i = 3; i < NF; i++)
+          if ($i == "--comment" && q($(i+1)) == "tessera:" net) nat[++nn] = "-D" substr($0, 3)
+      }
+      END {
+        own["TESSERA-IN-" net] = own["TESSERA-FWD-" net] = own["TESSERA-SES-" net] = 1
+        for (c in sess) own[c] = 1
+        for (c in own) if (c in have) { flush = flush "-F " c "\n"; gone = gone "-X " c "\n" }
+        if (!nd && flush == "" && !nn) exit
+        print "*filter"
+        for (i = 1; i <= nd; i++) print del[i]
+        printf "%s%s", flush, gone
+        print "COMMIT"; print "*nat"
+        for (i = 1; i <= nn; i++) print nat[i]
+        print "COMMIT"
+      }')
+    if [ -n "$_rules" ]; then
+      printf '%s\n' "$_rules" | iptables-restore --noflush --wait=10 ||
+        echo "dev-down: could not remove the rules of network $_net" >&2
+    fi
+  fi
+  rm -rf "/run/tessera-agent/netfilter/$_net"
+  ip link delete "$_net" type bridge 2>/dev/null
+  return 0
+}
+[ -f "$STATE/agent/cni_network" ] && net_cleanup "$(cat "$STATE/agent/cni_network")"
 
 # Verify.
 survivors=""

@@ -361,6 +361,10 @@ for s in $SERVICES; do
   [ "$s" != registry ] || set -- "$@" "TESSERA_PG_POOL_SIZE=${TESSERA_REGISTRY_PG_POOL_SIZE:-16}"
   if [ "$s" = agent ]; then
     n=$((AGENT_PORT % 250))
+    # dev-down.sh removes this network's rules and bridge when the agent
+    # could not (its published ports answer on 127.0.0.1, the address the
+    # agent is bound to and wsproxy connects to)
+    echo "tsdev$n" >"$STATE/agent/cni_network"
     set -- "$@" "TESSERA_AGENT_MOCK_GPUS=${TESSERA_DEV_MOCK_GPUS:-2}" "TESSERA_AGENT_MOCK_GPU_MEMORY=16g" \
       "TESSERA_AGENT_CNI_NETWORK=tsdev$n" "TESSERA_AGENT_CNI_SUBNET=10.214.$n.0/24" \
       "TESSERA_AGENT_PORT_RANGE=$((20000 + (AGENT_PORT % 100) * 100))-$((20099 + (AGENT_PORT % 100) * 100))" \

@@ -42,6 +42,8 @@ struct agent {
     char *term_path;   /* tessera-term on this host, or NULL (no ttyd) */
     char *cni_portmap; /* the CNI port plugin (agent.cni_portmap) */
     char *cni_bridge;  /* the CNI bridge plugin (agent.cni_bridge) */
+    bool userns_on;    /* kernels get a user namespace (agent.userns) */
+    userns_map userns;
     heartbeat *hb;
     kbus_consumer *consumer;
     atomic_bool started;
@@ -295,12 +297,29 @@ bool agent_start(svc *s, ts_err *err)
               a->node.host_cpus, (long long)a->node.host_mem_bytes,
               slots_format(&a->node.capacity, slots, sizeof(slots)), a->node.n_devices,
               a->node.gpu_note);
+    if (!userns_configure(c->userns, c->userns_base, c->userns_size, &a->userns_on, &a->userns,
+                          err))
+        return false;
+    if (a->userns_on)
+        TLOG_INFO("user namespace", "userns=on host_ids=%u-%u layers=%s/images/layers-%u-%u",
+                  a->userns.base, a->userns.base + a->userns.size - 1, c->state_dir, a->userns.base,
+                  a->userns.size);
+    else
+        TLOG_INFO("user namespace", "userns=off kernels_run_as=work caps=none");
     gpu_host_opts go = {.shim = c->cuda_shim,
                         .shim_path = c->cuda_shim_path,
                         .driver_libs = c->cuda_driver_libs,
                         .devices = a->node.devices,
                         .n_devices = a->node.n_devices};
     if (!gpu_host_init(&a->gpu, &go, err)) return false;
+    char why[600];
+    /* runc mounts the shim as the kernels' root (userns.h) */
+    if (a->userns_on && a->gpu.shim && a->gpu.n_devices > 0 &&
+        !userns_reachable(&a->userns, a->gpu.shim_path, why, sizeof(why))) {
+        ts_err_set(err, "agent.cuda_shim_path %s: the kernels' root cannot reach it: %s",
+                   a->gpu.shim_path, why);
+        return false;
+    }
 
     int lo = 0, hi = 0;
     if (!_port_range(c->port_range, &lo, &hi, err)) return false;
@@ -313,6 +332,7 @@ bool agent_start(svc *s, ts_err *err)
     if (!a->cni_bridge) return false;
     TLOG_INFO("CNI plugins", "cni_bridge=%s cni_portmap=%s", a->cni_bridge, a->cni_portmap);
     runtime_opts ro = {.state_dir = c->state_dir,
+                       .userns = a->userns_on ? &a->userns : NULL,
                        .runc_path = c->runc,
                        .cni_bin_dir = c->cni_bin_dir,
                        .cni_network = c->cni_network,
@@ -327,6 +347,8 @@ bool agent_start(svc *s, ts_err *err)
 
     char *cache = ts_asprintf("%s/images", c->state_dir);
     image_store_opts io = {.cache_dir = cache,
+                           .layer_id_base = a->userns_on ? a->userns.base : 0,
+                           .layer_id_count = a->userns_on ? a->userns.size : 0,
                            .max_parallel_layers = 4,
                            .timeout_ms = (int)c->pull_timeout_ms,
                            .retries = (int)c->pull_retries,
@@ -340,9 +362,29 @@ bool agent_start(svc *s, ts_err *err)
     if (!a->store || !a->insecure_store) return false;
 
     _advertise(a);
+    /* the network's rules before any kernel's ADD (and again after a restart:
+     * what was lost or changed while the agent was down is back) */
+    cni_policy netpol = {.state_dir = c->state_dir,
+                         .kernel_host = a->kernel_host,
+                         .publish_addrs = c->cni_publish_addrs,
+                         .publish_from = c->cni_publish_from,
+                         .host_ports = c->cni_host_ports,
+                         .deny = c->cni_deny,
+                         .outbound = c->cni_outbound};
+    if (!cni_policy_set(&netpol, err)) return false;
+    ts_err nerr = {{0}};
+    if (!cni_network_setup(c->cni_network, c->cni_subnet, &nerr))
+        TLOG_ERROR("CNI network rules not set up: kernels cannot start until they are",
+                   "network=%s error=\"%s\"", c->cni_network, nerr.msg);
     a->gpu_dir = ts_asprintf("%s/gpu", c->state_dir);
     ts_err terr = {{0}};
     a->term_path = term_app_locate(c->term_path, &terr);
+    if (a->term_path && a->userns_on &&
+        !userns_reachable(&a->userns, a->term_path, why, sizeof(why))) {
+        ts_err_set(&terr, "%s: the kernels' root cannot reach it: %s", a->term_path, why);
+        free(a->term_path);
+        a->term_path = NULL;
+    }
     if (a->term_path)
         TLOG_INFO("terminal app", "term_path=%s", a->term_path);
     else
@@ -432,7 +474,11 @@ static void _remove_idle_bridge(agent *a)
     char path[300];
     snprintf(path, sizeof(path), "/sys/class/net/%s/brif", br);
     DIR *d = opendir(path);
-    if (!d) return;
+    if (!d) { /* no bridge: the network's rules (made at the start) go alone */
+        snprintf(path, sizeof(path), "/sys/class/net/%s", br);
+        if (access(path, F_OK) != 0) cni_masq_remove(br, a->cfg.cni_subnet);
+        return;
+    }
     struct dirent *e;
     bool attached = false;
     while (!attached && (e = readdir(d)))
@@ -446,7 +492,7 @@ static void _remove_idle_bridge(agent *a)
     if (!proc_run(&po, &r, &err)) return;
     if (r.exit_code == 0) {
         TLOG_INFO("idle CNI bridge removed", "bridge=%s", br);
-        if (a->cfg.cni_subnet && *a->cfg.cni_subnet) cni_masq_remove(br, a->cfg.cni_subnet);
+        cni_masq_remove(br, a->cfg.cni_subnet); /* the network's rules */
     }
     exec_result_free(&r);
 }

@@ -20,6 +20,11 @@ typedef struct agent_config {
     const char *cni_subnet;
     const char *cni_portmap;         /* "tessera-portmap", "portmap" (in cni_bin_dir) or a path */
     const char *cni_bridge;          /* "tessera-bridge", "bridge" (in cni_bin_dir) or a path */
+    const char *cni_publish_addrs;   /* "" = the kernel host's addresses, "*" = every address */
+    const char *cni_publish_from;    /* CIDRs that reach published ports, "" = any */
+    const char *cni_host_ports;      /* "udp/53,tcp/53": host ports kernels may reach */
+    const char *cni_deny;            /* CIDRs kernels never reach */
+    const char *cni_outbound;        /* nat, routed or none */
     const char *port_range;          /* "30000-30999" */
     const char *insecure_registries; /* "host:port,host:port" reached over plain HTTP */
     const char *registry_auth_file;  /* Docker-style config.json, or "" */
@@ -44,6 +49,9 @@ typedef struct agent_config {
     const char *cuda_shim_path;   /* the shim on this host */
     const char *cuda_driver_libs; /* sonames or paths, "" = GPU_DEFAULT_DRIVER_LIBS */
     const char *term_path;        /* tessera-term on the host; "" = next to this program */
+    const char *userns;           /* "auto", "on", "off" (userns.h) */
+    int64_t userns_base;          /* host id of the containers' 0 */
+    int64_t userns_size;          /* ids mapped */
 } agent_config;
 
 typedef struct agent agent;

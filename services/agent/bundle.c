@@ -17,29 +17,23 @@
 #include "services/agent/seccomp.h"
 #include "services/agent/term_app.h"
 
-/* Docker's default set (moby oci/caps/defaults.go). */
+/* Root's powers over its own container, nothing over the host (bundle.h):
+ * owners and modes of files (CHOWN, DAC_OVERRIDE, FOWNER, FSETID), set ids
+ * (SETUID, SETGID, SETPCAP: dropping from the bounding set), signals to other
+ * users' processes (KILL), ports below 1024 (NET_BIND_SERVICE), chroot
+ * (SYS_CHROOT). Docker's default set less NET_RAW (raw and packet sockets),
+ * MKNOD (device nodes), AUDIT_WRITE and SETFCAP (file capabilities, which
+ * no_new_privs would ignore anyway). */
 const char *const bundle_caps[] = {
-    "CAP_CHOWN",
-    "CAP_DAC_OVERRIDE",
-    "CAP_FSETID",
-    "CAP_FOWNER",
-    "CAP_MKNOD",
-    "CAP_NET_RAW",
-    "CAP_SETGID",
-    "CAP_SETUID",
-    "CAP_SETFCAP",
-    "CAP_SETPCAP",
-    "CAP_NET_BIND_SERVICE",
-    "CAP_SYS_CHROOT",
-    "CAP_KILL",
-    "CAP_AUDIT_WRITE",
+    "CAP_CHOWN",  "CAP_DAC_OVERRIDE", "CAP_FOWNER",  "CAP_FSETID",           "CAP_KILL",
+    "CAP_SETGID", "CAP_SETUID",       "CAP_SETPCAP", "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT",
     NULL,
 };
 
 uint64_t bundle_caps_mask(void)
 {
     /* bit numbers of the names above, from linux/capability.h */
-    static const int bits[] = {0, 1, 4, 3, 27, 13, 6, 7, 31, 8, 10, 18, 5, 29};
+    static const int bits[] = {0, 1, 3, 4, 5, 6, 7, 8, 10, 18};
     uint64_t m = 0;
     for (size_t i = 0; i < TS_ARRAY_LEN(bits); i++)
         m |= 1ULL << bits[i];
@@ -148,6 +142,30 @@ bool bundle_resolve_user(const char *rootfs, const char *user, uid_t *uid, gid_t
             ts_err_set(err, "image group '%s' is not in the image's /etc/group", g);
             return false;
         }
+    }
+    return true;
+}
+
+bool bundle_process_user(const char *rootfs, const image_info *image, const userns_map *userns,
+                         uid_t *uid, gid_t *gid, ts_err *err)
+{
+    if (!bundle_resolve_user(rootfs, image ? image->user : NULL, uid, gid, err)) return false;
+    if (userns && userns->size) {
+        if (*uid >= userns->size || *gid >= userns->size) {
+            ts_err_set(err, "image user %u:%u is outside the user namespace (container ids 0..%u)",
+                       (unsigned)*uid, (unsigned)*gid, userns->size - 1);
+            return false;
+        }
+        return true;
+    }
+    if (*uid != 0 && *gid != 0) return true;
+    long id = 0, pgid = 0;
+    if (_lookup(rootfs, "/etc/passwd", "work", &id, &pgid) && id > 0 && pgid > 0) {
+        *uid = (uid_t)id;
+        *gid = (gid_t)pgid;
+    } else {
+        *uid = BUNDLE_WORK_UID;
+        *gid = BUNDLE_WORK_UID;
     }
     return true;
 }
@@ -332,10 +350,10 @@ static json_t *_resources(const kernel_spec *s)
 bool bundle_write(const char *bundle_dir, const bundle_params *p, ts_err *err)
 {
     const kernel_spec *s = p->spec;
+    bool userns = p->userns && p->userns->size;
     uid_t uid;
     gid_t gid;
-    if (!bundle_resolve_user(p->rootfs, s->image ? s->image->user : NULL, &uid, &gid, err))
-        return false;
+    if (!bundle_process_user(p->rootfs, s->image, p->userns, &uid, &gid, err)) return false;
     json_t *args;
     if (!_args(p, &args, err)) return false;
     json_t *mounts = _mounts(p, err);
@@ -346,20 +364,24 @@ bool bundle_write(const char *bundle_dir, const bundle_params *p, ts_err *err)
     const char *cwd = s->image && s->image->workdir && s->image->workdir[0] == '/'
                           ? s->image->workdir
                           : "/home/work";
-    json_t *caps = _strings(bundle_caps);
+    /* root of its own user namespace: bundle_caps; the work user without
+     * one: nothing at all */
+    static const char *const none[] = {NULL};
+    json_t *caps = _strings(userns ? bundle_caps : none);
     /* as many open files as the agent may have: raising the hard limit
      * needs CAP_SYS_RESOURCE, which a confined agent may lack */
     struct rlimit nofile = {1048576, 1048576};
     struct rlimit cur;
     if (getrlimit(RLIMIT_NOFILE, &cur) == 0 && cur.rlim_max < nofile.rlim_max)
         nofile.rlim_cur = nofile.rlim_max = cur.rlim_max;
-    json_t *process = json_pack(
-        "{s:b, s:{s:i, s:i}, s:o, s:o, s:s, s:{s:o, s:o, s:o, s:[]}, s:b,"
-        " s:[{s:s, s:I, s:I}]}",
-        "terminal", 0, "user", "uid", (int)uid, "gid", (int)gid, "args", args, "env", _env(s),
-        "cwd", cwd, "capabilities", "bounding", caps, "effective", json_deep_copy(caps),
-        "permitted", json_deep_copy(caps), "inheritable", "noNewPrivileges", 1, "rlimits", "type",
-        "RLIMIT_NOFILE", "hard", (json_int_t)nofile.rlim_max, "soft", (json_int_t)nofile.rlim_cur);
+    json_t *process =
+        json_pack("{s:b, s:{s:i, s:i}, s:o, s:o, s:s, s:{s:o, s:o, s:o, s:[], s:[]}, s:b,"
+                  " s:[{s:s, s:I, s:I}]}",
+                  "terminal", 0, "user", "uid", (int)uid, "gid", (int)gid, "args", args, "env",
+                  _env(s), "cwd", cwd, "capabilities", "bounding", caps, "effective",
+                  json_deep_copy(caps), "permitted", json_deep_copy(caps), "inheritable", "ambient",
+                  "noNewPrivileges", 1, "rlimits", "type", "RLIMIT_NOFILE", "hard",
+                  (json_int_t)nofile.rlim_max, "soft", (json_int_t)nofile.rlim_cur);
     json_t *ns =
         json_pack("[{s:s}, {s:s}, {s:s}, {s:s}, {s:s, s:s}]", "type", "pid", "type", "ipc", "type",
                   "uts", "type", "mount", "type", "network", "path", p->netns_path);
@@ -367,6 +389,25 @@ bool bundle_write(const char *bundle_dir, const bundle_params *p, ts_err *err)
         json_pack("{s:o, s:s, s:o, s:o, s:o, s:o}", "resources", _resources(s), "cgroupsPath",
                   p->cgroups_path, "namespaces", ns, "maskedPaths", _strings(_masked),
                   "readonlyPaths", _strings(_readonly), "seccomp", seccomp_default_profile());
+    /* ICMP echo for every group through datagram sockets (ping without
+     * CAP_NET_RAW, as Docker does); the range in the kernel's own ids */
+    char ping[64];
+    snprintf(ping, sizeof(ping), "0 %u", userns ? p->userns->size - 1 : 2147483647u);
+    json_object_set_new(linux_, "sysctl", json_pack("{s:s}", "net.ipv4.ping_group_range", ping));
+    if (userns) {
+        /* one mapping for every kernel (userns.h): 0..size-1 inside are
+         * base.. outside; the namespace itself the agent made, with the
+         * network namespace, and runc joins it */
+        json_t *user = json_pack("{s:s}", "type", "user");
+        if (p->userns_path) json_object_set_new(user, "path", json_string(p->userns_path));
+        json_array_insert_new(ns, 0, user);
+        const char *keys[] = {"uidMappings", "gidMappings"};
+        for (size_t i = 0; i < TS_ARRAY_LEN(keys); i++)
+            json_object_set_new(linux_, keys[i],
+                                json_pack("[{s:i, s:I, s:I}]", "containerID", 0, "hostID",
+                                          (json_int_t)p->userns->base, "size",
+                                          (json_int_t)p->userns->size));
+    }
     const char *host = s->hostname && *s->hostname ? s->hostname : s->kernel_id;
     json_t *cfg = json_pack("{s:s, s:o, s:{s:s, s:b}, s:s, s:o, s:o}", "ociVersion", "1.0.2",
                             "process", process, "root", "path", "rootfs", "readonly", 0, "hostname",

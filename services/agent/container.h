@@ -13,6 +13,7 @@
 #define AGENT_CONTAINER_H
 
 #include "image.h"
+#include "userns.h"
 
 typedef struct runtime runtime;
 
@@ -28,6 +29,9 @@ typedef struct runtime_opts {
     int port_pool_start;     /* host ports for services: [start, end] */
     int port_pool_end;
     int64_t log_cap_bytes; /* per kernel */
+    /* The containers' user namespace (userns.h); NULL: none, and kernels
+     * run as the image's work user without capabilities (bundle.h). */
+    const userns_map *userns;
 } runtime_opts;
 
 runtime *runtime_new(const runtime_opts *opts, ts_err *err);
@@ -56,6 +60,7 @@ typedef struct kernel_spec {
     const int *service_ports; /* container ports to publish */
     int n_service_ports;
     bool batch;                   /* true: the command's exit ends the kernel */
+    int cluster_size;             /* kernels of the session; <= 1: no peers to reach */
     const struct kernel_gpu *gpu; /* GPU allocation (gpu_mounts.h), NULL for none */
     const char
         *term_path; /* host path of tessera-term, mounted read-only (term_app.h); NULL: none */

@@ -267,7 +267,12 @@ static json_t *_bind(const char *dst, const char *src, bool ro)
                      "options", opts);
 }
 
-static bool _add_device(const kernel_gpu *g, json_t *devs, json_t *rules, const char *name)
+/* The host node <dev_dir>/<name> at /dev/<name>, with its allow rule. In a
+ * user namespace nobody may mknod: the node itself is bind-mounted (as runc
+ * would do from the same path in the host's /dev; without nodev, so it
+ * opens), and the node's host mode says who may use it (the driver's 0666). */
+static bool _add_device(const kernel_gpu *g, json_t *devs, json_t *mounts, json_t *rules,
+                        const char *name)
 {
     char host[512], ctr[128];
     snprintf(host, sizeof(host), "%s/%s", g->host->dev_dir, name);
@@ -275,9 +280,14 @@ static bool _add_device(const kernel_gpu *g, json_t *devs, json_t *rules, const 
     struct stat st;
     if (stat(host, &st) != 0 || !S_ISCHR(st.st_mode)) return false;
     json_int_t maj = (json_int_t)major(st.st_rdev), min = (json_int_t)minor(st.st_rdev);
-    json_array_append_new(devs, json_pack("{s:s, s:s, s:I, s:I, s:i, s:i, s:i}", "path", ctr,
-                                          "type", "c", "major", maj, "minor", min, "fileMode", 0666,
-                                          "uid", 0, "gid", 0));
+    if (mounts)
+        json_array_append_new(mounts, json_pack("{s:s, s:s, s:s, s:[s, s, s, s]}", "destination",
+                                                ctr, "type", "bind", "source", host, "options",
+                                                "bind", "rprivate", "nosuid", "noexec"));
+    else
+        json_array_append_new(devs, json_pack("{s:s, s:s, s:I, s:I, s:i, s:i, s:i}", "path", ctr,
+                                              "type", "c", "major", maj, "minor", min, "fileMode",
+                                              0666, "uid", 0, "gid", 0));
     json_array_append_new(rules, json_pack("{s:b, s:s, s:I, s:I, s:s}", "allow", 1, "type", "c",
                                            "major", maj, "minor", min, "access", "rwm"));
     return true;
@@ -311,13 +321,15 @@ bool gpu_bundle_apply(const kernel_gpu *g, json_t *config, ts_err *err)
         devs = json_array();
         json_object_set_new(linux_, "devices", devs);
     }
+    /* a kernel with a user namespace (bundle.c wrote its mappings) */
+    json_t *node_binds = json_object_get(linux_, "uidMappings") ? mounts : NULL;
     static const char *const common[] = {"nvidiactl", "nvidia-uvm", "nvidia-uvm-tools"};
     for (size_t i = 0; i < TS_ARRAY_LEN(common); i++)
-        (void)_add_device(g, devs, rules, common[i]);
+        (void)_add_device(g, devs, node_binds, rules, common[i]);
     char name[32], visible[128] = "CUDA_VISIBLE_DEVICES=";
     for (int i = 0; i < g->n_minors; i++) {
         snprintf(name, sizeof(name), "nvidia%d", g->minors[i]);
-        if (!_add_device(g, devs, rules, name)) {
+        if (!_add_device(g, devs, node_binds, rules, name)) {
             ts_err_set(err, "GPU device node %s/%s is missing", h->dev_dir, name);
             return false;
         }

@@ -22,7 +22,10 @@
  *            present) and nvidiaN of the allocated GPUs only, as devices and
  *            as allow rules after the deny-all; CUDA_VISIBLE_DEVICES then
  *            numbers the container's GPUs 0..n-1 (the driver enumerates only
- *            the nodes it can open).
+ *            the nodes it can open). A kernel with a user namespace (its
+ *            config has uidMappings) cannot mknod: there the same host
+ *            nodes are bind-mounted at /dev/<name> instead (no nodev), and
+ *            the allow rules are the same.
  * With agent.cuda_shim off: devices and libraries only. */
 #ifndef AGENT_GPU_MOUNTS_H
 #define AGENT_GPU_MOUNTS_H

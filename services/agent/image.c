@@ -26,7 +26,8 @@
 struct image_store {
     char *cache_dir;
     char *blobs_dir;  /* <cache>/blobs/sha256 */
-    char *layers_dir; /* <cache>/layers/sha256 */
+    char *layers_dir; /* <cache>/layers/sha256, or layers-<base>-<count>/sha256 */
+    unpack_ids ids;   /* the owner shift of those layers */
     char *images_dir; /* <cache>/images */
     char *tmp_dir;    /* <cache>/tmp: same file system, for rename */
     char *architecture;
@@ -173,7 +174,10 @@ image_store *image_store_new(const image_store_opts *o, ts_err *err)
     image_store *s = ts_calloc(1, sizeof(*s));
     s->cache_dir = ts_strdup(o->cache_dir);
     s->blobs_dir = ts_asprintf("%s/blobs/sha256", o->cache_dir);
-    s->layers_dir = ts_asprintf("%s/layers/sha256", o->cache_dir);
+    s->ids = (unpack_ids){.base = o->layer_id_base, .count = o->layer_id_count};
+    s->layers_dir = s->ids.count ? ts_asprintf("%s/layers-%u-%u/sha256", o->cache_dir, s->ids.base,
+                                               s->ids.count)
+                                 : ts_asprintf("%s/layers/sha256", o->cache_dir);
     s->images_dir = ts_asprintf("%s/images", o->cache_dir);
     s->tmp_dir = ts_asprintf("%s/tmp", o->cache_dir);
     s->architecture =
@@ -609,15 +613,16 @@ static bool _pull_layer(pull *p, const layer_desc *l, ts_err *err)
     }
     unpack_stats st;
     int64_t t0 = ts_now_mono_ms();
-    ok = unpack_layer(blob, dir, s->tmp_dir, l->diff_id, &st, err);
+    ok = unpack_layer(blob, dir, s->tmp_dir, l->diff_id, &s->ids, &st, err);
     if (!ok) {
         ts_err_prefix(err, "layer %s", l->digest);
         goto out;
     }
     if (st.entries == 0 && st.uncompressed_bytes == 0) goto out; /* another pull unpacked it */
-    TLOG_INFO("layer unpacked", "digest=%s diff_id=%s entries=%lld bytes=%lld ms=%lld", l->digest,
-              l->diff_id, (long long)st.entries, (long long)st.uncompressed_bytes,
-              (long long)(ts_now_mono_ms() - t0));
+    TLOG_INFO("layer unpacked",
+              "digest=%s diff_id=%s entries=%lld bytes=%lld id_base=%u id_count=%u ms=%lld",
+              l->digest, l->diff_id, (long long)st.entries, (long long)st.uncompressed_bytes,
+              s->ids.base, s->ids.count, (long long)(ts_now_mono_ms() - t0));
 out:
     free(dir);
     free(blob);

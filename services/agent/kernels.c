@@ -628,6 +628,7 @@ static void _task_create(kernels *ks, krec *k)
     kernel_spec spec = {
         .kernel_id = k->id,
         .session_id = k->session_id,
+        .cluster_size = size,
         .hostname = hostname,
         .image = info,
         .cpu_cores = slots_get(&sl, SLOT_CPU) / 1000.0,

@@ -12,10 +12,11 @@
 
 static char *id, *resource_group, *state_dir, *runc_path, *cni_bin_dir, *cni_network, *cni_subnet,
     *cni_portmap, *cni_bridge, *port_range, *insecure_registries, *registry_auth_file,
-    *advertise_addr, *cuda_shim_path, *cuda_driver_libs, *term_path;
+    *advertise_addr, *cuda_shim_path, *cuda_driver_libs, *term_path, *userns;
 static int64_t log_cap, heartbeat_interval_ms, mock_gpus, mock_gpu_memory, max_parallel_pulls,
     pull_retries, pull_timeout_ms, mem, mem_reserve, shm, destroy_grace_ms, exited_retention_ms,
-    exec_timeout_ms, exec_output_cap;
+    exec_timeout_ms, exec_output_cap, userns_base, userns_size;
+static char *cni_publish_addrs, *cni_publish_from, *cni_host_ports, *cni_deny, *cni_outbound;
 static double cpu;
 static bool destroy_on_stop, cuda_shim;
 
@@ -43,6 +44,18 @@ static const cfg_option agent_options[] = {
     {"agent.cni_portmap", CFG_STRING, &cni_portmap, "tessera-portmap", 0, 0, NULL, false, NULL,
      "CNI plugin publishing service ports: tessera-portmap (beside tessera-agent), portmap "
      "(Debian's, in agent.cni_bin_dir), or an absolute path"},
+    {"agent.cni_publish_addrs", CFG_STRING, &cni_publish_addrs, "", 0, 0, NULL, false, NULL,
+     "host addresses (IPv4, comma-separated) where kernels' published ports answer (default: "
+     "those of the advertised host; *: every address)"},
+    {"agent.cni_publish_from", CFG_STRING, &cni_publish_from, "", 0, 0, NULL, false, NULL,
+     "networks (CIDRs, comma-separated) that reach published ports from other hosts, e.g. the "
+     "wsproxy hosts (default: any)"},
+    {"agent.cni_host_ports", CFG_STRING, &cni_host_ports, "", 0, 0, NULL, false, NULL,
+     "host ports kernels may reach on the host's addresses, e.g. udp/53,tcp/53 (default: none)"},
+    {"agent.cni_deny", CFG_STRING, &cni_deny, "169.254.0.0/16", 0, 0, NULL, false, NULL,
+     "networks (CIDRs, comma-separated) kernels never reach, e.g. management networks"},
+    {"agent.cni_outbound", CFG_ENUM, &cni_outbound, "nat", 0, 0, "nat|routed|none", false, NULL,
+     "kernels' traffic to other hosts: nat (masqueraded), routed (their own addresses) or none"},
     {"agent.port_range", CFG_STRING, &port_range, "30000-30999", 0, 0, NULL, false, NULL,
      "host ports for kernels' service ports, low-high"},
     {"agent.log_cap", CFG_BYTES, &log_cap, "10m", 4096, 1073741824.0, NULL, false, NULL,
@@ -93,6 +106,13 @@ static const cfg_option agent_options[] = {
     {"agent.term_path", CFG_STRING, &term_path, "", 0, 0, NULL, false, NULL,
      "tessera-term, mounted read-only into every kernel for the ttyd app (default: next to "
      "tessera-agent)"},
+    {"agent.userns", CFG_ENUM, &userns, "auto", 0, 0, "auto|on|off", false, NULL,
+     "a user namespace per kernel, its root an unprivileged host user (auto: when the kernel "
+     "has them; off: kernels run as the image's work user without capabilities)"},
+    {"agent.userns_base", CFG_INT, &userns_base, "100000", 1, 4294901759.0, NULL, false, NULL,
+     "host uid and gid of the kernels' root; ids up to base+size-1 must belong to no host user"},
+    {"agent.userns_size", CFG_INT, &userns_size, "65536", 1, 4294967294.0, NULL, false, NULL,
+     "container ids mapped (0..size-1); a new mapping unpacks the image layers again"},
     {NULL},
 };
 
@@ -108,6 +128,11 @@ static bool agent_routes(svc *s, ts_err *err)
         .cni_subnet = cni_subnet,
         .cni_portmap = cni_portmap,
         .cni_bridge = cni_bridge,
+        .cni_publish_addrs = cni_publish_addrs,
+        .cni_publish_from = cni_publish_from,
+        .cni_host_ports = cni_host_ports,
+        .cni_deny = cni_deny,
+        .cni_outbound = cni_outbound,
         .port_range = port_range,
         .insecure_registries = insecure_registries,
         .registry_auth_file = registry_auth_file,
@@ -132,6 +157,9 @@ static bool agent_routes(svc *s, ts_err *err)
         .cuda_shim_path = cuda_shim_path,
         .cuda_driver_libs = cuda_driver_libs,
         .term_path = term_path,
+        .userns = userns,
+        .userns_base = userns_base,
+        .userns_size = userns_size,
     };
     return agent_setup(s, &c, err);
 }

@@ -41,6 +41,7 @@
 #include "services/agent/logs.h"
 #include "services/agent/overlay.h"
 #include "services/agent/ports.h"
+#include "services/agent/userns.h"
 
 extern char **environ;
 
@@ -54,6 +55,8 @@ struct runtime {
     int64_t log_cap;
     port_pool *ports;
     cni_conf cni;
+    userns_map userns_copy;
+    const userns_map *userns; /* &userns_copy, or NULL: no user namespace */
 };
 
 /* ---- small file helpers ------------------------------------------------------ */
@@ -91,6 +94,35 @@ static int _rm_entry(const char *path, const struct stat *sb, int flag, struct F
     (void)ftw;
     (void)remove(path);
     return 0;
+}
+
+/* Whether any mount point lies below dir (in /proc/self/mountinfo, whose
+ * paths escape space, tab, newline and backslash as \ooo). */
+static bool _mounted_below(const char *dir)
+{
+    FILE *f = fopen("/proc/self/mountinfo", "re");
+    if (!f) return true; /* cannot tell: keep it */
+    size_t dl = strlen(dir);
+    char line[8192], mnt[4096];
+    bool found = false;
+    while (!found && fgets(line, sizeof(line), f)) {
+        char raw[4096];
+        if (sscanf(line, "%*d %*d %*s %*s %4095s", raw) != 1) continue;
+        size_t n = 0;
+        for (const char *p = raw; *p && n < sizeof(mnt) - 1; p++) {
+            if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] >= '0' && p[2] <= '7' &&
+                p[3] >= '0' && p[3] <= '7') {
+                mnt[n++] = (char)((p[1] - '0') * 64 + (p[2] - '0') * 8 + (p[3] - '0'));
+                p += 3;
+            } else {
+                mnt[n++] = *p;
+            }
+        }
+        mnt[n] = '\0';
+        found = strncmp(mnt, dir, dl) == 0 && mnt[dl] == '/';
+    }
+    fclose(f);
+    return found;
 }
 
 /* rm -rf that never crosses into a mount point (a rootfs still mounted). */
@@ -181,6 +213,7 @@ static bool _state_save(runtime *rt, const char *id, const kernel_spec *spec, co
                           (int)s->sup_pid, "supervisor_start", (json_int_t)s->sup_start, "batch",
                           s->batch, "updated_at", (json_int_t)ts_now_wall_ms());
     json_object_set_new(j, "keepalive", json_boolean(s->keepalive));
+    if (spec) json_object_set_new(j, "cluster_size", json_integer(spec->cluster_size));
     json_object_set_new(j, "cni_portmap", json_string(s->portmap));
     json_object_set_new(j, "cni_bridge", json_string(s->bridge));
     if (s->cni_result) json_object_set_new(j, "cni_result", json_loads(s->cni_result, 0, NULL));
@@ -275,12 +308,32 @@ runtime *runtime_new(const runtime_opts *opts, ts_err *err)
                    rt->sup_path ? strerror(errno) : "cannot find the agent's own path");
         ok = false;
     }
+    if (opts->userns && opts->userns->size) {
+        rt->userns_copy = *opts->userns;
+        rt->userns = &rt->userns_copy;
+    }
     const char *dirs[] = {rt->state_dir, rt->kernels_dir, rt->cni_data};
     for (size_t i = 0; ok && i < TS_ARRAY_LEN(dirs); i++) {
         if (mkdir(dirs[i], 0750) < 0 && errno != EEXIST) {
             ts_err_set(err, "runtime: mkdir %s: %s", dirs[i], strerror(errno));
             ok = false;
         }
+    }
+    /* runc mounts a kernel's rootfs and files as the containers' root: the
+     * way to them must be open to it (userns.h) */
+    if (ok && rt->userns) {
+        ok = userns_share_dir(rt->userns, rt->state_dir, err) &&
+             userns_share_dir(rt->userns, rt->kernels_dir, err);
+        char probe[600], why[600];
+        snprintf(probe, sizeof(probe), "%s/k", rt->kernels_dir);
+        if (ok && !userns_reachable(rt->userns, probe, why, sizeof(why))) {
+            ts_err_set(err,
+                       "the containers' root cannot reach %s: %s (give that directory "
+                       "o+x, or choose another agent.state_dir)",
+                       rt->kernels_dir, why);
+            ok = false;
+        }
+        if (!ok) ts_err_prefix(err, "runtime");
     }
     if (ok) {
         rt->ports = ports_new(rt->state_dir, opts->port_pool_start, opts->port_pool_end, err);
@@ -457,6 +510,90 @@ static bool _spawn_supervisor(runtime *rt, const char *id, pid_t *init_pid, pid_
     return false;
 }
 
+/* ---- the kernel's files and its user ------------------------------------------ */
+
+/* With a user namespace: the way to what runc mounts is open to the
+ * containers' root (kernel dir, bundle, etc: root:<base> 0710), and the
+ * overlay's upper dir, which is the root directory of the container's /,
+ * belongs to it. */
+static bool _share_kernel_dirs(runtime *rt, const char *kdir, ts_err *err)
+{
+    if (!rt->userns) return true;
+    static const char *const shared[] = {"", "/bundle", "/etc"};
+    char path[700];
+    for (size_t i = 0; i < TS_ARRAY_LEN(shared); i++) {
+        snprintf(path, sizeof(path), "%s%s", kdir, shared[i]);
+        if (!userns_share_dir(rt->userns, path, err)) return false;
+    }
+    snprintf(path, sizeof(path), "%s/upper", kdir);
+    return userns_own(rt->userns, path, 0, 0, 0755, err);
+}
+
+/* /etc/hosts, hostname and resolv.conf belong to the container's root (it
+ * may edit them, as in Docker). */
+static bool _own_etc(runtime *rt, const char *etc, ts_err *err)
+{
+    if (!rt->userns) return true;
+    static const char *const files[] = {"hosts", "hostname", "resolv.conf"};
+    char path[700];
+    for (size_t i = 0; i < TS_ARRAY_LEN(files); i++) {
+        snprintf(path, sizeof(path), "%s/%s", etc, files[i]);
+        if (!userns_own(rt->userns, path, 0, 0, 0644, err)) return false;
+    }
+    return true;
+}
+
+/* A vfolder whose host path the containers' root cannot reach (a parent
+ * directory closed to it) is bind-mounted at <kdir>/binds/<n> first and
+ * given to runc from there (userns_stage_bind); *out is spec with those
+ * paths, *paths what to free. */
+static bool _stage_mounts(runtime *rt, const char *kdir, const kernel_spec *spec, kernel_spec *out,
+                          bind_mount **mounts, char ***paths, ts_err *err)
+{
+    *out = *spec;
+    *mounts = NULL;
+    *paths = NULL;
+    if (!rt->userns || spec->n_mounts <= 0) return true;
+    *mounts = ts_calloc((size_t)spec->n_mounts, sizeof(**mounts));
+    *paths = ts_calloc((size_t)spec->n_mounts + 1, sizeof(char *));
+    memcpy(*mounts, spec->mounts, (size_t)spec->n_mounts * sizeof(**mounts));
+    out->mounts = *mounts;
+    char *dir = ts_asprintf("%s/binds", kdir);
+    bool ok = true, made = false;
+    for (int i = 0; ok && i < spec->n_mounts; i++) {
+        const char *src = spec->mounts[i].host_path;
+        char why[600];
+        if (!src || src[0] != '/' || userns_reachable(rt->userns, src, why, sizeof(why))) continue;
+        if (!made) {
+            if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+                ts_err_set(err, "mkdir %s: %s", dir, strerror(errno));
+                ok = false;
+                break;
+            }
+            ok = made = userns_share_dir(rt->userns, dir, err);
+            if (!ok) break;
+        }
+        char *stage = ts_asprintf("%s/%d", dir, i);
+        (*paths)[i] = stage;
+        ok = userns_stage_bind(src, stage, err);
+        if (ok) {
+            (*mounts)[i].host_path = stage;
+            TLOG_DEBUG("vfolder staged for the user namespace", "source=%s stage=%s reason=\"%s\"",
+                       src, stage, why);
+        }
+    }
+    free(dir);
+    if (!ok) ts_err_prefix(err, "vfolder mount");
+    return ok;
+}
+
+static void _free_paths(char **paths, int n)
+{
+    for (int i = 0; paths && i < n; i++)
+        free(paths[i]);
+    free(paths);
+}
+
 /* ---- start -------------------------------------------------------------------- */
 
 /* /etc/hosts of the container. Rewritten in place once the address is known:
@@ -518,7 +655,7 @@ static bool _write_etc(const char *dir, const char *hostname, ts_err *err)
 typedef struct cni_job {
     pthread_t thread;
     runtime *rt;
-    const char *id, *netns;
+    const char *id, *session, *netns;
     const kernel_ports *ports;
     int n_ports;
     bool ok;
@@ -530,8 +667,8 @@ typedef struct cni_job {
 static void *_cni_job_run(void *arg)
 {
     cni_job *j = arg;
-    j->ok = cni_add(&j->rt->cni, j->id, j->netns, j->ports, j->n_ports, &j->result, j->ip,
-                    sizeof(j->ip), &j->err);
+    j->ok = cni_add(&j->rt->cni, j->id, j->session, j->netns, j->ports, j->n_ports, &j->result,
+                    j->ip, sizeof(j->ip), &j->err);
     return NULL;
 }
 
@@ -589,6 +726,7 @@ bool runtime_start(runtime *rt, const kernel_spec *spec, kernel_status *out, ts_
             ok = false;
         }
     }
+    if (ok) ok = _share_kernel_dirs(rt, kdir, err);
     int hp[16];
     if (ok && spec->n_service_ports > 0) {
         ok = ports_alloc(rt->ports, id, spec->n_service_ports, hp, err);
@@ -611,8 +749,17 @@ bool runtime_start(runtime *rt, const kernel_spec *spec, kernel_status *out, ts_
      * Go program fewer per kernel, and CNI no longer competes with runc for
      * the CPU.) */
     int64_t t_net = ts_now_mono_us();
-    if (ok) ok = cni_netns_create(netns, err);
-    cni_job job = {.rt = rt, .id = id, .netns = netns, .ports = st.ports, .n_ports = st.n_ports};
+    char *userns_path = _kpath(rt, id, "userns");
+    if (ok)
+        ok = rt->userns ? userns_ns_create(rt->userns, userns_path, netns, err)
+                        : cni_netns_create(netns, err);
+    cni_job job = {.rt = rt,
+                   .id = id,
+                   /* only a session of several kernels has peers to reach */
+                   .session = spec->cluster_size > 1 ? spec->session_id : NULL,
+                   .netns = netns,
+                   .ports = st.ports,
+                   .n_ports = st.n_ports};
     bool job_started = false;
     if (ok) {
         int rc = pthread_create(&job.thread, NULL, _cni_job_run, &job);
@@ -636,18 +783,30 @@ bool runtime_start(runtime *rt, const kernel_spec *spec, kernel_status *out, ts_
         ok = overlay_mount(rootfs, spec->image->layer_dirs, spec->image->n_layers, upper, work,
                            empty, err);
     const char *hostname = spec->hostname && *spec->hostname ? spec->hostname : id;
-    if (ok) ok = _write_etc(etc, hostname, err);
+    if (ok) ok = _write_etc(etc, hostname, err) && _own_etc(rt, etc, err);
+    /* /home/work belongs to the user the kernel runs as */
+    uid_t uid = 0;
+    gid_t gid = 0;
+    if (ok) ok = bundle_process_user(rootfs, spec->image, rt->userns, &uid, &gid, err);
+    if (ok) ok = userns_own(rt->userns, home, uid, gid, 0755, err);
+    kernel_spec staged;
+    bind_mount *staged_mounts = NULL;
+    char **stage_paths = NULL;
+    if (ok) ok = _stage_mounts(rt, kdir, spec, &staged, &staged_mounts, &stage_paths, err);
     if (ok) {
         char cgp[160];
         snprintf(cgp, sizeof(cgp), "/%s", rel);
-        bundle_params bp = {.spec = spec,
+        bundle_params bp = {.spec = &staged,
                             .rootfs = rootfs,
                             .netns_path = netns,
                             .cgroups_path = cgp,
                             .home_dir = home,
-                            .etc_dir = etc};
+                            .etc_dir = etc,
+                            .userns = rt->userns,
+                            .userns_path = userns_path};
         ok = bundle_write(bundle, &bp, err);
     }
+    free(staged_mounts);
     int64_t t_run = ts_now_mono_us();
     if (job_started) {
         pthread_join(job.thread, NULL);
@@ -669,6 +828,14 @@ bool runtime_start(runtime *rt, const kernel_spec *spec, kernel_status *out, ts_
         ok = _spawn_supervisor(rt, id, &st.init_pid, &st.sup_pid, err);
         if (st.sup_pid > 0) st.sup_start = _proc_starttime(st.sup_pid);
     }
+    /* the container holds its own copies of staged mounts: the host's go */
+    if (stage_paths) {
+        char *binds = ts_asprintf("%s/binds", kdir);
+        if (!userns_unstage(binds))
+            TLOG_WARN("staged vfolder mounts left until destroy", "kernel=%s", id);
+        free(binds);
+        _free_paths(stage_paths, spec->n_mounts);
+    }
     if (ok) {
         strcpy(st.phase, "running");
         if (!_state_save(rt, id, spec, &st)) {
@@ -677,6 +844,7 @@ bool runtime_start(runtime *rt, const kernel_spec *spec, kernel_status *out, ts_
         }
     }
     int64_t t_end = ts_now_mono_us();
+    free(userns_path);
     if (!ok) {
         ts_err_prefix(err, "start kernel %s", id);
         TLOG_WARN("kernel start failed", "kernel=%s error=\"%s\"", id, err->msg);
@@ -883,22 +1051,33 @@ static bool _teardown(runtime *rt, const char *id, int grace_ms, ts_err *err)
         if (!cni_del(&rt->cni, id, netns, NULL, 0, NULL, NULL, NULL, &e)) NOTE("%s", e.msg);
     }
     if (!cni_netns_delete(netns, &e)) NOTE("%s", e.msg);
+    char *userns_path = _kpath(rt, id, "userns");
+    if (!userns_ns_delete(userns_path, &e)) NOTE("%s", e.msg);
+    free(userns_path);
     t_net = ts_now_mono_us();
-    /* 4. the rootfs */
+    /* 4. vfolder mounts staged for runc, when a failed start left them;
+     *    the rootfs */
+    char *binds = _kpath(rt, id, "binds");
+    if (!userns_unstage(binds)) NOTE("%s: staged mounts remain", binds);
+    free(binds);
     char *rootfs = _kpath(rt, id, "bundle/rootfs");
     if (!overlay_unmount(rootfs, &e)) NOTE("%s", e.msg);
     bool still_mounted = overlay_is_mounted(rootfs);
     free(rootfs);
     /* 5. cgroups runc did not remove (runc delete failed, or never ran) */
     if (!cg_remove(rel)) NOTE("cgroup %s: could not remove every hierarchy's directory", rel);
-    /* 6. host ports, the kernel dir */
+    /* 6. host ports, the kernel dir: never while anything is mounted below
+     *    it (a staged vfolder is a bind mount of the same file system, which
+     *    nftw's FTW_MOUNT would not stop at) */
     (void)ports_release_kernel(rt->ports, id);
-    if (!still_mounted) {
-        char *kdir = _kdir(rt, id);
+    char *kdir = _kdir(rt, id);
+    if (!still_mounted && !_mounted_below(kdir)) {
         _rm_tree(kdir);
         if (stat(kdir, &sb) == 0) NOTE("%s: could not remove", kdir);
-        free(kdir);
+    } else if (!still_mounted) {
+        NOTE("%s: kept, something is still mounted below it", kdir);
     }
+    free(kdir);
     if (have) free(st.cni_result);
     TLOG_DEBUG("kernel torn down",
                "kernel=%s term_us=%lld delete_us=%lld supervisor_us=%lld net_us=%lld rest_us=%lld",

@@ -38,6 +38,7 @@ typedef struct dir_meta {
 typedef struct unpacker {
     int root_fd;
     bool as_root;     /* euid 0: owners are applied */
+    unpack_ids ids;   /* owner shift; count 0: none */
     char *cache_path; /* parent directory of the previous entry, and its fd */
     int cache_fd;
     dir_meta *dirs;
@@ -66,6 +67,25 @@ static la_ssize_t _feed_read(struct archive *a, void *cd, const void **buf)
     digest_update(&f->d, f->buf, (size_t)n);
     *buf = f->buf;
     return n;
+}
+
+/* The owner on disk of layer id `id` (unpack_ids). */
+static uint32_t _host_id(unpacker *u, uint32_t id)
+{
+    if (!u->ids.count) return id;
+    if (id >= u->ids.count) {
+        u->stats->ids_clamped++;
+        id = u->ids.count > 65534 ? 65534 : u->ids.count - 1;
+    }
+    return u->ids.base + id;
+}
+
+/* chown fd to the shifted root (directories the tar does not describe). */
+static bool _own_as_root(unpacker *u, int fd)
+{
+    if (!u->as_root || !u->ids.count) return true;
+    uint32_t r = u->ids.base;
+    return fchown(fd, r, r) == 0;
 }
 
 /* ---- paths ------------------------------------------------------------------ */
@@ -141,7 +161,10 @@ static int _open_dir(unpacker *u, const char *dir, bool create, const char *entr
         if (nfd < 0 && errno == ENOENT && create) {
             if (mkdirat(fd, comp, 0755) == 0 || errno == EEXIST) {
                 nfd = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                if (nfd >= 0) (void)fchmod(nfd, 0755);
+                if (nfd >= 0) {
+                    (void)fchmod(nfd, 0755);
+                    (void)_own_as_root(u, nfd);
+                }
             }
         }
         if (nfd < 0) {
@@ -232,7 +255,7 @@ static void _apply_xattrs(unpacker *u, int fd, struct archive_entry *e, const ch
 static bool _apply_fd_meta(unpacker *u, int fd, mode_t mode, uid_t uid, gid_t gid,
                            struct timespec mtime, const char *entry, ts_err *err)
 {
-    if (u->as_root && fchown(fd, uid, gid) != 0) {
+    if (u->as_root && fchown(fd, _host_id(u, uid), _host_id(u, gid)) != 0) {
         ts_err_set(err, "entry '%s': chown: %s", entry, strerror(errno));
         return false;
     }
@@ -384,7 +407,8 @@ static bool _symlink(unpacker *u, struct archive_entry *e, int pfd, const char *
         return false;
     }
     if (u->as_root &&
-        fchownat(pfd, name, archive_entry_uid(e), archive_entry_gid(e), AT_SYMLINK_NOFOLLOW) != 0) {
+        fchownat(pfd, name, _host_id(u, (uint32_t)archive_entry_uid(e)),
+                 _host_id(u, (uint32_t)archive_entry_gid(e)), AT_SYMLINK_NOFOLLOW) != 0) {
         ts_err_set(err, "entry '%s': lchown: %s", entry, strerror(errno));
         return false;
     }
@@ -526,8 +550,8 @@ out:
 /* Directory metadata last: creating entries changes a directory's mtime. */
 static bool _finish_dirs(unpacker *u, ts_err *err)
 {
-    if (!u->root_meta_seen && fchmod(u->root_fd, 0755) != 0) {
-        ts_err_set(err, "layer root: chmod: %s", strerror(errno));
+    if (!u->root_meta_seen && (fchmod(u->root_fd, 0755) != 0 || !_own_as_root(u, u->root_fd))) {
+        ts_err_set(err, "layer root: chmod or chown: %s", strerror(errno));
         return false;
     }
     for (size_t i = 0; i < u->n_dirs; i++) {
@@ -543,12 +567,20 @@ static bool _finish_dirs(unpacker *u, ts_err *err)
     return true;
 }
 
-bool unpack_into(int root_fd, const char *blob_path, unpack_stats *stats, ts_err *err)
+bool unpack_into(int root_fd, const char *blob_path, const unpack_ids *ids, unpack_stats *stats,
+                 ts_err *err)
 {
     unpack_stats local;
     if (!stats) stats = &local;
     memset(stats, 0, sizeof(*stats));
     unpacker u = {.root_fd = root_fd, .as_root = geteuid() == 0, .cache_fd = -1, .stats = stats};
+    if (ids && ids->count) {
+        if (!u.as_root) {
+            ts_err_set(err, "shifting owners for a user namespace needs root");
+            return false;
+        }
+        u.ids = *ids;
+    }
     feed f = {0};
     bool ok = false;
     struct archive *in = NULL;
@@ -595,6 +627,9 @@ bool unpack_into(int root_fd, const char *blob_path, unpack_stats *stats, ts_err
     if (!_finish_dirs(&u, err)) goto done;
     stats->uncompressed_bytes = f.d.bytes;
     digest_final(&f.d, stats->diff_id);
+    if (stats->ids_clamped)
+        TLOG_WARN("layer owners past the user namespace's ids: owned by its nobody",
+                  "owners=%lld count=%u", (long long)stats->ids_clamped, u.ids.count);
     ok = true;
 done:
     _cache_drop(&u);
@@ -628,7 +663,8 @@ bool unpack_remove_tree(const char *path)
 }
 
 bool unpack_layer(const char *blob_path, const char *dest_dir, const char *tmp_parent,
-                  const char *expected_diff_id, unpack_stats *stats, ts_err *err)
+                  const char *expected_diff_id, const unpack_ids *ids, unpack_stats *stats,
+                  ts_err *err)
 {
     unpack_stats local;
     if (!stats) stats = &local;
@@ -648,7 +684,7 @@ bool unpack_layer(const char *blob_path, const char *dest_dir, const char *tmp_p
         ts_err_set(err, "%s: %s", tmp, strerror(errno));
         goto done;
     }
-    ok = unpack_into(fd, blob_path, stats, err);
+    ok = unpack_into(fd, blob_path, ids, stats, err);
     close(fd);
     if (!ok) goto done;
     if (expected_diff_id && strcmp(expected_diff_id, stats->diff_id) != 0) {

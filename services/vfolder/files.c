@@ -2,6 +2,7 @@
 #include "files.h"
 
 #include "libcommon/log.h"
+#include "volumes.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -260,6 +261,8 @@ static int _mkdir_one(int root, const char *path, bool exist_ok)
     int pfd = vf_fs_open_parent(root, path, &leaf);
     if (pfd < 0) return pfd;
     int rc = mkdirat(pfd, leaf, 0755) == 0 ? 0 : -errno;
+    /* the sessions' root may write in it (volumes.h, vfolder.file_owner) */
+    if (rc == 0) (void)vf_own_at(pfd, leaf);
     if (rc == -EEXIST && exist_ok) {
         struct stat st;
         /* An existing directory (a symlink to one inside also counts; one

@@ -58,6 +58,8 @@ static void _build_options(void)
         for (const cfg_option *o = vf_files_options; o->name && n + 1 < TS_ARRAY_LEN(g_options);
              o++)
             g_options[n++] = *o;
+    for (const cfg_option *o = vf_volume_options; o->name && n + 1 < TS_ARRAY_LEN(g_options); o++)
+        g_options[n++] = *o;
     memset(&g_options[n], 0, sizeof(g_options[n]));
 }
 

@@ -537,6 +537,13 @@ static bool patch_body(http_req *req, http_resp *resp, void *state, const char *
 /* The last byte is in: into the folder, atomically. */
 static bool _complete(patch *p, http_resp *resp)
 {
+    /* the sessions' root owns it, readable as a file made with umask 022
+     * (volumes.h, vfolder.file_owner); staged, it was 0600 */
+    (void)vf_own_fd(p->fd);
+    if (fchmod(p->fd, 0644) != 0) {
+        vf_fs_problem(resp, -errno, "upload (chmod)", p->t.path);
+        return false;
+    }
     if (vf_xcfg.upload_fsync && fsync(p->fd) != 0) {
         vf_fs_problem(resp, -errno, "upload (fsync)", p->t.path);
         return false;

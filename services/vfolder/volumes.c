@@ -12,6 +12,7 @@
 #include <inttypes.h>
 #include <ftw.h>
 #include <linux/magic.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,62 @@
 
 static vf_volume g_volumes[VF_MAX_VOLUMES];
 static size_t g_n;
+
+char *vf_file_owner;
+
+const cfg_option vf_volume_options[] = {
+    {"vfolder.file_owner", CFG_STRING, &vf_file_owner, VF_FILE_OWNER_DEFAULT, 0, 0, NULL, false,
+     NULL,
+     "uid:gid on the volumes of what tessera-vfolder creates in folders (folder directories, "
+     "mkdir, uploads, clones): the sessions' root, so it must match the agents' user namespace "
+     "(agent.userns_base; 1000:1000 for agents with agent.userns = off); \"\": as created"},
+    {NULL},
+};
+
+/* ---- ownership ------------------------------------------------------------------ */
+
+bool vf_file_owner_parse(const char *spec, uid_t *uid, gid_t *gid, bool *set)
+{
+    *set = false;
+    if (!spec) spec = VF_FILE_OWNER_DEFAULT;
+    if (!*spec) return true;
+    unsigned long u, g;
+    char tail;
+    if (sscanf(spec, "%lu:%lu%c", &u, &g, &tail) != 2 || u > 4294967294UL || g > 4294967294UL ||
+        spec[0] == '-' || !strchr(spec, ':') || strchr(spec, ':')[1] == '-')
+        return false;
+    *uid = (uid_t)u;
+    *gid = (gid_t)g;
+    *set = true;
+    return true;
+}
+
+static int _own(int fd, const char *name)
+{
+    uid_t uid;
+    gid_t gid;
+    bool set;
+    if (!vf_file_owner_parse(vf_file_owner, &uid, &gid, &set) || !set) return 0;
+    int rc = name ? fchownat(fd, name, uid, gid, AT_SYMLINK_NOFOLLOW) : fchown(fd, uid, gid);
+    if (rc == 0) return 0;
+    rc = -errno;
+    static atomic_bool warned;
+    if (!atomic_exchange(&warned, true))
+        TLOG_WARN("cannot give new files to vfolder.file_owner (further failures not logged)",
+                  "owner=%s error=\"%s\"", vf_file_owner ? vf_file_owner : VF_FILE_OWNER_DEFAULT,
+                  strerror(-rc));
+    return rc;
+}
+
+int vf_own_fd(int fd)
+{
+    return _own(fd, NULL);
+}
+
+int vf_own_at(int dirfd, const char *name)
+{
+    return _own(dirfd, name);
+}
 
 size_t vf_volume_count(void)
 {
@@ -101,6 +158,13 @@ static void _probe_fs(vf_volume *v)
 bool vf_volumes_init(const char *spec, const char *default_host, ts_err *err)
 {
     g_n = 0;
+    uid_t ouid;
+    gid_t ogid;
+    bool oset;
+    if (!vf_file_owner_parse(vf_file_owner, &ouid, &ogid, &oset)) {
+        ts_err_set(err, "vfolder.file_owner \"%s\": uid:gid (numbers), or \"\"", vf_file_owner);
+        return false;
+    }
     if (!spec || !*spec) {
         ts_err_set(err, "vfolder.volumes is empty: name at least one volume (\"local:/path\")");
         return false;
@@ -192,17 +256,25 @@ bool vf_volume_create_dir(const vf_volume *v, const char *id, int64_t quota_byte
         ts_err_set(err, "mkdir %s: %s", dir, strerror(errno));
         return false;
     }
-    /* Sessions run as a non-root user in the container: writable by all,
-     * as Backend.AI's agent expects (ownership is fixed up at mount time). */
-    if (chmod(dir, 0777) != 0)
-        TLOG_WARN("chmod failed", "path=%s error=\"%s\"", dir, strerror(errno));
-    if (!v->xfs_quota || quota_bytes <= 0) return true;
-    /* The fence: an XFS project with the folder's quota as its hard limit. */
+    /* The sessions' root owns it (vfolder.file_owner): root in a session
+     * writes there, nobody else on the host does. */
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        ts_err_set(err, "open %s: %s", dir, strerror(errno));
+        (void)rmdir(dir);
+        return false;
+    }
+    (void)vf_own_fd(fd);
+    if (fchmod(fd, 0755) != 0)
+        TLOG_WARN("chmod failed", "path=%s error=\"%s\"", dir, strerror(errno));
+    if (!v->xfs_quota || quota_bytes <= 0) {
+        close(fd);
+        return true;
+    }
+    /* The fence: an XFS project with the folder's quota as its hard limit. */
     uint32_t projid = 0;
-    bool ok = fd >= 0 && vf_xfs_project_create(fd, id, quota_bytes, &projid, err);
-    if (fd < 0) ts_err_set(err, "open %s: %s", dir, strerror(errno));
-    if (fd >= 0) close(fd);
+    bool ok = vf_xfs_project_create(fd, id, quota_bytes, &projid, err);
+    close(fd);
     if (!ok) {
         ts_err_prefix(err, "XFS project quota of %s", dir);
         (void)rmdir(dir);
@@ -339,6 +411,7 @@ static bool _copy_dir(int sfd, int dfd, int64_t *bytes, int depth, ts_err *err)
                 ts_err_set(err, "open %s: %s", e->d_name, strerror(errno));
                 ok = false;
             } else {
+                (void)vf_own_fd(d2);
                 ok = _copy_dir(s2, d2, bytes, depth + 1, err);
             }
             if (s2 >= 0) close(s2);
@@ -351,6 +424,8 @@ static bool _copy_dir(int sfd, int dfd, int64_t *bytes, int depth, ts_err *err)
                 if (symlinkat(target, dfd, e->d_name) != 0 && errno != EEXIST) {
                     ts_err_set(err, "symlink %s: %s", e->d_name, strerror(errno));
                     ok = false;
+                } else {
+                    (void)vf_own_at(dfd, e->d_name);
                 }
             }
         } else if (S_ISREG(st.st_mode)) {
@@ -361,6 +436,9 @@ static bool _copy_dir(int sfd, int dfd, int64_t *bytes, int depth, ts_err *err)
                 ts_err_set(err, "copy %s: %s", e->d_name, strerror(errno));
                 ok = false;
             } else {
+                /* the owner's, with the source's permissions and no set-id bits */
+                (void)vf_own_fd(out);
+                (void)fchmod(out, st.st_mode & 0777);
                 off_t left = st.st_size;
                 while (left > 0) {
                     ssize_t n = copy_file_range(in, NULL, out, NULL, (size_t)left, 0);

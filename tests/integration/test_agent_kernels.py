@@ -530,6 +530,9 @@ def test_vfolder_mounts_ro_rw_and_bad_paths(agent, tmp_path):
     /home/work fails the creation before anything is made."""
     rw, ro = tmp_path / "rw", tmp_path / "ro"
     rw.mkdir()
+    # owned by the kernels' mapped root, as tessera-vfolder makes its folders
+    # (vfolder.file_owner; docs/vfolders.md "Ownership")
+    os.chown(rw, 100000, 100000)
     ro.mkdir()
     (ro / "in.txt").write_text("ro data\n")
     kid, _ = create(agent, mounts=[

@@ -10,9 +10,14 @@ other and the gateway over TCP; that CHECK sees it and a missing lease; that
 DEL removes the lease and the pair, twice is fine and a namespace already gone
 is fine; that the lease store is host-local's, shared with Debian's bridge +
 host-local on the same directory (no address handed out twice, each DELs the
-other's leases); and that bad input (environment, JSON, configuration, a
-missing namespace, an interface name taken) is CNI error JSON with exit
-status 1 that leaves no lease and no link behind. Needs root."""
+other's leases); that with portIsolation and disableIPv6 (what the agent
+asks for) the ports are isolated and locked to their container's MAC, the host
+keeps permanent neighbour entries and answers ARP for the neighbours, so two
+containers reach each other only through the host's FORWARD chain, a forged
+MAC gets nowhere, and neither the bridge nor the veth ends have IPv6; and that
+bad input (environment, JSON, configuration, a missing namespace, an interface
+name taken) is CNI error JSON with exit status 1 that leaves no lease and no
+link behind. Needs root."""
 import json
 import os
 import shutil
@@ -193,6 +198,140 @@ def test_add_check_del(tmp_path, net):
     # DEL without ipam or namespace: nothing to do, not an error
     r = run("DEL", "c3", "", {"cniVersion": "1.0.0", "name": NET}, env_over={"CNI_NETNS": None})
     assert r.returncode == 0, r.stdout
+
+
+PING = r"""
+import socket, struct, sys, time
+def csum(b):
+    s = sum(struct.unpack('!%dH' % (len(b) // 2), b)); s = (s >> 16) + (s & 0xffff)
+    return ~(s + (s >> 16)) & 0xffff
+s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP); s.settimeout(1.5)
+body = struct.pack('!HH', 0x7e55, 1) + b'tessera!'
+s.sendto(struct.pack('!BBH', 8, 0, csum(b'\x08\0\0\0' + body)) + body, (sys.argv[1], 0))
+end = time.time() + 1.5
+try:
+    while time.time() < end:
+        d, peer = s.recvfrom(200)
+        if peer[0] == sys.argv[1] and d[20] == 0:
+            print("ok"); break
+    else:
+        print("no reply")
+except OSError as e:
+    print("no reply: %s" % e)
+"""
+
+
+def in_ns(ns, code, *args):
+    return subprocess.run(["ip", "netns", "exec", ns, sys.executable, "-c", code, *args],
+                          capture_output=True, text=True, timeout=30).stdout.strip()
+
+
+def sysctl(path):
+    with open(os.path.join("/proc/sys/net", path)) as f:
+        return f.read().strip()
+
+
+def test_port_isolation(tmp_path, net):
+    tmp = str(tmp_path)
+    (ns1, p1), (ns2, p2) = net(), net()
+    c = conf(tmp, portIsolation=True, disableIPv6=True)
+    res = []
+    for cid, path in (("c1", p1), ("c2", p2)):
+        r = run("ADD", cid, path, c)
+        assert r.returncode == 0, r.stdout + r.stderr
+        res.append(json.loads(r.stdout))
+    # the bridge's MAC is its own, not its ports' (a port coming would change
+    # it, and that flushes the permanent neighbour entries below)
+    with open(f"/sys/class/net/{BRIDGE}/addr_assign_type") as f:
+        assert f.read().strip() == "3"
+    assert res[0]["interfaces"][0]["mac"] == res[1]["interfaces"][0]["mac"]
+    ip1, ip2 = (x["ips"][0]["address"].split("/")[0] for x in res)
+    # each port: isolated (no frame to another isolated port), locked to its
+    # container's MAC (a static FDB entry), no learning
+    for x in res:
+        veth, mac = x["interfaces"][1]["name"], x["interfaces"][2]["mac"]
+        bl = subprocess.run(["bridge", "-d", "link", "show", "dev", veth], capture_output=True,
+                            text=True).stdout
+        assert "isolated on" in bl and "locked on" in bl and "learning off" in bl, bl
+        assert "hairpin on" in bl, bl
+        fdb = subprocess.run(["bridge", "fdb", "show", "dev", veth], capture_output=True,
+                             text=True).stdout
+        assert f"{mac} master {BRIDGE} static" in fdb, fdb
+        assert sysctl(f"ipv6/conf/{veth}/disable_ipv6") == "1"
+    # the host's neighbour entries are permanent: an ARP answer cannot move them
+    neigh = subprocess.run(["ip", "neigh", "show", "dev", BRIDGE], capture_output=True,
+                           text=True).stdout
+    for x in res:
+        ip, mac = x["ips"][0]["address"].split("/")[0], x["interfaces"][2]["mac"]
+        assert f"{ip} lladdr {mac} PERMANENT" in neigh, neigh
+    # the bridge answers ARP for the neighbours, at once
+    assert sysctl(f"ipv4/conf/{BRIDGE}/proxy_arp") == "1"
+    assert sysctl(f"ipv4/conf/{BRIDGE}/proxy_arp_pvlan") == "1"
+    assert sysctl(f"ipv4/neigh/{BRIDGE}/proxy_delay") == "0"
+    # no IPv6: on the bridge, in the containers (no link-local path to the host)
+    assert sysctl(f"ipv6/conf/{BRIDGE}/disable_ipv6") == "1"
+    assert subprocess.run(["ip", "-6", "-o", "addr", "show", "dev", BRIDGE], capture_output=True,
+                          text=True).stdout == ""
+    assert subprocess.run(["ip", "-n", ns1, "-6", "-o", "addr", "show", "dev", "eth0"],
+                          capture_output=True, text=True).stdout == ""
+    srv = subprocess.Popen(["ip", "netns", "exec", ns2, sys.executable, "-c", SERVER, "c2"],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    rule = ["FORWARD", "-i", BRIDGE, "-o", BRIDGE, "-m", "comment", "--comment", "tstbr", "-j",
+            "DROP"]
+    try:
+        assert srv.stdout.readline().strip() == "ready"
+        # c1 -> c2 goes through the host (proxy ARP), keeping its address ...
+        got = subprocess.run(["ip", "netns", "exec", ns1, sys.executable, "-c", FETCH, ip2],
+                             capture_output=True, text=True, timeout=30)
+        assert got.stdout.strip() == f"hello c2 from {ip1}", got.stderr
+        # ... and only through it: the host's FORWARD decides
+        subprocess.run(["iptables", "-w", "-I"] + rule, check=True)
+        try:
+            got = subprocess.run(["ip", "netns", "exec", ns1, sys.executable, "-c", FETCH, ip2],
+                                 capture_output=True, text=True, timeout=30)
+            assert got.returncode != 0 and got.stdout == "", got.stdout
+        finally:
+            subprocess.run(["iptables", "-w", "-D"] + rule, check=True)
+        assert in_ns(ns1, PING, GATEWAY) == "ok"
+        # a forged MAC: the locked port drops it
+        subprocess.run(["ip", "-n", ns1, "link", "set", "eth0", "address", "02:00:00:be:ef:01"],
+                       check=True)
+        assert in_ns(ns1, PING, GATEWAY).startswith("no reply")
+    finally:
+        srv.kill()
+        srv.wait()
+    # DEL: the neighbour entries go with the containers
+    for cid, path in (("c1", p1), ("c2", p2)):
+        assert run("DEL", cid, path, c).returncode == 0
+    neigh = subprocess.run(["ip", "neigh", "show", "dev", BRIDGE], capture_output=True,
+                           text=True).stdout
+    assert ip1 not in neigh and ip2 not in neigh, neigh
+    assert leases(tmp) == {}
+
+
+def test_port_isolation_on_a_bridge_made_elsewhere(tmp_path, net):
+    """A bridge someone else made (Debian's plugin, an older tessera-bridge)
+    whose last port left has no MAC at all (00:00:00:00:00:00): it gets one
+    of its own, kept from then on."""
+    tmp = str(tmp_path)
+    ns1, p1 = net()
+    subprocess.run(["ip", "link", "add", BRIDGE, "type", "bridge"], check=True)
+    subprocess.run(["ip", "link", "add", "tstbrv0", "type", "veth", "peer", "name", "tstbrv1"],
+                   check=True)
+    subprocess.run(["ip", "link", "set", "tstbrv0", "master", BRIDGE], check=True)
+    subprocess.run(["ip", "link", "del", "tstbrv0"], check=True)
+    with open(f"/sys/class/net/{BRIDGE}/address") as f:
+        assert f.read().strip() == "00:00:00:00:00:00"
+    r = run("ADD", "c1", p1, conf(tmp, portIsolation=True, disableIPv6=True))
+    assert r.returncode == 0, r.stdout + r.stderr
+    mac = json.loads(r.stdout)["interfaces"][0]["mac"]
+    assert mac != "00:00:00:00:00:00" and int(mac[:2], 16) & 1 == 0, mac
+    with open(f"/sys/class/net/{BRIDGE}/addr_assign_type") as f:
+        assert f.read().strip() == "3"
+    assert in_ns(ns1, PING, GATEWAY) == "ok"
+    assert run("DEL", "c1", p1, conf(tmp, portIsolation=True, disableIPv6=True)).returncode == 0
+    with open(f"/sys/class/net/{BRIDGE}/address") as f:
+        assert f.read().strip() == mac  # kept without ports
 
 
 def test_shares_leases_with_host_local(tmp_path, net):

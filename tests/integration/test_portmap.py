@@ -12,8 +12,11 @@ repeated ADD adds no copies, that two containers on one network work and
 deleting one leaves the other, how many iptables runs ADD and DEL exec (one
 iptables-restore on the fast paths, with an iptables-save before it
 otherwise), that runs at once on the host stay consistent, and that
-bad input is CNI error JSON with a non-zero exit. Everything the tests make is
-removed at the end, also after a failure. Needs root."""
+bad input is CNI error JSON with a non-zero exit. A mapping with a hostIP
+answers on that address only, and route_localnet is set only when some
+mapping answers on loopback (the agent publishes on the address wsproxy
+connects to). Everything the tests make is removed at the end, also after a
+failure. Needs root."""
 import fcntl
 import json
 import os
@@ -308,6 +311,38 @@ def test_add_reaches_the_container_and_del_removes_everything(network):
     assert r.returncode != 0
     err = json.loads(r.stdout)
     assert err["code"] == 101 and "missing" in err["msg"], err
+
+
+def test_host_ip_is_the_only_address(network):
+    """hostIP: the port answers there and nowhere else; route_localnet only
+    for a mapping on loopback."""
+    other = other_local_ip()
+    if not other:
+        pytest.skip("no address of the host besides loopback and the test bridge")
+    cid = network.add("h")
+    hp = PORTS[0] + 6
+    localnet = f"/proc/sys/net/ipv4/conf/{BRIDGE}/route_localnet"
+    with open(localnet, "w") as f:
+        f.write("0")
+    maps = [{"hostPort": hp, "containerPort": 8080, "hostIP": other}]
+    assert network.portmap("ADD", cid, maps).returncode == 0
+    assert (fetch(other, hp) or "").startswith("tcp h ")
+    assert fetch("127.0.0.1", hp, timeout=1) is None
+    assert fetch(GATEWAY, hp, timeout=1) is None
+    with open(localnet) as f:
+        assert f.read().strip() == "0"  # no mapping on loopback: not needed
+    assert network.portmap("CHECK", cid, maps).returncode == 0
+    # on 127.0.0.1 (the dev stack's wsproxy address) and that address
+    maps.append({"hostPort": hp, "containerPort": 8080, "hostIP": "127.0.0.1"})
+    assert network.portmap("ADD", cid, maps).returncode == 0
+    with open(localnet) as f:
+        assert f.read().strip() == "1"
+    said = fetch("127.0.0.1", hp)
+    assert said and said.split()[-1] == GATEWAY, said
+    assert (fetch(other, hp) or "").startswith("tcp h ")
+    assert fetch(GATEWAY, hp, timeout=1) is None
+    assert network.portmap("DEL", cid, maps).returncode == 0
+    assert ours(nat_lines(), [cid]) == []
 
 
 def test_add_again_is_idempotent(network):

@@ -1,7 +1,9 @@
 /* test_agent_cni.c: services/agent/cni.c without root: agent.cni_portmap
  * and agent.cni_bridge name a plugin (ours beside the agent, a plugin in
  * agent.cni_bin_dir, or an absolute path), and anything else, or a file that
- * is not an executable, is refused with the reason and the option. (The plugins themselves
+ * is not an executable, is refused with the reason and the option;
+ * agent.cni_publish_addrs gives the addresses published ports answer on, and
+ * a bad network option is refused by name. (The plugins themselves
  * run in test_agent_runtime.c and tests/integration/test_portmap.py.) */
 #include "services/agent/cni.h"
 
@@ -77,10 +79,58 @@ static void test_portmap_locate(void **state)
     rmdir(dir);
 }
 
+/* agent.cni_publish_addrs: where published ports answer */
+static void test_publish_addrs(void **state)
+{
+    (void)state;
+    char out[8][16];
+    int n = -1;
+    ts_err err = {{0}};
+    /* "*": every address (no hostIP) */
+    assert_true(cni_publish_resolve("*", "192.0.2.5", out, 8, &n, &err));
+    assert_int_equal(n, 0);
+    /* a list: those */
+    assert_true(cni_publish_resolve(" 192.0.2.5, 10.0.0.1 ,", "ignored", out, 8, &n, &err));
+    assert_int_equal(n, 2);
+    assert_string_equal(out[0], "192.0.2.5");
+    assert_string_equal(out[1], "10.0.0.1");
+    /* default: the kernel host wsproxy connects to, an address of this host */
+    assert_true(cni_publish_resolve("", "127.0.0.1", out, 8, &n, &err));
+    assert_int_equal(n, 1);
+    assert_string_equal(out[0], "127.0.0.1");
+    /* an address that is not this host's (NATed by someone else, say):
+     * every address, since DNAT would never see it */
+    assert_true(cni_publish_resolve(NULL, "198.51.100.7", out, 8, &n, &err));
+    assert_int_equal(n, 0);
+    /* a name that is loopback only here, one that does not resolve, none:
+     * every address (what others resolve it to is not known here) */
+    assert_true(cni_publish_resolve("", "localhost", out, 8, &n, &err));
+    assert_int_equal(n, 0);
+    assert_true(cni_publish_resolve("", "no-such-host.invalid", out, 8, &n, &err));
+    assert_int_equal(n, 0);
+    assert_true(cni_publish_resolve("", "", out, 8, &n, &err));
+    assert_int_equal(n, 0);
+    assert_false(cni_publish_resolve("10.0.0.1,host.example", "", out, 8, &n, &err));
+    assert_non_null(strstr(err.msg, "agent.cni_publish_addrs: 'host.example'"));
+    assert_false(cni_publish_resolve("1.1.1.1,1.1.1.2,1.1.1.3", "", out, 2, &n, &err));
+    assert_non_null(strstr(err.msg, "at most 2"));
+    /* the policy as a whole: a bad option is named */
+    cni_policy p = {.deny = "169.254.0.0/16,nonsense"};
+    assert_false(cni_policy_set(&p, &err));
+    assert_non_null(strstr(err.msg, "agent.cni_deny: 'nonsense'"));
+    p = (cni_policy){.outbound = "maybe"};
+    assert_false(cni_policy_set(&p, &err));
+    assert_non_null(strstr(err.msg, "agent.cni_outbound"));
+    p = (cni_policy){.publish_addrs = "::1"};
+    assert_false(cni_policy_set(&p, &err));
+    assert_non_null(strstr(err.msg, "agent.cni_publish_addrs"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_portmap_locate),
+        cmocka_unit_test(test_publish_addrs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,7 +12,10 @@
  *     401 with "WWW-Authenticate: Bearer realm=...", serves tokens (anonymous
  *     for one repository, with basic credentials for another) and forwards
  *     requests that carry a token;
- *   - two pulls of one image at once both succeed.
+ *   - two pulls of one image at once both succeed;
+ *   - a store whose layers are shifted for a user namespace keeps them apart
+ *     (layers-<base>-<count>/), does not take the unshifted ones for its own,
+ *     and unpacks them again from the cached blobs without a download.
  *
  * Skips (exit 0, saying why) without docker-registry, python3 or
  * /bin/busybox (tools/deps.sh installs them), or when not root. */
@@ -225,9 +228,12 @@ static bool file_contains(const char *path, const char *what)
     return strstr(buf, what) != NULL;
 }
 
-static image_store *store(const char *cache, const char *arch, int retries, const char *auth_file)
+static image_store *store_shifted(const char *cache, const char *arch, int retries,
+                                  const char *auth_file, uint32_t id_base)
 {
     image_store_opts o = {.cache_dir = path_in(cache),
+                          .layer_id_base = id_base,
+                          .layer_id_count = id_base ? 65536 : 0,
                           .architecture = arch,
                           .max_parallel_layers = 3,
                           .timeout_ms = 5000,
@@ -239,6 +245,11 @@ static image_store *store(const char *cache, const char *arch, int retries, cons
     image_store *s = image_store_new(&o, &err);
     if (!s) fail_msg("image_store_new: %s", err.msg);
     return s;
+}
+
+static image_store *store(const char *cache, const char *arch, int retries, const char *auth_file)
+{
+    return store_shifted(cache, arch, retries, auth_file, 0);
 }
 
 static char *ref(int port, const char *repo)
@@ -461,7 +472,8 @@ static void test_pull_busybox(void **state)
     assert_null(info->entrypoint);
     assert_string_equal(info->workdir, "/home/work");
     assert_null(info->user);
-    assert_non_null(strstr(info->labels_json, "\"ai.backend.service-ports\":\"echo:http:8080,tcpecho:tcp:9000\""));
+    assert_non_null(strstr(info->labels_json,
+                           "\"ai.backend.service-ports\":\"echo:http:8080,tcpecho:tcp:9000\""));
     assert_non_null(strstr(info->labels_json, "\"ai.backend.runtime-path\":\"/bin/sh\""));
     assert_true(p.calls >= 4); /* the start, each of the 2 layers ready, the end */
     assert_true(p.total > 100000);
@@ -511,6 +523,53 @@ static void test_second_pull_uses_cache(void **state)
     image_info_free(info);
     assert_null(image_lookup(s, ref(g_reg_port, "tessera/never-pulled:latest"), &err));
     assert_non_null(strstr(err.msg, "not in the cache"));
+    image_store_free(s);
+}
+
+static void assert_owned(const char *dir, const char *rel, uid_t uid)
+{
+    char path[700];
+    struct stat st;
+    snprintf(path, sizeof(path), "%s/%s", dir, rel);
+    if (lstat(path, &st) != 0) fail_msg("%s: %s", path, strerror(errno));
+    if (st.st_uid != uid || st.st_gid != uid)
+        fail_msg("%s is owned by %u:%u, want %u", path, (unsigned)st.st_uid, (unsigned)st.st_gid,
+                 (unsigned)uid);
+}
+
+static void test_shifted_layers_are_a_cache_of_their_own(void **state)
+{
+    (void)state;
+    /* cache-a holds busybox unpacked without a shift (test_pull_busybox) */
+    image_store *s = store_shifted("cache-a", NULL, 2, NULL, 300000);
+    ts_err err = {{0}};
+    assert_null(image_lookup(s, g_ref_busybox, &err));
+    assert_non_null(strstr(err.msg, "is not unpacked in the cache"));
+    int before = blob_gets();
+    char bydigest[300];
+    snprintf(bydigest, sizeof(bydigest), "%s@%s", ref(g_reg_port, "tessera/busybox"),
+             g_busybox_digest);
+    image_info *info = image_pull(s, bydigest, NULL, NULL, &err);
+    if (!info) fail_msg("shifted pull: %s", err.msg);
+    assert_int_equal(blob_gets(), before); /* from the cached blobs */
+    assert_int_equal(info->n_layers, 2);
+    assert_non_null(strstr(info->layer_dirs[0], "/cache-a/layers-300000-65536/sha256/"));
+    assert_owned(info->layer_dirs[0], "", 300000);
+    assert_owned(info->layer_dirs[0], "bin/busybox", 300000);
+    assert_owned(info->layer_dirs[0], "home/work", 301000);
+    image_info_free(info);
+    info = image_lookup(s, g_ref_busybox, &err);
+    if (!info) fail_msg("shifted lookup: %s", err.msg);
+    image_info_free(info);
+    image_store_free(s);
+    /* the unshifted layers are as they were */
+    s = store("cache-a", NULL, 2, NULL);
+    info = image_lookup(s, g_ref_busybox, &err);
+    if (!info) fail_msg("lookup: %s", err.msg);
+    assert_non_null(strstr(info->layer_dirs[0], "/cache-a/layers/sha256/"));
+    assert_owned(info->layer_dirs[0], "home/work", 1000);
+    assert_owned(info->layer_dirs[0], "bin/busybox", 0);
+    image_info_free(info);
     image_store_free(s);
 }
 
@@ -780,6 +839,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_challenge_parse),
         cmocka_unit_test(test_pull_busybox),
         cmocka_unit_test(test_second_pull_uses_cache),
+        cmocka_unit_test(test_shifted_layers_are_a_cache_of_their_own),
         cmocka_unit_test(test_index_picks_architecture),
         cmocka_unit_test(test_missing_image),
         cmocka_unit_test(test_digest_mismatch),

@@ -2,7 +2,9 @@
  * libarchive's writer: OCI whiteouts and opaque directories become overlayfs
  * whiteouts, hard links, symlinks, modes, owners and mtimes are kept, every
  * kind of escape is refused naming the entry with nothing written outside, and
- * the diff_id is the digest of the uncompressed stream. Needs root (device
+ * the diff_id is the digest of the uncompressed stream; owners shifted for a
+ * user namespace (every entry, the directories the tar does not list, the
+ * layer root; ids past the mapping become its nobody). Needs root (device
  * whiteouts, trusted.* xattrs, chown), like the agent. */
 #include "services/agent/digest.h"
 #include "services/agent/unpack.h"
@@ -135,7 +137,7 @@ static bool unpack(const char *tag, const tent *ents, size_t n, const char *filt
     write_tar(path_in("t.tar"), filter, ents, n);
     char dest[512];
     snprintf(dest, sizeof(dest), "%s/out-%s", g_dir, tag);
-    return unpack_layer(path_in("t.tar"), dest, path_in("tmp"), NULL, st, err);
+    return unpack_layer(path_in("t.tar"), dest, path_in("tmp"), NULL, NULL, st, err);
 }
 
 static bool tmp_is_empty(void)
@@ -232,8 +234,8 @@ static void test_zstd_and_diffid_check(void **state)
     /* a wrong expected diff_id keeps nothing */
     write_tar(path_in("t.tar"), "gzip", ents, 1);
     const char *wrong = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
-    assert_false(
-        unpack_layer(path_in("t.tar"), path_in("out-wrong"), path_in("tmp"), wrong, NULL, &err));
+    assert_false(unpack_layer(path_in("t.tar"), path_in("out-wrong"), path_in("tmp"), wrong, NULL,
+                              NULL, &err));
     assert_non_null(strstr(err.msg, "does not match the image config's diff_id"));
     struct stat s;
     assert_int_equal(lstat(path_in("out-wrong"), &s), -1);
@@ -244,7 +246,7 @@ static void test_zstd_and_diffid_check(void **state)
     fputs("this is not a tar archive, not even close, really not......", f);
     fclose(f);
     assert_false(
-        unpack_layer(path_in("junk"), path_in("out-junk"), path_in("tmp"), NULL, NULL, &err));
+        unpack_layer(path_in("junk"), path_in("out-junk"), path_in("tmp"), NULL, NULL, NULL, &err));
     assert_true(tmp_is_empty());
 }
 
@@ -284,7 +286,7 @@ static void expect_refused(const char *tag, const tent *ents, size_t n, const ch
     char dest[512];
     snprintf(dest, sizeof(dest), "%s/out-%s", g_dir, tag);
     write_tar(path_in("t.tar"), "gzip", ents, n);
-    if (unpack_layer(path_in("t.tar"), dest, path_in("tmp"), NULL, NULL, &err))
+    if (unpack_layer(path_in("t.tar"), dest, path_in("tmp"), NULL, NULL, NULL, &err))
         fail_msg("%s: unpacked, should have been refused", tag);
     char want[256];
     snprintf(want, sizeof(want), "entry '%s' escapes the layer root", entry_name);
@@ -327,7 +329,7 @@ static void test_escapes_refused(void **state)
     ts_err err = {{0}};
     write_tar(path_in("t.tar"), "gzip", t7, 2);
     assert_false(unpack_layer(path_in("t.tar"), path_in("out-hl-through"), path_in("tmp"), NULL,
-                              NULL, &err));
+                              NULL, NULL, &err));
     assert_non_null(strstr(err.msg, "entry 'pw'"));
     assert_non_null(strstr(err.msg, "symlink 'link'"));
     /* whiteout through a symlink */
@@ -380,6 +382,72 @@ static void test_existing_dest_is_success(void **state)
     assert_true(tmp_is_empty());
 }
 
+static void assert_owner(const char *rel, uid_t uid, gid_t gid)
+{
+    struct stat s;
+    if (lstat(path_in(rel), &s) != 0) fail_msg("%s: %s", rel, strerror(errno));
+    if (s.st_uid != uid || s.st_gid != gid)
+        fail_msg("%s is owned by %u:%u, want %u:%u", rel, (unsigned)s.st_uid, (unsigned)s.st_gid,
+                 (unsigned)uid, (unsigned)gid);
+}
+
+/* With a shift (the agent's user namespace), owner N is base + N on disk:
+ * files, directories, symlinks, fifos, hard links; directories the tar
+ * implies without listing them and the layer root belong to the mapped
+ * root; an id past the mapping becomes its nobody. The same tar unpacked
+ * without a shift keeps its owners: the two differ, so a cache of one
+ * cannot stand in for the other. */
+static void test_owners_shifted(void **state)
+{
+    (void)state;
+    static const tent ents[] = {
+        {"etc/", 'd', NULL, 0755, 0, 0, 0},
+        {"etc/passwd", 'f', "root:x:0:0::/root:/bin/sh\n", 0644, 0, 0, 0},
+        {"home/work/", 'd', NULL, 0750, 1000, 1000, 0},
+        {"home/work/.profile", 'f', "x", 0600, 1000, 100, 0},
+        {"home/work/link", 'l', ".profile", 0, 1000, 1000, 0},
+        {"home/work/fifo", 'p', NULL, 0600, 1000, 1000, 0},
+        {"implied/below/file", 'f', "x", 0644, 7, 7, 0},
+        {"suid", 'f', "x", 04755, 0, 0, 0},
+        {"far", 'f', "x", 0644, 70000, 1000000, 0},
+    };
+    unpack_ids ids = {.base = 200000, .count = 65536};
+    write_tar(path_in("t.tar"), NULL, ents, TS_ARRAY_LEN(ents));
+    unpack_stats st;
+    ts_err err = {{0}};
+    if (!unpack_layer(path_in("t.tar"), path_in("out-shift"), path_in("tmp"), NULL, &ids, &st,
+                      &err))
+        fail_msg("%s", err.msg);
+    assert_owner("out-shift", 200000, 200000);
+    assert_owner("out-shift/etc", 200000, 200000);
+    assert_owner("out-shift/etc/passwd", 200000, 200000);
+    assert_owner("out-shift/home", 200000, 200000); /* implied by home/work/ */
+    assert_owner("out-shift/home/work", 201000, 201000);
+    assert_owner("out-shift/home/work/.profile", 201000, 200100);
+    assert_owner("out-shift/home/work/link", 201000, 201000);
+    assert_owner("out-shift/home/work/fifo", 201000, 201000);
+    assert_owner("out-shift/implied", 200000, 200000);
+    assert_owner("out-shift/implied/below", 200000, 200000);
+    assert_owner("out-shift/implied/below/file", 200007, 200007);
+    assert_owner("out-shift/far", 200000 + 65534, 200000 + 65534);
+    assert_int_equal(st.ids_clamped, 2);
+    struct stat s;
+    assert_int_equal(lstat(path_in("out-shift/suid"), &s), 0);
+    assert_int_equal(s.st_mode & 07777, 04755); /* set after the chown, which clears it */
+    assert_int_equal(lstat(path_in("out-shift/home/work"), &s), 0);
+    assert_int_equal(s.st_mode & 07777, 0750);
+
+    /* no shift: the owners of the tar */
+    if (!unpack_layer(path_in("t.tar"), path_in("out-noshift"), path_in("tmp"), NULL, NULL, &st,
+                      &err))
+        fail_msg("%s", err.msg);
+    assert_owner("out-noshift/etc/passwd", 0, 0);
+    assert_owner("out-noshift/home/work", 1000, 1000);
+    assert_owner("out-noshift/far", 70000, 1000000);
+    assert_int_equal(st.ids_clamped, 0);
+    assert_true(tmp_is_empty());
+}
+
 int main(void)
 {
     if (geteuid() != 0) {
@@ -394,6 +462,7 @@ int main(void)
         cmocka_unit_test(test_escapes_refused),
         cmocka_unit_test(test_absolute_made_relative_and_replacements),
         cmocka_unit_test(test_existing_dest_is_success),
+        cmocka_unit_test(test_owners_shifted),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -3,7 +3,8 @@
  * configuration the agent sends and the older host-local shape, defaults,
  * every bad one refused with the CNI error code and a message naming what
  * is wrong; leases in host-local's layout (content, reuse, the gateway
- * skipped, wrap-around, exhaustion, release, an older host-local lease). The
+ * skipped, wrap-around, exhaustion, release, an older host-local lease);
+ * portIsolation and disableIPv6 (off unless asked for). The
  * plugin itself runs in test_agent_runtime.c (real namespaces, beside
  * Debian's bridge). */
 #include "services/agent/cni-bridge/br_conf.h"
@@ -76,6 +77,17 @@ static void test_agent_conf(void **state)
     assert_int_equal(c.routes[0].prefix, 0);
     assert_int_equal(c.routes[0].gw.s_addr, 0);
     assert_string_equal(c.data_dir, "/var/lib/tessera/cni/networks");
+    /* isolation is asked for (the agent always does) */
+    assert_false(c.port_isolation);
+    assert_false(c.disable_ipv6);
+    assert_true(
+        parse(AGENT_CONF("\"portIsolation\":true,\"disableIPv6\":true,"), CNIP_ADD, &c, &e));
+    assert_true(c.port_isolation);
+    assert_true(c.disable_ipv6);
+    assert_true(
+        parse(AGENT_CONF("\"portIsolation\":false,\"disableIPv6\":null,"), CNIP_ADD, &c, &e));
+    assert_false(c.port_isolation);
+    assert_false(c.disable_ipv6);
 }
 
 static void test_older_shape_and_defaults(void **state)
@@ -122,6 +134,10 @@ static void test_bad_conf(void **state)
             "cniVersion is not a "
             "string");
     refused("{\"cniVersion\":\"1.0.0\"}", CNIP_DEL, CNIP_E_CONFIG, "name is missing");
+    refused(AGENT_CONF("\"portIsolation\":\"yes\","), CNIP_ADD, CNIP_E_CONFIG,
+            "portIsolation is not true or false");
+    refused(AGENT_CONF("\"disableIPv6\":1,"), CNIP_ADD, CNIP_E_CONFIG,
+            "disableIPv6 is not true or false");
     refused("{\"cniVersion\":\"1.0.0\",\"name\":\"../etc\"}", CNIP_DEL, CNIP_E_CONFIG,
             "name ../etc");
     refused("{\"cniVersion\":\"1.0.0\",\"name\":\"n\\u00e9t\"}", CNIP_DEL, CNIP_E_CONFIG, "name ");

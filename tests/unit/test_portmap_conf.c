@@ -84,6 +84,23 @@ static void test_snat_hostip_and_families(void **state)
     assert_string_equal(c.maps[1].host_ip, "");
     assert_string_equal(c.container_ip, "10.1.2.3");
     assert_string_equal(c.container_net, "10.1.2.3/32");
+    /* one mapping on every address (hostIP ""): loopback among them */
+    assert_true(pm_conf_on_loopback(&c));
+    pm_conf_free(&c);
+    /* route_localnet is needed only for a mapping that answers on loopback */
+    t = "{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"runtimeConfig\":{\"portMappings\":["
+        "{\"hostPort\":1,\"containerPort\":2,\"hostIP\":\"192.0.2.9\"},"
+        "{\"hostPort\":1,\"containerPort\":2,\"hostIP\":\"10.0.0.1\"}]},"
+        "\"prevResult\":{\"ips\":[{\"address\":\"10.1.2.3/24\"}]}}";
+    assert_true(parse(t, CNIP_ADD, &c, &e));
+    assert_false(pm_conf_on_loopback(&c));
+    pm_conf_free(&c);
+    t = "{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"runtimeConfig\":{\"portMappings\":["
+        "{\"hostPort\":1,\"containerPort\":2,\"hostIP\":\"192.0.2.9\"},"
+        "{\"hostPort\":1,\"containerPort\":2,\"hostIP\":\"127.0.0.1\"}]},"
+        "\"prevResult\":{\"ips\":[{\"address\":\"10.1.2.3/24\"}]}}";
+    assert_true(parse(t, CNIP_ADD, &c, &e));
+    assert_true(pm_conf_on_loopback(&c));
     pm_conf_free(&c);
     /* nothing to publish: no IPv4 address needed */
     t = "{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"prevResult\":{\"ips\":[{\"address\":\"fd00::5/"

@@ -250,6 +250,8 @@ bool br_conf_parse(const char *text, size_t len, cnip_cmd cmd, br_conf *c, cnip_
     } else if (!_opt_bool(root, "isGateway", &c->is_gateway, e) ||
                !_opt_bool(root, "isDefaultGateway", &c->default_route, e) ||
                !_opt_bool(root, "hairpinMode", &c->hairpin, e) ||
+               !_opt_bool(root, "portIsolation", &c->port_isolation, e) ||
+               !_opt_bool(root, "disableIPv6", &c->disable_ipv6, e) ||
                !_opt_bool(root, "ipMasq", &masq, e)) {
     } else if (masq) {
         cnip_error_set(e, CNIP_E_CONFIG, "invalid network config",

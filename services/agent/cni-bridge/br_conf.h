@@ -10,6 +10,18 @@
  *   hairpinMode   the host end of the veth reflects traffic back (so a
  *                 container reaches itself through a published port)
  *   mtu           of the veth pair (default: the kernel's, 1500)
+ *   portIsolation (ours, default false) no layer-2 path between containers:
+ *                 the host end is an isolated, locked bridge port without
+ *                 learning, with a static FDB entry for the container's MAC
+ *                 (frames from any other source MAC are dropped), the host
+ *                 keeps a permanent neighbour entry for the container's
+ *                 address (the bridge's MAC is fixed, so that ports coming
+ *                 and going do not flush it), and the bridge answers ARP
+ *                 for its neighbours
+ *                 (proxy_arp, proxy_arp_pvlan), so containers reach each
+ *                 other only through the host's IP layer (its FORWARD chain)
+ *   disableIPv6   (ours, default false) IPv6 off on the bridge and on both
+ *                 ends of the veth pair (no link-local path to the host)
  *   ipMasq        must be false: the agent masquerades each network with one
  *                 rule (docs/agent.md, "Networking")
  *   ipam          type "host-local" only, and what tessera-bridge needs of it:
@@ -49,6 +61,7 @@ typedef struct br_conf {
     char name[CNIP_MAX_NAME + 1];
     char bridge[IF_NAMESIZE];
     bool is_gateway, default_route, hairpin;
+    bool port_isolation, disable_ipv6;
     int mtu; /* 0: the kernel's default */
     /* ipam: one IPv4 range; all in network byte order */
     bool has_ipam; /* DEL needs no range */

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -166,7 +167,42 @@ bool br_nl_link_up(br_nl *n, int ifindex, ts_err *err)
     return false;
 }
 
-int br_nl_bridge_ensure(br_nl *n, const char *name, int mtu, ts_err *err)
+/* /sys/class/net/<name>/addr_assign_type is NET_ADDR_SET (3): the MAC was
+ * given, and a bridge keeps it. */
+static bool _mac_fixed(const char *name)
+{
+    char path[96], buf[8] = "";
+    snprintf(path, sizeof(path), "/sys/class/net/%s/addr_assign_type", name);
+    FILE *f = fopen(path, "re");
+    if (!f) return false;
+    bool fixed = fgets(buf, sizeof(buf), f) && buf[0] == '3';
+    fclose(f);
+    return fixed;
+}
+
+/* Random, unicast, locally administered. */
+static void _random_mac(unsigned char mac[6])
+{
+    if (getrandom(mac, 6, 0) != 6)
+        for (int i = 0; i < 6; i++)
+            mac[i] = (unsigned char)(getpid() >> (i % 3 * 8));
+    mac[0] = (unsigned char)((mac[0] & 0xfe) | 0x02);
+}
+
+static bool _set_mac(br_nl *n, int ifindex, const unsigned char mac[6], ts_err *err)
+{
+    msg m;
+    _start(&m, RTM_NEWLINK, NLM_F_ACK);
+    struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC, .ifi_index = ifindex};
+    _put(&m, &ifi, sizeof(ifi));
+    _attr(&m, IFLA_ADDRESS, mac, 6);
+    int rc = _talk(n, &m, NULL);
+    if (rc == 0) return true;
+    ts_err_set(err, "set the MAC of link %d: %s", ifindex, strerror(rc));
+    return false;
+}
+
+int br_nl_bridge_ensure(br_nl *n, const char *name, int mtu, bool fixed_mac, ts_err *err)
 {
     char kind[32];
     int idx = br_nl_link_get(n, name, kind, sizeof(kind), err);
@@ -178,6 +214,11 @@ int br_nl_bridge_ensure(br_nl *n, const char *name, int mtu, ts_err *err)
         _put(&m, &ifi, sizeof(ifi));
         _attr(&m, IFLA_IFNAME, name, strlen(name) + 1);
         if (mtu > 0) _attr(&m, IFLA_MTU, &mtu, sizeof(mtu));
+        if (fixed_mac) {
+            unsigned char mac[6];
+            _random_mac(mac);
+            _attr(&m, IFLA_ADDRESS, mac, sizeof(mac));
+        }
         struct rtattr *li = _nest(&m, IFLA_LINKINFO);
         _attr(&m, IFLA_INFO_KIND, "bridge", 6);
         _nest_end(&m, li);
@@ -196,6 +237,17 @@ int br_nl_bridge_ensure(br_nl *n, const char *name, int mtu, ts_err *err)
         ts_err_set(err, "link %s exists and is not a bridge (%s)", name,
                    kind[0] ? kind : "no kind");
         return 0;
+    }
+    if (fixed_mac && !_mac_fixed(name)) {
+        /* made elsewhere: its MAC as it is, kept; a bridge without ports
+         * has none (00:00:00:00:00:00): a new one */
+        char text[18];
+        unsigned char mac[6];
+        br_mac(name, text);
+        if (!br_mac_parse(text, mac) || (mac[0] & 1) ||
+            !(mac[0] | mac[1] | mac[2] | mac[3] | mac[4] | mac[5]))
+            _random_mac(mac);
+        if (!_set_mac(n, idx, mac, err)) return 0;
     }
     return br_nl_link_up(n, idx, err) ? idx : 0;
 }
@@ -255,19 +307,76 @@ bool br_nl_veth_create(br_nl *n, const char *host, const char *peer, int peer_ns
     return false;
 }
 
-bool br_nl_hairpin(br_nl *n, int ifindex, bool on, ts_err *err)
+bool br_nl_port_set(br_nl *n, int ifindex, bool hairpin, bool isolate, ts_err *err)
 {
     msg m;
     _start(&m, RTM_SETLINK, NLM_F_ACK);
     struct ifinfomsg ifi = {.ifi_family = AF_BRIDGE, .ifi_index = ifindex};
     _put(&m, &ifi, sizeof(ifi));
     struct rtattr *pi = _nest(&m, IFLA_PROTINFO | NLA_F_NESTED);
-    unsigned char v = on ? 1 : 0;
+    unsigned char v = hairpin ? 1 : 0;
     _attr(&m, IFLA_BRPORT_MODE, &v, sizeof(v));
+    if (isolate) {
+        unsigned char on = 1, off = 0;
+        _attr(&m, IFLA_BRPORT_ISOLATED, &on, sizeof(on));
+        _attr(&m, IFLA_BRPORT_LOCKED, &on, sizeof(on));
+        _attr(&m, IFLA_BRPORT_LEARNING, &off, sizeof(off));
+    }
     _nest_end(&m, pi);
     int rc = _talk(n, &m, NULL);
     if (rc == 0) return true;
-    ts_err_set(err, "set hairpin mode of link %d: %s", ifindex, strerror(rc));
+    ts_err_set(err, "set bridge port settings of link %d (hairpin %s%s): %s", ifindex,
+               hairpin ? "on" : "off", isolate ? ", isolated, locked, no learning" : "",
+               strerror(rc));
+    return false;
+}
+
+/* RTM_NEWNEIGH / RTM_DELNEIGH: family, ifindex, state, flags, dst (AF_INET
+ * only), lladdr (NULL: none). */
+static int _neigh(br_nl *n, unsigned short type, unsigned char family, int ifindex,
+                  unsigned short state, unsigned char flags, const struct in_addr *dst,
+                  const unsigned char *mac)
+{
+    msg m;
+    _start(&m, type,
+           (unsigned short)(NLM_F_ACK | (type == RTM_NEWNEIGH ? NLM_F_CREATE | NLM_F_REPLACE : 0)));
+    struct ndmsg nd = {
+        .ndm_family = family, .ndm_ifindex = ifindex, .ndm_state = state, .ndm_flags = flags};
+    _put(&m, &nd, sizeof(nd));
+    if (dst) _attr(&m, NDA_DST, dst, sizeof(*dst));
+    if (mac) _attr(&m, NDA_LLADDR, mac, 6);
+    return _talk(n, &m, NULL);
+}
+
+bool br_nl_fdb_static(br_nl *n, int ifindex, const unsigned char mac[6], ts_err *err)
+{
+    /* NUD_NOARP is "static"; NUD_PERMANENT would make it a local (the
+     * bridge's own) address, which a locked port refuses */
+    int rc = _neigh(n, RTM_NEWNEIGH, AF_BRIDGE, ifindex, NUD_NOARP, NTF_MASTER, NULL, mac);
+    if (rc == 0) return true;
+    ts_err_set(err, "add static FDB entry %02x:%02x:%02x:%02x:%02x:%02x on link %d: %s", mac[0],
+               mac[1], mac[2], mac[3], mac[4], mac[5], ifindex, strerror(rc));
+    return false;
+}
+
+bool br_nl_neigh_permanent(br_nl *n, int ifindex, struct in_addr a, const unsigned char mac[6],
+                           ts_err *err)
+{
+    int rc = _neigh(n, RTM_NEWNEIGH, AF_INET, ifindex, NUD_PERMANENT, 0, &a, mac);
+    if (rc == 0) return true;
+    char ip[INET_ADDRSTRLEN];
+    inet_ntop(AF_INET, &a, ip, sizeof(ip));
+    ts_err_set(err, "add permanent neighbour %s on link %d: %s", ip, ifindex, strerror(rc));
+    return false;
+}
+
+bool br_nl_neigh_del(br_nl *n, int ifindex, struct in_addr a, ts_err *err)
+{
+    int rc = _neigh(n, RTM_DELNEIGH, AF_INET, ifindex, 0, 0, &a, NULL);
+    if (rc == 0 || rc == ENOENT) return true;
+    char ip[INET_ADDRSTRLEN];
+    inet_ntop(AF_INET, &a, ip, sizeof(ip));
+    ts_err_set(err, "delete neighbour %s on link %d: %s", ip, ifindex, strerror(rc));
     return false;
 }
 
@@ -321,4 +430,16 @@ void br_mac(const char *ifname, char out[18])
         snprintf(out, 18, "%02x:%02x:%02x:%02x:%02x:%02x", h[0], h[1], h[2], h[3], h[4], h[5]);
     }
     close(s);
+}
+
+bool br_mac_parse(const char *text, unsigned char mac[6])
+{
+    unsigned v[6];
+    char end;
+    if (sscanf(text, "%2x:%2x:%2x:%2x:%2x:%2x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &end) !=
+        6)
+        return false;
+    for (int i = 0; i < 6; i++)
+        mac[i] = (unsigned char)v[i];
+    return true;
 }

@@ -23,8 +23,13 @@ void br_nl_close(br_nl *n);
  * no such link, -1 on error (err set). */
 int br_nl_link_get(br_nl *n, const char *name, char *kind, size_t kind_size, ts_err *err);
 /* Create the bridge if there is none; either way it ends up up. An existing
- * link of that name that is not a bridge is an error. Its index, or 0. */
-int br_nl_bridge_ensure(br_nl *n, const char *name, int mtu, ts_err *err);
+ * link of that name that is not a bridge is an error. Its index, or 0.
+ * fixed_mac: a bridge made here gets a MAC of its own (random, locally
+ * administered) instead of following its ports', which changes as ports
+ * come and go, flushing the bridge's neighbour entries, permanent ones
+ * too, and the containers' ARP entry of the gateway; an existing bridge
+ * whose MAC still follows its ports gets its current one fixed. */
+int br_nl_bridge_ensure(br_nl *n, const char *name, int mtu, bool fixed_mac, ts_err *err);
 /* Add an IPv4 address (one already there is not an error). */
 bool br_nl_addr_add(br_nl *n, int ifindex, struct in_addr a, int prefix, ts_err *err) TS_MUST_CHECK;
 /* A veth pair, both ends down: host (in this namespace, a port of master)
@@ -32,8 +37,20 @@ bool br_nl_addr_add(br_nl *n, int ifindex, struct in_addr a, int prefix, ts_err 
  * when a name is taken. */
 bool br_nl_veth_create(br_nl *n, const char *host, const char *peer, int peer_ns_fd, int master,
                        int mtu, bool *eexist, ts_err *err) TS_MUST_CHECK;
-/* The bridge port's hairpin mode (IFLA_BRPORT_MODE). */
-bool br_nl_hairpin(br_nl *n, int ifindex, bool on, ts_err *err) TS_MUST_CHECK;
+/* A bridge port's settings, in one request: hairpin mode (IFLA_BRPORT_MODE)
+ * and, with isolate, isolated (no forwarding to other isolated ports),
+ * locked (only source MACs with an FDB entry on this port pass) and no
+ * learning. */
+bool br_nl_port_set(br_nl *n, int ifindex, bool hairpin, bool isolate, ts_err *err) TS_MUST_CHECK;
+/* A static FDB entry: frames to mac go out of bridge port ifindex, and a
+ * locked port accepts frames from it (bridge fdb replace ... master static). */
+bool br_nl_fdb_static(br_nl *n, int ifindex, const unsigned char mac[6], ts_err *err) TS_MUST_CHECK;
+/* A permanent IPv4 neighbour entry a -> mac on ifindex (replaces one there),
+ * which ARP answers cannot change; and its removal (none there: not an
+ * error). */
+bool br_nl_neigh_permanent(br_nl *n, int ifindex, struct in_addr a, const unsigned char mac[6],
+                           ts_err *err) TS_MUST_CHECK;
+bool br_nl_neigh_del(br_nl *n, int ifindex, struct in_addr a, ts_err *err) TS_MUST_CHECK;
 bool br_nl_link_up(br_nl *n, int ifindex, ts_err *err) TS_MUST_CHECK;
 /* A route to dst/prefix through gw (0: on-link) out of ifindex, main table
  * (one already there is not an error). */
@@ -44,5 +61,7 @@ bool br_nl_link_del(br_nl *n, const char *name, ts_err *err) TS_MUST_CHECK;
 
 /* "aa:bb:cc:dd:ee:ff" of ifname in the calling thread's namespace, or "". */
 void br_mac(const char *ifname, char out[18]);
+/* "aa:bb:cc:dd:ee:ff" into 6 bytes; false when it is not a MAC. */
+bool br_mac_parse(const char *text, unsigned char mac[6]);
 
 #endif

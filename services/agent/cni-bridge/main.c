@@ -10,11 +10,15 @@
  *          an address leased from the range (br_ipam.h), a veth pair: the
  *          host end a port of the bridge (hairpin when hairpinMode), the
  *          other CNI_IFNAME in CNI_NETNS with the address and ipam.routes
- *          through the gateway. Prints the CNI result. A failed ADD undoes
- *          what it did.
- *   DEL    drops the container's lease and deletes CNI_IFNAME in CNI_NETNS
- *          (which takes the host end with it); what is already gone is not
- *          an error.
+ *          through the gateway. With portIsolation the port is isolated
+ *          and locked to the container's MAC, the host keeps a permanent
+ *          neighbour entry for its address and the bridge answers ARP for
+ *          the other containers; with disableIPv6 the bridge and both ends
+ *          have no IPv6 (br_conf.h). Prints the CNI result. A failed ADD
+ *          undoes what it did.
+ *   DEL    drops the container's lease (and the neighbour entry of its
+ *          address) and deletes CNI_IFNAME in CNI_NETNS (which takes the
+ *          host end with it); what is already gone is not an error.
  *   CHECK  the lease and the interface are there.
  * An error is CNI error JSON on stdout and exit status 1. */
 #include <arpa/inet.h>
@@ -31,6 +35,7 @@
 #include "services/agent/cni-bridge/br_conf.h"
 #include "services/agent/cni-bridge/br_ipam.h"
 #include "services/agent/cni-bridge/br_nl.h"
+#include "services/agent/cni-bridge/br_sys.h"
 
 typedef struct added {
     char host[IF_NAMESIZE];
@@ -41,6 +46,12 @@ typedef struct added {
 static bool _nl_fail(cnip_error *e, const char *what, const ts_err *err)
 {
     cnip_error_set(e, BR_E_NETLINK, what, "%s", err->msg);
+    return false;
+}
+
+static bool _sys_fail(cnip_error *e, const char *what, const ts_err *err)
+{
+    cnip_error_set(e, CNIP_E_IO, what, "%s", err->msg);
     return false;
 }
 
@@ -113,11 +124,15 @@ static bool _add(const br_conf *c, const char *cid, const char *netns, const cha
     bool ok = !c->is_gateway || _ip_forward_on(e);
     int br_idx = 0;
     if (ok) {
-        br_idx = br_nl_bridge_ensure(&host, c->bridge, c->mtu, &err);
+        br_idx = br_nl_bridge_ensure(&host, c->bridge, c->mtu, c->port_isolation, &err);
         if (!br_idx) ok = _nl_fail(e, "cannot set up the bridge", &err);
     }
     if (ok && c->is_gateway && !br_nl_addr_add(&host, br_idx, c->gateway, c->prefix, &err))
         ok = _nl_fail(e, "cannot give the bridge its gateway address", &err);
+    if (ok && c->disable_ipv6 && !br_sys_ipv6_off(c->bridge, &err))
+        ok = _sys_fail(e, "cannot turn IPv6 off on the bridge", &err);
+    if (ok && c->port_isolation && !br_sys_proxy_arp(c->bridge, &err))
+        ok = _sys_fail(e, "cannot turn proxy ARP on on the bridge", &err);
     br_ipam store;
     bool leased = false;
     if (ok && br_ipam_open(&store, c, e)) {
@@ -127,12 +142,16 @@ static bool _add(const br_conf *c, const char *cid, const char *netns, const cha
         ok = false;
     }
     if (ok) ok = _veth(&host, c, br_idx, ifname, ns_fd, a, e);
+    int hidx = 0;
     if (ok) {
-        int hidx = br_nl_link_get(&host, a->host, NULL, 0, &err);
+        hidx = br_nl_link_get(&host, a->host, NULL, 0, &err);
         if (hidx <= 0)
             ok = _nl_fail(e, "the host end of the veth pair is missing", &err);
-        else if (c->hairpin && !br_nl_hairpin(&host, hidx, true, &err))
-            ok = _nl_fail(e, "cannot set hairpin mode", &err);
+        else if (c->disable_ipv6 && !br_sys_ipv6_off(a->host, &err))
+            ok = _sys_fail(e, "cannot turn IPv6 off on the host end of the veth pair", &err);
+        else if ((c->hairpin || c->port_isolation) &&
+                 !br_nl_port_set(&host, hidx, c->hairpin, c->port_isolation, &err))
+            ok = _nl_fail(e, "cannot set up the bridge port", &err);
         else if (!br_nl_link_up(&host, hidx, &err))
             ok = _nl_fail(e, "cannot bring the host end of the veth pair up", &err);
     }
@@ -141,6 +160,8 @@ static bool _add(const br_conf *c, const char *cid, const char *netns, const cha
         br_mac(a->host, a->mac_host);
         ok = _enter(ns_fd, netns, e);
     }
+    if (ok && c->disable_ipv6 && !br_sys_ipv6_off(ifname, &err))
+        ok = _sys_fail(e, "cannot turn IPv6 off on the container's interface", &err);
     br_nl cont = {.fd = -1};
     if (ok && !br_nl_open(&cont, &err)) ok = _nl_fail(e, "cannot open a netlink socket", &err);
     int idx = 0;
@@ -167,6 +188,20 @@ static bool _add(const br_conf *c, const char *cid, const char *netns, const cha
     }
     if (ok) br_mac(ifname, a->mac_cont);
     br_nl_close(&cont);
+    /* the host's side of isolation, through the host's socket: the only
+     * source MAC the port accepts, and the address's MAC fixed for good */
+    if (ok && c->port_isolation) {
+        unsigned char mac[6];
+        if (!br_mac_parse(a->mac_cont, mac)) {
+            cnip_error_set(e, BR_E_NETLINK, "cannot read the container's MAC address", "%s: '%s'",
+                           ifname, a->mac_cont);
+            ok = false;
+        } else if (!br_nl_fdb_static(&host, hidx, mac, &err)) {
+            ok = _nl_fail(e, "cannot lock the bridge port to the container's MAC", &err);
+        } else if (!br_nl_neigh_permanent(&host, br_idx, a->ip, mac, &err)) {
+            ok = _nl_fail(e, "cannot add the container's neighbour entry", &err);
+        }
+    }
     if (!ok) { /* undo: the pair (from the host end) and a lease this ADD took */
         if (a->host[0] && !br_nl_link_del(&host, a->host, &err)) { /* best effort */
         }
@@ -216,9 +251,26 @@ static void _print_result(const br_conf *c, const char *netns, const char *ifnam
 static bool _del(const br_conf *c, const char *cid, const char *netns, const char *ifname,
                  cnip_error *e)
 {
+    ts_err err = {{0}};
     if (c->has_ipam) {
         br_ipam store;
         if (!br_ipam_open(&store, c, e)) return false;
+        struct in_addr ip;
+        /* the neighbour entry goes while the lease is still held, so it is
+         * never one an ADD given the address meanwhile has just made */
+        if (c->port_isolation && br_ipam_find(&store, cid, ifname, &ip)) {
+            br_nl host;
+            bool gone = br_nl_open(&host, &err);
+            if (gone) {
+                int br_idx = br_nl_link_get(&host, c->bridge, NULL, 0, &err);
+                gone = br_idx == 0 || (br_idx > 0 && br_nl_neigh_del(&host, br_idx, ip, &err));
+                br_nl_close(&host);
+            }
+            if (!gone) {
+                br_ipam_close(&store);
+                return _nl_fail(e, "cannot delete the container's neighbour entry", &err);
+            }
+        }
         (void)br_ipam_release(&store, cid, ifname);
         br_ipam_close(&store);
     }
@@ -227,7 +279,6 @@ static bool _del(const br_conf *c, const char *cid, const char *netns, const cha
     if (ns_fd < 0) return true; /* the namespace is gone, and its interfaces with it */
     bool ok = _enter(ns_fd, netns, e);
     close(ns_fd);
-    ts_err err = {{0}};
     br_nl cont;
     if (ok && !br_nl_open(&cont, &err)) return _nl_fail(e, "cannot open a netlink socket", &err);
     if (ok && !br_nl_link_del(&cont, ifname, &err))

@@ -181,8 +181,10 @@ static bool _add(const pm_conf *c, const char *cid, cnip_error *e)
     ts_err err = {{0}};
     char ifname[IF_NAMESIZE];
     /* 127.0.0.1 DNATed to the container leaves through this interface:
-     * without route_localnet the kernel drops it as a martian */
-    if (c->snat && pm_route_iface(c->container_ip, ifname) &&
+     * without route_localnet the kernel drops it as a martian. Only where a
+     * mapping answers on loopback: the setting also lets that interface
+     * take packets to 127.0.0.0/8 in (the agent drops them, netfilter.h). */
+    if (c->snat && pm_conf_on_loopback(c) && pm_route_iface(c->container_ip, ifname) &&
         !pm_route_localnet_set(ifname, &err)) {
         cnip_error_set(e, CNIP_E_IO, "cannot enable route_localnet", "%s", err.msg);
         return false;
@@ -203,7 +205,8 @@ static bool _check(const pm_conf *c, const char *cid, cnip_error *e)
     bool ok = pm_plan_check(c, cid, &t, e);
     pm_table_free(&t);
     char ifname[IF_NAMESIZE];
-    if (ok && c->snat && pm_route_iface(c->container_ip, ifname) && !pm_route_localnet_on(ifname)) {
+    if (ok && c->snat && pm_conf_on_loopback(c) && pm_route_iface(c->container_ip, ifname) &&
+        !pm_route_localnet_on(ifname)) {
         cnip_error_set(e, PM_E_MISSING, "port mapping rules missing",
                        "net.ipv4.conf.%s.route_localnet is not 1", ifname);
         ok = false;

@@ -209,6 +209,13 @@ bool pm_conf_parse(const char *text, size_t len, cnip_cmd cmd, pm_conf *c, cnip_
     return ok;
 }
 
+bool pm_conf_on_loopback(const pm_conf *c)
+{
+    for (int i = 0; i < c->n_maps; i++)
+        if (!c->maps[i].host_ip[0] || strncmp(c->maps[i].host_ip, "127.", 4) == 0) return true;
+    return false;
+}
+
 void pm_conf_free(pm_conf *c)
 {
     if (!c) return;
