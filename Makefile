@@ -184,7 +184,7 @@ test: deps
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory check
 
-check: unit integration $(if $(wildcard $(CUDA_HOME)/include/cuda.h),test-shim,shim-skipped) fuzz-smoke
+check: unit integration security $(if $(wildcard $(CUDA_HOME)/include/cuda.h),test-shim,shim-skipped) fuzz-smoke
 
 shim-skipped:
 	@echo "test-shim: skipped: no CUDA toolkit at $(CUDA_HOME) (cuda.h)"
@@ -197,6 +197,22 @@ integration: all
 
 asan:
 	@$(MAKE) --no-print-directory BUILD=build-asan SAN=1 unit
+
+# ---- security suite ------------------------------------------------------------
+# `make security`: tests/security/ (tools/run-security.sh) as a tenant inside
+# real sessions on a temporary stack; prints a table and "N passed, M failed".
+# Its probe (tests/security/probe.c) is a static program put into a test image,
+# so it needs only gcc and libc6-dev (glibc's static libc).
+SEC_PROBE := $(BUILD)/security/probe
+$(SEC_PROBE): tests/security/probe.c
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@ (static)"
+	$(Q)$(CC) -std=gnu11 -O2 -static -Wall -Wextra -Werror -o $@ $<
+.PHONY: security
+security: all $(SEC_PROBE)
+	@TESSERA_BIN_DIR=$${TESSERA_BIN_DIR:-$(abspath $(BUILD))/bin} TESSERA_SECURITY_PROBE=$(abspath $(SEC_PROBE)) \
+	  sh tools/run-security.sh
+# ---- end security suite --------------------------------------------------------
 
 dev-up: deps
 	@$(MAKE) --no-print-directory all

@@ -6,12 +6,18 @@ blobs/sha256/...); builds are reproducible (fixed mtimes, sorted entries, gzip
 without timestamps), so the same inputs give the same digests.
 
   oci-image.py busybox OUT [--arch A ...] [--marker TEXT] [--bad-diffid]
+      [--add SRC:DST ...] [--label K=V ...]
       The test and demo image: Debian's busybox-static (/bin/busybox and its
       applet symlinks), /etc/passwd with root and 'work' (uid 1000), /home/work,
       /tmp, as one gzip layer, plus a tiny second layer /etc/tessera-image naming
       the architecture (and the marker, which makes the image's blobs unique).
       Two or more --arch give an image index with one manifest per
       architecture. --bad-diffid writes a wrong rootfs.diff_ids entry (tests).
+      --add puts the host file SRC at the absolute path DST in a third layer
+      (owner root, mode 0755 when SRC is executable, else 0644; missing parent
+      directories 0755), e.g. a test program (tests/security). --label sets or
+      replaces an image label (e.g. ai.backend.resource.min.cpu=0.25).
+      Without either option the image is the same as before, digests included.
   oci-image.py rootfs TAR OUT [--label K=V ...] [--env K=V ...] [--cmd ARG ...]
       [--workdir DIR] [--user USER]
       An image from a root file system tarball (mmdebstrap's output) as one
@@ -176,6 +182,39 @@ def busybox_rootfs_tar(busybox):
     return t.bytes()
 
 
+def added_files_tar(adds):
+    """The --add layer: [(src, dst)] -> uncompressed tar bytes (sorted, fixed
+    mtimes, like the other layers), or None when there is nothing to add."""
+    if not adds:
+        return None
+    files = {}
+    for spec in adds:
+        src, sep, dst = spec.partition(":")
+        if not sep or not src or not dst.startswith("/") or dst.endswith("/"):
+            die(f"--add {spec!r}: expected SRC:/absolute/path/of/a/file")
+        dst = os.path.normpath(dst).lstrip("/")
+        if dst in files:
+            die(f"--add: {dst} is named twice")
+        if not os.path.isfile(src):
+            die(f"--add {spec!r}: {src} is not a file")
+        files[dst] = src
+    t = TarBuilder()
+    dirs = set()
+    for dst in files:
+        d = os.path.dirname(dst)
+        while d:
+            dirs.add(d)
+            d = os.path.dirname(d)
+    for d in sorted(dirs):
+        t.dir(d)
+    for dst in sorted(files):
+        src = files[dst]
+        with open(src, "rb") as f:
+            data = f.read()
+        t.file(dst, data, 0o755 if os.access(src, os.X_OK) else 0o644)
+    return t.bytes()
+
+
 def image_manifest(lay, layers, cfg_extra, arch, bad_diffid=False):
     """layers: list of uncompressed tar bytes. Returns the manifest descriptor."""
     descs, diff_ids = [], []
@@ -202,6 +241,13 @@ def cmd_busybox(a):
     if not os.path.exists(busybox):
         die(f"{busybox} is missing: install busybox-static (tools/deps.sh)")
     archs = a.arch or [host_arch()]
+    labels = dict(BUSYBOX_LABELS)
+    for kv in a.label:
+        k, sep, v = kv.partition("=")
+        if not sep or not k:
+            die(f"--label {kv!r}: expected KEY=VALUE")
+        labels[k] = v
+    extra = added_files_tar(a.add)
     lay = Layout(a.out)
     base = busybox_rootfs_tar(busybox)
     manifests = []
@@ -212,9 +258,10 @@ def cmd_busybox(a):
             "Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"],
             "Cmd": ["/bin/sh"],
             "WorkingDir": "/home/work",
-            "Labels": dict(BUSYBOX_LABELS),
+            "Labels": dict(labels),
         }
-        desc = image_manifest(lay, [base, t.bytes()], cfg, arch, a.bad_diffid)
+        layers = [base, t.bytes()] + ([extra] if extra is not None else [])
+        desc = image_manifest(lay, layers, cfg, arch, a.bad_diffid)
         desc["platform"] = {"architecture": arch, "os": "linux"}
         manifests.append(desc)
     if len(manifests) == 1:
@@ -338,6 +385,10 @@ def main():
     b.add_argument("--marker")
     b.add_argument("--bad-diffid", action="store_true")
     b.add_argument("--busybox", default="/bin/busybox")
+    b.add_argument("--add", action="append", default=[], metavar="SRC:DST",
+                   help="add the host file SRC at DST (absolute) in a third layer")
+    b.add_argument("--label", action="append", default=[], metavar="K=V",
+                   help="set or replace an image label")
     r = sub.add_parser("rootfs")
     r.add_argument("tar")
     r.add_argument("out")
