@@ -585,7 +585,8 @@ static enum MHD_Result handle(http_server *s, req_ctx *rc, struct MHD_Connection
     http_resp *resp = http_resp_new();
 
     tlog_ctx_request(rc->request_id);
-    if (!s->guard || s->guard(&req, resp, s->guard_ctx)) http_router_dispatch(s->router, &req, resp);
+    if (!s->guard || s->guard(&req, resp, s->guard_ctx))
+        http_router_dispatch(s->router, &req, resp);
     if (http_resp_status(resp) == 0) {
         TLOG_ERROR("http handler set no response", "method=%s path=%s", method, path);
         http_problem(resp, 500, "internal-server-error", NULL, "the handler produced no response");

@@ -362,9 +362,12 @@ static void collect_svcauth(FILE *out, void *ctx)
         const char *reason;
         uint64_t n;
     } rows[] = {
-        {"missing", st.missing},         {"malformed", st.malformed},
-        {"unknown_service", st.unknown_service}, {"expired", st.expired},
-        {"bad_signature", st.bad_signature}, {"replayed", st.replayed},
+        {"missing", st.missing},
+        {"malformed", st.malformed},
+        {"unknown_service", st.unknown_service},
+        {"expired", st.expired},
+        {"bad_signature", st.bad_signature},
+        {"replayed", st.replayed},
         {"forbidden", st.forbidden},
     };
     for (size_t i = 0; i < TS_ARRAY_LEN(rows); i++) {
@@ -396,8 +399,8 @@ static bool load_service_auth(const svc_spec *spec, ts_err *err)
         return false;
     }
     if (!svcauth_load(spec->name, g_common.svcauth_key_file,
-                      needs_trust ? g_common.svcauth_trust_file : "",
-                      g_common.svcauth_max_skew_ms, err))
+                      needs_trust ? g_common.svcauth_trust_file : "", g_common.svcauth_max_skew_ms,
+                      err))
         return false;
     if (needs_trust && svcauth_trusted_keys() == 0) {
         ts_err_set(err, "%s lists no service key: nobody could call tessera-%s",

@@ -24,7 +24,7 @@ static const struct {
     const char *name;
     unsigned bit;
 } SERVICES[] = {
-    {"gateway", SVCAUTH_GATEWAY}, {"auth", SVCAUTH_AUTH},       {"registry", SVCAUTH_REGISTRY},
+    {"gateway", SVCAUTH_GATEWAY},     {"auth", SVCAUTH_AUTH},   {"registry", SVCAUTH_REGISTRY},
     {"scheduler", SVCAUTH_SCHEDULER}, {"agent", SVCAUTH_AGENT}, {"vfolder", SVCAUTH_VFOLDER},
     {"wsproxy", SVCAUTH_WSPROXY},
 };
@@ -515,9 +515,8 @@ static void _refuse(http_resp *resp, _Atomic uint64_t *counter, int status, cons
 {
     atomic_fetch_add(counter, 1);
     char q[200];
-    TLOG_WARN("internal call refused", "status=%d method=%s path=%s service=%s reason=%s",
-              status, req->method, req->path, service ? service : "-",
-              tlog_quote(q, sizeof(q), why));
+    TLOG_WARN("internal call refused", "status=%d method=%s path=%s service=%s reason=%s", status,
+              req->method, req->path, service ? service : "-", tlog_quote(q, sizeof(q), why));
     if (status == 403)
         http_problem(resp, 403, "forbidden", "Forbidden", "%s", why);
     else
@@ -537,8 +536,8 @@ static bool _nonce_ok(const char *s, size_t n)
 }
 
 /* Parse "v1 <service> <ms> <nonce> <b64>" into its parts. */
-static bool _parse(const char *v, char name[SVCAUTH_NAME_MAX + 1], int64_t *ms,
-                   char nonce[65], unsigned char sig[crypto_sign_BYTES])
+static bool _parse(const char *v, char name[SVCAUTH_NAME_MAX + 1], int64_t *ms, char nonce[65],
+                   unsigned char sig[crypto_sign_BYTES])
 {
     if (strncmp(v, "v1 ", 3) != 0) return false;
     const char *p = v + 3;
@@ -629,8 +628,7 @@ bool svcauth_guard(http_req *req, http_resp *resp, void *ctx)
         return false;
     }
     if (!_seen_first(sig, ms + skew, now)) {
-        _refuse(resp, &g_stats.replayed, 401, req, "this service signature was already used",
-                name);
+        _refuse(resp, &g_stats.replayed, 401, req, "this service signature was already used", name);
         return false;
     }
     if (!rule || !(rule->callers & bit)) {

@@ -169,11 +169,11 @@ json_t *seccomp_default_profile(void)
     for (size_t i = 0; i < TS_ARRAY_LEN(families); i++)
         json_array_append_new(rules,
                               _allow_if("socket", 0, "SCMP_CMP_EQ", (uint64_t)families[i], 0));
-    /* The native ABI only: a 32-bit entry (i386, x32, arm) is refused as a
-     * whole (libseccomp's bad-arch action kills the thread). Each ABI listed
-     * multiplies what runc compiles at every start and exec: 7.1 M
-     * instructions for this list with one ABI, 31.7 M with three (libseccomp
-     * 2.5.4 under callgrind; docs/benchmarks.md). */
+        /* The native ABI only: a 32-bit entry (i386, x32, arm) is refused as a
+         * whole (libseccomp's bad-arch action kills the thread). Each ABI listed
+         * multiplies what runc compiles at every start and exec: 7.1 M
+         * instructions for this list with one ABI, 31.7 M with three (libseccomp
+         * 2.5.4 under callgrind; docs/benchmarks.md). */
 #if defined(__x86_64__)
     json_t *arch = json_pack("[s]", "SCMP_ARCH_X86_64");
 #elif defined(__aarch64__)

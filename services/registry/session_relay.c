@@ -51,7 +51,7 @@ static bool find_main_kernel(PGconn *conn, http_resp *resp, const char *id, main
         /* AgentStarted.addr is "http://host:port" (older agents: "host:port"). */
         snprintf(out->agent_url, sizeof(out->agent_url), "%s%s",
                  strncmp(addr, "http://", 7) == 0 || strncmp(addr, "https://", 8) == 0 ? ""
-                                                                                      : "http://",
+                                                                                       : "http://",
                  addr);
         ts_strlcpy(out->kernel_id, PQgetvalue(r, 0, 1), sizeof(out->kernel_id));
         ok = true;
@@ -70,8 +70,8 @@ static void relay(http_req *req, http_resp *resp, svc *s, const char *method, co
     PGconn *conn = pgjson_get(s, resp);
     char id[TS_UUID_STRLEN];
     main_kernel k;
-    bool found = conn && sessions_find(conn, req, resp, &c, id) &&
-                 find_main_kernel(conn, resp, id, &k);
+    bool found =
+        conn && sessions_find(conn, req, resp, &c, id) && find_main_kernel(conn, resp, id, &k);
     pgjson_put(s, conn);
     caller_free(&c);
     if (!found) return;
@@ -89,8 +89,8 @@ static void relay(http_req *req, http_resp *resp, svc *s, const char *method, co
     } else if (!r.content_type ||
                (r.status >= 500 &&
                 !(pass_problems && strstr(r.content_type, "application/problem+json")))) {
-        http_problem(resp, 502, "agent-error", NULL,
-                     "the agent running session %s answered %ld", id, r.status);
+        http_problem(resp, 502, "agent-error", NULL, "the agent running session %s answered %ld",
+                     id, r.status);
     } else {
         http_reply(resp, (int)r.status, r.content_type, r.body, r.body_len);
     }

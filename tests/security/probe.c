@@ -205,9 +205,18 @@ static void sc_unshare(sc_result *r, int flag)
     r->ret = syscall(SYS_unshare, flag);
     r->err = r->ret < 0 ? errno : 0;
 }
-static void sc_unshare_user(sc_result *r) { sc_unshare(r, CLONE_NEWUSER); }
-static void sc_unshare_mnt(sc_result *r) { sc_unshare(r, CLONE_NEWNS); }
-static void sc_unshare_net(sc_result *r) { sc_unshare(r, CLONE_NEWNET); }
+static void sc_unshare_user(sc_result *r)
+{
+    sc_unshare(r, CLONE_NEWUSER);
+}
+static void sc_unshare_mnt(sc_result *r)
+{
+    sc_unshare(r, CLONE_NEWNS);
+}
+static void sc_unshare_net(sc_result *r)
+{
+    sc_unshare(r, CLONE_NEWNET);
+}
 
 static void sc_setns(sc_result *r)
 {
@@ -226,7 +235,8 @@ static void sc_setns(sc_result *r)
 
 static void sc_pivot_root(sc_result *r)
 {
-    r->ret = syscall(SYS_pivot_root, "/nonexistent-tessera-probe", "/nonexistent-tessera-probe/old");
+    r->ret =
+        syscall(SYS_pivot_root, "/nonexistent-tessera-probe", "/nonexistent-tessera-probe/old");
     r->err = r->ret < 0 ? errno : 0;
 }
 
@@ -485,7 +495,9 @@ static void run_syscall(const char *name, sc_fn fn)
         entry(name, WIFSIGNALED(st) ? "killed" : "error", -1, 0, d);
         return;
     }
-    const char *res = r.ret >= 0 ? "allowed" : (r.err == EPERM || r.err == ENOSYS) ? "refused" : "reached";
+    const char *res = r.ret >= 0                            ? "allowed"
+                      : (r.err == EPERM || r.err == ENOSYS) ? "refused"
+                                                            : "reached";
     entry(name, res, r.ret, r.err, r.detail);
 }
 
@@ -570,7 +582,9 @@ static int cmd_tcp(int argc, char **argv)
         }
         if (errno != EINPROGRESS) {
             errs[i] = errno;
-            res[i] = errno == ECONNREFUSED ? "refused" : (errno == EHOSTUNREACH || errno == ENETUNREACH) ? "unreachable" : "error";
+            res[i] = errno == ECONNREFUSED                             ? "refused"
+                     : (errno == EHOSTUNREACH || errno == ENETUNREACH) ? "unreachable"
+                                                                       : "error";
             close(fd);
             continue;
         }
@@ -590,8 +604,10 @@ static int cmd_tcp(int argc, char **argv)
             socklen_t l = sizeof(soerr);
             getsockopt(pf[i].fd, SOL_SOCKET, SO_ERROR, &soerr, &l);
             errs[i] = soerr;
-            res[i] = soerr == 0 ? "open" : soerr == ECONNREFUSED ? "refused"
-                   : (soerr == EHOSTUNREACH || soerr == ENETUNREACH) ? "unreachable" : "error";
+            res[i] = soerr == 0                                        ? "open"
+                     : soerr == ECONNREFUSED                           ? "refused"
+                     : (soerr == EHOSTUNREACH || soerr == ENETUNREACH) ? "unreachable"
+                                                                       : "error";
             close(pf[i].fd);
             pf[i].fd = -1;
             pending--;
@@ -673,9 +689,11 @@ static uint16_t csum(const void *data, size_t len)
 {
     const uint8_t *p = data;
     uint32_t s = 0;
-    for (size_t i = 0; i + 1 < len; i += 2) s += (uint32_t)(p[i] << 8 | p[i + 1]);
+    for (size_t i = 0; i + 1 < len; i += 2)
+        s += (uint32_t)(p[i] << 8 | p[i + 1]);
     if (len & 1) s += (uint32_t)(p[len - 1] << 8);
-    while (s >> 16) s = (s & 0xffff) + (s >> 16);
+    while (s >> 16)
+        s = (s & 0xffff) + (s >> 16);
     return htons((uint16_t)~s);
 }
 
@@ -696,7 +714,8 @@ static int cmd_ping(int argc, char **argv)
         int e2 = errno;
         char d[128];
         snprintf(d, sizeof(d), "ping socket: %s; raw socket: %s", errname(e1), errname(e2));
-        for (int i = 0; i < argc; i++) entry(argv[i], "no-socket", -1, e2, d);
+        for (int i = 0; i < argc; i++)
+            entry(argv[i], "no-socket", -1, e2, d);
         obj_end();
         return 0;
     }
@@ -716,7 +735,8 @@ static int cmd_ping(int argc, char **argv)
         h->un.echo.sequence = htons((uint16_t)(i + 1));
         memcpy(pkt + sizeof(*h), BANNER, sizeof(BANNER) - 1);
         h->checksum = csum(pkt, sizeof(pkt));
-        if (sendto(fd, pkt, sizeof(pkt), 0, (struct sockaddr *)&sa, sizeof(sa)) < 0) got[i] = -errno - 1000;
+        if (sendto(fd, pkt, sizeof(pkt), 0, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+            got[i] = -errno - 1000;
     }
     long deadline = now_ms() + timeout;
     for (;;) {
@@ -741,7 +761,8 @@ static int cmd_ping(int argc, char **argv)
         int seq = ntohs(h->un.echo.sequence);
         if (seq >= 1 && seq <= argc) {
             struct sockaddr_in sa;
-            if (parse_addr(argv[seq - 1], &sa, 0) == 0 && sa.sin_addr.s_addr == from.sin_addr.s_addr)
+            if (parse_addr(argv[seq - 1], &sa, 0) == 0 &&
+                sa.sin_addr.s_addr == from.sin_addr.s_addr)
                 got[seq - 1] = 1;
         }
     }
@@ -903,9 +924,10 @@ static int cmd_pids(void)
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: probe syscalls [NAME...] | rawsock | tcp [-t MS] ADDR:PORT... | "
-                    "udp [-t MS] ADDR:PORT... | ping [-t MS] ADDR... | serve TCPPORT UDPPORT [SECONDS] | "
-                    "wopen FILE... | ptrace PID... | pids\n");
+    fprintf(stderr,
+            "usage: probe syscalls [NAME...] | rawsock | tcp [-t MS] ADDR:PORT... | "
+            "udp [-t MS] ADDR:PORT... | ping [-t MS] ADDR... | serve TCPPORT UDPPORT [SECONDS] | "
+            "wopen FILE... | ptrace PID... | pids\n");
     return 2;
 }
 

@@ -637,8 +637,8 @@ static void box_add(box *b, const char *name, const char *session, int pub)
     write_state(b);
     ts_err err = {{0}};
     assert_true(cni_netns_create(b->netns, &err));
-    if (!cni_add(&g_conf, b->id, *b->session ? b->session : NULL, b->netns, &b->port, b->n_ports, &b->result, b->ip,
-                 sizeof(b->ip), &err))
+    if (!cni_add(&g_conf, b->id, *b->session ? b->session : NULL, b->netns, &b->port, b->n_ports,
+                 &b->result, b->ip, sizeof(b->ip), &err))
         fail_msg("cni_add %s: %s", b->id, err.msg);
     write_state(b);
     const char *argv[] = {"ip",   "netns", "exec",    b->ns,  "python3", "-c",
@@ -841,9 +841,9 @@ static void test_isolation(void **state)
     /* forged: a1's MAC on b1's port (the port is locked to b1's MAC), and
      * a2's address from b1's MAC (no session rule matches: the
      * bridge-to-bridge DROP) */
-    char *drops0 = out_of("iptables -w -L TESSERA-FWD-" NET
-                          " -v -x -n | awk '$3 == \"DROP\" && $6 == \"" NET "\" && $7 == \"" NET
-                          "\" {print $1}'");
+    char *drops0 =
+        out_of("iptables -w -L TESSERA-FWD-" NET " -v -x -n | awk '$3 == \"DROP\" && $6 == \"" NET
+               "\" && $7 == \"" NET "\" {print $1}'");
     char *a1_mac = out_of("ip netns exec %s cat /sys/class/net/eth0/address", g_a1.ns);
     char *b1_mac = out_of("ip netns exec %s cat /sys/class/net/eth0/address", g_b1.ns);
     sh("ip -n %s link set eth0 address %s", g_b1.ns, a1_mac);
@@ -854,9 +854,9 @@ static void test_isolation(void **state)
     snprintf(a, sizeof(a), "raw %s 8080 %s %s", g_a1.ip, gw_mac, g_a2.ip);
     reaches(&g_b1, a, "silent");
     sh("ip -n %s addr del %s/32 dev eth0", g_b1.ns, g_a2.ip);
-    char *drops1 = out_of("iptables -w -L TESSERA-FWD-" NET
-                          " -v -x -n | awk '$3 == \"DROP\" && $6 == \"" NET "\" && $7 == \"" NET
-                          "\" {print $1}'");
+    char *drops1 =
+        out_of("iptables -w -L TESSERA-FWD-" NET " -v -x -n | awk '$3 == \"DROP\" && $6 == \"" NET
+               "\" && $7 == \"" NET "\" {print $1}'");
     if (atoi(drops1) <= atoi(drops0))
         fail_msg("forged source not dropped: %s -> %s", drops0, drops1);
     snprintf(a, sizeof(a), "tcp %s 8080", g_a1.ip);

@@ -182,19 +182,20 @@ static void test_guard(void **state)
                      401);
     assert_int_equal(
         guard("POST", "/v1/admin/users", line, CALLER, "{\"role\":\"superadmin\"}", NULL), 401);
-    assert_int_equal(guard("POST", "/v1/admin/users", line,
-                           "11111111-2222-3333-4444-555555555555", "{\"role\":\"user\"}", NULL),
+    assert_int_equal(guard("POST", "/v1/admin/users", line, "11111111-2222-3333-4444-555555555555",
+                           "{\"role\":\"user\"}", NULL),
                      401);
     assert_int_equal(guard("PATCH", "/v1/admin/users", line, CALLER, "{\"role\":\"user\"}", NULL),
                      401);
-    assert_int_equal(guard("POST", "/v1/admin/users", line, CALLER, "{\"role\":\"user\"}", NULL), 0);
+    assert_int_equal(guard("POST", "/v1/admin/users", line, CALLER, "{\"role\":\"user\"}", NULL),
+                     0);
     /* too old, too far ahead */
     const char *t = "/v1/admin/x";
-    assert_true(svcauth_sign_at(ts_now_wall_ms() - 31000, "GET", t, strlen(t), NULL, NULL, NULL, 0,
-                                line));
+    assert_true(
+        svcauth_sign_at(ts_now_wall_ms() - 31000, "GET", t, strlen(t), NULL, NULL, NULL, 0, line));
     assert_int_equal(guard("GET", t, line, NULL, NULL, NULL), 401);
-    assert_true(svcauth_sign_at(ts_now_wall_ms() + 31000, "GET", t, strlen(t), NULL, NULL, NULL, 0,
-                                line));
+    assert_true(
+        svcauth_sign_at(ts_now_wall_ms() + 31000, "GET", t, strlen(t), NULL, NULL, NULL, 0, line));
     assert_int_equal(guard("GET", t, line, NULL, NULL, NULL), 401);
     /* malformed headers */
     static const char *const bad[] = {
@@ -339,9 +340,12 @@ static void test_replay_set_grows(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_known_answers), cmocka_unit_test(test_url_target),
-        cmocka_unit_test(test_guard),         cmocka_unit_test(test_load_errors),
-        cmocka_unit_test(test_new_key),       cmocka_unit_test(test_replay_set_grows),
+        cmocka_unit_test(test_known_answers),
+        cmocka_unit_test(test_url_target),
+        cmocka_unit_test(test_guard),
+        cmocka_unit_test(test_load_errors),
+        cmocka_unit_test(test_new_key),
+        cmocka_unit_test(test_replay_set_grows),
         cmocka_unit_test(test_equal_requests_are_not_replays),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
