@@ -2,6 +2,8 @@
  * shape, and the JSON body helpers. No libmicrohttpd here: the server turns a
  * finished http_resp into the bytes on the wire. */
 #include "libcommon/http.h"
+
+#include "libcommon/deps.h"
 #include "libcommon/log.h"
 
 #include <stdio.h>
@@ -226,12 +228,27 @@ void http_problem(http_resp *resp, int status, const char *kind, const char *tit
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     if (status < 400 || status > 599) status = 500;
+    /* A failure while a dependency is known to be down is that outage, not a
+     * fault of the request or a bug: the client may try again later. */
+    const char *down = status == 500 ? deps_down() : NULL;
+    if (down) {
+        size_t used = strlen(msg);
+        snprintf(msg + used, sizeof(msg) - used, " (%s is unavailable)", down);
+        status = 503;
+        kind = "service-unavailable";
+        title = NULL;
+    }
     json_t *o = http_problem_json(kind, title ? title : status_title(status), msg);
     size_t len = 0;
     char *text = json_text(o, &len);
     json_decref(o);
     if (!text) ts_panic("problem JSON could not be encoded");
     reply_owned(resp, status, "application/problem+json", text, len);
+    if (down) {
+        char secs[16];
+        snprintf(secs, sizeof(secs), "%d", DEPS_RETRY_AFTER_S);
+        http_set_header(resp, "Retry-After", secs);
+    }
 }
 
 json_t *http_json_body(http_req *req, http_resp *resp)

@@ -2,6 +2,8 @@
  * kbus_consumer.c, dead-letter headers in kbus_dlq.c. */
 #include "libcommon/kbus_internal.h"
 
+#include "libcommon/deps.h"
+
 #include "libcommon/log.h"
 
 #include <errno.h>
@@ -94,6 +96,7 @@ static void _dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
                   rd_kafka_err2name(m->err));
     } else {
         atomic_fetch_add(&bus->produced, 1);
+        deps_mark_up(DEP_KAFKA);
     }
     produce_wait *w = m->_private;
     if (w) {
@@ -137,15 +140,20 @@ kbus *kbus_new(const kbus_opts *opts, ts_err *err)
     bus->control_fetch_wait_ms =
         opts->control_fetch_wait_ms > 0 ? opts->control_fetch_wait_ms : bus->fetch_wait_ms;
     bus->session_timeout_ms = opts->session_timeout_ms > 0 ? opts->session_timeout_ms : 6000;
+    bus->pause_max_backoff_ms = opts->pause_max_backoff_ms > 0 ? opts->pause_max_backoff_ms : 5000;
+    pthread_mutex_init(&bus->pause_mu, NULL);
 
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    char linger[16];
+    char linger[16], msg_timeout[16];
     snprintf(linger, sizeof(linger), "%d", opts->linger_ms);
+    snprintf(msg_timeout, sizeof(msg_timeout), "%d",
+             opts->message_timeout_ms > 0 ? opts->message_timeout_ms : 0);
     if (!kbus_conf_set(conf, "bootstrap.servers", opts->bootstrap, err) ||
         !kbus_conf_set(conf, "client.id", bus->producer_name, err) ||
         !kbus_conf_set(conf, "enable.idempotence", "true", err) ||
         !kbus_conf_set(conf, "partitioner", "murmur2_random", err) ||
-        !kbus_conf_set(conf, "linger.ms", linger, err)) {
+        !kbus_conf_set(conf, "linger.ms", linger, err) ||
+        !kbus_conf_set(conf, "message.timeout.ms", msg_timeout, err)) {
         rd_kafka_conf_destroy(conf);
         goto fail;
     }
@@ -170,6 +178,7 @@ kbus *kbus_new(const kbus_opts *opts, ts_err *err)
               bus->producer_name, opts->linger_ms);
     return bus;
 fail:
+    pthread_mutex_destroy(&bus->pause_mu);
     free(bus->bootstrap);
     free(bus->producer_name);
     free(bus);
@@ -186,9 +195,27 @@ void kbus_close(kbus *bus, int timeout_ms)
     atomic_store(&bus->stopping, true);
     pthread_join(bus->poll_thread, NULL);
     rd_kafka_destroy(bus->rk);
+    pthread_mutex_destroy(&bus->pause_mu);
     free(bus->bootstrap);
     free(bus->producer_name);
     free(bus);
+}
+
+void kbus_set_probe(kbus *bus, kbus_probe probe, void *ctx)
+{
+    bus->probe_ctx = ctx;
+    bus->probe = probe;
+}
+
+int kbus_paused(kbus *bus, ts_err *why)
+{
+    int n = (int)atomic_load(&bus->paused_now);
+    if (n > 0 && why) {
+        pthread_mutex_lock(&bus->pause_mu);
+        ts_err_set(why, "%s", bus->pause_why);
+        pthread_mutex_unlock(&bus->pause_mu);
+    }
+    return n;
 }
 
 /* Produce one record; on a full local queue, wait for room up to ~1 s. */
@@ -310,14 +337,17 @@ bool kbus_ping(kbus *bus, int timeout_ms, ts_err *err)
     rd_kafka_resp_err_t e = rd_kafka_metadata(bus->rk, 0, NULL, &md, timeout_ms);
     if (e) {
         ts_err_set(err, "kafka %s: metadata: %s", bus->bootstrap, rd_kafka_err2str(e));
+        deps_mark_down(DEP_KAFKA, err ? err->msg : rd_kafka_err2str(e));
         return false;
     }
     int brokers = md->broker_cnt;
     rd_kafka_metadata_destroy(md);
     if (brokers <= 0) {
         ts_err_set(err, "kafka %s: no brokers in metadata", bus->bootstrap);
+        deps_mark_down(DEP_KAFKA, "no brokers in metadata");
         return false;
     }
+    deps_mark_up(DEP_KAFKA);
     return true;
 }
 
@@ -329,4 +359,7 @@ void kbus_get_stats(kbus *bus, kbus_stats *out)
     out->handled = atomic_load(&bus->handled);
     out->retried = atomic_load(&bus->retried);
     out->dead_lettered = atomic_load(&bus->dead_lettered);
+    out->pauses = atomic_load(&bus->pauses);
+    out->paused_ms = atomic_load(&bus->paused_ms);
+    out->paused_now = atomic_load(&bus->paused_now);
 }

@@ -10,7 +10,22 @@
  * whose handler returned KBUS_RETRY max_attempts times, or KBUS_REJECT once, is
  * produced to tessera.dlq.v1 with the same key, the original bytes, and headers
  * (dlq.reason, dlq.topic, dlq.partition, dlq.offset, dlq.group, dlq.attempts);
- * then its offset is stored and consumption goes on. */
+ * then its offset is stored and consumption goes on.
+ *
+ * A dependency outage is never a dead letter. When the handler answers
+ * KBUS_WAIT (it could not reach something it needs), or KBUS_RETRY while the
+ * bus's probe (kbus_set_probe: the service's PostgreSQL, Redis and broker
+ * checks) fails, the consumer pauses on that message: it waits, backing off up
+ * to pause_max_backoff_ms, until the probe passes (or, for KBUS_WAIT, for the
+ * backoff), then hands the same message again; those tries are not counted
+ * against max_attempts. kbus_paused() says how many consumers are paused now
+ * (readiness, metrics). A pause longer than max.poll.interval.ms (5 min) makes
+ * the group hand the partition to another member; the message is then applied
+ * again there, which handlers, being at-least-once, already allow.
+ *
+ * Producer: a record waits in the local queue while the brokers are down
+ * (message.timeout.ms = kafka.message_timeout; 0, the default, waits for ever)
+ * and is delivered when they are back. */
 #ifndef TESSERA_KBUS_H
 #define TESSERA_KBUS_H
 
@@ -31,6 +46,8 @@ typedef struct kbus_opts {
                                 * (kbus_consume_control, kbus_batch_opts.control);
                                 * 0 = fetch_wait_ms */
     int session_timeout_ms;    /* consumer: session.timeout.ms; 0 = 6000 */
+    int pause_max_backoff_ms;  /* consumer: longest wait between tries while paused; 0 = 5000 */
+    int message_timeout_ms;    /* producer: message.timeout.ms; 0 = never give up */
 } kbus_opts;
 
 typedef struct kbus kbus;
@@ -56,9 +73,20 @@ int kbus_topic_partitions(kbus *bus, const char *topic, int timeout_ms, ts_err *
 
 typedef enum kbus_result {
     KBUS_DONE,   /* effect is durable: store the offset */
-    KBUS_RETRY,  /* transient: try again (up to max_attempts, then DLQ) */
+    KBUS_RETRY,  /* transient: try again (up to max_attempts, then DLQ; a pause
+                  * instead while the probe fails) */
     KBUS_REJECT, /* permanent: to the DLQ now */
+    KBUS_WAIT,   /* a dependency is unreachable: pause, try again, never the DLQ */
 } kbus_result;
+
+/* The dependency probe: true when everything the handlers need answers, else
+ * false with err saying what does not. Runs on consumer threads, only after a
+ * handler failed. */
+typedef bool (*kbus_probe)(void *ctx, ts_err *err);
+void kbus_set_probe(kbus *bus, kbus_probe probe, void *ctx);
+/* Consumers paused now on a dependency (0 when none); why (may be NULL)
+ * receives the reason of one of them. */
+int kbus_paused(kbus *bus, ts_err *why);
 
 typedef struct kbus_consumer kbus_consumer;
 
@@ -146,6 +174,9 @@ bool kbus_dead_letter_part(const kbus_msg *msg, const void *value, size_t len,
 /* Counters for /metrics. */
 typedef struct kbus_stats {
     uint64_t produced, produce_errors, consumed, handled, retried, dead_lettered;
+    uint64_t pauses;     /* times a consumer paused on a dependency */
+    uint64_t paused_ms;  /* time spent paused, all consumers */
+    uint64_t paused_now; /* consumers paused now */
 } kbus_stats;
 void kbus_get_stats(kbus *bus, kbus_stats *out);
 

@@ -113,8 +113,19 @@ static void _handle_batch(kbus_consumer *c, batch_item *items, size_t n, kbus_ms
     }
     if (k > 0 && !atomic_load(&c->stop)) {
         ts_err why = {{0}};
-        kbus_result r = c->batch(msgs, k, c->ctx, &why);
-        if (r == KBUS_DONE) {
+        kbus_result r;
+        kbus_hold hold;
+        int waits = 0;
+        /* While a dependency is down the whole batch waits and is handed
+         * again; one by one is for a message that fails on its own. */
+        do {
+            why.msg[0] = '\0';
+            r = c->batch(msgs, k, c->ctx, &why);
+            hold = kbus_consumer_hold(c, r, why.msg[0] ? why.msg : "no reason given", &waits);
+        } while (hold == KBUS_HOLD_WAITED);
+        if (hold == KBUS_HOLD_STOPPED) {
+            /* nothing settled: the batch is redelivered after the restart */
+        } else if (r == KBUS_DONE) {
             atomic_fetch_add(&bus->handled, k);
             for (size_t j = 0; j < k; j++)
                 items[which[j]].settled = true;
@@ -122,7 +133,7 @@ static void _handle_batch(kbus_consumer *c, batch_item *items, size_t n, kbus_ms
             char q[600];
             TLOG_INFO("batch handler failed, handing its messages one by one",
                       "group=%s messages=%zu result=%s reason=%s", c->group, k,
-                      r == KBUS_RETRY ? "retry" : "reject",
+                      r == KBUS_RETRY ? "retry" : r == KBUS_WAIT ? "wait" : "reject",
                       tlog_quote(q, sizeof(q), why.msg[0] ? why.msg : "no reason given"));
             for (size_t j = 0; j < k; j++) {
                 items[which[j]].settled = kbus_consumer_settle(c, items[which[j]].m, &msgs[j]);

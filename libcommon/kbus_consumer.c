@@ -109,16 +109,66 @@ bool kbus_dead_letter_part(const kbus_msg *msg, const void *value, size_t len, c
     return _dead_letter(c, msg->key, msg->key ? strlen(msg->key) : 0, value, len, NULL, &info);
 }
 
+kbus_hold kbus_consumer_hold(kbus_consumer *c, kbus_result r, const char *why, int *waits)
+{
+    kbus *bus = c->bus;
+    if (r != KBUS_WAIT && r != KBUS_RETRY) return KBUS_HOLD_NONE;
+    ts_err down = {{0}};
+    bool probe_failed = bus->probe && !bus->probe(bus->probe_ctx, &down);
+    if (r == KBUS_RETRY && !probe_failed) return KBUS_HOLD_NONE;
+    const char *what = probe_failed ? down.msg : why;
+    char q[600];
+    if (*waits == 0 || *waits % 20 == 0)
+        TLOG_WARN("consumer paused: a dependency is unavailable",
+                  "group=%s handler_reason=%s dependency=%s", c->group,
+                  tlog_quote(q, sizeof(q), why), probe_failed ? down.msg : "(handler's)");
+    pthread_mutex_lock(&bus->pause_mu);
+    ts_strlcpy(bus->pause_why, what, sizeof(bus->pause_why));
+    pthread_mutex_unlock(&bus->pause_mu);
+    if (*waits == 0) atomic_fetch_add(&bus->pauses, 1);
+    atomic_fetch_add(&bus->paused_now, 1);
+    int64_t t0 = ts_now_mono_ms();
+    kbus_hold res = KBUS_HOLD_WAITED;
+    for (;;) {
+        int backoff = bus->retry_backoff_ms > 0 ? bus->retry_backoff_ms : 100;
+        for (int i = 0; i < *waits && backoff < bus->pause_max_backoff_ms; i++)
+            backoff *= 2;
+        if (backoff > bus->pause_max_backoff_ms) backoff = bus->pause_max_backoff_ms;
+        (*waits)++;
+        if (!kbus_consumer_nap(c, backoff)) {
+            res = KBUS_HOLD_STOPPED;
+            break;
+        }
+        /* The handler's own KBUS_WAIT: one backoff, then it tries again. */
+        if (!probe_failed) break;
+        ts_err again = {{0}};
+        if (bus->probe(bus->probe_ctx, &again)) break;
+    }
+    atomic_fetch_sub(&bus->paused_now, 1);
+    atomic_fetch_add(&bus->paused_ms, (uint64_t)(ts_now_mono_ms() - t0));
+    if (probe_failed && res == KBUS_HOLD_WAITED)
+        TLOG_INFO("consumer resumes: its dependencies answer again", "group=%s waits=%d",
+                  c->group, *waits);
+    return res;
+}
+
 bool kbus_consumer_settle(kbus_consumer *c, const rd_kafka_message_t *m, const kbus_msg *msg)
 {
     kbus *bus = c->bus;
     char reason[KBUS_DLQ_REASON_MAX];
     bool settled = false;
+    int waits = 0;
     tlog_ctx_request(msg->env->correlation_id);
     for (int attempt = 1;; attempt++) {
         ts_err why = {{0}};
         kbus_result r = c->handler ? c->handler(msg, c->ctx, &why) : c->batch(msg, 1, c->ctx, &why);
         const char *w = why.msg[0] ? why.msg : "no reason given";
+        kbus_hold hold = kbus_consumer_hold(c, r, w, &waits);
+        if (hold == KBUS_HOLD_STOPPED) break; /* redelivered after the restart */
+        if (hold == KBUS_HOLD_WAITED) {
+            attempt--; /* an outage's tries do not count */
+            continue;
+        }
         if (r == KBUS_DONE) {
             atomic_fetch_add(&bus->handled, 1);
             settled = true;

@@ -18,9 +18,15 @@ struct kbus {
     int fetch_wait_ms;
     int control_fetch_wait_ms;
     int session_timeout_ms;
+    int pause_max_backoff_ms;
     pthread_t poll_thread;
     atomic_bool stopping;
     _Atomic uint64_t produced, produce_errors, consumed, handled, retried, dead_lettered;
+    kbus_probe probe;
+    void *probe_ctx;
+    pthread_mutex_t pause_mu; /* guards pause_why */
+    char pause_why[256];
+    _Atomic uint64_t pauses, paused_ms, paused_now;
 };
 
 /* Set name=value on conf; false with err naming the property. */
@@ -48,6 +54,17 @@ struct kbus_consumer {
     pthread_t thread;
     atomic_bool stop;
 };
+
+/* What kbus_consumer_hold did with a handler's answer. */
+typedef enum kbus_hold {
+    KBUS_HOLD_NONE,    /* not a dependency outage: count the attempt as usual */
+    KBUS_HOLD_WAITED,  /* paused until the dependency was back: hand it again */
+    KBUS_HOLD_STOPPED, /* the consumer stopped while paused */
+} kbus_hold;
+/* After a handler answered r (why: its reason): for KBUS_WAIT, or
+ * KBUS_RETRY while the probe fails, pause (waits: how many times this message
+ * was held already, for the backoff) and say so. */
+kbus_hold kbus_consumer_hold(kbus_consumer *c, kbus_result r, const char *why, int *waits);
 
 /* Sleep up to ms, waking early when the consumer is stopped; false if stopped. */
 bool kbus_consumer_nap(kbus_consumer *c, int ms);

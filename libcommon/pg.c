@@ -2,13 +2,19 @@
  * transactions and a fixed-size connection pool (see pg.h). */
 #include "libcommon/pg.h"
 
+#include "libcommon/deps.h"
 #include "libcommon/log.h"
+#include "libcommon/metrics.h"
 #include "libcommon/pg_stmt.h"
 
+#include <ctype.h>
+#include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 /* ---- errors ------------------------------------------------------------------------ */
@@ -48,6 +54,107 @@ static bool result_ok(const PGresult *res)
 {
     ExecStatusType st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
     return st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK || st == PGRES_EMPTY_QUERY;
+}
+
+/* ---- healing ------------------------------------------------------------------------------ */
+
+static _Atomic uint64_t g_reconnects, g_reconnect_failures, g_retries, g_stale_found;
+
+bool pg_unavailable(PGconn *conn, const PGresult *res)
+{
+    if (!conn || PQstatus(conn) != CONNECTION_OK) return true;
+    const char *st = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    if (!st) return false;
+    /* 08: connection exceptions; 57P01-03: admin/crash shutdown, cannot
+     * connect now; 53300: too many connections. */
+    return strncmp(st, "08", 2) == 0 || strncmp(st, "57P0", 4) == 0 || strcmp(st, "53300") == 0;
+}
+
+bool pg_reconnect(PGconn *conn, ts_err *err)
+{
+    PQreset(conn);
+    if (PQstatus(conn) == CONNECTION_OK) {
+        atomic_fetch_add(&g_reconnects, 1);
+        deps_mark_up(DEP_POSTGRESQL);
+        return true;
+    }
+    atomic_fetch_add(&g_reconnect_failures, 1);
+    char reason[512];
+    clean_message(PQerrorMessage(conn), NULL, reason, sizeof(reason));
+    deps_mark_down(DEP_POSTGRESQL, reason);
+    ts_err_set(err, "reconnect to PostgreSQL failed: %s", reason);
+    return false;
+}
+
+/* Statements that change nothing, or start a transaction: running one again
+ * after the connection broke under it cannot apply anything twice. */
+static bool retry_safe(const char *sql)
+{
+    while (*sql && isspace((unsigned char)*sql))
+        sql++;
+    static const char *const safe[] = {"SELECT", "BEGIN", "START", "SHOW", "VALUES", NULL};
+    for (const char *const *k = safe; *k; k++) {
+        size_t n = strlen(*k);
+        if (strncasecmp(sql, *k, n) == 0 && !isalnum((unsigned char)sql[n])) return true;
+    }
+    return false;
+}
+
+bool pg_after_statement(PGconn *conn, const char *sql, int before, const PGresult *res)
+{
+    if (PQstatus(conn) == CONNECTION_OK) {
+        /* The server answered (an error result is the statement's own). */
+        if (!pg_unavailable(conn, res)) deps_mark_up(DEP_POSTGRESQL);
+        return false;
+    }
+    char reason[512];
+    clean_message(PQerrorMessage(conn), NULL, reason, sizeof(reason));
+    deps_mark_down(DEP_POSTGRESQL, reason);
+    if (before != PQTRANS_IDLE || !retry_safe(sql)) return false;
+    if (!pg_reconnect(conn, NULL)) return false;
+    atomic_fetch_add(&g_retries, 1);
+    TLOG_INFO("postgres statement retried on a new connection", "error=\"%s\"", reason);
+    return true;
+}
+
+/* A pooled connection the server has closed while it sat idle (a restart,
+ * an idle timeout, a terminated backend) has something to read: the FATAL
+ * notice and the end of the stream. One poll(2) finds it before a caller's
+ * statement would fail on it. */
+static bool conn_stale(PGconn *conn)
+{
+    if (PQstatus(conn) != CONNECTION_OK) return true;
+    int fd = PQsocket(conn);
+    if (fd < 0) return true;
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (poll(&p, 1, 0) <= 0) return false;
+    if (p.revents & (POLLERR | POLLHUP | POLLNVAL)) return true;
+    if (!PQconsumeInput(conn)) return true;
+    PGnotify *n;
+    while ((n = PQnotifies(conn)) != NULL)
+        PQfreemem(n);
+    return PQstatus(conn) != CONNECTION_OK;
+}
+
+void pg_collect(FILE *out, void *ctx)
+{
+    (void)ctx;
+    metrics_family(out, "tessera_pg_reconnects_total", "counter",
+                   "pooled PostgreSQL connections re-established after they broke");
+    fprintf(out, "tessera_pg_reconnects_total %llu\n",
+            (unsigned long long)atomic_load(&g_reconnects));
+    metrics_family(out, "tessera_pg_reconnect_failures_total", "counter",
+                   "attempts to re-establish a broken PostgreSQL connection that failed");
+    fprintf(out, "tessera_pg_reconnect_failures_total %llu\n",
+            (unsigned long long)atomic_load(&g_reconnect_failures));
+    metrics_family(out, "tessera_pg_stale_connections_total", "counter",
+                   "pooled connections found closed by the server before reuse");
+    fprintf(out, "tessera_pg_stale_connections_total %llu\n",
+            (unsigned long long)atomic_load(&g_stale_found));
+    metrics_family(out, "tessera_pg_statement_retries_total", "counter",
+                   "read-only statements run again after their connection broke");
+    fprintf(out, "tessera_pg_statement_retries_total %llu\n",
+            (unsigned long long)atomic_load(&g_retries));
 }
 
 /* ---- connect ------------------------------------------------------------------------- */
@@ -103,11 +210,17 @@ PGconn *pg_connect_backoff(const char *dsn, int max_wait_ms, ts_err *err)
         char timeout[32];
         snprintf(timeout, sizeof(timeout), "%lld",
                  (long long)(left > 2000 ? (left + 999) / 1000 : 2));
-        const char *keys[] = {"dbname", "connect_timeout", NULL};
-        const char *vals[] = {dsn, timeout, NULL};
+        /* TCP keepalives and a send timeout (before dbname: the DSN may
+         * override them) so a server that vanished without closing its
+         * sockets breaks a statement within seconds instead of hanging it. */
+        const char *keys[] = {"keepalives",        "keepalives_idle", "keepalives_interval",
+                              "keepalives_count",  "tcp_user_timeout", "dbname",
+                              "connect_timeout",   NULL};
+        const char *vals[] = {"1", "10", "5", "3", "15000", dsn, timeout, NULL};
         PGconn *conn = PQconnectdbParams(keys, vals, 1);
         if (conn && PQstatus(conn) == CONNECTION_OK) {
             PQsetNoticeProcessor(conn, log_notice, NULL);
+            deps_mark_up(DEP_POSTGRESQL);
             if (attempt > 1)
                 TLOG_INFO("postgres connected", "target=%s attempts=%d", target, attempt);
             return conn;
@@ -115,6 +228,7 @@ PGconn *pg_connect_backoff(const char *dsn, int max_wait_ms, ts_err *err)
         clean_message(conn ? PQerrorMessage(conn) : "out of memory", password, reason,
                       sizeof(reason));
         PQfinish(conn);
+        deps_mark_down(DEP_POSTGRESQL, reason);
         left = deadline - ts_now_mono_ms();
         if (left <= 0) {
             ts_err_set(err, "cannot connect to PostgreSQL %s after %d attempts in %lld ms: %s",
@@ -138,8 +252,14 @@ bool pg_exec(PGconn *conn, const char *sql, ts_err *err)
         ts_err_set(err, "no PostgreSQL connection");
         return false;
     }
+    int before = PQtransactionStatus(conn);
     PGresult *res = PQexec(conn, sql);
     bool ok = result_ok(res);
+    if (!ok && pg_after_statement(conn, sql, before, res)) {
+        PQclear(res);
+        res = PQexec(conn, sql);
+        ok = result_ok(res);
+    }
     if (!ok) {
         char msg[400];
         result_error(conn, res, msg, sizeof(msg));
@@ -389,11 +509,12 @@ PGconn *pg_pool_get(pg_pool *p, int timeout_ms, ts_err *err)
     PGconn *conn = p->conns[slot];
     pthread_mutex_unlock(&p->mu);
 
-    /* Outside the lock: reset a connection found broken. */
-    if (PQstatus(conn) != CONNECTION_OK) {
+    /* Outside the lock: reset a connection found broken or closed by the
+     * server while it was idle. */
+    if (conn_stale(conn)) {
+        if (PQstatus(conn) == CONNECTION_OK) atomic_fetch_add(&g_stale_found, 1);
         TLOG_WARN("postgres connection broken, reconnecting", "slot=%d", slot);
-        PQreset(conn);
-        if (PQstatus(conn) != CONNECTION_OK) {
+        if (!pg_reconnect(conn, NULL)) {
             char password[256], target[256], reason[512];
             dsn_parts(p->dsn, password, sizeof(password), target, sizeof(target));
             clean_message(PQerrorMessage(conn), password, reason, sizeof(reason));

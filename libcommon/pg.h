@@ -6,6 +6,7 @@
 #include "libcommon/common.h"
 
 #include <libpq-fe.h>
+#include <stdio.h>
 
 /* One embedded migration: version is the number in its file name
  * (0001_init.sql -> 1). tools/embed-migrations.sh generates, for a service with
@@ -33,7 +34,32 @@ bool pg_begin(PGconn *conn, ts_err *err) TS_MUST_CHECK;
 bool pg_commit(PGconn *conn, ts_err *err) TS_MUST_CHECK;
 void pg_rollback(PGconn *conn);
 
-/* A fixed-size pool; connections found broken are reset on the next get. */
+/* ---- healing ----
+ * A connection the server closed or that broke under a statement is reset
+ * (PQreset: a new server session, an empty statement cache), and the outage
+ * is noted in deps.h so that HTTP answers 503 and bus consumers pause. */
+
+/* True when r failed because the server is unreachable or refusing work
+ * (the connection is broken, or SQLSTATE class 08, 57P01-03, 53300), not
+ * because of the statement: the caller answers 503 / retries later. */
+bool pg_unavailable(PGconn *conn, const PGresult *r);
+/* Reset conn; false (err set, may be NULL) when the server still refuses. */
+bool pg_reconnect(PGconn *conn, ts_err *err) TS_MUST_CHECK;
+/* After a statement sql that failed with result r, issued when the
+ * connection's transaction status was before (PQtransactionStatus): notes
+ * the server's state, and when the connection broke outside a transaction
+ * and sql is safe to run again (SELECT, BEGIN, START, SHOW, VALUES), resets
+ * the connection and returns true: run sql once more. pg_exec and
+ * pg_exec_cached do this themselves. */
+bool pg_after_statement(PGconn *conn, const char *sql, int before,
+                        const PGresult *r) TS_MUST_CHECK;
+/* Prometheus text: reconnects, failed reconnects, stale connections found,
+ * retried statements (metrics.h collector). */
+void pg_collect(FILE *out, void *ctx);
+
+/* A fixed-size pool. Before a connection is lent, a poll(2) of its socket
+ * finds one the server closed while it was idle; it is reset then (and a
+ * broken one on the next get). */
 typedef struct pg_pool pg_pool;
 /* prepare: each connection gets a statement cache (pg_stmt.h). */
 pg_pool *pg_pool_new(const char *dsn, int size, int connect_wait_ms, bool prepare, ts_err *err);

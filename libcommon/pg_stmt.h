@@ -22,7 +22,9 @@
 bool pg_stmt_attach(PGconn *conn);
 
 /* As PQexecParams (text parameters, text results), through the connection's
- * cache when it has one. The result may be an error result, as PQexecParams'. */
+ * cache when it has one. The result may be an error result, as PQexecParams'.
+ * A statement that broke on a dead connection is run once more on a new one
+ * when that is safe (pg_after_statement, pg.h). */
 PGresult *pg_exec_cached(PGconn *conn, const char *sql, int n, const char *const *params);
 
 /* Statements prepared on conn so far (tests, metrics). -1: no cache. */

@@ -4,6 +4,8 @@
 
 #include "libcommon/pg_stmt.h"
 
+#include "libcommon/deps.h"
+
 #include "libcommon/log.h"
 
 #include <errno.h>
@@ -39,7 +41,7 @@ PGconn *pgjson_get(svc *s, http_resp *resp)
     PGconn *conn = pg_pool_get(pool, 5000, &err);
     if (!conn) {
         TLOG_WARN("no database connection", "error=\"%s\"", err.msg);
-        http_problem(resp, 503, "service-unavailable", NULL, "database busy or unreachable");
+        pgjson_unavailable(resp, "database busy or unreachable");
     }
     return conn;
 }
@@ -57,12 +59,23 @@ const char *pgjson_sqlstate(const PGresult *r)
     return st ? st : "";
 }
 
+void pgjson_unavailable(http_resp *resp, const char *what)
+{
+    http_problem(resp, 503, "service-unavailable", NULL,
+                 "%s: the database is unreachable; try again shortly", what);
+    char secs[16];
+    snprintf(secs, sizeof(secs), "%d", DEPS_RETRY_AFTER_S);
+    http_set_header(resp, "Retry-After", secs);
+}
+
 void pgjson_problem(http_resp *resp, const PGresult *r, const char *what)
 {
     const char *st = pgjson_sqlstate(r);
     const char *constraint = r ? PQresultErrorField(r, PG_DIAG_CONSTRAINT_NAME) : NULL;
     if (!constraint) constraint = "";
-    if (strcmp(st, "23505") == 0) {
+    if (strncmp(st, "08", 2) == 0 || strncmp(st, "57P0", 4) == 0 || strcmp(st, "53300") == 0) {
+        pgjson_unavailable(resp, what);
+    } else if (strcmp(st, "23505") == 0) {
         http_problem(resp, 409, "already-exists", NULL, "%s: already exists (%s)", what,
                      constraint);
     } else if (strcmp(st, "23503") == 0) {
@@ -88,7 +101,10 @@ PGresult *pgjson_query(PGconn *conn, http_resp *resp, const char *what, const ch
     PGresult *r = pg_exec_cached(conn, sql, n_params, params);
     ExecStatusType st = PQresultStatus(r);
     if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) return r;
-    if (resp) pgjson_problem(resp, r, what);
+    if (resp && pg_unavailable(conn, r))
+        pgjson_unavailable(resp, what);
+    else if (resp)
+        pgjson_problem(resp, r, what);
     PQclear(r);
     return NULL;
 }

@@ -27,8 +27,16 @@ PGresult *pgjson_query(PGconn *conn, http_resp *resp, const char *what, const ch
 /* The problem for a failed result, by SQLSTATE: 23505 unique violation ->
  * 409 already-exists; 23503 foreign key -> 400 invalid-api-params (names the
  * constraint: "a referenced object does not exist"); 23514 check and 22xxx
- * data errors -> 400 invalid-api-params; anything else -> 500 (logged). */
+ * data errors -> 400 invalid-api-params; 08xxx, 57P01-03, 53300 (server
+ * unreachable or refusing work) -> 503 with Retry-After; anything else ->
+ * 500 (logged). */
 void pgjson_problem(http_resp *resp, const PGresult *r, const char *what);
+
+/* 503 service-unavailable with Retry-After: the database cannot be reached
+ * (pg_unavailable, pg.h). pgjson_query and pgjson_problem choose it
+ * themselves; handlers that run statements another way call it when
+ * pg_unavailable says so. */
+void pgjson_unavailable(http_resp *resp, const char *what);
 
 /* The SQLSTATE of a failed result ("" when none). */
 const char *pgjson_sqlstate(const PGresult *r);

@@ -1,6 +1,7 @@
 /* svc.c: the common life of a service process (see svc.h for the sequence). */
 #include "libcommon/svc.h"
 
+#include "libcommon/deps.h"
 #include "libcommon/log.h"
 
 #include <errno.h>
@@ -38,6 +39,7 @@ struct svc {
     atomic_bool draining; /* SIGTERM seen */
     int64_t start_wall_ms;
     svcauth_table access;
+    unsigned deps_mask; /* 1 << deps_id of what the service uses */
     void *data;
 };
 
@@ -63,6 +65,8 @@ static struct {
     int64_t kafka_fetch_wait_ms;
     int64_t kafka_control_fetch_wait_ms;
     int64_t kafka_session_timeout_ms;
+    int64_t kafka_pause_max_backoff_ms;
+    int64_t kafka_message_timeout_ms;
     char *svcauth_key_file;
     char *svcauth_trust_file;
     int64_t svcauth_max_skew_ms;
@@ -138,6 +142,14 @@ static const cfg_option g_kafka_table[] = {
      NULL, false, NULL,
      "consumer group session timeout: a member silent this long is evicted and its partitions "
      "go to the others (6s is the least a default Kafka broker accepts)"},
+    {"kafka.pause_max_backoff", CFG_DURATION, &g_common.kafka_pause_max_backoff_ms, "5s", 100,
+     600000, NULL, false, NULL,
+     "while a dependency (PostgreSQL, Redis, the brokers) is down, a consumer pauses on its "
+     "message and tries again, backing off from kafka.retry_backoff up to this"},
+    {"kafka.message_timeout", CFG_DURATION, &g_common.kafka_message_timeout_ms, "0ms", 0,
+     86400000, NULL, false, NULL,
+     "how long a produced event may wait for the brokers before it is given up (0: never; "
+     "events wait in memory until the brokers are back)"},
     {NULL},
 };
 
@@ -244,6 +256,35 @@ static bool check_kafka(svc *s, void *ctx, ts_err *err)
     return kbus_ping(s->bus, 2000, err);
 }
 
+static bool check_consumers(svc *s, void *ctx, ts_err *err)
+{
+    (void)ctx;
+    ts_err why = {{0}};
+    int n = kbus_paused(s->bus, &why);
+    if (n == 0) return true;
+    ts_err_set(err, "%d consumer%s paused: %s", n, n == 1 ? "" : "s", why.msg);
+    return false;
+}
+
+/* The bus consumers' probe: the dependency checks of /readyz. */
+static bool probe_deps(void *ctx, ts_err *err)
+{
+    svc *s = ctx;
+    if (s->pg && !check_pg(s, NULL, err)) {
+        ts_err_prefix(err, "postgresql");
+        return false;
+    }
+    if ((s->spec->needs & SVC_NEEDS_REDIS) && !check_redis(s, NULL, err)) {
+        ts_err_prefix(err, "redis");
+        return false;
+    }
+    if (s->bus && !check_kafka(s, NULL, err)) {
+        ts_err_prefix(err, "kafka");
+        return false;
+    }
+    return true;
+}
+
 static void h_readyz(http_req *req, http_resp *resp, void *ctx)
 {
     (void)req;
@@ -346,6 +387,15 @@ static void collect_kafka(FILE *out, void *ctx)
     metrics_family(out, "tessera_kafka_dead_lettered_total", "counter",
                    "Messages sent to tessera.dlq.v1 (undecodable or failing).");
     metrics_sample_u64(out, "tessera_kafka_dead_lettered_total", NULL, st.dead_lettered);
+    metrics_family(out, "tessera_kafka_consumer_pauses_total", "counter",
+                   "Times a consumer paused on a message because a dependency was down.");
+    metrics_sample_u64(out, "tessera_kafka_consumer_pauses_total", NULL, st.pauses);
+    metrics_family(out, "tessera_kafka_consumer_paused_seconds_total", "counter",
+                   "Time consumers spent paused on a dependency.");
+    fprintf(out, "tessera_kafka_consumer_paused_seconds_total %.3f\n", (double)st.paused_ms / 1000);
+    metrics_family(out, "tessera_kafka_consumers_paused", "gauge",
+                   "Consumers paused on a dependency now.");
+    metrics_sample_u64(out, "tessera_kafka_consumers_paused", NULL, st.paused_now);
 }
 
 static void collect_svcauth(FILE *out, void *ctx)
@@ -486,6 +536,8 @@ static bool connect_deps(svc *s, ts_err *err)
             .fetch_wait_ms = (int)g_common.kafka_fetch_wait_ms,
             .control_fetch_wait_ms = (int)g_common.kafka_control_fetch_wait_ms,
             .session_timeout_ms = (int)g_common.kafka_session_timeout_ms,
+            .pause_max_backoff_ms = (int)g_common.kafka_pause_max_backoff_ms,
+            .message_timeout_ms = (int)g_common.kafka_message_timeout_ms,
         };
         s->bus = kbus_new(&o, err);
         if (!s->bus) {
@@ -493,6 +545,8 @@ static bool connect_deps(svc *s, ts_err *err)
             return false;
         }
         svc_add_check(s, "kafka", check_kafka, NULL);
+        kbus_set_probe(s->bus, probe_deps, s);
+        svc_add_check(s, "consumers", check_consumers, NULL);
     }
     return true;
 }
@@ -684,6 +738,11 @@ int svc_main(int argc, char **argv, const svc_spec *spec)
     metrics_add(s->metrics, collect_http, s);
     metrics_add(s->metrics, collect_kafka, s);
     if (!spec->public_api) metrics_add(s->metrics, collect_svcauth, s);
+    s->deps_mask = ((spec->needs & SVC_NEEDS_PG) ? 1u << DEP_POSTGRESQL : 0) |
+                   ((spec->needs & SVC_NEEDS_REDIS) ? 1u << DEP_REDIS : 0) |
+                   ((spec->needs & SVC_NEEDS_KAFKA) ? 1u << DEP_KAFKA : 0);
+    if (s->deps_mask) metrics_add(s->metrics, deps_collect, &s->deps_mask);
+    if (spec->needs & SVC_NEEDS_PG) metrics_add(s->metrics, pg_collect, NULL);
     http_route(s->router, "GET", "/healthz", h_healthz, s);
     http_route(s->router, "GET", "/readyz", h_readyz, s);
     http_route(s->router, "GET", "/metrics", h_metrics, s);

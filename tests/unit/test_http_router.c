@@ -1,5 +1,6 @@
 /* test_http_router.c: routing, problem bodies and JSON body parsing, without
  * a network. */
+#include "libcommon/deps.h"
 #include "libcommon/http.h"
 #include "libcommon/log.h"
 
@@ -275,6 +276,32 @@ static void test_resp_headers(void **state)
     http_resp_free(resp);
 }
 
+/* A handler's 500 while a dependency is known to be down is that outage: 503
+ * with Retry-After, naming the dependency; once it is back a 500 is a 500. */
+static void test_problem_during_outage(void **state)
+{
+    (void)state;
+    http_resp *resp = http_resp_new();
+    deps_mark_down(DEP_POSTGRESQL, "connection refused");
+    http_problem(resp, 500, "internal-server-error", NULL, "database error");
+    assert_int_equal(http_resp_status(resp), 503);
+    assert_string_equal(http_resp_header(resp, "Retry-After"), "5");
+    size_t len = 0;
+    const char *body = http_resp_body(resp, &len);
+    assert_non_null(strstr(body, "service-unavailable"));
+    assert_non_null(strstr(body, "database error (postgresql is unavailable)"));
+    /* other statuses are left alone */
+    http_problem(resp, 404, "not-found", NULL, "no such session");
+    assert_int_equal(http_resp_status(resp), 404);
+    deps_mark_up(DEP_POSTGRESQL);
+    http_resp_free(resp);
+    resp = http_resp_new();
+    http_problem(resp, 500, "internal-server-error", NULL, "database error");
+    assert_int_equal(http_resp_status(resp), 500);
+    assert_null(http_resp_header(resp, "Retry-After"));
+    http_resp_free(resp);
+}
+
 int main(void)
 {
     tlog_init("test", NULL);
@@ -287,6 +314,7 @@ int main(void)
         cmocka_unit_test(test_json_body),
         cmocka_unit_test(test_headers_and_query_on_local_request),
         cmocka_unit_test(test_resp_headers),
+        cmocka_unit_test(test_problem_during_outage),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

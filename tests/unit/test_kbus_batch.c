@@ -19,6 +19,7 @@
 #include "mock_kafka.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -385,6 +386,122 @@ static void test_bad_options(void **state)
     assert_null(kbus_consume_batch(f->bus, "", topics, &ok, handler, &s, &err));
 }
 
+/* ---- dependency outages: a pause, never the DLQ ------------------------------------ */
+
+typedef struct outage {
+    atomic_bool down; /* the "database" the handlers need */
+    atomic_int calls;
+    atomic_int waits_left; /* single mode: answer KBUS_WAIT this many times */
+} outage;
+
+static bool outage_probe(void *ctx, ts_err *err)
+{
+    outage *o = ctx;
+    if (!atomic_load(&o->down)) return true;
+    ts_err_set(err, "postgresql: connection refused");
+    return false;
+}
+
+/* A batch handler that fails (asks for a retry) while the database is down. */
+static kbus_result outage_batch(const kbus_msg *msgs, size_t n, void *ctx, ts_err *reason)
+{
+    (void)msgs, (void)n;
+    outage *o = ctx;
+    atomic_fetch_add(&o->calls, 1);
+    if (atomic_load(&o->down)) {
+        ts_err_set(reason, "database: server closed the connection");
+        return KBUS_RETRY;
+    }
+    return KBUS_DONE;
+}
+
+static kbus_result wait_then_done(const kbus_msg *msg, void *ctx, ts_err *reason)
+{
+    (void)msg;
+    outage *o = ctx;
+    atomic_fetch_add(&o->calls, 1);
+    if (atomic_fetch_sub(&o->waits_left, 1) > 0) {
+        ts_err_set(reason, "the agent does not answer");
+        return KBUS_WAIT;
+    }
+    return KBUS_DONE;
+}
+
+/* While the probe fails, a failing batch waits far past max_attempts (2
+ * here) x retry_backoff and nothing reaches the DLQ; the consumer says it is
+ * paused; once the probe passes the batch is handed again and handled. */
+static void test_outage_pauses_not_dead_letters(void **state)
+{
+    fixture *f = *state;
+    outage o = {.down = true};
+    kbus_set_probe(f->bus, outage_probe, &o);
+    produce_records(f, -1, -1, -1);
+    static const char *const topics[] = {"t.batch", NULL};
+    kbus_batch_opts bo = {.max_messages = 100, .max_wait_ms = 100};
+    ts_err err = {{0}};
+    kbus_consumer *c = kbus_consume_batch(f->bus, "g.outage", topics, &bo, outage_batch, &o, &err);
+    assert_non_null(c);
+    for (int i = 0; i < 500 && kbus_paused(f->bus, NULL) == 0; i++)
+        usleep(20 * 1000);
+    usleep(500 * 1000); /* many times max_attempts x retry_backoff */
+    /* Paused on the probe: the handler is not called again until it passes. */
+    assert_int_equal(atomic_load(&o.calls), 1);
+    ts_err why = {{0}};
+    assert_int_equal(kbus_paused(f->bus, &why), 1);
+    assert_non_null(strstr(why.msg, "connection refused"));
+    kbus_stats st;
+    kbus_get_stats(f->bus, &st);
+    assert_int_equal(st.dead_lettered, 0);
+    assert_int_equal(st.handled, 0);
+    assert_int_equal(st.pauses, 1);
+    atomic_store(&o.down, false);
+    wait_settled(f, N_RECORDS, 0);
+    assert_int_equal(kbus_paused(f->bus, NULL), 0);
+    kbus_get_stats(f->bus, &st);
+    assert_true(st.paused_ms > 0);
+    kbus_consumer_stop(c);
+    assert_int_equal(committed(f, "g.outage"), N_RECORDS);
+}
+
+/* KBUS_WAIT needs no probe: the message is tried again after a backoff, past
+ * max_attempts, and never dead-lettered. */
+static void test_wait_is_never_dead_lettered(void **state)
+{
+    fixture *f = *state;
+    outage o = {.waits_left = 5};
+    produce_records(f, -1, -1, -1);
+    static const char *const topics[] = {"t.batch", NULL};
+    ts_err err = {{0}};
+    kbus_consumer *c = kbus_consume(f->bus, "g.wait", topics, wait_then_done, &o, &err);
+    assert_non_null(c);
+    wait_settled(f, N_RECORDS, 0);
+    kbus_consumer_stop(c);
+    assert_int_equal(atomic_load(&o.calls), N_RECORDS + 5);
+    kbus_stats st;
+    kbus_get_stats(f->bus, &st);
+    assert_int_equal(st.retried, 0);
+    assert_int_equal(committed(f, "g.wait"), N_RECORDS);
+}
+
+/* The probe is asked only about a KBUS_RETRY: with everything up, a flaky
+ * record still goes to the DLQ after max_attempts. */
+static void test_retry_with_deps_up_still_dead_letters(void **state)
+{
+    fixture *f = *state;
+    outage o = {.down = false};
+    kbus_set_probe(f->bus, outage_probe, &o);
+    produce_records(f, -1, -1, 4);
+    seen s = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    static const char *const topics[] = {"t.batch", NULL};
+    kbus_batch_opts bo = {.max_messages = 100, .max_wait_ms = 100};
+    ts_err err = {{0}};
+    kbus_consumer *c = kbus_consume_batch(f->bus, "g.flaky", topics, &bo, handler, &s, &err);
+    assert_non_null(c);
+    wait_settled(f, N_RECORDS - 1, 1);
+    kbus_consumer_stop(c);
+    assert_int_equal(kbus_paused(f->bus, NULL), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -392,6 +509,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_handler_fails_on_one, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dead_letter_part, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_options, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_outage_pauses_not_dead_letters, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_wait_is_never_dead_lettered, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_retry_with_deps_up_still_dead_letters, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests_name("kbus_batch", tests, NULL, NULL);
 }

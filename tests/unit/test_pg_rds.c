@@ -1,6 +1,7 @@
 /* test_pg_rds.c: pg.c and rds.c against a real PostgreSQL and Redis that the
  * test starts in a temp dir (and stops in the group teardown, whatever failed).
  * Tests skip when the server binaries are not installed. */
+#include "libcommon/deps.h"
 #include "libcommon/log.h"
 #include "libcommon/pg.h"
 #include "libcommon/pg_stmt.h"
@@ -436,7 +437,7 @@ static void test_pg_pool(void **state)
 
     /* A connection whose server went away is reset on the next get. */
     char sql[128];
-    snprintf(sql, sizeof(sql), "SELECT pg_terminate_backend(%d)", PQbackendPID(b));
+    snprintf(sql, sizeof(sql), "SELECT pg_terminate_backend(%d)::int", PQbackendPID(b));
     assert_int_equal(query_int(a, sql) >= 0, 1);
     b = pg_pool_get(p, 1000, &err);
     assert_non_null(b);
@@ -454,6 +455,173 @@ static void test_pg_pool(void **state)
     pg_pool_free(p);
 
     assert_null(pg_pool_new(T.dsn, 0, 100, true, &err));
+}
+
+/* pg_ctl restart -m fast: every backend is told to go and its socket closed. */
+static void restart_pg(void)
+{
+    char data[128], opts[256];
+    snprintf(data, sizeof(data), "%s/pg", T.dir);
+    snprintf(opts, sizeof(opts),
+             "-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=40",
+             T.pg_port, T.dir);
+    const char *restart[] = {"-D", data, "-w", "-t", "30", "-m", "fast", "-o", opts, "restart",
+                             NULL};
+    assert_int_equal(run_pg_tool("pg_ctl", restart), 0);
+}
+
+static unsigned long long pg_metric(const char *name)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    pg_collect(f, NULL);
+    fclose(f);
+    unsigned long long v = 0;
+    char key[128];
+    snprintf(key, sizeof(key), "\n%s ", name);
+    const char *at = strstr(text, key);
+    if (!at) fail_msg("metric %s missing in:\n%s", name, text);
+    v = strtoull(at + strlen(key), NULL, 10);
+    free(text);
+    return v;
+}
+
+/* After a restart of the server every pooled connection is dead; none of
+ * them may fail a caller's statement: the pool finds each before lending
+ * it (or the read-only statement is run again on a new connection). */
+static void test_pg_pool_heals_after_restart(void **state)
+{
+    (void)state;
+    NEED_PG();
+    ts_err err = {{0}};
+    pg_pool *p = pg_pool_new(T.dsn, 3, 5000, true, &err);
+    if (!p) fail_msg("pool: %s", err.msg);
+    PGconn *held[3];
+    for (int i = 0; i < 3; i++) { /* every slot used, each with a prepared statement */
+        held[i] = pg_pool_get(p, 1000, &err);
+        assert_non_null(held[i]);
+        PQclear(pg_exec_cached(held[i], "SELECT 1", 0, NULL));
+    }
+    for (int i = 0; i < 3; i++)
+        pg_pool_put(p, held[i]);
+    unsigned long long stale0 = pg_metric("tessera_pg_stale_connections_total");
+    unsigned long long re0 = pg_metric("tessera_pg_reconnects_total");
+    restart_pg();
+    usleep(200000); /* the FATAL notices reach the sockets */
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < 3; i++) {
+            held[i] = pg_pool_get(p, 1000, &err);
+            if (!held[i]) fail_msg("get after restart: %s", err.msg);
+        }
+        for (int i = 0; i < 3; i++) {
+            PGresult *r = pg_exec_cached(held[i], "SELECT 1", 0, NULL);
+            if (PQresultStatus(r) != PGRES_TUPLES_OK)
+                fail_msg("statement after restart failed: %s", PQresultErrorMessage(r));
+            PQclear(r);
+        }
+        for (int i = 0; i < 3; i++)
+            pg_pool_put(p, held[i]);
+    }
+    assert_true(pg_metric("tessera_pg_stale_connections_total") + pg_metric(
+                    "tessera_pg_statement_retries_total") >= stale0 + 3);
+    assert_true(pg_metric("tessera_pg_reconnects_total") >= re0 + 3);
+    assert_false(deps_is_down(DEP_POSTGRESQL));
+    pg_pool_free(p);
+}
+
+/* A connection broken under a statement: a read-only one is run again on a
+ * new connection; a write is not (it may have been applied), and the failure
+ * says the server was unavailable. */
+static void test_pg_retry_only_safe_statements(void **state)
+{
+    (void)state;
+    NEED_PG();
+    PGconn *admin = connect_pg(), *c = connect_pg();
+    assert_true(pg_stmt_attach(c));
+    char sql[128];
+    ts_err err = {{0}};
+    assert_true(pg_exec(admin, "CREATE TABLE IF NOT EXISTS heal_t (v int)", &err));
+
+    snprintf(sql, sizeof(sql), "SELECT pg_terminate_backend(%d)::int", PQbackendPID(c));
+    assert_int_equal(query_int(admin, sql), 1);
+    usleep(100000);
+    PGresult *r = pg_exec_cached(c, " select 41 + 1", 0, NULL);
+    assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+    assert_string_equal(PQgetvalue(r, 0, 0), "42");
+    PQclear(r);
+
+    snprintf(sql, sizeof(sql), "SELECT pg_terminate_backend(%d)::int", PQbackendPID(c));
+    assert_int_equal(query_int(admin, sql), 1);
+    usleep(100000);
+    r = pg_exec_cached(c, "INSERT INTO heal_t VALUES (1)", 0, NULL);
+    assert_int_not_equal(PQresultStatus(r), PGRES_COMMAND_OK);
+    assert_true(pg_unavailable(c, r));
+    PQclear(r);
+    assert_int_equal(query_int(admin, "SELECT count(*) FROM heal_t"), 0);
+
+    /* BEGIN is safe: a transaction starts on the new connection. */
+    assert_true(pg_reconnect(c, &err));
+    snprintf(sql, sizeof(sql), "SELECT pg_terminate_backend(%d)::int", PQbackendPID(c));
+    assert_int_equal(query_int(admin, sql), 1);
+    usleep(100000);
+    assert_true(pg_begin(c, &err));
+    assert_true(pg_exec(c, "INSERT INTO heal_t VALUES (2)", &err));
+    assert_true(pg_commit(c, &err));
+    assert_int_equal(query_int(admin, "SELECT count(*) FROM heal_t"), 1);
+
+    /* Inside a transaction nothing is run again, not even a SELECT. */
+    assert_true(pg_begin(c, &err));
+    snprintf(sql, sizeof(sql), "SELECT pg_terminate_backend(%d)::int", PQbackendPID(c));
+    assert_int_equal(query_int(admin, sql), 1);
+    usleep(100000);
+    r = pg_exec_cached(c, "SELECT 1", 0, NULL);
+    assert_int_not_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+    PQclear(r);
+    assert_int_equal(PQstatus(c), CONNECTION_BAD);
+
+    assert_true(pg_exec(admin, "DROP TABLE heal_t", &err));
+    PQfinish(c);
+    PQfinish(admin);
+}
+
+/* While the server is down the pool says so at once (no hang), deps.h
+ * records the outage, and both recover when it is back. */
+static void test_pg_outage_is_noted(void **state)
+{
+    (void)state;
+    NEED_PG();
+    ts_err err = {{0}};
+    pg_pool *p = pg_pool_new(T.dsn, 2, 5000, true, &err);
+    if (!p) fail_msg("pool: %s", err.msg);
+    char data[128];
+    snprintf(data, sizeof(data), "%s/pg", T.dir);
+    const char *stop[] = {"-D", data, "-w", "-t", "20", "-m", "fast", "stop", NULL};
+    assert_int_equal(run_pg_tool("pg_ctl", stop), 0);
+    int64_t t0 = ts_now_mono_ms();
+    PGconn *c = pg_pool_get(p, 1000, &err);
+    if (c) { /* the socket may not have told yet: the statement finds out */
+        PGresult *r = pg_exec_cached(c, "SELECT 1", 0, NULL);
+        assert_int_not_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+        assert_true(pg_unavailable(c, r));
+        PQclear(r);
+        pg_pool_put(p, c);
+    }
+    assert_false(pg_pool_ping(p, &err));
+    assert_true(ts_now_mono_ms() - t0 < 10000);
+    assert_true(deps_is_down(DEP_POSTGRESQL));
+    assert_string_equal(deps_down(), "postgresql");
+
+    char opts[256];
+    snprintf(opts, sizeof(opts),
+             "-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=40",
+             T.pg_port, T.dir);
+    const char *start[] = {"-D", data, "-w", "-t", "30", "-o", opts, "start", NULL};
+    assert_int_equal(run_pg_tool("pg_ctl", start), 0);
+    if (!pg_pool_ping(p, &err)) fail_msg("ping after start: %s", err.msg);
+    assert_false(deps_is_down(DEP_POSTGRESQL));
+    if (deps_down()) fail_msg("still down: %s", deps_down());
+    pg_pool_free(p);
 }
 
 typedef struct holder {
@@ -833,6 +1001,9 @@ int main(void)
         cmocka_unit_test(test_pg_pool_one_blocks),
         cmocka_unit_test(test_pg_stmt_cache),
         cmocka_unit_test(test_pg_pool_prepare_flag),
+        cmocka_unit_test(test_pg_pool_heals_after_restart),
+        cmocka_unit_test(test_pg_retry_only_safe_statements),
+        cmocka_unit_test(test_pg_outage_is_noted),
         cmocka_unit_test(test_rds_bad_urls),
         cmocka_unit_test(test_rds_connect_ping_select),
         cmocka_unit_test(test_rds_script_eval_and_noscript),
