@@ -2,6 +2,7 @@
  * upstream service (auth, registry) on a caller's behalf. */
 #include "proxy.h"
 
+#include "libcommon/deps.h"
 #include "libcommon/log.h"
 #include "libcommon/svcauth.h"
 #include "upstream.h"
@@ -281,6 +282,9 @@ static bool _call(proxy_upstream *up, const char *base_url, int64_t timeout_ms, 
         else
             http_problem(resp, 503, "service-unavailable", "Service Unavailable",
                          "%s is not reachable right now; try again later", up->name);
+        char secs[16];
+        snprintf(secs, sizeof(secs), "%d", DEPS_RETRY_AFTER_S);
+        http_set_header(resp, "Retry-After", secs);
         _answer_free(a);
         free(url);
         return false;
