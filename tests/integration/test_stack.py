@@ -57,13 +57,13 @@ def test_every_service_is_ready(stack):
 def test_readyz_names_its_dependency_checks(stack):
     urls = service_urls(stack)
     expected = {
-        "gateway": {"kafka", "redis", "auth", "registry", "vfolder"},
-        "auth": {"postgresql", "kafka"},
-        "registry": {"postgresql", "redis", "kafka", "session-events", "kernel-events",
-                     "agent-events", "auth-events"},
-        "scheduler": {"redis", "kafka"},
-        "agent": {"kafka"},
-        "vfolder": {"postgresql", "kafka"},
+        "gateway": {"kafka", "consumers", "redis", "auth", "registry", "vfolder"},
+        "auth": {"postgresql", "kafka", "consumers"},
+        "registry": {"postgresql", "redis", "kafka", "consumers", "session-events",
+                     "kernel-events", "agent-events", "auth-events"},
+        "scheduler": {"redis", "kafka", "consumers"},
+        "agent": {"kafka", "consumers"},
+        "vfolder": {"postgresql", "kafka", "consumers"},
         "wsproxy": {"redis"},
     }
     for name, checks in expected.items():
