@@ -317,7 +317,7 @@ static kbus_result store_blocks(PGconn *conn, const access_row *rows, block *blo
             if (!find_stored(conn, blocks + from, to - from, reason)) return KBUS_RETRY;
             char state[6];
             if (copy_blocks(conn, rows, blocks + from, to - from, state, reason)) break;
-            if (PQstatus(conn) != CONNECTION_OK) return KBUS_RETRY; /* the pool reconnects */
+            if (PQstatus(conn) != CONNECTION_OK) return KBUS_WAIT; /* the pool reconnects */
             if (strcmp(state, "23505") == 0) continue; /* stored meanwhile: look again */
             /* A value refused (data or constraint error) will not heal by retrying. */
             return state[0] == '2' && (state[1] == '2' || state[1] == '3') ? KBUS_REJECT
@@ -407,7 +407,7 @@ static kbus_result store_batch(const kbus_msg *msgs, size_t n, void *ctx, ts_err
     }
     PGconn *conn = pg_pool_get(svc_pg(s), 5000, reason);
     if (!conn) {
-        res = KBUS_RETRY;
+        res = KBUS_WAIT; /* records wait on the bus until they are stored */
         goto out;
     }
     size_t n_blocks;

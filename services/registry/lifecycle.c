@@ -231,7 +231,7 @@ static kbus_result on_unschedulable(const Tessera__V1__SessionUnschedulable *m, 
         return KBUS_REJECT;
     }
     PGconn *conn = reg_pg_get(reason);
-    if (!conn) return KBUS_RETRY;
+    if (!conn) return KBUS_WAIT; /* the database is down or busy: never a dead letter */
     kbus_result res = KBUS_RETRY;
     const char *p[] = {m->session_id, m->reason};
     /* Only the reason changes (still PENDING); a history row when it changed.
