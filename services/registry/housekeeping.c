@@ -4,6 +4,8 @@
 #include "agents.h"
 #include "occupancy_sync.h"
 #include "pending_timeout.h"
+#include "reconcile.h"
+#include "route_sync.h"
 #include "sessions.h"
 
 #include <pthread.h>
@@ -22,6 +24,7 @@ static void *loop(void *arg)
     int64_t next_occ = start + reg_cfg.reconcile_interval_ms;
     int64_t next_pub = start + 2000;
     int64_t next_pending = start + reg_cfg.pending_check_interval_ms;
+    int64_t next_kernels = start + reg_cfg.kernel_reconcile_interval_ms;
     while (atomic_load(&running)) {
         int64_t now = ts_now_mono_ms();
         if (now >= next_lost) {
@@ -30,6 +33,7 @@ static void *loop(void *arg)
         }
         if (now >= next_occ) {
             (void)occupancy_check();
+            route_sync_pass();
             next_occ = now + reg_cfg.reconcile_interval_ms;
         }
         if (now >= next_pub) {
@@ -39,6 +43,10 @@ static void *loop(void *arg)
         if (now >= next_pending) {
             (void)pending_timeout_sweep();
             next_pending = now + reg_cfg.pending_check_interval_ms;
+        }
+        if (reg_cfg.kernel_reconcile_interval_ms > 0 && now >= next_kernels) {
+            reconcile_pass();
+            next_kernels = ts_now_mono_ms() + reg_cfg.kernel_reconcile_interval_ms;
         }
         usleep(100 * 1000);
     }
