@@ -572,7 +572,7 @@ void reconcile_pass(void)
     atomic_fetch_add(&passes, 1);
     PGresult *agents = reg_exec(lock,
                                 "SELECT id, addr FROM registry.agents WHERE status = 'ALIVE'"
-                                " AND addr <> '' ORDER BY id",
+                                " AND addr <> '' AND addr NOT LIKE '%:0' ORDER BY id",
                                 0, NULL, &err);
     for (int i = 0; agents && i < PQntuples(agents); i++)
         reconcile_agent(c, PQgetvalue(agents, i, 0), PQgetvalue(agents, i, 1));
