@@ -12,7 +12,7 @@
 #include <stdatomic.h>
 #include <unistd.h>
 
-static pthread_t thread;
+static pthread_t thread, reconcile_thread;
 static atomic_bool running;
 static bool started;
 
@@ -24,7 +24,6 @@ static void *loop(void *arg)
     int64_t next_occ = start + reg_cfg.reconcile_interval_ms;
     int64_t next_pub = start + 2000;
     int64_t next_pending = start + reg_cfg.pending_check_interval_ms;
-    int64_t next_kernels = start + reg_cfg.kernel_reconcile_interval_ms;
     while (atomic_load(&running)) {
         int64_t now = ts_now_mono_ms();
         if (now >= next_lost) {
@@ -44,9 +43,21 @@ static void *loop(void *arg)
             (void)pending_timeout_sweep();
             next_pending = now + reg_cfg.pending_check_interval_ms;
         }
-        if (reg_cfg.kernel_reconcile_interval_ms > 0 && now >= next_kernels) {
+        usleep(100 * 1000);
+    }
+    return NULL;
+}
+
+/* The reconcile pass on a thread of its own: it waits on agents' HTTP
+ * answers, which must not hold up the checks above. */
+static void *reconcile_loop(void *arg)
+{
+    (void)arg;
+    int64_t next = ts_now_mono_ms() + reg_cfg.kernel_reconcile_interval_ms;
+    while (atomic_load(&running)) {
+        if (ts_now_mono_ms() >= next) {
             reconcile_pass();
-            next_kernels = ts_now_mono_ms() + reg_cfg.kernel_reconcile_interval_ms;
+            next = ts_now_mono_ms() + reg_cfg.kernel_reconcile_interval_ms;
         }
         usleep(100 * 1000);
     }
@@ -60,6 +71,13 @@ bool housekeeping_start(ts_err *err)
         ts_err_set(err, "housekeeping thread: cannot start");
         return false;
     }
+    if (reg_cfg.kernel_reconcile_interval_ms > 0 &&
+        pthread_create(&reconcile_thread, NULL, reconcile_loop, NULL) != 0) {
+        atomic_store(&running, false);
+        pthread_join(thread, NULL);
+        ts_err_set(err, "reconcile thread: cannot start");
+        return false;
+    }
     started = true;
     return true;
 }
@@ -69,5 +87,6 @@ void housekeeping_stop(void)
     if (!started) return;
     atomic_store(&running, false);
     pthread_join(thread, NULL);
+    if (reg_cfg.kernel_reconcile_interval_ms > 0) pthread_join(reconcile_thread, NULL);
     started = false;
 }

@@ -1,4 +1,5 @@
-/* housekeeping.h: the registry's periodic work, on one thread:
+/* housekeeping.h: the registry's periodic work, on one thread (the reconcile
+ * pass on a second one, as it waits on agents):
  *   every registry.lost_check_interval   agents_check_lost (after the first
  *                                        registry.agent_lost_timeout since
  *                                        start, so replayed heartbeats count)

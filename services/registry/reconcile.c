@@ -18,7 +18,7 @@
 #include <string.h>
 #include <strings.h>
 
-#define AGENT_CALL_TIMEOUT_MS 5000
+#define AGENT_CALL_TIMEOUT_MS 3000
 /* pg_try_advisory_lock key: one reconciling registry at a time. */
 #define RECONCILE_LOCK "7400117"
 
