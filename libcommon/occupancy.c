@@ -78,10 +78,128 @@ static const char RESTORE_LUA[] =
     "end\n"
     "return n\n";
 
+/* ARGV: prefix, kernel ids... Returns 1 (released now) or 0 per kernel. */
+static const char RELEASE_LUA[] =
+    "local P, out = ARGV[1], {}\n"
+    "for i = 2, #ARGV do\n"
+    "  local key = P..'alloc:'..ARGV[i]\n"
+    "  local h = redis.call('HGETALL', key)\n"
+    "  if #h == 0 then out[i - 1] = 0 else\n"
+    "    local f = {}\n"
+    "    for x = 1, #h, 2 do f[h[x]] = h[x + 1] end\n"
+    "    redis.call('DEL', key)\n"
+    "    local akey = P..'agent:'..f.agent\n"
+    "    local has_agent = redis.call('EXISTS', akey) == 1\n"
+    "    for s, v in string.gmatch(f.slots or '', '(%S+)=(%d+)') do\n"
+    "      if has_agent then redis.call('HINCRBY', akey, 'used:'..s, '-'..v) end\n"
+    "      for u in string.gmatch(f.usage or '', '%S+') do redis.call('HINCRBY', P..'usage:'..u, "
+    "s, '-'..v) end\n"
+    "    end\n"
+    "    if has_agent then\n"
+    "      for d, v in string.gmatch(f.devs or '', '(%d+)=(%d+)') do redis.call('HINCRBY', akey, "
+    "'dev:'..d, '-'..v) end\n"
+    "    end\n"
+    "    if redis.call('DECR', P..'sess:'..f.session) <= 0 then\n"
+    "      redis.call('DEL', P..'sess:'..f.session)\n"
+    "      for u in string.gmatch(f.usage or '', '%S+') do redis.call('HINCRBY', P..'usage:'..u, "
+    "'sessions', -1) end\n"
+    "    end\n"
+    "    out[i - 1] = 1\n"
+    "  end\n"
+    "end\n"
+    "return out\n";
+
+/* ARGV: prefix. "ok" or where the invariant breaks (the scheduler's tests and the
+ * registry's reconcile pass). */
+static const char CHECK_LUA[] =
+    "local P = ARGV[1]\n"
+    "local sums, usage, sess, sessusage = {}, {}, {}, {}\n"
+    "local function add(t, k, f, n)\n"
+    "  local x = t[k]; if not x then x = {}; t[k] = x end; x[f] = (x[f] or 0) + n\n"
+    "end\n"
+    "local function hash(key)\n"
+    "  local h, f = redis.call('HGETALL', key), {}\n"
+    "  for x = 1, #h, 2 do f[h[x]] = h[x + 1] end\n"
+    "  return f\n"
+    "end\n"
+    "for _, key in ipairs(redis.call('KEYS', P..'alloc:*')) do\n"
+    "  local f = hash(key)\n"
+    "  local ak = P..'agent:'..(f.agent or '?')\n"
+    "  for s, v in string.gmatch(f.slots or '', '(%S+)=(%d+)') do\n"
+    "    add(sums, ak, 'used:'..s, tonumber(v))\n"
+    "    for u in string.gmatch(f.usage or '', '%S+') do add(usage, P..'usage:'..u, s, "
+    "tonumber(v)) end\n"
+    "  end\n"
+    "  for d, v in string.gmatch(f.devs or '', '(%d+)=(%d+)') do add(sums, ak, 'dev:'..d, "
+    "tonumber(v)) end\n"
+    "  local sid = f.session or '?'\n"
+    "  sess[sid] = (sess[sid] or 0) + 1\n"
+    "  sessusage[sid] = f.usage or ''\n"
+    "end\n"
+    "for sid, n in pairs(sess) do\n"
+    "  local c = tonumber(redis.call('GET', P..'sess:'..sid) or '0')\n"
+    "  if c ~= n then return P..'sess:'..sid..' is '..c..' but '..n..' kernels hold slots' end\n"
+    "  for u in string.gmatch(sessusage[sid], '%S+') do add(usage, P..'usage:'..u, 'sessions', 1) "
+    "end\n"
+    "end\n"
+    "for _, key in ipairs(redis.call('KEYS', P..'sess:*')) do\n"
+    "  if not sess[string.sub(key, #P + 6)] then return key..' exists without allocations' end\n"
+    "end\n"
+    "for _, key in ipairs(redis.call('KEYS', P..'agent:*')) do\n"
+    "  local f, want = hash(key), sums[key] or {}\n"
+    "  for k, v in pairs(f) do\n"
+    "    local used = string.sub(k, 1, 5) == 'used:'\n"
+    "    if used or string.sub(k, 1, 4) == 'dev:' then\n"
+    "      local w = want[k] or 0\n"
+    "      if tonumber(v) ~= w then return key..' '..k..' is '..v..' but its allocations sum to "
+    "'..w end\n"
+    "      local cap = used and f['cap:'..string.sub(k, 6)] or f['devcap:'..string.sub(k, 5)]\n"
+    "      if tonumber(v) > tonumber(cap or '0') then return key..' '..k..' '..v..' is above "
+    "capacity' end\n"
+    "    end\n"
+    "  end\n"
+    "  for k, w in pairs(want) do\n"
+    "    if w ~= 0 and f[k] == nil then return key..' '..k..' is missing but its allocations sum "
+    "to '..w end\n"
+    "  end\n"
+    "  sums[key] = nil\n"
+    "end\n"
+    "for key, _ in pairs(sums) do return 'allocations on '..key..', which does not exist' end\n"
+    "for _, key in ipairs(redis.call('KEYS', P..'usage:*')) do\n"
+    "  local f, want = hash(key), usage[key] or {}\n"
+    "  for k, v in pairs(f) do\n"
+    "    if tonumber(v) ~= (want[k] or 0) then return key..' '..k..' is '..v..' but allocations "
+    "sum to '..(want[k] or 0) end\n"
+    "  end\n"
+    "  for k, w in pairs(want) do\n"
+    "    if w ~= 0 and f[k] == nil then return key..' '..k..' is missing' end\n"
+    "  end\n"
+    "  usage[key] = nil\n"
+    "end\n"
+    "for key, t in pairs(usage) do\n"
+    "  for k, w in pairs(t) do if w ~= 0 then return key..' is missing' end end\n"
+    "end\n"
+    "return 'ok'\n";
+
+/* ARGV: prefix. Every reservation: kernel id, session id, agent id (flat). */
+static const char ALLOCS_LUA[] =
+    "local P, out, cursor = ARGV[1], {}, '0'\n"
+    "repeat\n"
+    "  local r = redis.call('SCAN', cursor, 'MATCH', P..'alloc:*', 'COUNT', 1000)\n"
+    "  cursor = r[1]\n"
+    "  for _, key in ipairs(r[2]) do\n"
+    "    local f = redis.call('HMGET', key, 'session', 'agent')\n"
+    "    out[#out + 1] = string.sub(key, #P + 7)\n"
+    "    out[#out + 1] = f[1] or ''\n"
+    "    out[#out + 1] = f[2] or ''\n"
+    "  end\n"
+    "until cursor == '0'\n"
+    "return out\n";
+
 struct occ {
     rds *r;
     char *prefix;
-    rds_script set_agent, wipe, restore;
+    rds_script set_agent, wipe, restore, release, check, allocs;
 };
 
 occ *occ_new(rds *r, const char *prefix)
@@ -92,6 +210,9 @@ occ *occ_new(rds *r, const char *prefix)
     o->set_agent.source = SET_AGENT_LUA;
     o->wipe.source = WIPE_LUA;
     o->restore.source = RESTORE_LUA;
+    o->release.source = RELEASE_LUA;
+    o->check.source = CHECK_LUA;
+    o->allocs.source = ALLOCS_LUA;
     return o;
 }
 
@@ -322,4 +443,76 @@ bool occ_read_used(occ *o, const char *id, slots_t *used, int32_t dev_used[OCC_M
     }
     freeReplyObject(rep);
     return true;
+}
+
+int occ_release(occ *o, const char *const *kernel_ids, int n, bool *released, ts_err *err)
+{
+    if (n <= 0) return 0;
+    rds_args a = {0};
+    rds_args_push(&a, o->prefix);
+    for (int i = 0; i < n; i++) {
+        if (!occ_plain_id("kernel id", kernel_ids[i], err)) {
+            rds_args_free(&a);
+            return -1;
+        }
+        rds_args_push(&a, kernel_ids[i]);
+    }
+    redisReply *rep = rds_eval_args(o->r, &o->release, &a, err);
+    rds_args_free(&a);
+    if (!rep) return -1;
+    if (rep->type != REDIS_REPLY_ARRAY || rep->elements != (size_t)n) {
+        ts_err_set(err, "Redis release: unexpected reply");
+        freeReplyObject(rep);
+        return -1;
+    }
+    int count = 0;
+    for (int i = 0; i < n; i++) {
+        bool r = rep->element[i]->type == REDIS_REPLY_INTEGER && rep->element[i]->integer == 1;
+        if (released) released[i] = r;
+        count += r;
+    }
+    freeReplyObject(rep);
+    return count;
+}
+
+int occ_check(occ *o, char *why, size_t size, ts_err *err)
+{
+    rds_args a = {0};
+    rds_args_push(&a, o->prefix);
+    redisReply *rep = rds_eval_args(o->r, &o->check, &a, err);
+    rds_args_free(&a);
+    if (!rep) return -1;
+    int ok = rep->type == REDIS_REPLY_STRING && strcmp(rep->str, "ok") == 0;
+    if (why) ts_strlcpy(why, rep->type == REDIS_REPLY_STRING ? rep->str : "?", size);
+    freeReplyObject(rep);
+    return ok;
+}
+
+int occ_list_allocs(occ *o, occ_alloc **out, ts_err *err)
+{
+    *out = NULL;
+    rds_args a = {0};
+    rds_args_push(&a, o->prefix);
+    redisReply *rep = rds_eval_args(o->r, &o->allocs, &a, err);
+    rds_args_free(&a);
+    if (!rep) return -1;
+    if (rep->type != REDIS_REPLY_ARRAY || rep->elements % 3 != 0) {
+        ts_err_set(err, "Redis allocations: unexpected reply");
+        freeReplyObject(rep);
+        return -1;
+    }
+    int n = (int)(rep->elements / 3);
+    occ_alloc *v = ts_calloc((size_t)n + 1, sizeof(*v));
+    for (int i = 0; i < n; i++) {
+        redisReply *const *e = rep->element + (size_t)i * 3;
+        ts_strlcpy(v[i].kernel_id, e[0]->type == REDIS_REPLY_STRING ? e[0]->str : "",
+                   sizeof(v[i].kernel_id));
+        ts_strlcpy(v[i].session_id, e[1]->type == REDIS_REPLY_STRING ? e[1]->str : "",
+                   sizeof(v[i].session_id));
+        ts_strlcpy(v[i].agent_id, e[2]->type == REDIS_REPLY_STRING ? e[2]->str : "",
+                   sizeof(v[i].agent_id));
+    }
+    freeReplyObject(rep);
+    *out = v;
+    return n;
 }

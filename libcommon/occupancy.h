@@ -114,6 +114,30 @@ bool occ_agent_present(occ *o, const char *id, bool *present, ts_err *err) TS_MU
 bool occ_read_used(occ *o, const char *id, slots_t *used, int32_t dev_used[OCC_MAX_DEVICES],
                    bool *present, ts_err *err) TS_MUST_CHECK;
 
+/* Release kernels' reservations (delete alloc:<kernel> and take its slots off
+ * the agent, the usage scopes and sess:<session>, exactly once): released[i]
+ * says whether this call freed kernel i. -1 on a Redis failure, else how many.
+ * The scheduler releases with it; the registry's reconcile pass releases
+ * reservations that no live kernel holds. */
+int occ_release(occ *o, const char *const *kernel_ids, int n, bool *released, ts_err *err);
+
+/* Whether Redis is consistent with itself: agents' used:* and dev:* equal the
+ * sums of their allocations, usage:* the sums of their scopes, sess:* the
+ * kernel counts. 1 (why "ok"), 0 (why says where it breaks), -1 on a Redis
+ * failure. Reads every occupancy key (KEYS): for tests and the periodic check. */
+int occ_check(occ *o, char *why, size_t size, ts_err *err);
+
+/* One reservation as alloc:<kernel> records it. */
+typedef struct occ_alloc {
+    char kernel_id[80];
+    char session_id[80];
+    char agent_id[136];
+} occ_alloc;
+
+/* Every reservation (SCAN in one script): a heap array (free()) of how many
+ * it returns, -1 on a Redis failure. */
+int occ_list_allocs(occ *o, occ_alloc **out, ts_err *err);
+
 /* Append the arguments the reserve/rebuild scripts take for n sessions
  * (session id, kernel count, owner scopes, then per kernel id, agent, slots,
  * devices); false with err set for an id that is not plain or a session

@@ -79,6 +79,11 @@ const char *agent_addr(agent *a)
     return a->addr;
 }
 
+const char *agent_kernel_host(agent *a)
+{
+    return a->kernel_host;
+}
+
 /* ---- set-up helpers -------------------------------------------------------------- */
 
 static image_store *_store_for(const char *reference, void *ctx)

@@ -69,5 +69,7 @@ const agent_config *agent_cfg(agent *a);
 const node_info *agent_node(agent *a);
 const char *agent_id(agent *a);
 const char *agent_addr(agent *a);
+/* The host that serves the kernels' published ports (KernelStarted.kernel_host). */
+const char *agent_kernel_host(agent *a);
 
 #endif

@@ -55,9 +55,10 @@ static json_t *_view_json(const kernel_view *v)
         json_array_append_new(
             devs, json_pack("{s:s, s:s, s:s}", "device_id", v->devices[i].device_id, "slot_name",
                             v->devices[i].slot_name, "amount", v->devices[i].amount));
-    json_t *j = json_pack("{s:s, s:s, s:s, s:o, s:o, s:o}", "kernel_id", v->kernel_id, "session_id",
-                          v->session_id, "status", v->status, "slots", slots_to_json(&v->slots),
-                          "devices", devs, "service_ports", ports);
+    json_t *j =
+        json_pack("{s:s, s:s, s:s, s:i, s:o, s:o, s:o}", "kernel_id", v->kernel_id, "session_id",
+                  v->session_id, "status", v->status, "generation", v->generation, "slots",
+                  slots_to_json(&v->slots), "devices", devs, "service_ports", ports);
     if (strcmp(v->status, "exited") == 0 || strcmp(v->status, "terminated") == 0) {
         json_object_set_new(j, "exit_code", json_integer(v->exit_code));
         json_object_set_new(j, "reason", json_string(v->reason));
@@ -98,7 +99,9 @@ static void h_list(http_req *req, http_resp *resp, void *ctx)
     for (int i = 0; i < n; i++)
         json_array_append_new(arr, _view_json(&v[i]));
     kernel_views_free(v);
-    http_reply_json(resp, 200, json_pack("{s:s, s:o}", "agent_id", agent_id(a), "kernels", arr));
+    http_reply_json(resp, 200,
+                    json_pack("{s:s, s:s, s:o}", "agent_id", agent_id(a), "kernel_host",
+                              agent_kernel_host(a), "kernels", arr));
 }
 
 /* The kernel named in the path, or a 404 problem (false). */

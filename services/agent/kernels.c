@@ -1295,6 +1295,7 @@ static void _view(const krec *k, kernel_view *v)
     ts_strlcpy(v->runtime_path, k->runtime_path, sizeof(v->runtime_path));
     ts_strlcpy(v->reason, k->reason, sizeof(v->reason));
     v->exit_code = k->exit_code;
+    v->generation = k->generation;
     memcpy(v->ports, k->ports, sizeof(k->ports[0]) * (size_t)k->n_ports);
     v->n_ports = k->n_ports;
     slots_clear(&v->slots);

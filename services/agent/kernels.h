@@ -92,7 +92,8 @@ typedef struct kernel_view {
     int n_devices;
     kernel_service_port ports[KERNEL_MAX_PORTS]; /* with host ports once running */
     int n_ports;
-    int exit_code; /* when exited */
+    int exit_code;  /* when exited */
+    int generation; /* CreateKernel.generation of the kernel it is (not a pending one) */
     char reason[256];
 } kernel_view;
 /* Every kernel not yet terminated (with_terminated: tombstones too). */

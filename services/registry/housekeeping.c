@@ -4,13 +4,15 @@
 #include "agents.h"
 #include "occupancy_sync.h"
 #include "pending_timeout.h"
+#include "reconcile.h"
+#include "route_sync.h"
 #include "sessions.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <unistd.h>
 
-static pthread_t thread;
+static pthread_t thread, reconcile_thread;
 static atomic_bool running;
 static bool started;
 
@@ -30,6 +32,7 @@ static void *loop(void *arg)
         }
         if (now >= next_occ) {
             (void)occupancy_check();
+            route_sync_pass();
             next_occ = now + reg_cfg.reconcile_interval_ms;
         }
         if (now >= next_pub) {
@@ -45,11 +48,34 @@ static void *loop(void *arg)
     return NULL;
 }
 
+/* The reconcile pass on a thread of its own: it waits on agents' HTTP
+ * answers, which must not hold up the checks above. */
+static void *reconcile_loop(void *arg)
+{
+    (void)arg;
+    int64_t next = ts_now_mono_ms() + reg_cfg.kernel_reconcile_interval_ms;
+    while (atomic_load(&running)) {
+        if (ts_now_mono_ms() >= next) {
+            reconcile_pass();
+            next = ts_now_mono_ms() + reg_cfg.kernel_reconcile_interval_ms;
+        }
+        usleep(100 * 1000);
+    }
+    return NULL;
+}
+
 bool housekeeping_start(ts_err *err)
 {
     atomic_store(&running, true);
     if (pthread_create(&thread, NULL, loop, NULL) != 0) {
         ts_err_set(err, "housekeeping thread: cannot start");
+        return false;
+    }
+    if (reg_cfg.kernel_reconcile_interval_ms > 0 &&
+        pthread_create(&reconcile_thread, NULL, reconcile_loop, NULL) != 0) {
+        atomic_store(&running, false);
+        pthread_join(thread, NULL);
+        ts_err_set(err, "reconcile thread: cannot start");
         return false;
     }
     started = true;
@@ -61,5 +87,6 @@ void housekeeping_stop(void)
     if (!started) return;
     atomic_store(&running, false);
     pthread_join(thread, NULL);
+    if (reg_cfg.kernel_reconcile_interval_ms > 0) pthread_join(reconcile_thread, NULL);
     started = false;
 }

@@ -1,8 +1,13 @@
-/* housekeeping.h: the registry's periodic work, on one thread:
+/* housekeeping.h: the registry's periodic work, on one thread (the reconcile
+ * pass on a second one, as it waits on agents):
  *   every registry.lost_check_interval   agents_check_lost (after the first
  *                                        registry.agent_lost_timeout since
  *                                        start, so replayed heartbeats count)
- *   every registry.reconcile_interval    occupancy_check (Redis lost data?)
+ *   every registry.reconcile_interval    occupancy_check (Redis lost data?),
+ *                                        route_sync_pass (app routes recorded,
+ *                                        restored after a Redis loss)
+ *   every registry.kernel_reconcile_interval reconcile_pass (agents' kernels,
+ *                                        stuck sessions, reservations)
  *   every 2 s                            sessions_republish_pending
  *   every registry.pending_check_interval pending_timeout_sweep */
 #ifndef REGISTRY_HOUSEKEEPING_H

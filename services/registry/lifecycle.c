@@ -540,20 +540,27 @@ static kbus_result apply_started(PGconn *conn, outbox *ob, sess *s, const void *
         return res;
     }
     json_decref(pj);
+    bool moved;
+    return lifecycle_running_if_all_up(conn, ob, s, &moved, err) ? KBUS_DONE : db_failed();
+}
+
+bool lifecycle_running_if_all_up(PGconn *conn, outbox *ob, sess *s, bool *moved, ts_err *err)
+{
+    *moved = false;
     const char *sp[] = {s->id};
     PGresult *r =
         reg_exec(conn,
                  "SELECT id::text, coalesce(agent_id, ''), status, service_ports::text"
                  " FROM registry.kernels WHERE session_id = $1::uuid ORDER BY cluster_idx",
                  1, sp, err);
-    if (!r) return db_failed();
+    if (!r) return false;
     int n = PQntuples(r), running = 0;
     for (int i = 0; i < n; i++)
         running += strcmp(PQgetvalue(r, i, 2), "RUNNING") == 0;
     if (n > 0 && running == n) {
         if (!tr_set(conn, ob, s, ST_RUNNING, "", err)) {
             PQclear(r);
-            return db_failed();
+            return false;
         }
         arena a = {0};
         Tessera__V1__SessionRunning e = TESSERA__V1__SESSION_RUNNING__INIT;
@@ -568,9 +575,10 @@ static kbus_result apply_started(PGconn *conn, outbox *ob, sess *s, const void *
         ob_session_event(ob, s->id, &e.base);
         json_decref(ports);
         ar_free(&a);
+        *moved = true;
     }
     PQclear(r);
-    return KBUS_DONE;
+    return true;
 }
 
 /* The session starts terminating because of what its kernel did. */
@@ -634,6 +642,11 @@ static const char *error_code_of(const char *reason)
 
 /* Every kernel has ended: the session's final status. */
 static bool finish(PGconn *conn, outbox *ob, sess *s, ts_err *err)
+{
+    return lifecycle_finish(conn, ob, s, err);
+}
+
+bool lifecycle_finish(PGconn *conn, outbox *ob, sess *s, ts_err *err)
 {
     bool batch = strcmp(s->type, "batch") == 0;
     char reason[512];
@@ -787,6 +800,27 @@ static kbus_result on_kernel_batch(const kbus_msg *msgs, size_t n, void *ctx, ts
     if (res == KBUS_DONE) res = in_batch_tx(items, k, advance_kernels, reason);
     free_items(items, k);
     return res;
+}
+
+kbus_result lifecycle_apply_kernel_event(const char *type, ProtobufCMessage *m, ts_err *err)
+{
+    for (size_t j = 0; j < TS_ARRAY_LEN(kernel_types); j++) {
+        const kernel_type *t = &kernel_types[j];
+        if (strcmp(type, t->type) != 0) continue;
+        Tessera__V1__Envelope env = TESSERA__V1__ENVELOPE__INIT;
+        env.type = (char *)type;
+        env.correlation_id = "";
+        kbus_msg msg = {.topic = TOPIC_KERNEL, .env = &env};
+        const Tessera__V1__KernelPulling *km = (const Tessera__V1__KernelPulling *)m;
+        tx_item item = {.msg = &msg,
+                        .session_id = km->session_id,
+                        .kernel_id = km->kernel_id,
+                        .apply = t->apply,
+                        .m = m};
+        return in_batch_tx(&item, 1, NULL, err);
+    }
+    ts_err_set(err, "not a kernel event: %s", type);
+    return KBUS_REJECT;
 }
 
 bool lifecycle_start(svc *s, ts_err *err)

@@ -9,6 +9,7 @@
 #include "libcommon/log.h"
 #include "lifecycle.h"
 #include "occupancy_sync.h"
+#include "reconcile.h"
 
 #include <sodium.h>
 
@@ -55,7 +56,17 @@ static const cfg_option registry_options[] = {
      false, NULL, "register an unknown image on first use when its OCI registry has it"},
     {"registry.reconcile_interval", CFG_DURATION, &reg_cfg.reconcile_interval_ms, "2s", 100, 600000,
      NULL, false, NULL,
-     "how often Redis is checked for lost occupancy (then rebuilt from PostgreSQL)"},
+     "how often Redis is checked for lost occupancy (then rebuilt from PostgreSQL) and wsproxy's "
+     "app routes for a loss (then restored from PostgreSQL)"},
+    {"registry.kernel_reconcile_interval", CFG_DURATION, &reg_cfg.kernel_reconcile_interval_ms,
+     "10s", 0, 3600000, NULL, false, NULL,
+     "how often every ALIVE agent's kernels (GET /v1/kernels) are compared with the database, "
+     "sessions stuck past registry.stuck_timeout are driven on and Redis reservations are "
+     "checked against live kernels (0: never)"},
+    {"registry.stuck_timeout", CFG_DURATION, &reg_cfg.stuck_timeout_ms, "60s", 1000, 86400000.0,
+     NULL, false, NULL,
+     "a kernel or session in a transitional status (PREPARING, PULLING, CREATING, RESTARTING, "
+     "TERMINATING) that long without a change is stuck: the reconcile pass drives it on"},
     {"registry.redis_prefix", CFG_STRING, &reg_cfg.redis_prefix, "", 0, 0, NULL, false, NULL,
      "prefix of the occupancy keys in Redis (the scheduler's must match)"},
     {"registry.default_wait", CFG_DURATION, &reg_cfg.default_wait_ms, "5s", 0, 3600000, NULL, false,
@@ -106,6 +117,7 @@ static bool registry_start(svc *s, ts_err *err)
     TLOG_INFO("event consumers", "per_group=%d configured=%lld", reg_event_consumers(),
               (long long)reg_cfg.event_consumers);
     if (!authc_start(s, err) || !agents_start(s, err) || !lifecycle_start(s, err)) return false;
+    reconcile_register_metrics(s);
     return housekeeping_start(err);
 }
 

@@ -2,10 +2,12 @@
 #include "occupancy_sync.h"
 
 #include "libcommon/log.h"
+#include "reconcile.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static __thread occ *t_occ;
 static __thread rds *t_rds;
@@ -241,4 +243,115 @@ bool occupancy_check(void)
 unsigned long occupancy_rebuilds(void)
 {
     return atomic_load(&rebuilds);
+}
+
+/* ---- reservations against live kernels ------------------------------------------------------ */
+
+void occupancy_verify(void)
+{
+    ts_err err = {{0}};
+    occ *o = occupancy_handle(&err);
+    if (!o) return;
+    char why[300];
+    int ok = occ_check(o, why, sizeof(why), &err);
+    if (ok < 0) {
+        TLOG_WARN("occupancy verify: Redis unreachable", "error=\"%s\"", err.msg);
+        return;
+    }
+    if (ok == 0) {
+        reconcile_repaired(RK_OCCUPANCY_DRIFT, NULL, NULL, NULL, why);
+        if (!occupancy_rebuild(&err))
+            TLOG_ERROR("occupancy rebuild failed", "error=\"%s\"", err.msg);
+        return;
+    }
+    /* Redis first, then the database: a kernel that holds slots at the second
+     * read held them (and had its allocation) at the first. */
+    occ_alloc *al = NULL;
+    int na = occ_list_allocs(o, &al, &err);
+    if (na < 0) {
+        TLOG_WARN("occupancy verify: Redis unreachable", "error=\"%s\"", err.msg);
+        return;
+    }
+    const char **ids = ts_calloc((size_t)na + 1, sizeof(*ids));
+    size_t nu = 0;
+    for (int i = 0; i < na; i++)
+        if (ts_uuid_valid(al[i].kernel_id)) ids[nu++] = al[i].kernel_id;
+    char *arr = reg_uuid_array(ids, nu);
+    const char *p[] = {arr};
+    PGconn *conn = reg_pg_get(&err);
+    /* the allocations' kernels that may hold slots (holding them, or not yet
+     * placed: the scheduler's reservation in flight) */
+    PGresult *held =
+        conn ? reg_exec(conn,
+                        "SELECT k.id::text FROM registry.kernels k"
+                        " JOIN registry.sessions s ON s.id = k.session_id"
+                        " WHERE k.id = ANY($1::uuid[]) AND (k.holds_slots OR"
+                        " (k.status NOT IN " SQL_FINAL " AND s.status NOT IN " SQL_FINAL "))",
+                        1, p, &err)
+             : NULL;
+    PGresult *holders =
+        held ? reg_exec(conn,
+                        "SELECT id::text, session_id::text, agent_id FROM registry.kernels"
+                        " WHERE holds_slots AND agent_id IS NOT NULL",
+                        0, NULL, &err)
+             : NULL;
+    reg_pg_put(conn);
+    free(arr);
+    free(ids);
+    if (!held || !holders) {
+        TLOG_WARN("occupancy verify: database unreachable", "error=\"%s\"", err.msg);
+        if (held) PQclear(held);
+        free(al);
+        return;
+    }
+    const char **stale = ts_calloc((size_t)na + 1, sizeof(*stale));
+    int ns = 0;
+    for (int i = 0; i < na; i++) {
+        bool live = false;
+        for (int r = 0; r < PQntuples(held) && !live; r++)
+            live = strcasecmp(PQgetvalue(held, r, 0), al[i].kernel_id) == 0;
+        char key[120];
+        snprintf(key, sizeof(key), "stale-alloc:%s", al[i].kernel_id);
+        if (!live && reconcile_suspect(key)) stale[ns++] = al[i].kernel_id;
+    }
+    bool lost = false;
+    char lost_why[300] = "";
+    for (int r = 0; r < PQntuples(holders); r++) {
+        const char *kid = PQgetvalue(holders, r, 0);
+        bool has = false;
+        for (int i = 0; i < na && !has; i++)
+            has = strcasecmp(al[i].kernel_id, kid) == 0;
+        char key[120];
+        snprintf(key, sizeof(key), "lost-alloc:%s", kid);
+        if (!has && reconcile_suspect(key) && !lost) {
+            lost = true;
+            snprintf(lost_why, sizeof(lost_why),
+                     "kernel %s holds slots but Redis has no reservation", kid);
+            reconcile_repaired(RK_RESERVATION_LOST, PQgetvalue(holders, r, 1), kid,
+                               PQgetvalue(holders, r, 2), lost_why);
+        }
+    }
+    if (ns > 0) {
+        bool *released = ts_calloc((size_t)ns, sizeof(*released));
+        if (occ_release(o, stale, ns, released, &err) < 0) {
+            TLOG_WARN("occupancy verify: release failed", "error=\"%s\"", err.msg);
+        } else {
+            for (int i = 0; i < ns; i++) {
+                if (!released[i]) continue;
+                const occ_alloc *a = NULL;
+                for (int j = 0; j < na && !a; j++)
+                    if (al[j].kernel_id == stale[i]) a = &al[j];
+                reconcile_repaired(RK_RESERVATION_STALE, a ? a->session_id : NULL, stale[i],
+                                   a ? a->agent_id : NULL,
+                                   "a reservation in Redis without a live kernel: released");
+            }
+        }
+        free(released);
+    }
+    if (lost && !occupancy_rebuild(&err))
+        TLOG_ERROR("occupancy rebuild failed", "error=\"%s\"", err.msg);
+    free(stale);
+    PQclear(held);
+    PQclear(holders);
+    free(al);
 }

@@ -34,6 +34,17 @@ bool occupancy_rebuild(ts_err *err) TS_MUST_CHECK;
  * false on an error (logged). */
 bool occupancy_check(void);
 
+/* The reconcile pass's check of the reservations (reconcile.h), every
+ * registry.kernel_reconcile_interval:
+ *   Redis inconsistent with itself (occ_check: an agent's used:* is not the sum
+ *   of its allocations, ...)                 -> rebuild    kind occupancy_drift
+ *   alloc:<kernel> whose kernel the database does not know, or has ended (kernel
+ *   or session final), seen in two passes    -> released   kind reservation_stale
+ *   a kernel with holds_slots but no alloc:, seen in two passes
+ *                                            -> rebuild    kind reservation_lost
+ * A reservation of a kernel still PENDING is the scheduler's in flight: left. */
+void occupancy_verify(void);
+
 /* Rebuilds done since start (metrics, tests). */
 unsigned long occupancy_rebuilds(void);
 

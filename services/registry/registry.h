@@ -20,7 +20,9 @@
  *   waiters.c          create calls waiting for RUNNING (condition variable)
  *   agents.c           tessera.agent.v1 consumer (heartbeats batched), LOST detection
  *   agents_admin.c     admin API for agents
- *   occupancy_sync.c   agent capacity in Redis, rebuild after a loss
+ *   occupancy_sync.c   agent capacity in Redis, rebuild after a loss, stale reservations
+ *   reconcile.c        agents' kernels against the database, stuck sessions re-driven
+ *   route_sync.c       wsproxy's app routes kept in PostgreSQL, restored after a Redis loss
  *   resource_groups.c  admin API
  *   images.c, oci.c    admin API, registration from the OCI registry
  *   publish.c          events out (tessera.session.v1, tessera.agent.cmd.<id>) */
@@ -45,6 +47,8 @@ typedef struct reg_config {
     int64_t event_consumers;
     bool auto_register_images;
     int64_t reconcile_interval_ms;
+    int64_t kernel_reconcile_interval_ms;
+    int64_t stuck_timeout_ms;
     char *redis_prefix;
     int64_t default_wait_ms;
     int64_t max_wait_ms;

@@ -63,7 +63,8 @@ static const char RESERVE_LUA[] =
     "        for x, kv in ipairs(lim) do names[x] = kv[1] end\n"
     "        local h = redis.call('HMGET', P..'usage:'..usage[u], unpack(names))\n"
     "        for x, kv in ipairs(lim) do\n"
-    "          local cur, add = tonumber(h[x] or '0'), (kv[1] == 'sessions') and 1 or (total[kv[1]] "
+    "          local cur, add = tonumber(h[x] or '0'), (kv[1] == 'sessions') and 1 or "
+    "(total[kv[1]] "
     "or 0)\n"
     "          if add > 0 and cur + add > kv[3] then\n"
     "            verdict = 'refused:limit:'..usage[u]..':'..kv[1]..' '..cur..' held + '..add..' > "
@@ -133,112 +134,10 @@ static const char RESERVE_LUA[] =
     "end\n"
     "return out\n";
 
-/* ARGV: prefix, kernel ids... Returns 1 (released now) or 0 per kernel. */
-static const char RELEASE_LUA[] =
-    "local P, out = ARGV[1], {}\n"
-    "for i = 2, #ARGV do\n"
-    "  local key = P..'alloc:'..ARGV[i]\n"
-    "  local h = redis.call('HGETALL', key)\n"
-    "  if #h == 0 then out[i - 1] = 0 else\n"
-    "    local f = {}\n"
-    "    for x = 1, #h, 2 do f[h[x]] = h[x + 1] end\n"
-    "    redis.call('DEL', key)\n"
-    "    local akey = P..'agent:'..f.agent\n"
-    "    local has_agent = redis.call('EXISTS', akey) == 1\n"
-    "    for s, v in string.gmatch(f.slots or '', '(%S+)=(%d+)') do\n"
-    "      if has_agent then redis.call('HINCRBY', akey, 'used:'..s, '-'..v) end\n"
-    "      for u in string.gmatch(f.usage or '', '%S+') do redis.call('HINCRBY', P..'usage:'..u, "
-    "s, '-'..v) end\n"
-    "    end\n"
-    "    if has_agent then\n"
-    "      for d, v in string.gmatch(f.devs or '', '(%d+)=(%d+)') do redis.call('HINCRBY', akey, "
-    "'dev:'..d, '-'..v) end\n"
-    "    end\n"
-    "    if redis.call('DECR', P..'sess:'..f.session) <= 0 then\n"
-    "      redis.call('DEL', P..'sess:'..f.session)\n"
-    "      for u in string.gmatch(f.usage or '', '%S+') do redis.call('HINCRBY', P..'usage:'..u, "
-    "'sessions', -1) end\n"
-    "    end\n"
-    "    out[i - 1] = 1\n"
-    "  end\n"
-    "end\n"
-    "return out\n";
-
-/* ARGV: prefix. "ok" or where the invariant breaks. */
-static const char CHECK_LUA[] =
-    "local P = ARGV[1]\n"
-    "local sums, usage, sess, sessusage = {}, {}, {}, {}\n"
-    "local function add(t, k, f, n)\n"
-    "  local x = t[k]; if not x then x = {}; t[k] = x end; x[f] = (x[f] or 0) + n\n"
-    "end\n"
-    "local function hash(key)\n"
-    "  local h, f = redis.call('HGETALL', key), {}\n"
-    "  for x = 1, #h, 2 do f[h[x]] = h[x + 1] end\n"
-    "  return f\n"
-    "end\n"
-    "for _, key in ipairs(redis.call('KEYS', P..'alloc:*')) do\n"
-    "  local f = hash(key)\n"
-    "  local ak = P..'agent:'..(f.agent or '?')\n"
-    "  for s, v in string.gmatch(f.slots or '', '(%S+)=(%d+)') do\n"
-    "    add(sums, ak, 'used:'..s, tonumber(v))\n"
-    "    for u in string.gmatch(f.usage or '', '%S+') do add(usage, P..'usage:'..u, s, "
-    "tonumber(v)) end\n"
-    "  end\n"
-    "  for d, v in string.gmatch(f.devs or '', '(%d+)=(%d+)') do add(sums, ak, 'dev:'..d, "
-    "tonumber(v)) end\n"
-    "  local sid = f.session or '?'\n"
-    "  sess[sid] = (sess[sid] or 0) + 1\n"
-    "  sessusage[sid] = f.usage or ''\n"
-    "end\n"
-    "for sid, n in pairs(sess) do\n"
-    "  local c = tonumber(redis.call('GET', P..'sess:'..sid) or '0')\n"
-    "  if c ~= n then return P..'sess:'..sid..' is '..c..' but '..n..' kernels hold slots' end\n"
-    "  for u in string.gmatch(sessusage[sid], '%S+') do add(usage, P..'usage:'..u, 'sessions', 1) "
-    "end\n"
-    "end\n"
-    "for _, key in ipairs(redis.call('KEYS', P..'sess:*')) do\n"
-    "  if not sess[string.sub(key, #P + 6)] then return key..' exists without allocations' end\n"
-    "end\n"
-    "for _, key in ipairs(redis.call('KEYS', P..'agent:*')) do\n"
-    "  local f, want = hash(key), sums[key] or {}\n"
-    "  for k, v in pairs(f) do\n"
-    "    local used = string.sub(k, 1, 5) == 'used:'\n"
-    "    if used or string.sub(k, 1, 4) == 'dev:' then\n"
-    "      local w = want[k] or 0\n"
-    "      if tonumber(v) ~= w then return key..' '..k..' is '..v..' but its allocations sum to "
-    "'..w end\n"
-    "      local cap = used and f['cap:'..string.sub(k, 6)] or f['devcap:'..string.sub(k, 5)]\n"
-    "      if tonumber(v) > tonumber(cap or '0') then return key..' '..k..' '..v..' is above "
-    "capacity' end\n"
-    "    end\n"
-    "  end\n"
-    "  for k, w in pairs(want) do\n"
-    "    if w ~= 0 and f[k] == nil then return key..' '..k..' is missing but its allocations sum "
-    "to '..w end\n"
-    "  end\n"
-    "  sums[key] = nil\n"
-    "end\n"
-    "for key, _ in pairs(sums) do return 'allocations on '..key..', which does not exist' end\n"
-    "for _, key in ipairs(redis.call('KEYS', P..'usage:*')) do\n"
-    "  local f, want = hash(key), usage[key] or {}\n"
-    "  for k, v in pairs(f) do\n"
-    "    if tonumber(v) ~= (want[k] or 0) then return key..' '..k..' is '..v..' but allocations "
-    "sum to '..(want[k] or 0) end\n"
-    "  end\n"
-    "  for k, w in pairs(want) do\n"
-    "    if w ~= 0 and f[k] == nil then return key..' '..k..' is missing' end\n"
-    "  end\n"
-    "  usage[key] = nil\n"
-    "end\n"
-    "for key, t in pairs(usage) do\n"
-    "  for k, w in pairs(t) do if w ~= 0 then return key..' is missing' end end\n"
-    "end\n"
-    "return 'ok'\n";
-
 struct resv {
     rds *r;
     char *prefix;
-    rds_script reserve, release, check;
+    rds_script reserve;
     occ *occ; /* capacity and rebuild (libcommon/occupancy.c) */
 };
 
@@ -248,8 +147,6 @@ resv *resv_new(rds *r, const char *prefix)
     v->r = r;
     v->prefix = ts_strdup(prefix ? prefix : "");
     v->reserve.source = RESERVE_LUA;
-    v->release.source = RELEASE_LUA;
-    v->check.source = CHECK_LUA;
     v->occ = occ_new(r, v->prefix);
     return v;
 }
@@ -312,32 +209,7 @@ bool resv_reserve(resv *v, const resv_session *s, int n, resv_result *out, ts_er
 
 int resv_release(resv *v, const char *const *kernel_ids, int n, bool *released, ts_err *err)
 {
-    if (n <= 0) return 0;
-    rds_args a = {0};
-    rds_args_push(&a, v->prefix);
-    for (int i = 0; i < n; i++) {
-        if (!occ_plain_id("kernel id", kernel_ids[i], err)) {
-            rds_args_free(&a);
-            return -1;
-        }
-        rds_args_push(&a, kernel_ids[i]);
-    }
-    redisReply *rep = eval(v, &v->release, &a, err);
-    rds_args_free(&a);
-    if (!rep) return -1;
-    if (rep->type != REDIS_REPLY_ARRAY || rep->elements != (size_t)n) {
-        ts_err_set(err, "Redis release: unexpected reply");
-        freeReplyObject(rep);
-        return -1;
-    }
-    int count = 0;
-    for (int i = 0; i < n; i++) {
-        bool r = rep->element[i]->type == REDIS_REPLY_INTEGER && rep->element[i]->integer == 1;
-        if (released) released[i] = r;
-        count += r;
-    }
-    freeReplyObject(rep);
-    return count;
+    return occ_release(v->occ, kernel_ids, n, released, err);
 }
 
 bool resv_set_agent(resv *v, const resv_agent *ag, ts_err *err)
@@ -415,13 +287,5 @@ bool resv_rebuild(resv *v, const resv_agent *agents, int nagents, const resv_ses
 
 int resv_check_invariant(resv *v, char *why, size_t size, ts_err *err)
 {
-    rds_args a = {0};
-    rds_args_push(&a, v->prefix);
-    redisReply *rep = eval(v, &v->check, &a, err);
-    rds_args_free(&a);
-    if (!rep) return -1;
-    int ok = rep->type == REDIS_REPLY_STRING && strcmp(rep->str, "ok") == 0;
-    if (why) ts_strlcpy(why, rep->type == REDIS_REPLY_STRING ? rep->str : "?", size);
-    freeReplyObject(rep);
-    return ok;
+    return occ_check(v->occ, why, size, err);
 }

@@ -111,6 +111,58 @@ static void h_revoke(http_req *req, http_resp *resp, void *vctx)
                     json_pack("{s:s, s:i}", "session_id", sid, "removed", (json_int_t)removed));
 }
 
+/* POST /v1/routes/restore {"routes": [{"key", "route": {record}}]}: routes the
+ * registry kept, stored again after Redis lost them. */
+static void h_restore(http_req *req, http_resp *resp, void *vctx)
+{
+    api_ctx *ctx = vctx;
+    json_t *body = http_json_body(req, resp);
+    if (!body) return;
+    json_t *routes = json_object_get(body, "routes");
+    if (!json_is_array(routes)) {
+        http_problem(resp, 400, "invalid-api-params", "Invalid restore", "routes: a list");
+        json_decref(body);
+        return;
+    }
+    ts_err err = {{0}};
+    rds *rd = svc_redis(ctx->s, &err);
+    int64_t now = ts_now_wall_ms();
+    long restored = 0, skipped = 0;
+    bool failed = rd == NULL;
+    size_t i;
+    json_t *it;
+    json_array_foreach(routes, i, it)
+    {
+        if (failed) break;
+        const char *key = str_field(it, "key");
+        char *text = json_dumps(json_object_get(it, "route"), JSON_COMPACT);
+        route r;
+        ts_err perr;
+        bool stored = false;
+        if (!key || !tok_syntax_ok(key, strlen(key)) || !text ||
+            !route_from_json(text, strlen(text), &r, &perr) || !route_id_ok(r.session_id)) {
+            skipped++;
+        } else if (!routes_restore(rd, &r, key, now, &stored, &err)) {
+            failed = true;
+        } else {
+            restored += stored;
+            skipped += !stored;
+        }
+        free(text);
+    }
+    json_decref(body);
+    char epoch[64] = "";
+    if (failed || !routes_epoch_renew(rd, epoch, &err)) {
+        TLOG_ERROR("routes not restored", "error=\"%s\"", err.msg);
+        http_problem(resp, 503, "service-unavailable", "Routes unavailable", "Redis: %s", err.msg);
+        return;
+    }
+    TLOG_WARN("routes restored", "restored=%ld skipped=%ld epoch=%s", restored, skipped, epoch);
+    http_reply_json(resp, 200,
+                    json_pack("{s:I, s:I, s:s}", "restored", (json_int_t)restored, "skipped",
+                              (json_int_t)skipped, "epoch", epoch));
+}
+
 static void h_info(http_req *req, http_resp *resp, void *vctx)
 {
     (void)req;
@@ -125,6 +177,7 @@ static void h_info(http_req *req, http_resp *resp, void *vctx)
 void api_routes(http_router *r, api_ctx *ctx)
 {
     http_route(r, "POST", "/v1/routes", h_create, ctx);
+    http_route(r, "POST", "/v1/routes/restore", h_restore, ctx);
     http_route(r, "DELETE", "/v1/sessions/{id}/routes", h_revoke, ctx);
     http_route(r, "GET", "/v1/info", h_info, ctx);
 }

@@ -150,6 +150,7 @@ static void on_stop(svc *s)
 /* Who may call the route API (docs/internal-api.md); the app listener
  * (wsproxy.listen) is the public one and checks its own tokens. */
 static const svcauth_rule WSPROXY_ACCESS[] = {
+    {"POST", "/v1/routes/restore", SVCAUTH_REGISTRY},
     {"POST", "/v1/routes", SVCAUTH_GATEWAY},
     {"DELETE", "/v1/sessions", SVCAUTH_REGISTRY | SVCAUTH_GATEWAY},
     {"GET", "/v1/info", SVCAUTH_GATEWAY | SVCAUTH_REGISTRY},

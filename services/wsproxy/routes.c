@@ -154,11 +154,21 @@ bool route_from_json(const char *s, size_t n, route *r, ts_err *err)
 /* ---- Redis -------------------------------------------------------------- */
 
 /* KEYS[1] route key, KEYS[2] session set; ARGV: record, ttl ms, set ttl ms, member,
- * require_set. Returns 1, or 0 when require_set and the set is gone. */
+ * require_set, journal. Returns 1, or 0 when require_set and the set is gone.
+ * journal: the route also goes to the journal stream (and the epoch key is
+ * made when missing), from which tessera-registry keeps its copy. */
 static rds_script k_put = {
     .source = "if ARGV[5] == '1' and redis.call('EXISTS', KEYS[2]) == 0 then return 0 end\n"
               "redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
               "redis.call('SADD', KEYS[2], ARGV[4])\n"
+              "if ARGV[6] == '1' then\n"
+              "  if redis.call('EXISTS', '" ROUTES_EPOCH "') == 0 then\n"
+              "    local t = redis.call('TIME')\n"
+              "    redis.call('SET', '" ROUTES_EPOCH "', t[1] .. '.' .. t[2])\n"
+              "  end\n"
+              "  redis.call('XADD', '" ROUTES_JOURNAL "', 'MAXLEN', '~', '100000', '*',"
+              " 'key', ARGV[4], 'route', ARGV[1])\n"
+              "end\n"
               "local t = redis.call('PTTL', KEYS[2])\n"
               "if t < tonumber(ARGV[3]) then redis.call('PEXPIRE', KEYS[2], ARGV[3]) end\n"
               "return 1\n",
@@ -184,7 +194,7 @@ static bool ensure_loaded(rds *rd, rds_script *s, ts_err *err)
 }
 
 static bool put(rds *rd, const route *r, const char *key, int64_t ttl_ms, int64_t set_ttl_ms,
-                bool require_set, bool *ok, ts_err *err)
+                bool require_set, bool journal, bool *ok, ts_err *err)
 {
     if (!ensure_loaded(rd, &k_put, err)) return false;
     char rkey[64], skey[128], ttl[24], sttl[24];
@@ -193,8 +203,9 @@ static bool put(rds *rd, const route *r, const char *key, int64_t ttl_ms, int64_
     snprintf(ttl, sizeof(ttl), "%lld", (long long)ttl_ms);
     snprintf(sttl, sizeof(sttl), "%lld", (long long)(set_ttl_ms > ttl_ms ? set_ttl_ms : ttl_ms));
     char *json = route_to_json(r);
-    const char *argv[] = {rkey, skey, json, ttl, sttl, key, require_set ? "1" : "0"};
-    redisReply *rep = rds_eval(rd, &k_put, 2, 7, argv, NULL, err);
+    const char *argv[] = {
+        rkey, skey, json, ttl, sttl, key, require_set ? "1" : "0", journal ? "1" : "0"};
+    redisReply *rep = rds_eval(rd, &k_put, 2, 8, argv, NULL, err);
     free(json);
     if (!rep) return false;
     bool good = rep->type == REDIS_REPLY_INTEGER;
@@ -214,7 +225,7 @@ bool routes_create(rds *rd, route *r, int64_t ttl_ms, int64_t set_ttl_ms, char t
     r->is_cookie = false;
     tok_app_hash(r->user_id, r->session_id, r->app, r->hash);
     bool ok = false;
-    return put(rd, r, token, ttl_ms, set_ttl_ms, false, &ok, err);
+    return put(rd, r, token, ttl_ms, set_ttl_ms, false, true, &ok, err);
 }
 
 bool routes_mint_cookie(rds *rd, const route *r, int64_t ttl_ms, char cookie[TOK_LEN + 1], bool *ok,
@@ -224,7 +235,46 @@ bool routes_mint_cookie(rds *rd, const route *r, int64_t ttl_ms, char cookie[TOK
     c.is_cookie = true;
     c.expires_at_ms = ts_now_wall_ms() + ttl_ms;
     tok_new(cookie);
-    return put(rd, &c, cookie, ttl_ms, ttl_ms, true, ok, err);
+    return put(rd, &c, cookie, ttl_ms, ttl_ms, true, true, ok, err);
+}
+
+bool routes_restore(rds *rd, const route *r, const char *key, int64_t now_ms, bool *stored,
+                    ts_err *err)
+{
+    *stored = false;
+    int64_t ttl = r->expires_at_ms - now_ms;
+    if (ttl <= 0) return true;
+    bool ok = false;
+    if (!put(rd, r, key, ttl, ttl, false, false, &ok, err)) return false;
+    *stored = ok;
+    return true;
+}
+
+bool routes_epoch(rds *rd, char epoch[64], ts_err *err)
+{
+    const char *argv[] = {"GET", ROUTES_EPOCH};
+    redisReply *rep = rds_command(rd, 2, argv, NULL, err);
+    if (!rep) return false;
+    epoch[0] = '\0';
+    bool good = rep->type == REDIS_REPLY_STRING || rep->type == REDIS_REPLY_NIL;
+    if (rep->type == REDIS_REPLY_STRING) ts_strlcpy(epoch, rep->str, 64);
+    if (!good)
+        ts_err_set(err, "redis GET: %s", rep->type == REDIS_REPLY_ERROR ? rep->str : "bad reply");
+    freeReplyObject(rep);
+    return good;
+}
+
+bool routes_epoch_renew(rds *rd, char epoch[64], ts_err *err)
+{
+    char v[64];
+    snprintf(v, sizeof(v), "%lld.r", (long long)ts_now_wall_ms());
+    const char *argv[] = {"SET", ROUTES_EPOCH, v, "NX"};
+    redisReply *rep = rds_command(rd, 4, argv, NULL, err);
+    if (!rep) return false;
+    bool good = rep->type != REDIS_REPLY_ERROR;
+    if (!good) ts_err_set(err, "redis SET: %s", rep->str);
+    freeReplyObject(rep);
+    return good && routes_epoch(rd, epoch, err);
 }
 
 bool routes_lookup(rds *rd, const char *key, route *out, bool *found, ts_err *err)

@@ -8,6 +8,13 @@
  *                               slides with use; deleting the session's routes
  *                               deletes it, and a session without it is closed
  *   session:<id>:last_access    last proxied use, Unix milliseconds
+ *   wsproxy:routes:journal      stream: every route and cookie stored, fields key
+ *                               (the token or cookie) and route (the record), MAXLEN
+ *                               ~100000; tessera-registry reads it into PostgreSQL
+ *   wsproxy:routes:epoch        made with the first route after Redis was empty (and
+ *                               by a restore): when it is gone or another, Redis
+ *                               lost the routes and the registry restores them
+ *                               (POST /v1/routes/restore)
  * Revocation: the script that deletes a session's routes also publishes the
  * session id on the channel wsproxy:revoke and appends it to the stream
  * wsproxy:revocations (field "session"), which every wsproxy follows with
@@ -23,6 +30,8 @@
 #define ROUTE_HOST_MAX 255
 #define ROUTES_REVOKE_CHANNEL "wsproxy:revoke"
 #define ROUTES_REVOKE_STREAM "wsproxy:revocations"
+#define ROUTES_JOURNAL "wsproxy:routes:journal"
+#define ROUTES_EPOCH "wsproxy:routes:epoch"
 
 typedef enum route_proto { ROUTE_HTTP = 0, ROUTE_TCP, ROUTE_PREOPEN } route_proto;
 
@@ -60,6 +69,15 @@ bool routes_create(rds *rd, route *r, int64_t ttl_ms, int64_t set_ttl_ms, char t
  * set (a revocation in between wins). *ok false: the session's routes are gone. */
 bool routes_mint_cookie(rds *rd, const route *r, int64_t ttl_ms, char cookie[TOK_LEN + 1], bool *ok,
                         ts_err *err) TS_MUST_CHECK;
+/* Store a route again under its key (token or cookie) as it was (restore after
+ * Redis lost it): until r->expires_at_ms, the session's set with it; not
+ * journaled. *stored false when it had already expired. */
+bool routes_restore(rds *rd, const route *r, const char *key, int64_t now_ms, bool *stored,
+                    ts_err *err) TS_MUST_CHECK;
+/* The epoch value ("" when none). */
+bool routes_epoch(rds *rd, char epoch[64], ts_err *err) TS_MUST_CHECK;
+/* Make the epoch when missing; then its value. */
+bool routes_epoch_renew(rds *rd, char epoch[64], ts_err *err) TS_MUST_CHECK;
 /* Look a token or cookie up: *found false when unknown or expired. */
 bool routes_lookup(rds *rd, const char *key, route *out, bool *found, ts_err *err) TS_MUST_CHECK;
 /* Delete every route of a session and publish the revocation; *removed: how
