@@ -79,6 +79,15 @@ dev_alive() {
   [ "$(echo "$_dst" | cut -d' ' -f20)" = "$(cat "$1/$2.start")" ]
 }
 pid_running() { _rst=$(dev_stat "$1") && [ -n "$_rst" ] && [ "${_rst%% *}" != Z ]; }
+# pid_dying PID: not yet gone. A killed process's main thread can be a zombie
+# while other threads still exit (one in uninterruptible sleep, say) and hold
+# its files, listening sockets included: only a zombie with no other thread
+# is done.
+pid_dying() {
+  pid_running "$1" && return 0
+  [ -d "/proc/$1/task" ] || return 1
+  [ "$(ls "/proc/$1/task" 2>/dev/null | wc -l)" -gt 1 ]
+}
 now() { date +%s; }
 started() {
   echo "$2" >"$RUN/$1.pid"
@@ -144,7 +153,7 @@ if dev_alive "$RUN" "$NAME"; then
     kill -TERM "$pid" 2>/dev/null
   fi
   deadline=$(( $(now) + GRACE ))
-  while pid_running "$pid"; do
+  while pid_dying "$pid"; do
     if [ "$(now)" -ge "$deadline" ]; then
       echo "restart: $NAME ($pid) still running after ${GRACE} s, sending SIGKILL" >&2
       kill -KILL "$pid" 2>/dev/null

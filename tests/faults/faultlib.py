@@ -367,7 +367,7 @@ class Resident:
         self.client, self.name = client, name
         self.url = None
         self.error = None
-        r = client.post("/session", {"image": image, "name": name, "maxWaitSeconds": 30,
+        r = client.post("/session", {"image": image, "name": name, "enqueueOnly": True,
                                      "bootstrap_script": RESIDENT_BOOTSTRAP,
                                      "config": {"resources": {"cpu": "0.2", "mem": "64m"}}},
                         timeout=REQUEST_TIMEOUT_S)
@@ -404,6 +404,43 @@ def restart(stack, *args, timeout=180):
     if r.returncode != 0:
         raise RuntimeError(f"restart.sh {' '.join(args)} failed: {r.stdout}{r.stderr}")
     return r.stdout
+
+
+def ensure_ready(stack):
+    """Before a fault: every process of <state>/services that serves HTTP
+    answers /readyz 200 within 60 s; one that does not (a fault before left
+    it dead) is restarted. The names restarted; SetupError when that fails."""
+    state = stack["TESSERA_STATE_DIR"]
+    urls = {}
+    with open(os.path.join(state, "services"), encoding="utf-8") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) == 3 and parts[2].startswith("http") and parts[0] != "oci-registry":
+                urls[parts[0]] = parts[2]
+    restarted = []
+    deadline = time.monotonic() + 60
+    while True:
+        down = []
+        for name, url in urls.items():
+            try:
+                ok = requests.get(url + "/readyz", timeout=3).status_code == 200
+            except requests.exceptions.RequestException:
+                ok = False
+            if not ok:
+                down.append(name)
+        if not down:
+            return restarted
+        if time.monotonic() >= deadline:
+            for name in down:
+                if name == "devbus" or name in restarted:
+                    raise SetupError(f"{name} is not ready before the fault")
+                try:
+                    restart(stack, name)
+                except RuntimeError as e:
+                    raise SetupError(f"{name} is not ready and could not be restarted: {e}") from e
+                restarted.append(name)
+            deadline = time.monotonic() + 60
+        time.sleep(1)
 
 
 def fill_volume(path):

@@ -111,6 +111,9 @@ def run_fault(ctx, fault):
     t_start = time.monotonic()
     rec = faultlib.Recorder()
     faultlib.log(f"fault {fault.name}: {fault.describe}")
+    revived = faultlib.ensure_ready(st)
+    if revived:
+        res.details.append(f"not ready before the fault, restarted: {', '.join(revived)}")
     tenant = faultlib.new_tenant(ctx.admin, rec, f"fault{ctx.n}")
     folder = f"fault{ctx.n}-{faultlib.TAG}"
     faultlib.okj(tenant.post("/folders", {"name": folder}), 200, 201)
