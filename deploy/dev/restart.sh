@@ -86,6 +86,7 @@ pid_running() { _rst=$(dev_stat "$1") && [ -n "$_rst" ] && [ "${_rst%% *}" != Z 
 pid_dying() {
   pid_running "$1" && return 0
   [ -d "/proc/$1/task" ] || return 1
+  # shellcheck disable=SC2012 # task ids are numbers
   [ "$(ls "/proc/$1/task" 2>/dev/null | wc -l)" -gt 1 ]
 }
 now() { date +%s; }
@@ -111,11 +112,21 @@ pause() { [ "$1" = 0 ] || sleep "$1"; }
 if [ "$NAME" = bus ]; then
   dev_alive "$RUN" devbus || die "tessera-devbus is not running (no live pid in $RUN/devbus.pid)"
   pid=$(cat "$RUN/devbus.pid")
+  # brokers_wait 0|1: until the devbus's /metrics says so (at most 10 s)
+  brokers_wait() {
+    _bd=$(( $(now) + 10 ))
+    until curl -s --max-time 2 "$(url_of devbus)/metrics" 2>/dev/null | grep -qx "tessera_devbus_brokers_up $1"; do
+      [ "$(now)" -lt "$_bd" ] || die "tessera-devbus's /metrics does not show tessera_devbus_brokers_up $1 after 10 s"
+      sleep 0.1
+    done
+  }
   kill -USR1 "$pid" || die "could not signal tessera-devbus ($pid)"
+  brokers_wait 0
   say "devbus brokers down (pid $pid) for ${DOWN} s"
   pause "$DOWN"
   dev_alive "$RUN" devbus || die "tessera-devbus exited while its brokers were down"
   kill -USR2 "$pid" || die "could not signal tessera-devbus ($pid)"
+  brokers_wait 1
   say "devbus brokers up"
   exit 0
 fi
