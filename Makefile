@@ -184,7 +184,7 @@ test: deps
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory check
 
-check: unit integration security $(if $(wildcard $(CUDA_HOME)/include/cuda.h),test-shim,shim-skipped) fuzz-smoke
+check: unit integration security $(if $(wildcard $(CUDA_HOME)/include/cuda.h),test-shim,shim-skipped) fuzz-smoke faults-smoke
 
 shim-skipped:
 	@echo "test-shim: skipped: no CUDA toolkit at $(CUDA_HOME) (cuda.h)"
@@ -213,6 +213,21 @@ security: all $(SEC_PROBE)
 	@TESSERA_BIN_DIR=$${TESSERA_BIN_DIR:-$(abspath $(BUILD))/bin} TESSERA_SECURITY_PROBE=$(abspath $(SEC_PROBE)) \
 	  sh tools/run-security.sh
 # ---- end security suite --------------------------------------------------------
+
+# ---- fault suite ----------------------------------------------------------------
+# `make test-faults`: tests/faults/ (tools/run-faults.sh, docs/reliability.md):
+# sessions driven through the API on a temporary stack while every fault is
+# applied in turn (kill -9 of each service, Redis FLUSHALL, PostgreSQL stopped
+# 30 s, the bus's brokers down 30 s, a full vfolder volume); a table per fault
+# and "N passed, M failed". `make faults-smoke` (part of `make check`): kill -9
+# of the registry and the agent, FLUSHALL, PostgreSQL and the bus 10 s each.
+.PHONY: test-faults faults-smoke
+test-faults: all
+	@TESSERA_BIN_DIR=$${TESSERA_BIN_DIR:-$(abspath $(BUILD))/bin} TESSERA_FAULTS=$${TESSERA_FAULTS:-all} \
+	  sh tools/run-faults.sh
+faults-smoke: all
+	@TESSERA_BIN_DIR=$${TESSERA_BIN_DIR:-$(abspath $(BUILD))/bin} TESSERA_FAULTS=smoke sh tools/run-faults.sh
+# ---- end fault suite ------------------------------------------------------------
 
 dev-up: deps
 	@$(MAKE) --no-print-directory all

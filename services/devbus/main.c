@@ -7,7 +7,14 @@
  *
  * The mock brokers listen on 127.0.0.1 on ports chosen by the kernel
  * (librdkafka 2.0.2 offers no way to choose them). Per-agent command topics
- * (tessera.agent.cmd.<agent-id>) are created on first use. */
+ * (tessera.agent.cmd.<agent-id>) are created on first use.
+ *
+ * Faults (tests/faults, deploy/dev/restart.sh bus): SIGUSR1 takes every mock
+ * broker down (connections closed, new ones refused; the messages stay in
+ * this process), SIGUSR2 brings them up again. A signal, not an HTTP route:
+ * only the process's owner or root can send it (as they could kill it), and
+ * the devbus needs no service credentials to start (tests start it alone).
+ * /metrics shows tessera_devbus_brokers_up. */
 #include "libcommon/log.h"
 #include "libcommon/svc.h"
 
@@ -15,6 +22,9 @@
 #include <librdkafka/rdkafka_mock.h>
 
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +52,9 @@ static const char *const devbus_topics[] = {
 static rd_kafka_t *host_rk; /* the client instance that hosts the cluster */
 static rd_kafka_mock_cluster_t *mcluster;
 static char *bootstrap;
+static atomic_bool brokers_up = true;
+static pthread_t control_thread;
+static bool control_running;
 
 static void quiet_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
 {
@@ -92,9 +105,60 @@ static void collect(FILE *out, void *ctx)
     (void)ctx;
     metrics_family(out, "tessera_devbus_brokers", "gauge", "mock brokers running");
     metrics_sample(out, "tessera_devbus_brokers", NULL, mcluster ? (double)opt_brokers : 0);
+    metrics_family(out, "tessera_devbus_brokers_up", "gauge",
+                   "1 while the mock brokers accept connections, 0 after SIGUSR1 took them down");
+    metrics_sample(out, "tessera_devbus_brokers_up", NULL, atomic_load(&brokers_up) ? 1 : 0);
     metrics_family(out, "tessera_devbus_topics", "gauge", "topics pre-created at start");
     metrics_sample(out, "tessera_devbus_topics", NULL,
                    mcluster ? (double)TS_ARRAY_LEN(devbus_topics) : 0);
+}
+
+/* The signals of the broker controls: blocked in every thread (main() blocks
+ * them before any thread exists), taken by the control thread only. */
+static void control_signals(sigset_t *set)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGUSR1);
+    sigaddset(set, SIGUSR2);
+}
+
+/* Every broker down (up false) or up. */
+static void set_brokers(bool up)
+{
+    int failed = 0;
+    for (int32_t id = 1; id <= (int32_t)opt_brokers; id++) {
+        rd_kafka_resp_err_t e = up ? rd_kafka_mock_broker_set_up(mcluster, id)
+                                   : rd_kafka_mock_broker_set_down(mcluster, id);
+        if (e) {
+            TLOG_WARN("mock broker control failed", "broker=%d up=%d err=%s", (int)id, up,
+                      rd_kafka_err2str(e));
+            failed++;
+        }
+    }
+    atomic_store(&brokers_up, up);
+    TLOG_WARN(up ? "mock brokers up" : "mock brokers down", "brokers=%d failed=%d",
+              (int)opt_brokers, failed);
+}
+
+/* SIGUSR1: brokers down; SIGUSR2: up. Returns when control_stop is set
+ * (checked every 200 ms). */
+static atomic_bool control_stop;
+static void *control_main(void *arg)
+{
+    (void)arg;
+    sigset_t set;
+    control_signals(&set);
+    const struct timespec tick = {0, 200 * 1000 * 1000};
+    while (!atomic_load(&control_stop)) {
+        int sig = sigtimedwait(&set, NULL, &tick);
+        if (sig < 0) {
+            if (errno == EINTR || errno == EAGAIN) continue;
+            TLOG_ERROR("broker control: sigtimedwait failed", "err=%s", strerror(errno));
+            return NULL;
+        }
+        set_brokers(sig == SIGUSR2);
+    }
+    return NULL;
 }
 
 static void cleanup(void)
@@ -145,6 +209,13 @@ static bool devbus_start(svc *s, ts_err *err)
     }
     printf("bootstrap=%s\n", bootstrap);
     fflush(stdout);
+    int rc = pthread_create(&control_thread, NULL, control_main, NULL);
+    if (rc != 0) {
+        ts_err_set(err, "broker control thread: %s", strerror(rc));
+        cleanup();
+        return false;
+    }
+    control_running = true;
     svc_add_check(s, "mock-cluster", check_cluster, NULL);
     metrics_add(svc_metrics(s), collect, NULL);
     TLOG_INFO("mock kafka cluster up", "bootstrap=%s brokers=%d partitions=%d topics=%zu file=%s",
@@ -156,6 +227,11 @@ static bool devbus_start(svc *s, ts_err *err)
 static void devbus_stop(svc *s)
 {
     (void)s;
+    if (control_running) {
+        atomic_store(&control_stop, true);
+        pthread_join(control_thread, NULL);
+        control_running = false;
+    }
     if (opt_bootstrap_file && opt_bootstrap_file[0] && bootstrap) unlink(opt_bootstrap_file);
     cleanup();
     TLOG_INFO("mock kafka cluster stopped", "");
@@ -172,5 +248,10 @@ int main(int argc, char **argv)
         .start = devbus_start,
         .stop = devbus_stop,
     };
+    /* Before any thread exists, so that every thread inherits the mask and
+     * only the control thread takes them. */
+    sigset_t set;
+    control_signals(&set);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
     return svc_main(argc, argv, &spec);
 }
