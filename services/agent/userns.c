@@ -15,6 +15,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -184,14 +185,36 @@ static int _ns_child(int wait_fd)
 #define NS_CHILD_STACK (64 * 1024)
 
 typedef struct ns_child_arg {
-    int wait_fd, write_fd;
+    int wait_fd;
+    pid_t agent;
 } ns_child_arg;
+
+/* Close every descriptor but keep. */
+static void _close_all_but(int keep)
+{
+    if (keep > 0 && syscall(SYS_close_range, 0u, (unsigned)keep - 1, 0u) == 0 &&
+        syscall(SYS_close_range, (unsigned)keep + 1, ~0u, 0u) == 0)
+        return;
+    long max = sysconf(_SC_OPEN_MAX);
+    for (int fd = 0; fd < (max > 0 ? max : 65536); fd++)
+        if (fd != keep) (void)close(fd);
+}
 
 static int _ns_child_main(void *p)
 {
     const ns_child_arg *a = p;
-    close(a->write_fd); /* its own copy of the descriptors: the read end ends */
-    return _ns_child(a->wait_fd);
+    int wait_fd = a->wait_fd;
+    /* Never outlive the agent: a child left behind would hold its listening
+     * socket (a restarted agent could not bind it). */
+    (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != a->agent) return 4;
+    /* clone copied the agent's whole descriptor table as it was at that
+     * instant, the write ends of the pipes of other namespace children being
+     * made on other threads included. Holding one, this child would keep
+     * that one waiting, and be kept waiting by it in return: keep the read
+     * end of its own pipe only. */
+    _close_all_but(wait_fd);
+    return _ns_child(wait_fd);
 }
 
 static bool _write_map(pid_t pid, const char *file, const userns_map *m, ts_err *err)
@@ -254,7 +277,7 @@ bool userns_ns_create(const userns_map *m, const char *userns_path, const char *
         close(p[1]);
         return false;
     }
-    ns_child_arg arg = {.wait_fd = p[0], .write_fd = p[1]};
+    ns_child_arg arg = {.wait_fd = p[0], .agent = getpid()};
     pid_t pid = clone(_ns_child_main, (char *)stack + NS_CHILD_STACK,
                       CLONE_VM | CLONE_NEWUSER | CLONE_NEWNET | SIGCHLD, &arg);
     close(p[0]);

@@ -49,6 +49,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -897,6 +899,64 @@ static void bare_bundle(const char *config, const char *dir, bool userns)
     json_decref(cfg);
 }
 
+typedef struct ns_worker {
+    int idx;
+    int made;
+    char error[256];
+} ns_worker;
+
+static void *ns_worker_main(void *arg)
+{
+    ns_worker *w = arg;
+    for (int i = 0; i < 20; i++) {
+        char up[400], np[96];
+        snprintf(up, sizeof(up), "%s/userns-par-%d", g_tmp, w->idx);
+        snprintf(np, sizeof(np), "/run/netns/tessera-privpar-%d-%d", (int)getpid(), w->idx);
+        ts_err err = {{0}};
+        if (!userns_ns_create(&g_userns, up, np, &err)) {
+            snprintf(w->error, sizeof(w->error), "%s", err.msg);
+            return NULL;
+        }
+        if (!cni_netns_delete(np, &err) || !userns_ns_delete(up, &err)) {
+            snprintf(w->error, sizeof(w->error), "delete: %s", err.msg);
+            return NULL;
+        }
+        w->made++;
+    }
+    return NULL;
+}
+
+/* Namespaces made on several threads at once (the agent starts kernels in
+ * parallel): every child must end, none may keep another's pipe (both would
+ * wait for ever). A watchdog turns a hang into a failure. */
+static void test_userns_parallel_creates_do_not_hang(void **state)
+{
+    (void)state;
+    SKIP_IF_UNAVAILABLE();
+    enum { T = 6 };
+    pid_t self = getpid();
+    pid_t dog = fork();
+    if (dog == 0) {
+        sleep(60);
+        kill(self, SIGABRT);
+        _exit(0);
+    }
+    pthread_t th[T];
+    ns_worker w[T];
+    for (int i = 0; i < T; i++) {
+        w[i] = (ns_worker){.idx = i};
+        assert_int_equal(pthread_create(&th[i], NULL, ns_worker_main, &w[i]), 0);
+    }
+    for (int i = 0; i < T; i++)
+        pthread_join(th[i], NULL);
+    kill(dog, SIGKILL);
+    waitpid(dog, NULL, 0);
+    for (int i = 0; i < T; i++) {
+        if (w[i].error[0]) fail_msg("worker %d: %s", i, w[i].error);
+        assert_int_equal(w[i].made, 20);
+    }
+}
+
 static void test_cost_of_the_user_namespace(void **state)
 {
     (void)state;
@@ -978,6 +1038,7 @@ int main(void)
         cmocka_unit_test(test_userns_image_user_outside_mapping),
         cmocka_unit_test(test_userns_gpu_and_term_mounts),
         cmocka_unit_test(test_off_work_user_without_caps),
+        cmocka_unit_test(test_userns_parallel_creates_do_not_hang),
         cmocka_unit_test(test_cost_of_the_user_namespace),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
