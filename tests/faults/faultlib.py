@@ -46,6 +46,11 @@ SESSION_LIFE_S = (2.0, 5.0)
 # After the load stopped and every destroy was answered: every session must
 # have reached RUNNING or an end within this bound, or it is stuck.
 STUCK_BOUND_S = 90
+# Once no session is in a transient state, Redis occupancy and the containers
+# must agree with PostgreSQL within this bound (reservations and containers
+# of sessions that ended during the fault are released by events still on
+# their way, or by the registry's reconcile pass: two passes, 20 s).
+CONVERGE_S = 30
 # The suite keeps asking for destroys that were not answered 2xx/404 for this
 # long after the load stopped (a client retrying a 503).
 DESTROY_RETRY_S = 60
@@ -548,6 +553,18 @@ def settle(stack, bound_s):
         if not rows or time.monotonic() >= deadline:
             return rows
         time.sleep(1)
+
+
+def converge(check, bound_s=None):
+    """Run check() (a list of problems, or a tuple whose first item is) until
+    it finds none or bound_s (CONVERGE_S) passed; its last result."""
+    deadline = time.monotonic() + (CONVERGE_S if bound_s is None else bound_s)
+    while True:
+        got = check()
+        problems = got[0] if isinstance(got, tuple) else got
+        if not problems or time.monotonic() >= deadline:
+            return got
+        time.sleep(2)
 
 
 def check_drift(stack):

@@ -146,8 +146,8 @@ def run_fault(ctx, fault):
     res.counts["running"] = faultlib.reached_running(st, tenant.access_key)
 
     lost = faultlib.check_lost(st, tenant.access_key, load.created, [resident])
-    bad_c, missing_c = faultlib.check_containers(st)
-    drift = faultlib.check_drift(st)
+    bad_c, missing_c = faultlib.converge(lambda: faultlib.check_containers(st))
+    drift = faultlib.converge(lambda: faultlib.check_drift(st))
 
     # the resident ends too; then everything must be at rest and in agreement
     resident_destroyed = False
@@ -162,8 +162,8 @@ def run_fault(ctx, fault):
     stuck2 = faultlib.settle(st, faultlib.STUCK_BOUND_S)
     res.bad("stuck", len(stuck2), "after the resident's destroy: " + faultlib.first(
         [f"{s['name']} {s['status']} for {s['age']} s ({s['status_info']})" for s in stuck2]))
-    bad_c2, missing_c2 = faultlib.check_containers(st)
-    drift2 = faultlib.check_drift(st)
+    bad_c2, missing_c2 = faultlib.converge(lambda: faultlib.check_containers(st))
+    drift2 = faultlib.converge(lambda: faultlib.check_drift(st))
 
     lost += missing_c + [m for m in missing_c2 if m not in missing_c]
     res.bad("lost", len(lost), faultlib.first(lost))
