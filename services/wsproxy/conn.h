@@ -4,7 +4,7 @@
 #ifndef WSPROXY_CONN_H
 #define WSPROXY_CONN_H
 
-#include "services/wsproxy/http1.h"
+#include "libcommon/http1.h"
 #include "services/wsproxy/proxy.h"
 #include "services/wsproxy/routes.h"
 #include "services/wsproxy/wsframe.h"

@@ -1,5 +1,5 @@
 /* http1.c: strict HTTP/1.1 head parsing and chunked decoding (http1.h). */
-#include "services/wsproxy/http1.h"
+#include "libcommon/http1.h"
 
 #include <stdlib.h>
 #include <string.h>
