@@ -70,8 +70,16 @@ const char *http_front_kind(int status)
     switch (status) {
     case 400:
         return "bad-request";
+    case 401:
+        return "auth-failed";
+    case 403:
+        return "forbidden";
+    case 404:
+        return "not-found";
     case 408:
         return "request-timeout";
+    case 409:
+        return "conflict";
     case 413:
         return "request-too-large";
     case 414:
@@ -80,6 +88,12 @@ const char *http_front_kind(int status)
         return "header-fields-too-large";
     case 501:
         return "not-implemented";
+    case 502:
+        return "bad-gateway";
+    case 503:
+        return "service-unavailable";
+    case 504:
+        return "gateway-timeout";
     case 505:
         return "http-version-not-supported";
     default:

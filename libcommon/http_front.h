@@ -53,7 +53,8 @@ http_front_result http_front_check(const char *buf, size_t len, const http_front
  * request_id: X-Request-ID (may be NULL). Heap; *len its length. */
 char *http_front_problem_response(int status, const char *msg, const char *request_id,
                                   const char *server, size_t *len);
-/* The problem kind ("bad-request", "uri-too-long", ...) for a status. */
+/* The problem kind ("bad-request", "uri-too-long", "auth-failed", ...) of a
+ * status answered outside a handler (here, and tessera-wsproxy's own answers). */
 const char *http_front_kind(int status);
 
 /* Write all of data to the (non-blocking) socket, waiting at most timeout_ms

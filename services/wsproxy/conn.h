@@ -91,6 +91,7 @@ struct conn {
     uint64_t up_fwd, dn_fwd;
     bool up_chunk_done, dn_chunk_done;
     bool req_head_method, req_keepalive, req_upgrade, req_ws, req_tcp, req_http10;
+    bool req_html; /* the request's Accept names text/html: a browser gets pages */
     bool resp_started, resp_keepalive, local_keepalive;
     char ws_accept[WSF_ACCEPT_LEN + 1];
     char *set_cookie; /* "Set-Cookie: ...\r\n" lines for the response */

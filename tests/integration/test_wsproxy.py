@@ -481,6 +481,15 @@ def test_websocket_echo_ping_close(env):
 
 
 def refused(resp, status):
+    """Problem JSON, as the platform's other services answer (docs/api.md)."""
+    assert resp.status_code == status, (resp.status_code, resp.text[:200])
+    assert resp.headers["Content-Type"] == "application/problem+json", resp.headers
+    p = resp.json()
+    assert p["type"].startswith("https://api.backend.ai/probs/") and p["title"] and p["msg"]
+
+
+def refused_page(resp, status):
+    """A browser (Accept: text/html) gets a page instead."""
     assert resp.status_code == status, (resp.status_code, resp.text[:200])
     assert resp.headers["Content-Type"].startswith("text/html")
     assert "<h1>" in resp.text
@@ -490,6 +499,8 @@ def test_refusals(env):
     shared, sub = env["shared"], env["sub"]
     base = f"http://127.0.0.1:{shared.port}"
     refused(requests.get(base + "/", timeout=5), 401)
+    assert requests.get(base + "/", timeout=5).json()["type"].endswith("/auth-failed")
+    refused_page(requests.get(base + "/", headers={"Accept": "text/html,*/*;q=0.8"}, timeout=5), 401)
     refused(requests.get(base + "/?token=" + "A" * 43, timeout=5), 401)
     refused(requests.get(base + "/?token=short", timeout=5), 401)
     refused(requests.get(base + "/", cookies={"tessera_app_0123456789abcdef": "B" * 43}, timeout=5), 401)
