@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #define H1_MAX_HEADERS 96
+#define H1_MAX_METHOD 32 /* longer methods: 400 */
 
 typedef struct h1_header {
     const char *name;

@@ -41,11 +41,17 @@ static bool host_ok(const char *s, size_t n)
     size_t hn = n;
     if (n && s[0] == '[') {
         const char *close = memchr(s, ']', n);
-        if (!close || close == s + 1) return false;
-        for (const char *p = s + 1; p < close; p++)
-            if (!(is_alnum(*p) || *p == ':' || *p == '.') || (*p >= 'g' && *p <= 'z') ||
-                (*p >= 'G' && *p <= 'Z'))
+        if (!close) return false;
+        int colons = 0;
+        for (const char *p = s + 1; p < close; p++) {
+            bool hex =
+                (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f') || (*p >= 'A' && *p <= 'F');
+            if (*p == ':')
+                colons++;
+            else if (!hex)
                 return false;
+        }
+        if (colons < 2 || close - s > 40) return false;
         size_t used = (size_t)(close - s) + 1;
         if (used == n) return true;
         return s[used] == ':' && port_ok(s + used + 1, n - used - 1);

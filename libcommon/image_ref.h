@@ -4,7 +4,7 @@
  * any network fetch, and the agent parses the ones it pulls with it.
  *
  *   reference := [host[:port]/]path[:tag][@digest]
- *   host      := component ("." component)* | "[" IPv6 "]", component
+ *   host      := component ("." component)* | "[" IPv6 hex ":" "]", component
  *                [A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?; port 1..65535
  *   path      := part ("/" part)*, part [a-z0-9]+(sep[a-z0-9]+)*,
  *                sep "." | "_" | "__" | "-"+; host and path at most 255 bytes
