@@ -223,7 +223,11 @@ static void list_unlink(flist *l, fconn *c)
 static void conn_close(http_front *f, fconn *c)
 {
     list_unlink(c->lingering ? &f->lingering : &f->waiting, c);
-    close(c->fd); /* leaves the epoll set with it */
+    /* Explicitly: close() alone leaves the epoll set only with the last
+     * descriptor of the socket, and libmicrohttpd may still hold one of a
+     * socket handed back to linger (http_front_linger gets a dup). */
+    epoll_ctl(f->ep, EPOLL_CTL_DEL, c->fd, NULL);
+    close(c->fd);
     free(c);
 }
 
@@ -266,6 +270,7 @@ static void refuse(http_front *f, fconn *c, int status, const char *reason)
     if (f->o.refused) f->o.refused(status, f->o.ctx);
     list_unlink(&f->waiting, c);
     if (!sent) {
+        epoll_ctl(f->ep, EPOLL_CTL_DEL, c->fd, NULL);
         close(c->fd);
         free(c);
         return;

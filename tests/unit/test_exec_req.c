@@ -28,9 +28,9 @@ static int check(const char *text, char *msg, size_t msg_size)
 static void test_accepted(void **state)
 {
     (void)state;
-    json_t *body = json_pack("{s:s, s:s, s:s, s:{s:s}, s:i, s:s}", "mode", "batch", "code", "",
-                             "runId", "r1", "options", "exec", "echo hi", "timeout_ms", 500,
-                             "other", "ignored");
+    json_t *body =
+        json_pack("{s:s, s:s, s:s, s:{s:s}, s:i, s:s}", "mode", "batch", "code", "", "runId", "r1",
+                  "options", "exec", "echo hi", "timeout_ms", 500, "other", "ignored");
     exec_req er;
     int status = 0;
     ts_err err = {{0}};

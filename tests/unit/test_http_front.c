@@ -55,7 +55,7 @@ static void test_bad(void **state)
     expect("GET /\r\n", HTTP_FRONT_BAD, 400);
     expect("GET / HTTP/1.1\n", HTTP_FRONT_BAD, 400);
     expect("GET / HTTP/1.1\r\nHost: h\n\r\n", HTTP_FRONT_BAD, 400);
-    expect("GET / HTTP/1.1\r\n\r\n", HTTP_FRONT_BAD, 400);           /* no Host */
+    expect("GET / HTTP/1.1\r\n\r\n", HTTP_FRONT_BAD, 400); /* no Host */
     expect("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", HTTP_FRONT_BAD, 400);
     expect("GET / HTTP/1.1\r\nHost: h\r\nX : y\r\n\r\n", HTTP_FRONT_BAD, 400);
     expect("GET / HTTP/1.1\r\nHost: h\r\n folded\r\n\r\n", HTTP_FRONT_BAD, 400);
@@ -89,7 +89,8 @@ static void test_problem_response(void **state)
 {
     (void)state;
     size_t len;
-    char *r = http_front_problem_response(431, "request head too large", "rid-1", "tessera-x", &len);
+    char *r =
+        http_front_problem_response(431, "request head too large", "rid-1", "tessera-x", &len);
     assert_int_equal(strlen(r), len);
     assert_memory_equal(r, "HTTP/1.1 431 Request Header Fields Too Large\r\n", 46);
     assert_non_null(strstr(r, "\r\nContent-Type: application/problem+json\r\n"));

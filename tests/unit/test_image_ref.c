@@ -24,7 +24,8 @@ static void test_good(void **state)
         "[::1]:5000/x:y",
         "a---b/c",
         "x:_",
-        "reg.example.com:443/a/b/c@sha256:872f72f53681e16e2a23a7825a78d61c8c12735dde7bb43772c7117dd7a3f251",
+        "reg.example.com:443/a/b/"
+        "c@sha256:872f72f53681e16e2a23a7825a78d61c8c12735dde7bb43772c7117dd7a3f251",
     };
     ts_err err = {{0}};
     for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
