@@ -173,20 +173,25 @@ static void h_execute(http_req *req, http_resp *resp, void *ctx)
 {
     agent *a = _agent(resp, ctx);
     if (!a) return;
-    kernel_view v;
-    if (!_kernel(a, req, resp, &v)) return;
+    /* The body first: bad input is refused whatever the kernel. */
     json_t *body = http_json_body(req, resp);
     if (!body) return;
     exec_req er;
     int bad_status;
     ts_err bad = {{0}};
     if (!exec_req_parse(body, &er, &bad_status, &bad)) {
-        char q[300];
-        TLOG_INFO("execute refused", "kernel=%s status=%d error=%s", v.kernel_id, bad_status,
+        char q[300], k[80];
+        TLOG_INFO("execute refused", "kernel=%s status=%d error=%s",
+                  tlog_quote(k, sizeof(k), http_param(req, "id")), bad_status,
                   tlog_quote(q, sizeof(q), bad.msg));
         http_problem(resp, bad_status,
                      bad_status == 413 ? "request-too-large" : "invalid-api-params",
                      "Invalid parameters", "%s", bad.msg);
+        json_decref(body);
+        return;
+    }
+    kernel_view v;
+    if (!_kernel(a, req, resp, &v)) {
         json_decref(body);
         return;
     }

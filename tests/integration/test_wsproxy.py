@@ -663,6 +663,36 @@ def test_smuggling_attempts_refused(env, raw, status):
         assert c.recv(65536) == b"", "the connection is closed after a framing error"
 
 
+@pytest.mark.parametrize("raw,status", [
+    (b"GARBAGE\r\n\r\n", 400),
+    (b"\x16\x03\x01\x00\xa5\x01\x00", 400),
+    (b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", 414),
+    (b"GET / HTTP/1.1\r\nHost: x\r\n" + b"".join(b"X-%d: %s\r\n" % (i, b"y" * 1000) for i in range(40))
+     + b"\r\n", 431),
+    (b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", 401),
+])
+def test_malformed_and_refused_get_problem_json(env, raw, status):
+    """The proxy's own answers are problem JSON, at once (issue 17)."""
+    px = env["shared"]
+    with px.connect() as c:
+        t0 = time.monotonic()
+        c.sendall(raw)
+        c.settimeout(5)
+        data = b""
+        while b"\r\n\r\n" not in data:
+            b = c.recv(65536)
+            if not b:
+                break
+            data += b
+        assert time.monotonic() - t0 < 2
+    head, _, body = data.partition(b"\r\n\r\n")
+    assert int(head.split(b" ")[1]) == status, head
+    assert b"\r\nContent-Type: application/problem+json\r\n" in head + b"\r\n", head
+    n = int([l for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")][0].split(b":")[1])
+    p = json.loads(body[:n])
+    assert p["type"].startswith("https://api.backend.ai/probs/") and p["title"] and p["msg"], p
+
+
 def test_tcp_app_tunnel(env):
     px = env["shared"]
     r = px.route(new_session(), app="ssh", protocol="tcp", target=env["tcp"])
