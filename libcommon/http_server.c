@@ -37,9 +37,10 @@
  * get 431. Bodies are streamed out of it, so they are not bounded by it. */
 #define CONN_MEMORY_LIMIT (32 * 1024)
 /* What http_front.c lets through to libmicrohttpd: a head it can hold (see
- * above) and a request line of at most half of that. */
+ * above), of which the request line may take all but 1 KiB (long query
+ * strings are the handlers' to refuse, with a message). */
 #define FRONT_MAX_HEAD (16 * 1024)
-#define FRONT_MAX_LINE (8 * 1024)
+#define FRONT_MAX_LINE (FRONT_MAX_HEAD - 1024)
 #define DEFAULT_HEADER_TIMEOUT_MS 10000
 #define DEFAULT_BODY_TIMEOUT_MS 60000
 /* A streaming route that refused mid-body (or a request already answered

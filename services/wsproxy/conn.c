@@ -69,7 +69,7 @@ static void set_extra(char **dst, size_t *len, size_t *off, char *s, size_t n)
 /* ---- local replies -------------------------------------------------------- */
 
 /* Longer request lines get 414 (the head may be longer: wsproxy.max_header). */
-#define MAX_REQUEST_LINE 8192
+#define MAX_REQUEST_LINE 16384
 
 static const char *status_text(int status)
 {

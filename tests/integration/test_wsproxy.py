@@ -666,7 +666,7 @@ def test_smuggling_attempts_refused(env, raw, status):
 @pytest.mark.parametrize("raw,status", [
     (b"GARBAGE\r\n\r\n", 400),
     (b"\x16\x03\x01\x00\xa5\x01\x00", 400),
-    (b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", 414),
+    (b"GET /" + b"a" * 17000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", 414),
     (b"GET / HTTP/1.1\r\nHost: x\r\n" + b"".join(b"X-%d: %s\r\n" % (i, b"y" * 1000) for i in range(40))
      + b"\r\n", 431),
     (b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", 401),
