@@ -7,7 +7,7 @@
  *   host      := component ("." component)* | "[" IPv6 hex ":" "]", component
  *                [A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?; port 1..65535
  *   path      := part ("/" part)*, part [a-z0-9]+(sep[a-z0-9]+)*,
- *                sep "." | "_" | "__" | "-"+; host and path at most 255 bytes
+ *                sep "." | "_" | "__" | "-"+; host and path at most 255 bytes as written
  *   tag       := [A-Za-z0-9_][A-Za-z0-9_.-]{0,127}
  *   digest    := sha256:<64 lowercase hex> (the only algorithm served)
  * The first part is the host when it has a "." or ":", is "[...]" or is
