@@ -269,10 +269,12 @@ clean:
 FUZZ_CC       ?= clang
 FUZZ_SECONDS  ?= 60
 # <name>=<max_len>: fuzz/fuzz_<name>.c
-FUZZ_TARGETS  := config_file=4096 envelope=4096 http_router=2048 cni_conf=4096 svcauth=2048
+FUZZ_TARGETS  := config_file=4096 envelope=4096 http_router=2048 cni_conf=4096 svcauth=2048 \
+                 http_front=4096 http1=4096 image_ref=1200 exec_req=4096
 FUZZ_NAMES    := $(foreach t,$(FUZZ_TARGETS),$(firstword $(subst =, ,$(t))))
 FUZZ_BINS     := $(patsubst %,$(BUILD)/fuzz/bin/fuzz_%,$(FUZZ_NAMES))
-FUZZ_COMMON   := common log config config_file envelope http_resp http_router http_server svcauth
+FUZZ_COMMON   := common log config config_file envelope http_resp http_router http_server svcauth \
+                 http1 http_front image_ref exec_req
 FUZZ_LIB_OBJ  := $(patsubst %,$(BUILD)/fuzz/obj/libcommon/%.o,$(FUZZ_COMMON)) \
                  $(patsubst $(BUILD)/gen/%.c,$(BUILD)/fuzz/obj/gen/%.o,$(PROTO_C))
 FUZZ_PKGS     := libmicrohttpd jansson libprotobuf-c libsodium
@@ -554,10 +556,10 @@ all: $(SUP_BIN)
 # ---- bench-wsproxy ---------------------------------------------------------------
 # tessera-term (issue 8, part 4): the built-in terminal app the agent mounts into
 # images without one. Static, no libcommon: services/wsproxy/term/term.c with the
-# proxy's wsframe.c and http1.c. Built by `make all`.
+# proxy's wsframe.c and libcommon's http1.c (no other libcommon). Built by `make all`.
 TERM_BIN := $(BUILD)/bin/tessera-term
-TERM_SRC := services/wsproxy/term/term.c services/wsproxy/wsframe.c services/wsproxy/http1.c
-$(TERM_BIN): $(TERM_SRC) services/wsproxy/wsframe.h services/wsproxy/http1.h
+TERM_SRC := services/wsproxy/term/term.c services/wsproxy/wsframe.c libcommon/http1.c
+$(TERM_BIN): $(TERM_SRC) services/wsproxy/wsframe.h libcommon/http1.h
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@ (static)"
 	$(Q)$(CC) -std=gnu11 -g -O2 -static -D_GNU_SOURCE -I. $(WARN) -o $@ $(TERM_SRC)
@@ -570,11 +572,11 @@ $(BUILD)/tests/test_agent_privileges: | $(PORTMAP_BIN) $(BRIDGE_BIN) $(SUP_BIN) 
 # round trips (p50/p99) direct, through nginx and through tessera-wsproxy
 # (bench/wsproxy/README.md). Needs wrk, nginx, redis-server.
 BENCH_WS_BIN := $(BUILD)/bench/wsproxy
-$(BENCH_WS_BIN)/ws_echo: bench/wsproxy/ws_echo.c services/wsproxy/wsframe.c services/wsproxy/http1.c
+$(BENCH_WS_BIN)/ws_echo: bench/wsproxy/ws_echo.c services/wsproxy/wsframe.c libcommon/http1.c
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	$(Q)$(CC) -std=gnu11 -g -O2 -pthread -D_GNU_SOURCE -I. $(WARN) -o $@ $^
-$(BENCH_WS_BIN)/ws_rtt: bench/wsproxy/ws_rtt.c services/wsproxy/wsframe.c services/wsproxy/http1.c
+$(BENCH_WS_BIN)/ws_rtt: bench/wsproxy/ws_rtt.c services/wsproxy/wsframe.c libcommon/http1.c
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	$(Q)$(CC) -std=gnu11 -g -O2 -D_GNU_SOURCE -I. $(WARN) -o $@ $^ -lm

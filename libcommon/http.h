@@ -117,10 +117,16 @@ void http_reply_reader(http_req *req, http_resp *resp, int status, const char *c
 char *http_local_stream_body(http_req *req, const http_resp *resp, size_t *len);
 
 typedef struct http_server_opts {
-    const char *listen;  /* "127.0.0.1:8080" or ":8080"; port 0 picks a free one */
-    size_t max_body;     /* larger bodies get 413 problem JSON */
-    int threads;         /* worker threads (>= 1) */
-    int conn_timeout_s;  /* idle connection timeout */
+    const char *listen; /* "127.0.0.1:8080" or ":8080"; port 0 picks a free one */
+    size_t max_body;    /* larger bodies get 413 problem JSON */
+    int threads;        /* worker threads (>= 1) */
+    int conn_timeout_s; /* idle connection timeout */
+    /* A connection's first request head must be complete within this, else
+     * 408 (0: 10 s); a buffered request body within this of its head, else
+     * 408 (0: 60 s; streaming routes have only the idle timeout). Malformed
+     * heads get 400/414/431/501/505 problem JSON at once (http_front.h). */
+    int header_timeout_ms;
+    int body_timeout_ms;
     const char *service; /* for logs and the Server header */
     /* Called after each response is queued (status, handling time), on the
      * worker thread, with the request still valid; may be NULL. */

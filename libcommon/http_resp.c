@@ -184,12 +184,16 @@ static const char *status_title(int status)
         return "Precondition Failed";
     case 413:
         return "Request Entity Too Large";
+    case 414:
+        return "URI Too Long";
     case 415:
         return "Unsupported Media Type";
     case 422:
         return "Unprocessable Entity";
     case 429:
         return "Too Many Requests";
+    case 431:
+        return "Request Header Fields Too Large";
     case 500:
         return "Internal Server Error";
     case 501:
@@ -200,6 +204,8 @@ static const char *status_title(int status)
         return "Service Unavailable";
     case 504:
         return "Gateway Timeout";
+    case 505:
+        return "HTTP Version Not Supported";
     default:
         return status >= 500 ? "Server Error" : "Client Error";
     }

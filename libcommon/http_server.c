@@ -12,6 +12,7 @@
  * Streamed response bodies (a file descriptor or a reader) hang off the
  * request until the response is built. */
 #include "libcommon/http.h"
+#include "libcommon/http_front.h"
 #include "libcommon/log.h"
 
 #include <arpa/inet.h>
@@ -35,8 +36,16 @@
  * header block (nginx's default allows 4 x 8 KiB header lines); larger blocks
  * get 431. Bodies are streamed out of it, so they are not bounded by it. */
 #define CONN_MEMORY_LIMIT (32 * 1024)
-/* After the limit, a chunked body is read and dropped up to this much more
- * before the connection is cut instead of answered. */
+/* What http_front.c lets through to libmicrohttpd: a head it can hold (see
+ * above), of which the request line may take all but 1 KiB (long query
+ * strings are the handlers' to refuse, with a message). */
+#define FRONT_MAX_HEAD (16 * 1024)
+#define FRONT_MAX_LINE (FRONT_MAX_HEAD - 1024)
+#define DEFAULT_HEADER_TIMEOUT_MS 10000
+#define DEFAULT_BODY_TIMEOUT_MS 60000
+/* A streaming route that refused mid-body (or a request already answered
+ * from its headers): the rest of the body is read and dropped up to this much
+ * before the connection is cut. */
 #define DISCARD_LIMIT (16 * 1024 * 1024)
 #define REQUEST_ID_MAX 64
 
@@ -75,9 +84,11 @@ struct http_req_impl {
 
 struct http_server {
     struct MHD_Daemon *daemon;
+    http_front *front; /* accepts, and judges each connection's first head */
     http_router *router;
     http_router *stream_router; /* NULL: no streaming routes */
     size_t max_body;
+    int64_t body_timeout_us;
     char server_header[80];
     int listen_fd;
     int port;
@@ -97,7 +108,7 @@ typedef struct req_ctx {
     char *body;
     size_t body_len, body_cap;
     size_t discarded;
-    bool started, too_large, answered, counted;
+    bool started, answered, counted;
     /* Streaming routes: the request lives across the body's chunks. */
     const stream_route *sr;
     void *sstate;
@@ -517,6 +528,19 @@ static void build_req(req_ctx *rc, struct MHD_Connection *conn, const char *url,
     };
 }
 
+/* The request is answered: counters and on_complete. */
+static void mark_answered(http_server *s, req_ctx *rc, const http_req *req, int status)
+{
+    rc->answered = true;
+    int64_t dur = ts_now_mono_us() - rc->t0_us;
+    account(s, status, dur);
+    if (s->on_complete) {
+        tlog_ctx_request(rc->request_id);
+        s->on_complete(req, status, dur, s->on_complete_ctx);
+        tlog_ctx_request(NULL);
+    }
+}
+
 static enum MHD_Result send_resp(http_server *s, req_ctx *rc, struct MHD_Connection *conn,
                                  const http_req *req, http_resp *resp)
 {
@@ -543,15 +567,44 @@ static enum MHD_Result send_resp(http_server *s, req_ctx *rc, struct MHD_Connect
     int status = http_resp_status(resp);
     enum MHD_Result ret = MHD_queue_response(conn, (unsigned)status, mr);
     MHD_destroy_response(mr);
-    rc->answered = true;
-    int64_t dur = ts_now_mono_us() - rc->t0_us;
-    account(s, status, dur);
-    if (s->on_complete) {
-        tlog_ctx_request(rc->request_id);
-        s->on_complete(req, status, dur, s->on_complete_ctx);
-        tlog_ctx_request(NULL);
-    }
+    mark_answered(s, rc, req, status);
     return ret;
+}
+
+/* Refuse in the middle of the body, at once: libmicrohttpd cannot queue a
+ * response before the body ended, so the problem answer is written on the
+ * socket here, a duplicate of the socket lingers in the front (half-closed,
+ * drained, closed when the client closes) and libmicrohttpd drops its own. */
+/* Set by refuse_now: libmicrohttpd's log line about the MHD_NO that follows
+ * (on the same thread) says nothing new. */
+static __thread bool t_refused_now;
+
+static enum MHD_Result refuse_now(http_server *s, req_ctx *rc, struct MHD_Connection *conn,
+                                  const char *url, const char *method, int status, const char *msg)
+{
+    free(rc->body); /* on_complete sees no body */
+    rc->body = NULL;
+    rc->body_len = rc->body_cap = 0;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (ci) {
+        size_t len;
+        char *raw =
+            http_front_problem_response(status, msg, rc->request_id, s->server_header, &len);
+        if (http_front_write_all(ci->connect_fd, raw, len, 1000)) {
+            int fd = dup(ci->connect_fd);
+            if (fd >= 0) http_front_linger(s->front, fd);
+        }
+        free(raw);
+    }
+    http_req req;
+    char *path, *query;
+    build_req(rc, conn, url, method, &req, &path, &query);
+    mark_answered(s, rc, &req, status);
+    free(path);
+    free(query);
+    t_refused_now = true;
+    return MHD_NO;
 }
 
 static enum MHD_Result answer_too_large(http_server *s, req_ctx *rc, struct MHD_Connection *conn,
@@ -790,26 +843,24 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (*upload_data_size) {
         size_t n = *upload_data_size;
         *upload_data_size = 0;
-        if (!rc->too_large && rc->body_len + n > s->max_body) {
-            rc->too_large = true;
-            free(rc->body);
-            rc->body = NULL;
-            rc->body_len = rc->body_cap = 0;
+        if (rc->body_len + n > s->max_body) { /* chunked: no Content-Length said so */
+            atomic_fetch_add(&s->too_large, 1);
+            TLOG_INFO("http request body too large", "method=%s max_body=%zu request_id=%s", method,
+                      s->max_body, rc->request_id);
+            char msg[128];
+            snprintf(msg, sizeof(msg), "request body is larger than the limit of %zu bytes",
+                     s->max_body);
+            return refuse_now(s, rc, conn, url, method, 413, msg);
         }
-        if (rc->too_large) {
-            rc->discarded += n;
-            if (rc->discarded > DISCARD_LIMIT) {
-                atomic_fetch_add(&s->too_large, 1);
-                TLOG_WARN("http body far over the limit; closing", "method=%s request_id=%s",
-                          method, rc->request_id);
-                return MHD_NO;
-            }
-            return MHD_YES;
+        if (ts_now_mono_us() - rc->t0_us > s->body_timeout_us) {
+            TLOG_INFO("http request body too slow", "method=%s request_id=%s", method,
+                      rc->request_id);
+            return refuse_now(s, rc, conn, url, method, 408,
+                              "request body not received in time (http.body_timeout)");
         }
         body_append(rc, upload_data, n);
         return MHD_YES;
     }
-    if (rc->too_large) return answer_too_large(s, rc, conn, url, method);
     return handle(s, rc, conn, url, method);
 }
 
@@ -818,6 +869,10 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
     (void)cls;
     char msg[512], q[600];
     vsnprintf(msg, sizeof(msg), fmt, ap);
+    if (t_refused_now) {
+        t_refused_now = false;
+        if (strncmp(msg, "Application reported internal error", 35) == 0) return;
+    }
     size_t n = strlen(msg);
     while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
         msg[--n] = '\0';
@@ -908,10 +963,23 @@ static int open_listener(const char *addr, ts_err *err)
     return fd;
 }
 
+/* The front judged a connection's first head fine: libmicrohttpd takes it. */
+static void front_handoff(int fd, const struct sockaddr *addr, socklen_t addr_len, void *ctx)
+{
+    http_server *s = ctx;
+    if (MHD_add_connection(s->daemon, fd, addr, addr_len) != MHD_YES) /* it closed fd */
+        TLOG_WARN("http connection dropped: libmicrohttpd did not take it", "error=\"%s\"",
+                  strerror(errno));
+}
+
+/* The front answered a connection itself (400, 408, 414, 431, 501, 505). */
+static void front_refused(int status, void *ctx)
+{
+    account(ctx, status, 0);
+}
+
 static int bound_port(http_server *s)
 {
-    const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
-    if (di && di->port) return di->port;
     struct sockaddr_storage ss;
     socklen_t len = sizeof(ss);
     if (getsockname(s->listen_fd, (struct sockaddr *)&ss, &len) != 0) return 0;
@@ -953,9 +1021,17 @@ http_server *http_server_start(const http_server_opts *opts, http_router *router
     unsigned threads = opts->threads > 1 ? (unsigned)opts->threads : 1;
     unsigned timeout = opts->conn_timeout_s > 0 ? (unsigned)opts->conn_timeout_s : 60;
 
+    int header_ms =
+        opts->header_timeout_ms > 0 ? opts->header_timeout_ms : DEFAULT_HEADER_TIMEOUT_MS;
+    s->body_timeout_us =
+        (int64_t)(opts->body_timeout_ms > 0 ? opts->body_timeout_ms : DEFAULT_BODY_TIMEOUT_MS) *
+        1000;
+
+    /* libmicrohttpd gets connections from the front (http_front.h), not a
+     * listening socket of its own. */
     s->daemon = MHD_start_daemon(
-        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request,
-        s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
+        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET,
+        0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
         MHD_OPTION_THREAD_POOL_SIZE, threads > 1 ? threads : 0u, MHD_OPTION_CONNECTION_TIMEOUT,
         timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY_LIMIT,
         MHD_OPTION_URI_LOG_CALLBACK, on_uri, s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
@@ -966,9 +1042,28 @@ http_server *http_server_start(const http_server_opts *opts, http_router *router
         free(s);
         return NULL;
     }
+    http_front_opts fo = {
+        .listen_fd = fd,
+        .header_timeout_ms = header_ms,
+        .limits = {.max_line = FRONT_MAX_LINE, .max_head = FRONT_MAX_HEAD},
+        .server = s->server_header,
+        .handoff = front_handoff,
+        .refused = front_refused,
+        .ctx = s,
+    };
+    s->front = http_front_start(&fo, err);
+    if (!s->front) {
+        ts_err_prefix(err, "listen %s", opts->listen);
+        MHD_stop_daemon(s->daemon);
+        close(fd);
+        free(s);
+        return NULL;
+    }
     s->port = bound_port(s);
-    TLOG_INFO("http listening", "listen=%s port=%d threads=%u max_body=%zu", opts->listen, s->port,
-              threads, s->max_body);
+    TLOG_INFO("http listening",
+              "listen=%s port=%d threads=%u max_body=%zu header_timeout_ms=%d body_timeout_ms=%lld",
+              opts->listen, s->port, threads, s->max_body, header_ms,
+              (long long)(s->body_timeout_us / 1000));
     return s;
 }
 
@@ -981,10 +1076,10 @@ void http_server_quiesce(http_server *s)
 {
     if (!s || s->quiesced) return;
     s->quiesced = true;
-    MHD_socket fd = MHD_quiesce_daemon(s->daemon);
-    /* MHD's threads may still look at the fd until stop: shut it down now (no
-     * more connections are accepted, connects are refused) and close it then. */
-    if (fd != MHD_INVALID_SOCKET) shutdown(fd, SHUT_RDWR);
+    http_front_quiesce(s->front);
+    /* The front's thread may still look at the fd until stop: shut it down now
+     * (no more connections are accepted, connects are refused), close it then. */
+    shutdown(s->listen_fd, SHUT_RDWR);
     TLOG_INFO("http quiesced", "port=%d inflight=%d", s->port, http_server_inflight(s));
 }
 
@@ -996,8 +1091,9 @@ int http_server_inflight(const http_server *s)
 void http_server_stop(http_server *s)
 {
     if (!s) return;
+    http_front_stop(s->front);
     MHD_stop_daemon(s->daemon);
-    if (s->quiesced) close(s->listen_fd); /* otherwise MHD closed it */
+    close(s->listen_fd);
     free(s);
 }
 

@@ -51,6 +51,8 @@ static struct {
     int64_t http_max_body;
     int64_t http_threads;
     int64_t http_idle_timeout_ms;
+    int64_t http_header_timeout_ms;
+    int64_t http_body_timeout_ms;
     int64_t drain_timeout_ms;
     char *pg_dsn;
     int64_t pg_pool_size;
@@ -85,6 +87,12 @@ static cfg_option g_common_table[] = {
      "HTTP worker threads"},
     {"http.idle_timeout", CFG_DURATION, &g_common.http_idle_timeout_ms, "60s", 1000, 3600000, NULL,
      false, NULL, "idle keep-alive connections are closed after this"},
+    {"http.header_timeout", CFG_DURATION, &g_common.http_header_timeout_ms, "10s", 1000, 600000,
+     NULL, false, NULL,
+     "a new connection's first request head must be complete within this (else 408)"},
+    {"http.body_timeout", CFG_DURATION, &g_common.http_body_timeout_ms, "60s", 1000, 3600000, NULL,
+     false, NULL,
+     "a request body (up to http.max_body) must be complete within this of its head (else 408)"},
     {"shutdown.drain_timeout", CFG_DURATION, &g_common.drain_timeout_ms, "10s", 0, 600000, NULL,
      false, NULL, "on SIGTERM, how long in-flight requests may take to finish"},
     {"service_auth.key_file", CFG_STRING, &g_common.svcauth_key_file, "", 0, 0, NULL, true, NULL,
@@ -758,6 +766,8 @@ int svc_main(int argc, char **argv, const svc_spec *spec)
         .max_body = (size_t)g_common.http_max_body,
         .threads = (int)g_common.http_threads,
         .conn_timeout_s = (int)(g_common.http_idle_timeout_ms / 1000),
+        .header_timeout_ms = (int)g_common.http_header_timeout_ms,
+        .body_timeout_ms = (int)g_common.http_body_timeout_ms,
         .service = spec->name,
         .on_complete = on_complete,
         .on_complete_ctx = s,

@@ -1,7 +1,7 @@
 /* ws_echo: a WebSocket echo server for bench-wsproxy: one thread per
  * connection, blocking I/O, handshake parsed with the proxy's http1.c.
  *   ws_echo PORT */
-#include "services/wsproxy/http1.h"
+#include "libcommon/http1.h"
 #include "services/wsproxy/wsframe.h"
 
 #include <arpa/inet.h>

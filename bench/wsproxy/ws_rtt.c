@@ -3,7 +3,7 @@
  * Opens one WebSocket (extra request headers as given, e.g. a Cookie), sends N
  * masked 32-byte binary frames one at a time, waits for each echo, and prints
  * "p50_us p99_us p999_us mean_us" of the round trips (after 1,000 warm-up). */
-#include "services/wsproxy/http1.h"
+#include "libcommon/http1.h"
 #include "services/wsproxy/wsframe.h"
 
 #include <arpa/inet.h>

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "libcommon/exec_req.h"
 #include "libcommon/log.h"
 #include "services/agent/agent.h"
 #include "services/agent/app_start.h"
@@ -154,6 +155,7 @@ static bool _run(agent *a, const char *id, const char *const *argv, int timeout_
     ts_err err = {{0}};
     if (!runtime_exec(agent_runtime(a), id, argv, NULL, timeout_ms,
                       (size_t)agent_cfg(a)->exec_output_cap, &r, &err)) {
+        TLOG_WARN("execute failed", "kernel=%s error=\"%s\"", id, err.msg);
         http_problem(resp, 500, "exec-failed", "Execution failed", "%s", err.msg);
         return false;
     }
@@ -174,22 +176,34 @@ static void h_execute(http_req *req, http_resp *resp, void *ctx)
 {
     agent *a = _agent(resp, ctx);
     if (!a) return;
-    kernel_view v;
-    if (!_kernel(a, req, resp, &v)) return;
+    /* The body first: bad input is refused whatever the kernel. */
     json_t *body = http_json_body(req, resp);
     if (!body) return;
-    const char *mode = json_string_value(json_object_get(body, "mode"));
-    const char *code = json_string_value(json_object_get(body, "code"));
-    const char *run_id = json_string_value(json_object_get(body, "runId"));
-    if (!run_id) run_id = json_string_value(json_object_get(body, "run_id"));
-    json_t *opts = json_object_get(body, "options");
+    exec_req er;
+    int bad_status;
+    ts_err bad = {{0}};
+    if (!exec_req_parse(body, &er, &bad_status, &bad)) {
+        char q[300], k[80];
+        TLOG_INFO("execute refused", "kernel=%s status=%d error=%s",
+                  tlog_quote(k, sizeof(k), http_param(req, "id")), bad_status,
+                  tlog_quote(q, sizeof(q), bad.msg));
+        http_problem(resp, bad_status,
+                     bad_status == 413 ? "request-too-large" : "invalid-api-params",
+                     "Invalid parameters", "%s", bad.msg);
+        json_decref(body);
+        return;
+    }
+    kernel_view v;
+    if (!_kernel(a, req, resp, &v)) {
+        json_decref(body);
+        return;
+    }
+    const char *mode = er.mode, *code = er.code, *run_id = er.run_id;
     int64_t max = agent_cfg(a)->exec_timeout_ms;
     int64_t timeout = max;
-    json_t *t = json_object_get(body, "timeout_ms");
-    if (json_is_integer(t) && json_integer_value(t) > 0 && json_integer_value(t) < max)
-        timeout = json_integer_value(t);
+    if (er.timeout_ms > 0 && er.timeout_ms < max) timeout = er.timeout_ms;
     char mode_buf[16];
-    ts_strlcpy(mode_buf, mode ? mode : "query", sizeof(mode_buf));
+    ts_strlcpy(mode_buf, mode, sizeof(mode_buf));
     mode = mode_buf; /* body is released before the answer is built */
     if (strcmp(v.status, "running") != 0) {
         http_problem(resp, 409, "kernel-not-running", "Kernel not running", "kernel %s is %s",
@@ -208,11 +222,11 @@ static void h_execute(http_req *req, http_resp *resp, void *ctx)
     bool timed_out = false, ok = true;
     if (strcmp(mode, "query") == 0) {
         const char *argv[4];
-        http_api_query_argv(v.runtime_path, code ? code : "", argv);
+        http_api_query_argv(v.runtime_path, code, argv);
         ok = _run(a, v.kernel_id, argv, (int)timeout, console, &exit_code, &timed_out, resp);
     } else if (strcmp(mode, "batch") == 0) {
-        const char *build = json_string_value(json_object_get(opts, "build"));
-        const char *exec = json_string_value(json_object_get(opts, "exec"));
+        const char *build = er.build;
+        const char *exec = er.exec;
         if (!exec || !*exec) exec = code;
         if (!exec || !*exec) {
             http_problem(resp, 400, "invalid-api-params", "Invalid parameters",

@@ -7,7 +7,6 @@
 #include "libcommon/log.h"
 #include "services/agent/digest.h"
 
-#include <ctype.h>
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -27,111 +26,7 @@
 static const char *const ACCEPT_MANIFESTS =
     "Accept: " MT_OCI_MANIFEST ", " MT_OCI_INDEX ", " MT_DOCKER_MANIFEST ", " MT_DOCKER_LIST;
 
-/* ---- references --------------------------------------------------------------- */
-
-static bool _looks_like_host(const char *s, size_t n)
-{
-    if (n == 9 && memcmp(s, "localhost", 9) == 0) return true;
-    for (size_t i = 0; i < n; i++)
-        if (s[i] == '.' || s[i] == ':' || s[i] == '[') return true;
-    return false;
-}
-
-static bool _repo_valid(const char *r)
-{
-    if (!*r || *r == '/' || r[strlen(r) - 1] == '/') return false;
-    for (const char *p = r; *p; p++) {
-        if (!(islower((unsigned char)*p) || isdigit((unsigned char)*p) || *p == '.' || *p == '_' ||
-              *p == '-' || *p == '/'))
-            return false;
-        if (*p == '/' && p[1] == '/') return false;
-    }
-    return true;
-}
-
-static bool _tag_valid(const char *t)
-{
-    size_t n = strlen(t);
-    if (n == 0 || n > 128 || !(isalnum((unsigned char)t[0]) || t[0] == '_')) return false;
-    for (size_t i = 0; i < n; i++)
-        if (!(isalnum((unsigned char)t[i]) || t[i] == '_' || t[i] == '.' || t[i] == '-'))
-            return false;
-    return true;
-}
-
-void image_ref_free(image_ref *r)
-{
-    if (!r) return;
-    free(r->registry);
-    free(r->api_host);
-    free(r->repository);
-    free(r->tag);
-    free(r->digest);
-    memset(r, 0, sizeof(*r));
-}
-
-bool image_ref_parse(const char *text, const char *default_registry, image_ref *out, ts_err *err)
-{
-    memset(out, 0, sizeof(*out));
-    if (!text || !*text || strlen(text) > 1024) {
-        ts_err_set(err, "invalid image reference '%.100s'", text ? text : "");
-        return false;
-    }
-    char *s = ts_strdup(text);
-    char *at = strchr(s, '@');
-    if (at) {
-        *at = '\0';
-        ts_err derr = {{0}};
-        if (!digest_valid(at + 1, &derr)) {
-            ts_err_set(err, "invalid image reference '%s': %s", text, derr.msg);
-            goto fail;
-        }
-        out->digest = ts_strdup(at + 1);
-    }
-    char *slash = strchr(s, '/');
-    const char *rest = s;
-    if (slash && _looks_like_host(s, (size_t)(slash - s))) {
-        out->registry = ts_strndup(s, (size_t)(slash - s));
-        rest = slash + 1;
-    } else if (default_registry && *default_registry) {
-        out->registry = ts_strdup(default_registry);
-    } else {
-        ts_err_set(err,
-                   "image reference '%s' names no registry (expected host[:port]/repository[:tag]) "
-                   "and no default registry is configured",
-                   text);
-        goto fail;
-    }
-    char *last_slash = strrchr(rest, '/');
-    char *colon = strrchr(last_slash ? last_slash : rest, ':');
-    if (colon) {
-        *colon = '\0';
-        if (!_tag_valid(colon + 1)) {
-            ts_err_set(err, "invalid image reference '%s': bad tag '%s'", text, colon + 1);
-            goto fail;
-        }
-        out->tag = ts_strdup(colon + 1);
-    } else if (!out->digest) {
-        out->tag = ts_strdup("latest");
-    }
-    if (!_repo_valid(rest)) {
-        ts_err_set(err, "invalid image reference '%s': bad repository name '%s'", text, rest);
-        goto fail;
-    }
-    if (strcmp(out->registry, "docker.io") == 0 || strcmp(out->registry, "index.docker.io") == 0) {
-        out->api_host = ts_strdup("registry-1.docker.io");
-        out->repository = strchr(rest, '/') ? ts_strdup(rest) : ts_asprintf("library/%s", rest);
-    } else {
-        out->api_host = ts_strdup(out->registry);
-        out->repository = ts_strdup(rest);
-    }
-    free(s);
-    return true;
-fail:
-    free(s);
-    image_ref_free(out);
-    return false;
-}
+/* References: libcommon/image_ref.c. */
 
 /* ---- WWW-Authenticate ------------------------------------------------------------ */
 

@@ -17,27 +17,13 @@
 #define AGENT_REGISTRY_CLIENT_H
 
 #include "libcommon/common.h"
+#include "libcommon/image_ref.h"
 
 /* Media types */
 #define MT_OCI_MANIFEST "application/vnd.oci.image.manifest.v1+json"
 #define MT_OCI_INDEX "application/vnd.oci.image.index.v1+json"
 #define MT_DOCKER_MANIFEST "application/vnd.docker.distribution.manifest.v2+json"
 #define MT_DOCKER_LIST "application/vnd.docker.distribution.manifest.list.v2+json"
-
-/* "host[:port]/repo/name[:tag][@sha256:...]" */
-typedef struct image_ref {
-    char *registry;   /* as written: "127.0.0.1:5000", "docker.io" */
-    char *api_host;   /* where the API is: registry, or registry-1.docker.io for docker.io */
-    char *repository; /* "tessera/busybox" ("library/x" for docker.io/x) */
-    char *tag;        /* "latest" when neither tag nor digest was given; NULL with a digest only */
-    char *digest;     /* "sha256:..." or NULL */
-} image_ref;
-
-/* A reference without a registry host uses default_registry (may be NULL: then
- * it is an error saying so). */
-bool image_ref_parse(const char *text, const char *default_registry, image_ref *out,
-                     ts_err *err) TS_MUST_CHECK;
-void image_ref_free(image_ref *r);
 
 typedef struct regclient_opts {
     const char *host;     /* api host[:port] */

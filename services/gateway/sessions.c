@@ -291,7 +291,14 @@ static void h_start_service(http_req *req, http_resp *resp, void *ctx)
     if (!verify_request(ctx, req, resp, &id)) return;
     json_t *body = http_json_body(req, resp); /* 400 when not a JSON object */
     if (!body) return;
-    const char *app = json_string_value(json_object_get(body, "app"));
+    const json_t *app_v = json_object_get(body, "app");
+    if (app_v && !json_is_null(app_v) && !json_is_string(app_v)) {
+        http_problem(resp, 400, "invalid-api-params", NULL,
+                     "app must be a string (the name of one of the session's service ports)");
+        json_decref(body);
+        return;
+    }
+    const char *app = json_string_value(app_v);
     json_int_t port = _port_arg(body);
     if (port < 0 || ((!app || !*app) && port == 0)) {
         http_problem(resp, 400, "invalid-api-params", NULL,

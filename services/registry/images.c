@@ -2,6 +2,7 @@
 #include "images.h"
 
 #include "caller.h"
+#include "libcommon/image_ref.h"
 #include "libcommon/log.h"
 #include "libcommon/pgjson.h"
 #include "oci.h"
@@ -203,9 +204,19 @@ static void h_register(http_req *req, http_resp *resp, void *ctx)
                      "\"labels\" must be an object and \"command\" a list");
         goto out;
     }
-    if (!(conn = pgjson_get(s, resp))) goto out;
     ts_err err = {{0}};
     bool manual = labels || arch || digest || command;
+    /* The reference's grammar before anything else (a manual one is only
+     * stored; one to resolve also needs a registry: given, or oci.registry). */
+    image_ref ir;
+    bool ref_ok =
+        manual ? image_ref_valid(ref, &err) : image_ref_parse(ref, reg_cfg.oci_registry, &ir, &err);
+    if (!ref_ok) {
+        http_problem(resp, 400, "invalid-api-params", NULL, "%s", err.msg);
+        goto out;
+    }
+    if (!manual) image_ref_free(&ir);
+    if (!(conn = pgjson_get(s, resp))) goto out;
     if (manual) {
         bool db = false;
         json_t *l = labels ? labels : json_object(), *cmd = command ? command : json_array();
@@ -274,6 +285,12 @@ static void h_scan(http_req *req, http_resp *resp, void *ctx)
     if (!body || !pgjson_only_keys(body, keys, resp) ||
         !pgjson_field_str(body, "registry", false, 1, 255, &host, resp))
         goto out;
+    if (host && !image_ref_host_valid(host)) {
+        http_problem(
+            resp, 400, "invalid-api-params", NULL,
+            "\"registry\" must be a registry host[:port] (e.g. registry.example.com:5000)");
+        goto out;
+    }
     ts_err err = {{0}};
     if (!oci_catalog(host, &refs, &err)) {
         http_problem(resp, 502, "bad-gateway", NULL, "scan: %s", err.msg);

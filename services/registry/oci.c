@@ -2,6 +2,7 @@
 #include "oci.h"
 
 #include "libcommon/httpc.h"
+#include "libcommon/image_ref.h"
 
 #include <sodium.h>
 #include <stdio.h>
@@ -34,45 +35,18 @@ typedef struct ref_parts {
     char host[256], repo[256], tag[129], digest[80];
 } ref_parts;
 
+/* The reference by the OCI grammar (libcommon/image_ref.h): a malformed one
+ * never becomes a URL. */
 static bool parse_ref(const char *ref, ref_parts *p, ts_err *err)
 {
     memset(p, 0, sizeof(*p));
-    if (!ref || !*ref || strlen(ref) > 500 || strpbrk(ref, " \t\r\n?#")) {
-        ts_err_set(err, "malformed image reference");
-        return false;
-    }
-    char buf[512];
-    ts_strlcpy(buf, ref, sizeof(buf));
-    char *at = strchr(buf, '@');
-    if (at) {
-        *at = '\0';
-        ts_strlcpy(p->digest, at + 1, sizeof(p->digest));
-    }
-    char *rest = buf;
-    char *slash = strchr(buf, '/');
-    if (slash && (memchr(buf, '.', (size_t)(slash - buf)) ||
-                  memchr(buf, ':', (size_t)(slash - buf)) || strncmp(buf, "localhost/", 10) == 0)) {
-        *slash = '\0';
-        ts_strlcpy(p->host, buf, sizeof(p->host));
-        rest = slash + 1;
-    } else if (reg_cfg.oci_registry && reg_cfg.oci_registry[0]) {
-        ts_strlcpy(p->host, reg_cfg.oci_registry, sizeof(p->host));
-    } else {
-        ts_err_set(err, "image reference %s names no registry and oci.registry is not set", ref);
-        return false;
-    }
-    char *colon = strrchr(rest, ':');
-    if (colon) {
-        *colon = '\0';
-        ts_strlcpy(p->tag, colon + 1, sizeof(p->tag));
-    } else if (!p->digest[0]) {
-        ts_strlcpy(p->tag, "latest", sizeof(p->tag));
-    }
-    ts_strlcpy(p->repo, rest, sizeof(p->repo));
-    if (!p->repo[0]) {
-        ts_err_set(err, "image reference %s has no repository", ref);
-        return false;
-    }
+    image_ref r;
+    if (!image_ref_parse(ref, reg_cfg.oci_registry, &r, err)) return false;
+    ts_strlcpy(p->host, r.api_host, sizeof(p->host));
+    ts_strlcpy(p->repo, r.repository, sizeof(p->repo));
+    ts_strlcpy(p->tag, r.tag ? r.tag : "", sizeof(p->tag));
+    ts_strlcpy(p->digest, r.digest ? r.digest : "", sizeof(p->digest));
+    image_ref_free(&r);
     return true;
 }
 

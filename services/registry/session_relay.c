@@ -5,6 +5,7 @@
  * as it is. */
 #include "sessions.h"
 
+#include "libcommon/exec_req.h"
 #include "libcommon/httpc.h"
 #include "libcommon/log.h"
 #include "libcommon/pgjson.h"
@@ -99,11 +100,25 @@ static void relay(http_req *req, http_resp *resp, svc *s, const char *method, co
     free(url);
 }
 
+/* The body is checked here, before anything is looked up (exec_req.h), and
+ * relayed as it came. */
 static void h_execute(http_req *req, http_resp *resp, void *ctx)
 {
     if (!req->body_len) {
         http_problem(resp, 400, "invalid-api-params", NULL,
                      "execute needs a JSON body {mode, runId, code, options}");
+        return;
+    }
+    json_t *body = http_json_body(req, resp);
+    if (!body) return;
+    exec_req er;
+    int status;
+    ts_err err = {{0}};
+    bool ok = exec_req_parse(body, &er, &status, &err);
+    json_decref(body);
+    if (!ok) {
+        http_problem(resp, status, status == 413 ? "request-too-large" : "invalid-api-params", NULL,
+                     "%s", err.msg);
         return;
     }
     relay(req, resp, ctx, "POST", "execute", false);

@@ -1,6 +1,7 @@
 /* validation.c: see validation.h. */
 #include "validation.h"
 
+#include "libcommon/image_ref.h"
 #include "mounts.h"
 
 #include <ctype.h>
@@ -202,6 +203,11 @@ bool create_req_parse(json_t *body, create_req *r, http_resp *resp)
         !str_field(body, n_starts, 64, NULL, &r->starts_at, resp))
         return false;
     if (!r->image || !*r->image) return bad(resp, "image", "is required");
+    ts_err ref_err = {{0}};
+    if (!image_ref_valid(r->image, &ref_err)) { /* before any lookup or fetch */
+        http_problem(resp, 400, "invalid-api-params", NULL, "\"image\": %s", ref_err.msg);
+        return false;
+    }
     if (!r->name || !*r->name) return bad(resp, "name", "(or clientSessionToken) is required");
     if (!session_name_valid(r->name))
         return bad(resp, "name",
@@ -244,6 +250,8 @@ bool create_req_parse(json_t *body, create_req *r, http_resp *resp)
         r->explicit_slots = r->slots.mask;
     }
     json_t *opts = config ? json_object_get(config, "resource_opts") : NULL;
+    if (opts && !json_is_null(opts) && !json_is_object(opts))
+        return bad(resp, "config.resource_opts", "must be an object");
     json_t *shmem = json_is_object(opts) ? json_object_get(opts, "shmem") : NULL;
     if (shmem && !json_is_null(shmem)) {
         ts_err err = {{0}};

@@ -14,6 +14,8 @@
  * the other side's reads. */
 #include "services/wsproxy/conn.h"
 
+#include "libcommon/http.h"
+#include "libcommon/http_front.h"
 #include "libcommon/log.h"
 #include "services/wsproxy/tokens.h"
 
@@ -66,6 +68,9 @@ static void set_extra(char **dst, size_t *len, size_t *off, char *s, size_t n)
 
 /* ---- local replies -------------------------------------------------------- */
 
+/* Longer request lines get 414 (the head may be longer: wsproxy.max_header). */
+#define MAX_REQUEST_LINE 16384
+
 static const char *status_text(int status)
 {
     switch (status) {
@@ -79,8 +84,14 @@ static const char *status_text(int status)
         return "Forbidden";
     case 408:
         return "Request Timeout";
+    case 404:
+        return "Not Found";
     case 409:
         return "Conflict";
+    case 413:
+        return "Content Too Large";
+    case 414:
+        return "URI Too Long";
     case 431:
         return "Request Header Fields Too Large";
     case 501:
@@ -129,10 +140,45 @@ static const char *page_text(int status, const char **title)
     }
 }
 
-/* Our own reply; keepalive only for requests without a body. */
+/* Problem JSON (docs/api.md), as the platform's other services answer:
+ * {"type": ".../probs/<kind>", "title", "msg"}; msg is the page's text and
+ * the detail. */
+static char *problem_body(int status, const char *detail, int *len)
+{
+    const char *title;
+    const char *text = page_text(status, &title);
+    char *msg =
+        ts_asprintf("%s%s%s%s", text, detail ? " (" : "", detail ? detail : "", detail ? ")" : "");
+    json_t *o = http_problem_json(http_front_kind(status), title, msg);
+    free(msg);
+    char *body = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    if (!body) body = ts_strdup("{}");
+    *len = (int)strlen(body);
+    return body;
+}
+
+/* Our own reply; keepalive only for requests without a body. Problem JSON,
+ * or an HTML page for a browser (its request's Accept names text/html). */
 static void local_reply(conn *c, int status, const char *detail, const char *extra_headers,
                         bool keepalive)
 {
+    if (status >= 400 && !c->req_html) {
+        int bl;
+        char *body = problem_body(status, detail, &bl);
+        char *msg = ts_asprintf("HTTP/1.1 %d %s\r\nContent-Type: application/problem+json\r\n"
+                                "Content-Length: %d\r\nCache-Control: no-store\r\n%s%s\r\n%s",
+                                status, status_text(status), bl, extra_headers ? extra_headers : "",
+                                keepalive ? "" : "Connection: close\r\n", body);
+        free(body);
+        set_extra(&c->c_extra, &c->c_extra_len, &c->c_extra_off, msg, strlen(msg));
+        c->dn = DN_LOCAL;
+        c->up = UP_DONE;
+        c->local_keepalive = keepalive;
+        c->deadline_kind = DL_NONE;
+        atomic_fetch_add_explicit(&c->w->st.local_replies, 1, memory_order_relaxed);
+        return;
+    }
     const char *title;
     const char *text = page_text(status, &title);
     char body[1024];
@@ -366,6 +412,7 @@ static void handle_request(conn *c, size_t head_len)
     h1_msg m;
     const char *head = c->cin.p + c->cin.rd;
     atomic_fetch_add_explicit(&w->st.requests, 1, memory_order_relaxed);
+    c->req_html = false;
     if (!h1_parse_request(head, head_len, &m)) {
         atomic_fetch_add_explicit(&w->st.bad_requests, 1, memory_order_relaxed);
         TLOG_INFO("bad request", "client=%s status=%d reason=\"%s\"", c->client_ip, m.err_status,
@@ -373,6 +420,7 @@ static void handle_request(conn *c, size_t head_len)
         local_reply(c, m.err_status, m.err_reason, NULL, false);
         return;
     }
+    c->req_html = wants_html(&m);
     c->req_head_method = h1_span_eq(m.method, m.method_len, "HEAD");
     c->req_keepalive = m.keep_alive;
     c->req_http10 = m.minor == 0;
@@ -491,7 +539,17 @@ static void try_request_head(conn *c)
     if (c->up != UP_HEAD || c->dn != DN_IDLE) return;
     size_t len = buf_len(&c->cin);
     if (len == 0) return;
-    size_t end = h1_head_end(c->cin.p + c->cin.rd, len, c->head_scan);
+    c->req_html = false;
+    const char *start = c->cin.p + c->cin.rd;
+    /* The request line alone may take MAX_REQUEST_LINE of the head. */
+    if (c->head_scan <= MAX_REQUEST_LINE && len >= MAX_REQUEST_LINE + 2 &&
+        !memchr(start, '\n', MAX_REQUEST_LINE + 2)) {
+        atomic_fetch_add_explicit(&c->w->st.bad_requests, 1, memory_order_relaxed);
+        local_reply(c, h1_request_start_bad(start, len) ? 400 : 414, "request line too long", NULL,
+                    false);
+        return;
+    }
+    size_t end = h1_head_end(start, len, c->head_scan);
     if (end == 0) {
         c->head_scan = len;
         if (h1_request_start_bad(c->cin.p + c->cin.rd, len)) {

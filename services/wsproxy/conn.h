@@ -4,7 +4,7 @@
 #ifndef WSPROXY_CONN_H
 #define WSPROXY_CONN_H
 
-#include "services/wsproxy/http1.h"
+#include "libcommon/http1.h"
 #include "services/wsproxy/proxy.h"
 #include "services/wsproxy/routes.h"
 #include "services/wsproxy/wsframe.h"
@@ -91,6 +91,7 @@ struct conn {
     uint64_t up_fwd, dn_fwd;
     bool up_chunk_done, dn_chunk_done;
     bool req_head_method, req_keepalive, req_upgrade, req_ws, req_tcp, req_http10;
+    bool req_html; /* the request's Accept names text/html: a browser gets pages */
     bool resp_started, resp_keepalive, local_keepalive;
     char ws_accept[WSF_ACCEPT_LEN + 1];
     char *set_cookie; /* "Set-Cookie: ...\r\n" lines for the response */

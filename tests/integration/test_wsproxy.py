@@ -481,6 +481,15 @@ def test_websocket_echo_ping_close(env):
 
 
 def refused(resp, status):
+    """Problem JSON, as the platform's other services answer (docs/api.md)."""
+    assert resp.status_code == status, (resp.status_code, resp.text[:200])
+    assert resp.headers["Content-Type"] == "application/problem+json", resp.headers
+    p = resp.json()
+    assert p["type"].startswith("https://api.backend.ai/probs/") and p["title"] and p["msg"]
+
+
+def refused_page(resp, status):
+    """A browser (Accept: text/html) gets a page instead."""
     assert resp.status_code == status, (resp.status_code, resp.text[:200])
     assert resp.headers["Content-Type"].startswith("text/html")
     assert "<h1>" in resp.text
@@ -490,6 +499,8 @@ def test_refusals(env):
     shared, sub = env["shared"], env["sub"]
     base = f"http://127.0.0.1:{shared.port}"
     refused(requests.get(base + "/", timeout=5), 401)
+    assert requests.get(base + "/", timeout=5).json()["type"].endswith("/auth-failed")
+    refused_page(requests.get(base + "/", headers={"Accept": "text/html,*/*;q=0.8"}, timeout=5), 401)
     refused(requests.get(base + "/?token=" + "A" * 43, timeout=5), 401)
     refused(requests.get(base + "/?token=short", timeout=5), 401)
     refused(requests.get(base + "/", cookies={"tessera_app_0123456789abcdef": "B" * 43}, timeout=5), 401)
@@ -650,6 +661,36 @@ def test_smuggling_attempts_refused(env, raw, status):
         got, _ = read_response(c)
         assert got == status
         assert c.recv(65536) == b"", "the connection is closed after a framing error"
+
+
+@pytest.mark.parametrize("raw,status", [
+    (b"GARBAGE\r\n\r\n", 400),
+    (b"\x16\x03\x01\x00\xa5\x01\x00", 400),
+    (b"GET /" + b"a" * 17000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", 414),
+    (b"GET / HTTP/1.1\r\nHost: x\r\n" + b"".join(b"X-%d: %s\r\n" % (i, b"y" * 1000) for i in range(40))
+     + b"\r\n", 431),
+    (b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", 401),
+])
+def test_malformed_and_refused_get_problem_json(env, raw, status):
+    """The proxy's own answers are problem JSON, at once (issue 17)."""
+    px = env["shared"]
+    with px.connect() as c:
+        t0 = time.monotonic()
+        c.sendall(raw)
+        c.settimeout(5)
+        data = b""
+        while b"\r\n\r\n" not in data:
+            b = c.recv(65536)
+            if not b:
+                break
+            data += b
+        assert time.monotonic() - t0 < 2
+    head, _, body = data.partition(b"\r\n\r\n")
+    assert int(head.split(b" ")[1]) == status, head
+    assert b"\r\nContent-Type: application/problem+json\r\n" in head + b"\r\n", head
+    n = int([l for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")][0].split(b":")[1])
+    p = json.loads(body[:n])
+    assert p["type"].startswith("https://api.backend.ai/probs/") and p["title"] and p["msg"], p
 
 
 def test_tcp_app_tunnel(env):

@@ -404,38 +404,73 @@ static void test_request_id(void **state)
     free(max);
 }
 
+/* A problem JSON answer of status, with Connection: close, in buf. */
+static void assert_raw_problem(const char *buf, size_t n, int status)
+{
+    char want[32];
+    snprintf(want, sizeof(want), "HTTP/1.1 %d ", status);
+    if (n < 12 || strncmp(buf, want, strlen(want)) != 0)
+        fail_msg("want %d, got: %.200s", status, buf);
+    assert_non_null(strstr(buf, "\r\nContent-Type: application/problem+json\r\n"));
+    assert_non_null(strstr(buf, "\r\nConnection: close\r\n"));
+    const char *body = strstr(buf, "\r\n\r\n");
+    assert_non_null(body);
+    json_t *o = json_loads(body + 4, 0, NULL);
+    assert_non_null(o);
+    assert_non_null(json_string_value(json_object_get(o, "type")));
+    assert_non_null(json_string_value(json_object_get(o, "msg")));
+    json_decref(o);
+}
+
+static void raw_expect(const char *req, size_t len, int status)
+{
+    char buf[8192];
+    int64_t t0 = ts_now_mono_ms();
+    size_t n = raw_exchange(g_port, req, len, buf, sizeof(buf));
+    assert_raw_problem(buf, n, status);
+    assert_true(ts_now_mono_ms() - t0 < 2000); /* at once, not at a timeout */
+}
+
 static void test_malformed_requests(void **state)
 {
     (void)state;
-    char buf[8192];
-    size_t n = raw_exchange(g_port, "GARBAGE\r\n\r\n", 11, buf, sizeof(buf));
-    assert_true(n == 0 || strncmp(buf, "HTTP/1.1 4", 10) == 0);
+    raw_expect("GARBAGE\r\n\r\n", 11, 400);
+    raw_expect("\x16\x03\x01\x02\x00\x01", 6, 400);            /* a TLS hello, no line end */
+    raw_expect("GET /hello/x HTTP/1.1\nHost: t\n\n", 32, 400); /* bare LF */
+    raw_expect("GET /hello/x HTTP/1.1\r\n\r\n", 25, 400);      /* no Host */
+    raw_expect("GET /hello/x HTTP/2.0\r\nHost: t\r\n\r\n", 34, 505);
+    const char *te = "POST /size HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\n";
+    raw_expect(te, strlen(te), 501);
+    const char *both = "POST /size HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n"
+                       "Transfer-Encoding: chunked\r\n\r\n";
+    raw_expect(both, strlen(both), 400);
 
     size_t big = 100 * 1024;
     char *filler = repeat('a', big);
     char *req = ts_asprintf("GET /hello/x HTTP/1.1\r\nHost: t\r\nX-Big: %s\r\n\r\n", filler);
-    n = raw_exchange(g_port, req, strlen(req), buf, sizeof(buf));
-    assert_true(n == 0 || strncmp(buf, "HTTP/1.1 4", 10) == 0);
+    raw_expect(req, strlen(req), 431);
+    free(req);
+    req = ts_asprintf("GET /hello/%s HTTP/1.1\r\nHost: t\r\n\r\n", filler);
+    raw_expect(req, strlen(req), 414);
     free(req);
     free(filler);
 
     /* the header block the server promises to take (http_server.c, CONN_MEMORY_LIMIT) */
+    char buf[8192];
     filler = repeat('h', 16 * 1024 - 100);
     req = ts_asprintf("GET /hello/x HTTP/1.1\r\nHost: t\r\nConnection: close\r\nX-Big: %s\r\n\r\n",
                       filler);
-    n = raw_exchange(g_port, req, strlen(req), buf, sizeof(buf));
+    size_t n = raw_exchange(g_port, req, strlen(req), buf, sizeof(buf));
     assert_true(n > 12 && strncmp(buf, "HTTP/1.1 200", 12) == 0);
     free(req);
     free(filler);
 
     const char *bad_cl = "POST /size HTTP/1.1\r\nHost: t\r\nContent-Length: nope\r\n\r\n";
-    n = raw_exchange(g_port, bad_cl, strlen(bad_cl), buf, sizeof(buf));
-    assert_true(n == 0 || strncmp(buf, "HTTP/1.1 4", 10) == 0);
+    raw_expect(bad_cl, strlen(bad_cl), 400);
 
     const char *huge_cl =
         "POST /size HTTP/1.1\r\nHost: t\r\nContent-Length: 99999999999999999999999\r\n\r\n";
-    n = raw_exchange(g_port, huge_cl, strlen(huge_cl), buf, sizeof(buf));
-    assert_true(n == 0 || strncmp(buf, "HTTP/1.1 4", 10) == 0);
+    raw_expect(huge_cl, strlen(huge_cl), 400);
 
     const char *nul_path = "GET /hello/a%00b HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
     n = raw_exchange(g_port, nul_path, strlen(nul_path), buf, sizeof(buf));
@@ -443,6 +478,81 @@ static void test_malformed_requests(void **state)
 
     /* Still serving. */
     assert_int_equal(call("GET", "/hello/after", NULL, NULL, 0, NULL), 200);
+}
+
+/* A chunked body over the limit is answered as soon as it is over, without
+ * waiting for its end (the client here never ends it). */
+static void test_chunked_over_limit_at_once(void **state)
+{
+    (void)state;
+    int fd = connect_to(g_port);
+    assert_true(fd >= 0);
+    const char *head = "POST /size HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n";
+    assert_true(send(fd, head, strlen(head), MSG_NOSIGNAL) == (ssize_t)strlen(head));
+    char *chunk = repeat('z', MAX_BODY + 10);
+    char *framed = ts_asprintf("%x\r\n%s\r\n", MAX_BODY + 10, chunk);
+    int64_t t0 = ts_now_mono_ms();
+    assert_true(send(fd, framed, strlen(framed), MSG_NOSIGNAL) > 0);
+    char buf[4096];
+    size_t got = 0;
+    for (;;) {
+        ssize_t n = recv(fd, buf + got, sizeof(buf) - 1 - got, 0);
+        if (n <= 0) break;
+        got += (size_t)n;
+    }
+    buf[got] = '\0';
+    assert_raw_problem(buf, got, 413);
+    assert_true(ts_now_mono_ms() - t0 < 2000);
+    close(fd);
+    free(chunk);
+    free(framed);
+    assert_int_equal(call("GET", "/hello/after", NULL, NULL, 0, NULL), 200);
+}
+
+/* A head that does not come: 408 after http.header_timeout; a slow body:
+ * 408 after http.body_timeout. */
+static void test_timeouts(void **state)
+{
+    (void)state;
+    http_server_opts o = {.listen = "127.0.0.1:0",
+                          .max_body = MAX_BODY,
+                          .threads = 2,
+                          .conn_timeout_s = 30,
+                          .header_timeout_ms = 500,
+                          .body_timeout_ms = 700,
+                          .service = "test"};
+    ts_err err = {{0}};
+    http_server *s = http_server_start(&o, g_router, &err);
+    assert_non_null(s);
+    int port = http_server_port(s);
+
+    char buf[4096];
+    int64_t t0 = ts_now_mono_ms();
+    size_t n = raw_exchange(port, "GET /hello/x HTTP/1.1\r\nHost:", 29, buf, sizeof(buf));
+    int64_t took = ts_now_mono_ms() - t0;
+    assert_raw_problem(buf, n, 408);
+    assert_true(took >= 400 && took < 3000);
+
+    /* nothing sent at all: closed without an answer */
+    n = raw_exchange(port, "", 0, buf, sizeof(buf));
+    assert_int_equal(n, 0);
+
+    int fd = connect_to(port);
+    assert_true(fd >= 0);
+    const char *head = "POST /size HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\nabc";
+    assert_true(send(fd, head, strlen(head), MSG_NOSIGNAL) > 0);
+    usleep(900 * 1000);
+    (void)send(fd, "def", 3, MSG_NOSIGNAL); /* late: over the body timeout */
+    size_t got = 0;
+    for (;;) {
+        ssize_t k = recv(fd, buf + got, sizeof(buf) - 1 - got, 0);
+        if (k <= 0) break;
+        got += (size_t)k;
+    }
+    buf[got] = '\0';
+    assert_raw_problem(buf, got, 408);
+    close(fd);
+    http_server_stop(s);
 }
 
 static void test_stats(void **state)
@@ -557,6 +667,8 @@ int main(void)
         cmocka_unit_test(test_raw_target_preserved),
         cmocka_unit_test(test_request_id),
         cmocka_unit_test(test_malformed_requests),
+        cmocka_unit_test(test_chunked_over_limit_at_once),
+        cmocka_unit_test(test_timeouts),
         cmocka_unit_test(test_stats),
         cmocka_unit_test(test_on_complete),
         cmocka_unit_test(test_listen_errors),

@@ -1,6 +1,6 @@
-/* test_wsproxy_http1.c: services/wsproxy/http1.c: request and response heads,
+/* test_wsproxy_http1.c: libcommon/http1.c: request and response heads,
  * the request smuggling defenses, and the chunked decoder. */
-#include "services/wsproxy/http1.h"
+#include "libcommon/http1.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -11,7 +11,7 @@
  * "\x01<cols>,<rows>" resizes the pty. Frames to the browser: binary, the
  * pty's output. Ping is answered, close closes, the shell's exit sends close.
  * Plain C and libc: built statically from this file, ../wsframe.c and ../http1.c. */
-#include "services/wsproxy/http1.h"
+#include "libcommon/http1.h"
 #include "services/wsproxy/wsframe.h"
 
 #include <arpa/inet.h>

@@ -15,15 +15,20 @@
  *   - a version other than HTTP/1.0 or HTTP/1.1: 505; Host missing (1.1) or
  *     repeated: 400.
  * The chunked decoder (h1_chunked_feed) accepts hex sizes of at most 15 digits,
- * chunk extensions and trailers within limits, and CRLF only. */
-#ifndef WSPROXY_HTTP1_H
-#define WSPROXY_HTTP1_H
+ * chunk extensions and trailers within limits, and CRLF only.
+ *
+ * Used by tessera-wsproxy's proxy listener and by every service's HTTP server
+ * (http_front.c checks each connection's first request head with it before
+ * libmicrohttpd sees the connection). libc only: tessera-term links it alone. */
+#ifndef TESSERA_HTTP1_H
+#define TESSERA_HTTP1_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #define H1_MAX_HEADERS 96
+#define H1_MAX_METHOD 32 /* longer methods: 400 */
 
 typedef struct h1_header {
     const char *name;

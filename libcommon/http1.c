@@ -1,5 +1,5 @@
 /* http1.c: strict HTTP/1.1 head parsing and chunked decoding (http1.h). */
-#include "services/wsproxy/http1.h"
+#include "libcommon/http1.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -311,7 +311,8 @@ bool h1_request_start_bad(const char *buf, size_t len)
     size_t i = 0, start = 0;
     while (i < len && k_tchar[(unsigned char)buf[i]])
         i++;
-    if (i == len) return i > 32; /* a method is short */
+    if (i > H1_MAX_METHOD) return true; /* a method is short */
+    if (i == len) return false;
     if (i == 0 || buf[i] != ' ') return true;
     start = ++i;
     while (i < len && (unsigned char)buf[i] > 0x20 && (unsigned char)buf[i] < 0x7f)
@@ -337,7 +338,7 @@ bool h1_parse_request(const char *buf, size_t head_len, h1_msg *m)
     size_t i = 0;
     while (i < n && k_tchar[(unsigned char)line[i]])
         i++;
-    if (i == 0 || i >= n || line[i] != ' ') return fail(m, 400, "bad method");
+    if (i == 0 || i >= n || line[i] != ' ' || i > H1_MAX_METHOD) return fail(m, 400, "bad method");
     m->method = line;
     m->method_len = i;
     size_t ts = ++i;
