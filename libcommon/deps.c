@@ -59,11 +59,11 @@ void deps_collect(FILE *out, void *ctx)
     for (int i = 0; i < DEP_COUNT; i++)
         if (mask & (1u << i))
             fprintf(out, "tessera_dependency_up{dependency=\"%s\"} %d\n", g_names[i],
-                atomic_load(&g_dep[i].down_since_ms) == 0);
+                    atomic_load(&g_dep[i].down_since_ms) == 0);
     metrics_family(out, "tessera_dependency_outages_total", "counter",
                    "times the dependency was seen going down");
     for (int i = 0; i < DEP_COUNT; i++)
         if (mask & (1u << i))
             fprintf(out, "tessera_dependency_outages_total{dependency=\"%s\"} %llu\n", g_names[i],
-                (unsigned long long)atomic_load(&g_dep[i].outages));
+                    (unsigned long long)atomic_load(&g_dep[i].outages));
 }

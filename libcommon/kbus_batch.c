@@ -133,7 +133,9 @@ static void _handle_batch(kbus_consumer *c, batch_item *items, size_t n, kbus_ms
             char q[600];
             TLOG_INFO("batch handler failed, handing its messages one by one",
                       "group=%s messages=%zu result=%s reason=%s", c->group, k,
-                      r == KBUS_RETRY ? "retry" : r == KBUS_WAIT ? "wait" : "reject",
+                      r == KBUS_RETRY  ? "retry"
+                      : r == KBUS_WAIT ? "wait"
+                                       : "reject",
                       tlog_quote(q, sizeof(q), why.msg[0] ? why.msg : "no reason given"));
             for (size_t j = 0; j < k; j++) {
                 items[which[j]].settled = kbus_consumer_settle(c, items[which[j]].m, &msgs[j]);

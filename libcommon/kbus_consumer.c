@@ -147,8 +147,8 @@ kbus_hold kbus_consumer_hold(kbus_consumer *c, kbus_result r, const char *why, i
     atomic_fetch_sub(&bus->paused_now, 1);
     atomic_fetch_add(&bus->paused_ms, (uint64_t)(ts_now_mono_ms() - t0));
     if (probe_failed && res == KBUS_HOLD_WAITED)
-        TLOG_INFO("consumer resumes: its dependencies answer again", "group=%s waits=%d",
-                  c->group, *waits);
+        TLOG_INFO("consumer resumes: its dependencies answer again", "group=%s waits=%d", c->group,
+                  *waits);
     return res;
 }
 

@@ -213,9 +213,9 @@ PGconn *pg_connect_backoff(const char *dsn, int max_wait_ms, ts_err *err)
         /* TCP keepalives and a send timeout (before dbname: the DSN may
          * override them) so a server that vanished without closing its
          * sockets breaks a statement within seconds instead of hanging it. */
-        const char *keys[] = {"keepalives",        "keepalives_idle", "keepalives_interval",
-                              "keepalives_count",  "tcp_user_timeout", "dbname",
-                              "connect_timeout",   NULL};
+        const char *keys[] = {
+            "keepalives",       "keepalives_idle", "keepalives_interval", "keepalives_count",
+            "tcp_user_timeout", "dbname",          "connect_timeout",     NULL};
         const char *vals[] = {"1", "10", "5", "3", "15000", dsn, timeout, NULL};
         PGconn *conn = PQconnectdbParams(keys, vals, 1);
         if (conn && PQstatus(conn) == CONNECTION_OK) {

@@ -51,8 +51,7 @@ bool pg_reconnect(PGconn *conn, ts_err *err) TS_MUST_CHECK;
  * and sql is safe to run again (SELECT, BEGIN, START, SHOW, VALUES), resets
  * the connection and returns true: run sql once more. pg_exec and
  * pg_exec_cached do this themselves. */
-bool pg_after_statement(PGconn *conn, const char *sql, int before,
-                        const PGresult *r) TS_MUST_CHECK;
+bool pg_after_statement(PGconn *conn, const char *sql, int before, const PGresult *r) TS_MUST_CHECK;
 /* Prometheus text: reconnects, failed reconnects, stale connections found,
  * retried statements (metrics.h collector). */
 void pg_collect(FILE *out, void *ctx);

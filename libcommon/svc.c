@@ -154,8 +154,8 @@ static const cfg_option g_kafka_table[] = {
      600000, NULL, false, NULL,
      "while a dependency (PostgreSQL, Redis, the brokers) is down, a consumer pauses on its "
      "message and tries again, backing off from kafka.retry_backoff up to this"},
-    {"kafka.message_timeout", CFG_DURATION, &g_common.kafka_message_timeout_ms, "0ms", 0,
-     86400000, NULL, false, NULL,
+    {"kafka.message_timeout", CFG_DURATION, &g_common.kafka_message_timeout_ms, "0ms", 0, 86400000,
+     NULL, false, NULL,
      "how long a produced event may wait for the brokers before it is given up (0: never; "
      "events wait in memory until the brokers are back)"},
     {NULL},

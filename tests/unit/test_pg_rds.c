@@ -465,8 +465,8 @@ static void restart_pg(void)
     snprintf(opts, sizeof(opts),
              "-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=40",
              T.pg_port, T.dir);
-    const char *restart[] = {"-D", data, "-w", "-t", "30", "-m", "fast", "-o", opts, "restart",
-                             NULL};
+    const char *restart[] = {"-D",   data, "-w", "-t",      "30", "-m",
+                             "fast", "-o", opts, "restart", NULL};
     assert_int_equal(run_pg_tool("pg_ctl", restart), 0);
 }
 
@@ -523,8 +523,9 @@ static void test_pg_pool_heals_after_restart(void **state)
         for (int i = 0; i < 3; i++)
             pg_pool_put(p, held[i]);
     }
-    assert_true(pg_metric("tessera_pg_stale_connections_total") + pg_metric(
-                    "tessera_pg_statement_retries_total") >= stale0 + 3);
+    assert_true(pg_metric("tessera_pg_stale_connections_total") +
+                    pg_metric("tessera_pg_statement_retries_total") >=
+                stale0 + 3);
     assert_true(pg_metric("tessera_pg_reconnects_total") >= re0 + 3);
     assert_false(deps_is_down(DEP_POSTGRESQL));
     pg_pool_free(p);
