@@ -21,28 +21,9 @@ fi
 STATE=$(cd "$STATE" && pwd)
 RUN=$STATE/run
 
-# ---- helpers shared with dev-up.sh (kept in both: each script stands alone) ----
-# shellcheck disable=SC2012 # version dirs are plain names
-pg_bindir() {
-  _pd=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
-  if [ -n "$_pd" ] && [ -x "$_pd/pg_ctl" ]; then echo "$_pd"; return 0; fi
-  _pc=$(command -v pg_ctl 2>/dev/null) || return 1
-  dirname "$_pc"
-}
-dev_stat() { sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null; }
-dev_alive() {
-  _dp=$(cat "$1/$2.pid" 2>/dev/null) || return 1
-  case $_dp in ''|*[!0-9]*) return 1 ;; esac
-  _dst=$(dev_stat "$_dp") && [ -n "$_dst" ] || return 1
-  [ "${_dst%% *}" != Z ] || return 1
-  [ -s "$1/$2.start" ] || return 0
-  [ "$(echo "$_dst" | cut -d' ' -f20)" = "$(cat "$1/$2.start")" ]
-}
-# pid_running PID: exists and is not a zombie.
-pid_running() {
-  _rst=$(dev_stat "$1") && [ -n "$_rst" ] && [ "${_rst%% *}" != Z ]
-}
-now() { date +%s; }
+# ---- helpers shared with dev-up.sh and restart.sh ----------------------------
+# shellcheck source=deploy/dev/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 stopped=0
 leaders=""   # pids of ours that led a session: sweep their sessions at the end

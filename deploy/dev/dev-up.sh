@@ -49,29 +49,9 @@ mkdir -p "$RUN" "$LOGS"
 # Never let a service think systemd supervises it.
 unset NOTIFY_SOCKET || true
 
-# ---- helpers shared with dev-down.sh (kept in both: each script stands alone) ----
-# pg_bindir: the PostgreSQL server binaries (initdb, pg_ctl), newest version.
-# shellcheck disable=SC2012 # version dirs are plain names
-pg_bindir() {
-  _pd=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
-  if [ -n "$_pd" ] && [ -x "$_pd/pg_ctl" ]; then echo "$_pd"; return 0; fi
-  _pc=$(command -v pg_ctl 2>/dev/null) || return 1
-  dirname "$_pc"
-}
-# dev_stat PID: /proc/PID/stat after the "(comm) ", so field 1 is the state
-# and field 20 the start time; fails when the process does not exist.
-dev_stat() { sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null; }
-dev_starttime() { _ds=$(dev_stat "$1") && [ -n "$_ds" ] && echo "$_ds" | cut -d' ' -f20; }
-# dev_alive RUN NAME: the process recorded in RUN/NAME.pid runs (not a zombie)
-# and is the one recorded (same start time: no pid reuse).
-dev_alive() {
-  _dp=$(cat "$1/$2.pid" 2>/dev/null) || return 1
-  case $_dp in ''|*[!0-9]*) return 1 ;; esac
-  _dst=$(dev_stat "$_dp") && [ -n "$_dst" ] || return 1
-  [ "${_dst%% *}" != Z ] || return 1
-  [ -s "$1/$2.start" ] || return 0
-  [ "$(echo "$_dst" | cut -d' ' -f20)" = "$(cat "$1/$2.start")" ]
-}
+# ---- helpers shared with dev-down.sh and restart.sh --------------------------
+# shellcheck source=deploy/dev/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 say() { echo "dev-up: $*"; }
 die() { echo "dev-up: $*" >&2; exit 1; }
@@ -176,7 +156,6 @@ launch() {
   started "$n" $!
 }
 
-now() { date +%s; }
 
 # ---- PostgreSQL ----------------------------------------------------------------
 PGDATA=$STATE/pg

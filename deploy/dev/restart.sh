@@ -60,25 +60,9 @@ RUN=$STATE/run
 LOGS=$STATE/logs
 unset NOTIFY_SOCKET || true
 
-# ---- helpers as in dev-up.sh and dev-down.sh (each script stands alone) --------
-# shellcheck disable=SC2012 # version dirs are plain names
-pg_bindir() {
-  _pd=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
-  if [ -n "$_pd" ] && [ -x "$_pd/pg_ctl" ]; then echo "$_pd"; return 0; fi
-  _pc=$(command -v pg_ctl 2>/dev/null) || return 1
-  dirname "$_pc"
-}
-dev_stat() { sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null; }
-dev_starttime() { _ds=$(dev_stat "$1") && [ -n "$_ds" ] && echo "$_ds" | cut -d' ' -f20; }
-dev_alive() {
-  _dp=$(cat "$1/$2.pid" 2>/dev/null) || return 1
-  case $_dp in ''|*[!0-9]*) return 1 ;; esac
-  _dst=$(dev_stat "$_dp") && [ -n "$_dst" ] || return 1
-  [ "${_dst%% *}" != Z ] || return 1
-  [ -s "$1/$2.start" ] || return 0
-  [ "$(echo "$_dst" | cut -d' ' -f20)" = "$(cat "$1/$2.start")" ]
-}
-pid_running() { _rst=$(dev_stat "$1") && [ -n "$_rst" ] && [ "${_rst%% *}" != Z ]; }
+# ---- helpers shared with dev-up.sh and dev-down.sh --------------------------
+# shellcheck source=deploy/dev/lib.sh
+. "$(dirname "$0")/lib.sh"
 # pid_dying PID: not yet gone. A killed process's main thread can be a zombie
 # while other threads still exit (one in uninterruptible sleep, say) and hold
 # its files, listening sockets included: only a zombie with no other thread
@@ -89,7 +73,6 @@ pid_dying() {
   # shellcheck disable=SC2012 # task ids are numbers
   [ "$(ls "/proc/$1/task" 2>/dev/null | wc -l)" -gt 1 ]
 }
-now() { date +%s; }
 started() {
   echo "$2" >"$RUN/$1.pid"
   dev_starttime "$2" >"$RUN/$1.start" 2>/dev/null || true
