@@ -53,6 +53,10 @@ void http_problem(http_resp *resp, int status, const char *kind, const char *tit
                   ...) TS_PRINTF(5, 6);
 void http_set_header(http_resp *resp, const char *name, const char *value);
 
+/* The reason phrase of an HTTP status ("Not Found"); a generic one for codes
+ * the platform does not answer with. */
+const char *http_status_text(int status);
+
 /* The problem body as a JSON object (also used by the gateway when relaying). */
 json_t *http_problem_json(const char *kind, const char *title, const char *msg);
 

@@ -101,28 +101,6 @@ const char *http_front_kind(int status)
     }
 }
 
-static const char *reason_phrase(int status)
-{
-    switch (status) {
-    case 400:
-        return "Bad Request";
-    case 408:
-        return "Request Timeout";
-    case 413:
-        return "Content Too Large";
-    case 414:
-        return "URI Too Long";
-    case 431:
-        return "Request Header Fields Too Large";
-    case 501:
-        return "Not Implemented";
-    case 505:
-        return "HTTP Version Not Supported";
-    default:
-        return status >= 500 ? "Server Error" : "Client Error";
-    }
-}
-
 char *http_front_problem_response(int status, const char *msg, const char *request_id,
                                   const char *server, size_t *len)
 {
@@ -133,7 +111,7 @@ char *http_front_problem_response(int status, const char *msg, const char *reque
     char *out =
         ts_asprintf("HTTP/1.1 %d %s\r\nContent-Type: application/problem+json\r\n"
                     "Content-Length: %zu\r\n%s%s%s%s%s%sConnection: close\r\n\r\n%s",
-                    status, reason_phrase(status), blen, request_id ? "X-Request-ID: " : "",
+                    status, http_status_text(status), blen, request_id ? "X-Request-ID: " : "",
                     request_id ? request_id : "", request_id ? "\r\n" : "",
                     server ? "Server: " : "", server ? server : "", server ? "\r\n" : "", body);
     http_resp_free(resp);

@@ -163,9 +163,11 @@ void http_reply_json(http_resp *resp, int status, json_t *body)
     reply_owned(resp, status, "application/json", text, len);
 }
 
-static const char *status_title(int status)
+const char *http_status_text(int status)
 {
     switch (status) {
+    case 302:
+        return "Found";
     case 400:
         return "Bad Request";
     case 401:
@@ -183,7 +185,7 @@ static const char *status_title(int status)
     case 412:
         return "Precondition Failed";
     case 413:
-        return "Request Entity Too Large";
+        return "Content Too Large";
     case 414:
         return "URI Too Long";
     case 415:
@@ -244,7 +246,7 @@ void http_problem(http_resp *resp, int status, const char *kind, const char *tit
         kind = "service-unavailable";
         title = NULL;
     }
-    json_t *o = http_problem_json(kind, title ? title : status_title(status), msg);
+    json_t *o = http_problem_json(kind, title ? title : http_status_text(status), msg);
     size_t len = 0;
     char *text = json_text(o, &len);
     json_decref(o);

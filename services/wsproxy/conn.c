@@ -71,44 +71,6 @@ static void set_extra(char **dst, size_t *len, size_t *off, char *s, size_t n)
 /* Longer request lines get 414 (the head may be longer: wsproxy.max_header). */
 #define MAX_REQUEST_LINE 16384
 
-static const char *status_text(int status)
-{
-    switch (status) {
-    case 302:
-        return "Found";
-    case 400:
-        return "Bad Request";
-    case 401:
-        return "Unauthorized";
-    case 403:
-        return "Forbidden";
-    case 408:
-        return "Request Timeout";
-    case 404:
-        return "Not Found";
-    case 409:
-        return "Conflict";
-    case 413:
-        return "Content Too Large";
-    case 414:
-        return "URI Too Long";
-    case 431:
-        return "Request Header Fields Too Large";
-    case 501:
-        return "Not Implemented";
-    case 502:
-        return "Bad Gateway";
-    case 503:
-        return "Service Unavailable";
-    case 504:
-        return "Gateway Timeout";
-    case 505:
-        return "HTTP Version Not Supported";
-    default:
-        return "Error";
-    }
-}
-
 static const char *page_text(int status, const char **title)
 {
     switch (status) {
@@ -135,7 +97,7 @@ static const char *page_text(int status, const char **title)
         *title = "The app did not answer in time";
         return "Connecting to the app inside the session timed out.";
     default:
-        *title = status_text(status);
+        *title = http_status_text(status);
         return "The request could not be proxied.";
     }
 }
@@ -166,10 +128,11 @@ static void local_reply(conn *c, int status, const char *detail, const char *ext
     if (status >= 400 && !c->req_html) {
         int bl;
         char *body = problem_body(status, detail, &bl);
-        char *msg = ts_asprintf("HTTP/1.1 %d %s\r\nContent-Type: application/problem+json\r\n"
-                                "Content-Length: %d\r\nCache-Control: no-store\r\n%s%s\r\n%s",
-                                status, status_text(status), bl, extra_headers ? extra_headers : "",
-                                keepalive ? "" : "Connection: close\r\n", body);
+        char *msg =
+            ts_asprintf("HTTP/1.1 %d %s\r\nContent-Type: application/problem+json\r\n"
+                        "Content-Length: %d\r\nCache-Control: no-store\r\n%s%s\r\n%s",
+                        status, http_status_text(status), bl, extra_headers ? extra_headers : "",
+                        keepalive ? "" : "Connection: close\r\n", body);
         free(body);
         set_extra(&c->c_extra, &c->c_extra_len, &c->c_extra_off, msg, strlen(msg));
         c->dn = DN_LOCAL;
@@ -188,13 +151,14 @@ static void local_reply(conn *c, int status, const char *detail, const char *ext
                  "</head>\n<body style=\"font-family:sans-serif;max-width:40em;margin:3em auto\">"
                  "<h1>%s</h1>\n<p>%s</p>\n<p><small>%d %s%s%s &middot; tessera-wsproxy"
                  "</small></p></body></html>\n",
-                 status, status_text(status), title, text, status, status_text(status),
+                 status, http_status_text(status), title, text, status, http_status_text(status),
                  detail ? ": " : "", detail ? detail : "");
     if (bl < 0 || (size_t)bl >= sizeof(body)) bl = (int)strlen(body);
-    char *msg = ts_asprintf("HTTP/1.1 %d %s\r\nContent-Type: text/html; charset=utf-8\r\n"
-                            "Content-Length: %d\r\nCache-Control: no-store\r\n%s%s\r\n%.*s",
-                            status, status_text(status), bl, extra_headers ? extra_headers : "",
-                            keepalive ? "" : "Connection: close\r\n", bl, body);
+    char *msg =
+        ts_asprintf("HTTP/1.1 %d %s\r\nContent-Type: text/html; charset=utf-8\r\n"
+                    "Content-Length: %d\r\nCache-Control: no-store\r\n%s%s\r\n%.*s",
+                    status, http_status_text(status), bl, extra_headers ? extra_headers : "",
+                    keepalive ? "" : "Connection: close\r\n", bl, body);
     set_extra(&c->c_extra, &c->c_extra_len, &c->c_extra_off, msg, strlen(msg));
     c->dn = DN_LOCAL;
     c->up = UP_DONE;
