@@ -10,7 +10,6 @@ sessions | running | lost | stuck | drift | containers | 5xx | hangs | noanswer 
 s | result), the self-checks of the checks, then the failures' details and
 `N passed, M failed`.
 """
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -26,18 +25,9 @@ for d in (HERE, IT_DIR):
         sys.path.insert(1, d)  # faultlib, bai_signer
 
 
-def _load_integration_conftest():
-    name = "tessera_integration_conftest"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, os.path.join(IT_DIR, "conftest.py"))
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+import suitekit  # noqa: E402
 
-
-_it = _load_integration_conftest()
+_it = suitekit.integration_conftest()
 stack = _it.stack
 bin_dir = _it.bin_dir
 parse_env_file = _it.parse_env_file

@@ -20,6 +20,7 @@ import uuid
 import requests
 
 import bai_signer
+import suitekit
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
@@ -243,23 +244,13 @@ def admin_keys(stack):
 
 
 def build_image(stack, workdir):
-    """The busybox test image with small minimum slots (many kernels fit a
-    2-core machine), pushed to the stack's OCI registry. Its reference."""
-    out = os.path.join(workdir, "faults-image")
-    tool = os.path.join(REPO, "tools", "oci-image.py")
-    r = subprocess.run([sys.executable, tool, "busybox", out, "--marker", "tessera-faults",
-                        "--label", "ai.backend.resource.min.cpu=0.1",
-                        "--label", "ai.backend.resource.min.mem=32m",
-                        "--label", "org.opencontainers.image.title=tessera/faults"],
-                       capture_output=True, text=True, timeout=120)
-    if r.returncode != 0:
-        raise SetupError(f"oci-image.py busybox failed: {r.stderr}")
-    ref = f"{stack['TESSERA_OCI_REGISTRY']}/tessera/faults:{TAG}"
-    r = subprocess.run([sys.executable, tool, "push", out, ref, "--insecure"],
-                       capture_output=True, text=True, timeout=120)
-    if r.returncode != 0:
-        raise SetupError(f"oci-image.py push failed: {r.stderr}")
-    return ref
+    """The busybox test image with small minimum slots, pushed to the
+    stack's OCI registry (suitekit.push_busybox_image). Its reference."""
+    try:
+        return suitekit.push_busybox_image(stack, os.path.join(workdir, "faults-image"),
+                                           "tessera/faults", TAG, "tessera-faults")
+    except RuntimeError as e:
+        raise SetupError(str(e)) from e
 
 
 def new_tenant(admin, recorder, prefix):

@@ -9,7 +9,6 @@ At the end of the run a table is printed, one row per check (check | result |
 detail), then `N passed, M failed` and the skipped checks with their reasons.
 A test adds a detail to its row with `note(request, text)`.
 """
-import importlib.util
 import os
 import sys
 
@@ -21,18 +20,9 @@ if IT_DIR not in sys.path:
     sys.path.insert(1, IT_DIR)  # bai_signer, svc_signer
 
 
-def _load_integration_conftest():
-    name = "tessera_integration_conftest"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, os.path.join(IT_DIR, "conftest.py"))
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+import suitekit  # noqa: E402
 
-
-_it = _load_integration_conftest()
+_it = suitekit.integration_conftest()
 
 # Fixtures and helpers of the integration tests, for this suite's tests.
 stack = _it.stack

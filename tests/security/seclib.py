@@ -21,6 +21,7 @@ REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
 
 import bai_signer  # noqa: E402
+import suitekit  # noqa: E402
 
 PROBE_SRC = os.path.join(HERE, "probe.c")
 PROBE_IN_IMAGE = "/opt/tessera-probe/probe"
@@ -80,26 +81,15 @@ def probe_path(bin_dir):
 
 
 def build_and_push_image(stack, probe, workdir):
-    """The busybox test image plus the probe (tools/oci-image.py busybox --add),
-    small minimum slots so that four kernels fit this machine, pushed to the
-    stack's OCI registry. Returns the reference."""
+    """The busybox test image plus the probe, pushed to the stack's OCI
+    registry (suitekit.push_busybox_image). Returns the reference."""
     out = os.path.join(workdir, "security-image")
     shutil.rmtree(out, ignore_errors=True)
-    tool = os.path.join(REPO, "tools", "oci-image.py")
-    r = subprocess.run([sys.executable, tool, "busybox", out, "--marker", "tessera-security",
-                        "--add", f"{probe}:{PROBE_IN_IMAGE}",
-                        "--label", "ai.backend.resource.min.cpu=0.1",
-                        "--label", "ai.backend.resource.min.mem=32m",
-                        "--label", "org.opencontainers.image.title=tessera/security-probe"],
-                       capture_output=True, text=True, timeout=120)
-    if r.returncode != 0:
-        raise SetupError(f"oci-image.py busybox failed: {r.stderr}")
-    ref = f"{stack['TESSERA_OCI_REGISTRY']}/tessera/security-probe:{TAG}"
-    r = subprocess.run([sys.executable, tool, "push", out, ref, "--insecure"],
-                       capture_output=True, text=True, timeout=120)
-    if r.returncode != 0:
-        raise SetupError(f"oci-image.py push failed: {r.stderr}")
-    return ref
+    try:
+        return suitekit.push_busybox_image(stack, out, "tessera/security-probe", TAG,
+                                           "tessera-security", [f"{probe}:{PROBE_IN_IMAGE}"])
+    except RuntimeError as e:
+        raise SetupError(str(e)) from e
 
 
 # ---- the public API -----------------------------------------------------------------------
