@@ -97,7 +97,7 @@ rm -f "$RUN"/*.pid "$RUN"/*.start "$RUN/devbus.bootstrap" "$STATE/env" "$STATE/s
 set -- $(python3 -c '
 import socket
 socks = []
-for _ in range(11):
+for _ in range(12):
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.bind(("127.0.0.1", 0))
     socks.append(s)
@@ -105,11 +105,11 @@ print(" ".join(str(s.getsockname()[1]) for s in socks))
 for s in socks:
     s.close()
 ')
-[ $# -eq 11 ] || die "could not pick free ports"
+[ $# -eq 12 ] || die "could not pick free ports"
 PG_PORT=$1 REDIS_PORT=$2 OCI_PORT=$3 DEVBUS_PORT=$4 AUTH_PORT=$5 REGISTRY_PORT=$6
 SCHEDULER_PORT=$7 AGENT_PORT=$8 VFOLDER_PORT=$9
 shift 9
-WSPROXY_PORT=$1 GATEWAY_PORT=$2
+WSPROXY_PORT=$1 GATEWAY_PORT=$2 WSPROXY_APP_PORT=$3
 
 HOST=127.0.0.1
 PG_DSN="postgresql://tessera@$HOST:$PG_PORT/tessera?sslmode=disable"
@@ -344,6 +344,9 @@ for s in $SERVICES; do
     "TESSERA_SERVICE_AUTH_KEY_FILE=$KEYS/$s.key" \
     "TESSERA_SERVICE_AUTH_TRUST_FILE=$KEYS/trusted"
   [ -z "$KAFKA" ] || set -- "$@" "TESSERA_KAFKA_BOOTSTRAP=$KAFKA" "KAFKA_BOOTSTRAP=$KAFKA"
+  # wsproxy: its app proxy on a port of its own, the same after a restart
+  # (deploy/dev/restart.sh), so that app links handed out stay valid.
+  [ "$s" != wsproxy ] || set -- "$@" "TESSERA_WSPROXY_LISTEN=$HOST:$WSPROXY_APP_PORT"
   # auth's first start writes the superadmin's keys there (0600; later starts
   # leave it as it is).
   [ "$s" != auth ] || set -- "$@" "TESSERA_BOOTSTRAP_CREDENTIALS_FILE=$STATE/auth/admin-credentials"

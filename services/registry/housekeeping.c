@@ -8,6 +8,9 @@
 #include "route_sync.h"
 #include "sessions.h"
 
+#include "libcommon/deps.h"
+#include "libcommon/log.h"
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <unistd.h>
@@ -15,6 +18,17 @@
 static pthread_t thread, reconcile_thread;
 static atomic_bool running;
 static bool started;
+
+/* Whether the registry hears agents now: heartbeats reach it over the bus and
+ * are stored in PostgreSQL by the agent-events consumer. While either is
+ * unreachable, or that consumer is paused, a silent agent cannot be told
+ * from a deaf registry. */
+static bool hearing(void)
+{
+    if (deps_is_down(DEP_POSTGRESQL) || kbus_paused(svc_bus(reg_svc), NULL) > 0) return false;
+    ts_err err = {{0}};
+    return kbus_ping(svc_bus(reg_svc), 1000, &err);
+}
 
 static void *loop(void *arg)
 {
@@ -24,11 +38,27 @@ static void *loop(void *arg)
     int64_t next_occ = start + reg_cfg.reconcile_interval_ms;
     int64_t next_pub = start + 2000;
     int64_t next_pending = start + reg_cfg.pending_check_interval_ms;
+    int64_t deaf_since = 0;
     while (atomic_load(&running)) {
         int64_t now = ts_now_mono_ms();
         if (now >= next_lost) {
-            agents_check_lost();
-            next_lost = now + reg_cfg.lost_check_interval_ms;
+            if (hearing()) {
+                agents_check_lost();
+                next_lost = now + reg_cfg.lost_check_interval_ms;
+            } else {
+                /* Deaf: once hearing again, the heartbeats held on the bus
+                 * meanwhile are applied before anyone is judged lost. */
+                if (deaf_since == 0)
+                    TLOG_WARN("lost-agent check held: the registry does not hear agents",
+                              "until=\"the bus and PostgreSQL answer, then %lld ms\"",
+                              (long long)reg_cfg.agent_lost_timeout_ms);
+                deaf_since = now;
+                next_lost = now + reg_cfg.agent_lost_timeout_ms;
+            }
+        }
+        if (deaf_since && now - deaf_since > reg_cfg.agent_lost_timeout_ms) {
+            TLOG_INFO("lost-agent check resumes", "");
+            deaf_since = 0;
         }
         if (now >= next_occ) {
             (void)occupancy_check();

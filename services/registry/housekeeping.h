@@ -2,7 +2,12 @@
  * pass on a second one, as it waits on agents):
  *   every registry.lost_check_interval   agents_check_lost (after the first
  *                                        registry.agent_lost_timeout since
- *                                        start, so replayed heartbeats count)
+ *                                        start, so replayed heartbeats count;
+ *                                        held, and again that long after, while
+ *                                        the bus or PostgreSQL does not answer
+ *                                        or the agent-events consumer is
+ *                                        paused: a deaf registry is not a
+ *                                        dead agent)
  *   every registry.reconcile_interval    occupancy_check (Redis lost data?),
  *                                        route_sync_pass (app routes recorded,
  *                                        restored after a Redis loss)
