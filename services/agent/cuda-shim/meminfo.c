@@ -25,6 +25,7 @@ static bool _clamp(int dev, uint64_t *total, uint64_t *free_b)
 {
     if (dev < 0 || dev >= TSHIM_MAX_DEVICES || !tshim_cfg.mem_limit[dev]) return false;
     uint64_t cap = tshim_cfg.mem_limit[dev];
+    (void)tshim_region_reap_if_free(); /* usage of processes gone since */
     uint64_t used = tshim_region_used(dev);
     *total = _min(cap, *total);
     *free_b = _min(cap - _min(used, cap), *free_b);

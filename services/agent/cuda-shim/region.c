@@ -16,9 +16,7 @@
 tshim_region *tshim_reg;
 
 static pthread_mutex_t _attach_mu = PTHREAD_MUTEX_INITIALIZER;
-static int _my_slot = -1;   /* index into slots[], -1 until registered */
-static int _my_pid;         /* the pid _my_slot belongs to (fork resets) */
-static bool _atexit_hooked; /* destructor has work only once attached */
+static int _my_slot = -1; /* index into slots[], -1 until registered */
 
 /* Reap at most once a second on ordinary lock acquisitions. */
 #define REAP_INTERVAL_NS 1000000000LL
@@ -108,9 +106,9 @@ static int _reap_locked(tshim_region *r)
     return n;
 }
 
-bool tshim_region_lock(tshim_region *r)
+/* After pthread_mutex_lock/trylock answered rc: true when the lock is held. */
+static bool _acquired(tshim_region *r, int rc)
 {
-    int rc = pthread_mutex_lock(&r->lock);
     if (rc == EOWNERDEAD) {
         _repair(r);
         _reap_locked(r);
@@ -123,8 +121,25 @@ bool tshim_region_lock(tshim_region *r)
     r->acquisitions++;
     if ((r->acquisitions & 63) == 0 && _now_ns() - r->last_reap_ns > REAP_INTERVAL_NS)
         _reap_locked(r);
+    return true;
+}
+
+bool tshim_region_lock(tshim_region *r)
+{
+    if (!_acquired(r, pthread_mutex_lock(&r->lock))) return false;
     if (TSHIM_UNLIKELY(tshim_cfg.test_hold_lock_ms)) usleep(tshim_cfg.test_hold_lock_ms * 1000u);
     return true;
+}
+
+int tshim_region_reap_if_free(void)
+{
+    tshim_region *r = tshim_reg;
+    if (!r) return 0;
+    int rc = pthread_mutex_trylock(&r->lock);
+    if (rc == EBUSY || !_acquired(r, rc)) return 0;
+    int n = _reap_locked(r);
+    tshim_region_unlock(r);
+    return n;
 }
 
 void tshim_region_unlock(tshim_region *r)
@@ -251,7 +266,6 @@ static void _after_fork_child(void)
 {
     /* The child has no CUDA state of its parent's: it starts with no slot. */
     _my_slot = -1;
-    _my_pid = 0;
 }
 
 bool tshim_region_attach(void)
@@ -265,7 +279,6 @@ bool tshim_region_attach(void)
         if (!r) r = _map_anonymous();
         if (r) {
             pthread_atfork(NULL, NULL, _after_fork_child);
-            _atexit_hooked = true;
             atomic_store_explicit((_Atomic(tshim_region *) *)&tshim_reg, r, memory_order_release);
         }
     }
@@ -288,7 +301,6 @@ static tshim_proc_slot *_my_slot_locked(tshim_region *r)
             s->start_time = st;
             s->pid = pid;
             _my_slot = i;
-            _my_pid = pid;
             return s;
         }
         _reap_locked(r);
@@ -375,21 +387,9 @@ uint64_t tshim_region_used(int dev)
     return __atomic_load_n(&r->used[dev], __ATOMIC_RELAXED);
 }
 
-/* At exit the driver frees this process's memory: return the slot now rather
- * than waiting for another process to reap it. Work only if we ever attached. */
-__attribute__((destructor)) static void _region_at_exit(void)
-{
-    tshim_region *r = tshim_reg;
-    if (!_atexit_hooked || !r || _my_slot < 0 || _my_pid != getpid()) return;
-    if (!tshim_region_lock(r)) return;
-    tshim_proc_slot *s = &r->slots[_my_slot];
-    if (s->pid == _my_pid) {
-        for (int d = 0; d < TSHIM_MAX_DEVICES; d++) {
-            uint64_t u = __atomic_exchange_n(&s->used[d], 0, __ATOMIC_ACQ_REL);
-            if (u) _sub_clamped(&r->used[d], u);
-        }
-        s->pid = 0;
-    }
-    _my_slot = -1;
-    tshim_region_unlock(r);
-}
+/* A process's usage is not returned at its exit: destructors run before the
+ * driver frees the process's memory (when its files close), and another
+ * process reserving in between would take the container past its cap. The
+ * slot is reaped once the process is gone (_proc_alive: a zombie holds no GPU
+ * memory): by a reserve that would otherwise be refused, by the periodic reap
+ * under the lock, and by cuMemGetInfo (tshim_region_reap_if_free). */

@@ -87,6 +87,8 @@ uint64_t tshim_region_used(int dev);
 /* Return the usage of processes that are gone; returns how many were reaped.
  * Takes the lock. */
 int tshim_region_reap(void);
+/* The same when the lock is free now (0 without waiting when it is held). */
+int tshim_region_reap_if_free(void);
 
 /* Lock/unlock for callers outside region.c (the limiter's bucket init). */
 bool tshim_region_lock(tshim_region *r) TSHIM_MUST_CHECK;
