@@ -117,11 +117,12 @@ kbus_hold kbus_consumer_hold(kbus_consumer *c, kbus_result r, const char *why, i
     bool probe_failed = bus->probe && !bus->probe(bus->probe_ctx, &down);
     if (r == KBUS_RETRY && !probe_failed) return KBUS_HOLD_NONE;
     const char *what = probe_failed ? down.msg : why;
-    char q[600];
+    char q[600], d[600];
     if (*waits == 0 || *waits % 20 == 0)
         TLOG_WARN("consumer paused: a dependency is unavailable",
                   "group=%s handler_reason=%s dependency=%s", c->group,
-                  tlog_quote(q, sizeof(q), why), probe_failed ? down.msg : "(handler's)");
+                  tlog_quote(q, sizeof(q), why),
+                  tlog_quote(d, sizeof(d), probe_failed ? down.msg : "(the handler's)"));
     pthread_mutex_lock(&bus->pause_mu);
     ts_strlcpy(bus->pause_why, what, sizeof(bus->pause_why));
     pthread_mutex_unlock(&bus->pause_mu);

@@ -16,7 +16,8 @@ import uuid
 import pytest
 import requests
 
-from conftest import wait_until
+import svc_signer
+from conftest import service_urls, wait_until
 from test_apps import BOOTSTRAP, PAGE, _open, _running, start_when_listening
 from test_sessions_api import admin, gw, image, image_registered, user  # noqa: F401
 
@@ -209,3 +210,23 @@ def test_app_routes_come_back_after_redis_flushall(stack, user, image_registered
                    message="the cookie refused after destroy")
     finally:
         user.delete(f"/session/{sname}")
+
+
+def test_route_restore_callers_and_bad_input(stack):
+    """POST /v1/routes/restore on tessera-wsproxy: only the registry may call
+    it (unsigned 401, another service 403), and a malformed body is a 400
+    problem that restores nothing."""
+    urls = service_urls(stack)
+    url = urls["wsproxy"] + "/v1/routes/restore"
+    r = requests.post(url, json={"routes": []}, timeout=10)
+    assert r.status_code == 401, r.text
+    r = svc_signer.call(urls["keys"], "gateway", "POST", url, json={"routes": []})
+    assert r.status_code == 403, r.text
+    assert r.headers["Content-Type"].startswith("application/problem+json")
+    for body in ({"routes": "x"}, {"routes": 5}, {}):
+        r = svc_signer.call(urls["keys"], "registry", "POST", url, json=body)
+        assert r.status_code == 400, (body, r.text)
+        assert r.headers["Content-Type"].startswith("application/problem+json")
+    r = svc_signer.call(urls["keys"], "registry", "POST", url, data=b"{not json",
+                        headers={"Content-Type": "application/json"})
+    assert r.status_code == 400, r.text
