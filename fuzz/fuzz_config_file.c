@@ -98,7 +98,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         cfg_print_effective(&schema, devnull);
         char *restart = NULL;
         if (!cfg_reload(&schema, conf_path, &restart, &err)) abort(); /* same file: must load */
-        if (restart) abort(); /* nothing changed */
+        if (restart) abort();                                         /* nothing changed */
     } else if (!err.msg[0]) {
         abort(); /* a failure says why */
     }

@@ -19,9 +19,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static const ProtobufCMessageDescriptor *const descs[] = {
-    &tessera__v1__api_access__descriptor,      &tessera__v1__session_enqueued__descriptor,
-    &tessera__v1__kernel_started__descriptor,  &tessera__v1__agent_heartbeat__descriptor,
-    &tessera__v1__kernel_usage__descriptor,    &tessera__v1__vfolder_created__descriptor,
+    &tessera__v1__api_access__descriptor,     &tessera__v1__session_enqueued__descriptor,
+    &tessera__v1__kernel_started__descriptor, &tessera__v1__agent_heartbeat__descriptor,
+    &tessera__v1__kernel_usage__descriptor,   &tessera__v1__vfolder_created__descriptor,
 };
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)

@@ -112,8 +112,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         headers[nh++] = h;
     }
 
-    http_req *req = http_req_new_local(method, target, (const char *const *)headers, p,
-                                       (size_t)(end - p));
+    http_req *req =
+        http_req_new_local(method, target, (const char *const *)headers, p, (size_t)(end - p));
     http_resp *resp = http_resp_new();
     http_router_dispatch(router, req, resp);
 

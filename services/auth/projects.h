@@ -10,10 +10,10 @@
  *   user          403
  *
  * Members are added and removed by {"user_ids": [...]} or {"emails": [...]}
- * (one of them, 1..1000 entries; emails match case-insensitively). Only users of the project's domain that
- * are not deleted may be added (domain admins: not superadmins either); any
- * other entry is a 400 that names it and adds nothing. Adding a member again
- * or removing a non-member changes nothing (idempotent). */
+ * (one of them, 1..1000 entries; emails match case-insensitively). Only users of the project's
+ * domain that are not deleted may be added (domain admins: not superadmins either); any other entry
+ * is a 400 that names it and adds nothing. Adding a member again or removing a non-member changes
+ * nothing (idempotent). */
 #ifndef AUTH_PROJECTS_H
 #define AUTH_PROJECTS_H
 

@@ -184,10 +184,10 @@ static int _open_tunnel(const char *url, int client)
         return -1;
     }
     freeaddrinfo(ai);
-    char *req = ts_asprintf("GET %s HTTP/1.1\r\nHost: %s%s%s:%s\r\nConnection: Upgrade\r\n"
-                            "Upgrade: tessera-tcp\r\nUser-Agent: tessera-cli\r\n\r\n",
-                            path, strchr(host, ':') ? "[" : "", host,
-                            strchr(host, ':') ? "]" : "", port);
+    char *req =
+        ts_asprintf("GET %s HTTP/1.1\r\nHost: %s%s%s:%s\r\nConnection: Upgrade\r\n"
+                    "Upgrade: tessera-tcp\r\nUser-Agent: tessera-cli\r\n\r\n",
+                    path, strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "", port);
     bool sent = _write_all(fd, req, strlen(req));
     free(req);
     char head[HEAD_MAX + 1];
@@ -209,10 +209,9 @@ static int _open_tunnel(const char *url, int client)
         else
             fprintf(stderr, "tessera app: wsproxy refused the tunnel: %.*s%s\n",
                     (int)strcspn(head, "\r\n"), head,
-                    status == 401 ? " (the token expired or the session ended)"
-                    : status == 502 || status == 504
-                        ? " (the app is not listening in the session)"
-                        : "");
+                    status == 401                    ? " (the token expired or the session ended)"
+                    : status == 502 || status == 504 ? " (the app is not listening in the session)"
+                                                     : "");
         close(fd);
         return -1;
     }

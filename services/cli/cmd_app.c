@@ -134,10 +134,8 @@ int cmd_app(cli *c, const cli_command *self, int argc, char **argv)
     int rc = client_need_keys(c);
     if (rc != CLI_OK) return rc;
 
-    app_req r = {.c = c,
-                 .session = argv[optind],
-                 .app = left == 2 ? argv[optind + 1] : NULL,
-                 .port = port};
+    app_req r = {
+        .c = c, .session = argv[optind], .app = left == 2 ? argv[optind + 1] : NULL, .port = port};
     if (bind_spec) return _bind(self, &r, bind_spec);
     json_t *answer = NULL;
     rc = _start_service(&r, &answer);

@@ -160,9 +160,9 @@ typedef struct sched_svc {
     rds *r;
     resv *v;
     sched_engine *e;
-    strmap *recs;   /* session id -> sched_rec */
-    strmap *agents; /* agent id -> sched_agent_info */
-    strmap *dirty;  /* resource group name -> (void *)1 */
+    strmap *recs;         /* session id -> sched_rec */
+    strmap *agents;       /* agent id -> sched_agent_info */
+    strmap *dirty;        /* resource group name -> (void *)1 */
     strmap *ext_accounts; /* "<resv scope>:<id>" -> (void *)1: others hold some (shared_limits.c) */
     sched_batch *batch;
     char **unpersist; /* pending records to delete after the bus acknowledged */
