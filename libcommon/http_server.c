@@ -528,6 +528,14 @@ static void build_req(req_ctx *rc, struct MHD_Connection *conn, const char *url,
     };
 }
 
+/* The log context of a handler: the request id and, when the gateway forwarded
+ * a caller, the caller's access key (log.h); cleared whole after the handler. */
+static void log_ctx_enter(const req_ctx *rc, const http_req *req)
+{
+    tlog_ctx_request(rc->request_id);
+    if (req) tlog_ctx_access_key(http_header(req, "X-Tessera-Caller-Access-Key"));
+}
+
 /* The request is answered: counters and on_complete. */
 static void mark_answered(http_server *s, req_ctx *rc, const http_req *req, int status)
 {
@@ -535,9 +543,9 @@ static void mark_answered(http_server *s, req_ctx *rc, const http_req *req, int 
     int64_t dur = ts_now_mono_us() - rc->t0_us;
     account(s, status, dur);
     if (s->on_complete) {
-        tlog_ctx_request(rc->request_id);
+        log_ctx_enter(rc, req);
         s->on_complete(req, status, dur, s->on_complete_ctx);
-        tlog_ctx_request(NULL);
+        tlog_ctx_clear();
     }
 }
 
@@ -637,7 +645,7 @@ static enum MHD_Result handle(http_server *s, req_ctx *rc, struct MHD_Connection
     build_req(rc, conn, url, method, &req, &path, &query);
     http_resp *resp = http_resp_new();
 
-    tlog_ctx_request(rc->request_id);
+    log_ctx_enter(rc, &req);
     if (!s->guard || s->guard(&req, resp, s->guard_ctx))
         http_router_dispatch(s->router, &req, resp);
     if (http_resp_status(resp) == 0) {
@@ -646,7 +654,7 @@ static enum MHD_Result handle(http_server *s, req_ctx *rc, struct MHD_Connection
     }
     TLOG_DEBUG("http request", "method=%s status=%d dur_us=%lld", method, http_resp_status(resp),
                (long long)(ts_now_mono_us() - rc->t0_us));
-    tlog_ctx_request(NULL);
+    tlog_ctx_clear();
 
     enum MHD_Result ret = send_resp(s, rc, conn, &req, resp);
     http_resp_free(resp);
@@ -725,12 +733,12 @@ static enum MHD_Result stream_begin(http_server *s, req_ctx *rc, struct MHD_Conn
 {
     http_resp *resp = http_resp_new();
     stream_params(rc);
-    tlog_ctx_request(rc->request_id);
+    log_ctx_enter(rc, &rc->sreq);
     if (!s->guard || s->guard(&rc->sreq, resp, s->guard_ctx))
         rc->sstate = rc->sr->h.begin(&rc->sreq, resp, rc->sr->ctx);
     else
         rc->sdone = true; /* refused before begin: no done() either */
-    tlog_ctx_request(NULL);
+    tlog_ctx_clear();
     enum MHD_Result ret = MHD_YES;
     if (http_resp_status(resp) != 0) ret = stream_answer(s, rc, conn, resp, "begin");
     http_resp_free(resp);
@@ -760,7 +768,7 @@ static enum MHD_Result stream_step(http_server *s, req_ctx *rc, struct MHD_Conne
     }
     http_resp *resp = http_resp_new();
     stream_params(rc);
-    tlog_ctx_request(rc->request_id);
+    log_ctx_enter(rc, &rc->sreq);
     if (*size) {
         size_t n = *size;
         *size = 0;
@@ -772,7 +780,7 @@ static enum MHD_Result stream_step(http_server *s, req_ctx *rc, struct MHD_Conne
         rc->sr->h.end(&rc->sreq, resp, rc->sstate);
         ret = stream_answer(s, rc, conn, resp, "end");
     }
-    tlog_ctx_request(NULL);
+    tlog_ctx_clear();
     http_resp_free(resp);
     return ret;
 }

@@ -17,6 +17,10 @@ struct tlog_ctx {
     char session[64];
     char kernel[64];
     char agent[64];
+    char user[64];
+    char access_key[32];
+    char entity_key[16];
+    char entity[128];
 };
 static __thread struct tlog_ctx t_ctx;
 
@@ -70,6 +74,22 @@ void tlog_ctx_kernel(const char *v)
 void tlog_ctx_agent(const char *v)
 {
     set_field(t_ctx.agent, sizeof(t_ctx.agent), v);
+}
+void tlog_ctx_user(const char *v)
+{
+    set_field(t_ctx.user, sizeof(t_ctx.user), v);
+}
+void tlog_ctx_access_key(const char *v)
+{
+    set_field(t_ctx.access_key, sizeof(t_ctx.access_key), v);
+}
+void tlog_ctx_entity(const char *key, const char *v)
+{
+    bool ok = key && key[0] && v && v[0];
+    for (const char *p = key; ok && *p; p++)
+        ok = (*p >= 'a' && *p <= 'z') || *p == '_';
+    set_field(t_ctx.entity_key, sizeof(t_ctx.entity_key), ok ? key : NULL);
+    set_field(t_ctx.entity, sizeof(t_ctx.entity), ok ? v : NULL);
 }
 void tlog_ctx_clear(void)
 {
@@ -142,6 +162,12 @@ void tlog_write(int level, const char *msg, const char *kvfmt, ...)
     if (t_ctx.session[0]) o = append(line, o, cap, " session=%s", t_ctx.session);
     if (t_ctx.kernel[0]) o = append(line, o, cap, " kernel=%s", t_ctx.kernel);
     if (t_ctx.agent[0]) o = append(line, o, cap, " agent=%s", t_ctx.agent);
+    if (t_ctx.entity[0])
+        o = append(line, o, cap, " %s=%s", t_ctx.entity_key,
+                   tlog_quote(q, sizeof(q), t_ctx.entity));
+    if (t_ctx.user[0]) o = append(line, o, cap, " user=%s", tlog_quote(q, sizeof(q), t_ctx.user));
+    if (t_ctx.access_key[0])
+        o = append(line, o, cap, " access_key=%s", tlog_quote(q, sizeof(q), t_ctx.access_key));
     for (size_t i = 0; i < o; i++)
         if (line[i] == '\n' || line[i] == '\r') line[i] = ' ';
     line[o++] = '\n';

@@ -31,11 +31,21 @@ void tlog_write(int level, const char *msg, const char *kvfmt, ...) TS_PRINTF(3,
 #define TLOG_WARN(msg, ...) TLOG(TLOG_LEVEL_WARN, msg, __VA_ARGS__)
 #define TLOG_ERROR(msg, ...) TLOG(TLOG_LEVEL_ERROR, msg, __VA_ARGS__)
 
-/* Per-thread context fields; NULL or "" clears one. */
+/* Per-thread context fields, appended to every line while set; NULL or ""
+ * clears one. The HTTP server sets the request id (and the caller's access key
+ * when the gateway forwarded one) and clears the whole context after each
+ * handler; a bus consumer sets the correlation id and clears it after each
+ * record. A handler or consumer names the entity it works on at its entry:
+ * tlog_ctx_session/kernel/agent for those, tlog_ctx_entity("folder", id),
+ * ("domain", name), ("route", id) ... for any other (one at a time; key is
+ * lower case letters and '_'). User and entity values are quoted. */
 void tlog_ctx_request(const char *request_id);
 void tlog_ctx_session(const char *session_id);
 void tlog_ctx_kernel(const char *kernel_id);
 void tlog_ctx_agent(const char *agent_id);
+void tlog_ctx_user(const char *user);
+void tlog_ctx_access_key(const char *access_key);
+void tlog_ctx_entity(const char *key, const char *value);
 void tlog_ctx_clear(void);
 
 /* Quote a value for logfmt into buf ("a b" -> "\"a b\""); returns buf. */

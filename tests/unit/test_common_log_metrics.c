@@ -144,6 +144,9 @@ static void log_with_context(void)
     tlog_min_level = TLOG_LEVEL_INFO;
     tlog_ctx_request("req-1");
     tlog_ctx_session("sess-9");
+    tlog_ctx_entity("folder", "my data");
+    tlog_ctx_user("u-1");
+    tlog_ctx_access_key("AKTEST");
     TLOG_INFO("created \"it\"\nnow", "kind=%s n=%d", "batch", 3);
     TLOG_DEBUG("hidden", "x=%d", 1);
     tlog_ctx_clear();
@@ -161,10 +164,37 @@ static void test_log_logfmt_line(void **state)
     assert_non_null(strstr(out, "level=info service=gateway instance=node-1"));
     assert_non_null(strstr(out, "msg=\"created \\\"it\\\"\\nnow\" kind=batch n=3"));
     assert_non_null(strstr(out, "request_id=req-1 session=sess-9"));
+    assert_non_null(strstr(out, "folder=\"my data\" user=\"u-1\" access_key=\"AKTEST\""));
     assert_int_equal(strncmp(out, "ts=", 3), 0);
     assert_null(strstr(second, "hidden"));
     assert_non_null(strstr(second, "level=warn"));
     assert_null(strstr(second, "request_id")); /* context cleared */
+    assert_null(strstr(second, "folder="));
+    assert_null(strstr(second, "access_key="));
+    free(out);
+}
+
+static void log_bad_entity_key(void)
+{
+    tlog_init("vfolder", NULL);
+    tlog_min_level = TLOG_LEVEL_INFO;
+    tlog_ctx_entity("bad key=x", "v");
+    TLOG_INFO("one", "");
+    tlog_ctx_entity("folder", "f1");
+    tlog_ctx_entity("domain", NULL); /* clears the entity */
+    TLOG_INFO("two", "");
+    tlog_ctx_clear();
+}
+
+/* An entity key that is not lower case letters is not printed: it could forge
+ * another field of the line. */
+static void test_log_entity_key_checked(void **state)
+{
+    (void)state;
+    char *out = capture_log(log_bad_entity_key);
+    assert_null(strstr(out, "bad key"));
+    assert_null(strstr(out, "f1"));
+    assert_null(strstr(out, "domain="));
     free(out);
 }
 
@@ -231,6 +261,7 @@ int main(void)
         cmocka_unit_test(test_uuid4_differs_across_fork),
         cmocka_unit_test(test_uuid7_shape_and_order),
         cmocka_unit_test(test_log_logfmt_line),
+        cmocka_unit_test(test_log_entity_key_checked),
         cmocka_unit_test(test_log_levels),
         cmocka_unit_test(test_log_quote),
         cmocka_unit_test(test_metrics_render),
