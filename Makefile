@@ -66,18 +66,25 @@ $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c | $(PROTO_H)
 	$(Q)$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -Wno-missing-prototypes -c $< -o $@
 
 # ---- services -----------------------------------------------------------------
-# services/<name>/*.c -> $(BUILD)/bin/tessera-<name>; services/cli -> tessera.
+# services/<name>/*.c -> $(BUILD)/bin/tessera-<name>; services/cli -> tessera;
+# the development tools tools/devbus and tools/simagent -> tessera-devbus and
+# tessera-simagent (daemons on libcommon's runtime like the services).
 # A service with migrations/*.sql gets them embedded (tools/embed-migrations.sh).
-SERVICES := gateway auth registry scheduler agent vfolder wsproxy devbus simagent
+# The agent's helper programs (tessera-sup, the CNI plugins tessera-bridge and
+# tessera-portmap) and the CUDA shim have rules of their own below.
+DAEMONS  := gateway auth registry scheduler agent vfolder wsproxy
+DEVTOOLS := devbus simagent
+SERVICES := $(DAEMONS) $(DEVTOOLS)
 SERVICE_BINS := $(addprefix $(BUILD)/bin/tessera-,$(SERVICES))
 CLI_BIN := $(BUILD)/bin/tessera
 
+# $(1): name, $(2): binary, $(3): source folder
 define service_rules
-$(1)_SRC := $$(filter-out %_test.c,$$(wildcard services/$(1)/*.c))
-$(1)_SQL := $$(sort $$(wildcard services/$(1)/migrations/*.sql))
+$(1)_SRC := $$(wildcard $(3)/*.c)
+$(1)_SQL := $$(sort $$(wildcard $(3)/migrations/*.sql))
 $(1)_OBJ := $$(patsubst %.c,$$(BUILD)/obj/%.o,$$($(1)_SRC)) \
-            $$(if $$($(1)_SQL),$$(BUILD)/obj/gen/services/$(1)/migrations.o)
-$$(BUILD)/gen/services/$(1)/migrations.c: $$($(1)_SQL) tools/embed-migrations.sh
+            $$(if $$($(1)_SQL),$$(BUILD)/obj/gen/$(3)/migrations.o)
+$$(BUILD)/gen/$(3)/migrations.c: $$($(1)_SQL) tools/embed-migrations.sh
 	@mkdir -p $$(dir $$@)
 	$(Q)sh tools/embed-migrations.sh $(1) $$($(1)_SQL) > $$@
 $(2): $$($(1)_OBJ) $$(COMMON_LIB)
@@ -85,8 +92,9 @@ $(2): $$($(1)_OBJ) $$(COMMON_LIB)
 	@echo "  LD      $$@"
 	$(Q)$$(CC) $$(LDFLAGS) -o $$@ $$($(1)_OBJ) $$(COMMON_LIB) $$(LDLIBS) $$($(1)_LIBS)
 endef
-$(foreach s,$(SERVICES),$(eval $(call service_rules,$(s),$(BUILD)/bin/tessera-$(s))))
-$(eval $(call service_rules,cli,$(CLI_BIN)))
+$(foreach s,$(DAEMONS),$(eval $(call service_rules,$(s),$(BUILD)/bin/tessera-$(s),services/$(s))))
+$(foreach s,$(DEVTOOLS),$(eval $(call service_rules,$(s),$(BUILD)/bin/tessera-$(s),tools/$(s))))
+$(eval $(call service_rules,cli,$(CLI_BIN),services/cli))
 
 # ---- example configs, generated from each service's config table -------------
 EXAMPLE_CONFS := $(patsubst %,$(BUILD)/etc/tessera/%.conf,$(SERVICES))
@@ -94,15 +102,14 @@ $(BUILD)/etc/tessera/%.conf: $(BUILD)/bin/tessera-%
 	@mkdir -p $(dir $@)
 	$(Q)$< --print-config-example > $@
 
-# ---- CUDA shim (libtessera-cuda.so, issue 6) ------------------------------------
-# services/agent/cuda-shim/*.c -> $(BUILD)/lib/libtessera-cuda.so: self-contained
+# ---- CUDA shim (libtessera-cuda.so) ----------------------------------------------
+# services/cuda-shim/*.c -> $(BUILD)/lib/libtessera-cuda.so: self-contained
 # (no libcommon, no sanitizers: it is preloaded into arbitrary processes), hidden
-# visibility except the hooks in exports.map. Its files sit below services/agent/,
-# so the agent's wildcard does not pick them up. `make test-shim` builds a fake
+# visibility except the hooks in exports.map. `make test-shim` builds a fake
 # libcuda.so.1 / libnvidia-ml.so.1 (tests/shim/) and runs programs under the shim;
 # `make bench-shim` compares hooked and direct calls (callgrind + wall clock).
 CUDA_HOME   ?= /usr/local/cuda
-SHIM_DIR    := services/agent/cuda-shim
+SHIM_DIR    := services/cuda-shim
 SHIM_SRC    := $(wildcard $(SHIM_DIR)/*.c)
 SHIM_OBJ    := $(patsubst %.c,$(BUILD)/shim/obj/%.o,$(SHIM_SRC))
 SHIM_LIB    := $(BUILD)/lib/libtessera-cuda.so
@@ -165,9 +172,12 @@ bench-shim: $(SHIM_LIB) $(SHIM_FAKES) $(SHIM_TDIR)/bench
 # ---- end CUDA shim ---------------------------------------------------------------
 
 # ---- unit tests (cmocka) ------------------------------------------------------
-UNIT_SRC  := $(wildcard tests/unit/test_*.c)
+# tests/unit/<part>/test_*.c -> $(BUILD)/tests/<part>/test_*: <part> is
+# libcommon, or a folder of services/ whose modules (every .c but main.c) the
+# test links too, with that part's extra libraries (<part>_LIBS).
+UNIT_SRC  := $(wildcard tests/unit/*/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
-$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(COMMON_LIB)
+$(BUILD)/tests/libcommon/%: $(BUILD)/obj/tests/unit/libcommon/%.o $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(COMMON_LIB) $(LDLIBS) -lcmocka
@@ -290,7 +300,8 @@ $(BUILD)/fuzz/obj/libcommon/%.o: libcommon/%.c | $(PROTO_H)
 	$(Q)$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
 # the agent's CNI plugins' configuration parsers (fuzz_cni_conf)
-FUZZ_CNI_OBJ  := $(patsubst %,$(BUILD)/fuzz/obj/services/agent/%.o,cni-common/cnip cni-portmap/pm_conf cni-bridge/br_conf)
+FUZZ_CNI_OBJ  := $(patsubst %,$(BUILD)/fuzz/obj/services/%.o,cni-portmap/pm_conf cni-bridge/br_conf) \
+                 $(BUILD)/fuzz/obj/libcommon/cnip.o
 $(BUILD)/fuzz/obj/services/%.o: services/%.c | $(PROTO_H)
 	@mkdir -p $(dir $@)
 	@echo "  FUZZCC  $<"
@@ -334,27 +345,18 @@ bench-gateway: deps
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 
-# ---- scheduler unit tests -----------------------------------------------------
-# tests/unit/test_sched_*.c link services/scheduler's modules too (every .c but
-# main.c); this rule's shorter stem wins over the generic $(BUILD)/tests/% one.
-SCHED_LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out services/scheduler/main.c,$(wildcard services/scheduler/*.c)))
-$(BUILD)/tests/test_sched_%: $(BUILD)/obj/tests/unit/test_sched_%.o $(SCHED_LIB_OBJ) $(COMMON_LIB)
-	@mkdir -p $(dir $@)
-	@echo "  LD      $@"
-	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(SCHED_LIB_OBJ) $(COMMON_LIB) $(LDLIBS) -lcmocka
-
 # ---- service unit tests --------------------------------------------------------
-# tests/unit/test_<svc>_*.c link services/<svc>'s modules too (every .c but
-# main.c) and the service's extra libraries (<svc>_LIBS).
 agent_LIBS := -larchive
 define service_test_rules
-$(1)_MOD_OBJ := $$(patsubst %.c,$$(BUILD)/obj/%.o,$$(filter-out services/$(1)/main.c,$$(wildcard services/$(1)/*.c)))
-$$(BUILD)/tests/test_$(1)_%: $$(BUILD)/obj/tests/unit/test_$(1)_%.o $$($(1)_MOD_OBJ) $$(COMMON_LIB)
+$(1)_MOD_OBJ := $$(patsubst %.c,$$(BUILD)/obj/%.o,$$(filter-out %/main.c,$$(wildcard services/$(1)/*.c)))
+$$(BUILD)/tests/$(1)/%: $$(BUILD)/obj/tests/unit/$(1)/%.o $$($(1)_MOD_OBJ) $$(COMMON_LIB)
 	@mkdir -p $$(dir $$@)
 	@echo "  LD      $$@"
 	$$(Q)$$(CC) $$(LDFLAGS) -o $$@ $$< $$($(1)_MOD_OBJ) $$(COMMON_LIB) $$(LDLIBS) $$($(1)_LIBS) -lcmocka
 endef
-$(foreach s,agent registry vfolder wsproxy gateway auth,$(eval $(call service_test_rules,$(s))))
+$(foreach s,agent registry scheduler vfolder wsproxy gateway auth cni-portmap cni-bridge,\
+  $(eval $(call service_test_rules,$(s))))
+SCHED_LIB_OBJ := $(scheduler_MOD_OBJ)
 
 # ---- bench-scheduler-core -----------------------------------------------------
 # `make bench-scheduler-core`: the scheduler's engine alone and with Redis
@@ -485,28 +487,22 @@ bench-session: $(SERVICE_BINS)
 # ---- end bench-session ---------------------------------------------------------
 
 # ---- tessera-portmap -------------------------------------------------------------
-# services/agent/cni-portmap/*.c -> $(BUILD)/bin/tessera-portmap: the agent's CNI
+# services/cni-portmap/*.c -> $(BUILD)/bin/tessera-portmap: the agent's CNI
 # plugin that publishes service ports (docs/agent.md, "Networking"), installed
 # next to tessera-agent, where agent.cni_portmap's default finds it. It links
-# the agent's exec.c, libcommon's common.o (from the archive) and jansson only:
-# it is exec'd on every kernel start and destroy, and every shared library
-# adds to its start-up. tests/unit/test_portmap_*.c link its modules.
+# libcommon's archive (only the objects it uses: common, proc, cnip) and
+# jansson only: it is exec'd on every kernel start and destroy, and every
+# shared library adds to its start-up. tests/unit/cni-portmap/ link its modules.
 PORTMAP_BIN     := $(BUILD)/bin/tessera-portmap
-CNIP_OBJ        := $(BUILD)/obj/services/agent/cni-common/cnip.o
-PORTMAP_MOD_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out %/main.c,$(wildcard services/agent/cni-portmap/*.c))) \
-                   $(BUILD)/obj/services/agent/exec.o $(CNIP_OBJ)
+PORTMAP_MOD_OBJ := $(cni-portmap_MOD_OBJ)
 PORTMAP_LIBS     = $(shell pkg-config --libs jansson 2>/dev/null)
-$(PORTMAP_BIN): $(BUILD)/obj/services/agent/cni-portmap/main.o $(PORTMAP_MOD_OBJ) $(COMMON_LIB)
+$(PORTMAP_BIN): $(BUILD)/obj/services/cni-portmap/main.o $(PORTMAP_MOD_OBJ) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(LDFLAGS) -o $@ $(BUILD)/obj/services/agent/cni-portmap/main.o $(PORTMAP_MOD_OBJ) \
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(BUILD)/obj/services/cni-portmap/main.o $(PORTMAP_MOD_OBJ) \
 	  $(COMMON_LIB) $(PORTMAP_LIBS)
-$(BUILD)/tests/test_portmap_%: $(BUILD)/obj/tests/unit/test_portmap_%.o $(PORTMAP_MOD_OBJ) $(COMMON_LIB)
-	@mkdir -p $(dir $@)
-	@echo "  LD      $@"
-	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(PORTMAP_MOD_OBJ) $(COMMON_LIB) $(LDLIBS) -lcmocka
 # the runtime's tests publish ports through it
-$(BUILD)/tests/test_agent_runtime: | $(PORTMAP_BIN)
+$(BUILD)/tests/agent/test_runtime: | $(PORTMAP_BIN)
 all: $(PORTMAP_BIN)
 # `make bench-portmap`: CNI ADD/DEL wall time of tessera-portmap beside Debian's
 # portmap on the same input, in the same run (bench/portmap/bench.py; needs root).
@@ -516,24 +512,19 @@ bench-portmap: $(PORTMAP_BIN)
 # ---- end tessera-portmap ---------------------------------------------------------
 
 # ---- tessera-bridge ----------------------------------------------------------------
-# services/agent/cni-bridge/*.c -> $(BUILD)/bin/tessera-bridge: the agent's CNI
+# services/cni-bridge/*.c -> $(BUILD)/bin/tessera-bridge: the agent's CNI
 # plugin that puts a kernel on the network's bridge (docs/agent.md,
 # "Networking"), installed next to tessera-agent, where agent.cni_bridge's
 # default finds it. Like tessera-portmap it links libcommon's archive and
-# jansson only. tests/unit/test_bridge_*.c link its modules.
+# jansson only. tests/unit/cni-bridge/ link its modules.
 BRIDGE_BIN     := $(BUILD)/bin/tessera-bridge
-BRIDGE_MOD_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out %/main.c,$(wildcard services/agent/cni-bridge/*.c))) \
-                  $(CNIP_OBJ)
-$(BRIDGE_BIN): $(BUILD)/obj/services/agent/cni-bridge/main.o $(BRIDGE_MOD_OBJ) $(COMMON_LIB)
+BRIDGE_MOD_OBJ := $(cni-bridge_MOD_OBJ)
+$(BRIDGE_BIN): $(BUILD)/obj/services/cni-bridge/main.o $(BRIDGE_MOD_OBJ) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(LDFLAGS) -o $@ $(BUILD)/obj/services/agent/cni-bridge/main.o $(BRIDGE_MOD_OBJ) \
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(BUILD)/obj/services/cni-bridge/main.o $(BRIDGE_MOD_OBJ) \
 	  $(COMMON_LIB) $(PORTMAP_LIBS)
-$(BUILD)/tests/test_bridge_%: $(BUILD)/obj/tests/unit/test_bridge_%.o $(BRIDGE_MOD_OBJ) $(COMMON_LIB)
-	@mkdir -p $(dir $@)
-	@echo "  LD      $@"
-	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(BRIDGE_MOD_OBJ) $(COMMON_LIB) $(LDLIBS) -lcmocka
-$(BUILD)/tests/test_agent_runtime: | $(BRIDGE_BIN)
+$(BUILD)/tests/agent/test_runtime: | $(BRIDGE_BIN)
 all: $(BRIDGE_BIN)
 # ---- end tessera-bridge ------------------------------------------------------------
 
@@ -548,7 +539,7 @@ $(SUP_BIN): $(BUILD)/obj/services/agent/sup/main.o $(SUP_MOD_OBJ) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS) -o $@ $(BUILD)/obj/services/agent/sup/main.o $(SUP_MOD_OBJ) $(COMMON_LIB)
-$(BUILD)/tests/test_agent_runtime: | $(SUP_BIN)
+$(BUILD)/tests/agent/test_runtime: | $(SUP_BIN)
 $(BUILD)/bin/tessera-agent: | $(SUP_BIN)
 all: $(SUP_BIN)
 # ---- end tessera-sup ---------------------------------------------------------------
@@ -565,7 +556,7 @@ $(TERM_BIN): $(TERM_SRC) services/wsproxy/wsframe.h libcommon/http1.h
 	$(Q)$(CC) -std=gnu11 -g -O2 -static -D_GNU_SOURCE -I. $(WARN) -o $@ $(TERM_SRC)
 all: $(TERM_BIN)
 # the privileges test runs real kernels with the agent's helper programs
-$(BUILD)/tests/test_agent_privileges: | $(PORTMAP_BIN) $(BRIDGE_BIN) $(SUP_BIN) $(TERM_BIN)
+$(BUILD)/tests/agent/test_privileges: | $(PORTMAP_BIN) $(BRIDGE_BIN) $(SUP_BIN) $(TERM_BIN)
 
 # `make bench-wsproxy`: wrk through tessera-wsproxy and through nginx as a reverse
 # proxy to the same nginx static backend, in the same run; WebSocket echo

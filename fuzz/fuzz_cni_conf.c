@@ -1,11 +1,11 @@
 /* fuzz_cni_conf.c: arbitrary bytes as the network configuration the agent's
- * CNI plugins read on stdin (services/agent/cni-portmap/pm_conf.c,
- * services/agent/cni-bridge/br_conf.c, services/agent/cni-common/cnip.c).
+ * CNI plugins read on stdin (services/cni-portmap/pm_conf.c,
+ * services/cni-bridge/br_conf.c, libcommon/cnip.c).
  * The first byte picks the command (ADD, DEL, CHECK), the rest is the
  * configuration, parsed by both plugins; what parses is freed: crashes,
  * leaks and undefined behaviour are findings. */
-#include "services/agent/cni-bridge/br_conf.h"
-#include "services/agent/cni-portmap/pm_conf.h"
+#include "services/cni-bridge/br_conf.h"
+#include "services/cni-portmap/pm_conf.h"
 
 #include <stdint.h>
 #include <stdlib.h>

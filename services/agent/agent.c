@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "libcommon/log.h"
-#include "services/agent/exec.h"
+#include "libcommon/proc.h"
 #include "services/agent/heartbeat.h"
 #include "services/agent/http_api.h"
 #include "services/agent/registry_client.h"

@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "libcommon/log.h"
-#include "services/agent/exec.h"
+#include "libcommon/proc.h"
 #include "services/agent/netfilter.h"
 
 #define NETNS_DIR "/run/netns"

@@ -13,6 +13,7 @@
 #define AGENT_CONTAINER_H
 
 #include "image.h"
+#include "libcommon/proc.h"
 #include "userns.h"
 
 typedef struct runtime runtime;
@@ -101,20 +102,9 @@ bool runtime_destroy(runtime *rt, const char *kernel_id, int grace_ms, ts_err *e
 
 /* Run argv inside the kernel (runc exec), capturing stdout/stderr separately,
  * each capped at cap_bytes, killed after timeout_ms. */
-typedef struct exec_result {
-    int exit_code; /* -1 when killed by the timeout */
-    bool timed_out;
-    char *out; /* heap, NUL-terminated */
-    size_t out_len;
-    bool out_truncated;
-    char *err;
-    size_t err_len;
-    bool err_truncated;
-} exec_result;
 bool runtime_exec(runtime *rt, const char *kernel_id, const char *const *argv,
                   const char *const *env, int timeout_ms, size_t cap_bytes, exec_result *out,
                   ts_err *err) TS_MUST_CHECK;
-void exec_result_free(exec_result *r);
 
 /* Up to max bytes of the kernel's log (the tail when longer). */
 char *runtime_logs(runtime *rt, const char *kernel_id, size_t max, size_t *len, ts_err *err);

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "services/agent/exec.h"
+#include "libcommon/proc.h"
 
 #define IPT_TIMEOUT_MS 30000
 #define IPT_SAVE_CAP (64u << 20)

@@ -37,7 +37,7 @@
 #include "services/agent/bundle.h"
 #include "services/agent/cgroups.h"
 #include "services/agent/cni.h"
-#include "services/agent/exec.h"
+#include "libcommon/proc.h"
 #include "services/agent/logs.h"
 #include "services/agent/overlay.h"
 #include "services/agent/ports.h"

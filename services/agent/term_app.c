@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "services/agent/exec.h"
+#include "libcommon/proc.h"
 
 char *term_app_locate(const char *configured, ts_err *err)
 {

@@ -1,4 +1,4 @@
-"""tessera-bridge, the agent's CNI bridge plugin (services/agent/cni-bridge/), run
+"""tessera-bridge, the agent's CNI bridge plugin (services/cni-bridge/), run
 directly as a CNI runtime would, in network namespaces and on a bridge of the
 test's own (private subnet, its own lease directory).
 

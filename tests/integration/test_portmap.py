@@ -1,4 +1,4 @@
-"""tessera-portmap, the agent's CNI port plugin (services/agent/cni-portmap/), run
+"""tessera-portmap, the agent's CNI port plugin (services/cni-portmap/), run
 directly as a CNI runtime would, against the real nat table (iptables-nft here).
 
 Each test gets network namespaces of its own on a bridge the test makes with

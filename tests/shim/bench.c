@@ -3,7 +3,7 @@
  *   bench wall N                  median wall-clock ns per call of each loop
  * Kernels have duration 0 in the fake, so the limiter charges nothing and the
  * figures are the shim's own overhead. */
-#include "services/agent/cuda-shim/hooks.h"
+#include "services/cuda-shim/hooks.h"
 
 #include <stdio.h>
 #include <stdlib.h>

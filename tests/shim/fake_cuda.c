@@ -14,7 +14,7 @@
  *   fakecu_raw_alloc(bytes)    a device pointer the shim never saw
  *   fakecu_my_busy_ns()        simulated GPU ns this process has queued
  *   fakecu_state()             the shared fake_state */
-#include "services/agent/cuda-shim/hooks.h"
+#include "services/cuda-shim/hooks.h"
 #include "tests/shim/fake_state.h"
 
 #include <dlfcn.h>

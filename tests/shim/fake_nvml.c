@@ -5,7 +5,7 @@
  * the shim must map by UUID, not by index. A device's UUID is what fake
  * cuDeviceGetUuid_v2 says for its CUDA ordinal; its PCI bus id is
  * "00000000:<ordinal in hex>:00.0" and its serial "fake-<ordinal>". */
-#include "services/agent/cuda-shim/hooks.h"
+#include "services/cuda-shim/hooks.h"
 #include "tests/shim/fake_state.h"
 
 #include <stdio.h>

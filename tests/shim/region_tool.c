@@ -1,7 +1,7 @@
 /* region_tool.c: print a container's accounting region (tests, debugging).
  *   region_tool <dir>          used/peak per device, live slots
  *   region_tool <dir> used0    just the usage of device 0 (after reaping) */
-#include "services/agent/cuda-shim/region.h"
+#include "services/cuda-shim/region.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* scenarios.c: programs run under the shim against the fake driver.
  * `scenarios <name>` runs one scenario; exit 0 = pass. tests/shim/run.sh sets the
  * environment (LD_PRELOAD, LD_LIBRARY_PATH, TESSERA_CUDA_*, FAKECU_*) per scenario. */
-#include "services/agent/cuda-shim/hooks.h"
+#include "services/cuda-shim/hooks.h"
 #include "tests/shim/fake_state.h"
 
 #include <dlfcn.h>

@@ -1,7 +1,7 @@
 /* unit.c: plain C unit tests of the shim's pure parts (config parsing, the
  * allocation map, the region's reserve/release arithmetic). */
-#include "services/agent/cuda-shim/allocmap.h"
-#include "services/agent/cuda-shim/region.h"
+#include "services/cuda-shim/allocmap.h"
+#include "services/cuda-shim/region.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,0 +1,457 @@
+/* pm_rules.c: tessera-portmap's iptables rules as text (pm_rules.h). */
+#include "services/cni-portmap/pm_rules.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- iptables-save output ------------------------------------------------------- */
+
+/* Split a saved rule into words: "..." quoted with \" and \\ escapes, as
+ * iptables-save writes comments. false on an unterminated quote. */
+static bool _split(const char *line, pm_rule *r)
+{
+    size_t len = strlen(line);
+    char *buf = ts_malloc(len + 1); /* the words, back to back */
+    char *w = buf;
+    int cap = 16;
+    r->tok = ts_malloc(sizeof(char *) * (size_t)cap);
+    r->n_tok = 0;
+    const char *p = line;
+    for (;;) {
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (!*p) break;
+        if (r->n_tok + 1 >= cap) {
+            cap *= 2;
+            r->tok = ts_realloc(r->tok, sizeof(char *) * (size_t)cap);
+        }
+        r->tok[r->n_tok++] = w;
+        if (*p == '"') {
+            p++;
+            while (*p && *p != '"') {
+                if (*p == '\\' && p[1]) p++;
+                *w++ = *p++;
+            }
+            if (*p != '"') {
+                free(buf);
+                free(r->tok);
+                r->tok = NULL;
+                return false;
+            }
+            p++;
+        } else {
+            while (*p && *p != ' ' && *p != '\t')
+                *w++ = *p++;
+        }
+        *w++ = '\0';
+    }
+    if (r->n_tok == 0) free(buf); /* tok[0] owns buf otherwise */
+    return true;
+}
+
+bool pm_table_parse(const char *save, pm_table *t, ts_err *err)
+{
+    memset(t, 0, sizeof(*t));
+    bool in_nat = false;
+    int lineno = 0, cap_c = 0, cap_r = 0;
+    const char *p = save;
+    while (p && *p) {
+        const char *nl = strchr(p, '\n');
+        size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        char *line = ts_strndup(p, n);
+        p = nl ? nl + 1 : p + n;
+        lineno++;
+        if (line[0] == '*') {
+            in_nat = strcmp(line, "*nat") == 0;
+        } else if (in_nat && strcmp(line, "COMMIT") == 0) {
+            in_nat = false;
+        } else if (in_nat && line[0] == ':') {
+            size_t k = strcspn(line + 1, " ");
+            if (t->n_chains == cap_c) {
+                cap_c = cap_c ? cap_c * 2 : 16;
+                t->chains = ts_realloc(t->chains, sizeof(char *) * (size_t)cap_c);
+            }
+            t->chains[t->n_chains++] = ts_strndup(line + 1, k);
+        } else if (in_nat && strncmp(line, "-A ", 3) == 0) {
+            pm_rule r = {.line = line};
+            if (!_split(line, &r) || r.n_tok < 2) {
+                ts_err_set(err, "iptables-save line %d: cannot read: %.200s", lineno, line);
+                if (r.tok && r.n_tok) free(r.tok[0]);
+                free(r.tok);
+                free(line);
+                pm_table_free(t);
+                return false;
+            }
+            if (t->n_rules == cap_r) {
+                cap_r = cap_r ? cap_r * 2 : 64;
+                t->rules = ts_realloc(t->rules, sizeof(pm_rule) * (size_t)cap_r);
+            }
+            t->rules[t->n_rules++] = r;
+            continue; /* the rule keeps line */
+        }
+        free(line);
+    }
+    return true;
+}
+
+void pm_table_free(pm_table *t)
+{
+    for (int i = 0; i < t->n_chains; i++)
+        free(t->chains[i]);
+    for (int i = 0; i < t->n_rules; i++) {
+        free(t->rules[i].line);
+        if (t->rules[i].n_tok) free(t->rules[i].tok[0]);
+        free(t->rules[i].tok);
+    }
+    free(t->chains);
+    free(t->rules);
+    memset(t, 0, sizeof(*t));
+}
+
+bool pm_table_has_chain(const pm_table *t, const char *chain)
+{
+    for (int i = 0; i < t->n_chains; i++)
+        if (strcmp(t->chains[i], chain) == 0) return true;
+    return false;
+}
+
+const char *pm_rule_opt(const pm_rule *r, const char *opt)
+{
+    for (int i = 2; i + 1 < r->n_tok; i++)
+        if (strcmp(r->tok[i], opt) == 0) return r->tok[i + 1];
+    return NULL;
+}
+
+static const char *_chain(const pm_rule *r)
+{
+    return r->tok[1];
+}
+
+/* Some rule of chain jumps to target (and has opt = val, when opt is given). */
+static bool _has_rule(const pm_table *t, const char *chain, const char *target, const char *opt,
+                      const char *val)
+{
+    for (int i = 0; i < t->n_rules; i++) {
+        const pm_rule *r = &t->rules[i];
+        if (strcmp(_chain(r), chain) != 0) continue;
+        const char *j = pm_rule_opt(r, "-j");
+        if (!j || strcmp(j, target) != 0) continue;
+        const char *v = opt ? pm_rule_opt(r, opt) : NULL;
+        if (!opt || (v && strcmp(v, val) == 0)) return true;
+    }
+    return false;
+}
+
+/* ---- names ------------------------------------------------------------------------ */
+
+void pm_chain_name(const char *net, const char *cid, char out[PM_CHAIN_LEN])
+{
+    uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a 64 */
+    const char *parts[] = {net, cid};
+    for (int k = 0; k < 2; k++) {
+        for (const unsigned char *p = (const unsigned char *)parts[k]; *p; p++) {
+            h ^= *p;
+            h *= 0x100000001b3ULL;
+        }
+        h *= 0x100000001b3ULL; /* a NUL byte between the two */
+    }
+    snprintf(out, PM_CHAIN_LEN, PM_CHAIN_PREFIX "%016llx", (unsigned long long)h);
+}
+
+void pm_comment(const char *net, const char *cid, char *out, size_t size)
+{
+    snprintf(out, size, "tessera-portmap:%s:%s", net, cid);
+}
+
+/* A FILE writing into *text (heap, NUL-terminated at fclose). */
+static FILE *_text_stream(char **text, size_t *len)
+{
+    FILE *f = open_memstream(text, len);
+    if (!f) ts_panic("open_memstream: out of memory");
+    return f;
+}
+
+/* ---- DEL ------------------------------------------------------------------------------ */
+
+/* Rules outside the container's chain that belong to the container: they
+ * jump to its chain or carry its comment. Written as "-D ..." lines. */
+static int _delete_jumps(FILE *f, const pm_table *t, const char *chain, const char *comment)
+{
+    int n = 0;
+    for (int i = 0; i < t->n_rules; i++) {
+        const pm_rule *r = &t->rules[i];
+        if (strcmp(_chain(r), chain) == 0) continue;
+        const char *j = pm_rule_opt(r, "-j");
+        const char *c = pm_rule_opt(r, "--comment");
+        if ((j && strcmp(j, chain) == 0) || (c && strcmp(c, comment) == 0)) {
+            fprintf(f, "-D%s\n", r->line + 2);
+            n++;
+        }
+    }
+    return n;
+}
+
+char *pm_plan_del(const char *net, const char *cid, const pm_table *t)
+{
+    char chain[PM_CHAIN_LEN], comment[256];
+    pm_chain_name(net, cid, chain);
+    pm_comment(net, cid, comment, sizeof(comment));
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = _text_stream(&text, &len);
+    fputs("*nat\n", f);
+    int n = _delete_jumps(f, t, chain, comment);
+    bool have = pm_table_has_chain(t, chain);
+    if (have) fprintf(f, "-F %s\n-X %s\n", chain, chain);
+    fputs("COMMIT\n", f);
+    fclose(f);
+    if (n == 0 && !have) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
+/* ---- ADD ------------------------------------------------------------------------------ */
+
+static void _dest(FILE *f, const pm_mapping *m)
+{
+    if (m->host_ip[0]) fprintf(f, " -d %s/32", m->host_ip);
+}
+
+/* The container's chain: per mapping, the masquerade marks (snat), then DNAT. */
+static void _container_rules(FILE *f, const pm_conf *c, const char *chain)
+{
+    for (int i = 0; i < c->n_maps; i++) {
+        const pm_mapping *m = &c->maps[i];
+        if (c->snat) {
+            const char *from[] = {c->container_net, "127.0.0.0/8"};
+            for (int k = 0; k < 2; k++) {
+                fprintf(f, "-A %s", chain);
+                _dest(f, m);
+                fprintf(f, " -s %s -p %s -m %s --dport %d -j " PM_CHAIN_SETMARK "\n", from[k],
+                        m->proto, m->proto, m->host_port);
+            }
+        }
+        fprintf(f, "-A %s", chain);
+        _dest(f, m);
+        fprintf(f, " -p %s -m %s --dport %d -j DNAT --to-destination %s:%d\n", m->proto, m->proto,
+                m->host_port, c->container_ip, m->container_port);
+    }
+}
+
+/* The jumps from TESSERA-HP-DNAT: per protocol, the distinct host ports, 15 a rule. */
+static void _jumps(FILE *f, const pm_conf *c, const char *chain, const char *comment)
+{
+    static const char *const protos[] = {"tcp", "udp"};
+    for (int k = 0; k < 2; k++) {
+        int n = 0;
+        for (int i = 0; i < c->n_maps; i++) {
+            const pm_mapping *m = &c->maps[i];
+            if (strcmp(m->proto, protos[k]) != 0) continue;
+            bool seen = false;
+            for (int j = 0; j < i && !seen; j++)
+                seen =
+                    c->maps[j].host_port == m->host_port && strcmp(c->maps[j].proto, m->proto) == 0;
+            if (seen) continue;
+            if (n % PM_MULTIPORT_MAX == 0) {
+                if (n) fprintf(f, " -j %s\n", chain);
+                fprintf(f,
+                        "-A " PM_CHAIN_DNAT " -p %s -m comment --comment \"%s\" -m multiport "
+                        "--dports ",
+                        protos[k], comment);
+            } else {
+                fputc(',', f);
+            }
+            fprintf(f, "%d", m->host_port);
+            n++;
+        }
+        if (n) fprintf(f, " -j %s\n", chain);
+    }
+}
+
+char *pm_plan_add(const pm_conf *c, const char *cid, const pm_table *t)
+{
+    char chain[PM_CHAIN_LEN], comment[256];
+    pm_chain_name(c->name, cid, chain);
+    pm_comment(c->name, cid, comment, sizeof(comment));
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = _text_stream(&text, &len);
+    fputs("*nat\n", f);
+    /* chains first: shared ones only when missing (a declaration flushes) */
+    bool dnat = pm_table_has_chain(t, PM_CHAIN_DNAT);
+    bool mark = pm_table_has_chain(t, PM_CHAIN_SETMARK);
+    bool masq = pm_table_has_chain(t, PM_CHAIN_MASQ);
+    if (!dnat) fputs(":" PM_CHAIN_DNAT " - [0:0]\n", f);
+    if (c->snat && !mark) fputs(":" PM_CHAIN_SETMARK " - [0:0]\n", f);
+    if (c->snat && !masq) fputs(":" PM_CHAIN_MASQ " - [0:0]\n", f);
+    fprintf(f, ":%s - [0:0]\n", chain);
+    /* the shared rules, where missing */
+    static const char *const entries[] = {"PREROUTING", "OUTPUT"};
+    for (int k = 0; k < 2; k++)
+        if (!_has_rule(t, entries[k], PM_CHAIN_DNAT, NULL, NULL))
+            fprintf(f, "-A %s -m addrtype --dst-type LOCAL -j " PM_CHAIN_DNAT "\n", entries[k]);
+    if (c->snat) {
+        if (!_has_rule(t, PM_CHAIN_SETMARK, "MARK", "--set-xmark", PM_MARK))
+            fputs("-A " PM_CHAIN_SETMARK " -m comment --comment \"tessera-portmap: mark for "
+                  "masquerade\" -j MARK --set-xmark " PM_MARK "\n",
+                  f);
+        if (!_has_rule(t, PM_CHAIN_MASQ, "MASQUERADE", "--mark", PM_MARK))
+            fputs("-A " PM_CHAIN_MASQ " -m mark --mark " PM_MARK " -j MASQUERADE\n", f);
+        if (!_has_rule(t, "POSTROUTING", PM_CHAIN_MASQ, NULL, NULL))
+            fputs("-I POSTROUTING 1 -m comment --comment \"tessera-portmap: masquerade marked\" "
+                  "-j " PM_CHAIN_MASQ "\n",
+                  f);
+    }
+    /* the container's: old jumps out, its chain (flushed above) filled, new jumps */
+    (void)_delete_jumps(f, t, chain, comment);
+    _container_rules(f, c, chain);
+    _jumps(f, c, chain, comment);
+    fputs("COMMIT\n", f);
+    fclose(f);
+    return text;
+}
+
+/* ---- without reading the table (pm_rules.h, "Fast paths") ------------------------------- */
+
+char *pm_jump_lines(const pm_conf *c, const char *cid)
+{
+    char chain[PM_CHAIN_LEN], comment[256];
+    pm_chain_name(c->name, cid, chain);
+    pm_comment(c->name, cid, comment, sizeof(comment));
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = _text_stream(&text, &len);
+    _jumps(f, c, chain, comment);
+    fclose(f);
+    return text;
+}
+
+char *pm_plan_add_fast(const pm_conf *c, const char *cid, const char *jumps)
+{
+    char chain[PM_CHAIN_LEN];
+    pm_chain_name(c->name, cid, chain);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = _text_stream(&text, &len);
+    fprintf(f, "*nat\n:%s - [0:0]\n", chain);
+    _container_rules(f, c, chain);
+    fputs(jumps, f);
+    fputs("COMMIT\n", f);
+    fclose(f);
+    return text;
+}
+
+char *pm_plan_del_fast(const char *net, const char *cid, const char *jumps)
+{
+    char chain[PM_CHAIN_LEN];
+    pm_chain_name(net, cid, chain);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = _text_stream(&text, &len);
+    fputs("*nat\n", f);
+    size_t prefix = strlen("-A " PM_CHAIN_DNAT " ");
+    for (const char *p = jumps; *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        if (n > prefix && strncmp(p, "-A " PM_CHAIN_DNAT " ", prefix) == 0)
+            fprintf(f, "-D%.*s\n", (int)(n - 2), p + 2);
+        p += n + (nl ? 1 : 0);
+    }
+    fprintf(f, "-F %s\n-X %s\nCOMMIT\n", chain, chain);
+    fclose(f);
+    return text;
+}
+
+/* ---- CHECK ---------------------------------------------------------------------------- */
+
+static bool _words_eq(const pm_rule *r, const char *opt, const char *val)
+{
+    const char *v = pm_rule_opt(r, opt);
+    return val ? v && strcmp(v, val) == 0 : v == NULL;
+}
+
+/* A rule in chain for mapping m: -p, --dport and -d as made, -s src (NULL:
+ * none), jumping to target, with --to-destination to (NULL: not checked). */
+static bool _has_mapping_rule(const pm_table *t, const char *chain, const pm_mapping *m,
+                              const char *src, const char *target, const char *to)
+{
+    char port[8], dst[PM_IP_LEN + 3];
+    snprintf(port, sizeof(port), "%d", m->host_port);
+    snprintf(dst, sizeof(dst), "%s/32", m->host_ip);
+    for (int i = 0; i < t->n_rules; i++) {
+        const pm_rule *r = &t->rules[i];
+        if (strcmp(_chain(r), chain) != 0) continue;
+        if (_words_eq(r, "-p", m->proto) && _words_eq(r, "--dport", port) &&
+            _words_eq(r, "-d", m->host_ip[0] ? dst : NULL) && _words_eq(r, "-s", src) &&
+            _words_eq(r, "-j", target) && (!to || _words_eq(r, "--to-destination", to)))
+            return true;
+    }
+    return false;
+}
+
+/* A jump from TESSERA-HP-DNAT with the comment, for proto, listing port. */
+static bool _has_jump(const pm_table *t, const char *chain, const char *comment,
+                      const pm_mapping *m)
+{
+    for (int i = 0; i < t->n_rules; i++) {
+        const pm_rule *r = &t->rules[i];
+        if (strcmp(_chain(r), PM_CHAIN_DNAT) != 0 || !_words_eq(r, "-j", chain) ||
+            !_words_eq(r, "--comment", comment) || !_words_eq(r, "-p", m->proto))
+            continue;
+        const char *ports = pm_rule_opt(r, "--dports");
+        for (const char *p = ports; p && *p;) {
+            char *end;
+            long v = strtol(p, &end, 10);
+            if (end != p && v == m->host_port && (*end == ',' || !*end)) return true;
+            p = strchr(p, ',');
+            if (p) p++;
+        }
+    }
+    return false;
+}
+
+bool pm_plan_check(const pm_conf *c, const char *cid, const pm_table *t, cnip_error *e)
+{
+    char chain[PM_CHAIN_LEN], comment[256];
+    pm_chain_name(c->name, cid, chain);
+    pm_comment(c->name, cid, comment, sizeof(comment));
+    const char *missing = NULL;
+    char what[160] = "";
+    if (!pm_table_has_chain(t, PM_CHAIN_DNAT))
+        missing = "chain " PM_CHAIN_DNAT;
+    else if (!_has_rule(t, "PREROUTING", PM_CHAIN_DNAT, NULL, NULL))
+        missing = "the jump from PREROUTING to " PM_CHAIN_DNAT;
+    else if (!_has_rule(t, "OUTPUT", PM_CHAIN_DNAT, NULL, NULL))
+        missing = "the jump from OUTPUT to " PM_CHAIN_DNAT;
+    else if (c->snat && !_has_rule(t, PM_CHAIN_SETMARK, "MARK", "--set-xmark", PM_MARK))
+        missing = "the mark rule of " PM_CHAIN_SETMARK;
+    else if (c->snat && !_has_rule(t, PM_CHAIN_MASQ, "MASQUERADE", "--mark", PM_MARK))
+        missing = "the masquerade rule of " PM_CHAIN_MASQ;
+    else if (c->snat && !_has_rule(t, "POSTROUTING", PM_CHAIN_MASQ, NULL, NULL))
+        missing = "the jump from POSTROUTING to " PM_CHAIN_MASQ;
+    else if (!pm_table_has_chain(t, chain))
+        missing = "the container's chain";
+    for (int i = 0; !missing && i < c->n_maps; i++) {
+        const pm_mapping *m = &c->maps[i];
+        char to[PM_IP_LEN + 8];
+        snprintf(to, sizeof(to), "%s:%d", c->container_ip, m->container_port);
+        snprintf(what, sizeof(what), "host port %d/%s%s%s", m->host_port, m->proto,
+                 m->host_ip[0] ? " on " : "", m->host_ip);
+        if (!_has_jump(t, chain, comment, m))
+            missing = "the jump from " PM_CHAIN_DNAT;
+        else if (!_has_mapping_rule(t, chain, m, NULL, "DNAT", to))
+            missing = "the DNAT rule";
+        else if (c->snat &&
+                 !_has_mapping_rule(t, chain, m, c->container_net, PM_CHAIN_SETMARK, NULL))
+            missing = "the hairpin masquerade mark";
+        else if (c->snat && !_has_mapping_rule(t, chain, m, "127.0.0.0/8", PM_CHAIN_SETMARK, NULL))
+            missing = "the localhost masquerade mark";
+    }
+    if (!missing) return true;
+    cnip_error_set(e, PM_E_MISSING, "port mapping rules missing", "%s%s%s (chain %s)", missing,
+                   what[0] ? " for " : "", what, chain);
+    return false;
+}

@@ -1,0 +1,100 @@
+/* region.h: the container's shared accounting region.
+ *
+ * One file per container, <shared_dir>/tessera-cuda.region, mmap'd MAP_SHARED by
+ * every process of the container. It holds the device-memory usage per device
+ * (the sum of the per-process slots), one slot per live process (pid + start
+ * time, bytes per device) and the compute limiter's token buckets.
+ *
+ * The check against the cap and the add are one atomic read-modify-write on the
+ * device's total (add, and undo if the result is over the cap), so two processes
+ * can never pass the cap together and the common case takes no lock (a robust
+ * mutex costs ~70 ns, more than the whole budget of a hooked cuMemAlloc). A
+ * robust, process-shared mutex serialises the rest: slot registration, reaping,
+ * and the retry before an allocation is refused. A holder killed with -9 leaves
+ * it EOWNERDEAD; the next locker marks it consistent and reaps the holder. Every
+ * update order leaves the total too high, never too low, if a process dies half
+ * way. Slots of processes that are gone (pid absent, zombie, or pid reused with
+ * another start time) are returned occasionally on lock acquisition and always
+ * before an allocation is refused.
+ *
+ * Without a shared dir the region is anonymous memory (the cap then holds per
+ * process tree). */
+#ifndef TESSERA_CUDA_SHIM_REGION_H
+#define TESSERA_CUDA_SHIM_REGION_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "services/cuda-shim/shim.h"
+
+#define TSHIM_REGION_MAGIC 0x52414354u /* "TCAR" */
+#define TSHIM_REGION_VERSION 1u
+#define TSHIM_REGION_SLOTS 1024
+#define TSHIM_REGION_FILE "tessera-cuda.region"
+
+typedef struct tshim_proc_slot {
+    int32_t pid; /* 0 = free */
+    uint32_t pad;
+    uint64_t start_time; /* /proc/<pid>/stat field 22 */
+    uint64_t used[TSHIM_MAX_DEVICES];
+} tshim_proc_slot;
+
+/* A token bucket of GPU time in ns, shared by the container's processes. */
+typedef struct tshim_bucket {
+    _Atomic int64_t tokens_ns;
+    _Atomic int64_t last_refill_ns; /* CLOCK_MONOTONIC_COARSE */
+    char pad[48];
+} __attribute__((aligned(64))) tshim_bucket;
+
+typedef struct tshim_region {
+    uint32_t magic; /* written last when the file is created */
+    uint32_t version;
+    uint64_t size; /* sizeof(tshim_region) */
+    pthread_mutex_t lock;
+    uint64_t limit[TSHIM_MAX_DEVICES]; /* as configured by the creator (informational) */
+    uint64_t used[TSHIM_MAX_DEVICES];  /* sum of slots[].used */
+    uint64_t peak[TSHIM_MAX_DEVICES];  /* high-water mark of used */
+    uint64_t acquisitions;
+    int64_t last_reap_ns;
+    uint64_t reaped;  /* slots returned from dead processes (tests, debugging) */
+    uint64_t repairs; /* EOWNERDEAD recoveries */
+    tshim_bucket bucket[TSHIM_MAX_DEVICES];
+    tshim_proc_slot slots[TSHIM_REGION_SLOTS];
+} tshim_region;
+
+/* The region of this process, NULL until tshim_region_attach succeeded. */
+extern tshim_region *tshim_reg;
+
+/* Map (creating if needed) the region in dir, or anonymous memory when dir is "".
+ * Idempotent and thread-safe. False only if not even anonymous memory could be
+ * had (then memory hooks fail closed with CUDA_ERROR_OUT_OF_MEMORY). */
+bool tshim_region_attach(void) TSHIM_MUST_CHECK;
+
+/* Map an existing region file read-write without registering (tools, tests). */
+tshim_region *tshim_region_map_file(const char *path);
+
+/* Add bytes on dev to the total and this process's slot if that keeps the total
+ * within limit (0 = no limit). Atomic with respect to every other process. */
+bool tshim_region_reserve(int dev, uint64_t bytes, uint64_t limit) TSHIM_MUST_CHECK;
+/* Add without a check (the driver already handed the memory out). */
+void tshim_region_force(int dev, uint64_t bytes);
+/* Return bytes; never below zero, neither for the slot nor for the total. */
+void tshim_region_release(int dev, uint64_t bytes);
+/* The container's current usage on dev. */
+uint64_t tshim_region_used(int dev);
+/* Return the usage of processes that are gone; returns how many were reaped.
+ * Takes the lock. */
+int tshim_region_reap(void);
+/* The same when the lock is free now (0 without waiting when it is held). */
+int tshim_region_reap_if_free(void);
+
+/* Lock/unlock for callers outside region.c (the limiter's bucket init). */
+bool tshim_region_lock(tshim_region *r) TSHIM_MUST_CHECK;
+void tshim_region_unlock(tshim_region *r);
+
+/* Start time (clock ticks since boot) of pid from /proc, 0 if unreadable. */
+uint64_t tshim_proc_start_time(int pid);
+
+#endif
