@@ -36,11 +36,11 @@ typedef enum cnip_cmd { CNIP_ADD, CNIP_DEL, CNIP_CHECK, CNIP_VERSION } cnip_cmd;
 
 /* The versions these plugins speak, newest last, NULL-terminated. */
 extern const char *const cnip_supported_versions[];
-bool cnip_version_supported(const char *v);
+bool cnip_version_supported(const char *v) TS_MUST_CHECK;
 
 /* CNI_CONTAINERID and the network name: non-empty, an alphanumeric first,
  * then alphanumerics, '_', '.', '-' (the CNI spec's rule), at most max. */
-bool cnip_valid_name(const char *s, size_t max);
+bool cnip_valid_name(const char *s, size_t max) TS_MUST_CHECK;
 
 /* CNI_COMMAND; false with e set when it is missing or unknown. */
 bool cnip_command(cnip_cmd *cmd, cnip_error *e) TS_MUST_CHECK;

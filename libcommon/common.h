@@ -14,6 +14,13 @@
 #include <stdint.h>
 
 #define TS_MUST_CHECK __attribute__((warn_unused_result))
+/* A TS_MUST_CHECK result deliberately dropped (best effort: say why beside it).
+ * A (void) cast does not silence GCC's warn_unused_result. */
+#define TS_IGNORE(expr)                                                                            \
+    do {                                                                                           \
+        if (expr) {                                                                                \
+        }                                                                                          \
+    } while (0)
 #define TS_PRINTF(f, a) __attribute__((format(printf, f, a)))
 #define TS_NORETURN __attribute__((noreturn))
 #define TS_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
@@ -58,7 +65,7 @@ void ts_uuid4(char out[TS_UUID_STRLEN]);
 /* RFC 9562 version 7: the Unix time in ms first, then random bits, so ids made
  * later sort later (B-tree inserts land at the right edge of an index). */
 void ts_uuid7(char out[TS_UUID_STRLEN]);
-bool ts_uuid_valid(const char *s);
+bool ts_uuid_valid(const char *s) TS_MUST_CHECK;
 
 /* Copy with truncation, always NUL-terminated; returns strlen(src). */
 size_t ts_strlcpy(char *dst, const char *src, size_t size);

@@ -34,7 +34,7 @@ void deps_mark_up(deps_id dep);
 
 /* The name of the first dependency now down, or NULL when all are up. */
 const char *deps_down(void);
-bool deps_is_down(deps_id dep);
+bool deps_is_down(deps_id dep) TS_MUST_CHECK;
 const char *deps_name(deps_id dep);
 
 /* Prometheus text for the families above (metrics.h collector); ctx points

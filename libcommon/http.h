@@ -170,7 +170,8 @@ int http_resp_status(const http_resp *resp);
 const char *http_resp_body(const http_resp *resp, size_t *len);
 const char *http_resp_header(const http_resp *resp, const char *name);
 /* The i-th header set with http_set_header (in order); false past the last. */
-bool http_resp_header_at(const http_resp *resp, size_t i, const char **name, const char **value);
+bool http_resp_header_at(const http_resp *resp, size_t i, const char **name,
+                         const char **value) TS_MUST_CHECK;
 
 /* A request built without a server, for handler tests and in-process calls:
  * target is raw ("/a%20b?x=1"), headers a NULL-terminated list of

@@ -422,8 +422,8 @@ static int hexval(int ch)
     return -1;
 }
 
-int h1_chunked_feed(h1_chunked *c, const char *p, size_t len, size_t *consumed,
-                    void (*on_data)(void *ctx, const char *p, size_t n), void *ctx)
+h1c_result h1_chunked_feed(h1_chunked *c, const char *p, size_t len, size_t *consumed,
+                           void (*on_data)(void *ctx, const char *p, size_t n), void *ctx)
 {
     size_t i = 0;
     while (i < len) {

@@ -23,6 +23,8 @@
 #ifndef TESSERA_HTTP1_H
 #define TESSERA_HTTP1_H
 
+#include "libcommon/common.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -86,21 +88,22 @@ char *h1_head_crlf(const char *buf, size_t len, size_t *out_len);
 /* Whether the bytes of an incomplete request head can no longer become a
  * valid request line (garbage, a bad method or target): reject at once
  * instead of waiting for the header timeout. */
-bool h1_request_start_bad(const char *buf, size_t len);
+bool h1_request_start_bad(const char *buf, size_t len) TS_MUST_CHECK;
 
 /* Parse a request head of head_len bytes (from h1_head_end). True when sane;
  * false with m->err_status / m->err_reason set. */
-bool h1_parse_request(const char *buf, size_t head_len, h1_msg *m);
+bool h1_parse_request(const char *buf, size_t head_len, h1_msg *m) TS_MUST_CHECK;
 
 /* Parse a response head; request_was_head: the request was HEAD (no body). */
-bool h1_parse_response(const char *buf, size_t head_len, bool request_was_head, h1_msg *m);
+bool h1_parse_response(const char *buf, size_t head_len, bool request_was_head,
+                       h1_msg *m) TS_MUST_CHECK;
 
 /* The first field named name (case-insensitive), or NULL. */
 const h1_header *h1_find(const h1_msg *m, const char *name);
 /* Case-insensitive comparison of a byte span and a C string. */
-bool h1_span_eq(const char *s, size_t n, const char *lit);
+bool h1_span_eq(const char *s, size_t n, const char *lit) TS_MUST_CHECK;
 /* Whether a comma-separated list (Connection, Upgrade) contains token. */
-bool h1_list_has(const char *s, size_t n, const char *token);
+bool h1_list_has(const char *s, size_t n, const char *token) TS_MUST_CHECK;
 
 /* The chunked decoder: a state machine fed bytes as they arrive. */
 typedef struct h1_chunked {
@@ -111,14 +114,14 @@ typedef struct h1_chunked {
     size_t trailers;    /* bytes of trailers so far */
 } h1_chunked;
 
-enum { H1C_MORE = 0, H1C_DONE = 1, H1C_ERROR = -1 };
+typedef enum h1c_result { H1C_MORE = 0, H1C_DONE = 1, H1C_ERROR = -1 } h1c_result;
 
 void h1_chunked_init(h1_chunked *c);
 /* Feed len bytes. *consumed: how many belong to the body (all of them with
  * H1C_MORE; up to and including the final CRLF with H1C_DONE). on_data, when
  * not NULL, receives the decoded data. H1C_ERROR: malformed (the message is
  * unrecoverable; answer 400 / close). */
-int h1_chunked_feed(h1_chunked *c, const char *p, size_t len, size_t *consumed,
-                    void (*on_data)(void *ctx, const char *p, size_t n), void *ctx);
+h1c_result h1_chunked_feed(h1_chunked *c, const char *p, size_t len, size_t *consumed,
+                           void (*on_data)(void *ctx, const char *p, size_t n), void *ctx);
 
 #endif

@@ -40,6 +40,6 @@ void image_ref_free(image_ref *r);
 bool image_ref_valid(const char *text, ts_err *err) TS_MUST_CHECK;
 
 /* A registry host[:port] alone (as image scans take it). */
-bool image_ref_host_valid(const char *host);
+bool image_ref_host_valid(const char *host) TS_MUST_CHECK;
 
 #endif

@@ -314,21 +314,23 @@ bool kbus_flush(kbus *bus, int timeout_ms)
     return rd_kafka_flush(bus->rk, timeout_ms) == RD_KAFKA_RESP_ERR_NO_ERROR;
 }
 
-int kbus_topic_partitions(kbus *bus, const char *topic, int timeout_ms, ts_err *err)
+bool kbus_topic_partitions(kbus *bus, const char *topic, int timeout_ms, int *count, ts_err *err)
 {
     const struct rd_kafka_metadata *md = NULL;
     rd_kafka_resp_err_t e = rd_kafka_metadata(bus->rk, 1, NULL, &md, timeout_ms);
     if (e) {
         ts_err_set(err, "kafka %s: metadata: %s", bus->bootstrap, rd_kafka_err2str(e));
-        return -1;
+        return false;
     }
     int n = -1;
     for (int i = 0; i < md->topic_cnt; i++)
         if (strcmp(md->topics[i].topic, topic) == 0 && !md->topics[i].err)
             n = md->topics[i].partition_cnt;
     rd_kafka_metadata_destroy(md);
-    if (n < 0) ts_err_set(err, "kafka %s: topic %s is not known", bus->bootstrap, topic);
-    return n;
+    *count = n < 0 ? 0 : n;
+    if (n >= 0) return true;
+    ts_err_set(err, "kafka %s: topic %s is not known", bus->bootstrap, topic);
+    return false;
 }
 
 bool kbus_ping(kbus *bus, int timeout_ms, ts_err *err)

@@ -68,8 +68,10 @@ bool kbus_flush(kbus *bus, int timeout_ms) TS_MUST_CHECK;
 
 /* Broker metadata reachable within timeout_ms (used by /readyz). */
 bool kbus_ping(kbus *bus, int timeout_ms, ts_err *err) TS_MUST_CHECK;
-/* Partitions of topic (broker metadata); -1 with err when unknown. */
-int kbus_topic_partitions(kbus *bus, const char *topic, int timeout_ms, ts_err *err);
+/* *count: the partitions of topic (broker metadata); false with err when the
+ * brokers do not answer or do not know the topic. */
+bool kbus_topic_partitions(kbus *bus, const char *topic, int timeout_ms, int *count,
+                           ts_err *err) TS_MUST_CHECK;
 
 typedef enum kbus_result {
     KBUS_DONE,   /* effect is durable: store the offset */
@@ -156,7 +158,7 @@ void kbus_consumer_stop(kbus_consumer *c);
 void kbus_consumers_stop(kbus_consumer *const *cs, int n);
 /* True once the group has assigned this consumer at least one partition (for
  * readiness: a broadcast consumer sees events only from then on). */
-bool kbus_consumer_assigned(kbus_consumer *c);
+bool kbus_consumer_assigned(kbus_consumer *c) TS_MUST_CHECK;
 /* Partitions assigned to this consumer now (0 when none or unknown). */
 int kbus_consumer_partitions(kbus_consumer *c);
 

@@ -67,19 +67,20 @@ typedef enum kbus_hold {
 kbus_hold kbus_consumer_hold(kbus_consumer *c, kbus_result r, const char *why, int *waits);
 
 /* Sleep up to ms, waking early when the consumer is stopped; false if stopped. */
-bool kbus_consumer_nap(kbus_consumer *c, int ms);
+bool kbus_consumer_nap(kbus_consumer *c, int ms) TS_MUST_CHECK;
 /* Log a consumer poll result that carries an error (partition end, unknown
  * topic, broker errors) at the level it deserves. */
 void kbus_consumer_poll_error(kbus_consumer *c, const rd_kafka_message_t *m);
 /* Dead-letter m; true once the DLQ record is acknowledged. Retries until it
  * is, or until the consumer stops (then the message will be redelivered). */
 bool kbus_consumer_dead_letter(kbus_consumer *c, const rd_kafka_message_t *m, const char *reason,
-                               int attempts);
+                               int attempts) TS_MUST_CHECK;
 /* Hand one decoded message to the handler alone (a batch handler gets n = 1)
  * with retries, then the DLQ. True when it is settled (handled or
  * dead-lettered): its offset may be stored. False when the consumer stopped
  * first (the message will be redelivered). */
-bool kbus_consumer_settle(kbus_consumer *c, const rd_kafka_message_t *m, const kbus_msg *msg);
+bool kbus_consumer_settle(kbus_consumer *c, const rd_kafka_message_t *m,
+                          const kbus_msg *msg) TS_MUST_CHECK;
 /* The batch mode's poll loop (kbus_batch.c); returns when c->stop is set. */
 void kbus_batch_run(kbus_consumer *c);
 

@@ -434,8 +434,8 @@ bool occ_read_used(occ *o, const char *id, slots_t *used, int32_t dev_used[OCC_M
         if (!f || !val) continue;
         long long n = strtoll(val, NULL, 10);
         if (strncmp(f, "used:", 5) == 0) {
-            int sid = slot_intern(f + 5, NULL);
-            if (sid >= 0) slots_put(used, sid, n);
+            int sid;
+            if (slot_intern(f + 5, &sid, NULL)) slots_put(used, sid, n);
         } else if (strncmp(f, "dev:", 4) == 0) {
             int d = atoi(f + 4);
             if (d >= 0 && d < OCC_MAX_DEVICES) dev_used[d] = (int32_t)n;
@@ -445,65 +445,68 @@ bool occ_read_used(occ *o, const char *id, slots_t *used, int32_t dev_used[OCC_M
     return true;
 }
 
-int occ_release(occ *o, const char *const *kernel_ids, int n, bool *released, ts_err *err)
+bool occ_release(occ *o, const char *const *kernel_ids, int n, bool *released, int *count,
+                 ts_err *err)
 {
-    if (n <= 0) return 0;
+    if (count) *count = 0;
+    if (n <= 0) return true;
     rds_args a = {0};
     rds_args_push(&a, o->prefix);
     for (int i = 0; i < n; i++) {
         if (!occ_plain_id("kernel id", kernel_ids[i], err)) {
             rds_args_free(&a);
-            return -1;
+            return false;
         }
         rds_args_push(&a, kernel_ids[i]);
     }
     redisReply *rep = rds_eval_args(o->r, &o->release, &a, err);
     rds_args_free(&a);
-    if (!rep) return -1;
+    if (!rep) return false;
     if (rep->type != REDIS_REPLY_ARRAY || rep->elements != (size_t)n) {
         ts_err_set(err, "Redis release: unexpected reply");
         freeReplyObject(rep);
-        return -1;
+        return false;
     }
-    int count = 0;
     for (int i = 0; i < n; i++) {
         bool r = rep->element[i]->type == REDIS_REPLY_INTEGER && rep->element[i]->integer == 1;
         if (released) released[i] = r;
-        count += r;
+        if (count) *count += r;
     }
     freeReplyObject(rep);
-    return count;
+    return true;
 }
 
-int occ_check(occ *o, char *why, size_t size, ts_err *err)
+bool occ_check(occ *o, bool *holds, char *why, size_t size, ts_err *err)
 {
+    *holds = false;
     rds_args a = {0};
     rds_args_push(&a, o->prefix);
     redisReply *rep = rds_eval_args(o->r, &o->check, &a, err);
     rds_args_free(&a);
-    if (!rep) return -1;
-    int ok = rep->type == REDIS_REPLY_STRING && strcmp(rep->str, "ok") == 0;
+    if (!rep) return false;
+    *holds = rep->type == REDIS_REPLY_STRING && strcmp(rep->str, "ok") == 0;
     if (why) ts_strlcpy(why, rep->type == REDIS_REPLY_STRING ? rep->str : "?", size);
     freeReplyObject(rep);
-    return ok;
+    return true;
 }
 
-int occ_list_allocs(occ *o, occ_alloc **out, ts_err *err)
+bool occ_list_allocs(occ *o, occ_alloc **out, size_t *count, ts_err *err)
 {
     *out = NULL;
+    *count = 0;
     rds_args a = {0};
     rds_args_push(&a, o->prefix);
     redisReply *rep = rds_eval_args(o->r, &o->allocs, &a, err);
     rds_args_free(&a);
-    if (!rep) return -1;
+    if (!rep) return false;
     if (rep->type != REDIS_REPLY_ARRAY || rep->elements % 3 != 0) {
         ts_err_set(err, "Redis allocations: unexpected reply");
         freeReplyObject(rep);
-        return -1;
+        return false;
     }
-    int n = (int)(rep->elements / 3);
-    occ_alloc *v = ts_calloc((size_t)n + 1, sizeof(*v));
-    for (int i = 0; i < n; i++) {
+    size_t n = rep->elements / 3;
+    occ_alloc *v = ts_calloc(n + 1, sizeof(*v));
+    for (size_t i = 0; i < n; i++) {
         redisReply *const *e = rep->element + (size_t)i * 3;
         ts_strlcpy(v[i].kernel_id, e[0]->type == REDIS_REPLY_STRING ? e[0]->str : "",
                    sizeof(v[i].kernel_id));
@@ -514,5 +517,6 @@ int occ_list_allocs(occ *o, occ_alloc **out, ts_err *err)
     }
     freeReplyObject(rep);
     *out = v;
-    return n;
+    *count = n;
+    return true;
 }

@@ -116,16 +116,18 @@ bool occ_read_used(occ *o, const char *id, slots_t *used, int32_t dev_used[OCC_M
 
 /* Release kernels' reservations (delete alloc:<kernel> and take its slots off
  * the agent, the usage scopes and sess:<session>, exactly once): released[i]
- * says whether this call freed kernel i. -1 on a Redis failure, else how many.
- * The scheduler releases with it; the registry's reconcile pass releases
- * reservations that no live kernel holds. */
-int occ_release(occ *o, const char *const *kernel_ids, int n, bool *released, ts_err *err);
+ * (may be NULL) says whether this call freed kernel i, *count (may be NULL)
+ * how many it freed. false on a Redis failure. The scheduler releases with
+ * it; the registry's reconcile pass releases reservations that no live
+ * kernel holds. */
+bool occ_release(occ *o, const char *const *kernel_ids, int n, bool *released, int *count,
+                 ts_err *err) TS_MUST_CHECK;
 
 /* Whether Redis is consistent with itself: agents' used:* and dev:* equal the
  * sums of their allocations, usage:* the sums of their scopes, sess:* the
- * kernel counts. 1 (why "ok"), 0 (why says where it breaks), -1 on a Redis
+ * kernel counts. *holds, and why ("ok", or where it breaks); false on a Redis
  * failure. Reads every occupancy key (KEYS): for tests and the periodic check. */
-int occ_check(occ *o, char *why, size_t size, ts_err *err);
+bool occ_check(occ *o, bool *holds, char *why, size_t size, ts_err *err) TS_MUST_CHECK;
 
 /* One reservation as alloc:<kernel> records it. */
 typedef struct occ_alloc {
@@ -134,9 +136,9 @@ typedef struct occ_alloc {
     char agent_id[136];
 } occ_alloc;
 
-/* Every reservation (SCAN in one script): a heap array (free()) of how many
- * it returns, -1 on a Redis failure. */
-int occ_list_allocs(occ *o, occ_alloc **out, ts_err *err);
+/* Every reservation (SCAN in one script): *out a heap array (free()) of *n;
+ * false on a Redis failure. */
+bool occ_list_allocs(occ *o, occ_alloc **out, size_t *n, ts_err *err) TS_MUST_CHECK;
 
 /* Append the arguments the reserve/rebuild scripts take for n sessions
  * (session id, kernel count, owner scopes, then per kernel id, agent, slots,

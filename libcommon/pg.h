@@ -42,7 +42,7 @@ void pg_rollback(PGconn *conn);
 /* True when r failed because the server is unreachable or refusing work
  * (the connection is broken, or SQLSTATE class 08, 57P01-03, 53300), not
  * because of the statement: the caller answers 503 / retries later. */
-bool pg_unavailable(PGconn *conn, const PGresult *r);
+bool pg_unavailable(PGconn *conn, const PGresult *r) TS_MUST_CHECK;
 /* Reset conn; false (err set, may be NULL) when the server still refuses. */
 bool pg_reconnect(PGconn *conn, ts_err *err) TS_MUST_CHECK;
 /* After a statement sql that failed with result r, issued when the

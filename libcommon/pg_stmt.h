@@ -19,7 +19,7 @@
 #define PG_STMT_CACHE_MAX 256
 
 /* Give conn a statement cache (false: libpq refused the event procedure). */
-bool pg_stmt_attach(PGconn *conn);
+bool pg_stmt_attach(PGconn *conn) TS_MUST_CHECK;
 
 /* As PQexecParams (text parameters, text results), through the connection's
  * cache when it has one. The result may be an error result, as PQexecParams'.

@@ -51,11 +51,11 @@ bool proc_run(const proc_opts *o, exec_result *r, ts_err *err) TS_MUST_CHECK;
 /* Send sig to pid only while it is still the process whose /proc/<pid>/cgroup
  * names cgroup_hint (NULL: no check); through a pidfd, so a recycled pid is
  * never hit. true when the signal was sent. */
-bool proc_signal_checked(pid_t pid, int sig, const char *cgroup_hint);
+bool proc_signal_checked(pid_t pid, int sig, const char *cgroup_hint) TS_MUST_CHECK;
 
 /* Wait up to timeout_ms for a process (not necessarily our child) to end;
  * true when it is gone. */
-bool proc_wait_gone(pid_t pid, int timeout_ms);
+bool proc_wait_gone(pid_t pid, int timeout_ms) TS_MUST_CHECK;
 
 /* "<directory of the running program>/<name>" (heap), where the programs
  * installed beside the agent are (tessera-term, tessera-portmap); NULL with

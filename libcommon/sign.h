@@ -65,7 +65,7 @@ bool sign_parse_date(const char *value, time_t *out) TS_MUST_CHECK;
 void sign_media_type(const char *content_type, char *out, size_t size);
 
 /* Constant-time comparison of two NUL-terminated strings of equal length. */
-bool sign_equal(const char *a, const char *b);
+bool sign_equal(const char *a, const char *b) TS_MUST_CHECK;
 
 /* Fresh credentials: 20 of [A-Z0-9] and 40 of [A-Za-z0-9] (libsodium randombytes). */
 void sign_new_keypair(char access_key[SIGN_ACCESS_KEY_LEN + 1],

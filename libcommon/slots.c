@@ -55,17 +55,18 @@ static bool vendor_slot_name(const char *name, bool *shares)
     return true;
 }
 
-int slot_intern(const char *name, ts_err *err)
+bool slot_intern(const char *name, int *out, ts_err *err)
 {
     int id = slot_find(name);
-    if (id >= 0) return id;
+    *out = id;
+    if (id >= 0) return true;
     bool shares = false;
     if (!name || !vendor_slot_name(name, &shares)) {
         ts_err_set(err,
                    "unknown slot '%s' (known: cpu, mem, cuda.device, cuda.shares, "
                    "<vendor>.device, <vendor>.shares)",
                    name ? name : "");
-        return -1;
+        return false;
     }
     pthread_mutex_lock(&slot_lock);
     id = slot_find(name); /* another thread may have added it */
@@ -77,8 +78,10 @@ int slot_intern(const char *name, ts_err *err)
         __atomic_store_n(&slot_n, id + 1, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&slot_lock);
-    if (id < 0) ts_err_set(err, "slot '%s': too many slot kinds (at most %d)", name, SLOTS_MAX);
-    return id;
+    *out = id;
+    if (id >= 0) return true;
+    ts_err_set(err, "slot '%s': too many slot kinds (at most %d)", name, SLOTS_MAX);
+    return false;
 }
 
 const char *slot_name(int id)
@@ -308,9 +311,9 @@ bool slots_equal(const slots_t *a, const slots_t *b)
 
 bool slots_set(slots_t *s, const char *name, const char *amount, ts_err *err)
 {
-    int id = slot_intern(name, err);
+    int id;
     int64_t v;
-    if (id < 0 || !slot_parse(id, amount, &v, err)) return false;
+    if (!slot_intern(name, &id, err) || !slot_parse(id, amount, &v, err)) return false;
     slots_put(s, id, v);
     return true;
 }
@@ -327,9 +330,9 @@ bool slots_from_json(slots_t *s, const json_t *obj, ts_err *err)
     json_t *val;
     json_object_foreach((json_t *)obj, key, val)
     {
-        int id = slot_intern(key, err);
+        int id;
         int64_t v;
-        if (id < 0 || !slot_parse_json(id, val, &v, err)) return false;
+        if (!slot_intern(key, &id, err) || !slot_parse_json(id, val, &v, err)) return false;
         slots_put(&out, id, v);
     }
     *s = out;

@@ -45,9 +45,10 @@ typedef struct slots {
 
 /* The id of a known slot name, or -1 (does not register anything). */
 int slot_find(const char *name);
-/* The id of name, registering "<vendor>.device" / "<vendor>.shares" on first use.
- * -1 with err set for anything else, or when SLOTS_MAX names are taken. */
-int slot_intern(const char *name, ts_err *err);
+/* *id: the id of name, registering "<vendor>.device" / "<vendor>.shares" on
+ * first use. false with err set for anything else, or when SLOTS_MAX names
+ * are taken. */
+bool slot_intern(const char *name, int *id, ts_err *err) TS_MUST_CHECK;
 /* The name of id ("?" when not registered). */
 const char *slot_name(int id);
 /* Quanta in one unit of the slot: 1000 for cpu, 100 for shares, 1 otherwise. */
@@ -79,8 +80,8 @@ static inline void slots_put(slots_t *s, int id, int64_t v)
     s->mask |= 1u << id;
     s->v[id] = v;
 }
-bool slots_is_zero(const slots_t *s);
-bool slots_equal(const slots_t *a, const slots_t *b);
+bool slots_is_zero(const slots_t *s) TS_MUST_CHECK;
+bool slots_equal(const slots_t *a, const slots_t *b) TS_MUST_CHECK;
 
 /* Set one slot from its name and text amount. */
 bool slots_set(slots_t *s, const char *name, const char *amount, ts_err *err) TS_MUST_CHECK;
@@ -98,7 +99,7 @@ bool slots_add(slots_t *a, const slots_t *b, ts_err *err) TS_MUST_CHECK;
 /* a -= b; false (a unchanged) if a slot would go below zero. */
 bool slots_sub(slots_t *a, const slots_t *b, ts_err *err) TS_MUST_CHECK;
 /* Every slot of a <= the same slot of b (absent = 0). */
-bool slots_le(const slots_t *a, const slots_t *b);
+bool slots_le(const slots_t *a, const slots_t *b) TS_MUST_CHECK;
 /* req fits in free: the first slot of req that free cannot cover, or -1. */
 int slots_short(const slots_t *req, const slots_t *free);
 static inline bool slots_fits(const slots_t *req, const slots_t *free)

@@ -75,7 +75,7 @@ bool svcauth_load(const char *name, const char *key_file, const char *trust_file
 /* Forget everything (tests). */
 void svcauth_reset(void);
 /* Whether a key is loaded (this process signs its internal calls). */
-bool svcauth_can_sign(void);
+bool svcauth_can_sign(void) TS_MUST_CHECK;
 /* How many trusted keys are loaded. */
 size_t svcauth_trusted_keys(void);
 
@@ -98,16 +98,17 @@ const char *svcauth_url_target(const char *url, size_t *len);
  * X-Tessera-Caller-Access-Key values sent (NULL: none). */
 bool svcauth_sign(const char *method, const char *target, size_t target_len, const char *caller,
                   const char *access_key, const void *body, size_t body_len,
-                  char line[SVCAUTH_HEADER_LINE_MAX]);
+                  char line[SVCAUTH_HEADER_LINE_MAX]) TS_MUST_CHECK;
 /* As svcauth_sign at a given time (tests). */
 bool svcauth_sign_at(int64_t unix_ms, const char *method, const char *target, size_t target_len,
                      const char *caller, const char *access_key, const void *body, size_t body_len,
-                     char line[SVCAUTH_HEADER_LINE_MAX]);
+                     char line[SVCAUTH_HEADER_LINE_MAX]) TS_MUST_CHECK;
 /* As svcauth_sign_at with a given nonce (8 to 64 of base64url's characters;
  * known-answer tests). */
 bool svcauth_sign_with(int64_t unix_ms, const char *nonce, const char *method, const char *target,
                        size_t target_len, const char *caller, const char *access_key,
-                       const void *body, size_t body_len, char line[SVCAUTH_HEADER_LINE_MAX]);
+                       const void *body, size_t body_len,
+                       char line[SVCAUTH_HEADER_LINE_MAX]) TS_MUST_CHECK;
 
 /* ---- checking ---------------------------------------------------------------- */
 
@@ -122,7 +123,7 @@ typedef struct svcauth_table {
  * service, or is NULL on a public route); false with a 401 (no, malformed,
  * unknown, expired, forged or replayed credential) or 403 (a service the
  * route's rule does not name) problem in resp. */
-bool svcauth_guard(http_req *req, http_resp *resp, void *ctx);
+bool svcauth_guard(http_req *req, http_resp *resp, void *ctx) TS_MUST_CHECK;
 
 /* Refusals since start, by reason (for /metrics). */
 typedef struct svcauth_stats {

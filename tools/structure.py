@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """structure.py [--build DIR] [--max-lines N] [--graph FOLDER]: check the shape of the tree.
 
-Two rules (docs/testing.md, "Structure"):
+Three rules (docs/testing.md, "Structure"):
 
 1. No cycle between the files of a folder. A file's module is its path without
    the extension (x.c and x.h are one module, x). Module a depends on module b
@@ -11,17 +11,21 @@ Two rules (docs/testing.md, "Structure"):
    printed with every edge inside it and why the edge is there.
 2. No C file (.c, .h) tracked by git is longer than N lines (800). Generated
    code is not tracked, so it is not counted.
+3. Every bool function a header declares is TS_MUST_CHECK (the error
+   convention of libcommon/common.h; tools/must_check.py --fix adds it).
 
 --graph FOLDER prints that folder's dependency edges instead (to plan a split).
 Exits 1 when a rule is broken, 0 otherwise.
 """
 import argparse
+import importlib.util
 import collections
 import os
 import re
 import subprocess
 import sys
 
+HERE = os.path.dirname(os.path.abspath(__file__))
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
@@ -169,10 +173,21 @@ def main():
     for n, f in sorted(long_files, reverse=True):
         print(f'long: {f}: {n} lines (over {args.max_lines})')
     bad += len(long_files)
+    spec = importlib.util.spec_from_file_location(
+        'must_check', os.path.join(HERE, 'must_check.py'))
+    must_check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(must_check)
+    for f in files:
+        if f.endswith('.h'):
+            with open(f, errors='replace') as fh:
+                for m in must_check.unmarked(fh.read()):
+                    print(f'unchecked: {f}: bool {m.group(1)}() is not TS_MUST_CHECK')
+                    bad += 1
     if bad:
         print(f'structure: {bad} problem(s)')
         return 1
-    print(f'structure: {len(files)} files, no cycle, none over {args.max_lines} lines')
+    print(f'structure: {len(files)} files, no cycle, none over {args.max_lines} lines, '
+          'every bool function TS_MUST_CHECK')
     return 0
 
 

@@ -56,8 +56,8 @@ bool reg_consumers_check(svc *s, void *ctx, ts_err *err)
 {
     reg_consumers *rc = ctx;
     if (atomic_load(&rc->settled)) return true;
-    int want = kbus_topic_partitions(svc_bus(s), rc->topic, 1000, err);
-    if (want < 0) return false;
+    int want;
+    if (!kbus_topic_partitions(svc_bus(s), rc->topic, 1000, &want, err)) return false;
     int have = 0;
     for (int i = 0; i < rc->n; i++)
         have += kbus_consumer_partitions(rc->c[i]);

@@ -253,12 +253,12 @@ void occupancy_verify(void)
     occ *o = occupancy_handle(&err);
     if (!o) return;
     char why[300];
-    int ok = occ_check(o, why, sizeof(why), &err);
-    if (ok < 0) {
+    bool holds;
+    if (!occ_check(o, &holds, why, sizeof(why), &err)) {
         TLOG_WARN("occupancy verify: Redis unreachable", "error=\"%s\"", err.msg);
         return;
     }
-    if (ok == 0) {
+    if (!holds) {
         reconcile_repaired(RK_OCCUPANCY_DRIFT, NULL, NULL, NULL, why);
         if (!occupancy_rebuild(&err))
             TLOG_ERROR("occupancy rebuild failed", "error=\"%s\"", err.msg);
@@ -267,14 +267,14 @@ void occupancy_verify(void)
     /* Redis first, then the database: a kernel that holds slots at the second
      * read held them (and had its allocation) at the first. */
     occ_alloc *al = NULL;
-    int na = occ_list_allocs(o, &al, &err);
-    if (na < 0) {
+    size_t na = 0;
+    if (!occ_list_allocs(o, &al, &na, &err)) {
         TLOG_WARN("occupancy verify: Redis unreachable", "error=\"%s\"", err.msg);
         return;
     }
-    const char **ids = ts_calloc((size_t)na + 1, sizeof(*ids));
+    const char **ids = ts_calloc(na + 1, sizeof(*ids));
     size_t nu = 0;
-    for (int i = 0; i < na; i++)
+    for (size_t i = 0; i < na; i++)
         if (ts_uuid_valid(al[i].kernel_id)) ids[nu++] = al[i].kernel_id;
     char *arr = reg_uuid_array(ids, nu);
     const char *p[] = {arr};
@@ -304,9 +304,9 @@ void occupancy_verify(void)
         free(al);
         return;
     }
-    const char **stale = ts_calloc((size_t)na + 1, sizeof(*stale));
+    const char **stale = ts_calloc(na + 1, sizeof(*stale));
     int ns = 0;
-    for (int i = 0; i < na; i++) {
+    for (size_t i = 0; i < na; i++) {
         bool live = false;
         for (int r = 0; r < PQntuples(held) && !live; r++)
             live = strcasecmp(PQgetvalue(held, r, 0), al[i].kernel_id) == 0;
@@ -319,7 +319,7 @@ void occupancy_verify(void)
     for (int r = 0; r < PQntuples(holders); r++) {
         const char *kid = PQgetvalue(holders, r, 0);
         bool has = false;
-        for (int i = 0; i < na && !has; i++)
+        for (size_t i = 0; i < na && !has; i++)
             has = strcasecmp(al[i].kernel_id, kid) == 0;
         char key[120];
         snprintf(key, sizeof(key), "lost-alloc:%s", kid);
@@ -333,13 +333,13 @@ void occupancy_verify(void)
     }
     if (ns > 0) {
         bool *released = ts_calloc((size_t)ns, sizeof(*released));
-        if (occ_release(o, stale, ns, released, &err) < 0) {
+        if (!occ_release(o, stale, ns, released, NULL, &err)) {
             TLOG_WARN("occupancy verify: release failed", "error=\"%s\"", err.msg);
         } else {
             for (int i = 0; i < ns; i++) {
                 if (!released[i]) continue;
                 const occ_alloc *a = NULL;
-                for (int j = 0; j < na && !a; j++)
+                for (size_t j = 0; j < na && !a; j++)
                     if (al[j].kernel_id == stale[i]) a = &al[j];
                 reconcile_repaired(RK_RESERVATION_STALE, a ? a->session_id : NULL, stale[i],
                                    a ? a->agent_id : NULL,

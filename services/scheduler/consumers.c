@@ -278,9 +278,9 @@ static bool parse_slots(Tessera__V1__SlotAmount **slots, size_t n, slots_t *out,
     for (size_t i = 0; i < n; i++) {
         const char *name = slots[i]->name;
         if (strncmp(name, "cuda.", 5) == 0) continue; /* from the devices */
-        int id = slot_intern(name, err);
+        int id;
         int64_t v;
-        if (id < 0 || !slot_parse(id, slots[i]->amount, &v, err)) return false;
+        if (!slot_intern(name, &id, err) || !slot_parse(id, slots[i]->amount, &v, err)) return false;
         slots_put(out, id, v);
     }
     return true;

@@ -209,7 +209,8 @@ bool resv_reserve(resv *v, const resv_session *s, int n, resv_result *out, ts_er
 
 int resv_release(resv *v, const char *const *kernel_ids, int n, bool *released, ts_err *err)
 {
-    return occ_release(v->occ, kernel_ids, n, released, err);
+    int count;
+    return occ_release(v->occ, kernel_ids, n, released, &count, err) ? count : -1;
 }
 
 bool resv_set_agent(resv *v, const resv_agent *ag, ts_err *err)
@@ -241,8 +242,8 @@ bool resv_read_agent(resv *v, const char *id, slots_t *total, slots_t *used, int
         if (!f) continue;
         if (strncmp(f, "cap:", 4) == 0 || strncmp(f, "used:", 5) == 0) {
             bool cap = f[0] == 'c';
-            int sid = slot_intern(f + (cap ? 4 : 5), NULL);
-            if (sid >= 0) slots_put(cap ? total : used, sid, n);
+            int sid;
+            if (slot_intern(f + (cap ? 4 : 5), &sid, NULL)) slots_put(cap ? total : used, sid, n);
         } else if (strncmp(f, "devcap:", 7) == 0 || strncmp(f, "dev:", 4) == 0) {
             bool cap = f[3] == 'c';
             int d = atoi(f + (cap ? 7 : 4));
@@ -271,8 +272,8 @@ bool resv_read_usage(resv *v, const char *usage_id, int *sessions, slots_t *used
         if (strcmp(f, "sessions") == 0) {
             *sessions = n > INT_MAX ? INT_MAX : (int)n;
         } else {
-            int sid = slot_intern(f, NULL);
-            if (sid >= 0) slots_put(used, sid, n);
+            int sid;
+            if (slot_intern(f, &sid, NULL)) slots_put(used, sid, n);
         }
     }
     freeReplyObject(rep);
@@ -287,5 +288,7 @@ bool resv_rebuild(resv *v, const resv_agent *agents, int nagents, const resv_ses
 
 int resv_check_invariant(resv *v, char *why, size_t size, ts_err *err)
 {
-    return occ_check(v->occ, why, size, err);
+    bool holds;
+    if (!occ_check(v->occ, &holds, why, size, err)) return -1;
+    return holds;
 }

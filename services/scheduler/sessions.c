@@ -133,9 +133,10 @@ sched_session *sched_session_from_enqueued(const Tessera__V1__SessionEnqueued *m
         ts_strlcpy(s->kernels[i].kernel_id, kid, SCHED_ID_MAX);
         slots_clear(&s->kernels[i].slots);
         for (size_t j = 0; j < kr->n_slots; j++) {
-            int id = slot_intern(kr->slots[j]->name, err);
+            int id;
             int64_t v;
-            if (id < 0 || !slot_parse(id, kr->slots[j]->amount, &v, err)) {
+            if (!slot_intern(kr->slots[j]->name, &id, err) ||
+                !slot_parse(id, kr->slots[j]->amount, &v, err)) {
                 ts_err_prefix(err, "session %s kernel %s", m->session_id, kid);
                 sched_session_free(s);
                 return NULL;
@@ -173,9 +174,10 @@ static void apply_limits(sched_svc *x, const Tessera__V1__SessionEnqueued *m)
         slots_clear(&lim.max_slots);
         for (size_t j = 0; j < l->n_max_slots; j++) {
             ts_err err;
-            int id = slot_intern(l->max_slots[j]->name, &err);
+            int id;
             int64_t v;
-            if (id < 0 || !slot_parse(id, l->max_slots[j]->amount, &v, &err)) {
+            if (!slot_intern(l->max_slots[j]->name, &id, &err) ||
+                !slot_parse(id, l->max_slots[j]->amount, &v, &err)) {
                 TLOG_WARN("limit ignored", "session=%s scope=%s id=%s error=\"%s\"", m->session_id,
                           l->scope, l->id, err.msg);
                 continue;

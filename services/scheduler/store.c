@@ -225,8 +225,8 @@ static void parse_enc(const char *enc, slots_t *slots, resv_dev *devs, int *ndev
         char *end;
         long long v = strtoll(eq + 1, &end, 10);
         if (slots) {
-            int id = slot_intern(name, NULL);
-            if (id >= 0) slots_put(slots, id, v);
+            int id;
+            if (slot_intern(name, &id, NULL)) slots_put(slots, id, v);
         } else if (*ndev < SCHED_MAX_DEVICES) {
             devs[*ndev] = (resv_dev){atoi(name), (int32_t)v};
             (*ndev)++;

@@ -94,18 +94,21 @@ static void test_slot_names(void **state)
     assert_int_equal(slot_find("cpu"), SLOT_CPU);
     assert_int_equal(slot_find("cuda.shares"), SLOT_CUDA_SHARES);
     assert_int_equal(slot_find("rocm.device"), -1);
-    int rocm = slot_intern("rocm.device", &err);
+    int rocm = -1, again = -1, tpu = -1, none = 0;
+    assert_true(slot_intern("rocm.device", &rocm, &err));
     assert_true(rocm >= SLOT_BUILTIN_COUNT);
-    assert_int_equal(slot_intern("rocm.device", &err), rocm);
+    assert_true(slot_intern("rocm.device", &again, &err));
+    assert_int_equal(again, rocm);
     assert_string_equal(slot_name(rocm), "rocm.device");
     assert_int_equal(parse_ok(rocm, "3"), 3);
-    int tpu = slot_intern("tpu.shares", &err);
+    assert_true(slot_intern("tpu.shares", &tpu, &err));
     assert_true(tpu >= 0);
     assert_int_equal(parse_ok(tpu, "0.5"), 50);
-    assert_int_equal(slot_intern("gpu", &err), -1);
+    assert_false(slot_intern("gpu", &none, &err));
+    assert_int_equal(none, -1);
     assert_non_null(strstr(err.msg, "unknown slot 'gpu'"));
-    assert_int_equal(slot_intern("Bad.device", &err), -1);
-    assert_int_equal(slot_intern("x.memory", &err), -1);
+    assert_false(slot_intern("Bad.device", &none, &err));
+    assert_false(slot_intern("x.memory", &none, &err));
     assert_string_equal(slot_name(99), "?");
 }
 
