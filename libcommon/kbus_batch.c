@@ -7,7 +7,8 @@
  * partition only up to the first message that is not settled (the consumer
  * stopped while it waited), so nothing after it is skipped on restart. */
 #include "libcommon/kbus_dlq.h"
-#include "libcommon/kbus_internal.h"
+#include "libcommon/kbus_batch.h"
+#include "libcommon/kbus_settle.h"
 #include "libcommon/log.h"
 
 #include <stdio.h>

@@ -246,6 +246,19 @@ PGconn *pg_connect_backoff(const char *dsn, int max_wait_ms, ts_err *err)
 
 /* ---- statements and transactions --------------------------------------------------------- */
 
+PGresult *pg_exec_cached(PGconn *conn, const char *sql, int n, const char *const *params)
+{
+    int before = PQtransactionStatus(conn);
+    PGresult *r = pg_stmt_exec(conn, sql, n, params);
+    ExecStatusType st = PQresultStatus(r);
+    if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) return r;
+    if (pg_after_statement(conn, sql, before, r)) {
+        PQclear(r);
+        r = pg_stmt_exec(conn, sql, n, params);
+    }
+    return r;
+}
+
 bool pg_exec(PGconn *conn, const char *sql, ts_err *err)
 {
     if (!conn) {

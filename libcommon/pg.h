@@ -28,6 +28,12 @@ PGconn *pg_connect_backoff(const char *dsn, int max_wait_ms, ts_err *err);
 bool pg_migrate(PGconn *conn, const char *schema, const pg_migration *migrations, size_t n,
                 ts_err *err) TS_MUST_CHECK;
 
+/* As PQexecParams (text parameters, text results), through the connection's
+ * statement cache when it has one (pg_stmt.h). The result may be an error
+ * result, as PQexecParams'. A statement that broke on a dead connection is
+ * run once more on a new one when that is safe (pg_after_statement). */
+PGresult *pg_exec_cached(PGconn *conn, const char *sql, int n, const char *const *params);
+
 /* Run one statement that returns no rows (or whose rows are ignored). */
 bool pg_exec(PGconn *conn, const char *sql, ts_err *err) TS_MUST_CHECK;
 bool pg_begin(PGconn *conn, ts_err *err) TS_MUST_CHECK;

@@ -1,8 +1,6 @@
 /* pg_stmt.c: see pg_stmt.h. */
 #include "libcommon/pg_stmt.h"
 
-#include "libcommon/pg.h"
-
 #include <libpq-events.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,22 +55,7 @@ bool pg_stmt_attach(PGconn *conn)
     return PQregisterEventProc(conn, _event, "tessera statement cache", NULL) != 0;
 }
 
-static PGresult *exec_once(PGconn *conn, const char *sql, int n, const char *const *params);
-
-PGresult *pg_exec_cached(PGconn *conn, const char *sql, int n, const char *const *params)
-{
-    int before = PQtransactionStatus(conn);
-    PGresult *r = exec_once(conn, sql, n, params);
-    ExecStatusType st = PQresultStatus(r);
-    if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) return r;
-    if (pg_after_statement(conn, sql, before, r)) {
-        PQclear(r);
-        r = exec_once(conn, sql, n, params);
-    }
-    return r;
-}
-
-static PGresult *exec_once(PGconn *conn, const char *sql, int n, const char *const *params)
+PGresult *pg_stmt_exec(PGconn *conn, const char *sql, int n, const char *const *params)
 {
     stmt_cache *c = PQinstanceData(conn, _event);
     if (!c) return PQexecParams(conn, sql, n, NULL, params, NULL, NULL, 0);
@@ -95,8 +78,13 @@ static PGresult *exec_once(PGconn *conn, const char *sql, int n, const char *con
     return PQexecPrepared(conn, name, n, params, NULL, NULL, 0);
 }
 
+bool pg_stmt_attached(const PGconn *conn)
+{
+    return PQinstanceData(conn, _event) != NULL;
+}
+
 int pg_stmt_count(const PGconn *conn)
 {
     stmt_cache *c = PQinstanceData(conn, _event);
-    return c ? c->n : -1;
+    return c ? c->n : 0;
 }

@@ -23,11 +23,12 @@ bool pg_stmt_attach(PGconn *conn) TS_MUST_CHECK;
 
 /* As PQexecParams (text parameters, text results), through the connection's
  * cache when it has one. The result may be an error result, as PQexecParams'.
- * A statement that broke on a dead connection is run once more on a new one
- * when that is safe (pg_after_statement, pg.h). */
-PGresult *pg_exec_cached(PGconn *conn, const char *sql, int n, const char *const *params);
+ * Callers use pg_exec_cached (pg.h), which heals a broken connection. */
+PGresult *pg_stmt_exec(PGconn *conn, const char *sql, int n, const char *const *params);
 
-/* Statements prepared on conn so far (tests, metrics). -1: no cache. */
+/* Whether conn has a statement cache. */
+bool pg_stmt_attached(const PGconn *conn) TS_MUST_CHECK;
+/* Statements prepared on conn so far (tests, metrics); 0 without a cache. */
 int pg_stmt_count(const PGconn *conn);
 
 #endif

@@ -2,7 +2,7 @@
  * HTTP handlers on PostgreSQL (see pgjson.h). */
 #include "libcommon/pgjson.h"
 
-#include "libcommon/pg_stmt.h"
+#include "libcommon/pg.h"
 
 #include "libcommon/deps.h"
 

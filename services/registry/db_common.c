@@ -3,7 +3,7 @@
 #include "registry.h"
 
 #include "libcommon/log.h"
-#include "libcommon/pg_stmt.h"
+#include "libcommon/pg.h"
 
 #include <string.h>
 

@@ -8,7 +8,7 @@
 #include "images.h"
 #include "largest_agent.h"
 #include "libcommon/log.h"
-#include "libcommon/pg_stmt.h"
+#include "libcommon/pg.h"
 #include "libcommon/pgjson.h"
 #include "mounts.h"
 #include "pbutil.h"

@@ -11,7 +11,7 @@
 #include <cmocka.h>
 
 #include "libcommon/kbus.h"
-#include "libcommon/kbus_internal.h"
+#include "libcommon/kbus_core.h"
 #include "tessera/v1/audit.pb-c.h"
 
 #include "mock_kafka.h"

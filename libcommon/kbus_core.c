@@ -1,6 +1,7 @@
-/* kbus.c: the bus handle and its producer (kbus.h). Consumers live in
- * kbus_consumer.c, dead-letter headers in kbus_dlq.c. */
-#include "libcommon/kbus_internal.h"
+/* kbus_core.c: the bus handle and its producer (kbus.h, kbus_core.h).
+ * Consumers live in kbus_consumer.c, what becomes of a record in
+ * kbus_settle.c, dead-letter headers in kbus_dlq.c. */
+#include "libcommon/kbus_core.h"
 
 #include "libcommon/deps.h"
 
