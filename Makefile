@@ -52,7 +52,7 @@ COMMON_LIB := $(BUILD)/lib/libtessera-common.a
 $(COMMON_LIB): $(COMMON_OBJ) $(PROTO_OBJ)
 	@mkdir -p $(dir $@)
 	@echo "  AR      $@"
-	$(Q)$(AR) rcs $@ $^
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
 # Every object may include generated proto headers: generate them first.
 $(BUILD)/obj/%.o: %.c | $(PROTO_H)

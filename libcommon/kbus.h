@@ -32,6 +32,8 @@
 #include "libcommon/common.h"
 #include "libcommon/envelope.h"
 
+#include <stdio.h>
+
 #define KBUS_TOPIC_DLQ "tessera.dlq.v1"
 
 typedef struct kbus_opts {
@@ -181,5 +183,8 @@ typedef struct kbus_stats {
     uint64_t paused_now; /* consumers paused now */
 } kbus_stats;
 void kbus_get_stats(kbus *bus, kbus_stats *out);
+
+/* The bus's counters as Prometheus text (tessera_kafka_*), for /metrics. */
+void kbus_collect(FILE *out, kbus *bus);
 
 #endif

@@ -376,63 +376,7 @@ static void collect_http(FILE *out, void *ctx)
 static void collect_kafka(FILE *out, void *ctx)
 {
     svc *s = ctx;
-    if (!s->bus) return;
-    kbus_stats st;
-    kbus_get_stats(s->bus, &st);
-    metrics_family(out, "tessera_kafka_produced_total", "counter", "Events produced to Kafka.");
-    metrics_sample_u64(out, "tessera_kafka_produced_total", NULL, st.produced);
-    metrics_family(out, "tessera_kafka_produce_errors_total", "counter",
-                   "Events Kafka failed to take.");
-    metrics_sample_u64(out, "tessera_kafka_produce_errors_total", NULL, st.produce_errors);
-    metrics_family(out, "tessera_kafka_consumed_total", "counter", "Messages consumed from Kafka.");
-    metrics_sample_u64(out, "tessera_kafka_consumed_total", NULL, st.consumed);
-    metrics_family(out, "tessera_kafka_handled_total", "counter",
-                   "Messages whose effect is durable.");
-    metrics_sample_u64(out, "tessera_kafka_handled_total", NULL, st.handled);
-    metrics_family(out, "tessera_kafka_retried_total", "counter",
-                   "Handler tries that asked for a retry.");
-    metrics_sample_u64(out, "tessera_kafka_retried_total", NULL, st.retried);
-    metrics_family(out, "tessera_kafka_dead_lettered_total", "counter",
-                   "Messages sent to tessera.dlq.v1 (undecodable or failing).");
-    metrics_sample_u64(out, "tessera_kafka_dead_lettered_total", NULL, st.dead_lettered);
-    metrics_family(out, "tessera_kafka_consumer_pauses_total", "counter",
-                   "Times a consumer paused on a message because a dependency was down.");
-    metrics_sample_u64(out, "tessera_kafka_consumer_pauses_total", NULL, st.pauses);
-    metrics_family(out, "tessera_kafka_consumer_paused_seconds_total", "counter",
-                   "Time consumers spent paused on a dependency.");
-    fprintf(out, "tessera_kafka_consumer_paused_seconds_total %.3f\n", (double)st.paused_ms / 1000);
-    metrics_family(out, "tessera_kafka_consumers_paused", "gauge",
-                   "Consumers paused on a dependency now.");
-    metrics_sample_u64(out, "tessera_kafka_consumers_paused", NULL, st.paused_now);
-}
-
-static void collect_svcauth(FILE *out, void *ctx)
-{
-    (void)ctx;
-    svcauth_stats st;
-    svcauth_get_stats(&st);
-    metrics_family(out, "tessera_service_auth_accepted_total", "counter",
-                   "Internal calls whose service credential was accepted.");
-    metrics_sample_u64(out, "tessera_service_auth_accepted_total", NULL, st.accepted);
-    metrics_family(out, "tessera_service_auth_refused_total", "counter",
-                   "Internal calls refused for their service credential, by reason.");
-    const struct {
-        const char *reason;
-        uint64_t n;
-    } rows[] = {
-        {"missing", st.missing},
-        {"malformed", st.malformed},
-        {"unknown_service", st.unknown_service},
-        {"expired", st.expired},
-        {"bad_signature", st.bad_signature},
-        {"replayed", st.replayed},
-        {"forbidden", st.forbidden},
-    };
-    for (size_t i = 0; i < TS_ARRAY_LEN(rows); i++) {
-        char label[64];
-        snprintf(label, sizeof(label), "reason=\"%s\"", rows[i].reason);
-        metrics_sample_u64(out, "tessera_service_auth_refused_total", label, rows[i].n);
-    }
+    if (s->bus) kbus_collect(out, s->bus);
 }
 
 /* Load the service credentials the configuration names, and refuse a
@@ -745,7 +689,7 @@ int svc_main(int argc, char **argv, const svc_spec *spec)
     metrics_add(s->metrics, collect_process, s);
     metrics_add(s->metrics, collect_http, s);
     metrics_add(s->metrics, collect_kafka, s);
-    if (!spec->public_api) metrics_add(s->metrics, collect_svcauth, s);
+    if (!spec->public_api) metrics_add(s->metrics, svcauth_collect, NULL);
     s->deps_mask = ((spec->needs & SVC_NEEDS_PG) ? 1u << DEP_POSTGRESQL : 0) |
                    ((spec->needs & SVC_NEEDS_REDIS) ? 1u << DEP_REDIS : 0) |
                    ((spec->needs & SVC_NEEDS_KAFKA) ? 1u << DEP_KAFKA : 0);

@@ -2,6 +2,7 @@
 #include "libcommon/svcauth.h"
 
 #include "libcommon/log.h"
+#include "libcommon/metrics.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -653,4 +654,33 @@ void svcauth_get_stats(svcauth_stats *out)
     out->bad_signature = atomic_load(&g_stats.bad_signature);
     out->replayed = atomic_load(&g_stats.replayed);
     out->forbidden = atomic_load(&g_stats.forbidden);
+}
+
+void svcauth_collect(FILE *out, void *ctx)
+{
+    (void)ctx;
+    svcauth_stats st;
+    svcauth_get_stats(&st);
+    metrics_family(out, "tessera_service_auth_accepted_total", "counter",
+                   "Internal calls whose service credential was accepted.");
+    metrics_sample_u64(out, "tessera_service_auth_accepted_total", NULL, st.accepted);
+    metrics_family(out, "tessera_service_auth_refused_total", "counter",
+                   "Internal calls refused for their service credential, by reason.");
+    const struct {
+        const char *reason;
+        uint64_t n;
+    } rows[] = {
+        {"missing", st.missing},
+        {"malformed", st.malformed},
+        {"unknown_service", st.unknown_service},
+        {"expired", st.expired},
+        {"bad_signature", st.bad_signature},
+        {"replayed", st.replayed},
+        {"forbidden", st.forbidden},
+    };
+    for (size_t i = 0; i < TS_ARRAY_LEN(rows); i++) {
+        char label[64];
+        snprintf(label, sizeof(label), "reason=\"%s\"", rows[i].reason);
+        metrics_sample_u64(out, "tessera_service_auth_refused_total", label, rows[i].n);
+    }
 }

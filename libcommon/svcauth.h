@@ -132,4 +132,8 @@ typedef struct svcauth_stats {
 } svcauth_stats;
 void svcauth_get_stats(svcauth_stats *out);
 
+/* The counters of svcauth_stats as Prometheus text
+ * (tessera_service_auth_*), a metrics.h collector (ctx unused). */
+void svcauth_collect(FILE *out, void *ctx);
+
 #endif
