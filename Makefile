@@ -174,13 +174,17 @@ bench-shim: $(SHIM_LIB) $(SHIM_FAKES) $(SHIM_TDIR)/bench
 # ---- unit tests (cmocka) ------------------------------------------------------
 # tests/unit/<part>/test_*.c -> $(BUILD)/tests/<part>/test_*: <part> is
 # libcommon, or a folder of services/ whose modules (every .c but main.c) the
-# test links too, with that part's extra libraries (<part>_LIBS).
+# test links too, with that part's extra libraries (<part>_LIBS). The other
+# .c files of tests/unit/<part>/ are test helpers (fixtures shared by that
+# part's tests), linked into each of its tests.
 UNIT_SRC  := $(wildcard tests/unit/*/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
-$(BUILD)/tests/libcommon/%: $(BUILD)/obj/tests/unit/libcommon/%.o $(COMMON_LIB)
+unit_helpers = $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out tests/unit/$(1)/test_%,$(wildcard tests/unit/$(1)/*.c)))
+libcommon_TEST_OBJ := $(call unit_helpers,libcommon)
+$(BUILD)/tests/libcommon/%: $(BUILD)/obj/tests/unit/libcommon/%.o $(libcommon_TEST_OBJ) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(COMMON_LIB) $(LDLIBS) -lcmocka
+	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(libcommon_TEST_OBJ) $(COMMON_LIB) $(LDLIBS) -lcmocka
 
 .SECONDARY:
 .PHONY: all deps test check unit integration asan shim-skipped install dev-up dev-down clean fmt fmt-check
@@ -349,10 +353,12 @@ bench-gateway: deps
 agent_LIBS := -larchive
 define service_test_rules
 $(1)_MOD_OBJ := $$(patsubst %.c,$$(BUILD)/obj/%.o,$$(filter-out %/main.c,$$(wildcard services/$(1)/*.c)))
-$$(BUILD)/tests/$(1)/%: $$(BUILD)/obj/tests/unit/$(1)/%.o $$($(1)_MOD_OBJ) $$(COMMON_LIB)
+$(1)_TEST_OBJ := $$(call unit_helpers,$(1))
+$$(BUILD)/tests/$(1)/%: $$(BUILD)/obj/tests/unit/$(1)/%.o $$($(1)_TEST_OBJ) $$($(1)_MOD_OBJ) $$(COMMON_LIB)
 	@mkdir -p $$(dir $$@)
 	@echo "  LD      $$@"
-	$$(Q)$$(CC) $$(LDFLAGS) -o $$@ $$< $$($(1)_MOD_OBJ) $$(COMMON_LIB) $$(LDLIBS) $$($(1)_LIBS) -lcmocka
+	$$(Q)$$(CC) $$(LDFLAGS) -o $$@ $$< $$($(1)_TEST_OBJ) $$($(1)_MOD_OBJ) $$(COMMON_LIB) $$(LDLIBS) \
+	  $$($(1)_LIBS) -lcmocka
 endef
 $(foreach s,agent registry scheduler vfolder wsproxy gateway auth cni-portmap cni-bridge,\
   $(eval $(call service_test_rules,$(s))))
