@@ -13,6 +13,7 @@
  * request until the response is built. */
 #include "libcommon/http.h"
 #include "libcommon/http_front.h"
+#include "libcommon/buf.h"
 #include "libcommon/log.h"
 
 #include <arpa/inet.h>
@@ -105,8 +106,7 @@ struct http_server {
 typedef struct req_ctx {
     int64_t t0_us;
     char *raw_target;
-    char *body;
-    size_t body_len, body_cap;
+    ts_buf body;
     size_t discarded;
     bool started, answered, counted;
     /* Streaming routes: the request lives across the body's chunks. */
@@ -520,8 +520,8 @@ static void build_req(req_ctx *rc, struct MHD_Connection *conn, const char *url,
         .target = target,
         .path = *path,
         .query = *query,
-        .body = rc->body ? rc->body : "",
-        .body_len = rc->body_len,
+        .body = rc->body.data ? rc->body.data : "",
+        .body_len = rc->body.len,
         .request_id = rc->request_id,
         .client_addr = rc->client_addr,
         .impl = &rc->impl,
@@ -590,9 +590,7 @@ static __thread bool t_refused_now;
 static enum MHD_Result refuse_now(http_server *s, req_ctx *rc, struct MHD_Connection *conn,
                                   const char *url, const char *method, int status, const char *msg)
 {
-    free(rc->body); /* on_complete sees no body */
-    rc->body = NULL;
-    rc->body_len = rc->body_cap = 0;
+    ts_buf_free(&rc->body); /* on_complete sees no body */
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
     if (ci) {
@@ -621,9 +619,7 @@ static enum MHD_Result answer_too_large(http_server *s, req_ctx *rc, struct MHD_
     atomic_fetch_add(&s->too_large, 1);
     TLOG_INFO("http request body too large", "method=%s max_body=%zu request_id=%s", method,
               s->max_body, rc->request_id);
-    free(rc->body); /* on_complete sees no body */
-    rc->body = NULL;
-    rc->body_len = rc->body_cap = 0;
+    ts_buf_free(&rc->body); /* on_complete sees no body */
     http_req req;
     char *path, *query;
     build_req(rc, conn, url, method, &req, &path, &query);
@@ -670,20 +666,6 @@ static bool content_length_over(const char *cl, size_t max)
     unsigned long long n = strtoull(cl, &end, 10);
     if (end == cl) return false; /* MHD rejects a malformed one itself */
     return errno == ERANGE || n > (unsigned long long)max;
-}
-
-static void body_append(req_ctx *rc, const char *data, size_t n)
-{
-    if (rc->body_len + n + 1 > rc->body_cap) {
-        size_t cap = rc->body_cap ? rc->body_cap : 1024;
-        while (cap < rc->body_len + n + 1)
-            cap *= 2;
-        rc->body = ts_realloc(rc->body, cap);
-        rc->body_cap = cap;
-    }
-    memcpy(rc->body + rc->body_len, data, n);
-    rc->body_len += n;
-    rc->body[rc->body_len] = '\0';
 }
 
 /* ---- streaming requests --------------------------------------------------------- */
@@ -814,7 +796,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     http_resp_free(rc->spending);
     impl_release(&rc->impl);
     free(rc->raw_target);
-    free(rc->body);
+    ts_buf_free(&rc->body);
     free(rc);
     *con_cls = NULL;
 }
@@ -851,7 +833,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (*upload_data_size) {
         size_t n = *upload_data_size;
         *upload_data_size = 0;
-        if (rc->body_len + n > s->max_body) { /* chunked: no Content-Length said so */
+        if (rc->body.len + n > s->max_body) { /* chunked: no Content-Length said so */
             atomic_fetch_add(&s->too_large, 1);
             TLOG_INFO("http request body too large", "method=%s max_body=%zu request_id=%s", method,
                       s->max_body, rc->request_id);
@@ -866,7 +848,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             return refuse_now(s, rc, conn, url, method, 408,
                               "request body not received in time (http.body_timeout)");
         }
-        body_append(rc, upload_data, n);
+        ts_buf_append(&rc->body, upload_data, n);
         return MHD_YES;
     }
     return handle(s, rc, conn, url, method);

@@ -2,6 +2,7 @@
  * handle is reset between requests, which keeps its connection cache, so
  * calls to the same host reuse a kept-alive connection. */
 #include "libcommon/httpc.h"
+#include "libcommon/buf.h"
 #include "libcommon/log.h"
 #include "libcommon/svcauth.h"
 
@@ -60,8 +61,7 @@ void httpc_resp_free(httpc_resp *r)
 }
 
 typedef struct sink {
-    char *buf;
-    size_t len, cap;
+    ts_buf b;
     bool overflow;
 } sink;
 
@@ -69,20 +69,11 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *userp)
 {
     sink *s = userp;
     size_t n = size * nmemb;
-    if (s->len + n > HTTPC_MAX_BODY) {
+    if (s->b.len + n > HTTPC_MAX_BODY) {
         s->overflow = true;
         return 0; /* makes curl fail with CURLE_WRITE_ERROR */
     }
-    if (s->len + n + 1 > s->cap) {
-        size_t cap = s->cap ? s->cap : 4096;
-        while (cap < s->len + n + 1)
-            cap *= 2;
-        s->buf = ts_realloc(s->buf, cap);
-        s->cap = cap;
-    }
-    memcpy(s->buf + s->len, data, n);
-    s->len += n;
-    s->buf[s->len] = '\0';
+    ts_buf_append(&s->b, data, n);
     return n;
 }
 
@@ -182,7 +173,7 @@ bool httpc_request(httpc *c, const char *method, const char *url, const char *co
                        HTTPC_MAX_BODY);
         else
             ts_err_set(err, "%s %s: %s", method, url, errbuf[0] ? errbuf : curl_easy_strerror(rc));
-        free(s.buf);
+        ts_buf_free(&s.b);
         return false;
     }
 
@@ -191,8 +182,7 @@ bool httpc_request(httpc *c, const char *method, const char *url, const char *co
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
     curl_easy_getinfo(h, CURLINFO_CONTENT_TYPE, &ct);
     out->status = status;
-    out->body = s.buf ? s.buf : ts_strdup("");
-    out->body_len = s.len;
+    out->body = ts_buf_steal(&s.b, &out->body_len);
     out->content_type = ct ? ts_strdup(ct) : NULL;
     return true;
 }
