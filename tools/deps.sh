@@ -4,7 +4,7 @@
 # dpkg-query decides; apt-get runs only for what is missing. Prints one line.
 set -eu
 
-PKGS="build-essential pkg-config clang libclang-rt-14-dev
+PKGS="build-essential pkg-config clang clang-format libclang-rt-14-dev
 librdkafka-dev libmicrohttpd-dev libjansson-dev libprotobuf-c-dev protobuf-c-compiler
 libpq-dev libhiredis-dev libcmocka-dev libcurl4-openssl-dev libsodium-dev
 libarchive-dev libsystemd-dev
