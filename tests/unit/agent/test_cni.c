@@ -62,8 +62,8 @@ static void test_portmap_locate(void **state)
     refused("..", dir, "a plugin name or an absolute path");
     /* tessera-portmap (and the empty default): beside this program, where
      * there is none (build/tests) */
-    refused("tessera-portmap", dir, "/tests/tessera-portmap");
-    refused("", dir, "/tests/tessera-portmap");
+    refused("tessera-portmap", dir, "/tests/agent/tessera-portmap");
+    refused("", dir, "/tests/agent/tessera-portmap");
     /* the option in the message, and the bridge plugin's own default */
     refused("nosuch", dir, "agent.cni_portmap: ");
     ts_err e2 = {{0}};
