@@ -69,7 +69,7 @@ static void test_portmap_locate(void **state)
     ts_err e2 = {{0}};
     assert_null(cni_plugin_locate("agent.cni_bridge", "", "tessera-bridge", dir, &e2));
     assert_non_null(strstr(e2.msg, "agent.cni_bridge: "));
-    assert_non_null(strstr(e2.msg, "/tests/tessera-bridge"));
+    assert_non_null(strstr(e2.msg, "/tests/agent/tessera-bridge"));
     got = cni_plugin_locate("agent.cni_bridge", "myportmap", "tessera-bridge", dir, &e2);
     assert_non_null(got);
     assert_string_equal(got, exe);
