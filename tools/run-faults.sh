@@ -11,24 +11,11 @@
 # "No tests collected" (pytest exit 5) is a failure.
 set -u
 cd "$(dirname "$0")/.." || exit 1
-if [ "$(id -u)" -ne 0 ]; then
-  echo "faults: FAILED: needs root (sessions run with runc; the volume is a tmpfs)" >&2
-  exit 1
-fi
-PY=""
-for p in ${PYTHON:-} python3 /usr/bin/python3; do
-  if command -v "$p" >/dev/null 2>&1 && "$p" -c 'import pytest, requests' 2>/dev/null; then PY=$p; break; fi
-done
-[ -n "$PY" ] || { echo "faults: no python3 with pytest and requests: run tools/deps.sh" >&2; exit 1; }
-where=tests/faults
-for a in "$@"; do case $a in tests/*|./tests/*) where="" ;; esac; done
+. tools/pytest-lib.sh
+suite_needs_root faults "sessions run with runc; the volume is a tmpfs"
+suite_python faults "pytest, requests"
 t0=$(date +%s)
-"$PY" -m pytest -q -s -p no:cacheprovider --tb=no -rN $where "$@"
+"$PY" -m pytest -q -s -p no:cacheprovider --tb=no -rN $(suite_where tests/faults "$@") "$@"
 rc=$?
 echo "faults: ${TESSERA_FAULTS:-all}: $(( $(date +%s) - t0 )) s"
-case $rc in
-  0) ;;
-  5) echo "faults: FAILED: pytest collected no tests (exit 5)" >&2; exit 1 ;;
-  *) echo "faults: FAILED (pytest exit $rc)" >&2 ;;
-esac
-exit $rc
+suite_exit faults $rc

@@ -12,25 +12,9 @@
 # must not pass.
 set -u
 cd "$(dirname "$0")/.." || exit 1
-if [ "$(id -u)" -ne 0 ]; then
-  echo "security: FAILED: needs root (sessions run with runc; checks enter network namespaces)" >&2
-  exit 1
-fi
-# Debian's python3-pytest, python3-requests and python3-cryptography: take the
-# first python3 that has them (a python3 earlier in PATH, e.g. pyenv's, may not).
-PY=""
-for p in ${PYTHON:-} python3 /usr/bin/python3; do
-  if command -v "$p" >/dev/null 2>&1 && "$p" -c 'import pytest, requests, cryptography' 2>/dev/null; then PY=$p; break; fi
-done
-[ -n "$PY" ] || { echo "security: no python3 with pytest, requests and cryptography: run tools/deps.sh" >&2; exit 1; }
+. tools/pytest-lib.sh
+suite_needs_root security "sessions run with runc; checks enter network namespaces"
+suite_python security "pytest, requests, cryptography"
 # the whole suite unless a file or directory of it is named
-where=tests/security
-for a in "$@"; do case $a in tests/*|./tests/*) where="" ;; esac; done
-"$PY" -m pytest -q -p no:cacheprovider --tb=no -rN $where "$@"
-rc=$?
-case $rc in
-  0) ;;
-  5) echo "security: FAILED: pytest collected no tests (exit 5)" >&2; exit 1 ;;
-  *) echo "security: FAILED (pytest exit $rc)" >&2 ;;
-esac
-exit $rc
+"$PY" -m pytest -q -p no:cacheprovider --tb=no -rN $(suite_where tests/security "$@") "$@"
+suite_exit security $?
