@@ -216,6 +216,7 @@ void vf_h_mounts_resolve(http_req *req, http_resp *resp, void *ctx)
             _name_problem(resp, name);
             goto done;
         }
+        tlog_ctx_entity("folder", f.id);
         char *mp = NULL;
         if (!_mountable(&c, &f, name, resp) ||
             !(mp = _mount_at(&f, name, json_object_get(map, name), out, resp)))

@@ -108,8 +108,8 @@ static bool _purge(svc *s, PGconn *conn, const char *id, const char *name, const
         return false;
     }
     char qname[2 * VF_NAME_MAX];
-    TLOG_INFO("vfolder purged", "name=%s by=%s", tlog_quote(qname, sizeof(qname), name),
-              by ? by : "sweeper");
+    TLOG_INFO("vfolder purged", "name=%s%s", tlog_quote(qname, sizeof(qname), name),
+              by ? "" : " by=sweeper"); /* by: the user in the log context */
     vf_event_deleted(s, request_id, id, name, host, by, true);
     return true;
 }

@@ -209,7 +209,9 @@ bool vf_volumes_init(const char *spec, const char *default_host, ts_err *err)
             break;
         }
         _probe_fs(v);
-        TLOG_INFO("volume", "host=%s path=%s fs=%s xfs_quota=%s", v->name, v->path, v->fs_type,
+        char qpath[2 * VF_PATH_MAX];
+        TLOG_INFO("volume", "host=%s path=%s fs=%s xfs_quota=%s", v->name,
+                  tlog_quote(qpath, sizeof(qpath), v->path), v->fs_type,
                   v->xfs_quota ? "yes" : "no");
         g_n++;
     }
