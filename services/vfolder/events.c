@@ -32,11 +32,11 @@ static void _publish(svc *s, const char *key, const ProtobufCMessage *m, const c
     ts_err err = {{0}};
     if (bus && kbus_publish(bus, VF_EVENTS_TOPIC, key, m, request_id, key, &err)) {
         atomic_fetch_add(&published, 1);
-        TLOG_DEBUG("event published", "type=%s vfolder=%s", m->descriptor->name, key);
+        TLOG_DEBUG("event published", "type=%s", m->descriptor->name);
         return;
     }
     atomic_fetch_add(&failed, 1);
-    TLOG_ERROR("event not published", "type=%s vfolder=%s error=\"%s\"", m->descriptor->name, key,
+    TLOG_ERROR("event not published", "type=%s error=\"%s\"", m->descriptor->name,
                bus ? err.msg : "no bus");
 }
 

@@ -1,6 +1,7 @@
 /* events.h: tessera-vfolder's events on tessera.vfolder.v1, keyed by vfolder
  * id (proto/tessera/v1/vfolder.proto, docs/events.md). Call them only after
- * the transaction that made the change committed. Publishing is
+ * the transaction that made the change committed, with the folder in the
+ * thread's log context (tlog_ctx_entity("folder", id)). Publishing is
  * asynchronous; a refusal by the local producer queue is logged and counted
  * (tessera_vfolder_events_failed_total), never an HTTP error. */
 #ifndef VFOLDER_EVENTS_H

@@ -124,13 +124,10 @@ bool vf_fs_path_ok(const char *path)
     return true;
 }
 
-int vf_fs_open_root(const char *host_path)
-{
-    int fd = open(host_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    return fd < 0 ? -errno : fd;
-}
+/* The functions below return what they open, 0 for done, or -errno; the
+ * contract's (files.h) are at the end, over them. */
 
-int vf_fs_open(int root, const char *path, int flags, mode_t mode)
+static int _open(int root, const char *path, int flags, mode_t mode)
 {
     if (!vf_fs_path_ok(path)) return -EINVAL;
     if (!*path) path = ".";
@@ -146,7 +143,7 @@ int vf_fs_open(int root, const char *path, int flags, mode_t mode)
     return _walk(root, path, flags, mode);
 }
 
-int vf_fs_open_parent(int root, const char *path, char **leaf)
+static int _open_parent(int root, const char *path, char **leaf)
 {
     *leaf = NULL;
     if (!vf_fs_path_ok(path)) return -EINVAL;
@@ -168,7 +165,7 @@ int vf_fs_open_parent(int root, const char *path, char **leaf)
         parent = ts_strdup("/"); /* absolute: refused by the resolution */
     else
         parent = ts_strndup(p, (size_t)(slash - p));
-    int fd = vf_fs_open(root, parent, O_PATH | O_DIRECTORY, 0);
+    int fd = _open(root, parent, O_PATH | O_DIRECTORY, 0);
     if (fd >= 0) *leaf = ts_strdup(name);
     free(parent);
     free(p);
@@ -193,55 +190,74 @@ static int _by_name(const void *a, const void *b)
     return strcmp(x ? x : "", y ? y : "");
 }
 
-int vf_fs_list(int root, const char *path, json_t **items)
+bool vf_fs_each(int fd, vf_fs_visit visit, void *arg, int *errnum)
 {
-    *items = NULL;
-    int fd = vf_fs_open(root, path, O_RDONLY | O_DIRECTORY, 0);
-    if (fd < 0) return fd;
     DIR *d = fdopendir(fd);
     if (!d) {
-        int e = errno;
+        *errnum = errno;
         close(fd);
-        return -e;
+        return false;
     }
-    size_t n = 0, cap = 64;
-    json_t **arr = ts_malloc(cap * sizeof(*arr));
     struct dirent *e;
-    while ((errno = 0, e = readdir(d)) != NULL) {
+    bool more = true;
+    while (more && (errno = 0, e = readdir(d)) != NULL) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
         struct stat st;
         if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue; /* gone */
-        const char *type = S_ISDIR(st.st_mode)   ? "DIRECTORY"
-                           : S_ISLNK(st.st_mode) ? "SYMLINK"
-                           : S_ISREG(st.st_mode) ? "FILE"
-                                                 : NULL;
-        if (!type) continue; /* fifos, sockets, devices: not ours to show */
-        char created[48], modified[48], mode[8];
-        _iso(created, sizeof(created), &st.st_ctim);
-        _iso(modified, sizeof(modified), &st.st_mtim);
-        snprintf(mode, sizeof(mode), "%o", (unsigned)(st.st_mode & 07777));
-        json_t *it = json_pack("{s:s, s:s, s:I, s:s, s:s, s:s}", "name", e->d_name, "type", type,
-                               "size", (json_int_t)st.st_size, "mode", mode, "created", created,
-                               "modified", modified);
-        if (!it) continue; /* a name that is not UTF-8 */
-        if (n == cap) arr = ts_realloc(arr, (cap *= 2) * sizeof(*arr));
-        arr[n++] = it;
+        more = visit(dirfd(d), e->d_name, &st, arg);
     }
-    int err = errno;
+    *errnum = more ? errno : 0;
     closedir(d);
-    if (err) {
-        for (size_t i = 0; i < n; i++)
-            json_decref(arr[i]);
-        free(arr);
-        return -err;
+    return *errnum == 0;
+}
+
+typedef struct listing {
+    json_t **arr;
+    size_t n, cap;
+} listing;
+
+static bool _list_one(int dirfd, const char *name, const struct stat *st, void *arg)
+{
+    (void)dirfd;
+    listing *l = arg;
+    const char *type = S_ISDIR(st->st_mode)   ? "DIRECTORY"
+                       : S_ISLNK(st->st_mode) ? "SYMLINK"
+                       : S_ISREG(st->st_mode) ? "FILE"
+                                              : NULL;
+    if (!type) return true; /* fifos, sockets, devices: not ours to show */
+    char created[48], modified[48], mode[8];
+    _iso(created, sizeof(created), &st->st_ctim);
+    _iso(modified, sizeof(modified), &st->st_mtim);
+    snprintf(mode, sizeof(mode), "%o", (unsigned)(st->st_mode & 07777));
+    json_t *it =
+        json_pack("{s:s, s:s, s:I, s:s, s:s, s:s}", "name", name, "type", type, "size",
+                  (json_int_t)st->st_size, "mode", mode, "created", created, "modified", modified);
+    if (!it) return true; /* a name that is not UTF-8 */
+    if (l->n == l->cap) l->arr = ts_realloc(l->arr, (l->cap *= 2) * sizeof(*l->arr));
+    l->arr[l->n++] = it;
+    return true;
+}
+
+static int _list(int root, const char *path, json_t **items)
+{
+    *items = NULL;
+    int fd = _open(root, path, O_RDONLY | O_DIRECTORY, 0);
+    if (fd < 0) return fd;
+    listing l = {.cap = 64};
+    l.arr = ts_malloc(l.cap * sizeof(*l.arr));
+    int err = 0;
+    bool ok = vf_fs_each(fd, _list_one, &l, &err);
+    if (ok) {
+        qsort(l.arr, l.n, sizeof(*l.arr), _by_name);
+        *items = json_array();
     }
-    qsort(arr, n, sizeof(*arr), _by_name);
-    json_t *out = json_array();
-    for (size_t i = 0; i < n; i++)
-        json_array_append_new(out, arr[i]);
-    free(arr);
-    *items = out;
-    return 0;
+    for (size_t i = 0; i < l.n; i++)
+        if (ok)
+            json_array_append_new(*items, l.arr[i]);
+        else
+            json_decref(l.arr[i]);
+    free(l.arr);
+    return ok ? 0 : -err;
 }
 
 /* ---- mkdir, rename, move -------------------------------------------------------- */
@@ -249,7 +265,7 @@ int vf_fs_list(int root, const char *path, json_t **items)
 /* 0 when path resolves (confined) to a directory, else -errno. */
 static int _is_dir(int root, const char *path)
 {
-    int fd = vf_fs_open(root, path, O_PATH | O_DIRECTORY, 0);
+    int fd = _open(root, path, O_PATH | O_DIRECTORY, 0);
     if (fd < 0) return fd;
     close(fd);
     return 0;
@@ -258,11 +274,11 @@ static int _is_dir(int root, const char *path)
 static int _mkdir_one(int root, const char *path, bool exist_ok)
 {
     char *leaf;
-    int pfd = vf_fs_open_parent(root, path, &leaf);
+    int pfd = _open_parent(root, path, &leaf);
     if (pfd < 0) return pfd;
     int rc = mkdirat(pfd, leaf, 0755) == 0 ? 0 : -errno;
     /* the sessions' root may write in it (volumes.h, vfolder.file_owner) */
-    if (rc == 0) (void)vf_own_at(pfd, leaf);
+    if (rc == 0) vf_own_at(pfd, leaf);
     if (rc == -EEXIST && exist_ok) {
         struct stat st;
         /* An existing directory (a symlink to one inside also counts; one
@@ -281,7 +297,7 @@ static int _mkdir_one(int root, const char *path, bool exist_ok)
     return rc;
 }
 
-int vf_fs_mkdir(int root, const char *path, bool parents, bool exist_ok)
+static int _mkdir(int root, const char *path, bool parents, bool exist_ok)
 {
     if (!vf_fs_path_ok(path) || !*path) return -EINVAL;
     if (!parents) return _mkdir_one(root, path, exist_ok);
@@ -324,11 +340,11 @@ static int _rename_noreplace(int sfd, const char *sname, int dfd, const char *dn
     return renameat(sfd, sname, dfd, dname) == 0 ? 0 : -errno;
 }
 
-int vf_fs_rename(int root, const char *path, const char *new_name)
+static int _rename(int root, const char *path, const char *new_name)
 {
     if (!_plain_name(new_name)) return -EINVAL;
     char *leaf;
-    int pfd = vf_fs_open_parent(root, path, &leaf);
+    int pfd = _open_parent(root, path, &leaf);
     if (pfd < 0) return pfd;
     int rc = _rename_noreplace(pfd, leaf, pfd, new_name);
     close(pfd);
@@ -336,17 +352,17 @@ int vf_fs_rename(int root, const char *path, const char *new_name)
     return rc;
 }
 
-int vf_fs_move(int root, const char *src, const char *dst)
+static int _move(int root, const char *src, const char *dst)
 {
     if (!vf_fs_path_ok(dst) || !*dst) return -EINVAL;
     char *sleaf, *dleaf = NULL;
-    int sfd = vf_fs_open_parent(root, src, &sleaf);
+    int sfd = _open_parent(root, src, &sleaf);
     if (sfd < 0) return sfd;
-    int dfd = vf_fs_open(root, dst, O_PATH | O_DIRECTORY, 0);
+    int dfd = _open(root, dst, O_PATH | O_DIRECTORY, 0);
     if (dfd >= 0) {
         dleaf = ts_strdup(sleaf); /* into the existing directory */
     } else if (dfd == -ENOENT || dfd == -ENOTDIR) {
-        dfd = vf_fs_open_parent(root, dst, &dleaf);
+        dfd = _open_parent(root, dst, &dleaf);
     }
     int rc = dfd;
     if (dfd >= 0) {
@@ -400,11 +416,11 @@ static int _rm_tree(int pfd, const char *name, int depth, int64_t *freed)
     return 0;
 }
 
-int vf_fs_delete(int root, const char *path, bool recursive, int64_t *freed)
+static int _delete(int root, const char *path, bool recursive, int64_t *freed)
 {
     if (freed) *freed = 0;
     char *leaf;
-    int pfd = vf_fs_open_parent(root, path, &leaf);
+    int pfd = _open_parent(root, path, &leaf);
     if (pfd < 0) return pfd;
     struct stat st;
     int rc = 0;
@@ -426,85 +442,93 @@ int vf_fs_delete(int root, const char *path, bool recursive, int64_t *freed)
     return rc;
 }
 
-static int64_t _du(int fd, int depth)
+/* ---- the contract: false and the errno value ------------------------------------------ */
+
+static bool _done(int rc, int *errnum)
 {
-    if (depth > MAX_DEPTH) return 0;
-    DIR *d = fdopendir(fd);
-    if (!d) {
-        close(fd);
-        return 0;
-    }
-    int64_t sum = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        struct stat st;
-        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-        if (S_ISREG(st.st_mode)) {
-            sum += st.st_size;
-        } else if (S_ISDIR(st.st_mode)) {
-            int c = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            if (c >= 0) sum += _du(c, depth + 1);
-        }
-    }
-    closedir(d);
-    return sum;
+    *errnum = rc < 0 ? -rc : 0;
+    return rc >= 0;
 }
 
-int64_t vf_fs_du_at(int dirfd)
+static bool _opened(int rc, int *fd, int *errnum)
 {
-    int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    return fd < 0 ? 0 : _du(fd, 0);
+    *fd = rc < 0 ? -1 : rc;
+    return _done(rc, errnum);
+}
+
+bool vf_fs_open_root(const char *host_path, int *fd, int *errnum)
+{
+    int rc = open(host_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    return _opened(rc < 0 ? -errno : rc, fd, errnum);
+}
+
+bool vf_fs_open(int root, const char *path, int flags, mode_t mode, int *fd, int *errnum)
+{
+    return _opened(_open(root, path, flags, mode), fd, errnum);
+}
+
+bool vf_fs_open_parent(int root, const char *path, int *fd, char **leaf, int *errnum)
+{
+    return _opened(_open_parent(root, path, leaf), fd, errnum);
+}
+
+bool vf_fs_list(int root, const char *path, json_t **items, int *errnum)
+{
+    return _done(_list(root, path, items), errnum);
+}
+
+bool vf_fs_mkdir(int root, const char *path, bool parents, bool exist_ok, int *errnum)
+{
+    return _done(_mkdir(root, path, parents, exist_ok), errnum);
+}
+
+bool vf_fs_rename(int root, const char *path, const char *new_name, int *errnum)
+{
+    return _done(_rename(root, path, new_name), errnum);
+}
+
+bool vf_fs_move(int root, const char *src, const char *dst, int *errnum)
+{
+    return _done(_move(root, src, dst), errnum);
+}
+
+bool vf_fs_delete(int root, const char *path, bool recursive, int64_t *freed, int *errnum)
+{
+    return _done(_delete(root, path, recursive, freed), errnum);
 }
 
 /* ---- answers ------------------------------------------------------------------------ */
 
-void vf_fs_problem(http_resp *resp, int rc, const char *what, const char *path)
+#define OUTSIDE                                                                                    \
+    "the path leads outside the folder (\"..\", an absolute path or a symlink pointing out)"
+
+void vf_fs_problem(http_resp *resp, int errnum, const char *what, const char *path)
 {
-    int e = rc < 0 ? -rc : rc;
-    const char *p = path ? path : "";
-    switch (e) {
-    case ENOENT:
-        http_problem(resp, 404, "vfolder-file-not-found", NULL, "%s: no such file or directory: %s",
-                     what, p);
-        break;
-    case EXDEV:
-    case ELOOP:
-        http_problem(resp, 400, "invalid-api-params", NULL,
-                     "%s: the path leads outside the folder (\"..\", an absolute path or a symlink "
-                     "pointing out): %s",
-                     what, p);
-        break;
-    case EEXIST:
-        http_problem(resp, 409, "vfolder-file-exists", NULL, "%s: already exists: %s", what, p);
-        break;
-    case ENOTEMPTY:
-        http_problem(resp, 409, "vfolder-not-empty", NULL,
-                     "%s: the directory is not empty (set recursive): %s", what, p);
-        break;
-    case ENOTDIR:
-        http_problem(resp, 400, "invalid-api-params", NULL, "%s: not a directory: %s", what, p);
-        break;
-    case EISDIR:
-        http_problem(resp, 400, "invalid-api-params", NULL, "%s: is a directory: %s", what, p);
-        break;
-    case EINVAL:
-    case ENAMETOOLONG:
-        http_problem(resp, 400, "invalid-api-params", NULL, "%s: invalid path or name: %s", what,
-                     p);
-        break;
-    case EACCES:
-    case EPERM:
-        http_problem(resp, 403, "forbidden", NULL, "%s: permission denied on the volume: %s", what,
-                     p);
-        break;
-    case ENOSPC:
-    case EDQUOT:
-        http_problem(resp, 507, "insufficient-storage", NULL, "%s: the volume is full: %s", what,
-                     p);
-        break;
-    default:
-        TLOG_ERROR("file operation failed", "what=%s errno=%d error=\"%s\"", what, e, strerror(e));
-        http_problem(resp, 500, "internal-server-error", NULL, "%s: %s", what, strerror(e));
-    }
+    static const struct {
+        int errnum, status;
+        const char *kind, *text;
+    } known[] = {
+        {ENOENT, 404, "vfolder-file-not-found", "no such file or directory"},
+        {EXDEV, 400, "invalid-api-params", OUTSIDE},
+        {ELOOP, 400, "invalid-api-params", OUTSIDE},
+        {EEXIST, 409, "vfolder-file-exists", "already exists"},
+        {ENOTEMPTY, 409, "vfolder-not-empty", "the directory is not empty (set recursive)"},
+        {ENOTDIR, 400, "invalid-api-params", "not a directory"},
+        {EISDIR, 400, "invalid-api-params", "is a directory"},
+        {EINVAL, 400, "invalid-api-params", "invalid path or name"},
+        {ENAMETOOLONG, 400, "invalid-api-params", "invalid path or name"},
+        {EACCES, 403, "forbidden", "permission denied on the volume"},
+        {EPERM, 403, "forbidden", "permission denied on the volume"},
+        {ENOSPC, 507, "insufficient-storage", "the volume is full"},
+        {EDQUOT, 507, "insufficient-storage", "the volume is full"},
+    };
+    for (size_t i = 0; i < TS_ARRAY_LEN(known); i++)
+        if (known[i].errnum == errnum) {
+            http_problem(resp, known[i].status, known[i].kind, NULL, "%s: %s: %s", what,
+                         known[i].text, path ? path : "");
+            return;
+        }
+    TLOG_ERROR("file operation failed", "what=%s errno=%d error=\"%s\"", what, errnum,
+               strerror(errnum));
+    http_problem(resp, 500, "internal-server-error", NULL, "%s: %s", what, strerror(errnum));
 }

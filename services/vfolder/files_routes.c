@@ -1,5 +1,5 @@
-/* files_routes.c: the files/transfer half of tessera-vfolder plugged into
- * folders.h: its options, its routes, its background work, and the file
+/* files_routes.c: the files/transfer half of tessera-vfolder
+ * (files_routes.h): its options, its routes, its background work, and the file
  * operation handlers (list, mkdir, rename, move, delete), each one confined
  * to the folder by files.c.
  *
@@ -13,20 +13,20 @@
  *   POST   /v1/folders/{name}/request-download     ro   (transfer.c)
  * Client-facing, token-authorized: /v1/transfer/upload... (tus.c) and
  * /v1/transfer/download (transfer.c). */
-#include "caller.h"
+#include "files_routes.h"
+
 #include "files.h"
 #include "libcommon/log.h"
 #include "libcommon/pgjson.h"
+#include "quota.h"
+#include "request.h"
+#include "sweeper.h"
 #include "transfer.h"
 #include "tus.h"
 #include "volumes.h"
 
 #include <errno.h>
-#include <pthread.h>
-#include <stdatomic.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 const cfg_option vf_files_options[] = {
@@ -50,132 +50,94 @@ const cfg_option vf_files_options[] = {
     {NULL},
 };
 
-/* ---- common steps ------------------------------------------------------------------------ */
-
-/* Caller, folder (with at least need), root fd, JSON body (when want_body).
- * False after the problem (everything released). */
-typedef struct op {
-    vf_caller c;
-    vf_folder f;
-    int root;
-    json_t *body;
-} op;
-
-static bool _op_begin(svc *s, http_req *req, http_resp *resp, vf_perm need, bool want_body, op *o)
-{
-    memset(o, 0, sizeof(*o));
-    o->root = -1;
-    if (!vf_caller_get(s, req, resp, &o->c)) return false;
-    if (!vf_resolve(s, &o->c, http_param(req, "name"), need, &o->f, resp)) goto fail;
-    if (want_body && !(o->body = http_json_body(req, resp))) goto fail;
-    o->root = vf_fs_open_root(o->f.host_path);
-    if (o->root < 0) {
-        vf_fs_problem(resp, o->root, "open the folder", "");
-        goto fail;
-    }
-    return true;
-fail:
-    json_decref(o->body);
-    vf_caller_free(&o->c);
-    return false;
-}
-
-static void _op_end(op *o)
-{
-    if (o->root >= 0) close(o->root);
-    json_decref(o->body);
-    vf_caller_free(&o->c);
-}
-
 /* ---- handlers ------------------------------------------------------------------------------ */
+
+/* Caller, folder (with at least need), the JSON body with keys (NULL: no
+ * body), the folder's directory. False after the problem. */
+static bool _op_begin(vf_req *x, void *ctx, http_req *req, http_resp *resp, vf_perm need,
+                      const char *const *keys)
+{
+    return vf_req_begin(x, ctx, req, resp) && vf_req_folder(x, need) &&
+           (!keys || vf_req_body(x, keys)) && vf_req_root(x, "open the folder");
+}
 
 static void h_files(http_req *req, http_resp *resp, void *ctx)
 {
-    op o;
-    if (!_op_begin(ctx, req, resp, VF_PERM_RO, false, &o)) return;
+    vf_req x;
     const char *path = http_query_arg(req, "path");
     if (!path) path = "";
     json_t *items = NULL;
-    int rc = vf_fs_list(o.root, path, &items);
-    if (rc < 0)
-        vf_fs_problem(resp, rc, "list files", path);
-    else
-        http_reply_json(resp, 200, json_pack("{s:o}", "items", items));
-    _op_end(&o);
+    int err;
+    if (_op_begin(&x, ctx, req, resp, VF_PERM_RO, NULL)) {
+        if (!vf_fs_list(x.root, path, &items, &err))
+            vf_fs_problem(resp, err, "list files", path);
+        else
+            http_reply_json(resp, 200, json_pack("{s:o}", "items", items));
+    }
+    vf_req_end(&x);
 }
 
 static void h_mkdir(http_req *req, http_resp *resp, void *ctx)
 {
-    op o;
-    if (!_op_begin(ctx, req, resp, VF_PERM_RW, true, &o)) return;
+    vf_req x;
     static const char *const keys[] = {"path", "parents", "exist_ok", NULL};
     const char *path;
     bool parents = false, exist_ok = false, present;
-    if (pgjson_only_keys(o.body, keys, resp) &&
-        pgjson_field_str(o.body, "path", true, 1, 4096, &path, resp) &&
-        pgjson_field_bool(o.body, "parents", false, &parents, &present, resp) &&
-        pgjson_field_bool(o.body, "exist_ok", false, &exist_ok, &present, resp)) {
-        int rc = vf_fs_mkdir(o.root, path, parents, exist_ok);
-        if (rc < 0)
-            vf_fs_problem(resp, rc, "mkdir", path);
+    int err;
+    if (_op_begin(&x, ctx, req, resp, VF_PERM_RW, keys) &&
+        pgjson_field_str(x.body, "path", true, 1, 4096, &path, resp) &&
+        pgjson_field_bool(x.body, "parents", false, &parents, &present, resp) &&
+        pgjson_field_bool(x.body, "exist_ok", false, &exist_ok, &present, resp)) {
+        if (!vf_fs_mkdir(x.root, path, parents, exist_ok, &err))
+            vf_fs_problem(resp, err, "mkdir", path);
         else
             http_reply_json(resp, 201, json_pack("{s:s}", "path", path));
     }
-    _op_end(&o);
+    vf_req_end(&x);
 }
 
 static void h_rename_file(http_req *req, http_resp *resp, void *ctx)
 {
-    op o;
-    if (!_op_begin(ctx, req, resp, VF_PERM_RW, true, &o)) return;
+    vf_req x;
     static const char *const keys[] = {"target_path", "new_name", "is_dir", NULL};
     const char *target, *name;
-    if (pgjson_only_keys(o.body, keys, resp) &&
-        pgjson_field_str(o.body, "target_path", true, 1, 4096, &target, resp) &&
-        pgjson_field_str(o.body, "new_name", true, 1, 255, &name, resp)) {
-        int rc = vf_fs_rename(o.root, target, name);
-        if (rc < 0)
-            vf_fs_problem(resp, rc, "rename_file", rc == -EEXIST ? name : target);
+    int err;
+    if (_op_begin(&x, ctx, req, resp, VF_PERM_RW, keys) &&
+        pgjson_field_str(x.body, "target_path", true, 1, 4096, &target, resp) &&
+        pgjson_field_str(x.body, "new_name", true, 1, 255, &name, resp)) {
+        if (!vf_fs_rename(x.root, target, name, &err))
+            vf_fs_problem(resp, err, "rename_file", err == EEXIST ? name : target);
         else
             http_reply_json(resp, 200,
                             json_pack("{s:s, s:s}", "target_path", target, "new_name", name));
     }
-    _op_end(&o);
+    vf_req_end(&x);
 }
 
 static void h_move_file(http_req *req, http_resp *resp, void *ctx)
 {
-    op o;
-    if (!_op_begin(ctx, req, resp, VF_PERM_RW, true, &o)) return;
+    vf_req x;
     static const char *const keys[] = {"src", "dst", NULL};
     const char *src, *dst;
-    if (pgjson_only_keys(o.body, keys, resp) &&
-        pgjson_field_str(o.body, "src", true, 1, 4096, &src, resp) &&
-        pgjson_field_str(o.body, "dst", true, 1, 4096, &dst, resp)) {
-        int rc = vf_fs_move(o.root, src, dst);
-        if (rc < 0)
-            vf_fs_problem(resp, rc, "move_file", rc == -EEXIST ? dst : src);
+    int err;
+    if (_op_begin(&x, ctx, req, resp, VF_PERM_RW, keys) &&
+        pgjson_field_str(x.body, "src", true, 1, 4096, &src, resp) &&
+        pgjson_field_str(x.body, "dst", true, 1, 4096, &dst, resp)) {
+        if (!vf_fs_move(x.root, src, dst, &err))
+            vf_fs_problem(resp, err, "move_file", err == EEXIST ? dst : src);
         else
             http_reply_json(resp, 200, json_pack("{s:s, s:s}", "src", src, "dst", dst));
     }
-    _op_end(&o);
+    vf_req_end(&x);
 }
 
-static void h_delete_files(http_req *req, http_resp *resp, void *ctx)
+/* The body's "files": 1..10000 non-empty paths. False after a 400. */
+static bool _files_ok(const json_t *files, http_resp *resp)
 {
-    svc *s = ctx;
-    op o;
-    if (!_op_begin(s, req, resp, VF_PERM_WD, true, &o)) return;
-    static const char *const keys[] = {"files", "recursive", NULL};
-    bool recursive = false, present;
-    json_t *files = json_object_get(o.body, "files");
-    if (!pgjson_only_keys(o.body, keys, resp) ||
-        !pgjson_field_bool(o.body, "recursive", false, &recursive, &present, resp))
-        goto out;
     if (!json_is_array(files) || json_array_size(files) == 0 || json_array_size(files) > 10000) {
         http_problem(resp, 400, "invalid-api-params", NULL,
                      "files: a list of 1..10000 paths is required");
-        goto out;
+        return false;
     }
     size_t i;
     json_t *v;
@@ -184,27 +146,42 @@ static void h_delete_files(http_req *req, http_resp *resp, void *ctx)
         if (!json_is_string(v) || !vf_fs_path_ok(json_string_value(v)) || !*json_string_value(v)) {
             http_problem(resp, 400, "invalid-api-params", NULL,
                          "files[%zu]: a non-empty path string is required", i);
-            goto out;
+            return false;
         }
     }
+    return true;
+}
+
+static void h_delete_files(http_req *req, http_resp *resp, void *ctx)
+{
+    vf_req x;
+    static const char *const keys[] = {"files", "recursive", NULL};
+    bool recursive = false, present;
+    if (!_op_begin(&x, ctx, req, resp, VF_PERM_WD, keys) ||
+        !pgjson_field_bool(x.body, "recursive", false, &recursive, &present, resp) ||
+        !_files_ok(json_object_get(x.body, "files"), resp))
+        goto out;
     int64_t freed_total = 0;
     json_t *deleted = json_array();
     int failed = 0;
-    json_array_foreach(files, i, v)
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(x.body, "files"), i, v)
     {
         int64_t freed = 0;
-        int rc = vf_fs_delete(o.root, json_string_value(v), recursive, &freed);
+        int err;
+        bool ok = vf_fs_delete(x.root, json_string_value(v), recursive, &freed, &err);
         freed_total += freed;
-        if (rc < 0 && !failed) {
-            failed = rc;
-            vf_fs_problem(resp, rc, "delete_files", json_string_value(v));
-        } else if (rc == 0) {
+        if (!ok && !failed) {
+            failed = err;
+            vf_fs_problem(resp, err, "delete_files", json_string_value(v));
+        } else if (ok) {
             json_array_append(deleted, v);
         }
     }
-    if (freed_total > 0) vf_quota_release(s, &o.f, freed_total);
-    TLOG_INFO("files deleted", "vfolder=%s count=%zu freed=%lld failed=%d", o.f.id,
-              json_array_size(deleted), (long long)freed_total, failed);
+    if (freed_total > 0) vf_quota_release(x.s, &x.f, freed_total);
+    TLOG_INFO("files deleted", "count=%zu freed=%lld failed_errno=%d", json_array_size(deleted),
+              (long long)freed_total, failed);
     if (!failed)
         http_reply_json(
             resp, 200,
@@ -212,7 +189,7 @@ static void h_delete_files(http_req *req, http_resp *resp, void *ctx)
     else
         json_decref(deleted);
 out:
-    _op_end(&o);
+    vf_req_end(&x);
 }
 
 /* ---- wiring -------------------------------------------------------------------------------- */
@@ -233,51 +210,29 @@ void vf_files_routes(svc *s)
     vf_tus_routes(s);
 }
 
-static pthread_t g_sweeper;
-static atomic_bool g_stop;
-static bool g_started;
-
-static void *_sweeper(void *arg)
-{
-    svc *s = arg;
-    int64_t next = ts_now_mono_ms() + 5000;
-    while (!atomic_load(&g_stop)) {
-        if (ts_now_mono_ms() >= next) {
-            vf_tus_sweep(s);
-            next = ts_now_mono_ms() +
-                   (vf_cfg.sweep_interval_ms > 0 ? vf_cfg.sweep_interval_ms : 60000);
-        }
-        struct timespec ts = {0, 200 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
-    return NULL;
-}
+/* Aborts uploads whose token expired. */
+static vf_sweeper g_uploads = {.name = "upload",
+                               .job = vf_tus_sweep,
+                               .first_ms = 5000,
+                               .interval_ms = &vf_cfg.sweep_interval_ms};
 
 bool vf_files_start(svc *s, ts_err *err)
 {
     if (!vf_xfer_db_init(s, err)) return false;
     for (size_t i = 0; i < vf_volume_count(); i++) {
-        int fd = vf_xfer_staging_dir(vf_volume_at(i)->name);
-        if (fd < 0) {
+        int fd, errnum;
+        if (!vf_xfer_staging_dir(vf_volume_at(i)->name, &fd, &errnum)) {
             ts_err_set(err, "volume %s: upload staging directory %s/%s: %s", vf_volume_at(i)->name,
-                       vf_volume_at(i)->path, VF_STAGING_DIR, strerror(-fd));
+                       vf_volume_at(i)->path, VF_STAGING_DIR, strerror(errnum));
             return false;
         }
         close(fd);
     }
-    atomic_store(&g_stop, false);
-    if (pthread_create(&g_sweeper, NULL, _sweeper, s) != 0) {
-        ts_err_set(err, "could not start the upload sweeper");
-        return false;
-    }
-    g_started = true;
-    return true;
+    return vf_sweeper_start(&g_uploads, s, err);
 }
 
 void vf_files_stop(svc *s)
 {
     (void)s;
-    atomic_store(&g_stop, true);
-    if (g_started) pthread_join(g_sweeper, NULL);
-    g_started = false;
+    vf_sweeper_stop(&g_uploads);
 }

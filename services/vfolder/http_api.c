@@ -4,6 +4,13 @@
  * "invitations" and "purge" are not folder names in these positions. */
 #include "http_api.h"
 
+#include "files_routes.h"
+#include "folder_create.h"
+#include "folder_routes.h"
+#include "mounts.h"
+#include "sharing.h"
+#include "trash.h"
+
 #pragma weak vf_files_routes
 
 void vf_http_routes(svc *s)

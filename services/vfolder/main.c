@@ -1,16 +1,17 @@
 /* tessera-vfolder: virtual folders: metadata, files, uploads and downloads.
  *
- * Wiring only: the option table, start-up (volumes, routes, the trash
- * sweeper) and shutdown. Health endpoints come from libcommon/svc.c. */
+ * Wiring only: the option table (into context.h's vf_cfg), start-up
+ * (volumes, routes, events, the trash sweeper) and shutdown. Health
+ * endpoints come from libcommon/svc.c. */
+#include "context.h"
 #include "events.h"
+#include "files_routes.h"
 #include "http_api.h"
-#include "libcommon/log.h"
+#include "sweeper.h"
+#include "trash.h"
 #include "volumes.h"
 
-#include <pthread.h>
-#include <stdatomic.h>
 #include <string.h>
-#include <time.h>
 
 extern const pg_migration vfolder_migrations[];
 extern const size_t vfolder_migrations_count;
@@ -18,8 +19,6 @@ extern const size_t vfolder_migrations_count;
 #pragma weak vf_files_options
 #pragma weak vf_files_start
 #pragma weak vf_files_stop
-
-vf_config vf_cfg;
 
 static const cfg_option vf_options[] = {
     {"vfolder.volumes", CFG_STRING, &vf_cfg.volumes, "local:/var/lib/tessera/vfolder/volumes/local",
@@ -63,24 +62,11 @@ static void _build_options(void)
     memset(&g_options[n], 0, sizeof(g_options[n]));
 }
 
-static pthread_t g_sweeper;
-static atomic_bool g_stop;
-static bool g_sweeper_started;
-
-static void *_sweeper(void *arg)
-{
-    svc *s = arg;
-    int64_t next = ts_now_mono_ms() + 2000;
-    while (!atomic_load(&g_stop)) {
-        if (ts_now_mono_ms() >= next) {
-            vf_sweep_trash(s);
-            next = ts_now_mono_ms() + vf_cfg.sweep_interval_ms;
-        }
-        struct timespec ts = {0, 200 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
-    return NULL;
-}
+/* Purges what stayed in the trash past vfolder.trash_retention. */
+static vf_sweeper g_trash = {.name = "trash",
+                             .job = vf_trash_sweep,
+                             .first_ms = 2000,
+                             .interval_ms = &vf_cfg.sweep_interval_ms};
 
 static bool vf_setup(svc *s, ts_err *err)
 {
@@ -93,20 +79,12 @@ static bool vf_start(svc *s, ts_err *err)
 {
     vf_events_init(s);
     if (vf_files_start && !vf_files_start(s, err)) return false;
-    atomic_store(&g_stop, false);
-    if (pthread_create(&g_sweeper, NULL, _sweeper, s) != 0) {
-        ts_err_set(err, "could not start the trash sweeper");
-        return false;
-    }
-    g_sweeper_started = true;
-    return true;
+    return vf_sweeper_start(&g_trash, s, err);
 }
 
 static void vf_stop(svc *s)
 {
-    atomic_store(&g_stop, true);
-    if (g_sweeper_started) pthread_join(g_sweeper, NULL);
-    g_sweeper_started = false;
+    vf_sweeper_stop(&g_trash);
     if (vf_files_stop) vf_files_stop(s);
 }
 

@@ -1,6 +1,7 @@
 /* mount_guard.c: see mount_guard.h. */
 #include "mount_guard.h"
 
+#include "context.h"
 #include "libcommon/httpc.h"
 #include "libcommon/log.h"
 
@@ -22,8 +23,7 @@ bool vf_mount_guard_free(const char *id, const char *name, const char *request_i
     json_t *sessions = json_object_get(ans, "sessions");
     if (!ok || status != 200 || !json_is_array(sessions)) {
         if (ok) ts_err_set(&err, "HTTP %ld", status);
-        TLOG_WARN("tessera-registry not asked about mounts", "vfolder=%s error=\"%s\"", id,
-                  err.msg);
+        TLOG_WARN("tessera-registry not asked about mounts", "error=\"%s\"", err.msg);
         http_problem(resp, 503, "service-unavailable", NULL,
                      "cannot tell whether vfolder %s is mounted in a session: tessera-registry: %s",
                      name, err.msg);

@@ -5,7 +5,7 @@
 #ifndef VFOLDER_MOUNT_GUARD_H
 #define VFOLDER_MOUNT_GUARD_H
 
-#include "folders.h"
+#include "libcommon/http.h"
 
 /* True when no live session mounts folder id (or registry.url is empty).
  * False after a problem answer: 409 `vfolder-in-use` naming the sessions

@@ -1,5 +1,5 @@
-/* quota.c: usage accounting against folder and scope limits (see quota.h
- * and folders.h). */
+/* quota.c: usage accounting against folder and scope limits (see quota.h).
+ * Its callers have the folder in the thread's log context. */
 #include "quota.h"
 
 #include "events.h"
@@ -114,7 +114,7 @@ static vf_quota_rc _reserve(svc *s, const char *id, int64_t bytes, const char *r
         vf_event_quota_exceeded(s, request_id, id, folder_full ? "" : scope,
                                 folder_full ? used : sused, folder_full ? limit : slimit,
                                 PQgetvalue(r, 0, 5));
-        TLOG_INFO("quota exceeded", "vfolder=%s scope=%s bytes=%" PRId64, id, scope, bytes);
+        TLOG_INFO("quota exceeded", "scope=%s bytes=%" PRId64, scope, bytes);
     } else {
         ts_err_set(err, "the folder is gone or not ready");
     }
@@ -152,9 +152,7 @@ void vf_quota_release(svc *s, const vf_folder *f, int64_t bytes)
         }
         pg_pool_put(svc_pg(s), c);
     }
-    if (!ok)
-        TLOG_ERROR("quota release failed", "vfolder=%s bytes=%" PRId64 " error=\"%s\"", f->id,
-                   bytes, err.msg);
+    if (!ok) TLOG_ERROR("quota release failed", "bytes=%" PRId64 " error=\"%s\"", bytes, err.msg);
 }
 
 bool vf_usage(svc *s, const vf_folder *f, int64_t *used, int64_t *limit, int64_t *scope_used,
@@ -187,8 +185,7 @@ void vf_quota_problem(http_resp *resp, vf_quota_rc rc, const vf_folder *f, int64
         return;
     }
     (void)bytes;
-    TLOG_ERROR("quota accounting failed", "vfolder=%s error=\"%s\"", f ? f->id : "?",
-               err ? err->msg : "");
+    TLOG_ERROR("quota accounting failed", "error=\"%s\"", err ? err->msg : "");
     http_problem(resp, 500, "internal-server-error", NULL, "quota accounting failed");
 }
 

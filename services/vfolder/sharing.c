@@ -3,11 +3,10 @@
  * unshare). See sharing.h. */
 #include "sharing.h"
 
-#include "caller.h"
 #include "events.h"
-#include "http_api.h"
 #include "libcommon/log.h"
 #include "libcommon/pgjson.h"
+#include "request.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -64,114 +63,142 @@ static bool _lookup(http_req *req, http_resp *resp, const char *email, json_t **
     return true;
 }
 
-/* ---- invitations ------------------------------------------------------------------ */
+/* Why user may not be given access to f (NULL: it may). */
+typedef const char *(*_user_check)(const json_t *user, const vf_folder *f);
 
-void vf_h_invite(http_req *req, http_resp *resp, void *ctx)
+/* The users the body's "emails" name (looked up through auth), every one
+ * passing check (may be NULL): a new array, or NULL after a problem
+ * (404 unknown, 400 "<email> <why>", 503). */
+static json_t *_users(vf_req *x, _user_check check)
 {
-    svc *s = ctx;
-    vf_caller c;
-    if (!vf_caller_get(s, req, resp, &c)) return;
-    json_t *body = http_json_body(req, resp), *users = json_array(), *ids = json_array();
-    static const char *const keys[] = {"perm", "emails", "user_ids", NULL};
-    const char *perm = NULL;
-    vf_folder f;
-    PGconn *conn = NULL;
-    if (!body || !pgjson_only_keys(body, keys, resp) ||
-        !pgjson_field_enum(body, "perm", false, "ro|rw|wd", &perm, resp) || !_emails(body, resp))
-        goto out;
-    if (!perm) perm = "rw";
-    if (!vf_resolve(s, &c, http_param(req, "name"), VF_PERM_OWNER, &f, resp)) goto out;
-    if (f.ownership != VF_OWNER_USER) {
-        http_problem(resp, 400, "invalid-api-params", NULL,
-                     "vfolder %s belongs to a project: use share to give its members access",
-                     f.name);
-        goto out;
-    }
-    if (!vf_caller_host_allows(&c, NULL, f.host, VF_HOST_INVITE) &&
-        !vf_caller_admin_of(&c, f.domain_name)) {
-        http_problem(resp, 403, "forbidden", NULL,
-                     "your policies do not allow inviting others on host %s", f.host);
-        goto out;
-    }
-    /* Every invitee must exist, be active, be in the folder's domain and not
-     * be the owner; otherwise nothing is invited. */
+    json_t *users = json_array();
     size_t i;
     json_t *e;
-    json_array_foreach(json_object_get(body, "emails"), i, e)
+    json_array_foreach(json_object_get(x->body, "emails"), i, e)
     {
         json_t *u = NULL;
-        if (!_lookup(req, resp, json_string_value(e), &u)) goto out;
-        const char *uid = json_string_value(json_object_get(u, "id"));
-        const char *dom = json_string_value(json_object_get(u, "domain_name"));
-        const char *st = json_string_value(json_object_get(u, "status"));
         const char *why = NULL;
-        if (strcmp(uid, f.owner_id) == 0)
-            why = "is the owner";
-        else if (!dom || strcmp(dom, f.domain_name) != 0)
-            why = "is not in the vfolder's domain";
-        else if (!st || strcmp(st, "active") != 0)
-            why = "is not active";
-        if (why) {
-            http_problem(resp, 400, "invalid-api-params", NULL, "%s %s", json_string_value(e), why);
+        if (!_lookup(x->req, x->resp, json_string_value(e), &u) ||
+            (check && (why = check(u, &x->f)) != NULL)) {
+            if (why)
+                http_problem(x->resp, 400, "invalid-api-params", NULL, "%s %s",
+                             json_string_value(e), why);
             json_decref(u);
-            goto out;
+            json_decref(users);
+            return NULL;
         }
         json_array_append_new(users, u);
     }
-    conn = pgjson_get(s, resp);
-    if (!conn || !pgjson_begin(conn, resp)) goto out;
-    json_t *u;
-    json_array_foreach(users, i, u)
-    {
-        char id[TS_UUID_STRLEN];
-        ts_uuid4(id);
-        const char *p[] = {id,
-                           f.id,
-                           c.user_id,
-                           c.email,
-                           json_string_value(json_object_get(u, "email")),
-                           json_string_value(json_object_get(u, "id")),
-                           perm};
-        /* Already pending, or already holding a permission: skipped. */
-        PGresult *r = pgjson_query(
-            conn, resp, "invite",
-            "INSERT INTO vfolder.invitations (id, vfolder_id, inviter_id, inviter_email,"
-            " invitee_email, invitee_id, perm) SELECT $1, $2, $3, $4, $5, $6, $7"
-            " WHERE NOT EXISTS (SELECT 1 FROM vfolder.permissions WHERE vfolder_id = $2::uuid"
-            "   AND user_id = $6::uuid)"
-            " ON CONFLICT (vfolder_id, lower(invitee_email)) WHERE state = 'pending' DO NOTHING"
-            " RETURNING id::text",
-            7, p);
-        if (!r) {
-            pg_rollback(conn);
-            goto out;
-        }
-        if (PQntuples(r) == 1) json_array_append_new(ids, json_string(PQgetvalue(r, 0, 0)));
-        PQclear(r);
+    return users;
+}
+
+/* One user's row change, on conn inside the transaction; false after a
+ * problem. */
+typedef bool (*_user_change)(vf_req *x, PGconn *conn, json_t *user, void *arg);
+
+/* change for every user, all in one transaction. False after a problem
+ * (nothing changed). */
+static bool _change_all(vf_req *x, json_t *users, _user_change change, void *arg)
+{
+    PGconn *conn = pgjson_get(x->s, x->resp);
+    if (!conn) return false;
+    bool ok = pgjson_begin(conn, x->resp);
+    if (ok) {
+        size_t i;
+        json_t *u;
+        json_array_foreach(users, i, u) if (ok) ok = change(x, conn, u, arg);
+        if (ok) ok = pgjson_commit(conn, x->resp);
+        if (!ok) pg_rollback(conn);
     }
-    if (!pgjson_commit(conn, resp)) {
-        pg_rollback(conn);
+    pgjson_put(x->s, conn);
+    return ok;
+}
+
+/* ---- invitations ------------------------------------------------------------------ */
+
+/* Every invitee must exist, be active, be in the folder's domain and not be
+ * the owner. */
+static const char *_invitee_why(const json_t *u, const vf_folder *f)
+{
+    const char *uid = json_string_value(json_object_get(u, "id"));
+    const char *dom = json_string_value(json_object_get(u, "domain_name"));
+    const char *st = json_string_value(json_object_get(u, "status"));
+    if (strcmp(uid, f->owner_id) == 0) return "is the owner";
+    if (!dom || strcmp(dom, f->domain_name) != 0) return "is not in the vfolder's domain";
+    if (!st || strcmp(st, "active") != 0) return "is not active";
+    return NULL;
+}
+
+typedef struct _invite {
+    const char *perm;
+    json_t *ids; /* the invitations made */
+} _invite;
+
+/* Already pending, or already holding a permission: skipped. */
+static bool _invite_one(vf_req *x, PGconn *conn, json_t *u, void *arg)
+{
+    _invite *inv = arg;
+    char id[TS_UUID_STRLEN];
+    ts_uuid4(id);
+    const char *p[] = {id,
+                       x->f.id,
+                       x->c.user_id,
+                       x->c.email,
+                       json_string_value(json_object_get(u, "email")),
+                       json_string_value(json_object_get(u, "id")),
+                       inv->perm};
+    PGresult *r = pgjson_query(
+        conn, x->resp, "invite",
+        "INSERT INTO vfolder.invitations (id, vfolder_id, inviter_id, inviter_email,"
+        " invitee_email, invitee_id, perm) SELECT $1, $2, $3, $4, $5, $6, $7"
+        " WHERE NOT EXISTS (SELECT 1 FROM vfolder.permissions WHERE vfolder_id = $2::uuid"
+        "   AND user_id = $6::uuid)"
+        " ON CONFLICT (vfolder_id, lower(invitee_email)) WHERE state = 'pending' DO NOTHING"
+        " RETURNING id::text",
+        7, p);
+    if (!r) return false;
+    if (PQntuples(r) == 1) json_array_append_new(inv->ids, json_string(PQgetvalue(r, 0, 0)));
+    PQclear(r);
+    return true;
+}
+
+void vf_h_invite(http_req *req, http_resp *resp, void *ctx)
+{
+    vf_req x;
+    if (!vf_req_begin(&x, ctx, req, resp)) return;
+    static const char *const keys[] = {"perm", "emails", "user_ids", NULL};
+    _invite inv = {.ids = json_array()};
+    json_t *users = NULL;
+    if (!vf_req_body(&x, keys) ||
+        !pgjson_field_enum(x.body, "perm", false, "ro|rw|wd", &inv.perm, resp) ||
+        !_emails(x.body, resp) || !vf_req_folder(&x, VF_PERM_OWNER))
+        goto out;
+    if (!inv.perm) inv.perm = "rw";
+    if (x.f.ownership != VF_OWNER_USER) {
+        http_problem(resp, 400, "invalid-api-params", NULL,
+                     "vfolder %s belongs to a project: use share to give its members access",
+                     x.f.name);
         goto out;
     }
-    TLOG_INFO("vfolder invitations", "vfolder=%s invited=%zu user=%s", f.id, json_array_size(ids),
-              c.user_id);
-    http_reply_json(resp, 201, json_pack("{s:O}", "invited_ids", ids));
+    /* Otherwise nothing is invited. */
+    if (!vf_req_host_allows(&x, VF_HOST_INVITE, false, "inviting others on") ||
+        !(users = _users(&x, _invitee_why)) || !_change_all(&x, users, _invite_one, &inv))
+        goto out;
+    TLOG_INFO("vfolder invitations", "invited=%zu", json_array_size(inv.ids));
+    http_reply_json(resp, 201, json_pack("{s:O}", "invited_ids", inv.ids));
 out:
-    if (conn) pgjson_put(s, conn);
-    json_decref(ids);
+    json_decref(inv.ids);
     json_decref(users);
-    json_decref(body);
-    vf_caller_free(&c);
+    vf_req_end(&x);
 }
 
 void vf_h_invitations(http_req *req, http_resp *resp, void *ctx)
 {
-    svc *s = ctx;
-    vf_caller c;
-    if (!vf_caller_get(s, req, resp, &c)) return;
-    PGconn *conn = pgjson_get(s, resp);
+    vf_req x;
+    if (!vf_req_begin(&x, ctx, req, resp)) return;
+    PGconn *conn = pgjson_get(x.s, resp);
     if (conn) {
-        const char *p[] = {c.email};
+        const char *p[] = {x.c.email};
         PGresult *r = pgjson_query(
             conn, resp, "list invitations",
             "SELECT i.id::text AS id, i.inviter_email AS inviter, i.invitee_email AS invitee,"
@@ -185,104 +212,114 @@ void vf_h_invitations(http_req *req, http_resp *resp, void *ctx)
             http_reply_json(resp, 200, json_pack("{s:o}", "invitations", pgjson_rows_json(r)));
             PQclear(r);
         }
-        pgjson_put(s, conn);
+        pgjson_put(x.s, conn);
     }
-    vf_caller_free(&c);
+    vf_req_end(&x);
 }
 
-/* The invitation id of an accept or delete body ("inv_id", Backend.AI's name). */
-static bool _inv_id(http_req *req, http_resp *resp, json_t **body, const char **id)
+/* The caller and the invitation id of an accept or delete body ("inv_id",
+ * Backend.AI's name). */
+static bool _begin_invitation(vf_req *x, void *ctx, http_req *req, http_resp *resp, const char **id)
 {
-    *body = http_json_body(req, resp);
-    if (!*body) return false;
     static const char *const keys[] = {"inv_id", NULL};
-    return pgjson_only_keys(*body, keys, resp) &&
-           pgjson_field_uuid(*body, "inv_id", true, id, resp);
+    if (!vf_req_begin(x, ctx, req, resp) || !vf_req_body(x, keys) ||
+        !pgjson_field_uuid(x->body, "inv_id", true, id, resp))
+        return false;
+    tlog_ctx_entity("invitation", *id);
+    return true;
 }
 
-void vf_h_accept(http_req *req, http_resp *resp, void *ctx)
+/* The pending invitation id for the caller, in the transaction on conn
+ * (locked): its folder id, perm, folder name and inviter. False after a
+ * problem (404 when there is none). */
+typedef struct _invitation {
+    char vid[TS_UUID_STRLEN], perm[8], name[VF_NAME_MAX], inviter[TS_UUID_STRLEN];
+} _invitation;
+
+static bool _read_invitation(vf_req *x, PGconn *conn, const char *id, _invitation *out)
 {
-    svc *s = ctx;
-    vf_caller c;
-    if (!vf_caller_get(s, req, resp, &c)) return;
-    json_t *body = NULL;
-    const char *id = NULL;
-    PGconn *conn = NULL;
-    PGresult *r = NULL;
-    if (!_inv_id(req, resp, &body, &id)) goto out;
-    conn = pgjson_get(s, resp);
-    if (!conn || !pgjson_begin(conn, resp)) goto out;
-    const char *p[] = {id, c.email, c.user_id};
-    r = pgjson_query(conn, resp, "read invitation",
+    const char *p[] = {id, x->c.email, x->c.user_id};
+    PGresult *r =
+        pgjson_query(conn, x->resp, "read invitation",
                      "SELECT i.vfolder_id::text, i.perm, v.name, i.inviter_id::text"
                      " FROM vfolder.invitations i JOIN vfolder.vfolders v ON v.id = i.vfolder_id"
                      " WHERE i.id = $1::uuid AND lower(i.invitee_email) = lower($2)"
                      " AND i.state = 'pending' AND v.status = 'ready' AND $3::uuid IS NOT NULL"
                      " FOR UPDATE OF i",
                      3, p);
-    if (!r) goto rollback;
-    if (PQntuples(r) != 1) {
-        http_problem(resp, 404, "not-found", NULL, "no pending invitation %s for you", id);
-        goto rollback;
+    if (!r) return false;
+    bool ok = PQntuples(r) == 1;
+    if (ok) {
+        ts_strlcpy(out->vid, PQgetvalue(r, 0, 0), sizeof(out->vid));
+        ts_strlcpy(out->perm, PQgetvalue(r, 0, 1), sizeof(out->perm));
+        ts_strlcpy(out->name, PQgetvalue(r, 0, 2), sizeof(out->name));
+        ts_strlcpy(out->inviter, PQgetvalue(r, 0, 3), sizeof(out->inviter));
+    } else {
+        http_problem(x->resp, 404, "not-found", NULL, "no pending invitation %s for you", id);
     }
-    char vid[TS_UUID_STRLEN], perm[8], name[VF_NAME_MAX], inviter[TS_UUID_STRLEN];
-    ts_strlcpy(vid, PQgetvalue(r, 0, 0), sizeof(vid));
-    ts_strlcpy(perm, PQgetvalue(r, 0, 1), sizeof(perm));
-    ts_strlcpy(name, PQgetvalue(r, 0, 2), sizeof(name));
-    ts_strlcpy(inviter, PQgetvalue(r, 0, 3), sizeof(inviter));
     PQclear(r);
+    return ok;
+}
+
+/* Accept inv (the caller is its invitee) on conn, in the transaction. */
+static bool _accept(vf_req *x, PGconn *conn, const char *id, const _invitation *inv)
+{
     /* Backend.AI's rule: you cannot accept a folder named like one of yours. */
-    const char *p2[] = {c.user_id, name};
-    r = pgjson_query(conn, resp, "name clash",
-                     "SELECT 1 FROM vfolder.vfolders WHERE user_id = $1::uuid AND name = $2"
-                     " AND status NOT IN ('trash', 'purging', 'purged')",
-                     2, p2);
-    if (!r) goto rollback;
-    if (PQntuples(r) > 0) {
-        http_problem(resp, 409, "already-exists", NULL,
-                     "you own a vfolder named %s: rename it before accepting", name);
-        goto rollback;
-    }
+    const char *p2[] = {x->c.user_id, inv->name};
+    PGresult *r = pgjson_query(conn, x->resp, "name clash",
+                               "SELECT 1 FROM vfolder.vfolders WHERE user_id = $1::uuid"
+                               " AND name = $2 AND status NOT IN ('trash', 'purging', 'purged')",
+                               2, p2);
+    if (!r) return false;
+    bool clash = PQntuples(r) > 0;
     PQclear(r);
-    const char *p3[] = {vid, c.user_id, perm, id};
-    r = pgjson_query(conn, resp, "accept invitation",
+    if (clash) {
+        http_problem(x->resp, 409, "already-exists", NULL,
+                     "you own a vfolder named %s: rename it before accepting", inv->name);
+        return false;
+    }
+    const char *p3[] = {inv->vid, x->c.user_id, inv->perm, id};
+    r = pgjson_query(conn, x->resp, "accept invitation",
                      "WITH a AS (UPDATE vfolder.invitations SET state = 'accepted',"
                      "   invitee_id = $2::uuid, modified_at = now() WHERE id = $4::uuid)"
                      " INSERT INTO vfolder.permissions (vfolder_id, user_id, perm, source)"
                      " VALUES ($1, $2, $3, 'invitation') ON CONFLICT (vfolder_id, user_id)"
                      " DO UPDATE SET perm = EXCLUDED.perm, source = 'invitation'",
                      4, p3);
-    if (!r) goto rollback;
     PQclear(r);
-    r = NULL;
-    if (!pgjson_commit(conn, resp)) goto rollback;
-    TLOG_INFO("invitation accepted", "vfolder=%s invitation=%s user=%s perm=%s", vid, id, c.user_id,
-              perm);
-    vf_event_shared(s, req->request_id, vid, c.user_id, perm, inviter, id, false);
+    return r != NULL;
+}
+
+void vf_h_accept(http_req *req, http_resp *resp, void *ctx)
+{
+    vf_req x;
+    const char *id = NULL;
+    PGconn *conn = NULL;
+    if (!_begin_invitation(&x, ctx, req, resp, &id) || !(conn = pgjson_get(x.s, resp))) goto out;
+    _invitation inv;
+    if (!pgjson_begin(conn, resp)) goto out;
+    if (!_read_invitation(&x, conn, id, &inv) || !_accept(&x, conn, id, &inv) ||
+        !pgjson_commit(conn, resp)) {
+        pg_rollback(conn);
+        goto out;
+    }
+    tlog_ctx_entity("folder", inv.vid);
+    TLOG_INFO("invitation accepted", "invitation=%s perm=%s", id, inv.perm);
+    vf_event_shared(x.s, req->request_id, inv.vid, x.c.user_id, inv.perm, inv.inviter, id, false);
     http_reply_json(resp, 200, json_object());
-    goto out;
-rollback:
-    if (r) PQclear(r);
-    pg_rollback(conn);
 out:
-    if (conn) pgjson_put(s, conn);
-    json_decref(body);
-    vf_caller_free(&c);
+    if (conn) pgjson_put(x.s, conn);
+    vf_req_end(&x);
 }
 
 /* DELETE /invitations/delete: the invitee rejects, the inviter (or the
  * folder's owner or an admin of its domain) cancels. */
 void vf_h_reject(http_req *req, http_resp *resp, void *ctx)
 {
-    svc *s = ctx;
-    vf_caller c;
-    if (!vf_caller_get(s, req, resp, &c)) return;
-    json_t *body = NULL;
+    vf_req x;
     const char *id = NULL;
     PGconn *conn = NULL;
-    if (!_inv_id(req, resp, &body, &id)) goto out;
-    conn = pgjson_get(s, resp);
-    if (!conn) goto out;
+    if (!_begin_invitation(&x, ctx, req, resp, &id) || !(conn = pgjson_get(x.s, resp))) goto out;
     const char *p[] = {id};
     PGresult *r = pgjson_query(conn, resp, "read invitation",
                                "SELECT i.invitee_email, i.inviter_id::text, v.user_id::text,"
@@ -293,11 +330,11 @@ void vf_h_reject(http_req *req, http_resp *resp, void *ctx)
     if (!r) goto out;
     const char *state = NULL;
     if (PQntuples(r) == 1) {
-        if (strcasecmp(PQgetvalue(r, 0, 0), c.email) == 0)
+        if (strcasecmp(PQgetvalue(r, 0, 0), x.c.email) == 0)
             state = "rejected";
-        else if (strcmp(PQgetvalue(r, 0, 1), c.user_id) == 0 ||
-                 strcmp(PQgetvalue(r, 0, 2), c.user_id) == 0 ||
-                 vf_caller_admin_of(&c, PQgetvalue(r, 0, 3)))
+        else if (strcmp(PQgetvalue(r, 0, 1), x.c.user_id) == 0 ||
+                 strcmp(PQgetvalue(r, 0, 2), x.c.user_id) == 0 ||
+                 vf_caller_admin_of(&x.c, PQgetvalue(r, 0, 3)))
             state = "canceled";
     }
     PQclear(r);
@@ -311,160 +348,141 @@ void vf_h_reject(http_req *req, http_resp *resp, void *ctx)
                      " WHERE id = $1::uuid AND state = 'pending'",
                      2, p2);
     if (r) {
-        TLOG_INFO("invitation closed", "invitation=%s state=%s user=%s", id, state, c.user_id);
+        TLOG_INFO("invitation closed", "state=%s", state);
         http_reply_json(resp, 200, json_pack("{s:s}", "state", state));
         PQclear(r);
     }
 out:
-    if (conn) pgjson_put(s, conn);
-    json_decref(body);
-    vf_caller_free(&c);
+    if (conn) pgjson_put(x.s, conn);
+    vf_req_end(&x);
 }
 
 void vf_h_leave(http_req *req, http_resp *resp, void *ctx)
 {
-    svc *s = ctx;
-    vf_caller c;
-    if (!vf_caller_get(s, req, resp, &c)) return;
-    vf_folder f;
-    if (!vf_resolve(s, &c, http_param(req, "name"), VF_PERM_RO, &f, resp)) goto out;
-    if (f.ownership != VF_OWNER_USER) {
+    vf_req x;
+    if (!vf_req_begin(&x, ctx, req, resp)) return;
+    PGconn *conn = NULL;
+    if (!vf_req_folder(&x, VF_PERM_RO)) goto out;
+    if (x.f.ownership != VF_OWNER_USER) {
         http_problem(resp, 400, "invalid-api-params", NULL,
-                     "vfolder %s belongs to a project: leave the project instead", f.name);
+                     "vfolder %s belongs to a project: leave the project instead", x.f.name);
         goto out;
     }
-    if (strcmp(f.owner_id, c.user_id) == 0) {
+    if (strcmp(x.f.owner_id, x.c.user_id) == 0) {
         http_problem(resp, 400, "invalid-api-params", NULL,
-                     "you own vfolder %s: delete it instead of leaving", f.name);
+                     "you own vfolder %s: delete it instead of leaving", x.f.name);
         goto out;
     }
-    PGconn *conn = pgjson_get(s, resp);
-    if (!conn) goto out;
-    const char *p[] = {f.id, c.user_id};
+    if (!(conn = pgjson_get(x.s, resp))) goto out;
+    const char *p[] = {x.f.id, x.c.user_id};
     PGresult *r = pgjson_query(conn, resp, "leave vfolder",
                                "DELETE FROM vfolder.permissions WHERE vfolder_id = $1::uuid"
                                " AND user_id = $2::uuid",
                                2, p);
-    if (r) {
-        if (strcmp(PQcmdTuples(r), "1") == 0) {
-            TLOG_INFO("vfolder left", "vfolder=%s user=%s", f.id, c.user_id);
-            vf_event_shared(s, req->request_id, f.id, c.user_id, NULL, c.user_id, NULL, true);
-            http_reply_json(resp, 200, json_object());
-        } else {
-            http_problem(resp, 400, "invalid-api-params", NULL, "vfolder %s is not shared with you",
-                         f.name);
-        }
-        PQclear(r);
+    if (r && strcmp(PQcmdTuples(r), "1") == 0) {
+        TLOG_INFO("vfolder left", "");
+        vf_event_shared(x.s, req->request_id, x.f.id, x.c.user_id, NULL, x.c.user_id, NULL, true);
+        http_reply_json(resp, 200, json_object());
+    } else if (r) {
+        http_problem(resp, 400, "invalid-api-params", NULL, "vfolder %s is not shared with you",
+                     x.f.name);
     }
-    pgjson_put(s, conn);
+    PQclear(r);
 out:
-    vf_caller_free(&c);
+    if (conn) pgjson_put(x.s, conn);
+    vf_req_end(&x);
 }
 
 /* ---- project folders: per-user permissions -------------------------------------------- */
 
-/* share (perm) or unshare (perm NULL). */
-static void _share(http_req *req, http_resp *resp, svc *s, bool share)
+static const char *_member_why(const json_t *u, const vf_folder *f)
 {
-    vf_caller c;
-    if (!vf_caller_get(s, req, resp, &c)) return;
-    json_t *body = http_json_body(req, resp), *users = json_array(), *done = json_array();
+    size_t j;
+    json_t *pid;
+    json_array_foreach(json_object_get(u, "projects"), j, pid)
+    {
+        if (json_string_value(pid) && strcmp(json_string_value(pid), f->owner_id) == 0) return NULL;
+    }
+    return "is not a member of the vfolder's project";
+}
+
+typedef struct _share {
+    const char *perm; /* NULL: unshare */
+    json_t *done;     /* the emails whose permission changed */
+} _share;
+
+static bool _share_one(vf_req *x, PGconn *conn, json_t *u, void *arg)
+{
+    _share *sh = arg;
+    const char *p[] = {x->f.id, json_string_value(json_object_get(u, "id")), sh->perm};
+    PGresult *r =
+        sh->perm
+            ? pgjson_query(conn, x->resp, "share vfolder",
+                           "INSERT INTO vfolder.permissions (vfolder_id, user_id, perm, source)"
+                           " VALUES ($1, $2, $3, 'share') ON CONFLICT (vfolder_id, user_id)"
+                           " DO UPDATE SET perm = EXCLUDED.perm, source = 'share'",
+                           3, p)
+            : pgjson_query(conn, x->resp, "unshare vfolder",
+                           "DELETE FROM vfolder.permissions WHERE vfolder_id = $1::uuid"
+                           " AND user_id = $2::uuid",
+                           2, p);
+    if (!r) return false;
+    if (sh->perm || strcmp(PQcmdTuples(r), "0") != 0)
+        json_array_append(sh->done, json_object_get(u, "email"));
+    else
+        json_object_set_new(u, "unchanged", json_true());
+    PQclear(r);
+    return true;
+}
+
+/* share (a permission for members) or unshare (the override removed). */
+static void _share_or_unshare(http_req *req, http_resp *resp, void *ctx, bool share)
+{
+    vf_req x;
+    if (!vf_req_begin(&x, ctx, req, resp)) return;
     static const char *const share_keys[] = {"permission", "perm", "emails", NULL};
     static const char *const unshare_keys[] = {"emails", NULL};
     const char *perm = NULL, *perm2 = NULL;
-    vf_folder f;
-    PGconn *conn = NULL;
-    if (!body || !pgjson_only_keys(body, share ? share_keys : unshare_keys, resp) ||
-        !_emails(body, resp))
-        goto out;
-    if (share && (!pgjson_field_enum(body, "permission", false, "ro|rw|wd", &perm, resp) ||
-                  !pgjson_field_enum(body, "perm", false, "ro|rw|wd", &perm2, resp)))
+    _share sh = {.done = json_array()};
+    json_t *users = NULL;
+    if (!vf_req_body(&x, share ? share_keys : unshare_keys) || !_emails(x.body, resp)) goto out;
+    if (share && (!pgjson_field_enum(x.body, "permission", false, "ro|rw|wd", &perm, resp) ||
+                  !pgjson_field_enum(x.body, "perm", false, "ro|rw|wd", &perm2, resp)))
         goto out;
     if (!perm) perm = perm2 ? perm2 : "rw";
-    if (!vf_resolve(s, &c, http_param(req, "name"), VF_PERM_OWNER, &f, resp)) goto out;
-    if (f.ownership != VF_OWNER_PROJECT) {
+    if (!vf_req_folder(&x, VF_PERM_OWNER)) goto out;
+    if (x.f.ownership != VF_OWNER_PROJECT) {
         http_problem(resp, 400, "invalid-api-params", NULL,
-                     "vfolder %s is a user folder: use invite to share it", f.name);
+                     "vfolder %s is a user folder: use invite to share it", x.f.name);
         goto out;
     }
+    sh.perm = share ? perm : NULL;
+    if (!(users = _users(&x, share ? _member_why : NULL)) ||
+        !_change_all(&x, users, _share_one, &sh))
+        goto out;
     size_t i;
-    json_t *e;
-    json_array_foreach(json_object_get(body, "emails"), i, e)
-    {
-        json_t *u = NULL;
-        if (!_lookup(req, resp, json_string_value(e), &u)) goto out;
-        bool member = false;
-        size_t j;
-        json_t *pid;
-        json_array_foreach(json_object_get(u, "projects"), j, pid)
-        {
-            if (json_string_value(pid) && strcmp(json_string_value(pid), f.owner_id) == 0)
-                member = true;
-        }
-        if (share && !member) {
-            http_problem(resp, 400, "invalid-api-params", NULL,
-                         "%s is not a member of the vfolder's project", json_string_value(e));
-            json_decref(u);
-            goto out;
-        }
-        json_array_append_new(users, u);
-    }
-    conn = pgjson_get(s, resp);
-    if (!conn || !pgjson_begin(conn, resp)) goto out;
     json_t *u;
     json_array_foreach(users, i, u)
     {
-        const char *uid = json_string_value(json_object_get(u, "id"));
-        const char *p[] = {f.id, uid, perm};
-        PGresult *r =
-            share
-                ? pgjson_query(conn, resp, "share vfolder",
-                               "INSERT INTO vfolder.permissions (vfolder_id, user_id, perm, source)"
-                               " VALUES ($1, $2, $3, 'share') ON CONFLICT (vfolder_id, user_id)"
-                               " DO UPDATE SET perm = EXCLUDED.perm, source = 'share'",
-                               3, p)
-                : pgjson_query(conn, resp, "unshare vfolder",
-                               "DELETE FROM vfolder.permissions WHERE vfolder_id = $1::uuid"
-                               " AND user_id = $2::uuid",
-                               2, p);
-        if (!r) {
-            pg_rollback(conn);
-            goto out;
-        }
-        if (share || strcmp(PQcmdTuples(r), "0") != 0)
-            json_array_append(done, json_object_get(u, "email"));
-        else
-            json_object_set_new(u, "unchanged", json_true());
-        PQclear(r);
-    }
-    if (!pgjson_commit(conn, resp)) {
-        pg_rollback(conn);
-        goto out;
-    }
-    json_array_foreach(users, i, u)
-    {
         if (json_is_true(json_object_get(u, "unchanged"))) continue;
-        vf_event_shared(s, req->request_id, f.id, json_string_value(json_object_get(u, "id")),
-                        share ? perm : NULL, c.user_id, NULL, !share);
+        vf_event_shared(x.s, req->request_id, x.f.id, json_string_value(json_object_get(u, "id")),
+                        sh.perm, x.c.user_id, NULL, !share);
     }
-    TLOG_INFO(share ? "vfolder shared" : "vfolder unshared", "vfolder=%s users=%zu user=%s", f.id,
-              json_array_size(done), c.user_id);
+    TLOG_INFO(share ? "vfolder shared" : "vfolder unshared", "users=%zu", json_array_size(sh.done));
     http_reply_json(resp, share ? 201 : 200,
-                    json_pack("{s:O}", share ? "shared_emails" : "unshared_emails", done));
+                    json_pack("{s:O}", share ? "shared_emails" : "unshared_emails", sh.done));
 out:
-    if (conn) pgjson_put(s, conn);
     json_decref(users);
-    json_decref(done);
-    json_decref(body);
-    vf_caller_free(&c);
+    json_decref(sh.done);
+    vf_req_end(&x);
 }
 
 void vf_h_share(http_req *req, http_resp *resp, void *ctx)
 {
-    _share(req, resp, ctx, true);
+    _share_or_unshare(req, resp, ctx, true);
 }
 
 void vf_h_unshare(http_req *req, http_resp *resp, void *ctx)
 {
-    _share(req, resp, ctx, false);
+    _share_or_unshare(req, resp, ctx, false);
 }

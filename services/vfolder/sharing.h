@@ -9,11 +9,24 @@
  * (source "share"), unshare removes it. Each accepted invitation, share,
  * unshare and leave publishes VfolderShared after its commit.
  *
- * The handlers are declared in http_api.h (vf_h_invite, vf_h_invitations,
- * vf_h_accept, vf_h_reject, vf_h_leave, vf_h_share, vf_h_unshare). */
+ *   POST   /v1/folders/{name}/invite {perm, emails}   owner, invite-others
+ *   GET    /v1/folders/invitations/list               the caller's pending ones
+ *   POST   /v1/folders/invitations/accept {inv_id}
+ *   DELETE /v1/folders/invitations/delete {inv_id}    reject or cancel
+ *   POST   /v1/folders/{name}/leave
+ *   POST   /v1/folders/{name}/share {permission, emails}   project folders
+ *   DELETE /v1/folders/{name}/unshare {emails} */
 #ifndef VFOLDER_SHARING_H
 #define VFOLDER_SHARING_H
 
-#include "folders.h"
+#include "libcommon/svc.h"
+
+void vf_h_invite(http_req *req, http_resp *resp, void *ctx);
+void vf_h_invitations(http_req *req, http_resp *resp, void *ctx);
+void vf_h_accept(http_req *req, http_resp *resp, void *ctx);
+void vf_h_reject(http_req *req, http_resp *resp, void *ctx);
+void vf_h_leave(http_req *req, http_resp *resp, void *ctx);
+void vf_h_share(http_req *req, http_resp *resp, void *ctx);
+void vf_h_unshare(http_req *req, http_resp *resp, void *ctx);
 
 #endif

@@ -42,7 +42,7 @@ typedef enum vf_token_rc {
 
 /* The secret (at least VF_TOKEN_SECRET_MIN bytes); copied. */
 void vf_token_set_secret(const char *secret);
-bool vf_token_has_secret(void);
+bool vf_token_has_secret(void) TS_MUST_CHECK;
 /* A fresh random secret (64 characters of base64url, heap). */
 char *vf_token_new_secret(void);
 

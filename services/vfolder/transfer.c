@@ -3,10 +3,10 @@
  * with Range support, a directory as a streamed zip). See transfer.h. */
 #include "transfer.h"
 
-#include "caller.h"
 #include "files.h"
 #include "libcommon/log.h"
 #include "libcommon/pgjson.h"
+#include "request.h"
 #include "volumes.h"
 #include "zipstream.h"
 
@@ -56,6 +56,8 @@ bool vf_xfer_token(http_req *req, http_resp *resp, vf_token_op op, const char *u
         vf_token_free(out);
         return false;
     }
+    tlog_ctx_user(out->uid);
+    tlog_ctx_entity("folder", out->fid);
     return true;
 }
 
@@ -72,10 +74,9 @@ char *vf_xfer_base_url(http_req *req)
     return ts_asprintf("http://%s", sane ? host : "127.0.0.1:8095");
 }
 
-void vf_xfer_folder_gone(http_resp *resp, const char *fid, const ts_err *err)
+void vf_xfer_folder_gone(http_resp *resp, const ts_err *err)
 {
-    TLOG_INFO("transfer: folder not available", "vfolder=%s reason=\"%s\"", fid,
-              err ? err->msg : "");
+    TLOG_INFO("transfer: folder not available", "error=\"%s\"", err ? err->msg : "");
     http_problem(resp, 404, "vfolder-not-found", NULL,
                  "the folder of this transfer is gone or not ready");
 }
@@ -135,67 +136,80 @@ bool vf_xfer_db_init(svc *s, ts_err *err)
     return true;
 }
 
-int vf_xfer_staging_dir(const char *host)
+bool vf_xfer_staging_dir(const char *host, int *fd, int *errnum)
 {
+    *fd = -1;
     const vf_volume *v = vf_volume_find(host);
-    if (!v) return -ENOENT;
+    if (!v) {
+        *errnum = ENOENT;
+        return false;
+    }
     char path[VF_PATH_MAX + 32];
     snprintf(path, sizeof(path), "%s/%s", v->path, VF_STAGING_DIR);
-    int fd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0 && errno == ENOENT) {
-        if (mkdir(path, 0700) != 0 && errno != EEXIST) return -errno;
-        fd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    *fd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (*fd < 0 && errno == ENOENT) {
+        if (mkdir(path, 0700) != 0 && errno != EEXIST) {
+            *errnum = errno;
+            return false;
+        }
+        *fd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     }
-    return fd < 0 ? -errno : fd;
+    *errnum = *fd < 0 ? errno : 0;
+    return *fd >= 0;
+}
+
+/* ---- issuing tokens ------------------------------------------------------------------ */
+
+void vf_xfer_token_for(vf_token *t, const vf_req *x, vf_token_op op, const char *path, int64_t size,
+                       int64_t ttl_ms)
+{
+    memset(t, 0, sizeof(*t));
+    t->op = op;
+    t->path = (char *)path;
+    t->size = size;
+    t->exp = ts_now_wall_ms() / 1000 + ttl_ms / 1000;
+    ts_strlcpy(t->fid, x->f.id, sizeof(t->fid));
+    ts_strlcpy(t->host, x->f.host, sizeof(t->host));
+    ts_strlcpy(t->uid, x->c.user_id, sizeof(t->uid));
+    ts_uuid4(t->id);
+}
+
+void vf_xfer_issue(vf_req *x, const vf_token *t, const char *url_path)
+{
+    char *token = vf_token_sign(t);
+    char *base = vf_xfer_base_url(x->req);
+    char *url = ts_asprintf("%s%s", base, url_path);
+    json_t *o =
+        json_pack("{s:s, s:s, s:I}", "token", token, "url", url, "expires_at", (json_int_t)t->exp);
+    if (t->op == VF_TOKEN_UPLOAD) json_object_set_new(o, "upload_id", json_string(t->id));
+    http_reply_json(x->resp, 200, o);
+    free(token);
+    free(base);
+    free(url);
 }
 
 /* ---- request-download --------------------------------------------------------------- */
 
-static const json_t *_project_hosts(const vf_caller *c, const vf_folder *f)
-{
-    return f->ownership == VF_OWNER_PROJECT
-               ? json_object_get(vf_caller_project(c, f->owner_id), "allowed_vfolder_hosts")
-               : NULL;
-}
-
 void vf_h_request_download(http_req *req, http_resp *resp, void *ctx)
 {
-    svc *s = ctx;
-    vf_caller c;
-    if (!vf_caller_get(s, req, resp, &c)) return;
-    json_t *body = NULL;
-    int root = -1;
-    vf_folder f;
-    if (!vf_resolve(s, &c, http_param(req, "name"), VF_PERM_RO, &f, resp)) goto out;
-    if (!vf_caller_host_allows(&c, _project_hosts(&c, &f), f.host, VF_HOST_DOWNLOAD) &&
-        !vf_caller_admin_of(&c, f.domain_name)) {
-        http_problem(resp, 403, "forbidden", NULL,
-                     "your policies do not allow downloading from host %s", f.host);
-        goto out;
-    }
-    body = http_json_body(req, resp);
-    if (!body) goto out;
+    vf_req x;
+    if (!vf_req_begin(&x, ctx, req, resp)) return;
     static const char *const keys[] = {"file", "archive", NULL};
     const char *file;
     bool archive = false, present;
-    if (!pgjson_only_keys(body, keys, resp) ||
-        !pgjson_field_str(body, "file", true, 0, 4096, &file, resp) ||
-        !pgjson_field_bool(body, "archive", false, &archive, &present, resp))
-        goto out;
-    root = vf_fs_open_root(f.host_path);
-    if (root < 0) {
-        vf_fs_problem(resp, root, "request-download", "");
-        goto out;
-    }
-    int fd = vf_fs_open(root, file, O_PATH, 0);
-    if (fd < 0) {
-        vf_fs_problem(resp, fd, "request-download", file);
-        goto out;
-    }
+    int fd = -1, err;
     struct stat st;
-    int rc = fstat(fd, &st);
-    close(fd);
-    if (rc != 0 || (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))) {
+    if (!vf_req_folder(&x, VF_PERM_RO) ||
+        !vf_req_host_allows(&x, VF_HOST_DOWNLOAD, true, "downloading from") ||
+        !vf_req_body(&x, keys) || !pgjson_field_str(x.body, "file", true, 0, 4096, &file, resp) ||
+        !pgjson_field_bool(x.body, "archive", false, &archive, &present, resp) ||
+        !vf_req_root(&x, "request-download"))
+        goto out;
+    if (!vf_fs_open(x.root, file, O_PATH, 0, &fd, &err)) {
+        vf_fs_problem(resp, err, "request-download", file);
+        goto out;
+    }
+    if (fstat(fd, &st) != 0 || (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))) {
         http_problem(resp, 400, "invalid-api-params", NULL,
                      "request-download: not a regular file or a directory: %s", file);
         goto out;
@@ -205,69 +219,54 @@ void vf_h_request_download(http_req *req, http_resp *resp, void *ctx)
                      "request-download: %s is a directory: set \"archive\": true for a zip", file);
         goto out;
     }
-    vf_token t = {.op = VF_TOKEN_DOWNLOAD,
-                  .path = (char *)file,
-                  .size = -1,
-                  .exp = ts_now_wall_ms() / 1000 + vf_xcfg.download_ttl_ms / 1000,
-                  .archive = S_ISDIR(st.st_mode)};
-    ts_strlcpy(t.fid, f.id, sizeof(t.fid));
-    ts_strlcpy(t.host, f.host, sizeof(t.host));
-    ts_strlcpy(t.uid, c.user_id, sizeof(t.uid));
-    ts_uuid4(t.id);
-    char *token = vf_token_sign(&t);
-    char *base = vf_xfer_base_url(req);
-    char *url = ts_asprintf("%s/v1/transfer/download", base);
-    http_reply_json(
-        resp, 200,
-        json_pack("{s:s, s:s, s:I}", "token", token, "url", url, "expires_at", (json_int_t)t.exp));
-    TLOG_INFO("download token issued", "vfolder=%s user=%s archive=%d", f.id, c.user_id, t.archive);
-    free(token);
-    free(base);
-    free(url);
+    vf_token t;
+    vf_xfer_token_for(&t, &x, VF_TOKEN_DOWNLOAD, file, -1, vf_xcfg.download_ttl_ms);
+    t.archive = S_ISDIR(st.st_mode);
+    vf_xfer_issue(&x, &t, "/v1/transfer/download");
+    TLOG_INFO("download token issued", "archive=%d", t.archive);
 out:
-    if (root >= 0) close(root);
-    json_decref(body);
-    vf_caller_free(&c);
+    if (fd >= 0) close(fd);
+    vf_req_end(&x);
 }
 
 /* ---- download ------------------------------------------------------------------------ */
 
-int vf_xfer_parse_range(const char *value, uint64_t size, uint64_t *start, uint64_t *len)
+vf_range vf_xfer_parse_range(const char *value, uint64_t size, uint64_t *start, uint64_t *len)
 {
-    if (!value) return 0;
+    if (!value) return VF_RANGE_ALL;
     while (*value == ' ')
         value++;
-    if (strncmp(value, "bytes=", 6) != 0) return 0;
+    if (strncmp(value, "bytes=", 6) != 0) return VF_RANGE_ALL;
     const char *p = value + 6;
-    if (strchr(p, ',')) return 0; /* several ranges: the whole body instead */
+    if (strchr(p, ',')) return VF_RANGE_ALL; /* several ranges: the whole body instead */
     char *end;
     if (*p == '-') { /* the last N bytes */
         errno = 0;
         unsigned long long n = strtoull(p + 1, &end, 10);
-        if (end == p + 1 || *end || errno) return 0;
-        if (n == 0 || size == 0) return -1;
+        if (end == p + 1 || *end || errno) return VF_RANGE_ALL;
+        if (n == 0 || size == 0) return VF_RANGE_UNSATISFIABLE;
         if (n > size) n = size;
         *start = size - n;
         *len = n;
-        return 1;
+        return VF_RANGE_PART;
     }
-    if (*p < '0' || *p > '9') return 0;
+    if (*p < '0' || *p > '9') return VF_RANGE_ALL;
     errno = 0;
     unsigned long long a = strtoull(p, &end, 10);
-    if (errno || *end != '-') return 0;
+    if (errno || *end != '-') return VF_RANGE_ALL;
     const char *q = end + 1;
     unsigned long long b = size ? size - 1 : 0;
     if (*q) {
-        if (*q < '0' || *q > '9') return 0;
+        if (*q < '0' || *q > '9') return VF_RANGE_ALL;
         b = strtoull(q, &end, 10);
-        if (errno || *end) return 0;
-        if (b < a) return 0; /* invalid: ignored (RFC 9110) */
+        if (errno || *end) return VF_RANGE_ALL;
+        if (b < a) return VF_RANGE_ALL; /* invalid: ignored (RFC 9110) */
         if (b >= size) b = size ? size - 1 : 0;
     }
-    if (a >= size) return -1;
+    if (a >= size) return VF_RANGE_UNSATISFIABLE;
     *start = a;
     *len = b - a + 1;
-    return 1;
+    return VF_RANGE_PART;
 }
 
 /* attachment; filename="ascii"; filename*=UTF-8''percent-encoded */
@@ -315,10 +314,12 @@ static const char *_basename(const char *path, const char *fallback)
     return buf;
 }
 
+/* The reader of http_reply_reader: > 0 bytes, 0 at the end, -1 on an error. */
 static long _zip_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
     (void)pos;
-    return vf_zip_read(cls, buf, max);
+    size_t n = 0;
+    return vf_zip_read(cls, buf, max, &n) ? (long)n : -1;
 }
 
 static void _zip_release(void *cls)
@@ -345,8 +346,8 @@ static void _send_file(http_req *req, http_resp *resp, int fd, const struct stat
     const char *if_range = http_header(req, "If-Range");
     if (range && if_range && strcmp(if_range, etag) != 0 && strcmp(if_range, lm) != 0)
         range = NULL; /* the file changed since the client's copy: all of it */
-    int r = vf_xfer_parse_range(range, size, &start, &len);
-    if (r < 0) {
+    vf_range r = vf_xfer_parse_range(range, size, &start, &len);
+    if (r == VF_RANGE_UNSATISFIABLE) {
         char cr[64];
         snprintf(cr, sizeof(cr), "bytes */%" PRIu64, size);
         http_set_header(resp, "Content-Range", cr);
@@ -355,13 +356,14 @@ static void _send_file(http_req *req, http_resp *resp, int fd, const struct stat
         close(fd);
         return;
     }
-    if (r > 0) {
+    if (r == VF_RANGE_PART) {
         char cr[96];
         snprintf(cr, sizeof(cr), "bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64, start, start + len - 1,
                  size);
         http_set_header(resp, "Content-Range", cr);
     }
-    http_reply_fd(req, resp, r > 0 ? 206 : 200, "application/octet-stream", fd, start, len);
+    http_reply_fd(req, resp, r == VF_RANGE_PART ? 206 : 200, "application/octet-stream", fd, start,
+                  len);
 }
 
 void vf_h_download(http_req *req, http_resp *resp, void *ctx)
@@ -378,45 +380,43 @@ void vf_h_download(http_req *req, http_resp *resp, void *ctx)
     if (!v) {
         ts_err err;
         ts_err_set(&err, "volume %s is not configured here", t.host);
-        vf_xfer_folder_gone(resp, t.fid, &err);
+        vf_xfer_folder_gone(resp, &err);
         goto out;
     }
     vf_volume_folder_path(v, t.fid, dir);
-    root = vf_fs_open_root(dir);
-    if (root == -ENOENT) {
-        vf_xfer_folder_gone(resp, t.fid, NULL);
+    int err, fd = -1;
+    if (!vf_fs_open_root(dir, &root, &err) && err == ENOENT) {
+        vf_xfer_folder_gone(resp, NULL);
         goto out;
     }
     /* O_NONBLOCK: a FIFO planted under the name must not hang the worker. */
-    int fd = root < 0 ? root : vf_fs_open(root, t.path, O_RDONLY | O_NONBLOCK, 0);
-    if (fd < 0) {
-        vf_fs_problem(resp, fd, "download", t.path);
+    if (root < 0 || !vf_fs_open(root, t.path, O_RDONLY | O_NONBLOCK, 0, &fd, &err)) {
+        vf_fs_problem(resp, err, "download", t.path);
         goto out;
     }
     struct stat st;
     if (fstat(fd, &st) != 0) {
-        vf_fs_problem(resp, -errno, "download", t.path);
+        vf_fs_problem(resp, errno, "download", t.path);
         close(fd);
         goto out;
     }
     if (S_ISREG(st.st_mode)) {
         _send_file(req, resp, fd, &st, _basename(t.path, "folder"));
     } else if (S_ISDIR(st.st_mode) && t.archive) {
-        int e = 0;
-        vf_zip *z = vf_zip_new(fd, (size_t)vf_xcfg.zip_max_entries, &e);
+        vf_zip *z = vf_zip_new(fd, (size_t)vf_xcfg.zip_max_entries, &err);
         if (!z) {
-            if (e == -E2BIG)
+            if (err == E2BIG)
                 http_problem(resp, 413, "request-too-large", NULL,
                              "the directory has more than %lld entries to archive",
                              (long long)vf_xcfg.zip_max_entries);
             else
-                vf_fs_problem(resp, e, "download (archive)", t.path);
+                vf_fs_problem(resp, err, "download (archive)", t.path);
             goto out;
         }
         char *zname = ts_asprintf("%s.zip", _basename(t.path, "folder"));
         _disposition(resp, zname);
         free(zname);
-        TLOG_INFO("zip download", "vfolder=%s entries=%zu bytes=%" PRIu64, t.fid, vf_zip_entries(z),
+        TLOG_INFO("zip download", "entries=%zu bytes=%" PRIu64, vf_zip_entries(z),
                   vf_zip_file_bytes(z));
         http_reply_reader(req, resp, 200, "application/zip", HTTP_SIZE_UNKNOWN, _zip_read,
                           _zip_release, z);

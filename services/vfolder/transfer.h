@@ -18,7 +18,8 @@
 #ifndef VFOLDER_TRANSFER_H
 #define VFOLDER_TRANSFER_H
 
-#include "folders.h"
+#include "libcommon/svc.h"
+#include "request.h"
 #include "tokens.h"
 
 #define VF_STAGING_DIR ".tessera-uploads"
@@ -45,24 +46,36 @@ bool vf_xfer_token(http_req *req, http_resp *resp, vf_token_op op, const char *u
  * else the Host the request came with). Heap. */
 char *vf_xfer_base_url(http_req *req);
 
+/* A token for x's folder (vf_req_folder) and caller: op, path (borrowed),
+ * size (-1 for a download), valid ttl_ms from now, a fresh id. */
+void vf_xfer_token_for(vf_token *t, const vf_req *x, vf_token_op op, const char *path, int64_t size,
+                       int64_t ttl_ms);
+/* Sign t and answer 200 {token, url: the base URL + url_path, expires_at}
+ * (and upload_id for an upload). */
+void vf_xfer_issue(vf_req *x, const vf_token *t, const char *url_path);
+
 /* Load or create the token secret (at start; the tables come from
  * migrations/0002_transfer_tables.sql). */
 bool vf_xfer_db_init(svc *s, ts_err *err) TS_MUST_CHECK;
 
-/* The staging directory of a volume, opened O_PATH (created when missing),
- * or -errno. */
-int vf_xfer_staging_dir(const char *host);
+/* The staging directory of a volume, opened O_PATH into *fd (created when
+ * missing); false with the errno value (ENOENT: no such volume). */
+bool vf_xfer_staging_dir(const char *host, int *fd, int *errnum) TS_MUST_CHECK;
 
-/* The problem for a folder looked up by a token's folder id. */
-void vf_xfer_folder_gone(http_resp *resp, const char *fid, const ts_err *err);
+/* The problem (404) for the folder of a token (vf_xfer_token put it in the
+ * log context) that is gone or not ready; err: why (may be NULL). */
+void vf_xfer_folder_gone(http_resp *resp, const ts_err *err);
 
 /* Handlers (transfer.c). */
 void vf_h_request_download(http_req *req, http_resp *resp, void *ctx);
 void vf_h_download(http_req *req, http_resp *resp, void *ctx);
 
-/* Range header value against a size: 1 and the range (start, len) for a
- * single satisfiable range, 0 to send everything (absent, not bytes, several
- * ranges), -1 when unsatisfiable (416). Exposed for tests. */
-int vf_xfer_parse_range(const char *value, uint64_t size, uint64_t *start, uint64_t *len);
+/* What a Range header value asks of a file of size bytes. */
+typedef enum vf_range {
+    VF_RANGE_ALL = 0,           /* everything (absent, not bytes, several ranges) */
+    VF_RANGE_PART = 1,          /* one satisfiable range: (start, len) */
+    VF_RANGE_UNSATISFIABLE = 2, /* 416 */
+} vf_range;
+vf_range vf_xfer_parse_range(const char *value, uint64_t size, uint64_t *start, uint64_t *len);
 
 #endif

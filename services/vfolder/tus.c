@@ -1,11 +1,11 @@
 /* tus.c: request-upload and the tus 1.0 endpoints (tus.h). */
 #include "tus.h"
 
-#include "caller.h"
 #include "files.h"
 #include "libcommon/log.h"
 #include "libcommon/pgjson.h"
 #include "quota.h"
+#include "request.h"
 #include "transfer.h"
 #include "volumes.h"
 #include "xfs_quota.h"
@@ -87,12 +87,32 @@ static bool _row(svc *s, http_resp *resp, const char *id, up_row *out)
     return ok;
 }
 
-/* The staged length (0 when nothing arrived yet), or -errno. */
-static int64_t _staged_len(int staging, const char *id)
+/* The staged length of upload id on volume host (0 when nothing arrived
+ * yet); false with the errno value. */
+static bool _staged_len(const char *host, const char *id, int64_t *len, int *errnum)
 {
+    int staging;
+    *len = 0;
+    if (!vf_xfer_staging_dir(host, &staging, errnum)) return false;
     struct stat st;
-    if (fstatat(staging, id, &st, AT_SYMLINK_NOFOLLOW) == 0) return st.st_size;
-    return errno == ENOENT ? 0 : -errno;
+    if (fstatat(staging, id, &st, AT_SYMLINK_NOFOLLOW) == 0)
+        *len = st.st_size;
+    else if (errno != ENOENT)
+        *errnum = errno;
+    close(staging);
+    return *errnum == 0;
+}
+
+/* The staging directory of volume host (*staging, -1 when it cannot be
+ * opened) and in it upload id's staged file (*fd, -1 when nothing arrived
+ * yet), locked against a PATCH of it. False when a PATCH holds it. The
+ * caller closes both. */
+static bool _lock_staged(const char *host, const char *id, int *staging, int *fd)
+{
+    int err;
+    if (!vf_xfer_staging_dir(host, staging, &err)) *staging = -1;
+    *fd = *staging < 0 ? -1 : openat(*staging, id, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    return *fd < 0 || flock(*fd, LOCK_EX | LOCK_NB) == 0;
 }
 
 /* Mark an open upload done or aborted; true when this call changed it. */
@@ -115,121 +135,90 @@ static bool _finish_row(svc *s, const char *id, const char *status, ts_err *err)
 
 /* ---- request-upload ------------------------------------------------------------------- */
 
+/* Make the parent directories of path in the folder root (confined). False
+ * after a problem. */
+static bool _parents(int root, const char *path, const char *what, http_resp *resp)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash || slash == path) return true;
+    char *parent = ts_strndup(path, (size_t)(slash - path));
+    int err;
+    bool ok = vf_fs_mkdir(root, parent, true, true, &err);
+    free(parent);
+    if (!ok) vf_fs_problem(resp, err, what, path);
+    return ok;
+}
+
+/* Record the upload t (its quota reserved); false after a problem. */
+static bool _record(vf_req *x, const vf_token *t)
+{
+    char size_s[24], exp_s[24];
+    snprintf(size_s, sizeof(size_s), "%" PRId64, t->size);
+    snprintf(exp_s, sizeof(exp_s), "%" PRId64, t->exp);
+    const char *p[] = {t->id, x->f.id, x->f.host, t->path, size_s, x->c.user_id, exp_s};
+    return vf_req_exec(x, "record the upload",
+                       "INSERT INTO vfolder.uploads (id, vfolder_id, host, path, size, user_id,"
+                       " expires_at) VALUES ($1::uuid, $2::uuid, $3, $4, $5::bigint, $6::uuid,"
+                       " to_timestamp($7::bigint))",
+                       7, p);
+}
+
 void vf_h_request_upload(http_req *req, http_resp *resp, void *ctx)
 {
-    svc *s = ctx;
-    vf_caller c;
-    if (!vf_caller_get(s, req, resp, &c)) return;
-    json_t *body = NULL;
-    int root = -1, pfd = -1;
+    vf_req x;
+    if (!vf_req_begin(&x, ctx, req, resp)) return;
+    int pfd = -1, err;
     char *leaf = NULL;
-    vf_folder f;
-    if (!vf_resolve(s, &c, http_param(req, "name"), VF_PERM_RW, &f, resp)) goto out;
-    const json_t *ph =
-        f.ownership == VF_OWNER_PROJECT
-            ? json_object_get(vf_caller_project(&c, f.owner_id), "allowed_vfolder_hosts")
-            : NULL;
-    if (!vf_caller_host_allows(&c, ph, f.host, VF_HOST_UPLOAD) &&
-        !vf_caller_admin_of(&c, f.domain_name)) {
-        http_problem(resp, 403, "forbidden", NULL,
-                     "your policies do not allow uploading to host %s", f.host);
-        goto out;
-    }
-    body = http_json_body(req, resp);
-    if (!body) goto out;
     static const char *const keys[] = {"path", "size", NULL};
     const char *path;
     long long size;
     bool present;
     long long max = vf_xcfg.upload_max > 0 ? vf_xcfg.upload_max : INT64_MAX / 2;
-    if (!pgjson_only_keys(body, keys, resp) ||
-        !pgjson_field_str(body, "path", true, 1, 4096, &path, resp) ||
-        !pgjson_field_int(body, "size", true, 0, max, &size, &present, resp))
+    if (!vf_req_folder(&x, VF_PERM_RW) ||
+        !vf_req_host_allows(&x, VF_HOST_UPLOAD, true, "uploading to") || !vf_req_body(&x, keys) ||
+        !pgjson_field_str(x.body, "path", true, 1, 4096, &path, resp) ||
+        !pgjson_field_int(x.body, "size", true, 0, max, &size, &present, resp))
         goto out;
     if (!vf_fs_path_ok(path)) {
-        vf_fs_problem(resp, -EINVAL, "request-upload", path);
-        goto out;
-    }
-    root = vf_fs_open_root(f.host_path);
-    if (root < 0) {
-        vf_fs_problem(resp, root, "request-upload", "");
+        vf_fs_problem(resp, EINVAL, "request-upload", path);
         goto out;
     }
     /* Parents now (confined), so that what is checked here is what the
      * upload lands in. */
-    const char *slash = strrchr(path, '/');
-    if (slash && slash != path) {
-        char *parent = ts_strndup(path, (size_t)(slash - path));
-        int rc = vf_fs_mkdir(root, parent, true, true);
-        free(parent);
-        if (rc < 0) {
-            vf_fs_problem(resp, rc, "request-upload", path);
-            goto out;
-        }
-    }
-    pfd = vf_fs_open_parent(root, path, &leaf);
-    if (pfd < 0) {
-        vf_fs_problem(resp, pfd, "request-upload", path);
+    if (!vf_req_root(&x, "request-upload") || !_parents(x.root, path, "request-upload", resp))
+        goto out;
+    if (!vf_fs_open_parent(x.root, path, &pfd, &leaf, &err)) {
+        vf_fs_problem(resp, err, "request-upload", path);
         goto out;
     }
     struct stat st;
     if (fstatat(pfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
-        vf_fs_problem(resp, -EISDIR, "request-upload", path);
+        vf_fs_problem(resp, EISDIR, "request-upload", path);
         goto out;
     }
-    ts_err err = {{0}};
+    ts_err qerr = {{0}};
     if (size > 0) {
-        vf_quota_scope_refresh(s, &c, &f); /* the owner's policy may have changed */
-        vf_quota_rc q = vf_quota_reserve(s, &f, size, &err);
+        vf_quota_scope_refresh(x.s, &x.c, &x.f); /* the owner's policy may have changed */
+        vf_quota_rc q = vf_quota_reserve(x.s, &x.f, size, &qerr);
         if (q != VF_QUOTA_OK) {
-            vf_quota_problem(resp, q, &f, size, &err);
+            vf_quota_problem(resp, q, &x.f, size, &qerr);
             goto out;
         }
     }
-    vf_token t = {.op = VF_TOKEN_UPLOAD,
-                  .path = (char *)path,
-                  .size = size,
-                  .exp = ts_now_wall_ms() / 1000 + vf_xcfg.upload_ttl_ms / 1000};
-    ts_strlcpy(t.fid, f.id, sizeof(t.fid));
-    ts_strlcpy(t.host, f.host, sizeof(t.host));
-    ts_strlcpy(t.uid, c.user_id, sizeof(t.uid));
-    ts_uuid4(t.id);
-    char size_s[24], exp_s[24];
-    snprintf(size_s, sizeof(size_s), "%lld", size);
-    snprintf(exp_s, sizeof(exp_s), "%" PRId64, t.exp);
-    PGconn *conn = pgjson_get(s, resp);
-    PGresult *r = NULL;
-    if (conn) {
-        const char *p[] = {t.id, f.id, f.host, path, size_s, c.user_id, exp_s};
-        r = pgjson_query(conn, resp, "record the upload",
-                         "INSERT INTO vfolder.uploads (id, vfolder_id, host, path, size, user_id,"
-                         " expires_at) VALUES ($1::uuid, $2::uuid, $3, $4, $5::bigint, $6::uuid,"
-                         " to_timestamp($7::bigint))",
-                         7, p);
-        PQclear(r);
-        pgjson_put(s, conn);
-    }
-    if (!r) { /* the problem was sent */
-        if (size > 0) vf_quota_release(s, &f, size);
+    vf_token t;
+    vf_xfer_token_for(&t, &x, VF_TOKEN_UPLOAD, path, size, vf_xcfg.upload_ttl_ms);
+    if (!_record(&x, &t)) { /* the problem was sent */
+        if (size > 0) vf_quota_release(x.s, &x.f, size);
         goto out;
     }
-    char *token = vf_token_sign(&t);
-    char *base = vf_xfer_base_url(req);
-    char *url = ts_asprintf("%s/v1/transfer/upload/%s", base, t.id);
-    http_reply_json(resp, 200,
-                    json_pack("{s:s, s:s, s:s, s:I}", "token", token, "url", url, "upload_id", t.id,
-                              "expires_at", (json_int_t)t.exp));
-    TLOG_INFO("upload requested", "vfolder=%s upload=%s size=%lld user=%s", f.id, t.id, size,
-              c.user_id);
-    free(token);
-    free(base);
-    free(url);
+    char url_path[64];
+    snprintf(url_path, sizeof(url_path), "/v1/transfer/upload/%s", t.id);
+    vf_xfer_issue(&x, &t, url_path);
+    TLOG_INFO("upload requested", "upload=%s size=%lld", t.id, size);
 out:
     free(leaf);
     if (pfd >= 0) close(pfd);
-    if (root >= 0) close(root);
-    json_decref(body);
-    vf_caller_free(&c);
+    vf_req_end(&x);
 }
 
 /* ---- OPTIONS, creation, HEAD, DELETE ------------------------------------------------------ */
@@ -245,15 +234,41 @@ static void h_options(http_req *req, http_resp *resp, void *ctx)
     http_reply(resp, 204, NULL, "", 0);
 }
 
+/* What every tus request about an upload begins with: the headers every
+ * answer carries, Tus-Resumable, the token (for the route's upload {id},
+ * when it has one). False after the problem. */
+static bool _tus_begin(http_req *req, http_resp *resp, vf_token *t)
+{
+    _tus_headers(resp);
+    return _tus_version_ok(req, resp) &&
+           vf_xfer_token(req, resp, VF_TOKEN_UPLOAD, http_param(req, "id"), t);
+}
+
+/* The row of an upload still open, and its folder. False after the problem
+ * (409 done, 410 aborted, 404 folder gone). */
+static bool _open_upload(svc *s, http_resp *resp, const vf_token *t, up_row *row, vf_folder *f)
+{
+    if (!_row(s, resp, t->id, row)) return false;
+    if (strcmp(row->status, "open") != 0) {
+        bool done = strcmp(row->status, "done") == 0;
+        if (done) _set_i64(resp, "Upload-Offset", row->size);
+        http_problem(resp, done ? 409 : 410, "invalid-request", NULL, "the upload is %s",
+                     row->status);
+        return false;
+    }
+    ts_err err = {{0}};
+    if (vf_folder_by_id(s, t->fid, f, &err)) return true;
+    vf_xfer_folder_gone(resp, &err);
+    return false;
+}
+
 /* POST /v1/transfer/upload?token=: the upload exists already (request-upload);
  * this answers where it is, for tus clients that begin with creation. */
 static void h_create(http_req *req, http_resp *resp, void *ctx)
 {
     (void)ctx;
-    _tus_headers(resp);
-    if (!_tus_version_ok(req, resp)) return;
     vf_token t;
-    if (!vf_xfer_token(req, resp, VF_TOKEN_UPLOAD, NULL, &t)) return;
+    if (!_tus_begin(req, resp, &t)) return;
     int64_t len = -1;
     if (!_parse_i64(http_header(req, "Upload-Length"), &len) || len != t.size) {
         http_problem(resp, 400, "invalid-api-params", NULL,
@@ -273,14 +288,12 @@ static void h_create(http_req *req, http_resp *resp, void *ctx)
 static void h_head(http_req *req, http_resp *resp, void *ctx)
 {
     svc *s = ctx;
-    _tus_headers(resp);
-    if (!_tus_version_ok(req, resp)) return;
-    const char *id = http_param(req, "id");
     vf_token t;
-    if (!vf_xfer_token(req, resp, VF_TOKEN_UPLOAD, id, &t)) return;
+    if (!_tus_begin(req, resp, &t)) return;
     up_row row;
     vf_folder f;
     ts_err err = {{0}};
+    int errnum;
     if (!_row(s, resp, t.id, &row)) goto out;
     if (strcmp(row.status, "aborted") == 0) {
         http_problem(resp, 410, "gone", NULL, "the upload was aborted");
@@ -289,14 +302,11 @@ static void h_head(http_req *req, http_resp *resp, void *ctx)
     int64_t off = row.size;
     if (strcmp(row.status, "open") == 0) {
         if (!vf_folder_by_id(s, t.fid, &f, &err)) {
-            vf_xfer_folder_gone(resp, t.fid, &err);
+            vf_xfer_folder_gone(resp, &err);
             goto out;
         }
-        int staging = vf_xfer_staging_dir(f.host);
-        off = staging < 0 ? staging : _staged_len(staging, t.id);
-        if (staging >= 0) close(staging);
-        if (off < 0) {
-            vf_fs_problem(resp, (int)off, "upload state", "");
+        if (!_staged_len(f.host, t.id, &off, &errnum)) {
+            vf_fs_problem(resp, errnum, "upload state", "");
             goto out;
         }
     }
@@ -318,35 +328,21 @@ static bool _abort(svc *s, const char *id, const char *fid, const char *host, in
     vf_folder f;
     ts_err ferr = {{0}};
     if (size > 0 && vf_folder_by_id(s, fid, &f, &ferr)) vf_quota_release(s, &f, size);
-    TLOG_INFO("upload aborted", "upload=%s vfolder=%s size=%" PRId64, id, fid, size);
+    TLOG_INFO("upload aborted", "upload=%s size=%" PRId64, id, size);
     return true;
 }
 
 static void h_terminate(http_req *req, http_resp *resp, void *ctx)
 {
     svc *s = ctx;
-    _tus_headers(resp);
-    if (!_tus_version_ok(req, resp)) return;
-    const char *id = http_param(req, "id");
     vf_token t;
-    if (!vf_xfer_token(req, resp, VF_TOKEN_UPLOAD, id, &t)) return;
+    if (!_tus_begin(req, resp, &t)) return;
     vf_folder f;
     ts_err err = {{0}};
     up_row row;
     int staging = -1, fd = -1;
-    if (!_row(s, resp, t.id, &row)) goto out;
-    if (strcmp(row.status, "open") != 0) {
-        http_problem(resp, strcmp(row.status, "done") == 0 ? 409 : 410, "invalid-request", NULL,
-                     "the upload is %s", row.status);
-        goto out;
-    }
-    if (!vf_folder_by_id(s, t.fid, &f, &err)) {
-        vf_xfer_folder_gone(resp, t.fid, &err);
-        goto out;
-    }
-    staging = vf_xfer_staging_dir(f.host);
-    fd = staging < 0 ? -1 : openat(staging, t.id, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (!_open_upload(s, resp, &t, &row, &f)) goto out;
+    if (!_lock_staged(f.host, t.id, &staging, &fd)) {
         http_problem(resp, 409, "invalid-request", NULL, "a PATCH of this upload is in progress");
         goto out;
     }
@@ -391,7 +387,7 @@ static bool _flush(patch *p, http_resp *resp)
             }
             p->buf_len = 0;
             p->failed = true;
-            if (resp) vf_fs_problem(resp, -e, "upload", p->t.path);
+            if (resp) vf_fs_problem(resp, e, "upload", p->t.path);
             TLOG_WARN("upload write failed", "upload=%s error=\"%s\"", p->t.id, strerror(e));
             return false;
         }
@@ -418,14 +414,14 @@ static bool _join_project(patch *p, http_resp *resp)
     /* Not vf_fs_open_root: the ioctl needs a real descriptor, not O_PATH. */
     int dir = open(p->f.host_path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (dir < 0) {
-        vf_fs_problem(resp, -errno, "upload", "");
+        vf_fs_problem(resp, errno, "upload", "");
         return false;
     }
     uint32_t projid = vf_xfs_project_of(dir);
     close(dir);
     ts_err err = {{0}};
     if (vf_xfs_project_adopt(p->fd, projid, &err)) return true;
-    TLOG_ERROR("upload staging", "upload=%s vfolder=%s error=\"%s\"", p->t.id, p->f.id, err.msg);
+    TLOG_ERROR("upload staging", "upload=%s error=\"%s\"", p->t.id, err.msg);
     http_problem(resp, 500, "internal-server-error", NULL, "upload staging: %s", err.msg);
     return false;
 }
@@ -433,13 +429,10 @@ static bool _join_project(patch *p, http_resp *resp)
 static void *patch_begin(http_req *req, http_resp *resp, void *ctx)
 {
     svc *s = ctx;
-    _tus_headers(resp);
-    if (!_tus_version_ok(req, resp)) return NULL;
     patch *p = ts_calloc(1, sizeof(*p));
     p->s = s;
     p->staging = p->fd = -1;
-    const char *id = http_param(req, "id");
-    if (!vf_xfer_token(req, resp, VF_TOKEN_UPLOAD, id, &p->t)) return p;
+    if (!_tus_begin(req, resp, &p->t)) return p;
     char media[64];
     const char *ct = http_header(req, "Content-Type");
     size_t ml = ct ? strcspn(ct, "; \t") : 0;
@@ -456,27 +449,16 @@ static void *patch_begin(http_req *req, http_resp *resp, void *ctx)
         return p;
     }
     up_row row;
-    if (!_row(s, resp, p->t.id, &row)) return p;
-    if (strcmp(row.status, "open") != 0) {
-        if (strcmp(row.status, "done") == 0) _set_i64(resp, "Upload-Offset", row.size);
-        http_problem(resp, strcmp(row.status, "done") == 0 ? 409 : 410, "invalid-request", NULL,
-                     "the upload is %s", row.status);
-        return p;
-    }
-    ts_err err = {{0}};
-    if (!vf_folder_by_id(s, p->t.fid, &p->f, &err)) {
-        vf_xfer_folder_gone(resp, p->t.fid, &err);
-        return p;
-    }
+    if (!_open_upload(s, resp, &p->t, &row, &p->f)) return p;
     p->size = row.size;
-    p->staging = vf_xfer_staging_dir(p->f.host);
-    if (p->staging < 0) {
-        vf_fs_problem(resp, p->staging, "upload staging", "");
+    int err;
+    if (!vf_xfer_staging_dir(p->f.host, &p->staging, &err)) {
+        vf_fs_problem(resp, err, "upload staging", "");
         return p;
     }
     p->fd = openat(p->staging, p->t.id, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (p->fd < 0) {
-        vf_fs_problem(resp, -errno, "upload staging", "");
+        vf_fs_problem(resp, errno, "upload staging", "");
         return p;
     }
     if (flock(p->fd, LOCK_EX | LOCK_NB) != 0) {
@@ -487,7 +469,7 @@ static void *patch_begin(http_req *req, http_resp *resp, void *ctx)
     if (!_join_project(p, resp)) return p;
     struct stat st;
     if (fstat(p->fd, &st) != 0) {
-        vf_fs_problem(resp, -errno, "upload staging", "");
+        vf_fs_problem(resp, errno, "upload staging", "");
         return p;
     }
     if (st.st_size != offset) {
@@ -539,63 +521,51 @@ static bool _complete(patch *p, http_resp *resp)
 {
     /* the sessions' root owns it, readable as a file made with umask 022
      * (volumes.h, vfolder.file_owner); staged, it was 0600 */
-    (void)vf_own_fd(p->fd);
+    vf_own_fd(p->fd);
     if (fchmod(p->fd, 0644) != 0) {
-        vf_fs_problem(resp, -errno, "upload (chmod)", p->t.path);
+        vf_fs_problem(resp, errno, "upload (chmod)", p->t.path);
         return false;
     }
     if (vf_xcfg.upload_fsync && fsync(p->fd) != 0) {
-        vf_fs_problem(resp, -errno, "upload (fsync)", p->t.path);
+        vf_fs_problem(resp, errno, "upload (fsync)", p->t.path);
         return false;
     }
-    int root = vf_fs_open_root(p->f.host_path);
-    if (root < 0) {
-        vf_fs_problem(resp, root, "upload", "");
+    int root, pfd = -1, err;
+    if (!vf_fs_open_root(p->f.host_path, &root, &err)) {
+        vf_fs_problem(resp, err, "upload", "");
         return false;
     }
     bool ok = false;
     char *leaf = NULL;
-    const char *slash = strrchr(p->t.path, '/');
-    if (slash && slash != p->t.path) { /* the parents may have been removed meanwhile */
-        char *parent = ts_strndup(p->t.path, (size_t)(slash - p->t.path));
-        int rc = vf_fs_mkdir(root, parent, true, true);
-        free(parent);
-        if (rc < 0) {
-            vf_fs_problem(resp, rc, "upload", p->t.path);
-            goto out;
-        }
-    }
-    int pfd = vf_fs_open_parent(root, p->t.path, &leaf);
-    if (pfd < 0) {
-        vf_fs_problem(resp, pfd, "upload", p->t.path);
+    /* the parents may have been removed meanwhile */
+    if (!_parents(root, p->t.path, "upload", resp)) goto out;
+    if (!vf_fs_open_parent(root, p->t.path, &pfd, &leaf, &err)) {
+        vf_fs_problem(resp, err, "upload", p->t.path);
         goto out;
     }
     struct stat st;
     int64_t old = 0;
     if (fstatat(pfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0) {
         if (S_ISDIR(st.st_mode)) {
-            close(pfd);
-            vf_fs_problem(resp, -EISDIR, "upload", p->t.path);
+            vf_fs_problem(resp, EISDIR, "upload", p->t.path);
             goto out;
         }
         if (S_ISREG(st.st_mode)) old = st.st_size;
     }
     if (renameat(p->staging, p->t.id, pfd, leaf) != 0) {
-        int e = errno;
-        close(pfd);
-        vf_fs_problem(resp, -e, "upload (rename into place)", p->t.path);
+        vf_fs_problem(resp, errno, "upload (rename into place)", p->t.path);
         goto out;
     }
-    close(pfd);
-    ts_err err = {{0}};
-    if (!_finish_row(p->s, p->t.id, "done", &err) && err.msg[0])
-        TLOG_WARN("upload done but not recorded", "upload=%s error=\"%s\"", p->t.id, err.msg);
+    ts_err ferr = {{0}};
+    if (!_finish_row(p->s, p->t.id, "done", &ferr) && ferr.msg[0])
+        TLOG_WARN("upload done but not recorded", "upload=%s error=\"%s\"", p->t.id, ferr.msg);
     if (old > 0) vf_quota_release(p->s, &p->f, old);
-    TLOG_INFO("upload complete", "upload=%s vfolder=%s size=%" PRId64 " replaced=%" PRId64, p->t.id,
-              p->f.id, p->size, old);
+    TLOG_INFO("upload complete", "upload=%s size=%" PRId64 " replaced=%" PRId64, p->t.id, p->size,
+              old);
     ok = true;
 out:
     free(leaf);
+    if (pfd >= 0) close(pfd);
     close(root);
     return ok;
 }
@@ -660,17 +630,17 @@ void vf_tus_sweep(svc *s)
         const char *id = PQgetvalue(r, i, 0), *fid = PQgetvalue(r, i, 1),
                    *host = PQgetvalue(r, i, 2);
         int64_t size = strtoll(PQgetvalue(r, i, 3), NULL, 10);
-        int staging = vf_xfer_staging_dir(host);
-        int fd = staging < 0 ? -1 : openat(staging, id, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) != 0) { /* a PATCH still running */
-            close(fd);
-            close(staging);
-            continue;
-        }
+        tlog_ctx_entity("folder", fid);
+        int staging, fd;
         ts_err e = {{0}};
-        (void)_abort(s, id, fid, host, size, staging, &e);
+        /* Held by a PATCH still running: the next sweep. Another replica's
+         * sweep took it first: nothing to say. */
+        if (_lock_staged(host, id, &staging, &fd) && !_abort(s, id, fid, host, size, staging, &e) &&
+            e.msg[0])
+            TLOG_WARN("expired upload not aborted", "upload=%s error=\"%s\"", id, e.msg);
         if (fd >= 0) close(fd);
         if (staging >= 0) close(staging);
     }
+    tlog_ctx_entity("folder", NULL);
     PQclear(r);
 }

@@ -25,7 +25,7 @@
 #ifndef VFOLDER_TUS_H
 #define VFOLDER_TUS_H
 
-#include "folders.h"
+#include "libcommon/svc.h"
 
 void vf_h_request_upload(http_req *req, http_resp *resp, void *ctx);
 /* The client-facing tus routes. */

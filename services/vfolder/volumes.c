@@ -58,31 +58,30 @@ bool vf_file_owner_parse(const char *spec, uid_t *uid, gid_t *gid, bool *set)
     return true;
 }
 
-static int _own(int fd, const char *name)
+static void _own(int fd, const char *name)
 {
     uid_t uid;
     gid_t gid;
     bool set;
-    if (!vf_file_owner_parse(vf_file_owner, &uid, &gid, &set) || !set) return 0;
+    if (!vf_file_owner_parse(vf_file_owner, &uid, &gid, &set) || !set) return;
     int rc = name ? fchownat(fd, name, uid, gid, AT_SYMLINK_NOFOLLOW) : fchown(fd, uid, gid);
-    if (rc == 0) return 0;
-    rc = -errno;
+    if (rc == 0) return;
+    int e = errno;
     static atomic_bool warned;
     if (!atomic_exchange(&warned, true))
         TLOG_WARN("cannot give new files to vfolder.file_owner (further failures not logged)",
                   "owner=%s error=\"%s\"", vf_file_owner ? vf_file_owner : VF_FILE_OWNER_DEFAULT,
-                  strerror(-rc));
-    return rc;
+                  strerror(e));
 }
 
-int vf_own_fd(int fd)
+void vf_own_fd(int fd)
 {
-    return _own(fd, NULL);
+    _own(fd, NULL);
 }
 
-int vf_own_at(int dirfd, const char *name)
+void vf_own_at(int dirfd, const char *name)
 {
-    return _own(dirfd, name);
+    _own(dirfd, name);
 }
 
 size_t vf_volume_count(void)
@@ -127,31 +126,19 @@ static bool _mkdirs(const char *path, mode_t mode, ts_err *err)
 
 static void _probe_fs(vf_volume *v)
 {
+    static const struct {
+        unsigned long magic;
+        const char *name;
+    } known[] = {
+        {XFS_SUPER_MAGIC, "xfs"}, {EXT4_SUPER_MAGIC, "ext4"}, {OVERLAYFS_SUPER_MAGIC, "overlay"},
+        {NFS_SUPER_MAGIC, "nfs"}, {TMPFS_MAGIC, "tmpfs"},     {BTRFS_SUPER_MAGIC, "btrfs"},
+    };
     struct statfs sf;
     ts_strlcpy(v->fs_type, "other", sizeof(v->fs_type));
     if (statfs(v->path, &sf) != 0) return;
-    switch ((unsigned long)sf.f_type) {
-    case XFS_SUPER_MAGIC:
-        ts_strlcpy(v->fs_type, "xfs", sizeof(v->fs_type));
-        break;
-    case EXT4_SUPER_MAGIC:
-        ts_strlcpy(v->fs_type, "ext4", sizeof(v->fs_type));
-        break;
-    case OVERLAYFS_SUPER_MAGIC:
-        ts_strlcpy(v->fs_type, "overlay", sizeof(v->fs_type));
-        break;
-    case NFS_SUPER_MAGIC:
-        ts_strlcpy(v->fs_type, "nfs", sizeof(v->fs_type));
-        break;
-    case TMPFS_MAGIC:
-        ts_strlcpy(v->fs_type, "tmpfs", sizeof(v->fs_type));
-        break;
-    case BTRFS_SUPER_MAGIC:
-        ts_strlcpy(v->fs_type, "btrfs", sizeof(v->fs_type));
-        break;
-    default:
-        break;
-    }
+    for (size_t i = 0; i < TS_ARRAY_LEN(known); i++)
+        if ((unsigned long)sf.f_type == known[i].magic)
+            ts_strlcpy(v->fs_type, known[i].name, sizeof(v->fs_type));
     v->xfs_quota = strcmp(v->fs_type, "xfs") == 0 && vf_xfs_quota_enforced(v->path);
 }
 
@@ -222,7 +209,9 @@ bool vf_volumes_init(const char *spec, const char *default_host, ts_err *err)
             break;
         }
         _probe_fs(v);
-        TLOG_INFO("volume", "host=%s path=%s fs=%s xfs_quota=%s", v->name, v->path, v->fs_type,
+        char qpath[2 * VF_PATH_MAX];
+        TLOG_INFO("volume", "host=%s path=%s fs=%s xfs_quota=%s", v->name,
+                  tlog_quote(qpath, sizeof(qpath), v->path), v->fs_type,
                   v->xfs_quota ? "yes" : "no");
         g_n++;
     }
@@ -264,7 +253,7 @@ bool vf_volume_create_dir(const vf_volume *v, const char *id, int64_t quota_byte
         (void)rmdir(dir);
         return false;
     }
-    (void)vf_own_fd(fd);
+    vf_own_fd(fd);
     if (fchmod(fd, 0755) != 0)
         TLOG_WARN("chmod failed", "path=%s error=\"%s\"", dir, strerror(errno));
     if (!v->xfs_quota || quota_bytes <= 0) {
@@ -280,8 +269,8 @@ bool vf_volume_create_dir(const vf_volume *v, const char *id, int64_t quota_byte
         (void)rmdir(dir);
         return false;
     }
-    TLOG_INFO("xfs project quota set", "vfolder=%s host=%s project=%u bytes=%" PRId64, id, v->name,
-              projid, quota_bytes);
+    TLOG_INFO("xfs project quota set", "host=%s project=%u bytes=%" PRId64, v->name, projid,
+              quota_bytes);
     return true;
 }
 
@@ -411,7 +400,7 @@ static bool _copy_dir(int sfd, int dfd, int64_t *bytes, int depth, ts_err *err)
                 ts_err_set(err, "open %s: %s", e->d_name, strerror(errno));
                 ok = false;
             } else {
-                (void)vf_own_fd(d2);
+                vf_own_fd(d2);
                 ok = _copy_dir(s2, d2, bytes, depth + 1, err);
             }
             if (s2 >= 0) close(s2);
@@ -425,7 +414,7 @@ static bool _copy_dir(int sfd, int dfd, int64_t *bytes, int depth, ts_err *err)
                     ts_err_set(err, "symlink %s: %s", e->d_name, strerror(errno));
                     ok = false;
                 } else {
-                    (void)vf_own_at(dfd, e->d_name);
+                    vf_own_at(dfd, e->d_name);
                 }
             }
         } else if (S_ISREG(st.st_mode)) {
@@ -437,7 +426,7 @@ static bool _copy_dir(int sfd, int dfd, int64_t *bytes, int depth, ts_err *err)
                 ok = false;
             } else {
                 /* the owner's, with the source's permissions and no set-id bits */
-                (void)vf_own_fd(out);
+                vf_own_fd(out);
                 (void)fchmod(out, st.st_mode & 0777);
                 off_t left = st.st_size;
                 while (left > 0) {

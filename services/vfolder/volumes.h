@@ -14,7 +14,10 @@
 #ifndef VFOLDER_VOLUMES_H
 #define VFOLDER_VOLUMES_H
 
-#include "folders.h"
+#include "context.h"
+#include "libcommon/config.h"
+
+#include <sys/types.h>
 
 typedef struct vf_volume {
     char name[VF_HOST_MAX];
@@ -31,13 +34,13 @@ extern char *vf_file_owner;
 extern const cfg_option vf_volume_options[];
 
 /* vfolder.file_owner parsed: *set false for "". False when malformed. */
-bool vf_file_owner_parse(const char *spec, uid_t *uid, gid_t *gid, bool *set);
+bool vf_file_owner_parse(const char *spec, uid_t *uid, gid_t *gid, bool *set) TS_MUST_CHECK;
 
 /* Give what fd is (or dirfd/name, never following a symlink) to
- * vfolder.file_owner. 0, or -errno (logged once: a tessera-vfolder that may
- * not chown still serves). */
-int vf_own_fd(int fd);
-int vf_own_at(int dirfd, const char *name);
+ * vfolder.file_owner. Best effort: a failure is logged (once: a
+ * tessera-vfolder that may not chown still serves). */
+void vf_own_fd(int fd);
+void vf_own_at(int dirfd, const char *name);
 
 /* Parse vfolder.volumes and check each path (created when missing), and
  * vfolder.file_owner. */

@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 /* Whether the file system of path is XFS with project quotas enforced. */
-bool vf_xfs_quota_enforced(const char *path);
+bool vf_xfs_quota_enforced(const char *path) TS_MUST_CHECK;
 /* Make the directory open as dirfd a new project with a hard block limit of
  * bytes (rounded up to 512-byte units); *projid: the id given. */
 bool vf_xfs_project_create(int dirfd, const char *folder_id, int64_t bytes, uint32_t *projid,

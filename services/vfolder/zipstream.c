@@ -45,6 +45,7 @@ struct vf_zip {
     uint64_t pos; /* bytes of the archive produced */
     uint64_t cd_start;
     unsigned char pend[1024 + 4096]; /* one header (name up to 4096) */
+    char qname[2 * 4096 + 3];        /* a name quoted for the log */
     size_t pend_len, pend_off;
 };
 
@@ -88,43 +89,50 @@ static int _entry_cmp(const void *a, const void *b)
     return strcmp(((const entry *)a)->name, ((const entry *)b)->name);
 }
 
-/* fd: an open directory (consumed); prefix: its name in the archive. */
+/* The walk of one directory: where it is in the archive, and the first
+ * error (-errno), which stops it. */
+typedef struct walk {
+    vf_zip *z;
+    const char *prefix;
+    int depth;
+    int rc;
+} walk;
+
+static int _walk(vf_zip *z, int fd, const char *prefix, int depth);
+
+static bool _walk_one(int dirfd, const char *name, const struct stat *st, void *arg)
+{
+    walk *w = arg;
+    char *path = *w->prefix ? ts_asprintf("%s/%s", w->prefix, name) : ts_strdup(name);
+    if (S_ISREG(st->st_mode)) {
+        w->rc = _add(w->z, path, st, false);
+    } else if (S_ISDIR(st->st_mode)) {
+        w->rc = _add(w->z, path, st, true);
+        int c = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (w->rc == 0 && c >= 0)
+            w->rc = _walk(w->z, c, path, w->depth + 1);
+        else if (c >= 0)
+            close(c);
+    }
+    free(path);
+    return w->rc == 0;
+}
+
+/* fd: an open directory (consumed); prefix: its name in the archive. 0 or
+ * -errno. */
 static int _walk(vf_zip *z, int fd, const char *prefix, int depth)
 {
     if (depth > MAX_DEPTH) {
         close(fd);
         return -ELOOP;
     }
-    DIR *d = fdopendir(fd);
-    if (!d) {
-        int e = errno;
-        close(fd);
-        return -e;
-    }
-    int rc = 0;
-    struct dirent *de;
-    while (rc == 0 && (de = readdir(d)) != NULL) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
-        struct stat st;
-        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-        char *name = *prefix ? ts_asprintf("%s/%s", prefix, de->d_name) : ts_strdup(de->d_name);
-        if (S_ISREG(st.st_mode)) {
-            rc = _add(z, name, &st, false);
-        } else if (S_ISDIR(st.st_mode)) {
-            rc = _add(z, name, &st, true);
-            int c = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            if (rc == 0 && c >= 0)
-                rc = _walk(z, c, name, depth + 1);
-            else if (c >= 0)
-                close(c);
-        }
-        free(name);
-    }
-    closedir(d);
-    return rc;
+    walk w = {z, prefix, depth, 0};
+    int err = 0;
+    if (!vf_fs_each(fd, _walk_one, &w, &err)) return -err;
+    return w.rc;
 }
 
-vf_zip *vf_zip_new(int dirfd, size_t max_entries, int *err)
+vf_zip *vf_zip_new(int dirfd, size_t max_entries, int *errnum)
 {
     vf_zip *z = ts_calloc(1, sizeof(*z));
     z->dirfd = dirfd;
@@ -133,7 +141,7 @@ vf_zip *vf_zip_new(int dirfd, size_t max_entries, int *err)
     int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     int rc = fd < 0 ? -errno : _walk(z, fd, "", 0);
     if (rc != 0) {
-        *err = rc;
+        *errnum = -rc;
         vf_zip_free(z);
         return NULL;
     }
@@ -142,7 +150,7 @@ vf_zip *vf_zip_new(int dirfd, size_t max_entries, int *err)
     z->phase = P_DESC;
     z->cur = (size_t)-1;
     _advance(z);
-    *err = 0;
+    *errnum = 0;
     return z;
 }
 
@@ -306,8 +314,8 @@ static void _end(vf_zip *z)
  * -1 when it is gone or no longer a regular file (then it is sent empty). */
 static int _open_entry(vf_zip *z, const entry *e)
 {
-    int fd = vf_fs_open(z->dirfd, e->name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
-    if (fd < 0) return -1;
+    int fd, err;
+    if (!vf_fs_open(z->dirfd, e->name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0, &fd, &err)) return -1;
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         close(fd);
@@ -329,7 +337,8 @@ static void _advance(vf_zip *z)
         e->crc = (uint32_t)crc32(0L, Z_NULL, 0);
         z->fd = _open_entry(z, e);
         if (z->fd < 0)
-            TLOG_INFO("zip: entry left empty (gone or not a regular file now)", "name=%s", e->name);
+            TLOG_INFO("zip: entry left empty (gone or not a regular file now)", "name=%s",
+                      tlog_quote(z->qname, sizeof(z->qname), e->name));
         z->phase = P_DATA;
         return;
     }
@@ -374,9 +383,10 @@ static void _advance(vf_zip *z)
     }
 }
 
-long vf_zip_read(vf_zip *z, char *buf, size_t max)
+bool vf_zip_read(vf_zip *z, char *buf, size_t max, size_t *n_out)
 {
     size_t out = 0;
+    *n_out = 0;
     while (out < max && z->phase != P_DONE) {
         if (z->phase == P_DATA) {
             entry *e = &z->e[z->cur];
@@ -389,8 +399,10 @@ long vf_zip_read(vf_zip *z, char *buf, size_t max)
             ssize_t n = read(z->fd, buf + out, want);
             if (n < 0 && errno == EINTR) continue;
             if (n < 0) {
-                TLOG_WARN("zip: read failed", "name=%s error=\"%s\"", e->name, strerror(errno));
-                return -1;
+                char q[2 * 4096];
+                TLOG_WARN("zip: read failed", "name=%s error=\"%s\"",
+                          tlog_quote(q, sizeof(q), e->name), strerror(errno));
+                return false;
             }
             if (n == 0) { /* shrank */
                 _advance(z);
@@ -413,5 +425,6 @@ long vf_zip_read(vf_zip *z, char *buf, size_t max)
         }
         _advance(z);
     }
-    return (long)out;
+    *n_out = out;
+    return true;
 }

@@ -21,15 +21,16 @@
 typedef struct vf_zip vf_zip;
 
 /* Walk the directory dirfd (taken over: closed by vf_zip_free) and prepare
- * the archive. NULL (*err = -errno) when the walk fails. max_entries bounds
- * the walk (-E2BIG past it). */
-vf_zip *vf_zip_new(int dirfd, size_t max_entries, int *err);
+ * the archive. NULL (*errnum: the errno value) when the walk fails.
+ * max_entries bounds the walk (E2BIG past it). */
+vf_zip *vf_zip_new(int dirfd, size_t max_entries, int *errnum);
 /* Entries found and the bytes of their files (as the walk saw them). */
 size_t vf_zip_entries(const vf_zip *z);
 uint64_t vf_zip_file_bytes(const vf_zip *z);
-/* The next bytes of the archive into buf: > 0 bytes, 0 at its end, -1 on an
- * error (the archive is then incomplete: the connection should be cut). */
-long vf_zip_read(vf_zip *z, char *buf, size_t max);
+/* The next bytes of the archive into buf: *n of them (0 at its end). False
+ * on a read error (the archive is then incomplete: the connection should be
+ * cut). */
+bool vf_zip_read(vf_zip *z, char *buf, size_t max, size_t *n) TS_MUST_CHECK;
 void vf_zip_free(vf_zip *z);
 
 #endif

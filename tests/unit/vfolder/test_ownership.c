@@ -7,7 +7,6 @@
  * call (vf_own_fd) on the staged file before it is renamed into place.
  * Needs root (chown), like tessera-vfolder itself. */
 #include "services/vfolder/files.h"
-#include "services/vfolder/folders.h"
 #include "services/vfolder/volumes.h"
 
 #include "libcommon/log.h"
@@ -26,8 +25,18 @@
 
 #include <cmocka.h>
 
-/* main.c (not linked into tests) defines the service's configuration. */
-__attribute__((weak)) vf_config vf_cfg;
+/* The folder root, and mkdir as 0 / -errno (files.h answers bool + errno). */
+static int open_root(const char *dir)
+{
+    int fd, err;
+    return vf_fs_open_root(dir, &fd, &err) ? fd : -err;
+}
+
+static int mkdir_in(int root, const char *path, bool parents, bool exist_ok)
+{
+    int err;
+    return vf_fs_mkdir(root, path, parents, exist_ok, &err) ? 0 : -err;
+}
 
 static char g_base[64];
 
@@ -111,10 +120,10 @@ static void test_created_entries_belong_to_the_sessions_root(void **state)
     snprintf(p, sizeof(p), "%.*s", (int)(strrchr(dir, '/') - dir), dir);
     assert_owner(p, 0, 0, 0755); /* <volume>/01/23: tessera-vfolder's */
 
-    int root = vf_fs_open_root(dir);
+    int root = open_root(dir);
     assert_true(root >= 0);
-    assert_int_equal(vf_fs_mkdir(root, "a/b/c", true, false), 0);
-    assert_int_equal(vf_fs_mkdir(root, "d", false, false), 0);
+    assert_int_equal(mkdir_in(root, "a/b/c", true, false), 0);
+    assert_int_equal(mkdir_in(root, "d", false, false), 0);
     static const char *const made[] = {"a", "a/b", "a/b/c", "d"};
     for (size_t i = 0; i < TS_ARRAY_LEN(made); i++) {
         snprintf(p, sizeof(p), "%s/%s", dir, made[i]);
@@ -124,7 +133,7 @@ static void test_created_entries_belong_to_the_sessions_root(void **state)
     snprintf(p, sizeof(p), "%s/mine", dir);
     assert_int_equal(mkdir(p, 0700), 0);
     assert_int_equal(chown(p, 101000, 101000), 0);
-    assert_int_equal(vf_fs_mkdir(root, "mine", false, true), 0);
+    assert_int_equal(mkdir_in(root, "mine", false, true), 0);
     assert_owner(p, 101000, 101000, 0700);
     close(root);
 
@@ -159,8 +168,8 @@ static void test_created_entries_belong_to_the_sessions_root(void **state)
     assert_owner(dir, 0, 0, 0755);
     /* another owner: the one configured */
     vf_file_owner = "1000:1000";
-    root = vf_fs_open_root(dir);
-    assert_int_equal(vf_fs_mkdir(root, "x", false, false), 0);
+    root = open_root(dir);
+    assert_int_equal(mkdir_in(root, "x", false, false), 0);
     close(root);
     snprintf(p, sizeof(p), "%s/x", dir);
     assert_owner(p, 1000, 1000, 0755);

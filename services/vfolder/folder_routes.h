@@ -1,0 +1,22 @@
+/* folder_routes.h: reading folders and renaming them (docs/vfolders.md):
+ *
+ *   GET  /v1/folders[?all=true][&group_id=]   the folders the caller sees
+ *   GET  /v1/folders/{name}                   one folder, with its quota scope
+ *   GET  /v1/folders/_/hosts                  the volumes the caller may use
+ *   GET  /v1/folders/_/volumes                capacity and accounting (admins)
+ *   POST /v1/folders/{name}/rename {new_name} owner, modify-vfolder on its host
+ *
+ * The answers come from the model (folders.h); creating is
+ * folder_create.h's, deleting trash.h's. */
+#ifndef VFOLDER_FOLDER_ROUTES_H
+#define VFOLDER_FOLDER_ROUTES_H
+
+#include "libcommon/svc.h"
+
+void vf_h_list(http_req *req, http_resp *resp, void *ctx);
+void vf_h_hosts(http_req *req, http_resp *resp, void *ctx);
+void vf_h_volumes(http_req *req, http_resp *resp, void *ctx);
+void vf_h_info(http_req *req, http_resp *resp, void *ctx);
+void vf_h_rename(http_req *req, http_resp *resp, void *ctx);
+
+#endif
