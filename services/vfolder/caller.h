@@ -2,11 +2,22 @@
  * policies let it do with volumes. The gateway forwards the verified caller
  * in X-Tessera-Caller and X-Tessera-Caller-Access-Key; we own no users, so
  * each request asks tessera-auth's GET /v1/session-context for the keypair's
- * current context (role, domain, projects, user policy, allowed hosts). */
+ * current context (role, domain, projects, user policy, allowed hosts),
+ * through libcommon/authctx.h: with vfolder.context_cache_ttl > 0 (0 by
+ * default) the answers are cached and dropped on tessera.auth.v1 events.
+ * vf_caller_get puts the user in the log context. */
 #ifndef VFOLDER_CALLER_H
 #define VFOLDER_CALLER_H
 
 #include "folders.h"
+
+/* vfolder.context_cache_ttl, vfolder.context_cache_entries. */
+extern const cfg_option vf_caller_options[];
+
+/* The cache and its consumer (when vfolder.context_cache_ttl > 0), metrics
+ * tessera_vfolder_context_cache_* and tessera_vfolder_auth_events_total. */
+bool vf_caller_start(svc *s, ts_err *err) TS_MUST_CHECK;
+void vf_caller_stop(void);
 
 /* The context of an access key (mount resolution: the registry names the
  * session owner's key). Same answers as vf_caller_get, without the header
@@ -31,7 +42,7 @@ bool vf_caller_for_key(svc *s, http_req *req, http_resp *resp, const char *acces
 json_t *vf_caller_allowed_hosts(const vf_caller *c, const json_t *project_hosts);
 /* May the caller do perm_name on host? (superadmins: always.) */
 bool vf_caller_host_allows(const vf_caller *c, const json_t *project_hosts, const char *host,
-                           const char *perm_name);
+                           const char *perm_name) TS_MUST_CHECK;
 /* The member project of the context by id (NULL when not a member). */
 const json_t *vf_caller_project(const vf_caller *c, const char *project_id);
 /* The user policy's limits (0 = unlimited). */

@@ -2,6 +2,7 @@
  *
  * Wiring only: the option table, start-up (volumes, routes, the trash
  * sweeper) and shutdown. Health endpoints come from libcommon/svc.c. */
+#include "caller.h"
 #include "events.h"
 #include "http_api.h"
 #include "libcommon/log.h"
@@ -60,6 +61,8 @@ static void _build_options(void)
             g_options[n++] = *o;
     for (const cfg_option *o = vf_volume_options; o->name && n + 1 < TS_ARRAY_LEN(g_options); o++)
         g_options[n++] = *o;
+    for (const cfg_option *o = vf_caller_options; o->name && n + 1 < TS_ARRAY_LEN(g_options); o++)
+        g_options[n++] = *o;
     memset(&g_options[n], 0, sizeof(g_options[n]));
 }
 
@@ -92,6 +95,7 @@ static bool vf_setup(svc *s, ts_err *err)
 static bool vf_start(svc *s, ts_err *err)
 {
     vf_events_init(s);
+    if (!vf_caller_start(s, err)) return false;
     if (vf_files_start && !vf_files_start(s, err)) return false;
     atomic_store(&g_stop, false);
     if (pthread_create(&g_sweeper, NULL, _sweeper, s) != 0) {
@@ -108,6 +112,7 @@ static void vf_stop(svc *s)
     if (g_sweeper_started) pthread_join(g_sweeper, NULL);
     g_sweeper_started = false;
     if (vf_files_stop) vf_files_stop(s);
+    vf_caller_stop();
 }
 
 /* Who may call what (docs/internal-api.md): the transfer routes are the
