@@ -22,6 +22,7 @@
 #define AK1 "AKTEST00000000000001"
 
 static http_server *g_srv;
+static http_router *g_router;
 static upstream g_up = {.name = "test", .service = "tessera-test"};
 static const gw_identity g_id = {.access_key = AK1, .user_id = U1, .role = "user"};
 
@@ -65,7 +66,7 @@ static void h_text(http_req *req, http_resp *resp, void *ctx)
 static int setup(void **state)
 {
     (void)state;
-    http_router *r = http_router_new();
+    http_router *r = g_router = http_router_new();
     http_route(r, "*", "/echo/{x}", h_echo, NULL);
     http_route(r, "GET", "/bare/{status}", h_bare, NULL);
     http_route(r, "GET", "/slow", h_slow, NULL);
@@ -86,6 +87,7 @@ static int teardown(void **state)
 {
     (void)state;
     http_server_stop(g_srv);
+    http_router_free(g_router);
     free(g_up.url);
     return 0;
 }

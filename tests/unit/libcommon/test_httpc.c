@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 static http_server *g_srv;
+static http_router *g_router;
 static httpc *g_client;
 static char g_base[64];
 
@@ -73,7 +74,7 @@ static void on_complete(const http_req *req, int status, int64_t latency_us, voi
 static int setup(void **state)
 {
     (void)state;
-    http_router *r = http_router_new();
+    http_router *r = g_router = http_router_new();
     http_route(r, "GET", "/headers", h_headers, NULL);
     http_route(r, "GET", "/slow", h_slow, NULL);
     http_route(r, "GET", "/big", h_big, NULL);
@@ -97,6 +98,7 @@ static int teardown(void **state)
     (void)state;
     httpc_free(g_client);
     http_server_stop(g_srv);
+    http_router_free(g_router);
     return 0;
 }
 
