@@ -23,8 +23,9 @@
  * wait_ms) for one fetch instead of each asking the source.
  * Bound: at most max_entries entries; a new one evicts the least recently
  * used (per shard: shards > 1 split the table, each under its own lock and
- * with its share of the bound, for less contention; 1 keeps one exact LRU
- * order).
+ * with its share of the bound, max_entries / shards rounded up, for less
+ * contention; 1 keeps one exact LRU order). Entries being fetched are never
+ * evicted.
  * Drops: by key, by user or all (auth_events.c). Every drop advances the
  * cache's generation; a fetch keeps its answer only when the generation did
  * not move while it was in flight, so an answer that raced an invalidation
