@@ -24,7 +24,12 @@ typedef struct http_req {
     const char *client_addr; /* "127.0.0.1" */
     const char *service;     /* the internal caller the server's guard verified
                                 ("gateway"), or NULL (svcauth.h) */
-    int n_params;            /* route parameters ({name} segments), decoded */
+    /* The handler chain's own per-request slot: NULL when the request
+     * arrives; the server never reads or frees it. on_complete sees what the
+     * handler left there, so whoever sets it releases it, at the latest there
+     * (the gateway keeps the verified caller there for its access record). */
+    void *local;
+    int n_params; /* route parameters ({name} segments), decoded */
     const char *param_names[HTTP_MAX_PARAMS];
     const char *param_values[HTTP_MAX_PARAMS];
     void *impl; /* server internals */

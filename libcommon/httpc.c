@@ -52,16 +52,27 @@ void httpc_free(httpc *c)
     free(c);
 }
 
+static void headers_free(httpc_resp *r)
+{
+    for (size_t i = 0; i < r->n_headers; i++) {
+        free(r->header_names[i]);
+        free(r->header_values[i]);
+    }
+    r->n_headers = 0;
+}
+
 void httpc_resp_free(httpc_resp *r)
 {
     if (!r) return;
     free(r->body);
     free(r->content_type);
+    headers_free(r);
     memset(r, 0, sizeof(*r));
 }
 
 typedef struct sink {
     ts_buf b;
+    size_t max;
     bool overflow;
 } sink;
 
@@ -69,11 +80,44 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *userp)
 {
     sink *s = userp;
     size_t n = size * nmemb;
-    if (s->b.len + n > HTTPC_MAX_BODY) {
+    if (s->b.len + n > s->max) {
         s->overflow = true;
         return 0; /* makes curl fail with CURLE_WRITE_ERROR */
     }
     ts_buf_append(&s->b, data, n);
+    return n;
+}
+
+/* Where the response headers to keep go. */
+typedef struct header_sink {
+    const char *const *keep;
+    httpc_resp *out;
+} header_sink;
+
+static size_t on_header(char *data, size_t size, size_t nitems, void *userp)
+{
+    header_sink *hs = userp;
+    httpc_resp *r = hs->out;
+    size_t n = size * nitems;
+    if (n >= 5 && strncmp(data, "HTTP/", 5) == 0) { /* a new response (after a 1xx) */
+        headers_free(r);
+        return n;
+    }
+    const char *colon = memchr(data, ':', n);
+    if (!colon || r->n_headers >= HTTPC_KEEP_MAX) return n;
+    size_t nlen = (size_t)(colon - data);
+    for (const char *const *k = hs->keep; *k; k++) {
+        if (strlen(*k) != nlen || strncasecmp(*k, data, nlen) != 0) continue;
+        const char *v = colon + 1, *end = data + n;
+        while (v < end && (*v == ' ' || *v == '\t'))
+            v++;
+        while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' '))
+            end--;
+        r->header_names[r->n_headers] = ts_strdup(*k);
+        r->header_values[r->n_headers] = ts_strndup(v, (size_t)(end - v));
+        r->n_headers++;
+        break;
+    }
     return n;
 }
 
@@ -103,25 +147,41 @@ bool httpc_request(httpc *c, const char *method, const char *url, const char *co
                    const void *body, size_t body_len, const char *request_id, httpc_resp *out,
                    ts_err *err)
 {
+    return httpc_request_ex(c, NULL, method, url, headers, body, body_len, request_id, out, err);
+}
+
+bool httpc_request_ex(httpc *c, const httpc_call *call, const char *method, const char *url,
+                      const char *const *headers, const void *body, size_t body_len,
+                      const char *request_id, httpc_resp *out, ts_err *err)
+{
     memset(out, 0, sizeof(*out));
     if (!method || !url) {
         ts_err_set(err, "http request: no method or URL");
         return false;
     }
+    static const httpc_call none;
+    if (!call) call = &none;
+    long timeout = call->timeout_ms > 0 ? call->timeout_ms : c->timeout_ms;
     CURL *h = c->curl;
     curl_easy_reset(h); /* options only; the connection cache stays */
     char errbuf[CURL_ERROR_SIZE] = "";
-    sink s = {0};
+    sink s = {.max = call->max_body ? call->max_body : HTTPC_MAX_BODY};
+    header_sink hs = {.keep = call->keep_headers, .out = out};
     struct curl_slist *hdrs = NULL;
     bool ok = true;
 
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)c->timeout_ms);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)c->timeout_ms);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
+                     call->connect_timeout_ms > 0 ? (long)call->connect_timeout_ms : timeout);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &s);
+    if (call->keep_headers) {
+        curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+        curl_easy_setopt(h, CURLOPT_HEADERDATA, &hs);
+    }
     curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
     /* the target goes out as written: it is what a signature covers */
@@ -169,11 +229,12 @@ bool httpc_request(httpc *c, const char *method, const char *url, const char *co
     curl_slist_free_all(hdrs);
     if (rc != CURLE_OK) {
         if (s.overflow)
-            ts_err_set(err, "%s %s: response body larger than %zu bytes", method, url,
-                       HTTPC_MAX_BODY);
+            ts_err_set(err, "%s %s: response body larger than %zu bytes", method, url, s.max);
         else
             ts_err_set(err, "%s %s: %s", method, url, errbuf[0] ? errbuf : curl_easy_strerror(rc));
         ts_buf_free(&s.b);
+        headers_free(out);
+        out->timed_out = rc == CURLE_OPERATION_TIMEDOUT;
         return false;
     }
 

@@ -9,12 +9,27 @@
 
 typedef struct httpc httpc;
 
+#define HTTPC_KEEP_MAX 8
+
 typedef struct httpc_resp {
     long status; /* 0 when no response arrived */
     char *body;  /* NUL-terminated, heap-owned */
     size_t body_len;
     char *content_type; /* heap-owned or NULL */
+    /* The response headers httpc_call.keep_headers names, as they arrived
+     * (the final response's, values trimmed; at most HTTPC_KEEP_MAX). */
+    size_t n_headers;
+    char *header_names[HTTPC_KEEP_MAX], *header_values[HTTPC_KEEP_MAX];
+    bool timed_out; /* no response: the time limit passed */
 } httpc_resp;
+
+/* Settings of one request (httpc_request_ex); zero fields: the client's. */
+typedef struct httpc_call {
+    int timeout_ms;                  /* the whole request; 0: the client's */
+    int connect_timeout_ms;          /* 0: the timeout */
+    size_t max_body;                 /* larger answers fail; 0: 64 MiB */
+    const char *const *keep_headers; /* NULL-terminated response header names to keep */
+} httpc_call;
 
 httpc *httpc_new(int timeout_ms);
 /* A client for calls to other Tessera services: each request is signed with
@@ -30,6 +45,10 @@ void httpc_free(httpc *c);
 bool httpc_request(httpc *c, const char *method, const char *url, const char *const *headers,
                    const void *body, size_t body_len, const char *request_id, httpc_resp *out,
                    ts_err *err) TS_MUST_CHECK;
+/* httpc_request with call's settings (NULL: none). */
+bool httpc_request_ex(httpc *c, const httpc_call *call, const char *method, const char *url,
+                      const char *const *headers, const void *body, size_t body_len,
+                      const char *request_id, httpc_resp *out, ts_err *err) TS_MUST_CHECK;
 /* JSON in, JSON out (out_json NULL when the answer is not JSON). */
 bool httpc_json(httpc *c, const char *method, const char *url, json_t *body, const char *request_id,
                 long *status, json_t **out_json, ts_err *err) TS_MUST_CHECK;

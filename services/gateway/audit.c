@@ -6,8 +6,8 @@
 #include "audit.h"
 
 #include "audit_batch.h"
+#include "identity.h"
 #include "libcommon/log.h"
-#include "verify.h"
 #include "tessera/v1/audit.pb-c.h"
 
 #include <stdatomic.h>
@@ -44,14 +44,15 @@ static void publish_batch(const uint8_t *payload, size_t len, size_t records, vo
 void audit_request(svc *s, const http_req *req, int status, int64_t latency_us)
 {
     (void)s;
-    gw_identity id;
-    bool known = verify_identity_of(req, &id);
-    verify_forget();
     audit_batch *b = atomic_load_explicit(&g_batch, memory_order_acquire);
-    if (!b || is_probe(req->path)) return; /* not yet connected to the bus */
+    if (!b || is_probe(req->path)) { /* not yet connected to the bus */
+        identity_release(req);
+        return;
+    }
+    const gw_identity *id = identity_of(req);
     Tessera__V1__ApiAccess rec = TESSERA__V1__API_ACCESS__INIT;
-    rec.access_key = known ? id.access_key : "";
-    rec.user_id = known ? id.user_id : "";
+    rec.access_key = (char *)(id ? id->access_key : "");
+    rec.user_id = (char *)(id ? id->user_id : "");
     rec.client_addr = (char *)req->client_addr;
     rec.method = (char *)req->method;
     rec.path = (char *)req->path; /* no query: it may carry tokens */
@@ -65,7 +66,9 @@ void audit_request(svc *s, const http_req *req, int status, int64_t latency_us)
     size_t len = tessera__v1__api_access__get_packed_size(&rec);
     uint8_t *buf = len <= sizeof(stack) ? stack : ts_malloc(len);
     tessera__v1__api_access__pack(&rec, buf);
-    audit_batch_add(b, buf, len); /* a drop is counted in its stats */
+    identity_release(req); /* the request's last use of it */
+    /* a record dropped (the buffer is full) is counted in the batch's stats */
+    TS_IGNORE(audit_batch_add(b, buf, len));
     if (buf != stack) free(buf);
 }
 

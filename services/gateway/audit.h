@@ -29,7 +29,8 @@ bool audit_start(svc *s, const audit_opts *o, ts_err *err) TS_MUST_CHECK;
  * answered later are published one batch each, at once. */
 void audit_stop(void);
 
-/* svc_spec.on_request. */
+/* svc_spec.on_request: the record of one answered request, naming the
+ * caller verify.c kept in it (identity.h), which it releases. */
 void audit_request(svc *s, const http_req *req, int status, int64_t latency_us);
 
 #endif

@@ -40,7 +40,7 @@ audit_batch *audit_batch_new(const audit_batch_opts *o, audit_batch_emit_fn emit
                              ts_err *err) TS_MUST_CHECK;
 /* Add one serialized ApiAccess. False when it was dropped (too many batches
  * pending). */
-bool audit_batch_add(audit_batch *b, const uint8_t *rec, size_t len);
+bool audit_batch_add(audit_batch *b, const uint8_t *rec, size_t len) TS_MUST_CHECK;
 /* Emit what is buffered, then stop the flusher (joined). Idempotent. */
 void audit_batch_close(audit_batch *b);
 /* Close if needed and free. */

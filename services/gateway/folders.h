@@ -5,7 +5,8 @@
  * segments, any method) goes to /v1/folders[/...] with the raw path and
  * query as the client sent them; tessera-vfolder validates and answers, and
  * its status and body are relayed (proxy.c). A clone copies a tree and may
- * take long: it gets FOLDERS_CLONE_TIMEOUT_MS. */
+ * take long: it gets FOLDERS_CLONE_TIMEOUT_MS. The folder a route names (its
+ * first segment) goes into the log context. */
 #ifndef GATEWAY_FOLDERS_H
 #define GATEWAY_FOLDERS_H
 
@@ -14,9 +15,7 @@
 #define FOLDERS_TIMEOUT_MS 30000
 #define FOLDERS_CLONE_TIMEOUT_MS 600000
 
+/* Register the routes on gw's router (the handlers' context is gw). */
 void folders_routes(gateway *gw);
-
-/* Calls tessera-vfolder did not answer (for /metrics). */
-uint64_t folders_vfolder_failures(void);
 
 #endif

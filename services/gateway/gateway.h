@@ -1,24 +1,24 @@
-/* gateway.h: what the gateway's modules share: the configuration values and
- * the handles of the credential cache and the invalidation consumer. One
- * instance per process, made in main.c. */
+/* gateway.h: what the gateway's modules share: the configuration values
+ * (main.c's option table points into them), the table of upstream services
+ * and the credential cache. One instance per process, made in main.c and
+ * handed to the modules as they are wired (the routes' context). */
 #ifndef GATEWAY_GATEWAY_H
 #define GATEWAY_GATEWAY_H
 
-#include "libcommon/svc.h"
+#include "credentials.h"
+#include "upstream.h"
 
-typedef struct cred_cache cred_cache;
-typedef struct invalidation invalidation;
+#include "libcommon/svc.h"
 
 typedef struct gateway {
     svc *svc;
-    /* configuration (main.c's option table) */
-    char **auth_url;          /* "http://127.0.0.1:8091" */
-    int64_t *cache_ttl_ms;    /* auth.cache_ttl */
-    int64_t *negative_ttl_ms; /* auth.negative_cache_ttl */
-    int64_t *auth_timeout_ms; /* auth.timeout: forwarded calls */
-    /* modules */
-    cred_cache *creds;
-    invalidation *inval;
+    upstream up[UPSTREAM_COUNT]; /* the services behind the gateway (main.c's table) */
+    int64_t cache_ttl_ms;        /* auth.cache_ttl */
+    int64_t negative_ttl_ms;     /* auth.negative_cache_ttl */
+    int64_t auth_timeout_ms;     /* auth.timeout: forwarded calls */
+    int64_t audit_batch_records; /* audit.batch_records */
+    int64_t audit_batch_wait_ms; /* audit.batch_wait */
+    credentials *creds;
 } gateway;
 
 #endif

@@ -1,11 +1,11 @@
 /* http_api.c: routes of the public API (docs/api.md). Public endpoints need
  * no signature; every other route verifies one first (verify.c). Identity
- * and admin requests are forwarded to tessera-auth (proxy.c). Sessions and
- * folders arrive with their issues. */
+ * and admin requests are forwarded to tessera-auth (proxy.c); sessions.c
+ * and folders.c add the routes of the registry and tessera-vfolder. */
 #include "http_api.h"
 
-#include "proxy.h"
 #include "folders.h"
+#include "proxy.h"
 #include "sessions.h"
 #include "verify.h"
 
@@ -15,15 +15,12 @@
 static const char RESOURCE_SLOTS[] =
     "{\"cpu\":\"count\",\"mem\":\"bytes\",\"cuda.device\":\"count\",\"cuda.shares\":\"count\"}";
 
-/* The origin-form part of the raw target ("/admin/users?x=1"), also of an
- * absolute-form one ("http://host/admin/users?x=1"). */
-static const char *_origin(const http_req *req)
+/* Forward req to tessera-auth's target with body (len bytes) on id's behalf
+ * (NULL: anonymous), within auth.timeout. */
+static void _to_auth(gateway *gw, http_req *req, http_resp *resp, const char *target,
+                     const gw_identity *id, const void *body, size_t len)
 {
-    const char *t = req->target ? req->target : req->path;
-    if (t[0] == '/') return t;
-    const char *scheme = strstr(t, "://");
-    const char *slash = scheme ? strchr(scheme + 3, '/') : NULL;
-    return slash ? slash : "/";
+    proxy_forward(&gw->up[UPSTREAM_AUTH], gw->auth_timeout_ms, req, resp, target, id, body, len);
 }
 
 /* ---- public ----------------------------------------------------------------------- */
@@ -57,7 +54,7 @@ static void h_authorize(http_req *req, http_resp *resp, void *ctx)
         http_problem(resp, 400, "invalid-api-params", NULL, "request body could not be re-encoded");
         return;
     }
-    proxy_to_auth(gw, req, resp, "/v1/authorize", NULL, text, strlen(text));
+    _to_auth(gw, req, resp, "/v1/authorize", NULL, text, strlen(text));
     free(text);
 }
 
@@ -102,7 +99,7 @@ static void h_role(http_req *req, http_resp *resp, void *ctx)
     gw_identity id;
     if (!verify_request(gw, req, resp, &id)) return;
     char *target = ts_asprintf("/v1/role%s%s", req->query[0] ? "?" : "", req->query);
-    proxy_to_auth(gw, req, resp, target, &id, NULL, 0);
+    _to_auth(gw, req, resp, target, &id, NULL, 0);
     free(target);
 }
 
@@ -111,7 +108,7 @@ static void h_update_password(http_req *req, http_resp *resp, void *ctx)
     gateway *gw = ctx;
     gw_identity id;
     if (!verify_request(gw, req, resp, &id)) return;
-    proxy_to_auth(gw, req, resp, "/v1/update-password", &id, req->body, req->body_len);
+    _to_auth(gw, req, resp, "/v1/update-password", &id, req->body, req->body_len);
 }
 
 /* Anything under /admin -> auth /v1/admin/... with method, query and body. */
@@ -120,10 +117,8 @@ static void h_admin(http_req *req, http_resp *resp, void *ctx)
     gateway *gw = ctx;
     gw_identity id;
     if (!verify_request(gw, req, resp, &id)) return;
-    char *target = ts_asprintf("/v1%s", _origin(req));
-    char *hash = strchr(target, '#');
-    if (hash) *hash = '\0';
-    proxy_to_auth(gw, req, resp, target, &id, req->body, req->body_len);
+    char *target = proxy_v1_target(req);
+    _to_auth(gw, req, resp, target, &id, req->body, req->body_len);
     free(target);
 }
 

@@ -3,7 +3,6 @@
 #include "sessions.h"
 
 #include "libcommon/log.h"
-#include "libcommon/metrics.h"
 #include "proxy.h"
 #include "verify.h"
 
@@ -12,38 +11,16 @@
 #include <string.h>
 #include <strings.h>
 
-static proxy_upstream g_registry = {.name = "tessera-registry"};
-static proxy_upstream g_wsproxy = {.name = "tessera-wsproxy"};
-/* registry.url's and wsproxy.url's values (main.c's option table, found by
- * name: see _option_string). */
-static char **g_registry_url, **g_wsproxy_url;
-
 static const char *const PREFIXES[] = {"/session", "/kernel"};
 
-uint64_t sessions_registry_failures(void)
-{
-    return atomic_load(&g_registry.failures);
-}
-
 /* ---- targets ------------------------------------------------------------------------ */
-
-/* The origin-form part of the raw target ("/session/a%20b?x=1"), also of an
- * absolute-form one ("http://host/session/..."), without a fragment. */
-static const char *_origin(const http_req *req)
-{
-    const char *t = req->target ? req->target : req->path;
-    if (t[0] == '/') return t;
-    const char *scheme = strstr(t, "://");
-    const char *slash = scheme ? strchr(scheme + 3, '/') : NULL;
-    return slash ? slash : "/";
-}
 
 /* "/v1/sessions" + the raw path after the public prefix (its first segment),
  * without a trailing slash, + suffix + "?query". Segments keep their
  * percent-encoding, so a name travels exactly as the client wrote it. */
 static char *_session_target(const http_req *req, const char *suffix)
 {
-    const char *o = _origin(req);
+    const char *o = proxy_origin(req);
     size_t plen = strcspn(o, "?#");
     const char *q = o[plen] == '?' ? o + plen : "";
     size_t qlen = strcspn(q, "#");
@@ -74,11 +51,36 @@ static char *_escape(const char *s)
     return out;
 }
 
-static void _forward(http_req *req, http_resp *resp, int64_t timeout_ms, const char *target,
-                     const gw_identity *id)
+static upstream *_registry(void *ctx)
 {
-    proxy_forward(&g_registry, *g_registry_url, timeout_ms, req, resp, target, id, req->body,
-                  req->body_len);
+    return &((gateway *)ctx)->up[UPSTREAM_REGISTRY];
+}
+
+/* Forward req, with its body, to the registry's target within timeout_ms. */
+static void _forward(void *ctx, http_req *req, http_resp *resp, int64_t timeout_ms,
+                     const char *target, const gw_identity *id)
+{
+    proxy_forward(_registry(ctx), timeout_ms, req, resp, target, id, req->body, req->body_len);
+}
+
+/* verify_request for a route on the session {name} (NULL: none), which goes
+ * into the log context. */
+static bool _verify(void *ctx, http_req *req, http_resp *resp, const char *name, gw_identity *id)
+{
+    if (name) tlog_ctx_entity("session_name", name);
+    return verify_request(ctx, req, resp, id);
+}
+
+/* A signed request on the session {name}, forwarded to its path under
+ * /v1/sessions + suffix. */
+static void _on_session(void *ctx, http_req *req, http_resp *resp, const char *suffix,
+                        int64_t timeout_ms)
+{
+    gw_identity id;
+    if (!_verify(ctx, req, resp, http_param(req, "name"), &id)) return;
+    char *target = _session_target(req, suffix);
+    _forward(ctx, req, resp, timeout_ms, target, &id);
+    free(target);
 }
 
 /* ---- create --------------------------------------------------------------------------- */
@@ -124,13 +126,12 @@ int64_t sessions_create_timeout_ms(const json_t *body)
 static void h_create(http_req *req, http_resp *resp, void *ctx)
 {
     gw_identity id;
-    if (!verify_request(ctx, req, resp, &id)) return;
+    if (!_verify(ctx, req, resp, NULL, &id)) return;
     json_t *body = http_json_body(req, resp); /* 400 when not a JSON object */
     if (!body) return;
     int64_t timeout = sessions_create_timeout_ms(body);
     json_decref(body);
-    proxy_forward(&g_registry, *g_registry_url, timeout, req, resp, "/v1/sessions", &id, req->body,
-                  req->body_len);
+    _forward(ctx, req, resp, timeout, "/v1/sessions", &id);
 }
 
 /* ---- the others ---------------------------------------------------------------------- */
@@ -139,11 +140,7 @@ static void h_create(http_req *req, http_resp *resp, void *ctx)
  * GET /session/{name}/logs: the same path under /v1/sessions. */
 static void h_same_path(http_req *req, http_resp *resp, void *ctx)
 {
-    gw_identity id;
-    if (!verify_request(ctx, req, resp, &id)) return;
-    char *target = _session_target(req, "");
-    _forward(req, resp, SESSIONS_TIMEOUT_MS, target, &id);
-    free(target);
+    _on_session(ctx, req, resp, "", SESSIONS_TIMEOUT_MS);
 }
 
 /* GET /session: "mine" (the signing keypair's sessions) unless ?all is given
@@ -153,7 +150,7 @@ static void h_same_path(http_req *req, http_resp *resp, void *ctx)
 static void h_list(http_req *req, http_resp *resp, void *ctx)
 {
     gw_identity id;
-    if (!verify_request(ctx, req, resp, &id)) return;
+    if (!_verify(ctx, req, resp, NULL, &id)) return;
     char *query = ts_strdup("");
     bool all = false, owner = false;
     const char *q = req->query;
@@ -182,7 +179,7 @@ static void h_list(http_req *req, http_resp *resp, void *ctx)
         query = next;
     }
     char *target = ts_asprintf("/v1/sessions%s%s", *query ? "?" : "", query);
-    _forward(req, resp, SESSIONS_TIMEOUT_MS, target, &id);
+    _forward(ctx, req, resp, SESSIONS_TIMEOUT_MS, target, &id);
     free(target);
     free(query);
 }
@@ -190,20 +187,16 @@ static void h_list(http_req *req, http_resp *resp, void *ctx)
 /* POST /session/{name}: execute. */
 static void h_execute(http_req *req, http_resp *resp, void *ctx)
 {
-    gw_identity id;
-    if (!verify_request(ctx, req, resp, &id)) return;
-    char *target = _session_target(req, "/execute");
-    _forward(req, resp, SESSIONS_EXEC_TIMEOUT_MS, target, &id);
-    free(target);
+    _on_session(ctx, req, resp, "/execute", SESSIONS_EXEC_TIMEOUT_MS);
 }
 
 /* GET /session/_/logs?session_name=: Backend.AI's task logs, as text/plain. */
 static void h_task_logs(http_req *req, http_resp *resp, void *ctx)
 {
-    gw_identity id;
-    if (!verify_request(ctx, req, resp, &id)) return;
     const char *name = http_query_arg(req, "session_name");
     if (!name || !*name) name = http_query_arg(req, "sessionName");
+    gw_identity id;
+    if (!_verify(ctx, req, resp, name && *name ? name : NULL, &id)) return;
     if (!name || !*name) {
         http_problem(resp, 400, "invalid-api-params", NULL,
                      "session_name is required (the batch session whose logs to read)");
@@ -212,8 +205,7 @@ static void h_task_logs(http_req *req, http_resp *resp, void *ctx)
     char *ename = _escape(name);
     char *target = ts_asprintf("/v1/sessions/%s/logs", ename);
     free(ename);
-    proxy_forward(&g_registry, *g_registry_url, SESSIONS_TIMEOUT_MS, req, resp, target, &id, NULL,
-                  0);
+    proxy_forward(_registry(ctx), SESSIONS_TIMEOUT_MS, req, resp, target, &id, NULL, 0);
     free(target);
     if (http_resp_status(resp) != 200) return;
     size_t len = 0;
@@ -269,18 +261,19 @@ static json_int_t _port_arg(const json_t *body)
 
 /* The agent starts the app of session sid unless it is listening (registry
  * POST /v1/sessions/{id}/apps/{app}/start); false with the problem in resp. */
-static bool _start_app(http_req *req, http_resp *resp, const gw_identity *id, const char *sid,
-                       const char *app)
+static bool _start_app(void *ctx, http_req *req, http_resp *resp, const gw_identity *id,
+                       const char *sid, const char *app)
 {
     char *esid = _escape(sid), *eapp = _escape(app ? app : "");
     char *target = ts_asprintf("/v1/sessions/%s/apps/%s/start", esid, eapp);
     free(esid);
     free(eapp);
-    json_t *r = proxy_call_json(&g_registry, *g_registry_url, SESSIONS_APP_TIMEOUT_MS, "POST", req,
-                                resp, target, id, NULL, 200);
+    json_t *r = NULL;
+    bool ok = proxy_call_json(_registry(ctx), SESSIONS_APP_TIMEOUT_MS, "POST", req, resp, target,
+                              id, NULL, 200, &r);
     free(target);
     json_decref(r);
-    return r != NULL;
+    return ok;
 }
 
 /* POST /session/{name}/start-service {app, port?}: a wsproxy route to an app of
@@ -288,7 +281,7 @@ static bool _start_app(http_req *req, http_resp *resp, const gw_identity *id, co
 static void h_start_service(http_req *req, http_resp *resp, void *ctx)
 {
     gw_identity id;
-    if (!verify_request(ctx, req, resp, &id)) return;
+    if (!_verify(ctx, req, resp, http_param(req, "name"), &id)) return;
     json_t *body = http_json_body(req, resp); /* 400 when not a JSON object */
     if (!body) return;
     const json_t *app_v = json_object_get(body, "app");
@@ -311,10 +304,11 @@ static void h_start_service(http_req *req, http_resp *resp, void *ctx)
     char *ename = _escape(http_param(req, "name"));
     char *target = ts_asprintf("/v1/sessions/%s", ename);
     free(ename);
-    json_t *info = proxy_call_json(&g_registry, *g_registry_url, SESSIONS_TIMEOUT_MS, "GET", req,
-                                   resp, target, &id, NULL, 200);
+    json_t *info = NULL;
+    bool got = proxy_call_json(_registry(ctx), SESSIONS_TIMEOUT_MS, "GET", req, resp, target, &id,
+                               NULL, 200, &info);
     free(target);
-    if (!info) {
+    if (!got) {
         json_decref(body);
         return;
     }
@@ -340,7 +334,8 @@ static void h_start_service(http_req *req, http_resp *resp, void *ctx)
         http_problem(resp, 409, "invalid-session-state", NULL,
                      "the service port '%s' of session %s is not published yet",
                      json_string_value(json_object_get(p, "name")) ?: "?", sname ? sname : "?");
-    } else if (_start_app(req, resp, &id, sid, json_string_value(json_object_get(p, "name")))) {
+    } else if (_start_app(ctx, req, resp, &id, sid,
+                          json_string_value(json_object_get(p, "name")))) {
         const char *proto = json_string_value(json_object_get(p, "protocol"));
         if (!proto || (strcmp(proto, "tcp") != 0 && strcmp(proto, "preopen") != 0)) proto = "http";
         char *tgt = strchr(host, ':') ? ts_asprintf("[%s]:%lld", host, (long long)host_port)
@@ -349,15 +344,16 @@ static void h_start_service(http_req *req, http_resp *resp, void *ctx)
         json_t *route = json_pack("{s:s, s:s, s:s, s:s, s:s}", "user_id", id.user_id, "session_id",
                                   sid, "app", pname ? pname : "", "protocol", proto, "target", tgt);
         free(tgt);
-        json_t *made = proxy_call_json(&g_wsproxy, *g_wsproxy_url, SESSIONS_TIMEOUT_MS, "POST", req,
-                                       resp, "/v1/routes", NULL, route, 201);
+        json_t *made = NULL;
+        bool ok = proxy_call_json(&((gateway *)ctx)->up[UPSTREAM_WSPROXY], SESSIONS_TIMEOUT_MS,
+                                  "POST", req, resp, "/v1/routes", NULL, route, 201, &made);
         json_decref(route);
         const char *url = json_string_value(json_object_get(made, "url"));
         const char *token = json_string_value(json_object_get(made, "token"));
-        if (made && (!url || !token)) {
+        if (ok && (!url || !token)) {
             http_problem(resp, 502, "bad-gateway", NULL,
                          "tessera-wsproxy answered without a token or url");
-        } else if (made) {
+        } else if (ok) {
             /* wsproxy_addr: the URL without its path ("http://host:port"). */
             const char *scheme = strstr(url, "://");
             size_t alen =
@@ -377,43 +373,19 @@ static void h_start_service(http_req *req, http_resp *resp, void *ctx)
 static void h_admin(http_req *req, http_resp *resp, void *ctx)
 {
     gw_identity id;
-    if (!verify_request(ctx, req, resp, &id)) return;
-    const char *o = _origin(req);
-    char *target = ts_asprintf("/v1%.*s", (int)strcspn(o, "#"), o);
+    if (!_verify(ctx, req, resp, NULL, &id)) return;
+    char *target = proxy_v1_target(req);
     bool scan = strcmp(req->method, "POST") == 0 &&
                 strncmp(req->path, "/admin/images/scan", 18) == 0 &&
                 (req->path[18] == '\0' || req->path[18] == '/');
-    _forward(req, resp, scan ? SESSIONS_SCAN_TIMEOUT_MS : SESSIONS_TIMEOUT_MS, target, &id);
+    _forward(ctx, req, resp, scan ? SESSIONS_SCAN_TIMEOUT_MS : SESSIONS_TIMEOUT_MS, target, &id);
     free(target);
 }
 
 /* ---- wiring ---------------------------------------------------------------------------- */
 
-/* The value holder of a string option of this service ("registry.url"). */
-static char **_option_string(gateway *gw, const char *name)
-{
-    const svc_spec *spec = svc_spec_of(gw->svc);
-    for (const cfg_option *o = spec ? spec->options : NULL; o && o->name; o++)
-        if (strcmp(o->name, name) == 0 && o->type == CFG_STRING) return o->dst;
-    ts_panic("gateway option %s is missing from the option table", name);
-}
-
-/* Continues verify.c's tessera_gateway_upstream_failures_total family (its
- * collector is registered just before this one, so the samples stay together). */
-static void _collect(FILE *out, void *ctx)
-{
-    (void)ctx;
-    metrics_sample_u64(out, "tessera_gateway_upstream_failures_total", "upstream=\"registry\"",
-                       sessions_registry_failures());
-    metrics_sample_u64(out, "tessera_gateway_upstream_failures_total", "upstream=\"wsproxy\"",
-                       atomic_load(&g_wsproxy.failures));
-}
-
 void sessions_routes(gateway *gw)
 {
-    g_registry_url = _option_string(gw, "registry.url");
-    g_wsproxy_url = _option_string(gw, "wsproxy.url");
-    metrics_add(svc_metrics(gw->svc), _collect, gw);
     http_router *r = svc_router(gw->svc);
     for (size_t i = 0; i < TS_ARRAY_LEN(PREFIXES); i++) {
         char pat[64];

@@ -2,7 +2,8 @@
  * "Sessions") and the registry's admin resources, forwarded to
  * tessera-registry (registry.url; docs/sessions.md "Registry internal API").
  *
- * Every route is signed (verify.c). The gateway checks only what it needs to
+ * Every route is signed (verify.c); a route on a session puts its name in
+ * the log context (session_name). The gateway checks only what it needs to
  * forward (a create body must be a JSON object, the task-log query needs a
  * session name); the registry validates and answers, and its status and body
  * are relayed as they are (proxy.c).
@@ -39,15 +40,12 @@
 #define SESSIONS_APP_TIMEOUT_MS 30000  /* start-service: the agent may start the app (10 s) */
 #define SESSIONS_SCAN_TIMEOUT_MS 65000 /* POST /admin/images/scan reads the OCI catalog */
 
-/* Register the routes above on gw's router; call after verify_init. */
+/* Register the routes above on gw's router (the handlers' context is gw). */
 void sessions_routes(gateway *gw);
 
 /* The upstream timeout of a create with this body: SESSIONS_TIMEOUT_MS for
  * enqueueOnly, else (min(maxWaitSeconds, SESSIONS_MAX_WAIT_S) + margin) s,
  * the cap when maxWaitSeconds is absent or unreadable. Exposed for tests. */
 int64_t sessions_create_timeout_ms(const json_t *body);
-
-/* Calls the registry did not answer (for /metrics). */
-uint64_t sessions_registry_failures(void);
 
 #endif

@@ -1,10 +1,9 @@
-/* upstream.c: internal HTTP to the services behind the gateway. */
+/* upstream.c: the table of internal services behind the gateway (upstream.h). */
 #include "upstream.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
-
-#define UPSTREAM_TIMEOUT_MS 2000
 
 static pthread_key_t client_key;
 static pthread_once_t client_once = PTHREAD_ONCE_INIT;
@@ -30,11 +29,21 @@ httpc *upstream_client(void)
     return c;
 }
 
+void upstream_options(upstream *ups, size_t n, cfg_option *out)
+{
+    for (size_t i = 0; i < n; i++)
+        out[i] = (cfg_option){.name = ups[i].option,
+                              .type = CFG_STRING,
+                              .dst = &ups[i].url,
+                              .def = ups[i].default_url,
+                              .help = ups[i].help};
+}
+
 static bool check_upstream(svc *s, void *ctx, ts_err *err)
 {
     (void)s;
     const upstream *u = ctx;
-    char *url = ts_asprintf("%s/healthz", *u->base_url);
+    char *url = ts_asprintf("%s/healthz", u->url);
     httpc_resp r = {0};
     bool ok = httpc_request(upstream_client(), "GET", url, NULL, NULL, 0, NULL, &r, err);
     if (ok && r.status != 200) {
@@ -48,8 +57,29 @@ static bool check_upstream(svc *s, void *ctx, ts_err *err)
     return ok;
 }
 
-void upstream_add_checks(svc *s, upstream *ups, size_t n)
+typedef struct table {
+    upstream *ups;
+    size_t n;
+} table;
+
+static void collect(FILE *out, void *ctx)
+{
+    const table *t = ctx;
+    metrics_family(out, "tessera_gateway_upstream_failures_total", "counter",
+                   "Forwarded requests an upstream service did not answer (503 to the client).");
+    for (size_t i = 0; i < t->n; i++) {
+        char labels[64];
+        snprintf(labels, sizeof(labels), "upstream=\"%s\"", t->ups[i].name);
+        metrics_sample_u64(out, "tessera_gateway_upstream_failures_total", labels,
+                           atomic_load(&t->ups[i].failures));
+    }
+}
+
+void upstream_start(svc *s, upstream *ups, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        svc_add_check(s, ups[i].name, check_upstream, &ups[i]);
+        if (ups[i].checked) svc_add_check(s, ups[i].name, check_upstream, &ups[i]);
+    table *t = ts_calloc(1, sizeof(*t)); /* lives as long as the process */
+    *t = (table){ups, n};
+    metrics_add(svc_metrics(s), collect, t);
 }

@@ -2,7 +2,6 @@
 #include "verify.h"
 
 #include "libcommon/log.h"
-#include "proxy.h"
 #include "ratelimit.h"
 #include "sign_keys.h"
 
@@ -25,19 +24,11 @@ static const char *const RESULT_NAMES[VERIFY_N_RESULTS] = {
 
 static _Atomic uint64_t g_results[VERIFY_N_RESULTS];
 
-/* The identity accepted for the request this thread is answering. */
-static __thread struct {
-    bool set;
-    const http_req *req;
-    char request_id[80];
-    gw_identity id;
-} tl_current;
-
 /* ---- metrics ---------------------------------------------------------------------- */
 
 static void _collect(FILE *out, void *ctx)
 {
-    gateway *gw = ctx;
+    (void)ctx;
     char labels[64];
     metrics_family(out, "tessera_gateway_auth_total", "counter",
                    "Signed-request verifications, by result.");
@@ -45,38 +36,6 @@ static void _collect(FILE *out, void *ctx)
         snprintf(labels, sizeof(labels), "result=\"%s\"", RESULT_NAMES[i]);
         metrics_sample_u64(out, "tessera_gateway_auth_total", labels, atomic_load(&g_results[i]));
     }
-    cred_cache_stats st;
-    cred_cache_get_stats(gw->creds, &st);
-    metrics_family(out, "tessera_gateway_cred_cache_hits_total", "counter",
-                   "Credential look-ups answered from the cache (known keys).");
-    metrics_sample_u64(out, "tessera_gateway_cred_cache_hits_total", NULL, st.hits);
-    metrics_family(out, "tessera_gateway_cred_cache_negative_hits_total", "counter",
-                   "Look-ups of unknown keys answered from the negative cache.");
-    metrics_sample_u64(out, "tessera_gateway_cred_cache_negative_hits_total", NULL,
-                       st.negative_hits);
-    metrics_family(out, "tessera_gateway_cred_cache_misses_total", "counter",
-                   "Credential look-ups that asked tessera-auth.");
-    metrics_sample_u64(out, "tessera_gateway_cred_cache_misses_total", NULL, st.misses);
-    metrics_family(out, "tessera_gateway_cred_cache_coalesced_total", "counter",
-                   "Look-ups that waited for another request's fetch of the same key.");
-    metrics_sample_u64(out, "tessera_gateway_cred_cache_coalesced_total", NULL, st.coalesced);
-    metrics_family(out, "tessera_gateway_cred_cache_fetch_errors_total", "counter",
-                   "Credential look-ups tessera-auth did not answer.");
-    metrics_sample_u64(out, "tessera_gateway_cred_cache_fetch_errors_total", NULL, st.fetch_errors);
-    metrics_family(out, "tessera_gateway_cred_cache_invalidations_total", "counter",
-                   "Invalidations applied from tessera.auth.v1, by scope.");
-    metrics_sample_u64(out, "tessera_gateway_cred_cache_invalidations_total", "scope=\"key\"",
-                       st.invalidated_key);
-    metrics_sample_u64(out, "tessera_gateway_cred_cache_invalidations_total", "scope=\"user\"",
-                       st.invalidated_user);
-    metrics_sample_u64(out, "tessera_gateway_cred_cache_invalidations_total", "scope=\"all\"",
-                       st.invalidated_all);
-    metrics_family(out, "tessera_gateway_cred_cache_dropped_total", "counter",
-                   "Cache entries removed by invalidations.");
-    metrics_sample_u64(out, "tessera_gateway_cred_cache_dropped_total", NULL, st.dropped_entries);
-    metrics_family(out, "tessera_gateway_cred_cache_entries", "gauge",
-                   "Access keys in the credential cache (known, unknown, being fetched).");
-    metrics_sample_u64(out, "tessera_gateway_cred_cache_entries", NULL, st.entries);
     sign_keys_stats sk;
     sign_keys_stats_get(&sk);
     metrics_family(out, "tessera_gateway_sign_key_cache_total", "counter",
@@ -87,40 +46,11 @@ static void _collect(FILE *out, void *ctx)
     metrics_family(out, "tessera_gateway_ratelimit_errors_total", "counter",
                    "Rate-limit checks that failed in Redis (the request was let through).");
     metrics_sample_u64(out, "tessera_gateway_ratelimit_errors_total", NULL, ratelimit_errors());
-    metrics_family(out, "tessera_gateway_upstream_failures_total", "counter",
-                   "Forwarded requests tessera-auth did not answer (503 to the client).");
-    metrics_sample_u64(out, "tessera_gateway_upstream_failures_total", "upstream=\"auth\"",
-                       proxy_failures());
 }
 
 void verify_init(gateway *gw)
 {
     metrics_add(svc_metrics(gw->svc), _collect, gw);
-}
-
-/* ---- the current identity --------------------------------------------------------- */
-
-static void _remember(const http_req *req, const gw_identity *id)
-{
-    tl_current.set = true;
-    tl_current.req = req;
-    ts_strlcpy(tl_current.request_id, req->request_id, sizeof(tl_current.request_id));
-    tl_current.id = *id;
-}
-
-bool verify_identity_of(const http_req *req, gw_identity *out)
-{
-    if (!tl_current.set || tl_current.req != req ||
-        strcmp(tl_current.request_id, req->request_id) != 0)
-        return false;
-    *out = tl_current.id;
-    return true;
-}
-
-void verify_forget(void)
-{
-    tl_current.set = false;
-    tl_current.req = NULL;
 }
 
 /* ---- checks ----------------------------------------------------------------------- */
@@ -160,7 +90,6 @@ static bool _parse_version(const char *v, long *major)
 
 bool verify_request(gateway *gw, http_req *req, http_resp *resp, gw_identity *id)
 {
-    verify_forget();
     char ak[SIGN_ACCESS_KEY_LEN + 1], sig[SIGN_HEX_LEN + 1];
     ts_err err = {{0}};
 
@@ -170,6 +99,7 @@ bool verify_request(gateway *gw, http_req *req, http_resp *resp, gw_identity *id
                        "missing Authorization header: this endpoint needs a signed request");
     if (!sign_parse_authorization(authz, ak, sig, &err))
         return _refuse(resp, VERIFY_MALFORMED, 401, "malformed Authorization header: %s", err.msg);
+    tlog_ctx_access_key(ak);
 
     const char *version = http_header(req, "X-BackendAI-Version");
     long major = 0;
@@ -207,15 +137,14 @@ bool verify_request(gateway *gw, http_req *req, http_resp *resp, gw_identity *id
     if (!host || !*host) return _refuse(resp, VERIFY_MALFORMED, 401, "missing Host header");
 
     cred c;
-    switch (cred_cache_get(gw->creds, ak, &c, &err)) {
-    case CRED_FOUND:
+    switch (credentials_get(gw->creds, ak, &c, &err)) {
+    case AUTHCACHE_FOUND:
         break;
-    case CRED_UNKNOWN:
+    case AUTHCACHE_NOT_FOUND:
         return _refuse(resp, VERIFY_UNKNOWN_KEY, 401, "unknown access key");
-    case CRED_UNAVAILABLE: {
+    case AUTHCACHE_UNAVAILABLE: {
         char q[600];
-        TLOG_WARN("credential look-up failed", "access_key=%s error=%s", ak,
-                  tlog_quote(q, sizeof(q), err.msg));
+        TLOG_WARN("credential look-up failed", "error=%s", tlog_quote(q, sizeof(q), err.msg));
         return _refuse(resp, VERIFY_UNAVAILABLE, 503,
                        "the signature cannot be checked now: tessera-auth is not answering; try "
                        "again later");
@@ -254,8 +183,9 @@ bool verify_request(gateway *gw, http_req *req, http_resp *resp, gw_identity *id
     ts_strlcpy(id->role, c.role, sizeof(id->role));
     ts_strlcpy(id->domain, c.domain, sizeof(id->domain));
     id->is_admin = c.is_admin;
-    /* Verified: the audit record names the caller even when it is throttled. */
-    _remember(req, id);
+    /* Verified: the access record names the caller even when it is throttled. */
+    identity_attach(req, id);
+    tlog_ctx_user(id->user_id);
 
     int retry_after = 0;
     if (!ratelimit_allow(gw->svc, c.access_key, c.rate_limit, &retry_after)) {

@@ -1,6 +1,9 @@
 /* verify.h: Backend.AI request signatures, checked by the gateway itself
- * (api-compat.md, libcommon/sign.h) from the credential cache, then the
- * keypair's rate limit.
+ * (api-compat.md, libcommon/sign.h) from the credential cache
+ * (credentials.h), then the keypair's rate limit (ratelimit.h). The entry
+ * point of every signed route: it puts the access key (and, once verified,
+ * the user) in the thread's log context, and keeps the verified caller in
+ * the request for its access record (identity.h).
  *
  * A signed request carries X-BackendAI-Version (v4.* or later), a date
  * (Date, else X-BackendAI-Date; within 15 minutes of our clock) and
@@ -13,20 +16,11 @@
 #ifndef GATEWAY_VERIFY_H
 #define GATEWAY_VERIFY_H
 
-#include "cred_cache.h"
 #include "gateway.h"
+#include "identity.h"
 
 /* How far a request's date may be from our clock, seconds. */
 #define VERIFY_DATE_WINDOW_S (15 * 60)
-
-/* Who signed a request. */
-typedef struct gw_identity {
-    char access_key[SIGN_ACCESS_KEY_LEN + 1];
-    char user_id[CRED_USER_ID_MAX + 1];
-    char role[CRED_ROLE_MAX];
-    char domain[CRED_DOMAIN_MAX];
-    bool is_admin;
-} gw_identity;
 
 /* Outcomes, for tessera_gateway_auth_total{result=...}. */
 typedef enum verify_result {
@@ -41,16 +35,14 @@ typedef enum verify_result {
     VERIFY_N_RESULTS,
 } verify_result;
 
+/* Metrics: tessera_gateway_auth_total{result}, the signing-key table's and
+ * the rate limit's. */
 void verify_init(gateway *gw);
 
-/* Check the signature and the rate limit. True: *id is the caller (and is
- * remembered for the audit record). False: resp holds the refusal. */
+/* Check the signature and the rate limit. True: *id is the caller. Once the
+ * signature holds, the caller is kept in req (identity_attach), so that the
+ * access record names it even when the rate limit refuses it. False: resp
+ * holds the refusal. */
 bool verify_request(gateway *gw, http_req *req, http_resp *resp, gw_identity *id) TS_MUST_CHECK;
-
-/* The identity verify_request accepted for req on this thread, if any (the
- * audit hook runs on the handler's thread right after the response). */
-bool verify_identity_of(const http_req *req, gw_identity *out);
-/* Forget this thread's identity (after the audit record). */
-void verify_forget(void);
 
 #endif

@@ -1,22 +1,21 @@
-/* auth_client.h: tessera-auth's GET /v1/session-context (auth.url), one
- * libcurl handle per thread, and the registry's cache of its answers
- * (context_cache.h): with registry.context_cache_ttl > 0, a 200 is kept for
- * that long (at most registry.context_cache_entries of them), dropped
- * earlier on tessera.auth.v1 events (auth_events.h). Errors are never kept. */
+/* auth_client.h: the registry's client of tessera-auth's session contexts
+ * (libcommon/authctx.h), configured from auth.url, auth.timeout,
+ * registry.context_cache_ttl and registry.context_cache_entries: with a TTL
+ * > 0, auth's 200 answers are kept (metrics tessera_registry_context_cache_*,
+ * tessera_registry_auth_events_total) and dropped earlier on tessera.auth.v1
+ * events. caller.c resolves callers through it. */
 #ifndef REGISTRY_AUTH_CLIENT_H
 #define REGISTRY_AUTH_CLIENT_H
 
+#include "libcommon/authctx.h"
 #include "registry.h"
 
-/* The cache, its invalidation consumer and metrics (start hook); nothing
- * when registry.context_cache_ttl is 0. */
+/* The cache, its invalidation consumer and metrics (start hook); no cache
+ * and no consumer when registry.context_cache_ttl is 0. */
 bool authc_start(svc *s, ts_err *err) TS_MUST_CHECK;
 void authc_stop(void);
 
-/* *status: auth's HTTP status (0 when it did not answer: err says why);
- * *out: its JSON body (the context, or a problem), caller-owned. A cached
- * context answers 200 without asking auth. */
-bool authc_session_context(const char *access_key, const char *group, const char *request_id,
-                           long *status, json_t **out, ts_err *err) TS_MUST_CHECK;
+/* The client (made on first use, from the loaded configuration). */
+authctx *authc(void);
 
 #endif

@@ -6,12 +6,6 @@
 
 #include <string.h>
 
-static const char *jstr(json_t *o, const char *k)
-{
-    const char *v = json_string_value(json_object_get(o, k));
-    return v ? v : "";
-}
-
 bool context_get(http_req *req, http_resp *resp, const char *access_key, const char *group,
                  json_t **ctx)
 {
@@ -19,8 +13,9 @@ bool context_get(http_req *req, http_resp *resp, const char *access_key, const c
     ts_err err = {{0}};
     json_t *body = NULL;
     *ctx = NULL;
-    if (!authc_session_context(access_key, group, req->request_id, &status, &body, &err)) {
-        TLOG_WARN("tessera-auth unreachable", "error=\"%s\"", err.msg);
+    if (!authctx_get(authc(), access_key, group, req->request_id, &status, &body, &err)) {
+        char q[600];
+        TLOG_WARN("tessera-auth unreachable", "error=%s", tlog_quote(q, sizeof(q), err.msg));
         http_problem(resp, 503, "service-unavailable", NULL, "tessera-auth is unreachable");
         return false;
     }
@@ -28,7 +23,8 @@ bool context_get(http_req *req, http_resp *resp, const char *access_key, const c
         *ctx = body;
         return true;
     }
-    const char *msg = jstr(body, "msg");
+    const char *msg = json_string_value(json_object_get(body, "msg"));
+    msg = msg ? msg : "";
     if (status == 404 && !group) {
         http_problem(resp, 404, "not-found", NULL, "unknown access key %s", access_key);
     } else if (status == 404) {
@@ -38,7 +34,9 @@ bool context_get(http_req *req, http_resp *resp, const char *access_key, const c
     } else if (status == 400) {
         http_problem(resp, 400, "invalid-api-params", NULL, "%s", msg[0] ? msg : "bad request");
     } else {
-        TLOG_WARN("tessera-auth answered an error", "status=%ld msg=\"%s\"", status, msg);
+        char q[600];
+        TLOG_WARN("tessera-auth answered an error", "status=%ld msg=%s", status,
+                  tlog_quote(q, sizeof(q), msg));
         http_problem(resp, 503, "service-unavailable", NULL, "tessera-auth answered %ld", status);
     }
     json_decref(body);
@@ -48,13 +46,13 @@ bool context_get(http_req *req, http_resp *resp, const char *access_key, const c
 bool caller_get(http_req *req, http_resp *resp, const char *group, reg_caller *out)
 {
     memset(out, 0, sizeof(*out));
-    const char *id = http_header(req, "X-Tessera-Caller");
-    const char *ak = http_header(req, "X-Tessera-Caller-Access-Key");
-    if (!id || !ts_uuid_valid(id) || !ak || strlen(ak) != 20) {
+    const char *id, *ak;
+    if (authctx_caller_of(req, &id, &ak) != AUTHCTX_CALLER_OK) {
         http_problem(resp, 401, "auth-failed", NULL,
                      "no authenticated caller (this endpoint needs a signed request)");
         return false;
     }
+    tlog_ctx_user(id);
     json_t *ctx = NULL;
     if (!context_get(req, resp, ak, group, &ctx)) {
         /* An unknown key of a forwarded caller is an authentication failure. */
@@ -62,9 +60,7 @@ bool caller_get(http_req *req, http_resp *resp, const char *group, reg_caller *o
             http_problem(resp, 401, "auth-failed", NULL, "unknown caller access key");
         return false;
     }
-    json_t *user = json_object_get(ctx, "user");
-    if (strcmp(jstr(user, "id"), id) != 0 || !json_is_true(json_object_get(ctx, "is_active")) ||
-        strcmp(jstr(user, "status"), "active") != 0) {
+    if (authctx_check(ctx, id) != AUTHCTX_ACTIVE) {
         http_problem(resp, 401, "auth-failed", NULL,
                      "the caller's keypair is not an active keypair of the caller");
         json_decref(ctx);
@@ -72,8 +68,8 @@ bool caller_get(http_req *req, http_resp *resp, const char *group, reg_caller *o
     }
     ts_strlcpy(out->user_id, id, sizeof(out->user_id));
     ts_strlcpy(out->access_key, ak, sizeof(out->access_key));
-    ts_strlcpy(out->role, jstr(user, "role"), sizeof(out->role));
-    ts_strlcpy(out->domain, jstr(user, "domain_name"), sizeof(out->domain));
+    ts_strlcpy(out->role, authctx_user_field(ctx, "role"), sizeof(out->role));
+    ts_strlcpy(out->domain, authctx_user_field(ctx, "domain_name"), sizeof(out->domain));
     out->ctx = ctx;
     return true;
 }
@@ -86,7 +82,7 @@ void caller_free(reg_caller *c)
 
 bool context_is_superadmin(const json_t *ctx)
 {
-    return strcmp(jstr(json_object_get(ctx, "user"), "role"), "superadmin") == 0;
+    return strcmp(authctx_user_field(ctx, "role"), "superadmin") == 0;
 }
 
 bool caller_is_superadmin(const reg_caller *c)

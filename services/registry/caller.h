@@ -1,9 +1,11 @@
 /* caller.h: who calls the registry. The gateway forwards the verified
  * caller in X-Tessera-Caller (user id) and X-Tessera-Caller-Access-Key
  * (docs/internal-api.md); the registry owns no users, so it asks tessera-auth
- * for the keypair's context (role, domain, policy; auth_client.h, cached
- * until an auth event or registry.context_cache_ttl) on every call and checks
- * that the keypair belongs to that user and is active. */
+ * for the keypair's context (role, domain, policy; libcommon/authctx.h
+ * through auth_client.h, cached until an auth event or
+ * registry.context_cache_ttl) on every call and checks that the keypair
+ * belongs to that user and is active. caller_get puts the user in the log
+ * context. */
 #ifndef REGISTRY_CALLER_H
 #define REGISTRY_CALLER_H
 
@@ -23,9 +25,9 @@ typedef struct reg_caller {
 bool caller_get(http_req *req, http_resp *resp, const char *group, reg_caller *out) TS_MUST_CHECK;
 void caller_free(reg_caller *c);
 
-bool caller_is_superadmin(const reg_caller *c);
+bool caller_is_superadmin(const reg_caller *c) TS_MUST_CHECK;
 /* superadmin or domain admin */
-bool caller_is_admin(const reg_caller *c);
+bool caller_is_admin(const reg_caller *c) TS_MUST_CHECK;
 /* The caller of an admin endpoint: administrators may read, only superadmins
  * may change (write); otherwise a 403 naming what ("images") is answered and
  * false returned. */
@@ -34,7 +36,7 @@ bool caller_get_admin(http_req *req, http_resp *resp, bool write, const char *wh
 
 /* Whether a keypair context (caller_get's ctx, context_get's) is a
  * superadmin's. */
-bool context_is_superadmin(const json_t *ctx);
+bool context_is_superadmin(const json_t *ctx) TS_MUST_CHECK;
 
 /* The context of another keypair (owner_access_key), same answers as caller_get. */
 bool context_get(http_req *req, http_resp *resp, const char *access_key, const char *group,

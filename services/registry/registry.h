@@ -6,9 +6,8 @@
  *   main.c             options and wiring
  *   http_api.c         routes
  *   caller.c           who calls (X-Tessera-Caller*), through auth_client.c
- *   auth_client.c      GET /v1/session-context on tessera-auth, through the cache
- *   context_cache.c    session contexts kept for registry.context_cache_ttl (LRU, bounded)
- *   auth_events.c      tessera.auth.v1 consumer: drops cached contexts
+ *   auth_client.c      tessera-auth's session contexts (libcommon/authctx.h: cached for
+ *                      registry.context_cache_ttl, dropped on tessera.auth.v1 events)
  *   session_create.c   POST /v1/sessions: parse, validate, insert, enqueue, wait
  *   largest_agent.c    per group, the largest agent's slots (cached) for the create
  *   mounts.c           vfolder mounts: resolved by tessera-vfolder, who mounts a folder

@@ -1,71 +1,115 @@
-/* caller.c: the caller's context from tessera-auth and the volume policies
- * (see caller.h and folders.h). */
+/* caller.c: the caller's context from tessera-auth (libcommon/authctx.h)
+ * and the volume policies (see caller.h and folders.h). */
 #include "caller.h"
 
+#include "libcommon/authctx.h"
 #include "libcommon/httpc.h"
 #include "libcommon/log.h"
 #include "volumes.h"
 
 #include <curl/curl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+static int64_t g_cache_ttl_ms, g_cache_entries;
+
+const cfg_option vf_caller_options[] = {
+    {"vfolder.context_cache_ttl", CFG_DURATION, &g_cache_ttl_ms, "0", 0, 3600000, NULL, false, NULL,
+     "how long a caller's session context (auth's 200 answer) is reused, dropped sooner on "
+     "tessera.auth.v1 events; 0: no cache, no consumer, auth is asked on every request"},
+    {"vfolder.context_cache_entries", CFG_INT, &g_cache_entries, "4096", 1, 1000000, NULL, false,
+     NULL, "session contexts kept at most; a new one evicts the least recently used"},
+    {NULL},
+};
+
+static authctx *g_auth;
+static pthread_once_t g_auth_once = PTHREAD_ONCE_INIT;
+
+static void _make_auth(void)
+{
+    authctx_opts o = {
+        .auth_url = vf_cfg.auth_url,
+        .timeout_ms = vf_cfg.auth_timeout_ms,
+        .cache_ttl_ms = g_cache_ttl_ms,
+        .cache_entries = g_cache_entries,
+        .metrics_prefix = "tessera_vfolder",
+    };
+    g_auth = authctx_new(&o);
+}
+
+/* The session-context client (made on first use, from the loaded configuration). */
+static authctx *_auth(void)
+{
+    pthread_once(&g_auth_once, _make_auth);
+    return g_auth;
+}
+
+bool vf_caller_start(svc *s, ts_err *err)
+{
+    return authctx_start(_auth(), s, err);
+}
+
+void vf_caller_stop(void)
+{
+    authctx_stop(_auth());
+}
+
 static __thread httpc *t_client;
-
-static httpc *_client(void)
-{
-    if (!t_client) t_client = httpc_new_internal((int)vf_cfg.auth_timeout_ms);
-    return t_client;
-}
-
-/* GET <auth>/v1/<what>?<arg>=<value>. */
-static bool _auth_get(const char *what, const char *arg, const char *value, const char *request_id,
-                      long *status, json_t **out, ts_err *err)
-{
-    *out = NULL;
-    *status = 0;
-    char *v = curl_easy_escape(NULL, value, 0);
-    char *url = ts_asprintf("%s/v1/%s?%s=%s", vf_cfg.auth_url, what, arg, v ? v : "");
-    curl_free(v);
-    bool ok = httpc_json(_client(), "GET", url, NULL, request_id, status, out, err);
-    free(url);
-    if (!ok) ts_err_prefix(err, "tessera-auth");
-    return ok;
-}
 
 bool vf_user_lookup(const char *email, const char *request_id, long *status, json_t **out,
                     ts_err *err)
 {
-    return _auth_get("user-lookup", "email", email, request_id, status, out, err);
+    *out = NULL;
+    *status = 0;
+    if (!t_client) t_client = httpc_new_internal((int)vf_cfg.auth_timeout_ms);
+    char *v = curl_easy_escape(NULL, email, 0);
+    char *url = ts_asprintf("%s/v1/user-lookup?email=%s", vf_cfg.auth_url, v ? v : "");
+    curl_free(v);
+    bool ok = httpc_json(t_client, "GET", url, NULL, request_id, status, out, err);
+    free(url);
+    if (!ok) ts_err_prefix(err, "tessera-auth");
+    return ok;
 }
 
 bool vf_auth_project(const char *access_key, const char *group, const char *request_id,
                      long *status, json_t **out, ts_err *err)
 {
-    *out = NULL;
-    *status = 0;
-    char *a = curl_easy_escape(NULL, access_key, 0);
-    char *g = curl_easy_escape(NULL, group, 0);
-    char *url = ts_asprintf("%s/v1/session-context?access_key=%s&group=%s", vf_cfg.auth_url,
-                            a ? a : "", g ? g : "");
-    curl_free(a);
-    curl_free(g);
-    bool ok = httpc_json(_client(), "GET", url, NULL, request_id, status, out, err);
-    free(url);
-    if (!ok) ts_err_prefix(err, "tessera-auth");
-    return ok;
+    return authctx_get(_auth(), access_key, group, request_id, status, out, err);
 }
 
+/* Why a context is refused (NULL: it is not). */
+static const char *_refusal(const json_t *ctx, const char *user_id)
+{
+    const json_t *user = json_object_get(ctx, "user");
+    static const char *const needed[] = {"id", "role", "domain_name", "email"};
+    for (size_t i = 0; i < TS_ARRAY_LEN(needed); i++)
+        if (!json_is_string(json_object_get(user, needed[i])))
+            return "malformed context from tessera-auth";
+    switch (authctx_check(ctx, user_id)) {
+    case AUTHCTX_NOT_CALLERS:
+        return "the access key is not the caller's";
+    case AUTHCTX_KEY_INACTIVE:
+        return "the keypair is not active";
+    case AUTHCTX_USER_INACTIVE:
+        return "the user is not active";
+    case AUTHCTX_ACTIVE:
+        break;
+    }
+    return NULL;
+}
+
+/* The context of access_key into out; user_id: the caller's (a forwarded
+ * request: refusals are 401) or NULL (a look-up by key: 404/403). */
 static bool _fill(http_req *req, http_resp *resp, const char *access_key, const char *user_id,
                   vf_caller *out)
 {
-    (void)user_id;
     long status = 0;
     json_t *ctx = NULL;
     ts_err err = {{0}};
-    if (!_auth_get("session-context", "access_key", access_key, req->request_id, &status, &ctx,
-                   &err)) {
-        TLOG_WARN("auth unreachable", "error=\"%s\"", err.msg);
+    if (!authctx_get(_auth(), access_key, NULL, req->request_id, &status, &ctx, &err)) {
+        char q[600];
+        TLOG_WARN("auth unreachable", "error=%s", tlog_quote(q, sizeof(q), err.msg));
         http_problem(resp, 503, "service-unavailable", NULL, "%s", err.msg);
         return false;
     }
@@ -81,21 +125,7 @@ static bool _fill(http_req *req, http_resp *resp, const char *access_key, const 
                      "tessera-auth answered %ld to the session-context look-up", status);
         return false;
     }
-    const json_t *user = json_object_get(ctx, "user");
-    const char *id = json_string_value(json_object_get(user, "id"));
-    const char *ustatus = json_string_value(json_object_get(user, "status"));
-    const char *role = json_string_value(json_object_get(user, "role"));
-    const char *email = json_string_value(json_object_get(user, "email"));
-    const char *domain = json_string_value(json_object_get(user, "domain_name"));
-    const char *why = NULL;
-    if (!id || !role || !domain || !email)
-        why = "malformed context from tessera-auth";
-    else if (user_id && strcmp(id, user_id) != 0)
-        why = "the access key is not the caller's";
-    else if (!json_is_true(json_object_get(ctx, "is_active")))
-        why = "the keypair is not active";
-    else if (!ustatus || strcmp(ustatus, "active") != 0)
-        why = "the user is not active";
+    const char *why = _refusal(ctx, user_id);
     if (why) {
         json_decref(ctx);
         http_problem(resp, user_id ? 401 : 403, user_id ? "auth-failed" : "forbidden", NULL, "%s",
@@ -103,11 +133,11 @@ static bool _fill(http_req *req, http_resp *resp, const char *access_key, const 
         return false;
     }
     memset(out, 0, sizeof(*out));
-    ts_strlcpy(out->user_id, id, sizeof(out->user_id));
+    ts_strlcpy(out->user_id, authctx_user_field(ctx, "id"), sizeof(out->user_id));
     ts_strlcpy(out->access_key, access_key, sizeof(out->access_key));
-    ts_strlcpy(out->email, email, sizeof(out->email));
-    ts_strlcpy(out->role, role, sizeof(out->role));
-    ts_strlcpy(out->domain_name, domain, sizeof(out->domain_name));
+    ts_strlcpy(out->email, authctx_user_field(ctx, "email"), sizeof(out->email));
+    ts_strlcpy(out->role, authctx_user_field(ctx, "role"), sizeof(out->role));
+    ts_strlcpy(out->domain_name, authctx_user_field(ctx, "domain_name"), sizeof(out->domain_name));
     out->ctx = ctx;
     return true;
 }
@@ -116,17 +146,19 @@ bool vf_caller_get(svc *s, http_req *req, http_resp *resp, vf_caller *out)
 {
     (void)s;
     memset(out, 0, sizeof(*out));
-    const char *id = http_header(req, "X-Tessera-Caller");
-    const char *ak = http_header(req, "X-Tessera-Caller-Access-Key");
-    if (!id || !ts_uuid_valid(id)) {
+    const char *id, *ak;
+    switch (authctx_caller_of(req, &id, &ak)) {
+    case AUTHCTX_CALLER_NONE:
         http_problem(resp, 401, "auth-failed", NULL,
                      "no authenticated caller (this endpoint needs a signed request)");
         return false;
-    }
-    if (!ak || strlen(ak) != 20) {
+    case AUTHCTX_CALLER_BAD_KEY:
         http_problem(resp, 401, "auth-failed", NULL, "missing or malformed caller access key");
         return false;
+    case AUTHCTX_CALLER_OK:
+        break;
     }
+    tlog_ctx_user(id);
     return _fill(req, resp, ak, id, out);
 }
 

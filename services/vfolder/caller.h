@@ -2,7 +2,10 @@
  * policies let it do with volumes. The gateway forwards the verified caller
  * in X-Tessera-Caller and X-Tessera-Caller-Access-Key; we own no users, so
  * each request asks tessera-auth's GET /v1/session-context for the keypair's
- * current context (role, domain, projects, user policy, allowed hosts). */
+ * current context (role, domain, projects, user policy, allowed hosts),
+ * through libcommon/authctx.h: with vfolder.context_cache_ttl > 0 (0 by
+ * default) the answers are cached and dropped on tessera.auth.v1 events.
+ * vf_caller_get puts the user in the log context. */
 #ifndef VFOLDER_CALLER_H
 #define VFOLDER_CALLER_H
 
@@ -37,6 +40,14 @@ bool vf_caller_admin_over(const vf_caller *c, const char *domain_name,
                           const char *owner_user_id) TS_MUST_CHECK;
 /* Is the caller a member of the project (id)? From the context's "projects". */
 bool vf_caller_in_project(const vf_caller *c, const char *project_id) TS_MUST_CHECK;
+
+/* vfolder.context_cache_ttl, vfolder.context_cache_entries. */
+extern const cfg_option vf_caller_options[];
+
+/* The cache and its consumer (when vfolder.context_cache_ttl > 0), metrics
+ * tessera_vfolder_context_cache_* and tessera_vfolder_auth_events_total. */
+bool vf_caller_start(svc *s, ts_err *err) TS_MUST_CHECK;
+void vf_caller_stop(void);
 
 /* The context of an access key (mount resolution: the registry names the
  * session owner's key). Same answers as vf_caller_get, without the header

@@ -1,8 +1,9 @@
 /* tessera-vfolder: virtual folders: metadata, files, uploads and downloads.
  *
  * Wiring only: the option table (into context.h's vf_cfg), start-up
- * (volumes, routes, events, the trash sweeper) and shutdown. Health
- * endpoints come from libcommon/svc.c. */
+ * (volumes, routes, events, the caller cache, the trash sweeper) and
+ * shutdown. Health endpoints come from libcommon/svc.c. */
+#include "caller.h"
 #include "context.h"
 #include "events.h"
 #include "files_routes.h"
@@ -48,17 +49,19 @@ static const cfg_option vf_options[] = {
 /* vf_options followed by the files half's options, in one table. */
 static cfg_option g_options[64];
 
+static void _append_options(const cfg_option *from, size_t *n)
+{
+    for (const cfg_option *o = from; o && o->name && *n + 1 < TS_ARRAY_LEN(g_options); o++)
+        g_options[(*n)++] = *o;
+}
+
 static void _build_options(void)
 {
     size_t n = 0;
-    for (const cfg_option *o = vf_options; o->name; o++)
-        g_options[n++] = *o;
-    if (&vf_files_options != NULL)
-        for (const cfg_option *o = vf_files_options; o->name && n + 1 < TS_ARRAY_LEN(g_options);
-             o++)
-            g_options[n++] = *o;
-    for (const cfg_option *o = vf_volume_options; o->name && n + 1 < TS_ARRAY_LEN(g_options); o++)
-        g_options[n++] = *o;
+    _append_options(vf_options, &n);
+    if (&vf_files_options != NULL) _append_options(vf_files_options, &n);
+    _append_options(vf_volume_options, &n);
+    _append_options(vf_caller_options, &n);
     memset(&g_options[n], 0, sizeof(g_options[n]));
 }
 
@@ -78,6 +81,7 @@ static bool vf_setup(svc *s, ts_err *err)
 static bool vf_start(svc *s, ts_err *err)
 {
     vf_events_init(s);
+    if (!vf_caller_start(s, err)) return false;
     if (vf_files_start && !vf_files_start(s, err)) return false;
     return vf_sweeper_start(&g_trash, s, err);
 }
@@ -86,6 +90,7 @@ static void vf_stop(svc *s)
 {
     vf_sweeper_stop(&g_trash);
     if (vf_files_stop) vf_files_stop(s);
+    vf_caller_stop();
 }
 
 /* Who may call what (docs/internal-api.md): the transfer routes are the
