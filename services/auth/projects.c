@@ -143,7 +143,7 @@ static void h_list(http_req *req, http_resp *resp, void *ctx)
     admin_end(&a);
 }
 
-/* Body fields as $2..$8 ($1 is the id, $3 the domain); false after a 400. */
+/* The fields of a create (name required) or a patch; false after a 400. */
 typedef struct project_fields {
     const char *name, *policy;
     limits_fields limits;
