@@ -243,7 +243,8 @@ int probe_net_ping(int argc, char **argv)
     if (fd < 0) {
         int e2 = errno;
         char d[128];
-        snprintf(d, sizeof(d), "ping socket: %s; raw socket: %s", probe_out_errname(e1), probe_out_errname(e2));
+        snprintf(d, sizeof(d), "ping socket: %s; raw socket: %s", probe_out_errname(e1),
+                 probe_out_errname(e2));
         for (int i = 0; i < argc; i++)
             probe_out_entry(argv[i], "no-socket", -1, e2, d);
         probe_out_end();
