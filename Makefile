@@ -224,13 +224,14 @@ asan:
 # ---- security suite ------------------------------------------------------------
 # `make security`: tests/security/ (tools/run-security.sh) as a tenant inside
 # real sessions on a temporary stack; prints a table and "N passed, M failed".
-# Its probe (tests/security/probe.c) is a static program put into a test image,
-# so it needs only gcc and libc6-dev (glibc's static libc).
+# Its probe (tests/security/probe*.c, one program) is a static binary put into
+# a test image, so it needs only gcc and libc6-dev (glibc's static libc).
 SEC_PROBE := $(BUILD)/security/probe
-$(SEC_PROBE): tests/security/probe.c
+SEC_PROBE_SRC := $(wildcard tests/security/probe*.c)
+$(SEC_PROBE): $(SEC_PROBE_SRC) $(wildcard tests/security/probe*.h)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@ (static)"
-	$(Q)$(CC) -std=gnu11 -O2 -static -Wall -Wextra -Werror -o $@ $<
+	$(Q)$(CC) -std=gnu11 -O2 -static -Wall -Wextra -Werror -o $@ $(SEC_PROBE_SRC)
 .PHONY: security
 security: all $(SEC_PROBE)
 	@TESSERA_BIN_DIR=$${TESSERA_BIN_DIR:-$(abspath $(BUILD))/bin} TESSERA_SECURITY_PROBE=$(abspath $(SEC_PROBE)) \

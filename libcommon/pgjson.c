@@ -270,6 +270,26 @@ json_t *pgjson_page_json(json_t *items, long long total, const pgjson_page *p)
                      (json_int_t)p->limit, "offset", (json_int_t)p->offset);
 }
 
+void pgjson_reply_page(PGconn *conn, http_resp *resp, const char *what, const char *count_sql,
+                       const char *page_sql, int n, const char *const *filters,
+                       const pgjson_page *p)
+{
+    const char *params[16];
+    if (n < 0 || n > 14) ts_panic("pgjson_reply_page: %d filters (at most 14)", n);
+    for (int i = 0; i < n; i++)
+        params[i] = filters[i];
+    params[n] = p->limit_s;
+    params[n + 1] = p->offset_s;
+    PGresult *count = pgjson_query(conn, resp, what, count_sql, n, params);
+    if (!count) return;
+    long long total = atoll(PQgetvalue(count, 0, 0));
+    PQclear(count);
+    PGresult *r = pgjson_query(conn, resp, what, page_sql, n + 2, params);
+    if (!r) return;
+    http_reply_json(resp, 200, pgjson_page_json(pgjson_rows_json(r), total, p));
+    PQclear(r);
+}
+
 /* ---- JSON field validation -------------------------------------------- */
 
 size_t pgjson_utf8_len(const char *s)

@@ -72,6 +72,13 @@ typedef struct pgjson_page {
 bool pgjson_page_parse(http_req *req, http_resp *resp, pgjson_page *out) TS_MUST_CHECK;
 /* {"items": items, "total": total, "limit": L, "offset": O}; steals items. */
 json_t *pgjson_page_json(json_t *items, long long total, const pgjson_page *p);
+/* One page of a list, answered: count_sql over the filters $1..$n gives the
+ * total, page_sql takes the same filters and the page's limit and offset as
+ * $n+1 and $n+2. Answers 200 with the pgjson_page_json envelope of page_sql's
+ * rows, or the problem of the query that failed. n is at most 14. */
+void pgjson_reply_page(PGconn *conn, http_resp *resp, const char *what, const char *count_sql,
+                       const char *page_sql, int n, const char *const *filters,
+                       const pgjson_page *p);
 
 /* ---- JSON field validation -------------------------------------------- */
 

@@ -416,7 +416,7 @@ static kbus_result store_batch(const kbus_msg *msgs, size_t n, void *ctx, ts_err
     free(blocks);
     if (res == KBUS_REJECT) {
         char q[600];
-        TLOG_WARN("access records refused by PostgreSQL", "messages=%zu reason=%s", n,
+        TLOG_WARN("access records refused by PostgreSQL", "messages=%zu error=%s", n,
                   tlog_quote(q, sizeof(q), reason->msg));
     }
     for (size_t i = 0; i < n_bad && res == KBUS_DONE; i++)

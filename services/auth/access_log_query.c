@@ -222,45 +222,32 @@ static bool parse_filters(http_req *req, log_filters *f, http_resp *resp)
 
 static void h_query(http_req *req, http_resp *resp, void *ctx)
 {
-    svc *s = ctx;
     db_page pg;
     log_filters f = {{0}};
-    if (!db_page_parse(req, resp, &pg) || !parse_filters(req, &f, resp)) return;
-    PGconn *conn = db_get(s, resp);
-    if (!conn) return;
-    auth_caller c;
-    if (!caller_resolve(conn, req, resp, &c)) {
-        db_put(s, conn);
+    admin_req a;
+    if (!db_page_parse(req, resp, &pg) || !parse_filters(req, &f, resp) ||
+        !admin_begin(&a, ctx, req, resp, ADMIN_ANY, NULL))
         return;
-    }
-    bool super = caller_is_superadmin(&c), admin = caller_is_admin(&c);
-    const char *params[] = {f.v[0],
-                            f.v[1],
-                            f.v[2],
-                            f.v[3],
-                            f.v[4],
-                            f.v[5],
-                            f.v[6],
-                            super || !admin ? NULL : c.domain_name,
-                            admin ? NULL : c.user_id,
-                            pg.limit_s,
-                            pg.offset_s};
+    bool super = caller_is_superadmin(&a.c), admin = caller_is_admin(&a.c);
+    const char *filters[] = {f.v[0],
+                             f.v[1],
+                             f.v[2],
+                             f.v[3],
+                             f.v[4],
+                             f.v[5],
+                             f.v[6],
+                             super || !admin ? NULL : a.c.domain_name,
+                             admin ? NULL : a.c.user_id};
     /* The blocks' summaries answer a superadmin's query by one key or user. */
     bool summed = super && !(f.v[0] && f.v[1]);
     for (int i = 2; i < 7; i++)
         summed = summed && !f.v[i];
-    const char *summed_params[] = {f.v[0], f.v[1], pg.limit_s, pg.offset_s};
-    const char *const *qp = summed ? summed_params : params;
-    PGresult *n = db_query(conn, resp, "query access log", summed ? summed_count_sql : count_sql,
-                           summed ? 2 : 9, qp);
-    PGresult *r = n ? db_query(conn, resp, "query access log", summed ? summed_page_sql : page_sql,
-                               summed ? 4 : 11, qp)
-                    : NULL;
-    if (r)
-        http_reply_json(resp, 200, db_page_json(db_rows_json(r), atoll(PQgetvalue(n, 0, 0)), &pg));
-    PQclear(n);
-    PQclear(r);
-    db_put(s, conn);
+    if (summed)
+        admin_reply_page(&a, "query access log", summed_count_sql, summed_page_sql, 2, filters,
+                         &pg);
+    else
+        admin_reply_page(&a, "query access log", count_sql, page_sql, 9, filters, &pg);
+    admin_end(&a);
 }
 
 void access_log_query_routes(svc *s)

@@ -2,8 +2,9 @@
  * projects and members, resource policies, resource-group access and the
  * access-log query (docs/api.md "Admin REST"; scoping in each module's
  * header). */
+#include "admin_routes.h"
+
 #include "access_log_query.h"
-#include "admin.h"
 #include "domains.h"
 #include "policies.h"
 #include "projects.h"

@@ -4,7 +4,7 @@
 
 #include "libcommon/log.h"
 #include "libcommon/sign.h"
-#include "login.h"
+#include "password.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -155,9 +155,9 @@ bool bootstrap_run(svc *s, const bootstrap_opts *o, ts_err *err)
         random_password(generated, 20);
         password = generated;
     }
-    if (strlen(password) < LOGIN_PASSWORD_MIN || strlen(password) > LOGIN_PASSWORD_MAX) {
-        ts_err_set(err, "bootstrap.admin_password must be %d to %d characters", LOGIN_PASSWORD_MIN,
-                   LOGIN_PASSWORD_MAX);
+    if (strlen(password) < PASSWORD_MIN || strlen(password) > PASSWORD_MAX) {
+        ts_err_set(err, "bootstrap.admin_password must be %d to %d characters", PASSWORD_MIN,
+                   PASSWORD_MAX);
         return false;
     }
     const char *file = o->credentials_file && *o->credentials_file ? o->credentials_file : NULL;
@@ -181,8 +181,8 @@ bool bootstrap_run(svc *s, const bootstrap_opts *o, ts_err *err)
         goto out;
     }
 
-    char hash[LOGIN_HASH_MAX];
-    if (!login_password_hash(password, hash)) {
+    char hash[PASSWORD_HASH_MAX];
+    if (!password_hash(password, hash)) {
         ts_err_set(err, "could not hash the admin password (out of memory)");
         goto fail;
     }

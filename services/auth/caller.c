@@ -3,6 +3,7 @@
 #include "caller.h"
 
 #include "db_util.h"
+#include "libcommon/log.h"
 
 #include <string.h>
 
@@ -49,6 +50,7 @@ bool caller_resolve(PGconn *conn, http_req *req, http_resp *resp, auth_caller *o
         ts_strlcpy(out->status, PQgetvalue(r, 0, 4), sizeof(out->status));
         ts_strlcpy(out->domain_name, PQgetvalue(r, 0, 5), sizeof(out->domain_name));
         if (ak) ts_strlcpy(out->access_key, ak, sizeof(out->access_key));
+        tlog_ctx_user(out->user_id);
         ok = true;
     }
     PQclear(r);

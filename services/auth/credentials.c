@@ -4,6 +4,7 @@
 #include "credentials.h"
 
 #include "db_util.h"
+#include "libcommon/log.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,7 @@ static void h_credentials(http_req *req, http_resp *resp, void *ctx)
         http_problem(resp, 404, "not-found", NULL, "unknown access key");
         return;
     }
+    tlog_ctx_access_key(ak);
     PGconn *conn = db_get(s, resp);
     if (!conn) return;
     const char *p[] = {ak};

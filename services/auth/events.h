@@ -22,8 +22,11 @@ typedef enum auth_change {
 void events_init(svc *s);
 
 /* UserChanged, key user id. user: an object with at least id, email,
- * username, domain_name, role, status, resource_policy (as users.c returns). */
+ * username, domain_name, role, status, resource_policy (as users.c returns,
+ * or a row of EVENTS_USER_COLUMNS of auth.users). */
 void events_user_changed(svc *s, const char *request_id, auth_change change, json_t *user);
+#define EVENTS_USER_COLUMNS                                                                        \
+    "id::text AS id, email, username, domain_name, role, status, resource_policy"
 
 /* KeypairRevoked, key access key. reason: "deleted", "deactivated",
  * "user-deleted", "user-deactivated"; revoked_by: a user id or "system". */

@@ -2,7 +2,7 @@
  * gets the svc as its context. */
 #include "http_api.h"
 
-#include "admin.h"
+#include "admin_routes.h"
 #include "credentials.h"
 #include "keypairs.h"
 #include "login.h"

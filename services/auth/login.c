@@ -1,83 +1,23 @@
-/* login.c: password login with lockout, role, password change, and the
- * argon2id hashing behind them (see login.h). */
+/* login.c: password login with lockout, role and password change (see
+ * login.h). */
 #include "login.h"
 
+#include "admin.h"
 #include "caller.h"
 #include "db_util.h"
 #include "events.h"
 #include "libcommon/log.h"
-#include "users.h"
+#include "password.h"
 
-#include <pthread.h>
-#include <semaphore.h>
-#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static login_opts opts = {.lockout_failures = 5, .lockout_ms = 300000, .hash_concurrency = 2};
-static sem_t hash_slots;
-static pthread_once_t slots_once = PTHREAD_ONCE_INIT;
-static pthread_once_t dummy_once = PTHREAD_ONCE_INIT;
-static char dummy_hash[LOGIN_HASH_MAX];
-
-static void make_dummy(void);
-
-static void init_slots(void)
-{
-    if (sem_init(&hash_slots, 0, (unsigned)opts.hash_concurrency) != 0) ts_panic("sem_init failed");
-}
+static login_opts opts = {.lockout_failures = 5, .lockout_ms = 300000};
 
 void login_configure(const login_opts *o)
 {
     opts = *o;
-    if (opts.hash_concurrency < 1) opts.hash_concurrency = 1;
-    pthread_once(&slots_once, init_slots);
-    /* The hash unknown users are verified against, made now rather than on
-     * the first unknown login (which would then take twice as long). */
-    pthread_once(&dummy_once, make_dummy);
-}
-
-static void slot_take(void)
-{
-    pthread_once(&slots_once, init_slots);
-    while (sem_wait(&hash_slots) != 0) {
-    }
-}
-
-static void slot_give(void)
-{
-    sem_post(&hash_slots);
-}
-
-bool login_password_hash(const char *password, char out[LOGIN_HASH_MAX])
-{
-    _Static_assert(LOGIN_HASH_MAX >= crypto_pwhash_STRBYTES, "hash buffer too small");
-    slot_take();
-    int rc = crypto_pwhash_str(out, password, strlen(password), crypto_pwhash_OPSLIMIT_INTERACTIVE,
-                               crypto_pwhash_MEMLIMIT_INTERACTIVE);
-    slot_give();
-    return rc == 0;
-}
-
-static void make_dummy(void)
-{
-    char pw[33];
-    randombytes_buf(pw, 16);
-    sodium_bin2hex(pw, sizeof(pw), (const unsigned char *)pw, 16);
-    if (!login_password_hash(pw, dummy_hash)) ts_panic("cannot compute the dummy password hash");
-}
-
-bool login_password_verify(const char *hash, const char *password)
-{
-    if (!hash) {
-        pthread_once(&dummy_once, make_dummy);
-        hash = dummy_hash;
-    }
-    slot_take();
-    int rc = crypto_pwhash_str_verify(hash, password, strlen(password));
-    slot_give();
-    return rc == 0 && hash != dummy_hash;
 }
 
 /* ---- POST /v1/authorize ----------------------------------------------- */
@@ -126,11 +66,11 @@ static void record_failure(PGconn *conn, const char *user_id)
     const char *p[] = {user_id, fails, ms};
     PGresult *r = db_query(conn, NULL, "record failed login", failure_sql, 3, p);
     if (!r) {
-        TLOG_ERROR("could not record a failed login", "user=%s", user_id);
+        TLOG_ERROR("could not record a failed login", "");
         return;
     }
     if (PQntuples(r) == 1 && PQgetvalue(r, 0, 0)[0] == 't')
-        TLOG_WARN("user locked after failed logins", "user=%s failures=%d lock_ms=%lld", user_id,
+        TLOG_WARN("user locked after failed logins", "failures=%d lock_ms=%lld",
                   opts.lockout_failures, (long long)opts.lockout_ms);
     PQclear(r);
 }
@@ -147,7 +87,7 @@ static void h_authorize(http_req *req, http_resp *resp, void *ctx)
         !db_field_enum(body, "type", false, "keypair", &type, resp) ||
         !db_field_str(body, "domain", false, 1, 64, &domain, resp) ||
         !db_field_str(body, "username", true, 1, 254, &username, resp) ||
-        !db_field_str(body, "password", true, 1, LOGIN_PASSWORD_MAX, &password, resp) ||
+        !db_field_str(body, "password", true, 1, PASSWORD_MAX, &password, resp) ||
         !db_field_str(body, "client_addr", false, 0, 128, &client_addr, resp)) {
         json_decref(body);
         return;
@@ -165,9 +105,10 @@ static void h_authorize(http_req *req, http_resp *resp, void *ctx)
     PGresult *u = db_query(conn, resp, "find user", find_user_sql, 1, p);
     if (!u) goto out;
     bool found = PQntuples(u) == 1;
+    if (found) tlog_ctx_user(PQgetvalue(u, 0, 0));
     if (found && PQgetvalue(u, 0, 5)[0] == 't') {
         too_many(resp, atoll(PQgetvalue(u, 0, 6)));
-        TLOG_INFO("login refused: locked", "user=%s client=%s", PQgetvalue(u, 0, 0), qaddr);
+        TLOG_INFO("login refused: locked", "client=%s", qaddr);
         goto out_u;
     }
     /* Always one verification, also for unknown users: no timing leak. It
@@ -175,14 +116,13 @@ static void h_authorize(http_req *req, http_resp *resp, void *ctx)
      * PGresult outlives its connection), so that logins never starve the
      * gateway's credential lookups of connections. */
     db_put(s, conn);
-    bool pw_ok = login_password_verify(found ? PQgetvalue(u, 0, 1) : NULL, password);
+    bool pw_ok = password_verify(found ? PQgetvalue(u, 0, 1) : NULL, password);
     conn = db_get(s, resp);
     if (!conn) goto out_u;
     bool domain_ok = found && strcmp(PQgetvalue(u, 0, 4), domain) == 0;
     if (!pw_ok || !domain_ok) {
         if (found) record_failure(conn, PQgetvalue(u, 0, 0));
-        TLOG_INFO("login failed", "user=%s client=%s", found ? PQgetvalue(u, 0, 0) : "(unknown)",
-                  qaddr);
+        TLOG_INFO("login failed", "client=%s%s", qaddr, found ? "" : " user=(unknown)");
         http_problem(resp, 401, "auth-failed", NULL, "wrong domain, user name or password");
         goto out_u;
     }
@@ -201,7 +141,8 @@ static void h_authorize(http_req *req, http_resp *resp, void *ctx)
     if (PQntuples(k) != 1) {
         http_problem(resp, 401, "auth-failed", NULL, "this user has no active keypair");
     } else {
-        TLOG_INFO("login", "user=%s access_key=%s client=%s", uid, PQgetvalue(k, 0, 0), qaddr);
+        tlog_ctx_access_key(PQgetvalue(k, 0, 0));
+        TLOG_INFO("login", "client=%s", qaddr);
         json_t *data =
             json_pack("{s:s, s:s, s:s, s:s}", "access_key", PQgetvalue(k, 0, 0), "secret_key",
                       PQgetvalue(k, 0, 1), "role", PQgetvalue(u, 0, 3), "status", status);
@@ -219,33 +160,33 @@ out:
 
 static void h_role(http_req *req, http_resp *resp, void *ctx)
 {
-    svc *s = ctx;
-    const char *group = http_query_arg(req, "group");
-    if (group && *group && !ts_uuid_valid(group)) {
+    const char *group = admin_query_arg(req, "group");
+    if (group && !ts_uuid_valid(group)) {
         http_problem(resp, 400, "invalid-api-params", NULL, "group must be a project id (UUID)");
         return;
     }
-    PGconn *conn = db_get(s, resp);
-    if (!conn) return;
-    auth_caller c;
-    if (!caller_resolve(conn, req, resp, &c)) goto out;
+    admin_req a;
+    if (!admin_begin(&a, ctx, req, resp, ADMIN_ANY, NULL)) return;
     json_t *group_role = json_null();
-    if (group && *group) {
-        const char *p[] = {group, c.user_id};
-        PGresult *r = db_query(conn, resp, "membership",
-                               "SELECT 1 FROM auth.project_members"
-                               " WHERE project_id = $1::uuid AND user_id = $2::uuid",
-                               2, p);
-        if (!r) goto out;
-        if (PQntuples(r) == 1) group_role = json_string("user");
-        PQclear(r);
+    PGresult *r = NULL;
+    if (group) {
+        const char *p[] = {group, a.c.user_id};
+        r = db_query(a.conn, resp, "membership",
+                     "SELECT 1 FROM auth.project_members"
+                     " WHERE project_id = $1::uuid AND user_id = $2::uuid",
+                     2, p);
+        if (r && PQntuples(r) == 1) group_role = json_string("user");
     }
-    http_reply_json(resp, 200,
-                    json_pack("{s:s, s:s, s:o}", "global_role",
-                              caller_is_superadmin(&c) ? "superadmin" : "user", "domain_role",
-                              caller_is_admin(&c) ? "admin" : "user", "group_role", group_role));
-out:
-    db_put(s, conn);
+    if (!group || r)
+        http_reply_json(resp, 200,
+                        json_pack("{s:s, s:s, s:o}", "global_role",
+                                  caller_is_superadmin(&a.c) ? "superadmin" : "user", "domain_role",
+                                  caller_is_admin(&a.c) ? "admin" : "user", "group_role",
+                                  group_role));
+    else
+        json_decref(group_role);
+    PQclear(r);
+    admin_end(&a);
 }
 
 /* ---- POST /v1/update-password ----------------------------------------- */
@@ -258,9 +199,9 @@ static void h_update_password(http_req *req, http_resp *resp, void *ctx)
     static const char *const keys[] = {"old_password", "new_password", "new_password2", NULL};
     const char *old_pw, *new_pw, *new_pw2;
     if (!db_only_keys(body, keys, resp) ||
-        !db_field_str(body, "old_password", true, 1, LOGIN_PASSWORD_MAX, &old_pw, resp) ||
-        !db_field_str(body, "new_password", true, 1, LOGIN_PASSWORD_MAX, &new_pw, resp) ||
-        !db_field_str(body, "new_password2", true, 1, LOGIN_PASSWORD_MAX, &new_pw2, resp)) {
+        !db_field_str(body, "old_password", true, 1, PASSWORD_MAX, &old_pw, resp) ||
+        !db_field_str(body, "new_password", true, 1, PASSWORD_MAX, &new_pw, resp) ||
+        !db_field_str(body, "new_password2", true, 1, PASSWORD_MAX, &new_pw2, resp)) {
         json_decref(body);
         return;
     }
@@ -276,9 +217,9 @@ static void h_update_password(http_req *req, http_resp *resp, void *ctx)
                      "new_password and new_password2 differ");
         goto out;
     }
-    if (strlen(new_pw) < LOGIN_PASSWORD_MIN) {
+    if (strlen(new_pw) < PASSWORD_MIN) {
         http_problem(resp, 400, "invalid-api-params", NULL,
-                     "the new password must be at least %d characters", LOGIN_PASSWORD_MIN);
+                     "the new password must be at least %d characters", PASSWORD_MIN);
         goto out;
     }
     const char *p[] = {c.user_id};
@@ -288,14 +229,14 @@ static void h_update_password(http_req *req, http_resp *resp, void *ctx)
     /* Two argon2id computations: without holding a connection. */
     db_put(s, conn);
     conn = NULL;
-    bool ok = PQntuples(r) == 1 && login_password_verify(PQgetvalue(r, 0, 0), old_pw);
+    bool ok = PQntuples(r) == 1 && password_verify(PQgetvalue(r, 0, 0), old_pw);
     PQclear(r);
     if (!ok) {
         http_problem(resp, 401, "auth-failed", NULL, "the old password is wrong");
         goto out;
     }
-    char hash[LOGIN_HASH_MAX];
-    if (!login_password_hash(new_pw, hash)) {
+    char hash[PASSWORD_HASH_MAX];
+    if (!password_hash(new_pw, hash)) {
         http_problem(resp, 503, "service-unavailable", NULL, "could not hash the password");
         goto out;
     }
@@ -304,7 +245,7 @@ static void h_update_password(http_req *req, http_resp *resp, void *ctx)
     const char *up[] = {c.user_id, hash};
     r = db_query(conn, resp, "update password",
                  "UPDATE auth.users SET password_hash = $2, password_changed_at = now(),"
-                 " modified_at = now() WHERE id = $1::uuid RETURNING " USERS_EVENT_COLUMNS,
+                 " modified_at = now() WHERE id = $1::uuid RETURNING " EVENTS_USER_COLUMNS,
                  2, up);
     if (!r) goto out;
     json_t *user = PQntuples(r) == 1 ? db_row_json(r, 0) : NULL;
@@ -313,7 +254,7 @@ static void h_update_password(http_req *req, http_resp *resp, void *ctx)
         events_user_changed(s, req->request_id, AUTH_CHANGE_UPDATED, user);
         json_decref(user);
     }
-    TLOG_INFO("password changed", "user=%s", c.user_id);
+    TLOG_INFO("password changed", "");
     http_reply_json(resp, 200, json_object());
 out:
     db_put(s, conn);

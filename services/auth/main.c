@@ -5,6 +5,7 @@
 #include "events.h"
 #include "http_api.h"
 #include "login.h"
+#include "password.h"
 
 #include <sodium.h>
 
@@ -44,10 +45,9 @@ static bool auth_setup(svc *s, ts_err *err)
         ts_err_set(err, "libsodium failed to initialize");
         return false;
     }
-    login_opts lo = {.lockout_failures = (int)lockout_failures,
-                     .lockout_ms = lockout_duration_ms,
-                     .hash_concurrency = (int)hash_concurrency};
+    login_opts lo = {.lockout_failures = (int)lockout_failures, .lockout_ms = lockout_duration_ms};
     login_configure(&lo);
+    password_configure((int)hash_concurrency);
     auth_routes(s);
     return true;
 }

@@ -3,16 +3,15 @@
 
 #include "admin.h"
 #include "events.h"
-#include "policies.h"
+#include "libcommon/log.h"
+#include "limits.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define PROJECT_COLS                                                                               \
     "id, name, domain_name, description, is_active, total_resource_slots,"                         \
     " allowed_vfolder_hosts, resource_policy, created_at, modified_at"
-#define DESCRIPTION_MAX 1000
 #define MEMBERS_MAX 1000
 
 /* $1 domain or NULL, $2 is_active or NULL. */
@@ -23,7 +22,6 @@
 static const char count_sql[] = "SELECT count(*)" PROJECT_FILTER;
 static const char page_sql[] = "SELECT " PROJECT_COLS PROJECT_FILTER
                                " ORDER BY domain_name, name, id LIMIT $3::bigint OFFSET $4::bigint";
-static const char get_sql[] = "SELECT " PROJECT_COLS " FROM auth.projects WHERE id = $1::uuid";
 /* The project's domain, locked against concurrent changes of the project. */
 static const char lock_sql[] =
     "SELECT domain_name FROM auth.projects WHERE id = $1::uuid FOR UPDATE";
@@ -42,9 +40,6 @@ static const char update_sql[] =
     " allowed_vfolder_hosts = COALESCE($7::jsonb, allowed_vfolder_hosts),"
     " resource_policy = COALESCE($8, resource_policy), modified_at = now()"
     " WHERE id = $1::uuid AND $3::text IS NULL RETURNING " PROJECT_COLS;
-static const char deactivate_sql[] =
-    "UPDATE auth.projects SET is_active = false, modified_at = now() WHERE id = $1::uuid"
-    " RETURNING " PROJECT_COLS;
 
 /* Members: $1 project, $2 whether the caller is a superadmin (domain admins
  * do not see superadmins). */
@@ -76,128 +71,89 @@ static const char remove_sql[] =
     "DELETE FROM auth.project_members WHERE project_id = $1::uuid AND user_id IN"
     " (SELECT x::uuid FROM json_array_elements_text($2::json) x) RETURNING user_id::text";
 
-/* ---- common --------------------------------------------------------------- */
-
-static PGconn *open_as_admin(svc *s, http_req *req, http_resp *resp, auth_caller *c)
-{
-    PGconn *conn = db_get(s, resp);
-    if (!conn) return NULL;
-    if (!caller_resolve(conn, req, resp, c)) {
-        db_put(s, conn);
-        return NULL;
-    }
-    if (!caller_is_admin(c)) {
-        http_problem(resp, 403, "forbidden", NULL, "only admins may manage projects");
-        db_put(s, conn);
-        return NULL;
-    }
-    return conn;
-}
-
-static void not_found(http_resp *resp)
-{
-    http_problem(resp, 404, "not-found", NULL, "no such project");
-}
+#define REFUSAL "only admins may manage projects"
+#define MISSING "no such project"
 
 /* The {id} parameter when the project exists and the caller may see its
  * domain (its domain into domain, when given); else a 404 (or 500). With
  * lock, the project row is locked (inside a transaction). */
-static const char *visible_project(PGconn *conn, http_req *req, http_resp *resp,
-                                   const auth_caller *c, bool lock, char *domain, size_t size)
+static const char *find_project(admin_req *a, bool lock, char *domain, size_t size)
 {
-    const char *id = http_param(req, "id");
+    const char *id = http_param(a->req, "id");
     if (!id || !ts_uuid_valid(id)) {
-        not_found(resp);
+        http_problem(a->resp, 404, "not-found", NULL, MISSING);
         return NULL;
     }
     const char *params[] = {id};
     PGresult *r = db_query(
-        conn, resp, "find project",
+        a->conn, a->resp, "find project",
         lock ? lock_sql : "SELECT domain_name FROM auth.projects WHERE id = $1::uuid", 1, params);
     if (!r) return NULL;
-    bool ok = PQntuples(r) == 1 && caller_can_see_domain(c, PQgetvalue(r, 0, 0));
+    bool ok = PQntuples(r) == 1 && caller_can_see_domain(&a->c, PQgetvalue(r, 0, 0));
     if (ok && domain) ts_strlcpy(domain, PQgetvalue(r, 0, 0), size);
     PQclear(r);
-    if (!ok) not_found(resp);
+    if (!ok) http_problem(a->resp, 404, "not-found", NULL, MISSING);
+    if (ok) tlog_ctx_entity("project", id);
     return ok ? id : NULL;
 }
+
+static const char *visible_project(admin_req *a, const admin_resource *r)
+{
+    (void)r;
+    return find_project(a, false, NULL, 0);
+}
+
+/* ProjectChanged for a changed row (committed). */
+static void publish(admin_req *a, auth_change change, json_t *row)
+{
+    events_project_changed(a->s, a->req->request_id, change, row);
+}
+
+/* DELETE deactivates; members and folders stay. */
+static admin_resource projects = {
+    .noun = "project",
+    .refusal = REFUSAL,
+    .get_sql = "SELECT " PROJECT_COLS " FROM auth.projects WHERE id = $1::uuid",
+    .delete_sql = "UPDATE auth.projects SET is_active = false, modified_at = now()"
+                  " WHERE id = $1::uuid RETURNING " PROJECT_COLS,
+    .visible = visible_project,
+    .publish = publish,
+};
 
 /* ---- projects --------------------------------------------------------------- */
 
 static void h_list(http_req *req, http_resp *resp, void *ctx)
 {
-    svc *s = ctx;
     db_page pg;
-    if (!db_page_parse(req, resp, &pg)) return;
-    const char *domain = http_query_arg(req, "domain");
-    const char *active = http_query_arg(req, "is_active");
-    if (domain && !*domain) domain = NULL;
-    if (active && strcmp(active, "true") != 0 && strcmp(active, "false") != 0) {
-        http_problem(resp, 400, "invalid-api-params", NULL, "is_active must be true or false");
+    const char *active, *domain = admin_query_arg(req, "domain");
+    if (!db_page_parse(req, resp, &pg) || !admin_query_bool(req, resp, "is_active", &active))
         return;
-    }
-    if (domain && !policies_name_ok(domain)) {
+    if (domain && !limits_name_ok(domain)) {
         http_problem(resp, 400, "invalid-api-params", NULL, "domain must be a domain name");
         return;
     }
-    auth_caller c;
-    PGconn *conn = open_as_admin(s, req, resp, &c);
-    if (!conn) return;
-    if (domain && !caller_can_see_domain(&c, domain)) {
+    admin_req a;
+    if (!admin_begin_for(&a, ctx, req, resp)) return;
+    if (domain && !caller_can_see_domain(&a.c, domain)) {
         http_problem(resp, 403, "forbidden", NULL, "domain admins may list only their own domain");
-        db_put(s, conn);
-        return;
+    } else {
+        const char *filters[] = {caller_is_superadmin(&a.c) ? domain : a.c.domain_name, active};
+        admin_reply_page(&a, "list projects", count_sql, page_sql, 2, filters, &pg);
     }
-    if (!caller_is_superadmin(&c)) domain = c.domain_name;
-    const char *params[] = {domain, active, pg.limit_s, pg.offset_s};
-    PGresult *n = db_query(conn, resp, "list projects", count_sql, 2, params);
-    PGresult *r = n ? db_query(conn, resp, "list projects", page_sql, 4, params) : NULL;
-    if (r)
-        http_reply_json(resp, 200, db_page_json(db_rows_json(r), atoll(PQgetvalue(n, 0, 0)), &pg));
-    PQclear(n);
-    PQclear(r);
-    db_put(s, conn);
+    admin_end(&a);
 }
 
-static void h_get(http_req *req, http_resp *resp, void *ctx)
-{
-    svc *s = ctx;
-    auth_caller c;
-    PGconn *conn = open_as_admin(s, req, resp, &c);
-    if (!conn) return;
-    const char *id = visible_project(conn, req, resp, &c, false, NULL, 0);
-    const char *params[] = {id};
-    PGresult *r = id ? db_query(conn, resp, "get project", get_sql, 1, params) : NULL;
-    if (r && PQntuples(r) == 1)
-        http_reply_json(resp, 200, db_row_json(r, 0));
-    else if (r)
-        not_found(resp);
-    PQclear(r);
-    db_put(s, conn);
-}
-
-/* Body fields as $2..$8 ($1 is the id); false after a 400. */
+/* The fields of a create (name required) or a patch; false after a 400. */
 typedef struct project_fields {
-    const char *v[8];
-    char active[8];
-    json_t *slots, *hosts;
-    char *slots_s, *hosts_s;
+    const char *name, *policy;
+    limits_fields limits;
 } project_fields;
 
 static bool parse_fields(json_t *body, bool create, project_fields *f, http_resp *resp)
 {
-    bool active, present;
-    if (!policies_field_name(body, "name", create, &f->v[1], resp) ||
-        !db_field_str(body, "description", false, 0, DESCRIPTION_MAX, &f->v[3], resp) ||
-        !db_field_bool(body, "is_active", false, &active, &present, resp) ||
-        !policies_field_slots(body, "total_resource_slots", &f->slots, resp) ||
-        !policies_field_vfolder_hosts(body, "allowed_vfolder_hosts", &f->hosts, resp) ||
-        !policies_field_name(body, "resource_policy", false, &f->v[7], resp))
-        return false;
-    if (present) f->v[4] = strcpy(f->active, active ? "true" : "false");
-    if (f->slots) f->v[5] = f->slots_s = json_dumps(f->slots, JSON_COMPACT | JSON_SORT_KEYS);
-    if (f->hosts) f->v[6] = f->hosts_s = json_dumps(f->hosts, JSON_COMPACT | JSON_SORT_KEYS);
-    return true;
+    return limits_field_name(body, "name", create, &f->name, resp) &&
+           limits_fields_parse(body, &f->limits, resp) &&
+           limits_field_name(body, "resource_policy", false, &f->policy, resp);
 }
 
 /* resource_policy names a project resource policy (NULL: not given). */
@@ -216,129 +172,59 @@ static bool _policy_known(PGconn *conn, const char *name, http_resp *resp)
     return ok;
 }
 
-static void fields_free(project_fields *f)
+/* POST (create) or PATCH .../{id}: answers the row and publishes
+ * ProjectChanged. */
+static void h_write(http_req *req, http_resp *resp, void *ctx)
 {
-    json_decref(f->slots);
-    json_decref(f->hosts);
-    free(f->slots_s);
-    free(f->hosts_s);
-}
-
-/* Answer the changed row (r, one row, committed) and publish ProjectChanged. */
-static void reply_and_publish(svc *s, http_req *req, http_resp *resp, int status,
-                              auth_change change, PGresult *r)
-{
-    json_t *row = db_row_json(r, 0);
-    events_project_changed(s, req->request_id, change, row);
-    http_reply_json(resp, status, row);
-}
-
-static void h_create(http_req *req, http_resp *resp, void *ctx)
-{
-    static const char *const keys[] = {"name",
-                                       "domain_name",
-                                       "description",
-                                       "is_active",
-                                       "total_resource_slots",
-                                       "allowed_vfolder_hosts",
-                                       "resource_policy",
-                                       NULL};
-    svc *s = ctx;
-    auth_caller c;
-    PGconn *conn = open_as_admin(s, req, resp, &c);
-    if (!conn) return;
-    json_t *body = http_json_body(req, resp);
-    project_fields f = {{0}};
-    char id[TS_UUID_STRLEN];
-    if (body && db_only_keys(body, keys, resp) &&
-        policies_field_name(body, "domain_name", false, &f.v[2], resp) &&
-        parse_fields(body, true, &f, resp) && _policy_known(conn, f.v[7], resp)) {
-        if (!f.v[2]) f.v[2] = c.domain_name; /* default: the caller's domain */
-        if (!caller_can_manage_domain(&c, f.v[2])) {
+    admin_resource *r = ctx;
+    bool create = strcmp(req->method, "POST") == 0;
+    static const char *const keys[] = {"domain_name",          "name",
+                                       "description",          "is_active",
+                                       "total_resource_slots", "allowed_vfolder_hosts",
+                                       "resource_policy",      NULL};
+    admin_req a;
+    if (!admin_begin_for(&a, r, req, resp)) return;
+    char new_id[TS_UUID_STRLEN];
+    const char *id = create ? new_id : find_project(&a, false, NULL, 0), *domain = NULL;
+    json_t *body = id ? http_json_body(req, resp) : NULL;
+    project_fields f = {0};
+    if (body && db_only_keys(body, create ? keys : keys + 1, resp) &&
+        (!create || limits_field_name(body, "domain_name", false, &domain, resp)) &&
+        parse_fields(body, create, &f, resp) && _policy_known(a.conn, f.policy, resp)) {
+        if (create && !domain) domain = a.c.domain_name; /* default: the caller's domain */
+        const limits_fields *l = &f.limits;
+        const char *v[] = {id,           f.name,   domain,   l->description,
+                           l->is_active, l->slots, l->hosts, f.policy};
+        if (!create) {
+            admin_change_row(&a, "patch project", update_sql, 8, v, 200, AUTH_CHANGE_UPDATED,
+                             publish, MISSING);
+        } else if (!caller_can_manage_domain(&a.c, domain)) {
             http_problem(resp, 403, "forbidden", NULL,
                          "domain admins may create projects only in their own domain");
         } else {
-            ts_uuid4(id);
-            f.v[0] = id;
-            PGresult *r = db_query(conn, resp, "create project", insert_sql, 8, f.v);
-            if (r) reply_and_publish(s, req, resp, 201, AUTH_CHANGE_CREATED, r);
-            PQclear(r);
+            ts_uuid4(new_id);
+            tlog_ctx_entity("project", new_id);
+            admin_change_row(&a, "create project", insert_sql, 8, v, 201, AUTH_CHANGE_CREATED,
+                             publish, MISSING);
         }
     }
-    fields_free(&f);
+    limits_fields_free(&f.limits);
     json_decref(body);
-    db_put(s, conn);
-}
-
-static void h_patch(http_req *req, http_resp *resp, void *ctx)
-{
-    static const char *const keys[] = {"name",
-                                       "description",
-                                       "is_active",
-                                       "total_resource_slots",
-                                       "allowed_vfolder_hosts",
-                                       "resource_policy",
-                                       NULL};
-    svc *s = ctx;
-    auth_caller c;
-    PGconn *conn = open_as_admin(s, req, resp, &c);
-    if (!conn) return;
-    const char *id = visible_project(conn, req, resp, &c, false, NULL, 0);
-    json_t *body = id ? http_json_body(req, resp) : NULL;
-    project_fields f = {{0}};
-    if (body && db_only_keys(body, keys, resp) && parse_fields(body, false, &f, resp) &&
-        _policy_known(conn, f.v[7], resp)) {
-        f.v[0] = id;
-        PGresult *r = db_query(conn, resp, "patch project", update_sql, 8, f.v);
-        if (r && PQntuples(r) == 1)
-            reply_and_publish(s, req, resp, 200, AUTH_CHANGE_UPDATED, r);
-        else if (r)
-            not_found(resp);
-        PQclear(r);
-    }
-    fields_free(&f);
-    json_decref(body);
-    db_put(s, conn);
-}
-
-/* DELETE deactivates; members and folders stay. */
-static void h_delete(http_req *req, http_resp *resp, void *ctx)
-{
-    svc *s = ctx;
-    auth_caller c;
-    PGconn *conn = open_as_admin(s, req, resp, &c);
-    if (!conn) return;
-    const char *id = visible_project(conn, req, resp, &c, false, NULL, 0);
-    const char *params[] = {id};
-    PGresult *r = id ? db_query(conn, resp, "delete project", deactivate_sql, 1, params) : NULL;
-    if (r && PQntuples(r) == 1)
-        reply_and_publish(s, req, resp, 200, AUTH_CHANGE_DELETED, r);
-    else if (r)
-        not_found(resp);
-    PQclear(r);
-    db_put(s, conn);
+    admin_end(&a);
 }
 
 /* ---- members ---------------------------------------------------------------- */
 
 static void h_members_list(http_req *req, http_resp *resp, void *ctx)
 {
-    svc *s = ctx;
     db_page pg;
-    if (!db_page_parse(req, resp, &pg)) return;
-    auth_caller c;
-    PGconn *conn = open_as_admin(s, req, resp, &c);
-    if (!conn) return;
-    const char *id = visible_project(conn, req, resp, &c, false, NULL, 0);
-    const char *params[] = {id, caller_is_superadmin(&c) ? "true" : "false", pg.limit_s,
-                            pg.offset_s};
-    PGresult *n = id ? db_query(conn, resp, "list members", members_count_sql, 2, params) : NULL;
-    PGresult *r = n ? db_query(conn, resp, "list members", members_page_sql, 4, params) : NULL;
-    if (r)
-        http_reply_json(resp, 200, db_page_json(db_rows_json(r), atoll(PQgetvalue(n, 0, 0)), &pg));
-    PQclear(n);
-    PQclear(r);
-    db_put(s, conn);
+    admin_req a;
+    if (!db_page_parse(req, resp, &pg) || !admin_begin_for(&a, ctx, req, resp)) return;
+    const char *id = find_project(&a, false, NULL, 0);
+    const char *filters[] = {id, caller_is_superadmin(&a.c) ? "true" : "false"};
+    if (id)
+        admin_reply_page(&a, "list members", members_count_sql, members_page_sql, 2, filters, &pg);
+    admin_end(&a);
 }
 
 /* {"user_ids": [...]} or {"emails": [...]}: the array as JSON text in
@@ -384,38 +270,21 @@ static bool parse_member_body(json_t *body, char **list_text, bool *by_email, ht
     return true;
 }
 
-/* Add (or remove) members in one transaction: lock the project, resolve
- * every entry (all or nothing), then insert (or delete). The answer lists
- * the user ids that changed and those that were already so. */
-static void change_members(svc *s, http_req *req, http_resp *resp, bool removing)
+/* The user ids of the entries of list (all or nothing: a 400 naming the
+ * first that is not eligible) as a JSON array in *wanted. */
+static bool resolve_members(admin_req *a, const char *id, const char *domain, const char *list,
+                            bool by_email, bool removing, json_t *wanted)
 {
-    auth_caller c;
-    PGconn *conn = open_as_admin(s, req, resp, &c);
-    if (!conn) return;
-    json_t *body = http_json_body(req, resp);
-    char *list = NULL, domain[AUTH_NAME_MAX];
-    bool by_email = false;
-    if (!body || !parse_member_body(body, &list, &by_email, resp) || !db_begin(conn, resp)) {
-        free(list);
-        json_decref(body);
-        db_put(s, conn);
-        return;
-    }
-    const char *id = visible_project(conn, req, resp, &c, true, domain, sizeof(domain));
-    PGresult *res = NULL, *chg = NULL;
-    json_t *wanted = json_array();
-    if (id) {
-        const char *params[] = {list, domain, caller_is_superadmin(&c) ? "true" : "false",
-                                removing ? "true" : "false", id};
-        res = db_query(conn, resp, "resolve users", by_email ? resolve_emails_sql : resolve_ids_sql,
-                       5, params);
-    }
+    const char *params[] = {list, domain, caller_is_superadmin(&a->c) ? "true" : "false",
+                            removing ? "true" : "false", id};
+    PGresult *res = db_query(a->conn, a->resp, "resolve users",
+                             by_email ? resolve_emails_sql : resolve_ids_sql, 5, params);
     bool ok = res != NULL;
     for (int i = 0; ok && i < PQntuples(res); i++) {
         if (PQgetisnull(res, i, 1)) {
             char q[300];
             ts_strlcpy(q, PQgetvalue(res, i, 0), sizeof(q));
-            http_problem(resp, 400, "invalid-api-params", NULL,
+            http_problem(a->resp, 400, "invalid-api-params", NULL,
                          "%s \"%s\" is not a user of the project's domain \"%s\"",
                          by_email ? "email" : "user id", q, domain);
             ok = false;
@@ -423,65 +292,79 @@ static void change_members(svc *s, http_req *req, http_resp *resp, bool removing
             json_array_append_new(wanted, json_string(PQgetvalue(res, i, 1)));
         }
     }
-    char *wanted_s = ok ? json_dumps(wanted, JSON_COMPACT) : NULL;
-    if (ok) {
-        const char *params[] = {id, wanted_s};
-        chg = db_query(conn, resp, removing ? "remove members" : "add members",
-                       removing ? remove_sql : add_sql, 2, params);
-    }
-    if (chg && db_commit(conn, resp)) {
-        json_t *changed = json_array(), *same = json_array(), *seen = json_object();
-        for (int i = 0; i < PQntuples(chg); i++) {
-            json_array_append_new(changed, json_string(PQgetvalue(chg, i, 0)));
-            json_object_set_new(seen, PQgetvalue(chg, i, 0), json_true());
-        }
-        size_t i;
-        json_t *v;
-        json_array_foreach(wanted, i, v)
-        {
-            const char *uid = json_string_value(v);
-            if (!json_object_get(seen, uid)) {
-                json_array_append(same, v);
-                json_object_set_new(seen, uid, json_true());
-            }
-        }
-        json_decref(seen);
-        if (json_array_size(changed) > 0)
-            events_project_members_changed(s, req->request_id, id, changed, removing);
-        http_reply_json(resp, 200,
-                        json_pack("{s:s, s:o, s:o}", "project_id", id,
-                                  removing ? "removed" : "added", changed, "unchanged", same));
-    } else if (!chg) {
-        pg_rollback(conn);
-    }
     PQclear(res);
-    PQclear(chg);
+    return ok;
+}
+
+/* The answer to a committed change: the user ids in chg (those that changed)
+ * and the other wanted ones (already so). */
+static void reply_members(admin_req *a, const char *id, PGresult *chg, json_t *wanted,
+                          bool removing)
+{
+    json_t *changed = json_array(), *same = json_array(), *seen = json_object();
+    for (int i = 0; i < PQntuples(chg); i++) {
+        json_array_append_new(changed, json_string(PQgetvalue(chg, i, 0)));
+        json_object_set_new(seen, PQgetvalue(chg, i, 0), json_true());
+    }
+    size_t i;
+    json_t *v;
+    json_array_foreach(wanted, i, v)
+    {
+        const char *uid = json_string_value(v);
+        if (!json_object_get(seen, uid)) {
+            json_array_append(same, v);
+            json_object_set_new(seen, uid, json_true());
+        }
+    }
+    json_decref(seen);
+    if (json_array_size(changed) > 0)
+        events_project_members_changed(a->s, a->req->request_id, id, changed, removing);
+    http_reply_json(a->resp, 200,
+                    json_pack("{s:s, s:o, s:o}", "project_id", id, removing ? "removed" : "added",
+                              changed, "unchanged", same));
+}
+
+/* POST (add) or DELETE (remove) .../members, in one transaction: lock the
+ * project, resolve every entry (all or nothing), then insert (or delete).
+ * The answer lists the user ids that changed and those that were already so. */
+static void h_members_change(http_req *req, http_resp *resp, void *ctx)
+{
+    bool removing = strcmp(req->method, "DELETE") == 0;
+    admin_req a;
+    if (!admin_begin_for(&a, ctx, req, resp)) return;
+    json_t *body = http_json_body(req, resp), *wanted = json_array();
+    char *list = NULL, *wanted_s = NULL, domain[AUTH_NAME_MAX];
+    bool by_email = false;
+    if (body && parse_member_body(body, &list, &by_email, resp) && db_begin(a.conn, resp)) {
+        const char *id = find_project(&a, true, domain, sizeof(domain));
+        PGresult *chg = NULL;
+        if (id && resolve_members(&a, id, domain, list, by_email, removing, wanted)) {
+            wanted_s = json_dumps(wanted, JSON_COMPACT);
+            const char *params[] = {id, wanted_s};
+            chg = db_query(a.conn, resp, removing ? "remove members" : "add members",
+                           removing ? remove_sql : add_sql, 2, params);
+        }
+        if (chg && db_commit(a.conn, resp))
+            reply_members(&a, id, chg, wanted, removing);
+        else if (!chg)
+            pg_rollback(a.conn);
+        PQclear(chg);
+    }
     free(wanted_s);
     json_decref(wanted);
     free(list);
     json_decref(body);
-    db_put(s, conn);
-}
-
-static void h_members_add(http_req *req, http_resp *resp, void *ctx)
-{
-    change_members(ctx, req, resp, false);
-}
-
-static void h_members_remove(http_req *req, http_resp *resp, void *ctx)
-{
-    change_members(ctx, req, resp, true);
+    admin_end(&a);
 }
 
 void projects_routes(svc *s)
 {
+    static const admin_crud routes = {
+        "/v1/admin/projects", "/v1/admin/projects/{id}", h_list, h_write, admin_h_get, h_write,
+        admin_h_delete};
+    admin_crud_routes(s, &routes, &projects);
     http_router *r = svc_router(s);
-    http_route(r, "GET", "/v1/admin/projects", h_list, s);
-    http_route(r, "POST", "/v1/admin/projects", h_create, s);
-    http_route(r, "GET", "/v1/admin/projects/{id}", h_get, s);
-    http_route(r, "PATCH", "/v1/admin/projects/{id}", h_patch, s);
-    http_route(r, "DELETE", "/v1/admin/projects/{id}", h_delete, s);
-    http_route(r, "GET", "/v1/admin/projects/{id}/members", h_members_list, s);
-    http_route(r, "POST", "/v1/admin/projects/{id}/members", h_members_add, s);
-    http_route(r, "DELETE", "/v1/admin/projects/{id}/members", h_members_remove, s);
+    http_route(r, "GET", "/v1/admin/projects/{id}/members", h_members_list, &projects);
+    http_route(r, "POST", "/v1/admin/projects/{id}/members", h_members_change, &projects);
+    http_route(r, "DELETE", "/v1/admin/projects/{id}/members", h_members_change, &projects);
 }

@@ -3,7 +3,8 @@
 
 #include "admin.h"
 #include "events.h"
-#include "policies.h"
+#include "libcommon/log.h"
+#include "limits.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -53,21 +54,7 @@ static const char delete_sql[] =
     "DELETE FROM auth.resource_group_access WHERE resource_group = $1 AND scope_type = $2"
     " AND scope_id = $3";
 
-static PGconn *open_as_admin(svc *s, http_req *req, http_resp *resp, auth_caller *c)
-{
-    PGconn *conn = db_get(s, resp);
-    if (!conn) return NULL;
-    if (!caller_resolve(conn, req, resp, c)) {
-        db_put(s, conn);
-        return NULL;
-    }
-    if (!caller_is_admin(c)) {
-        http_problem(resp, 403, "forbidden", NULL, "only admins may manage resource-group access");
-        db_put(s, conn);
-        return NULL;
-    }
-    return conn;
-}
+#define REFUSAL "only admins may manage resource-group access"
 
 static bool access_key_ok(const char *s)
 {
@@ -82,7 +69,7 @@ static bool access_key_ok(const char *s)
 static bool scope_id_form(const char *type, const char *id, char *out, size_t size)
 {
     if (strcmp(type, "domain") == 0) {
-        if (!policies_name_ok(id)) return false;
+        if (!limits_name_ok(id)) return false;
     } else if (strcmp(type, "project") == 0) {
         if (!ts_uuid_valid(id)) return false;
     } else if (!access_key_ok(id)) {
@@ -97,17 +84,13 @@ static bool scope_id_form(const char *type, const char *id, char *out, size_t si
 
 static void h_list(http_req *req, http_resp *resp, void *ctx)
 {
-    svc *s = ctx;
     db_page pg;
     if (!db_page_parse(req, resp, &pg)) return;
-    const char *rg = http_query_arg(req, "resource_group");
-    const char *type = http_query_arg(req, "scope_type");
-    const char *id = http_query_arg(req, "scope_id");
+    const char *rg = admin_query_arg(req, "resource_group");
+    const char *type = admin_query_arg(req, "scope_type");
+    const char *id = admin_query_arg(req, "scope_id");
     char id_form[AUTH_NAME_MAX];
-    if (rg && !*rg) rg = NULL;
-    if (type && !*type) type = NULL;
-    if (id && !*id) id = NULL;
-    if (rg && !policies_name_ok(rg)) {
+    if (rg && !limits_name_ok(rg)) {
         http_problem(resp, 400, "invalid-api-params", NULL, "resource_group is not a valid name");
         return;
     }
@@ -120,7 +103,7 @@ static void h_list(http_req *req, http_resp *resp, void *ctx)
     if (id) {
         /* Without a type, any form is a possible match (so none is refused). */
         bool ok = type ? scope_id_form(type, id, id_form, sizeof(id_form))
-                       : policies_name_ok(id) && ts_strlcpy(id_form, id, sizeof(id_form));
+                       : limits_name_ok(id) && ts_strlcpy(id_form, id, sizeof(id_form));
         if (!ok) {
             http_problem(resp, 400, "invalid-api-params", NULL, "scope_id is not a %s",
                          type ? type : "valid scope id");
@@ -128,19 +111,11 @@ static void h_list(http_req *req, http_resp *resp, void *ctx)
         }
         id = id_form;
     }
-    auth_caller c;
-    PGconn *conn = open_as_admin(s, req, resp, &c);
-    if (!conn) return;
-    const char *params[] = {
-        rg, type, id, caller_is_superadmin(&c) ? NULL : c.domain_name, pg.limit_s, pg.offset_s};
-    PGresult *n = db_query(conn, resp, "list resource-group access", count_sql, 4, params);
-    PGresult *r =
-        n ? db_query(conn, resp, "list resource-group access", page_sql, 6, params) : NULL;
-    if (r)
-        http_reply_json(resp, 200, db_page_json(db_rows_json(r), atoll(PQgetvalue(n, 0, 0)), &pg));
-    PQclear(n);
-    PQclear(r);
-    db_put(s, conn);
+    admin_req a;
+    if (!admin_begin(&a, ctx, req, resp, ADMIN_ADMIN, REFUSAL)) return;
+    const char *filters[] = {rg, type, id, caller_is_superadmin(&a.c) ? NULL : a.c.domain_name};
+    admin_reply_page(&a, "list resource-group access", count_sql, page_sql, 4, filters, &pg);
+    admin_end(&a);
 }
 
 typedef struct rg_entry {
@@ -154,7 +129,7 @@ static bool parse_entry(json_t *body, rg_entry *e, http_resp *resp)
     static const char *const keys[] = {"resource_group", "scope_type", "scope_id", NULL};
     const char *id;
     if (!db_only_keys(body, keys, resp) ||
-        !policies_field_name(body, "resource_group", true, &e->rg, resp) ||
+        !limits_field_name(body, "resource_group", true, &e->rg, resp) ||
         !db_field_enum(body, "scope_type", true, "domain|project|keypair", &e->type, resp) ||
         !db_field_str(body, "scope_id", true, 1, 64, &id, resp))
         return false;
@@ -194,26 +169,27 @@ static bool scope_allowed(PGconn *conn, const auth_caller *c, const rg_entry *e,
     return ok;
 }
 
-static void h_change(http_req *req, http_resp *resp, void *ctx, bool removing)
+/* POST (grant) or DELETE (revoke). */
+static void h_change(http_req *req, http_resp *resp, void *ctx)
 {
-    svc *s = ctx;
-    auth_caller c;
-    PGconn *conn = open_as_admin(s, req, resp, &c);
-    if (!conn) return;
+    bool removing = strcmp(req->method, "DELETE") == 0;
+    admin_req a;
+    if (!admin_begin(&a, ctx, req, resp, ADMIN_ADMIN, REFUSAL)) return;
     json_t *body = http_json_body(req, resp);
     rg_entry e = {0};
-    if (body && parse_entry(body, &e, resp) && scope_allowed(conn, &c, &e, !removing, resp)) {
+    if (body && parse_entry(body, &e, resp) && scope_allowed(a.conn, &a.c, &e, !removing, resp)) {
+        tlog_ctx_entity("resource_group", e.rg);
         const char *params[] = {e.rg, e.type, e.id};
-        PGresult *r = db_query(conn, resp, removing ? "revoke access" : "grant access",
+        PGresult *r = db_query(a.conn, resp, removing ? "revoke access" : "grant access",
                                removing ? delete_sql : insert_sql, 3, params);
         bool changed = r && atoi(PQcmdTuples(r)) > 0;
-        if (changed) events_rg_access_changed(s, req->request_id, e.rg, e.type, e.id, !removing);
+        if (changed) events_rg_access_changed(a.s, req->request_id, e.rg, e.type, e.id, !removing);
         if (r && removing) {
             http_reply_json(resp, 200,
                             json_pack("{s:s, s:s, s:s, s:b}", "resource_group", e.rg, "scope_type",
                                       e.type, "scope_id", e.id, "removed", changed));
         } else if (r) {
-            PGresult *g = db_query(conn, resp, "grant access", get_sql, 3, params);
+            PGresult *g = db_query(a.conn, resp, "grant access", get_sql, 3, params);
             if (g && PQntuples(g) == 1)
                 http_reply_json(resp, changed ? 201 : 200, db_row_json(g, 0));
             else if (g)
@@ -223,23 +199,13 @@ static void h_change(http_req *req, http_resp *resp, void *ctx, bool removing)
         PQclear(r);
     }
     json_decref(body);
-    db_put(s, conn);
-}
-
-static void h_grant(http_req *req, http_resp *resp, void *ctx)
-{
-    h_change(req, resp, ctx, false);
-}
-
-static void h_revoke(http_req *req, http_resp *resp, void *ctx)
-{
-    h_change(req, resp, ctx, true);
+    admin_end(&a);
 }
 
 void rg_access_routes(svc *s)
 {
     http_router *r = svc_router(s);
     http_route(r, "GET", "/v1/admin/resource-group-access", h_list, s);
-    http_route(r, "POST", "/v1/admin/resource-group-access", h_grant, s);
-    http_route(r, "DELETE", "/v1/admin/resource-group-access", h_revoke, s);
+    http_route(r, "POST", "/v1/admin/resource-group-access", h_change, s);
+    http_route(r, "DELETE", "/v1/admin/resource-group-access", h_change, s);
 }

@@ -4,6 +4,7 @@
 #include "session_context.h"
 
 #include "db_util.h"
+#include "libcommon/log.h"
 
 #include <string.h>
 
@@ -81,6 +82,8 @@ static void h_context(http_req *req, http_resp *resp, void *ctx)
         http_problem(resp, 400, "invalid-api-params", NULL, "group must be 1 to 256 bytes");
         return;
     }
+    tlog_ctx_access_key(ak);
+    if (group) tlog_ctx_entity("project", group);
     PGconn *conn = db_get(s, resp);
     if (!conn) return;
     const char *p1[] = {ak};
@@ -183,6 +186,7 @@ static void h_user_lookup(http_req *req, http_resp *resp, void *ctx)
                      "email (up to 254 bytes) or id is required");
         return;
     }
+    tlog_ctx_entity("target_user", id ? id : email);
     PGconn *conn = db_get(s, resp);
     if (!conn) return;
     const char *p[] = {id ? id : email};

@@ -9,8 +9,4 @@
 
 void users_routes(svc *s);
 
-/* Columns (SELECT list or RETURNING) with the fields events_user_changed reads. */
-#define USERS_EVENT_COLUMNS                                                                        \
-    "id::text AS id, email, username, domain_name, role, status, resource_policy"
-
 #endif

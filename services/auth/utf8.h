@@ -2,9 +2,9 @@
 #ifndef AUTH_UTF8_H
 #define AUTH_UTF8_H
 
-#include <stdbool.h>
+#include "libcommon/common.h"
 
 /* Strict UTF-8: no overlongs, no surrogates, nothing above U+10FFFF. */
-bool auth_utf8_valid(const char *s);
+bool auth_utf8_valid(const char *s) TS_MUST_CHECK;
 
 #endif

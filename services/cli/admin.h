@@ -1,8 +1,9 @@
 /* admin.h: `tessera admin` is driven by a declarative table (admin_table.c):
  * one admin_resource row per REST resource names its path, its verbs, the
  * flags that become JSON fields or query parameters, and its table columns.
- * cmd_admin.c is the one engine that parses, sends and prints for every row;
- * adding a resource is adding a row. */
+ * cmd_admin.c is the one engine that parses (admin_args.c), looks names up
+ * (admin_lookup.c), sends and prints for every row; adding a resource is
+ * adding a row. */
 #ifndef TESSERA_CLI_ADMIN_H
 #define TESSERA_CLI_ADMIN_H
 
@@ -77,12 +78,7 @@ typedef struct admin_resource {
 extern const admin_resource admin_resources[];
 extern const size_t admin_resource_count;
 
-int cmd_admin(cli *c, int argc, char **argv);
-
-/* The id of r named by arg: arg itself when r has no lookup or arg is a UUID,
- * otherwise the one record whose lookup member equals arg (CLI_FAIL, printed,
- * when none or several). *id is heap. */
-int admin_resolve_id(cli *c, const admin_resource *r, const char *arg, char **id);
+/* The row named name ("user", "policy keypair"), or NULL. */
 const admin_resource *admin_find_resource(const char *name);
 
 #endif

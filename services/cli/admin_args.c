@@ -1,8 +1,12 @@
 /* admin_args.c: flags -> JSON, driven by the field tables of admin_table.c. */
 #include "services/cli/admin_args.h"
 
+#include "services/cli/admin_lookup.h"
+#include "services/cli/commands.h"
+
 #include <ctype.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -179,14 +183,16 @@ static json_t *parse_value(const admin_field *f, const char *s, const char **wan
 
 /* ---- parsing ------------------------------------------------------------------------ */
 
-static int usage_error(const admin_resource *r, const admin_verb *v, admin_args *a, const char *fmt,
-                       const char *x, const char *y)
+/* A usage error (fmt takes x and y) of `tessera admin RESOURCE VERB`:
+ * false, a released. */
+static bool usage_error(const admin_resource *r, const admin_verb *v, admin_args *a,
+                        const char *fmt, const char *x, const char *y)
 {
-    fprintf(stderr, "tessera admin %s %s: ", r->name, v->name);
-    fprintf(stderr, fmt, x, y);
-    fprintf(stderr, "; try 'tessera admin %s %s --help'\n", r->name, v->name);
+    char words[128];
+    snprintf(words, sizeof(words), "%s %s", r->name, v->name);
+    cli_usage("admin", words, fmt, x, y);
     admin_args_free(a);
-    return CLI_USAGE;
+    return false;
 }
 
 static const admin_field *flag_field(const admin_resource *r, const admin_verb *v, const char *name,
@@ -198,7 +204,7 @@ static const admin_field *flag_field(const admin_resource *r, const admin_verb *
     return NULL;
 }
 
-static int check_count(const admin_resource *r, const admin_verb *v, admin_args *a)
+static bool check_count(const admin_resource *r, const admin_verb *v, admin_args *a)
 {
     size_t min, max;
     char buf[64];
@@ -214,11 +220,11 @@ static int check_count(const admin_resource *r, const admin_verb *v, admin_args 
     }
     if (v->kind == AV_UPDATE && !any)
         return usage_error(r, v, a, "nothing to change: give at least one flag%s%s", "", "");
-    return CLI_OK;
+    return true;
 }
 
-int admin_args_parse(cli *c, const admin_resource *r, const admin_verb *v, int argc, char **argv,
-                     admin_args *a)
+bool admin_args_parse(cli *c, const admin_resource *r, const admin_verb *v, int argc, char **argv,
+                      admin_args *a)
 {
     memset(a, 0, sizeof(*a));
     bool only_pos = false;
@@ -274,7 +280,7 @@ int admin_args_parse(cli *c, const admin_resource *r, const admin_verb *v, int a
             a->value[k] = j;
         }
     }
-    if (a->help) return CLI_OK;
+    if (a->help) return true;
     const admin_field *pf = positional_field(r, v);
     if (pf && a->npos == 1) a->value[pf - r->fields] = json_string(a->pos[0]);
     return check_count(r, v, a);
@@ -331,7 +337,7 @@ void admin_args_usage(FILE *out, const admin_resource *r, const admin_verb *v)
 
 /* ---- the request ---------------------------------------------------------------------- */
 
-static int resolve_ref(cli *c, const admin_field *f, json_t *value, json_t **out)
+static cli_status resolve_ref(cli *c, const admin_field *f, json_t *value, json_t **out)
 {
     const admin_resource *ref = f->ref ? admin_find_resource(f->ref) : NULL;
     if (!ref || !json_is_string(value)) {
@@ -339,7 +345,7 @@ static int resolve_ref(cli *c, const admin_field *f, json_t *value, json_t **out
         return CLI_OK;
     }
     char *id = NULL;
-    int rc = admin_resolve_id(c, ref, json_string_value(value), &id);
+    cli_status rc = admin_resolve_id(c, ref, json_string_value(value), &id);
     *out = rc == CLI_OK ? json_string(id) : NULL;
     free(id);
     return rc;
@@ -353,7 +359,7 @@ static char *query_text(const json_t *v)
 
 /* {"emails": [...]} when every user is an e-mail, else {"user_ids": [...]} with
  * names looked up. */
-static int member_body(cli *c, const admin_args *a, json_t **body)
+static cli_status member_body(cli *c, const admin_args *a, json_t **body)
 {
     bool all_emails = true;
     for (size_t i = 1; i < a->npos; i++)
@@ -362,7 +368,7 @@ static int member_body(cli *c, const admin_args *a, json_t **body)
     const admin_resource *users = admin_find_resource("user");
     for (size_t i = 1; i < a->npos; i++) {
         char *id = NULL;
-        int rc = all_emails ? CLI_OK : admin_resolve_id(c, users, a->pos[i], &id);
+        cli_status rc = all_emails ? CLI_OK : admin_resolve_id(c, users, a->pos[i], &id);
         if (rc != CLI_OK) {
             json_decref(list);
             return rc;
@@ -375,8 +381,8 @@ static int member_body(cli *c, const admin_args *a, json_t **body)
     return CLI_OK;
 }
 
-int admin_args_build(cli *c, const admin_resource *r, const admin_verb *v, const admin_args *a,
-                     json_t **body, char **path)
+cli_status admin_args_build(cli *c, const admin_resource *r, const admin_verb *v,
+                            const admin_args *a, json_t **body, char **path)
 {
     *body = NULL;
     *path = ts_strdup(r->path);
@@ -387,7 +393,7 @@ int admin_args_build(cli *c, const admin_resource *r, const admin_verb *v, const
     for (const admin_field *f = r->fields; f->flag; f++) {
         json_t *given = a->value[f - r->fields], *value = NULL;
         if (!given) continue;
-        int rc = resolve_ref(c, f, given, &value);
+        cli_status rc = resolve_ref(c, f, given, &value);
         if (rc != CLI_OK) return rc;
         if (is_body) {
             json_object_set_new(*body, f->key, value);

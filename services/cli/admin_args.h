@@ -19,12 +19,12 @@ typedef struct admin_args {
     bool help;                  /* --help: print admin_args_usage, run nothing */
 } admin_args;
 
-/* Parse argv (the words after the verb). --json sets c->json. CLI_USAGE
- * (message printed) on an unknown flag, a bad value, a missing required flag or
- * argument. a is released by the call when the result is not CLI_OK, else by
- * admin_args_free. */
-int admin_args_parse(cli *c, const admin_resource *r, const admin_verb *v, int argc, char **argv,
-                     admin_args *a);
+/* Parse argv (the words after the verb). --json sets c->json. False (a
+ * usage error printed: the command ends with CLI_USAGE) on an unknown flag, a
+ * bad value, a missing required flag or argument; a is then released, else
+ * admin_args_free releases it. */
+bool admin_args_parse(cli *c, const admin_resource *r, const admin_verb *v, int argc, char **argv,
+                      admin_args *a) TS_MUST_CHECK;
 void admin_args_free(admin_args *a);
 
 /* "create NAME [OPTIONS]" (heap) and the full --help text. */
@@ -33,8 +33,9 @@ void admin_args_usage(FILE *out, const admin_resource *r, const admin_verb *v);
 
 /* The request the arguments make: *body (NULL when the verb sends none) and
  * *path (r->path with the list query). Names given where ids are wanted
- * (fields with a ref, member lists) are looked up first (CLI_FAIL when that fails). */
-int admin_args_build(cli *c, const admin_resource *r, const admin_verb *v, const admin_args *a,
-                     json_t **body, char **path);
+ * (fields with a ref, member lists) are looked up first (admin_resolve_id:
+ * its status when that fails). */
+cli_status admin_args_build(cli *c, const admin_resource *r, const admin_verb *v,
+                            const admin_args *a, json_t **body, char **path);
 
 #endif

@@ -4,6 +4,8 @@
  * routes those paths there); the others by tessera-auth. */
 #include "services/cli/admin.h"
 
+#include <string.h>
+
 #define CU (AF_CREATE | AF_UPDATE)
 #define REQ (AF_CREATE | AF_REQUIRED)
 #define POS (AF_POSITIONAL | AF_REQUIRED)
@@ -382,3 +384,10 @@ const admin_resource admin_resources[] = {
 };
 
 const size_t admin_resource_count = sizeof(admin_resources) / sizeof(admin_resources[0]);
+
+const admin_resource *admin_find_resource(const char *name)
+{
+    for (size_t i = 0; i < admin_resource_count; i++)
+        if (strcmp(admin_resources[i].name, name) == 0) return &admin_resources[i];
+    return NULL;
+}

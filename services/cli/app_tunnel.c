@@ -27,7 +27,7 @@ static void _on_signal(int sig)
     g_stop = 1;
 }
 
-int app_tunnel_listen(const char *spec, char *bound, size_t size, ts_err *err)
+bool app_tunnel_listen(const char *spec, int *out_fd, char *bound, size_t size, ts_err *err)
 {
     char host[256] = "127.0.0.1";
     const char *port_s = spec;
@@ -41,7 +41,7 @@ int app_tunnel_listen(const char *spec, char *bound, size_t size, ts_err *err)
         }
         if (hlen == 0 || hlen >= sizeof(host)) {
             ts_err_set(err, "--bind '%s' is not [HOST:]PORT", spec);
-            return -1;
+            return false;
         }
         memcpy(host, h, hlen);
         host[hlen] = '\0';
@@ -51,7 +51,7 @@ int app_tunnel_listen(const char *spec, char *bound, size_t size, ts_err *err)
     long port = strtol(port_s, &end, 10);
     if (!*port_s || *end || port < 0 || port > 65535) {
         ts_err_set(err, "--bind '%s': the port must be a number from 0 to 65535", spec);
-        return -1;
+        return false;
     }
     struct addrinfo hints = {.ai_family = AF_UNSPEC,
                              .ai_socktype = SOCK_STREAM,
@@ -60,7 +60,7 @@ int app_tunnel_listen(const char *spec, char *bound, size_t size, ts_err *err)
     int rc = getaddrinfo(host, port_s, &hints, &ai);
     if (rc != 0) {
         ts_err_set(err, "cannot listen on %s: %s", spec, gai_strerror(rc));
-        return -1;
+        return false;
     }
     int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     int one = 1;
@@ -69,7 +69,7 @@ int app_tunnel_listen(const char *spec, char *bound, size_t size, ts_err *err)
         ts_err_set(err, "cannot listen on %s:%ld: %s", host, port, strerror(errno));
         if (fd >= 0) close(fd);
         freeaddrinfo(ai);
-        return -1;
+        return false;
     }
     freeaddrinfo(ai);
     struct sockaddr_storage ss;
@@ -88,7 +88,8 @@ int app_tunnel_listen(const char *spec, char *bound, size_t size, ts_err *err)
         }
     }
     snprintf(bound, size, ss.ss_family == AF_INET6 ? "[%s]:%d" : "%s:%d", name, bport);
-    return fd;
+    *out_fd = fd;
+    return true;
 }
 
 /* url = http://HOST[:PORT]/PATH -> host, port, path ("/..."). */
@@ -259,8 +260,8 @@ static void _relay(int a, int b)
     free(buf);
 }
 
-int app_tunnel_serve(int lfd, const char *url, int64_t refresh_after_ms,
-                     app_tunnel_refresh_fn refresh, void *ctx)
+bool app_tunnel_serve(int lfd, const char *url, int64_t refresh_after_ms,
+                      app_tunnel_refresh_fn refresh, void *ctx)
 {
     struct sigaction sa = {.sa_handler = _on_signal};
     sigaction(SIGINT, &sa, NULL);
@@ -269,7 +270,7 @@ int app_tunnel_serve(int lfd, const char *url, int64_t refresh_after_ms,
     signal(SIGPIPE, SIG_IGN);
     char *cur = ts_strdup(url);
     int64_t got_at = ts_now_mono_ms();
-    int rc = 0;
+    bool ok = true;
     while (!g_stop) {
         struct pollfd p = {.fd = lfd, .events = POLLIN};
         int pr = poll(&p, 1, 500);
@@ -278,7 +279,7 @@ int app_tunnel_serve(int lfd, const char *url, int64_t refresh_after_ms,
         if (cfd < 0) {
             if (errno == EINTR || errno == ECONNABORTED || errno == EAGAIN) continue;
             fprintf(stderr, "tessera app: accept: %s\n", strerror(errno));
-            rc = 1;
+            ok = false;
             break;
         }
         if (refresh && ts_now_mono_ms() - got_at > refresh_after_ms) {
@@ -309,5 +310,5 @@ int app_tunnel_serve(int lfd, const char *url, int64_t refresh_after_ms,
     }
     free(cur);
     close(lfd);
-    return rc;
+    return ok;
 }

@@ -13,18 +13,20 @@
 typedef char *(*app_tunnel_refresh_fn)(void *ctx);
 
 /* Listen on spec ("PORT" on 127.0.0.1, "HOST:PORT", "[V6]:PORT"; port 0: any
- * free one). Returns the socket, or -1 with err set ("cannot listen on
- * 127.0.0.1:8080: Address already in use"). *bound gets "host:port" as bound. */
-int app_tunnel_listen(const char *spec, char *bound, size_t size, ts_err *err);
+ * free one): the socket into *fd and "host:port" as bound into bound. False
+ * with err set ("cannot listen on 127.0.0.1:8080: Address already in use"). */
+bool app_tunnel_listen(const char *spec, int *fd, char *bound, size_t size,
+                       ts_err *err) TS_MUST_CHECK;
 
 /* Whether url is a tunnel URL this client can use (http://HOST[:PORT]/...);
  * err says why not. */
 bool app_tunnel_url_ok(const char *url, ts_err *err) TS_MUST_CHECK;
 
-/* Accept and tunnel connections on lfd to url until SIGINT or SIGTERM;
+/* Accept and tunnel connections on lfd (closed at the end) to url until
+ * SIGINT or SIGTERM (true); false when accept fails (said on stderr).
  * refresh is asked for a new URL before a connection when the URL is older
- * than refresh_after_ms. Returns 0 at a signal, 1 when accept fails. */
-int app_tunnel_serve(int lfd, const char *url, int64_t refresh_after_ms,
-                     app_tunnel_refresh_fn refresh, void *ctx);
+ * than refresh_after_ms. */
+bool app_tunnel_serve(int lfd, const char *url, int64_t refresh_after_ms,
+                      app_tunnel_refresh_fn refresh, void *ctx) TS_MUST_CHECK;
 
 #endif

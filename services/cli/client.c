@@ -1,5 +1,6 @@
 /* client.c: signed requests and problem JSON -> messages. */
 #include "services/cli/client.h"
+#include "libcommon/http.h"
 #include "libcommon/sign.h"
 
 #include <stdio.h>
@@ -60,12 +61,12 @@ void client_query_add(char **path, const char *name, const char *value)
     *path = next;
 }
 
-int client_need_keys(const cli *c)
+bool client_has_keys(const cli *c)
 {
-    if (c->creds.access_key) return CLI_OK;
+    if (c->creds.access_key) return true;
     fprintf(stderr, "tessera: no credentials: run `tessera login`, or set TESSERA_ACCESS_KEY and "
                     "TESSERA_SECRET_KEY (or BACKEND_ACCESS_KEY and BACKEND_SECRET_KEY)\n");
-    return CLI_FAIL;
+    return false;
 }
 
 static void iso_now(char *buf, size_t size, time_t *t)
@@ -80,38 +81,6 @@ static void iso_now(char *buf, size_t size, time_t *t)
     *t = ts.tv_sec;
 }
 
-static const char *reason_of(long status)
-{
-    switch (status) {
-    case 400:
-        return "Bad Request";
-    case 401:
-        return "Unauthorized";
-    case 403:
-        return "Forbidden";
-    case 404:
-        return "Not Found";
-    case 405:
-        return "Method Not Allowed";
-    case 409:
-        return "Conflict";
-    case 412:
-        return "Precondition Failed";
-    case 413:
-        return "Payload Too Large";
-    case 429:
-        return "Too Many Requests";
-    case 500:
-        return "Internal Server Error";
-    case 502:
-        return "Bad Gateway";
-    case 503:
-        return "Service Unavailable";
-    default:
-        return status >= 500 ? "Server Error" : "Request Failed";
-    }
-}
-
 /* "tessera: <title>: <msg> (HTTP <status>)" from a problem body, or the best
  * that a non-problem body allows. */
 static void print_problem(long status, const httpc_resp *r)
@@ -123,7 +92,7 @@ static void print_problem(long status, const httpc_resp *r)
     if (!msg) msg = json_string_value(json_object_get(p, "error"));
     const char *type = json_string_value(json_object_get(p, "type"));
     if (!title && type && strrchr(type, '/')) title = strrchr(type, '/') + 1;
-    if (!title || !*title) title = reason_of(status);
+    if (!title || !*title) title = http_status_text((int)status);
     char text[240] = "";
     if (!msg && !p && r->body_len) { /* not JSON: show the start of the text */
         size_t n = 0;
@@ -139,7 +108,8 @@ static void print_problem(long status, const httpc_resp *r)
     json_decref(p);
 }
 
-int client_call(cli *c, const char *method, const char *path, json_t *body, bool sign, json_t **out)
+cli_status client_call(cli *c, const char *method, const char *path, json_t *body, bool sign,
+                       json_t **out)
 {
     *out = NULL;
     const char *endpoint = c->creds.endpoint;
@@ -192,7 +162,7 @@ int client_call(cli *c, const char *method, const char *path, json_t *body, bool
 
     httpc_resp r;
     ts_err err = {{0}};
-    int rc = CLI_FAIL;
+    cli_status rc = CLI_FAIL;
     if (!httpc_request(c->http, method, url, headers, text, text ? strlen(text) : 0, NULL, &r,
                        &err)) {
         fprintf(stderr, "tessera: cannot reach the gateway at %s: %s\n", endpoint, err.msg);

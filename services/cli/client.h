@@ -16,8 +16,14 @@
 
 #define CLIENT_API_VERSION "v8.20240915"
 
-/* Exit statuses of every command. */
-enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
+/* How a command ends: its process exit status (main returns it). A call
+ * that is not CLI_OK has printed why; a command passes it on as its own
+ * status. */
+typedef enum cli_status {
+    CLI_OK = 0,    /* done */
+    CLI_FAIL = 1,  /* the API or the system refused */
+    CLI_USAGE = 2, /* the command line (or the endpoint URL) is unusable */
+} cli_status;
 
 typedef struct cli {
     config_creds creds;
@@ -30,11 +36,12 @@ typedef struct cli {
  * empty) and the result is CLI_OK. Otherwise the error has been printed
  * ("tessera: <title>: <msg> (HTTP <status>)", or that the endpoint cannot be
  * reached) and the result is CLI_FAIL (CLI_USAGE for an unusable endpoint URL). */
-int client_call(cli *c, const char *method, const char *path, json_t *body, bool sign,
-                json_t **out);
+cli_status client_call(cli *c, const char *method, const char *path, json_t *body, bool sign,
+                       json_t **out);
 
-/* CLI_OK when c has a keypair; otherwise says how to get one: CLI_FAIL. */
-int client_need_keys(const cli *c);
+/* Whether c has a keypair; when not, says how to get one (the command then
+ * ends with CLI_FAIL). */
+bool client_has_keys(const cli *c) TS_MUST_CHECK;
 
 /* The Host header for a URL: host[:port] as written in it (no userinfo). False
  * when url is not scheme://authority[/path]. base_path (may be NULL) receives

@@ -3,6 +3,8 @@
  * query, send it signed, print a table, a record or the JSON. */
 #include "services/cli/admin.h"
 #include "services/cli/admin_args.h"
+#include "services/cli/admin_lookup.h"
+#include "services/cli/commands.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -10,16 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
-#define LOOKUP_LIMIT "1000"
-
 /* ---- finding rows --------------------------------------------------------------- */
-
-const admin_resource *admin_find_resource(const char *name)
-{
-    for (size_t i = 0; i < admin_resource_count; i++)
-        if (strcmp(admin_resources[i].name, name) == 0) return &admin_resources[i];
-    return NULL;
-}
 
 /* "policy" is a group when some resource is named "policy <x>". */
 static bool is_group(const char *name)
@@ -84,12 +77,7 @@ static void resource_usage(FILE *out, const admin_resource *r)
     }
 }
 
-/* ---- lookups: a name where the API wants an id ------------------------------------ */
-
-static json_t *items_of(json_t *answer)
-{
-    return json_is_array(answer) ? answer : json_object_get(answer, "items");
-}
+/* ---- printing --------------------------------------------------------------------- */
 
 /* The record of a single-object answer, unwrapped from {"data"|"item"|...: {...}}. */
 static json_t *record_of(json_t *answer)
@@ -101,58 +89,21 @@ static json_t *record_of(json_t *answer)
     return answer;
 }
 
-int admin_resolve_id(cli *c, const admin_resource *r, const char *arg, char **id)
-{
-    *id = NULL;
-    if (!r->lookup || ts_uuid_valid(arg)) {
-        *id = ts_strdup(arg);
-        return CLI_OK;
-    }
-    char *path = ts_asprintf("%s?limit=" LOOKUP_LIMIT, r->path);
-    if (r->lookup_query) client_query_add(&path, r->lookup_query, arg);
-    json_t *answer = NULL;
-    int rc = client_call(c, "GET", path, NULL, true, &answer);
-    free(path);
-    if (rc != CLI_OK) return rc;
-    size_t i, matches = 0;
-    json_t *item;
-    json_array_foreach(items_of(answer), i, item)
-    {
-        for (size_t k = 0; r->lookup[k]; k++) {
-            const char *v = json_string_value(json_object_get(item, r->lookup[k]));
-            if (!v || strcasecmp(v, arg) != 0) continue;
-            if (!matches++) *id = ts_strdup(json_string_value(json_object_get(item, r->id_key)));
-            break;
-        }
-    }
-    json_decref(answer);
-    if (matches == 1 && *id) return CLI_OK;
-    free(*id);
-    *id = NULL;
-    if (matches == 0)
-        fprintf(stderr, "tessera: not found: no %s '%s' (by %s)\n", r->name, arg, r->lookup[0]);
-    else
-        fprintf(stderr, "tessera: ambiguous: %zu %ss are named '%s'; give the id\n", matches,
-                r->name, arg);
-    return CLI_FAIL;
-}
-
 /* ---- running a verb --------------------------------------------------------------- */
 
-static int print_list(cli *c, json_t *answer, const out_column *cols, const admin_args *a)
+static void print_list(cli *c, json_t *answer, const out_column *cols, const admin_args *a)
 {
     if (c->json) {
         out_json(answer);
-        return CLI_OK;
+        return;
     }
-    json_t *items = items_of(answer);
+    json_t *items = admin_items(answer);
     out_table(cols, items);
     json_t *total = json_object_get(answer, "total");
     long long off = a->offset ? atoll(a->offset) : 0, n = (long long)json_array_size(items);
     if (json_is_integer(total) && off + n < json_integer_value(total))
         fprintf(stderr, "(%lld of %" JSON_INTEGER_FORMAT " shown; next page: --offset %lld)\n", n,
                 json_integer_value(total), off + n);
-    return CLI_OK;
 }
 
 static void print_done(cli *c, json_t *answer, const admin_resource *r, const admin_verb *v,
@@ -180,10 +131,10 @@ static void print_done(cli *c, json_t *answer, const admin_resource *r, const ad
     }
 }
 
-static int run_verb(cli *c, const admin_resource *r, const admin_verb *v, admin_args *a)
+static cli_status run_verb(cli *c, const admin_resource *r, const admin_verb *v, admin_args *a)
 {
-    int rc = client_need_keys(c);
-    if (rc != CLI_OK) return rc;
+    if (!client_has_keys(c)) return CLI_FAIL;
+    cli_status rc = CLI_OK;
     char *id = NULL, *path = NULL;
     json_t *body = NULL, *answer = NULL;
     bool has_id = v->kind == AV_GET || v->kind == AV_UPDATE || v->kind == AV_DELETE ||
@@ -215,10 +166,10 @@ static int run_verb(cli *c, const admin_resource *r, const admin_verb *v, admin_
         static const char *const secret[] = {"secret_key", "password", NULL};
         switch (v->kind) {
         case AV_LIST:
-            rc = print_list(c, answer, r->columns, a);
+            print_list(c, answer, r->columns, a);
             break;
         case AV_MEMBERS:
-            rc = print_list(c, answer, r->member_columns, a);
+            print_list(c, answer, r->member_columns, a);
             break;
         case AV_GET:
         case AV_CREATE:
@@ -245,8 +196,9 @@ static int run_verb(cli *c, const admin_resource *r, const admin_verb *v, admin_
 
 /* ---- dispatch ---------------------------------------------------------------------- */
 
-int cmd_admin(cli *c, int argc, char **argv)
+int cmd_admin(cli *c, const cli_command *self, int argc, char **argv)
 {
+    (void)self;
     if (argc < 2) {
         admin_usage(stderr);
         return CLI_USAGE;
@@ -268,26 +220,15 @@ int cmd_admin(cli *c, int argc, char **argv)
         r = admin_find_resource(two);
         free(two);
         i = 2;
-        if (!r) {
-            fprintf(stderr, "tessera admin %s: unknown kind '%s'; try 'tessera admin %s --help'\n",
-                    argv[1], argv[2], argv[1]);
-            return CLI_USAGE;
-        }
+        if (!r) return cli_usage("admin", argv[1], "unknown kind '%s'", argv[2]);
     }
-    if (!r) {
-        fprintf(stderr, "tessera admin: unknown resource '%s'; try 'tessera admin --help'\n",
-                argv[1]);
-        return CLI_USAGE;
-    }
+    if (!r) return cli_usage("admin", NULL, "unknown resource '%s'", argv[1]);
     i++;
     const admin_verb *v = NULL;
     if (i < argc && argv[i][0] != '-') {
         v = find_verb(r, argv[i]);
-        if (!v && !is_help(argv[i])) {
-            fprintf(stderr, "tessera admin %s: unknown verb '%s'; try 'tessera admin %s --help'\n",
-                    r->name, argv[i], r->name);
-            return CLI_USAGE;
-        }
+        if (!v && !is_help(argv[i]))
+            return cli_usage("admin", r->name, "unknown verb '%s'", argv[i]);
         if (v) i++;
     } else if (r->default_verb) {
         v = find_verb(r, r->default_verb);
@@ -298,12 +239,12 @@ int cmd_admin(cli *c, int argc, char **argv)
         return help ? CLI_OK : CLI_USAGE;
     }
     admin_args a;
-    int rc = admin_args_parse(c, r, v, argc - i, argv + i, &a);
-    if (rc == CLI_OK && a.help) {
+    if (!admin_args_parse(c, r, v, argc - i, argv + i, &a)) return CLI_USAGE;
+    cli_status rc = CLI_OK;
+    if (a.help)
         admin_args_usage(stdout, r, v);
-    } else if (rc == CLI_OK) {
+    else
         rc = run_verb(c, r, v, &a);
-    }
     admin_args_free(&a);
     return rc;
 }

@@ -22,7 +22,7 @@ typedef struct app_req {
 } app_req;
 
 /* POST /session/{name}/start-service; the answer in *answer. */
-static int _start_service(const app_req *r, json_t **answer)
+static cli_status _start_service(const app_req *r, json_t **answer)
 {
     json_t *body = json_object();
     if (r->app) json_object_set_new(body, "app", json_string(r->app));
@@ -30,7 +30,7 @@ static int _start_service(const app_req *r, json_t **answer)
     char *e = client_escape(r->session);
     char *path = ts_asprintf("/session/%s/start-service", e);
     free(e);
-    int rc = client_call(r->c, "POST", path, body, true, answer);
+    cli_status rc = client_call(r->c, "POST", path, body, true, answer);
     free(path);
     json_decref(body);
     return rc;
@@ -50,17 +50,17 @@ static char *_refresh(void *ctx)
 
 /* --bind: listen first (a port in use fails before any call), then the
  * route, which must be a tcp app's. */
-static int _bind(const cli_command *self, const app_req *r, const char *spec)
+static cli_status _bind(const cli_command *self, const app_req *r, const char *spec)
 {
     char bound[300];
     ts_err err = {{0}};
-    int lfd = app_tunnel_listen(spec, bound, sizeof(bound), &err);
-    if (lfd < 0) {
+    int lfd;
+    if (!app_tunnel_listen(spec, &lfd, bound, sizeof(bound), &err)) {
         fprintf(stderr, "tessera %s: %s\n", self->name, err.msg);
         return CLI_FAIL;
     }
     json_t *answer = NULL;
-    int rc = _start_service(r, &answer);
+    cli_status rc = _start_service(r, &answer);
     const char *url = json_string_value(json_object_get(answer, "url"));
     const char *proto = json_string_value(json_object_get(answer, "protocol"));
     const char *name = json_string_value(json_object_get(answer, "app"));
@@ -88,7 +88,7 @@ static int _bind(const cli_command *self, const app_req *r, const char *spec)
     fflush(stdout);
     char *u = ts_strdup(url);
     json_decref(answer);
-    rc = app_tunnel_serve(lfd, u, REFRESH_AFTER_MS, _refresh, (void *)r) == 0 ? CLI_OK : CLI_FAIL;
+    rc = app_tunnel_serve(lfd, u, REFRESH_AFTER_MS, _refresh, (void *)r) ? CLI_OK : CLI_FAIL;
     free(u);
     return rc;
 }
@@ -114,31 +114,30 @@ int cmd_app(cli *c, const cli_command *self, int argc, char **argv)
         } else if (opt == 'J') {
             c->json = true;
         } else if (opt == 'b') {
-            if (!*optarg) return cli_usage_error(self, "--bind takes [HOST:]PORT");
+            if (!*optarg) return cli_usage(self->name, NULL, "--bind takes [HOST:]PORT");
             bind_spec = optarg;
         } else if (opt == 'p') {
             char *end = NULL;
             port = strtol(optarg, &end, 10);
             if (*end || port < 1 || port > 65535)
-                return cli_usage_error(self, "--port takes a number from 1 to 65535");
+                return cli_usage(self->name, NULL, "--port takes a number from 1 to 65535");
         } else {
-            return cli_usage_error(self,
-                                   opt == ':' ? "missing value for '%s'" : "unknown option '%s'",
-                                   argv[optind - 1]);
+            return cli_usage(self->name, NULL,
+                             opt == ':' ? "missing value for '%s'" : "unknown option '%s'",
+                             argv[optind - 1]);
         }
     }
     int left = argc - optind;
-    if (left < 1) return cli_usage_error(self, "SESSION is missing");
-    if (left < 2 && !port) return cli_usage_error(self, "APP is missing");
-    if (left > 2) return cli_usage_error(self, "unexpected argument '%s'", argv[optind + 2]);
-    int rc = client_need_keys(c);
-    if (rc != CLI_OK) return rc;
+    if (left < 1) return cli_usage(self->name, NULL, "SESSION is missing");
+    if (left < 2 && !port) return cli_usage(self->name, NULL, "APP is missing");
+    if (left > 2) return cli_usage(self->name, NULL, "unexpected argument '%s'", argv[optind + 2]);
+    if (!client_has_keys(c)) return CLI_FAIL;
 
     app_req r = {
         .c = c, .session = argv[optind], .app = left == 2 ? argv[optind + 1] : NULL, .port = port};
     if (bind_spec) return _bind(self, &r, bind_spec);
     json_t *answer = NULL;
-    rc = _start_service(&r, &answer);
+    cli_status rc = _start_service(&r, &answer);
     if (rc == CLI_OK) {
         const char *url = json_string_value(json_object_get(answer, "url"));
         if (c->json) {

@@ -80,7 +80,7 @@ static void wipe_free(char *s)
  * option, -1 at the end, or -2 after printing a usage error (or the help:
  * then *rc is CLI_OK). */
 static int next_opt(const cli_command *self, int argc, char **argv, const char *shortopts,
-                    const struct option *longopts, int *rc)
+                    const struct option *longopts, cli_status *rc)
 {
     opterr = 0;
     int opt = getopt_long(argc, argv, shortopts, longopts, NULL);
@@ -90,16 +90,16 @@ static int next_opt(const cli_command *self, int argc, char **argv, const char *
         return -2;
     }
     if (opt == '?' || opt == ':') {
-        *rc = cli_usage_error(self, "%s '%s'", opt == ':' ? "missing value for" : "unknown option",
-                              argv[optind - 1]);
+        *rc = cli_usage(self->name, NULL, "%s '%s'",
+                        opt == ':' ? "missing value for" : "unknown option", argv[optind - 1]);
         return -2;
     }
     return opt;
 }
 
-static int no_arguments_left(const cli_command *self, int argc, char **argv)
+static cli_status no_arguments_left(const cli_command *self, int argc, char **argv)
 {
-    if (optind < argc) return cli_usage_error(self, "unexpected argument '%s'", argv[optind]);
+    if (optind < argc) return cli_usage(self->name, NULL, "unexpected argument '%s'", argv[optind]);
     return CLI_OK;
 }
 
@@ -118,7 +118,8 @@ int cmd_login(cli *c, const cli_command *self, int argc, char **argv)
     };
     const char *domain_flag = NULL, *user_flag = NULL;
     bool pw_stdin = false;
-    int opt, rc = CLI_OK;
+    int opt;
+    cli_status rc = CLI_OK;
     optind = 0;
     while ((opt = next_opt(self, argc, argv, "+d:u:h", longopts, &rc)) >= 0) {
         switch (opt) {
@@ -139,7 +140,8 @@ int cmd_login(cli *c, const cli_command *self, int argc, char **argv)
     if (opt == -2) return rc;
     if ((rc = no_arguments_left(self, argc, argv)) != CLI_OK) return rc;
     if (pw_stdin && !user_flag)
-        return cli_usage_error(self, "--password-stdin needs --username (stdin is the password)");
+        return cli_usage(self->name, NULL,
+                         "--password-stdin needs --username (stdin is the password)");
 
     bool interactive = !pw_stdin && isatty(STDIN_FILENO);
     char *domain = domain_flag   ? ts_strdup(domain_flag)
@@ -155,7 +157,7 @@ int cmd_login(cli *c, const cli_command *self, int argc, char **argv)
         free(domain);
         free(user);
         wipe_free(password);
-        return cli_usage_error(self, "a user name and a password are needed");
+        return cli_usage(self->name, NULL, "a user name and a password are needed");
     }
 
     json_t *body = json_pack("{s:s, s:s, s:s, s:s}", "type", "keypair", "domain", domain,
@@ -200,7 +202,8 @@ int cmd_login(cli *c, const cli_command *self, int argc, char **argv)
 int cmd_logout(cli *c, const cli_command *self, int argc, char **argv)
 {
     static const struct option longopts[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
-    int opt, rc = CLI_OK;
+    int opt;
+    cli_status rc = CLI_OK;
     (void)c;
     optind = 0;
     while ((opt = next_opt(self, argc, argv, "+h", longopts, &rc)) >= 0) {
@@ -231,7 +234,8 @@ int cmd_whoami(cli *c, const cli_command *self, int argc, char **argv)
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     const char *project = NULL;
-    int opt, rc = CLI_OK;
+    int opt;
+    cli_status rc = CLI_OK;
     optind = 0;
     while ((opt = next_opt(self, argc, argv, "+h", longopts, &rc)) >= 0) {
         if (opt == 'g') project = optarg;
@@ -239,7 +243,7 @@ int cmd_whoami(cli *c, const cli_command *self, int argc, char **argv)
     }
     if (opt == -2) return rc;
     if ((rc = no_arguments_left(self, argc, argv)) != CLI_OK) return rc;
-    if ((rc = client_need_keys(c)) != CLI_OK) return rc;
+    if (!client_has_keys(c)) return CLI_FAIL;
 
     char *path = ts_strdup("/auth/role");
     if (project) client_query_add(&path, "group", project);
@@ -293,20 +297,21 @@ int cmd_password(cli *c, const cli_command *self, int argc, char **argv)
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     bool pw_stdin = false;
-    int opt, rc = CLI_OK;
+    int opt;
+    cli_status rc = CLI_OK;
     optind = 0;
     while ((opt = next_opt(self, argc, argv, "+h", longopts, &rc)) >= 0) {
         if (opt == 'p') pw_stdin = true;
     }
     if (opt == -2) return rc;
     if ((rc = no_arguments_left(self, argc, argv)) != CLI_OK) return rc;
-    if ((rc = client_need_keys(c)) != CLI_OK) return rc;
+    if (!client_has_keys(c)) return CLI_FAIL;
     bool interactive = !pw_stdin && isatty(STDIN_FILENO);
     char *old = prompt_secret("Current password: ", interactive);
     char *new1 = old ? prompt_secret("New password: ", interactive) : NULL;
     char *new2 = new1 ? prompt_secret("New password again: ", interactive) : NULL;
     if (!old || !new1 || !new2 || !*new1) {
-        rc = cli_usage_error(self, "the current password and the new one twice are needed");
+        rc = cli_usage(self->name, NULL, "the current password and the new one twice are needed");
     } else if (strcmp(new1, new2) != 0) {
         fprintf(stderr, "tessera: the two new passwords differ; nothing changed\n");
         rc = CLI_FAIL;

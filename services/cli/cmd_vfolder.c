@@ -2,21 +2,15 @@
  * gateway's /folders API (docs/vfolders.md): create, list, info, rename,
  * delete, purge, restore, clone, hosts, volumes, and sharing (invite,
  * invitations, accept, reject, leave, share, unshare). The file commands
- * (upload, download, ls, mkdir, mv, rm) live in their own file and are
- * reached through cmd_vfolder_files when it is linked in. */
+ * (upload, download, ls, mkdir, mv, rm) live in cmd_vfolder_files.c. */
+#include "services/cli/cmd_vfolder_files.h"
 #include "services/cli/commands.h"
 #include "services/cli/output.h"
 
 #include <ctype.h>
 #include <getopt.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-
-int cmd_vfolder(cli *c, const cli_command *self, int argc, char **argv);
-/* The file commands (another file): CLI_OK/CLI_FAIL/CLI_USAGE, or -1 when
- * argv[0] is not one of them. */
-int cmd_vfolder_files(cli *c, int argc, char **argv) __attribute__((weak));
 
 typedef struct vsub vsub;
 struct vsub {
@@ -25,7 +19,7 @@ struct vsub {
     const char *usage;   /* after "tessera vfolder " */
     const char *allowed; /* option letters it accepts */
     int min_args, max_args;
-    int (*run)(cli *c, const vsub *self, json_t *opts, int argc, char **argv);
+    cli_status (*run)(cli *c, const vsub *self, json_t *opts, int argc, char **argv);
 };
 
 static const struct option longopts[] = {
@@ -50,18 +44,6 @@ static const char *const OPTION_HELP =
     "  -C, --cloneable              others with access may clone it\n"
     "  -q, --quota BYTES            the folder's own quota in bytes\n"
     "  -a, --all                    every folder in your scope (admins)\n";
-
-static int _usage(const vsub *s, const char *fmt, ...) TS_PRINTF(2, 3);
-static int _usage(const vsub *s, const char *fmt, ...)
-{
-    fprintf(stderr, "tessera vfolder %s: ", s->name);
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "; try 'tessera vfolder %s --help'\n", s->name);
-    return CLI_USAGE;
-}
 
 static void _help(const vsub *s, FILE *out)
 {
@@ -89,7 +71,7 @@ static char *_path(const char *name, const char *suffix)
 }
 
 /* Print an answer: --json as it came, else a record or a short message. */
-static int _done(cli *c, int rc, json_t *out, const char *msg)
+static cli_status _done(cli *c, cli_status rc, json_t *out, const char *msg)
 {
     if (rc == CLI_OK) {
         if (c->json)
@@ -103,10 +85,10 @@ static int _done(cli *c, int rc, json_t *out, const char *msg)
     return rc;
 }
 
-static int _call(cli *c, const char *method, char *path, json_t *body, const char *msg)
+static cli_status _call(cli *c, const char *method, char *path, json_t *body, const char *msg)
 {
     json_t *out = NULL;
-    int rc = client_call(c, method, path, body, true, &out);
+    cli_status rc = client_call(c, method, path, body, true, &out);
     free(path);
     json_decref(body);
     return _done(c, rc, out, msg);
@@ -131,7 +113,7 @@ static void _copy_common(json_t *body, json_t *opts)
             json_object_set(body, keys[i], json_object_get(opts, keys[i]));
 }
 
-static int sub_create(cli *c, const vsub *s, json_t *o, int argc, char **argv)
+static cli_status sub_create(cli *c, const vsub *s, json_t *o, int argc, char **argv)
 {
     (void)s, (void)argc;
     json_t *body = json_pack("{s:s}", "name", argv[0]);
@@ -149,7 +131,7 @@ static const out_column list_cols[] = {
     {NULL, NULL, OUT_TEXT},
 };
 
-static int sub_list(cli *c, const vsub *s, json_t *o, int argc, char **argv)
+static cli_status sub_list(cli *c, const vsub *s, json_t *o, int argc, char **argv)
 {
     (void)s, (void)argc, (void)argv;
     char *path = ts_strdup("/folders");
@@ -157,48 +139,48 @@ static int sub_list(cli *c, const vsub *s, json_t *o, int argc, char **argv)
     if (json_object_get(o, "group"))
         client_query_add(&path, "group_id", json_string_value(json_object_get(o, "group")));
     json_t *out = NULL;
-    int rc = client_call(c, "GET", path, NULL, true, &out);
+    cli_status rc = client_call(c, "GET", path, NULL, true, &out);
     free(path);
     if (rc == CLI_OK) c->json ? out_json(out) : out_table(list_cols, out);
     json_decref(out);
     return rc;
 }
 
-static int sub_info(cli *c, const vsub *s, json_t *o, int argc, char **argv)
+static cli_status sub_info(cli *c, const vsub *s, json_t *o, int argc, char **argv)
 {
     (void)s, (void)o, (void)argc;
     return _call(c, "GET", _path(argv[0], NULL), NULL, NULL);
 }
 
-static int sub_rename(cli *c, const vsub *s, json_t *o, int argc, char **argv)
+static cli_status sub_rename(cli *c, const vsub *s, json_t *o, int argc, char **argv)
 {
     (void)s, (void)o, (void)argc;
     return _call(c, "POST", _path(argv[0], "/rename"), json_pack("{s:s}", "new_name", argv[1]),
                  NULL);
 }
 
-static int sub_delete(cli *c, const vsub *s, json_t *o, int argc, char **argv)
+static cli_status sub_delete(cli *c, const vsub *s, json_t *o, int argc, char **argv)
 {
     (void)s, (void)o, (void)argc;
     return _call(c, "DELETE", _path(argv[0], NULL), NULL,
                  "moved to the trash (restore with 'tessera vfolder restore ID')");
 }
 
-static int sub_purge(cli *c, const vsub *s, json_t *o, int argc, char **argv)
+static cli_status sub_purge(cli *c, const vsub *s, json_t *o, int argc, char **argv)
 {
     (void)s, (void)o, (void)argc;
     return _call(c, "POST", ts_strdup("/folders/purge"), json_pack("{s:s}", "vfolder_id", argv[0]),
                  "purged");
 }
 
-static int sub_restore(cli *c, const vsub *s, json_t *o, int argc, char **argv)
+static cli_status sub_restore(cli *c, const vsub *s, json_t *o, int argc, char **argv)
 {
     (void)s, (void)o, (void)argc;
     return _call(c, "POST", ts_strdup("/folders/restore-from-trash"),
                  json_pack("{s:s}", "vfolder_id", argv[0]), "restored");
 }
 
-static int sub_clone(cli *c, const vsub *s, json_t *o, int argc, char **argv)
+static cli_status sub_clone(cli *c, const vsub *s, json_t *o, int argc, char **argv)
 {
     (void)s, (void)argc;
     json_t *body = json_pack("{s:s}", "target_name", argv[1]);
@@ -208,11 +190,11 @@ static int sub_clone(cli *c, const vsub *s, json_t *o, int argc, char **argv)
     return _call(c, "POST", _path(argv[0], "/clone"), body, NULL);
 }
 
-static int sub_hosts(cli *c, const vsub *s, json_t *o, int argc, char **argv)
+static cli_status sub_hosts(cli *c, const vsub *s, json_t *o, int argc, char **argv)
 {
     (void)s, (void)o, (void)argc, (void)argv;
     json_t *out = NULL;
-    int rc = client_call(c, "GET", "/folders/_/hosts", NULL, true, &out);
+    cli_status rc = client_call(c, "GET", "/folders/_/hosts", NULL, true, &out);
     if (rc == CLI_OK) {
         if (c->json) {
             out_json(out);
@@ -239,18 +221,18 @@ static const out_column volume_cols[] = {
     {NULL, NULL, OUT_TEXT},
 };
 
-static int sub_volumes(cli *c, const vsub *s, json_t *o, int argc, char **argv)
+static cli_status sub_volumes(cli *c, const vsub *s, json_t *o, int argc, char **argv)
 {
     (void)s, (void)o, (void)argc, (void)argv;
     json_t *out = NULL;
-    int rc = client_call(c, "GET", "/folders/_/volumes", NULL, true, &out);
+    cli_status rc = client_call(c, "GET", "/folders/_/volumes", NULL, true, &out);
     if (rc == CLI_OK)
         c->json ? out_json(out) : out_table(volume_cols, json_object_get(out, "volumes"));
     json_decref(out);
     return rc;
 }
 
-static int sub_invite(cli *c, const vsub *s, json_t *o, int argc, char **argv)
+static cli_status sub_invite(cli *c, const vsub *s, json_t *o, int argc, char **argv)
 {
     (void)s;
     json_t *body = json_pack("{s:o}", "emails", _strings(argc - 1, argv + 1));
@@ -258,7 +240,7 @@ static int sub_invite(cli *c, const vsub *s, json_t *o, int argc, char **argv)
         json_object_set(body, "perm", json_object_get(o, "permission"));
     json_t *out = NULL;
     char *path = _path(argv[0], "/invite");
-    int rc = client_call(c, "POST", path, body, true, &out);
+    cli_status rc = client_call(c, "POST", path, body, true, &out);
     free(path);
     json_decref(body);
     if (rc == CLI_OK && !c->json) {
@@ -280,38 +262,38 @@ static const out_column inv_cols[] = {
     {"SENT", "created_at", OUT_TIME}, {NULL, NULL, OUT_TEXT},
 };
 
-static int sub_invitations(cli *c, const vsub *s, json_t *o, int argc, char **argv)
+static cli_status sub_invitations(cli *c, const vsub *s, json_t *o, int argc, char **argv)
 {
     (void)s, (void)o, (void)argc, (void)argv;
     json_t *out = NULL;
-    int rc = client_call(c, "GET", "/folders/invitations/list", NULL, true, &out);
+    cli_status rc = client_call(c, "GET", "/folders/invitations/list", NULL, true, &out);
     if (rc == CLI_OK)
         c->json ? out_json(out) : out_table(inv_cols, json_object_get(out, "invitations"));
     json_decref(out);
     return rc;
 }
 
-static int sub_accept(cli *c, const vsub *s, json_t *o, int argc, char **argv)
+static cli_status sub_accept(cli *c, const vsub *s, json_t *o, int argc, char **argv)
 {
     (void)s, (void)o, (void)argc;
     return _call(c, "POST", ts_strdup("/folders/invitations/accept"),
                  json_pack("{s:s}", "inv_id", argv[0]), "accepted");
 }
 
-static int sub_reject(cli *c, const vsub *s, json_t *o, int argc, char **argv)
+static cli_status sub_reject(cli *c, const vsub *s, json_t *o, int argc, char **argv)
 {
     (void)s, (void)o, (void)argc;
     return _call(c, "DELETE", ts_strdup("/folders/invitations/delete"),
                  json_pack("{s:s}", "inv_id", argv[0]), "done (rejected or canceled)");
 }
 
-static int sub_leave(cli *c, const vsub *s, json_t *o, int argc, char **argv)
+static cli_status sub_leave(cli *c, const vsub *s, json_t *o, int argc, char **argv)
 {
     (void)s, (void)o, (void)argc;
     return _call(c, "POST", _path(argv[0], "/leave"), NULL, "left");
 }
 
-static int sub_share(cli *c, const vsub *s, json_t *o, int argc, char **argv)
+static cli_status sub_share(cli *c, const vsub *s, json_t *o, int argc, char **argv)
 {
     (void)s;
     json_t *body = json_pack("{s:o}", "emails", _strings(argc - 1, argv + 1));
@@ -320,7 +302,7 @@ static int sub_share(cli *c, const vsub *s, json_t *o, int argc, char **argv)
     return _call(c, "POST", _path(argv[0], "/share"), body, "shared");
 }
 
-static int sub_unshare(cli *c, const vsub *s, json_t *o, int argc, char **argv)
+static cli_status sub_unshare(cli *c, const vsub *s, json_t *o, int argc, char **argv)
 {
     (void)s, (void)o;
     return _call(c, "DELETE", _path(argv[0], "/unshare"),
@@ -360,16 +342,15 @@ static void _vfolder_usage(FILE *out)
                  "Virtual folders: create, share and manage them.\n\nSubcommands:\n");
     for (size_t i = 0; i < TS_ARRAY_LEN(subs); i++)
         fprintf(out, "  %-12s %s\n", subs[i].name, subs[i].summary);
-    if (cmd_vfolder_files)
-        fprintf(out, "  %-12s %s\n", "upload, download, ls, mkdir, mv, rm",
-                "file commands (see each one's --help)");
+    fprintf(out, "  %-12s %s\n", "upload, download, ls, mkdir, mv, rm",
+            "file commands (see each one's --help)");
     fprintf(out, "\n'tessera vfolder SUBCOMMAND --help' shows a subcommand's options.\n");
 }
 
-static int _run(cli *c, const vsub *s, int argc, char **argv)
+static cli_status _run(cli *c, const vsub *s, int argc, char **argv)
 {
     json_t *opts = json_object();
-    int rc = CLI_OK;
+    cli_status rc = CLI_OK;
     optind = 0;
     opterr = 0;
     for (;;) {
@@ -384,8 +365,9 @@ static int _run(cli *c, const vsub *s, int argc, char **argv)
             continue;
         }
         if (opt == '?' || opt == ':' || !strchr(s->allowed, opt)) {
-            rc = _usage(s, opt == ':' ? "missing value for '%s'" : "unknown option '%s'",
-                        argv[optind - 1]);
+            rc = cli_usage("vfolder", s->name,
+                           opt == ':' ? "missing value for '%s'" : "unknown option '%s'",
+                           argv[optind - 1]);
             goto out;
         }
         switch (opt) {
@@ -411,7 +393,7 @@ static int _run(cli *c, const vsub *s, int argc, char **argv)
             char *end = NULL;
             long long q = strtoll(optarg, &end, 10);
             if (!*optarg || *end || q < 0) {
-                rc = _usage(s, "--quota takes a number of bytes");
+                rc = cli_usage("vfolder", s->name, "--quota takes a number of bytes");
                 goto out;
             }
             json_object_set_new(opts, "quota", json_integer(q));
@@ -421,15 +403,15 @@ static int _run(cli *c, const vsub *s, int argc, char **argv)
     }
     int left = argc - optind;
     if (left < s->min_args) {
-        rc = _usage(s, "missing arguments (usage: tessera vfolder %s)", s->usage);
+        rc = cli_usage("vfolder", s->name, "missing arguments (usage: tessera vfolder %s)",
+                       s->usage);
         goto out;
     }
     if (left > s->max_args) {
-        rc = _usage(s, "unexpected argument '%s'", argv[optind + s->max_args]);
+        rc = cli_usage("vfolder", s->name, "unexpected argument '%s'", argv[optind + s->max_args]);
         goto out;
     }
-    if ((rc = client_need_keys(c)) != CLI_OK) goto out;
-    rc = s->run(c, s, opts, left, argv + optind);
+    rc = client_has_keys(c) ? s->run(c, s, opts, left, argv + optind) : CLI_FAIL;
 out:
     json_decref(opts);
     return rc;
@@ -442,17 +424,13 @@ int cmd_vfolder(cli *c, const cli_command *self, int argc, char **argv)
         _vfolder_usage(stderr);
         return CLI_USAGE;
     }
-    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
-        strcmp(argv[1], "help") == 0) {
+    if (cli_is_help(argv[1]) || strcmp(argv[1], "help") == 0) {
         _vfolder_usage(stdout);
         return CLI_OK;
     }
     for (size_t i = 0; i < TS_ARRAY_LEN(subs); i++)
         if (strcmp(subs[i].name, argv[1]) == 0) return _run(c, &subs[i], argc - 1, argv + 1);
-    if (cmd_vfolder_files) {
-        int rc = cmd_vfolder_files(c, argc - 1, argv + 1);
-        if (rc >= 0) return rc;
-    }
+    if (cmd_vfolder_files_owns(argv[1])) return cmd_vfolder_files(c, argc - 1, argv + 1);
     fprintf(stderr, "tessera vfolder: unknown subcommand '%s'; try 'tessera vfolder --help'\n",
             argv[1]);
     return CLI_USAGE;

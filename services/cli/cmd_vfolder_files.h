@@ -7,10 +7,12 @@
 
 #include "services/cli/commands.h"
 
-/* argv[0] is the subcommand: CLI_OK, CLI_FAIL or CLI_USAGE, or -1 when it
- * is not one of ours ("upload", "download", "ls", "mkdir", "mv", "rm").
- * cmd_vfolder.c calls it (declared weak there) for subcommands it does not
- * know. */
-int cmd_vfolder_files(cli *c, int argc, char **argv);
+/* Whether sub is one of the file commands ("upload", "download", "ls",
+ * "mkdir", "mv", "rm"). */
+bool cmd_vfolder_files_owns(const char *sub) TS_MUST_CHECK;
+
+/* argv[0] is one of them: the command's exit status. cmd_vfolder.c hands
+ * them over. */
+cli_status cmd_vfolder_files(cli *c, int argc, char **argv);
 
 #endif

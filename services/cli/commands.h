@@ -1,6 +1,10 @@
-/* commands.h: the top-level commands of `tessera` (main.c's table). Each takes
- * its own argv, argv[0] being the command's name, and returns CLI_OK, CLI_FAIL
- * (the API or the system said no; a message is printed) or CLI_USAGE. */
+/* commands.h: the top-level commands of `tessera` (main.c's table) and the
+ * helpers they share for their help and usage errors (commands.c). Each
+ * command takes its own argv, argv[0] being the command's name, and returns
+ * the process's exit status (an int, as main returns it): a cli_status
+ * (client.h: CLI_OK, CLI_FAIL when the API or the system said no and a
+ * message is printed, CLI_USAGE), or for `tessera session exec` and `run`
+ * the exit code of the command that ran in the session. */
 #ifndef TESSERA_CLI_COMMANDS_H
 #define TESSERA_CLI_COMMANDS_H
 
@@ -13,13 +17,23 @@ struct cli_command {
     const char *name;
     const char *summary;
     const char *usage; /* "tessera login [OPTIONS]\n\nOptions:\n..." */
-    int (*run)(cli *c, const cli_command *self, int argc, char **argv);
+    int (*run)(cli *c, const cli_command *self, int argc, char **argv); /* the exit status */
+    bool no_args;        /* takes no arguments (checked before run) */
+    const char *options; /* option lines printed after the usage, then --json and --help; or NULL */
 };
 
-/* "Usage: <usage>\n\n<summary>." on out. */
+/* "Usage: <usage>\n\n<summary>." on out, then the options when the command
+ * has them. */
 void cli_command_help(const cli_command *cmd, FILE *out);
-/* A usage error of cmd: "tessera <name>: <msg>; try 'tessera <name> --help'": CLI_USAGE. */
-int cli_usage_error(const cli_command *cmd, const char *fmt, ...) TS_PRINTF(2, 3);
+/* A usage error of `tessera CMD [SUB]` on stderr: "tessera CMD SUB: <msg>;
+ * try 'tessera CMD SUB --help'" (sub NULL: without it). Returns CLI_USAGE. */
+cli_status cli_usage(const char *cmd, const char *sub, const char *fmt, ...) TS_PRINTF(3, 4);
+/* "--help" or "-h". */
+bool cli_is_help(const char *arg) TS_MUST_CHECK;
+
+/* cmd_info.c */
+int cmd_version(cli *c, const cli_command *self, int argc, char **argv);
+int cmd_status(cli *c, const cli_command *self, int argc, char **argv);
 
 /* cmd_auth.c */
 int cmd_login(cli *c, const cli_command *self, int argc, char **argv);
@@ -32,5 +46,11 @@ int cmd_session(cli *c, const cli_command *self, int argc, char **argv);
 
 /* cmd_app.c: `tessera app SESSION APP` */
 int cmd_app(cli *c, const cli_command *self, int argc, char **argv);
+
+/* cmd_admin.c: `tessera admin RESOURCE VERB` (its own --help at every level) */
+int cmd_admin(cli *c, const cli_command *self, int argc, char **argv);
+
+/* cmd_vfolder.c: `tessera vfolder SUBCOMMAND` (its own --help at every level) */
+int cmd_vfolder(cli *c, const cli_command *self, int argc, char **argv);
 
 #endif

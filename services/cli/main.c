@@ -2,69 +2,20 @@
  * command table (name, summary, usage, handler); the commands live in
  * cmd_*.c, signed requests in client.c, credentials in config.c, printing in
  * output.c. Exit status: 0 done, 1 the API or the system refused (a message
- * says why), 2 a usage error. */
-#include "services/cli/admin.h"
+ * says why), 2 a usage error (cli_status, client.h). */
 #include "services/cli/commands.h"
 
-#include <ctype.h>
 #include <getopt.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define CLI_TIMEOUT_MS 15000
 
-static int cmd_version(cli *c, const cli_command *self, int argc, char **argv)
-{
-    (void)self, (void)argc, (void)argv;
-    printf("client  %s\n", TESSERA_VERSION);
-    json_t *v = NULL;
-    if (client_call(c, "GET", "/", NULL, false, &v) != CLI_OK) return CLI_FAIL;
-    printf("server  %s (API %s)\n", json_string_value(json_object_get(v, "manager")) ?: "?",
-           json_string_value(json_object_get(v, "version")) ?: "?");
-    json_decref(v);
-    return CLI_OK;
-}
-
-static int cmd_status(cli *c, const cli_command *self, int argc, char **argv)
-{
-    (void)self, (void)argc, (void)argv;
-    /* /readyz answers 503 with the same JSON when a check fails: read it raw. */
-    char *url = ts_asprintf("%s/readyz", c->creds.endpoint);
-    json_t *r = NULL;
-    long status = 0;
-    ts_err err = {{0}};
-    if (!httpc_json(c->http, "GET", url, NULL, NULL, &status, &r, &err)) {
-        fprintf(stderr, "tessera: cannot reach the gateway at %s: %s\n", c->creds.endpoint,
-                err.msg);
-    } else if (!r) {
-        fprintf(stderr, "tessera: %s answered %ld without a JSON body\n", url, status);
-    }
-    free(url);
-    if (!r) return CLI_FAIL;
-    printf("gateway %s: %s\n", c->creds.endpoint,
-           json_string_value(json_object_get(r, "status")) ?: "?");
-    const char *name;
-    json_t *v;
-    json_object_foreach(json_object_get(r, "checks"), name, v)
-        printf("  %-12s %s\n", name, json_string_value(v) ?: "?");
-    json_decref(r);
-    return status == 200 ? CLI_OK : CLI_FAIL;
-}
-
-/* cmd_vfolder.c */
-int cmd_vfolder(cli *c, const cli_command *self, int argc, char **argv);
-
-static int run_admin(cli *c, const cli_command *self, int argc, char **argv)
-{
-    (void)self;
-    return cmd_admin(c, argc, argv);
-}
-
 static const cli_command commands[] = {
-    {"version", "print the client and server versions", "tessera version", cmd_version},
-    {"status", "show whether the platform is ready, check by check", "tessera status", cmd_status},
+    {"version", "print the client and server versions", "tessera version", cmd_version, true},
+    {"status", "show whether the platform is ready, check by check", "tessera status", cmd_status,
+     true},
     {"login", "log in with a user name and password; saves the keypair for later commands",
      "tessera login [--domain DOMAIN] [--username USER] [--password-stdin] [--json]\n\n"
      "Options:\n"
@@ -107,27 +58,10 @@ static const cli_command commands[] = {
      "one that is not running is started first when it can be (ttyd, the terminal).",
      cmd_app},
     {"admin", "manage identity, policies, access, agents, resource groups, images (admins)",
-     NULL /* its own --help at every level */, run_admin},
+     NULL /* its own --help at every level */, cmd_admin},
     {"vfolder", "create, share and manage virtual folders and their files",
      NULL /* its own --help at every level */, cmd_vfolder},
 };
-
-void cli_command_help(const cli_command *cmd, FILE *out)
-{
-    fprintf(out, "Usage: %s\n\n%c%s.\n", cmd->usage, toupper((unsigned char)cmd->summary[0]),
-            cmd->summary + 1);
-}
-
-int cli_usage_error(const cli_command *cmd, const char *fmt, ...)
-{
-    fprintf(stderr, "tessera %s: ", cmd->name);
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "; try 'tessera %s --help'\n", cmd->name);
-    return CLI_USAGE;
-}
 
 static void usage(FILE *out)
 {
@@ -151,12 +85,12 @@ static void usage(FILE *out)
 static int run_command(const cli_command *cmd, const char *endpoint, bool json, int argc,
                        char **argv)
 {
-    bool takes_args = cmd->run != cmd_version && cmd->run != cmd_status;
-    if (cmd->usage && argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+    if (cmd->usage && argc > 1 && cli_is_help(argv[1])) {
         cli_command_help(cmd, stdout);
         return CLI_OK;
     }
-    if (!takes_args && argc > 1) return cli_usage_error(cmd, "unexpected argument '%s'", argv[1]);
+    if (cmd->no_args && argc > 1)
+        return cli_usage(cmd->name, NULL, "unexpected argument '%s'", argv[1]);
     cli c = {.json = json};
     ts_err err = {{0}};
     if (!config_load(&c.creds, endpoint, &err)) {

@@ -4,6 +4,7 @@ the host's view (addresses, the stack's listening ports, a kernel's network
 namespace).
 
 Only the standard library, requests (Debian's) and the tests' own signers."""
+import glob
 import ipaddress
 import json
 import os
@@ -23,7 +24,9 @@ sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
 import bai_signer  # noqa: E402
 import suitekit  # noqa: E402
 
-PROBE_SRC = os.path.join(HERE, "probe.c")
+# The probe is one static program from tests/security/probe*.c (and its headers).
+PROBE_SRCS = sorted(glob.glob(os.path.join(HERE, "probe*.c")))
+PROBE_FILES = PROBE_SRCS + sorted(glob.glob(os.path.join(HERE, "probe*.h")))
 PROBE_IN_IMAGE = "/opt/tessera-probe/probe"
 RAWFRAME = os.path.join(HERE, "rawframe.py")
 TAG = uuid.uuid4().hex[:6]
@@ -67,12 +70,13 @@ class SetupError(Exception):
 def probe_path(bin_dir):
     """The static probe: TESSERA_SECURITY_PROBE, else <build>/security/probe
     (`make security` builds it), compiled here with gcc -static when missing or
-    older than probe.c."""
+    older than one of its sources (probe*.c, probe*.h)."""
     path = os.environ.get("TESSERA_SECURITY_PROBE") or \
         os.path.join(os.path.dirname(bin_dir), "security", "probe")
-    if not os.path.exists(path) or os.path.getmtime(path) < os.path.getmtime(PROBE_SRC):
+    newest = max(os.path.getmtime(f) for f in PROBE_FILES)
+    if not os.path.exists(path) or os.path.getmtime(path) < newest:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        r = subprocess.run(["gcc", "-static", "-O2", "-Wall", "-o", path + ".tmp", PROBE_SRC],
+        r = subprocess.run(["gcc", "-static", "-O2", "-Wall", "-o", path + ".tmp"] + PROBE_SRCS,
                            capture_output=True, text=True, timeout=120)
         if r.returncode != 0:
             raise SetupError(f"building the probe failed: {r.stderr[-2000:]}")
