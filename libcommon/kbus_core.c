@@ -372,29 +372,24 @@ void kbus_collect(FILE *out, kbus *bus)
 {
     kbus_stats st;
     kbus_get_stats(bus, &st);
-    metrics_family(out, "tessera_kafka_produced_total", "counter", "Events produced to Kafka.");
-    metrics_sample_u64(out, "tessera_kafka_produced_total", NULL, st.produced);
-    metrics_family(out, "tessera_kafka_produce_errors_total", "counter",
-                   "Events Kafka failed to take.");
-    metrics_sample_u64(out, "tessera_kafka_produce_errors_total", NULL, st.produce_errors);
-    metrics_family(out, "tessera_kafka_consumed_total", "counter", "Messages consumed from Kafka.");
-    metrics_sample_u64(out, "tessera_kafka_consumed_total", NULL, st.consumed);
-    metrics_family(out, "tessera_kafka_handled_total", "counter",
-                   "Messages whose effect is durable.");
-    metrics_sample_u64(out, "tessera_kafka_handled_total", NULL, st.handled);
-    metrics_family(out, "tessera_kafka_retried_total", "counter",
-                   "Handler tries that asked for a retry.");
-    metrics_sample_u64(out, "tessera_kafka_retried_total", NULL, st.retried);
-    metrics_family(out, "tessera_kafka_dead_lettered_total", "counter",
-                   "Messages sent to tessera.dlq.v1 (undecodable or failing).");
-    metrics_sample_u64(out, "tessera_kafka_dead_lettered_total", NULL, st.dead_lettered);
-    metrics_family(out, "tessera_kafka_consumer_pauses_total", "counter",
-                   "Times a consumer paused on a message because a dependency was down.");
-    metrics_sample_u64(out, "tessera_kafka_consumer_pauses_total", NULL, st.pauses);
+    metrics_counter(out, "tessera_kafka_produced_total", "Events produced to Kafka.", st.produced);
+    metrics_counter(out, "tessera_kafka_produce_errors_total", "Events Kafka failed to take.",
+                    st.produce_errors);
+    metrics_counter(out, "tessera_kafka_consumed_total", "Messages consumed from Kafka.",
+                    st.consumed);
+    metrics_counter(out, "tessera_kafka_handled_total", "Messages whose effect is durable.",
+                    st.handled);
+    metrics_counter(out, "tessera_kafka_retried_total", "Handler tries that asked for a retry.",
+                    st.retried);
+    metrics_counter(out, "tessera_kafka_dead_lettered_total",
+                    "Messages sent to tessera.dlq.v1 (undecodable or failing).", st.dead_lettered);
+    metrics_counter(out, "tessera_kafka_consumer_pauses_total",
+                    "Times a consumer paused on a message because a dependency was down.",
+                    st.pauses);
     metrics_family(out, "tessera_kafka_consumer_paused_seconds_total", "counter",
                    "Time consumers spent paused on a dependency.");
-    fprintf(out, "tessera_kafka_consumer_paused_seconds_total %.3f\n", (double)st.paused_ms / 1000);
-    metrics_family(out, "tessera_kafka_consumers_paused", "gauge",
-                   "Consumers paused on a dependency now.");
-    metrics_sample_u64(out, "tessera_kafka_consumers_paused", NULL, st.paused_now);
+    metrics_sample(out, "tessera_kafka_consumer_paused_seconds_total", NULL,
+                   (double)st.paused_ms / 1000);
+    metrics_gauge(out, "tessera_kafka_consumers_paused", "Consumers paused on a dependency now.",
+                  st.paused_now);
 }

@@ -92,3 +92,15 @@ void metrics_sample_u64(FILE *out, const char *name, const char *labels, uint64_
     else
         fprintf(out, "%s %llu\n", name, (unsigned long long)value);
 }
+
+void metrics_counter(FILE *out, const char *name, const char *help, uint64_t value)
+{
+    metrics_family(out, name, "counter", help);
+    metrics_sample_u64(out, name, NULL, value);
+}
+
+void metrics_gauge(FILE *out, const char *name, const char *help, double value)
+{
+    metrics_family(out, name, "gauge", help);
+    metrics_sample(out, name, NULL, value);
+}

@@ -23,5 +23,8 @@ void metrics_family(FILE *out, const char *name, const char *type, const char *h
 /* labels: already formatted, e.g. `topic="tessera.audit.v1"`, or NULL. */
 void metrics_sample(FILE *out, const char *name, const char *labels, double value);
 void metrics_sample_u64(FILE *out, const char *name, const char *labels, uint64_t value);
+/* A whole family of one sample without labels (# HELP, # TYPE, the value). */
+void metrics_counter(FILE *out, const char *name, const char *help, uint64_t value);
+void metrics_gauge(FILE *out, const char *name, const char *help, double value);
 
 #endif

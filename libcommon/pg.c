@@ -139,22 +139,18 @@ static bool conn_stale(PGconn *conn)
 void pg_collect(FILE *out, void *ctx)
 {
     (void)ctx;
-    metrics_family(out, "tessera_pg_reconnects_total", "counter",
-                   "pooled PostgreSQL connections re-established after they broke");
-    fprintf(out, "tessera_pg_reconnects_total %llu\n",
-            (unsigned long long)atomic_load(&g_reconnects));
-    metrics_family(out, "tessera_pg_reconnect_failures_total", "counter",
-                   "attempts to re-establish a broken PostgreSQL connection that failed");
-    fprintf(out, "tessera_pg_reconnect_failures_total %llu\n",
-            (unsigned long long)atomic_load(&g_reconnect_failures));
-    metrics_family(out, "tessera_pg_stale_connections_total", "counter",
-                   "pooled connections found closed by the server before reuse");
-    fprintf(out, "tessera_pg_stale_connections_total %llu\n",
-            (unsigned long long)atomic_load(&g_stale_found));
-    metrics_family(out, "tessera_pg_statement_retries_total", "counter",
-                   "read-only statements run again after their connection broke");
-    fprintf(out, "tessera_pg_statement_retries_total %llu\n",
-            (unsigned long long)atomic_load(&g_retries));
+    metrics_counter(out, "tessera_pg_reconnects_total",
+                    "pooled PostgreSQL connections re-established after they broke",
+                    atomic_load(&g_reconnects));
+    metrics_counter(out, "tessera_pg_reconnect_failures_total",
+                    "attempts to re-establish a broken PostgreSQL connection that failed",
+                    atomic_load(&g_reconnect_failures));
+    metrics_counter(out, "tessera_pg_stale_connections_total",
+                    "pooled connections found closed by the server before reuse",
+                    atomic_load(&g_stale_found));
+    metrics_counter(out, "tessera_pg_statement_retries_total",
+                    "read-only statements run again after their connection broke",
+                    atomic_load(&g_retries));
 }
 
 /* ---- connect ------------------------------------------------------------------------- */

@@ -339,14 +339,11 @@ static void collect_process(FILE *out, void *ctx)
              TESSERA_VERSION);
     metrics_family(out, "tessera_build_info", "gauge", "Build information; the value is always 1.");
     metrics_sample(out, "tessera_build_info", labels, 1);
-    metrics_family(out, "tessera_process_start_time_seconds", "gauge",
-                   "Start time of the process since the Unix epoch in seconds.");
-    metrics_sample(out, "tessera_process_start_time_seconds", NULL,
-                   (double)s->start_wall_ms / 1000.0);
-    metrics_family(out, "tessera_ready", "gauge",
-                   "1 when the service finished starting and is not draining.");
-    metrics_sample(out, "tessera_ready", NULL,
-                   atomic_load(&s->started) && !atomic_load(&s->draining) ? 1 : 0);
+    metrics_gauge(out, "tessera_process_start_time_seconds",
+                  "Start time of the process since the Unix epoch in seconds.",
+                  (double)s->start_wall_ms / 1000.0);
+    metrics_gauge(out, "tessera_ready", "1 when the service finished starting and is not draining.",
+                  atomic_load(&s->started) && !atomic_load(&s->draining) ? 1 : 0);
 }
 
 static void collect_http(FILE *out, void *ctx)
@@ -361,16 +358,15 @@ static void collect_http(FILE *out, void *ctx)
     metrics_sample_u64(out, "tessera_http_requests_total", "code=\"3xx\"", st.status_3xx);
     metrics_sample_u64(out, "tessera_http_requests_total", "code=\"4xx\"", st.status_4xx);
     metrics_sample_u64(out, "tessera_http_requests_total", "code=\"5xx\"", st.status_5xx);
-    metrics_family(out, "tessera_http_request_body_too_large_total", "counter",
-                   "Requests refused because their body exceeded http.max_body.");
-    metrics_sample_u64(out, "tessera_http_request_body_too_large_total", NULL, st.body_too_large);
+    metrics_counter(out, "tessera_http_request_body_too_large_total",
+                    "Requests refused because their body exceeded http.max_body.",
+                    st.body_too_large);
     metrics_family(out, "tessera_http_request_duration_seconds_total", "counter",
                    "Total time spent answering HTTP requests.");
     metrics_sample(out, "tessera_http_request_duration_seconds_total", NULL,
                    (double)st.latency_us_sum / 1e6);
-    metrics_family(out, "tessera_http_inflight_requests", "gauge",
-                   "HTTP requests being answered now.");
-    metrics_sample(out, "tessera_http_inflight_requests", NULL, http_server_inflight(s->http));
+    metrics_gauge(out, "tessera_http_inflight_requests", "HTTP requests being answered now.",
+                  http_server_inflight(s->http));
 }
 
 static void collect_kafka(FILE *out, void *ctx)
