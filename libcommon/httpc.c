@@ -275,3 +275,22 @@ bool httpc_json(httpc *c, const char *method, const char *url, json_t *body, con
     httpc_resp_free(&r);
     return true;
 }
+
+char *httpc_escape(const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    bool dots = strcmp(s, ".") == 0 || strcmp(s, "..") == 0;
+    char *out = ts_malloc(strlen(s) * 3 + 1), *o = out;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+            *p == '-' || *p == '_' || *p == '~' || (*p == '.' && !dots)) {
+            *o++ = (char)*p;
+        } else {
+            *o++ = '%';
+            *o++ = hex[*p >> 4];
+            *o++ = hex[*p & 15];
+        }
+    }
+    *o = '\0';
+    return out;
+}

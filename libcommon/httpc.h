@@ -54,4 +54,9 @@ bool httpc_json(httpc *c, const char *method, const char *url, json_t *body, con
                 long *status, json_t **out_json, ts_err *err) TS_MUST_CHECK;
 void httpc_resp_free(httpc_resp *r);
 
+/* s percent-encoded for one URL path segment or query value (heap): all but
+ * A-Z a-z 0-9 - _ . ~, and "." and ".." in full (a client would collapse them
+ * as a path segment). */
+char *httpc_escape(const char *s);
+
 #endif

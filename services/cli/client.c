@@ -32,29 +32,9 @@ bool client_host_of(const char *url, char *host, size_t size, char **base_path)
     return true;
 }
 
-char *client_escape(const char *s)
-{
-    static const char hex[] = "0123456789ABCDEF";
-    /* "." and ".." as a whole path segment would be collapsed by curl: encode them. */
-    bool dots = strcmp(s, ".") == 0 || strcmp(s, "..") == 0;
-    char *out = ts_malloc(strlen(s) * 3 + 1), *o = out;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
-            *p == '-' || *p == '_' || *p == '~' || (*p == '.' && !dots)) {
-            *o++ = (char)*p;
-        } else {
-            *o++ = '%';
-            *o++ = hex[*p >> 4];
-            *o++ = hex[*p & 15];
-        }
-    }
-    *o = '\0';
-    return out;
-}
-
 void client_query_add(char **path, const char *name, const char *value)
 {
-    char *v = client_escape(value);
+    char *v = httpc_escape(value);
     char *next = ts_asprintf("%s%c%s=%s", *path, strchr(*path, '?') ? '&' : '?', name, v);
     free(v);
     free(*path);

@@ -48,8 +48,6 @@ bool client_has_keys(const cli *c) TS_MUST_CHECK;
  * the URL's path without a trailing slash (heap, "" when none). */
 bool client_host_of(const char *url, char *host, size_t size, char **base_path) TS_MUST_CHECK;
 
-/* Percent-encode everything but A-Z a-z 0-9 - _ . ~ (heap). */
-char *client_escape(const char *s);
 /* Append "?name=value" or "&name=value" (value escaped) to *path (heap, replaced). */
 void client_query_add(char **path, const char *name, const char *value);
 

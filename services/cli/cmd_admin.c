@@ -148,7 +148,7 @@ static cli_status run_verb(cli *c, const admin_resource *r, const admin_verb *v,
         path = p;
     }
     if (rc == CLI_OK && has_id) {
-        char *eid = client_escape(id);
+        char *eid = httpc_escape(id);
         bool members = v->kind >= AV_MEMBERS && v->kind <= AV_DEL_MEMBERS;
         char *q = strchr(path, '?');
         char *p = ts_asprintf("%s/%s%s%s", r->path, eid, members ? "/members" : "", q ? q : "");

@@ -27,7 +27,7 @@ static cli_status _start_service(const app_req *r, json_t **answer)
     json_t *body = json_object();
     if (r->app) json_object_set_new(body, "app", json_string(r->app));
     if (r->port) json_object_set_new(body, "port", json_integer(r->port));
-    char *e = client_escape(r->session);
+    char *e = httpc_escape(r->session);
     char *path = ts_asprintf("/session/%s/start-service", e);
     free(e);
     cli_status rc = client_call(r->c, "POST", path, body, true, answer);

@@ -250,14 +250,14 @@ int cmd_whoami(cli *c, const cli_command *self, int argc, char **argv)
     json_t *role = NULL, *kp = NULL, *user = NULL;
     rc = client_call(c, "GET", path, NULL, true, &role);
     free(path);
-    char *ak = client_escape(c->creds.access_key);
+    char *ak = httpc_escape(c->creds.access_key);
     path = ts_asprintf("/admin/keypairs/%s", ak);
     if (rc == CLI_OK) rc = client_call(c, "GET", path, NULL, true, &kp);
     free(path);
     free(ak);
     const char *uid = json_string_value(json_object_get(kp, "user_id"));
     if (rc == CLI_OK && uid) {
-        char *eid = client_escape(uid);
+        char *eid = httpc_escape(uid);
         path = ts_asprintf("/admin/users/%s", eid);
         rc = client_call(c, "GET", path, NULL, true, &user);
         free(path);

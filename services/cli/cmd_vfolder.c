@@ -64,7 +64,7 @@ static void _help(const vsub *s, FILE *out)
 
 static char *_path(const char *name, const char *suffix)
 {
-    char *e = client_escape(name);
+    char *e = httpc_escape(name);
     char *p = ts_asprintf("/folders/%s%s", e, suffix ? suffix : "");
     free(e);
     return p;

@@ -68,7 +68,7 @@ bool cmd_vfolder_files_owns(const char *sub)
 
 static char *_folder_path(const char *name, const char *rest)
 {
-    char *n = client_escape(name);
+    char *n = httpc_escape(name);
     char *p = ts_asprintf("/folders/%s/%s", n, rest);
     free(n);
     return p;

@@ -79,7 +79,7 @@ bool session_words(cli *c, const session_sub *sub, int argc, char **argv, const 
 
 char *session_path(const char *name, const char *suffix)
 {
-    char *e = client_escape(name);
+    char *e = httpc_escape(name);
     char *p = ts_asprintf("/session/%s%s", e, suffix ? suffix : "");
     free(e);
     return p;

@@ -2,6 +2,7 @@
  * forwarded to tessera-registry (see sessions.h for the route map). */
 #include "sessions.h"
 
+#include "libcommon/httpc.h"
 #include "libcommon/log.h"
 #include "proxy.h"
 #include "verify.h"
@@ -29,26 +30,6 @@ static char *_session_target(const http_req *req, const char *suffix)
     while (rlen && rest[rlen - 1] == '/')
         rlen--;
     return ts_asprintf("/v1/sessions%.*s%s%.*s", (int)rlen, rest, suffix, (int)qlen, q);
-}
-
-/* Percent-encode all but A-Z a-z 0-9 - _ . ~ (heap); "." and ".." in full too. */
-static char *_escape(const char *s)
-{
-    static const char hex[] = "0123456789ABCDEF";
-    bool dots = strcmp(s, ".") == 0 || strcmp(s, "..") == 0;
-    char *out = ts_malloc(strlen(s) * 3 + 1), *o = out;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
-            *p == '-' || *p == '_' || *p == '~' || (*p == '.' && !dots)) {
-            *o++ = (char)*p;
-        } else {
-            *o++ = '%';
-            *o++ = hex[*p >> 4];
-            *o++ = hex[*p & 15];
-        }
-    }
-    *o = '\0';
-    return out;
 }
 
 static upstream *_registry(void *ctx)
@@ -202,7 +183,7 @@ static void h_task_logs(http_req *req, http_resp *resp, void *ctx)
                      "session_name is required (the batch session whose logs to read)");
         return;
     }
-    char *ename = _escape(name);
+    char *ename = httpc_escape(name);
     char *target = ts_asprintf("/v1/sessions/%s/logs", ename);
     free(ename);
     proxy_forward(_registry(ctx), SESSIONS_TIMEOUT_MS, req, resp, target, &id, NULL, 0);
@@ -264,7 +245,7 @@ static json_int_t _port_arg(const json_t *body)
 static bool _start_app(void *ctx, http_req *req, http_resp *resp, const gw_identity *id,
                        const char *sid, const char *app)
 {
-    char *esid = _escape(sid), *eapp = _escape(app ? app : "");
+    char *esid = httpc_escape(sid), *eapp = httpc_escape(app ? app : "");
     char *target = ts_asprintf("/v1/sessions/%s/apps/%s/start", esid, eapp);
     free(esid);
     free(eapp);
@@ -301,7 +282,7 @@ static void h_start_service(http_req *req, http_resp *resp, void *ctx)
         return;
     }
     /* The session, as the caller may see it (the registry scopes it). */
-    char *ename = _escape(http_param(req, "name"));
+    char *ename = httpc_escape(http_param(req, "name"));
     char *target = ts_asprintf("/v1/sessions/%s", ename);
     free(ename);
     json_t *info = NULL;

@@ -109,6 +109,29 @@ static char *url(const char *path)
     return buf;
 }
 
+/* One path segment or query value: unreserved characters kept, the rest
+ * (UTF-8 bytes, '/', '%', '?', space) as %XX, and a whole "." or ".." too. */
+static void test_escape(void **state)
+{
+    (void)state;
+    const struct {
+        const char *in, *out;
+    } cases[] = {
+        {"abc-XYZ_09.~", "abc-XYZ_09.~"},
+        {"a b/c?d%e&f=g", "a%20b%2Fc%3Fd%25e%26f%3Dg"},
+        {"caf\xc3\xa9", "caf%C3%A9"},
+        {".", "%2E"},
+        {"..", "%2E%2E"},
+        {"...", "..."},
+        {"", ""},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *got = httpc_escape(cases[i].in);
+        assert_string_equal(got, cases[i].out);
+        free(got);
+    }
+}
+
 static void test_kept_headers(void **state)
 {
     (void)state;
@@ -200,6 +223,7 @@ static void test_local_slot_reaches_on_complete(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_escape),
         cmocka_unit_test(test_kept_headers),
         cmocka_unit_test(test_call_timeout),
         cmocka_unit_test(test_call_max_body),
