@@ -661,9 +661,8 @@ void svcauth_collect(FILE *out, void *ctx)
     (void)ctx;
     svcauth_stats st;
     svcauth_get_stats(&st);
-    metrics_family(out, "tessera_service_auth_accepted_total", "counter",
-                   "Internal calls whose service credential was accepted.");
-    metrics_sample_u64(out, "tessera_service_auth_accepted_total", NULL, st.accepted);
+    metrics_counter(out, "tessera_service_auth_accepted_total",
+                    "Internal calls whose service credential was accepted.", st.accepted);
     metrics_family(out, "tessera_service_auth_refused_total", "counter",
                    "Internal calls refused for their service credential, by reason.");
     const struct {

@@ -14,12 +14,11 @@ static atomic_uint_fast64_t published, failed;
 static void collect(FILE *out, void *ctx)
 {
     (void)ctx;
-    metrics_family(out, "tessera_auth_events_published_total", "counter",
-                   "Events handed to the producer on tessera.auth.v1.");
-    metrics_sample_u64(out, "tessera_auth_events_published_total", NULL, atomic_load(&published));
-    metrics_family(out, "tessera_auth_events_failed_total", "counter",
-                   "Events on tessera.auth.v1 the producer refused (logged).");
-    metrics_sample_u64(out, "tessera_auth_events_failed_total", NULL, atomic_load(&failed));
+    metrics_counter(out, "tessera_auth_events_published_total",
+                    "Events handed to the producer on tessera.auth.v1.", atomic_load(&published));
+    metrics_counter(out, "tessera_auth_events_failed_total",
+                    "Events on tessera.auth.v1 the producer refused (logged).",
+                    atomic_load(&failed));
 }
 
 void events_init(svc *s)

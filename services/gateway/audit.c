@@ -77,13 +77,12 @@ static void collect(FILE *out, void *ctx)
     audit_batch *b = ctx;
     audit_batch_stats st;
     audit_batch_stats_get(b, &st);
-    metrics_family(out, "tessera_gateway_audit_batches_total", "counter",
-                   "ApiAccessBatch envelopes handed to the bus (tessera.audit.v1).");
-    metrics_sample_u64(out, "tessera_gateway_audit_batches_total", NULL, st.batches);
-    metrics_family(out, "tessera_gateway_audit_records_total", "counter",
-                   "ApiAccess records in those batches (divided by the batches: records per"
-                   " batch).");
-    metrics_sample_u64(out, "tessera_gateway_audit_records_total", NULL, st.records);
+    metrics_counter(out, "tessera_gateway_audit_batches_total",
+                    "ApiAccessBatch envelopes handed to the bus (tessera.audit.v1).", st.batches);
+    metrics_counter(out, "tessera_gateway_audit_records_total",
+                    "ApiAccess records in those batches (divided by the batches: records per"
+                    " batch).",
+                    st.records);
     metrics_family(out, "tessera_gateway_audit_records_dropped_total", "counter",
                    "ApiAccess records lost: the batch buffer was full (buffer_full) or the bus"
                    " refused their batch (bus).");

@@ -43,9 +43,9 @@ static void _collect(FILE *out, void *ctx)
                    " and host) was in the thread's table.");
     metrics_sample_u64(out, "tessera_gateway_sign_key_cache_total", "result=\"hit\"", sk.hits);
     metrics_sample_u64(out, "tessera_gateway_sign_key_cache_total", "result=\"miss\"", sk.misses);
-    metrics_family(out, "tessera_gateway_ratelimit_errors_total", "counter",
-                   "Rate-limit checks that failed in Redis (the request was let through).");
-    metrics_sample_u64(out, "tessera_gateway_ratelimit_errors_total", NULL, ratelimit_errors());
+    metrics_counter(out, "tessera_gateway_ratelimit_errors_total",
+                    "Rate-limit checks that failed in Redis (the request was let through).",
+                    ratelimit_errors());
 }
 
 void verify_init(gateway *gw)

@@ -12,13 +12,12 @@ static atomic_uint_fast64_t published, failed;
 static void _collect(FILE *out, void *ctx)
 {
     (void)ctx;
-    metrics_family(out, "tessera_vfolder_events_published_total", "counter",
-                   "Events handed to the producer on tessera.vfolder.v1.");
-    metrics_sample_u64(out, "tessera_vfolder_events_published_total", NULL,
-                       atomic_load(&published));
-    metrics_family(out, "tessera_vfolder_events_failed_total", "counter",
-                   "Events on tessera.vfolder.v1 the producer refused (logged).");
-    metrics_sample_u64(out, "tessera_vfolder_events_failed_total", NULL, atomic_load(&failed));
+    metrics_counter(out, "tessera_vfolder_events_published_total",
+                    "Events handed to the producer on tessera.vfolder.v1.",
+                    atomic_load(&published));
+    metrics_counter(out, "tessera_vfolder_events_failed_total",
+                    "Events on tessera.vfolder.v1 the producer refused (logged).",
+                    atomic_load(&failed));
 }
 
 void vf_events_init(svc *s)

@@ -103,14 +103,13 @@ static bool check_cluster(svc *s, void *ctx, ts_err *err)
 static void collect(FILE *out, void *ctx)
 {
     (void)ctx;
-    metrics_family(out, "tessera_devbus_brokers", "gauge", "mock brokers running");
-    metrics_sample(out, "tessera_devbus_brokers", NULL, mcluster ? (double)opt_brokers : 0);
-    metrics_family(out, "tessera_devbus_brokers_up", "gauge",
-                   "1 while the mock brokers accept connections, 0 after SIGUSR1 took them down");
-    metrics_sample(out, "tessera_devbus_brokers_up", NULL, atomic_load(&brokers_up) ? 1 : 0);
-    metrics_family(out, "tessera_devbus_topics", "gauge", "topics pre-created at start");
-    metrics_sample(out, "tessera_devbus_topics", NULL,
-                   mcluster ? (double)TS_ARRAY_LEN(devbus_topics) : 0);
+    metrics_gauge(out, "tessera_devbus_brokers", "mock brokers running",
+                  mcluster ? (double)opt_brokers : 0);
+    metrics_gauge(out, "tessera_devbus_brokers_up",
+                  "1 while the mock brokers accept connections, 0 after SIGUSR1 took them down",
+                  atomic_load(&brokers_up) ? 1 : 0);
+    metrics_gauge(out, "tessera_devbus_topics", "topics pre-created at start",
+                  mcluster ? (double)TS_ARRAY_LEN(devbus_topics) : 0);
 }
 
 /* The signals of the broker controls: blocked in every thread (main() blocks

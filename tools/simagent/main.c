@@ -559,8 +559,7 @@ static void collect(FILE *out, void *ctx)
         metrics_family(out, rows[i].name, "counter", rows[i].help);
         metrics_sample(out, rows[i].name, NULL, rows[i].v);
     }
-    metrics_family(out, "tessera_simagent_nodes", "gauge", "Simulated nodes.");
-    metrics_sample(out, "tessera_simagent_nodes", NULL, (double)g.n);
+    metrics_gauge(out, "tessera_simagent_nodes", "Simulated nodes.", (double)g.n);
 }
 
 static bool validate(ts_err *err)
