@@ -17,6 +17,7 @@
 #include "libcommon/proc.h"
 #include "services/agent/heartbeat.h"
 #include "services/agent/http_api.h"
+#include "services/agent/kernel_adopt.h"
 #include "services/agent/registry_client.h"
 #include "services/agent/term_app.h"
 #include "tessera/v1/agent.pb-c.h"
@@ -414,7 +415,7 @@ bool agent_start(svc *s, ts_err *err)
     if (!a->ks) return false;
 
     char **adopted = NULL;
-    int n_adopted = kernels_adopt(a->ks, &adopted);
+    int n_adopted = kernel_adopt(a->ks, &adopted);
 
     node_proto np;
     node_proto_fill(&a->node, &np);

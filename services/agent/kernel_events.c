@@ -72,26 +72,27 @@ void kev_started(const kev_ctx *c, const char *kernel_host, const kernel_service
     _publish(c, &m.base);
 }
 
+/* KernelExited and KernelTerminated carry the same fields. */
+#define KEV_END_FIELDS(m, c, exit_code, reason)                                                    \
+    do {                                                                                           \
+        (m).session_id = _s((c)->session_id);                                                      \
+        (m).kernel_id = _s((c)->kernel_id);                                                        \
+        (m).agent_id = _s((c)->agent_id);                                                          \
+        (m).exit_code = (exit_code);                                                               \
+        (m).reason = _s(reason);                                                                   \
+        (m).generation = (c)->generation;                                                          \
+    } while (0)
+
 void kev_exited(const kev_ctx *c, int exit_code, const char *reason)
 {
     Tessera__V1__KernelExited m = TESSERA__V1__KERNEL_EXITED__INIT;
-    m.session_id = _s(c->session_id);
-    m.kernel_id = _s(c->kernel_id);
-    m.agent_id = _s(c->agent_id);
-    m.exit_code = exit_code;
-    m.reason = _s(reason);
-    m.generation = c->generation;
+    KEV_END_FIELDS(m, c, exit_code, reason);
     _publish(c, &m.base);
 }
 
 void kev_terminated(const kev_ctx *c, int exit_code, const char *reason)
 {
     Tessera__V1__KernelTerminated m = TESSERA__V1__KERNEL_TERMINATED__INIT;
-    m.session_id = _s(c->session_id);
-    m.kernel_id = _s(c->kernel_id);
-    m.agent_id = _s(c->agent_id);
-    m.exit_code = exit_code;
-    m.reason = _s(reason);
-    m.generation = c->generation;
+    KEV_END_FIELDS(m, c, exit_code, reason);
     _publish(c, &m.base);
 }
