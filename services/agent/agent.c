@@ -47,42 +47,16 @@ struct agent {
     userns_map userns;
     heartbeat *hb;
     kbus_consumer *consumer;
+    http_api_agent api;      /* what the HTTP API sees, filled at start */
+    http_api_source api_src; /* _api_agent(a) */
     atomic_bool started;
 };
 
-agent *agent_of(svc *s)
+/* The HTTP API's view of the agent: NULL until started. */
+static const http_api_agent *_api_agent(void *ctx)
 {
-    agent *a = svc_data(s);
-    return a && atomic_load(&a->started) ? a : NULL;
-}
-runtime *agent_runtime(agent *a)
-{
-    return a->rt;
-}
-kernels *agent_kernels(agent *a)
-{
-    return a->ks;
-}
-const agent_config *agent_cfg(agent *a)
-{
-    return &a->cfg;
-}
-const node_info *agent_node(agent *a)
-{
-    return &a->node;
-}
-const char *agent_id(agent *a)
-{
-    return a->id;
-}
-const char *agent_addr(agent *a)
-{
-    return a->addr;
-}
-
-const char *agent_kernel_host(agent *a)
-{
-    return a->kernel_host;
+    agent *a = ctx;
+    return atomic_load(&a->started) ? &a->api : NULL;
 }
 
 /* ---- set-up helpers -------------------------------------------------------------- */
@@ -197,6 +171,7 @@ static void _advertise(agent *a)
 static kbus_result _on_command(const kbus_msg *msg, void *ctx, ts_err *reason)
 {
     agent *a = ctx;
+    tlog_ctx_agent(a->id);
     const Tessera__V1__Envelope *env = msg->env;
     const char *type = env->type ? env->type : "";
     const char *corr = env->correlation_id && *env->correlation_id ? env->correlation_id : NULL;
@@ -278,7 +253,8 @@ bool agent_setup(svc *s, const agent_config *cfg, ts_err *err)
     snprintf(a->cmd_topic, sizeof(a->cmd_topic), CMD_TOPIC_PREFIX "%s", a->id);
     a->insecure = _split_list(cfg->insecure_registries);
     svc_set_data(s, a);
-    http_api_routes(s);
+    a->api_src = (http_api_source){.get = _api_agent, .ctx = a};
+    http_api_routes(s, &a->api_src);
     return true;
 }
 
@@ -462,6 +438,15 @@ bool agent_start(svc *s, ts_err *err)
     a->consumer = kbus_consume_control(svc_bus(s), group, topics, _on_command, a, err);
     if (!a->consumer) return false;
     svc_add_check(s, "commands", _check_consumer, a);
+    a->api = (http_api_agent){.agent_id = a->id,
+                              .resource_group = c->resource_group,
+                              .addr = a->addr,
+                              .kernel_host = a->kernel_host,
+                              .node = &a->node,
+                              .rt = a->rt,
+                              .ks = a->ks,
+                              .exec_timeout_ms = c->exec_timeout_ms,
+                              .exec_output_cap = c->exec_output_cap};
     atomic_store(&a->started, true);
     return true;
 }

@@ -78,9 +78,4 @@ bool bundle_resolve_user(const char *rootfs, const char *user, uid_t *uid, gid_t
  * resolved within rootfs); -1 when absent. */
 int bundle_open_in_root(const char *rootfs, const char *path, int flags);
 
-/* Set KEY=value in an OCI process.env array: replaces an entry of the same key
- * in place (order of first appearance kept), else appends; no '=' or an empty
- * key: ignored. */
-void bundle_env_put(json_t *env, const char *kv);
-
 #endif
