@@ -18,6 +18,7 @@
 #include "services/agent/heartbeat.h"
 #include "services/agent/http_api.h"
 #include "services/agent/kernel_adopt.h"
+#include "services/agent/runtime_destroy.h"
 #include "services/agent/registry_client.h"
 #include "services/agent/term_app.h"
 #include "tessera/v1/agent.pb-c.h"
@@ -456,12 +457,14 @@ bool agent_start(svc *s, ts_err *err)
 static void _remove_idle_bridge(agent *a)
 {
     char **ids = NULL;
-    int n = runtime_list(a->rt, &ids);
+    int n = 0;
+    ts_err lerr = {{0}};
+    bool listed = runtime_list(a->rt, &ids, &n, &lerr);
     for (int i = 0; i < n; i++)
         free(ids[i]);
     free(ids);
     const char *br = a->cfg.cni_network;
-    if (n > 0 || !br || !*br || strchr(br, '/')) return;
+    if (!listed || n > 0 || !br || !*br || strchr(br, '/')) return;
     char path[300];
     snprintf(path, sizeof(path), "/sys/class/net/%s/brif", br);
     DIR *d = opendir(path);
@@ -493,15 +496,20 @@ static void _remove_idle_bridge(agent *a)
 static void _destroy_all(agent *a)
 {
     char **ids = NULL;
-    int n = runtime_list(a->rt, &ids);
+    int n = 0;
+    ts_err lerr = {{0}};
+    if (!runtime_list(a->rt, &ids, &n, &lerr))
+        TLOG_WARN("kernels not destroyed at stop", "error=\"%s\"", lerr.msg);
     for (int i = 0; i < n; i++) {
         ts_err err = {{0}};
+        tlog_ctx_kernel(ids[i]);
         if (!runtime_destroy(a->rt, ids[i], (int)a->cfg.destroy_grace_ms, &err))
-            TLOG_WARN("kernel not destroyed at stop", "kernel=%s error=\"%s\"", ids[i], err.msg);
+            TLOG_WARN("kernel not destroyed at stop", "error=\"%s\"", err.msg);
         else
-            TLOG_INFO("kernel destroyed at stop", "kernel=%s", ids[i]);
+            TLOG_INFO("kernel destroyed at stop", "");
         free(ids[i]);
     }
+    tlog_ctx_kernel(NULL);
     free(ids);
 }
 

@@ -126,9 +126,12 @@ int kernel_adopt(kernels *ks, char ***adopted)
     *adopted = NULL;
     int n_adopted = 0;
     char **ids = NULL;
+    int n = 0;
+    ts_err err = {{0}};
     pthread_mutex_lock(&ks->mu);
     _load_meta(ks);
-    int n = runtime_list(ks->o.rt, &ids);
+    if (!runtime_list(ks->o.rt, &ids, &n, &err))
+        TLOG_WARN("the runtime's kernels unreadable at start", "error=\"%s\"", err.msg);
     _add_runtime_only(ks, ids, n);
     for (krec *k = ks->all; k; k = k->next) {
         kernel_state state = _runtime_state(ks, k, ids, n);

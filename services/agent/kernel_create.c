@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 
 #include "libcommon/log.h"
+#include "services/agent/runtime_destroy.h"
+#include "services/agent/runtime_start.h"
 #include "services/agent/term_app.h"
 
 #define PROGRESS_INTERVAL_MS 500

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "libcommon/log.h"
+#include "services/agent/runtime_destroy.h"
 
 #define DESTROY_TRIES 3
 

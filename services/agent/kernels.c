@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "libcommon/log.h"
+#include "services/agent/runtime_destroy.h"
 #include "services/agent/kernel_create.h"
 #include "services/agent/kernel_destroy.h"
 #include "services/agent/kernel_watch.h"

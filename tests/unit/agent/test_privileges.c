@@ -35,6 +35,8 @@
 #include "services/agent/bundle.h"
 #include "services/agent/cni.h"
 #include "services/agent/container.h"
+#include "services/agent/runtime_destroy.h"
+#include "services/agent/runtime_start.h"
 #include "libcommon/proc.h"
 #include "services/agent/gpu_mounts.h"
 #include "services/agent/seccomp.h"
@@ -297,7 +299,10 @@ static int group_teardown(void **state)
     (void)state;
     /* kernels a failed test left */
     char **ids = NULL;
-    int n = g_rt ? runtime_list(g_rt, &ids) : 0;
+    int n = 0;
+    ts_err lerr = {{0}};
+    if (g_rt && !runtime_list(g_rt, &ids, &n, &lerr))
+        fprintf(stderr, "leftover kernels unknown: %s\n", lerr.msg);
     for (int i = 0; i < n; i++) {
         ts_err err = {{0}};
         if (!runtime_destroy(g_rt, ids[i], 0, &err))

@@ -8,6 +8,8 @@
  * latency beside bare `runc run` of the same bundle. */
 #include "services/agent/cni.h"
 #include "services/agent/container.h"
+#include "services/agent/runtime_destroy.h"
+#include "services/agent/runtime_start.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -364,7 +366,8 @@ static void test_interactive_exec(void **state)
     assert_true(total.mem_bytes >= u.mem_bytes);
 
     char **ids;
-    int n = runtime_list(g_rt, &ids);
+    int n = 0;
+    assert_true(runtime_list(g_rt, &ids, &n, &err));
     bool found = false;
     for (int i = 0; i < n; i++) {
         if (strcmp(ids[i], id) == 0) found = true;
@@ -790,7 +793,8 @@ static void test_readopt_after_agent_death(void **state)
     runtime *rt2 = runtime_new(&o, &err);
     assert_non_null(rt2);
     char **ids;
-    int n = runtime_list(rt2, &ids);
+    int n = 0;
+    assert_true(runtime_list(rt2, &ids, &n, &err));
     bool found = false;
     for (int i = 0; i < n; i++) {
         found = found || strcmp(ids[i], id) == 0;
