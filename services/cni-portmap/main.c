@@ -101,7 +101,7 @@ static void _stamp_touch(const char *net)
 }
 
 /* Under the lock: read the nat table; *t parsed. */
-static bool _load(pm_table *t, cnip_error *e)
+static bool _load(ipt_table *t, cnip_error *e)
 {
     char *save = NULL;
     ts_err err = {{0}};
@@ -109,7 +109,7 @@ static bool _load(pm_table *t, cnip_error *e)
         cnip_error_set(e, PM_E_IPTABLES, "cannot read the nat table", "%s", err.msg);
         return false;
     }
-    bool ok = pm_table_parse(save, t, &err);
+    bool ok = ipt_table_parse(save, "nat", t, &err);
     if (!ok) cnip_error_set(e, PM_E_IPTABLES, "cannot read the nat table", "%s", err.msg);
     free(save);
     return ok;
@@ -155,13 +155,13 @@ static bool _change(bool add, const pm_conf *c, const char *cid, cnip_error *e)
     char *jumps = add ? pm_jump_lines(c, cid) : _read_record(record);
     bool ok = true;
     if (!_fast(add, c, cid, record, jumps)) {
-        pm_table t;
+        ipt_table t;
         ok = _load(&t, e);
         if (ok) {
             char *rules = add ? pm_plan_add(c, cid, &t) : pm_plan_del(c->name, cid, &t);
             if (rules) ok = _apply(rules, e);
             free(rules);
-            pm_table_free(&t);
+            ipt_table_free(&t);
         }
         if (ok && add) _stamp_touch(c->name);
     }
@@ -200,10 +200,10 @@ static bool _del(const pm_conf *c, const char *cid, cnip_error *e)
 static bool _check(const pm_conf *c, const char *cid, cnip_error *e)
 {
     if (c->n_maps == 0) return true;
-    pm_table t;
+    ipt_table t;
     if (!_load(&t, e)) return false;
     bool ok = pm_plan_check(c, cid, &t, e);
-    pm_table_free(&t);
+    ipt_table_free(&t);
     char ifname[IF_NAMESIZE];
     if (ok && c->snat && pm_conf_on_loopback(c) && pm_route_iface(c->container_ip, ifname) &&
         !pm_route_localnet_on(ifname)) {

@@ -675,10 +675,10 @@ static const char *why_skip(void)
     if (geteuid() != 0) return "not root";
     if (sh("command -v iptables-restore >/dev/null && command -v python3 >/dev/null") != 0)
         return "no iptables-restore or python3";
-    g_bridge = proc_sibling_path("../bin/tessera-bridge", NULL);
-    if (!g_bridge || access(g_bridge, X_OK) != 0) return "no ../bin/tessera-bridge (make)";
-    g_portmap = proc_sibling_path("../bin/tessera-portmap", NULL);
-    if (!g_portmap || access(g_portmap, X_OK) != 0) return "no ../bin/tessera-portmap (make)";
+    g_bridge = proc_sibling_path("../../bin/tessera-bridge", NULL);
+    if (!g_bridge || access(g_bridge, X_OK) != 0) return "no ../../bin/tessera-bridge (make)";
+    g_portmap = proc_sibling_path("../../bin/tessera-portmap", NULL);
+    if (!g_portmap || access(g_portmap, X_OK) != 0) return "no ../../bin/tessera-portmap (make)";
     if (sh("ip link show " NET " >/dev/null 2>&1") == 0) return "link " NET " exists already";
     return NULL;
 }

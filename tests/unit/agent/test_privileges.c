@@ -202,11 +202,13 @@ static const char *why_skip(void)
     if (access("/usr/lib/cni/bridge", X_OK) != 0) return "no CNI plugins in /usr/lib/cni";
     char why[256];
     if (!userns_supported(why, sizeof(why))) return "no user namespaces on this kernel";
-    if (!(g_portmap = sibling("../bin/tessera-portmap"))) return "no ../bin/tessera-portmap (make)";
-    if (!(g_bridge = sibling("../bin/tessera-bridge"))) return "no ../bin/tessera-bridge (make)";
-    if (!(g_sup = sibling("../bin/tessera-sup"))) return "no ../bin/tessera-sup (make)";
-    g_term = sibling("../bin/tessera-term");
-    g_shim = sibling("../lib/libtessera-cuda.so");
+    if (!(g_portmap = sibling("../../bin/tessera-portmap")))
+        return "no ../../bin/tessera-portmap (make)";
+    if (!(g_bridge = sibling("../../bin/tessera-bridge")))
+        return "no ../../bin/tessera-bridge (make)";
+    if (!(g_sup = sibling("../../bin/tessera-sup"))) return "no ../../bin/tessera-sup (make)";
+    g_term = sibling("../../bin/tessera-term");
+    g_shim = sibling("../../lib/libtessera-cuda.so");
     return NULL;
 }
 
@@ -791,8 +793,8 @@ static void test_userns_gpu_and_term_mounts(void **state)
     destroy_ok(g_rt, id);
     gpu_kernel_cleanup(kdir);
     gpu_host_free(&h);
-    if (!g_shim) fprintf(stderr, "  (no ../lib/libtessera-cuda.so: shim mounts not checked)\n");
-    if (!g_term) fprintf(stderr, "  (no ../bin/tessera-term: its mount not checked)\n");
+    if (!g_shim) fprintf(stderr, "  (no ../../lib/libtessera-cuda.so: shim mounts not checked)\n");
+    if (!g_term) fprintf(stderr, "  (no ../../bin/tessera-term: its mount not checked)\n");
 }
 
 /* ---- without a user namespace: the work user, no capabilities -------------------- */

@@ -98,12 +98,12 @@ static const char *why_skip(void)
     if (sh("grep -qw overlay /proc/filesystems || modprobe overlay 2>/dev/null") != 0)
         return "no overlayfs";
     if (access("/usr/lib/cni/bridge", X_OK) != 0) return "no CNI plugins in /usr/lib/cni";
-    g_portmap = proc_sibling_path("../bin/tessera-portmap", NULL);
-    if (!g_portmap || access(g_portmap, X_OK) != 0) return "no ../bin/tessera-portmap (make)";
-    g_bridge = proc_sibling_path("../bin/tessera-bridge", NULL);
-    if (!g_bridge || access(g_bridge, X_OK) != 0) return "no ../bin/tessera-bridge (make)";
-    g_sup = proc_sibling_path("../bin/tessera-sup", NULL);
-    if (!g_sup || access(g_sup, X_OK) != 0) return "no ../bin/tessera-sup (make)";
+    g_portmap = proc_sibling_path("../../bin/tessera-portmap", NULL);
+    if (!g_portmap || access(g_portmap, X_OK) != 0) return "no ../../bin/tessera-portmap (make)";
+    g_bridge = proc_sibling_path("../../bin/tessera-bridge", NULL);
+    if (!g_bridge || access(g_bridge, X_OK) != 0) return "no ../../bin/tessera-bridge (make)";
+    g_sup = proc_sibling_path("../../bin/tessera-sup", NULL);
+    if (!g_sup || access(g_sup, X_OK) != 0) return "no ../../bin/tessera-sup (make)";
     return NULL;
 }
 
