@@ -13,13 +13,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "libcommon/image_ref.h"
 #include "libcommon/log.h"
 #include "libcommon/proc.h"
 #include "services/agent/heartbeat.h"
 #include "services/agent/http_api.h"
 #include "services/agent/kernel_adopt.h"
 #include "services/agent/runtime_destroy.h"
-#include "services/agent/registry_client.h"
 #include "services/agent/term_app.h"
 #include "tessera/v1/agent.pb-c.h"
 #include "tessera/v1/agent_cmd.pb-c.h"

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "libcommon/log.h"
+#include "services/agent/image_pull.h"
 #include "services/agent/runtime_destroy.h"
 #include "services/agent/runtime_start.h"
 #include "services/agent/term_app.h"

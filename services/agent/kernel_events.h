@@ -5,7 +5,7 @@
 #define AGENT_KERNEL_EVENTS_H
 
 #include "libcommon/kbus.h"
-#include "services/agent/image.h"
+#include "services/agent/image_pull.h"
 #include "services/agent/service_ports.h"
 
 #define KERNEL_TOPIC "tessera.kernel.v1"

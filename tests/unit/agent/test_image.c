@@ -1,4 +1,4 @@
-/* test_image.c: services/agent/image.c and registry_client.c against a
+/* test_image.c: services/agent/image.c and oci_client.c against a
  * real registry (Debian's docker-registry, started here on a free port) with
  * images built here from Debian's busybox-static by tools/oci-image.py:
  *
@@ -21,7 +21,8 @@
  * /bin/busybox (tools/deps.sh installs them), or when not root. */
 #include "services/agent/digest.h"
 #include "services/agent/image.h"
-#include "services/agent/registry_client.h"
+#include "services/agent/image_pull.h"
+#include "services/agent/oci_client.h"
 #include "services/agent/unpack.h"
 
 #include <setjmp.h>
@@ -412,8 +413,8 @@ static void test_ref_parse(void **state)
 static void test_challenge_parse(void **state)
 {
     (void)state;
-    reg_challenge ch;
-    assert_true(reg_challenge_parse(
+    oci_challenge ch;
+    assert_true(oci_challenge_parse(
         "Bearer realm=\"https://auth.docker.io/token\",service=\"registry.docker.io\","
         "scope=\"repository:library/busybox:pull\"",
         &ch));
@@ -421,16 +422,16 @@ static void test_challenge_parse(void **state)
     assert_string_equal(ch.realm, "https://auth.docker.io/token");
     assert_string_equal(ch.service, "registry.docker.io");
     assert_string_equal(ch.scope, "repository:library/busybox:pull");
-    reg_challenge_free(&ch);
-    assert_true(reg_challenge_parse(
+    oci_challenge_free(&ch);
+    assert_true(oci_challenge_parse(
         "Bearer realm=\"http://h/t?a=\\\"b\\\"\", error=\"insufficient_scope\"", &ch));
     assert_string_equal(ch.realm, "http://h/t?a=\"b\"");
     assert_null(ch.service);
-    reg_challenge_free(&ch);
-    assert_true(reg_challenge_parse("Basic realm=Registry", &ch));
+    oci_challenge_free(&ch);
+    assert_true(oci_challenge_parse("Basic realm=Registry", &ch));
     assert_string_equal(ch.scheme, "Basic");
     assert_string_equal(ch.realm, "Registry");
-    reg_challenge_free(&ch);
+    oci_challenge_free(&ch);
 }
 
 static void test_pull_busybox(void **state)
