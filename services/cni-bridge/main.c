@@ -326,33 +326,65 @@ static bool _check(const br_conf *c, const char *cid, const char *netns, const c
     return ok;
 }
 
+/* The plugin's state: the configuration, and what ADD made. */
+typedef struct bridge {
+    br_conf c;
+    added a;
+} bridge;
+
+static bool _parse_cb(void *self, const cnip_request *r, const char *text, size_t len,
+                      cnip_error *e)
+{
+    bridge *b = self;
+    if (strlen(r->ifname) >= IF_NAMESIZE || strchr(r->ifname, '/') ||
+        strpbrk(r->ifname, " \t\n:")) {
+        cnip_error_set(e, CNIP_E_ENV, "invalid environment",
+                       "CNI_IFNAME %.40s: not an interface name", r->ifname);
+        return false;
+    }
+    return br_conf_parse(text, len, r->cmd, &b->c, e);
+}
+
+static bool _add_cb(void *self, const cnip_request *r, cnip_error *e)
+{
+    bridge *b = self;
+    return _add(&b->c, r->cid, r->netns, r->ifname, &b->a, e);
+}
+
+static bool _del_cb(void *self, const cnip_request *r, cnip_error *e)
+{
+    bridge *b = self;
+    return _del(&b->c, r->cid, r->netns, r->ifname, e);
+}
+
+static bool _check_cb(void *self, const cnip_request *r, cnip_error *e)
+{
+    bridge *b = self;
+    return _check(&b->c, r->cid, r->netns, r->ifname, e);
+}
+
+static void _print_cb(void *self, const cnip_request *r)
+{
+    bridge *b = self;
+    _print_result(&b->c, r->netns, r->ifname, &b->a);
+}
+
+static const char *_version_cb(void *self)
+{
+    bridge *b = self;
+    return b->c.cni_version;
+}
+
 int main(void)
 {
-    cnip_error e = {0};
-    cnip_cmd cmd;
-    const char *cid, *netns, *ifname;
-    char *text;
-    size_t len;
-    int rc = cnip_start(&cmd, &cid, &netns, &ifname, &text, &len);
-    if (rc >= 0) return rc;
-    if (strlen(ifname) >= IF_NAMESIZE || strchr(ifname, '/') || strpbrk(ifname, " \t\n:")) {
-        free(text);
-        cnip_error_set(&e, CNIP_E_ENV, "invalid environment",
-                       "CNI_IFNAME %.40s: not an interface name", ifname);
-        return cnip_fail(NULL, &e);
-    }
-    br_conf c;
-    bool ok = br_conf_parse(text, len, cmd, &c, &e);
-    free(text);
-    if (!ok) return cnip_fail(NULL, &e);
-    added a;
-    if (cmd == CNIP_ADD)
-        ok = _add(&c, cid, netns, ifname, &a, &e);
-    else if (cmd == CNIP_DEL)
-        ok = _del(&c, cid, netns, ifname, &e);
-    else
-        ok = _check(&c, cid, netns, ifname, &e);
-    if (!ok) return cnip_fail(c.cni_version, &e);
-    if (cmd == CNIP_ADD) _print_result(&c, netns, ifname, &a);
-    return fflush(stdout) == 0 ? 0 : 1;
+    bridge b;
+    memset(&b, 0, sizeof(b));
+    cnip_plugin p = {.self = &b,
+                     .parse = _parse_cb,
+                     .add = _add_cb,
+                     .del = _del_cb,
+                     .check = _check_cb,
+                     .print_result = _print_cb,
+                     .version = _version_cb};
+    return cnip_main(&p);
 }

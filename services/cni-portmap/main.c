@@ -214,34 +214,58 @@ static bool _check(const pm_conf *c, const char *cid, cnip_error *e)
     return ok;
 }
 
+static bool _parse_cb(void *self, const cnip_request *r, const char *text, size_t len,
+                      cnip_error *e)
+{
+    return pm_conf_parse(text, len, r->cmd, self, e);
+}
+
+static bool _add_cb(void *self, const cnip_request *r, cnip_error *e)
+{
+    return _add(self, r->cid, e);
+}
+
+static bool _del_cb(void *self, const cnip_request *r, cnip_error *e)
+{
+    return _del(self, r->cid, e);
+}
+
+static bool _check_cb(void *self, const cnip_request *r, cnip_error *e)
+{
+    return _check(self, r->cid, e);
+}
+
+/* A chained plugin passes the previous result on, unchanged. */
+static void _print_cb(void *self, const cnip_request *r)
+{
+    (void)r;
+    const pm_conf *c = self;
+    json_dumpf(c->prev_result, stdout, JSON_COMPACT);
+    fputc('\n', stdout);
+}
+
+static const char *_version_cb(void *self)
+{
+    const pm_conf *c = self;
+    return c->cni_version;
+}
+
+static void _release_cb(void *self)
+{
+    pm_conf_free(self);
+}
+
 int main(void)
 {
-    cnip_error e = {0};
-    cnip_cmd cmd;
-    const char *cid, *netns, *ifname;
-    char *text;
-    size_t len;
-    int rc = cnip_start(&cmd, &cid, &netns, &ifname, &text, &len);
-    if (rc >= 0) return rc;
     pm_conf c;
-    bool ok = pm_conf_parse(text, len, cmd, &c, &e);
-    free(text);
-    if (!ok) return cnip_fail(NULL, &e);
-    if (cmd == CNIP_ADD)
-        ok = _add(&c, cid, &e);
-    else if (cmd == CNIP_DEL)
-        ok = _del(&c, cid, &e);
-    else
-        ok = _check(&c, cid, &e);
-    rc = 0;
-    if (!ok) {
-        rc = cnip_fail(c.cni_version, &e);
-    } else if (cmd == CNIP_ADD) {
-        /* a chained plugin passes the previous result on, unchanged */
-        json_dumpf(c.prev_result, stdout, JSON_COMPACT);
-        fputc('\n', stdout);
-    }
-    pm_conf_free(&c);
-    if (fflush(stdout) != 0) rc = 1;
-    return rc;
+    memset(&c, 0, sizeof(c));
+    cnip_plugin p = {.self = &c,
+                     .parse = _parse_cb,
+                     .add = _add_cb,
+                     .del = _del_cb,
+                     .check = _check_cb,
+                     .print_result = _print_cb,
+                     .version = _version_cb,
+                     .release = _release_cb};
+    return cnip_main(&p);
 }

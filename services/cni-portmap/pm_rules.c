@@ -46,12 +46,29 @@ void pm_comment(const char *net, const char *cid, char *out, size_t size)
     snprintf(out, size, "tessera-portmap:%s:%s", net, cid);
 }
 
-/* A FILE writing into *text (heap, NUL-terminated at fclose). */
-static FILE *_text_stream(char **text, size_t *len)
+/* A plan for one container: its chain and comment, and the text written
+ * into p->f (heap, NUL-terminated once closed). */
+typedef struct plan {
+    char chain[PM_CHAIN_LEN], comment[256];
+    char *text;
+    size_t len;
+    FILE *f;
+} plan;
+
+static FILE *_plan_open(plan *p, const char *net, const char *cid)
 {
-    FILE *f = open_memstream(text, len);
-    if (!f) ts_panic("open_memstream: out of memory");
-    return f;
+    pm_chain_name(net, cid, p->chain);
+    pm_comment(net, cid, p->comment, sizeof(p->comment));
+    p->text = NULL;
+    p->f = open_memstream(&p->text, &p->len);
+    if (!p->f) ts_panic("open_memstream: out of memory");
+    return p->f;
+}
+
+static char *_plan_close(plan *p)
+{
+    fclose(p->f);
+    return p->text;
 }
 
 /* ---- DEL ------------------------------------------------------------------------------ */
@@ -76,18 +93,14 @@ static int _delete_jumps(FILE *f, const ipt_table *t, const char *chain, const c
 
 char *pm_plan_del(const char *net, const char *cid, const ipt_table *t)
 {
-    char chain[PM_CHAIN_LEN], comment[256];
-    pm_chain_name(net, cid, chain);
-    pm_comment(net, cid, comment, sizeof(comment));
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = _text_stream(&text, &len);
+    plan p;
+    FILE *f = _plan_open(&p, net, cid);
     fputs("*nat\n", f);
-    int n = _delete_jumps(f, t, chain, comment);
-    bool have = ipt_table_has_chain(t, chain);
-    if (have) fprintf(f, "-F %s\n-X %s\n", chain, chain);
+    int n = _delete_jumps(f, t, p.chain, p.comment);
+    bool have = ipt_table_has_chain(t, p.chain);
+    if (have) fprintf(f, "-F %s\n-X %s\n", p.chain, p.chain);
     fputs("COMMIT\n", f);
-    fclose(f);
+    char *text = _plan_close(&p);
     if (n == 0 && !have) {
         free(text);
         return NULL;
@@ -155,12 +168,8 @@ static void _jumps(FILE *f, const pm_conf *c, const char *chain, const char *com
 
 char *pm_plan_add(const pm_conf *c, const char *cid, const ipt_table *t)
 {
-    char chain[PM_CHAIN_LEN], comment[256];
-    pm_chain_name(c->name, cid, chain);
-    pm_comment(c->name, cid, comment, sizeof(comment));
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = _text_stream(&text, &len);
+    plan p;
+    FILE *f = _plan_open(&p, c->name, cid);
     fputs("*nat\n", f);
     /* chains first: shared ones only when missing (a declaration flushes) */
     bool dnat = ipt_table_has_chain(t, PM_CHAIN_DNAT);
@@ -169,7 +178,7 @@ char *pm_plan_add(const pm_conf *c, const char *cid, const ipt_table *t)
     if (!dnat) fputs(":" PM_CHAIN_DNAT " - [0:0]\n", f);
     if (c->snat && !mark) fputs(":" PM_CHAIN_SETMARK " - [0:0]\n", f);
     if (c->snat && !masq) fputs(":" PM_CHAIN_MASQ " - [0:0]\n", f);
-    fprintf(f, ":%s - [0:0]\n", chain);
+    fprintf(f, ":%s - [0:0]\n", p.chain);
     /* the shared rules, where missing */
     static const char *const entries[] = {"PREROUTING", "OUTPUT"};
     for (int k = 0; k < 2; k++)
@@ -188,63 +197,49 @@ char *pm_plan_add(const pm_conf *c, const char *cid, const ipt_table *t)
                   f);
     }
     /* the container's: old jumps out, its chain (flushed above) filled, new jumps */
-    (void)_delete_jumps(f, t, chain, comment);
-    _container_rules(f, c, chain);
-    _jumps(f, c, chain, comment);
+    (void)_delete_jumps(f, t, p.chain, p.comment);
+    _container_rules(f, c, p.chain);
+    _jumps(f, c, p.chain, p.comment);
     fputs("COMMIT\n", f);
-    fclose(f);
-    return text;
+    return _plan_close(&p);
 }
 
 /* ---- without reading the table (pm_rules.h, "Fast paths") ------------------------------- */
 
 char *pm_jump_lines(const pm_conf *c, const char *cid)
 {
-    char chain[PM_CHAIN_LEN], comment[256];
-    pm_chain_name(c->name, cid, chain);
-    pm_comment(c->name, cid, comment, sizeof(comment));
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = _text_stream(&text, &len);
-    _jumps(f, c, chain, comment);
-    fclose(f);
-    return text;
+    plan p;
+    FILE *f = _plan_open(&p, c->name, cid);
+    _jumps(f, c, p.chain, p.comment);
+    return _plan_close(&p);
 }
 
 char *pm_plan_add_fast(const pm_conf *c, const char *cid, const char *jumps)
 {
-    char chain[PM_CHAIN_LEN];
-    pm_chain_name(c->name, cid, chain);
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = _text_stream(&text, &len);
-    fprintf(f, "*nat\n:%s - [0:0]\n", chain);
-    _container_rules(f, c, chain);
+    plan p;
+    FILE *f = _plan_open(&p, c->name, cid);
+    fprintf(f, "*nat\n:%s - [0:0]\n", p.chain);
+    _container_rules(f, c, p.chain);
     fputs(jumps, f);
     fputs("COMMIT\n", f);
-    fclose(f);
-    return text;
+    return _plan_close(&p);
 }
 
 char *pm_plan_del_fast(const char *net, const char *cid, const char *jumps)
 {
-    char chain[PM_CHAIN_LEN];
-    pm_chain_name(net, cid, chain);
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = _text_stream(&text, &len);
+    plan p;
+    FILE *f = _plan_open(&p, net, cid);
     fputs("*nat\n", f);
     size_t prefix = strlen("-A " PM_CHAIN_DNAT " ");
-    for (const char *p = jumps; *p;) {
-        const char *nl = strchr(p, '\n');
-        size_t n = nl ? (size_t)(nl - p) : strlen(p);
-        if (n > prefix && strncmp(p, "-A " PM_CHAIN_DNAT " ", prefix) == 0)
-            fprintf(f, "-D%.*s\n", (int)(n - 2), p + 2);
-        p += n + (nl ? 1 : 0);
+    for (const char *j = jumps; *j;) {
+        const char *nl = strchr(j, '\n');
+        size_t n = nl ? (size_t)(nl - j) : strlen(j);
+        if (n > prefix && strncmp(j, "-A " PM_CHAIN_DNAT " ", prefix) == 0)
+            fprintf(f, "-D%.*s\n", (int)(n - 2), j + 2);
+        j += n + (nl ? 1 : 0);
     }
-    fprintf(f, "-F %s\n-X %s\nCOMMIT\n", chain, chain);
-    fclose(f);
-    return text;
+    fprintf(f, "-F %s\n-X %s\nCOMMIT\n", p.chain, p.chain);
+    return _plan_close(&p);
 }
 
 /* ---- CHECK ---------------------------------------------------------------------------- */
