@@ -59,17 +59,18 @@ static const char *const _readonly[] = {
     "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger", NULL,
 };
 
-int bundle_open_in_root(const char *rootfs, const char *path, int flags)
+bool bundle_open_in_root(const char *rootfs, const char *path, int flags, int *fd)
 {
+    *fd = -1;
     int root = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (root < 0) return -1;
+    if (root < 0) return false;
     struct open_how how = {.flags = (uint64_t)(flags | O_CLOEXEC),
                            .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
     while (*path == '/')
         path++;
-    int fd = (int)syscall(SYS_openat2, root, path, &how, sizeof(how));
+    *fd = (int)syscall(SYS_openat2, root, path, &how, sizeof(how));
     close(root);
-    return fd;
+    return *fd >= 0;
 }
 
 static bool _all_digits(const char *s)
@@ -84,8 +85,8 @@ static bool _all_digits(const char *s)
  * field 0 name, field 2 id, field 3 (passwd) primary gid. */
 static bool _lookup(const char *rootfs, const char *file, const char *name, long *id, long *gid)
 {
-    int fd = bundle_open_in_root(rootfs, file, O_RDONLY);
-    if (fd < 0) return false;
+    int fd;
+    if (!bundle_open_in_root(rootfs, file, O_RDONLY, &fd)) return false;
     FILE *f = fdopen(fd, "r");
     if (!f) {
         close(fd);
@@ -230,8 +231,8 @@ static bool _args(const bundle_params *p, json_t **out, ts_err *err)
         /* Interactive with nothing to run: keep the container up. With a
          * shell, one that ends at SIGTERM (a pid-1 process without a handler
          * ignores it, and destroy would wait its whole grace period). */
-        int fd = bundle_open_in_root(p->rootfs, "/bin/sh", O_PATH);
-        if (fd >= 0) {
+        int fd;
+        if (bundle_open_in_root(p->rootfs, "/bin/sh", O_PATH, &fd)) {
             close(fd);
             json_array_append_new(a, json_string("/bin/sh"));
             json_array_append_new(a, json_string("-c"));

@@ -293,12 +293,13 @@ static bool _plan(kernels *ks, krec *k, const Tessera__V1__CreateKernel *cmd,
     }
     if (!_mounts_valid(cmd, err)) return false;
     char *label = image_label(info->labels_json, "ai.backend.service-ports");
-    int n = service_ports_parse(label, cmd->preopen_ports, cmd->n_preopen_ports, p->ports, err);
+    int n = 0;
+    bool ok =
+        service_ports_parse(label, cmd->preopen_ports, cmd->n_preopen_ports, p->ports, &n, err) &&
+        service_ports_start_commands(info->labels_json, p->ports, n, err);
     free(label);
-    if (n >= 0 && !service_ports_start_commands(info->labels_json, p->ports, n, err)) n = -1;
-    if (n >= 0 && ks->o.term_path) n = term_app_add_port(p->ports, n);
-    if (n < 0) return false;
-    p->n_ports = n;
+    if (!ok) return false;
+    p->n_ports = ks->o.term_path ? term_app_add_port(p->ports, n) : n;
     char *rpath = image_label(info->labels_json, "ai.backend.runtime-path");
     pthread_mutex_lock(&ks->mu);
     ts_strlcpy(k->runtime_path, rpath ? rpath : "", sizeof(k->runtime_path));

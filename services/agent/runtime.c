@@ -138,7 +138,8 @@ static bool _read_exit(runtime *rt, const char *id, const char *rel, kernel_stat
     if (!ok) return false;
     out->state = KERNEL_EXITED;
     out->exit_code = code;
-    int64_t limit = cg_memory_limit(rel);
+    int64_t limit = 0;
+    if (!cg_memory_limit(rel, &limit)) limit = 0; /* unknown: not named */
     if (ooms > 0) {
         out->oom_killed = true;
         if (limit > 0 && limit < (1LL << 60))
@@ -170,8 +171,8 @@ static void _after_init(runtime *rt, const char *id, const char *rel, const ksta
     if (_read_exit(rt, id, rel, out)) return;
     out->state = KERNEL_EXITED;
     out->exit_code = -1;
-    int64_t k = cg_oom_kills(rel);
-    out->oom_killed = k > 0;
+    int64_t k = 0;
+    out->oom_killed = cg_oom_kills(rel, &k) && k > 0;
     snprintf(out->reason, sizeof(out->reason), "%sexited while unsupervised: exit code unknown",
              k > 0 ? "OOM killed: " : "");
 }
@@ -207,8 +208,8 @@ bool runtime_status(runtime *rt, const char *id, kernel_status *out, ts_err *err
         return true;
     }
     out->state = KERNEL_RUNNING;
-    int64_t k = cg_oom_kills(rel);
-    if (k > 0) {
+    int64_t k = 0;
+    if (cg_oom_kills(rel, &k) && k > 0) {
         out->oom_killed = true;
         snprintf(out->reason, sizeof(out->reason), "running; %lld process(es) OOM killed",
                  (long long)k);

@@ -95,7 +95,8 @@ static bool _veth(br_nl *nl, const br_conf *c, int br_idx, const char *ifname, i
         if (br_nl_veth_create(nl, a->host, ifname, ns_fd, br_idx, c->mtu, &eexist, &err))
             return true;
         if (!eexist) break;
-        if (br_nl_link_get(nl, a->host, NULL, 0, &err) == 0) { /* the name in the netns */
+        int there = 0; /* the name is free here: it is the one in the netns */
+        if (br_nl_link_get(nl, a->host, &there, NULL, 0, &err) && there == 0) {
             cnip_error_set(e, BR_E_NETLINK, "cannot create the veth pair",
                            "%s already exists in the container's network namespace", ifname);
             return false;
@@ -124,8 +125,8 @@ static bool _add(const br_conf *c, const char *cid, const char *netns, const cha
     bool ok = !c->is_gateway || _ip_forward_on(e);
     int br_idx = 0;
     if (ok) {
-        br_idx = br_nl_bridge_ensure(&host, c->bridge, c->mtu, c->port_isolation, &err);
-        if (!br_idx) ok = _nl_fail(e, "cannot set up the bridge", &err);
+        if (!br_nl_bridge_ensure(&host, c->bridge, c->mtu, c->port_isolation, &br_idx, &err))
+            ok = _nl_fail(e, "cannot set up the bridge", &err);
     }
     if (ok && c->is_gateway && !br_nl_addr_add(&host, br_idx, c->gateway, c->prefix, &err))
         ok = _nl_fail(e, "cannot give the bridge its gateway address", &err);
@@ -144,8 +145,7 @@ static bool _add(const br_conf *c, const char *cid, const char *netns, const cha
     if (ok) ok = _veth(&host, c, br_idx, ifname, ns_fd, a, e);
     int hidx = 0;
     if (ok) {
-        hidx = br_nl_link_get(&host, a->host, NULL, 0, &err);
-        if (hidx <= 0)
+        if (!br_nl_link_get(&host, a->host, &hidx, NULL, 0, &err) || hidx == 0)
             ok = _nl_fail(e, "the host end of the veth pair is missing", &err);
         else if (c->disable_ipv6 && !br_sys_ipv6_off(a->host, &err))
             ok = _sys_fail(e, "cannot turn IPv6 off on the host end of the veth pair", &err);
@@ -166,8 +166,8 @@ static bool _add(const br_conf *c, const char *cid, const char *netns, const cha
     if (ok && !br_nl_open(&cont, &err)) ok = _nl_fail(e, "cannot open a netlink socket", &err);
     int idx = 0;
     if (ok) {
-        idx = br_nl_link_get(&cont, ifname, NULL, 0, &err);
-        if (idx <= 0) ok = _nl_fail(e, "the container's interface is missing", &err);
+        if (!br_nl_link_get(&cont, ifname, &idx, NULL, 0, &err) || idx == 0)
+            ok = _nl_fail(e, "the container's interface is missing", &err);
     }
     if (ok && !br_nl_addr_add(&cont, idx, a->ip, c->prefix, &err))
         ok = _nl_fail(e, "cannot give the container its address", &err);
@@ -262,8 +262,9 @@ static bool _del(const br_conf *c, const char *cid, const char *netns, const cha
             br_nl host;
             bool gone = br_nl_open(&host, &err);
             if (gone) {
-                int br_idx = br_nl_link_get(&host, c->bridge, NULL, 0, &err);
-                gone = br_idx == 0 || (br_idx > 0 && br_nl_neigh_del(&host, br_idx, ip, &err));
+                int br_idx = 0;
+                gone = br_nl_link_get(&host, c->bridge, &br_idx, NULL, 0, &err) &&
+                       (br_idx == 0 || br_nl_neigh_del(&host, br_idx, ip, &err));
                 br_nl_close(&host);
             }
             if (!gone) {
@@ -313,8 +314,8 @@ static bool _check(const br_conf *c, const char *cid, const char *netns, const c
     if (ok && !br_nl_open(&cont, &err)) return _nl_fail(e, "cannot open a netlink socket", &err);
     if (ok) {
         char kind[32];
-        int idx = br_nl_link_get(&cont, ifname, kind, sizeof(kind), &err);
-        if (idx < 0)
+        int idx = 0;
+        if (!br_nl_link_get(&cont, ifname, &idx, kind, sizeof(kind), &err))
             ok = _nl_fail(e, "cannot read the container's interface", &err);
         else if (idx == 0 || strcmp(kind, "veth") != 0) {
             cnip_error_set(e, BR_E_MISSING, "the container's interface is missing", "%s in %s: %s",

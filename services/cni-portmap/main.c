@@ -146,8 +146,8 @@ static bool _fast(bool add, const pm_conf *c, const char *cid, const char *recor
 static bool _change(bool add, const pm_conf *c, const char *cid, cnip_error *e)
 {
     ts_err err = {{0}};
-    int lock = pm_lock(PM_LOCK_PATH, &err);
-    if (lock < 0) {
+    int lock = -1;
+    if (!pm_lock(PM_LOCK_PATH, &lock, &err)) {
         cnip_error_set(e, CNIP_E_IO, "cannot take the lock", "%s", err.msg);
         return false;
     }

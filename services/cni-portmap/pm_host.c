@@ -12,20 +12,22 @@
 
 #include "libcommon/ipt.h"
 
-int pm_lock(const char *path, ts_err *err)
+bool pm_lock(const char *path, int *fd_out, ts_err *err)
 {
+    *fd_out = -1;
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0) {
         ts_err_set(err, "open %s: %s", path, strerror(errno));
-        return -1;
+        return false;
     }
     while (flock(fd, LOCK_EX) < 0) {
         if (errno == EINTR) continue;
         ts_err_set(err, "flock %s: %s", path, strerror(errno));
         close(fd);
-        return -1;
+        return false;
     }
-    return fd;
+    *fd_out = fd;
+    return true;
 }
 
 bool pm_ipt_save(char **out, ts_err *err)

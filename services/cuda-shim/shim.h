@@ -60,9 +60,10 @@ void tshim_config_load(void);
 bool tshim_parse_mem_limit(const char *s, uint64_t limit[TSHIM_MAX_DEVICES]) TS_MUST_CHECK;
 bool tshim_parse_size(const char *s, uint64_t *out) TS_MUST_CHECK;
 /* Parse "GPU-...,GPU-..." (at most TSHIM_MAX_DEVICES entries, each "GPU-" and
- * hex digits / dashes). Returns the count, or -1 on a malformed list (out is
- * then untouched). Exposed for the unit test. */
-int tshim_parse_uuid_list(const char *s, char out[TSHIM_MAX_DEVICES][TSHIM_UUID_LEN]);
+ * hex digits / dashes) into out, *count of them. false on a malformed list
+ * (out and *count are then untouched). Exposed for the unit test. */
+bool tshim_parse_uuid_list(const char *s, char out[TSHIM_MAX_DEVICES][TSHIM_UUID_LEN],
+                           int *count) TS_MUST_CHECK;
 
 /* ---- logging (config.c) ------------------------------------------------------ */
 /* logfmt to stderr, only when debug is on, at most 20 lines a second. */
