@@ -517,6 +517,7 @@ void agent_stop(svc *s)
 {
     agent *a = svc_data(s);
     if (!a) return;
+    tlog_ctx_agent(a->id);
     atomic_store(&a->started, false);
     if (a->consumer) kbus_consumer_stop(a->consumer);
     a->consumer = NULL;
@@ -529,7 +530,7 @@ void agent_stop(svc *s)
         m.graceful = true;
         ts_err err = {{0}};
         if (!kbus_publish(svc_bus(s), AGENT_TOPIC, a->id, &m.base, NULL, a->id, &err))
-            TLOG_WARN("AgentStopped not published", "agent=%s error=\"%s\"", a->id, err.msg);
+            TLOG_WARN("AgentStopped not published", "error=\"%s\"", err.msg);
     }
     /* kernels keep running (their supervisors are not ours); a restart adopts
      * them, unless this agent is told to leave nothing behind */

@@ -47,6 +47,9 @@ static void _on_progress(const image_progress *pr, void *ctx)
     }
     pthread_mutex_unlock(&p->mu);
     if (send) {
+        /* a pull's own thread may call: its lines are the kernel's */
+        tlog_ctx_kernel(p->k->id);
+        tlog_ctx_session(p->k->session_id);
         kev_ctx c = ktab_kev(p->ks, p->k);
         kev_pulling(&c, p->image, pr);
     }

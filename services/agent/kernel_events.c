@@ -16,11 +16,11 @@ static void _publish(const kev_ctx *c, const ProtobufCMessage *m)
     ts_err err = {{0}};
     const char *key = c->session_id && *c->session_id ? c->session_id : c->kernel_id;
     if (!kbus_publish(c->bus, KERNEL_TOPIC, key, m, c->correlation_id, c->kernel_id, &err)) {
-        TLOG_ERROR("kernel event not published", "kernel=%s type=%s error=\"%s\"", c->kernel_id,
-                   m->descriptor->name, err.msg);
+        TLOG_ERROR("kernel event not published", "type=%s error=\"%s\"", m->descriptor->name,
+                   err.msg);
         return;
     }
-    TLOG_DEBUG("kernel event published", "kernel=%s type=%s", c->kernel_id, m->descriptor->name);
+    TLOG_DEBUG("kernel event published", "type=%s", m->descriptor->name);
 }
 
 void kev_pulling(const kev_ctx *c, const char *image, const image_progress *pr)

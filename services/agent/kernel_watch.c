@@ -70,9 +70,11 @@ static void _ended(kernels *ks, const char *id, const kernel_status *st)
     kev_ctx c = report ? ktab_kev(ks, k) : (kev_ctx){0};
     pthread_mutex_unlock(&ks->mu);
     if (report) {
-        TLOG_INFO("kernel exited", "kernel=%s exit_code=%d reason=\"%s\"", id, st->exit_code,
-                  st->reason);
+        tlog_ctx_kernel(c.kernel_id);
+        tlog_ctx_session(c.session_id);
+        TLOG_INFO("kernel exited", "exit_code=%d reason=\"%s\"", st->exit_code, st->reason);
         kev_exited(&c, st->exit_code, st->reason);
+        tlog_ctx_clear();
     }
 }
 
