@@ -4,7 +4,7 @@
  * is not an executable, is refused with the reason and the option;
  * agent.cni_publish_addrs gives the addresses published ports answer on, and
  * a bad network option is refused by name. (The plugins themselves
- * run in test_agent_runtime.c and tests/integration/test_portmap.py.) */
+ * run in test_runtime.c and tests/integration/test_portmap.py.) */
 #include "services/agent/cni.h"
 
 #include <setjmp.h>
@@ -61,15 +61,15 @@ static void test_portmap_locate(void **state)
     refused("sub/portmap", dir, "a plugin name or an absolute path");
     refused("..", dir, "a plugin name or an absolute path");
     /* tessera-portmap (and the empty default): beside this program, where
-     * there is none (build/tests) */
-    refused("tessera-portmap", dir, "/tests/tessera-portmap");
-    refused("", dir, "/tests/tessera-portmap");
+     * there is none (build/tests/agent) */
+    refused("tessera-portmap", dir, "/tests/agent/tessera-portmap");
+    refused("", dir, "/tests/agent/tessera-portmap");
     /* the option in the message, and the bridge plugin's own default */
     refused("nosuch", dir, "agent.cni_portmap: ");
     ts_err e2 = {{0}};
     assert_null(cni_plugin_locate("agent.cni_bridge", "", "tessera-bridge", dir, &e2));
     assert_non_null(strstr(e2.msg, "agent.cni_bridge: "));
-    assert_non_null(strstr(e2.msg, "/tests/tessera-bridge"));
+    assert_non_null(strstr(e2.msg, "/tests/agent/tessera-bridge"));
     got = cni_plugin_locate("agent.cni_bridge", "myportmap", "tessera-bridge", dir, &e2);
     assert_non_null(got);
     assert_string_equal(got, exe);

@@ -702,7 +702,7 @@ static void test_concurrent_pulls(void **state)
     image_store_free(s);
 }
 
-/* `test_agent_image pull REF CACHE_DIR [ARCH]`: pull with the agent's code and
+/* `test_image pull REF CACHE_DIR [ARCH]`: pull with the agent's code and
  * print the image as JSON (tests/integration/test_images.py uses it). */
 static void _print_progress(const image_progress *pr, void *ctx)
 {
@@ -771,7 +771,7 @@ int main(int argc, char **argv)
     if (!why && access(g_tool, R_OK) != 0)
         why = "tools/oci-image.py not found (run from the repository root)";
     if (why) {
-        fprintf(stderr, "test_agent_image: skipped: %s\n", why);
+        fprintf(stderr, "test_image: skipped: %s\n", why);
         return 0;
     }
     curl_global_init(CURL_GLOBAL_DEFAULT);

@@ -272,7 +272,7 @@ static int root_setup(void **state)
     (void)state;
     g_skip = why_skip();
     if (g_skip) {
-        fprintf(stderr, "test_agent_netfilter: root tests skipped: %s\n", g_skip);
+        fprintf(stderr, "test_netfilter_host: root tests skipped: %s\n", g_skip);
         return 0;
     }
     setenv("TSTNF_PROBE", PROBE, 1);
