@@ -47,7 +47,8 @@ static agent *_agent(http_req *req, http_resp *resp, const http_api_source *src)
         return NULL;
     }
     tlog_ctx_agent(a->agent_id);
-    tlog_ctx_kernel(http_param(req, "id"));
+    const char *id = http_param(req, "id");
+    if (kernels_valid_id(id)) tlog_ctx_kernel(id); /* another is no kernel's: not logged */
     return a;
 }
 

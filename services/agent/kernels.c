@@ -51,7 +51,7 @@ bool kernels_start(kernels *ks, ts_err *err)
 
 /* ---- commands ------------------------------------------------------------------- */
 
-static bool _valid_id(const char *id)
+bool kernels_valid_id(const char *id)
 {
     if (!id || !*id || strlen(id) >= 64) return false;
     for (const char *p = id; *p; p++)
@@ -130,7 +130,7 @@ kbus_result kernels_create(kernels *ks, const Tessera__V1__CreateKernel *cmd,
                            const char *correlation_id, ts_err *reason)
 {
     _log_ctx(cmd->kernel_id, cmd->session_id);
-    if (!_valid_id(cmd->kernel_id)) {
+    if (!kernels_valid_id(cmd->kernel_id)) {
         ts_err_set(reason, "CreateKernel: kernel id '%.80s' is not valid", cmd->kernel_id);
         _answer_terminated(ks, cmd->session_id, cmd->kernel_id, NULL, 0, reason->msg);
         return KBUS_DONE;
@@ -174,12 +174,12 @@ kbus_result kernels_destroy(kernels *ks, const Tessera__V1__DestroyKernel *cmd,
     const char *why = cmd->reason && *cmd->reason ? cmd->reason : "user-requested";
     int grace = cmd->force ? 0 : cmd->grace_ms > 0 ? cmd->grace_ms : ks->o.destroy_grace_ms;
     pthread_mutex_lock(&ks->mu);
-    krec *k = _valid_id(cmd->kernel_id) ? ktab_find(ks, cmd->kernel_id) : NULL;
+    krec *k = kernels_valid_id(cmd->kernel_id) ? ktab_find(ks, cmd->kernel_id) : NULL;
     if (!k) {
         pthread_mutex_unlock(&ks->mu);
         /* unknown here: a leftover in the runtime is still removed; either way
          * the registry gets its answer */
-        if (_valid_id(cmd->kernel_id)) {
+        if (kernels_valid_id(cmd->kernel_id)) {
             ts_err e = {{0}};
             if (!runtime_destroy(ks->o.rt, cmd->kernel_id, grace, &e))
                 TLOG_WARN("destroy of an unknown kernel failed", "error=\"%s\"", e.msg);

@@ -41,6 +41,10 @@ void kernels_free(kernels *ks);
  * left. Start the workers and the watcher (polls running kernels every 500 ms). */
 bool kernels_start(kernels *ks, ts_err *err) TS_MUST_CHECK;
 
+/* A kernel id the agent accepts: 1 to 63 letters, digits, '-', '_', '.', not
+ * starting with '.'. */
+bool kernels_valid_id(const char *id) TS_MUST_CHECK;
+
 /* Command handlers (consumer thread): record the intent durably, queue the
  * work, return. KBUS_RETRY when the intent could not be recorded. */
 kbus_result kernels_create(kernels *ks, const Tessera__V1__CreateKernel *cmd,
