@@ -89,6 +89,13 @@ static uint8_t *_pack(const Tessera__V1__CreateKernel *cmd, size_t *len)
     return b;
 }
 
+/* Queue k's creation, then let go of the lock. */
+static void _queue_create_unlock(kernels *ks, krec *k)
+{
+    ktab_enqueue(ks, k, KTASK_CREATE, NULL, 0);
+    pthread_mutex_unlock(&ks->mu);
+}
+
 /* A CreateKernel of a newer generation for a known kernel (a restart): what
  * is left of the current one is destroyed, then it is created again. Caller
  * holds the lock; it is released. */
@@ -120,8 +127,7 @@ static kbus_result _create_again(kernels *ks, krec *k, const Tessera__V1__Create
     }
     free(old_next);
     if (destroy) ktab_enqueue(ks, k, KTASK_DESTROY, "restarting", ks->o.destroy_grace_ms);
-    ktab_enqueue(ks, k, KTASK_CREATE, NULL, 0);
-    pthread_mutex_unlock(&ks->mu);
+    _queue_create_unlock(ks, k);
     TLOG_INFO("CreateKernel of a new generation accepted", "generation=%d", cmd->generation);
     return KBUS_DONE;
 }
@@ -160,8 +166,7 @@ kbus_result kernels_create(kernels *ks, const Tessera__V1__CreateKernel *cmd,
     }
     k->next = ks->all;
     ks->all = k;
-    ktab_enqueue(ks, k, KTASK_CREATE, NULL, 0);
-    pthread_mutex_unlock(&ks->mu);
+    _queue_create_unlock(ks, k);
     TLOG_INFO("CreateKernel accepted", "image=%s", cmd->image);
     return KBUS_DONE;
 }
