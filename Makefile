@@ -518,7 +518,8 @@ $(PORTMAP_BIN): $(BUILD)/obj/services/cni-portmap/main.o $(PORTMAP_MOD_OBJ) $(CO
 	$(Q)$(CC) $(LDFLAGS) -o $@ $(BUILD)/obj/services/cni-portmap/main.o $(PORTMAP_MOD_OBJ) \
 	  $(COMMON_LIB) $(PORTMAP_LIBS)
 # the runtime's tests publish ports through it
-$(BUILD)/tests/agent/test_runtime: | $(PORTMAP_BIN)
+$(BUILD)/tests/agent/test_runtime $(BUILD)/tests/agent/test_runtime_cost: | $(PORTMAP_BIN)
+$(BUILD)/tests/agent/test_netfilter_host: | $(PORTMAP_BIN)
 all: $(PORTMAP_BIN)
 # `make bench-portmap`: CNI ADD/DEL wall time of tessera-portmap beside Debian's
 # portmap on the same input, in the same run (bench/portmap/bench.py; needs root).
@@ -540,7 +541,8 @@ $(BRIDGE_BIN): $(BUILD)/obj/services/cni-bridge/main.o $(BRIDGE_MOD_OBJ) $(COMMO
 	@echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS) -o $@ $(BUILD)/obj/services/cni-bridge/main.o $(BRIDGE_MOD_OBJ) \
 	  $(COMMON_LIB) $(PORTMAP_LIBS)
-$(BUILD)/tests/agent/test_runtime: | $(BRIDGE_BIN)
+$(BUILD)/tests/agent/test_runtime $(BUILD)/tests/agent/test_runtime_cost: | $(BRIDGE_BIN)
+$(BUILD)/tests/agent/test_netfilter_host: | $(BRIDGE_BIN)
 all: $(BRIDGE_BIN)
 # ---- end tessera-bridge ------------------------------------------------------------
 
@@ -555,7 +557,7 @@ $(SUP_BIN): $(BUILD)/obj/services/agent/sup/main.o $(SUP_MOD_OBJ) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS) -o $@ $(BUILD)/obj/services/agent/sup/main.o $(SUP_MOD_OBJ) $(COMMON_LIB)
-$(BUILD)/tests/agent/test_runtime: | $(SUP_BIN)
+$(BUILD)/tests/agent/test_runtime $(BUILD)/tests/agent/test_runtime_cost: | $(SUP_BIN)
 $(BUILD)/bin/tessera-agent: | $(SUP_BIN)
 all: $(SUP_BIN)
 # ---- end tessera-sup ---------------------------------------------------------------

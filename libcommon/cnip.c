@@ -116,18 +116,6 @@ char *cnip_read_stdin(size_t *len, cnip_error *e)
     return buf;
 }
 
-int cnip_start(cnip_cmd *cmd, const char **cid, const char **netns, const char **ifname,
-               char **text, size_t *len)
-{
-    cnip_error e = {0};
-    if (!cnip_command(cmd, &e)) return cnip_fail(NULL, &e);
-    if (*cmd == CNIP_VERSION) return cnip_version();
-    if (!cnip_env(*cmd, cid, netns, ifname, &e)) return cnip_fail(NULL, &e);
-    *text = cnip_read_stdin(len, &e);
-    if (!*text) return cnip_fail(NULL, &e);
-    return -1;
-}
-
 json_t *cnip_conf_open(const char *text, size_t len, cnip_cmd cmd, char *version,
                        size_t version_size, char *name, size_t name_size, cnip_error *e)
 {
@@ -196,4 +184,33 @@ int cnip_version(void)
     fputc('\n', stdout);
     json_decref(j);
     return 0;
+}
+
+int cnip_main(const cnip_plugin *p)
+{
+    cnip_error e = {0};
+    cnip_request r = {0};
+    if (!cnip_command(&r.cmd, &e)) return cnip_fail(NULL, &e);
+    if (r.cmd == CNIP_VERSION) return cnip_version();
+    if (!cnip_env(r.cmd, &r.cid, &r.netns, &r.ifname, &e)) return cnip_fail(NULL, &e);
+    size_t len = 0;
+    char *text = cnip_read_stdin(&len, &e);
+    if (!text) return cnip_fail(NULL, &e);
+    bool ok = p->parse(p->self, &r, text, len, &e);
+    free(text);
+    if (!ok) return cnip_fail(NULL, &e);
+    if (r.cmd == CNIP_ADD)
+        ok = p->add(p->self, &r, &e);
+    else if (r.cmd == CNIP_DEL)
+        ok = p->del(p->self, &r, &e);
+    else
+        ok = p->check(p->self, &r, &e);
+    int rc = 0;
+    if (!ok)
+        rc = cnip_fail(p->version(p->self), &e);
+    else if (r.cmd == CNIP_ADD)
+        p->print_result(p->self, &r);
+    if (p->release) p->release(p->self);
+    if (fflush(stdout) != 0) rc = 1;
+    return rc;
 }

@@ -51,11 +51,36 @@ bool cnip_env(cnip_cmd cmd, const char **cid, const char **netns, const char **i
 /* All of stdin (at most CNIP_STDIN_MAX bytes), NUL-terminated; NULL with e set. */
 char *cnip_read_stdin(size_t *len, cnip_error *e);
 
-/* The start of a plugin's main: CNI_COMMAND (VERSION is answered here), the
- * environment (cnip_env) and stdin. -1: go on, with *text (heap) and *len
- * set; otherwise the exit status to return (the answer is printed). */
-int cnip_start(cnip_cmd *cmd, const char **cid, const char **netns, const char **ifname,
-               char **text, size_t *len);
+/* One request, from the environment (cnip_env). */
+typedef struct cnip_request {
+    cnip_cmd cmd;       /* ADD, DEL or CHECK */
+    const char *cid;    /* CNI_CONTAINERID (checked) */
+    const char *netns;  /* CNI_NETNS (may be NULL for DEL) */
+    const char *ifname; /* CNI_IFNAME */
+} cnip_request;
+
+/* A plugin: what differs between tessera-bridge and tessera-portmap. Every
+ * function gets self, the plugin's own state; the ones that can fail set e. */
+typedef struct cnip_plugin {
+    void *self;
+    /* Check the request and parse the network configuration (text, len). */
+    bool (*parse)(void *self, const cnip_request *r, const char *text, size_t len, cnip_error *e);
+    bool (*add)(void *self, const cnip_request *r, cnip_error *e);
+    bool (*del)(void *self, const cnip_request *r, cnip_error *e);
+    bool (*check)(void *self, const cnip_request *r, cnip_error *e);
+    /* ADD's result on stdout. */
+    void (*print_result)(void *self, const cnip_request *r);
+    /* The parsed configuration's cniVersion (for the error answer). */
+    const char *(*version)(void *self);
+    /* Release what parse kept (may be NULL). */
+    void (*release)(void *self);
+} cnip_plugin;
+
+/* A plugin's main: CNI_COMMAND (VERSION is answered here), the environment,
+ * stdin, the configuration (p->parse), the command, and the answer on
+ * stdout (the result of ADD, or the error object). Returns the process's
+ * exit status. */
+int cnip_main(const cnip_plugin *p);
 
 /* The network configuration's JSON with what every plugin checks alike: an
  * object without duplicate keys, cniVersion (a string this plugin speaks;

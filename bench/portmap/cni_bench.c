@@ -4,11 +4,12 @@
  * and its children's), on a bridge and subnet of its own. Figures in
  * docs/agent.md, "Networking". Needs root.
  *
- * It links the agent's cni.o, exec.o (and netfilter.o where the tree has
- * it) from a build directory, so the same file measures two trees:
+ * It links the agent's cni.o and netfilter*.o from a build directory (and
+ * libcommon's archive, with proc.c and ipt.c), so the same file measures two
+ * trees:
  *   B=build; O=$B/obj/services/agent
- *   cc -std=gnu11 -I. -o /tmp/cni_bench bench/portmap/cni_bench.c $O/cni.o $O/exec.o \
- *      $(ls $O/netfilter.o 2>/dev/null) $B/lib/libtessera-common.a -pthread \
+ *   cc -std=gnu11 -I. -o /tmp/cni_bench bench/portmap/cni_bench.c $O/cni.o \
+ *      $(ls $O/netfilter*.o 2>/dev/null) $B/lib/libtessera-common.a -pthread \
  *      $(pkg-config --libs jansson)
  *   /tmp/cni_bench $B/bin/tessera-bridge $B/bin/tessera-portmap [runs]
  * One kernel (one port mapping, as every kernel has ttyd), ADD then DEL,

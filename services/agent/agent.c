@@ -13,11 +13,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "libcommon/image_ref.h"
 #include "libcommon/log.h"
 #include "libcommon/proc.h"
 #include "services/agent/heartbeat.h"
 #include "services/agent/http_api.h"
-#include "services/agent/registry_client.h"
+#include "services/agent/kernel_adopt.h"
+#include "services/agent/runtime_destroy.h"
 #include "services/agent/term_app.h"
 #include "tessera/v1/agent.pb-c.h"
 #include "tessera/v1/agent_cmd.pb-c.h"
@@ -46,42 +48,16 @@ struct agent {
     userns_map userns;
     heartbeat *hb;
     kbus_consumer *consumer;
+    http_api_agent api;      /* what the HTTP API sees, filled at start */
+    http_api_source api_src; /* _api_agent(a) */
     atomic_bool started;
 };
 
-agent *agent_of(svc *s)
+/* The HTTP API's view of the agent: NULL until started. */
+static const http_api_agent *_api_agent(void *ctx)
 {
-    agent *a = svc_data(s);
-    return a && atomic_load(&a->started) ? a : NULL;
-}
-runtime *agent_runtime(agent *a)
-{
-    return a->rt;
-}
-kernels *agent_kernels(agent *a)
-{
-    return a->ks;
-}
-const agent_config *agent_cfg(agent *a)
-{
-    return &a->cfg;
-}
-const node_info *agent_node(agent *a)
-{
-    return &a->node;
-}
-const char *agent_id(agent *a)
-{
-    return a->id;
-}
-const char *agent_addr(agent *a)
-{
-    return a->addr;
-}
-
-const char *agent_kernel_host(agent *a)
-{
-    return a->kernel_host;
+    agent *a = ctx;
+    return atomic_load(&a->started) ? &a->api : NULL;
 }
 
 /* ---- set-up helpers -------------------------------------------------------------- */
@@ -196,6 +172,7 @@ static void _advertise(agent *a)
 static kbus_result _on_command(const kbus_msg *msg, void *ctx, ts_err *reason)
 {
     agent *a = ctx;
+    tlog_ctx_agent(a->id);
     const Tessera__V1__Envelope *env = msg->env;
     const char *type = env->type ? env->type : "";
     const char *corr = env->correlation_id && *env->correlation_id ? env->correlation_id : NULL;
@@ -277,7 +254,8 @@ bool agent_setup(svc *s, const agent_config *cfg, ts_err *err)
     snprintf(a->cmd_topic, sizeof(a->cmd_topic), CMD_TOPIC_PREFIX "%s", a->id);
     a->insecure = _split_list(cfg->insecure_registries);
     svc_set_data(s, a);
-    http_api_routes(s);
+    a->api_src = (http_api_source){.get = _api_agent, .ctx = a};
+    http_api_routes(s, &a->api_src);
     return true;
 }
 
@@ -414,7 +392,7 @@ bool agent_start(svc *s, ts_err *err)
     if (!a->ks) return false;
 
     char **adopted = NULL;
-    int n_adopted = kernels_adopt(a->ks, &adopted);
+    int n_adopted = kernel_adopt(a->ks, &adopted);
 
     node_proto np;
     node_proto_fill(&a->node, &np);
@@ -461,6 +439,15 @@ bool agent_start(svc *s, ts_err *err)
     a->consumer = kbus_consume_control(svc_bus(s), group, topics, _on_command, a, err);
     if (!a->consumer) return false;
     svc_add_check(s, "commands", _check_consumer, a);
+    a->api = (http_api_agent){.agent_id = a->id,
+                              .resource_group = c->resource_group,
+                              .addr = a->addr,
+                              .kernel_host = a->kernel_host,
+                              .node = &a->node,
+                              .rt = a->rt,
+                              .ks = a->ks,
+                              .exec_timeout_ms = c->exec_timeout_ms,
+                              .exec_output_cap = c->exec_output_cap};
     atomic_store(&a->started, true);
     return true;
 }
@@ -470,12 +457,14 @@ bool agent_start(svc *s, ts_err *err)
 static void _remove_idle_bridge(agent *a)
 {
     char **ids = NULL;
-    int n = runtime_list(a->rt, &ids);
+    int n = 0;
+    ts_err lerr = {{0}};
+    bool listed = runtime_list(a->rt, &ids, &n, &lerr);
     for (int i = 0; i < n; i++)
         free(ids[i]);
     free(ids);
     const char *br = a->cfg.cni_network;
-    if (n > 0 || !br || !*br || strchr(br, '/')) return;
+    if (!listed || n > 0 || !br || !*br || strchr(br, '/')) return;
     char path[300];
     snprintf(path, sizeof(path), "/sys/class/net/%s/brif", br);
     DIR *d = opendir(path);
@@ -507,15 +496,20 @@ static void _remove_idle_bridge(agent *a)
 static void _destroy_all(agent *a)
 {
     char **ids = NULL;
-    int n = runtime_list(a->rt, &ids);
+    int n = 0;
+    ts_err lerr = {{0}};
+    if (!runtime_list(a->rt, &ids, &n, &lerr))
+        TLOG_WARN("kernels not destroyed at stop", "error=\"%s\"", lerr.msg);
     for (int i = 0; i < n; i++) {
         ts_err err = {{0}};
+        tlog_ctx_kernel(ids[i]);
         if (!runtime_destroy(a->rt, ids[i], (int)a->cfg.destroy_grace_ms, &err))
-            TLOG_WARN("kernel not destroyed at stop", "kernel=%s error=\"%s\"", ids[i], err.msg);
+            TLOG_WARN("kernel not destroyed at stop", "error=\"%s\"", err.msg);
         else
-            TLOG_INFO("kernel destroyed at stop", "kernel=%s", ids[i]);
+            TLOG_INFO("kernel destroyed at stop", "");
         free(ids[i]);
     }
+    tlog_ctx_kernel(NULL);
     free(ids);
 }
 
@@ -523,6 +517,7 @@ void agent_stop(svc *s)
 {
     agent *a = svc_data(s);
     if (!a) return;
+    tlog_ctx_agent(a->id);
     atomic_store(&a->started, false);
     if (a->consumer) kbus_consumer_stop(a->consumer);
     a->consumer = NULL;
@@ -535,7 +530,7 @@ void agent_stop(svc *s)
         m.graceful = true;
         ts_err err = {{0}};
         if (!kbus_publish(svc_bus(s), AGENT_TOPIC, a->id, &m.base, NULL, a->id, &err))
-            TLOG_WARN("AgentStopped not published", "agent=%s error=\"%s\"", a->id, err.msg);
+            TLOG_WARN("AgentStopped not published", "error=\"%s\"", err.msg);
     }
     /* kernels keep running (their supervisors are not ours); a restart adopts
      * them, unless this agent is told to leave nothing behind */

@@ -61,15 +61,4 @@ bool agent_setup(svc *s, const agent_config *cfg, ts_err *err) TS_MUST_CHECK;
 bool agent_start(svc *s, ts_err *err) TS_MUST_CHECK;
 void agent_stop(svc *s);
 
-/* For the HTTP API. NULL until started. */
-agent *agent_of(svc *s);
-runtime *agent_runtime(agent *a);
-kernels *agent_kernels(agent *a);
-const agent_config *agent_cfg(agent *a);
-const node_info *agent_node(agent *a);
-const char *agent_id(agent *a);
-const char *agent_addr(agent *a);
-/* The host that serves the kernels' published ports (KernelStarted.kernel_host). */
-const char *agent_kernel_host(agent *a);
-
 #endif

@@ -88,7 +88,7 @@ app_start_result app_start(runtime *rt, const kernel_view *v, const char *app, i
         pthread_mutex_unlock(&g_launch_mu);
         return APP_NO_COMMAND;
     }
-    TLOG_INFO("app start", "kernel=%s app=%s port=%d", v->kernel_id, app, p->container_port);
+    TLOG_INFO("app start", "app=%s port=%d", app, p->container_port);
     bool launched = _launch(rt, v->kernel_id, p->start, err);
     int64_t deadline = ts_now_mono_ms() + wait_ms;
     bool up = false;
@@ -100,8 +100,8 @@ app_start_result app_start(runtime *rt, const kernel_view *v, const char *app, i
     pthread_mutex_unlock(&g_launch_mu);
     if (!launched) return APP_FAILED;
     if (!up) {
-        TLOG_WARN("app did not start listening", "kernel=%s app=%s port=%d wait_ms=%d",
-                  v->kernel_id, app, p->container_port, wait_ms);
+        TLOG_WARN("app did not start listening", "app=%s port=%d wait_ms=%d", app,
+                  p->container_port, wait_ms);
         return APP_TIMEOUT;
     }
     return APP_STARTED;

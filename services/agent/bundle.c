@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "services/agent/gpu_mounts.h"
+#include "services/agent/oci_spec.h"
 #include "services/agent/seccomp.h"
 #include "services/agent/term_app.h"
 
@@ -58,17 +59,18 @@ static const char *const _readonly[] = {
     "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger", NULL,
 };
 
-int bundle_open_in_root(const char *rootfs, const char *path, int flags)
+bool bundle_open_in_root(const char *rootfs, const char *path, int flags, int *fd)
 {
+    *fd = -1;
     int root = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (root < 0) return -1;
+    if (root < 0) return false;
     struct open_how how = {.flags = (uint64_t)(flags | O_CLOEXEC),
                            .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
     while (*path == '/')
         path++;
-    int fd = (int)syscall(SYS_openat2, root, path, &how, sizeof(how));
+    *fd = (int)syscall(SYS_openat2, root, path, &how, sizeof(how));
     close(root);
-    return fd;
+    return *fd >= 0;
 }
 
 static bool _all_digits(const char *s)
@@ -83,8 +85,8 @@ static bool _all_digits(const char *s)
  * field 0 name, field 2 id, field 3 (passwd) primary gid. */
 static bool _lookup(const char *rootfs, const char *file, const char *name, long *id, long *gid)
 {
-    int fd = bundle_open_in_root(rootfs, file, O_RDONLY);
-    if (fd < 0) return false;
+    int fd;
+    if (!bundle_open_in_root(rootfs, file, O_RDONLY, &fd)) return false;
     FILE *f = fdopen(fd, "r");
     if (!f) {
         close(fd);
@@ -170,32 +172,15 @@ bool bundle_process_user(const char *rootfs, const image_info *image, const user
     return true;
 }
 
-void bundle_env_put(json_t *env, const char *kv)
-{
-    const char *eq = strchr(kv, '=');
-    if (!eq || eq == kv) return;
-    size_t klen = (size_t)(eq - kv) + 1;
-    size_t i;
-    json_t *v;
-    json_array_foreach(env, i, v)
-    {
-        if (strncmp(json_string_value(v), kv, klen) == 0) {
-            json_array_set_new(env, i, json_string(kv));
-            return;
-        }
-    }
-    json_array_append_new(env, json_string(kv));
-}
-
 static json_t *_env(const kernel_spec *s)
 {
     json_t *env = json_array();
-    bundle_env_put(env, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
-    bundle_env_put(env, "HOME=/home/work");
-    bundle_env_put(env, "LANG=C.UTF-8");
+    oci_env_put(env, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+    oci_env_put(env, "HOME=/home/work");
+    oci_env_put(env, "LANG=C.UTF-8");
     if (s->image && s->image->env)
         for (char **e = s->image->env; *e; e++)
-            bundle_env_put(env, *e);
+            oci_env_put(env, *e);
     char buf[512];
     const char *ids[][2] = {
         {"TESSERA_KERNEL_ID", s->kernel_id},
@@ -206,11 +191,11 @@ static json_t *_env(const kernel_spec *s)
     for (size_t i = 0; i < TS_ARRAY_LEN(ids); i++) {
         if (!ids[i][1]) continue;
         snprintf(buf, sizeof(buf), "%s=%s", ids[i][0], ids[i][1]);
-        bundle_env_put(env, buf);
+        oci_env_put(env, buf);
     }
     if (s->env)
         for (const char *const *e = s->env; *e; e++)
-            bundle_env_put(env, *e);
+            oci_env_put(env, *e);
     return env;
 }
 
@@ -246,8 +231,8 @@ static bool _args(const bundle_params *p, json_t **out, ts_err *err)
         /* Interactive with nothing to run: keep the container up. With a
          * shell, one that ends at SIGTERM (a pid-1 process without a handler
          * ignores it, and destroy would wait its whole grace period). */
-        int fd = bundle_open_in_root(p->rootfs, "/bin/sh", O_PATH);
-        if (fd >= 0) {
+        int fd;
+        if (bundle_open_in_root(p->rootfs, "/bin/sh", O_PATH, &fd)) {
             close(fd);
             json_array_append_new(a, json_string("/bin/sh"));
             json_array_append_new(a, json_string("-c"));
@@ -260,17 +245,6 @@ static bool _args(const bundle_params *p, json_t **out, ts_err *err)
     }
     *out = a;
     return true;
-}
-
-static json_t *_mount(const char *dst, const char *type, const char *src, const char *opts)
-{
-    json_t *o = json_array();
-    char *copy = ts_strdup(opts), *save = NULL;
-    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save))
-        json_array_append_new(o, json_string(t));
-    free(copy);
-    return json_pack("{s:s, s:s, s:s, s:o}", "destination", dst, "type", type, "source", src,
-                     "options", o);
 }
 
 static json_t *_strings(const char *const *v)
@@ -286,26 +260,25 @@ static json_t *_mounts(const bundle_params *p, ts_err *err)
     const kernel_spec *s = p->spec;
     json_t *m = json_array();
     char buf[256], src[1024];
-    json_array_append_new(m, _mount("/proc", "proc", "proc", "nosuid,noexec,nodev"));
+    json_array_append_new(m, oci_mount("/proc", "proc", "proc", "nosuid,noexec,nodev"));
     json_array_append_new(
-        m, _mount("/dev", "tmpfs", "tmpfs", "nosuid,strictatime,mode=755,size=65536k"));
-    json_array_append_new(m, _mount("/dev/pts", "devpts", "devpts",
-                                    "nosuid,noexec,newinstance,ptmxmode=0666,mode=0620,gid=5"));
+        m, oci_mount("/dev", "tmpfs", "tmpfs", "nosuid,strictatime,mode=755,size=65536k"));
+    json_array_append_new(m, oci_mount("/dev/pts", "devpts", "devpts",
+                                       "nosuid,noexec,newinstance,ptmxmode=0666,mode=0620,gid=5"));
     int64_t shm = s->shm_bytes > 0 ? s->shm_bytes : 64LL << 20;
     snprintf(buf, sizeof(buf), "nosuid,noexec,nodev,mode=1777,size=%lld", (long long)shm);
-    json_array_append_new(m, _mount("/dev/shm", "tmpfs", "shm", buf));
-    json_array_append_new(m, _mount("/dev/mqueue", "mqueue", "mqueue", "nosuid,noexec,nodev"));
-    json_array_append_new(m, _mount("/sys", "sysfs", "sysfs", "nosuid,noexec,nodev,ro"));
+    json_array_append_new(m, oci_mount("/dev/shm", "tmpfs", "shm", buf));
+    json_array_append_new(m, oci_mount("/dev/mqueue", "mqueue", "mqueue", "nosuid,noexec,nodev"));
+    json_array_append_new(m, oci_mount("/sys", "sysfs", "sysfs", "nosuid,noexec,nodev,ro"));
     json_array_append_new(
-        m, _mount("/sys/fs/cgroup", "cgroup", "cgroup", "nosuid,noexec,nodev,relatime,ro"));
+        m, oci_mount("/sys/fs/cgroup", "cgroup", "cgroup", "nosuid,noexec,nodev,relatime,ro"));
     static const char *const etc[] = {"hosts", "hostname", "resolv.conf"};
     for (size_t i = 0; i < TS_ARRAY_LEN(etc); i++) {
         snprintf(src, sizeof(src), "%s/%s", p->etc_dir, etc[i]);
         snprintf(buf, sizeof(buf), "/etc/%s", etc[i]);
-        json_array_append_new(m, _mount(buf, "bind", src, "rbind,rprivate,nosuid,nodev"));
+        json_array_append_new(m, oci_mount(buf, "bind", src, "rbind,rprivate,nosuid,nodev"));
     }
-    json_array_append_new(
-        m, _mount("/home/work", "bind", p->home_dir, "rbind,rprivate,nosuid,nodev,rw"));
+    json_array_append_new(m, oci_bind("/home/work", p->home_dir, false));
     term_app_mount(m, s->term_path);
     for (int i = 0; i < s->n_mounts; i++) {
         const bind_mount *b = &s->mounts[i];
@@ -318,9 +291,7 @@ static json_t *_mounts(const bundle_params *p, ts_err *err)
             json_decref(m);
             return NULL;
         }
-        json_array_append_new(m, _mount(b->container_path, "bind", b->host_path,
-                                        b->read_only ? "rbind,rprivate,nosuid,nodev,ro"
-                                                     : "rbind,rprivate,nosuid,nodev,rw"));
+        json_array_append_new(m, oci_bind(b->container_path, b->host_path, b->read_only));
     }
     return m;
 }

@@ -48,7 +48,7 @@ bool bundle_write(const char *bundle_dir, const bundle_params *p, ts_err *err) T
 
 /* Whether the kernel's init is the runtime's keep-alive (an interactive
  * kernel with no command of its own or in its image). */
-bool bundle_uses_keepalive(const kernel_spec *spec);
+bool bundle_uses_keepalive(const kernel_spec *spec) TS_MUST_CHECK;
 
 /* The capabilities of a kernel with a user namespace (NULL-terminated), in
  * its bounding, effective and permitted sets, and their mask as
@@ -75,12 +75,7 @@ bool bundle_resolve_user(const char *rootfs, const char *user, uid_t *uid, gid_t
                          ts_err *err) TS_MUST_CHECK;
 
 /* Open path inside rootfs the way the container would see it (symlinks
- * resolved within rootfs); -1 when absent. */
-int bundle_open_in_root(const char *rootfs, const char *path, int flags);
-
-/* Set KEY=value in an OCI process.env array: replaces an entry of the same key
- * in place (order of first appearance kept), else appends; no '=' or an empty
- * key: ignored. */
-void bundle_env_put(json_t *env, const char *kv);
+ * resolved within rootfs) into *fd; false when it is absent. */
+bool bundle_open_in_root(const char *rootfs, const char *path, int flags, int *fd) TS_MUST_CHECK;
 
 #endif

@@ -134,19 +134,15 @@ bool cg_usage(const char *rel, kernel_usage *out, ts_err *err)
     return true;
 }
 
-int64_t cg_oom_kills(const char *rel)
+bool cg_oom_kills(const char *rel, int64_t *kills)
 {
-    int64_t v;
-    if (_read_keyed("memory", rel, "memory.oom_control", "oom_kill", &v)) return v;
-    if (_read_keyed("", rel, "memory.events", "oom_kill", &v)) return v;
-    return -1;
+    return _read_keyed("memory", rel, "memory.oom_control", "oom_kill", kills) ||
+           _read_keyed("", rel, "memory.events", "oom_kill", kills);
 }
 
-int64_t cg_memory_limit(const char *rel)
+bool cg_memory_limit(const char *rel, int64_t *bytes)
 {
-    int64_t v;
-    if (_read_i64("memory", rel, "memory.limit_in_bytes", &v)) return v;
-    return -1;
+    return _read_i64("memory", rel, "memory.limit_in_bytes", bytes);
 }
 
 /* rmdir path and its sub-cgroups (children first). */

@@ -17,22 +17,23 @@
 /* Usage of the cgroup rel ("tessera/<id>", or "tessera" for all kernels). */
 bool cg_usage(const char *rel, kernel_usage *out, ts_err *err) TS_MUST_CHECK;
 
-/* How many processes the memory controller killed in rel; -1 when unknown
+/* How many processes the memory controller killed in rel; false when unknown
  * (no memory hierarchy or no such cgroup). */
-int64_t cg_oom_kills(const char *rel);
+bool cg_oom_kills(const char *rel, int64_t *kills) TS_MUST_CHECK;
 
-/* The memory limit of rel in bytes, or -1. */
-int64_t cg_memory_limit(const char *rel);
+/* The memory limit of rel in bytes; false when unknown. */
+bool cg_memory_limit(const char *rel, int64_t *bytes) TS_MUST_CHECK;
 
 /* Path of file in the hierarchy holding controller ("memory", "cpu", "pids",
  * "name=systemd", "" for cgroup2) into buf; false when not mounted. */
-bool cg_path(const char *controller, const char *rel, const char *file, char *buf, size_t size);
+bool cg_path(const char *controller, const char *rel, const char *file, char *buf,
+             size_t size) TS_MUST_CHECK;
 
 /* Remove rel from every hierarchy (children first). Processes must be gone.
  * true when no directory of rel remains. */
-bool cg_remove(const char *rel);
+bool cg_remove(const char *rel) TS_MUST_CHECK;
 
 /* true when rel exists in any hierarchy (tests, leftover checks). */
-bool cg_exists_any(const char *rel);
+bool cg_exists_any(const char *rel) TS_MUST_CHECK;
 
 #endif

@@ -89,17 +89,12 @@ typedef struct kernel_status {
     char ip[64];
 } kernel_status;
 
-/* Create and start; returns when the process runs (or failed: err says why). */
-bool runtime_start(runtime *rt, const kernel_spec *spec, kernel_status *out,
-                   ts_err *err) TS_MUST_CHECK;
+/* Create and start: runtime_start.h. SIGTERM, then SIGKILL after a grace,
+ * and nothing left: runtime_destroy.h. */
+
 /* Current state (cheap: runc state + cgroup events). */
 bool runtime_status(runtime *rt, const char *kernel_id, kernel_status *out,
                     ts_err *err) TS_MUST_CHECK;
-/* SIGTERM, then SIGKILL after grace_ms; then delete the container, unmount the
- * rootfs, tear down the network and release the ports. Idempotent. No
- * leftovers: mounts, cgroups, netns, processes, host ports. */
-bool runtime_destroy(runtime *rt, const char *kernel_id, int grace_ms, ts_err *err) TS_MUST_CHECK;
-
 /* Run argv inside the kernel (runc exec), capturing stdout/stderr separately,
  * each capped at cap_bytes, killed after timeout_ms. */
 bool runtime_exec(runtime *rt, const char *kernel_id, const char *const *argv,
@@ -109,9 +104,10 @@ bool runtime_exec(runtime *rt, const char *kernel_id, const char *const *argv,
 /* Up to max bytes of the kernel's log (the tail when longer). */
 char *runtime_logs(runtime *rt, const char *kernel_id, size_t max, size_t *len, ts_err *err);
 
-/* Kernels this agent's state dir knows, for re-adoption after a restart
- * (ids written into ids[], heap strings). */
-int runtime_list(runtime *rt, char ***ids);
+/* Kernels this agent's state dir knows, for re-adoption after a restart:
+ * *n ids in *ids (heap array of heap strings). False (err set, *n 0) when the
+ * kernels' dir cannot be read. */
+bool runtime_list(runtime *rt, char ***ids, int *n, ts_err *err) TS_MUST_CHECK;
 
 /* Per-kernel usage from cgroups. */
 typedef struct kernel_usage {

@@ -2,8 +2,6 @@
  * kernel's OCI bundle (see gpu_mounts.h). */
 #include "services/agent/gpu_mounts.h"
 
-#include "services/agent/bundle.h"
-
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -15,6 +13,7 @@
 #include <unistd.h>
 
 #include "libcommon/log.h"
+#include "services/agent/oci_spec.h"
 
 /* ---- host: shim, device nodes, minors, driver libraries ------------------------------- */
 
@@ -259,14 +258,6 @@ void gpu_kernel_cleanup(const char *kernel_dir)
 
 /* ---- the bundle ------------------------------------------------------------------------- */
 
-static json_t *_bind(const char *dst, const char *src, bool ro)
-{
-    json_t *opts = json_pack("[s, s, s, s]", "rbind", "rprivate", "nosuid", "nodev");
-    json_array_append_new(opts, json_string(ro ? "ro" : "rw"));
-    return json_pack("{s:s, s:s, s:s, s:o}", "destination", dst, "type", "bind", "source", src,
-                     "options", opts);
-}
-
 /* The host node <dev_dir>/<name> at /dev/<name>, with its allow rule. In a
  * user namespace nobody may mknod: the node itself is bind-mounted (as runc
  * would do from the same path in the host's /dev; without nodev, so it
@@ -307,13 +298,13 @@ bool gpu_bundle_apply(const kernel_gpu *g, json_t *config, ts_err *err)
     const gpu_host *h = g->host;
     char src[640];
     if (h->shim) {
-        json_array_append_new(mounts, _bind(GPU_SHIM_PATH, h->shim_path, true));
+        json_array_append_new(mounts, oci_bind(GPU_SHIM_PATH, h->shim_path, true));
         snprintf(src, sizeof(src), "%s/ld.so.preload", g->kernel_dir);
-        json_array_append_new(mounts, _bind("/etc/ld.so.preload", src, true));
+        json_array_append_new(mounts, oci_bind("/etc/ld.so.preload", src, true));
         snprintf(src, sizeof(src), "%s/cuda-shim.conf", g->kernel_dir);
-        json_array_append_new(mounts, _bind(GPU_CONF_PATH, src, true));
+        json_array_append_new(mounts, oci_bind(GPU_CONF_PATH, src, true));
         snprintf(src, sizeof(src), "%s/shared", g->kernel_dir);
-        json_array_append_new(mounts, _bind(GPU_SHARED_DIR, src, false));
+        json_array_append_new(mounts, oci_bind(GPU_SHARED_DIR, src, false));
     }
     if (!h->has_nodes) return true; /* mock GPUs: nothing to open */
     json_t *devs = json_object_get(linux_, "devices");
@@ -336,8 +327,8 @@ bool gpu_bundle_apply(const kernel_gpu *g, json_t *config, ts_err *err)
         size_t l = strlen(visible);
         snprintf(visible + l, sizeof(visible) - l, "%s%d", i ? "," : "", i);
     }
-    bundle_env_put(env, visible);
+    oci_env_put(env, visible);
     for (int i = 0; i < h->n_driver_libs; i++)
-        json_array_append_new(mounts, _bind(h->driver_libs[i], h->driver_libs[i], true));
+        json_array_append_new(mounts, oci_bind(h->driver_libs[i], h->driver_libs[i], true));
     return true;
 }

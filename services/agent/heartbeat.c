@@ -134,11 +134,10 @@ static void _beat(heartbeat *hb)
 
     ts_err err = {{0}};
     if (!kbus_publish(hb->o.bus, AGENT_TOPIC, hb->o.agent_id, &m.base, NULL, hb->o.agent_id, &err))
-        TLOG_WARN("heartbeat not published", "agent=%s seq=%llu error=\"%s\"", hb->o.agent_id,
-                  (unsigned long long)m.seq, err.msg);
+        TLOG_WARN("heartbeat not published", "seq=%llu error=\"%s\"", (unsigned long long)m.seq,
+                  err.msg);
     else
-        TLOG_DEBUG("heartbeat", "agent=%s seq=%llu kernels=%d", hb->o.agent_id,
-                   (unsigned long long)m.seq, n);
+        TLOG_DEBUG("heartbeat", "seq=%llu kernels=%d", (unsigned long long)m.seq, n);
     usage_publish(hb->usage, hb->o.rt, hb->o.bus, hb->o.agent_id, views, n);
 
     free(allocs);
@@ -156,6 +155,7 @@ static void _beat(heartbeat *hb)
 static void *_run(void *arg)
 {
     heartbeat *hb = arg;
+    tlog_ctx_agent(hb->o.agent_id); /* this thread's lines are the agent's */
     pthread_mutex_lock(&hb->mu);
     while (!hb->stop) {
         pthread_mutex_unlock(&hb->mu);

@@ -6,7 +6,6 @@
 
 #include "libcommon/exec_req.h"
 #include "libcommon/log.h"
-#include "services/agent/agent.h"
 #include "services/agent/app_start.h"
 
 #define LOGS_DEFAULT_MAX (1 << 20)
@@ -36,10 +35,20 @@ static json_t *_text(const char *b, size_t n)
     return j ? j : json_string("");
 }
 
-static agent *_agent(http_resp *resp, svc *s)
+typedef const http_api_agent agent;
+
+/* Every handler's entry: the agent, or a 503 problem (NULL). The agent and
+ * the kernel of the path go into the log context. */
+static agent *_agent(http_req *req, http_resp *resp, const http_api_source *src)
 {
-    agent *a = agent_of(s);
-    if (!a) http_problem(resp, 503, "service-unavailable", "Not ready", "the agent is starting");
+    agent *a = src->get(src->ctx);
+    if (!a) {
+        http_problem(resp, 503, "service-unavailable", "Not ready", "the agent is starting");
+        return NULL;
+    }
+    tlog_ctx_agent(a->agent_id);
+    const char *id = http_param(req, "id");
+    if (kernels_valid_id(id)) tlog_ctx_kernel(id); /* another is no kernel's: not logged */
     return a;
 }
 
@@ -69,10 +78,9 @@ static json_t *_view_json(const kernel_view *v)
 
 static void h_agent(http_req *req, http_resp *resp, void *ctx)
 {
-    (void)req;
-    agent *a = _agent(resp, ctx);
+    agent *a = _agent(req, resp, ctx);
     if (!a) return;
-    const node_info *n = agent_node(a);
+    const node_info *n = a->node;
     json_t *devs = json_array();
     for (int i = 0; i < n->n_devices; i++)
         json_array_append_new(
@@ -82,51 +90,52 @@ static void h_agent(http_req *req, http_resp *resp, void *ctx)
                             (json_int_t)n->devices[i].memory_bytes, "mock", n->devices[i].mock));
     http_reply_json(resp, 200,
                     json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:I, s:o, s:o, s:s}", "agent_id",
-                              agent_id(a), "resource_group", agent_cfg(a)->resource_group, "addr",
-                              agent_addr(a), "hostname", n->hostname, "architecture",
-                              n->architecture, "host_cpus", n->host_cpus, "host_mem_bytes",
-                              (json_int_t)n->host_mem_bytes, "slots", slots_to_json(&n->capacity),
-                              "devices", devs, "gpu_note", n->gpu_note));
+                              a->agent_id, "resource_group", a->resource_group, "addr", a->addr,
+                              "hostname", n->hostname, "architecture", n->architecture, "host_cpus",
+                              n->host_cpus, "host_mem_bytes", (json_int_t)n->host_mem_bytes,
+                              "slots", slots_to_json(&n->capacity), "devices", devs, "gpu_note",
+                              n->gpu_note));
 }
 
 static void h_list(http_req *req, http_resp *resp, void *ctx)
 {
-    (void)req;
-    agent *a = _agent(resp, ctx);
+    agent *a = _agent(req, resp, ctx);
     if (!a) return;
     kernel_view *v = NULL;
-    int n = kernels_snapshot(agent_kernels(a), true, &v);
+    int n = kernels_snapshot(a->ks, true, &v);
     json_t *arr = json_array();
     for (int i = 0; i < n; i++)
         json_array_append_new(arr, _view_json(&v[i]));
     kernel_views_free(v);
     http_reply_json(resp, 200,
-                    json_pack("{s:s, s:s, s:o}", "agent_id", agent_id(a), "kernel_host",
-                              agent_kernel_host(a), "kernels", arr));
+                    json_pack("{s:s, s:s, s:o}", "agent_id", a->agent_id, "kernel_host",
+                              a->kernel_host, "kernels", arr));
 }
 
-/* The kernel named in the path, or a 404 problem (false). */
+/* The kernel named in the path (its session into the log context), or a
+ * 404 problem (false). */
 static bool _kernel(agent *a, http_req *req, http_resp *resp, kernel_view *v)
 {
     const char *id = http_param(req, "id");
-    if (!id || !kernels_get(agent_kernels(a), id, v)) {
+    if (!id || !kernels_get(a->ks, id, v)) {
         http_problem(resp, 404, "kernel-not-found", "Kernel not found",
                      "no kernel '%s' on this agent", id ? id : "");
         return false;
     }
+    tlog_ctx_session(v->session_id);
     return true;
 }
 
 static void h_get(http_req *req, http_resp *resp, void *ctx)
 {
-    agent *a = _agent(resp, ctx);
+    agent *a = _agent(req, resp, ctx);
     if (!a) return;
     kernel_view v;
     if (!_kernel(a, req, resp, &v)) return;
     json_t *j = _view_json(&v);
     kernel_status st;
     ts_err err = {{0}};
-    if (runtime_status(agent_runtime(a), v.kernel_id, &st, &err)) {
+    if (runtime_status(a->rt, v.kernel_id, &st, &err)) {
         static const char *const names[] = {"creating", "running", "exited", "gone"};
         json_t *r = json_pack("{s:s, s:s, s:b}", "state", names[st.state], "ip", st.ip,
                               "oom_killed", st.oom_killed);
@@ -153,9 +162,8 @@ static bool _run(agent *a, const char *id, const char *const *argv, int timeout_
 {
     exec_result r;
     ts_err err = {{0}};
-    if (!runtime_exec(agent_runtime(a), id, argv, NULL, timeout_ms,
-                      (size_t)agent_cfg(a)->exec_output_cap, &r, &err)) {
-        TLOG_WARN("execute failed", "kernel=%s error=\"%s\"", id, err.msg);
+    if (!runtime_exec(a->rt, id, argv, NULL, timeout_ms, (size_t)a->exec_output_cap, &r, &err)) {
+        TLOG_WARN("execute failed", "error=\"%s\"", err.msg);
         http_problem(resp, 500, "exec-failed", "Execution failed", "%s", err.msg);
         return false;
     }
@@ -174,7 +182,7 @@ static bool _run(agent *a, const char *id, const char *const *argv, int timeout_
 
 static void h_execute(http_req *req, http_resp *resp, void *ctx)
 {
-    agent *a = _agent(resp, ctx);
+    agent *a = _agent(req, resp, ctx);
     if (!a) return;
     /* The body first: bad input is refused whatever the kernel. */
     json_t *body = http_json_body(req, resp);
@@ -183,9 +191,8 @@ static void h_execute(http_req *req, http_resp *resp, void *ctx)
     int bad_status;
     ts_err bad = {{0}};
     if (!exec_req_parse(body, &er, &bad_status, &bad)) {
-        char q[300], k[80];
-        TLOG_INFO("execute refused", "kernel=%s status=%d error=%s",
-                  tlog_quote(k, sizeof(k), http_param(req, "id")), bad_status,
+        char q[300];
+        TLOG_INFO("execute refused", "status=%d error=%s", bad_status,
                   tlog_quote(q, sizeof(q), bad.msg));
         http_problem(resp, bad_status,
                      bad_status == 413 ? "request-too-large" : "invalid-api-params",
@@ -199,7 +206,7 @@ static void h_execute(http_req *req, http_resp *resp, void *ctx)
         return;
     }
     const char *mode = er.mode, *code = er.code, *run_id = er.run_id;
-    int64_t max = agent_cfg(a)->exec_timeout_ms;
+    int64_t max = a->exec_timeout_ms;
     int64_t timeout = max;
     if (er.timeout_ms > 0 && er.timeout_ms < max) timeout = er.timeout_ms;
     char mode_buf[16];
@@ -254,8 +261,7 @@ static void h_execute(http_req *req, http_resp *resp, void *ctx)
         json_decref(console);
         return;
     }
-    TLOG_INFO("execute", "kernel=%s mode=%s exit_code=%d timed_out=%d", v.kernel_id, mode,
-              exit_code, timed_out);
+    TLOG_INFO("execute", "mode=%s exit_code=%d timed_out=%d", mode, exit_code, timed_out);
     http_reply_json(resp, 200,
                     json_pack("{s:{s:s, s:s, s:i, s:{}, s:o, s:[]}}", "result", "runId", run_id,
                               "status", timed_out ? "exec-timeout" : "finished", "exitCode",
@@ -264,7 +270,7 @@ static void h_execute(http_req *req, http_resp *resp, void *ctx)
 
 static void h_logs(http_req *req, http_resp *resp, void *ctx)
 {
-    agent *a = _agent(resp, ctx);
+    agent *a = _agent(req, resp, ctx);
     if (!a) return;
     kernel_view v;
     if (!_kernel(a, req, resp, &v)) return;
@@ -278,7 +284,7 @@ static void h_logs(http_req *req, http_resp *resp, void *ctx)
     if (m && atoll(m) > 0) max = (size_t)atoll(m);
     size_t len = 0;
     ts_err err = {{0}};
-    char *logs = runtime_logs(agent_runtime(a), v.kernel_id, max, &len, &err);
+    char *logs = runtime_logs(a->rt, v.kernel_id, max, &len, &err);
     if (!logs) {
         /* not created yet: nothing written */
         http_reply_json(resp, 200, json_pack("{s:{s:s}}", "result", "logs", ""));
@@ -292,7 +298,7 @@ static void h_logs(http_req *req, http_resp *resp, void *ctx)
  * listening (app_start.h). */
 static void h_app_start(http_req *req, http_resp *resp, void *ctx)
 {
-    agent *a = _agent(resp, ctx);
+    agent *a = _agent(req, resp, ctx);
     if (!a) return;
     kernel_view v;
     if (!_kernel(a, req, resp, &v)) return;
@@ -304,7 +310,7 @@ static void h_app_start(http_req *req, http_resp *resp, void *ctx)
     }
     const kernel_service_port *p = NULL;
     ts_err err = {{0}};
-    app_start_result r = app_start(agent_runtime(a), &v, app, APP_START_WAIT_MS, &p, &err);
+    app_start_result r = app_start(a->rt, &v, app, APP_START_WAIT_MS, &p, &err);
     switch (r) {
     case APP_NOT_FOUND:
         http_problem(resp, 404, "app-not-found", "App not found",
@@ -335,13 +341,14 @@ static void h_app_start(http_req *req, http_resp *resp, void *ctx)
                               "host_port", p->host_port, "started", r == APP_STARTED));
 }
 
-void http_api_routes(svc *s)
+void http_api_routes(svc *s, const http_api_source *src)
 {
+    void *c = (void *)src;
     http_router *r = svc_router(s);
-    http_route(r, "GET", "/v1/agent", h_agent, s);
-    http_route(r, "GET", "/v1/kernels", h_list, s);
-    http_route(r, "GET", "/v1/kernels/{id}", h_get, s);
-    http_route(r, "POST", "/v1/kernels/{id}/execute", h_execute, s);
-    http_route(r, "GET", "/v1/kernels/{id}/logs", h_logs, s);
-    http_route(r, "POST", "/v1/kernels/{id}/apps/{app}/start", h_app_start, s);
+    http_route(r, "GET", "/v1/agent", h_agent, c);
+    http_route(r, "GET", "/v1/kernels", h_list, c);
+    http_route(r, "GET", "/v1/kernels/{id}", h_get, c);
+    http_route(r, "POST", "/v1/kernels/{id}/execute", h_execute, c);
+    http_route(r, "GET", "/v1/kernels/{id}/logs", h_logs, c);
+    http_route(r, "POST", "/v1/kernels/{id}/apps/{app}/start", h_app_start, c);
 }

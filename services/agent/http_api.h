@@ -13,8 +13,31 @@
 #define AGENT_HTTP_API_H
 
 #include "libcommon/svc.h"
+#include "services/agent/container.h"
+#include "services/agent/kernels.h"
+#include "services/agent/node.h"
 
-void http_api_routes(svc *s);
+/* What the handlers need of the agent (agent.c fills it once started). */
+typedef struct http_api_agent {
+    const char *agent_id;
+    const char *resource_group;
+    const char *addr;        /* "http://host:port" of this API */
+    const char *kernel_host; /* the host that serves the kernels' published ports */
+    const node_info *node;
+    runtime *rt;
+    kernels *ks;
+    int64_t exec_timeout_ms; /* the longest an execute may run */
+    int64_t exec_output_cap; /* bytes kept per stream */
+} http_api_agent;
+
+/* Where the handlers find the agent: get(ctx) returns it, or NULL while it is
+ * starting (the handlers answer 503). Lives as long as the routes. */
+typedef struct http_api_source {
+    const http_api_agent *(*get)(void *ctx);
+    void *ctx;
+} http_api_source;
+
+void http_api_routes(svc *s, const http_api_source *src);
 
 /* The argv that runs code in query mode with the image's runtime (label
  * ai.backend.runtime-path; "" = /bin/sh): {runtime, "-c", code, NULL}.

@@ -16,11 +16,11 @@ static void _publish(const kev_ctx *c, const ProtobufCMessage *m)
     ts_err err = {{0}};
     const char *key = c->session_id && *c->session_id ? c->session_id : c->kernel_id;
     if (!kbus_publish(c->bus, KERNEL_TOPIC, key, m, c->correlation_id, c->kernel_id, &err)) {
-        TLOG_ERROR("kernel event not published", "kernel=%s type=%s error=\"%s\"", c->kernel_id,
-                   m->descriptor->name, err.msg);
+        TLOG_ERROR("kernel event not published", "type=%s error=\"%s\"", m->descriptor->name,
+                   err.msg);
         return;
     }
-    TLOG_DEBUG("kernel event published", "kernel=%s type=%s", c->kernel_id, m->descriptor->name);
+    TLOG_DEBUG("kernel event published", "type=%s", m->descriptor->name);
 }
 
 void kev_pulling(const kev_ctx *c, const char *image, const image_progress *pr)
@@ -72,26 +72,27 @@ void kev_started(const kev_ctx *c, const char *kernel_host, const kernel_service
     _publish(c, &m.base);
 }
 
+/* KernelExited and KernelTerminated carry the same fields. */
+#define KEV_END_FIELDS(m, c, exit_code, reason)                                                    \
+    do {                                                                                           \
+        (m).session_id = _s((c)->session_id);                                                      \
+        (m).kernel_id = _s((c)->kernel_id);                                                        \
+        (m).agent_id = _s((c)->agent_id);                                                          \
+        (m).exit_code = (exit_code);                                                               \
+        (m).reason = _s(reason);                                                                   \
+        (m).generation = (c)->generation;                                                          \
+    } while (0)
+
 void kev_exited(const kev_ctx *c, int exit_code, const char *reason)
 {
     Tessera__V1__KernelExited m = TESSERA__V1__KERNEL_EXITED__INIT;
-    m.session_id = _s(c->session_id);
-    m.kernel_id = _s(c->kernel_id);
-    m.agent_id = _s(c->agent_id);
-    m.exit_code = exit_code;
-    m.reason = _s(reason);
-    m.generation = c->generation;
+    KEV_END_FIELDS(m, c, exit_code, reason);
     _publish(c, &m.base);
 }
 
 void kev_terminated(const kev_ctx *c, int exit_code, const char *reason)
 {
     Tessera__V1__KernelTerminated m = TESSERA__V1__KERNEL_TERMINATED__INIT;
-    m.session_id = _s(c->session_id);
-    m.kernel_id = _s(c->kernel_id);
-    m.agent_id = _s(c->agent_id);
-    m.exit_code = exit_code;
-    m.reason = _s(reason);
-    m.generation = c->generation;
+    KEV_END_FIELDS(m, c, exit_code, reason);
     _publish(c, &m.base);
 }

@@ -1,11 +1,12 @@
 /* kernel_events.h: publishing tessera.kernel.v1 events (key: session id,
- * subject: kernel id). A refused produce is logged: the state the event
- * reports is also in heartbeats, and re-reported after an agent restart. */
+ * subject: kernel id). A refused produce is logged (the caller has the
+ * kernel in the thread's log context): the state the event reports is also
+ * in heartbeats, and re-reported after an agent restart. */
 #ifndef AGENT_KERNEL_EVENTS_H
 #define AGENT_KERNEL_EVENTS_H
 
 #include "libcommon/kbus.h"
-#include "services/agent/image.h"
+#include "services/agent/image_pull.h"
 #include "services/agent/service_ports.h"
 
 #define KERNEL_TOPIC "tessera.kernel.v1"

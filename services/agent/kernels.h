@@ -17,52 +17,33 @@
  * one generation at a time (CreateKernel.generation, docs/events.md): a
  * CreateKernel of a higher generation (a session restart) destroys what is
  * left of the current one and creates the kernel again; lower or equal ones
- * are duplicates, and a DestroyKernel of a lower generation is stale. */
+ * are duplicates, and a DestroyKernel of a lower generation is stale.
+ *
+ * The parts: kernel_table.c (the table, its task queues and workers),
+ * kernel_rec.c (one kernel's record and meta file), kernel_create.c and
+ * kernel_destroy.c (the tasks), kernel_watch.c (exits, retention,
+ * tombstones), kernel_adopt.c (after a restart); this file wires them and
+ * holds the command handlers and the views. */
 #ifndef AGENT_KERNELS_H
 #define AGENT_KERNELS_H
 
 #include "libcommon/kbus.h"
 #include "libcommon/slots.h"
+#include "services/agent/kernel_table.h"
 #include "services/agent/service_ports.h"
-#include "services/agent/container.h"
-#include "services/agent/gpu_mounts.h"
 #include "tessera/v1/agent_cmd.pb-c.h"
-
-typedef struct kernels kernels;
-
-/* Picks the image store for a reference (insecure registries use a plain-HTTP store). */
-typedef image_store *(*kernels_store_fn)(const char *reference, void *ctx);
-
-typedef struct kernels_opts {
-    const char *agent_id;
-    const char *state_dir;   /* meta/ goes below it */
-    const char *kernel_host; /* host that serves the kernels' ports (KernelStarted) */
-    runtime *rt;
-    kernels_store_fn store_for;
-    void *store_ctx;
-    kbus *bus;
-    int max_parallel_pulls;
-    int destroy_grace_ms;        /* DestroyKernel with grace_ms 0 */
-    int64_t shm_bytes;           /* /dev/shm of every kernel */
-    int64_t exited_retention_ms; /* an exited kernel not destroyed by then is destroyed */
-    const char *gpu_conf_dir;    /* where per-kernel cuda-shim configs are written */
-    const gpu_host *gpu;         /* shim, device nodes, driver libraries (gpu_mounts.h) */
-    const char *term_path;       /* tessera-term on the host (term_app.h), or NULL: no ttyd */
-    /* Device memory by device id, for the cuda-shim caps (may be NULL). */
-    int64_t (*device_memory)(const char *device_id, void *ctx);
-    void *device_ctx;
-} kernels_opts;
 
 kernels *kernels_new(const kernels_opts *opts, ts_err *err);
 /* Stop the workers and the watcher (tasks in progress finish first). */
 void kernels_free(kernels *ks);
 
-/* Before start: read meta/ and the runtime's kernels; running and exited ones
- * are adopted (ids returned, heap array of heap strings), leftovers queued
- * for cleanup or a restart of their creation. */
-int kernels_adopt(kernels *ks, char ***adopted_ids);
-/* Start the workers and the watcher (polls running kernels every 500 ms). */
+/* Before start: kernel_adopt (kernel_adopt.h) re-adopts what an earlier run
+ * left. Start the workers and the watcher (polls running kernels every 500 ms). */
 bool kernels_start(kernels *ks, ts_err *err) TS_MUST_CHECK;
+
+/* A kernel id the agent accepts: 1 to 63 letters, digits, '-', '_', '.', not
+ * starting with '.'. */
+bool kernels_valid_id(const char *id) TS_MUST_CHECK;
 
 /* Command handlers (consumer thread): record the intent durably, queue the
  * work, return. KBUS_RETRY when the intent could not be recorded. */
@@ -96,9 +77,11 @@ typedef struct kernel_view {
     int generation; /* CreateKernel.generation of the kernel it is (not a pending one) */
     char reason[256];
 } kernel_view;
-/* Every kernel not yet terminated (with_terminated: tombstones too). */
+/* Every kernel not yet terminated (with_terminated: tombstones too): the
+ * count, and the views in *out (free with kernel_views_free). */
 int kernels_snapshot(kernels *ks, bool with_terminated, kernel_view **out);
-bool kernels_get(kernels *ks, const char *kernel_id, kernel_view *out);
+/* One kernel's view; false when the agent does not know the id. */
+bool kernels_get(kernels *ks, const char *kernel_id, kernel_view *out) TS_MUST_CHECK;
 void kernel_views_free(kernel_view *v);
 
 #endif

@@ -18,6 +18,6 @@ bool overlay_mount(const char *target, char *const *layers, int n_layers, const 
 bool overlay_unmount(const char *target, ts_err *err) TS_MUST_CHECK;
 
 /* Whether a mount point sits at path (from /proc/self/mountinfo). */
-bool overlay_is_mounted(const char *path);
+bool overlay_is_mounted(const char *path) TS_MUST_CHECK;
 
 #endif

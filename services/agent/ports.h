@@ -20,6 +20,6 @@ bool ports_alloc(port_pool *p, const char *kernel_id, int n, int *out, ts_err *e
 /* Release every port held by kernel_id (idempotent); returns how many. */
 int ports_release_kernel(port_pool *p, const char *kernel_id);
 /* The kernel holding port, into buf; false when free. */
-bool ports_owner(port_pool *p, int port, char *buf, size_t size);
+bool ports_owner(port_pool *p, int port, char *buf, size_t size) TS_MUST_CHECK;
 
 #endif

@@ -72,10 +72,11 @@ static bool _entry(char *e, kernel_service_port *out, int *n, ts_err *err)
     return true;
 }
 
-int service_ports_parse(const char *label, const int32_t *preopen, size_t n_preopen,
-                        kernel_service_port *out, ts_err *err)
+bool service_ports_parse(const char *label, const int32_t *preopen, size_t n_preopen,
+                         kernel_service_port *out, int *count, ts_err *err)
 {
     int n = 0;
+    *count = 0;
     if (label && *label) {
         char *s = ts_strdup(label);
         /* split on commas outside brackets */
@@ -99,7 +100,7 @@ int service_ports_parse(const char *label, const int32_t *preopen, size_t n_preo
         free(s);
         if (!ok) {
             ts_err_prefix(err, "image label ai.backend.service-ports");
-            return -1;
+            return false;
         }
     }
     for (size_t i = 0; i < n_preopen; i++) {
@@ -107,10 +108,11 @@ int service_ports_parse(const char *label, const int32_t *preopen, size_t n_preo
         snprintf(name, sizeof(name), "%d", (int)preopen[i]);
         if (!_add(out, &n, name, "preopen", (int)preopen[i], err)) {
             ts_err_prefix(err, "preopen ports");
-            return -1;
+            return false;
         }
     }
-    return n;
+    *count = n;
+    return true;
 }
 
 bool service_ports_start_commands(const char *labels_json, kernel_service_port *ports, int n,

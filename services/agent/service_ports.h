@@ -20,11 +20,12 @@ typedef struct kernel_service_port {
     char start[512];
 } kernel_service_port;
 
-/* Parse the label value (may be NULL or "") and append the preopen ports;
- * a container port already listed is not added twice. Returns the count, or
- * -1 with err set for a malformed label or more than KERNEL_MAX_PORTS. */
-int service_ports_parse(const char *label, const int32_t *preopen, size_t n_preopen,
-                        kernel_service_port *out, ts_err *err);
+/* Parse the label value (may be NULL or "") and append the preopen ports
+ * into out (*count of them); a container port already listed is not added
+ * twice. false with err set for a malformed label or more than
+ * KERNEL_MAX_PORTS. */
+bool service_ports_parse(const char *label, const int32_t *preopen, size_t n_preopen,
+                         kernel_service_port *out, int *count, ts_err *err) TS_MUST_CHECK;
 
 /* Fill each port's start command from the image label
  * "tessera.app.<name>.start" (labels_json may be NULL). A command longer than

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "libcommon/proc.h"
+#include "services/agent/oci_spec.h"
 
 char *term_app_locate(const char *configured, ts_err *err)
 {
@@ -51,8 +52,5 @@ int term_app_add_port(kernel_service_port *ports, int n)
 void term_app_mount(json_t *mounts, const char *host_path)
 {
     if (!host_path || !*host_path) return;
-    json_array_append_new(mounts,
-                          json_pack("{s:s, s:s, s:s, s:[s, s, s, s, s]}", "destination",
-                                    TERM_APP_PATH, "type", "bind", "source", host_path, "options",
-                                    "rbind", "rprivate", "nosuid", "nodev", "ro"));
+    json_array_append_new(mounts, oci_bind(TERM_APP_PATH, host_path, true));
 }

@@ -57,6 +57,6 @@ bool unpack_into(int root_fd, const char *blob_path, const unpack_ids *ids, unpa
 
 /* rm -rf that never follows symlinks nor crosses mount points; true when path
  * is gone afterwards (or never existed). */
-bool unpack_remove_tree(const char *path);
+bool unpack_remove_tree(const char *path) TS_MUST_CHECK;
 
 #endif

@@ -42,7 +42,7 @@ typedef struct userns_map {
 } userns_map;
 
 /* Whether this kernel lets runc create user namespaces; why not in why. */
-bool userns_supported(char *why, size_t size);
+bool userns_supported(char *why, size_t size) TS_MUST_CHECK;
 
 /* agent.userns (auto | on | off), agent.userns_base, agent.userns_size ->
  * *on and the mapping. auto: on when the kernel supports it; on without
@@ -67,7 +67,7 @@ bool userns_share_dir(const userns_map *m, const char *path, ts_err *err) TS_MUS
 /* Whether host uid base (gid base, no supplementary groups) can reach path:
  * search permission on every directory above it. When not, why names the
  * first directory in the way. */
-bool userns_reachable(const userns_map *m, const char *path, char *why, size_t size);
+bool userns_reachable(const userns_map *m, const char *path, char *why, size_t size) TS_MUST_CHECK;
 
 /* A new user namespace with the mapping and a new network namespace that
  * belongs to it (loopback up), kept by bind mounts on userns_path and
@@ -87,6 +87,6 @@ bool userns_stage_bind(const char *src, const char *stage_path, ts_err *err) TS_
 
 /* Detach every mount staged below stage_dir and remove the stage entries;
  * true when none is left. */
-bool userns_unstage(const char *stage_dir);
+bool userns_unstage(const char *stage_dir) TS_MUST_CHECK;
 
 #endif

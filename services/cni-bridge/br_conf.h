@@ -77,6 +77,6 @@ bool br_conf_parse(const char *text, size_t len, cnip_cmd cmd, br_conf *c,
                    cnip_error *e) TS_MUST_CHECK;
 
 /* "a.b.c.d/len" into addr and prefix; false when it is not one. */
-bool br_parse_cidr(const char *s, struct in_addr *addr, int *prefix);
+bool br_parse_cidr(const char *s, struct in_addr *addr, int *prefix) TS_MUST_CHECK;
 
 #endif

@@ -24,7 +24,8 @@ bool br_ipam_open(br_ipam *s, const br_conf *c, cnip_error *e) TS_MUST_CHECK;
 void br_ipam_close(br_ipam *s);
 
 /* The address leased to (cid, ifname), if any. */
-bool br_ipam_find(br_ipam *s, const char *cid, const char *ifname, struct in_addr *out);
+bool br_ipam_find(br_ipam *s, const char *cid, const char *ifname,
+                  struct in_addr *out) TS_MUST_CHECK;
 /* Lease an address of c's range (not the gateway) to (cid, ifname); a lease
  * it already holds is returned again (*fresh false). false with e set when
  * none is free. */

@@ -125,9 +125,11 @@ static int _talk(br_nl *n, msg *m, msg *reply)
     }
 }
 
-int br_nl_link_get(br_nl *n, const char *name, char *kind, size_t kind_size, ts_err *err)
+bool br_nl_link_get(br_nl *n, const char *name, int *index, char *kind, size_t kind_size,
+                    ts_err *err)
 {
     msg m, r;
+    *index = 0;
     _start(&m, RTM_GETLINK, 0);
     struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC};
     _put(&m, &ifi, sizeof(ifi));
@@ -136,10 +138,10 @@ int br_nl_link_get(br_nl *n, const char *name, char *kind, size_t kind_size, ts_
     _attr(&m, IFLA_EXT_MASK, &mask, sizeof(mask));
     memset(r.buf, 0, sizeof(struct nlmsghdr));
     int rc = _talk(n, &m, &r);
-    if (rc == ENODEV) return 0;
+    if (rc == ENODEV) return true;
     if (rc != 0 || r.h.nlmsg_type != RTM_NEWLINK) {
         ts_err_set(err, "get link %s: %s", name, rc ? strerror(rc) : "no answer");
-        return -1;
+        return false;
     }
     const struct ifinfomsg *got = NLMSG_DATA(&r.h);
     if (kind && kind_size) kind[0] = '\0';
@@ -151,7 +153,8 @@ int br_nl_link_get(br_nl *n, const char *name, char *kind, size_t kind_size, ts_
             if (b->rta_type == IFLA_INFO_KIND)
                 snprintf(kind, kind_size, "%.*s", (int)RTA_PAYLOAD(b), (char *)RTA_DATA(b));
     }
-    return got->ifi_index;
+    *index = got->ifi_index;
+    return true;
 }
 
 bool br_nl_link_up(br_nl *n, int ifindex, ts_err *err)
@@ -202,11 +205,13 @@ static bool _set_mac(br_nl *n, int ifindex, const unsigned char mac[6], ts_err *
     return false;
 }
 
-int br_nl_bridge_ensure(br_nl *n, const char *name, int mtu, bool fixed_mac, ts_err *err)
+bool br_nl_bridge_ensure(br_nl *n, const char *name, int mtu, bool fixed_mac, int *index,
+                         ts_err *err)
 {
     char kind[32];
-    int idx = br_nl_link_get(n, name, kind, sizeof(kind), err);
-    if (idx < 0) return 0;
+    int idx = 0;
+    *index = 0;
+    if (!br_nl_link_get(n, name, &idx, kind, sizeof(kind), err)) return false;
     if (idx == 0) {
         msg m;
         _start(&m, RTM_NEWLINK, NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL);
@@ -225,18 +230,18 @@ int br_nl_bridge_ensure(br_nl *n, const char *name, int mtu, bool fixed_mac, ts_
         int rc = _talk(n, &m, NULL);
         if (rc != 0 && rc != EEXIST) { /* EEXIST: another ADD made it meanwhile */
             ts_err_set(err, "create bridge %s: %s", name, strerror(rc));
-            return 0;
+            return false;
         }
-        idx = br_nl_link_get(n, name, kind, sizeof(kind), err);
-        if (idx <= 0) {
-            if (idx == 0) ts_err_set(err, "bridge %s: gone right after it was created", name);
-            return 0;
+        if (!br_nl_link_get(n, name, &idx, kind, sizeof(kind), err)) return false;
+        if (idx == 0) {
+            ts_err_set(err, "bridge %s: gone right after it was created", name);
+            return false;
         }
     }
     if (strcmp(kind, "bridge") != 0) {
         ts_err_set(err, "link %s exists and is not a bridge (%s)", name,
                    kind[0] ? kind : "no kind");
-        return 0;
+        return false;
     }
     if (fixed_mac && !_mac_fixed(name)) {
         /* made elsewhere: its MAC as it is, kept; a bridge without ports
@@ -247,9 +252,11 @@ int br_nl_bridge_ensure(br_nl *n, const char *name, int mtu, bool fixed_mac, ts_
         if (!br_mac_parse(text, mac) || (mac[0] & 1) ||
             !(mac[0] | mac[1] | mac[2] | mac[3] | mac[4] | mac[5]))
             _random_mac(mac);
-        if (!_set_mac(n, idx, mac, err)) return 0;
+        if (!_set_mac(n, idx, mac, err)) return false;
     }
-    return br_nl_link_up(n, idx, err) ? idx : 0;
+    if (!br_nl_link_up(n, idx, err)) return false;
+    *index = idx;
+    return true;
 }
 
 bool br_nl_addr_add(br_nl *n, int ifindex, struct in_addr a, int prefix, ts_err *err)

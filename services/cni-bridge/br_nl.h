@@ -19,17 +19,19 @@ typedef struct br_nl {
 bool br_nl_open(br_nl *n, ts_err *err) TS_MUST_CHECK;
 void br_nl_close(br_nl *n);
 
-/* The link's index and kind ("bridge", "veth", "" for none); 0 when there is
- * no such link, -1 on error (err set). */
-int br_nl_link_get(br_nl *n, const char *name, char *kind, size_t kind_size, ts_err *err);
+/* The link's index (0: there is no such link) and kind ("bridge", "veth",
+ * "" for none; kind may be NULL); false on error (err set). */
+bool br_nl_link_get(br_nl *n, const char *name, int *index, char *kind, size_t kind_size,
+                    ts_err *err) TS_MUST_CHECK;
 /* Create the bridge if there is none; either way it ends up up. An existing
- * link of that name that is not a bridge is an error. Its index, or 0.
+ * link of that name that is not a bridge is an error. *index: its index.
  * fixed_mac: a bridge made here gets a MAC of its own (random, locally
  * administered) instead of following its ports', which changes as ports
  * come and go, flushing the bridge's neighbour entries, permanent ones
  * too, and the containers' ARP entry of the gateway; an existing bridge
  * whose MAC still follows its ports gets its current one fixed. */
-int br_nl_bridge_ensure(br_nl *n, const char *name, int mtu, bool fixed_mac, ts_err *err);
+bool br_nl_bridge_ensure(br_nl *n, const char *name, int mtu, bool fixed_mac, int *index,
+                         ts_err *err) TS_MUST_CHECK;
 /* Add an IPv4 address (one already there is not an error). */
 bool br_nl_addr_add(br_nl *n, int ifindex, struct in_addr a, int prefix, ts_err *err) TS_MUST_CHECK;
 /* A veth pair, both ends down: host (in this namespace, a port of master)
@@ -62,6 +64,6 @@ bool br_nl_link_del(br_nl *n, const char *name, ts_err *err) TS_MUST_CHECK;
 /* "aa:bb:cc:dd:ee:ff" of ifname in the calling thread's namespace, or "". */
 void br_mac(const char *ifname, char out[18]);
 /* "aa:bb:cc:dd:ee:ff" into 6 bytes; false when it is not a MAC. */
-bool br_mac_parse(const char *text, unsigned char mac[6]);
+bool br_mac_parse(const char *text, unsigned char mac[6]) TS_MUST_CHECK;
 
 #endif

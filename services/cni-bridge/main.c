@@ -95,7 +95,8 @@ static bool _veth(br_nl *nl, const br_conf *c, int br_idx, const char *ifname, i
         if (br_nl_veth_create(nl, a->host, ifname, ns_fd, br_idx, c->mtu, &eexist, &err))
             return true;
         if (!eexist) break;
-        if (br_nl_link_get(nl, a->host, NULL, 0, &err) == 0) { /* the name in the netns */
+        int there = 0; /* the name is free here: it is the one in the netns */
+        if (br_nl_link_get(nl, a->host, &there, NULL, 0, &err) && there == 0) {
             cnip_error_set(e, BR_E_NETLINK, "cannot create the veth pair",
                            "%s already exists in the container's network namespace", ifname);
             return false;
@@ -124,8 +125,8 @@ static bool _add(const br_conf *c, const char *cid, const char *netns, const cha
     bool ok = !c->is_gateway || _ip_forward_on(e);
     int br_idx = 0;
     if (ok) {
-        br_idx = br_nl_bridge_ensure(&host, c->bridge, c->mtu, c->port_isolation, &err);
-        if (!br_idx) ok = _nl_fail(e, "cannot set up the bridge", &err);
+        if (!br_nl_bridge_ensure(&host, c->bridge, c->mtu, c->port_isolation, &br_idx, &err))
+            ok = _nl_fail(e, "cannot set up the bridge", &err);
     }
     if (ok && c->is_gateway && !br_nl_addr_add(&host, br_idx, c->gateway, c->prefix, &err))
         ok = _nl_fail(e, "cannot give the bridge its gateway address", &err);
@@ -144,8 +145,7 @@ static bool _add(const br_conf *c, const char *cid, const char *netns, const cha
     if (ok) ok = _veth(&host, c, br_idx, ifname, ns_fd, a, e);
     int hidx = 0;
     if (ok) {
-        hidx = br_nl_link_get(&host, a->host, NULL, 0, &err);
-        if (hidx <= 0)
+        if (!br_nl_link_get(&host, a->host, &hidx, NULL, 0, &err) || hidx == 0)
             ok = _nl_fail(e, "the host end of the veth pair is missing", &err);
         else if (c->disable_ipv6 && !br_sys_ipv6_off(a->host, &err))
             ok = _sys_fail(e, "cannot turn IPv6 off on the host end of the veth pair", &err);
@@ -166,8 +166,8 @@ static bool _add(const br_conf *c, const char *cid, const char *netns, const cha
     if (ok && !br_nl_open(&cont, &err)) ok = _nl_fail(e, "cannot open a netlink socket", &err);
     int idx = 0;
     if (ok) {
-        idx = br_nl_link_get(&cont, ifname, NULL, 0, &err);
-        if (idx <= 0) ok = _nl_fail(e, "the container's interface is missing", &err);
+        if (!br_nl_link_get(&cont, ifname, &idx, NULL, 0, &err) || idx == 0)
+            ok = _nl_fail(e, "the container's interface is missing", &err);
     }
     if (ok && !br_nl_addr_add(&cont, idx, a->ip, c->prefix, &err))
         ok = _nl_fail(e, "cannot give the container its address", &err);
@@ -262,8 +262,9 @@ static bool _del(const br_conf *c, const char *cid, const char *netns, const cha
             br_nl host;
             bool gone = br_nl_open(&host, &err);
             if (gone) {
-                int br_idx = br_nl_link_get(&host, c->bridge, NULL, 0, &err);
-                gone = br_idx == 0 || (br_idx > 0 && br_nl_neigh_del(&host, br_idx, ip, &err));
+                int br_idx = 0;
+                gone = br_nl_link_get(&host, c->bridge, &br_idx, NULL, 0, &err) &&
+                       (br_idx == 0 || br_nl_neigh_del(&host, br_idx, ip, &err));
                 br_nl_close(&host);
             }
             if (!gone) {
@@ -313,8 +314,8 @@ static bool _check(const br_conf *c, const char *cid, const char *netns, const c
     if (ok && !br_nl_open(&cont, &err)) return _nl_fail(e, "cannot open a netlink socket", &err);
     if (ok) {
         char kind[32];
-        int idx = br_nl_link_get(&cont, ifname, kind, sizeof(kind), &err);
-        if (idx < 0)
+        int idx = 0;
+        if (!br_nl_link_get(&cont, ifname, &idx, kind, sizeof(kind), &err))
             ok = _nl_fail(e, "cannot read the container's interface", &err);
         else if (idx == 0 || strcmp(kind, "veth") != 0) {
             cnip_error_set(e, BR_E_MISSING, "the container's interface is missing", "%s in %s: %s",
@@ -326,33 +327,65 @@ static bool _check(const br_conf *c, const char *cid, const char *netns, const c
     return ok;
 }
 
+/* The plugin's state: the configuration, and what ADD made. */
+typedef struct bridge {
+    br_conf c;
+    added a;
+} bridge;
+
+static bool _parse_cb(void *self, const cnip_request *r, const char *text, size_t len,
+                      cnip_error *e)
+{
+    bridge *b = self;
+    if (strlen(r->ifname) >= IF_NAMESIZE || strchr(r->ifname, '/') ||
+        strpbrk(r->ifname, " \t\n:")) {
+        cnip_error_set(e, CNIP_E_ENV, "invalid environment",
+                       "CNI_IFNAME %.40s: not an interface name", r->ifname);
+        return false;
+    }
+    return br_conf_parse(text, len, r->cmd, &b->c, e);
+}
+
+static bool _add_cb(void *self, const cnip_request *r, cnip_error *e)
+{
+    bridge *b = self;
+    return _add(&b->c, r->cid, r->netns, r->ifname, &b->a, e);
+}
+
+static bool _del_cb(void *self, const cnip_request *r, cnip_error *e)
+{
+    bridge *b = self;
+    return _del(&b->c, r->cid, r->netns, r->ifname, e);
+}
+
+static bool _check_cb(void *self, const cnip_request *r, cnip_error *e)
+{
+    bridge *b = self;
+    return _check(&b->c, r->cid, r->netns, r->ifname, e);
+}
+
+static void _print_cb(void *self, const cnip_request *r)
+{
+    bridge *b = self;
+    _print_result(&b->c, r->netns, r->ifname, &b->a);
+}
+
+static const char *_version_cb(void *self)
+{
+    bridge *b = self;
+    return b->c.cni_version;
+}
+
 int main(void)
 {
-    cnip_error e = {0};
-    cnip_cmd cmd;
-    const char *cid, *netns, *ifname;
-    char *text;
-    size_t len;
-    int rc = cnip_start(&cmd, &cid, &netns, &ifname, &text, &len);
-    if (rc >= 0) return rc;
-    if (strlen(ifname) >= IF_NAMESIZE || strchr(ifname, '/') || strpbrk(ifname, " \t\n:")) {
-        free(text);
-        cnip_error_set(&e, CNIP_E_ENV, "invalid environment",
-                       "CNI_IFNAME %.40s: not an interface name", ifname);
-        return cnip_fail(NULL, &e);
-    }
-    br_conf c;
-    bool ok = br_conf_parse(text, len, cmd, &c, &e);
-    free(text);
-    if (!ok) return cnip_fail(NULL, &e);
-    added a;
-    if (cmd == CNIP_ADD)
-        ok = _add(&c, cid, netns, ifname, &a, &e);
-    else if (cmd == CNIP_DEL)
-        ok = _del(&c, cid, netns, ifname, &e);
-    else
-        ok = _check(&c, cid, netns, ifname, &e);
-    if (!ok) return cnip_fail(c.cni_version, &e);
-    if (cmd == CNIP_ADD) _print_result(&c, netns, ifname, &a);
-    return fflush(stdout) == 0 ? 0 : 1;
+    bridge b;
+    memset(&b, 0, sizeof(b));
+    cnip_plugin p = {.self = &b,
+                     .parse = _parse_cb,
+                     .add = _add_cb,
+                     .del = _del_cb,
+                     .check = _check_cb,
+                     .print_result = _print_cb,
+                     .version = _version_cb};
+    return cnip_main(&p);
 }

@@ -101,7 +101,7 @@ static void _stamp_touch(const char *net)
 }
 
 /* Under the lock: read the nat table; *t parsed. */
-static bool _load(pm_table *t, cnip_error *e)
+static bool _load(ipt_table *t, cnip_error *e)
 {
     char *save = NULL;
     ts_err err = {{0}};
@@ -109,7 +109,7 @@ static bool _load(pm_table *t, cnip_error *e)
         cnip_error_set(e, PM_E_IPTABLES, "cannot read the nat table", "%s", err.msg);
         return false;
     }
-    bool ok = pm_table_parse(save, t, &err);
+    bool ok = ipt_table_parse(save, "nat", t, &err);
     if (!ok) cnip_error_set(e, PM_E_IPTABLES, "cannot read the nat table", "%s", err.msg);
     free(save);
     return ok;
@@ -146,8 +146,8 @@ static bool _fast(bool add, const pm_conf *c, const char *cid, const char *recor
 static bool _change(bool add, const pm_conf *c, const char *cid, cnip_error *e)
 {
     ts_err err = {{0}};
-    int lock = pm_lock(PM_LOCK_PATH, &err);
-    if (lock < 0) {
+    int lock = -1;
+    if (!pm_lock(PM_LOCK_PATH, &lock, &err)) {
         cnip_error_set(e, CNIP_E_IO, "cannot take the lock", "%s", err.msg);
         return false;
     }
@@ -155,13 +155,13 @@ static bool _change(bool add, const pm_conf *c, const char *cid, cnip_error *e)
     char *jumps = add ? pm_jump_lines(c, cid) : _read_record(record);
     bool ok = true;
     if (!_fast(add, c, cid, record, jumps)) {
-        pm_table t;
+        ipt_table t;
         ok = _load(&t, e);
         if (ok) {
             char *rules = add ? pm_plan_add(c, cid, &t) : pm_plan_del(c->name, cid, &t);
             if (rules) ok = _apply(rules, e);
             free(rules);
-            pm_table_free(&t);
+            ipt_table_free(&t);
         }
         if (ok && add) _stamp_touch(c->name);
     }
@@ -200,10 +200,10 @@ static bool _del(const pm_conf *c, const char *cid, cnip_error *e)
 static bool _check(const pm_conf *c, const char *cid, cnip_error *e)
 {
     if (c->n_maps == 0) return true;
-    pm_table t;
+    ipt_table t;
     if (!_load(&t, e)) return false;
     bool ok = pm_plan_check(c, cid, &t, e);
-    pm_table_free(&t);
+    ipt_table_free(&t);
     char ifname[IF_NAMESIZE];
     if (ok && c->snat && pm_conf_on_loopback(c) && pm_route_iface(c->container_ip, ifname) &&
         !pm_route_localnet_on(ifname)) {
@@ -214,34 +214,58 @@ static bool _check(const pm_conf *c, const char *cid, cnip_error *e)
     return ok;
 }
 
+static bool _parse_cb(void *self, const cnip_request *r, const char *text, size_t len,
+                      cnip_error *e)
+{
+    return pm_conf_parse(text, len, r->cmd, self, e);
+}
+
+static bool _add_cb(void *self, const cnip_request *r, cnip_error *e)
+{
+    return _add(self, r->cid, e);
+}
+
+static bool _del_cb(void *self, const cnip_request *r, cnip_error *e)
+{
+    return _del(self, r->cid, e);
+}
+
+static bool _check_cb(void *self, const cnip_request *r, cnip_error *e)
+{
+    return _check(self, r->cid, e);
+}
+
+/* A chained plugin passes the previous result on, unchanged. */
+static void _print_cb(void *self, const cnip_request *r)
+{
+    (void)r;
+    const pm_conf *c = self;
+    json_dumpf(c->prev_result, stdout, JSON_COMPACT);
+    fputc('\n', stdout);
+}
+
+static const char *_version_cb(void *self)
+{
+    const pm_conf *c = self;
+    return c->cni_version;
+}
+
+static void _release_cb(void *self)
+{
+    pm_conf_free(self);
+}
+
 int main(void)
 {
-    cnip_error e = {0};
-    cnip_cmd cmd;
-    const char *cid, *netns, *ifname;
-    char *text;
-    size_t len;
-    int rc = cnip_start(&cmd, &cid, &netns, &ifname, &text, &len);
-    if (rc >= 0) return rc;
     pm_conf c;
-    bool ok = pm_conf_parse(text, len, cmd, &c, &e);
-    free(text);
-    if (!ok) return cnip_fail(NULL, &e);
-    if (cmd == CNIP_ADD)
-        ok = _add(&c, cid, &e);
-    else if (cmd == CNIP_DEL)
-        ok = _del(&c, cid, &e);
-    else
-        ok = _check(&c, cid, &e);
-    rc = 0;
-    if (!ok) {
-        rc = cnip_fail(c.cni_version, &e);
-    } else if (cmd == CNIP_ADD) {
-        /* a chained plugin passes the previous result on, unchanged */
-        json_dumpf(c.prev_result, stdout, JSON_COMPACT);
-        fputc('\n', stdout);
-    }
-    pm_conf_free(&c);
-    if (fflush(stdout) != 0) rc = 1;
-    return rc;
+    memset(&c, 0, sizeof(c));
+    cnip_plugin p = {.self = &c,
+                     .parse = _parse_cb,
+                     .add = _add_cb,
+                     .del = _del_cb,
+                     .check = _check_cb,
+                     .print_result = _print_cb,
+                     .version = _version_cb,
+                     .release = _release_cb};
+    return cnip_main(&p);
 }

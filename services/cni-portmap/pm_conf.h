@@ -43,7 +43,7 @@ typedef struct pm_conf {
 /* Some mapping answers on a loopback address: it has no hostIP (every local
  * address) or one in 127.0.0.0/8. Only then does a DNAT to the container
  * need route_localnet on the interface towards it (pm_host.h). */
-bool pm_conf_on_loopback(const pm_conf *c);
+bool pm_conf_on_loopback(const pm_conf *c) TS_MUST_CHECK;
 
 /* Parse and check stdin for cmd (not CNIP_VERSION). false with e set. */
 bool pm_conf_parse(const char *text, size_t len, cnip_cmd cmd, pm_conf *c,

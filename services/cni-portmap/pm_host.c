@@ -10,96 +10,36 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-#include "libcommon/proc.h"
+#include "libcommon/ipt.h"
 
-#define IPT_TIMEOUT_MS 30000
-#define IPT_SAVE_CAP (64u << 20)
-
-int pm_lock(const char *path, ts_err *err)
+bool pm_lock(const char *path, int *fd_out, ts_err *err)
 {
+    *fd_out = -1;
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0) {
         ts_err_set(err, "open %s: %s", path, strerror(errno));
-        return -1;
+        return false;
     }
     while (flock(fd, LOCK_EX) < 0) {
         if (errno == EINTR) continue;
         ts_err_set(err, "flock %s: %s", path, strerror(errno));
         close(fd);
-        return -1;
-    }
-    return fd;
-}
-
-/* name in PATH, then in the sbin directories a plugin's PATH may lack. */
-static char *_find(const char *name)
-{
-    const char *path = getenv("PATH");
-    char *dirs = ts_asprintf("%s:/usr/sbin:/sbin:/usr/bin:/bin", path && *path ? path : "");
-    char *save = NULL, *found = NULL;
-    for (char *d = strtok_r(dirs, ":", &save); d && !found; d = strtok_r(NULL, ":", &save)) {
-        if (d[0] != '/') continue;
-        char *p = ts_asprintf("%s/%s", d, name);
-        if (access(p, X_OK) == 0)
-            found = p;
-        else
-            free(p);
-    }
-    free(dirs);
-    return found;
-}
-
-/* Run an iptables program; its stdout in *out (may be NULL). */
-static bool _ipt(const char *name, const char *const *args, const char *in, char **out, ts_err *err)
-{
-    char *bin = _find(name);
-    if (!bin) {
-        ts_err_set(err, "%s not found (PATH, /usr/sbin, /sbin)", name);
         return false;
     }
-    const char *argv[8] = {bin};
-    for (int i = 0; args[i] && i < 6; i++)
-        argv[i + 1] = args[i];
-    proc_opts o = {.argv = argv,
-                   .stdin_data = in,
-                   .stdin_len = in ? strlen(in) : 0,
-                   .timeout_ms = IPT_TIMEOUT_MS,
-                   .cap_bytes = IPT_SAVE_CAP};
-    exec_result r;
-    bool ok = proc_run(&o, &r, err);
-    free(bin);
-    if (!ok) return false;
-    if (r.exit_code != 0 || r.out_truncated) {
-        char *msg = r.err_len ? r.err : r.out;
-        size_t n = strlen(msg);
-        while (n && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
-            msg[--n] = '\0';
-        if (r.timed_out)
-            ts_err_set(err, "%s: timed out after %d ms", name, IPT_TIMEOUT_MS);
-        else if (r.out_truncated)
-            ts_err_set(err, "%s: output over %u bytes", name, IPT_SAVE_CAP);
-        else
-            ts_err_set(err, "%s: exit %d: %.300s", name, r.exit_code, msg);
-        ok = false;
-    }
-    if (ok && out) {
-        *out = r.out;
-        r.out = NULL;
-    }
-    exec_result_free(&r);
-    return ok;
+    *fd_out = fd;
+    return true;
 }
 
 bool pm_ipt_save(char **out, ts_err *err)
 {
     const char *args[] = {"-t", "nat", NULL};
-    return _ipt("iptables-save", args, NULL, out, err);
+    return ipt_run("iptables-save", args, NULL, out, err);
 }
 
 bool pm_ipt_restore(const char *rules, ts_err *err)
 {
     const char *args[] = {"--noflush", "--wait=10", NULL};
-    return _ipt("iptables-restore", args, rules, NULL, err);
+    return ipt_run("iptables-restore", args, rules, NULL, err);
 }
 
 bool pm_route_iface(const char *ip, char ifname[IF_NAMESIZE])

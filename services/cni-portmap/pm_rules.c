@@ -5,139 +5,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- iptables-save output ------------------------------------------------------- */
-
-/* Split a saved rule into words: "..." quoted with \" and \\ escapes, as
- * iptables-save writes comments. false on an unterminated quote. */
-static bool _split(const char *line, pm_rule *r)
-{
-    size_t len = strlen(line);
-    char *buf = ts_malloc(len + 1); /* the words, back to back */
-    char *w = buf;
-    int cap = 16;
-    r->tok = ts_malloc(sizeof(char *) * (size_t)cap);
-    r->n_tok = 0;
-    const char *p = line;
-    for (;;) {
-        while (*p == ' ' || *p == '\t')
-            p++;
-        if (!*p) break;
-        if (r->n_tok + 1 >= cap) {
-            cap *= 2;
-            r->tok = ts_realloc(r->tok, sizeof(char *) * (size_t)cap);
-        }
-        r->tok[r->n_tok++] = w;
-        if (*p == '"') {
-            p++;
-            while (*p && *p != '"') {
-                if (*p == '\\' && p[1]) p++;
-                *w++ = *p++;
-            }
-            if (*p != '"') {
-                free(buf);
-                free(r->tok);
-                r->tok = NULL;
-                return false;
-            }
-            p++;
-        } else {
-            while (*p && *p != ' ' && *p != '\t')
-                *w++ = *p++;
-        }
-        *w++ = '\0';
-    }
-    if (r->n_tok == 0) free(buf); /* tok[0] owns buf otherwise */
-    return true;
-}
-
-bool pm_table_parse(const char *save, pm_table *t, ts_err *err)
-{
-    memset(t, 0, sizeof(*t));
-    bool in_nat = false;
-    int lineno = 0, cap_c = 0, cap_r = 0;
-    const char *p = save;
-    while (p && *p) {
-        const char *nl = strchr(p, '\n');
-        size_t n = nl ? (size_t)(nl - p) : strlen(p);
-        char *line = ts_strndup(p, n);
-        p = nl ? nl + 1 : p + n;
-        lineno++;
-        if (line[0] == '*') {
-            in_nat = strcmp(line, "*nat") == 0;
-        } else if (in_nat && strcmp(line, "COMMIT") == 0) {
-            in_nat = false;
-        } else if (in_nat && line[0] == ':') {
-            size_t k = strcspn(line + 1, " ");
-            if (t->n_chains == cap_c) {
-                cap_c = cap_c ? cap_c * 2 : 16;
-                t->chains = ts_realloc(t->chains, sizeof(char *) * (size_t)cap_c);
-            }
-            t->chains[t->n_chains++] = ts_strndup(line + 1, k);
-        } else if (in_nat && strncmp(line, "-A ", 3) == 0) {
-            pm_rule r = {.line = line};
-            if (!_split(line, &r) || r.n_tok < 2) {
-                ts_err_set(err, "iptables-save line %d: cannot read: %.200s", lineno, line);
-                if (r.tok && r.n_tok) free(r.tok[0]);
-                free(r.tok);
-                free(line);
-                pm_table_free(t);
-                return false;
-            }
-            if (t->n_rules == cap_r) {
-                cap_r = cap_r ? cap_r * 2 : 64;
-                t->rules = ts_realloc(t->rules, sizeof(pm_rule) * (size_t)cap_r);
-            }
-            t->rules[t->n_rules++] = r;
-            continue; /* the rule keeps line */
-        }
-        free(line);
-    }
-    return true;
-}
-
-void pm_table_free(pm_table *t)
-{
-    for (int i = 0; i < t->n_chains; i++)
-        free(t->chains[i]);
-    for (int i = 0; i < t->n_rules; i++) {
-        free(t->rules[i].line);
-        if (t->rules[i].n_tok) free(t->rules[i].tok[0]);
-        free(t->rules[i].tok);
-    }
-    free(t->chains);
-    free(t->rules);
-    memset(t, 0, sizeof(*t));
-}
-
-bool pm_table_has_chain(const pm_table *t, const char *chain)
-{
-    for (int i = 0; i < t->n_chains; i++)
-        if (strcmp(t->chains[i], chain) == 0) return true;
-    return false;
-}
-
-const char *pm_rule_opt(const pm_rule *r, const char *opt)
-{
-    for (int i = 2; i + 1 < r->n_tok; i++)
-        if (strcmp(r->tok[i], opt) == 0) return r->tok[i + 1];
-    return NULL;
-}
-
-static const char *_chain(const pm_rule *r)
+static const char *_chain(const ipt_rule *r)
 {
     return r->tok[1];
 }
 
 /* Some rule of chain jumps to target (and has opt = val, when opt is given). */
-static bool _has_rule(const pm_table *t, const char *chain, const char *target, const char *opt,
+static bool _has_rule(const ipt_table *t, const char *chain, const char *target, const char *opt,
                       const char *val)
 {
     for (int i = 0; i < t->n_rules; i++) {
-        const pm_rule *r = &t->rules[i];
+        const ipt_rule *r = &t->rules[i];
         if (strcmp(_chain(r), chain) != 0) continue;
-        const char *j = pm_rule_opt(r, "-j");
+        const char *j = ipt_rule_opt(r, "-j", NULL);
         if (!j || strcmp(j, target) != 0) continue;
-        const char *v = opt ? pm_rule_opt(r, opt) : NULL;
+        const char *v = opt ? ipt_rule_opt(r, opt, NULL) : NULL;
         if (!opt || (v && strcmp(v, val) == 0)) return true;
     }
     return false;
@@ -164,26 +46,43 @@ void pm_comment(const char *net, const char *cid, char *out, size_t size)
     snprintf(out, size, "tessera-portmap:%s:%s", net, cid);
 }
 
-/* A FILE writing into *text (heap, NUL-terminated at fclose). */
-static FILE *_text_stream(char **text, size_t *len)
+/* A plan for one container: its chain and comment, and the text written
+ * into p->f (heap, NUL-terminated once closed). */
+typedef struct plan {
+    char chain[PM_CHAIN_LEN], comment[256];
+    char *text;
+    size_t len;
+    FILE *f;
+} plan;
+
+static FILE *_plan_open(plan *p, const char *net, const char *cid)
 {
-    FILE *f = open_memstream(text, len);
-    if (!f) ts_panic("open_memstream: out of memory");
-    return f;
+    pm_chain_name(net, cid, p->chain);
+    pm_comment(net, cid, p->comment, sizeof(p->comment));
+    p->text = NULL;
+    p->f = open_memstream(&p->text, &p->len);
+    if (!p->f) ts_panic("open_memstream: out of memory");
+    return p->f;
+}
+
+static char *_plan_close(plan *p)
+{
+    fclose(p->f);
+    return p->text;
 }
 
 /* ---- DEL ------------------------------------------------------------------------------ */
 
 /* Rules outside the container's chain that belong to the container: they
  * jump to its chain or carry its comment. Written as "-D ..." lines. */
-static int _delete_jumps(FILE *f, const pm_table *t, const char *chain, const char *comment)
+static int _delete_jumps(FILE *f, const ipt_table *t, const char *chain, const char *comment)
 {
     int n = 0;
     for (int i = 0; i < t->n_rules; i++) {
-        const pm_rule *r = &t->rules[i];
+        const ipt_rule *r = &t->rules[i];
         if (strcmp(_chain(r), chain) == 0) continue;
-        const char *j = pm_rule_opt(r, "-j");
-        const char *c = pm_rule_opt(r, "--comment");
+        const char *j = ipt_rule_opt(r, "-j", NULL);
+        const char *c = ipt_rule_opt(r, "--comment", NULL);
         if ((j && strcmp(j, chain) == 0) || (c && strcmp(c, comment) == 0)) {
             fprintf(f, "-D%s\n", r->line + 2);
             n++;
@@ -192,20 +91,16 @@ static int _delete_jumps(FILE *f, const pm_table *t, const char *chain, const ch
     return n;
 }
 
-char *pm_plan_del(const char *net, const char *cid, const pm_table *t)
+char *pm_plan_del(const char *net, const char *cid, const ipt_table *t)
 {
-    char chain[PM_CHAIN_LEN], comment[256];
-    pm_chain_name(net, cid, chain);
-    pm_comment(net, cid, comment, sizeof(comment));
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = _text_stream(&text, &len);
+    plan p;
+    FILE *f = _plan_open(&p, net, cid);
     fputs("*nat\n", f);
-    int n = _delete_jumps(f, t, chain, comment);
-    bool have = pm_table_has_chain(t, chain);
-    if (have) fprintf(f, "-F %s\n-X %s\n", chain, chain);
+    int n = _delete_jumps(f, t, p.chain, p.comment);
+    bool have = ipt_table_has_chain(t, p.chain);
+    if (have) fprintf(f, "-F %s\n-X %s\n", p.chain, p.chain);
     fputs("COMMIT\n", f);
-    fclose(f);
+    char *text = _plan_close(&p);
     if (n == 0 && !have) {
         free(text);
         return NULL;
@@ -271,23 +166,19 @@ static void _jumps(FILE *f, const pm_conf *c, const char *chain, const char *com
     }
 }
 
-char *pm_plan_add(const pm_conf *c, const char *cid, const pm_table *t)
+char *pm_plan_add(const pm_conf *c, const char *cid, const ipt_table *t)
 {
-    char chain[PM_CHAIN_LEN], comment[256];
-    pm_chain_name(c->name, cid, chain);
-    pm_comment(c->name, cid, comment, sizeof(comment));
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = _text_stream(&text, &len);
+    plan p;
+    FILE *f = _plan_open(&p, c->name, cid);
     fputs("*nat\n", f);
     /* chains first: shared ones only when missing (a declaration flushes) */
-    bool dnat = pm_table_has_chain(t, PM_CHAIN_DNAT);
-    bool mark = pm_table_has_chain(t, PM_CHAIN_SETMARK);
-    bool masq = pm_table_has_chain(t, PM_CHAIN_MASQ);
+    bool dnat = ipt_table_has_chain(t, PM_CHAIN_DNAT);
+    bool mark = ipt_table_has_chain(t, PM_CHAIN_SETMARK);
+    bool masq = ipt_table_has_chain(t, PM_CHAIN_MASQ);
     if (!dnat) fputs(":" PM_CHAIN_DNAT " - [0:0]\n", f);
     if (c->snat && !mark) fputs(":" PM_CHAIN_SETMARK " - [0:0]\n", f);
     if (c->snat && !masq) fputs(":" PM_CHAIN_MASQ " - [0:0]\n", f);
-    fprintf(f, ":%s - [0:0]\n", chain);
+    fprintf(f, ":%s - [0:0]\n", p.chain);
     /* the shared rules, where missing */
     static const char *const entries[] = {"PREROUTING", "OUTPUT"};
     for (int k = 0; k < 2; k++)
@@ -306,83 +197,69 @@ char *pm_plan_add(const pm_conf *c, const char *cid, const pm_table *t)
                   f);
     }
     /* the container's: old jumps out, its chain (flushed above) filled, new jumps */
-    (void)_delete_jumps(f, t, chain, comment);
-    _container_rules(f, c, chain);
-    _jumps(f, c, chain, comment);
+    (void)_delete_jumps(f, t, p.chain, p.comment);
+    _container_rules(f, c, p.chain);
+    _jumps(f, c, p.chain, p.comment);
     fputs("COMMIT\n", f);
-    fclose(f);
-    return text;
+    return _plan_close(&p);
 }
 
 /* ---- without reading the table (pm_rules.h, "Fast paths") ------------------------------- */
 
 char *pm_jump_lines(const pm_conf *c, const char *cid)
 {
-    char chain[PM_CHAIN_LEN], comment[256];
-    pm_chain_name(c->name, cid, chain);
-    pm_comment(c->name, cid, comment, sizeof(comment));
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = _text_stream(&text, &len);
-    _jumps(f, c, chain, comment);
-    fclose(f);
-    return text;
+    plan p;
+    FILE *f = _plan_open(&p, c->name, cid);
+    _jumps(f, c, p.chain, p.comment);
+    return _plan_close(&p);
 }
 
 char *pm_plan_add_fast(const pm_conf *c, const char *cid, const char *jumps)
 {
-    char chain[PM_CHAIN_LEN];
-    pm_chain_name(c->name, cid, chain);
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = _text_stream(&text, &len);
-    fprintf(f, "*nat\n:%s - [0:0]\n", chain);
-    _container_rules(f, c, chain);
+    plan p;
+    FILE *f = _plan_open(&p, c->name, cid);
+    fprintf(f, "*nat\n:%s - [0:0]\n", p.chain);
+    _container_rules(f, c, p.chain);
     fputs(jumps, f);
     fputs("COMMIT\n", f);
-    fclose(f);
-    return text;
+    return _plan_close(&p);
 }
 
 char *pm_plan_del_fast(const char *net, const char *cid, const char *jumps)
 {
-    char chain[PM_CHAIN_LEN];
-    pm_chain_name(net, cid, chain);
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = _text_stream(&text, &len);
+    plan p;
+    FILE *f = _plan_open(&p, net, cid);
     fputs("*nat\n", f);
     size_t prefix = strlen("-A " PM_CHAIN_DNAT " ");
-    for (const char *p = jumps; *p;) {
-        const char *nl = strchr(p, '\n');
-        size_t n = nl ? (size_t)(nl - p) : strlen(p);
-        if (n > prefix && strncmp(p, "-A " PM_CHAIN_DNAT " ", prefix) == 0)
-            fprintf(f, "-D%.*s\n", (int)(n - 2), p + 2);
-        p += n + (nl ? 1 : 0);
+    for (const char *j = jumps; *j;) {
+        const char *nl = strchr(j, '\n');
+        size_t n = nl ? (size_t)(nl - j) : strlen(j);
+        if (n > prefix && strncmp(j, "-A " PM_CHAIN_DNAT " ", prefix) == 0)
+            fprintf(f, "-D%.*s\n", (int)(n - 2), j + 2);
+        j += n + (nl ? 1 : 0);
     }
-    fprintf(f, "-F %s\n-X %s\nCOMMIT\n", chain, chain);
-    fclose(f);
-    return text;
+    fprintf(f, "-F %s\n-X %s\nCOMMIT\n", p.chain, p.chain);
+    return _plan_close(&p);
 }
 
 /* ---- CHECK ---------------------------------------------------------------------------- */
 
-static bool _words_eq(const pm_rule *r, const char *opt, const char *val)
+static bool _words_eq(const ipt_rule *r, const char *opt, const char *val)
 {
-    const char *v = pm_rule_opt(r, opt);
+    const char *v = ipt_rule_opt(r, opt, NULL);
     return val ? v && strcmp(v, val) == 0 : v == NULL;
 }
 
 /* A rule in chain for mapping m: -p, --dport and -d as made, -s src (NULL:
  * none), jumping to target, with --to-destination to (NULL: not checked). */
-static bool _has_mapping_rule(const pm_table *t, const char *chain, const pm_mapping *m,
+static bool _has_mapping_rule(const ipt_table *t, const char *chain, const pm_mapping *m,
                               const char *src, const char *target, const char *to)
 {
     char port[8], dst[PM_IP_LEN + 3];
     snprintf(port, sizeof(port), "%d", m->host_port);
     snprintf(dst, sizeof(dst), "%s/32", m->host_ip);
     for (int i = 0; i < t->n_rules; i++) {
-        const pm_rule *r = &t->rules[i];
+        const ipt_rule *r = &t->rules[i];
         if (strcmp(_chain(r), chain) != 0) continue;
         if (_words_eq(r, "-p", m->proto) && _words_eq(r, "--dport", port) &&
             _words_eq(r, "-d", m->host_ip[0] ? dst : NULL) && _words_eq(r, "-s", src) &&
@@ -393,15 +270,15 @@ static bool _has_mapping_rule(const pm_table *t, const char *chain, const pm_map
 }
 
 /* A jump from TESSERA-HP-DNAT with the comment, for proto, listing port. */
-static bool _has_jump(const pm_table *t, const char *chain, const char *comment,
+static bool _has_jump(const ipt_table *t, const char *chain, const char *comment,
                       const pm_mapping *m)
 {
     for (int i = 0; i < t->n_rules; i++) {
-        const pm_rule *r = &t->rules[i];
+        const ipt_rule *r = &t->rules[i];
         if (strcmp(_chain(r), PM_CHAIN_DNAT) != 0 || !_words_eq(r, "-j", chain) ||
             !_words_eq(r, "--comment", comment) || !_words_eq(r, "-p", m->proto))
             continue;
-        const char *ports = pm_rule_opt(r, "--dports");
+        const char *ports = ipt_rule_opt(r, "--dports", NULL);
         for (const char *p = ports; p && *p;) {
             char *end;
             long v = strtol(p, &end, 10);
@@ -413,14 +290,14 @@ static bool _has_jump(const pm_table *t, const char *chain, const char *comment,
     return false;
 }
 
-bool pm_plan_check(const pm_conf *c, const char *cid, const pm_table *t, cnip_error *e)
+bool pm_plan_check(const pm_conf *c, const char *cid, const ipt_table *t, cnip_error *e)
 {
     char chain[PM_CHAIN_LEN], comment[256];
     pm_chain_name(c->name, cid, chain);
     pm_comment(c->name, cid, comment, sizeof(comment));
     const char *missing = NULL;
     char what[160] = "";
-    if (!pm_table_has_chain(t, PM_CHAIN_DNAT))
+    if (!ipt_table_has_chain(t, PM_CHAIN_DNAT))
         missing = "chain " PM_CHAIN_DNAT;
     else if (!_has_rule(t, "PREROUTING", PM_CHAIN_DNAT, NULL, NULL))
         missing = "the jump from PREROUTING to " PM_CHAIN_DNAT;
@@ -432,7 +309,7 @@ bool pm_plan_check(const pm_conf *c, const char *cid, const pm_table *t, cnip_er
         missing = "the masquerade rule of " PM_CHAIN_MASQ;
     else if (c->snat && !_has_rule(t, "POSTROUTING", PM_CHAIN_MASQ, NULL, NULL))
         missing = "the jump from POSTROUTING to " PM_CHAIN_MASQ;
-    else if (!pm_table_has_chain(t, chain))
+    else if (!ipt_table_has_chain(t, chain))
         missing = "the container's chain";
     for (int i = 0; !missing && i < c->n_maps; i++) {
         const pm_mapping *m = &c->maps[i];

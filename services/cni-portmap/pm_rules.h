@@ -1,5 +1,5 @@
 /* pm_rules.h: tessera-portmap's iptables rules, as text: the nat table as
- * `iptables-save -t nat` prints it, parsed, and what ADD and DEL feed to one
+ * `iptables-save -t nat` prints it, parsed (libcommon/ipt.h), and what ADD and DEL feed to one
  * `iptables-restore --noflush` (or what CHECK expects to find).
  *
  * Chains (nat table):
@@ -22,6 +22,7 @@
 #ifndef PM_RULES_H
 #define PM_RULES_H
 
+#include "libcommon/ipt.h"
 #include "services/cni-portmap/pm_conf.h"
 
 #define PM_CHAIN_PREFIX "TESSERA-HP-"
@@ -32,27 +33,6 @@
 #define PM_CHAIN_LEN 29 /* iptables' limit: 28 characters and the NUL */
 #define PM_MULTIPORT_MAX 15
 
-typedef struct pm_rule {
-    char *line; /* "-A CHAIN ..." as saved */
-    char **tok; /* its words, unquoted: tok[0] "-A", tok[1] the chain */
-    int n_tok;
-} pm_rule;
-
-typedef struct pm_table {
-    char **chains; /* every chain declared in *nat */
-    int n_chains;
-    pm_rule *rules; /* every rule in *nat */
-    int n_rules;
-} pm_table;
-
-/* Parse iptables-save output; only the *nat section is read (none: an empty
- * table). false with err set on a line it cannot read. */
-bool pm_table_parse(const char *save, pm_table *t, ts_err *err) TS_MUST_CHECK;
-void pm_table_free(pm_table *t);
-bool pm_table_has_chain(const pm_table *t, const char *chain);
-/* The value after the first occurrence of opt in the rule, or NULL. */
-const char *pm_rule_opt(const pm_rule *r, const char *opt);
-
 /* "TESSERA-HP-" and 16 hex digits of the network name and container id. */
 void pm_chain_name(const char *net, const char *cid, char out[PM_CHAIN_LEN]);
 /* "tessera-portmap:<net>:<cid>" */
@@ -62,11 +42,11 @@ void pm_comment(const char *net, const char *cid, char *out, size_t size);
  * rules where missing, the container's chain (re)declared and filled, its
  * old jumps deleted and the new ones appended. c has at least one mapping
  * and a container address. */
-char *pm_plan_add(const pm_conf *c, const char *cid, const pm_table *t);
+char *pm_plan_add(const pm_conf *c, const char *cid, const ipt_table *t);
 /* iptables-restore input (heap) for DEL: every rule that jumps to the
  * container's chain or carries its comment deleted, the chain flushed and
  * removed. NULL when the table has none of them (nothing to do). */
-char *pm_plan_del(const char *net, const char *cid, const pm_table *t);
+char *pm_plan_del(const char *net, const char *cid, const ipt_table *t);
 /* Fast paths: ADD and DEL without iptables-save (main.c decides when).
  * pm_jump_lines: the container's "-A TESSERA-HP-DNAT ..." lines, as ADD
  * appends them (heap; what the record of the container keeps).
@@ -81,7 +61,7 @@ char *pm_plan_add_fast(const pm_conf *c, const char *cid, const char *jumps);
 char *pm_plan_del_fast(const char *net, const char *cid, const char *jumps);
 /* CHECK: every rule ADD makes is in the table. false with e set
  * (PM_E_MISSING) naming the first one missing. */
-bool pm_plan_check(const pm_conf *c, const char *cid, const pm_table *t,
+bool pm_plan_check(const pm_conf *c, const char *cid, const ipt_table *t,
                    cnip_error *e) TS_MUST_CHECK;
 
 #endif

@@ -11,6 +11,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "services/cuda-shim/check.h"
+
 enum tshim_kind {
     TSHIM_KIND_MEM = 1, /* CUdeviceptr: cuMemAlloc*, managed, async */
     TSHIM_KIND_VMM,     /* CUmemGenericAllocationHandle */
@@ -29,10 +31,10 @@ typedef struct tshim_alloc {
 
 /* False when the table could not grow (the allocation stays charged: usage is
  * over-counted, never under-counted). */
-bool tshim_map_put(const tshim_alloc *a) __attribute__((warn_unused_result));
+bool tshim_map_put(const tshim_alloc *a) __attribute__((warn_unused_result)) TS_MUST_CHECK;
 /* Remove and return the entry; false if unknown. */
 bool tshim_map_take(uint8_t kind, uint64_t key, tshim_alloc *out)
-    __attribute__((warn_unused_result));
+    __attribute__((warn_unused_result)) TS_MUST_CHECK;
 /* Live entries (tests). */
 uint64_t tshim_map_count(void);
 /* Drop every entry (the child after fork owns none of its parent's memory). */

@@ -98,7 +98,7 @@ bool tshim_parse_mem_limit(const char *s, uint64_t limit[TSHIM_MAX_DEVICES])
     return true;
 }
 
-int tshim_parse_uuid_list(const char *s, char out[TSHIM_MAX_DEVICES][TSHIM_UUID_LEN])
+bool tshim_parse_uuid_list(const char *s, char out[TSHIM_MAX_DEVICES][TSHIM_UUID_LEN], int *count)
 {
     char list[TSHIM_MAX_DEVICES][TSHIM_UUID_LEN];
     int n = 0;
@@ -111,16 +111,17 @@ int tshim_parse_uuid_list(const char *s, char out[TSHIM_MAX_DEVICES][TSHIM_UUID_
         while (len > 0 && p[len - 1] == ' ')
             len--;
         if (n == TSHIM_MAX_DEVICES || len <= 4 || len >= TSHIM_UUID_LEN || strncmp(p, "GPU-", 4))
-            return -1;
+            return false;
         for (size_t i = 4; i < len; i++)
-            if (!strchr("0123456789abcdefABCDEF-", p[i])) return -1;
+            if (!strchr("0123456789abcdefABCDEF-", p[i])) return false;
         memcpy(list[n], p, len);
         list[n++][len] = '\0';
         if (!end) break;
         p = end + 1;
     }
     memcpy(out, list, sizeof(list[0]) * (size_t)n);
-    return n;
+    *count = n;
+    return true;
 }
 
 static void _set(const char *key, const char *val)
@@ -137,8 +138,8 @@ static void _set(const char *key, const char *val)
     } else if (!strcasecmp(key, "debug")) {
         tshim_cfg.debug = val[0] && strcmp(val, "0") != 0;
     } else if (!strcasecmp(key, "visible_uuids")) {
-        int n = tshim_parse_uuid_list(val, tshim_cfg.visible_uuids);
-        if (n >= 0)
+        int n = 0;
+        if (tshim_parse_uuid_list(val, tshim_cfg.visible_uuids, &n))
             tshim_cfg.n_visible_uuids = n;
         else
             tshim_cfg.n_visible_uuids = 0; /* malformed: no filtering, as without the key */

@@ -4,6 +4,8 @@
 #ifndef TESSERA_CUDA_SHIM_HOOKS_H
 #define TESSERA_CUDA_SHIM_HOOKS_H
 
+#include "services/cuda-shim/driver.h"
+#include "services/cuda-shim/init.h"
 #include "services/cuda-shim/shim.h"
 
 CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
@@ -71,6 +73,6 @@ nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *index);
 /* The visible position of an NVML device (visibility.c): its index among the
  * devices NVML shows the container. Returns false for a hidden device; with no
  * visible_uuids configured, the real NVML index. */
-bool tshim_nvml_visible_index(nvmlDevice_t device, unsigned int *index) TSHIM_MUST_CHECK;
+bool tshim_nvml_visible_index(nvmlDevice_t device, unsigned int *index) TS_MUST_CHECK;
 
 #endif

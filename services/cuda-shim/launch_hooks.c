@@ -14,21 +14,25 @@ static inline uint64_t _threads(unsigned gx, unsigned gy, unsigned gz, unsigned 
     return (uint64_t)gx * gy * gz * bx * by * bz;
 }
 
-#define LAUNCH_KERNEL_BODY(sym)                                                                    \
+/* A launch through the limiter: it pays key's estimated GPU time on stream
+ * before REAL(sym)(args...) is submitted. */
+#define LIMITED_LAUNCH(sym, key, stream, ...)                                                      \
     tshim_init();                                                                                  \
     NEED(sym);                                                                                     \
-    if (TSHIM_LIKELY(!tshim_limiter_on))                                                           \
-        return REAL(sym)(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,         \
-                         sharedMemBytes, hStream, kernelParams, extra);                            \
+    if (TSHIM_LIKELY(!tshim_limiter_on)) return REAL(sym)(__VA_ARGS__);                            \
     tshim_ticket t;                                                                                \
-    tshim_limiter_before(&t,                                                                       \
-                         tshim_kernel_key(f, _threads(gridDimX, gridDimY, gridDimZ, blockDimX,     \
-                                                      blockDimY, blockDimZ)),                      \
-                         hStream);                                                                 \
-    CUresult r = REAL(sym)(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,       \
-                           sharedMemBytes, hStream, kernelParams, extra);                          \
-    tshim_limiter_after(&t, hStream, r);                                                           \
+    tshim_limiter_before(&t, key, stream);                                                         \
+    CUresult r = REAL(sym)(__VA_ARGS__);                                                           \
+    tshim_limiter_after(&t, stream, r);                                                            \
     return r
+
+/* The key of a kernel launched with the grid of the hook's arguments. */
+#define GRID_KEY                                                                                   \
+    tshim_kernel_key(f, _threads(gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ))
+
+#define LAUNCH_KERNEL_BODY(sym)                                                                    \
+    LIMITED_LAUNCH(sym, GRID_KEY, hStream, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,  \
+                   blockDimZ, sharedMemBytes, hStream, kernelParams, extra)
 
 TSHIM_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
                                      unsigned int gridDimZ, unsigned int blockDimX,
@@ -49,20 +53,8 @@ TSHIM_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX,
 }
 
 #define LAUNCH_COOP_BODY(sym)                                                                      \
-    tshim_init();                                                                                  \
-    NEED(sym);                                                                                     \
-    if (TSHIM_LIKELY(!tshim_limiter_on))                                                           \
-        return REAL(sym)(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,         \
-                         sharedMemBytes, hStream, kernelParams);                                   \
-    tshim_ticket t;                                                                                \
-    tshim_limiter_before(&t,                                                                       \
-                         tshim_kernel_key(f, _threads(gridDimX, gridDimY, gridDimZ, blockDimX,     \
-                                                      blockDimY, blockDimZ)),                      \
-                         hStream);                                                                 \
-    CUresult r = REAL(sym)(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,       \
-                           sharedMemBytes, hStream, kernelParams);                                 \
-    tshim_limiter_after(&t, hStream, r);                                                           \
-    return r
+    LIMITED_LAUNCH(sym, GRID_KEY, hStream, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,  \
+                   blockDimZ, sharedMemBytes, hStream, kernelParams)
 
 TSHIM_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX,
                                                 unsigned int gridDimY, unsigned int gridDimZ,
@@ -84,20 +76,16 @@ TSHIM_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int 
 }
 
 #define LAUNCH_EX_BODY(sym)                                                                        \
-    tshim_init();                                                                                  \
-    NEED(sym);                                                                                     \
-    if (TSHIM_LIKELY(!tshim_limiter_on) || !config)                                                \
+    if (TSHIM_UNLIKELY(!config)) {                                                                 \
+        tshim_init();                                                                              \
+        NEED(sym);                                                                                 \
         return REAL(sym)(config, f, kernelParams, extra);                                          \
-    tshim_ticket t;                                                                                \
-    CUstream s = config->hStream;                                                                  \
-    tshim_limiter_before(                                                                          \
-        &t,                                                                                        \
+    }                                                                                              \
+    LIMITED_LAUNCH(                                                                                \
+        sym,                                                                                       \
         tshim_kernel_key(f, _threads(config->gridDimX, config->gridDimY, config->gridDimZ,         \
                                      config->blockDimX, config->blockDimY, config->blockDimZ)),    \
-        s);                                                                                        \
-    CUresult r = REAL(sym)(config, f, kernelParams, extra);                                        \
-    tshim_limiter_after(&t, s, r);                                                                 \
-    return r
+        config->hStream, config, f, kernelParams, extra)
 
 TSHIM_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f,
                                        void **kernelParams, void **extra)
@@ -112,14 +100,7 @@ TSHIM_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunc
 }
 
 #define GRAPH_BODY(sym)                                                                            \
-    tshim_init();                                                                                  \
-    NEED(sym);                                                                                     \
-    if (TSHIM_LIKELY(!tshim_limiter_on)) return REAL(sym)(hGraphExec, hStream);                    \
-    tshim_ticket t;                                                                                \
-    tshim_limiter_before(&t, tshim_kernel_key(hGraphExec, 0x6a09e667u), hStream);                  \
-    CUresult r = REAL(sym)(hGraphExec, hStream);                                                   \
-    tshim_limiter_after(&t, hStream, r);                                                           \
-    return r
+    LIMITED_LAUNCH(sym, tshim_kernel_key(hGraphExec, 0x6a09e667u), hStream, hGraphExec, hStream)
 
 TSHIM_EXPORT CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
 {

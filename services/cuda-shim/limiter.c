@@ -1,5 +1,7 @@
 /* limiter.c: the compute-share limiter (see limiter.h and docs/cuda-shim.md). */
 #include "services/cuda-shim/limiter.h"
+
+#include "services/cuda-shim/driver.h"
 #include "services/cuda-shim/region.h"
 
 #include <pthread.h>

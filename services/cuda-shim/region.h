@@ -70,14 +70,14 @@ extern tshim_region *tshim_reg;
 /* Map (creating if needed) the region in dir, or anonymous memory when dir is "".
  * Idempotent and thread-safe. False only if not even anonymous memory could be
  * had (then memory hooks fail closed with CUDA_ERROR_OUT_OF_MEMORY). */
-bool tshim_region_attach(void) TSHIM_MUST_CHECK;
+bool tshim_region_attach(void) TS_MUST_CHECK;
 
 /* Map an existing region file read-write without registering (tools, tests). */
 tshim_region *tshim_region_map_file(const char *path);
 
 /* Add bytes on dev to the total and this process's slot if that keeps the total
  * within limit (0 = no limit). Atomic with respect to every other process. */
-bool tshim_region_reserve(int dev, uint64_t bytes, uint64_t limit) TSHIM_MUST_CHECK;
+bool tshim_region_reserve(int dev, uint64_t bytes, uint64_t limit) TS_MUST_CHECK;
 /* Add without a check (the driver already handed the memory out). */
 void tshim_region_force(int dev, uint64_t bytes);
 /* Return bytes; never below zero, neither for the slot nor for the total. */
@@ -91,7 +91,7 @@ int tshim_region_reap(void);
 int tshim_region_reap_if_free(void);
 
 /* Lock/unlock for callers outside region.c (the limiter's bucket init). */
-bool tshim_region_lock(tshim_region *r) TSHIM_MUST_CHECK;
+bool tshim_region_lock(tshim_region *r) TS_MUST_CHECK;
 void tshim_region_unlock(tshim_region *r);
 
 /* Start time (clock ticks since boot) of pid from /proc, 0 if unreadable. */

@@ -20,11 +20,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "services/cuda-shim/check.h"
+
 /* cuda.h maps cuGetProcAddress to cuGetProcAddress_v2; the shim exports both. */
 #undef cuGetProcAddress
 
 #define TSHIM_EXPORT __attribute__((visibility("default")))
-#define TSHIM_MUST_CHECK __attribute__((warn_unused_result))
 #define TSHIM_LIKELY(x) __builtin_expect(!!(x), 1)
 #define TSHIM_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
@@ -56,12 +57,13 @@ extern tshim_config tshim_cfg;
 void tshim_config_load(void);
 /* Parse "4g", "512m", "1073741824", "0:4g,1:2g" into per-device limits.
  * Returns false on a syntax error. Exposed for the unit test. */
-bool tshim_parse_mem_limit(const char *s, uint64_t limit[TSHIM_MAX_DEVICES]) TSHIM_MUST_CHECK;
-bool tshim_parse_size(const char *s, uint64_t *out) TSHIM_MUST_CHECK;
+bool tshim_parse_mem_limit(const char *s, uint64_t limit[TSHIM_MAX_DEVICES]) TS_MUST_CHECK;
+bool tshim_parse_size(const char *s, uint64_t *out) TS_MUST_CHECK;
 /* Parse "GPU-...,GPU-..." (at most TSHIM_MAX_DEVICES entries, each "GPU-" and
- * hex digits / dashes). Returns the count, or -1 on a malformed list (out is
- * then untouched). Exposed for the unit test. */
-int tshim_parse_uuid_list(const char *s, char out[TSHIM_MAX_DEVICES][TSHIM_UUID_LEN]);
+ * hex digits / dashes) into out, *count of them. false on a malformed list
+ * (out and *count are then untouched). Exposed for the unit test. */
+bool tshim_parse_uuid_list(const char *s, char out[TSHIM_MAX_DEVICES][TSHIM_UUID_LEN],
+                           int *count) TS_MUST_CHECK;
 
 /* ---- logging (config.c) ------------------------------------------------------ */
 /* logfmt to stderr, only when debug is on, at most 20 lines a second. */
@@ -71,7 +73,7 @@ void tshim_log(const char *msg, const char *kvfmt, ...) __attribute__((format(pr
         if (TSHIM_UNLIKELY(tshim_cfg.debug)) tshim_log(__VA_ARGS__);                               \
     } while (0)
 
-/* ---- the real driver (loader.c) --------------------------------------------- */
+/* ---- the symbols the shim hooks and uses ------------------------------------ */
 /* Hooked symbols: X(symbol, PFN type, base name for cuGetProcAddress, minimum
  * cudaVersion of this variant, per-thread-default-stream variant?). */
 #define TSHIM_CU_HOOKS(X)                                                                          \
@@ -153,10 +155,9 @@ enum tshim_sym {
     TSHIM_NVML_USED(TSHIM_ENUM_NVML) TSHIM_SYM_COUNT
 };
 
-/* Real entry points, filled once by tshim_init (NULL where the driver lacks one). */
+/* Real entry points, filled once by tshim_init (driver.c; NULL where the
+ * driver lacks one), and the symbols' names. */
 extern void *tshim_real[TSHIM_SYM_COUNT];
-/* The hooks themselves, in the same order (NULL for the "used" ranges). */
-extern void *const tshim_wrapper[TSHIM_SYM_COUNT];
 extern const char *const tshim_sym_name[TSHIM_SYM_COUNT];
 
 #define TSHIM_PFN_HOOK(s, p, b, v, t) typedef p tshim_pfn_##s;
@@ -166,32 +167,8 @@ TSHIM_CU_USED(TSHIM_PFN_USED)
 #undef TSHIM_PFN_HOOK
 #undef TSHIM_PFN_USED
 
-/* REAL(cuMemAlloc_v2)(...) calls the driver. Only valid after tshim_ready(). */
+/* REAL(cuMemAlloc_v2)(...) calls the driver. Only valid after tshim_init()
+ * (init.h); the tables are driver.c's and interpose.c's. */
 #define REAL(s) ((tshim_pfn_##s)tshim_real[TSHIM_SYM_##s])
-
-/* One-time start-up: config, dlopen of libcuda.so.1, symbol table, device count.
- * Cheap after the first call (one acquire load). */
-extern atomic_bool tshim_inited;
-void tshim_init_slow(void);
-static inline void tshim_init(void)
-{
-    if (TSHIM_LIKELY(atomic_load_explicit(&tshim_inited, memory_order_acquire))) return;
-    tshim_init_slow();
-}
-/* Same for libnvidia-ml.so.1 (opened on the first NVML hook). */
-void tshim_nvml_init(void);
-
-/* Visible CUDA devices (1 when unknown). With one device every allocation is on
- * device 0 and the shim skips cuCtxGetDevice. */
-extern atomic_int tshim_device_count; /* 0 = not known yet */
-/* The device of the calling thread's current context; false when there is none. */
-bool tshim_current_device(int *dev) TSHIM_MUST_CHECK;
-
-/* ---- cuGetProcAddress (procaddr.c) and dlsym (loader.c) ---------------------- */
-/* The wrapper for a driver symbol fetched by base name, version and flags, or NULL
- * when the shim does not hook that variant. */
-void *tshim_procaddr_wrapper(const char *symbol, int cuda_version, cuuint64_t flags);
-/* Index of an exact hooked symbol name, or -1. */
-int tshim_hook_index(const char *name);
 
 #endif

@@ -195,26 +195,15 @@ static nvmlReturn_t _lookup(tshim_pfn_nvmlDeviceGetHandleByUUID real, const char
     return r;
 }
 
-TSHIM_EXPORT nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *device)
-{
-    tshim_nvml_init();
-    return _lookup(NREAL(nvmlDeviceGetHandleByUUID), uuid, device);
-}
+/* A lookup hook: the real lookup, then a hidden GPU is not found. */
+#define LOOKUP_HOOK(sym, key)                                                                      \
+    TSHIM_EXPORT nvmlReturn_t sym(const char *key, nvmlDevice_t *device)                           \
+    {                                                                                              \
+        tshim_nvml_init();                                                                         \
+        return _lookup(NREAL(sym), key, device);                                                   \
+    }
 
-TSHIM_EXPORT nvmlReturn_t nvmlDeviceGetHandleByPciBusId(const char *bus_id, nvmlDevice_t *device)
-{
-    tshim_nvml_init();
-    return _lookup(NREAL(nvmlDeviceGetHandleByPciBusId), bus_id, device);
-}
-
-TSHIM_EXPORT nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *bus_id, nvmlDevice_t *device)
-{
-    tshim_nvml_init();
-    return _lookup(NREAL(nvmlDeviceGetHandleByPciBusId_v2), bus_id, device);
-}
-
-TSHIM_EXPORT nvmlReturn_t nvmlDeviceGetHandleBySerial(const char *serial, nvmlDevice_t *device)
-{
-    tshim_nvml_init();
-    return _lookup(NREAL(nvmlDeviceGetHandleBySerial), serial, device);
-}
+LOOKUP_HOOK(nvmlDeviceGetHandleByUUID, uuid)
+LOOKUP_HOOK(nvmlDeviceGetHandleByPciBusId, bus_id)
+LOOKUP_HOOK(nvmlDeviceGetHandleByPciBusId_v2, bus_id)
+LOOKUP_HOOK(nvmlDeviceGetHandleBySerial, serial)

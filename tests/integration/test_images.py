@@ -3,7 +3,7 @@
 The development stack pushes the busybox test image to its OCI registry and
 names it in <state>/env as TESSERA_DEMO_IMAGE. These tests check that image
 in the registry, pull it with the agent's image store (the `pull` mode of
-build/tests/agent/test_image: services/agent/image.c and registry_client.c),
+build/tests/agent/test_image: services/agent/image.c and oci_client.c),
 pull it again without fetching a blob (the registry's access log counts), and
 check that the builder is reproducible and pushes nothing twice."""
 import json

@@ -35,26 +35,27 @@ int main(void)
 
     /* visible_uuids: order kept, spaces trimmed; a malformed list leaves out alone */
     static char uu[TSHIM_MAX_DEVICES][TSHIM_UUID_LEN];
-    CHECK(tshim_parse_uuid_list("GPU-01ab-cd, GPU-00ab-cd ", uu) == 2 &&
+    int n = 0;
+    CHECK(tshim_parse_uuid_list("GPU-01ab-cd, GPU-00ab-cd ", uu, &n) && n == 2 &&
           !strcmp(uu[0], "GPU-01ab-cd") && !strcmp(uu[1], "GPU-00ab-cd"));
-    CHECK(tshim_parse_uuid_list("GPU-0a", uu) == 1 && !strcmp(uu[0], "GPU-0a") &&
+    CHECK(tshim_parse_uuid_list("GPU-0a", uu, &n) && n == 1 && !strcmp(uu[0], "GPU-0a") &&
           !strcmp(uu[1], "GPU-00ab-cd"));
-    CHECK(tshim_parse_uuid_list("", uu) == -1);
-    CHECK(tshim_parse_uuid_list("GPU-0a,", uu) == -1);
-    CHECK(tshim_parse_uuid_list("GPU-0a,,GPU-0b", uu) == -1);
-    CHECK(tshim_parse_uuid_list("MIG-0a", uu) == -1);
-    CHECK(tshim_parse_uuid_list("GPU-0x", uu) == -1);
-    CHECK(tshim_parse_uuid_list("GPU-", uu) == -1 && !strcmp(uu[0], "GPU-0a"));
+    CHECK(!tshim_parse_uuid_list("", uu, &n));
+    CHECK(!tshim_parse_uuid_list("GPU-0a,", uu, &n));
+    CHECK(!tshim_parse_uuid_list("GPU-0a,,GPU-0b", uu, &n));
+    CHECK(!tshim_parse_uuid_list("MIG-0a", uu, &n));
+    CHECK(!tshim_parse_uuid_list("GPU-0x", uu, &n));
+    CHECK(!tshim_parse_uuid_list("GPU-", uu, &n) && !strcmp(uu[0], "GPU-0a"));
     char many[1024] = "";
     for (int i = 0; i <= TSHIM_MAX_DEVICES; i++)
         strcat(many, i ? ",GPU-01" : "GPU-01");
-    CHECK(tshim_parse_uuid_list(many, uu) == -1);
+    CHECK(!tshim_parse_uuid_list(many, uu, &n));
     many[strlen(many) - strlen(",GPU-01")] = '\0';
-    CHECK(tshim_parse_uuid_list(many, uu) == TSHIM_MAX_DEVICES);
+    CHECK(tshim_parse_uuid_list(many, uu, &n) && n == TSHIM_MAX_DEVICES);
     char long_uuid[TSHIM_UUID_LEN + 8] = "GPU-";
     memset(long_uuid + 4, 'a', TSHIM_UUID_LEN);
     long_uuid[TSHIM_UUID_LEN + 4] = '\0';
-    CHECK(tshim_parse_uuid_list(long_uuid, uu) == -1);
+    CHECK(!tshim_parse_uuid_list(long_uuid, uu, &n));
 
     /* allocation map: put/take many, collisions, kinds keep separate key spaces */
     for (uint64_t i = 1; i <= 5000; i++) {

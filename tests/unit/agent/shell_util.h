@@ -1,6 +1,6 @@
-/* shell_util.h: shell helpers of the unit tests that drive real containers,
- * namespaces and iptables (test_agent_runtime, test_agent_privileges,
- * test_agent_netfilter): header-only, each test gets its own static copies. */
+/* shell_util.h: shell and text helpers of the agent's unit tests that drive
+ * real containers, namespaces and iptables (kernel_fixture.h,
+ * test_netfilter_*): header-only, each test gets its own static copies. */
 #ifndef TESTS_SHELL_UTIL_H
 #define TESTS_SHELL_UTIL_H
 
@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Run a shell command (printf-style); its exit status as system() says. */
 static inline int sh(const char *fmt, ...) TS_PRINTF(1, 2);
@@ -39,6 +40,15 @@ static inline char *out_of(const char *fmt, ...)
     while (n && buf[n - 1] == '\n')
         buf[--n] = '\0';
     return buf;
+}
+
+/* How often what stands in text. */
+static inline int count(const char *text, const char *what)
+{
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, what)); p++)
+        n++;
+    return n;
 }
 
 /* A file's first 64 KiB (heap, NUL-terminated), or NULL. */

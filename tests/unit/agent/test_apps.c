@@ -22,7 +22,8 @@ static void test_ttyd_added_unless_the_image_has_one(void **state)
     (void)state;
     kernel_service_port p[KERNEL_MAX_PORTS];
     ts_err err = {{0}};
-    int n = service_ports_parse("echo:http:8080", NULL, 0, p, &err);
+    int n = 0;
+    assert_true(service_ports_parse("echo:http:8080", NULL, 0, p, &n, &err));
     assert_int_equal(n, 1);
     n = term_app_add_port(p, n);
     assert_int_equal(n, 2);
@@ -33,9 +34,9 @@ static void test_ttyd_added_unless_the_image_has_one(void **state)
     assert_string_equal(p[0].start, "");
 
     /* the image's own ttyd, or its use of 7681, wins */
-    n = service_ports_parse("ttyd:http:9999", NULL, 0, p, &err);
+    assert_true(service_ports_parse("ttyd:http:9999", NULL, 0, p, &n, &err));
     assert_int_equal(term_app_add_port(p, n), 1);
-    n = service_ports_parse("web:http:7681", NULL, 0, p, &err);
+    assert_true(service_ports_parse("web:http:7681", NULL, 0, p, &n, &err));
     assert_int_equal(term_app_add_port(p, n), 1);
     assert_string_equal(p[0].name, "web");
 
@@ -43,7 +44,7 @@ static void test_ttyd_added_unless_the_image_has_one(void **state)
     int32_t pre[KERNEL_MAX_PORTS];
     for (int i = 0; i < KERNEL_MAX_PORTS; i++)
         pre[i] = 9000 + i;
-    n = service_ports_parse(NULL, pre, KERNEL_MAX_PORTS, p, &err);
+    assert_true(service_ports_parse(NULL, pre, KERNEL_MAX_PORTS, p, &n, &err));
     assert_int_equal(n, KERNEL_MAX_PORTS);
     assert_int_equal(term_app_add_port(p, n), KERNEL_MAX_PORTS);
 }
@@ -53,7 +54,8 @@ static void test_start_commands_from_labels(void **state)
     (void)state;
     kernel_service_port p[KERNEL_MAX_PORTS];
     ts_err err = {{0}};
-    int n = service_ports_parse("echo:http:8080,tcpecho:tcp:9000", NULL, 0, p, &err);
+    int n = 0;
+    assert_true(service_ports_parse("echo:http:8080,tcpecho:tcp:9000", NULL, 0, p, &n, &err));
     assert_int_equal(n, 2);
     assert_true(service_ports_start_commands(
         "{\"tessera.app.tcpecho.start\": \"nc -ll -p 9000 -e /bin/cat\", \"x\": \"y\"}", p, n,
@@ -61,7 +63,7 @@ static void test_start_commands_from_labels(void **state)
     assert_string_equal(p[0].start, "");
     assert_string_equal(p[1].start, "nc -ll -p 9000 -e /bin/cat");
     /* no labels, or not JSON: nothing */
-    n = service_ports_parse("echo:http:8080", NULL, 0, p, &err);
+    assert_true(service_ports_parse("echo:http:8080", NULL, 0, p, &n, &err));
     assert_true(service_ports_start_commands(NULL, p, n, &err));
     assert_true(service_ports_start_commands("not json", p, n, &err));
     assert_string_equal(p[0].start, "");

@@ -4,7 +4,7 @@
  * is not an executable, is refused with the reason and the option;
  * agent.cni_publish_addrs gives the addresses published ports answer on, and
  * a bad network option is refused by name. (The plugins themselves
- * run in test_agent_runtime.c and tests/integration/test_portmap.py.) */
+ * run in test_runtime.c and tests/integration/test_portmap.py.) */
 #include "services/agent/cni.h"
 
 #include <setjmp.h>
@@ -61,7 +61,7 @@ static void test_portmap_locate(void **state)
     refused("sub/portmap", dir, "a plugin name or an absolute path");
     refused("..", dir, "a plugin name or an absolute path");
     /* tessera-portmap (and the empty default): beside this program, where
-     * there is none (build/tests) */
+     * there is none (build/tests/agent) */
     refused("tessera-portmap", dir, "/tests/agent/tessera-portmap");
     refused("", dir, "/tests/agent/tessera-portmap");
     /* the option in the message, and the bridge plugin's own default */

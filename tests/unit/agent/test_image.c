@@ -1,4 +1,5 @@
-/* test_image.c: services/agent/image.c and registry_client.c against a
+/* test_image.c: services/agent's image store and pulls (image*.c) and
+ * oci_client.c against a
  * real registry (Debian's docker-registry, started here on a free port) with
  * images built here from Debian's busybox-static by tools/oci-image.py:
  *
@@ -17,11 +18,14 @@
  *     (layers-<base>-<count>/), does not take the unshifted ones for its own,
  *     and unpacks them again from the cached blobs without a download.
  *
+ * References and registry challenges alone: test_image_ref.c.
+ *
  * Skips (exit 0, saying why) without docker-registry, python3 or
  * /bin/busybox (tools/deps.sh installs them), or when not root. */
 #include "services/agent/digest.h"
 #include "services/agent/image.h"
-#include "services/agent/registry_client.h"
+#include "services/agent/image_pull.h"
+#include "services/agent/oci_client.h"
 #include "services/agent/unpack.h"
 
 #include <setjmp.h>
@@ -370,69 +374,6 @@ static bool strv_has(char **v, const char *want)
     return false;
 }
 
-static void test_ref_parse(void **state)
-{
-    (void)state;
-    image_ref r;
-    ts_err err = {{0}};
-    assert_true(image_ref_parse("127.0.0.1:5000/tessera/busybox:1.36", NULL, &r, &err));
-    assert_string_equal(r.registry, "127.0.0.1:5000");
-    assert_string_equal(r.repository, "tessera/busybox");
-    assert_string_equal(r.tag, "1.36");
-    assert_null(r.digest);
-    image_ref_free(&r);
-    assert_true(image_ref_parse("localhost/x", NULL, &r, &err));
-    assert_string_equal(r.tag, "latest");
-    image_ref_free(&r);
-    const char *d = "sha256:872f72f53681e16e2a23a7825a78d61c8c12735dde7bb43772c7117dd7a3f251";
-    char text[200];
-    snprintf(text, sizeof(text), "reg.example.com:443/a/b/c@%s", d);
-    assert_true(image_ref_parse(text, NULL, &r, &err));
-    assert_string_equal(r.repository, "a/b/c");
-    assert_null(r.tag);
-    assert_string_equal(r.digest, d);
-    image_ref_free(&r);
-    assert_true(image_ref_parse("docker.io/busybox", NULL, &r, &err));
-    assert_string_equal(r.api_host, "registry-1.docker.io");
-    assert_string_equal(r.repository, "library/busybox");
-    image_ref_free(&r);
-    assert_false(image_ref_parse("tessera/busybox:latest", NULL, &r, &err));
-    assert_non_null(strstr(err.msg, "names no registry"));
-    assert_true(image_ref_parse("tessera/busybox:latest", "10.0.0.1:5000", &r, &err));
-    assert_string_equal(r.registry, "10.0.0.1:5000");
-    assert_string_equal(r.repository, "tessera/busybox");
-    image_ref_free(&r);
-    assert_false(image_ref_parse("h:1/UPPER:x", NULL, &r, &err));
-    assert_false(image_ref_parse("h:1/a:b@sha256:1234", NULL, &r, &err));
-    assert_false(image_ref_parse("h:1/a:b@md5:1234", NULL, &r, &err));
-    assert_non_null(strstr(err.msg, "unsupported digest algorithm"));
-    assert_false(image_ref_parse("h:1/a:ba d", NULL, &r, &err));
-}
-
-static void test_challenge_parse(void **state)
-{
-    (void)state;
-    reg_challenge ch;
-    assert_true(reg_challenge_parse(
-        "Bearer realm=\"https://auth.docker.io/token\",service=\"registry.docker.io\","
-        "scope=\"repository:library/busybox:pull\"",
-        &ch));
-    assert_string_equal(ch.scheme, "Bearer");
-    assert_string_equal(ch.realm, "https://auth.docker.io/token");
-    assert_string_equal(ch.service, "registry.docker.io");
-    assert_string_equal(ch.scope, "repository:library/busybox:pull");
-    reg_challenge_free(&ch);
-    assert_true(reg_challenge_parse(
-        "Bearer realm=\"http://h/t?a=\\\"b\\\"\", error=\"insufficient_scope\"", &ch));
-    assert_string_equal(ch.realm, "http://h/t?a=\"b\"");
-    assert_null(ch.service);
-    reg_challenge_free(&ch);
-    assert_true(reg_challenge_parse("Basic realm=Registry", &ch));
-    assert_string_equal(ch.scheme, "Basic");
-    assert_string_equal(ch.realm, "Registry");
-    reg_challenge_free(&ch);
-}
-
 static void test_pull_busybox(void **state)
 {
     (void)state;
@@ -761,7 +702,7 @@ static void test_concurrent_pulls(void **state)
     image_store_free(s);
 }
 
-/* `test_agent_image pull REF CACHE_DIR [ARCH]`: pull with the agent's code and
+/* `test_image pull REF CACHE_DIR [ARCH]`: pull with the agent's code and
  * print the image as JSON (tests/integration/test_images.py uses it). */
 static void _print_progress(const image_progress *pr, void *ctx)
 {
@@ -830,13 +771,11 @@ int main(int argc, char **argv)
     if (!why && access(g_tool, R_OK) != 0)
         why = "tools/oci-image.py not found (run from the repository root)";
     if (why) {
-        fprintf(stderr, "test_agent_image: skipped: %s\n", why);
+        fprintf(stderr, "test_image: skipped: %s\n", why);
         return 0;
     }
     curl_global_init(CURL_GLOBAL_DEFAULT);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ref_parse),
-        cmocka_unit_test(test_challenge_parse),
         cmocka_unit_test(test_pull_busybox),
         cmocka_unit_test(test_second_pull_uses_cache),
         cmocka_unit_test(test_shifted_layers_are_a_cache_of_their_own),

@@ -5,7 +5,7 @@
  * is wrong; leases in host-local's layout (content, reuse, the gateway
  * skipped, wrap-around, exhaustion, release, an older host-local lease);
  * portIsolation and disableIPv6 (off unless asked for). The
- * plugin itself runs in test_agent_runtime.c (real namespaces, beside
+ * plugin itself runs in test_runtime.c (real namespaces, beside
  * Debian's bridge). */
 #include "services/cni-bridge/br_conf.h"
 #include "services/cni-bridge/br_ipam.h"

@@ -32,11 +32,11 @@ static pm_conf conf(const char *maps, bool snat)
     return c;
 }
 
-static pm_table table(const char *save)
+static ipt_table table(const char *save)
 {
-    pm_table t;
+    ipt_table t;
     ts_err err = {{0}};
-    if (!pm_table_parse(save, &t, &err)) fail_msg("parse: %s", err.msg);
+    if (!ipt_table_parse(save, "nat", &t, &err)) fail_msg("parse: %s", err.msg);
     return t;
 }
 
@@ -107,30 +107,31 @@ static void test_parse_save(void **state)
 {
     (void)state;
     char *save = saved_after_add();
-    pm_table t = table(save);
+    ipt_table t = table(save);
     free(save);
-    assert_true(pm_table_has_chain(&t, "PREROUTING"));
-    assert_true(pm_table_has_chain(&t, PM_CHAIN_DNAT));
-    assert_false(pm_table_has_chain(&t, "TESSERA-HP"));
-    assert_false(pm_table_has_chain(&t, "INPUT ACCEPT"));
+    assert_true(ipt_table_has_chain(&t, "PREROUTING"));
+    assert_true(ipt_table_has_chain(&t, PM_CHAIN_DNAT));
+    assert_false(ipt_table_has_chain(&t, "TESSERA-HP"));
+    assert_false(ipt_table_has_chain(&t, "INPUT ACCEPT"));
     /* only *nat: the filter rule is not read */
     for (int i = 0; i < t.n_rules; i++)
         assert_string_not_equal(t.rules[i].tok[1], "INPUT");
     assert_int_equal(t.n_rules, 12);
     /* a quoted comment with escaped quotes is one word, unquoted */
-    const pm_rule *r = &t.rules[3];
+    const ipt_rule *r = &t.rules[3];
     assert_string_equal(r->tok[1], "POSTROUTING");
-    assert_string_equal(pm_rule_opt(r, "--comment"), "name: \"tsdev83\" id: \"52c8\"");
-    assert_string_equal(pm_rule_opt(r, "-j"), "CNI-8885c7367cb466e93cc833f0");
-    assert_null(pm_rule_opt(r, "--dport"));
-    pm_table_free(&t);
+    assert_string_equal(ipt_rule_opt(r, "--comment", NULL), "name: \"tsdev83\" id: \"52c8\"");
+    assert_string_equal(ipt_rule_opt(r, "-j", NULL), "CNI-8885c7367cb466e93cc833f0");
+    assert_null(ipt_rule_opt(r, "--dport", NULL));
+    ipt_table_free(&t);
     /* an empty save (no nat table yet) */
     t = table("");
     assert_int_equal(t.n_chains + t.n_rules, 0);
-    pm_table_free(&t);
+    ipt_table_free(&t);
     /* an unterminated quote */
     ts_err err = {{0}};
-    assert_false(pm_table_parse("*nat\n-A X -m comment --comment \"open\nCOMMIT\n", &t, &err));
+    assert_false(
+        ipt_table_parse("*nat\n-A X -m comment --comment \"open\nCOMMIT\n", "nat", &t, &err));
     assert_non_null(strstr(err.msg, "line 2"));
 }
 
@@ -141,7 +142,7 @@ static void test_add_on_empty_table(void **state)
                      "{\"hostPort\":39557,\"containerPort\":53,\"protocol\":\"udp\","
                      "\"hostIP\":\"192.0.2.4\"}]",
                      true);
-    pm_table t = table("*nat\n:PREROUTING ACCEPT [0:0]\nCOMMIT\n");
+    ipt_table t = table("*nat\n:PREROUTING ACCEPT [0:0]\nCOMMIT\n");
     char *p = pm_plan_add(&c, CID, &t);
     char ch[PM_CHAIN_LEN], line[512];
     pm_chain_name(NET, CID, ch);
@@ -199,14 +200,14 @@ static void test_add_on_empty_table(void **state)
     assert_non_null(strstr(p, "-j DNAT --to-destination 10.231.9.2:8080\n"));
     free(p);
     pm_conf_free(&c);
-    pm_table_free(&t);
+    ipt_table_free(&t);
 }
 
 static void test_add_again_keeps_shared_chains(void **state)
 {
     (void)state;
     char *save = saved_after_add();
-    pm_table t = table(save);
+    ipt_table t = table(save);
     free(save);
     pm_conf c = conf("[{\"hostPort\":39555,\"containerPort\":8080}]", true);
     char *p = pm_plan_add(&c, CID, &t);
@@ -235,7 +236,7 @@ static void test_add_again_keeps_shared_chains(void **state)
     assert_null(strstr(p, "CNI-"));
     free(p);
     pm_conf_free(&c);
-    pm_table_free(&t);
+    ipt_table_free(&t);
 }
 
 static void test_multiport_chunks(void **state)
@@ -249,7 +250,7 @@ static void test_multiport_chunks(void **state)
     strcat(maps, ",{\"hostPort\":40000,\"containerPort\":9,\"hostIP\":\"192.0.2.1\"}"
                  ",{\"hostPort\":40000,\"containerPort\":9,\"protocol\":\"udp\"}]");
     pm_conf c = conf(maps, true);
-    pm_table t = table("");
+    ipt_table t = table("");
     char *p = pm_plan_add(&c, CID, &t);
     assert_int_equal(count(p, "-A TESSERA-HP-DNAT -p tcp "), 2);
     assert_non_null(strstr(p, "--dports 40000,40001,40002,40003,40004,40005,40006,40007,40008,"
@@ -262,14 +263,14 @@ static void test_multiport_chunks(void **state)
     assert_int_equal(count(p, "-j TESSERA-HP-SETMARK"), 44);
     free(p);
     pm_conf_free(&c);
-    pm_table_free(&t);
+    ipt_table_free(&t);
 }
 
 static void test_del(void **state)
 {
     (void)state;
     char *save = saved_after_add();
-    pm_table t = table(save);
+    ipt_table t = table(save);
     free(save);
     char ch[PM_CHAIN_LEN], line[512];
     pm_chain_name(NET, CID, ch);
@@ -284,7 +285,7 @@ static void test_del(void **state)
     /* another container, another network: nothing of theirs */
     assert_null(pm_plan_del(NET, "c2", &t));
     assert_null(pm_plan_del("othernet", CID, &t));
-    pm_table_free(&t);
+    ipt_table_free(&t);
     /* a jump left without its chain (or a chain without its jump) still goes */
     t = table("*nat\n:TESSERA-HP-DNAT - [0:0]\n-A TESSERA-HP-DNAT -p tcp -m comment --comment "
               "\"tessera-portmap:" NET ":" CID "\" -m multiport --dports 1 -j RETURN\nCOMMIT\n");
@@ -293,7 +294,7 @@ static void test_del(void **state)
     assert_non_null(strstr(p, "-D TESSERA-HP-DNAT "));
     assert_null(strstr(p, "-X"));
     free(p);
-    pm_table_free(&t);
+    ipt_table_free(&t);
     snprintf(line, sizeof(line), "*nat\n:%s - [0:0]\nCOMMIT\n", ch);
     t = table(line);
     p = pm_plan_del(NET, CID, &t);
@@ -301,7 +302,7 @@ static void test_del(void **state)
     assert_null(strstr(p, "-D"));
     assert_non_null(strstr(p, "-X TESSERA-HP-"));
     free(p);
-    pm_table_free(&t);
+    ipt_table_free(&t);
 }
 
 /* CHECK on the saved table, with one line of it taken out. */
@@ -317,7 +318,7 @@ static void check_without(const char *drop, const char *want)
         char *eol = strchr(at, '\n');
         memmove(bol, eol + 1, strlen(eol + 1) + 1);
     }
-    pm_table t = table(save);
+    ipt_table t = table(save);
     free(save);
     pm_conf c = conf("[{\"hostPort\":39555,\"containerPort\":8080}]", true);
     cnip_error e = {0};
@@ -330,7 +331,7 @@ static void check_without(const char *drop, const char *want)
         if (!strstr(e.details, want)) fail_msg("'%s' does not say '%s'", e.details, want);
     }
     pm_conf_free(&c);
-    pm_table_free(&t);
+    ipt_table_free(&t);
 }
 
 static void test_check(void **state)
@@ -350,7 +351,7 @@ static void test_check(void **state)
     check_without(":TESSERA-HP-DNAT", "chain TESSERA-HP-DNAT");
     /* a different container port is not the rule asked for */
     char *save = saved_after_add();
-    pm_table t = table(save);
+    ipt_table t = table(save);
     free(save);
     pm_conf c = conf("[{\"hostPort\":39555,\"containerPort\":8081}]", true);
     cnip_error e = {0};
@@ -362,7 +363,7 @@ static void test_check(void **state)
     assert_false(pm_plan_check(&c, CID, &t, &e));
     assert_non_null(strstr(e.details, "jump"));
     pm_conf_free(&c);
-    pm_table_free(&t);
+    ipt_table_free(&t);
 }
 
 int main(void)

@@ -1,16 +1,22 @@
-/* procaddr.c: cuGetProcAddress (CUDA 11.3) and cuGetProcAddress_v2 (CUDA 12).
- *
- * Frameworks (libcudart among them) fetch every driver entry point through
- * cuGetProcAddress by base name ("cuMemAlloc"), the CUDA version they were built
- * for and a stream flag. We let the real driver answer first (so symbolStatus,
- * versions it does not know, and symbols we do not hook behave exactly as without
- * the shim); if it found the symbol and we hook the variant that name, version
- * and flags select, we hand back our wrapper instead. The variant is chosen the
- * way the driver does: the highest version not above cudaVersion, the _ptsz/_ptds
- * variant when CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM is set. */
-#include "services/cuda-shim/hooks.h"
+/* interpose.c: cuGetProcAddress and dlsym hand out the hooks (interpose.h). */
+#include "services/cuda-shim/interpose.h"
 
+#include <dlfcn.h>
 #include <string.h>
+
+#include "services/cuda-shim/driver.h"
+#include "services/cuda-shim/hooks.h"
+#include "services/cuda-shim/init.h"
+
+#define TSHIM_ADDR_HOOK(s, p, b, v, t) (void *)&s,
+#define TSHIM_NULL_USED(s, p) NULL,
+#define TSHIM_ADDR_NVML(s) (void *)&s,
+#define TSHIM_NULL_NVML(s) NULL,
+void *const tshim_wrapper[TSHIM_SYM_COUNT] = {
+    TSHIM_CU_HOOKS(TSHIM_ADDR_HOOK) NULL, TSHIM_CU_USED(TSHIM_NULL_USED) NULL,
+    TSHIM_NVML_HOOKS(TSHIM_ADDR_NVML) NULL, TSHIM_NVML_USED(TSHIM_NULL_NVML)};
+
+/* ---- cuGetProcAddress ---------------------------------------------------------- */
 
 typedef struct {
     const char *base;
@@ -74,4 +80,32 @@ TSHIM_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaV
                                        cuuint64_t flags)
 {
     return _get_proc(symbol, pfn, cudaVersion, flags, NULL);
+}
+
+/* ---- dlsym ------------------------------------------------------------------------- */
+
+/* Slow path of dlsym for a hooked name; returns the answer. */
+__attribute__((noinline)) static void *_dlsym_hooked(tshim_dlsym_fn real, void *handle,
+                                                     const char *name, int idx)
+{
+    void *r = real(handle, name);
+    if (!r || r == tshim_wrapper[idx] || tshim_in_init()) return r;
+    bool nvml = idx > TSHIM_SYM_CU_END;
+    if (nvml)
+        tshim_nvml_init();
+    else
+        tshim_init();
+    if (r == tshim_real[idx] || tshim_driver_owns(r, nvml)) return tshim_wrapper[idx];
+    return r; /* some other library's symbol of that name */
+}
+
+TSHIM_EXPORT void *dlsym(void *handle, const char *name)
+{
+    tshim_dlsym_fn real = tshim_driver_dlsym();
+    if (TSHIM_UNLIKELY(!real)) return NULL;
+    if (((name[0] == 'c' && name[1] == 'u') || (name[0] == 'n' && name[1] == 'v'))) {
+        int idx = tshim_hook_index(name);
+        if (idx >= 0) return _dlsym_hooked(real, handle, name, idx);
+    }
+    return real(handle, name); /* a sibling call: glibc sees our caller */
 }

@@ -1,6 +1,7 @@
-/* registry_client.h: the Docker Registry HTTP API v2 (OCI distribution) over
- * libcurl, what a puller needs: image references, manifests (OCI and Docker v2,
- * indexes and manifest lists), blobs streamed to a file while hashed.
+/* oci_client.h: an OCI registry client: the Docker Registry HTTP API v2 (OCI
+ * distribution) over libcurl, what a puller needs: image references,
+ * manifests (OCI and Docker v2, indexes and manifest lists), blobs streamed
+ * to a file while hashed.
  *
  * Authentication as registries do it: a request answered 401 with
  * "WWW-Authenticate: Bearer realm=...,service=...,scope=..." gets a token from
@@ -11,10 +12,10 @@
  *
  * Transient failures (no connection, timeouts, HTTP 429 and 5xx) are retried
  * with exponential backoff; then the call fails with "registry unreachable:
- * <host>: <curl error>" (or the last HTTP status). A regclient may be used by
+ * <host>: <curl error>" (or the last HTTP status). An oci_client may be used by
  * several threads at once (connections are shared under a lock). */
-#ifndef AGENT_REGISTRY_CLIENT_H
-#define AGENT_REGISTRY_CLIENT_H
+#ifndef AGENT_OCI_CLIENT_H
+#define AGENT_OCI_CLIENT_H
 
 #include "libcommon/common.h"
 #include "libcommon/image_ref.h"
@@ -25,7 +26,7 @@
 #define MT_DOCKER_MANIFEST "application/vnd.docker.distribution.manifest.v2+json"
 #define MT_DOCKER_LIST "application/vnd.docker.distribution.manifest.list.v2+json"
 
-typedef struct regclient_opts {
+typedef struct oci_client_opts {
     const char *host;     /* api host[:port] */
     bool insecure_http;   /* http:// instead of https:// */
     int timeout_ms;       /* connect timeout, and the longest a transfer may stall */
@@ -33,47 +34,47 @@ typedef struct regclient_opts {
     int backoff_ms;       /* first retry delay (0: 250 ms), doubling, at most 5 s */
     const char *username; /* optional credentials (token realm or Basic) */
     const char *password;
-} regclient_opts;
+} oci_client_opts;
 
-typedef struct regclient regclient;
+typedef struct oci_client oci_client;
 
-regclient *regclient_new(const regclient_opts *opts);
-void regclient_free(regclient *c);
+oci_client *oci_client_new(const oci_client_opts *opts);
+void oci_client_free(oci_client *c);
 
-typedef struct reg_manifest {
+typedef struct oci_manifest {
     char *body; /* as served, NUL-terminated */
     size_t len;
     char *media_type; /* Content-Type, or the body's mediaType */
     char *digest;     /* sha256 of the body */
-} reg_manifest;
+} oci_manifest;
 
 /* GET /v2/<repo>/manifests/<tag-or-digest>. A reference by digest is verified
  * against the body; so is a Docker-Content-Digest header. *status gets the
  * final HTTP status (404: not found; err then says so). */
-bool regclient_get_manifest(regclient *c, const char *repo, const char *ref, reg_manifest *out,
-                            long *status, ts_err *err) TS_MUST_CHECK;
-void reg_manifest_free(reg_manifest *m);
+bool oci_client_get_manifest(oci_client *c, const char *repo, const char *ref, oci_manifest *out,
+                             long *status, ts_err *err) TS_MUST_CHECK;
+void oci_manifest_free(oci_manifest *m);
 
 /* Called with the bytes received since the last call; negative after a retry
  * restarted a transfer. From the calling thread. */
-typedef void (*reg_bytes_fn)(int64_t delta, void *ctx);
+typedef void (*oci_bytes_fn)(int64_t delta, void *ctx);
 
 /* GET /v2/<repo>/blobs/<digest> into a temporary file in tmp_dir, hashing on
  * the way; renamed to dest_path only when digest (and size, if >= 0) match.
  * what names the blob in errors: "digest mismatch for <what> sha256:...". */
-bool regclient_fetch_blob(regclient *c, const char *repo, const char *digest, int64_t size,
-                          const char *what, const char *dest_path, const char *tmp_dir,
-                          reg_bytes_fn progress, void *ctx, ts_err *err) TS_MUST_CHECK;
+bool oci_client_fetch_blob(oci_client *c, const char *repo, const char *digest, int64_t size,
+                           const char *what, const char *dest_path, const char *tmp_dir,
+                           oci_bytes_fn progress, void *ctx, ts_err *err) TS_MUST_CHECK;
 
 /* Parse one WWW-Authenticate value: scheme ("Bearer", "Basic") and its
  * realm/service/scope parameters (heap strings or NULL). Exposed for tests. */
-typedef struct reg_challenge {
+typedef struct oci_challenge {
     char scheme[16];
     char *realm;
     char *service;
     char *scope;
-} reg_challenge;
-bool reg_challenge_parse(const char *header, reg_challenge *out) TS_MUST_CHECK;
-void reg_challenge_free(reg_challenge *ch);
+} oci_challenge;
+bool oci_challenge_parse(const char *header, oci_challenge *out) TS_MUST_CHECK;
+void oci_challenge_free(oci_challenge *ch);
 
 #endif

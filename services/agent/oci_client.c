@@ -1,9 +1,9 @@
-/* registry_client.c: Docker Registry HTTP API v2 over libcurl (see the header).
+/* oci_client.c: Docker Registry HTTP API v2 over libcurl (see the header).
  *
  * One request = one easy handle; handles share DNS and the connection cache
  * through a CURLSH guarded by mutexes, so concurrent layer downloads from the
  * same registry reuse kept-alive connections. */
-#include "services/agent/registry_client.h"
+#include "services/agent/oci_client.h"
 #include "libcommon/log.h"
 #include "services/agent/digest.h"
 
@@ -30,7 +30,7 @@ static const char *const ACCEPT_MANIFESTS =
 
 /* ---- WWW-Authenticate ------------------------------------------------------------ */
 
-void reg_challenge_free(reg_challenge *ch)
+void oci_challenge_free(oci_challenge *ch)
 {
     free(ch->realm);
     free(ch->service);
@@ -38,7 +38,7 @@ void reg_challenge_free(reg_challenge *ch)
     memset(ch, 0, sizeof(*ch));
 }
 
-bool reg_challenge_parse(const char *h, reg_challenge *out)
+bool oci_challenge_parse(const char *h, oci_challenge *out)
 {
     memset(out, 0, sizeof(*out));
     while (*h == ' ' || *h == '\t')
@@ -98,7 +98,7 @@ typedef struct token {
     int64_t expires_ms; /* monotonic */
 } token;
 
-struct regclient {
+struct oci_client {
     char *host;
     char *base; /* "http(s)://host" */
     bool insecure_http;
@@ -126,21 +126,21 @@ static void _share_lock(CURL *h, curl_lock_data data, curl_lock_access acc, void
 {
     (void)h;
     (void)acc;
-    regclient *c = ud;
+    oci_client *c = ud;
     pthread_mutex_lock(&c->locks[data]);
 }
 
 static void _share_unlock(CURL *h, curl_lock_data data, void *ud)
 {
     (void)h;
-    regclient *c = ud;
+    oci_client *c = ud;
     pthread_mutex_unlock(&c->locks[data]);
 }
 
-regclient *regclient_new(const regclient_opts *o)
+oci_client *oci_client_new(const oci_client_opts *o)
 {
     pthread_once(&g_curl_once, _curl_init);
-    regclient *c = ts_calloc(1, sizeof(*c));
+    oci_client *c = ts_calloc(1, sizeof(*c));
     c->host = ts_strdup(o->host);
     c->insecure_http = o->insecure_http;
     c->base = ts_asprintf("%s://%s", o->insecure_http ? "http" : "https", o->host);
@@ -161,7 +161,7 @@ regclient *regclient_new(const regclient_opts *o)
     return c;
 }
 
-void regclient_free(regclient *c)
+void oci_client_free(oci_client *c)
 {
     if (!c) return;
     curl_share_cleanup(c->share);
@@ -179,7 +179,7 @@ void regclient_free(regclient *c)
     free(c);
 }
 
-static char *_token_get(regclient *c, const char *repo)
+static char *_token_get(oci_client *c, const char *repo)
 {
     char *v = NULL;
     pthread_mutex_lock(&c->mu);
@@ -193,7 +193,7 @@ static char *_token_get(regclient *c, const char *repo)
     return v;
 }
 
-static void _token_put(regclient *c, const char *repo, const char *value, int64_t ttl_s)
+static void _token_put(oci_client *c, const char *repo, const char *value, int64_t ttl_s)
 {
     pthread_mutex_lock(&c->mu);
     int slot = -1;
@@ -229,7 +229,7 @@ typedef struct sink {
     digest_ctx d;
     int64_t limit; /* file: abort past this many bytes (-1: none) */
     bool too_big;
-    reg_bytes_fn progress;
+    oci_bytes_fn progress;
     void *ctx;
     int64_t reported; /* bytes reported to progress in this attempt */
     int write_errno;
@@ -356,7 +356,7 @@ typedef struct req {
 } req;
 
 /* One attempt. False: transport failure (err set, retryable). */
-static bool _perform(regclient *c, const req *q, sink *s, resp *r, ts_err *err)
+static bool _perform(oci_client *c, const req *q, sink *s, resp *r, ts_err *err)
 {
     CURL *h = curl_easy_init();
     if (!h) ts_panic("curl_easy_init failed");
@@ -417,7 +417,7 @@ static char *_urlencode(const char *s)
 }
 
 /* Get a token for the challenge; stored for repo. */
-static bool _fetch_token(regclient *c, const char *repo, const reg_challenge *ch, ts_err *err)
+static bool _fetch_token(oci_client *c, const char *repo, const oci_challenge *ch, ts_err *err)
 {
     if (!ch->realm || strncmp(ch->realm, "http", 4) != 0) {
         ts_err_set(err, "registry %s: bearer challenge without a usable realm", c->host);
@@ -476,7 +476,7 @@ out:
 
 /* GET path with retries and authentication. True when a response arrived
  * (any status: *r holds it); false (err set) when none did. */
-static bool _get(regclient *c, const char *repo, const char *path, const char *accept, sink *s,
+static bool _get(oci_client *c, const char *repo, const char *path, const char *accept, sink *s,
                  resp *r, ts_err *err)
 {
     char *url = ts_asprintf("%s%s", c->base, path);
@@ -504,21 +504,21 @@ static bool _get(regclient *c, const char *repo, const char *path, const char *a
         free(bearer);
         if (transport_ok && r->status == 401 && r->www_auth && !authed) {
             authed = true;
-            reg_challenge ch;
-            if (reg_challenge_parse(r->www_auth, &ch) && strcasecmp(ch.scheme, "Bearer") == 0) {
+            oci_challenge ch;
+            if (oci_challenge_parse(r->www_auth, &ch) && strcasecmp(ch.scheme, "Bearer") == 0) {
                 bool got = _fetch_token(c, repo, &ch, err);
-                reg_challenge_free(&ch);
+                oci_challenge_free(&ch);
                 if (!got) goto out;
                 continue;
             }
             if (strcasecmp(ch.scheme, "Basic") == 0 && c->username) {
-                reg_challenge_free(&ch);
+                oci_challenge_free(&ch);
                 pthread_mutex_lock(&c->mu);
                 c->use_basic = true;
                 pthread_mutex_unlock(&c->mu);
                 continue;
             }
-            reg_challenge_free(&ch);
+            oci_challenge_free(&ch);
         }
         bool transient = !transport_ok || r->status == 429 || r->status >= 500;
         if (!transient) {
@@ -545,7 +545,7 @@ out:
     return ok;
 }
 
-static void _http_error(regclient *c, const char *what, long status, ts_err *err)
+static void _http_error(oci_client *c, const char *what, long status, ts_err *err)
 {
     if (status == 401 || status == 403)
         ts_err_set(err, "registry %s: access to %s denied (HTTP %ld)", c->host, what, status);
@@ -555,7 +555,7 @@ static void _http_error(regclient *c, const char *what, long status, ts_err *err
 
 /* ---- manifests ---------------------------------------------------------------------- */
 
-void reg_manifest_free(reg_manifest *m)
+void oci_manifest_free(oci_manifest *m)
 {
     if (!m) return;
     free(m->body);
@@ -564,8 +564,8 @@ void reg_manifest_free(reg_manifest *m)
     memset(m, 0, sizeof(*m));
 }
 
-bool regclient_get_manifest(regclient *c, const char *repo, const char *ref, reg_manifest *out,
-                            long *status, ts_err *err)
+bool oci_client_get_manifest(oci_client *c, const char *repo, const char *ref, oci_manifest *out,
+                             long *status, ts_err *err)
 {
     memset(out, 0, sizeof(*out));
     *status = 0;
@@ -622,9 +622,9 @@ out:
 
 /* ---- blobs --------------------------------------------------------------------------- */
 
-bool regclient_fetch_blob(regclient *c, const char *repo, const char *digest, int64_t size,
-                          const char *what, const char *dest_path, const char *tmp_dir,
-                          reg_bytes_fn progress, void *ctx, ts_err *err)
+bool oci_client_fetch_blob(oci_client *c, const char *repo, const char *digest, int64_t size,
+                           const char *what, const char *dest_path, const char *tmp_dir,
+                           oci_bytes_fn progress, void *ctx, ts_err *err)
 {
     char *tmp = ts_asprintf("%s/blob-XXXXXX", tmp_dir);
     int fd = mkostemp(tmp, O_CLOEXEC);

@@ -1,0 +1,29 @@
+/* runtime_destroy.h: removing a kernel from this node (container.h), in this
+ * order, every step tried whatever the earlier ones did:
+ *   1. the processes: SIGTERM to init and a grace period (only when init
+ *      handles SIGTERM: a pid namespace's init without a handler ignores it),
+ *      then `runc delete --force` kills what is left and removes the
+ *      container and its cgroups;
+ *   2. the supervisor sees init end, writes the exit file and leaves (killed
+ *      after 3 s);
+ *   3. the network: CNI DEL with the plugins that made it (veth, lease,
+ *      iptables rules), then the netns and the user namespace;
+ *   4. vfolder mounts staged for runc, the overlay rootfs;
+ *   5. cgroups runc did not remove;
+ *   6. host ports, and the kernel dir (never while anything is mounted below
+ *      it).
+ * No leftovers: mounts, cgroups, netns, processes, host ports. Idempotent. */
+#ifndef AGENT_RUNTIME_DESTROY_H
+#define AGENT_RUNTIME_DESTROY_H
+
+#include "services/agent/container.h"
+
+/* SIGTERM, then SIGKILL after grace_ms; then the rest above. False (err: the
+ * first step that failed) when something is left. */
+bool runtime_destroy(runtime *rt, const char *kernel_id, int grace_ms, ts_err *err) TS_MUST_CHECK;
+
+/* The same without checking the id or naming the kernel in err (a start that
+ * failed half-way cleans up with it). */
+bool runtime_teardown(runtime *rt, const char *kernel_id, int grace_ms, ts_err *err) TS_MUST_CHECK;
+
+#endif
