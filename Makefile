@@ -363,10 +363,12 @@ SCHED_LIB_OBJ := $(scheduler_MOD_OBJ)
 # reservation (a redis-server it starts on a free port), 1,000 agents x 8 GPUs,
 # 20,000 mixed requests; prints a table and checks the Redis invariant.
 BENCH_SCHED_BIN := $(BUILD)/bench/bench_placement
-$(BENCH_SCHED_BIN): $(BUILD)/obj/bench/scheduler/bench_placement.o $(SCHED_LIB_OBJ) $(COMMON_LIB)
+BENCH_SCHED_WORKLOAD := $(BUILD)/obj/bench/scheduler/workload.o
+$(BENCH_SCHED_BIN): $(BUILD)/obj/bench/scheduler/bench_placement.o $(BENCH_SCHED_WORKLOAD) \
+		$(SCHED_LIB_OBJ) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(SCHED_LIB_OBJ) $(COMMON_LIB) $(LDLIBS)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(BENCH_SCHED_WORKLOAD) $(SCHED_LIB_OBJ) $(COMMON_LIB) $(LDLIBS)
 
 .PHONY: bench-scheduler-core
 bench-scheduler-core: $(BENCH_SCHED_BIN)
@@ -438,10 +440,11 @@ all: $(BUSCTL_BIN)
 # (api: Redis reservations = occupancy = PostgreSQL kernels holding slots).
 # See docs/benchmarks.md.
 BENCH_E2E_BIN := $(BUILD)/bench/bench_e2e
-$(BENCH_E2E_BIN): $(BUILD)/obj/bench/scheduler/bench_e2e.o $(SCHED_LIB_OBJ) $(COMMON_LIB)
+$(BENCH_E2E_BIN): $(BUILD)/obj/bench/scheduler/bench_e2e.o $(BENCH_SCHED_WORKLOAD) \
+		$(SCHED_LIB_OBJ) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(SCHED_LIB_OBJ) $(COMMON_LIB) $(LDLIBS)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(BENCH_SCHED_WORKLOAD) $(SCHED_LIB_OBJ) $(COMMON_LIB) $(LDLIBS)
 
 .PHONY: bench-scheduler
 bench-scheduler: $(BENCH_E2E_BIN) $(BUILD)/bin/tessera-scheduler $(BUILD)/bin/tessera-simagent \
