@@ -566,11 +566,13 @@ $(BUILD)/tests/agent/test_privileges: | $(PORTMAP_BIN) $(BRIDGE_BIN) $(SUP_BIN) 
 # round trips (p50/p99) direct, through nginx and through tessera-wsproxy
 # (bench/wsproxy/README.md). Needs wrk, nginx, redis-server.
 BENCH_WS_BIN := $(BUILD)/bench/wsproxy
-$(BENCH_WS_BIN)/ws_echo: bench/wsproxy/ws_echo.c services/wsproxy/wsframe.c libcommon/http1.c
+$(BENCH_WS_BIN)/ws_echo: bench/wsproxy/ws_echo.c bench/wsproxy/wsio.c services/wsproxy/wsframe.c \
+		libcommon/http1.c
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	$(Q)$(CC) -std=gnu11 -g -O2 -pthread -D_GNU_SOURCE -I. $(WARN) -o $@ $^
-$(BENCH_WS_BIN)/ws_rtt: bench/wsproxy/ws_rtt.c services/wsproxy/wsframe.c libcommon/http1.c
+$(BENCH_WS_BIN)/ws_rtt: bench/wsproxy/ws_rtt.c bench/wsproxy/wsio.c services/wsproxy/wsframe.c \
+		libcommon/http1.c
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	$(Q)$(CC) -std=gnu11 -g -O2 -D_GNU_SOURCE -I. $(WARN) -o $@ $^ -lm

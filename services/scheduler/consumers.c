@@ -306,44 +306,46 @@ static bool parse_devices(Tessera__V1__DeviceInfo **d, size_t n, sched_agent_msg
     return true;
 }
 
-/* Decode AgentStarted / AgentHeartbeat fields into m (false with err when invalid). */
+/* The fields AgentStarted and AgentHeartbeat share, decoded into m (false
+ * with err when invalid; type names the event in the error). */
+static bool agent_msg_decode(const char *type, const char *agent_id, const char *group,
+                             Tessera__V1__SlotAmount **slots, size_t n_slots,
+                             Tessera__V1__DeviceInfo **devices, size_t n_devices,
+                             sched_agent_msg *m, ts_err *err)
+{
+    memset(m, 0, sizeof(*m));
+    if (!plain(agent_id) || !plain(group)) {
+        ts_err_set(err, "%s: agent_id and resource_group must be plain ids", type);
+        return false;
+    }
+    ts_strlcpy(m->id, agent_id, sizeof(m->id));
+    ts_strlcpy(m->group, group, sizeof(m->group));
+    if (!parse_slots(slots, n_slots, &m->total, err) ||
+        !parse_devices(devices, n_devices, m, err)) {
+        ts_err_prefix(err, "%s %s", type, agent_id);
+        return false;
+    }
+    return true;
+}
+
 static bool agent_msg_from_started(const Tessera__V1__AgentStarted *a, sched_agent_msg *m,
                                    ts_err *err)
 {
-    memset(m, 0, sizeof(*m));
-    if (!plain(a->agent_id) || !plain(a->resource_group)) {
-        ts_err_set(err, "AgentStarted: agent_id and resource_group must be plain ids");
+    if (!agent_msg_decode("AgentStarted", a->agent_id, a->resource_group, a->slots, a->n_slots,
+                          a->devices, a->n_devices, m, err))
         return false;
-    }
-    ts_strlcpy(m->id, a->agent_id, sizeof(m->id));
-    ts_strlcpy(m->group, a->resource_group, sizeof(m->group));
     ts_strlcpy(m->arch, a->architecture[0] ? a->architecture : sched_cfg.default_architecture,
                sizeof(m->arch));
-    if (!parse_slots(a->slots, a->n_slots, &m->total, err) ||
-        !parse_devices(a->devices, a->n_devices, m, err)) {
-        ts_err_prefix(err, "AgentStarted %s", a->agent_id);
-        return false;
-    }
     m->has_devices = true;
     return true;
 }
 
+/* A heartbeat's arch stays "" (keep what is known); has_devices only when it lists some. */
 static bool agent_msg_from_heartbeat(const Tessera__V1__AgentHeartbeat *h, sched_agent_msg *m,
                                      ts_err *err)
 {
-    memset(m, 0, sizeof(*m));
-    if (!plain(h->agent_id) || !plain(h->resource_group)) {
-        ts_err_set(err, "AgentHeartbeat: agent_id and resource_group must be plain ids");
-        return false;
-    }
-    ts_strlcpy(m->id, h->agent_id, sizeof(m->id));
-    ts_strlcpy(m->group, h->resource_group, sizeof(m->group));
-    if (!parse_slots(h->slots, h->n_slots, &m->total, err) ||
-        !parse_devices(h->devices, h->n_devices, m, err)) {
-        ts_err_prefix(err, "AgentHeartbeat %s", h->agent_id);
-        return false;
-    }
-    return true;
+    return agent_msg_decode("AgentHeartbeat", h->agent_id, h->resource_group, h->slots, h->n_slots,
+                            h->devices, h->n_devices, m, err);
 }
 
 static kbus_result on_agent_event(const kbus_msg *msg, void *ctx, ts_err *reason)
