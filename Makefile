@@ -379,10 +379,12 @@ SCHED_LIB_OBJ := $(scheduler_MOD_OBJ)
 # reservation (a redis-server it starts on a free port), 1,000 agents x 8 GPUs,
 # 20,000 mixed requests; prints a table and checks the Redis invariant.
 BENCH_SCHED_BIN := $(BUILD)/bench/bench_placement
-$(BENCH_SCHED_BIN): $(BUILD)/obj/bench/scheduler/bench_placement.o $(SCHED_LIB_OBJ) $(COMMON_LIB)
+BENCH_SCHED_WORKLOAD := $(BUILD)/obj/bench/scheduler/workload.o
+$(BENCH_SCHED_BIN): $(BUILD)/obj/bench/scheduler/bench_placement.o $(BENCH_SCHED_WORKLOAD) \
+		$(SCHED_LIB_OBJ) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(SCHED_LIB_OBJ) $(COMMON_LIB) $(LDLIBS)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(BENCH_SCHED_WORKLOAD) $(SCHED_LIB_OBJ) $(COMMON_LIB) $(LDLIBS)
 
 .PHONY: bench-scheduler-core
 bench-scheduler-core: $(BENCH_SCHED_BIN)
@@ -454,10 +456,11 @@ all: $(BUSCTL_BIN)
 # (api: Redis reservations = occupancy = PostgreSQL kernels holding slots).
 # See docs/benchmarks.md.
 BENCH_E2E_BIN := $(BUILD)/bench/bench_e2e
-$(BENCH_E2E_BIN): $(BUILD)/obj/bench/scheduler/bench_e2e.o $(SCHED_LIB_OBJ) $(COMMON_LIB)
+$(BENCH_E2E_BIN): $(BUILD)/obj/bench/scheduler/bench_e2e.o $(BENCH_SCHED_WORKLOAD) \
+		$(SCHED_LIB_OBJ) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(SCHED_LIB_OBJ) $(COMMON_LIB) $(LDLIBS)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(BENCH_SCHED_WORKLOAD) $(SCHED_LIB_OBJ) $(COMMON_LIB) $(LDLIBS)
 
 .PHONY: bench-scheduler
 bench-scheduler: $(BENCH_E2E_BIN) $(BUILD)/bin/tessera-scheduler $(BUILD)/bin/tessera-simagent \
@@ -581,11 +584,13 @@ $(BUILD)/tests/agent/test_privileges: | $(PORTMAP_BIN) $(BRIDGE_BIN) $(SUP_BIN) 
 # round trips (p50/p99) direct, through nginx and through tessera-wsproxy
 # (bench/wsproxy/README.md). Needs wrk, nginx, redis-server.
 BENCH_WS_BIN := $(BUILD)/bench/wsproxy
-$(BENCH_WS_BIN)/ws_echo: bench/wsproxy/ws_echo.c services/wsproxy/wsframe.c libcommon/http1.c
+$(BENCH_WS_BIN)/ws_echo: bench/wsproxy/ws_echo.c bench/wsproxy/wsio.c services/wsproxy/wsframe.c \
+		libcommon/http1.c
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	$(Q)$(CC) -std=gnu11 -g -O2 -pthread -D_GNU_SOURCE -I. $(WARN) -o $@ $^
-$(BENCH_WS_BIN)/ws_rtt: bench/wsproxy/ws_rtt.c services/wsproxy/wsframe.c libcommon/http1.c
+$(BENCH_WS_BIN)/ws_rtt: bench/wsproxy/ws_rtt.c bench/wsproxy/wsio.c services/wsproxy/wsframe.c \
+		libcommon/http1.c
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	$(Q)$(CC) -std=gnu11 -g -O2 -D_GNU_SOURCE -I. $(WARN) -o $@ $^ -lm

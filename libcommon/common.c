@@ -110,6 +110,17 @@ int64_t ts_now_wall_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+struct timespec ts_realtime_in_ms(int64_t ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    if (ms <= 0) return ts;
+    int64_t ns = ts.tv_nsec + (ms % 1000) * 1000000;
+    ts.tv_sec += (time_t)(ms / 1000 + ns / 1000000000);
+    ts.tv_nsec = (long)(ns % 1000000000);
+    return ts;
+}
+
 /* Randomness for UUIDs comes from getrandom(2) in 4 KiB batches per thread:
  * one system call per 256 ids instead of one per id (request and event ids
  * are made on every request). The pool is wiped as it is used. */

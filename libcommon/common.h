@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #define TS_MUST_CHECK __attribute__((warn_unused_result))
 /* A TS_MUST_CHECK result deliberately dropped (best effort: say why beside it).
@@ -58,6 +59,9 @@ char *ts_asprintf(const char *fmt, ...) TS_PRINTF(1, 2);
 int64_t ts_now_mono_ms(void);
 int64_t ts_now_mono_us(void);
 int64_t ts_now_wall_ms(void);
+/* The CLOCK_REALTIME instant ms from now (ms <= 0: now): the deadline
+ * pthread_cond_timedwait takes on a condition variable with the default clock. */
+struct timespec ts_realtime_in_ms(int64_t ms);
 
 /* A random (version 4) UUID in its 36-character text form plus NUL. */
 #define TS_UUID_STRLEN 37

@@ -14,6 +14,7 @@
  * BENCH_GROUP ("bench"), BENCH_TIMEOUT (seconds, 120), BENCH_RATE (sessions per
  * second; 0 = as fast as they are taken), BENCH_PREFIX (scheduler.key_prefix),
  * BENCH_CHECK_ONLY. */
+#include "bench/scheduler/workload.h"
 #include "libcommon/envelope.h"
 #include "libcommon/kbus.h"
 #include "libcommon/log.h"
@@ -41,16 +42,7 @@ static _Atomic int64_t t_last_sched;
 static atomic_bool stop_consumer, assigned;
 static const char *bootstrap;
 
-/* ---- workload (the same mix as bench_placement.c) ------------------------------------------ */
-
-static uint64_t rng = 0x9E3779B97F4A7C15ull;
-static uint32_t rnd(uint32_t n)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (uint32_t)(rng % n);
-}
+/* ---- workload (workload.h: the same mix as bench_placement.c) ------------------------------ */
 
 typedef struct req {
     char slots[4][2][24];
@@ -70,40 +62,18 @@ static void put(req *r, const char *name, const char *amount)
 
 static void make_workload(void)
 {
-    static const char *small[] = {"0.1", "0.25", "0.5", "0.75"};
-    static const char *large[] = {"0.75", "1.5", "2.5"};
-    static const int whole[] = {1, 2, 2, 4};
     reqs = ts_calloc((size_t)NSESS, sizeof(*reqs));
     for (int i = 0; i < NSESS; i++) {
         req *r = &reqs[i];
-        char a[24], b[24], c[24];
-        uint32_t p = rnd(100);
-        if (p < 40) {
-            put(r, "cpu", "2");
-            put(r, "mem", "8g");
-            put(r, "cuda.shares", small[rnd(4)]);
-            r->kind = 'f';
-        } else if (p < 50) {
-            put(r, "cpu", "4");
-            put(r, "mem", "16g");
-            put(r, "cuda.shares", large[rnd(3)]);
-            r->kind = 'F';
-        } else if (p < 60) {
-            int n = whole[rnd(4)];
-            snprintf(a, sizeof(a), "%d", 4 * n);
-            snprintf(b, sizeof(b), "%dg", 16 * n);
-            snprintf(c, sizeof(c), "%d", n);
-            put(r, "cpu", a);
-            put(r, "mem", b);
-            put(r, "cuda.device", c);
-            r->kind = 'w';
-        } else {
-            snprintf(a, sizeof(a), "%d", 1 << rnd(3));
-            snprintf(b, sizeof(b), "%dg", 2 << rnd(4));
-            put(r, "cpu", a);
-            put(r, "mem", b);
-            r->kind = 'c';
+        bench_request br;
+        bench_next_request(&br);
+        char *save = NULL;
+        for (char *tok = strtok_r(br.text, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+            char *eq = strchr(tok, '=');
+            *eq = '\0';
+            put(r, tok, eq + 1);
         }
+        r->kind = br.kind;
         kinds[(int)r->kind]++;
     }
 }
@@ -197,7 +167,7 @@ static void enqueue_bus(kbus *bus, const char *group, int rate)
         char sid[48], kid[48], ak[16], user[16], proj[16];
         snprintf(sid, sizeof(sid), "%s-%d", run_id, i);
         snprintf(kid, sizeof(kid), "%s-%d-k0", run_id, i);
-        int u = (int)rnd(NUSERS);
+        int u = (int)bench_rnd(NUSERS);
         snprintf(ak, sizeof(ak), "AK%03d", u);
         snprintf(user, sizeof(user), "user-%03d", u);
         snprintf(proj, sizeof(proj), "proj-%d", u % 10);
@@ -258,6 +228,16 @@ static long long count_keys(rds *r, const char *pattern)
     return n;
 }
 
+typedef enum inv_result { INV_OK, INV_BROKEN, INV_ERROR } inv_result;
+
+/* The Redis invariant: broken (why says where) or not asked (err). */
+static inv_result invariant(resv *v, char *why, size_t size, ts_err *err)
+{
+    bool holds;
+    if (!resv_check_invariant(v, &holds, why, size, err)) return INV_ERROR;
+    return holds ? INV_OK : INV_BROKEN;
+}
+
 /* BENCH_CHECK_ONLY: the Redis half of the invariant, for bench_api.py */
 static int check_only(const char *redis_url)
 {
@@ -269,15 +249,16 @@ static int check_only(const char *redis_url)
     }
     resv *v = resv_new(r, getenv("BENCH_PREFIX") ? getenv("BENCH_PREFIX") : "");
     char why[512] = "";
-    int inv = resv_check_invariant(v, why, sizeof(why), &err);
+    inv_result inv = invariant(v, why, sizeof(why), &err);
     for (char *c = why; *c; c++)
         if (*c == ' ' || *c == '=') *c = '_';
-    printf("invariant=%s allocs=%lld sess=%lld\n", inv == 1 ? "ok" : (inv == 0 ? why : "error"),
-           count_keys(r, "alloc:*"), count_keys(r, "sess:*"));
-    if (inv < 0) fprintf(stderr, "bench_e2e: %s\n", err.msg);
+    printf("invariant=%s allocs=%lld sess=%lld\n",
+           inv == INV_OK ? "ok" : (inv == INV_BROKEN ? why : "error"), count_keys(r, "alloc:*"),
+           count_keys(r, "sess:*"));
+    if (inv == INV_ERROR) fprintf(stderr, "bench_e2e: %s\n", err.msg);
     resv_free(v);
     rds_free(r);
-    return inv == 1 ? 0 : 1;
+    return inv == INV_OK ? 0 : 1;
 }
 
 int main(void)
@@ -359,7 +340,7 @@ int main(void)
     if (!r) ts_panic("%s", err.msg);
     resv *v = resv_new(r, getenv("BENCH_PREFIX") ? getenv("BENCH_PREFIX") : "");
     char why[512] = "";
-    int inv = resv_check_invariant(v, why, sizeof(why), &err);
+    inv_result inv = invariant(v, why, sizeof(why), &err);
     long long allocs = count_keys(r, "alloc:*"), sess = count_keys(r, "sess:*");
 
     printf("\n%-44s %s\n", "metric", "value");
@@ -377,13 +358,13 @@ int main(void)
         printf("%-44s %.1f ms\n", "enqueue -> scheduled max", lat[k - 1] / 1000.0);
     }
     printf("%-44s %s\n", "invariant (Redis reservations = occupancy)",
-           inv == 1 ? "ok" : (inv == 0 ? why : err.msg));
+           inv == INV_OK ? "ok" : (inv == INV_BROKEN ? why : err.msg));
     printf("%-44s %lld alloc:*, %lld sess:*, %d scheduled -> %s\n", "reservations = placements",
            allocs, sess, ns, allocs == ns && sess == ns ? "ok" : "MISMATCH");
     printf("%-44s %s\n", "kernels holding slots in PostgreSQL",
            "not measured: the registry is not in the bus path");
     resv_free(v);
     rds_free(r);
-    bool ok = inv == 1 && allocs == ns && sess == ns && ns > 0;
+    bool ok = inv == INV_OK && allocs == ns && sess == ns && ns > 0;
     return ok ? 0 : 1;
 }

@@ -11,6 +11,7 @@
  *
  * Redis: TESSERA_BENCH_REDIS_URL, or a redis-server started here on a free port.
  * BENCH_AGENTS / BENCH_SESSIONS override the sizes. */
+#include "bench/scheduler/workload.h"
 #include "libcommon/log.h"
 #include "services/scheduler/reservation.h"
 #include "services/scheduler/reserve_redis.h"
@@ -34,15 +35,6 @@ static int NAGENTS = 1000, NSESS = 20000;
 
 /* ---- workload ---------------------------------------------------------------------------- */
 
-static uint64_t rng = 0x9E3779B97F4A7C15ull;
-static uint32_t rnd(uint32_t n)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (uint32_t)(rng % n);
-}
-
 typedef struct req {
     slots_t slots;
     char kind; /* f: fractional, F: fractional > 1, w: whole, c: cpu only */
@@ -52,29 +44,13 @@ static req *reqs;
 
 static void make_workload(void)
 {
-    static const char *small[] = {"0.1", "0.25", "0.5", "0.75"};
-    static const char *large[] = {"0.75", "1.5", "2.5"};
-    static const int whole[] = {1, 2, 2, 4};
     reqs = ts_calloc((size_t)NSESS, sizeof(*reqs));
     for (int i = 0; i < NSESS; i++) {
-        char text[128];
-        uint32_t p = rnd(100);
-        if (p < 40) {
-            snprintf(text, sizeof(text), "cpu=2 mem=8g cuda.shares=%s", small[rnd(4)]);
-            reqs[i].kind = 'f';
-        } else if (p < 50) {
-            snprintf(text, sizeof(text), "cpu=4 mem=16g cuda.shares=%s", large[rnd(3)]);
-            reqs[i].kind = 'F';
-        } else if (p < 60) {
-            int n = whole[rnd(4)];
-            snprintf(text, sizeof(text), "cpu=%d mem=%dg cuda.device=%d", 4 * n, 16 * n, n);
-            reqs[i].kind = 'w';
-        } else {
-            snprintf(text, sizeof(text), "cpu=%d mem=%dg", 1 << rnd(3), 2 << rnd(4));
-            reqs[i].kind = 'c';
-        }
+        bench_request br;
+        bench_next_request(&br);
+        reqs[i].kind = br.kind;
         ts_err err;
-        if (!slots_parse_text(&reqs[i].slots, text, &err)) ts_panic("%s", err.msg);
+        if (!slots_parse_text(&reqs[i].slots, br.text, &err)) ts_panic("%s", err.msg);
     }
 }
 
@@ -164,7 +140,7 @@ static void flush(batch *b)
     for (int i = 0; i < b->n; i++)
         if (res[i].status == RESV_REFUSED) { /* undo in the model */
             b->refused++;
-            (void)sched_engine_release(b->e, b->kid[i][0]);
+            TS_IGNORE(sched_engine_release(b->e, b->kid[i][0])); /* it holds it: just placed */
         }
     free(res);
     b->n = 0;
@@ -250,9 +226,9 @@ static void check(resv *v, sched_group *g, const char *label)
 {
     char why[512];
     ts_err err;
-    int rc = resv_check_invariant(v, why, sizeof(why), &err);
-    if (rc != 1) {
-        printf("INVARIANT BROKEN (%s): %s\n", label, rc < 0 ? err.msg : why);
+    bool holds = false, asked = resv_check_invariant(v, &holds, why, sizeof(why), &err);
+    if (!asked || !holds) {
+        printf("INVARIANT BROKEN (%s): %s\n", label, asked ? why : err.msg);
         exit(1);
     }
     for (size_t i = 0; i < sched_group_agent_count(g); i++) {
@@ -285,7 +261,7 @@ static void bench_pass(sched_order order, resv *v, int batch_size)
         char id[32];
         snprintf(id, sizeof(id), "sess-%05d", i);
         sched_session *s = sched_session_new(id, 1);
-        int u = (int)rnd(NUSERS);
+        int u = (int)bench_rnd(NUSERS);
         snprintf(s->access_key, sizeof(s->access_key), "AK%03d", u);
         snprintf(s->user_id, sizeof(s->user_id), "user-%03d", u);
         snprintf(s->project_id, sizeof(s->project_id), "proj-%d", u % 10);
@@ -341,8 +317,8 @@ static void bench_pass(sched_order order, resv *v, int batch_size)
         int released = 0;
         for (size_t i = 0; i < m; i += 512) {
             int k = (int)(m - i < 512 ? m - i : 512);
-            int got = resv_release(v, ids + i, k, NULL, &err);
-            if (got < 0) ts_panic("release: %s", err.msg);
+            int got;
+            if (!resv_release(v, ids + i, k, NULL, &got, &err)) ts_panic("release: %s", err.msg);
             released += got;
         }
         double rs = (double)(ts_now_mono_us() - r0) / 1e6;
@@ -419,9 +395,9 @@ int main(void)
     bench_place(SCHED_CONCENTRATED);
     bench_place(SCHED_DISPERSED);
     bench_place(SCHED_ROUNDROBIN);
-    uint64_t seed = rng;
+    uint64_t seed = bench_rnd_state();
     bench_pass(SCHED_FIFO, NULL, 0);
-    rng = seed;
+    bench_rnd_restore(seed);
     bench_pass(SCHED_DRF, NULL, 0);
 
     const char *url = getenv("TESSERA_BENCH_REDIS_URL");
@@ -436,11 +412,11 @@ int main(void)
     rds *r = rds_connect(url, 10000, &err);
     if (!r) ts_panic("redis: %s", err.msg);
     resv *v = resv_new(r, "bench:");
-    rng = seed;
+    bench_rnd_restore(seed);
     bench_pass(SCHED_FIFO, v, 0);
-    rng = seed;
+    bench_rnd_restore(seed);
     bench_pass(SCHED_FIFO, v, 64);
-    rng = seed;
+    bench_rnd_restore(seed);
     bench_pass(SCHED_FIFO, v, 512);
     printf("\ninvariant: ok after every Redis run (alloc:* sums == agent:* occupancy == in-memory "
            "model; zero after releasing all)\n");

@@ -1,6 +1,7 @@
 /* ws_echo: a WebSocket echo server for bench-wsproxy: one thread per
  * connection, blocking I/O, handshake parsed with the proxy's http1.c.
  *   ws_echo PORT */
+#include "bench/wsproxy/wsio.h"
 #include "libcommon/http1.h"
 #include "services/wsproxy/wsframe.h"
 
@@ -15,41 +16,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-static int read_full(int fd, uint8_t *p, size_t n)
-{
-    while (n) {
-        ssize_t k = read(fd, p, n);
-        if (k <= 0) return -1;
-        p += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
-
-static int write_full(int fd, const uint8_t *p, size_t n)
-{
-    while (n) {
-        ssize_t k = write(fd, p, n);
-        if (k <= 0) return -1;
-        p += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
-
 static void *serve(void *arg)
 {
     int fd = (int)(intptr_t)arg;
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     char head[8192];
-    size_t have = 0, end = 0;
-    while (!end && have < sizeof(head)) {
-        ssize_t n = read(fd, head + have, sizeof(head) - have);
-        if (n <= 0) goto out;
-        have += (size_t)n;
-        end = h1_head_end(head, have, 0);
-    }
+    size_t end = wsio_read_head(fd, head, sizeof(head));
     h1_msg m;
     const h1_header *k;
     if (!end || !h1_parse_request(head, end, &m) || !(k = h1_find(&m, "sec-websocket-key")))
@@ -60,27 +33,27 @@ static void *serve(void *arg)
                       "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
                       "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n\r\n",
                       acc);
-    if (write_full(fd, (uint8_t *)resp, (size_t)rl)) goto out;
+    if (!wsio_write_full(fd, resp, (size_t)rl)) goto out;
     static __thread uint8_t buf[1 << 20];
     for (;;) {
         uint8_t h[WSF_MAX_HEADER];
         size_t hl = 2;
         wsf_frame f;
-        if (read_full(fd, h, 2)) break;
-        int r;
-        while ((r = wsf_parse_header(h, hl, &f)) == 0) {
-            if (read_full(fd, h + hl, 1)) goto out;
+        if (!wsio_read_full(fd, h, 2)) break;
+        wsf_parse_result r;
+        while ((r = wsf_parse_header(h, hl, &f)) == WSF_NEED_MORE) {
+            if (!wsio_read_full(fd, h + hl, 1)) goto out;
             hl++;
         }
-        if (r < 0 || f.len > sizeof(buf) - WSF_MAX_HEADER) break;
+        if (r == WSF_BAD_FRAME || f.len > sizeof(buf) - WSF_MAX_HEADER) break;
         uint8_t *pl = buf + WSF_MAX_HEADER;
-        if (read_full(fd, pl, (size_t)f.len)) break;
+        if (!wsio_read_full(fd, pl, (size_t)f.len)) break;
         if (f.masked) wsf_mask(pl, (size_t)f.len, f.mask, 0);
         int op = f.opcode == WSF_PING ? WSF_PONG : f.opcode;
         uint8_t oh[WSF_MAX_HEADER];
         size_t ohl = wsf_write_header(oh, true, op, f.len, NULL);
         memcpy(pl - ohl, oh, ohl);
-        if (write_full(fd, pl - ohl, ohl + (size_t)f.len)) break;
+        if (!wsio_write_full(fd, pl - ohl, ohl + (size_t)f.len)) break;
         if (f.opcode == WSF_CLOSE) break;
     }
 out:

@@ -3,7 +3,7 @@
  * Opens one WebSocket (extra request headers as given, e.g. a Cookie), sends N
  * masked 32-byte binary frames one at a time, waits for each echo, and prints
  * "p50_us p99_us p999_us mean_us" of the round trips (after 1,000 warm-up). */
-#include "libcommon/http1.h"
+#include "bench/wsproxy/wsio.h"
 #include "services/wsproxy/wsframe.h"
 
 #include <arpa/inet.h>
@@ -28,17 +28,6 @@ static int cmp(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
-}
-
-static int read_full(int fd, uint8_t *p, size_t n)
-{
-    while (n) {
-        ssize_t k = read(fd, p, n);
-        if (k <= 0) return -1;
-        p += k;
-        n -= (size_t)k;
-    }
-    return 0;
 }
 
 int main(int argc, char **argv)
@@ -70,15 +59,9 @@ int main(int argc, char **argv)
     o += snprintf(req + o, sizeof(req) - (size_t)o, "\r\n");
     if (write(fd, req, (size_t)o) != o) return 1;
     char head[4096];
-    size_t have = 0, end = 0;
-    while (!end) {
-        ssize_t k = read(fd, head + have, sizeof(head) - have);
-        if (k <= 0) {
-            fprintf(stderr, "ws_rtt: handshake failed\n");
-            return 1;
-        }
-        have += (size_t)k;
-        end = h1_head_end(head, have, 0);
+    if (wsio_read_head(fd, head, sizeof(head)) == 0) {
+        fprintf(stderr, "ws_rtt: handshake failed\n");
+        return 1;
     }
     if (memcmp(head, "HTTP/1.1 101", 12) != 0) {
         fprintf(stderr, "ws_rtt: %.*s\n", (int)(strchr(head, '\r') - head), head);
@@ -92,7 +75,7 @@ int main(int argc, char **argv)
         memset(frame + hl, 'a' + (i & 15), 32);
         wsf_mask(frame + hl, 32, mask, 0);
         double t0 = now_us();
-        if (write(fd, frame, hl + 32) != (ssize_t)(hl + 32) || read_full(fd, back, 2 + 32)) {
+        if (write(fd, frame, hl + 32) != (ssize_t)(hl + 32) || !wsio_read_full(fd, back, 2 + 32)) {
             fprintf(stderr, "ws_rtt: connection lost at %d\n", i);
             return 1;
         }

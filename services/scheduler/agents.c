@@ -1,10 +1,10 @@
-/* agents.c: tessera.agent.v1 -> the model (sched_group_set_agent,
- * set_schedulable), the agent's capacity in Redis (when
- * scheduler.write_agent_capacity is on: resv_set_agent keeps occupancy, so the
- * registry writing the same is harmless) and the scheduler's agent info record;
- * occupancy resync from Redis. */
+/* agents.c: agent events -> the model, capacity to Redis, occupancy resync
+ * (agents.h). */
+#include "services/scheduler/agents.h"
+
 #include "libcommon/log.h"
-#include "services/scheduler/service.h"
+#include "services/scheduler/groups.h"
+#include "services/scheduler/store.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +24,7 @@ static void write_capacity(sched_svc *x, const sched_agent *a)
     resv_agent ra = {a->id, &a->total, a->ndev, a->dev_cap, a->schedulable};
     ts_err err;
     if (!resv_set_agent(x->v, &ra, &err))
-        TLOG_WARN("agent capacity not written to Redis", "agent=%s error=\"%s\"", a->id, err.msg);
+        TLOG_WARN("agent capacity not written to Redis", "error=\"%s\"", err.msg);
 }
 
 void sched_on_agent_up(sched_svc *x, const sched_agent_msg *m)
@@ -34,8 +34,8 @@ void sched_on_agent_up(sched_svc *x, const sched_agent_msg *m)
     if (ai && strcmp(ai->group, m->group) != 0) {
         /* moved to another resource group: its occupancy goes with it */
         sched_group *old = sched_engine_group(x->e, ai->group);
-        if (old) (void)sched_group_remove_agent(old, m->id);
-        TLOG_INFO("agent moved", "agent=%s from=%s to=%s", m->id, ai->group, m->group);
+        if (old) TS_IGNORE(sched_group_remove_agent(old, m->id)); /* false: not there anyway */
+        TLOG_INFO("agent moved", "from=%s to=%s", ai->group, m->group);
         is_new = true;
     }
     if (!sched_ensure_group(x, m->group)) return;
@@ -70,7 +70,7 @@ void sched_on_agent_up(sched_svc *x, const sched_agent_msg *m)
     }
     ts_err err;
     if (!sched_group_set_agent(g, &spec, &err)) {
-        TLOG_WARN("agent capacity not applied", "agent=%s error=\"%s\"", m->id, err.msg);
+        TLOG_WARN("agent capacity not applied", "error=\"%s\"", err.msg);
         return;
     }
     a = sched_group_agent(g, m->id);
@@ -79,10 +79,12 @@ void sched_on_agent_up(sched_svc *x, const sched_agent_msg *m)
                   memcmp(before_cap, a->dev_cap, sizeof(int32_t) * (size_t)a->ndev) != 0;
     ai->stopped = false;
     if (!changed) return;
-    TLOG_INFO("agent up", "agent=%s group=%s arch=%s gpus=%d", m->id, m->group, ai->arch, a->ndev);
+    TLOG_INFO("agent up", "group=%s arch=%s gpus=%d", m->group, ai->arch, a->ndev);
     write_capacity(x, a);
-    (void)sched_store_put_agent_info(x, m->id, ai);
-    if (is_new && !x->loading) (void)sched_resync_agent(x, m->id); /* placed by anyone */
+    /* a failure is logged; the next change or a Redis recovery writes it again */
+    TS_IGNORE(sched_store_put_agent_info(x, m->id, ai));
+    /* placed by anyone (a failure is logged; the periodic resync comes back to it) */
+    if (is_new && !x->loading) TS_IGNORE(sched_resync_agent(x, m->id));
     sched_mark_dirty(x, m->group);
 }
 
@@ -95,7 +97,7 @@ void sched_on_agent_down(sched_svc *x, const char *agent_id, const char *reason)
     ai->stopped = true;
     sched_group_set_schedulable(g, a, false);
     write_capacity(x, a);
-    TLOG_INFO("agent stopped: not schedulable", "agent=%s reason=\"%s\"", agent_id, reason);
+    TLOG_INFO("agent stopped: not schedulable", "reason=\"%s\"", reason);
 }
 
 bool sched_resync_agent(sched_svc *x, const char *agent_id)
@@ -108,7 +110,7 @@ bool sched_resync_agent(sched_svc *x, const char *agent_id)
     int32_t dc[32], du[32];
     ts_err err;
     if (!resv_read_agent(x->v, agent_id, &total, &used, &ndev, dc, du, &err)) {
-        TLOG_DEBUG("agent not resynced", "agent=%s error=\"%s\"", agent_id, err.msg);
+        TLOG_DEBUG("agent not resynced", "error=\"%s\"", err.msg);
         return false;
     }
     if (slots_equal(&used, &a->used) &&
@@ -120,8 +122,7 @@ bool sched_resync_agent(sched_svc *x, const char *agent_id)
     for (int id = 0; id < SLOTS_MAX; id++)
         if (((a->total.mask | a->used.mask) >> id) & 1u) slots_put(&u, id, slots_get(&used, id));
     if (!sched_group_set_usage(g, a, &u, du, &err)) {
-        TLOG_WARN("agent occupancy from Redis not applied", "agent=%s error=\"%s\"", agent_id,
-                  err.msg);
+        TLOG_WARN("agent occupancy from Redis not applied", "error=\"%s\"", err.msg);
         return false;
     }
     atomic_fetch_add(&x->st.resyncs, 1);
@@ -134,10 +135,12 @@ void sched_resync_all(sched_svc *x)
     const char *id;
     void *v;
     while (strmap_next(x->agents, &pos, &id, &v)) {
+        sched_log_agent(id);
         uint64_t before = atomic_load(&x->st.resyncs);
         if (sched_resync_agent(x, id) && atomic_load(&x->st.resyncs) != before)
             sched_mark_dirty(x, ((sched_agent_info *)v)->group);
     }
+    tlog_ctx_clear();
 }
 
 void sched_rewrite_agents(sched_svc *x)
@@ -146,9 +149,11 @@ void sched_rewrite_agents(sched_svc *x)
     const char *id;
     void *v;
     while (strmap_next(x->agents, &pos, &id, &v)) {
+        sched_log_agent(id);
         sched_agent_info *ai = v;
         sched_agent *a = find_agent(x, id, NULL);
         if (a) write_capacity(x, a);
-        (void)sched_store_put_agent_info(x, id, ai);
+        TS_IGNORE(sched_store_put_agent_info(x, id, ai)); /* logged; written again on change */
     }
+    tlog_ctx_clear();
 }

@@ -1,14 +1,9 @@
-/* consumers.c: tessera.session.v1 and tessera.agent.v1 -> the scheduling
- * thread's inbox (service.h). The durable part of a session event happens here,
- * before the handler returns (and so before its offset is stored):
- *   SessionEnqueued  -> <p>sched:pending:<id> = the payload, unless the session
- *                       ended already (tombstone) or holds slots (a replay);
- *   SessionCancelled / SessionTerminated / SessionFailed
- *                    -> tombstone <p>sched:done:<id>, pending record deleted;
- *                       the release itself runs on the scheduling thread, and at
- *                       start-up for tombstoned sessions that still hold slots. */
+/* consumers.c: the bus consumers -> the inbox, and the durable part of each
+ * session event (consumers.h). */
+#include "services/scheduler/consumers.h"
+
 #include "libcommon/log.h"
-#include "services/scheduler/service.h"
+#include "tessera/v1/agent.pb-c.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,11 +63,6 @@ static void inbox_push_chain(sched_svc *x, sched_ev *head, sched_ev *tail)
     x->tail = tail;
     pthread_cond_signal(&x->cv);
     pthread_mutex_unlock(&x->mu);
-}
-
-void sched_inbox_push(sched_svc *x, sched_ev *ev)
-{
-    inbox_push_chain(x, ev, ev);
 }
 
 static bool plain(const char *s)
@@ -252,8 +242,10 @@ static kbus_result on_session_batch(const kbus_msg *msgs, size_t n, void *ctx, t
         if (!ev) continue;
         if (ev->kind == EV_ENQUEUED && rc[i] != 1) {
             atomic_fetch_add(&x->st.duplicates, 1);
-            TLOG_INFO("SessionEnqueued ignored", "session=%s why=%s", ev->session_id,
-                      rc[i] == 0 ? "ended-already" : "holds-slots");
+            tlog_ctx_session(ev->session_id);
+            TLOG_INFO("SessionEnqueued ignored", "why=\"%s\"",
+                      rc[i] == 0 ? "ended already" : "holds slots");
+            tlog_ctx_session(NULL);
             sched_ev_free(ev);
             continue;
         }
@@ -280,7 +272,8 @@ static bool parse_slots(Tessera__V1__SlotAmount **slots, size_t n, slots_t *out,
         if (strncmp(name, "cuda.", 5) == 0) continue; /* from the devices */
         int id;
         int64_t v;
-        if (!slot_intern(name, &id, err) || !slot_parse(id, slots[i]->amount, &v, err)) return false;
+        if (!slot_intern(name, &id, err) || !slot_parse(id, slots[i]->amount, &v, err))
+            return false;
         slots_put(out, id, v);
     }
     return true;
@@ -313,43 +306,46 @@ static bool parse_devices(Tessera__V1__DeviceInfo **d, size_t n, sched_agent_msg
     return true;
 }
 
-bool sched_agent_msg_from_started(const Tessera__V1__AgentStarted *a, sched_agent_msg *m,
-                                  ts_err *err)
+/* The fields AgentStarted and AgentHeartbeat share, decoded into m (false
+ * with err when invalid; type names the event in the error). */
+static bool agent_msg_decode(const char *type, const char *agent_id, const char *group,
+                             Tessera__V1__SlotAmount **slots, size_t n_slots,
+                             Tessera__V1__DeviceInfo **devices, size_t n_devices,
+                             sched_agent_msg *m, ts_err *err)
 {
     memset(m, 0, sizeof(*m));
-    if (!plain(a->agent_id) || !plain(a->resource_group)) {
-        ts_err_set(err, "AgentStarted: agent_id and resource_group must be plain ids");
+    if (!plain(agent_id) || !plain(group)) {
+        ts_err_set(err, "%s: agent_id and resource_group must be plain ids", type);
         return false;
     }
-    ts_strlcpy(m->id, a->agent_id, sizeof(m->id));
-    ts_strlcpy(m->group, a->resource_group, sizeof(m->group));
+    ts_strlcpy(m->id, agent_id, sizeof(m->id));
+    ts_strlcpy(m->group, group, sizeof(m->group));
+    if (!parse_slots(slots, n_slots, &m->total, err) ||
+        !parse_devices(devices, n_devices, m, err)) {
+        ts_err_prefix(err, "%s %s", type, agent_id);
+        return false;
+    }
+    return true;
+}
+
+static bool agent_msg_from_started(const Tessera__V1__AgentStarted *a, sched_agent_msg *m,
+                                   ts_err *err)
+{
+    if (!agent_msg_decode("AgentStarted", a->agent_id, a->resource_group, a->slots, a->n_slots,
+                          a->devices, a->n_devices, m, err))
+        return false;
     ts_strlcpy(m->arch, a->architecture[0] ? a->architecture : sched_cfg.default_architecture,
                sizeof(m->arch));
-    if (!parse_slots(a->slots, a->n_slots, &m->total, err) ||
-        !parse_devices(a->devices, a->n_devices, m, err)) {
-        ts_err_prefix(err, "AgentStarted %s", a->agent_id);
-        return false;
-    }
     m->has_devices = true;
     return true;
 }
 
-bool sched_agent_msg_from_heartbeat(const Tessera__V1__AgentHeartbeat *h, sched_agent_msg *m,
-                                    ts_err *err)
+/* A heartbeat's arch stays "" (keep what is known); has_devices only when it lists some. */
+static bool agent_msg_from_heartbeat(const Tessera__V1__AgentHeartbeat *h, sched_agent_msg *m,
+                                     ts_err *err)
 {
-    memset(m, 0, sizeof(*m));
-    if (!plain(h->agent_id) || !plain(h->resource_group)) {
-        ts_err_set(err, "AgentHeartbeat: agent_id and resource_group must be plain ids");
-        return false;
-    }
-    ts_strlcpy(m->id, h->agent_id, sizeof(m->id));
-    ts_strlcpy(m->group, h->resource_group, sizeof(m->group));
-    if (!parse_slots(h->slots, h->n_slots, &m->total, err) ||
-        !parse_devices(h->devices, h->n_devices, m, err)) {
-        ts_err_prefix(err, "AgentHeartbeat %s", h->agent_id);
-        return false;
-    }
-    return true;
+    return agent_msg_decode("AgentHeartbeat", h->agent_id, h->resource_group, h->slots, h->n_slots,
+                            h->devices, h->n_devices, m, err);
 }
 
 static kbus_result on_agent_event(const kbus_msg *msg, void *ctx, ts_err *reason)
@@ -363,14 +359,12 @@ static kbus_result on_agent_event(const kbus_msg *msg, void *ctx, ts_err *reason
     if (strcmp(type, "tessera.v1.AgentStarted") == 0) {
         pm = envelope_payload(msg->env, &tessera__v1__agent_started__descriptor, reason);
         ev->kind = EV_AGENT_UP;
-        if (!pm ||
-            !sched_agent_msg_from_started((Tessera__V1__AgentStarted *)pm, &ev->agent, reason))
+        if (!pm || !agent_msg_from_started((Tessera__V1__AgentStarted *)pm, &ev->agent, reason))
             res = KBUS_REJECT;
     } else if (strcmp(type, "tessera.v1.AgentHeartbeat") == 0) {
         pm = envelope_payload(msg->env, &tessera__v1__agent_heartbeat__descriptor, reason);
         ev->kind = EV_AGENT_UP;
-        if (!pm ||
-            !sched_agent_msg_from_heartbeat((Tessera__V1__AgentHeartbeat *)pm, &ev->agent, reason))
+        if (!pm || !agent_msg_from_heartbeat((Tessera__V1__AgentHeartbeat *)pm, &ev->agent, reason))
             res = KBUS_REJECT;
     } else if (strcmp(type, "tessera.v1.AgentStopped") == 0) {
         pm = envelope_payload(msg->env, &tessera__v1__agent_stopped__descriptor, reason);
@@ -392,8 +386,9 @@ static kbus_result on_agent_event(const kbus_msg *msg, void *ctx, ts_err *reason
         free(ev);
         return res;
     }
+    tlog_ctx_agent(ev->agent.id);
     atomic_fetch_add(&c->x->st.agents_events, 1);
-    sched_inbox_push(c->x, ev);
+    inbox_push_chain(c->x, ev, ev);
     return KBUS_DONE;
 }
 

@@ -65,7 +65,7 @@ sched_queue *sched_engine_queue(sched_engine *e, const char *name);
 bool sched_engine_enqueue(sched_engine *e, const char *group, sched_session *s,
                           sched_verdict *why) TS_MUST_CHECK;
 /* Remove a pending session (cancelled). false if it is not pending there. */
-bool sched_engine_cancel(sched_engine *e, const char *group, const char *session_id);
+bool sched_engine_cancel(sched_engine *e, const char *group, const char *session_id) TS_MUST_CHECK;
 
 /* One scheduling pass over a group's queue. Returns the number scheduled. */
 int sched_engine_pass(sched_engine *e, const char *group, int64_t now_ms, sched_reserve_fn reserve,
@@ -74,7 +74,7 @@ int sched_engine_pass(sched_engine *e, const char *group, int64_t now_ms, sched_
 /* A kernel's slots come back (terminated, or its reservation undone):
  * occupancy, accounts and DRF usage. false if the kernel holds nothing here
  * (a second release is harmless). */
-bool sched_engine_release(sched_engine *e, const char *kernel_id);
+bool sched_engine_release(sched_engine *e, const char *kernel_id) TS_MUST_CHECK;
 /* Record an allocation that exists already (start-up from Redis/PostgreSQL). */
 bool sched_engine_adopt(sched_engine *e, const char *group, const sched_session *s,
                         const sched_kplace *k, int nk, ts_err *err) TS_MUST_CHECK;

@@ -1,11 +1,12 @@
 /* tessera-scheduler: places pending sessions on agents with room, never double-booking.
  *
- * Wiring only: the options table and the svc hooks. The engine is engine.c and
- * its neighbours; the service around it (consumers, scheduling thread, Redis
- * records, publishing) is service.c, consumers.c, sessions.c, agents.c,
- * store.c and publisher.c (docs/scheduler.md). */
+ * Wiring only: the options table (into state.h's sched_cfg) and the svc hooks.
+ * The engine is engine.c and its neighbours; the service around it is
+ * service.c, which wires consumers.c, sessions.c, agents.c, groups.c,
+ * store.c, recovery.c, shared_limits.c and publisher.c (docs/scheduler.md). */
 #include "libcommon/svc.h"
 #include "services/scheduler/service.h"
+#include "services/scheduler/state.h"
 
 static const cfg_option scheduler_options[] = {
     {"scheduler.key_prefix", CFG_STRING, &sched_cfg.key_prefix, "", 0, 0, NULL, false, NULL,

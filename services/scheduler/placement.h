@@ -106,7 +106,7 @@ void sched_group_set_selector(sched_group *g, sched_selector selector);
  * capacity is below what is occupied, or the spec is invalid). */
 bool sched_group_set_agent(sched_group *g, const sched_agent_spec *spec, ts_err *err) TS_MUST_CHECK;
 /* Remove an agent (its occupancy goes with it). False if unknown. */
-bool sched_group_remove_agent(sched_group *g, const char *id);
+bool sched_group_remove_agent(sched_group *g, const char *id) TS_MUST_CHECK;
 sched_agent *sched_group_agent(const sched_group *g, const char *id);
 size_t sched_group_agent_count(const sched_group *g);
 /* The i-th agent (0 .. count-1, stable until an agent is removed). */
@@ -126,9 +126,9 @@ int sched_group_held_count(const sched_group *g);
  * are usable, others' are not. only: restrict to one agent (NULL = any).
  * Does not change the model: sched_group_commit does. */
 bool sched_group_place(sched_group *g, const slots_t *req, const char *arch, const char *session_id,
-                       sched_agent *only, sched_pick *out);
+                       sched_agent *only, sched_pick *out) TS_MUST_CHECK;
 /* Would req fit on a (ignoring holds)? Fills out when it does. */
-bool sched_agent_fit(const sched_agent *a, const slots_t *req, sched_pick *out);
+bool sched_agent_fit(const sched_agent *a, const slots_t *req, sched_pick *out) TS_MUST_CHECK;
 /* Apply / undo a placement's occupancy. */
 void sched_group_commit(sched_group *g, const sched_pick *p, const slots_t *req);
 bool sched_group_uncommit(sched_group *g, sched_agent *a, const slots_t *req,

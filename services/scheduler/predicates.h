@@ -64,7 +64,7 @@ void sched_accounts_release_slots(sched_accounts *a, const char *ids[SCHED_SCOPE
 void sched_accounts_release_session(sched_accounts *a, const char *ids[SCHED_SCOPE_COUNT]);
 /* Totals of every instance (Redis usage:<scope>): ext_* := totals - own, at
  * least 0. true when ext_* changed. */
-bool sched_account_set_totals(sched_account *acc, int sessions, const slots_t *used);
+bool sched_account_set_totals(sched_account *acc, int sessions, const slots_t *used) TS_MUST_CHECK;
 /* A session enters (+1) or leaves (-1) the queue. */
 void sched_accounts_pending(sched_accounts *a, const sched_session *s, int sign);
 
@@ -75,8 +75,9 @@ typedef struct sched_verdict {
 
 /* true when s may be scheduled now; otherwise out says why. */
 bool sched_predicates_check(sched_accounts *a, const sched_session *s, int64_t now_ms,
-                            sched_verdict *out);
+                            sched_verdict *out) TS_MUST_CHECK;
 /* true when s may enter the queue (max pending). */
-bool sched_predicates_enqueue(sched_accounts *a, const sched_session *s, sched_verdict *out);
+bool sched_predicates_enqueue(sched_accounts *a, const sched_session *s,
+                              sched_verdict *out) TS_MUST_CHECK;
 
 #endif

@@ -1,8 +1,7 @@
-/* publisher.c: SessionScheduled (a KernelPlacement per kernel, with a
- * DeviceAllocation per device) and SessionUnschedulable on tessera.session.v1,
- * keyed by session id. */
+/* publisher.c: SessionScheduled and SessionUnschedulable (publisher.h). */
+#include "services/scheduler/publisher.h"
+
 #include "libcommon/log.h"
-#include "services/scheduler/service.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,8 +21,7 @@ static void publish(sched_svc *x, const char *sid, const ProtobufCMessage *m)
 {
     ts_err err;
     if (!kbus_publish(x->bus, SCHED_TOPIC_SESSION, sid, m, NULL, sid, &err))
-        TLOG_ERROR("publish failed", "session=%s type=%s error=\"%s\"", sid, m->descriptor->name,
-                   err.msg);
+        TLOG_ERROR("publish failed", "type=%s error=\"%s\"", m->descriptor->name, err.msg);
 }
 
 void sched_publish_scheduled(sched_svc *x, const sched_rec *rec)
@@ -114,6 +112,6 @@ void sched_publish_unschedulable(sched_svc *x, const char *group, const sched_se
     m.attempts = s->attempts;
     m.resource_group = (char *)group;
     atomic_fetch_add(&x->st.unschedulable_published, 1);
-    TLOG_DEBUG("unschedulable", "session=%s code=%s reason=\"%s\"", s->id, code, reason);
+    TLOG_DEBUG("unschedulable", "code=%s reason=\"%s\"", code, reason);
     publish(x, s->id, &m.base);
 }

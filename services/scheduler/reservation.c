@@ -207,10 +207,10 @@ bool resv_reserve(resv *v, const resv_session *s, int n, resv_result *out, ts_er
     return run_reserve(v, "check", s, n, out, err);
 }
 
-int resv_release(resv *v, const char *const *kernel_ids, int n, bool *released, ts_err *err)
+bool resv_release(resv *v, const char *const *kernel_ids, int n, bool *released, int *count,
+                  ts_err *err)
 {
-    int count;
-    return occ_release(v->occ, kernel_ids, n, released, &count, err) ? count : -1;
+    return occ_release(v->occ, kernel_ids, n, released, count, err);
 }
 
 bool resv_set_agent(resv *v, const resv_agent *ag, ts_err *err)
@@ -286,9 +286,7 @@ bool resv_rebuild(resv *v, const resv_agent *agents, int nagents, const resv_ses
     return occ_rebuild(v->occ, agents, nagents, sessions, nsessions, err);
 }
 
-int resv_check_invariant(resv *v, char *why, size_t size, ts_err *err)
+bool resv_check_invariant(resv *v, bool *holds, char *why, size_t size, ts_err *err)
 {
-    bool holds;
-    if (!occ_check(v->occ, &holds, why, size, err)) return -1;
-    return holds;
+    return occ_check(v->occ, holds, why, size, err);
 }

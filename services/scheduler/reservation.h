@@ -66,10 +66,11 @@ bool resv_read_agent(resv *v, const char *id, slots_t *total, slots_t *used, int
  * false only when Redis could not be asked (err set); then out is undefined. */
 bool resv_reserve(resv *v, const resv_session *s, int n, resv_result *out,
                   ts_err *err) TS_MUST_CHECK;
-/* Release kernels; released[i] says whether this call freed kernel i (false:
- * it was not reserved, e.g. released before). -1 on a Redis failure, else the
- * number released. */
-int resv_release(resv *v, const char *const *kernel_ids, int n, bool *released, ts_err *err);
+/* Release kernels; released[i] (released may be NULL) says whether this call
+ * freed kernel i (false: it was not reserved, e.g. released before); *count how
+ * many it freed. false on a Redis failure (err). */
+bool resv_release(resv *v, const char *const *kernel_ids, int n, bool *released, int *count,
+                  ts_err *err) TS_MUST_CHECK;
 
 /* Read usage:<usage_id> ("kp:AK", "user:U", ...): sessions holding slots and
  * slots held, by every instance (absent: zero). */
@@ -85,7 +86,7 @@ bool resv_rebuild(resv *v, const resv_agent *agents, int nagents, const resv_ses
 
 /* The invariant: for every agent the sum of alloc:* equals used:* and dev:*,
  * nothing above capacity, usage:* equals the sums per scope, sess:* counts.
- * 1 = holds, 0 = broken (why says where), -1 = Redis failure (err). */
-int resv_check_invariant(resv *v, char *why, size_t size, ts_err *err);
+ * *holds false: broken (why says where). false on a Redis failure (err). */
+bool resv_check_invariant(resv *v, bool *holds, char *why, size_t size, ts_err *err) TS_MUST_CHECK;
 
 #endif

@@ -14,6 +14,6 @@ void sched_resv_session(const sched_session *s, const sched_kplace *k, int nk, r
 
 /* sched_reserve_fn with ctx = resv *. RESV_EXISTS (a retry) counts as done. */
 bool sched_reserve_redis(void *ctx, const char *group, const sched_session *s,
-                         const sched_kplace *k, int nk, ts_err *err);
+                         const sched_kplace *k, int nk, ts_err *err) TS_MUST_CHECK;
 
 #endif

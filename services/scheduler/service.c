@@ -1,22 +1,34 @@
-/* service.c: the scheduling thread (inbox, coalesced passes, the sweep), start
- * and stop, /metrics and readiness (service.h). */
-#include "libcommon/log.h"
+/* service.c: the wiring: the scheduling thread (inbox, coalesced passes, the
+ * sweep), start and stop, /metrics and readiness (service.h). */
 #include "services/scheduler/service.h"
+
+#include "libcommon/log.h"
+#include "services/scheduler/agents.h"
+#include "services/scheduler/consumers.h"
+#include "services/scheduler/groups.h"
+#include "services/scheduler/recovery.h"
+#include "services/scheduler/sessions.h"
+#include "services/scheduler/shared_limits.h"
+#include "services/scheduler/state.h"
+#include "services/scheduler/store.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-sched_config sched_cfg;
-
 static void free_info(void *p)
 {
     free(p);
 }
 
+/* One inbox event, with the session or agent it is about in the log context. */
 static void apply(sched_svc *x, sched_ev *ev)
 {
+    if (ev->kind == EV_AGENT_UP || ev->kind == EV_AGENT_DOWN)
+        sched_log_agent(ev->agent.id);
+    else
+        sched_log_session(ev->session_id);
     switch (ev->kind) {
     case EV_ENQUEUED:
         sched_on_enqueued(x, ev->enq, ev->at_us);
@@ -32,24 +44,21 @@ static void apply(sched_svc *x, sched_ev *ev)
         sched_on_agent_down(x, ev->agent.id, ev->reason);
         break;
     }
+    tlog_ctx_clear();
 }
 
 static void sweep(sched_svc *x, int64_t now)
 {
     atomic_fetch_add(&x->st.sweeps, 1);
-    sched_store_check_loss(x);
+    sched_recovery_check_loss(x);
     if (x->redis_lost) return;
     if (now >= x->next_resync_ms) {
         x->next_resync_ms = now + sched_cfg.resync_interval_ms;
         sched_resync_all(x);
-        (void)sched_limits_resync(x); /* the sweep below passes every group anyway */
+        sched_limits_resync(x);
     }
     /* starts_at, aging and capacity freed elsewhere: every group gets a pass */
-    size_t pos = 0;
-    const char *id;
-    void *v;
-    while (strmap_next(x->agents, &pos, &id, &v))
-        sched_mark_dirty(x, ((sched_agent_info *)v)->group);
+    sched_mark_all_dirty(x);
     sched_store_unpersist_flush(x); /* leftovers of a flush that timed out */
 }
 
@@ -64,7 +73,7 @@ static bool setup(sched_svc *x, ts_err *err)
     x->dirty = strmap_new();
     x->ext_accounts = strmap_new();
     x->loading = true;
-    bool ok = sched_store_load(x, err);
+    bool ok = sched_recovery_load(x, err);
     x->loading = false;
     return ok;
 }
@@ -89,15 +98,7 @@ static void *thread_main(void *arg)
         pthread_mutex_lock(&x->mu);
         while (!x->stop && !x->head && strmap_len(x->dirty) == 0 &&
                ts_now_mono_ms() < x->next_sweep_ms) {
-            int64_t wait = x->next_sweep_ms - ts_now_mono_ms();
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_sec += wait / 1000;
-            ts.tv_nsec += (wait % 1000) * 1000000;
-            if (ts.tv_nsec >= 1000000000) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000;
-            }
+            struct timespec ts = ts_realtime_in_ms(x->next_sweep_ms - ts_now_mono_ms());
             pthread_cond_timedwait(&x->cv, &x->mu, &ts);
         }
         if (x->stop) {

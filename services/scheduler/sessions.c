@@ -1,102 +1,22 @@
-/* sessions.c: the scheduling thread's session work: Enqueued -> queue, the end
- * of a session -> release (exactly once), and the passes with reservations
- * batched per pass (many sessions per Redis script call, as the benchmark's
- * hook does). A session is published as scheduled only after Redis granted it;
- * a refused one is rolled back in the model, its agents resynced from Redis,
- * and it goes back to its queue. */
+/* sessions.c: enqueue, end -> release, the passes with batched reservations
+ * (sessions.h). */
+#include "services/scheduler/sessions.h"
+
 #include "libcommon/log.h"
-#include "services/scheduler/service.h"
+#include "services/scheduler/agents.h"
+#include "services/scheduler/groups.h"
+#include "services/scheduler/publisher.h"
+#include "services/scheduler/shared_limits.h"
+#include "services/scheduler/store.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- records ------------------------------------------------------------------------------- */
-
-void sched_rec_free(void *p)
-{
-    sched_rec *rec = p;
-    if (!rec) return;
-    if (rec->enq) tessera__v1__session_enqueued__free_unpacked(rec->enq, NULL);
-    free(rec->k);
-    free(rec);
-}
-
-sched_rec *sched_rec_get_or_new(sched_svc *x, const char *id, const char *group)
-{
-    sched_rec *rec = strmap_get(x->recs, id);
-    if (rec) return rec;
-    rec = ts_calloc(1, sizeof(*rec));
-    ts_strlcpy(rec->id, id, sizeof(rec->id));
-    ts_strlcpy(rec->group, group ? group : "", sizeof(rec->group));
-    strmap_put(x->recs, id, rec);
-    return rec;
-}
-
-static void rec_drop(sched_svc *x, sched_rec *rec)
-{
-    strmap_del(x->recs, rec->id);
-    sched_rec_free(rec);
-}
-
-/* ---- groups ---------------------------------------------------------------------------------- */
-
-static bool policy_for(const char *group, sched_rg_policy *pol)
-{
-    *pol = (sched_rg_policy){SCHED_FIFO, SCHED_CONCENTRATED, sched_cfg.aging_ms,
-                             (int)sched_cfg.max_held};
-    if (!sched_order_parse(sched_cfg.default_order, &pol->order) ||
-        !sched_selector_parse(sched_cfg.default_selector, &pol->selector))
-        return false;
-    /* "gpu=drf/dispersed,cpu=lifo/roundrobin" */
-    const char *p = sched_cfg.group_policies ? sched_cfg.group_policies : "";
-    size_t glen = strlen(group);
-    while (*p) {
-        while (*p == ',' || *p == ' ')
-            p++;
-        const char *eq = strchr(p, '=');
-        if (!eq) break;
-        const char *end = strchr(eq, ',');
-        if (!end) end = eq + strlen(eq);
-        if ((size_t)(eq - p) == glen && strncmp(p, group, glen) == 0) {
-            char val[64];
-            size_t n =
-                (size_t)(end - eq - 1) < sizeof(val) - 1 ? (size_t)(end - eq - 1) : sizeof(val) - 1;
-            memcpy(val, eq + 1, n);
-            val[n] = '\0';
-            char *slash = strchr(val, '/');
-            if (slash) *slash = '\0';
-            if (val[0] && !sched_order_parse(val, &pol->order)) return false;
-            if (slash && slash[1] && !sched_selector_parse(slash + 1, &pol->selector)) return false;
-        }
-        p = end;
-    }
-    return true;
-}
-
-bool sched_ensure_group(sched_svc *x, const char *group)
-{
-    if (sched_engine_group(x->e, group)) return true;
-    sched_rg_policy pol;
-    if (!policy_for(group, &pol)) return false;
-    ts_err err;
-    if (!sched_engine_add_group(x->e, group, &pol, &err)) {
-        TLOG_WARN("resource group not added", "group=%s error=\"%s\"", group, err.msg);
-        return false;
-    }
-    TLOG_INFO("resource group added", "group=%s order=%s selector=%s", group,
-              sched_order_name(pol.order), sched_selector_name(pol.selector));
-    return true;
-}
-
-void sched_mark_dirty(sched_svc *x, const char *group)
-{
-    if (!strmap_get(x->dirty, group)) strmap_put(x->dirty, group, (void *)1);
-}
-
 /* ---- Enqueued -------------------------------------------------------------------------------- */
 
-sched_session *sched_session_from_enqueued(const Tessera__V1__SessionEnqueued *m, ts_err *err)
+/* A sched_session from an Enqueued event (NULL with err when a slot is invalid). */
+static sched_session *session_from_enqueued(const Tessera__V1__SessionEnqueued *m, ts_err *err)
 {
     if (m->n_kernels == 0 || m->n_kernels > 1024) {
         ts_err_set(err, "session %s has %zu kernels (1 to 1024)", m->session_id, m->n_kernels);
@@ -178,23 +98,13 @@ static void apply_limits(sched_svc *x, const Tessera__V1__SessionEnqueued *m)
             int64_t v;
             if (!slot_intern(l->max_slots[j]->name, &id, &err) ||
                 !slot_parse(id, l->max_slots[j]->amount, &v, &err)) {
-                TLOG_WARN("limit ignored", "session=%s scope=%s id=%s error=\"%s\"", m->session_id,
-                          l->scope, l->id, err.msg);
+                TLOG_WARN("limit ignored", "scope=%s id=%s error=\"%s\"", l->scope, l->id, err.msg);
                 continue;
             }
             slots_put(&lim.max_slots, id, v);
         }
         sched_accounts_set_limits(sched_engine_accounts(x->e), sc, l->id, &lim);
     }
-}
-
-void sched_unpersist_later(sched_svc *x, const char *session_id)
-{
-    if (x->nunpersist == x->capunpersist) {
-        x->capunpersist = x->capunpersist ? x->capunpersist * 2 : 256;
-        x->unpersist = ts_realloc(x->unpersist, sizeof(*x->unpersist) * x->capunpersist);
-    }
-    x->unpersist[x->nunpersist++] = ts_strdup(session_id);
 }
 
 /* Refused at enqueue or invalid: say why; it will not be queued. */
@@ -204,10 +114,9 @@ static void refuse(sched_svc *x, const Tessera__V1__SessionEnqueued *m, const ch
     sched_session tmp;
     memset(&tmp, 0, sizeof(tmp));
     ts_strlcpy(tmp.id, m->session_id, sizeof(tmp.id));
-    TLOG_WARN("session not queued", "session=%s group=%s code=%s reason=\"%s\"", m->session_id,
-              group, code, reason);
+    TLOG_WARN("session not queued", "group=%s code=%s reason=\"%s\"", group, code, reason);
     sched_publish_unschedulable(x, group, &tmp, code, reason);
-    sched_unpersist_later(x, m->session_id);
+    sched_store_unpersist_later(x, m->session_id);
 }
 
 void sched_on_enqueued(sched_svc *x, Tessera__V1__SessionEnqueued *m, int64_t at_us)
@@ -232,7 +141,7 @@ void sched_on_enqueued(sched_svc *x, Tessera__V1__SessionEnqueued *m, int64_t at
     }
     apply_limits(x, m);
     ts_err err;
-    sched_session *s = sched_session_from_enqueued(m, &err);
+    sched_session *s = session_from_enqueued(m, &err);
     if (!s) {
         refuse(x, m, group, "invalid_request", err.msg);
         tessera__v1__session_enqueued__free_unpacked(m, NULL);
@@ -260,6 +169,14 @@ void sched_on_enqueued(sched_svc *x, Tessera__V1__SessionEnqueued *m, int64_t at
 
 /* ---- the end of a session -------------------------------------------------------------------- */
 
+/* The kernels' slots come back in the model (false from the engine: it did
+ * not hold that kernel, e.g. another instance placed it). */
+static void release_in_model(sched_svc *x, const char *const *kernel_ids, int n)
+{
+    for (int i = 0; i < n; i++)
+        TS_IGNORE(sched_engine_release(x->e, kernel_ids[i]));
+}
+
 void sched_release_rec(sched_svc *x, sched_rec *rec)
 {
     const char **ids = ts_calloc((size_t)rec->nk + 1, sizeof(*ids));
@@ -267,23 +184,22 @@ void sched_release_rec(sched_svc *x, sched_rec *rec)
     for (int i = 0; i < rec->nk; i++)
         ids[i] = rec->k[i].kernel_id;
     ts_err err;
-    int n = resv_release(x->v, ids, rec->nk, rel, &err);
-    if (n < 0) {
+    int n;
+    if (!resv_release(x->v, ids, rec->nk, rel, &n, &err)) {
         /* The tombstone is in Redis: the next start-up (or the sweep) releases it. */
-        TLOG_ERROR("release failed, will retry", "session=%s error=\"%s\"", rec->id, err.msg);
+        TLOG_ERROR("release failed, will retry", "error=\"%s\"", err.msg);
         free(ids);
         free(rel);
         return;
     }
-    for (int i = 0; i < rec->nk; i++)
-        (void)sched_engine_release(x->e, rec->k[i].kernel_id);
+    release_in_model(x, ids, rec->nk);
     atomic_fetch_add(&x->st.released, (uint64_t)n);
     atomic_fetch_sub(&x->st.held_sessions, 1);
-    TLOG_DEBUG("session released", "session=%s kernels=%d released_now=%d", rec->id, rec->nk, n);
+    TLOG_DEBUG("session released", "kernels=%d released_now=%d", rec->nk, n);
     sched_mark_dirty(x, rec->group);
     free(ids);
     free(rel);
-    rec_drop(x, rec);
+    sched_rec_drop(x, rec);
 }
 
 void sched_on_ended(sched_svc *x, const char *session_id, const char *reason)
@@ -292,8 +208,8 @@ void sched_on_ended(sched_svc *x, const char *session_id, const char *reason)
     sched_rec *rec = strmap_get(x->recs, session_id);
     if (rec && rec->state == REC_PENDING) {
         if (sched_engine_cancel(x->e, rec->group, session_id)) atomic_fetch_sub(&x->st.pending, 1);
-        TLOG_INFO("pending session removed", "session=%s reason=\"%s\"", session_id, reason);
-        rec_drop(x, rec);
+        TLOG_INFO("pending session removed", "reason=\"%s\"", reason);
+        sched_rec_drop(x, rec);
         return;
     }
     if (rec) {
@@ -302,19 +218,19 @@ void sched_on_ended(sched_svc *x, const char *session_id, const char *reason)
     }
     /* Not known here: placed by another instance (or before a rebalance)? */
     char **kids = NULL;
-    int n = sched_store_find_kernels(x, session_id, &kids);
-    if (n <= 0) return;
+    int n, done;
     ts_err err;
-    int done = resv_release(x->v, (const char *const *)kids, n, NULL, &err);
-    if (done < 0)
-        TLOG_ERROR("release failed", "session=%s error=\"%s\"", session_id, err.msg);
+    if (!sched_store_find_kernels(x, session_id, &kids, &n, &err)) {
+        TLOG_WARN("kernels of a session placed elsewhere not looked up", "error=\"%s\"", err.msg);
+        return;
+    }
+    if (n == 0) return;
+    if (!resv_release(x->v, (const char *const *)kids, n, NULL, &done, &err))
+        TLOG_ERROR("release failed", "error=\"%s\"", err.msg);
     else
         atomic_fetch_add(&x->st.released, (uint64_t)done);
-    for (int i = 0; i < n; i++) {
-        (void)sched_engine_release(x->e, kids[i]);
-        free(kids[i]);
-    }
-    free(kids);
+    release_in_model(x, (const char *const *)kids, n);
+    sched_store_free_ids(kids, (size_t)n);
 }
 
 /* ---- the pass with batched reservations ------------------------------------------------------ */
@@ -374,13 +290,13 @@ static void requeue(sched_svc *x, sched_rec *rec)
     rec->nk = 0;
     rec->state = REC_PENDING;
     ts_err err;
-    sched_session *s = rec->enq ? sched_session_from_enqueued(rec->enq, &err) : NULL;
+    sched_session *s = rec->enq ? session_from_enqueued(rec->enq, &err) : NULL;
     sched_verdict why;
     if (!s || !sched_engine_enqueue(x->e, rec->group, s, &why)) {
-        TLOG_ERROR("could not requeue a refused session", "session=%s", rec->id);
+        TLOG_ERROR("could not requeue a refused session", "");
         if (s) sched_session_free(s);
         atomic_fetch_sub(&x->st.pending, 1);
-        rec_drop(x, rec);
+        sched_rec_drop(x, rec);
         return;
     }
     sched_mark_dirty(x, rec->group);
@@ -404,12 +320,14 @@ static void batch_flush(sched_svc *x)
     int nresync = 0;
     for (int i = 0; i < b->n; i++) {
         sched_rec *rec = b->rec[i];
+        sched_log_session(rec->id);
         if (b->res[i].status == RESV_REFUSED) {
             atomic_fetch_add(&x->st.refused, 1);
-            TLOG_INFO("reservation refused", "session=%s reason=\"%s\"", rec->id, b->res[i].reason);
+            TLOG_INFO("reservation refused", "reason=\"%s\"", b->res[i].reason);
             if (strncmp(b->res[i].reason, "limit:", 6) == 0) sched_limits_refused(x, rec);
             for (int k = 0; k < rec->nk; k++) {
-                (void)sched_engine_release(x->e, rec->k[k].kernel_id);
+                /* rolled back here: false only when the model never held it */
+                TS_IGNORE(sched_engine_release(x->e, rec->k[k].kernel_id));
                 resync = ts_realloc(resync, sizeof(*resync) * (size_t)(nresync + 1));
                 ts_strlcpy(resync[nresync++], rec->k[k].agent_id, SCHED_ID_MAX);
             }
@@ -417,7 +335,7 @@ static void batch_flush(sched_svc *x)
         }
         rec->state = REC_HELD;
         sched_publish_scheduled(x, rec);
-        sched_unpersist_later(x, rec->id);
+        sched_store_unpersist_later(x, rec->id);
         atomic_fetch_add(&x->st.scheduled, 1);
         atomic_fetch_sub(&x->st.pending, 1);
         atomic_fetch_add(&x->st.held_sessions, 1);
@@ -428,10 +346,17 @@ static void batch_flush(sched_svc *x)
         }
     }
     if (asked)
-        for (int i = 0; i < nresync; i++)
-            (void)sched_resync_agent(x, resync[i]);
+        for (int i = 0; i < nresync; i++) {
+            sched_log_agent(resync[i]);
+            /* logged; the periodic resync comes back to it */
+            TS_IGNORE(sched_resync_agent(x, resync[i]));
+        }
     for (int i = 0; i < b->n; i++)
-        if (b->res[i].status == RESV_REFUSED) requeue(x, b->rec[i]);
+        if (b->res[i].status == RESV_REFUSED) {
+            sched_log_session(b->rec[i]->id);
+            requeue(x, b->rec[i]);
+        }
+    tlog_ctx_clear();
     free(resync);
     for (int i = 0; i < b->n; i++)
         batch_free_limits(b, i);
@@ -491,7 +416,10 @@ static void outcome(void *ctx, const sched_outcome *o)
         if (x->batch && x->batch->n >= x->batch->cap) batch_flush(x);
         return;
     }
-    if (o->reason_changed) sched_publish_unschedulable(x, o->group, o->session, o->code, o->reason);
+    if (!o->reason_changed) return;
+    sched_log_session(o->session->id);
+    sched_publish_unschedulable(x, o->group, o->session, o->code, o->reason);
+    tlog_ctx_clear();
 }
 
 void sched_run_passes(sched_svc *x)
@@ -507,7 +435,7 @@ void sched_run_passes(sched_svc *x)
     while (strmap_next(todo, &pos, &group, &unused)) {
         int64_t t0 = ts_now_mono_us();
         sched_pass_stats st;
-        (void)sched_engine_pass(x->e, group, now, collect, outcome, x, &st);
+        (void)sched_engine_pass(x->e, group, now, collect, outcome, x, &st); /* counted in st */
         batch_flush(x);
         atomic_fetch_add(&x->st.passes, 1);
         atomic_fetch_add(&x->st.pass_us_sum, (uint64_t)(ts_now_mono_us() - t0));

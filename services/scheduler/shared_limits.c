@@ -8,7 +8,7 @@
  * others hold); then the predicates see the whole picture and report the usual
  * reason. Accounts with ext_* above zero are read again every
  * scheduler.resync_interval, so room the others free is seen. */
-#include "services/scheduler/service.h"
+#include "services/scheduler/shared_limits.h"
 
 #include "libcommon/log.h"
 
@@ -51,8 +51,8 @@ void sched_limits_encode(sched_svc *x, const sched_rec *rec, char *out[RESV_SCOP
 }
 
 /* Read one account's totals; keep it in x->ext_accounts while others hold
- * some of it. true when its ext_* changed. */
-static bool resync_one(sched_svc *x, int sc, const char *id)
+ * some of it. */
+static void resync_one(sched_svc *x, int sc, const char *id)
 {
     char usage_id[SCHED_ID_MAX + 16];
     snprintf(usage_id, sizeof(usage_id), "%s%s", occ_scope_tags[sc], id);
@@ -61,40 +61,38 @@ static bool resync_one(sched_svc *x, int sc, const char *id)
     ts_err err = {{0}};
     if (!resv_read_usage(x->v, usage_id, &sessions, &used, &err)) {
         TLOG_WARN("usage not read back from Redis", "usage=%s error=\"%s\"", usage_id, err.msg);
-        return false;
+        return;
     }
     sched_account *acc = sched_accounts_get(sched_engine_accounts(x->e), scope_of[sc], id);
-    bool changed = sched_account_set_totals(acc, sessions, &used);
+    /* whether ext_* changed does not matter: the caller passes the groups anyway */
+    TS_IGNORE(sched_account_set_totals(acc, sessions, &used));
     char key[SCHED_ID_MAX + 4];
     snprintf(key, sizeof(key), "%d:%s", sc, id);
     if (acc->ext_sessions > 0 || !slots_is_zero(&acc->ext_used))
         strmap_put(x->ext_accounts, key, (void *)1);
     else
         strmap_del(x->ext_accounts, key);
-    return changed;
 }
 
 void sched_limits_refused(sched_svc *x, const sched_rec *rec)
 {
     for (int sc = 0; sc < RESV_SCOPES; sc++)
-        if (rec->scope[sc][0]) (void)resync_one(x, sc, rec->scope[sc]);
+        if (rec->scope[sc][0]) resync_one(x, sc, rec->scope[sc]);
 }
 
-bool sched_limits_resync(sched_svc *x)
+void sched_limits_resync(sched_svc *x)
 {
     size_t n = strmap_len(x->ext_accounts), i = 0, pos = 0;
-    if (n == 0) return false;
+    if (n == 0) return;
     char **keys = ts_calloc(n, sizeof(*keys));
     const char *k;
     void *unused;
     while (i < n && strmap_next(x->ext_accounts, &pos, &k, &unused))
         keys[i++] = ts_strdup(k);
-    bool changed = false;
     for (size_t j = 0; j < i; j++) {
         char *colon = strchr(keys[j], ':');
-        if (colon) changed |= resync_one(x, atoi(keys[j]), colon + 1);
+        if (colon) resync_one(x, atoi(keys[j]), colon + 1);
         free(keys[j]);
     }
     free(keys);
-    return changed;
 }

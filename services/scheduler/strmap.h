@@ -18,6 +18,6 @@ void *strmap_put(strmap *m, const char *key, void *value);
 void *strmap_del(strmap *m, const char *key);
 size_t strmap_len(const strmap *m);
 /* Iterate: start with *pos = 0; false at the end. */
-bool strmap_next(const strmap *m, size_t *pos, const char **key, void **value);
+bool strmap_next(const strmap *m, size_t *pos, const char **key, void **value) TS_MUST_CHECK;
 
 #endif

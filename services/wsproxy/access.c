@@ -1,4 +1,4 @@
-/* access.c: authorize one request from its token or cookie (conn.h).
+/* access.c: authorize one request from its token or cookie (access.h).
  *
  * 1. A ?token=... names a route (Redis, cached <= 1 s). In subdomain mode the
  *    Host's first label must be that route's app hash, else 403. Unless the
@@ -10,9 +10,10 @@
  *    shared address the only tessera_app_* cookie (several: 409).
  * A route whose session's routes are gone was revoked: its keys are deleted
  * with the set, so the lookup fails (401). */
-#include "services/wsproxy/conn.h"
+#include "services/wsproxy/access.h"
 
 #include "libcommon/log.h"
+#include "services/wsproxy/tokens.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,20 +21,48 @@
 
 #define MAX_APP_COOKIES 8
 
-static int lookup(worker *w, const char *key, route *out)
+/* A token or cookie -> its route: true when Redis (or the cache) answered,
+ * *found when it names a route. */
+static bool lookup(worker *w, const char *key, route *out, bool *found)
 {
-    int hit = route_cache_get(w->cache, key, w->now_ms, out);
-    if (hit >= 0) return hit;
+    if (route_cache_get(w->cache, key, w->now_ms, out, found)) return true;
     rds *rd = worker_redis(w);
-    if (!rd) return -1;
-    bool found = false;
+    if (!rd) return false;
     ts_err err;
-    if (!routes_lookup(rd, key, out, &found, &err)) {
+    if (!routes_lookup(rd, key, out, found, &err)) {
         TLOG_WARN("route lookup failed", "error=\"%s\"", err.msg);
-        return -1;
+        return false;
     }
-    route_cache_put(w->cache, key, found ? out : NULL, w->now_ms);
-    return found ? 1 : 0;
+    route_cache_put(w->cache, key, *found ? out : NULL, w->now_ms);
+    return true;
+}
+
+static bool refuse(acc_decision *d, acc_result res, const char *why)
+{
+    d->res = res;
+    d->why = why;
+    return false;
+}
+
+/* A token (cookie false) or a cookie value -> its route in d->rt; false with
+ * the refusal in d. */
+static bool find_route(worker *w, const char *value, size_t len, bool cookie, acc_decision *d)
+{
+    if (!tok_syntax_ok(value, len))
+        return refuse(d, ACC_UNKNOWN, cookie ? "malformed cookie" : "malformed token");
+    char key[TOK_LEN + 1];
+    memcpy(key, value, TOK_LEN);
+    key[TOK_LEN] = '\0';
+    bool found;
+    if (!lookup(w, key, &d->rt, &found)) return refuse(d, ACC_UNAVAILABLE, "redis unavailable");
+    if (cookie) {
+        if (found && d->rt.is_cookie) return true;
+        return refuse(d, ACC_UNKNOWN, "unknown or expired cookie");
+    }
+    if (!found) return refuse(d, ACC_UNKNOWN, "unknown or expired token");
+    /* A cookie value is not a link token. */
+    if (d->rt.is_cookie) return refuse(d, ACC_UNKNOWN, "cookie value used as a token");
+    return true;
 }
 
 static bool same_app(const route *a, const route *b)
@@ -53,66 +82,45 @@ static void add_cookie_line(char **acc, const char *hash, const char *value,
     *acc = s;
 }
 
-static void by_token(worker *w, const h1_msg *m, const char *tok, size_t tlen,
-                     const tok_cookie *cookies, int n_cookies, const char *host_hash,
-                     acc_decision *d)
+/* The request holds a good cookie for d->rt's app already? */
+static bool holds_cookie(worker *w, const tok_cookie *cookies, int n_cookies, const route *rt)
 {
-    char key[TOK_LEN + 1];
-    if (!tok_syntax_ok(tok, tlen)) {
-        d->res = ACC_UNKNOWN;
-        d->why = "malformed token";
-        return;
-    }
-    memcpy(key, tok, TOK_LEN);
-    key[TOK_LEN] = '\0';
-    int hit = lookup(w, key, &d->rt);
-    if (hit < 0) {
-        d->res = ACC_UNAVAILABLE;
-        d->why = "redis unavailable";
-        return;
-    }
-    if (hit == 0) {
-        d->res = ACC_UNKNOWN;
-        d->why = "unknown or expired token";
-        return;
-    }
-    if (d->rt.is_cookie) {
-        /* A cookie value is not a link token. */
-        d->res = ACC_UNKNOWN;
-        d->why = "cookie value used as a token";
-        return;
-    }
-    if (host_hash && strcmp(host_hash, d->rt.hash) != 0) {
-        d->res = ACC_FOREIGN;
-        d->why = "token for another app, session or user";
-        return;
-    }
-    d->res = ACC_OK;
-    d->via_token = true;
-    /* Already holding a good cookie for this very app? */
     for (int i = 0; i < n_cookies && i < MAX_APP_COOKIES; i++) {
-        if (strcmp(cookies[i].hash, d->rt.hash) != 0 ||
+        if (strcmp(cookies[i].hash, rt->hash) != 0 ||
             !tok_syntax_ok(cookies[i].value, cookies[i].value_len))
             continue;
         char ck[TOK_LEN + 1];
         memcpy(ck, cookies[i].value, TOK_LEN);
         ck[TOK_LEN] = '\0';
         route cr;
-        if (lookup(w, ck, &cr) == 1 && cr.is_cookie && same_app(&cr, &d->rt)) return;
+        bool found;
+        if (lookup(w, ck, &cr, &found) && found && cr.is_cookie && same_app(&cr, rt)) return true;
     }
+    return false;
+}
+
+static void by_token(worker *w, const char *tok, size_t tlen, const tok_cookie *cookies,
+                     int n_cookies, const char *host_hash, acc_decision *d)
+{
+    if (!find_route(w, tok, tlen, false, d)) return;
+    if (host_hash && strcmp(host_hash, d->rt.hash) != 0) {
+        refuse(d, ACC_FOREIGN, "token for another app, session or user");
+        return;
+    }
+    d->res = ACC_OK;
+    d->via_token = true;
+    if (holds_cookie(w, cookies, n_cookies, &d->rt)) return;
     if (d->rt.proto == ROUTE_TCP) return; /* tunnels need no cookie */
     rds *rd = worker_redis(w);
     char cookie[TOK_LEN + 1];
     bool ok = false;
     ts_err err;
     if (!rd || !routes_mint_cookie(rd, &d->rt, w->cfg->cookie_ttl_ms, cookie, &ok, &err)) {
-        d->res = ACC_UNAVAILABLE;
-        d->why = "redis unavailable";
+        refuse(d, ACC_UNAVAILABLE, "redis unavailable");
         return;
     }
     if (!ok) {
-        d->res = ACC_UNKNOWN;
-        d->why = "session routes removed";
+        refuse(d, ACC_UNKNOWN, "session routes removed");
         return;
     }
     add_cookie_line(&d->set_cookie, d->rt.hash, cookie, w->cfg);
@@ -121,7 +129,6 @@ static void by_token(worker *w, const h1_msg *m, const char *tok, size_t tlen,
             if (strcmp(cookies[i].hash, d->rt.hash) != 0)
                 add_cookie_line(&d->set_cookie, cookies[i].hash, NULL, w->cfg);
     }
-    (void)m;
 }
 
 static void by_cookie(worker *w, const tok_cookie *cookies, int n_cookies, const char *host_hash,
@@ -134,37 +141,16 @@ static void by_cookie(worker *w, const tok_cookie *cookies, int n_cookies, const
     } else if (n_cookies == 1) {
         pick = &cookies[0];
     } else if (n_cookies > 1) {
-        d->res = ACC_AMBIGUOUS;
-        d->why = "several app cookies on a shared address";
+        refuse(d, ACC_AMBIGUOUS, "several app cookies on a shared address");
         return;
     }
     if (!pick) {
-        d->res = ACC_UNKNOWN;
-        d->why = "no token or app cookie";
+        refuse(d, ACC_UNKNOWN, "no token or app cookie");
         return;
     }
-    if (!tok_syntax_ok(pick->value, pick->value_len)) {
-        d->res = ACC_UNKNOWN;
-        d->why = "malformed cookie";
-        return;
-    }
-    char key[TOK_LEN + 1];
-    memcpy(key, pick->value, TOK_LEN);
-    key[TOK_LEN] = '\0';
-    int hit = lookup(w, key, &d->rt);
-    if (hit < 0) {
-        d->res = ACC_UNAVAILABLE;
-        d->why = "redis unavailable";
-        return;
-    }
-    if (hit == 0 || !d->rt.is_cookie) {
-        d->res = ACC_UNKNOWN;
-        d->why = "unknown or expired cookie";
-        return;
-    }
+    if (!find_route(w, pick->value, pick->value_len, true, d)) return;
     if (strcmp(d->rt.hash, pick->hash) != 0) {
-        d->res = ACC_FOREIGN;
-        d->why = "cookie of another app";
+        refuse(d, ACC_FOREIGN, "cookie of another app");
         return;
     }
     d->res = ACC_OK;
@@ -192,13 +178,33 @@ void access_decide(worker *w, const h1_msg *m, acc_decision *d)
     const char *tok;
     size_t tlen;
     if (tok_query_token(m->target, m->target_len, &tok, &tlen)) {
-        by_token(w, m, tok, tlen, cookies, n_cookies, host_hash, d);
+        by_token(w, tok, tlen, cookies, n_cookies, host_hash, d);
         return;
     }
     if (w->cfg->subdomain_mode && !host_hash) {
-        d->res = ACC_UNKNOWN;
-        d->why = "no app in the host name";
+        refuse(d, ACC_UNKNOWN, "no app in the host name");
         return;
     }
     by_cookie(w, cookies, n_cookies, host_hash, d);
+}
+
+const char *access_result_name(acc_result r)
+{
+    switch (r) {
+    case ACC_UNKNOWN:
+        return "unknown";
+    case ACC_FOREIGN:
+        return "foreign";
+    case ACC_AMBIGUOUS:
+        return "ambiguous";
+    case ACC_UNAVAILABLE:
+        return "unavailable";
+    default:
+        return "ok";
+    }
+}
+
+int access_status(acc_result r)
+{
+    return r == ACC_UNKNOWN ? 401 : r == ACC_FOREIGN ? 403 : r == ACC_AMBIGUOUS ? 409 : 503;
 }

@@ -69,18 +69,20 @@ static void h_create(http_req *req, http_resp *resp, void *vctx)
     strcpy(r.session_id, sid);
     strcpy(r.app, app);
     json_decref(body);
+    tlog_ctx_session(r.session_id);
     rds *rd = svc_redis(ctx->s, &err);
     char token[TOK_LEN + 1];
     if (!rd || !routes_create(rd, &r, ttl_ms, ctx->cookie_ttl_ms, token, &err)) {
-        TLOG_ERROR("route not stored", "session=%s error=\"%s\"", r.session_id, err.msg);
+        TLOG_ERROR("route not stored", "error=\"%s\"", err.msg);
         http_problem(resp, 503, "service-unavailable", "Routes unavailable", "Redis: %s", err.msg);
         return;
     }
     char *url = api_app_url(ctx->public_url, r.hash, r.proto, token);
     char cookie[TOK_COOKIE_NAME_LEN + 1];
     snprintf(cookie, sizeof(cookie), "%s%s", TOK_COOKIE_PREFIX, r.hash);
-    TLOG_INFO("route created", "session=%s user=%s app=%s protocol=%s target=%s:%d", r.session_id,
-              r.user_id, r.app, route_proto_name(r.proto), r.host, r.port);
+    tlog_ctx_entity("route", r.hash);
+    TLOG_INFO("route created", "user=%s app=%s protocol=%s target=%s:%d", r.user_id, r.app,
+              route_proto_name(r.proto), r.host, r.port);
     json_t *out = json_pack("{s:s, s:s, s:I, s:s, s:s, s:s, s:s, s:s}", "token", token, "url", url,
                             "expires_at", (json_int_t)r.expires_at_ms, "app_hash", r.hash,
                             "cookie_name", cookie, "protocol", route_proto_name(r.proto),
@@ -98,15 +100,16 @@ static void h_revoke(http_req *req, http_resp *resp, void *vctx)
                      "1 to 64 of [A-Za-z0-9._:-]");
         return;
     }
+    tlog_ctx_session(sid);
     ts_err err;
     rds *rd = svc_redis(ctx->s, &err);
     long removed = 0;
     if (!rd || !routes_revoke_session(rd, sid, &removed, &err)) {
-        TLOG_ERROR("routes not removed", "session=%s error=\"%s\"", sid, err.msg);
+        TLOG_ERROR("routes not removed", "error=\"%s\"", err.msg);
         http_problem(resp, 503, "service-unavailable", "Routes unavailable", "Redis: %s", err.msg);
         return;
     }
-    TLOG_INFO("session routes removed", "session=%s removed=%ld", sid, removed);
+    TLOG_INFO("session routes removed", "removed=%ld", removed);
     http_reply_json(resp, 200,
                     json_pack("{s:s, s:i}", "session_id", sid, "removed", (json_int_t)removed));
 }

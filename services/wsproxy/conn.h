@@ -1,62 +1,20 @@
-/* conn.h: one proxied client connection and the worker that owns it.
- * proxy.c runs the event loop and timers; conn.c moves bytes and decides
- * (HTTP/1.1 framing, upgrades, tunnels); access.c authorizes each request. */
+/* conn.h: one proxied client connection: its sockets, its two fixed buffers,
+ * the state of the request in flight, and the operations every stage needs
+ * (buffers, the proxy's own reply, closing). The stages over it:
+ *   request.c   a request head: parse, authorize (access.c), rewrite, route
+ *   upstream.c  the connection to the app: connect, retry, failure
+ *   response.c  the app's response head: 101 checks, the app cookie, the end
+ *               of a request
+ *   relay.c     moving bytes both ways and the per-connection loop that proxy.c
+ *               drives from epoll events and timers
+ * All of it runs on the connection's worker thread (worker.h). */
 #ifndef WSPROXY_CONN_H
 #define WSPROXY_CONN_H
 
 #include "libcommon/http1.h"
-#include "services/wsproxy/proxy.h"
 #include "services/wsproxy/routes.h"
+#include "services/wsproxy/worker.h"
 #include "services/wsproxy/wsframe.h"
-
-#include <pthread.h>
-#include <stdatomic.h>
-
-typedef struct conn conn;
-typedef struct worker worker;
-
-enum { TAG_LISTEN = 1, TAG_EVENT, TAG_CLIENT, TAG_UPSTREAM };
-
-typedef struct ep_tag {
-    int kind;
-    conn *c;
-} ep_tag;
-
-typedef struct wp_stats {
-    atomic_uint_fast64_t accepted, requests, upgrades, tcp_tunnels, local_replies, auth_refused,
-        upstream_errors, bad_requests, timeouts, revoked, bytes_in, bytes_out;
-    atomic_int_fast64_t active, tunnels;
-} wp_stats;
-
-#define WP_TOUCH_SLOTS 256
-
-struct worker {
-    int id;
-    pthread_t thread;
-    proxy *px;
-    const proxy_config *cfg;
-    int ep, lfd, efd;
-    ep_tag ltag, etag;
-    conn *live;  /* doubly linked */
-    conn *dead;  /* freed after each batch of events */
-    conn *again; /* stopped for fairness with work left: run after the batch */
-    int n_conns;
-    route_cache *cache;
-    rds *rd;
-    int64_t now_ms; /* monotonic, updated once per loop turn */
-    int64_t last_scan_ms, last_check_ms;
-    atomic_bool stop;
-    /* from other threads, under mu */
-    pthread_mutex_t mu;
-    char (*revoked)[ROUTE_ID_MAX + 1];
-    int n_revoked, cap_revoked;
-    char (*touched)[ROUTE_ID_MAX + 1];
-    int n_touched, cap_touched;
-    /* owner thread only: session hash -> second last marked as touched */
-    uint64_t touch_key[WP_TOUCH_SLOTS];
-    int64_t touch_sec[WP_TOUCH_SLOTS];
-    wp_stats st;
-};
 
 typedef struct wbuf {
     char *p;
@@ -109,37 +67,28 @@ struct conn {
     char client_ip[48];
 };
 
-/* conn.c */
+/* ---- buffers ---- */
+static inline size_t wbuf_len(const wbuf *b)
+{
+    return b->wr - b->rd;
+}
+void wbuf_consume(wbuf *b, size_t n);
+/* Room at the end, compacting when the front has been consumed. */
+size_t wbuf_room(wbuf *b);
+/* *dst := s (heap, n bytes, taken), the old one freed: c_extra or u_extra. */
+void conn_set_extra(char **dst, size_t *len, size_t *off, char *s, size_t n);
+
+/* A connection accepted on w (not yet on its live list). */
 conn *conn_new(worker *w, int fd, const char *client_ip);
-void conn_on_event(conn *c, int kind, uint32_t events);
-void conn_on_deadline(conn *c);
-/* Run the state machine (a connection on the run-again list). */
-void conn_resume(conn *c);
+/* Our own reply (reply.h) instead of the app's; keepalive only for requests
+ * without a body. */
+void conn_reply(conn *c, int status, const char *detail, const char *extra_headers, bool keepalive);
+/* The next request may come: wait for its head (or idle). */
+void conn_wait_next(conn *c);
+/* Close the connection to the app (the client's stays). */
+void conn_close_upstream(conn *c);
 /* Close both sides now; the memory goes at the end of the event batch. */
 void conn_kill(conn *c, const char *why);
 void conn_free(conn *c);
-
-/* proxy.c, for conn.c */
-void worker_touch(worker *w, const char *session_id);
-rds *worker_redis(worker *w);
-
-/* access.c: who may pass. */
-typedef enum acc_result {
-    ACC_OK = 0,
-    ACC_UNKNOWN,     /* 401: no token or cookie, unknown or expired */
-    ACC_FOREIGN,     /* 403: a token/cookie for another app, user or session */
-    ACC_AMBIGUOUS,   /* 409: several apps' cookies on one address */
-    ACC_UNAVAILABLE, /* 503: Redis failed */
-} acc_result;
-
-typedef struct acc_decision {
-    acc_result res;
-    route rt;
-    bool via_token;   /* authorized by ?token= */
-    char *set_cookie; /* heap "Set-Cookie: ...\r\n" lines to send, or NULL */
-    const char *why;  /* for the log */
-} acc_decision;
-
-void access_decide(worker *w, const h1_msg *m, acc_decision *d);
 
 #endif

@@ -1,8 +1,11 @@
 /* proxy.c: listeners, worker threads and their event loops (proxy.h). */
-#include "services/wsproxy/conn.h"
+#include "services/wsproxy/proxy.h"
 
 #include "libcommon/log.h"
 #include "libcommon/metrics.h"
+#include "services/wsproxy/conn.h"
+#include "services/wsproxy/relay.h"
+#include "services/wsproxy/worker.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -122,41 +125,6 @@ static bool bind_listeners(proxy *p, ts_err *err)
     return true;
 }
 
-/* ---- worker services for conn.c ------------------------------------------- */
-
-rds *worker_redis(worker *w)
-{
-    if (w->rd) return w->rd;
-    ts_err err;
-    w->rd = w->cfg->redis(w->cfg->redis_ctx, &err);
-    if (!w->rd) TLOG_WARN("redis unavailable", "worker=%d error=\"%s\"", w->id, err.msg);
-    return w->rd;
-}
-
-void worker_touch(worker *w, const char *session_id)
-{
-    uint64_t h = 1469598103934665603ULL;
-    for (const char *s = session_id; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-    size_t slot = h % WP_TOUCH_SLOTS;
-    int64_t sec = w->now_ms / 1000;
-    if (w->touch_key[slot] == h && w->touch_sec[slot] == sec) return;
-    w->touch_key[slot] = h;
-    w->touch_sec[slot] = sec;
-    pthread_mutex_lock(&w->mu);
-    bool dup = false;
-    for (int i = 0; i < w->n_touched && !dup; i++)
-        dup = strcmp(w->touched[i], session_id) == 0;
-    if (!dup && w->n_touched < 4096) {
-        if (w->n_touched == w->cap_touched) {
-            w->cap_touched = w->cap_touched ? w->cap_touched * 2 : 16;
-            w->touched = ts_realloc(w->touched, (size_t)w->cap_touched * sizeof(*w->touched));
-        }
-        ts_strlcpy(w->touched[w->n_touched++], session_id, ROUTE_ID_MAX + 1);
-    }
-    pthread_mutex_unlock(&w->mu);
-}
-
 /* ---- the loop ----------------------------------------------------------------- */
 
 static void accept_all(worker *w)
@@ -207,9 +175,10 @@ static void close_session(worker *w, const char *sid)
         next = c->next;
         if (c->has_route && strcmp(c->rt.session_id, sid) == 0) {
             atomic_fetch_add_explicit(&w->st.revoked, 1, memory_order_relaxed);
-            TLOG_INFO("app connection closed: session routes removed", "session=%s client=%s", sid,
-                      c->client_ip);
+            worker_log_route(w, &c->rt);
+            TLOG_INFO("app connection closed: session routes removed", "client=%s", c->client_ip);
             conn_kill(c, "revoked");
+            worker_log_end(w);
         }
     }
 }
@@ -237,14 +206,13 @@ static void check_sessions(worker *w)
     for (conn *c = w->live, *next; c; c = next) {
         next = c->next;
         if (!c->has_route || w->now_ms - c->seen_ms < CHECK_INTERVAL_MS) continue;
-        int alive = route_cache_session(w->cache, c->rt.session_id, w->now_ms);
-        if (alive < 0) {
+        bool alive = true;
+        if (!route_cache_session(w->cache, c->rt.session_id, w->now_ms, &alive)) {
             rds *rd = worker_redis(w);
-            bool a = true;
             ts_err err;
-            if (!rd || !routes_session_alive(rd, c->rt.session_id, &a, &err)) continue; /* keep */
-            route_cache_put_session(w->cache, c->rt.session_id, a, w->now_ms);
-            alive = a;
+            if (!rd || !routes_session_alive(rd, c->rt.session_id, &alive, &err))
+                continue; /* keep */
+            route_cache_put_session(w->cache, c->rt.session_id, alive, w->now_ms);
         }
         c->seen_ms = w->now_ms;
         if (!alive) {
@@ -274,7 +242,7 @@ static void *worker_main(void *arg)
             else if (t->kind == TAG_EVENT)
                 take_revocations(w);
             else
-                conn_on_event(t->c, t->kind, evs[i].events);
+                relay_on_event(t->c, t->kind, evs[i].events);
         }
         conn *again = w->again;
         w->again = NULL;
@@ -282,13 +250,14 @@ static void *worker_main(void *arg)
             conn *c = again;
             again = c->again;
             c->again = NULL;
-            conn_resume(c);
+            relay_resume(c);
         }
         if (w->now_ms - w->last_scan_ms >= SCAN_INTERVAL_MS) {
             w->last_scan_ms = w->now_ms;
             for (conn *c = w->live, *next; c; c = next) {
                 next = c->next;
-                if (c->deadline_kind != DL_NONE && w->now_ms >= c->deadline_ms) conn_on_deadline(c);
+                if (c->deadline_kind != DL_NONE && w->now_ms >= c->deadline_ms)
+                    relay_on_deadline(c);
             }
         }
         if (w->now_ms - w->last_check_ms >= CHECK_INTERVAL_MS) {
@@ -329,7 +298,6 @@ proxy *proxy_start(const proxy_config *cfg, ts_err *err)
     for (int i = 0; i < p->n_workers; i++) {
         worker *w = &p->workers[i];
         w->id = i;
-        w->px = p;
         w->cfg = &p->cfg;
         w->ep = epoll_create1(EPOLL_CLOEXEC);
         w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

@@ -7,29 +7,9 @@
 #ifndef WSPROXY_PROXY_H
 #define WSPROXY_PROXY_H
 
-#include "libcommon/common.h"
-#include "libcommon/rds.h"
+#include "services/wsproxy/proxy_config.h"
 
 #include <stdio.h>
-
-typedef struct proxy_config {
-    const char *listen;         /* host:port; port 0 picks a free one */
-    int workers;                /* >= 1 */
-    size_t max_header;          /* largest request head; larger: 431 */
-    size_t buffer_size;         /* per direction per connection */
-    int64_t header_timeout_ms;  /* from accept / first byte to a complete head */
-    int64_t idle_timeout_ms;    /* keep-alive wait for the next request */
-    int64_t connect_timeout_ms; /* to the app */
-    int64_t cookie_ttl_ms;      /* cookie minted from a token */
-    int64_t cache_ttl_ms;       /* route and liveness cache (<= 1000) */
-    int max_connections;        /* per worker */
-    bool subdomain_mode;        /* public URL has "*": apps by Host */
-    bool secure_cookies;        /* public URL is https */
-    /* A Redis connection for the calling thread (each worker asks once); the
-     * callback owns it (svc_redis: thread-local, freed at thread exit). */
-    rds *(*redis)(void *ctx, ts_err *err);
-    void *redis_ctx;
-} proxy_config;
 
 typedef struct proxy proxy;
 

@@ -332,19 +332,20 @@ bool routes_revocations_tail(rds *rd, char last_id[64], ts_err *err)
     return good;
 }
 
-int routes_revocations_wait(rds *rd, char last_id[64], int block_ms, char (*out)[ROUTE_ID_MAX + 1],
-                            int max, ts_err *err)
+bool routes_revocations_wait(rds *rd, char last_id[64], int block_ms, char (*out)[ROUTE_ID_MAX + 1],
+                             int max, int *count, ts_err *err)
 {
     char blk[16];
     snprintf(blk, sizeof(blk), "%d", block_ms);
     const char *argv[] = {"XREAD", "COUNT", "256", "BLOCK", blk, "STREAMS", ROUTES_REVOKE_STREAM,
                           last_id};
+    *count = 0;
     redisReply *rep = rds_command(rd, 8, argv, NULL, err);
-    if (!rep) return -1;
+    if (!rep) return false;
     int n = 0;
-    if (rep->type == REDIS_REPLY_ERROR) {
+    bool ok = rep->type != REDIS_REPLY_ERROR;
+    if (!ok) {
         ts_err_set(err, "redis XREAD: %s", rep->str);
-        n = -1;
     } else if (rep->type == REDIS_REPLY_ARRAY && rep->elements == 1) {
         redisReply *stream = rep->element[0];
         redisReply *entries =
@@ -365,7 +366,8 @@ int routes_revocations_wait(rds *rd, char last_id[64], int block_ms, char (*out)
         }
     }
     freeReplyObject(rep);
-    return n;
+    *count = n;
+    return ok;
 }
 
 bool routes_session_alive(rds *rd, const char *session_id, bool *alive, ts_err *err)
@@ -439,21 +441,17 @@ void route_cache_free(route_cache *c)
 
 static size_t slot_of(const route_cache *c, const char *key)
 {
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-    for (const char *p = key; *p; p++)
-        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
-    return (size_t)(h % c->n);
+    return (size_t)(ts_fnv1a(TS_FNV_OFFSET, key, strlen(key)) % c->n);
 }
 
-int route_cache_get(route_cache *c, const char *key, int64_t now_ms, route *out)
+bool route_cache_get(route_cache *c, const char *key, int64_t now_ms, route *out, bool *found)
 {
     cache_slot *s = &c->slots[slot_of(c, key)];
-    if ((s->kind != SLOT_ROUTE && s->kind != SLOT_ABSENT) || strcmp(s->key, key) != 0) return -1;
-    if (now_ms - s->at_ms >= c->ttl_ms) return -1;
-    if (s->kind == SLOT_ABSENT) return 0;
-    if (s->r.expires_at_ms <= ts_now_wall_ms()) return 0;
-    *out = s->r;
-    return 1;
+    if ((s->kind != SLOT_ROUTE && s->kind != SLOT_ABSENT) || strcmp(s->key, key) != 0) return false;
+    if (now_ms - s->at_ms >= c->ttl_ms) return false;
+    *found = s->kind == SLOT_ROUTE && s->r.expires_at_ms > ts_now_wall_ms();
+    if (*found) *out = s->r;
+    return true;
 }
 
 void route_cache_put(route_cache *c, const char *key, const route *r, int64_t now_ms)
@@ -471,14 +469,15 @@ static void session_key(char *out, size_t cap, const char *sid)
     snprintf(out, cap, "s:%s", sid);
 }
 
-int route_cache_session(route_cache *c, const char *session_id, int64_t now_ms)
+bool route_cache_session(route_cache *c, const char *session_id, int64_t now_ms, bool *alive)
 {
     char k[ROUTE_ID_MAX + 8];
     session_key(k, sizeof(k), session_id);
     cache_slot *s = &c->slots[slot_of(c, k)];
     if (s->kind != SLOT_SESSION || strcmp(s->key, k) != 0 || now_ms - s->at_ms >= c->ttl_ms)
-        return -1;
-    return s->alive ? 1 : 0;
+        return false;
+    *alive = s->alive;
+    return true;
 }
 
 void route_cache_put_session(route_cache *c, const char *session_id, bool alive, int64_t now_ms)

@@ -48,12 +48,12 @@ typedef struct route {
 } route;
 
 const char *route_proto_name(route_proto p);
-bool route_proto_parse(const char *s, route_proto *out);
+bool route_proto_parse(const char *s, route_proto *out) TS_MUST_CHECK;
 
 /* Field checks for the internal API: ids [A-Za-z0-9._:-]{1,64}, app
  * [A-Za-z0-9._-]{1,64}, target "host:port" (host a name, IPv4, or [IPv6]). */
-bool route_id_ok(const char *s);
-bool route_app_ok(const char *s);
+bool route_id_ok(const char *s) TS_MUST_CHECK;
+bool route_app_ok(const char *s) TS_MUST_CHECK;
 bool route_target_parse(const char *target, char host[ROUTE_HOST_MAX + 1], int *port,
                         ts_err *err) TS_MUST_CHECK;
 
@@ -87,9 +87,9 @@ bool routes_revoke_session(rds *rd, const char *session_id, long *removed,
 /* The newest entry id of the revocation stream ("0-0" when empty). */
 bool routes_revocations_tail(rds *rd, char last_id[64], ts_err *err) TS_MUST_CHECK;
 /* Wait up to block_ms for revocations after last_id (advanced); fills out with
- * session ids. Returns how many, or -1 with err set. */
-int routes_revocations_wait(rds *rd, char last_id[64], int block_ms, char (*out)[ROUTE_ID_MAX + 1],
-                            int max, ts_err *err);
+ * up to max session ids, *count of them. */
+bool routes_revocations_wait(rds *rd, char last_id[64], int block_ms, char (*out)[ROUTE_ID_MAX + 1],
+                             int max, int *count, ts_err *err) TS_MUST_CHECK;
 /* Whether the session still has its routes set. */
 bool routes_session_alive(rds *rd, const char *session_id, bool *alive, ts_err *err) TS_MUST_CHECK;
 /* Record use: last_access = now_ms (kept a day) and slide the set's TTL. */
@@ -104,12 +104,15 @@ typedef struct route_cache route_cache;
 
 route_cache *route_cache_new(size_t slots, int64_t ttl_ms);
 void route_cache_free(route_cache *c);
-/* 1: found (out filled), 0: known absent, -1: not cached or stale. */
-int route_cache_get(route_cache *c, const char *key, int64_t now_ms, route *out);
+/* true when the cache knows the key: *found (out filled) or known absent;
+ * false: not cached or stale. */
+bool route_cache_get(route_cache *c, const char *key, int64_t now_ms, route *out,
+                     bool *found) TS_MUST_CHECK;
 void route_cache_put(route_cache *c, const char *key, const route *r /* NULL: absent */,
                      int64_t now_ms);
-/* Session liveness: 1 alive, 0 gone, -1 unknown. */
-int route_cache_session(route_cache *c, const char *session_id, int64_t now_ms);
+/* Session liveness: true when known (*alive), false when not cached or stale. */
+bool route_cache_session(route_cache *c, const char *session_id, int64_t now_ms,
+                         bool *alive) TS_MUST_CHECK;
 void route_cache_put_session(route_cache *c, const char *session_id, bool alive, int64_t now_ms);
 /* Forget everything about a session (revoked). */
 void route_cache_drop_session(route_cache *c, const char *session_id);

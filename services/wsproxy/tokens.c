@@ -114,38 +114,46 @@ size_t tok_strip_query_token(const char *target, size_t len, char *out, size_t c
     return o;
 }
 
-/* Walk "a=b; c=d" pairs: calls fn(name, nlen, value, vlen, whole pair start, end). */
-typedef void (*pair_fn)(void *ctx, const char *name, size_t nlen, const char *val, size_t vlen,
-                        const char *ps, const char *pe);
+/* One "name=value" pair of a Cookie header: the name, the value (quotes
+ * taken off), and the whole pair without the blanks around it. */
+typedef struct cookie_pair {
+    const char *name, *val, *ps, *pe;
+    size_t nlen, vlen;
+} cookie_pair;
 
-static void each_pair(const char *hdr, size_t len, pair_fn fn, void *ctx)
+static bool blank(char c)
 {
-    const char *p = hdr, *end = hdr + len;
-    while (p < end) {
-        while (p < end && (*p == ' ' || *p == '\t' || *p == ';'))
-            p++;
-        if (p >= end) break;
-        const char *ps = p;
-        const char *semi = memchr(p, ';', (size_t)(end - p));
-        const char *pe = semi ? semi : end;
-        const char *eq = memchr(p, '=', (size_t)(pe - p));
-        const char *ne = eq ? eq : pe;
-        while (ne > p && (ne[-1] == ' ' || ne[-1] == '\t'))
-            ne--;
-        const char *vs = eq ? eq + 1 : pe, *ve = pe;
-        while (vs < ve && (*vs == ' ' || *vs == '\t'))
-            vs++;
-        while (ve > vs && (ve[-1] == ' ' || ve[-1] == '\t'))
-            ve--;
-        if (ve - vs >= 2 && *vs == '"' && ve[-1] == '"') vs++, ve--;
-        const char *pend = pe;
-        while (pend > ps && (pend[-1] == ' ' || pend[-1] == '\t'))
-            pend--;
-        fn(ctx, p, (size_t)(ne - p), vs, (size_t)(ve - vs), ps, pend);
-        p = pe;
-    }
+    return c == ' ' || c == '\t';
 }
 
+/* The pair at *p (advanced past it) in "a=b; c=d"; false at the end. */
+static bool next_pair(const char **p, const char *end, cookie_pair *c)
+{
+    const char *q = *p;
+    while (q < end && (blank(*q) || *q == ';'))
+        q++;
+    if (q >= end) return false;
+    const char *semi = memchr(q, ';', (size_t)(end - q));
+    const char *pe = semi ? semi : end;
+    const char *eq = memchr(q, '=', (size_t)(pe - q));
+    const char *ne = eq ? eq : pe;
+    while (ne > q && blank(ne[-1]))
+        ne--;
+    const char *vs = eq ? eq + 1 : pe, *ve = pe;
+    while (vs < ve && blank(*vs))
+        vs++;
+    while (ve > vs && blank(ve[-1]))
+        ve--;
+    if (ve - vs >= 2 && *vs == '"' && ve[-1] == '"') vs++, ve--;
+    const char *pend = pe;
+    while (pend > q && blank(pend[-1]))
+        pend--;
+    *c = (cookie_pair){q, vs, q, pend, (size_t)(ne - q), (size_t)(ve - vs)};
+    *p = pe;
+    return true;
+}
+
+/* tessera_app_<16 hex digits> */
 static bool app_cookie_name(const char *name, size_t nlen)
 {
     return nlen == TOK_COOKIE_NAME_LEN &&
@@ -153,60 +161,41 @@ static bool app_cookie_name(const char *name, size_t nlen)
            tok_hash_syntax_ok(name + TOK_COOKIE_PREFIX_LEN, TOK_HASH_LEN);
 }
 
-struct apps_ctx {
-    tok_cookie *out;
-    int max, n;
-};
-
-static void apps_fn(void *vctx, const char *name, size_t nlen, const char *val, size_t vlen,
-                    const char *ps, const char *pe)
-{
-    (void)ps, (void)pe;
-    struct apps_ctx *c = vctx;
-    if (!app_cookie_name(name, nlen)) return;
-    if (c->n < c->max) {
-        tok_cookie *k = &c->out[c->n];
-        memcpy(k->hash, name + TOK_COOKIE_PREFIX_LEN, TOK_HASH_LEN);
-        k->hash[TOK_HASH_LEN] = '\0';
-        k->value = val;
-        k->value_len = vlen;
-    }
-    c->n++;
-}
-
 int tok_cookie_apps(const char *hdr, size_t len, tok_cookie *out, int max)
 {
-    struct apps_ctx c = {out, max, 0};
-    each_pair(hdr, len, apps_fn, &c);
-    return c.n;
-}
-
-struct strip_ctx {
-    char *out;
-    size_t cap, o;
-};
-
-static void strip_fn(void *vctx, const char *name, size_t nlen, const char *val, size_t vlen,
-                     const char *ps, const char *pe)
-{
-    (void)val, (void)vlen;
-    struct strip_ctx *c = vctx;
-    if (app_cookie_name(name, nlen)) return;
-    size_t n = (size_t)(pe - ps);
-    size_t sep = c->o ? 2 : 0;
-    if (c->o + sep + n + 1 > c->cap) return;
-    if (sep) memcpy(c->out + c->o, "; ", 2);
-    memcpy(c->out + c->o + sep, ps, n);
-    c->o += sep + n;
+    const char *p = hdr, *end = hdr + len;
+    cookie_pair c;
+    int n = 0;
+    while (next_pair(&p, end, &c)) {
+        if (!app_cookie_name(c.name, c.nlen)) continue;
+        if (n < max) {
+            tok_cookie *k = &out[n];
+            memcpy(k->hash, c.name + TOK_COOKIE_PREFIX_LEN, TOK_HASH_LEN);
+            k->hash[TOK_HASH_LEN] = '\0';
+            k->value = c.val;
+            k->value_len = c.vlen;
+        }
+        n++;
+    }
+    return n;
 }
 
 size_t tok_cookie_strip(const char *hdr, size_t len, char *out, size_t cap)
 {
-    struct strip_ctx c = {out, cap, 0};
     if (cap == 0) return 0;
-    each_pair(hdr, len, strip_fn, &c);
-    out[c.o] = '\0';
-    return c.o;
+    const char *p = hdr, *end = hdr + len;
+    cookie_pair c;
+    size_t o = 0;
+    while (next_pair(&p, end, &c)) {
+        if (app_cookie_name(c.name, c.nlen)) continue;
+        size_t n = (size_t)(c.pe - c.ps), sep = o ? 2 : 0;
+        if (o + sep + n + 1 > cap) continue;
+        if (sep) memcpy(out + o, "; ", 2);
+        memcpy(out + o + sep, c.ps, n);
+        o += sep + n;
+    }
+    out[o] = '\0';
+    return o;
 }
 
 bool tok_host_hash(const char *host, size_t len, char out[TOK_HASH_LEN + 1])

@@ -12,6 +12,8 @@
 #ifndef WSPROXY_TOKENS_H
 #define WSPROXY_TOKENS_H
 
+#include "libcommon/common.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -24,15 +26,15 @@
 /* A fresh random token (libsodium randombytes). */
 void tok_new(char out[TOK_LEN + 1]);
 /* 43 characters of [A-Za-z0-9_-]. */
-bool tok_syntax_ok(const char *s, size_t n);
+bool tok_syntax_ok(const char *s, size_t n) TS_MUST_CHECK;
 
 void tok_app_hash(const char *user_id, const char *session_id, const char *app,
                   char out[TOK_HASH_LEN + 1]);
-bool tok_hash_syntax_ok(const char *s, size_t n);
+bool tok_hash_syntax_ok(const char *s, size_t n) TS_MUST_CHECK;
 
 /* The query argument "token" of a request target: true and its raw value
  * when present (the first one). */
-bool tok_query_token(const char *target, size_t len, const char **val, size_t *vlen);
+bool tok_query_token(const char *target, size_t len, const char **val, size_t *vlen) TS_MUST_CHECK;
 /* The target without any token=... argument (a '?' with nothing after it goes
  * too). Returns the length written to out (cap >= len + 1 suffices). */
 size_t tok_strip_query_token(const char *target, size_t len, char *out, size_t cap);
@@ -51,7 +53,7 @@ size_t tok_cookie_strip(const char *hdr, size_t len, char *out, size_t cap);
 
 /* The app hash a Host header names: its first label when that is one (16 hex
  * digits followed by '.'). */
-bool tok_host_hash(const char *host, size_t len, char out[TOK_HASH_LEN + 1]);
+bool tok_host_hash(const char *host, size_t len, char out[TOK_HASH_LEN + 1]) TS_MUST_CHECK;
 
 /* "tessera_app_<hash>=<value>; Path=/; Max-Age=<s>; HttpOnly; SameSite=Lax[; Secure]"
  * into out; value NULL: a deletion (empty value, Max-Age=0). Returns the length. */

@@ -36,8 +36,11 @@ static void touch_one(void *vctx, const char *sid)
         if (strcmp(t->seen[i], sid) == 0) return; /* several workers, one write */
     if (t->n_seen < MAX_BATCH) ts_strlcpy(t->seen[t->n_seen++], sid, ROUTE_ID_MAX + 1);
     ts_err err;
-    if (t->rd && !routes_touch(t->rd, sid, t->now_ms, t->ttl_ms, &err))
-        TLOG_WARN("last access not recorded", "session=%s error=\"%s\"", sid, err.msg);
+    if (t->rd && !routes_touch(t->rd, sid, t->now_ms, t->ttl_ms, &err)) {
+        tlog_ctx_session(sid);
+        TLOG_WARN("last access not recorded", "error=\"%s\"", err.msg);
+        tlog_ctx_session(NULL);
+    }
 }
 
 static void *watch_main(void *arg)
@@ -61,8 +64,8 @@ static void *watch_main(void *arg)
             usleep(500 * 1000);
             continue;
         }
-        int n = routes_revocations_wait(rd, last_id, w->block_ms, ids, MAX_BATCH, &err);
-        if (n < 0) {
+        int n;
+        if (!routes_revocations_wait(rd, last_id, w->block_ms, ids, MAX_BATCH, &n, &err)) {
             TLOG_WARN("revocation watch failed", "error=\"%s\"", err.msg);
             usleep(200 * 1000);
         }

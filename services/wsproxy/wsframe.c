@@ -120,12 +120,12 @@ void wsf_accept(const char *key, size_t len, char out[WSF_ACCEPT_LEN + 1])
     wsf_base64(d, 20, out);
 }
 
-int wsf_parse_header(const uint8_t *p, size_t n, wsf_frame *f)
+wsf_parse_result wsf_parse_header(const uint8_t *p, size_t n, wsf_frame *f)
 {
-    if (n < 2) return 0;
+    if (n < 2) return WSF_NEED_MORE;
     memset(f, 0, sizeof(*f));
     f->fin = (p[0] & 0x80) != 0;
-    if (p[0] & 0x70) return -1;
+    if (p[0] & 0x70) return WSF_BAD_FRAME;
     f->opcode = p[0] & 0x0f;
     switch (f->opcode) {
     case WSF_CONT:
@@ -136,32 +136,32 @@ int wsf_parse_header(const uint8_t *p, size_t n, wsf_frame *f)
     case WSF_PONG:
         break;
     default:
-        return -1;
+        return WSF_BAD_FRAME;
     }
     f->masked = (p[1] & 0x80) != 0;
     uint64_t l = p[1] & 0x7f;
     size_t h = 2;
     if (l == 126) {
-        if (n < 4) return 0;
+        if (n < 4) return WSF_NEED_MORE;
         l = (uint64_t)p[2] << 8 | p[3];
         h = 4;
     } else if (l == 127) {
-        if (n < 10) return 0;
+        if (n < 10) return WSF_NEED_MORE;
         l = 0;
         for (int i = 0; i < 8; i++)
             l = l << 8 | p[2 + i];
-        if (l >> 63) return -1;
+        if (l >> 63) return WSF_BAD_FRAME;
         h = 10;
     }
-    if (f->opcode >= 0x8 && (l > 125 || !f->fin)) return -1;
+    if (f->opcode >= 0x8 && (l > 125 || !f->fin)) return WSF_BAD_FRAME;
     if (f->masked) {
-        if (n < h + 4) return 0;
+        if (n < h + 4) return WSF_NEED_MORE;
         memcpy(f->mask, p + h, 4);
         h += 4;
     }
     f->len = l;
     f->header_len = h;
-    return 1;
+    return WSF_HEADER;
 }
 
 void wsf_mask(uint8_t *p, size_t n, const uint8_t mask[4], uint64_t offset)

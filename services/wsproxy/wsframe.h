@@ -6,6 +6,8 @@
 #ifndef WSPROXY_WSFRAME_H
 #define WSPROXY_WSFRAME_H
 
+#include "libcommon/common.h" /* TS_MUST_CHECK only: nothing of libcommon is linked */
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -29,7 +31,7 @@ void wsf_sha1(const void *data, size_t len, uint8_t out[20]);
 size_t wsf_base64(const uint8_t *in, size_t len, char *out);
 
 /* A Sec-WebSocket-Key is the base64 of 16 bytes: 24 characters ending "==". */
-bool wsf_key_valid(const char *key, size_t len);
+bool wsf_key_valid(const char *key, size_t len) TS_MUST_CHECK;
 
 /* Sec-WebSocket-Accept = base64(SHA-1(key + GUID)). */
 void wsf_accept(const char *key, size_t len, char out[WSF_ACCEPT_LEN + 1]);
@@ -43,10 +45,15 @@ typedef struct wsf_frame {
     size_t header_len; /* bytes before the payload */
 } wsf_frame;
 
-/* Parse a frame header from n bytes: 1 when complete (f filled), 0 when more
- * bytes are needed, -1 on a protocol error (reserved bits, unknown opcode,
- * fragmented or oversized control frame, a 64-bit length with its top bit). */
-int wsf_parse_header(const uint8_t *p, size_t n, wsf_frame *f);
+typedef enum wsf_parse_result {
+    WSF_HEADER,    /* complete: f filled */
+    WSF_NEED_MORE, /* more bytes are needed */
+    WSF_BAD_FRAME, /* a protocol error (reserved bits, unknown opcode, fragmented or
+                      oversized control frame, a 64-bit length with its top bit) */
+} wsf_parse_result;
+
+/* Parse a frame header from n bytes. */
+wsf_parse_result wsf_parse_header(const uint8_t *p, size_t n, wsf_frame *f);
 
 /* XOR payload bytes with the mask; offset: position of p within the payload
  * (so a payload can be unmasked in pieces). */

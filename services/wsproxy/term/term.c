@@ -141,13 +141,13 @@ static void bridge(int fd, const char *shell)
             bool done = false;
             for (;;) {
                 wsf_frame f;
-                int r = wsf_parse_header(in, have, &f);
-                if (r < 0 || (r == 1 && (!f.masked || f.len > MAX_FRAME))) {
+                wsf_parse_result r = wsf_parse_header(in, have, &f);
+                if (r == WSF_BAD_FRAME || (r == WSF_HEADER && (!f.masked || f.len > MAX_FRAME))) {
                     send_frame(fd, WSF_CLOSE, "\x03\xea", 2); /* 1002 */
                     done = true;
                     break;
                 }
-                if (r == 0 || have < f.header_len + f.len) break;
+                if (r == WSF_NEED_MORE || have < f.header_len + f.len) break;
                 uint8_t *pl = in + f.header_len;
                 wsf_mask(pl, (size_t)f.len, f.mask, 0);
                 if (f.opcode == WSF_CLOSE) {

@@ -167,29 +167,30 @@ static void test_cache(void **state)
     (void)state;
     route_cache *c = route_cache_new(64, 1000);
     route r = {0}, out;
+    bool found, alive;
     strcpy(r.session_id, "s1");
     r.expires_at_ms = ts_now_wall_ms() + 60000;
     const char *k = "KKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKK";
-    assert_int_equal(route_cache_get(c, k, 1000, &out), -1);
+    assert_false(route_cache_get(c, k, 1000, &out, &found));
     route_cache_put(c, k, &r, 1000);
-    assert_int_equal(route_cache_get(c, k, 1500, &out), 1);
+    assert_true(route_cache_get(c, k, 1500, &out, &found) && found);
     assert_string_equal(out.session_id, "s1");
-    assert_int_equal(route_cache_get(c, k, 2000, &out), -1); /* at most the TTL */
+    assert_false(route_cache_get(c, k, 2000, &out, &found)); /* at most the TTL */
     route_cache_put(c, k, NULL, 3000);
-    assert_int_equal(route_cache_get(c, k, 3001, &out), 0);
+    assert_true(route_cache_get(c, k, 3001, &out, &found) && !found);
     /* an expired route is not served from the cache */
     r.expires_at_ms = ts_now_wall_ms() - 1;
     route_cache_put(c, k, &r, 4000);
-    assert_int_equal(route_cache_get(c, k, 4001, &out), 0);
+    assert_true(route_cache_get(c, k, 4001, &out, &found) && !found);
     /* sessions */
-    assert_int_equal(route_cache_session(c, "s1", 5000), -1);
+    assert_false(route_cache_session(c, "s1", 5000, &alive));
     route_cache_put_session(c, "s1", true, 5000);
-    assert_int_equal(route_cache_session(c, "s1", 5100), 1);
+    assert_true(route_cache_session(c, "s1", 5100, &alive) && alive);
     r.expires_at_ms = ts_now_wall_ms() + 60000;
     route_cache_put(c, k, &r, 5000);
     route_cache_drop_session(c, "s1");
-    assert_int_equal(route_cache_get(c, k, 5001, &out), -1);
-    assert_int_equal(route_cache_session(c, "s1", ts_now_mono_ms()), 0);
+    assert_false(route_cache_get(c, k, 5001, &out, &found));
+    assert_true(route_cache_session(c, "s1", ts_now_mono_ms(), &alive) && !alive);
     route_cache_free(c);
 }
 

@@ -81,8 +81,8 @@ static void test_frames(void **state)
         for (int masked = 0; masked < 2; masked++) {
             size_t h = wsf_write_header(buf, true, WSF_BINARY, lens[i], masked ? mask : NULL);
             for (size_t k = 0; k < h; k++)
-                assert_int_equal(wsf_parse_header(buf, k, &f), 0);
-            assert_int_equal(wsf_parse_header(buf, h, &f), 1);
+                assert_int_equal(wsf_parse_header(buf, k, &f), WSF_NEED_MORE);
+            assert_int_equal(wsf_parse_header(buf, h, &f), WSF_HEADER);
             assert_int_equal(f.header_len, h);
             assert_int_equal(f.len, lens[i]);
             assert_int_equal(f.opcode, WSF_BINARY);
@@ -93,7 +93,7 @@ static void test_frames(void **state)
     }
     /* RFC 6455 5.7: a masked "Hello" from a client */
     const uint8_t hello[] = {0x81, 0x85, 0x37, 0xfa, 0x21, 0x3d, 0x7f, 0x9f, 0x4d, 0x51, 0x58};
-    assert_int_equal(wsf_parse_header(hello, sizeof(hello), &f), 1);
+    assert_int_equal(wsf_parse_header(hello, sizeof(hello), &f), WSF_HEADER);
     uint8_t payload[5];
     memcpy(payload, hello + f.header_len, 5);
     wsf_mask(payload, 2, f.mask, 0); /* in two pieces */
@@ -105,11 +105,11 @@ static void test_frames(void **state)
     const uint8_t long_ping[] = {0x89, 126, 0, 200};
     const uint8_t frag_close[] = {0x08, 0x00};
     const uint8_t huge[] = {0x82, 127, 0x80, 0, 0, 0, 0, 0, 0, 1};
-    assert_int_equal(wsf_parse_header(rsv, 2, &f), -1);
-    assert_int_equal(wsf_parse_header(opcode, 2, &f), -1);
-    assert_int_equal(wsf_parse_header(long_ping, 4, &f), -1);
-    assert_int_equal(wsf_parse_header(frag_close, 2, &f), -1);
-    assert_int_equal(wsf_parse_header(huge, 10, &f), -1);
+    assert_int_equal(wsf_parse_header(rsv, 2, &f), WSF_BAD_FRAME);
+    assert_int_equal(wsf_parse_header(opcode, 2, &f), WSF_BAD_FRAME);
+    assert_int_equal(wsf_parse_header(long_ping, 4, &f), WSF_BAD_FRAME);
+    assert_int_equal(wsf_parse_header(frag_close, 2, &f), WSF_BAD_FRAME);
+    assert_int_equal(wsf_parse_header(huge, 10, &f), WSF_BAD_FRAME);
 }
 
 int main(void)
