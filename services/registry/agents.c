@@ -244,7 +244,7 @@ void agents_check_lost(void)
     ts_err err = {{0}};
     PGconn *conn = reg_pg_get(&err);
     char ms[24];
-    snprintf(ms, sizeof(ms), "%lld", (long long)reg_cfg.agent_lost_timeout_ms);
+    snprintf(ms, sizeof(ms), "%lld", (long long)reg_settings.agent_lost_timeout_ms);
     const char *p[] = {ms};
     PGresult *r = conn ? reg_exec(conn,
                                   "SELECT id FROM registry.agents WHERE status = 'ALIVE'"
@@ -259,7 +259,7 @@ void agents_check_lost(void)
     for (int i = 0; i < PQntuples(r); i++) {
         char why[128];
         snprintf(why, sizeof(why), "no heartbeat for %lld ms",
-                 (long long)reg_cfg.agent_lost_timeout_ms);
+                 (long long)reg_settings.agent_lost_timeout_ms);
         if (!mark_lost(PQgetvalue(r, i, 0), why, true, &err))
             TLOG_WARN("marking an agent lost failed", "agent=%s error=\"%s\"", PQgetvalue(r, i, 0),
                       err.msg);

@@ -56,9 +56,9 @@ static void _collect(FILE *out, void *ctx)
 bool authc_start(svc *s, ts_err *err)
 {
     metrics_add(svc_metrics(s), _collect, NULL);
-    if (reg_cfg.context_cache_ttl_ms <= 0) return true;
-    ctx_cache *c =
-        ctx_cache_new((size_t)reg_cfg.context_cache_entries, reg_cfg.context_cache_ttl_ms);
+    if (reg_settings.context_cache_ttl_ms <= 0) return true;
+    ctx_cache *c = ctx_cache_new((size_t)reg_settings.context_cache_entries,
+                                 reg_settings.context_cache_ttl_ms);
     if (!auth_events_start(s, c, err)) {
         ctx_cache_free(c);
         return false;
@@ -77,10 +77,10 @@ void authc_stop(void)
 static bool _fetch(const char *access_key, const char *group, const char *request_id, long *status,
                    json_t **out, ts_err *err)
 {
-    if (!t_client) t_client = httpc_new_internal((int)reg_cfg.auth_timeout_ms);
+    if (!t_client) t_client = httpc_new_internal((int)reg_settings.auth_timeout_ms);
     char *ak = curl_easy_escape(NULL, access_key, 0);
     char *g = group ? curl_easy_escape(NULL, group, 0) : NULL;
-    char *url = ts_asprintf("%s/v1/session-context?access_key=%s%s%s", reg_cfg.auth_url, ak,
+    char *url = ts_asprintf("%s/v1/session-context?access_key=%s%s%s", reg_settings.auth_url, ak,
                             g ? "&group=" : "", g ? g : "");
     curl_free(ak);
     if (g) curl_free(g);

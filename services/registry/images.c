@@ -113,7 +113,7 @@ bool images_find(PGconn *conn, const char *reference, image_info *out, bool *fou
             return true;
         }
         PQclear(r);
-        if (attempt > 0 || !reg_cfg.auto_register_images) return true;
+        if (attempt > 0 || !reg_settings.auto_register_images) return true;
         bool not_found = false, bad = false;
         ts_err e = {{0}};
         if (!register_from_oci(conn, reference, &not_found, &bad, &e)) {
@@ -209,8 +209,8 @@ static void h_register(http_req *req, http_resp *resp, void *ctx)
     /* The reference's grammar before anything else (a manual one is only
      * stored; one to resolve also needs a registry: given, or oci.registry). */
     image_ref ir;
-    bool ref_ok =
-        manual ? image_ref_valid(ref, &err) : image_ref_parse(ref, reg_cfg.oci_registry, &ir, &err);
+    bool ref_ok = manual ? image_ref_valid(ref, &err)
+                         : image_ref_parse(ref, reg_settings.oci_registry, &ir, &err);
     if (!ref_ok) {
         http_problem(resp, 400, "invalid-api-params", NULL, "%s", err.msg);
         goto out;

@@ -19,7 +19,7 @@ occ *occupancy_handle(ts_err *err)
     if (!r) return NULL;
     if (!t_occ || t_rds != r) {
         occ_free(t_occ);
-        t_occ = occ_new(r, reg_cfg.redis_prefix);
+        t_occ = occ_new(r, reg_settings.redis_prefix);
         t_rds = r;
     }
     return t_occ;

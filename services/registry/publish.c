@@ -31,7 +31,8 @@ static void add(outbox *ob, char *topic, const char *key, const char *subject,
     outbox_item *it = push(ob);
     it->topic = topic;
     it->key = ts_strdup(key);
-    it->value = envelope_pack(m, svc_producer(reg_svc), ob->correlation_id, subject, &it->len);
+    it->value =
+        envelope_pack(m, svc_producer(reg_service()), ob->correlation_id, subject, &it->len);
 }
 
 void ob_session_event(outbox *ob, const char *session_id, const ProtobufCMessage *m)
@@ -69,7 +70,7 @@ static void item_free(outbox_item *it)
 int ob_flush(outbox *ob)
 {
     int failed = 0;
-    kbus *bus = svc_bus(reg_svc);
+    kbus *bus = svc_bus(reg_service());
     for (size_t i = 0; i < ob->n; i++) {
         outbox_item *it = &ob->items[i];
         if (it->notify_session) {

@@ -329,7 +329,7 @@ static void check_kernel(const krow *k, const char *agent_id, const agent_view *
     /* the agent's record is of this generation (or a newer one) */
     bool current = v && vgen >= k->generation;
     bool gone = !v || (current && strcmp(vst, "terminated") == 0);
-    bool stuck = k->age_ms >= reg_cfg.stuck_timeout_ms;
+    bool stuck = k->age_ms >= reg_settings.stuck_timeout_ms;
     if (strcmp(k->status, "RUNNING") == 0) {
         if (gone && confirmed("lost", k->id))
             send_terminated(k, agent_id, v, "the agent has no container for the RUNNING kernel",
@@ -535,7 +535,7 @@ static void reconcile_sessions(void)
     PGconn *conn = reg_pg_get(&err);
     if (!conn) return;
     char ms[24];
-    snprintf(ms, sizeof(ms), "%lld", (long long)reg_cfg.stuck_timeout_ms);
+    snprintf(ms, sizeof(ms), "%lld", (long long)reg_settings.stuck_timeout_ms);
     const char *p[] = {ms};
     PGresult *r = reg_exec(conn, stuck_sessions_sql, 1, p, &err);
     if (!r) {

@@ -131,7 +131,7 @@ static bool post_restore(httpc *c, PGresult *r, int from, int to, char epoch[64]
             json_decref(rj);
     }
     json_t *body = json_pack("{s:o}", "routes", routes);
-    char *url = ts_asprintf("%s/v1/routes/restore", reg_cfg.wsproxy_url);
+    char *url = ts_asprintf("%s/v1/routes/restore", reg_settings.wsproxy_url);
     long status = 0;
     json_t *answer = NULL;
     bool ok = httpc_json(c, "POST", url, body, NULL, &status, &answer, err);
@@ -209,7 +209,7 @@ static bool restore(PGconn *conn, const char *old_epoch, const char *cur_epoch, 
 void route_sync_pass(void)
 {
     static __thread unsigned passes;
-    if (!reg_cfg.wsproxy_url || !*reg_cfg.wsproxy_url) return;
+    if (!reg_settings.wsproxy_url || !*reg_settings.wsproxy_url) return;
     ts_err err = {{0}};
     rds *rd = reg_redis(&err);
     PGconn *conn = rd ? reg_pg_get(&err) : NULL;

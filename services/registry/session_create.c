@@ -118,7 +118,7 @@ bool sessions_publish_enqueued(PGconn *conn, const char *session_id, const char 
         sl->max_slots = pb_slots(&a, json_object_get(l, "max_slots"), &sl->n_max_slots);
         m.limits[i] = sl;
     }
-    bool ok = kbus_publish(svc_bus(reg_svc), "tessera.session.v1", m.session_id, &m.base,
+    bool ok = kbus_publish(svc_bus(reg_service()), "tessera.session.v1", m.session_id, &m.base,
                            correlation_id, m.session_id, err);
     json_decref(limits);
     json_decref(kernels);
@@ -277,7 +277,7 @@ static bool apply_minimums(create_req *cr, json_t *min, http_resp *resp)
 {
     slots_t def;
     ts_err err = {{0}};
-    if (!slots_parse_text(&def, reg_cfg.default_slots, &err)) slots_clear(&def);
+    if (!slots_parse_text(&def, reg_settings.default_slots, &err)) slots_clear(&def);
     for (int id = 0; id < SLOTS_MAX; id++)
         if ((def.mask >> id) & 1u && !((cr->slots.mask >> id) & 1u))
             slots_put(&cr->slots, id, def.v[id]);
@@ -612,7 +612,7 @@ void sessions_create(http_req *req, http_resp *resp, void *ctx)
               owner_ak, cr.resource_group, cr.image);
     /* wait registration before the scheduler can see it */
     if (!cr.enqueue_only && cr.max_wait_ms > 0)
-        w = waiters_add(sid, (int)reg_cfg.max_waiting_creates);
+        w = waiters_add(sid, (int)reg_settings.max_waiting_creates);
     if (!sessions_publish_enqueued(conn, sid, req->request_id, &err))
         TLOG_WARN("SessionEnqueued not published yet (retried by the housekeeping)",
                   "session=%s error=\"%s\"", sid, err.msg);
