@@ -1,7 +1,6 @@
-/* agents_admin.c: the administrators' view of agents (see agents.h):
- * GET /v1/admin/agents and /v1/admin/agents/{id}, capacity from PostgreSQL,
- * occupancy from Redis. */
-#include "agents.h"
+/* agents_admin.c: the administrators' view of agents (see agents_admin.h):
+ * capacity from PostgreSQL, occupancy from Redis. */
+#include "agents_admin.h"
 
 #include "caller.h"
 #include "libcommon/pgjson.h"
@@ -111,7 +110,7 @@ static void h_get(http_req *req, http_resp *resp, void *ctx)
     list_agents(req, resp, ctx, http_param(req, "id"));
 }
 
-void agents_routes(svc *s)
+void agents_admin_routes(svc *s)
 {
     http_route(svc_router(s), "GET", "/v1/admin/agents", h_list, s);
     http_route(svc_router(s), "GET", "/v1/admin/agents/{id}", h_get, s);

@@ -6,7 +6,7 @@
 #include "pending_timeout.h"
 #include "reconcile.h"
 #include "route_sync.h"
-#include "sessions.h"
+#include "session_enqueued.h"
 
 #include "libcommon/deps.h"
 #include "libcommon/log.h"
@@ -66,7 +66,7 @@ static void *loop(void *arg)
             next_occ = now + reg_settings.reconcile_interval_ms;
         }
         if (now >= next_pub) {
-            sessions_republish_pending();
+            session_enqueued_republish();
             next_pub = now + 2000;
         }
         if (now >= next_pending) {

@@ -238,7 +238,7 @@ static kbus_result on_unschedulable(const Tessera__V1__SessionUnschedulable *m, 
      * "IS NOT DISTINCT FROM": a status test PostgreSQL cannot answer from the
      * index of live sessions by status, so the plan (made once, perhaps while
      * the table was small) always finds the row by its id, never by reading
-     * every PENDING session (see sessions_publish_enqueued). */
+     * every PENDING session (see session_enqueued_publish). */
     PGresult *r =
         reg_exec(conn,
                  "WITH u AS (UPDATE registry.sessions SET status_info = $2"

@@ -3,6 +3,9 @@
  * The registry only finds the kernel and its agent; the agent runs the code,
  * caps output and time, and answers in Backend.AI's shape, which is relayed
  * as it is. */
+#include "session_relay.h"
+
+#include "caller.h"
 #include "sessions.h"
 
 #include "libcommon/exec_req.h"
@@ -149,7 +152,7 @@ static void h_app_start(http_req *req, http_resp *resp, void *ctx)
     free(what);
 }
 
-void sessions_relay_routes(svc *s)
+void session_relay_routes(svc *s)
 {
     http_route(svc_router(s), "POST", "/v1/sessions/{id}/execute", h_execute, s);
     http_route(svc_router(s), "GET", "/v1/sessions/{id}/logs", h_logs, s);

@@ -295,7 +295,6 @@ static void h_restart(http_req *req, http_resp *resp, void *ctx)
 void sessions_routes(svc *s)
 {
     http_router *r = svc_router(s);
-    http_route(r, "POST", "/v1/sessions", sessions_create, s);
     http_route(r, "GET", "/v1/sessions", h_list, s);
     http_route(r, "GET", "/v1/sessions/{id}", h_get, s);
     http_route(r, "DELETE", "/v1/sessions/{id}", h_destroy, s);

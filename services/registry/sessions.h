@@ -24,22 +24,11 @@
 #include "caller.h"
 
 void sessions_routes(svc *s);
-/* execute and logs (session_relay.c) */
-void sessions_relay_routes(svc *s);
 
 /* Resolve {name-or-id} (route parameter "id") to a session id the caller may
  * access; false after a problem answer (404 also for sessions the caller may
  * not see). */
 bool sessions_find(PGconn *conn, http_req *req, http_resp *resp, const reg_caller *c,
                    char id[TS_UUID_STRLEN]);
-void sessions_create(http_req *req, http_resp *resp, void *ctx);
-
-/* Publish SessionEnqueued for a PENDING session (from the database) and mark
- * it published. */
-bool sessions_publish_enqueued(PGconn *conn, const char *session_id, const char *correlation_id,
-                               ts_err *err) TS_MUST_CHECK;
-/* Housekeeping: publish the PENDING sessions whose SessionEnqueued was not
- * handed to the producer. */
-void sessions_republish_pending(void);
 
 #endif

@@ -221,13 +221,6 @@ static int32_t *preopen_of(arena *a, const char *text, size_t *n)
     return out;
 }
 
-static Tessera__V1__SessionType session_type(const char *t)
-{
-    if (strcmp(t, "batch") == 0) return TESSERA__V1__SESSION_TYPE__SESSION_TYPE_BATCH;
-    if (strcmp(t, "inference") == 0) return TESSERA__V1__SESSION_TYPE__SESSION_TYPE_INFERENCE;
-    return TESSERA__V1__SESSION_TYPE__SESSION_TYPE_INTERACTIVE;
-}
-
 static void env_put(json_t *env, const char *k, const char *v)
 {
     json_object_set_new(env, k, json_string(v));
@@ -310,7 +303,7 @@ static void create_kernel_cmd(outbox *ob, PGresult *r, int i)
     m.session_id = (char *)session_id;
     m.kernel_id = PQgetvalue(r, i, 0);
     m.agent_id = PQgetvalue(r, i, 3);
-    m.session_type = session_type(PQgetvalue(r, i, 6));
+    m.session_type = pb_session_type(PQgetvalue(r, i, 6));
     m.image = PQgetvalue(r, i, 7);
     m.image_digest = PQgetvalue(r, i, 16);
     m.architecture = PQgetvalue(r, i, 8);
