@@ -2,7 +2,7 @@
 #include "occupancy_sync.h"
 
 #include "libcommon/log.h"
-#include "reconcile.h"
+#include "repairs.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -259,7 +259,7 @@ void occupancy_verify(void)
         return;
     }
     if (!holds) {
-        reconcile_repaired(RK_OCCUPANCY_DRIFT, NULL, NULL, NULL, why);
+        repairs_record(RK_OCCUPANCY_DRIFT, NULL, NULL, NULL, why);
         if (!occupancy_rebuild(&err))
             TLOG_ERROR("occupancy rebuild failed", "error=\"%s\"", err.msg);
         return;
@@ -312,7 +312,7 @@ void occupancy_verify(void)
             live = strcasecmp(PQgetvalue(held, r, 0), al[i].kernel_id) == 0;
         char key[120];
         snprintf(key, sizeof(key), "stale-alloc:%s", al[i].kernel_id);
-        if (!live && reconcile_suspect(key)) stale[ns++] = al[i].kernel_id;
+        if (!live && repairs_suspect(key)) stale[ns++] = al[i].kernel_id;
     }
     bool lost = false;
     char lost_why[300] = "";
@@ -323,12 +323,12 @@ void occupancy_verify(void)
             has = strcasecmp(al[i].kernel_id, kid) == 0;
         char key[120];
         snprintf(key, sizeof(key), "lost-alloc:%s", kid);
-        if (!has && reconcile_suspect(key) && !lost) {
+        if (!has && repairs_suspect(key) && !lost) {
             lost = true;
             snprintf(lost_why, sizeof(lost_why),
                      "kernel %s holds slots but Redis has no reservation", kid);
-            reconcile_repaired(RK_RESERVATION_LOST, PQgetvalue(holders, r, 1), kid,
-                               PQgetvalue(holders, r, 2), lost_why);
+            repairs_record(RK_RESERVATION_LOST, PQgetvalue(holders, r, 1), kid,
+                           PQgetvalue(holders, r, 2), lost_why);
         }
     }
     if (ns > 0) {
@@ -341,9 +341,9 @@ void occupancy_verify(void)
                 const occ_alloc *a = NULL;
                 for (size_t j = 0; j < na && !a; j++)
                     if (al[j].kernel_id == stale[i]) a = &al[j];
-                reconcile_repaired(RK_RESERVATION_STALE, a ? a->session_id : NULL, stale[i],
-                                   a ? a->agent_id : NULL,
-                                   "a reservation in Redis without a live kernel: released");
+                repairs_record(RK_RESERVATION_STALE, a ? a->session_id : NULL, stale[i],
+                               a ? a->agent_id : NULL,
+                               "a reservation in Redis without a live kernel: released");
             }
         }
         free(released);

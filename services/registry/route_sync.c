@@ -4,7 +4,7 @@
 #include "app_routes.h"
 #include "libcommon/httpc.h"
 #include "libcommon/log.h"
-#include "reconcile.h"
+#include "repairs.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -185,7 +185,7 @@ static bool restore(PGconn *conn, const char *old_epoch, const char *cur_epoch, 
         snprintf(why, sizeof(why),
                  "Redis lost the app routes (epoch '%s', now '%s'): %d routes restored", old_epoch,
                  cur_epoch, count[i]);
-        reconcile_repaired(RK_ROUTES_RESTORED, ids[i], NULL, NULL, why);
+        repairs_record(RK_ROUTES_RESTORED, ids[i], NULL, NULL, why);
     }
     if (ns > 0) {
         char *arr = reg_uuid_array(ids, ns);

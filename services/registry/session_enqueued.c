@@ -28,7 +28,7 @@ static const char enqueue_sql[] =
     " FROM registry.sessions s WHERE s.id = $1::uuid";
 
 bool session_enqueued_publish(PGconn *conn, const char *session_id, const char *correlation_id,
-                               ts_err *err)
+                              ts_err *err)
 {
     const char *p[] = {session_id};
     PGresult *r = reg_exec(conn, enqueue_sql, 1, p, err);
