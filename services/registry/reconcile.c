@@ -4,7 +4,7 @@
 #include "libcommon/httpc.h"
 #include "libcommon/log.h"
 #include "libcommon/metrics.h"
-#include "lifecycle.h"
+#include "kernel_events.h"
 #include "occupancy_sync.h"
 #include "repairs.h"
 #include "pbutil.h"
@@ -12,7 +12,6 @@
 #include "tessera/v1/kernel.pb-c.h"
 #include "transitions.h"
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,7 +134,7 @@ typedef struct krow {
 static void apply(const char *type, ProtobufCMessage *m, const char *kernel_id)
 {
     ts_err err = {{0}};
-    kbus_result r = lifecycle_apply_kernel_event(type, m, &err);
+    kbus_result r = kernel_events_apply(type, m, &err);
     if (r != KBUS_DONE)
         TLOG_WARN("reconcile: applying a kernel event failed", "kernel=%s type=%s error=\"%s\"",
                   kernel_id, type, err.msg);
@@ -438,12 +437,12 @@ static void reconcile_session(PGconn *conn, const char *sid)
     bool is_starting = found && starting(s.status);
     if (ok && found && strcmp(s.status, ST_TERMINATING) == 0 && live == 0) {
         snprintf(why, sizeof(why), "TERMINATING without a live kernel: finished");
-        ok = lifecycle_finish(conn, &ob, &s, &err);
+        ok = tr_finish(conn, &ob, &s, &err);
         kind = RK_SESSION_ENDED;
     } else if (ok && is_starting && total > 0 && running == total) {
         bool moved = false;
         snprintf(why, sizeof(why), "%s while every kernel is RUNNING: now RUNNING", s.status);
-        ok = lifecycle_running_if_all_up(conn, &ob, &s, &moved, &err);
+        ok = tr_running_if_all_up(conn, &ob, &s, &moved, &err);
         if (moved) kind = RK_SESSION_RUNNING;
     } else if (ok && is_starting && live == 0) {
         snprintf(why, sizeof(why), "%s without a live kernel", s.status);

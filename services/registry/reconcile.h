@@ -29,7 +29,7 @@
  * A difference between a RUNNING kernel and its agent, and an orphan, is
  * acted on only when the previous pass saw it too (an event in flight
  * settles it in between). Kernel events are applied through the kernel
- * consumer's own code (lifecycle_apply_kernel_event), so every repair makes
+ * consumer's own code (kernel_events_apply), so every repair makes
  * the status changes, history rows and events (SessionRunning, SessionFailed,
  * SessionTerminated ...) the normal path makes, with a reason starting
  * "reconcile:"; each is recorded as repairs.h says (a WARN line "reconcile

@@ -233,14 +233,7 @@ static bool act(PGconn *conn, outbox *ob, sess *se, action a, bool forced, const
     }
     if (strcmp(se->status, ST_TERMINATING) == 0) /* again: resend the commands */
         return tr_destroy_kernels(conn, ob, se, "user-requested", false, NULL, err);
-    if (!tr_set(conn, ob, se, ST_TERMINATING, "user-requested", err)) return false;
-    Tessera__V1__SessionTerminating t = TESSERA__V1__SESSION_TERMINATING__INIT;
-    t.session_id = se->id;
-    t.reason = "user-requested";
-    t.requested_by = by;
-    t.forced = false;
-    ob_session_event(ob, se->id, &t.base);
-    return tr_destroy_kernels(conn, ob, se, "user-requested", false, "TERMINATING", err);
+    return tr_terminate(conn, ob, se, "user-requested", "user-requested", by, err);
 }
 
 static void h_action(http_req *req, http_resp *resp, svc *s, action a)
