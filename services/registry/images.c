@@ -5,6 +5,7 @@
 #include "libcommon/image_ref.h"
 #include "libcommon/log.h"
 #include "libcommon/pgjson.h"
+#include "listing.h"
 #include "oci.h"
 #include "pbutil.h"
 
@@ -23,9 +24,12 @@ static const char upsert_sql[] =
     " runtime_type = EXCLUDED.runtime_type, runtime_path = EXCLUDED.runtime_path,"
     " command = EXCLUDED.command, source = EXCLUDED.source, registered_at = now()";
 
-static const char select_sql[] =
-    "SELECT reference, digest, architecture, labels, service_ports, min_slots, runtime_type,"
-    " runtime_path, command, source, registered_at FROM registry.images";
+#define SELECT_IMAGES                                                                              \
+    "SELECT reference, digest, architecture, labels, service_ports, min_slots, runtime_type,"      \
+    " runtime_path, command, source, registered_at FROM registry.images"
+
+static const listing_one image_row = {"read image", SELECT_IMAGES " WHERE reference = $1",
+                                      "unknown image"};
 
 /* Store an image from its labels; false with err (a bad label) or on a
  * database error (*db true). */
@@ -134,52 +138,20 @@ void image_info_free(image_info *im)
 /* ---- admin API --------------------------------------------------------------------------------
  */
 
-static void reply_image(http_resp *resp, PGconn *conn, const char *ref, int status)
-{
-    char *sql = ts_asprintf("%s WHERE reference = $1", select_sql);
-    const char *p[] = {ref};
-    PGresult *r = pgjson_query(conn, resp, "read image", sql, 1, p);
-    free(sql);
-    if (r) pgjson_reply_one(resp, r, status, "unknown image %s", ref);
-}
-
 static void h_list(http_req *req, http_resp *resp, void *ctx)
 {
-    svc *s = ctx;
     reg_caller c;
     if (!caller_get_admin(req, resp, false, "images", &c)) return;
-    pgjson_page pg;
-    PGconn *conn = NULL;
-    if (!pgjson_page_parse(req, resp, &pg) || !(conn = pgjson_get(s, resp))) goto out;
-    char *sql = ts_asprintf("SELECT *, count(*) OVER () AS total FROM (%s) i ORDER BY reference"
-                            " LIMIT $1::bigint OFFSET $2::bigint",
-                            select_sql);
-    const char *p[] = {pg.limit_s, pg.offset_s};
-    PGresult *r = pgjson_query(conn, resp, "list images", sql, 2, p);
-    free(sql);
-    if (r) {
-        long long total = PQntuples(r) ? atoll(PQgetvalue(r, 0, PQnfields(r) - 1)) : 0;
-        json_t *items = pgjson_rows_json(r);
-        size_t i;
-        json_t *v;
-        json_array_foreach(items, i, v) json_object_del(v, "total");
-        http_reply_json(resp, 200, pgjson_page_json(items, total, &pg));
-        PQclear(r);
-    }
-out:
-    pgjson_put(s, conn);
+    listing l = {.what = "list images",
+                 .sql = "SELECT *, count(*) OVER () AS total FROM (" SELECT_IMAGES ") i"
+                        " ORDER BY reference LIMIT $1::bigint OFFSET $2::bigint"};
+    listing_reply(ctx, req, resp, &l);
     caller_free(&c);
 }
 
 static void h_get(http_req *req, http_resp *resp, void *ctx)
 {
-    svc *s = ctx;
-    reg_caller c;
-    if (!caller_get_admin(req, resp, false, "images", &c)) return;
-    PGconn *conn = pgjson_get(s, resp);
-    if (conn) reply_image(resp, conn, http_param(req, "ref"), 200);
-    pgjson_put(s, conn);
-    caller_free(&c);
+    listing_admin_get(ctx, req, resp, "images", &image_row, "ref");
 }
 
 static void h_register(http_req *req, http_resp *resp, void *ctx)
@@ -243,7 +215,7 @@ static void h_register(http_req *req, http_resp *resp, void *ctx)
             goto out;
         }
     }
-    reply_image(resp, conn, ref, 201);
+    listing_reply_one(resp, conn, &image_row, ref, 201);
 out:
     json_decref(body);
     pgjson_put(s, conn);

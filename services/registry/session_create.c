@@ -221,29 +221,29 @@ static json_t *build_limits(json_t *ctx, const char *ak, const char *user_id)
 /* ---- the handler --------------------------------------------------------------------------------
  */
 
+/* The create's answer from a session's view: created (201) or reused (200). */
+static void reply_created(http_resp *resp, json_t *v, bool created)
+{
+    json_t *out =
+        json_pack("{s:O, s:O, s:O, s:O, s:O, s:b}", "sessionId", json_object_get(v, "sessionId"),
+                  "sessionUuid", json_object_get(v, "sessionUuid"), "status",
+                  json_object_get(v, "status"), "statusInfo", json_object_get(v, "statusInfo"),
+                  "servicePorts", json_object_get(v, "servicePorts"), "created", created);
+    json_decref(v);
+    http_reply_json(resp, created ? 201 : 200, out);
+}
+
+/* reuseIfExists: the live session of that name. */
 static void reply_existing(http_resp *resp, PGconn *conn, const char *ak, const char *name)
 {
-    char *sql = ts_asprintf("%s WHERE s.access_key = $1 AND s.name = $2 AND s.status NOT IN %s",
-                            session_view_sql, SQL_FINAL);
     const char *p[] = {ak, name};
-    PGresult *r = pgjson_query(conn, resp, "read session", sql, 2, p);
-    free(sql);
-    if (!r) return;
-    if (PQntuples(r) == 1) {
-        json_t *v = session_view_json(r, 0);
-        json_t *out =
-            json_pack("{s:O, s:O, s:O, s:O, s:b}", "sessionId", json_object_get(v, "sessionId"),
-                      "sessionUuid", json_object_get(v, "sessionUuid"), "status",
-                      json_object_get(v, "status"), "servicePorts",
-                      json_object_get(v, "servicePorts"), "created", 0);
-        json_object_set(out, "statusInfo", json_object_get(v, "statusInfo"));
-        json_decref(v);
-        http_reply_json(resp, 200, out);
-    } else {
+    json_t *v = session_view_one(
+        conn, resp, "s.access_key = $1 AND s.name = $2 AND s.status NOT IN " SQL_FINAL, 2, p);
+    if (v)
+        reply_created(resp, v, false);
+    else if (http_resp_status(resp) == 0)
         http_problem(resp, 409, "already-exists", NULL, "session %s ended meanwhile; try again",
                      name);
-    }
-    PQclear(r);
 }
 
 static const char insert_sql[] =
@@ -510,21 +510,9 @@ static void h_create(http_req *req, http_resp *resp, void *ctx)
         w = NULL;
         if (!(conn = pgjson_get(s, resp))) goto free_text;
     }
-    char *sql = ts_asprintf("%s WHERE s.id = $1::uuid", session_view_sql);
     const char *vp[] = {sid};
-    PGresult *vr = pgjson_query(conn, resp, "read session", sql, 1, vp);
-    free(sql);
-    if (vr && PQntuples(vr) == 1) {
-        json_t *v = session_view_json(vr, 0);
-        json_t *outj = json_pack(
-            "{s:O, s:O, s:O, s:O, s:O, s:b}", "sessionId", json_object_get(v, "sessionId"),
-            "sessionUuid", json_object_get(v, "sessionUuid"), "status",
-            json_object_get(v, "status"), "statusInfo", json_object_get(v, "statusInfo"),
-            "servicePorts", json_object_get(v, "servicePorts"), "created", 1);
-        json_decref(v);
-        http_reply_json(resp, 201, outj);
-    }
-    if (vr) PQclear(vr);
+    json_t *v = session_view_one(conn, resp, "s.id = $1::uuid", 1, vp);
+    if (v) reply_created(resp, v, true);
 free_text:
     free(ks);
     free(ts);
