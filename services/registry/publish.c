@@ -67,9 +67,8 @@ static void item_free(outbox_item *it)
     free(it->notify_status);
 }
 
-int ob_flush(outbox *ob)
+void ob_flush(outbox *ob)
 {
-    int failed = 0;
     kbus *bus = svc_bus(reg_service());
     for (size_t i = 0; i < ob->n; i++) {
         outbox_item *it = &ob->items[i];
@@ -80,11 +79,9 @@ int ob_flush(outbox *ob)
                 app_routes_revoke(it->notify_session); /* its apps end with it */
         } else {
             ts_err err = {{0}};
-            if (!bus || !kbus_produce_raw(bus, it->topic, it->key, it->value, it->len, &err)) {
-                failed++;
+            if (!bus || !kbus_produce_raw(bus, it->topic, it->key, it->value, it->len, &err))
                 TLOG_ERROR("event not published", "topic=%s key=%s error=\"%s\"", it->topic,
                            it->key, bus ? err.msg : "no bus");
-            }
         }
         item_free(it);
     }
@@ -92,7 +89,6 @@ int ob_flush(outbox *ob)
     free(ob->items);
     free(ob->correlation_id);
     memset(ob, 0, sizeof(*ob));
-    return failed;
 }
 
 void ob_discard(outbox *ob)

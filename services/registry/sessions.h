@@ -29,6 +29,6 @@ void sessions_routes(svc *s);
  * access; false after a problem answer (404 also for sessions the caller may
  * not see). */
 bool sessions_find(PGconn *conn, http_req *req, http_resp *resp, const reg_caller *c,
-                   char id[TS_UUID_STRLEN]);
+                   char id[TS_UUID_STRLEN]) TS_MUST_CHECK;
 
 #endif
