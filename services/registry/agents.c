@@ -143,7 +143,7 @@ static kbus_result agent_alive(const char *id, const char *group, const char *ar
         ts_err_prefix(err, "agent %s capacity to Redis", id);
     json_decref(cur_s);
     json_decref(cur_d);
-    if (started) TLOG_INFO("agent started", "agent=%s group=%s arch=%s", id, group, arch);
+    if (started) TLOG_INFO("agent started", "group=%s arch=%s", group, arch);
     return res;
 }
 
@@ -176,6 +176,7 @@ static bool fail_sessions_of(const char *agent_id, ts_err *err)
         sess s;
         bool found = false;
         const char *kp[] = {sid, agent_id, reason};
+        tlog_ctx_session(sid);
         ok = pg_begin(conn, err) && tr_lock(conn, sid, &s, &found, err);
         if (ok && found && !reg_status_final(s.status)) {
             ok = reg_run(conn,
@@ -193,6 +194,7 @@ static bool fail_sessions_of(const char *agent_id, ts_err *err)
             pg_rollback(conn);
             ob_discard(&ob);
         }
+        tlog_ctx_session(NULL);
     }
     PQclear(r);
     reg_pg_put(conn);
@@ -215,13 +217,12 @@ static bool mark_lost(const char *agent_id, const char *why, bool announce, ts_e
     reg_pg_put(conn);
     if (!r) return false;
     if (PQntuples(r) == 1) {
-        TLOG_WARN("agent lost", "agent=%s why=\"%s\"", agent_id, why);
+        TLOG_WARN("agent lost", "why=\"%s\"", why);
         json_t *sj = json_loads(PQgetvalue(r, 0, 0), 0, NULL);
         json_t *dj = json_loads(PQgetvalue(r, 0, 1), 0, NULL);
         ts_err e;
         if (!occupancy_write_agent(agent_id, sj, dj, false, &e))
-            TLOG_WARN("could not mark the agent unschedulable in Redis", "agent=%s error=\"%s\"",
-                      agent_id, e.msg);
+            TLOG_WARN("could not mark the agent unschedulable in Redis", "error=\"%s\"", e.msg);
         json_decref(sj);
         json_decref(dj);
         if (announce) {
@@ -260,9 +261,10 @@ void agents_check_lost(void)
         char why[128];
         snprintf(why, sizeof(why), "no heartbeat for %lld ms",
                  (long long)reg_settings.agent_lost_timeout_ms);
+        tlog_ctx_agent(PQgetvalue(r, i, 0));
         if (!mark_lost(PQgetvalue(r, i, 0), why, true, &err))
-            TLOG_WARN("marking an agent lost failed", "agent=%s error=\"%s\"", PQgetvalue(r, i, 0),
-                      err.msg);
+            TLOG_WARN("marking an agent lost failed", "error=\"%s\"", err.msg);
+        tlog_ctx_agent(NULL);
     }
     PQclear(r);
 }
@@ -298,7 +300,7 @@ static kbus_result on_stopped(const Tessera__V1__AgentStopped *m, ts_err *reason
         if (!occupancy_write_agent(m->agent_id, sj, dj, false, reason)) res = KBUS_RETRY;
         json_decref(sj);
         json_decref(dj);
-        TLOG_INFO("agent stopped", "agent=%s reason=\"%s\"", m->agent_id, m->reason);
+        TLOG_INFO("agent stopped", "reason=\"%s\"", m->reason);
     }
     PQclear(r);
     return res;

@@ -29,7 +29,7 @@ static const char upsert_sql[] =
     " runtime_path, command, source, registered_at FROM registry.images"
 
 static const listing_one image_row = {"read image", SELECT_IMAGES " WHERE reference = $1",
-                                      "unknown image"};
+                                      "unknown image", "image"};
 
 /* Store an image from its labels; false with err (a bad label) or on a
  * database error (*db true). */
@@ -78,7 +78,7 @@ static bool store(PGconn *conn, const char *ref, const char *digest, const char 
     free(ct);
     json_decref(mj);
     json_decref(ports);
-    if (ok) TLOG_INFO("image registered", "image=%s digest=%s source=%s", ref, digest, source);
+    if (ok) TLOG_INFO("image registered", "digest=%s source=%s", digest, source);
     return ok;
 }
 
@@ -120,10 +120,11 @@ bool images_find(PGconn *conn, const char *reference, image_info *out, bool *fou
         if (attempt > 0 || !reg_settings.auto_register_images) return true;
         bool not_found = false, bad = false;
         ts_err e = {{0}};
-        if (!register_from_oci(conn, reference, &not_found, &bad, &e)) {
-            TLOG_INFO("image auto-registration failed", "image=%s error=\"%s\"", reference, e.msg);
-            return true; /* not found: the caller names the image */
-        }
+        tlog_ctx_entity("image", reference); /* for the lines of the registration */
+        bool registered = register_from_oci(conn, reference, &not_found, &bad, &e);
+        if (!registered) TLOG_INFO("image auto-registration failed", "error=\"%s\"", e.msg);
+        tlog_ctx_entity(NULL, NULL);
+        if (!registered) return true; /* not found: the caller names the image */
     }
     return true;
 }
@@ -169,6 +170,7 @@ static void h_register(http_req *req, http_resp *resp, void *ctx)
         !pgjson_field_str(body, "architecture", false, 1, 32, &arch, resp) ||
         !pgjson_field_str(body, "digest", false, 0, 80, &digest, resp))
         goto out;
+    tlog_ctx_entity("image", ref);
     json_t *labels = json_object_get(body, "labels");
     json_t *command = json_object_get(body, "command");
     if ((labels && !json_is_object(labels)) || (command && !json_is_array(command))) {
@@ -227,9 +229,10 @@ static void h_delete(http_req *req, http_resp *resp, void *ctx)
     svc *s = ctx;
     reg_caller c;
     if (!caller_get_admin(req, resp, true, "images", &c)) return;
+    const char *p[] = {http_param(req, "ref")};
+    tlog_ctx_entity("image", p[0]);
     PGconn *conn = pgjson_get(s, resp);
     if (conn) {
-        const char *p[] = {http_param(req, "ref")};
         PGresult *r = pgjson_query(conn, resp, "delete image",
                                    "DELETE FROM registry.images WHERE reference = $1", 1, p);
         if (r) {
@@ -276,11 +279,13 @@ static void h_scan(http_req *req, http_resp *resp, void *ctx)
     {
         bool nf = false, bad = false;
         ts_err e = {{0}};
+        tlog_ctx_entity("image", json_string_value(r));
         if (register_from_oci(conn, json_string_value(r), &nf, &bad, &e))
             json_array_append(ok, r);
         else
             json_array_append_new(failed, json_pack("{s:O, s:s}", "reference", r, "error", e.msg));
     }
+    tlog_ctx_entity(NULL, NULL);
     http_reply_json(resp, 200, json_pack("{s:o, s:o}", "registered", ok, "failed", failed));
 out:
     json_decref(refs);

@@ -2,6 +2,7 @@
 #include "listing.h"
 
 #include "caller.h"
+#include "libcommon/log.h"
 #include "libcommon/pgjson.h"
 
 #include <stdlib.h>
@@ -63,8 +64,10 @@ void listing_admin_get(svc *s, http_req *req, http_resp *resp, const char *what,
 {
     reg_caller c;
     if (!caller_get_admin(req, resp, false, what, &c)) return;
+    const char *key = http_param(req, param);
+    tlog_ctx_entity(q->entity, key);
     PGconn *conn = pgjson_get(s, resp);
-    if (conn) listing_reply_one(resp, conn, q, http_param(req, param), 200);
+    if (conn) listing_reply_one(resp, conn, q, key, 200);
     pgjson_put(s, conn);
     caller_free(&c);
 }

@@ -38,6 +38,7 @@ typedef struct listing_one {
     const char *what;    /* the query's name in a problem answer: "read image" */
     const char *sql;     /* $1: the key */
     const char *missing; /* 404 not-found "<missing> <key>" when no row: "unknown image" */
+    const char *entity;  /* the key's name in the log context: "image" */
 } listing_one;
 
 /* Answer the row (pgjson_row_json) with status, or 404. */
@@ -45,7 +46,8 @@ void listing_reply_one(http_resp *resp, PGconn *conn, const listing_one *q, cons
                        int status);
 
 /* GET of one row by administrators: caller_get_admin (reading what, e.g.
- * "images"), then the row keyed by the route parameter param. */
+ * "images"), then the row keyed by the route parameter param (named in the
+ * thread's log context). */
 void listing_admin_get(svc *s, http_req *req, http_resp *resp, const char *what,
                        const listing_one *q, const char *param);
 

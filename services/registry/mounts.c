@@ -140,6 +140,7 @@ static void h_vfolder_mounts(http_req *req, http_resp *resp, void *ctx)
         http_problem(resp, 400, "invalid-api-params", NULL, "vfolder_id must be a UUID");
         return;
     }
+    tlog_ctx_entity("folder", id);
     PGconn *conn = pgjson_get(s, resp);
     if (!conn) return;
     json_t *probe = json_pack("[{s:s}]", "vfolder_id", id);

@@ -369,7 +369,6 @@ static const char live_sql[] =
 
 static void reconcile_agent(httpc *c, const char *agent_id, const char *addr)
 {
-    tlog_ctx_agent(agent_id);
     ts_err err = {{0}};
     /* the database first: what it says was true before the agent answers */
     PGconn *conn = reg_pg_get(&err);
@@ -392,7 +391,6 @@ static void reconcile_agent(httpc *c, const char *agent_id, const char *addr)
         json_decref(av.doc);
     }
     if (live) PQclear(live);
-    tlog_ctx_agent(NULL);
 }
 
 /* ---- sessions ------------------------------------------------------------------------------- */
@@ -416,6 +414,7 @@ static void reconcile_session(PGconn *conn, const char *sid)
     bool found = false;
     repair_kind kind = RK_COUNT;
     char why[200] = "";
+    tlog_ctx_session(sid); /* the status changes' lines */
     bool ok = pg_begin(conn, &err) && tr_lock(conn, sid, &s, &found, &err);
     int live = 0, running = 0, total = 0;
     if (ok && found) {
@@ -453,12 +452,14 @@ static void reconcile_session(PGconn *conn, const char *sid)
     }
     if (ok && pg_commit(conn, &err)) {
         ob_flush(&ob);
+        tlog_ctx_session(NULL); /* the repair's line names it */
         if (kind != RK_COUNT) repairs_record(kind, sid, NULL, NULL, why);
     } else {
         pg_rollback(conn);
         ob_discard(&ob);
-        TLOG_WARN("reconcile: session repair failed", "session=%s error=\"%s\"", sid, err.msg);
+        TLOG_WARN("reconcile: session repair failed", "error=\"%s\"", err.msg);
     }
+    tlog_ctx_session(NULL);
 }
 
 static void reconcile_sessions(void)

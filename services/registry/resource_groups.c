@@ -17,7 +17,7 @@
 
 static const listing_one group_row = {
     "read resource group", SELECT_GROUPS " FROM registry.resource_groups g WHERE g.name = $1",
-    "unknown resource group"};
+    "unknown resource group", "resource_group"};
 
 static void h_list(http_req *req, http_resp *resp, void *ctx)
 {

@@ -402,6 +402,7 @@ static void h_create(http_req *req, http_resp *resp, void *ctx)
     /* insert */
     char sid[TS_UUID_STRLEN];
     ts_uuid4(sid);
+    tlog_ctx_session(sid);
     json_t *kslots = slots_to_json(&cr.slots), *tslots = slots_to_json(&total);
     json_t *ropts = json_object();
     if (cr.shmem >= 0) {
@@ -493,14 +494,14 @@ static void h_create(http_req *req, http_resp *resp, void *ctx)
     else
         pg_rollback(conn);
     if (!ok) goto free_text;
-    TLOG_INFO("session enqueued", "session=%s name=%s owner=%s group=%s image=%s", sid, cr.name,
-              owner_ak, cr.resource_group, cr.image);
+    TLOG_INFO("session enqueued", "name=%s owner=%s group=%s image=%s", cr.name, owner_ak,
+              cr.resource_group, cr.image);
     /* wait registration before the scheduler can see it */
     if (!cr.enqueue_only && cr.max_wait_ms > 0)
         w = waiters_add(sid, (int)reg_settings.max_waiting_creates);
     if (!session_enqueued_publish(conn, sid, req->request_id, &err))
-        TLOG_WARN("SessionEnqueued not published yet (retried by the housekeeping)",
-                  "session=%s error=\"%s\"", sid, err.msg);
+        TLOG_WARN("SessionEnqueued not published yet (retried by the housekeeping)", "error=\"%s\"",
+                  err.msg);
     char reached[16] = "";
     if (w) {
         /* Do not hold a connection while waiting. */

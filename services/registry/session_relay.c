@@ -58,6 +58,7 @@ static bool find_main_kernel(PGconn *conn, http_resp *resp, const char *id, main
                                                                                        : "http://",
                  addr);
         ts_strlcpy(out->kernel_id, PQgetvalue(r, 0, 1), sizeof(out->kernel_id));
+        tlog_ctx_kernel(out->kernel_id);
         ok = true;
     }
     PQclear(r);

@@ -72,9 +72,10 @@ bool sessions_find(PGconn *conn, http_req *req, http_resp *resp, const reg_calle
     if (!r) return false;
     bool ok = PQntuples(r) == 1 && may_access(req, resp, c, PQgetvalue(r, 0, 1),
                                               PQgetvalue(r, 0, 2), PQgetvalue(r, 0, 3));
-    if (ok)
+    if (ok) {
         ts_strlcpy(id, PQgetvalue(r, 0, 0), TS_UUID_STRLEN);
-    else if (http_resp_status(resp) == 0)
+        tlog_ctx_session(id);
+    } else if (http_resp_status(resp) == 0)
         http_problem(resp, 404, "session-not-found", NULL, "no session %s", key);
     PQclear(r);
     return ok;
@@ -255,7 +256,7 @@ static void h_action(http_req *req, http_resp *resp, svc *s, action a)
     }
     pg_rollback(conn);
     ob_discard(&ob);
-    TLOG_ERROR("session action failed", "session=%s error=\"%s\"", id, err.msg);
+    TLOG_ERROR("session action failed", "error=\"%s\"", err.msg);
     http_problem(resp, 500, "internal-server-error", NULL, "database error");
 out:
     pgjson_put(s, conn);

@@ -1,12 +1,16 @@
 /* transitions.h: the session state machine's building blocks, used by the
- * event consumers (lifecycle.c, agents.c) and the HTTP handlers (sessions.c).
+ * event consumers (session_events.c, kernel_events.c, placements.c,
+ * kernel_steps.c, agents.c), the periodic work (pending_timeout.c,
+ * reconcile.c) and the HTTP handlers (sessions.c).
  *
  * Every function runs inside the caller's transaction, on a session row the
  * caller locked with tr_lock or tr_lock_many (SELECT ... FOR UPDATE: one
- * writer per session at a time, whichever thread), writes the history row of each status change and
- * puts the events and agent commands it decides into the outbox, which the
- * caller flushes after COMMIT. Callers check the current status first: these
- * functions do not guard again. */
+ * writer per session at a time, whichever thread), writes the history row of
+ * each status change and puts the events and agent commands it decides into
+ * the outbox, which the caller flushes after COMMIT. Callers check the
+ * current status first: these functions do not guard again. Each status
+ * change logs a "session status" line (name, from, to, reason); the caller
+ * names the session in the thread's log context (tlog_ctx_session). */
 #ifndef REGISTRY_TRANSITIONS_H
 #define REGISTRY_TRANSITIONS_H
 
