@@ -1,6 +1,8 @@
 /* agents.c: agents' life as the registry sees it (see agents.h). */
 #include "agents.h"
 
+#include "context.h"
+#include "db_common.h"
 #include "event_consumers.h"
 #include "libcommon/log.h"
 #include "libcommon/metrics.h"

@@ -20,7 +20,7 @@
 #ifndef REGISTRY_AGENTS_H
 #define REGISTRY_AGENTS_H
 
-#include "registry.h"
+#include "libcommon/svc.h"
 
 bool agents_start(svc *s, ts_err *err) TS_MUST_CHECK;
 void agents_stop(void);

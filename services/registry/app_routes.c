@@ -1,9 +1,9 @@
 /* app_routes.c: see app_routes.h. */
 #include "app_routes.h"
 
+#include "context.h"
 #include "libcommon/httpc.h"
 #include "libcommon/log.h"
-#include "registry.h"
 
 #include <pthread.h>
 #include <stdlib.h>

@@ -1,6 +1,7 @@
 /* batch_tx.c: see batch_tx.h. */
 #include "batch_tx.h"
 
+#include "db_common.h"
 #include "libcommon/log.h"
 
 #include <stdlib.h>

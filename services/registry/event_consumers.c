@@ -1,6 +1,7 @@
 /* event_consumers.c: see event_consumers.h. */
 #include "event_consumers.h"
 
+#include "context.h"
 #include <unistd.h>
 
 int reg_event_consumers(void)

@@ -10,7 +10,7 @@
 #include "libcommon/kbus.h"
 
 #include <stdatomic.h>
-#include "registry.h"
+#include "libcommon/svc.h"
 
 #define REG_MAX_EVENT_CONSUMERS 16
 

@@ -1,6 +1,7 @@
 /* housekeeping.c: see housekeeping.h. */
 #include "housekeeping.h"
 
+#include "context.h"
 #include "agents.h"
 #include "occupancy_sync.h"
 #include "pending_timeout.h"

@@ -18,7 +18,7 @@
 #ifndef REGISTRY_HOUSEKEEPING_H
 #define REGISTRY_HOUSEKEEPING_H
 
-#include "registry.h"
+#include "libcommon/svc.h"
 
 bool housekeeping_start(ts_err *err) TS_MUST_CHECK;
 void housekeeping_stop(void);

@@ -1,6 +1,8 @@
 /* images.c: see images.h. */
 #include "images.h"
 
+#include "context.h"
+#include "db_common.h"
 #include "caller.h"
 #include "libcommon/image_ref.h"
 #include "libcommon/log.h"

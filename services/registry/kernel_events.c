@@ -2,6 +2,7 @@
  * kernel_events.h), applied through batch_tx.h. */
 #include "kernel_events.h"
 
+#include "db_common.h"
 #include "batch_tx.h"
 #include "kernel_steps.h"
 #include "libcommon/log.h"

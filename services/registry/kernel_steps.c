@@ -4,6 +4,7 @@
  * for KernelStarted not of a newer generation than the event's. */
 #include "kernel_steps.h"
 
+#include "db_common.h"
 #include "libcommon/log.h"
 #include "pbutil.h"
 

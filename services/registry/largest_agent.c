@@ -1,6 +1,7 @@
 /* largest_agent.c: see largest_agent.h. */
 #include "largest_agent.h"
 
+#include "context.h"
 #include "libcommon/pgjson.h"
 
 #include <jansson.h>

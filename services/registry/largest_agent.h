@@ -13,7 +13,7 @@
 
 #include "libcommon/http.h"
 #include "libcommon/slots.h"
-#include "registry.h"
+#include "libcommon/svc.h"
 
 /* max: per slot, the largest any ALIVE agent of group has; agents: how many
  * there are (0: max is empty). fresh: read PostgreSQL even when an answer is

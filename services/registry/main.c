@@ -3,6 +3,7 @@
  * (registry.h lists them). */
 #include "agents.h"
 #include "auth_client.h"
+#include "context.h"
 #include "event_consumers.h"
 #include "housekeeping.h"
 #include "http_api.h"

@@ -1,6 +1,8 @@
 /* mounts.c: see mounts.h. */
 #include "mounts.h"
 
+#include "context.h"
+#include "db_common.h"
 #include "libcommon/httpc.h"
 #include "libcommon/log.h"
 #include "libcommon/pgjson.h"

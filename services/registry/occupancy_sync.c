@@ -1,6 +1,8 @@
 /* occupancy_sync.c: agent capacity and the rebuild (see occupancy_sync.h). */
 #include "occupancy_sync.h"
 
+#include "context.h"
+#include "db_common.h"
 #include "libcommon/log.h"
 #include "repairs.h"
 

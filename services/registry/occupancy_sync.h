@@ -13,7 +13,8 @@
 #define REGISTRY_OCCUPANCY_SYNC_H
 
 #include "libcommon/occupancy.h"
-#include "registry.h"
+#include "libcommon/svc.h"
+#include "libcommon/slots.h"
 
 /* The calling thread's occ (on its Redis connection). */
 occ *occupancy_handle(ts_err *err);

@@ -1,6 +1,7 @@
 /* oci.c: see oci.h. */
 #include "oci.h"
 
+#include "context.h"
 #include "libcommon/httpc.h"
 #include "libcommon/image_ref.h"
 

@@ -1,6 +1,7 @@
 /* pending_timeout.c: see pending_timeout.h. */
 #include "pending_timeout.h"
 
+#include "db_common.h"
 #include "libcommon/log.h"
 #include "transitions.h"
 

@@ -1,6 +1,7 @@
 /* placements.c: see placements.h. */
 #include "placements.h"
 
+#include "db_common.h"
 #include "libcommon/log.h"
 #include "pbutil.h"
 

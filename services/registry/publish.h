@@ -11,7 +11,7 @@
 #ifndef REGISTRY_PUBLISH_H
 #define REGISTRY_PUBLISH_H
 
-#include "registry.h"
+#include "libcommon/svc.h"
 
 #include <protobuf-c/protobuf-c.h>
 

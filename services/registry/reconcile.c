@@ -1,6 +1,8 @@
 /* reconcile.c: the database against the agents (see reconcile.h). */
 #include "reconcile.h"
 
+#include "context.h"
+#include "db_common.h"
 #include "libcommon/httpc.h"
 #include "libcommon/log.h"
 #include "libcommon/metrics.h"

@@ -37,7 +37,7 @@
 #ifndef REGISTRY_RECONCILE_H
 #define REGISTRY_RECONCILE_H
 
-#include "registry.h"
+#include "libcommon/svc.h"
 
 /* One pass now (housekeeping calls it every registry.kernel_reconcile_interval). */
 void reconcile_pass(void);

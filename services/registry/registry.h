@@ -1,31 +1,52 @@
-/* registry.h: what tessera-registry's modules share: the configuration, the
- * service handle, database and Redis helpers for code that is not an HTTP
- * handler (event consumers, periodic work), and the session statuses.
+/* registry.h: tessera-registry's table of contents, and the shared basics in
+ * one include (context.h: configuration and service handle; db_common.h:
+ * statuses, database and Redis helpers). Modules (one concern each; each x.c
+ * has its contract in x.h):
  *
- * Modules (one concern each):
- *   main.c             options and wiring
- *   http_api.c         routes
- *   caller.c           who calls (X-Tessera-Caller*), through auth_client.c
- *   auth_client.c      GET /v1/session-context on tessera-auth, through the cache
- *   context_cache.c    session contexts kept for registry.context_cache_ttl (LRU, bounded)
- *   auth_events.c      tessera.auth.v1 consumer: drops cached contexts
- *   session_create.c   POST /v1/sessions: parse, validate, insert, enqueue, wait
- *   largest_agent.c    per group, the largest agent's slots (cached) for the create
- *   mounts.c           vfolder mounts: resolved by tessera-vfolder, who mounts a folder
- *   validation.c       the create body (Backend.AI's shape) -> create_req
- *   sessions.c         get, list, destroy, restart, history
- *   session_view.c     a session as Backend.AI's camelCase JSON
- *   lifecycle.c        tessera.session.v1 / tessera.kernel.v1 consumers
- *   transitions.c      guarded status changes, history rows, agent commands
- *   waiters.c          create calls waiting for RUNNING (condition variable)
- *   agents.c           tessera.agent.v1 consumer (heartbeats batched), LOST detection
- *   agents_admin.c     admin API for agents
- *   occupancy_sync.c   agent capacity in Redis, rebuild after a loss, stale reservations
- *   reconcile.c        agents' kernels against the database, stuck sessions re-driven
- *   route_sync.c       wsproxy's app routes kept in PostgreSQL, restored after a Redis loss
- *   resource_groups.c  admin API
- *   images.c, oci.c    admin API, registration from the OCI registry
- *   publish.c          events out (tessera.session.v1, tessera.agent.cmd.<id>) */
+ *   wiring
+ *     main.c             options, set-up, start and stop (nothing calls it)
+ *     context.c          the configuration and the service handle (a leaf)
+ *     http_api.c         the routes, one module per concern
+ *     lifecycle.c        the session and kernel consumer groups
+ *     event_consumers.c  consumer groups of registry.event_consumers consumers
+ *     housekeeping.c     the periodic work, on two threads
+ *   the session API (HTTP)
+ *     session_create.c   POST /v1/sessions: parse, validate, insert, enqueue, wait
+ *     validation.c       the create body (Backend.AI's shape) -> create_req
+ *     largest_agent.c    per group, the largest agent's slots (cached) for the create
+ *     mounts.c           vfolder mounts: resolved by tessera-vfolder, who mounts a folder
+ *     images.c, oci.c    images: found (auto-registered) for a create; admin API;
+ *                        registration from the OCI registry
+ *     sessions.c         get, list, destroy, restart, history
+ *     session_relay.c    execute, logs and app starts relayed to the agent
+ *     session_view.c     a session as Backend.AI's camelCase JSON
+ *     listing.c          paged lists and single rows as the API answers them
+ *     caller.c           who calls (X-Tessera-Caller*), through auth_client.c
+ *     auth_client.c      GET /v1/session-context on tessera-auth, through the cache
+ *     context_cache.c    session contexts kept for registry.context_cache_ttl (LRU, bounded)
+ *     auth_events.c      tessera.auth.v1 consumer: drops cached contexts
+ *   the session lifecycle (events)
+ *     session_enqueued.c SessionEnqueued out (after a create; republished)
+ *     session_events.c   tessera.session.v1 consumer: placements
+ *     kernel_events.c    tessera.kernel.v1 consumer: the agents' kernel events
+ *     batch_tx.c         one transaction per batch of session-bound events
+ *     placements.c       a batch's placements in three statements
+ *     kernel_steps.c     a batch's KernelCreating / KernelStarted in a few statements
+ *     transitions.c      guarded status changes, history rows, agent commands
+ *     pending_timeout.c  PENDING sessions past their group's pending_timeout cancelled
+ *     publish.c          the outbox: events out after COMMIT, waiter notifications
+ *     waiters.c          create calls waiting for RUNNING (condition variable)
+ *     app_routes.c       wsproxy's routes of an ended session removed
+ *     pbutil.c           protobuf messages <-> the stored JSON
+ *     db_common.c        statuses, database and Redis helpers
+ *   agents and reconciliation
+ *     agents.c           tessera.agent.v1 consumer (heartbeats batched), LOST detection
+ *     agents_admin.c     admin API for agents
+ *     resource_groups.c  admin API for resource groups
+ *     occupancy_sync.c   agent capacity in Redis, rebuild after a loss, stale reservations
+ *     reconcile.c        agents' kernels against the database, stuck sessions re-driven
+ *     route_sync.c       wsproxy's app routes kept in PostgreSQL, restored after a Redis loss
+ *     repairs.c          the repairs' record (log, counters) and their confirmation */
 #ifndef REGISTRY_H
 #define REGISTRY_H
 

@@ -2,6 +2,7 @@
  * session_events.h), applied through batch_tx.h. */
 #include "session_events.h"
 
+#include "db_common.h"
 #include "batch_tx.h"
 #include "libcommon/log.h"
 #include "placements.h"

@@ -10,7 +10,7 @@
 #ifndef REGISTRY_SESSION_VIEW_H
 #define REGISTRY_SESSION_VIEW_H
 
-#include "registry.h"
+#include "libcommon/svc.h"
 
 /* SELECT list and FROM for session_view_json (add WHERE / ORDER). */
 extern const char session_view_sql[];

@@ -2,6 +2,7 @@
  * create is session_create.c. */
 #include "sessions.h"
 
+#include "db_common.h"
 #include "caller.h"
 #include "libcommon/log.h"
 #include "libcommon/pgjson.h"

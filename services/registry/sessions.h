@@ -19,7 +19,7 @@
 #ifndef REGISTRY_SESSIONS_H
 #define REGISTRY_SESSIONS_H
 
-#include "registry.h"
+#include "libcommon/svc.h"
 
 #include "caller.h"
 

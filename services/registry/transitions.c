@@ -2,6 +2,7 @@
  * commands (see transitions.h). */
 #include "transitions.h"
 
+#include "db_common.h"
 #include "libcommon/log.h"
 #include "pbutil.h"
 #include "tessera/v1/agent_cmd.pb-c.h"

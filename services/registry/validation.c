@@ -1,6 +1,7 @@
 /* validation.c: see validation.h. */
 #include "validation.h"
 
+#include "context.h"
 #include "libcommon/image_ref.h"
 #include "mounts.h"
 

@@ -6,7 +6,8 @@
 #ifndef REGISTRY_VALIDATION_H
 #define REGISTRY_VALIDATION_H
 
-#include "registry.h"
+#include "libcommon/svc.h"
+#include "libcommon/slots.h"
 
 typedef struct create_req {
     const char *image;          /* image or legacy lang */
