@@ -1,8 +1,8 @@
 /* housekeeping.c: see housekeeping.h. */
 #include "housekeeping.h"
 
-#include "context.h"
 #include "agents.h"
+#include "context.h"
 #include "occupancy_sync.h"
 #include "pending_timeout.h"
 #include "reconcile.h"

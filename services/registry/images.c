@@ -1,9 +1,9 @@
 /* images.c: see images.h. */
 #include "images.h"
 
+#include "caller.h"
 #include "context.h"
 #include "db_common.h"
-#include "caller.h"
 #include "libcommon/image_ref.h"
 #include "libcommon/log.h"
 #include "libcommon/pgjson.h"

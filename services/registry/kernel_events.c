@@ -2,8 +2,8 @@
  * kernel_events.h), applied through batch_tx.h. */
 #include "kernel_events.h"
 
-#include "db_common.h"
 #include "batch_tx.h"
+#include "db_common.h"
 #include "kernel_steps.h"
 #include "libcommon/log.h"
 #include "pbutil.h"

@@ -1,9 +1,9 @@
 /* publish.c: the outbox (see publish.h). */
 #include "publish.h"
 
+#include "app_routes.h"
 #include "context.h"
 #include "db_common.h"
-#include "app_routes.h"
 #include "libcommon/log.h"
 #include "waiters.h"
 

@@ -1,9 +1,9 @@
 /* route_sync.c: wsproxy's app routes kept and restored (see route_sync.h). */
 #include "route_sync.h"
 
+#include "app_routes.h"
 #include "context.h"
 #include "db_common.h"
-#include "app_routes.h"
 #include "libcommon/httpc.h"
 #include "libcommon/log.h"
 #include "repairs.h"

@@ -2,8 +2,8 @@
  * session_events.h), applied through batch_tx.h. */
 #include "session_events.h"
 
-#include "db_common.h"
 #include "batch_tx.h"
+#include "db_common.h"
 #include "libcommon/log.h"
 #include "placements.h"
 #include "tessera/v1/session.pb-c.h"

@@ -2,8 +2,8 @@
  * create is session_create.c. */
 #include "sessions.h"
 
-#include "db_common.h"
 #include "caller.h"
+#include "db_common.h"
 #include "libcommon/log.h"
 #include "libcommon/pgjson.h"
 #include "listing.h"

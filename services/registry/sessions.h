@@ -1,15 +1,18 @@
 /* sessions.h: the registry's internal session API (called by the gateway
  * with the caller headers; docs/sessions.md):
  *
- *   POST   /v1/sessions                       create (body as Backend.AI's POST /session)
+ *   POST   /v1/sessions                       create (session_create.h)
  *   GET    /v1/sessions?owner=&status=&type=&limit=&offset=   list
  *   GET    /v1/sessions/{name-or-id}?owner_access_key=       info
  *   DELETE /v1/sessions/{name-or-id}?forced=&owner_access_key=   destroy / cancel
  *   PATCH  /v1/sessions/{name-or-id}?owner_access_key=       restart
  *   GET    /v1/sessions/{name-or-id}/history?owner_access_key=
- *   POST   /v1/sessions/{name-or-id}/execute  relayed to the main kernel's agent
- *   GET    /v1/sessions/{name-or-id}/logs     relayed to the main kernel's agent
+ *   POST   /v1/sessions/{name-or-id}/execute, GET .../logs,
+ *          POST .../apps/{app}/start           relayed to the main kernel's
+ *                                              agent (session_relay.h)
  *
+ * This module: list, info, destroy, restart and history, and how the others
+ * find the session a request names (sessions_find).
  * {name-or-id}: a session id (UUID), or a name among the sessions of the
  * caller's keypair (owner_access_key: another keypair's, for administrators);
  * a live session of that name first, else the most recent one.
