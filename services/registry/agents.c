@@ -1,6 +1,8 @@
 /* agents.c: agents' life as the registry sees it (see agents.h). */
 #include "agents.h"
 
+#include "context.h"
+#include "db_common.h"
 #include "event_consumers.h"
 #include "libcommon/log.h"
 #include "libcommon/metrics.h"
@@ -143,7 +145,7 @@ static kbus_result agent_alive(const char *id, const char *group, const char *ar
         ts_err_prefix(err, "agent %s capacity to Redis", id);
     json_decref(cur_s);
     json_decref(cur_d);
-    if (started) TLOG_INFO("agent started", "agent=%s group=%s arch=%s", id, group, arch);
+    if (started) TLOG_INFO("agent started", "group=%s arch=%s", group, arch);
     return res;
 }
 
@@ -176,6 +178,7 @@ static bool fail_sessions_of(const char *agent_id, ts_err *err)
         sess s;
         bool found = false;
         const char *kp[] = {sid, agent_id, reason};
+        tlog_ctx_session(sid);
         ok = pg_begin(conn, err) && tr_lock(conn, sid, &s, &found, err);
         if (ok && found && !reg_status_final(s.status)) {
             ok = reg_run(conn,
@@ -193,6 +196,7 @@ static bool fail_sessions_of(const char *agent_id, ts_err *err)
             pg_rollback(conn);
             ob_discard(&ob);
         }
+        tlog_ctx_session(NULL);
     }
     PQclear(r);
     reg_pg_put(conn);
@@ -215,13 +219,12 @@ static bool mark_lost(const char *agent_id, const char *why, bool announce, ts_e
     reg_pg_put(conn);
     if (!r) return false;
     if (PQntuples(r) == 1) {
-        TLOG_WARN("agent lost", "agent=%s why=\"%s\"", agent_id, why);
+        TLOG_WARN("agent lost", "why=\"%s\"", why);
         json_t *sj = json_loads(PQgetvalue(r, 0, 0), 0, NULL);
         json_t *dj = json_loads(PQgetvalue(r, 0, 1), 0, NULL);
         ts_err e;
         if (!occupancy_write_agent(agent_id, sj, dj, false, &e))
-            TLOG_WARN("could not mark the agent unschedulable in Redis", "agent=%s error=\"%s\"",
-                      agent_id, e.msg);
+            TLOG_WARN("could not mark the agent unschedulable in Redis", "error=\"%s\"", e.msg);
         json_decref(sj);
         json_decref(dj);
         if (announce) {
@@ -244,7 +247,7 @@ void agents_check_lost(void)
     ts_err err = {{0}};
     PGconn *conn = reg_pg_get(&err);
     char ms[24];
-    snprintf(ms, sizeof(ms), "%lld", (long long)reg_cfg.agent_lost_timeout_ms);
+    snprintf(ms, sizeof(ms), "%lld", (long long)reg_settings.agent_lost_timeout_ms);
     const char *p[] = {ms};
     PGresult *r = conn ? reg_exec(conn,
                                   "SELECT id FROM registry.agents WHERE status = 'ALIVE'"
@@ -259,10 +262,11 @@ void agents_check_lost(void)
     for (int i = 0; i < PQntuples(r); i++) {
         char why[128];
         snprintf(why, sizeof(why), "no heartbeat for %lld ms",
-                 (long long)reg_cfg.agent_lost_timeout_ms);
+                 (long long)reg_settings.agent_lost_timeout_ms);
+        tlog_ctx_agent(PQgetvalue(r, i, 0));
         if (!mark_lost(PQgetvalue(r, i, 0), why, true, &err))
-            TLOG_WARN("marking an agent lost failed", "agent=%s error=\"%s\"", PQgetvalue(r, i, 0),
-                      err.msg);
+            TLOG_WARN("marking an agent lost failed", "error=\"%s\"", err.msg);
+        tlog_ctx_agent(NULL);
     }
     PQclear(r);
 }
@@ -298,7 +302,7 @@ static kbus_result on_stopped(const Tessera__V1__AgentStopped *m, ts_err *reason
         if (!occupancy_write_agent(m->agent_id, sj, dj, false, reason)) res = KBUS_RETRY;
         json_decref(sj);
         json_decref(dj);
-        TLOG_INFO("agent stopped", "agent=%s reason=\"%s\"", m->agent_id, m->reason);
+        TLOG_INFO("agent stopped", "reason=\"%s\"", m->reason);
     }
     PQclear(r);
     return res;

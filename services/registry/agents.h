@@ -16,19 +16,14 @@
  * registry.agent_lost_timeout become LOST, unschedulable in Redis; the
  * registry publishes AgentStopped{reason "lost"}; every live session with a
  * kernel there ends in ERROR "agent <id> lost" (SessionFailed: the scheduler
- * releases its slots; its kernels on other agents get DestroyKernel).
- *
- * Admin API (administrators): GET /v1/admin/agents?status=&resource_group=
- * &limit=&offset= and GET /v1/admin/agents/{id}: capacity (slots, devices),
- * occupancy from Redis (occupied_slots, devices[].occupied_shares), status. */
+ * releases its slots; its kernels on other agents get DestroyKernel). */
 #ifndef REGISTRY_AGENTS_H
 #define REGISTRY_AGENTS_H
 
-#include "registry.h"
+#include "libcommon/svc.h"
 
 bool agents_start(svc *s, ts_err *err) TS_MUST_CHECK;
 void agents_stop(void);
 void agents_check_lost(void);
-void agents_routes(svc *s);
 
 #endif

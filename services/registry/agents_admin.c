@@ -1,13 +1,13 @@
-/* agents_admin.c: the administrators' view of agents (see agents.h):
- * GET /v1/admin/agents and /v1/admin/agents/{id}, capacity from PostgreSQL,
- * occupancy from Redis. */
-#include "agents.h"
+/* agents_admin.c: the administrators' view of agents (see agents_admin.h):
+ * capacity from PostgreSQL, occupancy from Redis. */
+#include "agents_admin.h"
 
 #include "caller.h"
-#include "libcommon/pgjson.h"
+#include "libcommon/log.h"
+#include "listing.h"
 #include "occupancy_sync.h"
 
-#include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 static const char list_sql[] =
@@ -17,8 +17,8 @@ static const char list_sql[] =
     "   AS kernels, count(*) OVER () AS total"
     " FROM registry.agents a WHERE ($1::text IS NULL OR status = $1)"
     " AND ($2::text IS NULL OR resource_group = $2)"
-    " AND ($5::text IS NULL OR id = $5)"
-    " ORDER BY id LIMIT $3::bigint OFFSET $4::bigint";
+    " AND ($3::text IS NULL OR id = $3)"
+    " ORDER BY id LIMIT $4::bigint OFFSET $5::bigint";
 
 /* Occupancy from Redis: "occupied_slots" and per-device "occupied_shares". */
 static void add_occupancy(json_t *agent)
@@ -48,71 +48,36 @@ static void add_occupancy(json_t *agent)
     }
 }
 
-static bool admin_caller(http_req *req, http_resp *resp, reg_caller *c)
+/* An agent with its occupancy. */
+static json_t *agent_row(const PGresult *r, int row)
 {
-    if (!caller_get(req, resp, NULL, c)) return false;
-    if (!caller_is_admin(c)) {
-        http_problem(resp, 403, "forbidden", NULL, "only administrators may list agents");
-        caller_free(c);
-        return false;
-    }
-    return true;
+    json_t *a = listing_row_json(r, row);
+    add_occupancy(a);
+    return a;
 }
 
-static void list_agents(http_req *req, http_resp *resp, svc *s, const char *id)
+/* GET /v1/admin/agents, and /v1/admin/agents/{id}: that agent alone. */
+static void h_agents(http_req *req, http_resp *resp, void *ctx)
 {
+    const char *id = http_param(req, "id");
     reg_caller c;
-    if (!admin_caller(req, resp, &c)) return;
-    pgjson_page pg;
-    if (!pgjson_page_parse(req, resp, &pg)) {
-        caller_free(&c);
-        return;
-    }
-    PGconn *conn = pgjson_get(s, resp);
-    if (!conn) {
-        caller_free(&c);
-        return;
-    }
-    const char *p[] = {http_query_arg(req, "status"), http_query_arg(req, "resource_group"),
-                       pg.limit_s, pg.offset_s, id};
-    PGresult *r = pgjson_query(conn, resp, "list agents", list_sql, 5, p);
-    if (r) {
-        long long total = PQntuples(r) ? atoll(PQgetvalue(r, 0, PQnfields(r) - 1)) : 0;
-        json_t *items = pgjson_rows_json(r);
-        size_t i;
-        json_t *a;
-        json_array_foreach(items, i, a)
-        {
-            json_object_del(a, "total");
-            add_occupancy(a);
-        }
-        if (id) {
-            if (json_array_size(items) == 1)
-                http_reply_json(resp, 200, json_incref(json_array_get(items, 0)));
-            else
-                http_problem(resp, 404, "not-found", NULL, "unknown agent %s", id);
-            json_decref(items);
-        } else {
-            http_reply_json(resp, 200, pgjson_page_json(items, total, &pg));
-        }
-        PQclear(r);
-    }
-    pgjson_put(s, conn);
+    if (!caller_get_admin(req, resp, false, "agents", &c)) return;
+    if (id) tlog_ctx_agent(id);
+    char missing[200];
+    snprintf(missing, sizeof(missing), "unknown agent %s", id ? id : "");
+    listing l = {
+        .what = "list agents",
+        .sql = list_sql,
+        .params = {http_query_arg(req, "status"), http_query_arg(req, "resource_group"), id},
+        .n_params = 3,
+        .row = agent_row,
+        .missing = id ? missing : NULL};
+    listing_reply(ctx, req, resp, &l);
     caller_free(&c);
 }
 
-static void h_list(http_req *req, http_resp *resp, void *ctx)
+void agents_admin_routes(svc *s)
 {
-    list_agents(req, resp, ctx, NULL);
-}
-
-static void h_get(http_req *req, http_resp *resp, void *ctx)
-{
-    list_agents(req, resp, ctx, http_param(req, "id"));
-}
-
-void agents_routes(svc *s)
-{
-    http_route(svc_router(s), "GET", "/v1/admin/agents", h_list, s);
-    http_route(svc_router(s), "GET", "/v1/admin/agents/{id}", h_get, s);
+    http_route(svc_router(s), "GET", "/v1/admin/agents", h_agents, s);
+    http_route(svc_router(s), "GET", "/v1/admin/agents/{id}", h_agents, s);
 }

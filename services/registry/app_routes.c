@@ -1,9 +1,9 @@
 /* app_routes.c: see app_routes.h. */
 #include "app_routes.h"
 
+#include "context.h"
 #include "libcommon/httpc.h"
 #include "libcommon/log.h"
-#include "registry.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -20,7 +20,7 @@ static bool g_started;
 
 static void _revoke_now(httpc *c, const char *session_id)
 {
-    char *url = ts_asprintf("%s/v1/sessions/%s/routes", reg_cfg.wsproxy_url, session_id);
+    char *url = ts_asprintf("%s/v1/sessions/%s/routes", reg_settings.wsproxy_url, session_id);
     ts_err err = {{0}};
     long status = 0;
     json_t *answer = NULL;
@@ -57,7 +57,7 @@ static void *_worker(void *arg)
 
 void app_routes_revoke(const char *session_id)
 {
-    if (!reg_cfg.wsproxy_url || !*reg_cfg.wsproxy_url) return;
+    if (!reg_settings.wsproxy_url || !*reg_settings.wsproxy_url) return;
     pthread_mutex_lock(&g_mu);
     if (!g_started) {
         pthread_t t;

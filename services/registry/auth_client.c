@@ -9,10 +9,10 @@ static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static void _make(void)
 {
     authctx_opts o = {
-        .auth_url = reg_cfg.auth_url,
-        .timeout_ms = reg_cfg.auth_timeout_ms,
-        .cache_ttl_ms = reg_cfg.context_cache_ttl_ms,
-        .cache_entries = reg_cfg.context_cache_entries,
+        .auth_url = reg_settings.auth_url,
+        .timeout_ms = reg_settings.auth_timeout_ms,
+        .cache_ttl_ms = reg_settings.context_cache_ttl_ms,
+        .cache_entries = reg_settings.context_cache_entries,
         .metrics_prefix = "tessera_registry",
     };
     g_ctx = authctx_new(&o);

@@ -8,7 +8,7 @@
 #define REGISTRY_AUTH_CLIENT_H
 
 #include "libcommon/authctx.h"
-#include "registry.h"
+#include "context.h"
 
 /* The cache, its invalidation consumer and metrics (start hook); no cache
  * and no consumer when registry.context_cache_ttl is 0. */

@@ -1,6 +1,7 @@
-/* db_common.c: database and Redis helpers for the registry's event consumers
- * and periodic work (see registry.h). HTTP handlers use libcommon/pgjson.h. */
-#include "registry.h"
+/* db_common.c: statuses, database and Redis helpers (see db_common.h). */
+#include "db_common.h"
+
+#include "context.h"
 
 #include "libcommon/log.h"
 #include "libcommon/pg.h"
@@ -15,7 +16,7 @@ bool reg_status_final(const char *status)
 
 PGconn *reg_pg_get(ts_err *err)
 {
-    pg_pool *pool = svc_pg(reg_svc);
+    pg_pool *pool = svc_pg(reg_service());
     if (!pool) {
         ts_err_set(err, "the database is not connected yet");
         return NULL;
@@ -25,7 +26,7 @@ PGconn *reg_pg_get(ts_err *err)
 
 void reg_pg_put(PGconn *conn)
 {
-    if (conn) pg_pool_put(svc_pg(reg_svc), conn);
+    if (conn) pg_pool_put(svc_pg(reg_service()), conn);
 }
 
 static PGresult *checked(PGresult *r, ts_err *err)
@@ -77,5 +78,5 @@ bool reg_run(PGconn *conn, const char *sql, int n, const char *const *params, ts
 
 rds *reg_redis(ts_err *err)
 {
-    return svc_redis(reg_svc, err);
+    return svc_redis(reg_service(), err);
 }

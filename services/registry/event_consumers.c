@@ -1,11 +1,12 @@
 /* event_consumers.c: see event_consumers.h. */
 #include "event_consumers.h"
 
+#include "context.h"
 #include <unistd.h>
 
 int reg_event_consumers(void)
 {
-    int n = (int)reg_cfg.event_consumers;
+    int n = (int)reg_settings.event_consumers;
     if (n == 0) {
         /* auto: one on a machine of two CPUs or fewer, where the fetch loops
          * and database writers of three per group took the scheduler's CPU

@@ -10,7 +10,7 @@
 #include "libcommon/kbus.h"
 
 #include <stdatomic.h>
-#include "registry.h"
+#include "libcommon/svc.h"
 
 #define REG_MAX_EVENT_CONSUMERS 16
 
@@ -38,6 +38,6 @@ void reg_consumers_stop(reg_consumers *rc);
  * topic is assigned to one of the group's consumers. Consumers joining one
  * after another rebalance the group a few times at start; events wait while
  * that lasts, so the registry is not ready before. Once true, stays true. */
-bool reg_consumers_check(svc *s, void *ctx, ts_err *err);
+bool reg_consumers_check(svc *s, void *ctx, ts_err *err) TS_MUST_CHECK;
 
 #endif

@@ -2,11 +2,12 @@
 #include "housekeeping.h"
 
 #include "agents.h"
+#include "context.h"
 #include "occupancy_sync.h"
 #include "pending_timeout.h"
 #include "reconcile.h"
 #include "route_sync.h"
-#include "sessions.h"
+#include "session_enqueued.h"
 
 #include "libcommon/deps.h"
 #include "libcommon/log.h"
@@ -25,53 +26,55 @@ static bool started;
  * from a deaf registry. */
 static bool hearing(void)
 {
-    if (deps_is_down(DEP_POSTGRESQL) || kbus_paused(svc_bus(reg_svc), NULL) > 0) return false;
+    if (deps_is_down(DEP_POSTGRESQL) || kbus_paused(svc_bus(reg_service()), NULL) > 0) return false;
     ts_err err = {{0}};
-    return kbus_ping(svc_bus(reg_svc), 1000, &err);
+    return kbus_ping(svc_bus(reg_service()), 1000, &err);
 }
 
 static void *loop(void *arg)
 {
     (void)arg;
     int64_t start = ts_now_mono_ms();
-    int64_t next_lost = start + reg_cfg.agent_lost_timeout_ms;
-    int64_t next_occ = start + reg_cfg.reconcile_interval_ms;
+    int64_t next_lost = start + reg_settings.agent_lost_timeout_ms;
+    int64_t next_occ = start + reg_settings.reconcile_interval_ms;
     int64_t next_pub = start + 2000;
-    int64_t next_pending = start + reg_cfg.pending_check_interval_ms;
+    int64_t next_pending = start + reg_settings.pending_check_interval_ms;
     int64_t deaf_since = 0;
     while (atomic_load(&running)) {
         int64_t now = ts_now_mono_ms();
         if (now >= next_lost) {
             if (hearing()) {
                 agents_check_lost();
-                next_lost = now + reg_cfg.lost_check_interval_ms;
+                next_lost = now + reg_settings.lost_check_interval_ms;
             } else {
                 /* Deaf: once hearing again, the heartbeats held on the bus
                  * meanwhile are applied before anyone is judged lost. */
                 if (deaf_since == 0)
                     TLOG_WARN("lost-agent check held: the registry does not hear agents",
                               "until=\"the bus and PostgreSQL answer, then %lld ms\"",
-                              (long long)reg_cfg.agent_lost_timeout_ms);
+                              (long long)reg_settings.agent_lost_timeout_ms);
                 deaf_since = now;
-                next_lost = now + reg_cfg.agent_lost_timeout_ms;
+                next_lost = now + reg_settings.agent_lost_timeout_ms;
             }
         }
-        if (deaf_since && now - deaf_since > reg_cfg.agent_lost_timeout_ms) {
+        if (deaf_since && now - deaf_since > reg_settings.agent_lost_timeout_ms) {
             TLOG_INFO("lost-agent check resumes", "");
             deaf_since = 0;
         }
         if (now >= next_occ) {
-            (void)occupancy_check();
+            /* a failure is logged there; the next interval checks again */
+            TS_IGNORE(occupancy_check());
             route_sync_pass();
-            next_occ = now + reg_cfg.reconcile_interval_ms;
+            next_occ = now + reg_settings.reconcile_interval_ms;
         }
         if (now >= next_pub) {
-            sessions_republish_pending();
+            session_enqueued_republish();
             next_pub = now + 2000;
         }
         if (now >= next_pending) {
-            (void)pending_timeout_sweep();
-            next_pending = now + reg_cfg.pending_check_interval_ms;
+            int cancelled; /* logged one by one there */
+            TS_IGNORE(pending_timeout_sweep(&cancelled));
+            next_pending = now + reg_settings.pending_check_interval_ms;
         }
         usleep(100 * 1000);
     }
@@ -83,11 +86,11 @@ static void *loop(void *arg)
 static void *reconcile_loop(void *arg)
 {
     (void)arg;
-    int64_t next = ts_now_mono_ms() + reg_cfg.kernel_reconcile_interval_ms;
+    int64_t next = ts_now_mono_ms() + reg_settings.kernel_reconcile_interval_ms;
     while (atomic_load(&running)) {
         if (ts_now_mono_ms() >= next) {
             reconcile_pass();
-            next = ts_now_mono_ms() + reg_cfg.kernel_reconcile_interval_ms;
+            next = ts_now_mono_ms() + reg_settings.kernel_reconcile_interval_ms;
         }
         usleep(100 * 1000);
     }
@@ -101,7 +104,7 @@ bool housekeeping_start(ts_err *err)
         ts_err_set(err, "housekeeping thread: cannot start");
         return false;
     }
-    if (reg_cfg.kernel_reconcile_interval_ms > 0 &&
+    if (reg_settings.kernel_reconcile_interval_ms > 0 &&
         pthread_create(&reconcile_thread, NULL, reconcile_loop, NULL) != 0) {
         atomic_store(&running, false);
         pthread_join(thread, NULL);
@@ -117,6 +120,6 @@ void housekeeping_stop(void)
     if (!started) return;
     atomic_store(&running, false);
     pthread_join(thread, NULL);
-    if (reg_cfg.kernel_reconcile_interval_ms > 0) pthread_join(reconcile_thread, NULL);
+    if (reg_settings.kernel_reconcile_interval_ms > 0) pthread_join(reconcile_thread, NULL);
     started = false;
 }

@@ -13,12 +13,12 @@
  *                                        restored after a Redis loss)
  *   every registry.kernel_reconcile_interval reconcile_pass (agents' kernels,
  *                                        stuck sessions, reservations)
- *   every 2 s                            sessions_republish_pending
+ *   every 2 s                            session_enqueued_republish
  *   every registry.pending_check_interval pending_timeout_sweep */
 #ifndef REGISTRY_HOUSEKEEPING_H
 #define REGISTRY_HOUSEKEEPING_H
 
-#include "registry.h"
+#include "libcommon/svc.h"
 
 bool housekeeping_start(ts_err *err) TS_MUST_CHECK;
 void housekeeping_stop(void);

@@ -2,17 +2,20 @@
  * handler gets the svc as its context. */
 #include "http_api.h"
 
-#include "agents.h"
+#include "agents_admin.h"
 #include "images.h"
 #include "mounts.h"
 #include "resource_groups.h"
+#include "session_create.h"
+#include "session_relay.h"
 #include "sessions.h"
 
 void registry_routes(svc *s)
 {
+    session_create_routes(s);  /* POST /v1/sessions (session_create.h) */
     sessions_routes(s);        /* /v1/sessions... (sessions.h) */
-    sessions_relay_routes(s);  /* /v1/sessions/{id}/execute and /logs (session_relay.c) */
-    agents_routes(s);          /* /v1/admin/agents... */
+    session_relay_routes(s);   /* /v1/sessions/{id}/execute, /logs, /apps (session_relay.h) */
+    agents_admin_routes(s);    /* /v1/admin/agents... (agents_admin.h) */
     resource_groups_routes(s); /* /v1/admin/resource-groups... */
     images_routes(s);          /* /v1/admin/images... */
     mounts_routes(s);          /* /v1/vfolder-mounts/{vfolder_id} (mounts.h) */

@@ -2,7 +2,7 @@
 #ifndef REGISTRY_HTTP_API_H
 #define REGISTRY_HTTP_API_H
 
-#include "registry.h"
+#include "libcommon/svc.h"
 
 void registry_routes(svc *s);
 

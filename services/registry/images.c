@@ -2,9 +2,12 @@
 #include "images.h"
 
 #include "caller.h"
+#include "context.h"
+#include "db_common.h"
 #include "libcommon/image_ref.h"
 #include "libcommon/log.h"
 #include "libcommon/pgjson.h"
+#include "listing.h"
 #include "oci.h"
 #include "pbutil.h"
 
@@ -23,9 +26,12 @@ static const char upsert_sql[] =
     " runtime_type = EXCLUDED.runtime_type, runtime_path = EXCLUDED.runtime_path,"
     " command = EXCLUDED.command, source = EXCLUDED.source, registered_at = now()";
 
-static const char select_sql[] =
-    "SELECT reference, digest, architecture, labels, service_ports, min_slots, runtime_type,"
-    " runtime_path, command, source, registered_at FROM registry.images";
+#define SELECT_IMAGES                                                                              \
+    "SELECT reference, digest, architecture, labels, service_ports, min_slots, runtime_type,"      \
+    " runtime_path, command, source, registered_at FROM registry.images"
+
+static const listing_one image_row = {"read image", SELECT_IMAGES " WHERE reference = $1",
+                                      "unknown image", "image"};
 
 /* Store an image from its labels; false with err (a bad label) or on a
  * database error (*db true). */
@@ -74,7 +80,7 @@ static bool store(PGconn *conn, const char *ref, const char *digest, const char 
     free(ct);
     json_decref(mj);
     json_decref(ports);
-    if (ok) TLOG_INFO("image registered", "image=%s digest=%s source=%s", ref, digest, source);
+    if (ok) TLOG_INFO("image registered", "digest=%s source=%s", digest, source);
     return ok;
 }
 
@@ -113,13 +119,14 @@ bool images_find(PGconn *conn, const char *reference, image_info *out, bool *fou
             return true;
         }
         PQclear(r);
-        if (attempt > 0 || !reg_cfg.auto_register_images) return true;
+        if (attempt > 0 || !reg_settings.auto_register_images) return true;
         bool not_found = false, bad = false;
         ts_err e = {{0}};
-        if (!register_from_oci(conn, reference, &not_found, &bad, &e)) {
-            TLOG_INFO("image auto-registration failed", "image=%s error=\"%s\"", reference, e.msg);
-            return true; /* not found: the caller names the image */
-        }
+        tlog_ctx_entity("image", reference); /* for the lines of the registration */
+        bool registered = register_from_oci(conn, reference, &not_found, &bad, &e);
+        if (!registered) TLOG_INFO("image auto-registration failed", "error=\"%s\"", e.msg);
+        tlog_ctx_entity(NULL, NULL);
+        if (!registered) return true; /* not found: the caller names the image */
     }
     return true;
 }
@@ -134,52 +141,20 @@ void image_info_free(image_info *im)
 /* ---- admin API --------------------------------------------------------------------------------
  */
 
-static void reply_image(http_resp *resp, PGconn *conn, const char *ref, int status)
-{
-    char *sql = ts_asprintf("%s WHERE reference = $1", select_sql);
-    const char *p[] = {ref};
-    PGresult *r = pgjson_query(conn, resp, "read image", sql, 1, p);
-    free(sql);
-    if (r) pgjson_reply_one(resp, r, status, "unknown image %s", ref);
-}
-
 static void h_list(http_req *req, http_resp *resp, void *ctx)
 {
-    svc *s = ctx;
     reg_caller c;
     if (!caller_get_admin(req, resp, false, "images", &c)) return;
-    pgjson_page pg;
-    PGconn *conn = NULL;
-    if (!pgjson_page_parse(req, resp, &pg) || !(conn = pgjson_get(s, resp))) goto out;
-    char *sql = ts_asprintf("SELECT *, count(*) OVER () AS total FROM (%s) i ORDER BY reference"
-                            " LIMIT $1::bigint OFFSET $2::bigint",
-                            select_sql);
-    const char *p[] = {pg.limit_s, pg.offset_s};
-    PGresult *r = pgjson_query(conn, resp, "list images", sql, 2, p);
-    free(sql);
-    if (r) {
-        long long total = PQntuples(r) ? atoll(PQgetvalue(r, 0, PQnfields(r) - 1)) : 0;
-        json_t *items = pgjson_rows_json(r);
-        size_t i;
-        json_t *v;
-        json_array_foreach(items, i, v) json_object_del(v, "total");
-        http_reply_json(resp, 200, pgjson_page_json(items, total, &pg));
-        PQclear(r);
-    }
-out:
-    pgjson_put(s, conn);
+    listing l = {.what = "list images",
+                 .sql = "SELECT *, count(*) OVER () AS total FROM (" SELECT_IMAGES ") i"
+                        " ORDER BY reference LIMIT $1::bigint OFFSET $2::bigint"};
+    listing_reply(ctx, req, resp, &l);
     caller_free(&c);
 }
 
 static void h_get(http_req *req, http_resp *resp, void *ctx)
 {
-    svc *s = ctx;
-    reg_caller c;
-    if (!caller_get_admin(req, resp, false, "images", &c)) return;
-    PGconn *conn = pgjson_get(s, resp);
-    if (conn) reply_image(resp, conn, http_param(req, "ref"), 200);
-    pgjson_put(s, conn);
-    caller_free(&c);
+    listing_admin_get(ctx, req, resp, "images", &image_row, "ref");
 }
 
 static void h_register(http_req *req, http_resp *resp, void *ctx)
@@ -197,6 +172,7 @@ static void h_register(http_req *req, http_resp *resp, void *ctx)
         !pgjson_field_str(body, "architecture", false, 1, 32, &arch, resp) ||
         !pgjson_field_str(body, "digest", false, 0, 80, &digest, resp))
         goto out;
+    tlog_ctx_entity("image", ref);
     json_t *labels = json_object_get(body, "labels");
     json_t *command = json_object_get(body, "command");
     if ((labels && !json_is_object(labels)) || (command && !json_is_array(command))) {
@@ -209,8 +185,8 @@ static void h_register(http_req *req, http_resp *resp, void *ctx)
     /* The reference's grammar before anything else (a manual one is only
      * stored; one to resolve also needs a registry: given, or oci.registry). */
     image_ref ir;
-    bool ref_ok =
-        manual ? image_ref_valid(ref, &err) : image_ref_parse(ref, reg_cfg.oci_registry, &ir, &err);
+    bool ref_ok = manual ? image_ref_valid(ref, &err)
+                         : image_ref_parse(ref, reg_settings.oci_registry, &ir, &err);
     if (!ref_ok) {
         http_problem(resp, 400, "invalid-api-params", NULL, "%s", err.msg);
         goto out;
@@ -243,7 +219,7 @@ static void h_register(http_req *req, http_resp *resp, void *ctx)
             goto out;
         }
     }
-    reply_image(resp, conn, ref, 201);
+    listing_reply_one(resp, conn, &image_row, ref, 201);
 out:
     json_decref(body);
     pgjson_put(s, conn);
@@ -255,9 +231,10 @@ static void h_delete(http_req *req, http_resp *resp, void *ctx)
     svc *s = ctx;
     reg_caller c;
     if (!caller_get_admin(req, resp, true, "images", &c)) return;
+    const char *p[] = {http_param(req, "ref")};
+    tlog_ctx_entity("image", p[0]);
     PGconn *conn = pgjson_get(s, resp);
     if (conn) {
-        const char *p[] = {http_param(req, "ref")};
         PGresult *r = pgjson_query(conn, resp, "delete image",
                                    "DELETE FROM registry.images WHERE reference = $1", 1, p);
         if (r) {
@@ -304,11 +281,13 @@ static void h_scan(http_req *req, http_resp *resp, void *ctx)
     {
         bool nf = false, bad = false;
         ts_err e = {{0}};
+        tlog_ctx_entity("image", json_string_value(r));
         if (register_from_oci(conn, json_string_value(r), &nf, &bad, &e))
             json_array_append(ok, r);
         else
             json_array_append_new(failed, json_pack("{s:O, s:s}", "reference", r, "error", e.msg));
     }
+    tlog_ctx_entity(NULL, NULL);
     http_reply_json(resp, 200, json_pack("{s:o, s:o}", "registered", ok, "failed", failed));
 out:
     json_decref(refs);

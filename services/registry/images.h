@@ -17,7 +17,7 @@
 #ifndef REGISTRY_IMAGES_H
 #define REGISTRY_IMAGES_H
 
-#include "registry.h"
+#include "libcommon/svc.h"
 
 typedef struct image_info {
     char architecture[32];

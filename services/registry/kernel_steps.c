@@ -1,12 +1,12 @@
 /* kernel_steps.c: see kernel_steps.h. The guards are those of lifecycle.c's
- * apply_creating and apply_started (update_kernel_if): a kernel of the
+ * apply_creating and apply_started (kernel_events.c, update_kernel_if): a kernel of the
  * session, held by the event's agent, in a status the event can follow, and
  * for KernelStarted not of a newer generation than the event's. */
 #include "kernel_steps.h"
 
+#include "db_common.h"
 #include "libcommon/log.h"
 #include "pbutil.h"
-#include "tessera/v1/session.pb-c.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -94,22 +94,11 @@ static json_t *started_row(const kernel_step *st)
  * for it besides the statement. */
 static void announce_running(const kernel_step *st)
 {
-    sess *s = st->s;
     const Tessera__V1__KernelStarted *m = st->started;
-    TLOG_INFO("session status", "session=%s name=%s from=%s to=%s reason=\"\"", s->id, s->name,
-              s->status, ST_RUNNING);
-    ts_strlcpy(s->status, ST_RUNNING, sizeof(s->status));
-    s->info[0] = '\0';
-    ob_notify(st->ob, s->id, ST_RUNNING);
-    Tessera__V1__SessionRunning e = TESSERA__V1__SESSION_RUNNING__INIT;
+    tlog_ctx_session(st->s->id);
+    tr_moved(st->ob, st->s, ST_RUNNING, "");
     char *ids[1] = {m->kernel_id};
-    e.session_id = s->id;
-    e.n_kernel_ids = 1;
-    e.kernel_ids = ids;
-    e.main_agent_id = m->agent_id;
-    e.service_ports = m->service_ports;
-    e.n_service_ports = m->n_service_ports;
-    ob_session_event(st->ob, s->id, &e.base);
+    tr_running_event(st->ob, st->s, ids, 1, m->agent_id, m->service_ports, m->n_service_ports);
 }
 
 bool kernel_steps_apply(PGconn *conn, kernel_step *steps, size_t n, ts_err *err)
@@ -143,5 +132,6 @@ bool kernel_steps_apply(PGconn *conn, kernel_step *steps, size_t n, ts_err *err)
     if (!ok) return false;
     for (size_t i = 0; i < n; i++)
         if (steps[i].started && steps[i].done) announce_running(&steps[i]);
+    tlog_ctx_session(NULL);
     return true;
 }

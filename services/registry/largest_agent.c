@@ -1,6 +1,7 @@
 /* largest_agent.c: see largest_agent.h. */
 #include "largest_agent.h"
 
+#include "context.h"
 #include "libcommon/pgjson.h"
 
 #include <jansson.h>
@@ -21,13 +22,13 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 
 static bool cached(const char *group, slots_t *max, int *agents)
 {
-    if (reg_cfg.largest_agent_cache_ms <= 0) return false;
+    if (reg_settings.largest_agent_cache_ms <= 0) return false;
     int64_t now = ts_now_mono_ms();
     bool hit = false;
     pthread_mutex_lock(&mu);
     for (int i = 0; i < CACHED_GROUPS && !hit; i++) {
         if (strcmp(cache[i].group, group) != 0) continue;
-        if (now - cache[i].at_ms < reg_cfg.largest_agent_cache_ms) {
+        if (now - cache[i].at_ms < reg_settings.largest_agent_cache_ms) {
             *max = cache[i].max;
             *agents = cache[i].agents;
             hit = true;
@@ -40,7 +41,7 @@ static bool cached(const char *group, slots_t *max, int *agents)
 /* Keep the answer, in the group's slot or the oldest one. */
 static void keep(const char *group, const slots_t *max, int agents, int64_t at_ms)
 {
-    if (reg_cfg.largest_agent_cache_ms <= 0 || strlen(group) >= sizeof(cache[0].group)) return;
+    if (reg_settings.largest_agent_cache_ms <= 0 || strlen(group) >= sizeof(cache[0].group)) return;
     pthread_mutex_lock(&mu);
     int slot = 0;
     for (int i = 0; i < CACHED_GROUPS; i++) {

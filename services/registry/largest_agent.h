@@ -13,12 +13,12 @@
 
 #include "libcommon/http.h"
 #include "libcommon/slots.h"
-#include "registry.h"
+#include "libcommon/svc.h"
 
 /* max: per slot, the largest any ALIVE agent of group has; agents: how many
  * there are (0: max is empty). fresh: read PostgreSQL even when an answer is
  * cached. false: the database failed and resp holds the problem. */
 bool largest_agent(PGconn *conn, http_resp *resp, const char *group, bool fresh, slots_t *max,
-                   int *agents);
+                   int *agents) TS_MUST_CHECK;
 
 #endif

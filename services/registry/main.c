@@ -3,6 +3,7 @@
  * (registry.h lists them). */
 #include "agents.h"
 #include "auth_client.h"
+#include "context.h"
 #include "event_consumers.h"
 #include "housekeeping.h"
 #include "http_api.h"
@@ -16,76 +17,75 @@
 extern const pg_migration registry_migrations[];
 extern const size_t registry_migrations_count;
 
-reg_config reg_cfg;
-svc *reg_svc;
-
 static const cfg_option registry_options[] = {
-    {"auth.url", CFG_STRING, &reg_cfg.auth_url, "http://127.0.0.1:8091", 0, 0, NULL, false, NULL,
-     "tessera-auth (session contexts: owner, policy, allowed resource groups)"},
-    {"auth.timeout", CFG_DURATION, &reg_cfg.auth_timeout_ms, "5s", 100, 600000, NULL, false, NULL,
-     "time limit of a call to tessera-auth"},
-    {"registry.context_cache_ttl", CFG_DURATION, &reg_cfg.context_cache_ttl_ms, "5s", 0, 3600000,
-     NULL, false, NULL,
+    {"auth.url", CFG_STRING, &reg_settings.auth_url, "http://127.0.0.1:8091", 0, 0, NULL, false,
+     NULL, "tessera-auth (session contexts: owner, policy, allowed resource groups)"},
+    {"auth.timeout", CFG_DURATION, &reg_settings.auth_timeout_ms, "5s", 100, 600000, NULL, false,
+     NULL, "time limit of a call to tessera-auth"},
+    {"registry.context_cache_ttl", CFG_DURATION, &reg_settings.context_cache_ttl_ms, "5s", 0,
+     3600000, NULL, false, NULL,
      "how long a session context from tessera-auth is reused (tessera.auth.v1 events drop it "
      "sooner); 0: ask auth on every call"},
-    {"registry.context_cache_entries", CFG_INT, &reg_cfg.context_cache_entries, "4096", 1, 1000000,
-     NULL, false, NULL,
+    {"registry.context_cache_entries", CFG_INT, &reg_settings.context_cache_entries, "4096", 1,
+     1000000, NULL, false, NULL,
      "session contexts kept at most (access key and group each); the least recently used goes"},
-    {"registry.largest_agent_cache", CFG_DURATION, &reg_cfg.largest_agent_cache_ms, "2s", 0,
+    {"registry.largest_agent_cache", CFG_DURATION, &reg_settings.largest_agent_cache_ms, "2s", 0,
      3600000, NULL, false, NULL,
      "how long a create reuses the largest agent's slots of a group for its size check (0: read "
      "them every time; a refusal always reads them again)"},
-    {"oci.registry", CFG_STRING, &reg_cfg.oci_registry, "", 0, 0, NULL, false, NULL,
+    {"oci.registry", CFG_STRING, &reg_settings.oci_registry, "", 0, 0, NULL, false, NULL,
      "default OCI registry (host:port) for image references without one, and for scans"},
-    {"oci.plain_http", CFG_BOOL, &reg_cfg.oci_plain_http, "true", 0, 0, NULL, false, NULL,
+    {"oci.plain_http", CFG_BOOL, &reg_settings.oci_plain_http, "true", 0, 0, NULL, false, NULL,
      "reach OCI registries over http:// (development); false: https://"},
-    {"oci.timeout", CFG_DURATION, &reg_cfg.oci_timeout_ms, "10s", 100, 600000, NULL, false, NULL,
-     "time limit of a request to an OCI registry"},
-    {"registry.agent_lost_timeout", CFG_DURATION, &reg_cfg.agent_lost_timeout_ms, "30s", 1000,
+    {"oci.timeout", CFG_DURATION, &reg_settings.oci_timeout_ms, "10s", 100, 600000, NULL, false,
+     NULL, "time limit of a request to an OCI registry"},
+    {"registry.agent_lost_timeout", CFG_DURATION, &reg_settings.agent_lost_timeout_ms, "30s", 1000,
      86400000.0, NULL, false, NULL,
      "an agent without a heartbeat for this long is LOST and its sessions end in ERROR"},
-    {"registry.lost_check_interval", CFG_DURATION, &reg_cfg.lost_check_interval_ms, "1s", 100,
+    {"registry.lost_check_interval", CFG_DURATION, &reg_settings.lost_check_interval_ms, "1s", 100,
      600000, NULL, false, NULL, "how often agents' heartbeats are checked"},
-    {"registry.event_consumers", CFG_INT, &reg_cfg.event_consumers, "0", 0, 16, NULL, false, NULL,
+    {"registry.event_consumers", CFG_INT, &reg_settings.event_consumers, "0", 0, 16, NULL, false,
+     NULL,
      "consumers per event consumer group (sessions, kernels, agents): partitions are handled in "
      "parallel, each in order; 0: 1 on a machine of at most two CPUs, 3 on larger ones"},
-    {"registry.pending_check_interval", CFG_DURATION, &reg_cfg.pending_check_interval_ms, "1s", 100,
-     600000, NULL, false, NULL,
+    {"registry.pending_check_interval", CFG_DURATION, &reg_settings.pending_check_interval_ms, "1s",
+     100, 600000, NULL, false, NULL,
      "how often PENDING sessions are checked against their resource group's pending_timeout"},
-    {"registry.auto_register_images", CFG_BOOL, &reg_cfg.auto_register_images, "true", 0, 0, NULL,
-     false, NULL, "register an unknown image on first use when its OCI registry has it"},
-    {"registry.reconcile_interval", CFG_DURATION, &reg_cfg.reconcile_interval_ms, "2s", 100, 600000,
-     NULL, false, NULL,
+    {"registry.auto_register_images", CFG_BOOL, &reg_settings.auto_register_images, "true", 0, 0,
+     NULL, false, NULL, "register an unknown image on first use when its OCI registry has it"},
+    {"registry.reconcile_interval", CFG_DURATION, &reg_settings.reconcile_interval_ms, "2s", 100,
+     600000, NULL, false, NULL,
      "how often Redis is checked for lost occupancy (then rebuilt from PostgreSQL) and wsproxy's "
      "app routes for a loss (then restored from PostgreSQL)"},
-    {"registry.kernel_reconcile_interval", CFG_DURATION, &reg_cfg.kernel_reconcile_interval_ms,
+    {"registry.kernel_reconcile_interval", CFG_DURATION, &reg_settings.kernel_reconcile_interval_ms,
      "10s", 0, 3600000, NULL, false, NULL,
      "how often every ALIVE agent's kernels (GET /v1/kernels) are compared with the database, "
      "sessions stuck past registry.stuck_timeout are driven on and Redis reservations are "
      "checked against live kernels (0: never)"},
-    {"registry.stuck_timeout", CFG_DURATION, &reg_cfg.stuck_timeout_ms, "60s", 1000, 86400000.0,
-     NULL, false, NULL,
+    {"registry.stuck_timeout", CFG_DURATION, &reg_settings.stuck_timeout_ms, "60s", 1000,
+     86400000.0, NULL, false, NULL,
      "a kernel or session in a transitional status (PREPARING, PULLING, CREATING, RESTARTING, "
      "TERMINATING) that long without a change is stuck: the reconcile pass drives it on"},
-    {"registry.redis_prefix", CFG_STRING, &reg_cfg.redis_prefix, "", 0, 0, NULL, false, NULL,
+    {"registry.redis_prefix", CFG_STRING, &reg_settings.redis_prefix, "", 0, 0, NULL, false, NULL,
      "prefix of the occupancy keys in Redis (the scheduler's must match)"},
-    {"registry.default_wait", CFG_DURATION, &reg_cfg.default_wait_ms, "5s", 0, 3600000, NULL, false,
-     NULL, "how long a create waits for RUNNING when maxWaitSeconds is not given"},
-    {"registry.max_wait", CFG_DURATION, &reg_cfg.max_wait_ms, "60s", 0, 3600000, NULL, false, NULL,
-     "the longest a create waits (larger maxWaitSeconds are cut to this)"},
-    {"registry.max_waiting_creates", CFG_INT, &reg_cfg.max_waiting_creates, "2", 0, 256, NULL,
+    {"registry.default_wait", CFG_DURATION, &reg_settings.default_wait_ms, "5s", 0, 3600000, NULL,
+     false, NULL, "how long a create waits for RUNNING when maxWaitSeconds is not given"},
+    {"registry.max_wait", CFG_DURATION, &reg_settings.max_wait_ms, "60s", 0, 3600000, NULL, false,
+     NULL, "the longest a create waits (larger maxWaitSeconds are cut to this)"},
+    {"registry.max_waiting_creates", CFG_INT, &reg_settings.max_waiting_creates, "2", 0, 256, NULL,
      false, NULL,
      "create calls that may wait at once (each holds an HTTP worker thread); later ones answer "
      "at once as with enqueueOnly"},
-    {"wsproxy.url", CFG_STRING, &reg_cfg.wsproxy_url, "http://127.0.0.1:8096", 0, 0, NULL, false,
-     NULL,
+    {"wsproxy.url", CFG_STRING, &reg_settings.wsproxy_url, "http://127.0.0.1:8096", 0, 0, NULL,
+     false, NULL,
      "tessera-wsproxy's internal API: a session's app routes are removed there when it ends "
      "(empty: never)"},
-    {"vfolder.url", CFG_STRING, &reg_cfg.vfolder_url, "http://127.0.0.1:8095", 0, 0, NULL, false,
-     NULL, "tessera-vfolder's internal API: a create's vfolder mounts are resolved there"},
-    {"vfolder.timeout", CFG_DURATION, &reg_cfg.vfolder_timeout_ms, "5s", 100, 600000, NULL, false,
-     NULL, "time limit of a call to tessera-vfolder (past it, the create is refused with 503)"},
-    {"registry.default_slots", CFG_STRING, &reg_cfg.default_slots, "cpu=1 mem=1g", 0, 0, NULL,
+    {"vfolder.url", CFG_STRING, &reg_settings.vfolder_url, "http://127.0.0.1:8095", 0, 0, NULL,
+     false, NULL, "tessera-vfolder's internal API: a create's vfolder mounts are resolved there"},
+    {"vfolder.timeout", CFG_DURATION, &reg_settings.vfolder_timeout_ms, "5s", 100, 600000, NULL,
+     false, NULL,
+     "time limit of a call to tessera-vfolder (past it, the create is refused with 503)"},
+    {"registry.default_slots", CFG_STRING, &reg_settings.default_slots, "cpu=1 mem=1g", 0, 0, NULL,
      false, NULL,
      "slots of a kernel whose request names none of them (raised to the image's minimums)"},
     {NULL},
@@ -93,13 +93,13 @@ static const cfg_option registry_options[] = {
 
 static bool registry_setup(svc *s, ts_err *err)
 {
-    reg_svc = s;
+    reg_context_set_service(s);
     if (sodium_init() < 0) {
         ts_err_set(err, "libsodium failed to initialize");
         return false;
     }
     slots_t check;
-    if (!slots_parse_text(&check, reg_cfg.default_slots, err)) {
+    if (!slots_parse_text(&check, reg_settings.default_slots, err)) {
         ts_err_prefix(err, "registry.default_slots");
         return false;
     }
@@ -115,7 +115,7 @@ static bool registry_start(svc *s, ts_err *err)
         return false;
     }
     TLOG_INFO("event consumers", "per_group=%d configured=%lld", reg_event_consumers(),
-              (long long)reg_cfg.event_consumers);
+              (long long)reg_settings.event_consumers);
     if (!authc_start(s, err) || !agents_start(s, err) || !lifecycle_start(s, err)) return false;
     reconcile_register_metrics(s);
     return housekeeping_start(err);

@@ -1,6 +1,8 @@
 /* mounts.c: see mounts.h. */
 #include "mounts.h"
 
+#include "context.h"
+#include "db_common.h"
 #include "libcommon/httpc.h"
 #include "libcommon/log.h"
 #include "libcommon/pgjson.h"
@@ -93,15 +95,15 @@ bool mounts_resolve(const char *access_key, json_t *names, json_t *map, const ch
                     json_t **out, http_resp *resp)
 {
     *out = NULL;
-    if (!reg_cfg.vfolder_url || !*reg_cfg.vfolder_url) {
+    if (!reg_settings.vfolder_url || !*reg_settings.vfolder_url) {
         http_problem(resp, 503, "service-unavailable", NULL,
                      "vfolder mounts are not available: vfolder.url is not set");
         return false;
     }
-    if (!t_client) t_client = httpc_new_internal((int)reg_cfg.vfolder_timeout_ms);
+    if (!t_client) t_client = httpc_new_internal((int)reg_settings.vfolder_timeout_ms);
     json_t *body =
         json_pack("{s:s, s:O, s:O}", "access_key", access_key, "names", names, "mount_map", map);
-    char *url = ts_asprintf("%s/v1/mounts/resolve", reg_cfg.vfolder_url);
+    char *url = ts_asprintf("%s/v1/mounts/resolve", reg_settings.vfolder_url);
     long status = 0;
     json_t *ans = NULL;
     ts_err err = {{0}};
@@ -140,6 +142,7 @@ static void h_vfolder_mounts(http_req *req, http_resp *resp, void *ctx)
         http_problem(resp, 400, "invalid-api-params", NULL, "vfolder_id must be a UUID");
         return;
     }
+    tlog_ctx_entity("folder", id);
     PGconn *conn = pgjson_get(s, resp);
     if (!conn) return;
     json_t *probe = json_pack("[{s:s}]", "vfolder_id", id);

@@ -11,7 +11,7 @@
 #ifndef REGISTRY_MOUNTS_H
 #define REGISTRY_MOUNTS_H
 
-#include "registry.h"
+#include "libcommon/svc.h"
 
 /* config.mounts / config.mount_map of a create, checked: mounts a list of
  * distinct non-empty names, mount_map an object whose keys are among them.

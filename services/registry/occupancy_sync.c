@@ -1,8 +1,10 @@
 /* occupancy_sync.c: agent capacity and the rebuild (see occupancy_sync.h). */
 #include "occupancy_sync.h"
 
+#include "context.h"
+#include "db_common.h"
 #include "libcommon/log.h"
-#include "reconcile.h"
+#include "repairs.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -19,7 +21,7 @@ occ *occupancy_handle(ts_err *err)
     if (!r) return NULL;
     if (!t_occ || t_rds != r) {
         occ_free(t_occ);
-        t_occ = occ_new(r, reg_cfg.redis_prefix);
+        t_occ = occ_new(r, reg_settings.redis_prefix);
         t_rds = r;
     }
     return t_occ;
@@ -259,7 +261,7 @@ void occupancy_verify(void)
         return;
     }
     if (!holds) {
-        reconcile_repaired(RK_OCCUPANCY_DRIFT, NULL, NULL, NULL, why);
+        repairs_record(RK_OCCUPANCY_DRIFT, NULL, NULL, NULL, why);
         if (!occupancy_rebuild(&err))
             TLOG_ERROR("occupancy rebuild failed", "error=\"%s\"", err.msg);
         return;
@@ -312,7 +314,7 @@ void occupancy_verify(void)
             live = strcasecmp(PQgetvalue(held, r, 0), al[i].kernel_id) == 0;
         char key[120];
         snprintf(key, sizeof(key), "stale-alloc:%s", al[i].kernel_id);
-        if (!live && reconcile_suspect(key)) stale[ns++] = al[i].kernel_id;
+        if (!live && repairs_suspect(key)) stale[ns++] = al[i].kernel_id;
     }
     bool lost = false;
     char lost_why[300] = "";
@@ -323,12 +325,12 @@ void occupancy_verify(void)
             has = strcasecmp(al[i].kernel_id, kid) == 0;
         char key[120];
         snprintf(key, sizeof(key), "lost-alloc:%s", kid);
-        if (!has && reconcile_suspect(key) && !lost) {
+        if (!has && repairs_suspect(key) && !lost) {
             lost = true;
             snprintf(lost_why, sizeof(lost_why),
                      "kernel %s holds slots but Redis has no reservation", kid);
-            reconcile_repaired(RK_RESERVATION_LOST, PQgetvalue(holders, r, 1), kid,
-                               PQgetvalue(holders, r, 2), lost_why);
+            repairs_record(RK_RESERVATION_LOST, PQgetvalue(holders, r, 1), kid,
+                           PQgetvalue(holders, r, 2), lost_why);
         }
     }
     if (ns > 0) {
@@ -341,9 +343,9 @@ void occupancy_verify(void)
                 const occ_alloc *a = NULL;
                 for (size_t j = 0; j < na && !a; j++)
                     if (al[j].kernel_id == stale[i]) a = &al[j];
-                reconcile_repaired(RK_RESERVATION_STALE, a ? a->session_id : NULL, stale[i],
-                                   a ? a->agent_id : NULL,
-                                   "a reservation in Redis without a live kernel: released");
+                repairs_record(RK_RESERVATION_STALE, a ? a->session_id : NULL, stale[i],
+                               a ? a->agent_id : NULL,
+                               "a reservation in Redis without a live kernel: released");
             }
         }
         free(released);

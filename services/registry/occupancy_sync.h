@@ -13,7 +13,8 @@
 #define REGISTRY_OCCUPANCY_SYNC_H
 
 #include "libcommon/occupancy.h"
-#include "registry.h"
+#include "libcommon/svc.h"
+#include "libcommon/slots.h"
 
 /* The calling thread's occ (on its Redis connection). */
 occ *occupancy_handle(ts_err *err);
@@ -32,7 +33,7 @@ bool occupancy_rebuild(ts_err *err) TS_MUST_CHECK;
 
 /* Rebuild when Redis looks empty; true when it did (or nothing was needed),
  * false on an error (logged). */
-bool occupancy_check(void);
+bool occupancy_check(void) TS_MUST_CHECK;
 
 /* The reconcile pass's check of the reservations (reconcile.h), every
  * registry.kernel_reconcile_interval:

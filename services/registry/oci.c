@@ -1,6 +1,7 @@
 /* oci.c: see oci.h. */
 #include "oci.h"
 
+#include "context.h"
 #include "libcommon/httpc.h"
 #include "libcommon/image_ref.h"
 
@@ -19,7 +20,7 @@ static __thread httpc *t_client;
 
 static httpc *client(void)
 {
-    if (!t_client) t_client = httpc_new((int)reg_cfg.oci_timeout_ms);
+    if (!t_client) t_client = httpc_new((int)reg_settings.oci_timeout_ms);
     return t_client;
 }
 
@@ -41,7 +42,7 @@ static bool parse_ref(const char *ref, ref_parts *p, ts_err *err)
 {
     memset(p, 0, sizeof(*p));
     image_ref r;
-    if (!image_ref_parse(ref, reg_cfg.oci_registry, &r, err)) return false;
+    if (!image_ref_parse(ref, reg_settings.oci_registry, &r, err)) return false;
     ts_strlcpy(p->host, r.api_host, sizeof(p->host));
     ts_strlcpy(p->repo, r.repository, sizeof(p->repo));
     ts_strlcpy(p->tag, r.tag ? r.tag : "", sizeof(p->tag));
@@ -59,7 +60,7 @@ static bool get(const char *url, const char *accept, httpc_resp *out, ts_err *er
 
 static char *base_url(const char *host)
 {
-    return ts_asprintf("%s://%s", reg_cfg.oci_plain_http ? "http" : "https", host);
+    return ts_asprintf("%s://%s", reg_settings.oci_plain_http ? "http" : "https", host);
 }
 
 static void sha256_hex(const char *body, size_t len, char out[72])
@@ -176,7 +177,7 @@ void oci_image_free(oci_image *im)
 bool oci_catalog(const char *host, json_t **refs, ts_err *err)
 {
     *refs = NULL;
-    if (!host || !*host) host = reg_cfg.oci_registry;
+    if (!host || !*host) host = reg_settings.oci_registry;
     if (!host || !*host) {
         ts_err_set(err, "no registry given and oci.registry is not set");
         return false;

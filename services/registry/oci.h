@@ -11,7 +11,7 @@
 #ifndef REGISTRY_OCI_H
 #define REGISTRY_OCI_H
 
-#include "registry.h"
+#include "libcommon/svc.h"
 
 typedef struct oci_image {
     char *digest;       /* sha256:... of what the reference points to */

@@ -195,3 +195,10 @@ bad:
     json_decref(arr);
     return NULL;
 }
+
+Tessera__V1__SessionType pb_session_type(const char *type)
+{
+    if (strcmp(type, "batch") == 0) return TESSERA__V1__SESSION_TYPE__SESSION_TYPE_BATCH;
+    if (strcmp(type, "inference") == 0) return TESSERA__V1__SESSION_TYPE__SESSION_TYPE_INFERENCE;
+    return TESSERA__V1__SESSION_TYPE__SESSION_TYPE_INTERACTIVE;
+}

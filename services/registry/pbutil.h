@@ -39,4 +39,8 @@ json_t *pb_ports_json(Tessera__V1__ServicePort **v, size_t n);
  * "name:proto:[8080,8081]" list form (first port). */
 json_t *pb_parse_service_ports(const char *label, ts_err *err);
 
+/* sessions.type ("interactive", "batch", "inference") as the enum the events
+ * carry; anything else is interactive. */
+Tessera__V1__SessionType pb_session_type(const char *type);
+
 #endif

@@ -1,6 +1,7 @@
 /* pending_timeout.c: see pending_timeout.h. */
 #include "pending_timeout.h"
 
+#include "db_common.h"
 #include "libcommon/log.h"
 #include "transitions.h"
 
@@ -33,8 +34,7 @@ static bool cancel_one(PGconn *conn, const char *sid, const char *timeout, const
         ok = tr_end(conn, &ob, &s, ST_CANCELLED, reason, NULL, NULL, NULL, "registry", err);
     if (ok && pg_commit(conn, err)) {
         ob_flush(&ob);
-        if (*cancelled)
-            TLOG_INFO("pending session timed out", "session=%s reason=\"%s\"", sid, reason);
+        if (*cancelled) TLOG_INFO("pending session timed out", "reason=\"%s\"", reason);
         return true;
     }
     pg_rollback(conn);
@@ -43,30 +43,26 @@ static bool cancel_one(PGconn *conn, const char *sid, const char *timeout, const
     return false;
 }
 
-int pending_timeout_sweep(void)
+bool pending_timeout_sweep(int *cancelled)
 {
+    *cancelled = 0;
     ts_err err = {{0}};
     PGconn *conn = reg_pg_get(&err);
-    if (!conn) return -1;
+    if (!conn) return false;
     PGresult *r = reg_exec(conn, OVERDUE_SQL, 0, NULL, &err);
-    int n = 0;
+    bool ok = r != NULL;
+    if (!r) TLOG_WARN("pending timeout: query failed", "error=\"%s\"", err.msg);
     for (int i = 0; r && i < PQntuples(r); i++) {
         bool done = false;
-        if (!cancel_one(conn, PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 2), &done,
-                        &err)) {
-            TLOG_WARN("pending timeout: cancel failed", "session=%s error=\"%s\"",
-                      PQgetvalue(r, i, 0), err.msg);
-            n = -1;
-            break;
-        }
-        n += done;
+        tlog_ctx_session(PQgetvalue(r, i, 0));
+        ok = cancel_one(conn, PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 2), &done,
+                        &err);
+        if (!ok) TLOG_WARN("pending timeout: cancel failed", "error=\"%s\"", err.msg);
+        tlog_ctx_session(NULL);
+        if (!ok) break;
+        *cancelled += done;
     }
-    if (!r) {
-        TLOG_WARN("pending timeout: query failed", "error=\"%s\"", err.msg);
-        n = -1;
-    } else {
-        PQclear(r);
-    }
+    if (r) PQclear(r);
     reg_pg_put(conn);
-    return n;
+    return ok;
 }

@@ -8,9 +8,10 @@
 #ifndef REGISTRY_PENDING_TIMEOUT_H
 #define REGISTRY_PENDING_TIMEOUT_H
 
-#include "registry.h"
+#include "libcommon/common.h"
 
-/* Cancel up to 100 overdue sessions; the number cancelled, -1 on a database error. */
-int pending_timeout_sweep(void);
+/* Cancel up to 100 overdue sessions (*cancelled: how many); false on a
+ * database error (logged). */
+bool pending_timeout_sweep(int *cancelled) TS_MUST_CHECK;
 
 #endif

@@ -1,6 +1,7 @@
 /* placements.c: see placements.h. */
 #include "placements.h"
 
+#include "db_common.h"
 #include "libcommon/log.h"
 #include "pbutil.h"
 
@@ -158,17 +159,13 @@ kbus_result placements_apply(PGconn *conn, placement *p, size_t n, ts_err *err)
     outbox **obs = ts_calloc(n, sizeof(*obs));
     for (size_t i = 0; i < n; i++) {
         sess *s = p[i].s;
-        TLOG_INFO("session status", "session=%s name=%s from=%s to=%s reason=\"%s\"", s->id,
-                  s->name, s->status, ST_SCHEDULED, p[i].why);
-        ob_notify(p[i].ob, s->id, ST_SCHEDULED);
-        TLOG_INFO("session status", "session=%s name=%s from=%s to=%s reason=\"%s\"", s->id,
-                  s->name, ST_SCHEDULED, ST_PREPARING, preparing_why);
-        ob_notify(p[i].ob, s->id, ST_PREPARING);
-        ts_strlcpy(s->status, ST_PREPARING, sizeof(s->status));
-        ts_strlcpy(s->info, preparing_why, sizeof(s->info));
+        tlog_ctx_session(s->id);
+        tr_moved(p[i].ob, s, ST_SCHEDULED, p[i].why);
+        tr_moved(p[i].ob, s, ST_PREPARING, preparing_why);
         ids[i] = s->id;
         obs[i] = p[i].ob;
     }
+    tlog_ctx_session(NULL);
     bool ok = tr_create_kernels_many(conn, ids, obs, n, err);
     free(ids);
     free(obs);

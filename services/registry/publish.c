@@ -2,6 +2,8 @@
 #include "publish.h"
 
 #include "app_routes.h"
+#include "context.h"
+#include "db_common.h"
 #include "libcommon/log.h"
 #include "waiters.h"
 
@@ -31,7 +33,8 @@ static void add(outbox *ob, char *topic, const char *key, const char *subject,
     outbox_item *it = push(ob);
     it->topic = topic;
     it->key = ts_strdup(key);
-    it->value = envelope_pack(m, svc_producer(reg_svc), ob->correlation_id, subject, &it->len);
+    it->value =
+        envelope_pack(m, svc_producer(reg_service()), ob->correlation_id, subject, &it->len);
 }
 
 void ob_session_event(outbox *ob, const char *session_id, const ProtobufCMessage *m)
@@ -66,10 +69,9 @@ static void item_free(outbox_item *it)
     free(it->notify_status);
 }
 
-int ob_flush(outbox *ob)
+void ob_flush(outbox *ob)
 {
-    int failed = 0;
-    kbus *bus = svc_bus(reg_svc);
+    kbus *bus = svc_bus(reg_service());
     for (size_t i = 0; i < ob->n; i++) {
         outbox_item *it = &ob->items[i];
         if (it->notify_session) {
@@ -79,11 +81,9 @@ int ob_flush(outbox *ob)
                 app_routes_revoke(it->notify_session); /* its apps end with it */
         } else {
             ts_err err = {{0}};
-            if (!bus || !kbus_produce_raw(bus, it->topic, it->key, it->value, it->len, &err)) {
-                failed++;
+            if (!bus || !kbus_produce_raw(bus, it->topic, it->key, it->value, it->len, &err))
                 TLOG_ERROR("event not published", "topic=%s key=%s error=\"%s\"", it->topic,
                            it->key, bus ? err.msg : "no bus");
-            }
         }
         item_free(it);
     }
@@ -91,7 +91,6 @@ int ob_flush(outbox *ob)
     free(ob->items);
     free(ob->correlation_id);
     memset(ob, 0, sizeof(*ob));
-    return failed;
 }
 
 void ob_discard(outbox *ob)

@@ -11,7 +11,7 @@
 #ifndef REGISTRY_PUBLISH_H
 #define REGISTRY_PUBLISH_H
 
-#include "registry.h"
+#include "libcommon/svc.h"
 
 #include <protobuf-c/protobuf-c.h>
 
@@ -41,9 +41,10 @@ void ob_agent_cmd(outbox *ob, const char *agent_id, const char *kernel_id,
                   const ProtobufCMessage *m);
 void ob_agent_event(outbox *ob, const char *agent_id, const ProtobufCMessage *m);
 void ob_notify(outbox *ob, const char *session_id, const char *status);
-/* Send everything (in order) and empty the outbox. Returns the number of
- * records the producer refused (logged). */
-int ob_flush(outbox *ob);
+/* Send everything (in order) and empty the outbox. A record the producer's
+ * local queue refuses is logged ("event not published") and dropped; the
+ * reconcile pass repairs what that leaves behind (reconcile.h). */
+void ob_flush(outbox *ob);
 void ob_discard(outbox *ob);
 
 #endif

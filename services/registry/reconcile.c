@@ -1,17 +1,19 @@
 /* reconcile.c: the database against the agents (see reconcile.h). */
 #include "reconcile.h"
 
+#include "context.h"
+#include "db_common.h"
+#include "kernel_events.h"
 #include "libcommon/httpc.h"
 #include "libcommon/log.h"
 #include "libcommon/metrics.h"
-#include "lifecycle.h"
 #include "occupancy_sync.h"
 #include "pbutil.h"
+#include "repairs.h"
 #include "tessera/v1/agent_cmd.pb-c.h"
 #include "tessera/v1/kernel.pb-c.h"
 #include "transitions.h"
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,26 +24,7 @@
 /* pg_try_advisory_lock key: one reconciling registry at a time. */
 #define RECONCILE_LOCK "7400117"
 
-static const char *const kind_names[RK_COUNT] = {
-    "kernel_lost",     "kernel_exited",        "kernel_started",   "create_resent",
-    "destroy_resent",  "termination_finished", "orphan_destroyed", "session_running",
-    "session_ended",   "reservation_stale",    "reservation_lost", "occupancy_drift",
-    "routes_restored",
-};
-
-static _Atomic unsigned long repairs[RK_COUNT];
 static _Atomic unsigned long passes, agent_failures;
-
-void reconcile_repaired(reconcile_kind kind, const char *session_id, const char *kernel_id,
-                        const char *agent_id, const char *why)
-{
-    if ((unsigned)kind >= RK_COUNT) return;
-    atomic_fetch_add(&repairs[kind], 1);
-    TLOG_WARN("reconcile repair", "kind=%s session=%s kernel=%s agent=%s why=\"%s\"",
-              kind_names[kind], session_id && *session_id ? session_id : "-",
-              kernel_id && *kernel_id ? kernel_id : "-", agent_id && *agent_id ? agent_id : "-",
-              why ? why : "");
-}
 
 static void _collect(FILE *out, void *ctx)
 {
@@ -52,8 +35,8 @@ static void _collect(FILE *out, void *ctx)
                    "\"Reconciliation\")");
     for (int i = 0; i < RK_COUNT; i++) {
         char label[64];
-        snprintf(label, sizeof(label), "kind=\"%s\"", kind_names[i]);
-        metrics_sample_u64(out, name, label, atomic_load(&repairs[i]));
+        snprintf(label, sizeof(label), "kind=\"%s\"", repairs_kind_name((repair_kind)i));
+        metrics_sample_u64(out, name, label, repairs_count((repair_kind)i));
     }
     metrics_family(out, "tessera_registry_reconcile_passes_total", "counter",
                    "Reconcile passes run (registry.kernel_reconcile_interval)");
@@ -70,60 +53,11 @@ void reconcile_register_metrics(svc *s)
     metrics_add(svc_metrics(s), _collect, NULL);
 }
 
-/* ---- confirmation across passes ------------------------------------------------------------ */
-
-typedef struct strset {
-    char **v;
-    size_t n, cap;
-} strset;
-
-static pthread_mutex_t g_sus_mu = PTHREAD_MUTEX_INITIALIZER;
-static strset g_prev, g_cur;
-
-static bool strset_has(const strset *s, const char *k)
-{
-    for (size_t i = 0; i < s->n; i++)
-        if (strcmp(s->v[i], k) == 0) return true;
-    return false;
-}
-
-static void strset_clear(strset *s)
-{
-    for (size_t i = 0; i < s->n; i++)
-        free(s->v[i]);
-    free(s->v);
-    memset(s, 0, sizeof(*s));
-}
-
-bool reconcile_suspect(const char *key)
-{
-    pthread_mutex_lock(&g_sus_mu);
-    if (!strset_has(&g_cur, key)) {
-        if (g_cur.n == g_cur.cap) {
-            g_cur.cap = g_cur.cap ? g_cur.cap * 2 : 16;
-            g_cur.v = ts_realloc(g_cur.v, g_cur.cap * sizeof(*g_cur.v));
-        }
-        g_cur.v[g_cur.n++] = ts_strdup(key);
-    }
-    bool seen = strset_has(&g_prev, key);
-    pthread_mutex_unlock(&g_sus_mu);
-    return seen;
-}
-
-void reconcile_suspects_rotate(void)
-{
-    pthread_mutex_lock(&g_sus_mu);
-    strset_clear(&g_prev);
-    g_prev = g_cur;
-    memset(&g_cur, 0, sizeof(g_cur));
-    pthread_mutex_unlock(&g_sus_mu);
-}
-
 static bool confirmed(const char *what, const char *id)
 {
     char key[200];
     snprintf(key, sizeof(key), "%s:%s", what, id);
-    return reconcile_suspect(key);
+    return repairs_suspect(key);
 }
 
 /* ---- what the agent says -------------------------------------------------------------------- */
@@ -202,14 +136,14 @@ typedef struct krow {
 static void apply(const char *type, ProtobufCMessage *m, const char *kernel_id)
 {
     ts_err err = {{0}};
-    kbus_result r = lifecycle_apply_kernel_event(type, m, &err);
+    kbus_result r = kernel_events_apply(type, m, &err);
     if (r != KBUS_DONE)
         TLOG_WARN("reconcile: applying a kernel event failed", "kernel=%s type=%s error=\"%s\"",
                   kernel_id, type, err.msg);
 }
 
 static void send_terminated(const krow *k, const char *agent_id, json_t *v, const char *why,
-                            reconcile_kind kind)
+                            repair_kind kind)
 {
     char reason[400];
     const char *agent_reason = v ? jstr(v, "reason") : "";
@@ -222,7 +156,7 @@ static void send_terminated(const krow *k, const char *agent_id, json_t *v, cons
     m.exit_code = v ? jint(v, "exit_code", -1) : -1;
     m.reason = reason;
     m.generation = k->generation;
-    reconcile_repaired(kind, k->session_id, k->id, agent_id, reason);
+    repairs_record(kind, k->session_id, k->id, agent_id, reason);
     apply("tessera.v1.KernelTerminated", &m.base, k->id);
 }
 
@@ -235,8 +169,8 @@ static void send_exited(const krow *k, const char *agent_id, json_t *v)
     m.exit_code = jint(v, "exit_code", -1);
     m.reason = (char *)jstr(v, "reason");
     m.generation = jint(v, "generation", k->generation);
-    reconcile_repaired(RK_KERNEL_EXITED, k->session_id, k->id, agent_id,
-                       "the agent reports the kernel exited; its KernelExited was not applied");
+    repairs_record(RK_KERNEL_EXITED, k->session_id, k->id, agent_id,
+                   "the agent reports the kernel exited; its KernelExited was not applied");
     apply("tessera.v1.KernelExited", &m.base, k->id);
 }
 
@@ -251,8 +185,8 @@ static void send_started(const krow *k, const char *agent_id, const agent_view *
     m.kernel_host = (char *)(av->kernel_host ? av->kernel_host : "");
     m.service_ports = pb_ports(&a, json_object_get(v, "service_ports"), &m.n_service_ports);
     m.generation = jint(v, "generation", k->generation);
-    reconcile_repaired(RK_KERNEL_STARTED, k->session_id, k->id, agent_id,
-                       "the agent runs the kernel; its KernelStarted was not applied");
+    repairs_record(RK_KERNEL_STARTED, k->session_id, k->id, agent_id,
+                   "the agent runs the kernel; its KernelStarted was not applied");
     apply("tessera.v1.KernelStarted", &m.base, k->id);
     ar_free(&a);
 }
@@ -300,10 +234,10 @@ static void resend(const krow *k, const char *agent_id, bool create)
     if (ok && pg_commit(conn, &err)) {
         ob_flush(&ob);
         if (sent)
-            reconcile_repaired(create ? RK_CREATE_RESENT : RK_DESTROY_RESENT, k->session_id, k->id,
-                               agent_id,
-                               create ? "the agent has never had this generation of the kernel"
-                                      : "the agent still has the kernel");
+            repairs_record(create ? RK_CREATE_RESENT : RK_DESTROY_RESENT, k->session_id, k->id,
+                           agent_id,
+                           create ? "the agent has never had this generation of the kernel"
+                                  : "the agent still has the kernel");
     } else {
         pg_rollback(conn);
         ob_discard(&ob);
@@ -329,7 +263,7 @@ static void check_kernel(const krow *k, const char *agent_id, const agent_view *
     /* the agent's record is of this generation (or a newer one) */
     bool current = v && vgen >= k->generation;
     bool gone = !v || (current && strcmp(vst, "terminated") == 0);
-    bool stuck = k->age_ms >= reg_cfg.stuck_timeout_ms;
+    bool stuck = k->age_ms >= reg_settings.stuck_timeout_ms;
     if (strcmp(k->status, "RUNNING") == 0) {
         if (gone && confirmed("lost", k->id))
             send_terminated(k, agent_id, v, "the agent has no container for the RUNNING kernel",
@@ -418,8 +352,8 @@ static void check_orphans(const char *agent_id, const agent_view *av, PGresult *
             m.force = true;
             m.generation = jint(vs[x], "generation", 0);
             ob_agent_cmd(&ob, agent_id, ids[x], &m.base);
-            reconcile_repaired(RK_ORPHAN_DESTROYED, m.session_id, ids[x], agent_id,
-                               "the agent runs a kernel the registry has ended or does not know");
+            repairs_record(RK_ORPHAN_DESTROYED, m.session_id, ids[x], agent_id,
+                           "the agent runs a kernel the registry has ended or does not know");
         }
         ob_flush(&ob);
         PQclear(r);
@@ -437,7 +371,6 @@ static const char live_sql[] =
 
 static void reconcile_agent(httpc *c, const char *agent_id, const char *addr)
 {
-    tlog_ctx_agent(agent_id);
     ts_err err = {{0}};
     /* the database first: what it says was true before the agent answers */
     PGconn *conn = reg_pg_get(&err);
@@ -460,7 +393,6 @@ static void reconcile_agent(httpc *c, const char *agent_id, const char *addr)
         json_decref(av.doc);
     }
     if (live) PQclear(live);
-    tlog_ctx_agent(NULL);
 }
 
 /* ---- sessions ------------------------------------------------------------------------------- */
@@ -482,8 +414,9 @@ static void reconcile_session(PGconn *conn, const char *sid)
     ob_init(&ob, "");
     sess s;
     bool found = false;
-    reconcile_kind kind = RK_COUNT;
+    repair_kind kind = RK_COUNT;
     char why[200] = "";
+    tlog_ctx_session(sid); /* the status changes' lines */
     bool ok = pg_begin(conn, &err) && tr_lock(conn, sid, &s, &found, &err);
     int live = 0, running = 0, total = 0;
     if (ok && found) {
@@ -505,12 +438,12 @@ static void reconcile_session(PGconn *conn, const char *sid)
     bool is_starting = found && starting(s.status);
     if (ok && found && strcmp(s.status, ST_TERMINATING) == 0 && live == 0) {
         snprintf(why, sizeof(why), "TERMINATING without a live kernel: finished");
-        ok = lifecycle_finish(conn, &ob, &s, &err);
+        ok = tr_finish(conn, &ob, &s, &err);
         kind = RK_SESSION_ENDED;
     } else if (ok && is_starting && total > 0 && running == total) {
         bool moved = false;
         snprintf(why, sizeof(why), "%s while every kernel is RUNNING: now RUNNING", s.status);
-        ok = lifecycle_running_if_all_up(conn, &ob, &s, &moved, &err);
+        ok = tr_running_if_all_up(conn, &ob, &s, &moved, &err);
         if (moved) kind = RK_SESSION_RUNNING;
     } else if (ok && is_starting && live == 0) {
         snprintf(why, sizeof(why), "%s without a live kernel", s.status);
@@ -521,12 +454,14 @@ static void reconcile_session(PGconn *conn, const char *sid)
     }
     if (ok && pg_commit(conn, &err)) {
         ob_flush(&ob);
-        if (kind != RK_COUNT) reconcile_repaired(kind, sid, NULL, NULL, why);
+        tlog_ctx_session(NULL); /* the repair's line names it */
+        if (kind != RK_COUNT) repairs_record(kind, sid, NULL, NULL, why);
     } else {
         pg_rollback(conn);
         ob_discard(&ob);
-        TLOG_WARN("reconcile: session repair failed", "session=%s error=\"%s\"", sid, err.msg);
+        TLOG_WARN("reconcile: session repair failed", "error=\"%s\"", err.msg);
     }
+    tlog_ctx_session(NULL);
 }
 
 static void reconcile_sessions(void)
@@ -535,7 +470,7 @@ static void reconcile_sessions(void)
     PGconn *conn = reg_pg_get(&err);
     if (!conn) return;
     char ms[24];
-    snprintf(ms, sizeof(ms), "%lld", (long long)reg_cfg.stuck_timeout_ms);
+    snprintf(ms, sizeof(ms), "%lld", (long long)reg_settings.stuck_timeout_ms);
     const char *p[] = {ms};
     PGresult *r = reg_exec(conn, stuck_sessions_sql, 1, p, &err);
     if (!r) {
@@ -579,7 +514,7 @@ void reconcile_pass(void)
     if (agents) PQclear(agents);
     reconcile_sessions();
     occupancy_verify();
-    reconcile_suspects_rotate();
+    repairs_rotate();
     r = reg_exec(lock, "SELECT pg_advisory_unlock(" RECONCILE_LOCK ")", 0, NULL, &err);
     if (r) PQclear(r);
     reg_pg_put(lock);

@@ -29,47 +29,20 @@
  * A difference between a RUNNING kernel and its agent, and an orphan, is
  * acted on only when the previous pass saw it too (an event in flight
  * settles it in between). Kernel events are applied through the kernel
- * consumer's own code (lifecycle_apply_kernel_event), so every repair makes
+ * consumer's own code (kernel_events_apply), so every repair makes
  * the status changes, history rows and events (SessionRunning, SessionFailed,
  * SessionTerminated ...) the normal path makes, with a reason starting
- * "reconcile:"; each also logs a WARN line "reconcile repair" (kind, session,
- * kernel, agent, why) and counts in tessera_registry_reconcile_repairs_total{kind}. */
+ * "reconcile:"; each is recorded as repairs.h says (a WARN line "reconcile
+ * repair", tessera_registry_reconcile_repairs_total{kind}). */
 #ifndef REGISTRY_RECONCILE_H
 #define REGISTRY_RECONCILE_H
 
-#include "registry.h"
-
-typedef enum reconcile_kind {
-    RK_KERNEL_LOST = 0,
-    RK_KERNEL_EXITED,
-    RK_KERNEL_STARTED,
-    RK_CREATE_RESENT,
-    RK_DESTROY_RESENT,
-    RK_TERMINATION_FINISHED,
-    RK_ORPHAN_DESTROYED,
-    RK_SESSION_RUNNING,
-    RK_SESSION_ENDED,
-    RK_RESERVATION_STALE,
-    RK_RESERVATION_LOST,
-    RK_OCCUPANCY_DRIFT,
-    RK_ROUTES_RESTORED,
-    RK_COUNT
-} reconcile_kind;
-
-/* Count one repair and log it (WARN "reconcile repair"). */
-void reconcile_repaired(reconcile_kind kind, const char *session_id, const char *kernel_id,
-                        const char *agent_id, const char *why);
+#include "libcommon/svc.h"
 
 /* One pass now (housekeeping calls it every registry.kernel_reconcile_interval). */
 void reconcile_pass(void);
 
 /* The metrics (tessera_registry_reconcile_*). */
 void reconcile_register_metrics(svc *s);
-
-/* Seen in the previous pass too? suspect() records key for the next pass and
- * answers whether the last pass recorded it; reconcile_suspects_rotate() ends a
- * pass. For the checks that act on confirmation (occupancy_sync.c too). */
-bool reconcile_suspect(const char *key);
-void reconcile_suspects_rotate(void);
 
 #endif

@@ -1,103 +1,56 @@
-/* registry.h: what tessera-registry's modules share: the configuration, the
- * service handle, database and Redis helpers for code that is not an HTTP
- * handler (event consumers, periodic work), and the session statuses.
+/* registry.h: tessera-registry's table of contents, and the shared basics in
+ * one include (context.h: configuration and service handle; db_common.h:
+ * statuses, database and Redis helpers). Modules (one concern each; each x.c
+ * has its contract in x.h):
  *
- * Modules (one concern each):
- *   main.c             options and wiring
- *   http_api.c         routes
- *   caller.c           who calls (X-Tessera-Caller*), through auth_client.c
- *   auth_client.c      tessera-auth's session contexts (libcommon/authctx.h: cached for
- *                      registry.context_cache_ttl, dropped on tessera.auth.v1 events)
- *   session_create.c   POST /v1/sessions: parse, validate, insert, enqueue, wait
- *   largest_agent.c    per group, the largest agent's slots (cached) for the create
- *   mounts.c           vfolder mounts: resolved by tessera-vfolder, who mounts a folder
- *   validation.c       the create body (Backend.AI's shape) -> create_req
- *   sessions.c         get, list, destroy, restart, history
- *   session_view.c     a session as Backend.AI's camelCase JSON
- *   lifecycle.c        tessera.session.v1 / tessera.kernel.v1 consumers
- *   transitions.c      guarded status changes, history rows, agent commands
- *   waiters.c          create calls waiting for RUNNING (condition variable)
- *   agents.c           tessera.agent.v1 consumer (heartbeats batched), LOST detection
- *   agents_admin.c     admin API for agents
- *   occupancy_sync.c   agent capacity in Redis, rebuild after a loss, stale reservations
- *   reconcile.c        agents' kernels against the database, stuck sessions re-driven
- *   route_sync.c       wsproxy's app routes kept in PostgreSQL, restored after a Redis loss
- *   resource_groups.c  admin API
- *   images.c, oci.c    admin API, registration from the OCI registry
- *   publish.c          events out (tessera.session.v1, tessera.agent.cmd.<id>) */
+ *   wiring
+ *     main.c             options, set-up, start and stop (nothing calls it)
+ *     context.c          the configuration and the service handle (a leaf)
+ *     http_api.c         the routes, one module per concern
+ *     lifecycle.c        the session and kernel consumer groups
+ *     event_consumers.c  consumer groups of registry.event_consumers consumers
+ *     housekeeping.c     the periodic work, on two threads
+ *   the session API (HTTP)
+ *     session_create.c   POST /v1/sessions: parse, validate, insert, enqueue, wait
+ *     validation.c       the create body (Backend.AI's shape) -> create_req
+ *     largest_agent.c    per group, the largest agent's slots (cached) for the create
+ *     mounts.c           vfolder mounts: resolved by tessera-vfolder, who mounts a folder
+ *     images.c, oci.c    images: found (auto-registered) for a create; admin API;
+ *                        registration from the OCI registry
+ *     sessions.c         get, list, destroy, restart, history
+ *     session_relay.c    execute, logs and app starts relayed to the agent
+ *     session_view.c     a session as Backend.AI's camelCase JSON
+ *     listing.c          paged lists and single rows as the API answers them
+ *     caller.c           who calls (X-Tessera-Caller*), through auth_client.c
+ *     auth_client.c      tessera-auth's session contexts (libcommon/authctx.h: cached for
+ *                        registry.context_cache_ttl, dropped on tessera.auth.v1 events)
+ *   the session lifecycle (events)
+ *     session_enqueued.c SessionEnqueued out (after a create; republished)
+ *     session_events.c   tessera.session.v1 consumer: placements
+ *     kernel_events.c    tessera.kernel.v1 consumer: the agents' kernel events
+ *     batch_tx.c         one transaction per batch of session-bound events
+ *     placements.c       a batch's placements in three statements
+ *     kernel_steps.c     a batch's KernelCreating / KernelStarted in a few statements
+ *     transitions.c      guarded status changes, history rows, agent commands
+ *     pending_timeout.c  PENDING sessions past their group's pending_timeout cancelled
+ *     publish.c          the outbox: events out after COMMIT, waiter notifications
+ *     waiters.c          create calls waiting for RUNNING (condition variable)
+ *     app_routes.c       wsproxy's routes of an ended session removed
+ *     pbutil.c           protobuf messages <-> the stored JSON
+ *     db_common.c        statuses, database and Redis helpers
+ *   agents and reconciliation
+ *     agents.c           tessera.agent.v1 consumer (heartbeats batched), LOST detection
+ *     agents_admin.c     admin API for agents
+ *     resource_groups.c  admin API for resource groups
+ *     occupancy_sync.c   agent capacity in Redis, rebuild after a loss, stale reservations
+ *     reconcile.c        agents' kernels against the database, stuck sessions re-driven
+ *     route_sync.c       wsproxy's app routes kept in PostgreSQL, restored after a Redis loss
+ *     repairs.c          the repairs' record (log, counters) and their confirmation */
 #ifndef REGISTRY_H
 #define REGISTRY_H
 
+#include "context.h"
+#include "db_common.h"
 #include "libcommon/slots.h"
-#include "libcommon/svc.h"
-
-typedef struct reg_config {
-    char *auth_url;
-    int64_t auth_timeout_ms;
-    int64_t context_cache_ttl_ms;
-    int64_t context_cache_entries;
-    int64_t largest_agent_cache_ms;
-    char *oci_registry;
-    bool oci_plain_http;
-    int64_t oci_timeout_ms;
-    int64_t agent_lost_timeout_ms;
-    int64_t lost_check_interval_ms;
-    int64_t pending_check_interval_ms;
-    int64_t event_consumers;
-    bool auto_register_images;
-    int64_t reconcile_interval_ms;
-    int64_t kernel_reconcile_interval_ms;
-    int64_t stuck_timeout_ms;
-    char *redis_prefix;
-    int64_t default_wait_ms;
-    int64_t max_wait_ms;
-    int64_t max_waiting_creates;
-    char *default_slots;
-    char *wsproxy_url;
-    char *vfolder_url;
-    int64_t vfolder_timeout_ms;
-} reg_config;
-
-extern reg_config reg_cfg;
-extern svc *reg_svc;
-
-/* Session statuses (sessions.status). */
-#define ST_PENDING "PENDING"
-#define ST_SCHEDULED "SCHEDULED"
-#define ST_PREPARING "PREPARING"
-#define ST_PULLING "PULLING"
-#define ST_RUNNING "RUNNING"
-#define ST_RESTARTING "RESTARTING"
-#define ST_TERMINATING "TERMINATING"
-#define ST_TERMINATED "TERMINATED"
-#define ST_CANCELLED "CANCELLED"
-#define ST_ERROR "ERROR"
-/* SQL lists. */
-#define SQL_FINAL "('TERMINATED', 'CANCELLED', 'ERROR')"
-
-bool reg_status_final(const char *status);
-
-/* ---- database for non-HTTP code -------------------------------------------------------- */
-
-/* A pooled connection (waits up to 5 s) or NULL with err. */
-PGconn *reg_pg_get(ts_err *err);
-void reg_pg_put(PGconn *conn);
-/* pg_exec_cached (PQexecParams through the connection's statement cache);
- * NULL with err (and the SQLSTATE in *state when given) on failure. */
-PGresult *reg_exec(PGconn *conn, const char *sql, int n, const char *const *params, ts_err *err);
-/* reg_exec without the statement cache: planned at each call, for the
- * table sizes of now. For the statements that join a batch's rows to a
- * table: a plan cached while the table was small reads all of it later. */
-PGresult *reg_exec_planned(PGconn *conn, const char *sql, int n, const char *const *params,
-                           ts_err *err);
-/* A uuid[] literal, {id,id,...}, of n ids the caller checked are UUIDs
- * (ts_uuid_valid); free() it. */
-char *reg_uuid_array(const char *const *ids, size_t n);
-/* Like reg_exec for statements whose result is not needed. */
-bool reg_run(PGconn *conn, const char *sql, int n, const char *const *params,
-             ts_err *err) TS_MUST_CHECK;
-
-/* The thread's Redis connection (svc_redis). */
-rds *reg_redis(ts_err *err);
 
 #endif

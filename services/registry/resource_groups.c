@@ -2,65 +2,41 @@
 #include "resource_groups.h"
 
 #include "caller.h"
+#include "libcommon/log.h"
 #include "libcommon/pgjson.h"
+#include "listing.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-static const char select_cols[] =
-    "SELECT g.name, g.description, g.is_active, g.scheduler, g.agent_selector,"
-    " g.allowed_session_types, g.pending_timeout, g.created_at, g.modified_at,"
-    " (SELECT count(*) FROM registry.agents a WHERE a.resource_group = g.name"
-    "   AND a.status = 'ALIVE')::int AS agents";
+#define SELECT_GROUPS                                                                              \
+    "SELECT g.name, g.description, g.is_active, g.scheduler, g.agent_selector,"                    \
+    " g.allowed_session_types, g.pending_timeout, g.created_at, g.modified_at,"                    \
+    " (SELECT count(*) FROM registry.agents a WHERE a.resource_group = g.name"                     \
+    "   AND a.status = 'ALIVE')::int AS agents"
 
-static void reply_group(http_resp *resp, PGconn *conn, const char *name, int status)
-{
-    char *sql = ts_asprintf("%s FROM registry.resource_groups g WHERE g.name = $1", select_cols);
-    const char *p[] = {name};
-    PGresult *r = pgjson_query(conn, resp, "read resource group", sql, 1, p);
-    free(sql);
-    if (r) pgjson_reply_one(resp, r, status, "unknown resource group %s", name);
-}
+static const listing_one group_row = {
+    "read resource group", SELECT_GROUPS " FROM registry.resource_groups g WHERE g.name = $1",
+    "unknown resource group", "resource_group"};
 
 static void h_list(http_req *req, http_resp *resp, void *ctx)
 {
-    svc *s = ctx;
     reg_caller c;
     if (!caller_get_admin(req, resp, false, "resource groups", &c)) return;
-    pgjson_page pg;
-    PGconn *conn = NULL;
-    if (!pgjson_page_parse(req, resp, &pg) || !(conn = pgjson_get(s, resp))) goto out;
-    const char *active = http_query_arg(req, "is_active");
-    char *sql = ts_asprintf("%s, count(*) OVER () AS total FROM registry.resource_groups g"
-                            " WHERE ($1::bool IS NULL OR g.is_active = $1::bool)"
-                            " ORDER BY g.name LIMIT $2::bigint OFFSET $3::bigint",
-                            select_cols);
-    const char *p[] = {active, pg.limit_s, pg.offset_s};
-    PGresult *r = pgjson_query(conn, resp, "list resource groups", sql, 3, p);
-    free(sql);
-    if (r) {
-        long long total = PQntuples(r) ? atoll(PQgetvalue(r, 0, PQnfields(r) - 1)) : 0;
-        json_t *items = pgjson_rows_json(r);
-        size_t i;
-        json_t *v;
-        json_array_foreach(items, i, v) json_object_del(v, "total");
-        http_reply_json(resp, 200, pgjson_page_json(items, total, &pg));
-        PQclear(r);
-    }
-out:
-    pgjson_put(s, conn);
+    listing l = {.what = "list resource groups",
+                 .sql = SELECT_GROUPS ", count(*) OVER () AS total"
+                                      " FROM registry.resource_groups g"
+                                      " WHERE ($1::bool IS NULL OR g.is_active = $1::bool)"
+                                      " ORDER BY g.name LIMIT $2::bigint OFFSET $3::bigint",
+                 .params = {http_query_arg(req, "is_active")},
+                 .n_params = 1};
+    listing_reply(ctx, req, resp, &l);
     caller_free(&c);
 }
 
 static void h_get(http_req *req, http_resp *resp, void *ctx)
 {
-    svc *s = ctx;
-    reg_caller c;
-    if (!caller_get_admin(req, resp, false, "resource groups", &c)) return;
-    PGconn *conn = pgjson_get(s, resp);
-    if (conn) reply_group(resp, conn, http_param(req, "name"), 200);
-    pgjson_put(s, conn);
-    caller_free(&c);
+    listing_admin_get(ctx, req, resp, "resource groups", &group_row, "name");
 }
 
 /* The fields of a create or update body, as text parameters (NULL = absent). */
@@ -128,55 +104,27 @@ bad_types:
     return false;
 }
 
-static void h_create(http_req *req, http_resp *resp, void *ctx)
+static PGresult *insert_group(PGconn *conn, http_resp *resp, const rg_fields *f)
 {
-    svc *s = ctx;
-    reg_caller c;
-    if (!caller_get_admin(req, resp, true, "resource groups", &c)) return;
-    json_t *body = http_json_body(req, resp);
-    rg_fields f = {0};
-    PGconn *conn = NULL;
-    if (!body || !parse_fields(body, true, &f, resp) || !(conn = pgjson_get(s, resp))) goto out;
-    const char *p[] = {f.name,
-                       f.description ? f.description : "",
-                       f.has_active ? f.active : "true",
-                       f.scheduler ? f.scheduler : "fifo",
-                       f.selector ? f.selector : "concentrated",
-                       f.types ? f.types : "{interactive,batch,inference}",
-                       f.has_timeout ? f.timeout : "0"};
-    PGresult *r = pgjson_query(conn, resp, "create resource group",
-                               "INSERT INTO registry.resource_groups (name, description, is_active,"
-                               " scheduler, agent_selector, allowed_session_types, pending_timeout)"
-                               " VALUES ($1, $2, $3::bool, $4, $5, $6::text[], $7::int)",
-                               7, p);
-    if (r) {
-        PQclear(r);
-        reply_group(resp, conn, f.name, 201);
-    }
-out:
-    free(f.types);
-    json_decref(body);
-    pgjson_put(s, conn);
-    caller_free(&c);
+    const char *p[] = {f->name,
+                       f->description ? f->description : "",
+                       f->has_active ? f->active : "true",
+                       f->scheduler ? f->scheduler : "fifo",
+                       f->selector ? f->selector : "concentrated",
+                       f->types ? f->types : "{interactive,batch,inference}",
+                       f->has_timeout ? f->timeout : "0"};
+    return pgjson_query(conn, resp, "create resource group",
+                        "INSERT INTO registry.resource_groups (name, description, is_active,"
+                        " scheduler, agent_selector, allowed_session_types, pending_timeout)"
+                        " VALUES ($1, $2, $3::bool, $4, $5, $6::text[], $7::int)",
+                        7, p);
 }
 
-static void h_update(http_req *req, http_resp *resp, void *ctx)
+static PGresult *update_group(PGconn *conn, http_resp *resp, const char *name, const rg_fields *f)
 {
-    svc *s = ctx;
-    reg_caller c;
-    if (!caller_get_admin(req, resp, true, "resource groups", &c)) return;
-    const char *name = http_param(req, "name");
-    json_t *body = http_json_body(req, resp);
-    rg_fields f = {0};
-    PGconn *conn = NULL;
-    if (!body || !parse_fields(body, false, &f, resp) || !(conn = pgjson_get(s, resp))) goto out;
-    if (f.name && strcmp(f.name, name) != 0) {
-        http_problem(resp, 400, "invalid-api-params", NULL, "a resource group cannot be renamed");
-        goto out;
-    }
-    const char *p[] = {name,       f.description, f.has_active ? f.active : NULL,  f.scheduler,
-                       f.selector, f.types,       f.has_timeout ? f.timeout : NULL};
-    PGresult *r = pgjson_query(
+    const char *p[] = {name,        f->description, f->has_active ? f->active : NULL,  f->scheduler,
+                       f->selector, f->types,       f->has_timeout ? f->timeout : NULL};
+    return pgjson_query(
         conn, resp, "update resource group",
         "UPDATE registry.resource_groups SET description = coalesce($2, description),"
         " is_active = coalesce($3::bool, is_active), scheduler = coalesce($4, scheduler),"
@@ -185,9 +133,30 @@ static void h_update(http_req *req, http_resp *resp, void *ctx)
         " pending_timeout = coalesce($7::int, pending_timeout), modified_at = now()"
         " WHERE name = $1",
         7, p);
+}
+
+/* POST /v1/admin/resource-groups (the body names it) and PATCH
+ * /v1/admin/resource-groups/{name}. */
+static void h_write(http_req *req, http_resp *resp, void *ctx)
+{
+    svc *s = ctx;
+    const char *name = http_param(req, "name");
+    reg_caller c;
+    if (!caller_get_admin(req, resp, true, "resource groups", &c)) return;
+    if (name) tlog_ctx_entity("resource_group", name);
+    json_t *body = http_json_body(req, resp);
+    rg_fields f = {0};
+    PGconn *conn = NULL;
+    if (!body || !parse_fields(body, !name, &f, resp) || !(conn = pgjson_get(s, resp))) goto out;
+    if (name && f.name && strcmp(f.name, name) != 0) {
+        http_problem(resp, 400, "invalid-api-params", NULL, "a resource group cannot be renamed");
+        goto out;
+    }
+    if (!name) tlog_ctx_entity("resource_group", f.name);
+    PGresult *r = name ? update_group(conn, resp, name, &f) : insert_group(conn, resp, &f);
     if (r) {
         PQclear(r);
-        reply_group(resp, conn, name, 200);
+        listing_reply_one(resp, conn, &group_row, name ? name : f.name, name ? 200 : 201);
     }
 out:
     free(f.types);
@@ -200,7 +169,7 @@ void resource_groups_routes(svc *s)
 {
     http_router *r = svc_router(s);
     http_route(r, "GET", "/v1/admin/resource-groups", h_list, s);
-    http_route(r, "POST", "/v1/admin/resource-groups", h_create, s);
+    http_route(r, "POST", "/v1/admin/resource-groups", h_write, s);
     http_route(r, "GET", "/v1/admin/resource-groups/{name}", h_get, s);
-    http_route(r, "PATCH", "/v1/admin/resource-groups/{name}", h_update, s);
+    http_route(r, "PATCH", "/v1/admin/resource-groups/{name}", h_write, s);
 }

@@ -13,7 +13,7 @@
 #ifndef REGISTRY_RESOURCE_GROUPS_H
 #define REGISTRY_RESOURCE_GROUPS_H
 
-#include "registry.h"
+#include "libcommon/svc.h"
 
 void resource_groups_routes(svc *s);
 

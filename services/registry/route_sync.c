@@ -2,9 +2,11 @@
 #include "route_sync.h"
 
 #include "app_routes.h"
+#include "context.h"
+#include "db_common.h"
 #include "libcommon/httpc.h"
 #include "libcommon/log.h"
-#include "reconcile.h"
+#include "repairs.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,7 +133,7 @@ static bool post_restore(httpc *c, PGresult *r, int from, int to, char epoch[64]
             json_decref(rj);
     }
     json_t *body = json_pack("{s:o}", "routes", routes);
-    char *url = ts_asprintf("%s/v1/routes/restore", reg_cfg.wsproxy_url);
+    char *url = ts_asprintf("%s/v1/routes/restore", reg_settings.wsproxy_url);
     long status = 0;
     json_t *answer = NULL;
     bool ok = httpc_json(c, "POST", url, body, NULL, &status, &answer, err);
@@ -185,7 +187,7 @@ static bool restore(PGconn *conn, const char *old_epoch, const char *cur_epoch, 
         snprintf(why, sizeof(why),
                  "Redis lost the app routes (epoch '%s', now '%s'): %d routes restored", old_epoch,
                  cur_epoch, count[i]);
-        reconcile_repaired(RK_ROUTES_RESTORED, ids[i], NULL, NULL, why);
+        repairs_record(RK_ROUTES_RESTORED, ids[i], NULL, NULL, why);
     }
     if (ns > 0) {
         char *arr = reg_uuid_array(ids, ns);
@@ -209,7 +211,7 @@ static bool restore(PGconn *conn, const char *old_epoch, const char *cur_epoch, 
 void route_sync_pass(void)
 {
     static __thread unsigned passes;
-    if (!reg_cfg.wsproxy_url || !*reg_cfg.wsproxy_url) return;
+    if (!reg_settings.wsproxy_url || !*reg_settings.wsproxy_url) return;
     ts_err err = {{0}};
     rds *rd = reg_redis(&err);
     PGconn *conn = rd ? reg_pg_get(&err) : NULL;

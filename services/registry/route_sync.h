@@ -19,7 +19,7 @@
 #ifndef REGISTRY_ROUTE_SYNC_H
 #define REGISTRY_ROUTE_SYNC_H
 
-#include "registry.h"
+#include "libcommon/svc.h"
 
 void route_sync_pass(void);
 

@@ -1,20 +1,20 @@
-/* session_create.c: POST /v1/sessions (see sessions.h). Validate, insert the
- * session PENDING with its kernels and a history row in one transaction,
+/* session_create.c: POST /v1/sessions (see session_create.h). Validate, insert
+ * the session PENDING with its kernels and a history row in one transaction,
  * commit, publish SessionEnqueued, then (unless enqueueOnly) wait for RUNNING
  * or an end, up to maxWaitSeconds. */
-#include "sessions.h"
+#include "session_create.h"
 
 #include "caller.h"
+#include "context.h"
+#include "db_common.h"
 #include "images.h"
 #include "largest_agent.h"
 #include "libcommon/log.h"
 #include "libcommon/pg.h"
 #include "libcommon/pgjson.h"
 #include "mounts.h"
-#include "pbutil.h"
-#include "publish.h"
+#include "session_enqueued.h"
 #include "session_view.h"
-#include "tessera/v1/session.pb-c.h"
 #include "validation.h"
 #include "waiters.h"
 
@@ -31,121 +31,6 @@ static const char *jstr(json_t *o, const char *k)
 static void fmt_slot(int id, int64_t v, char *buf, size_t size)
 {
     slot_format(id, v, buf, size);
-}
-
-/* ---- SessionEnqueued ---------------------------------------------------------------------------
- */
-
-static const char enqueue_sql[] =
-    "SELECT s.id::text, s.name, s.type, s.access_key, s.user_id::text,"
-    " coalesce(s.project_id::text, ''), s.domain_name, s.resource_group, s.image, s.architecture,"
-    " s.priority, s.cluster_size, s.cluster_mode,"
-    " coalesce((extract(epoch FROM s.starts_at) * 1000)::bigint, 0),"
-    " (extract(epoch FROM s.created_at) * 1000)::bigint, s.limits::text,"
-    " (SELECT json_agg(json_build_object('id', k.id, 'role', k.cluster_role, 'idx', k.cluster_idx,"
-    "   'slots', k.slots) ORDER BY k.cluster_idx)::text FROM registry.kernels k"
-    "   WHERE k.session_id = s.id), s.status"
-    " FROM registry.sessions s WHERE s.id = $1::uuid";
-
-static Tessera__V1__SessionType type_of(const char *t)
-{
-    if (strcmp(t, "batch") == 0) return TESSERA__V1__SESSION_TYPE__SESSION_TYPE_BATCH;
-    if (strcmp(t, "inference") == 0) return TESSERA__V1__SESSION_TYPE__SESSION_TYPE_INFERENCE;
-    return TESSERA__V1__SESSION_TYPE__SESSION_TYPE_INTERACTIVE;
-}
-
-bool sessions_publish_enqueued(PGconn *conn, const char *session_id, const char *correlation_id,
-                               ts_err *err)
-{
-    const char *p[] = {session_id};
-    PGresult *r = reg_exec(conn, enqueue_sql, 1, p, err);
-    if (!r) return false;
-    /* The status is checked here, not in the WHERE clause: with the status
-     * there, PostgreSQL may plan the statement (prepared, planned once while
-     * the tables are small) through the index of live sessions by status,
-     * and then reads every PENDING session on each call. */
-    if (PQntuples(r) != 1 || strcmp(PQgetvalue(r, 0, 17), ST_PENDING) != 0) {
-        /* gone or no longer pending: nothing to announce */
-        PQclear(r);
-        return reg_run(conn,
-                       "UPDATE registry.sessions SET enqueue_published = true WHERE id = $1::uuid",
-                       1, p, err);
-    }
-    arena a = {0};
-    Tessera__V1__SessionEnqueued m = TESSERA__V1__SESSION_ENQUEUED__INIT;
-    m.session_id = PQgetvalue(r, 0, 0);
-    m.session_name = PQgetvalue(r, 0, 1);
-    m.session_type = type_of(PQgetvalue(r, 0, 2));
-    m.access_key = PQgetvalue(r, 0, 3);
-    m.user_id = PQgetvalue(r, 0, 4);
-    m.project_id = PQgetvalue(r, 0, 5);
-    m.domain_name = PQgetvalue(r, 0, 6);
-    m.resource_group = PQgetvalue(r, 0, 7);
-    m.image = PQgetvalue(r, 0, 8);
-    m.architecture = PQgetvalue(r, 0, 9);
-    m.priority = atoi(PQgetvalue(r, 0, 10));
-    m.cluster_size = atoi(PQgetvalue(r, 0, 11));
-    m.cluster_mode = PQgetvalue(r, 0, 12);
-    m.multi_node = strcmp(m.cluster_mode, "multi-node") == 0;
-    m.starts_at_ms = atoll(PQgetvalue(r, 0, 13));
-    m.enqueued_at_ms = atoll(PQgetvalue(r, 0, 14));
-    json_t *limits = json_loads(PQgetvalue(r, 0, 15), 0, NULL);
-    json_t *kernels = json_loads(PQgetvalue(r, 0, 16), 0, NULL);
-    m.n_kernels = json_array_size(kernels);
-    m.kernels = ar_alloc(&a, (m.n_kernels + 1) * sizeof(*m.kernels));
-    for (size_t i = 0; i < m.n_kernels; i++) {
-        json_t *k = json_array_get(kernels, i);
-        Tessera__V1__SessionEnqueued__KernelRequest *kr = ar_alloc(&a, sizeof(*kr));
-        tessera__v1__session_enqueued__kernel_request__init(kr);
-        kr->kernel_id = ar_str(&a, jstr(k, "id"));
-        kr->cluster_role = ar_str(&a, jstr(k, "role"));
-        kr->cluster_idx = (int32_t)json_integer_value(json_object_get(k, "idx"));
-        kr->slots = pb_slots(&a, json_object_get(k, "slots"), &kr->n_slots);
-        m.kernels[i] = kr;
-    }
-    m.n_limits = json_array_size(limits);
-    m.limits = ar_alloc(&a, (m.n_limits + 1) * sizeof(*m.limits));
-    for (size_t i = 0; i < m.n_limits; i++) {
-        json_t *l = json_array_get(limits, i);
-        Tessera__V1__ScopeLimits *sl = ar_alloc(&a, sizeof(*sl));
-        tessera__v1__scope_limits__init(sl);
-        sl->scope = ar_str(&a, jstr(l, "scope"));
-        sl->id = ar_str(&a, jstr(l, "id"));
-        sl->max_concurrent_sessions =
-            (int32_t)json_integer_value(json_object_get(l, "max_concurrent_sessions"));
-        sl->max_pending_sessions =
-            (int32_t)json_integer_value(json_object_get(l, "max_pending_sessions"));
-        sl->max_slots = pb_slots(&a, json_object_get(l, "max_slots"), &sl->n_max_slots);
-        m.limits[i] = sl;
-    }
-    bool ok = kbus_publish(svc_bus(reg_svc), "tessera.session.v1", m.session_id, &m.base,
-                           correlation_id, m.session_id, err);
-    json_decref(limits);
-    json_decref(kernels);
-    ar_free(&a);
-    PQclear(r);
-    if (!ok) return false;
-    return reg_run(conn,
-                   "UPDATE registry.sessions SET enqueue_published = true WHERE id = $1::uuid", 1,
-                   p, err);
-}
-
-void sessions_republish_pending(void)
-{
-    ts_err err = {{0}};
-    PGconn *conn = reg_pg_get(&err);
-    if (!conn) return;
-    PGresult *r = reg_exec(conn,
-                           "SELECT id::text FROM registry.sessions WHERE status = 'PENDING'"
-                           " AND NOT enqueue_published AND created_at < now() - interval '2 s'"
-                           " LIMIT 100",
-                           0, NULL, &err);
-    for (int i = 0; r && i < PQntuples(r); i++)
-        if (!sessions_publish_enqueued(conn, PQgetvalue(r, i, 0), "", &err))
-            TLOG_WARN("SessionEnqueued not published", "session=%s error=\"%s\"",
-                      PQgetvalue(r, i, 0), err.msg);
-    if (r) PQclear(r);
-    reg_pg_put(conn);
 }
 
 /* ---- validation against the owner's context and the registry's data -------------------------- */
@@ -277,7 +162,7 @@ static bool apply_minimums(create_req *cr, json_t *min, http_resp *resp)
 {
     slots_t def;
     ts_err err = {{0}};
-    if (!slots_parse_text(&def, reg_cfg.default_slots, &err)) slots_clear(&def);
+    if (!slots_parse_text(&def, reg_settings.default_slots, &err)) slots_clear(&def);
     for (int id = 0; id < SLOTS_MAX; id++)
         if ((def.mask >> id) & 1u && !((cr->slots.mask >> id) & 1u))
             slots_put(&cr->slots, id, def.v[id]);
@@ -336,29 +221,29 @@ static json_t *build_limits(json_t *ctx, const char *ak, const char *user_id)
 /* ---- the handler --------------------------------------------------------------------------------
  */
 
+/* The create's answer from a session's view: created (201) or reused (200). */
+static void reply_created(http_resp *resp, json_t *v, bool created)
+{
+    json_t *out =
+        json_pack("{s:O, s:O, s:O, s:O, s:O, s:b}", "sessionId", json_object_get(v, "sessionId"),
+                  "sessionUuid", json_object_get(v, "sessionUuid"), "status",
+                  json_object_get(v, "status"), "statusInfo", json_object_get(v, "statusInfo"),
+                  "servicePorts", json_object_get(v, "servicePorts"), "created", created);
+    json_decref(v);
+    http_reply_json(resp, created ? 201 : 200, out);
+}
+
+/* reuseIfExists: the live session of that name. */
 static void reply_existing(http_resp *resp, PGconn *conn, const char *ak, const char *name)
 {
-    char *sql = ts_asprintf("%s WHERE s.access_key = $1 AND s.name = $2 AND s.status NOT IN %s",
-                            session_view_sql, SQL_FINAL);
     const char *p[] = {ak, name};
-    PGresult *r = pgjson_query(conn, resp, "read session", sql, 2, p);
-    free(sql);
-    if (!r) return;
-    if (PQntuples(r) == 1) {
-        json_t *v = session_view_json(r, 0);
-        json_t *out =
-            json_pack("{s:O, s:O, s:O, s:O, s:b}", "sessionId", json_object_get(v, "sessionId"),
-                      "sessionUuid", json_object_get(v, "sessionUuid"), "status",
-                      json_object_get(v, "status"), "servicePorts",
-                      json_object_get(v, "servicePorts"), "created", 0);
-        json_object_set(out, "statusInfo", json_object_get(v, "statusInfo"));
-        json_decref(v);
-        http_reply_json(resp, 200, out);
-    } else {
+    json_t *v = session_view_one(
+        conn, resp, "s.access_key = $1 AND s.name = $2 AND s.status NOT IN " SQL_FINAL, 2, p);
+    if (v)
+        reply_created(resp, v, false);
+    else if (http_resp_status(resp) == 0)
         http_problem(resp, 409, "already-exists", NULL, "session %s ended meanwhile; try again",
                      name);
-    }
-    PQclear(r);
 }
 
 static const char insert_sql[] =
@@ -402,7 +287,7 @@ static bool starts_at_ms(PGconn *conn, const create_req *cr, char *out, size_t s
     return ok;
 }
 
-void sessions_create(http_req *req, http_resp *resp, void *ctx)
+static void h_create(http_req *req, http_resp *resp, void *ctx)
 {
     svc *s = ctx;
     json_t *body = http_json_body(req, resp);
@@ -517,6 +402,7 @@ void sessions_create(http_req *req, http_resp *resp, void *ctx)
     /* insert */
     char sid[TS_UUID_STRLEN];
     ts_uuid4(sid);
+    tlog_ctx_session(sid);
     json_t *kslots = slots_to_json(&cr.slots), *tslots = slots_to_json(&total);
     json_t *ropts = json_object();
     if (cr.shmem >= 0) {
@@ -608,14 +494,14 @@ void sessions_create(http_req *req, http_resp *resp, void *ctx)
     else
         pg_rollback(conn);
     if (!ok) goto free_text;
-    TLOG_INFO("session enqueued", "session=%s name=%s owner=%s group=%s image=%s", sid, cr.name,
-              owner_ak, cr.resource_group, cr.image);
+    TLOG_INFO("session enqueued", "name=%s owner=%s group=%s image=%s", cr.name, owner_ak,
+              cr.resource_group, cr.image);
     /* wait registration before the scheduler can see it */
     if (!cr.enqueue_only && cr.max_wait_ms > 0)
-        w = waiters_add(sid, (int)reg_cfg.max_waiting_creates);
-    if (!sessions_publish_enqueued(conn, sid, req->request_id, &err))
-        TLOG_WARN("SessionEnqueued not published yet (retried by the housekeeping)",
-                  "session=%s error=\"%s\"", sid, err.msg);
+        w = waiters_add(sid, (int)reg_settings.max_waiting_creates);
+    if (!session_enqueued_publish(conn, sid, req->request_id, &err))
+        TLOG_WARN("SessionEnqueued not published yet (retried by the housekeeping)", "error=\"%s\"",
+                  err.msg);
     char reached[16] = "";
     if (w) {
         /* Do not hold a connection while waiting. */
@@ -625,21 +511,9 @@ void sessions_create(http_req *req, http_resp *resp, void *ctx)
         w = NULL;
         if (!(conn = pgjson_get(s, resp))) goto free_text;
     }
-    char *sql = ts_asprintf("%s WHERE s.id = $1::uuid", session_view_sql);
     const char *vp[] = {sid};
-    PGresult *vr = pgjson_query(conn, resp, "read session", sql, 1, vp);
-    free(sql);
-    if (vr && PQntuples(vr) == 1) {
-        json_t *v = session_view_json(vr, 0);
-        json_t *outj = json_pack(
-            "{s:O, s:O, s:O, s:O, s:O, s:b}", "sessionId", json_object_get(v, "sessionId"),
-            "sessionUuid", json_object_get(v, "sessionUuid"), "status",
-            json_object_get(v, "status"), "statusInfo", json_object_get(v, "statusInfo"),
-            "servicePorts", json_object_get(v, "servicePorts"), "created", 1);
-        json_decref(v);
-        http_reply_json(resp, 201, outj);
-    }
-    if (vr) PQclear(vr);
+    json_t *v = session_view_one(conn, resp, "s.id = $1::uuid", 1, vp);
+    if (v) reply_created(resp, v, true);
 free_text:
     free(ks);
     free(ts);
@@ -656,4 +530,9 @@ out:
     create_req_free(&cr);
     json_decref(body);
     pgjson_put(s, conn);
+}
+
+void session_create_routes(svc *s)
+{
+    http_route(svc_router(s), "POST", "/v1/sessions", h_create, s);
 }

@@ -3,6 +3,9 @@
  * The registry only finds the kernel and its agent; the agent runs the code,
  * caps output and time, and answers in Backend.AI's shape, which is relayed
  * as it is. */
+#include "session_relay.h"
+
+#include "caller.h"
 #include "sessions.h"
 
 #include "libcommon/exec_req.h"
@@ -55,6 +58,7 @@ static bool find_main_kernel(PGconn *conn, http_resp *resp, const char *id, main
                                                                                        : "http://",
                  addr);
         ts_strlcpy(out->kernel_id, PQgetvalue(r, 0, 1), sizeof(out->kernel_id));
+        tlog_ctx_kernel(out->kernel_id);
         ok = true;
     }
     PQclear(r);
@@ -149,7 +153,7 @@ static void h_app_start(http_req *req, http_resp *resp, void *ctx)
     free(what);
 }
 
-void sessions_relay_routes(svc *s)
+void session_relay_routes(svc *s)
 {
     http_route(svc_router(s), "POST", "/v1/sessions/{id}/execute", h_execute, s);
     http_route(svc_router(s), "GET", "/v1/sessions/{id}/logs", h_logs, s);

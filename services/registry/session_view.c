@@ -3,6 +3,7 @@
 
 #include "libcommon/pgjson.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 const char session_view_sql[] =
@@ -45,41 +46,64 @@ json_t *session_view_ports(json_t *stored, const char *host)
     return out;
 }
 
+/* The view's keys in order and their columns; NULL: the computed servicePorts. */
+static const struct {
+    const char *key, *col;
+} view_fields[] = {
+    {"sessionId", "name"},
+    {"sessionUuid", "id"},
+    {"sessionName", "name"},
+    {"status", "status"},
+    {"statusInfo", "status_info"},
+    {"image", "image"},
+    {"architecture", "architecture"},
+    {"type", "type"},
+    {"creationTime", "created_at"},
+    {"terminationTime", "terminated_at"},
+    {"statusChangedAt", "status_changed_at"},
+    {"startsAt", "starts_at"},
+    {"age", "age"},
+    {"occupiedSlots", "occupied_slots"},
+    {"requestedSlots", "requested_slots"},
+    {"servicePorts", NULL},
+    {"domainName", "domain_name"},
+    {"groupId", "project_id"},
+    {"groupName", "group_name"},
+    {"userId", "user_id"},
+    {"accessKey", "access_key"},
+    {"scalingGroup", "resource_group"},
+    {"resourceGroup", "resource_group"},
+    {"clusterSize", "cluster_size"},
+    {"clusterMode", "cluster_mode"},
+    {"priority", "priority"},
+    {"result", "result"},
+    {"exitCode", "exit_code"},
+};
+
 json_t *session_view_json(const PGresult *r, int row)
 {
     json_t *kernels = col(r, row, "kernels");
     json_t *main = json_array_get(kernels, 0);
-    json_t *ports = session_view_ports(json_object_get(main, "servicePorts"),
-                                       json_string_value(json_object_get(main, "host")));
     json_t *o = json_object();
-    json_object_set_new(o, "sessionId", col(r, row, "name"));
-    json_object_set_new(o, "sessionUuid", col(r, row, "id"));
-    json_object_set_new(o, "sessionName", col(r, row, "name"));
-    json_object_set_new(o, "status", col(r, row, "status"));
-    json_object_set_new(o, "statusInfo", col(r, row, "status_info"));
-    json_object_set_new(o, "image", col(r, row, "image"));
-    json_object_set_new(o, "architecture", col(r, row, "architecture"));
-    json_object_set_new(o, "type", col(r, row, "type"));
-    json_object_set_new(o, "creationTime", col(r, row, "created_at"));
-    json_object_set_new(o, "terminationTime", col(r, row, "terminated_at"));
-    json_object_set_new(o, "statusChangedAt", col(r, row, "status_changed_at"));
-    json_object_set_new(o, "startsAt", col(r, row, "starts_at"));
-    json_object_set_new(o, "age", col(r, row, "age"));
-    json_object_set_new(o, "occupiedSlots", col(r, row, "occupied_slots"));
-    json_object_set_new(o, "requestedSlots", col(r, row, "requested_slots"));
-    json_object_set_new(o, "servicePorts", ports);
-    json_object_set_new(o, "domainName", col(r, row, "domain_name"));
-    json_object_set_new(o, "groupId", col(r, row, "project_id"));
-    json_object_set_new(o, "groupName", col(r, row, "group_name"));
-    json_object_set_new(o, "userId", col(r, row, "user_id"));
-    json_object_set_new(o, "accessKey", col(r, row, "access_key"));
-    json_object_set_new(o, "scalingGroup", col(r, row, "resource_group"));
-    json_object_set_new(o, "resourceGroup", col(r, row, "resource_group"));
-    json_object_set_new(o, "clusterSize", col(r, row, "cluster_size"));
-    json_object_set_new(o, "clusterMode", col(r, row, "cluster_mode"));
-    json_object_set_new(o, "priority", col(r, row, "priority"));
-    json_object_set_new(o, "result", col(r, row, "result"));
-    json_object_set_new(o, "exitCode", col(r, row, "exit_code"));
+    for (size_t i = 0; i < TS_ARRAY_LEN(view_fields); i++)
+        json_object_set_new(
+            o, view_fields[i].key,
+            view_fields[i].col
+                ? col(r, row, view_fields[i].col)
+                : session_view_ports(json_object_get(main, "servicePorts"),
+                                     json_string_value(json_object_get(main, "host"))));
     json_object_set_new(o, "kernels", kernels);
     return o;
+}
+
+json_t *session_view_one(PGconn *conn, http_resp *resp, const char *where, int n,
+                         const char *const *params)
+{
+    char *sql = ts_asprintf("%s WHERE %s", session_view_sql, where);
+    PGresult *r = pgjson_query(conn, resp, "read session", sql, n, params);
+    free(sql);
+    if (!r) return NULL;
+    json_t *v = PQntuples(r) == 1 ? session_view_json(r, 0) : NULL;
+    PQclear(r);
+    return v;
 }

@@ -10,12 +10,18 @@
 #ifndef REGISTRY_SESSION_VIEW_H
 #define REGISTRY_SESSION_VIEW_H
 
-#include "registry.h"
+#include "libcommon/svc.h"
 
 /* SELECT list and FROM for session_view_json (add WHERE / ORDER). */
 extern const char session_view_sql[];
 
 json_t *session_view_json(const PGresult *r, int row);
+
+/* The view of the one session the condition where ($1..$n: params) finds;
+ * NULL when none does (resp untouched) or after a problem answer (the
+ * database failed). */
+json_t *session_view_one(PGconn *conn, http_resp *resp, const char *where, int n,
+                         const char *const *params);
 
 /* Backend.AI's servicePorts from a stored ports array. */
 json_t *session_view_ports(json_t *stored, const char *host);

@@ -3,8 +3,10 @@
 #include "sessions.h"
 
 #include "caller.h"
+#include "db_common.h"
 #include "libcommon/log.h"
 #include "libcommon/pgjson.h"
+#include "listing.h"
 #include "session_view.h"
 #include "tessera/v1/session.pb-c.h"
 #include "transitions.h"
@@ -71,73 +73,72 @@ bool sessions_find(PGconn *conn, http_req *req, http_resp *resp, const reg_calle
     if (!r) return false;
     bool ok = PQntuples(r) == 1 && may_access(req, resp, c, PQgetvalue(r, 0, 1),
                                               PQgetvalue(r, 0, 2), PQgetvalue(r, 0, 3));
-    if (ok)
+    if (ok) {
         ts_strlcpy(id, PQgetvalue(r, 0, 0), TS_UUID_STRLEN);
-    else if (http_resp_status(resp) == 0)
+        tlog_ctx_session(id);
+    } else if (http_resp_status(resp) == 0)
         http_problem(resp, 404, "session-not-found", NULL, "no session %s", key);
     PQclear(r);
     return ok;
 }
 
-static void reply_view(http_resp *resp, PGconn *conn, const char *id, int status, json_t *extra)
+static void reply_view(http_resp *resp, PGconn *conn, const char *id, json_t *extra)
 {
-    char *sql = ts_asprintf("%s WHERE s.id = $1::uuid", session_view_sql);
     const char *p[] = {id};
-    PGresult *r = pgjson_query(conn, resp, "read session", sql, 1, p);
-    free(sql);
-    if (r && PQntuples(r) == 1) {
-        json_t *v = session_view_json(r, 0);
+    json_t *v = session_view_one(conn, resp, "s.id = $1::uuid", 1, p);
+    if (v) {
         if (extra) json_object_update(v, extra);
-        http_reply_json(resp, status, v);
+        http_reply_json(resp, 200, v);
     }
-    if (r) PQclear(r);
     json_decref(extra);
+}
+
+/* A handler's work on the session the request names, found for the caller. */
+typedef void (*session_fn)(http_resp *resp, PGconn *conn, const char *id);
+
+static void on_session(http_req *req, http_resp *resp, svc *s, session_fn fn)
+{
+    reg_caller c;
+    if (!caller_get(req, resp, NULL, &c)) return;
+    PGconn *conn = pgjson_get(s, resp);
+    char id[TS_UUID_STRLEN];
+    if (conn && sessions_find(conn, req, resp, &c, id)) fn(resp, conn, id);
+    pgjson_put(s, conn);
+    caller_free(&c);
+}
+
+static void reply_info(http_resp *resp, PGconn *conn, const char *id)
+{
+    reply_view(resp, conn, id, NULL);
+}
+
+static void reply_history(http_resp *resp, PGconn *conn, const char *id)
+{
+    const char *p[] = {id};
+    PGresult *r = pgjson_query(conn, resp, "read history",
+                               "SELECT status, reason, at FROM registry.session_status_history"
+                               " WHERE session_id = $1::uuid ORDER BY id",
+                               1, p);
+    if (!r) return;
+    http_reply_json(resp, 200,
+                    json_pack("{s:s, s:o}", "sessionUuid", id, "items", pgjson_rows_json(r)));
+    PQclear(r);
 }
 
 static void h_get(http_req *req, http_resp *resp, void *ctx)
 {
-    svc *s = ctx;
-    reg_caller c;
-    if (!caller_get(req, resp, NULL, &c)) return;
-    PGconn *conn = pgjson_get(s, resp);
-    char id[TS_UUID_STRLEN];
-    if (conn && sessions_find(conn, req, resp, &c, id)) reply_view(resp, conn, id, 200, NULL);
-    pgjson_put(s, conn);
-    caller_free(&c);
+    on_session(req, resp, ctx, reply_info);
 }
 
 static void h_history(http_req *req, http_resp *resp, void *ctx)
 {
-    svc *s = ctx;
-    reg_caller c;
-    if (!caller_get(req, resp, NULL, &c)) return;
-    PGconn *conn = pgjson_get(s, resp);
-    char id[TS_UUID_STRLEN];
-    if (conn && sessions_find(conn, req, resp, &c, id)) {
-        const char *p[] = {id};
-        PGresult *r = pgjson_query(conn, resp, "read history",
-                                   "SELECT status, reason, at FROM registry.session_status_history"
-                                   " WHERE session_id = $1::uuid ORDER BY id",
-                                   1, p);
-        if (r) {
-            http_reply_json(
-                resp, 200,
-                json_pack("{s:s, s:o}", "sessionUuid", id, "items", pgjson_rows_json(r)));
-            PQclear(r);
-        }
-    }
-    pgjson_put(s, conn);
-    caller_free(&c);
+    on_session(req, resp, ctx, reply_history);
 }
 
 static void h_list(http_req *req, http_resp *resp, void *ctx)
 {
-    svc *s = ctx;
     reg_caller c;
     if (!caller_get(req, resp, NULL, &c)) return;
-    pgjson_page pg;
-    PGconn *conn = NULL;
-    if (!pgjson_page_parse(req, resp, &pg) || !(conn = pgjson_get(s, resp))) goto out;
     const char *owner = http_query_arg(req, "owner");
     if (!owner) owner = http_query_arg(req, "owner_access_key");
     if (owner && !*owner) owner = NULL;
@@ -163,30 +164,18 @@ static void h_list(http_req *req, http_resp *resp, void *ctx)
                             " AND ($3::text IS NULL OR s.access_key = $3)"
                             " AND ($4::text IS NULL OR s.status = ANY(string_to_array($4, ',')))"
                             " AND ($5::text IS NULL OR s.type = $5)"
-                            " AND NOT (s.user_id = ANY($8::uuid[]))) v"
-                            " ORDER BY created_at DESC, id LIMIT $6::bigint OFFSET $7::bigint",
+                            " AND NOT (s.user_id = ANY($6::uuid[]))) v"
+                            " ORDER BY created_at DESC, id LIMIT $7::bigint OFFSET $8::bigint",
                             session_view_sql);
-    const char *p[] = {user,
-                       domain,
-                       owner,
-                       status && *status ? status : NULL,
-                       type && *type ? type : NULL,
-                       pg.limit_s,
-                       pg.offset_s,
-                       hidden};
-    PGresult *r = pgjson_query(conn, resp, "list sessions", sql, 8, p);
+    listing l = {.what = "list sessions",
+                 .sql = sql,
+                 .params = {user, domain, owner, status && *status ? status : NULL,
+                            type && *type ? type : NULL, hidden},
+                 .n_params = 6,
+                 .row = session_view_json};
+    listing_reply(ctx, req, resp, &l);
     free(sql);
     free(hidden);
-    if (r) {
-        long long total = PQntuples(r) ? atoll(PQgetvalue(r, 0, PQnfields(r) - 1)) : 0;
-        json_t *items = json_array();
-        for (int i = 0; i < PQntuples(r); i++)
-            json_array_append_new(items, session_view_json(r, i));
-        http_reply_json(resp, 200, pgjson_page_json(items, total, &pg));
-        PQclear(r);
-    }
-out:
-    pgjson_put(s, conn);
     caller_free(&c);
 }
 
@@ -233,14 +222,7 @@ static bool act(PGconn *conn, outbox *ob, sess *se, action a, bool forced, const
     }
     if (strcmp(se->status, ST_TERMINATING) == 0) /* again: resend the commands */
         return tr_destroy_kernels(conn, ob, se, "user-requested", false, NULL, err);
-    if (!tr_set(conn, ob, se, ST_TERMINATING, "user-requested", err)) return false;
-    Tessera__V1__SessionTerminating t = TESSERA__V1__SESSION_TERMINATING__INIT;
-    t.session_id = se->id;
-    t.reason = "user-requested";
-    t.requested_by = by;
-    t.forced = false;
-    ob_session_event(ob, se->id, &t.base);
-    return tr_destroy_kernels(conn, ob, se, "user-requested", false, "TERMINATING", err);
+    return tr_terminate(conn, ob, se, "user-requested", "user-requested", by, err);
 }
 
 static void h_action(http_req *req, http_resp *resp, svc *s, action a)
@@ -265,7 +247,7 @@ static void h_action(http_req *req, http_resp *resp, svc *s, action a)
     if (ok && found && act(conn, &ob, &se, a, forced, &c, resp, &err)) {
         if (pg_commit(conn, &err)) {
             ob_flush(&ob);
-            reply_view(resp, conn, id, 200, json_pack("{s:o}", "stats", json_object()));
+            reply_view(resp, conn, id, json_pack("{s:o}", "stats", json_object()));
             goto out;
         }
     } else if (http_resp_status(resp) >= 400) {
@@ -275,7 +257,7 @@ static void h_action(http_req *req, http_resp *resp, svc *s, action a)
     }
     pg_rollback(conn);
     ob_discard(&ob);
-    TLOG_ERROR("session action failed", "session=%s error=\"%s\"", id, err.msg);
+    TLOG_ERROR("session action failed", "error=\"%s\"", err.msg);
     http_problem(resp, 500, "internal-server-error", NULL, "database error");
 out:
     pgjson_put(s, conn);
@@ -295,7 +277,6 @@ static void h_restart(http_req *req, http_resp *resp, void *ctx)
 void sessions_routes(svc *s)
 {
     http_router *r = svc_router(s);
-    http_route(r, "POST", "/v1/sessions", sessions_create, s);
     http_route(r, "GET", "/v1/sessions", h_list, s);
     http_route(r, "GET", "/v1/sessions/{id}", h_get, s);
     http_route(r, "DELETE", "/v1/sessions/{id}", h_destroy, s);

@@ -2,6 +2,7 @@
  * commands (see transitions.h). */
 #include "transitions.h"
 
+#include "db_common.h"
 #include "libcommon/log.h"
 #include "pbutil.h"
 #include "tessera/v1/agent_cmd.pb-c.h"
@@ -92,12 +93,18 @@ bool tr_set(PGconn *conn, outbox *ob, sess *s, const char *to, const char *reaso
                  " SELECT id, $2, $3 FROM u",
                  4, p, err))
         return false;
-    TLOG_INFO("session status", "session=%s name=%s from=%s to=%s reason=\"%s\"", s->id, s->name,
-              s->status, to, reason ? reason : "");
+    tr_moved(ob, s, to, reason);
+    return true;
+}
+
+void tr_moved(outbox *ob, sess *s, const char *to, const char *reason)
+{
+    char q[600];
+    TLOG_INFO("session status", "name=%s from=%s to=%s reason=%s", s->name, s->status, to,
+              tlog_quote(q, sizeof(q), reason ? reason : ""));
     ts_strlcpy(s->status, to, sizeof(s->status));
     ts_strlcpy(s->info, reason ? reason : "", sizeof(s->info));
     ob_notify(ob, s->id, to);
-    return true;
 }
 
 bool tr_set_result(PGconn *conn, sess *s, const char *result, int exit_code, ts_err *err)
@@ -184,6 +191,76 @@ bool tr_destroy_kernels(PGconn *conn, outbox *ob, const sess *s, const char *rea
                    3, p2, err);
 }
 
+bool tr_terminate(PGconn *conn, outbox *ob, sess *s, const char *reason, const char *info,
+                  const char *requested_by, ts_err *err)
+{
+    if (!tr_set(conn, ob, s, ST_TERMINATING, info, err)) return false;
+    Tessera__V1__SessionTerminating t = TESSERA__V1__SESSION_TERMINATING__INIT;
+    t.session_id = s->id;
+    t.reason = (char *)reason;
+    t.requested_by = (char *)requested_by;
+    t.forced = false;
+    ob_session_event(ob, s->id, &t.base);
+    return tr_destroy_kernels(conn, ob, s, reason, false, "TERMINATING", err);
+}
+
+void tr_running_event(outbox *ob, const sess *s, char **kernel_ids, size_t n,
+                      const char *main_agent_id, Tessera__V1__ServicePort **ports, size_t n_ports)
+{
+    Tessera__V1__SessionRunning e = TESSERA__V1__SESSION_RUNNING__INIT;
+    e.session_id = (char *)s->id;
+    e.n_kernel_ids = n;
+    e.kernel_ids = kernel_ids;
+    e.main_agent_id = (char *)main_agent_id;
+    e.service_ports = ports;
+    e.n_service_ports = n_ports;
+    ob_session_event(ob, s->id, &e.base);
+}
+
+bool tr_running_if_all_up(PGconn *conn, outbox *ob, sess *s, bool *moved, ts_err *err)
+{
+    *moved = false;
+    const char *sp[] = {s->id};
+    PGresult *r =
+        reg_exec(conn,
+                 "SELECT id::text, coalesce(agent_id, ''), status, service_ports::text"
+                 " FROM registry.kernels WHERE session_id = $1::uuid ORDER BY cluster_idx",
+                 1, sp, err);
+    if (!r) return false;
+    int n = PQntuples(r), running = 0;
+    for (int i = 0; i < n; i++)
+        running += strcmp(PQgetvalue(r, i, 2), "RUNNING") == 0;
+    bool ok = true;
+    if (n > 0 && running == n) {
+        ok = tr_set(conn, ob, s, ST_RUNNING, "", err);
+        if (ok) {
+            arena a = {0};
+            char **ids = ar_alloc(&a, (size_t)n * sizeof(char *));
+            for (int i = 0; i < n; i++)
+                ids[i] = PQgetvalue(r, i, 0);
+            json_t *pj = json_loads(PQgetvalue(r, 0, 3), 0, NULL);
+            size_t n_ports;
+            Tessera__V1__ServicePort **ports = pb_ports(&a, pj, &n_ports);
+            tr_running_event(ob, s, ids, (size_t)n, PQgetvalue(r, 0, 1), ports, n_ports);
+            json_decref(pj);
+            ar_free(&a);
+            *moved = true;
+        }
+    }
+    PQclear(r);
+    return ok;
+}
+
+bool tr_finish(PGconn *conn, outbox *ob, sess *s, ts_err *err)
+{
+    bool batch = strcmp(s->type, "batch") == 0;
+    char reason[512];
+    ts_strlcpy(reason, s->info[0] ? s->info : "terminated", sizeof(reason));
+    if (!batch && strcmp(s->result, "FAILURE") == 0)
+        return tr_end(conn, ob, s, ST_ERROR, reason, "kernel_exited", NULL, NULL, NULL, err);
+    return tr_end(conn, ob, s, ST_TERMINATED, reason, NULL, NULL, NULL, NULL, err);
+}
+
 /* ---- CreateKernel --------------------------------------------------------------------------- */
 
 #define KERNELS_COLS                                                                               \
@@ -219,13 +296,6 @@ static int32_t *preopen_of(arena *a, const char *text, size_t *n)
     }
     json_decref(j);
     return out;
-}
-
-static Tessera__V1__SessionType session_type(const char *t)
-{
-    if (strcmp(t, "batch") == 0) return TESSERA__V1__SESSION_TYPE__SESSION_TYPE_BATCH;
-    if (strcmp(t, "inference") == 0) return TESSERA__V1__SESSION_TYPE__SESSION_TYPE_INFERENCE;
-    return TESSERA__V1__SESSION_TYPE__SESSION_TYPE_INTERACTIVE;
 }
 
 static void env_put(json_t *env, const char *k, const char *v)
@@ -310,7 +380,7 @@ static void create_kernel_cmd(outbox *ob, PGresult *r, int i)
     m.session_id = (char *)session_id;
     m.kernel_id = PQgetvalue(r, i, 0);
     m.agent_id = PQgetvalue(r, i, 3);
-    m.session_type = session_type(PQgetvalue(r, i, 6));
+    m.session_type = pb_session_type(PQgetvalue(r, i, 6));
     m.image = PQgetvalue(r, i, 7);
     m.image_digest = PQgetvalue(r, i, 16);
     m.architecture = PQgetvalue(r, i, 8);

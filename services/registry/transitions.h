@@ -1,17 +1,22 @@
 /* transitions.h: the session state machine's building blocks, used by the
- * event consumers (lifecycle.c, agents.c) and the HTTP handlers (sessions.c).
+ * event consumers (session_events.c, kernel_events.c, placements.c,
+ * kernel_steps.c, agents.c), the periodic work (pending_timeout.c,
+ * reconcile.c) and the HTTP handlers (sessions.c).
  *
  * Every function runs inside the caller's transaction, on a session row the
  * caller locked with tr_lock or tr_lock_many (SELECT ... FOR UPDATE: one
- * writer per session at a time, whichever thread), writes the history row of each status change and
- * puts the events and agent commands it decides into the outbox, which the
- * caller flushes after COMMIT. Callers check the current status first: these
- * functions do not guard again. */
+ * writer per session at a time, whichever thread), writes the history row of
+ * each status change and puts the events and agent commands it decides into
+ * the outbox, which the caller flushes after COMMIT. Callers check the
+ * current status first: these functions do not guard again. Each status
+ * change logs a "session status" line (name, from, to, reason); the caller
+ * names the session in the thread's log context (tlog_ctx_session). */
 #ifndef REGISTRY_TRANSITIONS_H
 #define REGISTRY_TRANSITIONS_H
 
+#include "db_common.h"
 #include "publish.h"
-#include "registry.h"
+#include "tessera/v1/common.pb-c.h"
 
 typedef struct sess {
     char id[TS_UUID_STRLEN];
@@ -41,6 +46,11 @@ bool tr_lock_many(PGconn *conn, const char *const *ids, size_t n, sess *out, boo
 bool tr_set(PGconn *conn, outbox *ob, sess *s, const char *to, const char *reason,
             ts_err *err) TS_MUST_CHECK;
 
+/* What tr_set does besides its statement, for a status change the caller
+ * wrote itself (the batch statements of placements.c and kernel_steps.c):
+ * the "session status" log line, s updated, the waiters' notification. */
+void tr_moved(outbox *ob, sess *s, const char *to, const char *reason);
+
 /* End the session in a final status and publish what ends it:
  *   TERMINATED -> SessionTerminated (reason, the exit code when known)
  *   ERROR      -> SessionFailed (reason, error_code, kernel_id, agent_id)
@@ -55,6 +65,28 @@ bool tr_end(PGconn *conn, outbox *ob, sess *s, const char *final, const char *re
  * ended (kernel_status: what those kernels become, NULL = unchanged). */
 bool tr_destroy_kernels(PGconn *conn, outbox *ob, const sess *s, const char *reason, bool force,
                         const char *kernel_status, ts_err *err) TS_MUST_CHECK;
+
+/* The session starts terminating (a destroy, a kernel's end): status
+ * TERMINATING with status_info info, SessionTerminating (reason,
+ * requested_by), DestroyKernel to its placed kernels, which become
+ * TERMINATING. */
+bool tr_terminate(PGconn *conn, outbox *ob, sess *s, const char *reason, const char *info,
+                  const char *requested_by, ts_err *err) TS_MUST_CHECK;
+
+/* The session (not RUNNING, not ended) becomes RUNNING when every kernel of it
+ * is RUNNING: status, SessionRunning into ob; *moved says whether it did. */
+bool tr_running_if_all_up(PGconn *conn, outbox *ob, sess *s, bool *moved,
+                          ts_err *err) TS_MUST_CHECK;
+
+/* SessionRunning into ob: its kernels, the main kernel's agent and service
+ * ports (the caller made the status change). */
+void tr_running_event(outbox *ob, const sess *s, char **kernel_ids, size_t n,
+                      const char *main_agent_id, Tessera__V1__ServicePort **ports, size_t n_ports);
+
+/* The TERMINATING session's kernels have all ended: its final status,
+ * TERMINATED, or ERROR for an interactive session whose kernel failed
+ * (result FAILURE), and the event that says so (tr_end). */
+bool tr_finish(PGconn *conn, outbox *ob, sess *s, ts_err *err) TS_MUST_CHECK;
 
 /* CreateKernel for the session's placed kernels in status from_status (or
  * every placed kernel when NULL); those kernels become to_status. */

@@ -1,6 +1,7 @@
 /* validation.c: see validation.h. */
 #include "validation.h"
 
+#include "context.h"
 #include "libcommon/image_ref.h"
 #include "mounts.h"
 
@@ -232,11 +233,11 @@ bool create_req_parse(json_t *body, create_req *r, http_resp *resp)
     if (!bool_field(body, "enqueueOnly", &r->enqueue_only, resp) ||
         !bool_field(body, "reuseIfExists", &r->reuse, resp))
         return false;
-    if (!int_field(body, "maxWaitSeconds", 0, 3600, reg_cfg.default_wait_ms / 1000, &v, resp))
+    if (!int_field(body, "maxWaitSeconds", 0, 3600, reg_settings.default_wait_ms / 1000, &v, resp))
         return false;
     r->max_wait_ms = v * 1000;
-    if (!json_object_get(body, "maxWaitSeconds")) r->max_wait_ms = reg_cfg.default_wait_ms;
-    if (r->max_wait_ms > reg_cfg.max_wait_ms) r->max_wait_ms = reg_cfg.max_wait_ms;
+    if (!json_object_get(body, "maxWaitSeconds")) r->max_wait_ms = reg_settings.default_wait_ms;
+    if (r->max_wait_ms > reg_settings.max_wait_ms) r->max_wait_ms = reg_settings.max_wait_ms;
     /* resources */
     slots_clear(&r->slots);
     json_t *res = config ? json_object_get(config, "resources") : NULL;

@@ -6,7 +6,8 @@
 #ifndef REGISTRY_VALIDATION_H
 #define REGISTRY_VALIDATION_H
 
-#include "registry.h"
+#include "libcommon/svc.h"
+#include "libcommon/slots.h"
 
 typedef struct create_req {
     const char *image;          /* image or legacy lang */
@@ -38,6 +39,6 @@ void create_req_free(create_req *r);
 
 /* Session names: 1..64 of letters, digits, '_', '-', '.', starting with a
  * letter or digit, and not a UUID (those address sessions by id). */
-bool session_name_valid(const char *name);
+bool session_name_valid(const char *name) TS_MUST_CHECK;
 
 #endif

@@ -3,7 +3,7 @@
  * registry.max_waiting_creates), so a list is enough. */
 #include "waiters.h"
 
-#include "registry.h"
+#include "db_common.h"
 
 #include <errno.h>
 #include <pthread.h>
