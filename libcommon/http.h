@@ -165,6 +165,7 @@ typedef struct http_server_stats {
     uint64_t requests, status_2xx, status_3xx, status_4xx, status_5xx;
     uint64_t body_too_large;
     uint64_t latency_us_sum;
+    uint64_t steered; /* new connections moved off a worker busy in a handler */
 } http_server_stats;
 void http_server_get_stats(const http_server *s, http_server_stats *out);
 

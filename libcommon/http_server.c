@@ -19,6 +19,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -66,6 +67,9 @@ struct http_server {
     void *on_complete_ctx;
     bool (*guard)(http_req *req, http_resp *resp, void *ctx);
     void *guard_ctx;
+    unsigned threads; /* libmicrohttpd's workers (1: no pool) */
+    atomic_int *busy; /* per worker: handler calls running now */
+    atomic_uint_fast64_t steered;
     atomic_uint_fast64_t requests, s2xx, s3xx, s4xx, s5xx, too_large, latency_us;
 };
 
@@ -458,12 +462,20 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     *con_cls = NULL;
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
-                                  const char *method, const char *version, const char *upload_data,
-                                  size_t *upload_data_size, void **con_cls)
+/* The worker that serves conn: libmicrohttpd files a connection added from
+ * outside (MHD_add_connection) under worker (fd % pool size). */
+static unsigned worker_of(const http_server *s, struct MHD_Connection *conn)
 {
-    (void)version;
-    http_server *s = cls;
+    if (s->threads <= 1) return 0;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return ci && ci->connect_fd >= 0 ? (unsigned)ci->connect_fd % s->threads : 0;
+}
+
+static enum MHD_Result serve(http_server *s, struct MHD_Connection *conn, const char *url,
+                             const char *method, const char *upload_data, size_t *upload_data_size,
+                             void **con_cls)
+{
     req_ctx *rc = *con_cls;
     if (!rc) *con_cls = rc = on_uri(s, url, conn);
 
@@ -509,6 +521,22 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return MHD_YES;
     }
     return handle(s, rc, conn, url, method);
+}
+
+/* Every call of a handler runs on a worker's thread; while it runs, that
+ * worker serves none of its other connections (front_handoff steers new ones
+ * elsewhere). */
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
+{
+    (void)version;
+    http_server *s = cls;
+    unsigned w = worker_of(s, conn);
+    atomic_fetch_add(&s->busy[w], 1);
+    enum MHD_Result r = serve(s, conn, url, method, upload_data, upload_data_size, con_cls);
+    atomic_fetch_sub(&s->busy[w], 1);
+    return r;
 }
 
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
@@ -610,10 +638,38 @@ static int open_listener(const char *addr, ts_err *err)
     return fd;
 }
 
+/* libmicrohttpd files a connection added from outside under worker (fd % pool
+ * size), busy or not: a handler that waits (a create waiting for RUNNING, a
+ * proxied call) would hold every new connection filed there until it returns.
+ * When fd's worker is in a handler and another is idle, the connection moves
+ * to a descriptor whose number files it under the idle one. */
+static int steer(http_server *s, int fd)
+{
+    unsigned n = s->threads;
+    if (n <= 1 || atomic_load(&s->busy[(unsigned)fd % n]) == 0) return fd;
+    for (unsigned k = 1; k < n; k++) {
+        unsigned w = ((unsigned)fd + k) % n;
+        if (atomic_load(&s->busy[w]) != 0) continue;
+        /* F_DUPFD takes the lowest free number from base on: a few tries */
+        for (int base = fd + (int)k, tries = 0; tries < 8; tries++, base += (int)n) {
+            int nfd = fcntl(fd, F_DUPFD_CLOEXEC, base);
+            if (nfd < 0) return fd;
+            if ((unsigned)nfd % n == w) {
+                close(fd);
+                atomic_fetch_add(&s->steered, 1);
+                return nfd;
+            }
+            close(nfd);
+        }
+    }
+    return fd;
+}
+
 /* The front judged a connection's first head fine: libmicrohttpd takes it. */
 static void front_handoff(int fd, const struct sockaddr *addr, socklen_t addr_len, void *ctx)
 {
     http_server *s = ctx;
+    fd = steer(s, fd);
     if (MHD_add_connection(s->daemon, fd, addr, addr_len) != MHD_YES) /* it closed fd */
         TLOG_WARN("http connection dropped: libmicrohttpd did not take it", "error=\"%s\"",
                   strerror(errno));
@@ -666,6 +722,8 @@ http_server *http_server_start(const http_server_opts *opts, http_router *router
     snprintf(s->server_header, sizeof(s->server_header), "tessera-%s",
              opts->service && *opts->service ? opts->service : "http");
     unsigned threads = opts->threads > 1 ? (unsigned)opts->threads : 1;
+    s->threads = threads;
+    s->busy = ts_calloc(threads, sizeof(*s->busy));
     unsigned timeout = opts->conn_timeout_s > 0 ? (unsigned)opts->conn_timeout_s : 60;
 
     int header_ms =
@@ -686,6 +744,7 @@ http_server *http_server_start(const http_server_opts *opts, http_router *router
     if (!s->daemon) {
         ts_err_set(err, "listen %s: libmicrohttpd did not start (see its log line)", opts->listen);
         close(fd);
+        free(s->busy);
         free(s);
         return NULL;
     }
@@ -703,6 +762,7 @@ http_server *http_server_start(const http_server_opts *opts, http_router *router
         ts_err_prefix(err, "listen %s", opts->listen);
         MHD_stop_daemon(s->daemon);
         close(fd);
+        free(s->busy);
         free(s);
         return NULL;
     }
@@ -741,6 +801,7 @@ void http_server_stop(http_server *s)
     http_front_stop(s->front);
     MHD_stop_daemon(s->daemon);
     close(s->listen_fd);
+    free(s->busy);
     free(s);
 }
 
@@ -754,4 +815,5 @@ void http_server_get_stats(const http_server *cs, http_server_stats *out)
     out->status_5xx = atomic_load(&s->s5xx);
     out->body_too_large = atomic_load(&s->too_large);
     out->latency_us_sum = atomic_load(&s->latency_us);
+    out->steered = atomic_load(&s->steered);
 }

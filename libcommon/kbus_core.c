@@ -64,7 +64,7 @@ void kbus_conf_logging(rd_kafka_conf_t *conf)
     /* Brokers close idle connections; that is not worth a line. */
     ts_err ignored;
     if (!kbus_conf_set(conf, "log.connection.close", "false", &ignored))
-        TLOG_WARN("kafka config", "detail=%s", ignored.msg);
+        TLOG_WARN("kafka config", "error=\"%s\"", ignored.msg);
 }
 
 /* ---- delivery reports ----------------------------------------------------- */

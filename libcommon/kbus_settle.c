@@ -175,8 +175,9 @@ void kbus_consumer_poll_error(kbus_consumer *c, const rd_kafka_message_t *m)
                m->err == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC) {
         /* A subscribed topic that does not exist yet: it will be
          * picked up on the next metadata refresh once created. */
+        char q[600];
         TLOG_DEBUG("kafka topic not available yet", "group=%s detail=%s", c->group,
-                   rd_kafka_message_errstr(m));
+                   tlog_quote(q, sizeof(q), rd_kafka_message_errstr(m)));
     } else {
         char q[600];
         TLOG_WARN("kafka consume error", "group=%s error=%s detail=%s", c->group,

@@ -361,6 +361,10 @@ static void collect_http(FILE *out, void *ctx)
     metrics_counter(out, "tessera_http_request_body_too_large_total",
                     "Requests refused because their body exceeded http.max_body.",
                     st.body_too_large);
+    metrics_counter(out, "tessera_http_connections_steered_total",
+                    "New connections given to an idle worker thread because theirs was busy "
+                    "in a handler.",
+                    st.steered);
     metrics_family(out, "tessera_http_request_duration_seconds_total", "counter",
                    "Total time spent answering HTTP requests.");
     metrics_sample(out, "tessera_http_request_duration_seconds_total", NULL,

@@ -129,7 +129,7 @@ static void set_brokers(bool up)
         rd_kafka_resp_err_t e = up ? rd_kafka_mock_broker_set_up(mcluster, id)
                                    : rd_kafka_mock_broker_set_down(mcluster, id);
         if (e) {
-            TLOG_WARN("mock broker control failed", "broker=%d up=%d err=%s", (int)id, up,
+            TLOG_WARN("mock broker control failed", "broker=%d up=%d error=\"%s\"", (int)id, up,
                       rd_kafka_err2str(e));
             failed++;
         }
@@ -152,7 +152,7 @@ static void *control_main(void *arg)
         int sig = sigtimedwait(&set, NULL, &tick);
         if (sig < 0) {
             if (errno == EINTR || errno == EAGAIN) continue;
-            TLOG_ERROR("broker control: sigtimedwait failed", "err=%s", strerror(errno));
+            TLOG_ERROR("broker control: sigtimedwait failed", "error=\"%s\"", strerror(errno));
             return NULL;
         }
         set_brokers(sig == SIGUSR2);

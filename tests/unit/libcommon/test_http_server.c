@@ -81,6 +81,17 @@ static void h_slow(http_req *req, http_resp *resp, void *ctx)
     http_reply(resp, 200, "text/plain", "slow", 4);
 }
 
+/* Held until g_release is set (at most 10 s): a handler that waits. */
+static atomic_bool g_release;
+static void h_hold(http_req *req, http_resp *resp, void *ctx)
+{
+    (void)req;
+    (void)ctx;
+    for (int i = 0; i < 1000 && !atomic_load(&g_release); i++)
+        usleep(10 * 1000);
+    http_reply(resp, 200, "text/plain", "held", 4);
+}
+
 static http_router *make_router(void)
 {
     http_router *r = http_router_new();
@@ -90,6 +101,7 @@ static http_router *make_router(void)
     http_route(r, "POST", "/size", h_size, NULL);
     http_route(r, "GET", "/nothing", h_nothing, NULL);
     http_route(r, "GET", "/slow", h_slow, NULL);
+    http_route(r, "GET", "/hold", h_hold, NULL);
     return r;
 }
 
@@ -656,6 +668,62 @@ static void test_quiesce(void **state)
     http_server_stop(s);
 }
 
+static void *hold_thread(void *arg)
+{
+    slow_call *sc = arg;
+    httpc *c = httpc_new(15000);
+    char *url = url_of(sc->port, "/hold");
+    httpc_resp r;
+    ts_err err;
+    if (httpc_request(c, "GET", url, NULL, NULL, 0, NULL, &r, &err)) {
+        sc->status = r.status;
+        httpc_resp_free(&r);
+    }
+    free(url);
+    httpc_free(c);
+    return NULL;
+}
+
+/* A handler that waits holds its worker thread; new connections opened
+ * meanwhile (many at once, so that some would be filed under that worker)
+ * are all answered at once by the others. */
+static void test_waiting_handler_holds_no_new_connection(void **state)
+{
+    (void)state;
+    atomic_store(&g_release, false);
+    slow_call sc = {.port = g_port};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, hold_thread, &sc), 0);
+    for (int i = 0; i < 200 && http_server_inflight(g_srv) == 0; i++)
+        usleep(5000);
+    assert_int_equal(http_server_inflight(g_srv), 1);
+
+    enum { N = 12 };
+    int fds[N];
+    for (int i = 0; i < N; i++) {
+        fds[i] = connect_to(g_port);
+        assert_true(fds[i] >= 0);
+        struct timeval tv = {.tv_sec = 2};
+        setsockopt(fds[i], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    }
+    static const char get[] = "GET /hello/x HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
+    for (int i = 0; i < N; i++)
+        assert_int_equal(send(fds[i], get, sizeof(get) - 1, MSG_NOSIGNAL),
+                         (ssize_t)sizeof(get) - 1);
+    int answered = 0;
+    for (int i = 0; i < N; i++) {
+        char buf[512] = "";
+        ssize_t n = recv(fds[i], buf, sizeof(buf) - 1, 0);
+        if (n > 0 && strncmp(buf, "HTTP/1.1 200", 12) == 0) answered++;
+        close(fds[i]);
+    }
+    atomic_store(&g_release, true);
+    pthread_join(t, NULL);
+    assert_int_equal(sc.status, 200);
+    assert_int_equal(answered, N);
+    wait_idle(g_srv);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -673,6 +741,7 @@ int main(void)
         cmocka_unit_test(test_on_complete),
         cmocka_unit_test(test_listen_errors),
         cmocka_unit_test(test_quiesce),
+        cmocka_unit_test(test_waiting_handler_holds_no_new_connection),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
