@@ -38,9 +38,9 @@ static void _collect(FILE *out, void *ctx)
         snprintf(label, sizeof(label), "kind=\"%s\"", repairs_kind_name((repair_kind)i));
         metrics_sample_u64(out, name, label, repairs_count((repair_kind)i));
     }
-    metrics_family(out, "tessera_registry_reconcile_passes_total", "counter",
-                   "Reconcile passes run (registry.kernel_reconcile_interval)");
-    metrics_sample_u64(out, "tessera_registry_reconcile_passes_total", NULL, atomic_load(&passes));
+    metrics_counter(out, "tessera_registry_reconcile_passes_total",
+                    "Reconcile passes run (registry.kernel_reconcile_interval)",
+                    atomic_load(&passes));
     metrics_family(
         out, "tessera_registry_reconcile_agent_failures_total", "counter",
         "ALIVE agents whose kernel list could not be read in a pass (left for the next)");
@@ -302,6 +302,10 @@ static void check_orphans(const char *agent_id, const agent_view *av, PGresult *
     {
         const char *id = jstr(v, "kernel_id"), *st = jstr(v, "status");
         if (strcmp(st, "terminated") == 0 || strcmp(st, "terminating") == 0) continue;
+        /* Only a registry's session ids are UUIDs: a kernel of any other
+         * session (made by hand through the agent's command topic) is not
+         * one the registry ended or lost, and not its to reclaim. */
+        if (!ts_uuid_valid(jstr(v, "session_id"))) continue;
         bool known = false;
         for (int r = 0; r < PQntuples(live) && !known; r++)
             known = strcasecmp(PQgetvalue(live, r, 0), id) == 0;

@@ -556,3 +556,30 @@ def test_vfolder_mounts_ro_rw_and_bad_paths(agent, tmp_path):
         term = agent["bus"].wait("KernelTerminated", lambda p, k=kid: p["kernel_id"] == k, timeout=60)
         assert "create failed: vfolder mount" in term["reason"], (path, term)
         assert leftovers(agent, kid) == []
+
+
+# ---- the registry's reconcile pass -------------------------------------------------------
+
+
+def _reconcile_passes(stack):
+    text = requests.get(stack["TESSERA_REGISTRY_URL"] + "/metrics", timeout=10).text
+    m = re.search(r"^tessera_registry_reconcile_passes_total (\d+)", text, re.M)
+    assert m, "no reconcile passes metric"
+    return int(m.group(1))
+
+
+def test_a_kernel_of_no_registry_session_outlives_the_reconcile_pass(agent):
+    """The registry reclaims the kernels of its own sessions only (their ids
+    are UUIDs): a kernel made through the agent's command topic for another
+    session (as these tests do) is left running through reconcile passes that
+    would have destroyed an orphan of the registry (two passes)."""
+    kid, _ = create(agent)
+    bus = agent["bus"]
+    bus.wait("KernelStarted", lambda p: p["kernel_id"] == kid, timeout=60)
+    first = _reconcile_passes(agent["stack"])
+    wait_until(lambda: _reconcile_passes(agent["stack"]) >= first + 3, timeout=60,
+               message="three reconcile passes")
+    k = api(agent, "GET", f"/v1/kernels/{kid}", timeout=10).json()
+    assert k["status"] == "running", k
+    assert not bus.find("KernelTerminated", lambda p: p["kernel_id"] == kid)
+    destroy(agent, kid)
