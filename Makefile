@@ -297,7 +297,7 @@ FUZZ_TARGETS  := config_file=4096 envelope=4096 http_router=2048 cni_conf=4096 s
                  http_front=4096 http1=4096 image_ref=1200 exec_req=4096
 FUZZ_NAMES    := $(foreach t,$(FUZZ_TARGETS),$(firstword $(subst =, ,$(t))))
 FUZZ_BINS     := $(patsubst %,$(BUILD)/fuzz/bin/fuzz_%,$(FUZZ_NAMES))
-FUZZ_COMMON   := common log config config_file envelope http_resp http_router http_server http_request buf svcauth \
+FUZZ_COMMON   := common log config config_file envelope http_resp http_router http_server http_request http_workers buf svcauth \
                  http1 http_front image_ref exec_req deps metrics
 FUZZ_LIB_OBJ  := $(patsubst %,$(BUILD)/fuzz/obj/libcommon/%.o,$(FUZZ_COMMON)) \
                  $(patsubst $(BUILD)/gen/%.c,$(BUILD)/fuzz/obj/gen/%.o,$(PROTO_C))
@@ -566,7 +566,7 @@ all: $(SUP_BIN)
 # ---- end tessera-sup ---------------------------------------------------------------
 
 # ---- bench-wsproxy ---------------------------------------------------------------
-# tessera-term (issue 8, part 4): the built-in terminal app the agent mounts into
+# tessera-term: the built-in terminal app the agent mounts into
 # images without one. Static, no libcommon: services/wsproxy/term/term.c with the
 # proxy's wsframe.c and libcommon's http1.c (no other libcommon). Built by `make all`.
 TERM_BIN := $(BUILD)/bin/tessera-term

@@ -14,12 +14,12 @@
  * request until the response is built. */
 #include "libcommon/http_request.h"
 #include "libcommon/http_front.h"
+#include "libcommon/http_workers.h"
 #include "libcommon/buf.h"
 #include "libcommon/log.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -67,9 +67,7 @@ struct http_server {
     void *on_complete_ctx;
     bool (*guard)(http_req *req, http_resp *resp, void *ctx);
     void *guard_ctx;
-    unsigned threads; /* libmicrohttpd's workers (1: no pool) */
-    atomic_int *busy; /* per worker: handler calls running now */
-    atomic_uint_fast64_t steered;
+    http_workers *workers; /* which of libmicrohttpd's workers are in a handler */
     atomic_uint_fast64_t requests, s2xx, s3xx, s4xx, s5xx, too_large, latency_us;
 };
 
@@ -462,14 +460,12 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     *con_cls = NULL;
 }
 
-/* The worker that serves conn: libmicrohttpd files a connection added from
- * outside (MHD_add_connection) under worker (fd % pool size). */
+/* The worker that serves conn (http_workers.h). */
 static unsigned worker_of(const http_server *s, struct MHD_Connection *conn)
 {
-    if (s->threads <= 1) return 0;
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    return ci && ci->connect_fd >= 0 ? (unsigned)ci->connect_fd % s->threads : 0;
+    return http_workers_of(s->workers, ci ? ci->connect_fd : -1);
 }
 
 static enum MHD_Result serve(http_server *s, struct MHD_Connection *conn, const char *url,
@@ -533,9 +529,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     (void)version;
     http_server *s = cls;
     unsigned w = worker_of(s, conn);
-    atomic_fetch_add(&s->busy[w], 1);
+    http_workers_enter(s->workers, w);
     enum MHD_Result r = serve(s, conn, url, method, upload_data, upload_data_size, con_cls);
-    atomic_fetch_sub(&s->busy[w], 1);
+    http_workers_leave(s->workers, w);
     return r;
 }
 
@@ -638,38 +634,11 @@ static int open_listener(const char *addr, ts_err *err)
     return fd;
 }
 
-/* libmicrohttpd files a connection added from outside under worker (fd % pool
- * size), busy or not: a handler that waits (a create waiting for RUNNING, a
- * proxied call) would hold every new connection filed there until it returns.
- * When fd's worker is in a handler and another is idle, the connection moves
- * to a descriptor whose number files it under the idle one. */
-static int steer(http_server *s, int fd)
-{
-    unsigned n = s->threads;
-    if (n <= 1 || atomic_load(&s->busy[(unsigned)fd % n]) == 0) return fd;
-    for (unsigned k = 1; k < n; k++) {
-        unsigned w = ((unsigned)fd + k) % n;
-        if (atomic_load(&s->busy[w]) != 0) continue;
-        /* F_DUPFD takes the lowest free number from base on: a few tries */
-        for (int base = fd + (int)k, tries = 0; tries < 8; tries++, base += (int)n) {
-            int nfd = fcntl(fd, F_DUPFD_CLOEXEC, base);
-            if (nfd < 0) return fd;
-            if ((unsigned)nfd % n == w) {
-                close(fd);
-                atomic_fetch_add(&s->steered, 1);
-                return nfd;
-            }
-            close(nfd);
-        }
-    }
-    return fd;
-}
-
 /* The front judged a connection's first head fine: libmicrohttpd takes it. */
 static void front_handoff(int fd, const struct sockaddr *addr, socklen_t addr_len, void *ctx)
 {
     http_server *s = ctx;
-    fd = steer(s, fd);
+    fd = http_workers_steer(s->workers, fd);
     if (MHD_add_connection(s->daemon, fd, addr, addr_len) != MHD_YES) /* it closed fd */
         TLOG_WARN("http connection dropped: libmicrohttpd did not take it", "error=\"%s\"",
                   strerror(errno));
@@ -722,8 +691,7 @@ http_server *http_server_start(const http_server_opts *opts, http_router *router
     snprintf(s->server_header, sizeof(s->server_header), "tessera-%s",
              opts->service && *opts->service ? opts->service : "http");
     unsigned threads = opts->threads > 1 ? (unsigned)opts->threads : 1;
-    s->threads = threads;
-    s->busy = ts_calloc(threads, sizeof(*s->busy));
+    s->workers = http_workers_new(threads);
     unsigned timeout = opts->conn_timeout_s > 0 ? (unsigned)opts->conn_timeout_s : 60;
 
     int header_ms =
@@ -744,7 +712,7 @@ http_server *http_server_start(const http_server_opts *opts, http_router *router
     if (!s->daemon) {
         ts_err_set(err, "listen %s: libmicrohttpd did not start (see its log line)", opts->listen);
         close(fd);
-        free(s->busy);
+        http_workers_free(s->workers);
         free(s);
         return NULL;
     }
@@ -762,7 +730,7 @@ http_server *http_server_start(const http_server_opts *opts, http_router *router
         ts_err_prefix(err, "listen %s", opts->listen);
         MHD_stop_daemon(s->daemon);
         close(fd);
-        free(s->busy);
+        http_workers_free(s->workers);
         free(s);
         return NULL;
     }
@@ -801,7 +769,7 @@ void http_server_stop(http_server *s)
     http_front_stop(s->front);
     MHD_stop_daemon(s->daemon);
     close(s->listen_fd);
-    free(s->busy);
+    http_workers_free(s->workers);
     free(s);
 }
 
@@ -815,5 +783,5 @@ void http_server_get_stats(const http_server *cs, http_server_stats *out)
     out->status_5xx = atomic_load(&s->s5xx);
     out->body_too_large = atomic_load(&s->too_large);
     out->latency_us_sum = atomic_load(&s->latency_us);
-    out->steered = atomic_load(&s->steered);
+    out->steered = http_workers_steered(s->workers);
 }

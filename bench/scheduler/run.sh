@@ -45,7 +45,7 @@
 #   BENCH_PG_STATEMENTS (api: 1 loads pg_stat_statements into the stack's
 #     PostgreSQL and writes its 30 costliest statements of the run to
 #     $BENCH_DIR/pg_stat_statements.txt; it found a cached plan that read
-#     every PENDING session per create: docs/benchmarks.md; 0 the default)
+#     every PENDING session per create: docs/benchmarks-history.md; 0 the default)
 #   TESSERA_BIN_DIR  BENCH_E2E
 # run.sh --help prints this.
 set -eu

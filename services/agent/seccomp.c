@@ -173,7 +173,7 @@ json_t *seccomp_default_profile(void)
          * whole (libseccomp's bad-arch action kills the thread). Each ABI listed
          * multiplies what runc compiles at every start and exec: 7.1 M
          * instructions for this list with one ABI, 31.7 M with three (libseccomp
-         * 2.5.4 under callgrind; docs/benchmarks.md). */
+         * 2.5.4 under callgrind; docs/benchmarks-history.md). */
 #if defined(__x86_64__)
     json_t *arch = json_pack("[s]", "SCMP_ARCH_X86_64");
 #elif defined(__aarch64__)
