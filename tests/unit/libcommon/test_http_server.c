@@ -619,16 +619,18 @@ static void test_listen_errors(void **state)
     }
 }
 
+/* One GET of path on another thread; its status once answered. */
 typedef struct slow_call {
     int port;
+    const char *path;
     long status;
 } slow_call;
 
 static void *slow_thread(void *arg)
 {
     slow_call *sc = arg;
-    httpc *c = httpc_new(5000);
-    char *url = url_of(sc->port, "/slow");
+    httpc *c = httpc_new(15000);
+    char *url = url_of(sc->port, sc->path);
     httpc_resp r;
     ts_err err;
     if (httpc_request(c, "GET", url, NULL, NULL, 0, NULL, &r, &err)) {
@@ -649,7 +651,7 @@ static void test_quiesce(void **state)
     int port = http_server_port(s);
     assert_true(port > 0);
 
-    slow_call sc = {.port = port};
+    slow_call sc = {.port = port, .path = "/slow"};
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, slow_thread, &sc), 0);
     for (int i = 0; i < 200 && http_server_inflight(s) == 0; i++)
@@ -668,22 +670,6 @@ static void test_quiesce(void **state)
     http_server_stop(s);
 }
 
-static void *hold_thread(void *arg)
-{
-    slow_call *sc = arg;
-    httpc *c = httpc_new(15000);
-    char *url = url_of(sc->port, "/hold");
-    httpc_resp r;
-    ts_err err;
-    if (httpc_request(c, "GET", url, NULL, NULL, 0, NULL, &r, &err)) {
-        sc->status = r.status;
-        httpc_resp_free(&r);
-    }
-    free(url);
-    httpc_free(c);
-    return NULL;
-}
-
 /* A handler that waits holds its worker thread; new connections opened
  * meanwhile (many at once, so that some would be filed under that worker)
  * are all answered at once by the others. */
@@ -691,9 +677,9 @@ static void test_waiting_handler_holds_no_new_connection(void **state)
 {
     (void)state;
     atomic_store(&g_release, false);
-    slow_call sc = {.port = g_port};
+    slow_call sc = {.port = g_port, .path = "/hold"};
     pthread_t t;
-    assert_int_equal(pthread_create(&t, NULL, hold_thread, &sc), 0);
+    assert_int_equal(pthread_create(&t, NULL, slow_thread, &sc), 0);
     for (int i = 0; i < 200 && http_server_inflight(g_srv) == 0; i++)
         usleep(5000);
     assert_int_equal(http_server_inflight(g_srv), 1);
