@@ -19,11 +19,11 @@
 #include "libcommon/http.h"
 
 #define VF_CORS_ALLOW_METHODS "GET, HEAD, POST, PATCH, DELETE, OPTIONS"
-#define VF_CORS_ALLOW_HEADERS                                                                    \
-    "Tus-Resumable, Upload-Length, Upload-Offset, Upload-Metadata, Upload-Defer-Length, "       \
+#define VF_CORS_ALLOW_HEADERS                                                                      \
+    "Tus-Resumable, Upload-Length, Upload-Offset, Upload-Metadata, Upload-Defer-Length, "          \
     "Upload-Concat, Content-Type, X-HTTP-Method-Override, X-Requested-With, Range, If-Range"
-#define VF_CORS_EXPOSE_HEADERS                                                                   \
-    "Upload-Offset, Upload-Length, Location, Tus-Resumable, Tus-Version, Tus-Extension, "       \
+#define VF_CORS_EXPOSE_HEADERS                                                                     \
+    "Upload-Offset, Upload-Length, Location, Tus-Resumable, Tus-Version, Tus-Extension, "          \
     "Tus-Max-Size, Content-Disposition, Content-Length, Content-Range, ETag"
 #define VF_CORS_MAX_AGE "600"
 
@@ -40,7 +40,7 @@ const char *vf_cors_allow_origin(const char *list, const char *origin);
 
 /* Whether the answer depends on the request's Origin (a non-empty list
  * without "*"): then it carries Vary: Origin. */
-bool vf_cors_varies(const char *list);
+bool vf_cors_varies(const char *list) TS_MUST_CHECK;
 
 /* The headers of an actual response of a transfer route under
  * vf_cors_origins: Access-Control-Allow-Origin and
