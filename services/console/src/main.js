@@ -115,4 +115,6 @@ function App() {
   return html`${body}<${Toasts} /><${ConfirmHost} />`;
 }
 
-render(html`<${App} />`, document.getElementById('app'));
+const root = document.getElementById('app');
+root.textContent = ''; // the boot message: Preact 11 does not replace what it did not render
+render(html`<${App} />`, root);

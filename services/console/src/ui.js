@@ -7,7 +7,7 @@ export { html };
 // ---- formatting ------------------------------------------------------------
 const UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
 export function fmtBytes(n) {
-  n = Number(n);
+  n = typeof n === 'string' && /[a-z]/i.test(n) ? parseBytes(n) : Number(n);
   if (!Number.isFinite(n)) return '–';
   let i = 0;
   while (Math.abs(n) >= 1024 && i < UNITS.length - 1) { n /= 1024; i++; }

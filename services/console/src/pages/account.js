@@ -50,7 +50,7 @@ function KeypairsCard({ user }) {
     if (!(await confirmAction({ title: `Revoke ${kp.access_key}?`, message: mine ? 'This is the keypair of this login: revoking it signs you out.' : 'Programs that use this keypair can no longer call the API.', confirmLabel: 'Revoke', danger: true }))) return;
     try { await api('DELETE', '/admin/keypairs/' + enc(kp.access_key)); toast(`${kp.access_key} revoked`); reload(true); } catch (e) { toastError(e); }
   };
-  return html`<section class="card" aria-labelledby="acc-kp"><h2 id="acc-kp">API keypairs</h2>
+  return html`<section class="card span-all" aria-labelledby="acc-kp"><h2 id="acc-kp">API keypairs</h2>
     <p class="muted small">For the <code>tessera</code> CLI and Backend.AI clients. A secret key is shown only once, when it is issued.</p>
     <${ErrorBanner} error=${error} onRetry=${() => reload()} />
     ${loading && !data && html`<${Loading} />`}

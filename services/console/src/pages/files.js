@@ -7,6 +7,13 @@ import { html, ErrorBanner, Loading, Modal, confirmAction, errText, fmtBytes, fm
 
 const join = (dir, name) => (dir ? dir.replace(/\/+$/, '') + '/' + name : name);
 const withToken = (url, token) => (/[?&]token=/.test(url) ? url : url + (url.includes('?') ? '&' : '?') + 'token=' + encodeURIComponent(token));
+const ICON = {
+  DIRECTORY: 'M1.5 3.5h5l1.5 1.5h6.5v8.5h-13z',
+  FILE: 'M3.5 1.5h6l3 3v10h-9z M9.5 1.5v3h3',
+  SYMLINK: 'M3.5 1.5h6l3 3v10h-9z M5.5 11l4-4 M6.5 7h3v3',
+};
+const Icon = ({ type }) => html`<svg class="ficon" viewBox="0 0 16 16" width="16" height="16" aria-hidden="true"
+  fill="none" stroke="currentColor" stroke-width="1.2" stroke-linejoin="round"><path d=${ICON[type] || ICON.FILE} /></svg>`;
 const hrefFor = (folder, path) => '#/data/' + enc(folder) + (path ? '?path=' + enc(path) : '');
 
 // ---- uploads ---------------------------------------------------------------
@@ -194,8 +201,8 @@ export function FilesPage({ folder, path }) {
         ${!items.length && html`<tr><td colspan="4" class="empty">This directory is empty.</td></tr>`}
         ${items.map((it) => html`<tr key=${it.name} data-file=${it.name} data-type=${it.type}>
           <th scope="row">${it.type === 'DIRECTORY'
-            ? html`<a href=${hrefFor(folder, join(path, it.name))}>📁 ${it.name}</a>`
-            : html`<span>${it.type === 'SYMLINK' ? '🔗' : '📄'} ${it.name}</span>`}</th>
+            ? html`<a href=${hrefFor(folder, join(path, it.name))}><${Icon} type="DIRECTORY" /> ${it.name}</a>`
+            : html`<span><${Icon} type=${it.type} /> ${it.name}${it.type === 'SYMLINK' ? html` <span class="muted small">(link)</span>` : ''}</span>`}</th>
           <td>${it.type === 'DIRECTORY' ? '–' : fmtBytes(it.size)}</td>
           <td class="small">${fmtTime(it.modified)}</td>
           <td class="actions">

@@ -204,7 +204,7 @@ export function Launcher({ user, onClose, onLaunched }) {
         </div>`}
         ${ch && html`<div class="check-box" aria-live="polite">
           ${ch.left ? html`<p class="small">Still available under your policy${ch.policyName ? ` “${ch.policyName}”` : ''}: ${Object.keys(ch.left).length ? fmtSlots(ch.left) : 'no slot limits'}.</p>`
-            : html`<p class="small muted">Your limits are not visible to your role; in use now: ${fmtSlots(ch.used)}.</p>`}
+            : html`<p class="small muted">Your limits are not visible to your role; in use now: ${Object.keys(ch.used).length ? fmtSlots(ch.used) : 'nothing'}.</p>`}
           ${problems.map((p) => html`<p class="small warn">⚠ ${p}</p>`)}
         </div>`}
       </fieldset>
