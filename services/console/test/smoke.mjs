@@ -6,15 +6,26 @@
 // Exits non-zero on the first failed step or any uncaught page error.
 import puppeteer from 'puppeteer-core';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { spawn } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 const arg = (n, d) => { const i = process.argv.indexOf(n); return i >= 0 ? process.argv[i + 1] : d; };
+const MOCK = process.argv.includes('--mock');
+// --mock without --url: start a fresh mock server (ports 18090..18092 unless --port).
+let mockProc = null;
+if (MOCK && !process.argv.includes('--url')) {
+  const port = arg('--port', '18090');
+  const here = dirname(fileURLToPath(import.meta.url));
+  mockProc = spawn(process.execPath, [join(here, 'mock-server.mjs'), '--port', port, ...(process.argv.includes('--dir') ? ['--dir', arg('--dir')] : [])], { stdio: ['ignore', 'pipe', 'inherit'] });
+  await new Promise((ok, fail) => { mockProc.stdout.once('data', ok); mockProc.once('exit', (c) => fail(new Error('mock server exited: ' + c))); });
+  process.argv.push('--url', `http://127.0.0.1:${port}/console/`);
+}
 const URL_ = arg('--url', 'http://127.0.0.1:8090/console/');
 const USER = arg('--user', 'alice@example.com');
 const PASS = arg('--password', 'secret');
 const SHOTS = arg('--shots', '/tmp/console-shots');
 const IMAGE = arg('--image', 'python:3.12');
-const MOCK = process.argv.includes('--mock');
 mkdirSync(SHOTS, { recursive: true });
 
 const browser = await puppeteer.launch({
@@ -199,4 +210,5 @@ try {
   process.exitCode = 1;
 } finally {
   await browser.close();
+  if (mockProc) mockProc.kill();
 }
