@@ -75,7 +75,7 @@ function PromptDialog({ title, label, id, initial = '', submitLabel, onSubmit, o
   <//>`;
 }
 
-function InviteDialog({ folder, onClose }) {
+export function InviteDialog({ folder, onClose }) {
   const [perm, setPerm] = useState('ro');
   return html`<${PromptDialog} title=${'Share ' + folder.name} label="E-mail addresses (comma-separated)" id="invite-emails"
     submitLabel="Invite" testId="invite-submit" onClose=${onClose}
@@ -83,7 +83,8 @@ function InviteDialog({ folder, onClose }) {
       const emails = v.split(/[\s,;]+/).filter(Boolean);
       if (!emails.length) throw new Error('Enter at least one e-mail address.');
       const r = await post('/folders/' + enc(folder.name) + '/invite', { perm, emails });
-      toast(`Invited ${(r && r.invited_ids ? r.invited_ids.length : emails.length)} user(s) to ${folder.name}`);
+      const n = r && r.invited_ids ? r.invited_ids.length : emails.length;
+      toast(n ? `${n} invitation${n > 1 ? 's' : ''} sent for ${folder.name}` : `No new invitation: ${emails.join(', ')} already invited or with access`);
     }}>
     <div class="field"><label for="invite-perm">Permission</label>
       <select id="invite-perm" value=${perm} onChange=${(e) => setPerm(e.currentTarget.value)}>
@@ -115,6 +116,7 @@ function FoldersTab({ user }) {
       <button type="button" class="btn primary" data-test="create-folder" onClick=${() => setDialog({ kind: 'create' })}>New folder</button>
       <button type="button" class="btn" onClick=${() => reload()}>Refresh</button>
     </div>
+    <${InvitationsTab} user=${user} receivedOnly onChange=${() => reload(true)} />
     <${ErrorBanner} error=${error} onRetry=${() => reload()} />
     ${loading && !data && html`<${Loading} label="Loading folders…" />`}
     ${data && !folders.length && html`<p class="empty">No folders yet.</p>`}
@@ -140,24 +142,31 @@ function FoldersTab({ user }) {
   </div>`;
 }
 
-function InvitationsTab({ user }) {
+// Whether the signed-in user sent the invitation (it then offers Cancel).
+const sentByMe = (inv, user) => !!inv.inviter && [user.username, user.email].includes(inv.inviter) ||
+  (inv.inviter || '').split('@')[0] === user.username && (inv.invitee || '').split('@')[0] !== user.username;
+
+function InvitationsTab({ user, onChange, receivedOnly }) {
   const { data, error, loading, reload } = useData(() => get('/folders/invitations/list'), []);
-  const list = (data && data.invitations) || [];
+  const list = ((data && data.invitations) || []).filter((inv) => !receivedOnly || !sentByMe(inv, user));
+  if (receivedOnly && !list.length) return null;
   const act = async (inv, accept) => {
     try {
       if (accept) await post('/folders/invitations/accept', { inv_id: inv.id });
       else await api('DELETE', '/folders/invitations/delete', { body: { inv_id: inv.id } });
-      toast(accept ? `You can now use ${inv.vfolder_name}` : 'Invitation declined');
+      toast(accept ? `You can now use ${inv.vfolder_name}` : sentByMe(inv, user) ? 'Invitation canceled' : 'Invitation declined');
       reload(true);
+      if (onChange) onChange();
     } catch (e) { toastError(e); }
   };
-  return html`<div>
+  return html`<div class=${receivedOnly ? 'card invitations-card' : ''}>
+    ${receivedOnly && html`<h2>Invitations <span class="count">${list.length}</span></h2>`}
     <${ErrorBanner} error=${error} onRetry=${() => reload()} />
     ${loading && !data && html`<${Loading} />`}
     ${data && !list.length && html`<p class="empty">No pending invitations.</p>`}
     ${list.length > 0 && html`<ul class="plain-list invitations">${list.map((inv) => html`<li key=${inv.id} data-invitation=${inv.id}>
       <div><strong>${inv.vfolder_name}</strong> <span class="muted small">from ${inv.inviter} · ${inv.perm} · ${fmtTime(inv.created_at)}</span></div>
-      ${inv.inviter === user.username || inv.inviter === user.email
+      ${sentByMe(inv, user)
         ? html`<button type="button" class="btn small" onClick=${() => act(inv, false)}>Cancel</button>`
         : html`<div class="toolbar"><button type="button" class="btn small primary" data-test="accept-invitation" onClick=${() => act(inv, true)}>Accept</button>
           <button type="button" class="btn small" data-test="decline-invitation" onClick=${() => act(inv, false)}>Decline</button></div>`}

@@ -3,6 +3,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { Upload } from 'tus-js-client';
 import { api, enc, get, post } from '../api.js';
+import { InviteDialog } from './data.js';
 import { html, ErrorBanner, Loading, Modal, confirmAction, errText, fmtBytes, fmtTime, toast, toastError, useData } from '../ui.js';
 
 const join = (dir, name) => (dir ? dir.replace(/\/+$/, '') + '/' + name : name);
@@ -185,6 +186,8 @@ export function FilesPage({ folder, path }) {
         <input type="file" id="upload-input" class="visually-hidden" multiple onChange=${onPick} />
         <label class="btn" for="upload-dir-input">Upload a directory</label>
         <input type="file" id="upload-dir-input" class="visually-hidden" webkitdirectory="" directory="" multiple onChange=${onPick} />
+        ${(!info.data || info.data.is_owner !== false) && (!info.data || info.data.ownership_type !== 'group') && html`<button type="button" class="btn"
+          data-test="share" onClick=${() => setDialog({ kind: 'share' })}>Share</button>`}
         <button type="button" class="btn" data-test="download-folder" onClick=${() => download({ name: dirs.length ? dirs[dirs.length - 1] : folder, type: 'DIRECTORY', self: true })}
           title="Download this directory as a zip">Download as zip</button>
       </div>
@@ -212,7 +215,8 @@ export function FilesPage({ folder, path }) {
             <button type="button" class="btn small danger" data-test="delete" aria-label=${'Delete ' + it.name} onClick=${() => remove(it)}>Delete</button>
           </td></tr>`)}
       </tbody></table></div>`}
-    ${dialog && html`<${NameDialog} dialog=${dialog} folder=${folder} path=${path} onClose=${() => setDialog(null)} onDone=${() => { setDialog(null); reload(true); }} />`}
+    ${dialog && dialog.kind === 'share' && html`<${InviteDialog} folder=${{ name: folder }} onClose=${() => setDialog(null)} />`}
+    ${dialog && dialog.kind !== 'share' && html`<${NameDialog} dialog=${dialog} folder=${folder} path=${path} onClose=${() => setDialog(null)} onDone=${() => { setDialog(null); reload(true); }} />`}
   </section>`;
 }
 

@@ -144,10 +144,10 @@ export function Launcher({ user, onClose, onLaunched }) {
     <form class="form launcher" onSubmit=${submit} noValidate>
       <fieldset><legend>Environment</legend>
         <div class="field"><label for="launch-image">Image</label>
-          ${ch && ch.imageList && ch.imageList.length
-            ? html`<select id="launch-image" value=${f.image} onChange=${set('image')} required>
-                <option value="">Choose an image…</option>
-                ${ch.imageList.map((i) => html`<option value=${i.ref}>${i.ref}</option>`)}
+          ${!ch || (ch.imageList && ch.imageList.length)
+            ? html`<select id="launch-image" value=${f.image} onChange=${set('image')} required disabled=${!ch}>
+                <option value="">${ch ? 'Choose an image…' : 'Loading images…'}</option>
+                ${ch && ch.imageList.map((i) => html`<option value=${i.ref}>${i.ref}</option>`)}
               </select>`
             : html`<input id="launch-image" list="launch-image-list" value=${f.image} onInput=${set('image')} required
                 placeholder="e.g. python:3.12" autocapitalize="off" spellcheck="false" />
