@@ -198,7 +198,7 @@ test: deps
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory check
 
-check: lint unit asan integration security $(if $(wildcard $(CUDA_HOME)/include/cuda.h),test-shim,shim-skipped) \
+check: lint unit asan integration browser security $(if $(wildcard $(CUDA_HOME)/include/cuda.h),test-shim,shim-skipped) \
        fuzz-smoke faults-smoke
 
 # `make lint`: the tree is clang-formatted, and its shape holds (tools/structure.py:
@@ -217,6 +217,13 @@ unit: $(UNIT_BINS)
 
 integration: all
 	@sh tools/run-integration.sh
+
+# `make browser`: the web console in headless Chromium against a temporary
+# stack (tests/browser, tools/run-browser.sh); screenshots in
+# build/console-screenshots/.
+.PHONY: browser
+browser: all
+	@sh tools/run-browser.sh
 
 asan:
 	@$(MAKE) --no-print-directory BUILD=build-asan SAN=1 unit

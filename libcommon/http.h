@@ -29,6 +29,10 @@ typedef struct http_req {
      * handler left there, so whoever sets it releases it, at the latest there
      * (the gateway keeps the verified caller there for its access record). */
     void *local;
+    /* The prefix the route was reached under (http_router_mount: "/func"),
+     * with path and target as the route sees them (without it); NULL when
+     * reached directly. Set for the handler only. */
+    const char *mount;
     int n_params; /* route parameters ({name} segments), decoded */
     const char *param_names[HTTP_MAX_PARAMS];
     const char *param_values[HTTP_MAX_PARAMS];
@@ -71,6 +75,14 @@ typedef struct http_router http_router;
 http_router *http_router_new(void);
 void http_router_free(http_router *r);
 void http_route(http_router *r, const char *method, const char *pattern, http_handler h, void *ctx);
+/* Serve every route of r also under prefix (one segment, e.g. "/func"): a
+ * request whose path is not a route but is prefix + a route's path reaches
+ * that route's handler with req->mount = prefix, and req->path and
+ * req->target without the prefix (both are restored when it returns). A
+ * route's own path wins over a mounted one. At most HTTP_MAX_MOUNTS; before
+ * the server starts. */
+#define HTTP_MAX_MOUNTS 4
+void http_router_mount(http_router *r, const char *prefix);
 /* Dispatch a request (the server calls this; tests call it directly). */
 void http_router_dispatch(http_router *r, http_req *req, http_resp *resp);
 

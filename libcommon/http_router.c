@@ -25,6 +25,8 @@ typedef struct route {
 struct http_router {
     route *routes;
     size_t n, cap;
+    char *mounts[HTTP_MAX_MOUNTS]; /* "func": prefixes' segment */
+    int n_mounts;
 };
 
 http_router *http_router_new(void)
@@ -44,6 +46,8 @@ void http_router_free(http_router *r)
         free(rt->method);
         free(rt->pattern);
     }
+    for (int i = 0; i < r->n_mounts; i++)
+        free(r->mounts[i]);
     free(r->routes);
     free(r);
 }
@@ -103,6 +107,14 @@ void http_route(http_router *r, const char *method, const char *pattern, http_ha
         r->routes = ts_realloc(r->routes, r->cap * sizeof(route));
     }
     r->routes[r->n++] = rt;
+}
+
+void http_router_mount(http_router *r, const char *prefix)
+{
+    if (!prefix || prefix[0] != '/' || !prefix[1] || strchr(prefix + 1, '/') ||
+        r->n_mounts == HTTP_MAX_MOUNTS)
+        ts_panic("http_router_mount: bad or one too many prefix %s", prefix ? prefix : "(null)");
+    r->mounts[r->n_mounts++] = ts_strdup(prefix + 1);
 }
 
 const char *http_param(const http_req *req, const char *name)
@@ -168,6 +180,48 @@ static void add_allowed(char *allow, size_t size, const char *method)
     strncat(allow, method, size - strlen(allow) - 1);
 }
 
+/* The best route for segs (n) and method; none: *path_seen says whether
+ * some route has the path (allow lists their methods). */
+static const route *find_route(const http_router *r, char **segs, int n, const char *method,
+                               bool *path_seen, char *allow, size_t allow_size)
+{
+    const route *best = NULL;
+    for (size_t i = 0; i < r->n; i++) {
+        const route *rt = &r->routes[i];
+        if (!path_matches(rt, segs, n)) continue;
+        *path_seen = true;
+        if (method_matches(rt, method)) {
+            if (!best || better_than(rt, best)) best = rt;
+        } else {
+            add_allowed(allow, allow_size, rt->method);
+        }
+    }
+    return best;
+}
+
+/* The mount prefix ("func") segs[0] names, when segs is not a route of its
+ * own but the rest is. */
+static const char *find_mount(const http_router *r, char **segs, int n, bool path_seen)
+{
+    if (path_seen || n < 1) return NULL;
+    for (int i = 0; i < r->n_mounts; i++)
+        if (strcmp(r->mounts[i], segs[0]) == 0) return r->mounts[i];
+    return NULL;
+}
+
+/* s (a path, or an absolute URL's) without its leading "/<seg>" (s starts
+ * with it), or "/" when nothing follows. */
+static const char *after_prefix(const char *s, const char *seg)
+{
+    if (s && s[0] != '/' && strstr(s, "://")) {
+        s = strchr(strstr(s, "://") + 3, '/');
+        if (!s) return "/";
+    }
+    size_t len = strlen(seg) + 1;
+    if (!s || s[0] != '/' || strncmp(s + 1, seg, len - 1) != 0) return s;
+    return s[len] == '/' ? s + len : "/";
+}
+
 void http_router_dispatch(http_router *r, http_req *req, http_resp *resp)
 {
     const char *method = req->method ? req->method : "";
@@ -196,18 +250,14 @@ void http_router_dispatch(http_router *r, http_req *req, http_resp *resp)
         }
     }
 
-    const route *best = NULL;
     bool path_seen = false;
     char allow[256] = "";
-    for (size_t i = 0; i < r->n; i++) {
-        const route *rt = &r->routes[i];
-        if (!path_matches(rt, segs, n)) continue;
-        path_seen = true;
-        if (method_matches(rt, method)) {
-            if (!best || better_than(rt, best)) best = rt;
-        } else {
-            add_allowed(allow, sizeof(allow), rt->method);
-        }
+    const route *best = find_route(r, segs, n, method, &path_seen, allow, sizeof(allow));
+    const char *mount = best ? NULL : find_mount(r, segs, n, path_seen);
+    if (mount) {
+        segs[0] = NULL;
+        allow[0] = '\0';
+        best = find_route(r, segs + 1, n - 1, method, &path_seen, allow, sizeof(allow));
     }
 
     if (!best) {
@@ -223,14 +273,34 @@ void http_router_dispatch(http_router *r, http_req *req, http_resp *resp)
         return;
     }
 
+    int skip = mount ? 1 : 0;
     req->n_params = 0;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i + skip < n; i++) {
         if (!best->is_param[i]) continue;
         req->param_names[req->n_params] = best->segs[i];
-        req->param_values[req->n_params] = segs[i];
+        req->param_values[req->n_params] = segs[i + skip];
         req->n_params++;
     }
+    const char *path = req->path, *target = req->target;
+    char *mounted_target = NULL;
+    if (mount) {
+        /* The target as the route sees it: origin-form, without the prefix. */
+        char *origin = raw_path_of(req);
+        const char *q = target ? target + strcspn(target, "?#") : "";
+        mounted_target = ts_asprintf("%s%s", after_prefix(origin, mount), q);
+        free(origin);
+        req->mount = ts_asprintf("/%s", mount);
+        req->path = after_prefix(path, mount);
+        req->target = mounted_target;
+    }
     best->handler(req, resp, best->ctx);
+    if (mount) {
+        free((char *)req->mount);
+        req->mount = NULL;
+        req->path = path;
+        req->target = target;
+        free(mounted_target);
+    }
     /* The values point into this call's buffer: do not let them outlive it. */
     for (int i = 0; i < req->n_params; i++)
         req->param_names[i] = req->param_values[i] = NULL;

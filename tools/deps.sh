@@ -12,7 +12,8 @@ postgresql redis-server docker-registry runc containernetworking-plugins
 prometheus kcat nginx wrk
 python3 python3-pytest python3-requests python3-cryptography
 systemd curl iproute2 procps xfsprogs
-busybox-static mmdebstrap"
+busybox-static mmdebstrap
+chromium chromium-driver python3-selenium fonts-dejavu-core"
 
 # missing: print the packages from $PKGS that are not fully installed.
 missing() {
@@ -30,6 +31,11 @@ missing() {
 }
 
 miss=$(missing)
+# Node.js and npm build the web console: Debian's packages unless a node with
+# npm is there already (e.g. NodeSource's nodejs, which conflicts with them).
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  miss="${miss}nodejs npm "
+fi
 if [ -z "$miss" ]; then
   echo "deps: all $(echo "$PKGS" | wc -w) packages already installed"
   exit 0

@@ -464,12 +464,22 @@ case " $SERVICES " in *" auth "*)
   } >>"$STATE/env"
   ;;
 esac
+case " $SERVICES " in *" gateway "*)
+  echo "export TESSERA_CONSOLE_URL=$(q "$(url_of gateway)/console/")" >>"$STATE/env"
+  ;;
+esac
 
 # ---- summary -------------------------------------------------------------------
 echo "dev-up: Tessera development stack is up in $STATE"
 for s in $SERVICES; do printf '  %-10s %s\n' "$s" "$(url_of "$s")"; done
 printf '  %-10s %s\n' postgres "$PG_DSN" redis "$REDIS_URL" oci "$OCI"
 [ -n "$KAFKA" ] && printf '  %-10s %s\n' kafka "$KAFKA"
+case " $SERVICES " in *" gateway "*)
+  echo "  console: $(url_of gateway)/console/"
+  echo "           log in as ${TESSERA_ADMIN_EMAIL:-?} with password ${TESSERA_ADMIN_PASSWORD:-?}"
+  [ -f "$repo/build/console/index.html" ] || [ -n "${TESSERA_CONSOLE_DIR:-}" ] ||
+    echo "  (the console's files are not built: run make)" ;;
+esac
 echo "  logs:  $LOGS/"
 echo "  env:   . $STATE/env"
 if [ "$STATE" = "$repo/.tessera-dev" ]; then echo "  stop:  make dev-down"

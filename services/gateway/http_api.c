@@ -1,11 +1,15 @@
 /* http_api.c: routes of the public API (docs/api.md). Public endpoints need
  * no signature; every other route verifies one first (verify.c). Identity
  * and admin requests are forwarded to tessera-auth (proxy.c); sessions.c
- * and folders.c add the routes of the registry and tessera-vfolder. */
+ * and folders.c add the routes of the registry and tessera-vfolder,
+ * server_login.c the console's login (session mode, /func/...) and console.c
+ * its files. */
 #include "http_api.h"
 
+#include "console.h"
 #include "folders.h"
 #include "proxy.h"
+#include "server_login.h"
 #include "sessions.h"
 #include "verify.h"
 
@@ -27,8 +31,8 @@ static void _to_auth(gateway *gw, http_req *req, http_resp *resp, const char *ta
 
 static void h_version(http_req *req, http_resp *resp, void *ctx)
 {
-    (void)req;
     (void)ctx;
+    if (console_redirect_browser(req, resp)) return;
     http_reply_json(
         resp, 200,
         json_pack("{s:s, s:s}", "version", GATEWAY_API_VERSION, "manager", TESSERA_VERSION));
@@ -142,4 +146,6 @@ void gateway_routes(gateway *gw)
         http_route(r, "*", admin[i], h_admin, gw);
     sessions_routes(gw);
     folders_routes(gw);
+    server_login_routes(gw);
+    console_routes(gw);
 }

@@ -38,6 +38,20 @@ static const cfg_option gateway_options[] = {
      NULL, false, NULL, "most access records in one ApiAccessBatch on tessera.audit.v1"},
     {"audit.batch_wait", CFG_DURATION, &g_gw.audit_batch_wait_ms, "5ms", 0, 1000, NULL, false, NULL,
      "how long a batch of access records gathers after its first record"},
+    {"gateway.console_dir", CFG_STRING, &g_gw.console_dir, "", 0, 0, NULL, false, NULL,
+     "directory of the web console's files, served at /console/ (empty: "
+     "<bindir>/../share/tessera/console, else <bindir>/../console as `make` builds it)"},
+    {"gateway.web_session_idle", CFG_DURATION, &g_gw.web_idle_ms, "1h", 60000, 604800000, NULL,
+     false, NULL, "a console login ends after this long without a request"},
+    {"gateway.web_session_max_age", CFG_DURATION, &g_gw.web_max_age_ms, "12h", 60000, 2592000000,
+     NULL, false, NULL, "a console login ends this long after it began, however it is used"},
+    {"gateway.web_allowed_origins", CFG_STRING, &g_gw.web_origins, "", 0, 0, NULL, false, NULL,
+     "origins besides the gateway's own (its Host) whose pages may use a console login, "
+     "comma-separated (\"https://console.example.com\"), for a proxy that rewrites Host"},
+    {"gateway.web_cookie_secure", CFG_ENUM, &g_gw.web_cookie_secure, "auto", 0, 0,
+     "auto|always|never", false, NULL,
+     "the console cookie's Secure flag: auto sets it when the request came over TLS "
+     "(X-Forwarded-Proto: https from the proxy in front)"},
     {NULL},
 };
 

@@ -4,6 +4,7 @@
 #include "libcommon/log.h"
 #include "ratelimit.h"
 #include "sign_keys.h"
+#include "websession.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -88,8 +89,83 @@ static bool _parse_version(const char *v, long *major)
     return strlen(end + 1) == 8;
 }
 
+/* The keypair c may act (key and user active, within its rate limit): true
+ * with *id the caller, kept in req. */
+static bool _admit(gateway *gw, http_req *req, http_resp *resp, const cred *c, gw_identity *id)
+{
+    if (!c->key_active) return _refuse(resp, VERIFY_INACTIVE, 401, "keypair is inactive");
+    if (strcmp(c->user_status, "active") != 0)
+        return _refuse(resp, VERIFY_INACTIVE, 401, "user is %s",
+                       c->user_status[0] ? c->user_status : "not active");
+
+    memset(id, 0, sizeof(*id));
+    ts_strlcpy(id->access_key, c->access_key, sizeof(id->access_key));
+    ts_strlcpy(id->user_id, c->user_id, sizeof(id->user_id));
+    ts_strlcpy(id->role, c->role, sizeof(id->role));
+    ts_strlcpy(id->domain, c->domain, sizeof(id->domain));
+    id->is_admin = c->is_admin;
+    /* Verified: the access record names the caller even when it is throttled. */
+    identity_attach(req, id);
+    tlog_ctx_user(id->user_id);
+
+    int retry_after = 0;
+    if (!ratelimit_allow(gw->svc, c->access_key, c->rate_limit, &retry_after)) {
+        char ra[16];
+        snprintf(ra, sizeof(ra), "%d", retry_after);
+        _refuse(resp, VERIFY_RATE_LIMITED, 429,
+                "rate limit of %lld requests per minute exceeded for this keypair; retry in %d s",
+                (long long)c->rate_limit, retry_after);
+        http_set_header(resp, "Retry-After", ra);
+        return false;
+    }
+    atomic_fetch_add(&g_results[VERIFY_OK], 1);
+    return true;
+}
+
+/* The credentials of ak: true with *c; false with the refusal in resp. */
+static bool _lookup(gateway *gw, const char *ak, http_resp *resp, cred *c)
+{
+    ts_err err = {{0}};
+    switch (credentials_get(gw->creds, ak, c, &err)) {
+    case AUTHCACHE_FOUND:
+        return true;
+    case AUTHCACHE_NOT_FOUND:
+        return _refuse(resp, VERIFY_UNKNOWN_KEY, 401, "unknown access key");
+    case AUTHCACHE_UNAVAILABLE:
+        break;
+    }
+    char q[600];
+    TLOG_WARN("credential look-up failed", "error=%s", tlog_quote(q, sizeof(q), err.msg));
+    return _refuse(resp, VERIFY_UNAVAILABLE, 503,
+                   "the signature cannot be checked now: tessera-auth is not answering; try "
+                   "again later");
+}
+
+/* Session mode (/func/...): the console's login stands for the signature;
+ * the request runs as the login's keypair. A keypair or user no longer
+ * active ends the login. */
+static bool _verify_session(gateway *gw, http_req *req, http_resp *resp, gw_identity *id)
+{
+    websession ws;
+    if (!websession_admit(gw, req, resp, &ws)) return false;
+    tlog_ctx_access_key(ws.access_key);
+    cred c;
+    bool ok = _lookup(gw, ws.access_key, resp, &c);
+    memset(c.secret_key, 0, sizeof(c.secret_key));
+    if (ok) ok = _admit(gw, req, resp, &c, id);
+    if (!ok && http_resp_status(resp) == 401) {
+        ts_err err = {{0}};
+        if (!websession_end(gw, &ws, false, &err))
+            TLOG_WARN("console session not ended", "error=\"%s\"", err.msg);
+        websession_count(WEBSESSION_ENDED);
+        TLOG_INFO("console session ended: its keypair or user is no longer active", "");
+    }
+    return ok;
+}
+
 bool verify_request(gateway *gw, http_req *req, http_resp *resp, gw_identity *id)
 {
+    if (req->mount) return _verify_session(gw, req, resp, id);
     char ak[SIGN_ACCESS_KEY_LEN + 1], sig[SIGN_HEX_LEN + 1];
     ts_err err = {{0}};
 
@@ -137,19 +213,7 @@ bool verify_request(gateway *gw, http_req *req, http_resp *resp, gw_identity *id
     if (!host || !*host) return _refuse(resp, VERIFY_MALFORMED, 401, "missing Host header");
 
     cred c;
-    switch (credentials_get(gw->creds, ak, &c, &err)) {
-    case AUTHCACHE_FOUND:
-        break;
-    case AUTHCACHE_NOT_FOUND:
-        return _refuse(resp, VERIFY_UNKNOWN_KEY, 401, "unknown access key");
-    case AUTHCACHE_UNAVAILABLE: {
-        char q[600];
-        TLOG_WARN("credential look-up failed", "error=%s", tlog_quote(q, sizeof(q), err.msg));
-        return _refuse(resp, VERIFY_UNAVAILABLE, 503,
-                       "the signature cannot be checked now: tessera-auth is not answering; try "
-                       "again later");
-    }
-    }
+    if (!_lookup(gw, ak, resp, &c)) return false;
 
     sign_input in = {
         .method = req->method,
@@ -172,31 +236,5 @@ bool verify_request(gateway *gw, http_req *req, http_resp *resp, gw_identity *id
         return _refuse(resp, VERIFY_BAD_SIGNATURE, 401,
                        "signature mismatch: check the secret key, the Host header (port "
                        "included), the raw path and query, the date and the content type");
-    if (!c.key_active) return _refuse(resp, VERIFY_INACTIVE, 401, "keypair is inactive");
-    if (strcmp(c.user_status, "active") != 0)
-        return _refuse(resp, VERIFY_INACTIVE, 401, "user is %s",
-                       c.user_status[0] ? c.user_status : "not active");
-
-    memset(id, 0, sizeof(*id));
-    ts_strlcpy(id->access_key, c.access_key, sizeof(id->access_key));
-    ts_strlcpy(id->user_id, c.user_id, sizeof(id->user_id));
-    ts_strlcpy(id->role, c.role, sizeof(id->role));
-    ts_strlcpy(id->domain, c.domain, sizeof(id->domain));
-    id->is_admin = c.is_admin;
-    /* Verified: the access record names the caller even when it is throttled. */
-    identity_attach(req, id);
-    tlog_ctx_user(id->user_id);
-
-    int retry_after = 0;
-    if (!ratelimit_allow(gw->svc, c.access_key, c.rate_limit, &retry_after)) {
-        char ra[16];
-        snprintf(ra, sizeof(ra), "%d", retry_after);
-        _refuse(resp, VERIFY_RATE_LIMITED, 429,
-                "rate limit of %lld requests per minute exceeded for this keypair; retry in %d s",
-                (long long)c.rate_limit, retry_after);
-        http_set_header(resp, "Retry-After", ra);
-        return false;
-    }
-    atomic_fetch_add(&g_results[VERIFY_OK], 1);
-    return true;
+    return _admit(gw, req, resp, &c, id);
 }

@@ -46,9 +46,10 @@ void listing_reply_one(http_resp *resp, PGconn *conn, const listing_one *q, cons
                        int status);
 
 /* GET of one row by administrators: caller_get_admin (reading what, e.g.
- * "images"), then the row keyed by the route parameter param (named in the
- * thread's log context). */
+ * "agents"), then the row keyed by the route parameter param (named in the
+ * thread's log context). With everyone, any caller (caller_get) may read it
+ * (images: every user picks one to start a session from). */
 void listing_admin_get(svc *s, http_req *req, http_resp *resp, const char *what,
-                       const listing_one *q, const char *param);
+                       const listing_one *q, const char *param, bool everyone);
 
 #endif

@@ -36,7 +36,7 @@ static void h_list(http_req *req, http_resp *resp, void *ctx)
 
 static void h_get(http_req *req, http_resp *resp, void *ctx)
 {
-    listing_admin_get(ctx, req, resp, "resource groups", &group_row, "name");
+    listing_admin_get(ctx, req, resp, "resource groups", &group_row, "name", false);
 }
 
 /* The fields of a create or update body, as text parameters (NULL = absent). */

@@ -48,7 +48,7 @@ static bool refuse(acc_decision *d, acc_result res, const char *why)
  * the refusal in d. */
 static bool find_route(worker *w, const char *value, size_t len, bool cookie, acc_decision *d)
 {
-    if (!tok_syntax_ok(value, len))
+    if (!ts_token_syntax_ok(value, len))
         return refuse(d, ACC_UNKNOWN, cookie ? "malformed cookie" : "malformed token");
     char key[TOK_LEN + 1];
     memcpy(key, value, TOK_LEN);
@@ -87,7 +87,7 @@ static bool holds_cookie(worker *w, const tok_cookie *cookies, int n_cookies, co
 {
     for (int i = 0; i < n_cookies && i < MAX_APP_COOKIES; i++) {
         if (strcmp(cookies[i].hash, rt->hash) != 0 ||
-            !tok_syntax_ok(cookies[i].value, cookies[i].value_len))
+            !ts_token_syntax_ok(cookies[i].value, cookies[i].value_len))
             continue;
         char ck[TOK_LEN + 1];
         memcpy(ck, cookies[i].value, TOK_LEN);

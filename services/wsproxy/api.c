@@ -142,7 +142,7 @@ static void h_restore(http_req *req, http_resp *resp, void *vctx)
         route r;
         ts_err perr;
         bool stored = false;
-        if (!key || !tok_syntax_ok(key, strlen(key)) || !text ||
+        if (!key || !ts_token_syntax_ok(key, strlen(key)) || !text ||
             !route_from_json(text, strlen(text), &r, &perr) || !route_id_ok(r.session_id)) {
             skipped++;
         } else if (!routes_restore(rd, &r, key, now, &stored, &err)) {

@@ -220,7 +220,7 @@ static bool put(rds *rd, const route *r, const char *key, int64_t ttl_ms, int64_
 bool routes_create(rds *rd, route *r, int64_t ttl_ms, int64_t set_ttl_ms, char token[TOK_LEN + 1],
                    ts_err *err)
 {
-    tok_new(token);
+    ts_token_new(token);
     r->expires_at_ms = ts_now_wall_ms() + ttl_ms;
     r->is_cookie = false;
     tok_app_hash(r->user_id, r->session_id, r->app, r->hash);
@@ -234,7 +234,7 @@ bool routes_mint_cookie(rds *rd, const route *r, int64_t ttl_ms, char cookie[TOK
     route c = *r;
     c.is_cookie = true;
     c.expires_at_ms = ts_now_wall_ms() + ttl_ms;
-    tok_new(cookie);
+    ts_token_new(cookie);
     return put(rd, &c, cookie, ttl_ms, ttl_ms, true, true, ok, err);
 }
 

@@ -5,28 +5,6 @@
 #include <stdio.h>
 #include <string.h>
 
-void tok_new(char out[TOK_LEN + 1])
-{
-    unsigned char raw[32];
-    randombytes_buf(raw, sizeof(raw));
-    sodium_bin2base64(out, TOK_LEN + 1, raw, sizeof(raw), sodium_base64_VARIANT_URLSAFE_NO_PADDING);
-    sodium_memzero(raw, sizeof(raw));
-}
-
-static bool b64url_char(char c)
-{
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-           c == '_';
-}
-
-bool tok_syntax_ok(const char *s, size_t n)
-{
-    if (n != TOK_LEN) return false;
-    for (size_t i = 0; i < n; i++)
-        if (!b64url_char(s[i])) return false;
-    return true;
-}
-
 void tok_app_hash(const char *user_id, const char *session_id, const char *app,
                   char out[TOK_HASH_LEN + 1])
 {

@@ -12,21 +12,18 @@
 #ifndef WSPROXY_TOKENS_H
 #define WSPROXY_TOKENS_H
 
-#include "libcommon/common.h"
+#include "libcommon/token.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 
-#define TOK_LEN 43
+#define TOK_LEN TS_TOKEN_LEN
 #define TOK_HASH_LEN 16
 #define TOK_COOKIE_PREFIX "tessera_app_"
 #define TOK_COOKIE_PREFIX_LEN 12
 #define TOK_COOKIE_NAME_LEN (TOK_COOKIE_PREFIX_LEN + TOK_HASH_LEN)
 
-/* A fresh random token (libsodium randombytes). */
-void tok_new(char out[TOK_LEN + 1]);
-/* 43 characters of [A-Za-z0-9_-]. */
-bool tok_syntax_ok(const char *s, size_t n) TS_MUST_CHECK;
+/* Tokens themselves: ts_token_new, ts_token_syntax_ok (libcommon/token.h). */
 
 void tok_app_hash(const char *user_id, const char *session_id, const char *app,
                   char out[TOK_HASH_LEN + 1]);

@@ -470,6 +470,12 @@ def test_admin_registry_resources(admin, user, image_registered):
     assert okj(admin.get(f"/admin/images/{ref}"))["reference"] == image_registered
     # users may not list agents (the registry says so; the gateway relays it)
     problem(user.get("/admin/agents"), 403)
+    # but every user reads the images (to pick one for a session), never writes them
+    assert image_registered in {i["reference"] for i in okj(user.get("/admin/images"))["items"]}
+    assert okj(user.get(f"/admin/images/{ref}"))["reference"] == image_registered
+    problem(user.post("/admin/images", {"reference": image_registered}), 403)
+    problem(user.delete(f"/admin/images/{ref}"), 403)
+    assert okj(admin.get(f"/admin/images/{ref}"))["reference"] == image_registered
     # the rest of /admin is still tessera-auth's
     assert "items" in okj(admin.get("/admin/resource-group-access"))
     assert "items" in okj(admin.get("/admin/users", params={"limit": 1}))

@@ -156,6 +156,59 @@ static void test_param_percent_decoded(void **state)
     http_router_free(r);
 }
 
+/* What a handler reached under a mount sees. */
+static void h_where(http_req *req, http_resp *resp, void *ctx)
+{
+    (void)ctx;
+    snprintf(g_seen, sizeof(g_seen), "%s|%s|%s|%s", req->mount ? req->mount : "-", req->path,
+             req->target, http_param(req, "name") ? http_param(req, "name") : "-");
+    http_reply(resp, 200, "text/plain", "ok", 2);
+}
+
+static void test_mount_prefix(void **state)
+{
+    (void)state;
+    http_router *r = http_router_new();
+    http_route(r, "GET", "/users/{name}", h_where, NULL);
+    http_route(r, "GET", "/", h_where, NULL);
+    http_route(r, "GET", "/func/own", h_where, NULL);
+    http_router_mount(r, "/func");
+
+    http_resp *resp = run(r, "GET", "/func/users/a%20b?x=1", NULL);
+    assert_int_equal(http_resp_status(resp), 200);
+    assert_string_equal(g_seen, "/func|/users/a b|/users/a%20b?x=1|a b");
+    http_resp_free(resp);
+
+    resp = run(r, "GET", "/users/bob", NULL); /* directly: no mount */
+    assert_string_equal(g_seen, "-|/users/bob|/users/bob|bob");
+    http_resp_free(resp);
+
+    resp = run(r, "GET", "/func", NULL); /* the prefix alone is "/" under it */
+    assert_string_equal(g_seen, "/func|/|/|-");
+    http_resp_free(resp);
+
+    resp = run(r, "GET", "/func/own", NULL); /* a route's own path wins */
+    assert_string_equal(g_seen, "-|/func/own|/func/own|-");
+    http_resp_free(resp);
+
+    /* Absolute form: the target the route sees is origin-form. */
+    resp = run(r, "GET", "http://h:1/func/users/c?y", NULL);
+    assert_int_equal(strncmp(g_seen, "/func|/users/c", 14), 0);
+    assert_non_null(strstr(g_seen, "|/users/c?y|c"));
+    http_resp_free(resp);
+
+    resp = run(r, "DELETE", "/func/users/c", NULL);
+    assert_int_equal(http_resp_status(resp), 405);
+    http_resp_free(resp);
+    resp = run(r, "GET", "/func/func/users/c", NULL); /* one level only */
+    assert_problem(resp, 404, "not-found", NULL);
+    http_resp_free(resp);
+    resp = run(r, "GET", "/other/users/c", NULL);
+    assert_problem(resp, 404, "not-found", NULL);
+    http_resp_free(resp);
+    http_router_free(r);
+}
+
 static void test_not_found_problem(void **state)
 {
     (void)state;
@@ -308,6 +361,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exact_and_param),
         cmocka_unit_test(test_param_percent_decoded),
+        cmocka_unit_test(test_mount_prefix),
         cmocka_unit_test(test_not_found_problem),
         cmocka_unit_test(test_method_not_allowed),
         cmocka_unit_test(test_no_response_is_500_problem),

@@ -18,16 +18,16 @@ static void test_tokens(void **state)
 {
     (void)state;
     char a[TOK_LEN + 1], b[TOK_LEN + 1];
-    tok_new(a);
-    tok_new(b);
+    ts_token_new(a);
+    ts_token_new(b);
     assert_int_equal(strlen(a), TOK_LEN);
-    assert_true(tok_syntax_ok(a, strlen(a)));
+    assert_true(ts_token_syntax_ok(a, strlen(a)));
     assert_string_not_equal(a, b);
-    assert_false(tok_syntax_ok(a, TOK_LEN - 1));
+    assert_false(ts_token_syntax_ok(a, TOK_LEN - 1));
     char c[TOK_LEN + 1];
     memcpy(c, a, sizeof(c));
     c[5] = '+'; /* standard base64, not url-safe */
-    assert_false(tok_syntax_ok(c, TOK_LEN));
+    assert_false(ts_token_syntax_ok(c, TOK_LEN));
 }
 
 static void test_app_hash(void **state)

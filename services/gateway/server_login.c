@@ -1,0 +1,177 @@
+/* server_login.c: /server/login, /server/login-check, /server/logout
+ * (server_login.h). */
+#include "server_login.h"
+
+#include "libcommon/log.h"
+#include "proxy.h"
+#include "websession.h"
+
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define WEB_LOGIN_NAME_MAX 254
+#define WEB_LOGIN_PASSWORD_MAX 1024
+
+/* The answer for a live login. */
+static json_t *_who(const websession *ws, const cred *c)
+{
+    return json_pack("{s:b, s:{s:s, s:s, s:s, s:s, s:s}, s:s}", "authenticated", 1, "data",
+                     "access_key", c->access_key, "user_id", c->user_id, "username", ws->username,
+                     "role", c->role, "domain", c->domain, "csrf_token", ws->csrf);
+}
+
+/* A string member of body, 1..max bytes; NULL when absent and !required. */
+static bool _field(json_t *body, const char *name, bool required, size_t max, const char **out,
+                   http_resp *resp)
+{
+    json_t *v = json_object_get(body, name);
+    *out = json_string_value(v);
+    if (!v && !required) return true;
+    if (!*out || !**out || strlen(*out) > max) {
+        http_problem(resp, 400, "invalid-api-params", NULL,
+                     "%s must be a non-empty string of at most %zu bytes", name, max);
+        return false;
+    }
+    return true;
+}
+
+static void h_login(http_req *req, http_resp *resp, void *ctx)
+{
+    gateway *gw = ctx;
+    if (!websession_origin_ok(gw, req, resp)) return;
+    char media[64];
+    sign_media_type(http_header(req, "Content-Type"), media, sizeof(media));
+    if (strcmp(media, "application/json") != 0) {
+        http_problem(resp, 400, "invalid-api-params", NULL,
+                     "send the login as application/json: {\"username\", \"password\"}");
+        return;
+    }
+    json_t *body = http_json_body(req, resp);
+    if (!body) return;
+    const char *user, *password, *domain;
+    if (!_field(body, "username", true, WEB_LOGIN_NAME_MAX, &user, resp) ||
+        !_field(body, "password", true, WEB_LOGIN_PASSWORD_MAX, &password, resp) ||
+        !_field(body, "domain", false, 64, &domain, resp)) {
+        json_decref(body);
+        return;
+    }
+    json_t *ask = json_pack("{s:s, s:s, s:s, s:s}", "type", "keypair", "username", user, "password",
+                            password, "client_addr", req->client_addr);
+    if (domain) json_object_set_new(ask, "domain", json_string(domain));
+    json_t *got = NULL;
+    bool ok = proxy_call_json(&gw->up[UPSTREAM_AUTH], gw->auth_timeout_ms, "POST", req, resp,
+                              "/v1/authorize", NULL, ask, 200, &got);
+    json_decref(ask);
+    if (!ok) {
+        websession_count(WEBSESSION_LOGIN_FAILED);
+        json_decref(body);
+        return;
+    }
+    const char *ak = json_string_value(json_object_get(json_object_get(got, "data"), "access_key"));
+    cred c;
+    ts_err err = {{0}};
+    authcache_result found = ak ? credentials_get(gw->creds, ak, &c, &err) : AUTHCACHE_NOT_FOUND;
+    sodium_memzero(c.secret_key, sizeof(c.secret_key));
+    websession ws;
+    char sid[TS_TOKEN_LEN + 1];
+    if (found == AUTHCACHE_UNAVAILABLE) {
+        TLOG_WARN("console login: credential look-up failed", "error=\"%s\"", err.msg);
+        http_problem(resp, 503, "service-unavailable", NULL,
+                     "tessera-auth is not answering; try again later");
+    } else if (found != AUTHCACHE_FOUND) {
+        http_problem(resp, 502, "bad-gateway", NULL, "tessera-auth named no usable keypair");
+    } else if (!websession_create(gw, c.access_key, c.user_id, user, &ws, sid, &err)) {
+        TLOG_WARN("console login: session not stored", "error=\"%s\"", err.msg);
+        http_problem(resp, 503, "service-unavailable", NULL,
+                     "the login cannot be stored now (Redis); try again later");
+    } else {
+        tlog_ctx_user(c.user_id);
+        tlog_ctx_access_key(c.access_key);
+        TLOG_INFO("console login", "client=\"%s\"", req->client_addr);
+        websession_count(WEBSESSION_LOGIN);
+        websession_set_cookie(gw, req, resp, sid);
+        http_set_header(resp, "Cache-Control", "no-store");
+        http_reply_json(resp, 200, _who(&ws, &c));
+        sodium_memzero(sid, sizeof(sid));
+    }
+    json_decref(got);
+    json_decref(body);
+}
+
+static void h_login_check(http_req *req, http_resp *resp, void *ctx)
+{
+    gateway *gw = ctx;
+    if (!websession_origin_ok(gw, req, resp)) return;
+    websession ws;
+    ts_err err = {{0}};
+    http_set_header(resp, "Cache-Control", "no-store");
+    switch (websession_find(gw, req, &ws, &err)) {
+    case WEBSESSION_FOUND:
+        break;
+    case WEBSESSION_NONE:
+        http_reply_json(resp, 200, json_pack("{s:b}", "authenticated", 0));
+        return;
+    case WEBSESSION_UNAVAILABLE:
+        http_problem(resp, 503, "service-unavailable", NULL,
+                     "the console login cannot be checked now; try again later");
+        return;
+    }
+    cred c;
+    authcache_result found = credentials_get(gw->creds, ws.access_key, &c, &err);
+    sodium_memzero(c.secret_key, sizeof(c.secret_key));
+    if (found == AUTHCACHE_UNAVAILABLE) {
+        http_problem(resp, 503, "service-unavailable", NULL,
+                     "tessera-auth is not answering; try again later");
+    } else if (found == AUTHCACHE_FOUND && c.key_active && strcmp(c.user_status, "active") == 0) {
+        http_reply_json(resp, 200, _who(&ws, &c));
+    } else {
+        if (!websession_end(gw, &ws, false, &err))
+            TLOG_WARN("console session not ended", "error=\"%s\"", err.msg);
+        websession_count(WEBSESSION_ENDED);
+        websession_set_cookie(gw, req, resp, NULL);
+        http_reply_json(resp, 200, json_pack("{s:b}", "authenticated", 0));
+    }
+}
+
+static void h_logout(http_req *req, http_resp *resp, void *ctx)
+{
+    gateway *gw = ctx;
+    websession ws;
+    if (!websession_admit(gw, req, resp, &ws)) return;
+    bool everywhere = false;
+    if (req->body_len > 0) {
+        json_t *body = http_json_body(req, resp);
+        if (!body) return;
+        json_t *e = json_object_get(body, "everywhere");
+        if (e && !json_is_boolean(e)) {
+            http_problem(resp, 400, "invalid-api-params", NULL, "everywhere must be a boolean");
+            json_decref(body);
+            return;
+        }
+        everywhere = json_is_true(e);
+        json_decref(body);
+    }
+    ts_err err = {{0}};
+    if (!websession_end(gw, &ws, everywhere, &err)) {
+        TLOG_WARN("console logout failed", "error=\"%s\"", err.msg);
+        http_problem(resp, 503, "service-unavailable", NULL,
+                     "the logout cannot be stored now (Redis); try again later");
+        return;
+    }
+    tlog_ctx_user(ws.user_id);
+    TLOG_INFO("console logout", "everywhere=%s", everywhere ? "true" : "false");
+    websession_count(WEBSESSION_LOGOUT);
+    websession_set_cookie(gw, req, resp, NULL);
+    http_reply_json(resp, 200, json_pack("{s:b}", "authenticated", 0));
+}
+
+void server_login_routes(gateway *gw)
+{
+    http_router *r = svc_router(gw->svc);
+    http_route(r, "POST", "/server/login", h_login, gw);
+    http_route(r, "GET", "/server/login-check", h_login_check, gw);
+    http_route(r, "POST", "/server/logout", h_logout, gw);
+    http_router_mount(r, "/func");
+    websession_init(gw);
+}
