@@ -627,4 +627,12 @@ $(CONSOLE_DIR)/index.html: $(CONSOLE_SRC) $(CONSOLE_DEPS)
 console-skipped:
 	@echo "  SKIP    web console (npm not found: install node and npm, then make console)"
 all: $(if $(shell command -v npm 2>/dev/null),console,console-skipped)
+# `make install` puts the built console where the gateway looks by default
+# (<bindir>/../share/tessera/console, docs/console-serving.md).
+.PHONY: install-console
+install-console: all
+	if [ -f $(CONSOLE_DIR)/index.html ]; then install -d $(DESTDIR)$(PREFIX)/share/tessera/console && \
+	  install -m 0644 $(CONSOLE_DIR)/index.html $(CONSOLE_DIR)/app.js $(CONSOLE_DIR)/app.css \
+	    $(CONSOLE_DIR)/xterm.css $(CONSOLE_DIR)/app.js.LEGAL.txt $(DESTDIR)$(PREFIX)/share/tessera/console/; fi
+install: install-console
 # ---- end web console --------------------------------------------------------------
