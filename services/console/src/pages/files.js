@@ -58,6 +58,7 @@ async function startTransfer(folder, item, update) {
         const st = err && err.originalResponse && err.originalResponse.getStatus && err.originalResponse.getStatus();
         if (st === 401 || st === 403 || st === 404 || st === 410) forgetUpload(key); // token or upload gone: start over next time
         let msg = errText(err);
+        if (!st) msg = `Could not reach the storage server (${new URL(url, location.href).origin}): a network error, or it refused this page's cross-origin request.`;
         try { const body = JSON.parse(err.originalResponse.getBody()); msg = body.msg || body.title || msg; } catch { /* not JSON */ }
         reject(new Error(msg.length > 300 ? msg.slice(0, 300) + '…' : msg));
       },
