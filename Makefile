@@ -399,20 +399,23 @@ bench-scheduler-core: $(BENCH_SCHED_BIN)
 
 # ---- images --------------------------------------------------------------------
 # `make images`: the OCI images built here from Debian packages, as OCI image
-# layouts in $(IMAGES_DIR): busybox (deploy/images/busybox.sh: seconds) and
-# python (deploy/images/python.sh: mmdebstrap from the Debian mirror, minutes;
-# built once, again with REBUILD=1). Pushed as tessera/<name>:latest to
-# $TESSERA_OCI_REGISTRY when it is set (plain HTTP: the development registry;
-# `. .tessera-dev/env` first). Not part of `make test`. See docs/images.md.
-IMAGES_DIR ?= build/images
-IMAGES     := busybox python
+# layouts in $(IMAGES_DIR): busybox (deploy/images/busybox.sh: seconds), python
+# and jupyter (deploy/images/python.sh, jupyter.sh on deploy/images/lib.sh:
+# mmdebstrap from the Debian mirror, a minute or two each; built once, again
+# with REBUILD=1). Pushed as tessera/<name>:latest to $TESSERA_OCI_REGISTRY
+# when it is set (plain HTTP: the development registry; `. .tessera-dev/env`
+# first). Not part of `make test`. See docs/images.md.
+IMAGES_DIR    ?= build/images
+IMAGES_DEBIAN := python jupyter
+IMAGES        := busybox $(IMAGES_DEBIAN)
 .PHONY: images
 images:
 	@mkdir -p $(IMAGES_DIR)
 	@sh deploy/images/busybox.sh $(IMAGES_DIR)/busybox
-	@if [ -n "$(REBUILD)" ] || [ ! -s $(IMAGES_DIR)/python/index.json ]; then \
-	  echo "python: mmdebstrap (a few minutes)"; sh deploy/images/python.sh $(IMAGES_DIR)/python || exit 1; fi
-	@echo "python: $(IMAGES_DIR)/python ($$(python3 tools/oci-image.py digest $(IMAGES_DIR)/python))"
+	@for i in $(IMAGES_DEBIAN); do \
+	  if [ -n "$(REBUILD)" ] || [ ! -s $(IMAGES_DIR)/$$i/index.json ]; then \
+	    echo "$$i: mmdebstrap (a minute or two)"; sh deploy/images/$$i.sh $(IMAGES_DIR)/$$i || exit 1; fi; \
+	  echo "$$i: $(IMAGES_DIR)/$$i ($$(python3 tools/oci-image.py digest $(IMAGES_DIR)/$$i))"; done
 	@if [ -n "$$TESSERA_OCI_REGISTRY" ]; then \
 	  for i in $(IMAGES); do python3 tools/oci-image.py push $(IMAGES_DIR)/$$i \
 	    "$$TESSERA_OCI_REGISTRY/tessera/$$i:latest" --insecure || exit 1; done; \

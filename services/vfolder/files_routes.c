@@ -12,9 +12,10 @@
  *   POST   /v1/folders/{name}/request-upload       rw   (tus.c)
  *   POST   /v1/folders/{name}/request-download     ro   (transfer.c)
  * Client-facing, token-authorized: /v1/transfer/upload... (tus.c) and
- * /v1/transfer/download (transfer.c). */
+ * /v1/transfer/download (transfer.c), with CORS for browsers (cors.c). */
 #include "files_routes.h"
 
+#include "cors.h"
 #include "files.h"
 #include "libcommon/log.h"
 #include "libcommon/pgjson.h"
@@ -36,6 +37,10 @@ const cfg_option vf_files_options[] = {
     {"vfolder.public_url", CFG_STRING, &vf_xcfg.public_url, NULL, 0, 0, NULL, true, NULL,
      "base URL clients reach this replica's transfer endpoints at (unset: http://<Host of the "
      "request>)"},
+    {"vfolder.cors_origins", CFG_STRING, &vf_cors_origins, NULL, 0, 0, NULL, false, NULL,
+     "origins (comma-separated, e.g. https://console.example.com) browsers may use the transfer "
+     "endpoints from (CORS); unset: any origin (*), safe as transfers use the token in the query, "
+     "no cookies"},
     {"vfolder.upload_token_ttl", CFG_DURATION, &vf_xcfg.upload_ttl_ms, "6h", 60000, 604800000.0,
      NULL, true, NULL, "how long an upload can be continued (its token's lifetime)"},
     {"vfolder.download_token_ttl", CFG_DURATION, &vf_xcfg.download_ttl_ms, "15m", 10000, 86400000.0,
@@ -207,6 +212,7 @@ void vf_files_routes(svc *s)
     http_route(r, "POST", "/v1/folders/{name}/request-upload", vf_h_request_upload, s);
     http_route(r, "POST", "/v1/folders/{name}/request-download", vf_h_request_download, s);
     http_route(r, "GET", "/v1/transfer/download", vf_h_download, s);
+    http_route(r, "OPTIONS", "/v1/transfer/download", vf_cors_h_options, s);
     vf_tus_routes(s);
 }
 

@@ -3,6 +3,7 @@
  * with Range support, a directory as a streamed zip). See transfer.h. */
 #include "transfer.h"
 
+#include "cors.h"
 #include "files.h"
 #include "libcommon/log.h"
 #include "libcommon/pgjson.h"
@@ -369,6 +370,7 @@ static void _send_file(http_req *req, http_resp *resp, int fd, const struct stat
 void vf_h_download(http_req *req, http_resp *resp, void *ctx)
 {
     (void)ctx;
+    vf_cors_actual(req, resp);
     vf_token t;
     if (!vf_xfer_token(req, resp, VF_TOKEN_DOWNLOAD, NULL, &t)) return;
     int root = -1;

@@ -7,6 +7,7 @@
  *   GET|HEAD /v1/transfer/download?token=   a file (Range: bytes=a-b, 206) or
  *                                           a directory as a streamed zip
  *   tus 1.0 under /v1/transfer/upload       (tus.h)
+ *   OPTIONS of both: CORS preflight         (cors.h)
  * Through the gateway (caller checked, then a token is issued):
  *   POST /v1/folders/{name}/request-download {file, archive} -> {token, url}
  *   POST /v1/folders/{name}/request-upload   {path, size}    -> {token, url}

@@ -1,6 +1,7 @@
 /* tus.c: request-upload and the tus 1.0 endpoints (tus.h). */
 #include "tus.h"
 
+#include "cors.h"
 #include "files.h"
 #include "libcommon/log.h"
 #include "libcommon/pgjson.h"
@@ -223,10 +224,12 @@ out:
 
 /* ---- OPTIONS, creation, HEAD, DELETE ------------------------------------------------------ */
 
+/* tus discovery and the browsers' CORS preflight: neither token nor
+ * Tus-Resumable needed. */
 static void h_options(http_req *req, http_resp *resp, void *ctx)
 {
-    (void)req;
     (void)ctx;
+    vf_cors_preflight(req, resp);
     http_set_header(resp, "Tus-Resumable", TUS_VERSION);
     http_set_header(resp, "Tus-Version", TUS_VERSION);
     http_set_header(resp, "Tus-Extension", "creation,termination");
@@ -235,10 +238,11 @@ static void h_options(http_req *req, http_resp *resp, void *ctx)
 }
 
 /* What every tus request about an upload begins with: the headers every
- * answer carries, Tus-Resumable, the token (for the route's upload {id},
+ * answer carries (tus, CORS), Tus-Resumable, the token (for the route's upload {id},
  * when it has one). False after the problem. */
 static bool _tus_begin(http_req *req, http_resp *resp, vf_token *t)
 {
+    vf_cors_actual(req, resp);
     _tus_headers(resp);
     return _tus_version_ok(req, resp) &&
            vf_xfer_token(req, resp, VF_TOKEN_UPLOAD, http_param(req, "id"), t);
@@ -491,11 +495,19 @@ static void *patch_begin(http_req *req, http_resp *resp, void *ctx)
     return p;
 }
 
+/* The server gives body() and end() a fresh response (what begin() set is
+ * gone): the headers every tus answer carries, again. */
+static void _answer_headers(http_req *req, http_resp *resp)
+{
+    vf_cors_actual(req, resp);
+    _tus_headers(resp);
+}
+
 static bool patch_body(http_req *req, http_resp *resp, void *state, const char *data, size_t len)
 {
-    (void)req;
     patch *p = state;
     if (p->offset + (int64_t)len > p->size) {
+        _answer_headers(req, resp);
         _flush(p, NULL);
         _set_i64(resp, "Upload-Offset", p->offset);
         http_problem(resp, 413, "request-too-large", NULL,
@@ -511,7 +523,10 @@ static bool patch_body(http_req *req, http_resp *resp, void *state, const char *
         p->offset += (int64_t)n;
         data += n;
         len -= n;
-        if (p->buf_len == WRITE_BUF && !_flush(p, resp)) return false;
+        if (p->buf_len == WRITE_BUF && !_flush(p, resp)) {
+            _answer_headers(req, resp);
+            return false;
+        }
     }
     return true;
 }
@@ -572,8 +587,8 @@ out:
 
 static void patch_end(http_req *req, http_resp *resp, void *state)
 {
-    (void)req;
     patch *p = state;
+    _answer_headers(req, resp);
     if (!_flush(p, resp)) return;
     if (p->offset == p->size && !_complete(p, resp)) return;
     _set_i64(resp, "Upload-Offset", p->offset);

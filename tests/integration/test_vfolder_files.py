@@ -354,6 +354,83 @@ def test_tus_upload_and_download_roundtrip(env, user):
     assert used_bytes(user, f) == 5
 
 
+CONSOLE = "http://127.0.0.1:8090"  # the web console's origin (the gateway's)
+EXPOSED = {"upload-offset", "upload-length", "location", "tus-resumable", "tus-version",
+           "tus-extension", "tus-max-size", "content-disposition", "content-length",
+           "content-range", "etag"}
+
+
+def cors_ok(r):
+    """r carries the CORS headers of the default vfolder.cors_origins (any origin)."""
+    assert r.headers.get("Access-Control-Allow-Origin") == "*", (r.status_code, dict(r.headers))
+    exposed = {h.strip().lower() for h in r.headers["Access-Control-Expose-Headers"].split(",")}
+    assert exposed >= EXPOSED, exposed
+    assert "Vary" not in r.headers
+
+
+def test_cors_on_transfer_endpoints(env, user):
+    """A browser at another origin (the console: tus-js-client, a download
+    link) may use the transfer endpoints: preflights are answered without
+    token or Tus-Resumable, and every answer (errors too) carries
+    Allow-Origin and Expose-Headers (docs/vfolders.md "CORS"). The list
+    (vfolder.cors_origins) is covered by tests/unit/vfolder/test_cors.c."""
+    f = new_folder(user)
+    data = os.urandom(70000)
+    up = request_upload(user, f, "cors/file.bin", len(data))
+    origin = {"Origin": CONSOLE}
+    for url, method in ((up["url"], "PATCH"), (env.urls["vfolder"] + "/v1/transfer/upload", "POST"),
+                        (env.urls["vfolder"] + "/v1/transfer/download", "GET")):
+        r = requests.options(url, headers=dict(origin, **{
+            "Access-Control-Request-Method": method,
+            "Access-Control-Request-Headers": "tus-resumable,upload-offset,content-type"}), timeout=10)
+        assert r.status_code in (200, 204), (url, r.status_code, r.text)
+        cors_ok(r)
+        assert {m.strip() for m in r.headers["Access-Control-Allow-Methods"].split(",")} >= \
+            {"GET", "HEAD", "POST", "PATCH", "DELETE", "OPTIONS"}
+        allowed = {h.strip().lower() for h in r.headers["Access-Control-Allow-Headers"].split(",")}
+        assert allowed >= {"tus-resumable", "upload-offset", "upload-length", "upload-metadata",
+                           "content-type", "range", "if-range", "x-requested-with"}, allowed
+        assert r.headers["Access-Control-Max-Age"] == "600"
+    # The upload: HEAD, PATCH (partial, then the rest), and a PATCH refused.
+    h = requests.head(up["url"], params={"token": up["token"]}, headers=dict(TUS, **origin), timeout=10)
+    assert h.status_code == 200
+    cors_ok(h)
+    ph = dict(TUS, **origin, **{"Content-Type": "application/offset+octet-stream"})
+    r = requests.patch(up["url"], params={"token": up["token"]}, data=data[:1000],
+                       headers=dict(ph, **{"Upload-Offset": "0"}), timeout=30)
+    assert r.status_code == 204 and r.headers["Upload-Offset"] == "1000"
+    assert r.headers["Tus-Resumable"] == "1.0.0"  # a PATCH's answer had lost it
+    cors_ok(r)
+    r = requests.patch(up["url"], params={"token": up["token"]}, data=data[1000:],
+                       headers=dict(ph, **{"Upload-Offset": "1000"}), timeout=30)
+    assert r.status_code == 204 and r.headers["Upload-Offset"] == str(len(data))
+    cors_ok(r)
+    r = requests.patch(up["url"], params={"token": up["token"]}, data=b"x",
+                       headers=dict(ph, **{"Upload-Offset": "0"}), timeout=30)
+    assert r.status_code == 409
+    cors_ok(r)
+    r = requests.patch(up["url"], params={"token": "nope"}, data=b"x",
+                       headers=dict(ph, **{"Upload-Offset": "0"}), timeout=30)
+    assert r.status_code == 401
+    cors_ok(r)
+    # The download: whole, a range, and errors.
+    g = download(user, f, "cors/file.bin", origin)
+    assert g.status_code == 200 and g.content == data
+    cors_ok(g)
+    g = download(user, f, "cors/file.bin", dict(origin, Range="bytes=10-19"))
+    assert g.status_code == 206 and g.content == data[10:20]
+    cors_ok(g)
+    g = download(user, f, "cors/file.bin", dict(origin, Range=f"bytes={len(data)}-"))
+    assert g.status_code == 416
+    cors_ok(g)
+    g = requests.get(env.urls["vfolder"] + "/v1/transfer/download", headers=origin, timeout=10)
+    assert g.status_code == 401
+    cors_ok(g)
+    # Not on the gateway-facing API.
+    r = user.vf("GET", f"/folders/{f['name']}/files", params={"path": "cors"})
+    assert r.status_code == 200 and "Access-Control-Allow-Origin" not in r.headers
+
+
 def test_interrupted_upload_resumes_byte_identical(env, user):
     f = new_folder(user)
     data = os.urandom(8 * 1024 * 1024 + 3)
