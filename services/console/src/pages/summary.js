@@ -55,11 +55,13 @@ function GroupsCard() {
     <h2 id="sum-groups">Resource groups</h2>
     ${loading && !data && html`<${Loading} />`}
     ${error && html`<${Unavailable} error=${error} what="Resource groups and their free capacity" />`}
-    ${data && html`<div class="table-wrap"><table>
-      <thead><tr><th scope="col">Group</th><th scope="col">Agents</th><th scope="col">Free</th><th scope="col">Capacity</th></tr></thead>
-      <tbody>${data.map((g) => html`<tr key=${g.name}><th scope="row">${g.name}${!g.is_active && html` <span class="badge">inactive</span>`}</th>
-        <td>${g.agentCount}</td><td>${fmtSlots(g.free)}</td><td>${fmtSlots(g.capacity)}</td></tr>`)}</tbody>
-    </table></div>`}
+    ${data && !data.length && html`<p class="muted">No resource groups.</p>`}
+    ${data && data.map((g) => html`<div key=${g.name} class="group-block" data-group=${g.name}>
+      <h3>${g.name} <span class="muted small">${g.agentCount} agent${g.agentCount === 1 ? '' : 's'}${g.is_active === false ? ' · inactive' : ''}</span></h3>
+      ${!Object.keys(g.capacity).length && html`<p class="muted small">No live agents.</p>`}
+      ${Object.keys(g.capacity).map((k) => html`<${Meter} key=${k} label=${`${slotLabel(k)} (free ${fmtSlot(k, g.free[k])})`}
+        used=${g.occupied[k] || 0} limit=${g.capacity[k]} fmt=${(v) => fmtSlot(k, v)} />`)}
+    </div>`)}
   </section>`;
 }
 
