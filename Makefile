@@ -617,3 +617,34 @@ $(BENCH_WS_BIN)/ws_rtt: bench/wsproxy/ws_rtt.c bench/wsproxy/wsio.c services/wsp
 bench-wsproxy: $(BUILD)/bin/tessera-wsproxy $(BENCH_WS_BIN)/ws_echo $(BENCH_WS_BIN)/ws_rtt
 	@TESSERA_BIN_DIR=$(abspath $(BUILD))/bin BENCH_BIN_DIR=$(abspath $(BENCH_WS_BIN)) sh bench/wsproxy/run.sh
 # ---- end bench-wsproxy -----------------------------------------------------------
+
+# ---- web console ------------------------------------------------------------------
+# The browser console (services/console, docs/console.md): preact + htm, xterm.js,
+# tus-js-client, bundled by esbuild into static files the gateway serves at
+# /console/. Needs node and npm (the packages are pinned in package-lock.json);
+# without npm, `make all` skips it with a note. `make console` builds it alone.
+CONSOLE_DIR  := $(BUILD)/console
+CONSOLE_SRC  := $(shell find services/console/src -type f 2>/dev/null) services/console/build.mjs \
+		services/console/package.json services/console/package-lock.json
+CONSOLE_DEPS := services/console/node_modules/.package-lock.json
+.PHONY: console console-skipped
+console: $(CONSOLE_DIR)/index.html
+$(CONSOLE_DEPS): services/console/package-lock.json
+	@echo "  NPM     services/console (npm ci)"
+	$(Q)cd services/console && npm ci --no-audit --no-fund --loglevel=error
+	$(Q)touch $@
+$(CONSOLE_DIR)/index.html: $(CONSOLE_SRC) $(CONSOLE_DEPS)
+	@echo "  ESBUILD $(CONSOLE_DIR)"
+	$(Q)cd services/console && node build.mjs --out $(abspath $(CONSOLE_DIR))
+console-skipped:
+	@echo "  SKIP    web console (npm not found: install node and npm, then make console)"
+all: $(if $(shell command -v npm 2>/dev/null),console,console-skipped)
+# `make install` puts the built console where the gateway looks by default
+# (<bindir>/../share/tessera/console, docs/console-serving.md).
+.PHONY: install-console
+install-console: all
+	if [ -f $(CONSOLE_DIR)/index.html ]; then install -d $(DESTDIR)$(PREFIX)/share/tessera/console && \
+	  install -m 0644 $(CONSOLE_DIR)/index.html $(CONSOLE_DIR)/app.js $(CONSOLE_DIR)/app.css \
+	    $(CONSOLE_DIR)/xterm.css $(CONSOLE_DIR)/app.js.LEGAL.txt $(DESTDIR)$(PREFIX)/share/tessera/console/; fi
+install: install-console
+# ---- end web console --------------------------------------------------------------

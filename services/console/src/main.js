@@ -1,0 +1,120 @@
+// The console's entry: login state, hash routing and the page shell.
+import { render } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { server, setCsrf, setLoginEndedHandler } from './api.js';
+import { html, ConfirmHost, Loading, Toasts, errText, toastError } from './ui.js';
+import { LoginPage } from './pages/login.js';
+import { SummaryPage } from './pages/summary.js';
+import { SessionsPage } from './pages/sessions.js';
+import { SessionPage } from './pages/session.js';
+import { TerminalPage } from './pages/terminal.js';
+import { DataPage } from './pages/data.js';
+import { FilesPage } from './pages/files.js';
+import { AccountPage } from './pages/account.js';
+
+// "#/data/f1?path=a/b" -> {parts: ['data', 'f1'], query: URLSearchParams}
+export function parseHash(hash = location.hash) {
+  const h = hash.replace(/^#\/?/, '');
+  const qi = h.indexOf('?');
+  const path = qi >= 0 ? h.slice(0, qi) : h;
+  const query = new URLSearchParams(qi >= 0 ? h.slice(qi + 1) : '');
+  const parts = path.split('/').filter(Boolean).map((p) => { try { return decodeURIComponent(p); } catch { return p; } });
+  return { parts, query };
+}
+
+function useRoute() {
+  const [route, setRoute] = useState(parseHash());
+  useEffect(() => {
+    const on = () => setRoute(parseHash());
+    window.addEventListener('hashchange', on);
+    return () => window.removeEventListener('hashchange', on);
+  }, []);
+  return route;
+}
+
+const NAV = [
+  ['summary', 'Summary'],
+  ['sessions', 'Sessions'],
+  ['data', 'Data'],
+  ['account', 'My account'],
+];
+
+function Shell({ user, route, onLogout, children }) {
+  const [menuOpen, setMenuOpen] = useState(false);
+  const section = route.parts[0] || 'summary';
+  useEffect(() => setMenuOpen(false), [route]);
+  return html`<div class="shell">
+    <a class="skip-link" href="#main" onClick=${(e) => { e.preventDefault(); document.getElementById('main')?.focus(); }}>Skip to content</a>
+    <header class="topbar">
+      <a class="brand" href="#/summary">Tessera</a>
+      <button type="button" class="btn ghost menu-toggle" aria-expanded=${menuOpen} aria-controls="main-nav"
+        onClick=${() => setMenuOpen(!menuOpen)}>☰ Menu</button>
+      <nav id="main-nav" class=${'nav' + (menuOpen ? ' open' : '')} aria-label="Main">
+        ${NAV.map(([key, label]) => html`<a href=${'#/' + key} data-nav=${key}
+          aria-current=${section === key ? 'page' : undefined}>${label}</a>`)}
+      </nav>
+      <div class="who">
+        <span class="who-name" title=${user.access_key || ''}>${user.username || user.user_id}${user.role && user.role !== 'user' ? ` (${user.role})` : ''}</span>
+        <button type="button" class="btn small" data-test="logout" onClick=${onLogout}>Sign out</button>
+      </div>
+    </header>
+    <main id="main" tabindex="-1">${children}</main>
+  </div>`;
+}
+
+function Page({ route, user }) {
+  const [p0, p1] = route.parts;
+  switch (p0 || 'summary') {
+    case 'summary': return html`<${SummaryPage} user=${user} />`;
+    case 'sessions': return p1 ? html`<${SessionPage} key=${p1} name=${p1} user=${user} />` : html`<${SessionsPage} user=${user} query=${route.query} />`;
+    case 'data': return p1 ? html`<${FilesPage} key=${p1} folder=${p1} path=${route.query.get('path') || ''} user=${user} />` : html`<${DataPage} user=${user} query=${route.query} />`;
+    case 'account': return html`<${AccountPage} user=${user} />`;
+    default: return html`<section class="page"><h1>Not found</h1><p>No page at <code>${location.hash}</code>. <a href="#/summary">Go to the summary</a>.</p></section>`;
+  }
+}
+
+function App() {
+  const route = useRoute();
+  const [auth, setAuth] = useState({ state: 'checking', user: null, message: null });
+
+  useEffect(() => {
+    setLoginEndedHandler((msg) => {
+      setCsrf(null);
+      setAuth((a) => a.state === 'in' ? { state: 'out', user: null, message: `Your login has ended (${msg}). Please sign in again.` } : a);
+    });
+    server.check().then((r) => {
+      if (r && r.authenticated) { setCsrf(r.csrf_token); setAuth({ state: 'in', user: r.data || {}, message: null }); }
+      else setAuth({ state: 'out', user: null, message: null });
+    }).catch((e) => setAuth({ state: 'out', user: null, message: errText(e) }));
+  }, []);
+
+  useEffect(() => {
+    const sec = route.parts[0];
+    const label = (NAV.find(([k]) => k === sec) || [null, sec === 'terminal' ? 'Terminal' : 'Summary'])[1];
+    document.title = (route.parts[1] ? route.parts[1] + ' · ' : '') + label + ' · Tessera';
+  }, [route]);
+
+  const loggedIn = (r) => {
+    setCsrf(r.csrf_token);
+    setAuth({ state: 'in', user: r.data || {}, message: null });
+    if (!location.hash || location.hash === '#/' || location.hash === '#') location.hash = '#/summary';
+  };
+  const logout = async (everywhere = false) => {
+    try { await server.logout(everywhere); } catch (e) { if (e.status !== 401) { toastError(e); return; } }
+    setCsrf(null);
+    setAuth({ state: 'out', user: null, message: everywhere ? 'Signed out on every device.' : 'Signed out.' });
+  };
+
+  let body;
+  if (auth.state === 'checking') body = html`<div class="center-page"><${Loading} label="Checking your login…" /></div>`;
+  else if (auth.state === 'out') body = html`<${LoginPage} message=${auth.message} onLoggedIn=${loggedIn} />`;
+  else if (route.parts[0] === 'terminal') body = html`<${TerminalPage} key=${route.parts[1]} name=${route.parts[1]} />`;
+  else body = html`<${Shell} user=${auth.user} route=${route} onLogout=${() => logout(false)}>
+      <${Page} route=${route} user=${{ ...auth.user, logout }} />
+    <//>`;
+  return html`${body}<${Toasts} /><${ConfirmHost} />`;
+}
+
+const root = document.getElementById('app');
+root.textContent = ''; // the boot message: Preact 11 does not replace what it did not render
+render(html`<${App} />`, root);

@@ -1,0 +1,235 @@
+// The session launcher: POST /session with enqueueOnly, then the sessions
+// page follows its progress.
+import { useMemo, useState } from 'preact/hooks';
+import { enc, get, post } from '../api.js';
+import { keypairPolicy, liveSessions, remaining, resourceGroups, slotTypes, sumSlots } from '../resources.js';
+import { html, ErrorBanner, Loading, Modal, errText, fmtSlot, fmtSlots, parseBytes, slotLabel, useData } from '../ui.js';
+
+const PRESETS = [
+  { name: 'small', label: 'Small (1 CPU, 1 GiB)', cpu: '1', mem: '1g' },
+  { name: 'medium', label: 'Medium (2 CPU, 4 GiB)', cpu: '2', mem: '4g' },
+  { name: 'large', label: 'Large (4 CPU, 16 GiB)', cpu: '4', mem: '16g' },
+  { name: 'gpu', label: 'GPU (4 CPU, 16 GiB, 1 GPU)', cpu: '4', mem: '16g', gpuKind: 'cuda.device', gpu: '1', gpuOnly: true },
+];
+
+const tryGet = (p) => p.then((data) => ({ data }), (error) => ({ error }));
+
+async function loadChoices(user) {
+  const [images, recent, me, groups, slots, folders, pol, live] = await Promise.all([
+    tryGet(get('/admin/images', { limit: 1000 })),
+    tryGet(get('/session', { limit: 50 })),
+    tryGet(user.user_id ? get('/admin/users/' + enc(user.user_id)) : Promise.reject(new Error('no user id'))),
+    tryGet(resourceGroups()),
+    slotTypes(),
+    tryGet(get('/folders')),
+    keypairPolicy(user),
+    tryGet(liveSessions()),
+  ]);
+  const imageList = images.data ? (images.data.items || []).map((i) => ({ ref: i.reference, min: i.min_slots || {} })) : null;
+  const recentImages = [...new Set(((recent.data && recent.data.items) || []).map((s) => s.image).filter(Boolean))];
+  const projects = ((me.data && me.data.projects) || []).map((p) => (typeof p === 'string' ? p : p.name || p.id)).filter(Boolean);
+  const used = live.data ? sumSlots(live.data) : {};
+  return {
+    imageList, recentImages, projects,
+    groups: groups.data ? groups.data.filter((g) => g.is_active !== false) : null,
+    slots,
+    folders: folders.data ? folders.data.filter((f) => !f.status || f.status === 'ready') : [],
+    foldersError: folders.error,
+    policy: pol.policy, policyName: pol.name, used,
+    left: pol.policy ? remaining(pol.policy, used) : null,
+    liveCount: live.data ? live.data.length : null,
+  };
+}
+
+function parseEnv(text) {
+  const env = {};
+  for (const raw of text.split('\n')) {
+    const line = raw.trim();
+    if (!line || line.startsWith('#')) continue;
+    const i = line.indexOf('=');
+    if (i <= 0) throw new Error(`Environment line “${line}” is not NAME=value`);
+    env[line.slice(0, i).trim()] = line.slice(i + 1);
+  }
+  return env;
+}
+
+export function Launcher({ user, onClose, onLaunched }) {
+  const me = user || {};
+  const { data: ch, error: loadError, loading } = useData(() => loadChoices(me), []);
+  const [f, setF] = useState({
+    image: '', name: '', type: 'interactive', startup: '', startsAt: '', project: '', group: '',
+    preset: 'small', cpu: '1', mem: '1g', gpuKind: '', gpu: '', shmem: '', env: '', ports: '',
+  });
+  const [mounts, setMounts] = useState({}); // name -> mount path ('' = default)
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState(null);
+  const set = (k) => (e) => setF({ ...f, [k]: e.currentTarget.type === 'checkbox' ? e.currentTarget.checked : e.currentTarget.value });
+  const hasCuda = ch && ch.slots && Object.keys(ch.slots).filter((k) => k.startsWith('cuda.'));
+
+  const applyPreset = (e) => {
+    const p = PRESETS.find((x) => x.name === e.currentTarget.value);
+    if (!p) { setF({ ...f, preset: '' }); return; }
+    setF({ ...f, preset: p.name, cpu: p.cpu, mem: p.mem, gpuKind: p.gpuKind || '', gpu: p.gpu || '' });
+  };
+
+  const requested = useMemo(() => {
+    const r = { cpu: Number(f.cpu), mem: parseBytes(f.mem) };
+    if (f.gpuKind && f.gpu) r[f.gpuKind] = Number(f.gpu);
+    return r;
+  }, [f.cpu, f.mem, f.gpuKind, f.gpu]);
+
+  const problems = [];
+  if (ch) {
+    if (ch.left) for (const [k, v] of Object.entries(requested)) {
+      if (Number.isFinite(v) && ch.left[k] !== undefined && v > ch.left[k]) problems.push(`${slotLabel(k)}: ${fmtSlot(k, v)} asked, ${fmtSlot(k, ch.left[k])} left under your policy`);
+    }
+    if (ch.policy && ch.policy.max_concurrent_sessions != null && ch.liveCount >= ch.policy.max_concurrent_sessions) problems.push(`You already run ${ch.liveCount} of ${ch.policy.max_concurrent_sessions} sessions: this one will wait.`);
+    const img = ch.imageList && ch.imageList.find((i) => i.ref === f.image);
+    if (img) for (const [k, v] of Object.entries(img.min)) {
+      if (requested[k] !== undefined && Number.isFinite(requested[k]) && requested[k] < Number(v)) problems.push(`The image needs at least ${fmtSlot(k, v)} of ${slotLabel(k)}`);
+    }
+    if (ch.groups && f.group) {
+      const g = ch.groups.find((x) => x.name === f.group);
+      if (g && g.agentCount) for (const [k, v] of Object.entries(requested)) {
+        if (Number.isFinite(v) && g.free[k] !== undefined && v > g.free[k]) problems.push(`${slotLabel(k)}: only ${fmtSlot(k, g.free[k])} free in ${g.name} now (the session will wait)`);
+      }
+    }
+  }
+
+  const submit = async (e) => {
+    e.preventDefault();
+    setError(null);
+    try {
+      if (!f.image.trim()) throw new Error('Choose an image.');
+      if (f.name && !/^[A-Za-z0-9_.-]{1,64}$/.test(f.name)) throw new Error('A name is 1 to 64 letters, digits, “_”, “-” or “.”.');
+      if (!(Number(f.cpu) > 0)) throw new Error('CPU must be a positive number.');
+      if (!(parseBytes(f.mem) > 0)) throw new Error('Memory must be an amount such as 512m or 4g.');
+      const resources = { cpu: f.cpu.trim(), mem: f.mem.trim() };
+      if (f.gpuKind && f.gpu) resources[f.gpuKind] = f.gpu.trim();
+      const config = { resources };
+      if (f.group) config.scaling_group = f.group;
+      if (f.shmem.trim()) config.resource_opts = { shmem: f.shmem.trim() };
+      const env = parseEnv(f.env);
+      if (Object.keys(env).length) config.environ = env;
+      const names = Object.keys(mounts);
+      if (names.length) {
+        config.mounts = names;
+        const map = {};
+        for (const n of names) if (mounts[n].trim()) map[n] = mounts[n].trim();
+        if (Object.keys(map).length) config.mount_map = map;
+      }
+      const ports = f.ports.split(/[\s,]+/).filter(Boolean).map(Number);
+      if (ports.some((p) => !Number.isInteger(p) || p < 1024 || p > 65535)) throw new Error('Extra ports are numbers from 1024 to 65535.');
+      if (ports.length) config.preopen_ports = ports;
+      const body = { image: f.image.trim(), type: f.type, enqueueOnly: true, config };
+      body.name = f.name.trim() || 's-' + Math.random().toString(36).slice(2, 8);
+      if (f.project) body.group_name = f.project;
+      if (f.type === 'batch') {
+        if (!f.startup.trim()) throw new Error('A batch session needs a startup command.');
+        body.startupCommand = f.startup;
+        if (f.startsAt.trim()) body.starts_at = f.startsAt.trim();
+      }
+      setBusy(true);
+      const r = await post('/session', body);
+      onLaunched((r && r.sessionId) || body.name);
+    } catch (err) {
+      const p = err.problem || {};
+      setError(p.vfolder ? `${errText(err)} (folder ${p.vfolder})` : errText(err));
+    } finally { setBusy(false); }
+  };
+
+  return html`<${Modal} title="Start a session" onClose=${onClose} wide>
+    ${loading && html`<${Loading} label="Loading images, folders and limits…" />`}
+    <${ErrorBanner} error=${loadError} />
+    <form class="form launcher" onSubmit=${submit} noValidate>
+      <fieldset><legend>Environment</legend>
+        <div class="field"><label for="launch-image">Image</label>
+          ${!ch || (ch.imageList && ch.imageList.length)
+            ? html`<select id="launch-image" value=${f.image} onChange=${set('image')} required disabled=${!ch}>
+                <option value="">${ch ? 'Choose an image…' : 'Loading images…'}</option>
+                ${ch && ch.imageList.map((i) => html`<option value=${i.ref}>${i.ref}</option>`)}
+              </select>`
+            : html`<input id="launch-image" list="launch-image-list" value=${f.image} onInput=${set('image')} required
+                placeholder="e.g. python:3.12" autocapitalize="off" spellcheck="false" />
+              <datalist id="launch-image-list">${(ch ? ch.recentImages : []).map((i) => html`<option value=${i} />`)}</datalist>
+              <p class="hint">Type an image reference${ch && ch.recentImages.length ? '; recent ones are suggested' : ''}.</p>`}
+        </div>
+        <div class="field"><label for="launch-name">Session name <span class="muted">(optional)</span></label>
+          <input id="launch-name" value=${f.name} onInput=${set('name')} placeholder="made up when empty" autocapitalize="off" spellcheck="false" /></div>
+        <div class="field"><span class="label" id="launch-type-label">Type</span>
+          <div class="radios" role="radiogroup" aria-labelledby="launch-type-label">
+            <label><input type="radio" name="launch-type" id="launch-type-interactive" value="interactive" checked=${f.type === 'interactive'} onChange=${set('type')} /> Interactive</label>
+            <label><input type="radio" name="launch-type" id="launch-type-batch" value="batch" checked=${f.type === 'batch'} onChange=${set('type')} /> Batch</label>
+          </div></div>
+        ${f.type === 'batch' && html`
+          <div class="field"><label for="launch-startup">Startup command</label>
+            <textarea id="launch-startup" rows="2" value=${f.startup} onInput=${set('startup')} placeholder="python train.py"></textarea></div>
+          <div class="field"><label for="launch-starts-at">Start at <span class="muted">(optional: ISO time or a delay such as 30s)</span></label>
+            <input id="launch-starts-at" value=${f.startsAt} onInput=${set('startsAt')} placeholder="2026-01-02T03:04:05Z or 10m" /></div>`}
+        <div class="row2">
+          <div class="field"><label for="launch-project">Project</label>
+            ${ch && ch.projects.length
+              ? html`<select id="launch-project" value=${f.project} onChange=${set('project')}><option value="">Default</option>
+                  ${ch.projects.map((p) => html`<option value=${p}>${p}</option>`)}</select>`
+              : html`<input id="launch-project" value=${f.project} onInput=${set('project')} placeholder="default" />`}</div>
+          <div class="field"><label for="launch-group">Resource group</label>
+            ${ch && ch.groups && ch.groups.length
+              ? html`<select id="launch-group" value=${f.group} onChange=${set('group')}><option value="">Default</option>
+                  ${ch.groups.map((g) => html`<option value=${g.name}>${g.name}${g.agentCount ? ` (free: ${fmtSlots(g.free)})` : ''}</option>`)}</select>`
+              : html`<input id="launch-group" value=${f.group} onInput=${set('group')} placeholder="default" />`}</div>
+        </div>
+      </fieldset>
+      <fieldset><legend>Resources</legend>
+        <div class="field"><label for="launch-preset">Preset</label>
+          <select id="launch-preset" value=${f.preset} onChange=${applyPreset}>
+            <option value="">Custom</option>
+            ${PRESETS.filter((p) => !p.gpuOnly || (hasCuda && hasCuda.length)).map((p) => html`<option value=${p.name}>${p.label}</option>`)}
+          </select></div>
+        <div class="row3">
+          <div class="field"><label for="launch-cpu">CPU cores</label>
+            <input id="launch-cpu" inputmode="decimal" value=${f.cpu} onInput=${(e) => setF({ ...f, cpu: e.currentTarget.value, preset: '' })} /></div>
+          <div class="field"><label for="launch-mem">Memory</label>
+            <input id="launch-mem" value=${f.mem} onInput=${(e) => setF({ ...f, mem: e.currentTarget.value, preset: '' })} placeholder="4g" /></div>
+          <div class="field"><label for="launch-shmem">Shared memory <span class="muted">(optional)</span></label>
+            <input id="launch-shmem" value=${f.shmem} onInput=${set('shmem')} placeholder="64m" /></div>
+        </div>
+        ${hasCuda && hasCuda.length > 0 && html`<div class="row2">
+          <div class="field"><label for="launch-gpu-kind">GPU</label>
+            <select id="launch-gpu-kind" value=${f.gpuKind} onChange=${(e) => setF({ ...f, gpuKind: e.currentTarget.value, preset: '' })}>
+              <option value="">None</option>
+              ${hasCuda.map((k) => html`<option value=${k}>${k === 'cuda.device' ? 'Whole GPUs (cuda.device)' : k === 'cuda.shares' ? 'GPU shares (cuda.shares)' : k}</option>`)}
+            </select></div>
+          ${f.gpuKind && html`<div class="field"><label for="launch-gpu">Amount</label>
+            <input id="launch-gpu" inputmode="decimal" value=${f.gpu} onInput=${(e) => setF({ ...f, gpu: e.currentTarget.value, preset: '' })} /></div>`}
+        </div>`}
+        ${ch && html`<div class="check-box" aria-live="polite">
+          ${ch.left ? html`<p class="small">Still available under your policy${ch.policyName ? ` “${ch.policyName}”` : ''}: ${Object.keys(ch.left).length ? fmtSlots(ch.left) : 'no slot limits'}.</p>`
+            : html`<p class="small muted">Your limits are not visible to your role; in use now: ${Object.keys(ch.used).length ? fmtSlots(ch.used) : 'nothing'}.</p>`}
+          ${problems.map((p) => html`<p class="small warn">⚠ ${p}</p>`)}
+        </div>`}
+      </fieldset>
+      <fieldset><legend>Folders to mount</legend>
+        ${ch && ch.foldersError && html`<${ErrorBanner} error=${ch.foldersError} />`}
+        ${ch && !ch.folders.length && html`<p class="muted small">No folders. Create them on the Data page.</p>`}
+        ${ch && ch.folders.length > 0 && html`<ul class="mount-list">${ch.folders.map((fo) => html`<li key=${fo.id}>
+          <label><input type="checkbox" data-mount=${fo.name} checked=${fo.name in mounts}
+            onChange=${(e) => { const m = { ...mounts }; if (e.currentTarget.checked) m[fo.name] = ''; else delete m[fo.name]; setMounts(m); }} />
+            ${fo.name} <span class="muted small">${fo.permission}${fo.is_owner === false ? ', shared' : ''}</span></label>
+          ${fo.name in mounts && html`<input class="mount-path" aria-label=${'Mount path of ' + fo.name} data-mount-path=${fo.name}
+            placeholder=${'/home/work/' + fo.name} value=${mounts[fo.name]} onInput=${(e) => setMounts({ ...mounts, [fo.name]: e.currentTarget.value })} />`}
+        </li>`)}</ul>`}
+      </fieldset>
+      <details><summary>Environment variables and ports</summary>
+        <div class="field"><label for="launch-env">Environment variables <span class="muted">(NAME=value, one a line)</span></label>
+          <textarea id="launch-env" rows="3" value=${f.env} onInput=${set('env')} spellcheck="false"></textarea></div>
+        <div class="field"><label for="launch-ports">Extra ports to open <span class="muted">(1024–65535, comma-separated)</span></label>
+          <input id="launch-ports" value=${f.ports} onInput=${set('ports')} placeholder="8080, 6006" /></div>
+      </details>
+      ${error && html`<p class="banner error" role="alert">${error}</p>`}
+      <div class="form-actions">
+        <button type="button" class="btn" onClick=${onClose}>Cancel</button>
+        <button type="submit" class="btn primary" data-test="launch-submit" disabled=${busy}>${busy ? 'Starting…' : 'Start'}</button>
+      </div>
+    </form>
+  <//>`;
+}
