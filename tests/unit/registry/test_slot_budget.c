@@ -163,8 +163,8 @@ static void test_known_slots_json(void **state)
     slots_t s = S("cpu=0.5");
     json_t *o = slots_to_json_known(&s, BUDGET_KNOWN_SLOTS);
     char *got = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
-    assert_string_equal(got,
-                        "{\"cpu\":\"0.5\",\"cuda.device\":\"0\",\"cuda.shares\":\"0.00\",\"mem\":\"0\"}");
+    assert_string_equal(
+        got, "{\"cpu\":\"0.5\",\"cuda.device\":\"0\",\"cuda.shares\":\"0.00\",\"mem\":\"0\"}");
     free(got);
     json_decref(o);
 }
