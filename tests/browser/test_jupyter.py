@@ -8,10 +8,8 @@ import sys
 import uuid
 
 import pytest
-from selenium.webdriver.support.ui import Select
-
 from conftest import REPO, new_driver, shot, wait_until
-from test_console import click, el, go, login, status_of
+from test_console import choose, click, el, go, login, status_of
 
 IMAGE_DIR = os.path.join(REPO, "build", "images", "jupyter")
 NAME = f"nb-{uuid.uuid4().hex[:6]}"
@@ -37,11 +35,7 @@ def test_open_jupyter_and_run_a_cell(downloads, console_url, alice, jupyter_imag
         el(d, "[data-nav=summary]")
         go(d, console_url, "/sessions")
         click(d, "[data-test=launch]")
-        image = el(d, "#launch-image")
-        wait_until(lambda: any(o.get_attribute("value") == jupyter_image
-                               for o in Select(image).options), timeout=20,
-                   message="the launcher to list the Jupyter image")
-        Select(image).select_by_value(jupyter_image)
+        choose(d, "#launch-image", jupyter_image, what="the launcher to list the Jupyter image")
         name = el(d, "#launch-name")
         name.clear()
         name.send_keys(NAME)
