@@ -229,3 +229,9 @@ export async function openInNewTab(urlPromise) {
     throw e;
   }
 }
+
+// <option> with its value also as an attribute: Preact 11 leaves the
+// attribute out when the value equals the text (option.value reads the text
+// then), and tests select options by [value=...].
+export const Opt = ({ value, children }) =>
+  html`<option value=${value} ref=${(el) => { if (el && el.getAttribute('value') !== value) el.setAttribute('value', value); }}>${children}</option>`;

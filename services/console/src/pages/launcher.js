@@ -3,7 +3,7 @@
 import { useMemo, useState } from 'preact/hooks';
 import { enc, get, post } from '../api.js';
 import { keypairPolicy, liveSessions, remaining, resourceGroups, slotTypes, sumSlots } from '../resources.js';
-import { html, ErrorBanner, Loading, Modal, errText, fmtSlot, fmtSlots, parseBytes, slotLabel, useData } from '../ui.js';
+import { Opt, html, ErrorBanner, Loading, Modal, errText, fmtSlot, fmtSlots, parseBytes, slotLabel, useData } from '../ui.js';
 
 const PRESETS = [
   { name: 'small', label: 'Small (1 CPU, 1 GiB)', cpu: '1', mem: '1g' },
@@ -147,7 +147,7 @@ export function Launcher({ user, onClose, onLaunched }) {
           ${!ch || (ch.imageList && ch.imageList.length)
             ? html`<select id="launch-image" value=${f.image} onChange=${set('image')} required disabled=${!ch}>
                 <option value="">${ch ? 'Choose an image…' : 'Loading images…'}</option>
-                ${ch && ch.imageList.map((i) => html`<option value=${i.ref}>${i.ref}</option>`)}
+                ${ch && ch.imageList.map((i) => html`<${Opt} value=${i.ref}>${i.ref}<//>`)}
               </select>`
             : html`<input id="launch-image" list="launch-image-list" value=${f.image} onInput=${set('image')} required
                 placeholder="e.g. python:3.12" autocapitalize="off" spellcheck="false" />
@@ -170,12 +170,12 @@ export function Launcher({ user, onClose, onLaunched }) {
           <div class="field"><label for="launch-project">Project</label>
             ${ch && ch.projects.length
               ? html`<select id="launch-project" value=${f.project} onChange=${set('project')}><option value="">Default</option>
-                  ${ch.projects.map((p) => html`<option value=${p}>${p}</option>`)}</select>`
+                  ${ch.projects.map((p) => html`<${Opt} value=${p}>${p}<//>`)}</select>`
               : html`<input id="launch-project" value=${f.project} onInput=${set('project')} placeholder="default" />`}</div>
           <div class="field"><label for="launch-group">Resource group</label>
             ${ch && ch.groups && ch.groups.length
               ? html`<select id="launch-group" value=${f.group} onChange=${set('group')}><option value="">Default</option>
-                  ${ch.groups.map((g) => html`<option value=${g.name}>${g.name}${g.agentCount ? ` (free: ${fmtSlots(g.free)})` : ''}</option>`)}</select>`
+                  ${ch.groups.map((g) => html`<${Opt} value=${g.name}>${g.name}${g.agentCount ? ` (free: ${fmtSlots(g.free)})` : ''}<//>`)}</select>`
               : html`<input id="launch-group" value=${f.group} onInput=${set('group')} placeholder="default" />`}</div>
         </div>
       </fieldset>
@@ -183,7 +183,7 @@ export function Launcher({ user, onClose, onLaunched }) {
         <div class="field"><label for="launch-preset">Preset</label>
           <select id="launch-preset" value=${f.preset} onChange=${applyPreset}>
             <option value="">Custom</option>
-            ${PRESETS.filter((p) => !p.gpuOnly || (hasCuda && hasCuda.length)).map((p) => html`<option value=${p.name}>${p.label}</option>`)}
+            ${PRESETS.filter((p) => !p.gpuOnly || (hasCuda && hasCuda.length)).map((p) => html`<${Opt} value=${p.name}>${p.label}<//>`)}
           </select></div>
         <div class="row3">
           <div class="field"><label for="launch-cpu">CPU cores</label>
@@ -197,7 +197,7 @@ export function Launcher({ user, onClose, onLaunched }) {
           <div class="field"><label for="launch-gpu-kind">GPU</label>
             <select id="launch-gpu-kind" value=${f.gpuKind} onChange=${(e) => setF({ ...f, gpuKind: e.currentTarget.value, preset: '' })}>
               <option value="">None</option>
-              ${hasCuda.map((k) => html`<option value=${k}>${k === 'cuda.device' ? 'Whole GPUs (cuda.device)' : k === 'cuda.shares' ? 'GPU shares (cuda.shares)' : k}</option>`)}
+              ${hasCuda.map((k) => html`<${Opt} value=${k}>${k === 'cuda.device' ? 'Whole GPUs (cuda.device)' : k === 'cuda.shares' ? 'GPU shares (cuda.shares)' : k}<//>`)}
             </select></div>
           ${f.gpuKind && html`<div class="field"><label for="launch-gpu">Amount</label>
             <input id="launch-gpu" inputmode="decimal" value=${f.gpu} onInput=${(e) => setF({ ...f, gpu: e.currentTarget.value, preset: '' })} /></div>`}
