@@ -1,6 +1,6 @@
 // The session launcher: POST /session with enqueueOnly, then the sessions
 // page follows its progress.
-import { useMemo, useState } from 'preact/hooks';
+import { useEffect, useMemo, useState } from 'preact/hooks';
 import { enc, get, post } from '../api.js';
 import { keypairPolicy, liveSessions, remaining, resourceGroups, slotTypes, sumSlots } from '../resources.js';
 import { Opt, html, ErrorBanner, Loading, Modal, errText, fmtSlot, fmtSlots, parseBytes, slotLabel, useData } from '../ui.js';
@@ -27,10 +27,19 @@ async function loadChoices(user) {
   ]);
   const imageList = images.data ? (images.data.items || []).map((i) => ({ ref: i.reference, min: i.min_slots || {} })) : null;
   const recentImages = [...new Set(((recent.data && recent.data.items) || []).map((s) => s.image).filter(Boolean))];
-  const projects = ((me.data && me.data.projects) || []).map((p) => (typeof p === 'string' ? p : p.name || p.id)).filter(Boolean);
+  // The user's projects: ids (or objects) from its user record; names from
+  // /admin/projects/{id} where readable, else from its past sessions.
+  const known = {};
+  for (const s of (recent.data && recent.data.items) || []) if (s.groupId && s.groupName) known[s.groupId] = s.groupName;
+  const projects = await Promise.all(((me.data && me.data.projects) || []).map(async (p) => {
+    if (p && typeof p === 'object') return { value: p.name || p.id, label: p.name || p.id };
+    if (known[p]) return { value: known[p], label: known[p] };
+    try { const r = await get('/admin/projects/' + enc(p)); if (r && r.name) return { value: r.name, label: r.name }; } catch { /* users: 403 */ }
+    return { value: p, label: `project ${String(p).slice(0, 8)}` };
+  }));
   const used = live.data ? sumSlots(live.data) : {};
   return {
-    imageList, recentImages, projects,
+    imageList, recentImages, projects, projectsKnown: !!me.data,
     groups: groups.data ? groups.data.filter((g) => g.is_active !== false) : null,
     slots,
     folders: folders.data ? folders.data.filter((f) => !f.status || f.status === 'ready') : [],
@@ -60,6 +69,12 @@ export function Launcher({ user, onClose, onLaunched }) {
     image: '', name: '', type: 'interactive', startup: '', startsAt: '', project: '', group: '',
     preset: 'small', cpu: '1', mem: '1g', gpuKind: '', gpu: '', shmem: '', env: '', ports: '',
   });
+  useEffect(() => {
+    if (ch && ch.projects.length && !f.project) {
+      const d = ch.projects.find((p) => p.value === 'default') || ch.projects[0];
+      setF((x) => ({ ...x, project: d.value }));
+    }
+  }, [ch]);
   const [mounts, setMounts] = useState({}); // name -> mount path ('' = default)
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState(null);
@@ -101,6 +116,7 @@ export function Launcher({ user, onClose, onLaunched }) {
     setError(null);
     try {
       if (!f.image.trim()) throw new Error('Choose an image.');
+      if (ch && ch.projects.length && !f.project) throw new Error('Choose a project.');
       if (f.name && !/^[A-Za-z0-9_.-]{1,64}$/.test(f.name)) throw new Error('A name is 1 to 64 letters, digits, “_”, “-” or “.”.');
       if (!(Number(f.cpu) > 0)) throw new Error('CPU must be a positive number.');
       if (!(parseBytes(f.mem) > 0)) throw new Error('Memory must be an amount such as 512m or 4g.');
@@ -169,9 +185,12 @@ export function Launcher({ user, onClose, onLaunched }) {
         <div class="row2">
           <div class="field"><label for="launch-project">Project</label>
             ${ch && ch.projects.length
-              ? html`<select id="launch-project" value=${f.project} onChange=${set('project')}><option value="">Default</option>
-                  ${ch.projects.map((p) => html`<${Opt} value=${p}>${p}<//>`)}</select>`
-              : html`<input id="launch-project" value=${f.project} onInput=${set('project')} placeholder="default" />`}</div>
+              ? html`<select id="launch-project" value=${f.project} onChange=${set('project')}>
+                  ${!ch.projects.some((p) => p.value === 'default') && !f.project && html`<option value="">Choose a project…</option>`}
+                  ${ch.projects.map((p) => html`<${Opt} value=${p.value}>${p.label}<//>`)}</select>`
+              : html`<input id="launch-project" value=${f.project} onInput=${set('project')} placeholder="default" />`}
+            ${ch && ch.projectsKnown && !ch.projects.length && html`<p class="hint warn">You are not a member of any project, so a launch in the
+              default project is refused: ask an administrator to add you to one.</p>`}</div>
           <div class="field"><label for="launch-group">Resource group</label>
             ${ch && ch.groups && ch.groups.length
               ? html`<select id="launch-group" value=${f.group} onChange=${set('group')}><option value="">Default</option>
