@@ -96,7 +96,7 @@ let toasts = [];
 const toastListeners = new Set();
 export function toast(message, kind = 'info') {
   const id = ++toastSeq;
-  toasts = [...toasts, { id, message: errText(message), kind }];
+  toasts = [...toasts, { id, message: errText(message), kind }].slice(-3); // the newest three
   toastListeners.forEach((f) => f(toasts));
   setTimeout(() => dismissToast(id), kind === 'error' ? 9000 : 4000);
 }
