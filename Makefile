@@ -420,6 +420,15 @@ images:
 	  for i in $(IMAGES); do python3 tools/oci-image.py push $(IMAGES_DIR)/$$i \
 	    "$$TESSERA_OCI_REGISTRY/tessera/$$i:latest" --insecure || exit 1; done; \
 	else echo "images: TESSERA_OCI_REGISTRY is not set: built, not pushed"; fi
+# The Jupyter image, for the tests that open Jupyter through the proxy
+# (tests/integration/test_jupyter_image.py, tests/browser): built once
+# (mmdebstrap, a minute or two), kept in $(IMAGES_DIR).
+JUPYTER_IMAGE := $(IMAGES_DIR)/jupyter/index.json
+$(JUPYTER_IMAGE): deploy/images/jupyter.sh deploy/images/lib.sh
+	@mkdir -p $(IMAGES_DIR)
+	@echo "jupyter: mmdebstrap (a minute or two)"
+	@sh deploy/images/jupyter.sh $(IMAGES_DIR)/jupyter
+integration browser: $(JUPYTER_IMAGE)
 # ---- end images ----------------------------------------------------------------
 
 # ---- agent test tools ------------------------------------------------------------

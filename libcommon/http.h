@@ -100,6 +100,10 @@ void http_router_dispatch(http_router *r, http_req *req, http_resp *resp);
  *   end(req, resp, state) once the whole body arrived: set the response.
  *   done(state, completed) always, exactly once, at the very end (completed:
  *       the response went out in full); frees the state. May be NULL.
+ * Each of begin, body and end gets a response of its own: headers set in one
+ * without a status set do not carry over to the next; set them with the
+ * response that goes out (tessera-vfolder's tus PATCH sets its Tus-* and
+ * CORS headers in body() on a refusal and in end()).
  * Streaming routes must be registered before the server starts. Dispatched
  * without a server (http_router_dispatch, e.g. on an http_req_new_local), the
  * same callbacks run on the buffered body in one chunk. */

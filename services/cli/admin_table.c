@@ -1,6 +1,7 @@
 /* admin_table.c: the resources of `tessera admin`, as data (see admin.h and
  * docs/api.md "Admin REST"). The fields' keys are the API's JSON members.
- * agent, resource-group and image are served by tessera-registry (the gateway
+ * agent, resource-group, image and resource-preset are served by
+ * tessera-registry (the gateway
  * routes those paths there); the others by tessera-auth. */
 #include "services/cli/admin.h"
 
@@ -222,6 +223,15 @@ static const admin_field image_fields[] = {
     END,
 };
 
+static const admin_field preset_fields[] = {
+    {"name", "name", AT_STR, POS, "NAME", "preset name", NULL},
+    {"slots", "resource_slots", AT_SLOTS, REQ | AF_UPDATE, "SLOTS",
+     "slot amounts, e.g. cpu=2,mem=4g,cuda.shares=0.5 (update: replaces them all)", NULL},
+    {"shared-memory", "shared_memory", AT_SIZE, CU, "BYTES",
+     "shared memory (/dev/shm), e.g. 64m; at most the preset's mem", NULL},
+    END,
+};
+
 static const admin_field log_fields[] = {
     {"access-key", "access_key", AT_STR, AF_FILTER, "KEY", "requests signed with this key", NULL},
     {"user", "user_id", AT_STR, AF_FILTER, "USER", "requests of this user (id or e-mail)", "user"},
@@ -338,6 +348,14 @@ static const out_column image_cols[] = {
     {"MIN SLOTS", "min_slots", OUT_TEXT},  END,
 };
 
+static const out_column preset_cols[] = {
+    {"NAME", "name", OUT_TEXT},
+    {"SLOTS", "resource_slots", OUT_TEXT},
+    {"SHARED MEMORY", "shared_memory", OUT_TEXT},
+    {"CREATED", "created_at", OUT_TIME},
+    END,
+};
+
 static const out_column log_cols[] = {
     {"TIME", "occurred_at", OUT_TIME},
     {"ACCESS KEY", "access_key", OUT_TEXT},
@@ -381,6 +399,9 @@ const admin_resource admin_resources[] = {
      rgroup_cols, NULL},
     {"image", "images sessions may use (from the OCI registry)", "/admin/images", "REFERENCE",
      "reference", NULL, NULL, NULL, image_verbs, image_fields, image_cols, NULL},
+    {"resource-preset", "resource presets the launcher offers (superadmins write, all read)",
+     "/admin/resource-presets", "NAME", "name", NULL, NULL, NULL, crud, preset_fields, preset_cols,
+     NULL},
 };
 
 const size_t admin_resource_count = sizeof(admin_resources) / sizeof(admin_resources[0]);

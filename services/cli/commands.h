@@ -53,4 +53,8 @@ int cmd_admin(cli *c, const cli_command *self, int argc, char **argv);
 /* cmd_vfolder.c: `tessera vfolder SUBCOMMAND` (its own --help at every level) */
 int cmd_vfolder(cli *c, const cli_command *self, int argc, char **argv);
 
+/* cmd_resource.c: `tessera resource presets|check` (its own --help), `tessera scaling-groups` */
+int cmd_resource(cli *c, const cli_command *self, int argc, char **argv);
+int cmd_scaling_groups(cli *c, const cli_command *self, int argc, char **argv);
+
 #endif

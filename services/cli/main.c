@@ -61,6 +61,13 @@ static const cli_command commands[] = {
      NULL /* its own --help at every level */, cmd_admin},
     {"vfolder", "create, share and manage virtual folders and their files",
      NULL /* its own --help at every level */, cmd_vfolder},
+    {"resource", "resource presets, and what you may still launch (limits, usage, remaining)",
+     NULL /* its own --help at every level */, cmd_resource},
+    {"scaling-groups", "list the resource groups you may use",
+     "tessera scaling-groups [--group PROJECT] [--json]\n\n"
+     "Options:\n"
+     "  -g, --group PROJECT      also the groups allowed to that project (name or id)",
+     cmd_scaling_groups},
 };
 
 static void usage(FILE *out)

@@ -9,6 +9,7 @@
 #include "console.h"
 #include "folders.h"
 #include "proxy.h"
+#include "resources.h"
 #include "server_login.h"
 #include "sessions.h"
 #include "verify.h"
@@ -146,6 +147,7 @@ void gateway_routes(gateway *gw)
         http_route(r, "*", admin[i], h_admin, gw);
     sessions_routes(gw);
     folders_routes(gw);
+    resources_routes(gw);
     server_login_routes(gw);
     console_routes(gw);
 }

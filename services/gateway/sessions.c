@@ -350,7 +350,7 @@ static void h_start_service(http_req *req, http_resp *resp, void *ctx)
     json_decref(body);
 }
 
-/* /admin/{resource-groups,agents,images}[/...] -> registry /v1/admin/... */
+/* /admin/{resource-groups,agents,images,resource-presets}[/...] -> registry /v1/admin/... */
 static void h_admin(http_req *req, http_resp *resp, void *ctx)
 {
     gw_identity id;
@@ -396,4 +396,6 @@ void sessions_routes(gateway *gw)
     };
     for (size_t i = 0; i < TS_ARRAY_LEN(admin); i++)
         http_route(r, "*", admin[i], h_admin, gw);
+    http_route(r, "*", "/admin/resource-presets", h_admin, gw);
+    http_route(r, "*", "/admin/resource-presets/{a}", h_admin, gw);
 }

@@ -21,7 +21,7 @@
  *   GET    /session/{name}/history      -> GET    /v1/sessions/{name}/history
  *   POST   /session/{name}/start-service   -> POST /v1/sessions/{id}/apps/{app}/start (the
  *                                         agent starts the app), then wsproxy POST /v1/routes
- *   *      /admin/{resource-groups,agents,images}[/...] -> /v1/admin/...
+ *   *      /admin/{resource-groups,agents,images,resource-presets}[/...] -> /v1/admin/...
  *
  * Blocking: a create that waits (no enqueueOnly) holds its HTTP worker thread
  * for up to maxWaitSeconds + 5 s, an execute up to SESSIONS_EXEC_TIMEOUT_MS;

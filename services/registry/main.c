@@ -132,8 +132,8 @@ static void registry_stop(svc *s)
 
 /* Who may call what (docs/internal-api.md). */
 static const svcauth_rule REGISTRY_ACCESS[] = {
-    {"*", "/v1/sessions", SVCAUTH_GATEWAY},
-    {"*", "/v1/admin", SVCAUTH_GATEWAY},
+    {"*", "/v1/sessions", SVCAUTH_GATEWAY},         {"*", "/v1/admin", SVCAUTH_GATEWAY},
+    {"GET", "/v1/scaling-groups", SVCAUTH_GATEWAY}, {"*", "/v1/resource", SVCAUTH_GATEWAY},
     {"GET", "/v1/vfolder-mounts", SVCAUTH_VFOLDER},
 };
 

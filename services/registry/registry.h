@@ -42,6 +42,12 @@
  *     agents.c           tessera.agent.v1 consumer (heartbeats batched), LOST detection
  *     agents_admin.c     admin API for agents
  *     resource_groups.c  admin API for resource groups
+ *   resources for the launcher (HTTP)
+ *     resource_presets.c presets: the table, admin API, GET /v1/resource/presets
+ *     scaling_groups.c   the resource groups a caller may use (GET /v1/scaling-groups)
+ *     check_presets.c    POST /v1/resource/check-presets: limits, using, remaining
+ *     resource_usage.c   usage per owner scope, per group, agents' free capacity
+ *     slot_budget.c      remaining = limit - using with unlimited slots (pure)
  *     occupancy_sync.c   agent capacity in Redis, rebuild after a loss, stale reservations
  *     reconcile.c        agents' kernels against the database, stuck sessions re-driven
  *     route_sync.c       wsproxy's app routes kept in PostgreSQL, restored after a Redis loss

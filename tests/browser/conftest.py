@@ -39,6 +39,15 @@ def pytest_runtest_makereport(item, call):
     outcome = yield
     if outcome.get_result().failed:
         _it._failed_tests.append(item.nodeid)  # the stack's logs are kept
+        # what the browser showed: <SHOT_DIR>/failed-<test>.png
+        for name in ("page", "browser"):
+            d = item.funcargs.get(name) if hasattr(item, "funcargs") else None
+            if d is not None:
+                try:
+                    os.makedirs(SHOT_DIR, exist_ok=True)
+                    d.save_screenshot(os.path.join(SHOT_DIR, f"failed-{item.name}.png"))
+                except Exception:  # noqa: BLE001 - the browser may be gone
+                    pass
 
 
 def _chrome_paths():
@@ -80,6 +89,11 @@ class Person:
         k = admin.post("/admin/keypairs", {"user_id": self.user_id})
         assert k.status_code in (200, 201), k.text
         self.api = bai_signer.Client(gw, k.json()["access_key"], k.json()["secret_key"])
+        # a member of the default project, as an admin makes a new user
+        projects = admin.get("/admin/projects", params={"limit": 1000}).json()["items"]
+        default = next(p["id"] for p in projects if p["name"] == "default")
+        r = admin.post(f"/admin/projects/{default}/members", {"user_ids": [self.user_id]})
+        assert r.status_code in (200, 201, 204), r.text
 
 
 @pytest.fixture(scope="session")

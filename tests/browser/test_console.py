@@ -66,6 +66,20 @@ def login(d, console_url, person, password=None):
     click(d, "#login-submit")
 
 
+def choose(d, css, value, timeout=30, what=None):
+    """Select value in the <select> css once it is enabled and offers it (the
+    element may be replaced while its options load)."""
+    def ready():
+        return d.execute_script(
+            "const s = document.querySelector(arguments[0]);"
+            "if (!s || s.tagName !== 'SELECT' || s.disabled) return false;"
+            "if (![...s.options].some(o => o.value === arguments[1])) return false;"
+            "s.value = arguments[1];"
+            "s.dispatchEvent(new Event('change', {bubbles: true}));"
+            "return s.value === arguments[1];", css, value)
+    wait_until(ready, timeout=timeout, message=what or f"{css} to offer {value}")
+
+
 def status_of(d, name):
     """The status the sessions list shows for session name (or None)."""
     return d.execute_script(
@@ -116,11 +130,7 @@ def test_start_a_session_from_the_launcher_with_a_folder(page, console_url, alic
     el(page, "[data-test=launch]")
     shot(page, "sessions-empty")
     click(page, "[data-test=launch]")
-    image = el(page, "#launch-image")
-    wait_until(lambda: any(o.get_attribute("value") == demo_image
-                           for o in Select(image).options), timeout=20,
-               message="the launcher to list the demo image")
-    Select(image).select_by_value(demo_image)
+    choose(page, "#launch-image", demo_image, what="the launcher to list the demo image")
     name = el(page, "#launch-name")
     name.clear()
     name.send_keys(SESSION)

@@ -27,9 +27,11 @@ EXPECTED = {
     "policy keypair": {"list", "get", "create", "update", "delete"},
     "policy user": {"list", "get", "create", "update", "delete"},
     "rg-access": {"list", "add", "remove"},
+    "resource-preset": {"list", "get", "create", "update", "delete"},
     "access-log": {"list"},
 }
-COMMANDS = ["version", "status", "login", "logout", "whoami", "password", "admin"]
+COMMANDS = ["version", "status", "login", "logout", "whoami", "password", "admin", "resource",
+            "scaling-groups"]
 
 
 def base_env(home, **extra):

@@ -14,8 +14,10 @@ minute are not throttled). A owns: a RUNNING session S (busybox demo image,
 the file hello.txt, a keypair, a profile and access-log records. DA1 made the
 project folder PF of P1 (A and B members, permission rw).
 
-The matrix (`test_cross_tenant[<actor>-<operation>-<addressing>]`): each cell
-is one request; the expectation comes from the documented rules:
+The matrix (`test_cross_tenant[<transport>-<actor>-<operation>-<addressing>]`):
+each cell is one request, signed or through the web console's session mode
+(`/func/<path>` with the actor's login cookie and CSRF token: the same
+answers are expected); the expectation comes from the documented rules:
 
 - docs/api.md "Sessions": `{name}` is a name among the *caller's* sessions or
   a session id; another user's session is 404 session-not-found (existence
@@ -102,6 +104,30 @@ class Client(bai_signer.Client):
         return self.user.get("email")
 
 
+class ConsoleClient(Client):
+    """The same user through the web console's session mode: logged in with
+    its password, each request to /func/<path> with the cookie and the CSRF
+    token, no signature (the gateway runs it as the user's keypair)."""
+
+    def __init__(self, signed, password):
+        super().__init__(signed.label, signed.endpoint, signed.access_key, signed.secret_key,
+                         user=signed.user)
+        r = self._session.post(f"{self.endpoint}/server/login",
+                               json={"username": signed.email, "password": password,
+                                     "domain": signed.user["domain_name"]}, timeout=15)
+        assert r.status_code == 200, f"console login of {signed.label}: {r.status_code} {r.text}"
+        assert r.json()["data"]["access_key"] == signed.access_key
+        self.csrf = r.json()["csrf_token"]
+
+    def request(self, method, path, json=None, params=None, headers=None, timeout=15):
+        url = self.endpoint + "/func" + urllib.parse.quote(path, safe="/%:@?&=")
+        if params:
+            url += ("&" if "?" in path else "?") + urllib.parse.urlencode(params)
+        h = {"X-CSRF-Token": self.csrf}
+        h.update(headers or {})
+        return self._session.request(method, url, json=json, headers=h, timeout=timeout)
+
+
 def ok(r, *codes):
     assert r.status_code in (codes or (200, 201)), \
         f"{r.request.method} {r.request.url}: {r.status_code} {r.text[:500]}"
@@ -146,6 +172,8 @@ class World:
                 ok(boot.post(f"/admin/projects/{proj['id']}/members",
                              {"user_ids": [self.c[m].uid for m in members]}))
         self.group_of = {"A": "P1", "B": "P1", "DA1": "P1", "C": "P2", "DA2": "P2", "SU": "P0"}
+        # The same actors through the console's session mode (their one keypair).
+        self.cw = {label: ConsoleClient(c, PASSWORD) for label, c in self.c.items()}
         A = self.c["A"]
         self.a_key = A.access_key
         self.a_rate = ok(boot.get(f"/admin/keypairs/{A.access_key}"))["rate_limit"]
@@ -181,6 +209,10 @@ class World:
         name = fresh(f"sec-{label.lower()}")
         u = ok(self.boot.post("/admin/users", {"email": f"{name}@example.com", "username": name,
                                                "password": PASSWORD, "role": role, "domain_name": domain}))
+        # Its one keypair (the one made with the user goes): unthrottled, and the
+        # one its console login names.
+        for old in ok(self.boot.get("/admin/keypairs", params={"user": u["id"]}))["items"]:
+            ok(self.boot.delete(f"/admin/keypairs/{old['access_key']}"), 200, 204)
         k = ok(self.boot.post("/admin/keypairs", {"user_id": u["id"], "rate_limit": 0}))
         return Client(label, self.gw, k["access_key"], k["secret_key"], user=u)
 
@@ -1099,11 +1131,14 @@ def _detail(r):
 
 
 @pytest.mark.parametrize("who,opname,mode", CELLS)
-def test_cross_tenant(request, world, who, opname, mode):
+@pytest.mark.parametrize("transport", ["signed", "console"])
+def test_cross_tenant(request, world, transport, who, opname, mode):
+    """One cell, through a signed request or the console's session mode
+    (/func/ with the login's cookie and CSRF token): the same answer."""
     o = OPS_BY_NAME[opname]
     want = o.expect(who, mode)
     ctx = {}
-    r = o.run(world, world.c[who], mode, ctx)
+    r = o.run(world, (world.c if transport == "signed" else world.cw)[who], mode, ctx)
     request.node.user_properties.append(("detail", _detail(r)))  # tests/security/conftest.py's table
     assert r.status_code < 500, f"{r.status_code} (a 5xx): {r.request.method} {r.request.url}\n{r.text[:800]}"
     if want == ALLOW:

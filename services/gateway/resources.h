@@ -1,0 +1,22 @@
+/* resources.h: the public resource API the launcher and the summary read
+ * (api-compat.md "Auth, resources, config"; docs/api.md "Resources"),
+ * forwarded to tessera-registry, which answers (services/registry/
+ * scaling_groups.h, resource_presets.h, check_presets.h):
+ *
+ *   GET  /scaling-groups?group=      -> GET  /v1/scaling-groups?<query>
+ *   GET  /resource/presets           -> GET  /v1/resource/presets
+ *   POST /resource/check-presets     -> POST /v1/resource/check-presets (body as sent)
+ *
+ * Every route is signed (verify.c); the registry resolves the caller and
+ * checks its body. (The admin CRUD, /admin/resource-presets, is routed with
+ * the registry's other admin resources in sessions.c.) */
+#ifndef GATEWAY_RESOURCES_H
+#define GATEWAY_RESOURCES_H
+
+#include "gateway.h"
+
+#define RESOURCES_TIMEOUT_MS 10000
+
+void resources_routes(gateway *gw);
+
+#endif
