@@ -23,6 +23,7 @@ export function parseBytes(s) {
 
 export function fmtSlot(key, v) {
   if (v === undefined || v === null || v === '') return '–';
+  if (v === Infinity || v === 'Infinity') return 'unlimited';
   if (key === 'mem' || key.endsWith('.mem') || key === 'shmem') return fmtBytes(v);
   const n = Number(v);
   return Number.isFinite(n) ? String(Math.round(n * 100) / 100) : String(v);

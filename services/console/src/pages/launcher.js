@@ -2,7 +2,7 @@
 // page follows its progress.
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { enc, get, post } from '../api.js';
-import { keypairPolicy, liveSessions, remaining, resourceGroups, slotTypes, sumSlots } from '../resources.js';
+import { allowedGroups, bytesForInput, checkPresets, keypairPolicy, liveSessions, remaining, resourceGroups, slotTypes, slotsToNumbers, sumSlots } from '../resources.js';
 import { Opt, html, ErrorBanner, Loading, Modal, errText, fmtSlot, fmtSlots, parseBytes, slotLabel, useData } from '../ui.js';
 
 const PRESETS = [
@@ -15,7 +15,7 @@ const PRESETS = [
 const tryGet = (p) => p.then((data) => ({ data }), (error) => ({ error }));
 
 async function loadChoices(user) {
-  const [images, recent, me, groups, slots, folders, pol, live] = await Promise.all([
+  const [images, recent, me, groups, slots, folders, pol, live, allowed, apiPresets] = await Promise.all([
     tryGet(get('/admin/images', { limit: 1000 })),
     tryGet(get('/session', { limit: 50 })),
     tryGet(user.user_id ? get('/admin/users/' + enc(user.user_id)) : Promise.reject(new Error('no user id'))),
@@ -24,6 +24,8 @@ async function loadChoices(user) {
     tryGet(get('/folders')),
     keypairPolicy(user),
     tryGet(liveSessions()),
+    tryGet(allowedGroups()),
+    tryGet(get('/resource/presets')),
   ]);
   const imageList = images.data ? (images.data.items || []).map((i) => ({ ref: i.reference, min: i.min_slots || {} })) : null;
   const recentImages = [...new Set(((recent.data && recent.data.items) || []).map((s) => s.image).filter(Boolean))];
@@ -41,6 +43,8 @@ async function loadChoices(user) {
   return {
     imageList, recentImages, projects, projectsKnown: !!me.data,
     groups: groups.data ? groups.data.filter((g) => g.is_active !== false) : null,
+    allowed: allowed.data || null,
+    apiPresets: apiPresets.data ? apiPresets.data.resource_presets || apiPresets.data.presets || [] : null,
     slots,
     folders: folders.data ? folders.data.filter((f) => !f.status || f.status === 'ready') : [],
     foldersError: folders.error,
@@ -75,16 +79,28 @@ export function Launcher({ user, onClose, onLaunched }) {
       setF((x) => ({ ...x, project: d.value }));
     }
   }, [ch]);
+  const { data: cp } = useData(() => checkPresets(f.project, f.group).catch(() => null), [f.project, f.group]);
   const [mounts, setMounts] = useState({}); // name -> mount path ('' = default)
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState(null);
   const set = (k) => (e) => setF({ ...f, [k]: e.currentTarget.type === 'checkbox' ? e.currentTarget.checked : e.currentTarget.value });
   const hasCuda = ch && ch.slots && Object.keys(ch.slots).filter((k) => k.startsWith('cuda.'));
 
+  // Presets: check-presets' (with "allocatable"), else /resource/presets, else built-in ones.
+  const presets = (cp && cp.presets) || (ch && ch.apiPresets && ch.apiPresets.length ? ch.apiPresets : null);
+  const presetList = presets
+    ? presets.map((p) => {
+        const rs = p.resource_slots || {};
+        const gk = Object.keys(rs).find((k) => k.startsWith('cuda.'));
+        return { name: p.name, cpu: String(rs.cpu ?? ''), mem: bytesForInput(rs.mem), shmem: p.shared_memory ? bytesForInput(p.shared_memory) : '',
+          gpuKind: gk || '', gpu: gk ? String(rs[gk]) : '', allocatable: p.allocatable,
+          label: `${p.name} (${fmtSlots(slotsToNumbers(rs))})${p.allocatable === false ? ' – not available now' : ''}` };
+      })
+    : PRESETS.filter((p) => !p.gpuOnly || (hasCuda && hasCuda.length));
   const applyPreset = (e) => {
-    const p = PRESETS.find((x) => x.name === e.currentTarget.value);
+    const p = presetList.find((x) => x.name === e.currentTarget.value);
     if (!p) { setF({ ...f, preset: '' }); return; }
-    setF({ ...f, preset: p.name, cpu: p.cpu, mem: p.mem, gpuKind: p.gpuKind || '', gpu: p.gpu || '' });
+    setF({ ...f, preset: p.name, cpu: p.cpu, mem: p.mem, shmem: p.shmem ?? f.shmem, gpuKind: p.gpuKind || '', gpu: p.gpu || '' });
   };
 
   const requested = useMemo(() => {
@@ -94,9 +110,10 @@ export function Launcher({ user, onClose, onLaunched }) {
   }, [f.cpu, f.mem, f.gpuKind, f.gpu]);
 
   const problems = [];
+  const left = cp && (cp.scaling_group_remaining || cp.keypair_remaining) ? slotsToNumbers(cp.scaling_group_remaining || cp.keypair_remaining) : ch && ch.left;
   if (ch) {
-    if (ch.left) for (const [k, v] of Object.entries(requested)) {
-      if (Number.isFinite(v) && ch.left[k] !== undefined && v > ch.left[k]) problems.push(`${slotLabel(k)}: ${fmtSlot(k, v)} asked, ${fmtSlot(k, ch.left[k])} left under your policy`);
+    if (left) for (const [k, v] of Object.entries(requested)) {
+      if (Number.isFinite(v) && left[k] !== undefined && v > left[k]) problems.push(`${slotLabel(k)}: ${fmtSlot(k, v)} asked, ${fmtSlot(k, left[k])} left${cp ? '' : ' under your policy'}`);
     }
     if (ch.policy && ch.policy.max_concurrent_sessions != null && ch.liveCount >= ch.policy.max_concurrent_sessions) problems.push(`You already run ${ch.liveCount} of ${ch.policy.max_concurrent_sessions} sessions: this one will wait.`);
     const img = ch.imageList && ch.imageList.find((i) => i.ref === f.image);
@@ -192,7 +209,10 @@ export function Launcher({ user, onClose, onLaunched }) {
             ${ch && ch.projectsKnown && !ch.projects.length && html`<p class="hint warn">You are not a member of any project, so a launch in the
               default project is refused: ask an administrator to add you to one.</p>`}</div>
           <div class="field"><label for="launch-group">Resource group</label>
-            ${ch && ch.groups && ch.groups.length
+            ${ch && ch.allowed && ch.allowed.length
+              ? html`<select id="launch-group" value=${f.group} onChange=${set('group')}><option value="">Default</option>
+                  ${ch.allowed.map((g) => html`<${Opt} value=${g}>${g}<//>`)}</select>`
+              : ch && ch.groups && ch.groups.length
               ? html`<select id="launch-group" value=${f.group} onChange=${set('group')}><option value="">Default</option>
                   ${ch.groups.map((g) => html`<${Opt} value=${g.name}>${g.name}${g.agentCount ? ` (free: ${fmtSlots(g.free)})` : ''}<//>`)}</select>`
               : html`<input id="launch-group" value=${f.group} onInput=${set('group')} placeholder="default" />`}</div>
@@ -202,7 +222,7 @@ export function Launcher({ user, onClose, onLaunched }) {
         <div class="field"><label for="launch-preset">Preset</label>
           <select id="launch-preset" value=${f.preset} onChange=${applyPreset}>
             <option value="">Custom</option>
-            ${PRESETS.filter((p) => !p.gpuOnly || (hasCuda && hasCuda.length)).map((p) => html`<${Opt} value=${p.name}>${p.label}<//>`)}
+            ${presetList.map((p) => html`<${Opt} value=${p.name}>${p.label}<//>`)}
           </select></div>
         <div class="row3">
           <div class="field"><label for="launch-cpu">CPU cores</label>
@@ -222,7 +242,8 @@ export function Launcher({ user, onClose, onLaunched }) {
             <input id="launch-gpu" inputmode="decimal" value=${f.gpu} onInput=${(e) => setF({ ...f, gpu: e.currentTarget.value, preset: '' })} /></div>`}
         </div>`}
         ${ch && html`<div class="check-box" aria-live="polite">
-          ${ch.left ? html`<p class="small">Still available under your policy${ch.policyName ? ` “${ch.policyName}”` : ''}: ${Object.keys(ch.left).length ? fmtSlots(ch.left) : 'no slot limits'}.</p>`
+          ${cp && left ? html`<p class="small" data-test="launch-remaining">You may still request${f.group ? ` in ${f.group}` : ''}: ${fmtSlots(left)}.</p>`
+            : ch.left ? html`<p class="small">Still available under your policy${ch.policyName ? ` “${ch.policyName}”` : ''}: ${Object.keys(ch.left).length ? fmtSlots(ch.left) : 'no slot limits'}.</p>`
             : html`<p class="small muted">Your limits are not visible to your role; in use now: ${Object.keys(ch.used).length ? fmtSlots(ch.used) : 'nothing'}.</p>`}
           ${problems.map((p) => html`<p class="small warn">⚠ ${p}</p>`)}
         </div>`}
