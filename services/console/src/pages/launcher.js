@@ -220,7 +220,7 @@ export function Launcher({ user, onClose, onLaunched }) {
       </fieldset>
       <fieldset><legend>Resources</legend>
         <div class="field"><label for="launch-preset">Preset</label>
-          <select id="launch-preset" value=${f.preset} onChange=${applyPreset}>
+          <select id="launch-preset" value=${presetList.some((p) => p.name === f.preset) ? f.preset : ''} onChange=${applyPreset}>
             <option value="">Custom</option>
             ${presetList.map((p) => html`<${Opt} value=${p.name}>${p.label}<//>`)}
           </select></div>
