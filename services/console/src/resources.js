@@ -1,6 +1,6 @@
 // What the user runs, may still run, and where: shared by the summary and
 // the launcher. Admin-only routes answer 403 to users; callers show that.
-import { enc, get } from './api.js';
+import { enc, get, post } from './api.js';
 
 export const LIVE_STATUSES = ['PENDING', 'SCHEDULED', 'PREPARING', 'PULLING', 'RUNNING', 'RESTARTING', 'TERMINATING'];
 export const ALL_STATUSES = [...LIVE_STATUSES, 'TERMINATED', 'CANCELLED', 'ERROR'];
@@ -70,4 +70,34 @@ export function remaining(policy, used) {
     out[k] = Math.max(0, n - (used[k] || 0));
   }
   return out;
+}
+
+// ---- the resource API (docs/api.md "Resources") ------------------------------
+// Slot amounts there are decimal text, "Infinity" where nothing limits.
+export const slotsToNumbers = (slots) => {
+  const out = {};
+  for (const [k, v] of Object.entries(slots || {})) { const n = Number(v); if (!Number.isNaN(n)) out[k] = n; }
+  return out;
+};
+
+// POST /resource/check-presets: limits, use, what remains, presets.
+export async function checkPresets(group, scalingGroup) {
+  const body = {};
+  if (group) body.group = group;
+  if (scalingGroup) body.scaling_group = scalingGroup;
+  return post('/resource/check-presets', body);
+}
+
+// GET /scaling-groups: the active resource groups the caller may use.
+export async function allowedGroups(project) {
+  const r = await get('/scaling-groups', project ? { group: project } : undefined);
+  return ((r && r.scaling_groups) || []).map((g) => g.name);
+}
+
+// "1073741824" -> "1g" for an input field.
+export function bytesForInput(v) {
+  const n = Number(v);
+  if (!Number.isFinite(n) || n <= 0) return v == null ? '' : String(v);
+  for (const [u, m] of [['t', 2 ** 40], ['g', 2 ** 30], ['m', 2 ** 20], ['k', 2 ** 10]]) if (n % m === 0) return n / m + u;
+  return String(n);
 }

@@ -23,6 +23,7 @@ export function parseBytes(s) {
 
 export function fmtSlot(key, v) {
   if (v === undefined || v === null || v === '') return '–';
+  if (v === Infinity || v === 'Infinity') return 'unlimited';
   if (key === 'mem' || key.endsWith('.mem') || key === 'shmem') return fmtBytes(v);
   const n = Number(v);
   return Number.isFinite(n) ? String(Math.round(n * 100) / 100) : String(v);
@@ -96,7 +97,7 @@ let toasts = [];
 const toastListeners = new Set();
 export function toast(message, kind = 'info') {
   const id = ++toastSeq;
-  toasts = [...toasts, { id, message: errText(message), kind }];
+  toasts = [...toasts, { id, message: errText(message), kind }].slice(-3); // the newest three
   toastListeners.forEach((f) => f(toasts));
   setTimeout(() => dismissToast(id), kind === 'error' ? 9000 : 4000);
 }
@@ -229,3 +230,9 @@ export async function openInNewTab(urlPromise) {
     throw e;
   }
 }
+
+// <option> with its value also as an attribute: Preact 11 leaves the
+// attribute out when the value equals the text (option.value reads the text
+// then), and tests select options by [value=...].
+export const Opt = ({ value, children }) =>
+  html`<option value=${value} ref=${(el) => { if (el && el.getAttribute('value') !== value) el.setAttribute('value', value); }}>${children}</option>`;

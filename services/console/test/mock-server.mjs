@@ -250,7 +250,7 @@ const transfer = http.createServer(async (req, res) => {
     if (v === undefined) { res.writeHead(404, CORS); return res.end(); }
     const isDir = typeof v === 'object';
     const body = isDir ? 'PK(mock zip of ' + t.file + ')' : v;
-    res.writeHead(200, { ...CORS, 'Content-Type': isDir ? 'application/zip' : 'application/octet-stream', 'Content-Disposition': `attachment; filename="${(n || t.folder) + (isDir ? '.zip' : '')}"` });
+    res.writeHead(200, { ...CORS, 'Content-Type': isDir ? 'application/zip' : 'application/octet-stream', 'Content-Disposition': `attachment; filename="${(t.file === '.' ? t.folder : n) + (isDir ? '.zip' : '')}"` });
     return res.end(body);
   }
   res.writeHead(404, CORS); res.end();

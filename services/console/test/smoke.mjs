@@ -5,7 +5,7 @@
 // and 401 steps that need the mock's data), or a real stack (TESSERA_CONSOLE_URL).
 // Exits non-zero on the first failed step or any uncaught page error.
 import puppeteer from 'puppeteer-core';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -44,7 +44,23 @@ const waitText = (page, sel, text, timeout = 15000) =>
 try {
   const page = await browser.newPage();
   await page.setViewport({ width: 1280, height: 800 });
+  const downloads = join(SHOTS, 'downloads');
+  rmSync(downloads, { recursive: true, force: true });
+  mkdirSync(downloads, { recursive: true });
+  const cdp = await page.createCDPSession();
+  await cdp.send('Browser.setDownloadBehavior', { behavior: 'allow', downloadPath: downloads });
+  const downloaded = async (name, timeout = 20000) => {
+    const until = Date.now() + timeout;
+    for (;;) {
+      const f = join(downloads, name);
+      if (existsSync(f) && !existsSync(f + '.crdownload')) return readFileSync(f);
+      if (Date.now() > until) throw new Error(`no download ${name} in ${downloads}: ${readdirSync(downloads).join(', ')}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  };
+  const confirm = async () => { await page.waitForSelector('[data-test=confirm]'); await page.click('[data-test=confirm]'); await page.waitForFunction(() => !document.querySelector('[data-test=confirm]')); };
   page.on('pageerror', (e) => errors.push(String(e)));
+  if (process.env.SMOKE_DEBUG) page.on('console', (m) => console.log('  [page]', m.text()));
   page.on('console', (m) => { if (m.type() === 'error' && !/status of (401|403|404|409)/.test(m.text())) errors.push('console: ' + m.text()); });
 
   step = 'login page';
@@ -105,6 +121,21 @@ try {
   await shot(page, '07-session-detail');
   ok(step);
 
+  step = 'logs follow and restart';
+  await page.click('#logs-follow');
+  await page.waitForSelector('[data-test=restart]:not([disabled])');
+  await page.click('[data-test=restart]');
+  const patched = page.waitForResponse((r) => r.request().method() === 'PATCH' && r.url().includes('/func/session/'), { timeout: 30000 });
+  await confirm();
+  const pr = await patched;
+  if (!pr.ok()) throw new Error(`restart answered ${pr.status()}: ${await pr.text()}`);
+  console.log('  restart answered', (await pr.json()).status);
+  // RUNNING again, as a poll after the restart says
+  await page.waitForResponse(async (r) => r.request().method() === 'GET' && r.url().endsWith('/func/session/' + encodeURIComponent(name)) &&
+    r.ok() && (await r.json()).status === 'RUNNING', { timeout: 120000 });
+  await page.waitForSelector('h1 [data-status=RUNNING]', { timeout: 10000 });
+  ok(step);
+
   step = 'terminal';
   const tpage = await browser.newPage();
   tpage.on('pageerror', (e) => errors.push('terminal: ' + e));
@@ -153,6 +184,67 @@ try {
   await shot(page, '10-files');
   ok(step);
 
+  step = 'files: download a file and a zip';
+  await page.click('[data-file="upload-sample.txt"] [data-test=download]');
+  const got = await downloaded('upload-sample.txt');
+  if (!got.equals(readFileSync(local))) throw new Error('the downloaded file differs from the upload');
+  await page.click('[data-file="subdir"] [data-test=download]');
+  const zip = await downloaded('subdir.zip');
+  if (zip.subarray(0, 2).toString() !== 'PK') throw new Error('subdir.zip is not a zip');
+  const before = new Set(readdirSync(downloads));
+  await page.click('[data-test=download-folder]');
+  const until = Date.now() + 20000;
+  let fresh;
+  while (!(fresh = readdirSync(downloads).find((f) => !before.has(f) && !f.endsWith('.crdownload')))) {
+    if (Date.now() > until) throw new Error('the folder zip did not arrive');
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  const all = await downloaded(fresh);
+  console.log('  the folder zip arrived as', fresh);
+  if (all.subarray(0, 2).toString() !== 'PK') throw new Error('the folder zip is not a zip');
+  ok(`${step} (${got.length} bytes, zips ${zip.length} and ${all.length} bytes)`);
+
+  step = 'files: rename and delete';
+  await page.click('[data-file="upload-sample.txt"] [data-test=rename]');
+  await page.waitForSelector('#file-name-input');
+  await page.$eval('#file-name-input', (e) => e.select());
+  await page.type('#file-name-input', 'renamed.txt');
+  await page.click('[data-test=name-submit]');
+  await page.waitForSelector('[data-file="renamed.txt"]');
+  await page.click('[data-file="renamed.txt"] [data-test=delete]');
+  await confirm();
+  await page.waitForFunction(() => !document.querySelector('[data-file="renamed.txt"]'));
+  ok(step);
+
+  step = 'folders: rename, trash, restore, purge';
+  await page.click('[data-nav=data]');
+  await page.waitForSelector(`[data-folder="${folder}"] [data-test=rename-folder]`);
+  await page.click(`[data-folder="${folder}"] [data-test=rename-folder]`);
+  await page.waitForSelector('#rename-folder-name');
+  await page.$eval('#rename-folder-name', (e) => e.select());
+  const folder2 = folder + 'b';
+  await page.type('#rename-folder-name', folder2);
+  await page.click('[data-test=rename-submit]');
+  await page.waitForSelector(`[data-folder="${folder2}"]`);
+  await page.click(`[data-folder="${folder2}"] [data-test=delete-folder]`);
+  await confirm();
+  await page.waitForFunction((n) => !document.querySelector(`[data-folder="${n}"]`), {}, folder2);
+  await page.click('[data-tab=trash]');
+  await page.waitForSelector(`[data-trash="${folder2}"]`);
+  await shot(page, '10b-trash');
+  await page.click(`[data-trash="${folder2}"] [data-test=restore-folder]`);
+  await page.waitForFunction((n) => !document.querySelector(`[data-trash="${n}"]`), {}, folder2);
+  await page.click('[data-tab=folders]');
+  await page.waitForSelector(`[data-folder="${folder2}"]`);
+  await page.click(`[data-folder="${folder2}"] [data-test=delete-folder]`);
+  await confirm();
+  await page.click('[data-tab=trash]');
+  await page.waitForSelector(`[data-trash="${folder2}"] [data-test=purge-folder]`);
+  await page.click(`[data-trash="${folder2}"] [data-test=purge-folder]`);
+  await confirm();
+  await page.waitForFunction((n) => !document.querySelector(`[data-trash="${n}"]`), {}, folder2);
+  ok(step);
+
   if (MOCK) {
     step = 'invitations';
     await page.goto(URL_ + '#/data?tab=invitations');
@@ -165,9 +257,34 @@ try {
 
   step = 'account';
   await page.click('[data-nav=account]');
-  await page.waitForSelector('[data-test=issue-keypair]');
+  await page.waitForSelector('#pw-old');
   await page.waitForSelector('[data-keypair]', { timeout: 10000 }).catch(() => {});
   await shot(page, '12-account');
+  ok(step);
+
+  step = 'account: issue and revoke a keypair';
+  if (!(await page.$('[data-test=issue-keypair]'))) { ok(step + ': skipped (only administrators issue keypairs)'); } else {
+  await page.click('[data-test=issue-keypair]');
+  await page.waitForSelector('[data-test=new-secret-key]');
+  const newKey = (await textOf(page, '[data-test=new-access-key]')).trim();
+  if ((await textOf(page, '[data-test=new-secret-key]')).trim().length < 20) throw new Error('no secret key shown');
+  await shot(page, '12b-new-keypair');
+  await page.click('.modal .btn.primary');
+  await page.waitForSelector(`[data-keypair="${newKey}"] [data-test=revoke-keypair]`);
+  await page.click(`[data-keypair="${newKey}"] [data-test=revoke-keypair]`);
+  await confirm();
+  await page.waitForFunction((k) => !document.querySelector(`[data-keypair="${k}"] [data-test=revoke-keypair]`), {}, newKey);
+  ok(step);
+  }
+
+  step = 'account: change the password and back';
+  for (const [from, to] of [[PASS, PASS + '-2'], [PASS + '-2', PASS]]) {
+    await page.type('#pw-old', from);
+    await page.type('#pw-new', to);
+    await page.type('#pw-new2', to);
+    await page.click('[data-test=password-submit]');
+    await waitText(page, '.banner.success', 'changed');
+  }
   ok(step);
 
   step = 'narrow window';
@@ -202,10 +319,32 @@ try {
   await page.waitForSelector('#login-username');
   ok(step);
 
+  step = 'sign out everywhere';
+  const other = await browser.createBrowserContext();
+  const p2 = await other.newPage();
+  await p2.setViewport({ width: 1280, height: 800 });
+  for (const pg of [page, p2]) {
+    await pg.goto(URL_, { waitUntil: 'networkidle0' });
+    await pg.waitForSelector('#login-username');
+    await pg.type('#login-username', USER);
+    await pg.type('#login-password', PASS);
+    await pg.click('#login-submit');
+    await pg.waitForSelector('[data-nav=account]');
+  }
+  await page.click('[data-nav=account]');
+  await page.click('[data-test=logout-everywhere]');
+  await confirm();
+  await page.waitForSelector('#login-username');
+  await p2.click('[data-nav=sessions]');
+  await p2.waitForSelector('#login-username', { timeout: 15000 });
+  await other.close();
+  ok(step);
+
   if (errors.length) throw new Error('page errors:\n' + errors.join('\n'));
   console.log('all steps passed');
 } catch (e) {
   console.error(`FAILED at "${step}": ${e.message}`);
+  for (const pg of await browser.pages()) await pg.screenshot({ path: join(SHOTS, `failure-${(await browser.pages()).indexOf(pg)}.png`) }).catch(() => {});
   if (errors.length) console.error(errors.join('\n'));
   process.exitCode = 1;
 } finally {

@@ -60,7 +60,9 @@ function KeypairsCard({ user }) {
         <td>${kp.is_active ? 'active' : kp.revoked_at ? 'revoked' : 'inactive'}${kp.is_admin ? ' · admin' : ''}</td>
         <td class="small">${fmtTime(kp.created_at)}</td><td class="small">${fmtTime(kp.last_used)}</td>
         <td class="actions">${kp.is_active && html`<button type="button" class="btn small danger" data-test="revoke-keypair" onClick=${() => revoke(kp)}>Revoke</button>`}</td></tr>`)}</tbody></table></div>`}
-    <div class="form-actions"><button type="button" class="btn" data-test="issue-keypair" disabled=${busy} onClick=${issue}>${busy ? 'Issuing…' : 'Issue a new keypair'}</button></div>
+    ${user.role && user.role !== 'user'
+      ? html`<div class="form-actions"><button type="button" class="btn" data-test="issue-keypair" disabled=${busy} onClick=${issue}>${busy ? 'Issuing…' : 'Issue a new keypair'}</button></div>`
+      : html`<p class="muted small">New keypairs are issued by an administrator (<code>tessera admin keypair issue</code>).</p>`}
     ${issued && html`<${Modal} title="New keypair" onClose=${() => setIssued(null)}>
       <p>Copy the secret key now: it is not shown again.</p>
       <dl class="info"><dt>Access key</dt><dd class="mono" data-test="new-access-key">${issued.access_key}</dd>

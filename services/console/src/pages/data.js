@@ -1,7 +1,7 @@
 // Data: folders (create, rename, share, leave, delete), invitations, trash.
 import { useState } from 'preact/hooks';
 import { api, enc, get, post } from '../api.js';
-import { html, ErrorBanner, Loading, Modal, confirmAction, errText, fmtBytes, fmtTime, toast, toastError, useData } from '../ui.js';
+import { Opt, html, ErrorBanner, Loading, Modal, confirmAction, errText, fmtBytes, fmtTime, toast, toastError, useData } from '../ui.js';
 
 // There is no API that lists trashed folders: the console remembers the
 // folders trashed from this browser (restore and purge take the id).
@@ -35,7 +35,7 @@ function FolderDialog({ onClose, onDone }) {
         <input id="folder-name" value=${f.name} onInput=${set('name')} required autocapitalize="off" spellcheck="false" /></div>
       <div class="field"><label for="folder-host">Storage host</label>
         ${loading ? html`<${Loading} />` : html`<select id="folder-host" value=${f.host || (hosts && hosts.default) || ''} onChange=${set('host')}>
-          ${((hosts && hosts.allowed) || []).map((h) => html`<option value=${h}>${h}${hosts.default === h ? ' (default)' : ''}</option>`)}
+          ${((hosts && hosts.allowed) || []).map((h) => html`<${Opt} value=${h}>${h}${hosts.default === h ? ' (default)' : ''}<//>`)}
           ${(!hosts || !(hosts.allowed || []).length) && html`<option value="">Default</option>`}
         </select>`}
         <${ErrorBanner} error=${hostsError} /></div>

@@ -1,9 +1,9 @@
 // The session launcher: POST /session with enqueueOnly, then the sessions
 // page follows its progress.
-import { useMemo, useState } from 'preact/hooks';
+import { useEffect, useMemo, useState } from 'preact/hooks';
 import { enc, get, post } from '../api.js';
-import { keypairPolicy, liveSessions, remaining, resourceGroups, slotTypes, sumSlots } from '../resources.js';
-import { html, ErrorBanner, Loading, Modal, errText, fmtSlot, fmtSlots, parseBytes, slotLabel, useData } from '../ui.js';
+import { allowedGroups, bytesForInput, checkPresets, keypairPolicy, liveSessions, remaining, resourceGroups, slotTypes, slotsToNumbers, sumSlots } from '../resources.js';
+import { Opt, html, ErrorBanner, Loading, Modal, errText, fmtSlot, fmtSlots, parseBytes, slotLabel, useData } from '../ui.js';
 
 const PRESETS = [
   { name: 'small', label: 'Small (1 CPU, 1 GiB)', cpu: '1', mem: '1g' },
@@ -15,7 +15,7 @@ const PRESETS = [
 const tryGet = (p) => p.then((data) => ({ data }), (error) => ({ error }));
 
 async function loadChoices(user) {
-  const [images, recent, me, groups, slots, folders, pol, live] = await Promise.all([
+  const [images, recent, me, groups, slots, folders, pol, live, allowed, apiPresets] = await Promise.all([
     tryGet(get('/admin/images', { limit: 1000 })),
     tryGet(get('/session', { limit: 50 })),
     tryGet(user.user_id ? get('/admin/users/' + enc(user.user_id)) : Promise.reject(new Error('no user id'))),
@@ -24,14 +24,27 @@ async function loadChoices(user) {
     tryGet(get('/folders')),
     keypairPolicy(user),
     tryGet(liveSessions()),
+    tryGet(allowedGroups()),
+    tryGet(get('/resource/presets')),
   ]);
   const imageList = images.data ? (images.data.items || []).map((i) => ({ ref: i.reference, min: i.min_slots || {} })) : null;
   const recentImages = [...new Set(((recent.data && recent.data.items) || []).map((s) => s.image).filter(Boolean))];
-  const projects = ((me.data && me.data.projects) || []).map((p) => (typeof p === 'string' ? p : p.name || p.id)).filter(Boolean);
+  // The user's projects: ids (or objects) from its user record; names from
+  // /admin/projects/{id} where readable, else from its past sessions.
+  const known = {};
+  for (const s of (recent.data && recent.data.items) || []) if (s.groupId && s.groupName) known[s.groupId] = s.groupName;
+  const projects = await Promise.all(((me.data && me.data.projects) || []).map(async (p) => {
+    if (p && typeof p === 'object') return { value: p.name || p.id, label: p.name || p.id };
+    if (known[p]) return { value: known[p], label: known[p] };
+    try { const r = await get('/admin/projects/' + enc(p)); if (r && r.name) return { value: r.name, label: r.name }; } catch { /* users: 403 */ }
+    return { value: p, label: `project ${String(p).slice(0, 8)}` };
+  }));
   const used = live.data ? sumSlots(live.data) : {};
   return {
-    imageList, recentImages, projects,
+    imageList, recentImages, projects, projectsKnown: !!me.data,
     groups: groups.data ? groups.data.filter((g) => g.is_active !== false) : null,
+    allowed: allowed.data || null,
+    apiPresets: apiPresets.data ? apiPresets.data.resource_presets || apiPresets.data.presets || [] : null,
     slots,
     folders: folders.data ? folders.data.filter((f) => !f.status || f.status === 'ready') : [],
     foldersError: folders.error,
@@ -60,16 +73,34 @@ export function Launcher({ user, onClose, onLaunched }) {
     image: '', name: '', type: 'interactive', startup: '', startsAt: '', project: '', group: '',
     preset: 'small', cpu: '1', mem: '1g', gpuKind: '', gpu: '', shmem: '', env: '', ports: '',
   });
+  useEffect(() => {
+    if (ch && ch.projects.length && !f.project) {
+      const d = ch.projects.find((p) => p.value === 'default') || ch.projects[0];
+      setF((x) => ({ ...x, project: d.value }));
+    }
+  }, [ch]);
+  const { data: cp } = useData(() => checkPresets(f.project, f.group).catch(() => null), [f.project, f.group]);
   const [mounts, setMounts] = useState({}); // name -> mount path ('' = default)
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState(null);
   const set = (k) => (e) => setF({ ...f, [k]: e.currentTarget.type === 'checkbox' ? e.currentTarget.checked : e.currentTarget.value });
   const hasCuda = ch && ch.slots && Object.keys(ch.slots).filter((k) => k.startsWith('cuda.'));
 
+  // Presets: check-presets' (with "allocatable"), else /resource/presets, else built-in ones.
+  const presets = (cp && cp.presets) || (ch && ch.apiPresets && ch.apiPresets.length ? ch.apiPresets : null);
+  const presetList = presets
+    ? presets.map((p) => {
+        const rs = p.resource_slots || {};
+        const gk = Object.keys(rs).find((k) => k.startsWith('cuda.'));
+        return { name: p.name, cpu: String(rs.cpu ?? ''), mem: bytesForInput(rs.mem), shmem: p.shared_memory ? bytesForInput(p.shared_memory) : '',
+          gpuKind: gk || '', gpu: gk ? String(rs[gk]) : '', allocatable: p.allocatable,
+          label: `${p.name} (${fmtSlots(slotsToNumbers(rs))})${p.allocatable === false ? ' – not available now' : ''}` };
+      })
+    : PRESETS.filter((p) => !p.gpuOnly || (hasCuda && hasCuda.length));
   const applyPreset = (e) => {
-    const p = PRESETS.find((x) => x.name === e.currentTarget.value);
+    const p = presetList.find((x) => x.name === e.currentTarget.value);
     if (!p) { setF({ ...f, preset: '' }); return; }
-    setF({ ...f, preset: p.name, cpu: p.cpu, mem: p.mem, gpuKind: p.gpuKind || '', gpu: p.gpu || '' });
+    setF({ ...f, preset: p.name, cpu: p.cpu, mem: p.mem, shmem: p.shmem ?? f.shmem, gpuKind: p.gpuKind || '', gpu: p.gpu || '' });
   };
 
   const requested = useMemo(() => {
@@ -79,9 +110,10 @@ export function Launcher({ user, onClose, onLaunched }) {
   }, [f.cpu, f.mem, f.gpuKind, f.gpu]);
 
   const problems = [];
+  const left = cp && (cp.scaling_group_remaining || cp.keypair_remaining) ? slotsToNumbers(cp.scaling_group_remaining || cp.keypair_remaining) : ch && ch.left;
   if (ch) {
-    if (ch.left) for (const [k, v] of Object.entries(requested)) {
-      if (Number.isFinite(v) && ch.left[k] !== undefined && v > ch.left[k]) problems.push(`${slotLabel(k)}: ${fmtSlot(k, v)} asked, ${fmtSlot(k, ch.left[k])} left under your policy`);
+    if (left) for (const [k, v] of Object.entries(requested)) {
+      if (Number.isFinite(v) && left[k] !== undefined && v > left[k]) problems.push(`${slotLabel(k)}: ${fmtSlot(k, v)} asked, ${fmtSlot(k, left[k])} left${cp ? '' : ' under your policy'}`);
     }
     if (ch.policy && ch.policy.max_concurrent_sessions != null && ch.liveCount >= ch.policy.max_concurrent_sessions) problems.push(`You already run ${ch.liveCount} of ${ch.policy.max_concurrent_sessions} sessions: this one will wait.`);
     const img = ch.imageList && ch.imageList.find((i) => i.ref === f.image);
@@ -101,6 +133,7 @@ export function Launcher({ user, onClose, onLaunched }) {
     setError(null);
     try {
       if (!f.image.trim()) throw new Error('Choose an image.');
+      if (ch && ch.projects.length && !f.project) throw new Error('Choose a project.');
       if (f.name && !/^[A-Za-z0-9_.-]{1,64}$/.test(f.name)) throw new Error('A name is 1 to 64 letters, digits, “_”, “-” or “.”.');
       if (!(Number(f.cpu) > 0)) throw new Error('CPU must be a positive number.');
       if (!(parseBytes(f.mem) > 0)) throw new Error('Memory must be an amount such as 512m or 4g.');
@@ -147,7 +180,7 @@ export function Launcher({ user, onClose, onLaunched }) {
           ${!ch || (ch.imageList && ch.imageList.length)
             ? html`<select id="launch-image" value=${f.image} onChange=${set('image')} required disabled=${!ch}>
                 <option value="">${ch ? 'Choose an image…' : 'Loading images…'}</option>
-                ${ch && ch.imageList.map((i) => html`<option value=${i.ref}>${i.ref}</option>`)}
+                ${ch && ch.imageList.map((i) => html`<${Opt} value=${i.ref}>${i.ref}<//>`)}
               </select>`
             : html`<input id="launch-image" list="launch-image-list" value=${f.image} onInput=${set('image')} required
                 placeholder="e.g. python:3.12" autocapitalize="off" spellcheck="false" />
@@ -169,21 +202,27 @@ export function Launcher({ user, onClose, onLaunched }) {
         <div class="row2">
           <div class="field"><label for="launch-project">Project</label>
             ${ch && ch.projects.length
-              ? html`<select id="launch-project" value=${f.project} onChange=${set('project')}><option value="">Default</option>
-                  ${ch.projects.map((p) => html`<option value=${p}>${p}</option>`)}</select>`
-              : html`<input id="launch-project" value=${f.project} onInput=${set('project')} placeholder="default" />`}</div>
+              ? html`<select id="launch-project" value=${f.project} onChange=${set('project')}>
+                  ${!ch.projects.some((p) => p.value === 'default') && !f.project && html`<option value="">Choose a project…</option>`}
+                  ${ch.projects.map((p) => html`<${Opt} value=${p.value}>${p.label}<//>`)}</select>`
+              : html`<input id="launch-project" value=${f.project} onInput=${set('project')} placeholder="default" />`}
+            ${ch && ch.projectsKnown && !ch.projects.length && html`<p class="hint warn">You are not a member of any project, so a launch in the
+              default project is refused: ask an administrator to add you to one.</p>`}</div>
           <div class="field"><label for="launch-group">Resource group</label>
-            ${ch && ch.groups && ch.groups.length
+            ${ch && ch.allowed && ch.allowed.length
               ? html`<select id="launch-group" value=${f.group} onChange=${set('group')}><option value="">Default</option>
-                  ${ch.groups.map((g) => html`<option value=${g.name}>${g.name}${g.agentCount ? ` (free: ${fmtSlots(g.free)})` : ''}</option>`)}</select>`
+                  ${ch.allowed.map((g) => html`<${Opt} value=${g}>${g}<//>`)}</select>`
+              : ch && ch.groups && ch.groups.length
+              ? html`<select id="launch-group" value=${f.group} onChange=${set('group')}><option value="">Default</option>
+                  ${ch.groups.map((g) => html`<${Opt} value=${g.name}>${g.name}${g.agentCount ? ` (free: ${fmtSlots(g.free)})` : ''}<//>`)}</select>`
               : html`<input id="launch-group" value=${f.group} onInput=${set('group')} placeholder="default" />`}</div>
         </div>
       </fieldset>
       <fieldset><legend>Resources</legend>
         <div class="field"><label for="launch-preset">Preset</label>
-          <select id="launch-preset" value=${f.preset} onChange=${applyPreset}>
+          <select id="launch-preset" value=${presetList.some((p) => p.name === f.preset) ? f.preset : ''} onChange=${applyPreset}>
             <option value="">Custom</option>
-            ${PRESETS.filter((p) => !p.gpuOnly || (hasCuda && hasCuda.length)).map((p) => html`<option value=${p.name}>${p.label}</option>`)}
+            ${presetList.map((p) => html`<${Opt} value=${p.name}>${p.label}<//>`)}
           </select></div>
         <div class="row3">
           <div class="field"><label for="launch-cpu">CPU cores</label>
@@ -197,13 +236,14 @@ export function Launcher({ user, onClose, onLaunched }) {
           <div class="field"><label for="launch-gpu-kind">GPU</label>
             <select id="launch-gpu-kind" value=${f.gpuKind} onChange=${(e) => setF({ ...f, gpuKind: e.currentTarget.value, preset: '' })}>
               <option value="">None</option>
-              ${hasCuda.map((k) => html`<option value=${k}>${k === 'cuda.device' ? 'Whole GPUs (cuda.device)' : k === 'cuda.shares' ? 'GPU shares (cuda.shares)' : k}</option>`)}
+              ${hasCuda.map((k) => html`<${Opt} value=${k}>${k === 'cuda.device' ? 'Whole GPUs (cuda.device)' : k === 'cuda.shares' ? 'GPU shares (cuda.shares)' : k}<//>`)}
             </select></div>
           ${f.gpuKind && html`<div class="field"><label for="launch-gpu">Amount</label>
             <input id="launch-gpu" inputmode="decimal" value=${f.gpu} onInput=${(e) => setF({ ...f, gpu: e.currentTarget.value, preset: '' })} /></div>`}
         </div>`}
         ${ch && html`<div class="check-box" aria-live="polite">
-          ${ch.left ? html`<p class="small">Still available under your policy${ch.policyName ? ` “${ch.policyName}”` : ''}: ${Object.keys(ch.left).length ? fmtSlots(ch.left) : 'no slot limits'}.</p>`
+          ${cp && left ? html`<p class="small" data-test="launch-remaining">You may still request${f.group ? ` in ${f.group}` : ''}: ${fmtSlots(left)}.</p>`
+            : ch.left ? html`<p class="small">Still available under your policy${ch.policyName ? ` “${ch.policyName}”` : ''}: ${Object.keys(ch.left).length ? fmtSlots(ch.left) : 'no slot limits'}.</p>`
             : html`<p class="small muted">Your limits are not visible to your role; in use now: ${Object.keys(ch.used).length ? fmtSlots(ch.used) : 'nothing'}.</p>`}
           ${problems.map((p) => html`<p class="small warn">⚠ ${p}</p>`)}
         </div>`}

@@ -2,7 +2,7 @@
 import { useState } from 'preact/hooks';
 import { api, enc, get } from '../api.js';
 import { ALL_STATUSES, LIVE_STATUSES, isLive } from '../resources.js';
-import { html, ErrorBanner, Loading, StatusBadge, confirmAction, fmtAge, fmtSlots, toast, toastError, useData } from '../ui.js';
+import { Opt, html, ErrorBanner, Loading, StatusBadge, confirmAction, fmtAge, fmtSlots, toast, toastError, useData } from '../ui.js';
 import { Launcher } from './launcher.js';
 
 const FILTERS = [['', 'All'], ['live', 'Active'], ...ALL_STATUSES.map((s) => [s, s])];
@@ -49,7 +49,7 @@ export function SessionsPage({ user, query }) {
       <div class="toolbar">
         <label class="inline">Status
           <select id="session-filter" value=${filter} onChange=${(e) => setFilter(e.currentTarget.value)}>
-            ${FILTERS.map(([v, l]) => html`<option value=${v}>${l}</option>`)}
+            ${FILTERS.map(([v, l]) => html`<${Opt} value=${v}>${l}<//>`)}
           </select></label>
         <button type="button" class="btn" onClick=${() => reload()} aria-label="Refresh the list">Refresh</button>
         <a class="btn primary" href="#/sessions?launch=1" data-test="launch" role="button">Start a session</a>

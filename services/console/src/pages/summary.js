@@ -1,6 +1,6 @@
 // Summary: running sessions, use against limits, free capacity, folders.
 import { enc, get } from '../api.js';
-import { keypairPolicy, liveSessions, resourceGroups, sumSlots } from '../resources.js';
+import { checkPresets, keypairPolicy, liveSessions, resourceGroups, slotsToNumbers, sumSlots } from '../resources.js';
 import { html, ErrorBanner, Loading, Meter, StatusBadge, errText, fmtAge, fmtBytes, fmtSlot, fmtSlots, slotLabel, useData } from '../ui.js';
 
 function Unavailable({ error, what }) {
@@ -28,7 +28,11 @@ function SessionsCard() {
 
 function UsageCard({ user }) {
   const { data, error, loading } = useData(async () => {
-    const [sessions, pol] = await Promise.all([liveSessions(), keypairPolicy(user)]);
+    const [sessions, pol, cp] = await Promise.all([liveSessions(), keypairPolicy(user), checkPresets().catch(() => null)]);
+    if (cp && cp.keypair_limits) { // the resource API: limits and use as the scheduler counts them
+      return { used: slotsToNumbers(cp.keypair_using), count: sessions.length, ...pol, cp,
+        policy: { ...(pol.policy || {}), total_resource_slots: slotsToNumbers(cp.keypair_limits) } };
+    }
     return { used: sumSlots(sessions), count: sessions.length, ...pol };
   }, [user.access_key], { interval: 10000 });
   const lim = (data && data.policy && data.policy.total_resource_slots) || {};
@@ -43,18 +47,27 @@ function UsageCard({ user }) {
         limit=${lim[k] === null ? undefined : lim[k]} fmt=${(v) => fmtSlot(k, v)} />`)}
       ${data.policy && data.policy.max_concurrent_sessions != null && html`<${Meter} label="Sessions"
         used=${data.count} limit=${data.policy.max_concurrent_sessions} />`}
-      <p class="muted small">${data.policy ? `Limits of keypair policy “${data.name}”.`
+      <p class="muted small">${data.cp ? `Your keypair's limits${data.name ? ` (policy “${data.name}”)` : ''}; what remains also counts your project's and domain's limits.`
+        : data.policy ? `Limits of keypair policy “${data.name}”.`
         : data.error && data.error.status === 403 ? `Your limits (policy${data.name ? ' “' + data.name + '”' : ''}) are not visible to your role; a launch beyond them is refused with a message.`
         : data.error ? `Limits unavailable: ${errText(data.error)}` : ''}</p>`}
   </section>`;
 }
 
 function GroupsCard() {
+  const { data: cp } = useData(() => checkPresets(), [], { interval: 15000 });
   const { data, error, loading } = useData(resourceGroups, [], { interval: 15000 });
+  const mine = cp && cp.scaling_groups ? Object.entries(cp.scaling_groups) : null;
   return html`<section class="card" aria-labelledby="sum-groups">
     <h2 id="sum-groups">Resource groups</h2>
-    ${loading && !data && html`<${Loading} />`}
-    ${error && html`<${Unavailable} error=${error} what="Resource groups and their free capacity" />`}
+    ${mine && html`<div class="table-wrap"><table data-test="my-groups">
+      <thead><tr><th scope="col">Group</th><th scope="col">You use</th><th scope="col">You may still use</th></tr></thead>
+      <tbody>${mine.map(([name, g]) => html`<tr key=${name}><th scope="row">${name}</th>
+        <td class="small">${fmtSlots(slotsToNumbers(g.using))}</td><td class="small">${fmtSlots(slotsToNumbers(g.remaining))}</td></tr>`)}</tbody>
+    </table></div>`}
+    ${loading && !data && !mine && html`<${Loading} />`}
+    ${error && !mine && html`<${Unavailable} error=${error} what="Resource groups and their free capacity" />`}
+    ${data && mine && html`<h3 class="sub">Capacity (administrators)</h3>`}
     ${data && !data.length && html`<p class="muted">No resource groups.</p>`}
     ${data && data.map((g) => html`<div key=${g.name} class="group-block" data-group=${g.name}>
       <h3>${g.name} <span class="muted small">${g.agentCount} agent${g.agentCount === 1 ? '' : 's'}${g.is_active === false ? ' · inactive' : ''}</span></h3>
