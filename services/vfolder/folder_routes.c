@@ -24,12 +24,16 @@ void vf_h_list(http_req *req, http_resp *resp, void *ctx)
     bool all = _truthy(http_query_arg(req, "all"));
     const char *group = http_query_arg(req, "group_id");
     if (!group) group = http_query_arg(req, "group");
+    const char *status = http_query_arg(req, "status");
     if (group && !ts_uuid_valid(group)) {
         http_problem(resp, 400, "invalid-api-params", NULL, "group_id must be a project id");
+    } else if (status && strcmp(status, "ready") != 0 && strcmp(status, "trash") != 0) {
+        http_problem(resp, 400, "invalid-api-params", NULL, "status must be ready or trash");
     } else if (all && !vf_caller_admin_of(&x.c, x.c.domain_name)) {
         http_problem(resp, 403, "forbidden", NULL, "all=true is for administrators");
     } else {
-        json_t *arr = vf_folder_list(x.s, &x.c, all, group, resp);
+        bool trash = status && strcmp(status, "trash") == 0;
+        json_t *arr = vf_folder_list(x.s, &x.c, all, group, trash, resp);
         if (arr) http_reply_json(resp, 200, arr);
     }
     vf_req_end(&x);

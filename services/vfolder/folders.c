@@ -345,26 +345,29 @@ json_t *vf_folder_json(svc *s, const vf_caller *caller, const char *id, http_res
 }
 
 json_t *vf_folder_list(svc *s, const vf_caller *caller, bool all, const char *project_id,
-                       http_resp *resp)
+                       bool trash, http_resp *resp)
 {
     PGconn *conn = pgjson_get(s, resp);
     if (!conn) return NULL;
     char *projects = _projects_literal(caller);
     /* all=true of a domain admin: its domain's folders but its superadmins' */
     char *hidden = _ctx_ids_literal(caller, "domain_superadmins");
-    const char *params[] = {
-        caller->user_id, projects,
-        all ? "t" : "f", vf_caller_is_superadmin(caller) ? NULL : caller->domain_name,
-        project_id,      hidden};
+    const char *params[] = {caller->user_id,
+                            projects,
+                            all ? "t" : "f",
+                            vf_caller_is_superadmin(caller) ? NULL : caller->domain_name,
+                            project_id,
+                            hidden,
+                            trash ? "trash" : "ready"};
     static const char sql[] =
-        "SELECT" FCOLS FJOIN
-        " WHERE v.status = 'ready' AND ($5::uuid IS NULL OR v.group_id = $5::uuid)"
+        "SELECT" FCOLS FJOIN " WHERE v.status = $7 AND ($5::uuid IS NULL OR v.group_id = $5::uuid)"
         " AND (($3::boolean AND ($4::text IS NULL OR v.domain_name = $4)"
         "       AND NOT (v.ownership_type = 'user' AND v.user_id = ANY($6::uuid[])))"
-        "   OR v.user_id = $1::uuid OR (v.ownership_type = 'user' AND p.user_id IS NOT NULL)"
+        "   OR v.user_id = $1::uuid"
+        "   OR (v.ownership_type = 'user' AND p.user_id IS NOT NULL AND $7 = 'ready')"
         "   OR (v.ownership_type = 'group' AND v.group_id = ANY($2::uuid[])))"
         " ORDER BY v.created_at, v.id";
-    PGresult *r = pgjson_query(conn, resp, "list vfolders", sql, 6, params);
+    PGresult *r = pgjson_query(conn, resp, "list vfolders", sql, 7, params);
     free(projects);
     free(hidden);
     json_t *arr = NULL;

@@ -89,10 +89,12 @@ json_t *vf_folder_json(svc *s, const vf_caller *caller, const char *id, http_res
 /* The ready folders the caller sees (GET /folders): its own, those shared
  * with it, its projects'; all: every folder of the domain it administers
  * (all of them for a superadmin) but its superadmins' user folders;
- * project_id (may be NULL): only that project's. A JSON array; NULL after a
- * problem answer. */
+ * project_id (may be NULL): only that project's; trash: those in the trash
+ * instead of the ready ones (not the folders shared with it: their owners
+ * restore or purge them). A JSON array; NULL after a problem
+ * answer. */
 json_t *vf_folder_list(svc *s, const vf_caller *caller, bool all, const char *project_id,
-                       http_resp *resp);
+                       bool trash, http_resp *resp);
 
 /* A project folder's project policy hosts as the caller's context has them
  * (allowed_vfolder_hosts; NULL for a user folder or a project the caller is

@@ -514,6 +514,30 @@ def test_trash_restore_purge(world, stack):
     assert sum(b"VfolderDeleted" in v for v in ev) >= 3  # trash, trash, purge
 
 
+def test_trash_list(world):
+    """GET /folders?status=trash: the caller's own trashed folders (not those
+    shared with it, not other users'), for the console's Trash tab."""
+    owner = world.c["owner"]
+    f = ok(owner.vf("POST", "/folders", {"name": fresh("tl")}), 201)
+    inv = ok(owner.vf("POST", f"/folders/{f['name']}/invite",
+                      {"perm": "ro", "emails": [world.c["invitee_ro"].email]}), 201)
+    ok(world.c["invitee_ro"].vf("POST", "/folders/invitations/accept", {"inv_id": inv["invited_ids"][0]}))
+    assert f["id"] in {x["id"] for x in ok(world.c["invitee_ro"].vf("GET", "/folders"))}
+    assert f["name"] not in {x["name"] for x in ok(owner.vf("GET", "/folders", params={"status": "trash"}))}
+    assert owner.vf("DELETE", f"/folders/{f['name']}").status_code == 204
+    trashed = ok(owner.vf("GET", "/folders", params={"status": "trash"}))
+    assert f["id"] in {x["id"] for x in trashed}
+    assert all(x["status"] == "trash" for x in trashed)
+    assert f["id"] not in {x["id"] for x in ok(owner.vf("GET", "/folders"))}
+    assert f["id"] not in {x["id"] for x in ok(owner.vf("GET", "/folders", params={"status": "ready"}))}
+    for who in ("other", "invitee_ro", "member"):
+        assert f["id"] not in {x["id"] for x in ok(world.c[who].vf("GET", "/folders", params={"status": "trash"}))}
+    assert owner.vf("POST", "/folders/restore-from-trash", {"vfolder_id": f["id"]}).status_code == 204
+    assert f["id"] not in {x["id"] for x in ok(owner.vf("GET", "/folders", params={"status": "trash"}))}
+    r = owner.vf("GET", "/folders", params={"status": "purged"})
+    assert r.status_code == 400 and "status" in r.json()["msg"]
+
+
 def test_admin_purges(world):
     f = ok(world.c["owner"].vf("POST", "/folders", {"name": fresh("ap")}), 201)
     assert world.c["owner"].vf("DELETE", f"/folders/{f['id']}").status_code == 204
