@@ -75,10 +75,11 @@ class Person:
     """A user of the console: e-mail, password, and a signed client of its
     keypair (to check what the console did through the API)."""
 
-    def __init__(self, admin, gw, label):
+    def __init__(self, admin, gw, label, role="user"):
+        self.gateway = gw
         name = f"{label}-{uuid.uuid4().hex[:6]}"
         r = admin.post("/admin/users", {"email": f"{name}@example.com", "username": name,
-                                        "password": PASSWORD, "role": "user",
+                                        "password": PASSWORD, "role": role,
                                         "full_name": label.capitalize()})
         assert r.status_code in (200, 201), r.text
         self.user_id = r.json()["id"]
