@@ -200,6 +200,8 @@ def test_session_logs_and_follow(page, console_url, alice, chatty):
     wait_until(lambda: last_mark(el(page, "pre[data-test=logs]").get_attribute("textContent")) >= target, timeout=20,
                message=f"{MARK}-{target} in the page's logs while following")
     assert resource_count(page, f"/session/{chatty}/logs") >= 2
+    page.execute_script("document.querySelector('pre[data-test=logs]')"
+                        ".scrollIntoView({block: 'center'})")
     shot(page, "session-logs")
 
 
