@@ -5,10 +5,11 @@ of a session that is not running, a new directory, a directory and a whole
 folder downloaded as zip (members and bytes checked), renaming and deleting
 a file, renaming a folder, the trash (restore, purge), the keypairs on the
 account page (an administrator issues one, sees its secret once, revokes
-it), changing the password and back, signing out everywhere, a 401 that
-sends the page back to the login page, and the narrow layout's menu. Each
-UI action is checked against what the API says afterwards. The tests run in
-file order and build on each other (one browser of Alice's for the module)."""
+it), changing the password and back, signing out everywhere, a reload that
+keeps the login, a 401 that sends the page back to the login page, and the
+narrow layout's menu. Each UI action is checked against what the API says
+afterwards. The tests run in file order and build on each other (one browser
+of Alice's for the module)."""
 import io
 import os
 import time
@@ -446,6 +447,9 @@ def test_sign_out_everywhere(downloads, console_url, carol, stack):
         shot(d1, "sign-out-everywhere-confirm")
         confirm(d1)
         el(d1, "#login-username")
+        d1.refresh()  # a reload stays logged out
+        el(d1, "#login-username")
+        assert not d1.find_elements(By.CSS_SELECTOR, "[data-nav=summary]")
         assert requests.get(f"{gw}/func/folders", cookies=jar, headers=hdr,
                             timeout=10).status_code == 401
         # the other browser learns it on its next API call
@@ -456,6 +460,15 @@ def test_sign_out_everywhere(downloads, console_url, carol, stack):
     finally:
         d1.quit()
         d2.quit()
+
+
+def test_a_reload_keeps_the_login(page, console_url, alice):
+    go(page, console_url, "/data")
+    el(page, "[data-test=create-folder]")
+    page.refresh()
+    el(page, "[data-test=create-folder]")
+    assert not page.find_elements(By.CSS_SELECTOR, "#login-username")
+    text_in(page, ".who-name", alice.email.split("@")[0])
 
 
 def test_a_401_goes_back_to_the_login_page(page, console_url, alice):
