@@ -3,11 +3,6 @@ import { useState } from 'preact/hooks';
 import { api, enc, get, post } from '../api.js';
 import { Opt, html, ErrorBanner, Loading, Modal, confirmAction, errText, fmtBytes, fmtTime, toast, toastError, useData } from '../ui.js';
 
-// There is no API that lists trashed folders: the console remembers the
-// folders trashed from this browser (restore and purge take the id).
-const trashKey = (user) => 'tessera.trash.' + (user.user_id || user.access_key || '');
-const readTrash = (user) => { try { return JSON.parse(localStorage.getItem(trashKey(user)) || '[]'); } catch { return []; } };
-const writeTrash = (user, list) => { try { localStorage.setItem(trashKey(user), JSON.stringify(list)); } catch { /* private mode */ } };
 
 function FolderDialog({ onClose, onDone }) {
   const { data: hosts, error: hostsError, loading } = useData(() => get('/folders/_/hosts'), []);
@@ -101,7 +96,6 @@ function FoldersTab({ user }) {
     if (!(await confirmAction({ title: `Move ${fo.name} to the trash?`, message: 'It can be restored from the Trash tab until it is purged.', confirmLabel: 'Move to trash', danger: true }))) return;
     try {
       await api('DELETE', '/folders/' + enc(fo.name));
-      writeTrash(user, [{ id: fo.id, name: fo.name, host: fo.host, at: new Date().toISOString() }, ...readTrash(user).filter((t) => t.id !== fo.id)]);
       toast(`${fo.name} moved to the trash`);
       reload(true);
     } catch (e) { toastError(e); }
@@ -174,28 +168,31 @@ function InvitationsTab({ user, onChange, receivedOnly }) {
   </div>`;
 }
 
-function TrashTab({ user }) {
-  const [list, setList] = useState(readTrash(user));
+// The trash: GET /folders?status=trash (the user's own and its projects'
+// trashed folders); restore and purge take the id.
+function TrashTab() {
+  const { data, error, loading, reload } = useData(() => get('/folders?status=trash'), []);
   const [busy, setBusy] = useState(false);
   const [byId, setById] = useState('');
-  const drop = (id) => { const l = readTrash(user).filter((t) => t.id !== id); writeTrash(user, l); setList(l); };
   const act = async (id, name, what) => {
     if (what === 'purge' && !(await confirmAction({ title: `Purge ${name || id}?`, message: 'Its files are removed for good.', confirmLabel: 'Purge', danger: true }))) return;
     setBusy(true);
     try {
       await post(what === 'purge' ? '/folders/purge' : '/folders/restore-from-trash', { vfolder_id: id });
       toast(what === 'purge' ? `${name || id} purged` : `${name || id} restored`);
-      drop(id);
+      setById('');
     } catch (e) {
       toastError(e);
-      if (e.status === 404) drop(id);
-    } finally { setBusy(false); }
+    } finally { setBusy(false); reload(true); }
   };
+  const list = data || [];
   return html`<div>
-    <p class="muted small">Folders moved to the trash from this browser. Trashed folders still count against your quota until purged; the server purges them after its retention time.</p>
-    ${!list.length && html`<p class="empty">Nothing in the trash.</p>`}
-    ${list.length > 0 && html`<div class="table-wrap"><table><thead><tr><th scope="col">Name</th><th scope="col">Host</th><th scope="col">Trashed</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
-      <tbody>${list.map((t) => html`<tr key=${t.id} data-trash=${t.name}><th scope="row">${t.name}<div class="muted small mono">${t.id}</div></th><td>${t.host}</td><td>${fmtTime(t.at)}</td>
+    <p class="muted small">Trashed folders still count against your quota until purged; the server purges them after its retention time.</p>
+    ${error && html`<${ErrorBanner} error=${error} />`}
+    ${loading && !data && html`<${Loading} />`}
+    ${data && !list.length && html`<p class="empty">Nothing in the trash.</p>`}
+    ${list.length > 0 && html`<div class="table-wrap"><table><thead><tr><th scope="col">Name</th><th scope="col">Host</th><th scope="col">Created</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
+      <tbody>${list.map((t) => html`<tr key=${t.id} data-trash=${t.name}><th scope="row">${t.name}<div class="muted small mono">${t.id}</div></th><td>${t.host}</td><td>${fmtTime(t.created_at)}</td>
         <td class="actions"><button type="button" class="btn small" data-test="restore-folder" disabled=${busy} onClick=${() => act(t.id, t.name, 'restore')}>Restore</button>
           <button type="button" class="btn small danger" data-test="purge-folder" disabled=${busy} onClick=${() => act(t.id, t.name, 'purge')}>Purge</button></td></tr>`)}</tbody></table></div>`}
     <form class="inline-form" onSubmit=${(e) => { e.preventDefault(); if (byId.trim()) act(byId.trim(), '', 'restore'); }}>
@@ -217,6 +214,6 @@ export function DataPage({ user, query }) {
     </nav>
     ${tab === 'folders' && html`<${FoldersTab} user=${user} />`}
     ${tab === 'invitations' && html`<${InvitationsTab} user=${user} />`}
-    ${tab === 'trash' && html`<${TrashTab} user=${user} />`}
+    ${tab === 'trash' && html`<${TrashTab} />`}
   </section>`;
 }
