@@ -2,6 +2,7 @@
 #include "websession.h"
 
 #include "libcommon/log.h"
+#include "libcommon/origins.h"
 
 #include <sodium.h>
 #include <stdatomic.h>
@@ -216,22 +217,6 @@ static bool _refuse(http_resp *resp, int status, const char *msg)
     return false;
 }
 
-/* origin ("scheme://host[:port]") is one of the comma-separated list. */
-static bool _listed(const char *list, const char *origin)
-{
-    size_t olen = strlen(origin);
-    for (const char *p = list; p && *p;) {
-        p += strspn(p, " ,");
-        size_t n = strcspn(p, ",");
-        size_t t = n;
-        while (t && p[t - 1] == ' ')
-            t--;
-        if (t && t == olen && strncasecmp(p, origin, olen) == 0) return true;
-        p += n;
-    }
-    return false;
-}
-
 bool websession_origin_ok(gateway *gw, const http_req *req, http_resp *resp)
 {
     const char *site = http_header(req, "Sec-Fetch-Site");
@@ -243,7 +228,7 @@ bool websession_origin_ok(gateway *gw, const http_req *req, http_resp *resp)
     const char *auth = strstr(origin, "://");
     bool own = auth && host && *host && strcasecmp(auth + 3, host) == 0 &&
                (strncmp(origin, "http://", 7) == 0 || strncmp(origin, "https://", 8) == 0);
-    if (own || _listed(gw->web_origins, origin)) return true;
+    if (own || origins_listed(gw->web_origins, origin, false)) return true;
     return _refuse(resp, 403,
                    "requests from another origin may not use a console login (see "
                    "gateway.web_allowed_origins)");

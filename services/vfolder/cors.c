@@ -1,47 +1,24 @@
 /* cors.c: CORS headers of the transfer endpoints (cors.h). */
 #include "cors.h"
 
+#include "libcommon/origins.h"
+
 #include <string.h>
 #include <strings.h>
 
 char *vf_cors_origins;
 
-/* Whether the list entry [entry, entry + n) names origin (or is "*"). */
-static bool _entry_matches(const char *entry, size_t n, const char *origin)
-{
-    while (n && (entry[n - 1] == ' ' || entry[n - 1] == '\t'))
-        n--;
-    while (n && (*entry == ' ' || *entry == '\t')) {
-        entry++;
-        n--;
-    }
-    if (n > 1 && entry[n - 1] == '/') n--;
-    if (n == 1 && entry[0] == '*') return true;
-    return n && origin && strlen(origin) == n && strncasecmp(entry, origin, n) == 0;
-}
-
 /* Whether the list allows every origin: empty, blank, or with a "*" entry. */
 static bool _any_origin(const char *list)
 {
-    if (!list || strspn(list, " \t,") == strlen(list)) return true;
-    for (const char *p = list;;) {
-        size_t n = strcspn(p, ",");
-        if (_entry_matches(p, n, NULL)) return true;
-        if (!p[n]) return false;
-        p += n + 1;
-    }
+    return origins_blank(list) || origins_listed(list, NULL, true);
 }
 
 const char *vf_cors_allow_origin(const char *list, const char *origin)
 {
     if (_any_origin(list)) return "*";
     if (!origin || !*origin) return NULL;
-    for (const char *p = list;;) {
-        size_t n = strcspn(p, ",");
-        if (_entry_matches(p, n, origin)) return origin;
-        if (!p[n]) return NULL;
-        p += n + 1;
-    }
+    return origins_listed(list, origin, false) ? origin : NULL;
 }
 
 bool vf_cors_varies(const char *list)
