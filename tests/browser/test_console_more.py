@@ -146,7 +146,8 @@ def chatty(alice, demo_image):
     r = alice.api.post("/session", {
         "image": demo_image, "name": name, "type": "batch", "maxWaitSeconds": 60,
         "config": {"resources": {"cpu": "1", "mem": "256m"}},
-        "startupCommand": f"i=0; while [ $i -lt 600 ]; do echo {MARK}-$i; i=$((i+1)); sleep 1; done"},
+        "startupCommand": (f"i=0; while [ $i -lt 600 ]; do echo {MARK}-$i; i=$((i+1));"
+                           " sleep 1; done")},
         timeout=90)
     assert r.status_code == 201, r.text
     wait_until(lambda: session_status(alice, name) == "RUNNING", timeout=90,
@@ -179,7 +180,12 @@ def carol(admin, stack):
 # ---- sessions --------------------------------------------------------------------------------
 
 def test_session_logs_and_follow(page, console_url, alice, chatty):
-    api_logs = lambda: alice.api.get(f"/session/{chatty}/logs").json()["result"]["logs"]  # noqa: E731
+    def api_logs():
+        return alice.api.get(f"/session/{chatty}/logs").json()["result"]["logs"]
+
+    def page_logs():
+        return el(page, "pre[data-test=logs]").get_attribute("textContent")
+
     wait_until(lambda: last_mark(api_logs()) >= 1, timeout=30,
                message="the command's lines in the session's logs (API)")
     go(page, console_url, f"/sessions/{chatty}")
@@ -188,17 +194,17 @@ def test_session_logs_and_follow(page, console_url, alice, chatty):
     assert not follow.is_selected()
     # not following: the logs shown stay as loaded while the command writes on
     page.execute_script("performance.clearResourceTimings()")
-    shown = last_mark(el(page, "pre[data-test=logs]").get_attribute("textContent"))
+    shown = last_mark(page_logs())
     assert shown >= 0
     time.sleep(4)
     assert resource_count(page, f"/session/{chatty}/logs") == 0, "logs polled without follow"
-    assert last_mark(el(page, "pre[data-test=logs]").get_attribute("textContent")) == shown
+    assert last_mark(page_logs()) == shown
     assert last_mark(api_logs()) > shown
     # following: the new lines show up without a reload
     follow.click()
     assert el(page, "#logs-follow").is_selected()
     target = last_mark(api_logs()) + 2
-    wait_until(lambda: last_mark(el(page, "pre[data-test=logs]").get_attribute("textContent")) >= target, timeout=20,
+    wait_until(lambda: last_mark(page_logs()) >= target, timeout=20,
                message=f"{MARK}-{target} in the page's logs while following")
     assert resource_count(page, f"/session/{chatty}/logs") >= 2
     page.execute_script("document.querySelector('pre[data-test=logs]')"
@@ -218,7 +224,8 @@ def test_restart_a_running_session(page, console_url, alice, running):
 
     def restarted():
         items = alice.api.get(f"/session/{running}/history").json()["items"]
-        return (len(items) > len(before) and any(h["status"] == "RESTARTING" for h in items[len(before):])
+        new = items[len(before):]
+        return (any(h["status"] == "RESTARTING" for h in new)
                 and session_status(alice, running) == "RUNNING")
     wait_until(restarted, timeout=90, message="a RESTARTING entry in the history, then RUNNING")
     el(page, "h1 [data-status=RUNNING]", timeout=30)
