@@ -164,3 +164,15 @@ def console_errors(driver):
         return [m["message"] for m in driver.get_log("browser") if m.get("level") == "SEVERE"]
     except Exception:  # noqa: BLE001 - the log is optional
         return []
+
+
+@pytest.fixture(scope="module")
+def page(downloads, console_url, alice):
+    """Alice's browser, logged in, for the whole test module."""
+    from console_page import el, login
+
+    d = new_driver(downloads)
+    login(d, console_url, alice)
+    el(d, "[data-nav=summary]")
+    yield d
+    d.quit()

@@ -23,7 +23,7 @@ from selenium.webdriver.common.keys import Keys
 
 import bai_signer
 from conftest import Person, new_driver, shot, wait_until
-from test_console import click, el, go, login, text_in
+from console_page import click, el, go, login, text_in
 
 TAG = uuid.uuid4().hex[:6]
 SESSION = f"more-{TAG}"
@@ -114,16 +114,6 @@ def resource_count(d, part):
 
 
 # ---- fixtures --------------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def page(downloads, console_url, alice):
-    """Alice's browser, logged in, for the whole module."""
-    d = new_driver(downloads)
-    login(d, console_url, alice)
-    el(d, "[data-nav=summary]")
-    yield d
-    d.quit()
-
 
 @pytest.fixture(scope="module")
 def running(alice, demo_image):

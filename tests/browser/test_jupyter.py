@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 from conftest import REPO, new_driver, shot, wait_until
-from test_console import choose, click, el, go, login, status_of
+from console_page import choose, click, el, go, login, status_of
 
 IMAGE_DIR = os.path.join(REPO, "build", "images", "jupyter")
 NAME = f"nb-{uuid.uuid4().hex[:6]}"
