@@ -228,27 +228,12 @@ out:
     caller_free(&c);
 }
 
+static const listing_one image_delete = {
+    "delete image", "DELETE FROM registry.images WHERE reference = $1", "unknown image", "image"};
+
 static void h_delete(http_req *req, http_resp *resp, void *ctx)
 {
-    svc *s = ctx;
-    reg_caller c;
-    if (!caller_get_admin(req, resp, true, "images", &c)) return;
-    const char *p[] = {http_param(req, "ref")};
-    tlog_ctx_entity("image", p[0]);
-    PGconn *conn = pgjson_get(s, resp);
-    if (conn) {
-        PGresult *r = pgjson_query(conn, resp, "delete image",
-                                   "DELETE FROM registry.images WHERE reference = $1", 1, p);
-        if (r) {
-            if (atoi(PQcmdTuples(r)) == 1)
-                http_reply_json(resp, 200, json_pack("{s:b}", "deleted", 1));
-            else
-                http_problem(resp, 404, "not-found", NULL, "unknown image %s", p[0]);
-            PQclear(r);
-        }
-    }
-    pgjson_put(s, conn);
-    caller_free(&c);
+    listing_admin_delete(ctx, req, resp, "images", &image_delete, "ref");
 }
 
 static void h_scan(http_req *req, http_resp *resp, void *ctx)

@@ -72,3 +72,23 @@ void listing_admin_get(svc *s, http_req *req, http_resp *resp, const char *what,
     pgjson_put(s, conn);
     caller_free(&c);
 }
+
+void listing_admin_delete(svc *s, http_req *req, http_resp *resp, const char *what,
+                          const listing_one *q, const char *param)
+{
+    reg_caller c;
+    if (!caller_get_admin(req, resp, true, what, &c)) return;
+    const char *p[] = {http_param(req, param)};
+    tlog_ctx_entity(q->entity, p[0]);
+    PGconn *conn = pgjson_get(s, resp);
+    PGresult *r = conn ? pgjson_query(conn, resp, q->what, q->sql, 1, p) : NULL;
+    if (r && atoi(PQcmdTuples(r)) == 1) {
+        TLOG_INFO("deleted", "what=\"%s\" by=%s", what, c.access_key);
+        http_reply_json(resp, 200, json_pack("{s:b}", "deleted", 1));
+    } else if (r) {
+        http_problem(resp, 404, "not-found", NULL, "%s %s", q->missing, p[0]);
+    }
+    PQclear(r);
+    pgjson_put(s, conn);
+    caller_free(&c);
+}

@@ -52,4 +52,10 @@ void listing_reply_one(http_resp *resp, PGconn *conn, const listing_one *q, cons
 void listing_admin_get(svc *s, http_req *req, http_resp *resp, const char *what,
                        const listing_one *q, const char *param, bool everyone);
 
+/* DELETE of one row by superadmins: caller_get_admin (changing what), then
+ * q->sql (a DELETE of the row keyed by the route parameter param): 200
+ * {"deleted": true}, or 404 "<missing> <key>"; logged with the caller. */
+void listing_admin_delete(svc *s, http_req *req, http_resp *resp, const char *what,
+                          const listing_one *q, const char *param);
+
 #endif

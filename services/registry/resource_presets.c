@@ -213,29 +213,13 @@ out:
     caller_free(&c);
 }
 
+static const listing_one preset_delete = {"delete resource preset",
+                                          "DELETE FROM registry.resource_presets WHERE name = $1",
+                                          "unknown resource preset", "resource_preset"};
+
 static void h_delete(http_req *req, http_resp *resp, void *ctx)
 {
-    svc *s = ctx;
-    reg_caller c;
-    if (!caller_get_admin(req, resp, true, "resource presets", &c)) return;
-    const char *p[] = {http_param(req, "name")};
-    tlog_ctx_entity("resource_preset", p[0]);
-    PGconn *conn = pgjson_get(s, resp);
-    if (conn) {
-        PGresult *r = pgjson_query(conn, resp, "delete resource preset",
-                                   "DELETE FROM registry.resource_presets WHERE name = $1", 1, p);
-        if (r) {
-            if (atoi(PQcmdTuples(r)) == 1) {
-                TLOG_INFO("resource preset deleted", "by=%s", c.access_key);
-                http_reply_json(resp, 200, json_pack("{s:b}", "deleted", 1));
-            } else {
-                http_problem(resp, 404, "not-found", NULL, "unknown resource preset %s", p[0]);
-            }
-            PQclear(r);
-        }
-    }
-    pgjson_put(s, conn);
-    caller_free(&c);
+    listing_admin_delete(ctx, req, resp, "resource presets", &preset_delete, "name");
 }
 
 void resource_presets_routes(svc *s)
