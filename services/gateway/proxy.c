@@ -109,9 +109,13 @@ static void _relay(const upstream *up, const httpc_resp *a, http_resp *resp)
     } else if (status < 100 || status > 599) {
         http_problem(resp, 502, "bad-gateway", NULL, "%s answered HTTP status %ld", up->service,
                      status);
+    } else if (status == 204 || status == 304 || a->body_len == 0) {
+        /* No body: no content type either (a client would try to parse it). */
+        http_reply(resp, (int)status, NULL, NULL, 0);
+        for (size_t i = 0; i < a->n_headers; i++)
+            http_set_header(resp, a->header_names[i], a->header_values[i]);
     } else {
-        http_reply(resp, (int)status, rct ? rct : "application/json", a->body ? a->body : "",
-                   a->body_len);
+        http_reply(resp, (int)status, rct ? rct : "application/json", a->body, a->body_len);
         for (size_t i = 0; i < a->n_headers; i++)
             http_set_header(resp, a->header_names[i], a->header_values[i]);
     }

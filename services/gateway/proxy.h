@@ -4,7 +4,8 @@
  * X-Tessera-Caller-Access-Key (the verified caller; none for an anonymous
  * call), X-Request-ID and the gateway's service signature. The upstream's
  * status, body, Content-Type and Retry-After/Allow/Location/
- * Content-Disposition headers are relayed; a bare (non-JSON) 5xx is wrapped
+ * Content-Disposition headers are relayed (an answer without a body, 204
+ * and 304 always, with no Content-Type); a bare (non-JSON) 5xx is wrapped
  * in a problem; when the upstream cannot be reached or does not answer in
  * time the answer is a 503 problem with Retry-After (the details go to the
  * log) and the upstream's failure count grows. The thread blocks meanwhile

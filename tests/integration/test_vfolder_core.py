@@ -514,6 +514,21 @@ def test_trash_restore_purge(world, stack):
     assert sum(b"VfolderDeleted" in v for v in ev) >= 3  # trash, trash, purge
 
 
+def test_empty_answers_through_the_gateway_have_no_content_type(world):
+    """A 204 (delete, restore, purge) reaches the client without a JSON
+    Content-Type: Backend.AI's SDK parses every JSON-typed answer."""
+    owner = world.c["owner"]
+    f = ok(owner.gw("POST", "/folders", {"name": fresh("ct")}), 201)
+    for method, path, body in (("DELETE", f"/folders/{f['name']}", None),
+                               ("POST", "/folders/restore-from-trash", {"vfolder_id": f["id"]}),
+                               ("DELETE", f"/folders/{f['id']}", None),
+                               ("POST", "/folders/purge", {"vfolder_id": f["id"]})):
+        r = owner.gw(method, path, body)
+        assert r.status_code == 204, (method, path, r.status_code, r.text)
+        assert "Content-Type" not in r.headers, (method, path, r.headers)
+        assert r.content == b""
+
+
 def test_trash_list(world):
     """GET /folders?status=trash: the caller's own trashed folders (not those
     shared with it, not other users'), for the console's Trash tab."""

@@ -63,6 +63,14 @@ static void h_text(http_req *req, http_resp *resp, void *ctx)
     http_reply(resp, 200, "text/plain", "plain", 5);
 }
 
+/* 204 and an empty 200, as tessera-vfolder answers a delete. */
+static void h_empty(http_req *req, http_resp *resp, void *ctx)
+{
+    (void)ctx;
+    http_reply(resp, atoi(http_param(req, "status")), NULL, NULL, 0);
+    http_set_header(resp, "Location", "/v1/gone");
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -71,6 +79,7 @@ static int setup(void **state)
     http_route(r, "GET", "/bare/{status}", h_bare, NULL);
     http_route(r, "GET", "/slow", h_slow, NULL);
     http_route(r, "GET", "/text", h_text, NULL);
+    http_route(r, "*", "/empty/{status}", h_empty, NULL);
     http_server_opts o = {.listen = "127.0.0.1:0",
                           .max_body = 4096,
                           .threads = 2,
@@ -156,6 +165,27 @@ static int forward_status(const char *target, int64_t timeout_ms, char *msg, siz
     http_resp_free(resp);
     http_req_free_local(req);
     return status;
+}
+
+/* An answer without a body is relayed without a Content-Type (Backend.AI's
+ * SDK parses any JSON-typed answer). */
+static void test_empty_answer_has_no_content_type(void **state)
+{
+    (void)state;
+    static const char *const targets[] = {"/empty/204", "/empty/200"};
+    for (size_t i = 0; i < TS_ARRAY_LEN(targets); i++) {
+        http_req *req = http_req_new_local("DELETE", "/folders/x", NULL, NULL, 0);
+        http_resp *resp = http_resp_new();
+        proxy_forward(&g_up, 5000, req, resp, targets[i], &g_id, NULL, 0);
+        assert_int_equal(http_resp_status(resp), i == 0 ? 204 : 200);
+        assert_null(http_resp_header(resp, "Content-Type"));
+        size_t len = 1;
+        http_resp_body(resp, &len);
+        assert_int_equal(len, 0);
+        assert_string_equal(http_resp_header(resp, "Location"), "/v1/gone");
+        http_resp_free(resp);
+        http_req_free_local(req);
+    }
 }
 
 static void test_bare_5xx_wrapped(void **state)
@@ -253,6 +283,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_forward_sends_and_relays),
+        cmocka_unit_test(test_empty_answer_has_no_content_type),
         cmocka_unit_test(test_bare_5xx_wrapped),
         cmocka_unit_test(test_unanswered_is_503_and_counted),
         cmocka_unit_test(test_call_json),
