@@ -79,7 +79,8 @@ void http_route(http_router *r, const char *method, const char *pattern, http_ha
  * request whose path is not a route but is prefix + a route's path reaches
  * that route's handler with req->mount = prefix, and req->path and
  * req->target without the prefix (both are restored when it returns). A
- * route's own path wins over a mounted one. At most HTTP_MAX_MOUNTS; before
+ * route's own path wins over a mounted one. Buffered routes only (the
+ * streaming routes' router has no mounts). At most HTTP_MAX_MOUNTS; before
  * the server starts. */
 #define HTTP_MAX_MOUNTS 4
 void http_router_mount(http_router *r, const char *prefix);

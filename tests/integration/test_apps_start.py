@@ -11,7 +11,6 @@ import base64
 import os
 import re
 import socket
-import struct
 import subprocess
 import time
 import urllib.parse
@@ -19,6 +18,7 @@ import uuid
 
 import pytest
 
+import wsclient
 from conftest import BIN_DIR, wait_until
 from test_apps import _running
 from test_sessions_api import admin, gw, image, image_registered, other, problem, user  # noqa: F401
@@ -55,42 +55,6 @@ def _ws_open(url):
     status = head.split(b"\r\n", 1)[0]
     assert b" 101 " in status, head
     return s, head.split(b"\r\n\r\n", 1)[1]
-
-
-def _ws_send(s, text):
-    data = text.encode()
-    mask = os.urandom(4)
-    assert len(data) < 126
-    s.sendall(bytes([0x81, 0x80 | len(data)]) + mask +
-              bytes(b ^ mask[i % 4] for i, b in enumerate(data)))
-
-
-def _ws_frames(s, buf):
-    """Yield (opcode, payload) of the server's frames; (None, b"") at EOF."""
-    while True:
-        while len(buf) >= 2:
-            op, n = buf[0] & 0x0F, buf[1] & 0x7F
-            off = 2
-            if n == 126:
-                if len(buf) < 4:
-                    break
-                n, off = struct.unpack(">H", buf[2:4])[0], 4
-            elif n == 127:
-                if len(buf) < 10:
-                    break
-                n, off = struct.unpack(">Q", buf[2:10])[0], 10
-            if len(buf) < off + n:
-                break
-            yield op, buf[off:off + n]
-            buf = buf[off + n:]
-        try:
-            chunk = s.recv(65536)
-        except ConnectionResetError:
-            chunk = b""
-        if not chunk:
-            yield None, b""
-            return
-        buf += chunk
 
 
 def _read_until(frames, pattern, timeout=15):
@@ -131,14 +95,14 @@ def test_ttyd_is_listed_and_opens_a_shell(user, term_session):  # noqa: F811
 
     s, rest = _ws_open(body["url"])
     try:
-        frames = _ws_frames(s, rest)
+        frames = wsclient.frames(s, rest)
         n = int.from_bytes(os.urandom(2), "big")
         # the shell computes the number: the echo of the typed line shows $((...)) instead
-        _ws_send(s, f"echo hello-$(({n}+1))-{TAG}\n")
+        wsclient.send_text(s, f"echo hello-$(({n}+1))-{TAG}\n")
         out = _read_until(frames, f"hello-{n + 1}-{TAG}".encode())
         assert f"hello-{n + 1}-{TAG}".encode() in out, out
         # the read-only mount
-        _ws_send(s, f"touch /opt/tessera/bin/tessera-term || echo ro-{TAG}\n")
+        wsclient.send_text(s, f"touch /opt/tessera/bin/tessera-term || echo ro-{TAG}\n")
         out = _read_until(frames, f"\nro-{TAG}".encode())
         assert f"ro-{TAG}".encode() in out and b"Read-only" in out, out
     finally:
@@ -152,8 +116,8 @@ def test_destroy_closes_the_terminal(user, image_registered):  # noqa: F811
         r = user.post(f"/session/{sname}/start-service", {"app": "ttyd"}, timeout=40)
         assert r.status_code == 200, r.text
         s, rest = _ws_open(r.json()["url"])
-        frames = _ws_frames(s, rest)
-        _ws_send(s, f"echo up-$((2+3))-{TAG}\n")
+        frames = wsclient.frames(s, rest)
+        wsclient.send_text(s, f"echo up-$((2+3))-{TAG}\n")
         assert f"up-5-{TAG}".encode() in _read_until(frames, f"up-5-{TAG}".encode())
         assert user.delete(f"/session/{sname}").status_code == 200
         s.settimeout(15)

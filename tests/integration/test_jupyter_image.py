@@ -15,7 +15,6 @@ import base64
 import json
 import os
 import socket
-import struct
 import subprocess
 import sys
 import time
@@ -25,6 +24,7 @@ import uuid
 import pytest
 import requests
 
+import wsclient
 from conftest import REPO
 from test_sessions_api import admin, gw, user  # noqa: F401
 
@@ -130,42 +130,6 @@ def _ws(url, path, origin, cookies):
     return s, status.decode(errors="replace"), head.partition(b"\r\n\r\n")[2]
 
 
-def _ws_send_text(s, text):
-    data = text.encode()
-    mask = os.urandom(4)
-    if len(data) < 126:
-        hdr = bytes([0x81, 0x80 | len(data)])
-    else:
-        hdr = bytes([0x81, 0x80 | 126]) + struct.pack(">H", len(data))
-    s.sendall(hdr + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(data)))
-
-
-def _ws_messages(s, buf):
-    """The server's text frames (unmasked, unfragmented), as they come."""
-    while True:
-        while len(buf) >= 2:
-            n, off = buf[1] & 0x7F, 2
-            if n == 126:
-                if len(buf) < 4:
-                    break
-                n, off = struct.unpack(">H", buf[2:4])[0], 4
-            elif n == 127:
-                if len(buf) < 10:
-                    break
-                n, off = struct.unpack(">Q", buf[2:10])[0], 10
-            if len(buf) < off + n:
-                break
-            op, payload, buf = buf[0] & 0x0F, buf[off:off + n], buf[off + n:]
-            if op == 8:
-                return
-            if op == 1:
-                yield payload.decode()
-        chunk = s.recv(65536)
-        if not chunk:
-            return
-        buf += chunk
-
-
 def test_jupyter_through_wsproxy(built, user, session):  # noqa: F811
     info = user.get(f"/session/{session}").json()
     ports = {p["name"]: p for p in info["servicePorts"]}
@@ -208,7 +172,7 @@ def test_jupyter_through_wsproxy(built, user, session):  # noqa: F811
         assert " 101 " in status, status
         n = int.from_bytes(os.urandom(2), "big")
         msg_id = uuid.uuid4().hex
-        _ws_send_text(s, json.dumps({
+        wsclient.send_text(s, json.dumps({
             "header": {"msg_id": msg_id, "msg_type": "execute_request", "username": "test",
                        "session": uuid.uuid4().hex, "version": "5.3",
                        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
@@ -219,8 +183,12 @@ def test_jupyter_through_wsproxy(built, user, session):  # noqa: F811
         out = ""
         deadline = time.monotonic() + 60
         s.settimeout(60)
-        for text in _ws_messages(s, rest):
-            m = json.loads(text)
+        for op, payload in wsclient.frames(s, rest):
+            if op is None or op == 8:
+                break
+            if op != 1:
+                continue
+            m = json.loads(payload.decode())
             if m.get("parent_header", {}).get("msg_id") == msg_id and m.get("msg_type") == "stream":
                 out += m["content"]["text"]
             if f"{n + 1} /home/work" in out or time.monotonic() > deadline:
