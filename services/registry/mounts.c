@@ -133,7 +133,10 @@ bool mounts_resolve(const char *access_key, json_t *names, json_t *map, const ch
 }
 
 /* GET /v1/vfolder-mounts/{vfolder_id}: {"vfolder_id", "sessions": [{id, name,
- * status, access_key}]} for sessions not ended. */
+ * status, access_key}]} for the sessions still using it: not ended and not
+ * TERMINATING (a destroyed session's folders may go to the trash at once, as
+ * Backend.AI lets them: the container is on its way out, and the trash is a
+ * rename its mount follows). */
 static void h_vfolder_mounts(http_req *req, http_resp *resp, void *ctx)
 {
     svc *s = ctx;
@@ -152,7 +155,7 @@ static void h_vfolder_mounts(http_req *req, http_resp *resp, void *ctx)
     PGresult *r = pgjson_query(conn, resp, "read mounting sessions",
                                "SELECT id::text, name, status, access_key FROM registry.sessions"
                                " WHERE mounts @> $1::jsonb AND status NOT IN " SQL_FINAL
-                               " ORDER BY created_at",
+                               " AND status <> 'TERMINATING' ORDER BY created_at",
                                1, p);
     free(pt);
     if (r) {

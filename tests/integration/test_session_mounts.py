@@ -283,3 +283,19 @@ def test_cli_mount_round_trip(bin_dir, stack, alice, image_registered, tmp_path)
         destroy_and_wait(a, sname)
     r = run(bin_dir, env, "session", "create", image_registered, "--mount", f"nope-{TAG}", "--enqueue-only")
     assert r.returncode == 1 and f"nope-{TAG}" in r.stderr and "404" in r.stderr, r.stderr
+
+
+def test_destroy_then_delete_the_folder_at_once(alice, image_registered):
+    """Backend.AI's everyday flow: destroy a session, then delete the folder it
+    mounted, without waiting for the container to be gone (the session is
+    TERMINATING, which no longer holds the folder)."""
+    a, _ = alice
+    data = new_folder(a)
+    sname = fresh("mntdel")
+    running(a, image_registered, sname, {"mounts": [data["name"]]})
+    info = okj(a.delete(f"/session/{sname}"))
+    assert info["status"] in ("TERMINATING", "TERMINATED"), info
+    r = a.delete(f"/folders/{q(data['name'])}")
+    assert r.status_code == 204, r.text
+    wait_until(lambda: a.get(f"/session/{info['sessionUuid']}").json().get("status") == "TERMINATED",
+               timeout=30, message="the session ends")

@@ -1,0 +1,343 @@
+"""Backend.AI's GraphQL endpoints (docs/api.md "GraphQL"): POST /admin/gql
+(GraphQL's response format) and POST /admin/graphql (the legacy form:
+the data itself, errors as a 400 problem), through the signed gateway and a
+console login.
+
+The queries Backend.AI's clients send answer with the reference's field
+names; the language features they use work (variables with defaults,
+aliases, fragments, inline fragments, __typename, directives); scoping
+follows the REST API: a user reads only its own sessions, keypairs, user
+record and folders, whatever the query asks, and may not read admin lists;
+malformed or hostile documents are refused at once with a GraphQL error,
+never a 5xx."""
+import json
+import time
+import uuid
+
+import pytest
+import requests
+
+from conftest import wait_until
+from test_sessions_api import _new_user, admin, gw, image, image_registered, okj, problem  # noqa: F401
+
+TAG = uuid.uuid4().hex[:6]
+
+
+@pytest.fixture(scope="module")
+def alice(admin, gw):
+    return _new_user(admin, gw, "gql-alice")
+
+
+@pytest.fixture(scope="module")
+def bob(admin, gw):
+    return _new_user(admin, gw, "gql-bob")
+
+
+def gql(client, query, variables=None, legacy=False, **extra):
+    body = {"query": query}
+    if variables is not None:
+        body["variables"] = variables
+    body.update(extra)
+    return client.post("/admin/graphql" if legacy else "/admin/gql", body)
+
+
+def data(client, query, variables=None):
+    """The data of a query that must succeed (checked on both endpoints)."""
+    r = gql(client, query, variables)
+    body = okj(r)
+    assert "errors" not in body, body
+    legacy = okj(gql(client, query, variables, legacy=True))
+    assert set(legacy) == set(body["data"]), (legacy, body)
+    return body["data"]
+
+
+def errors(client, query, variables=None, **extra):
+    """The errors of a query that must fail: 200 with errors on /admin/gql,
+    a 400 graphql-error problem holding the same list on /admin/graphql."""
+    r = gql(client, query, variables, **extra)
+    body = okj(r)
+    assert body.get("errors"), body
+    for e in body["errors"]:
+        assert isinstance(e["message"], str) and e["message"], e
+    p = problem(gql(client, query, variables, legacy=True, **extra), 400)
+    assert p["type"].endswith("/graphql-error"), p
+    assert [e["message"] for e in p["data"]] == [e["message"] for e in body["errors"]]
+    return body
+
+
+@pytest.fixture(scope="module")
+def alice_session(alice, image_registered):
+    client, _ = alice
+    name = f"gql-{TAG}"
+    r = client.post("/session", {"image": image_registered, "name": name, "enqueueOnly": True,
+                                 "config": {"resources": {"cpu": "1", "mem": "64m"}}})
+    info = okj(r, 201)
+    yield info["sessionUuid"], name
+    client.delete(f"/session/{name}", params={"forced": "false"})
+
+
+# ---- shapes: the SDK's own queries -------------------------------------------------------------
+
+
+def test_compute_session_list_as_the_sdk_asks(alice, alice_session):
+    client, user = alice
+    sid, name = alice_session
+    q = """query($limit:Int!, $offset:Int!, $ak:String, $group_id:String, $status:String) {
+      compute_session_list(limit:$limit, offset:$offset, access_key:$ak, group_id:$group_id, status:$status) {
+        items { id name image created_at terminated_at status status_info occupied_slots
+                containers {live_stat last_stat} }
+        total_count
+      }
+    }"""
+    st = "RUNNING,RESTARTING,TERMINATING,PENDING,SCHEDULED,PREPARING,PULLING,TERMINATED,CANCELLED,ERROR"
+    d = data(client, q, {"limit": 30, "offset": 0, "status": st})
+    lst = d["compute_session_list"]
+    assert lst["total_count"] >= 1
+    mine = [s for s in lst["items"] if s["id"] == sid]
+    assert mine and mine[0]["name"] == name, lst
+    s = mine[0]
+    assert set(s) == {"id", "name", "image", "created_at", "terminated_at", "status",
+                      "status_info", "occupied_slots", "containers"}
+    assert isinstance(s["occupied_slots"], str) and isinstance(json.loads(s["occupied_slots"]), dict)
+    assert isinstance(s["containers"], list)
+    # total_count alone, as ComputeSession.total_count asks
+    d = data(client, """query($limit:Int!, $offset:Int!, $status:String) {
+      compute_session_list(limit:$limit, offset:$offset, status:$status) { total_count } }""",
+             {"limit": 1, "offset": 0, "status": st})
+    assert d["compute_session_list"]["total_count"] == lst["total_count"]
+
+
+def test_compute_session_by_id(alice, alice_session):
+    client, user = alice
+    sid, name = alice_session
+    d = data(client, """query($session_uuid: UUID!) { compute_session(id:$session_uuid) {
+        id session_name name status access_key user_id group_id domain_name scaling_group
+        requested_slots service_ports type } }""", {"session_uuid": sid})
+    s = d["compute_session"]
+    assert s["id"] == sid and s["name"] == name and s["session_name"] == name
+    assert s["access_key"] == client.access_key and s["user_id"] == user["id"]
+    assert json.loads(s["requested_slots"])["cpu"]
+
+
+def test_keypair_and_user_of_the_caller(alice):
+    client, user = alice
+    d = data(client, "query { keypair { access_key is_active is_admin user_id resource_policy rate_limit } }")
+    k = d["keypair"]
+    assert k["access_key"] == client.access_key and k["is_admin"] is False
+    assert k["user_id"] == user["email"]  # Backend.AI's KeyPair.user_id is the e-mail
+    d = data(client, "query { user { email username domain_name role is_active groups { id name } } }")
+    u = d["user"]
+    assert u["email"] == user["email"] and u["role"] == "user" and u["is_active"] is True
+    assert isinstance(u["groups"], list)
+
+
+def test_admin_lists(admin):
+    d = data(admin, """query($offset:Int!, $limit:Int!, $is_active:Boolean) {
+        keypair_list(offset:$offset, limit:$limit, is_active:$is_active) {
+          items { access_key is_active user_id created_at } total_count } }""",
+             {"offset": 0, "limit": 100, "is_active": True})
+    assert d["keypair_list"]["total_count"] >= 1
+    assert all(k["is_active"] for k in d["keypair_list"]["items"])
+    d = data(admin, """query($offset:Int!, $limit:Int!, $is_active:Boolean) {
+        user_list(offset:$offset, limit:$limit, is_active:$is_active) {
+          items { email username role groups {id name} } total_count } }""",
+             {"offset": 0, "limit": 100, "is_active": True})
+    assert any(u["role"] == "superadmin" for u in d["user_list"]["items"])
+    d = data(admin, 'query { images { name tag registry digest installed labels { key value } '
+                    'resource_limits { key min max } } }')
+    assert d["images"] and all(i["name"] and i["tag"] for i in d["images"])
+    d = data(admin, 'query($status: String) { agents(status: $status) { id status available_slots '
+                    'occupied_slots first_contact } }', {"status": "ALIVE"})
+    assert d["agents"] and isinstance(json.loads(d["agents"][0]["available_slots"]), dict)
+    d = data(admin, "query { domains { name is_active total_resource_slots } "
+                    "groups(is_active: true) { id name domain_name } "
+                    "scaling_groups { name is_active scheduler driver } "
+                    "keypair_resource_policies { name max_concurrent_sessions total_resource_slots } "
+                    "user_resource_policies { name } project_resource_policies { name } "
+                    "resource_presets { name resource_slots shared_memory } }")
+    assert {"default"} <= {x["name"] for x in d["domains"]}
+    assert {"default"} <= {x["name"] for x in d["scaling_groups"]}
+    assert "cpu1-mem1g" in {p["name"] for p in d["resource_presets"]}
+    d = data(admin, "query($offset:Int!, $limit:Int!) { storage_volume_list(limit:$limit, offset:$offset) "
+                    "{ items { id backend capabilities } total_count } }", {"offset": 0, "limit": 20})
+    assert d["storage_volume_list"]["total_count"] >= 1
+
+
+def test_relay_connection(admin, alice_session):
+    d = data(admin, "query { compute_session_nodes(first: 1) { count edges { cursor node { id row_id name } } "
+                    "pageInfo { hasNextPage endCursor } } }")
+    c = d["compute_session_nodes"]
+    assert c["count"] >= 1 and len(c["edges"]) == 1
+    if c["pageInfo"]["hasNextPage"]:
+        after = c["pageInfo"]["endCursor"]
+        d2 = data(admin, "query($a: String) { compute_session_nodes(first: 1, after: $a) "
+                         "{ edges { node { row_id } } } }", {"a": after})
+        assert d2["compute_session_nodes"]["edges"][0]["node"]["row_id"] != c["edges"][0]["node"]["row_id"]
+    errors(admin, 'query { compute_session_nodes(after: "bm90LWEtY3Vyc29y") { count } }')
+
+
+# ---- the language ------------------------------------------------------------------------------
+
+
+def test_language_features(alice, alice_session):
+    client, _ = alice
+    sid, name = alice_session
+    q = """
+    query Mine($limit: Int = 10, $withImage: Boolean = false) {
+      a: compute_session_list(limit: $limit, offset: 0) { ...Page }
+      b: compute_session_list(limit: 1, offset: 0) { total_count, __typename }
+      __typename
+    }
+    fragment Page on ComputeSessionList {
+      total_count
+      items {
+        ... on ComputeSession { sid: id }
+        ... @include(if: $withImage) { image }
+        name @skip(if: false)
+      }
+    }"""
+    d = data(client, q)
+    assert d["__typename"] == "Query"
+    assert d["b"]["__typename"] == "ComputeSessionList"
+    item = next(i for i in d["a"]["items"] if i["sid"] == sid)
+    assert set(item) == {"sid", "name"}
+    d = data(client, q, {"withImage": True})
+    assert all("image" in i for i in d["a"]["items"])
+    # one of two operations, by name
+    r = okj(gql(client, "query A { __typename } query B { keypair { access_key } }",
+                operation_name="B"))
+    assert r["data"] == {"keypair": {"access_key": client.access_key}}
+
+
+@pytest.mark.parametrize("query,needle", [
+    ("query { nope }", 'Cannot query field "nope" on type "Query"'),
+    ("query { keypair { nope } }", 'Cannot query field "nope" on type "KeyPair"'),
+    ("query { keypair }", "must have a selection"),
+    ("query { keypair { access_key { x } } }", "must not have a selection"),
+    ("query { compute_session_list(offset: 0) { total_count } }", 'argument "limit" is required'),
+    ("query { keypair(bogus: 1) { access_key } }", 'Unknown argument "bogus"'),
+    ("query { ...F }", 'Unknown fragment "F"'),
+    ("query { ...F } fragment F on Query { ...G } fragment G on Query { ...F }", "within itself"),
+    ("query { keypair { ... on User { email } } }", "can never be of type"),
+    ("query($x: Int) { keypair { access_key } }", 'Variable "$x" is never used'),
+    ("query { keypair(access_key: $x) { access_key } }", 'Variable "$x" is not defined'),
+    ("query { keypair @bogus { access_key } }", 'Unknown directive "@bogus"'),
+    ("query { __schema { types { name } } }", "introspection is not allowed"),
+    ("subscription { keypair { access_key } }", "Subscriptions are not served"),
+    ("query { keypair { access_key } ", "Syntax Error"),
+    ('query { compute_session_list(limit: "ten", offset: 0) { total_count } }', "Int cannot represent"),
+    ("query A { __typename } query B { __typename }", "Must provide operation name"),
+    ('query { compute_session(id: "not-a-uuid") { id } }', "UUID"),
+])
+def test_errors_are_graphql_errors(alice, query, needle):
+    client, _ = alice
+    body = errors(client, query)
+    assert any(needle in e["message"] for e in body["errors"]), body
+
+
+def test_error_has_location_and_path(alice):
+    client, _ = alice
+    body = errors(client, "query {\n  keypair { nope }\n}")
+    e = body["errors"][0]
+    assert e["locations"] == [{"line": 2, "column": 13}], e
+    body = okj(gql(client, 'query { mine: keypair { access_key } all: agents { id } }'))
+    assert body["data"] == {"mine": {"access_key": client.access_key}, "all": None}, body
+    assert body["errors"][0]["path"] == ["all"], body
+
+
+def test_variables_are_checked(alice):
+    client, _ = alice
+    q = "query($l: Int!, $o: Int!) { compute_session_list(limit:$l, offset:$o) { total_count } }"
+    body = errors(client, q, {"l": 1})
+    assert 'Variable "$o" of required type "Int!" was not provided' in body["errors"][0]["message"]
+    body = errors(client, q, {"l": "x", "o": 0})
+    assert "$l" in body["errors"][0]["message"]
+
+
+# ---- scoping ------------------------------------------------------------------------------------
+
+
+def test_a_user_never_reads_another_users_things(alice, bob, alice_session):
+    """Bob asks for Alice's session, keypair, user record and folders every way
+    the schema offers: nothing of hers comes back."""
+    bclient, _ = bob
+    aclient, auser = alice
+    sid, name = alice_session
+    d = okj(gql(bclient, "query { compute_session_list(limit: 100, offset: 0, status: \"PENDING,SCHEDULED,"
+                         "PREPARING,PULLING,RUNNING,TERMINATING,TERMINATED,CANCELLED,ERROR\") "
+                         "{ items { id access_key } total_count } }"))["data"]
+    assert all(s["access_key"] == bclient.access_key for s in d["compute_session_list"]["items"])
+    d = okj(gql(bclient, 'query($ak: String) { compute_session_list(limit: 100, offset: 0, access_key: $ak) '
+                         '{ items { id } total_count } }', {"ak": aclient.access_key}))["data"]
+    assert d["compute_session_list"]["total_count"] == 0
+    body = okj(gql(bclient, "query($id: UUID!) { compute_session(id: $id) { id name } }", {"id": sid}))
+    assert body["data"]["compute_session"] is None and body["errors"], body
+    body = okj(gql(bclient, "query($ak: String) { keypair(access_key: $ak) { access_key secret_key } }",
+                   {"ak": aclient.access_key}))
+    assert body["data"]["keypair"] is None and body["errors"], body
+    d = okj(gql(bclient, "query { keypair_list(limit: 100, offset: 0) { items { access_key } total_count } }"))
+    assert d["data"]["keypair_list"]["items"] == [{"access_key": bclient.access_key}] or \
+        all(k["access_key"] != aclient.access_key for k in d["data"]["keypair_list"]["items"])
+    body = okj(gql(bclient, "query($e: String) { user(email: $e) { email } }", {"e": auser["email"]}))
+    assert body["data"]["user"] is None and body["errors"], body
+    d = okj(gql(bclient, "query { user_list(limit: 100, offset: 0) { items { email } total_count } }"))
+    assert [u["email"] for u in d["data"]["user_list"]["items"]] != [] and \
+        auser["email"] not in [u["email"] for u in d["data"]["user_list"]["items"]]
+    d = okj(gql(bclient, "query { compute_session_nodes(first: 100) { edges { node { row_id } } } }"))
+    assert sid not in [e["node"]["row_id"] for e in d["data"]["compute_session_nodes"]["edges"]]
+
+
+def test_a_user_cannot_read_admin_lists(alice):
+    client, _ = alice
+    for q in ("query { domains { name } }", "query { agents { id } }",
+              "query { scaling_groups { name } }", "query { keypair_resource_policies { name } }",
+              "query { storage_volume_list(limit: 10, offset: 0) { total_count } }"):
+        body = okj(gql(client, q))
+        assert body["errors"] and all(v is None for v in body["data"].values()), (q, body)
+
+
+# ---- transport and bad input ----------------------------------------------------------------------
+
+
+def test_needs_a_signature(gw):
+    for path in ("/admin/gql", "/admin/graphql"):
+        problem(requests.post(gw + path, json={"query": "{ __typename }"}, timeout=10), 401)
+
+
+@pytest.mark.parametrize("body", [
+    {}, {"query": 5}, {"query": "{ __typename }", "variables": [1]},
+    {"query": "{ __typename }", "operation_name": 3},
+])
+def test_bad_request_bodies(alice, body):
+    client, _ = alice
+    for path in ("/admin/gql", "/admin/graphql"):
+        problem(client.post(path, body), 400)
+
+
+def test_hostile_documents_are_refused_quickly(alice):
+    client, _ = alice
+    deep = "query { " + "keypair { " * 200 + "access_key" + " }" * 201
+    lists = 'query { keypair(access_key: ' + "[" * 5000 + "]" * 5000 + ") { access_key } }"
+    big = "query { " + "__typename " * 20000 + "}"
+    bomb = ("query { ...A } " + " ".join(
+        f"fragment {chr(65 + i)} on Query {{ ...{chr(66 + i)} ...{chr(66 + i)} }}" for i in range(20))
+        + " fragment U on Query { __typename }").replace("...U ...U", "__typename")
+    for q in (deep, lists, big, bomb):
+        t = time.monotonic()
+        r = gql(client, q)
+        assert time.monotonic() - t < 5
+        body = okj(r)
+        assert body["data"] is None and body["errors"], body["errors"][:1]
+
+
+def test_console_login_can_query(admin, gw):
+    """The console (session mode) reaches GraphQL through /func, as the login's keypair."""
+    from test_console_login import Browser, new_user  # noqa: PLC0415
+    email, signed, _ = new_user(admin, gw)
+    b = Browser(gw, email)
+    assert b.csrf, b.login.text
+    r = b.func("POST", "/admin/gql", json={"query": "query { keypair { access_key } user { email } }"})
+    body = okj(r)
+    assert body["data"] == {"keypair": {"access_key": signed.access_key}, "user": {"email": email}}, body
+    # without the CSRF token: refused like any other /func call
+    problem(b.func("POST", "/admin/gql", csrf=False, json={"query": "{ __typename }"}), 403)
