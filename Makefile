@@ -198,7 +198,7 @@ test: deps
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory check
 
-check: lint unit asan integration browser security $(if $(wildcard $(CUDA_HOME)/include/cuda.h),test-shim,shim-skipped) \
+check: lint unit asan integration browser compat security $(if $(wildcard $(CUDA_HOME)/include/cuda.h),test-shim,shim-skipped) \
        fuzz-smoke faults-smoke
 
 # `make lint`: the tree is clang-formatted, and its shape holds (tools/structure.py:
@@ -227,6 +227,22 @@ browser: all
 
 asan:
 	@$(MAKE) --no-print-directory BUILD=build-asan SAN=1 unit
+
+# ---- compatibility suite ----------------------------------------------------------
+# `make compat`: Backend.AI's JavaScript SDK (npm backend.ai-client 21.3.1, pinned by
+# tests/compat/package-lock.json, fetched once into tests/compat/node_modules) called
+# through each of its public methods against a temporary stack (tests/compat,
+# tools/run-compat.sh); each outcome is compared with tests/compat/expected.txt.
+# Prints a table and "compat: N/T methods ok, M not served yet (listed), K unexpected".
+COMPAT_DEPS := tests/compat/node_modules/.package-lock.json
+$(COMPAT_DEPS): tests/compat/package-lock.json
+	@echo "  NPM     tests/compat (npm ci)"
+	$(Q)cd tests/compat && npm ci --no-audit --no-fund --loglevel=error
+	$(Q)touch $@
+.PHONY: compat
+compat: all $(COMPAT_DEPS)
+	@sh tools/run-compat.sh
+# ---- end compatibility suite ------------------------------------------------------
 
 # ---- security suite ------------------------------------------------------------
 # `make security`: tests/security/ (tools/run-security.sh) as a tenant inside

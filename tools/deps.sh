@@ -31,7 +31,8 @@ missing() {
 }
 
 miss=$(missing)
-# Node.js and npm build the web console: Debian's packages unless a node with
+# Node.js and npm build the web console and run the compatibility suite
+# (tests/compat, Backend.AI's JavaScript SDK): Debian's packages unless a node with
 # npm is there already (e.g. NodeSource's nodejs, which conflicts with them).
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   miss="${miss}nodejs npm "
