@@ -5,8 +5,10 @@
  * it is small, fuzzed (fuzz/fuzz_gql.c) and bounded: a document over
  * lim->max_bytes, nested deeper than lim->max_depth (selection sets and
  * values together) or with more than lim->max_nodes nodes (selections,
- * arguments, values, variable definitions, directives) is refused before
- * anything is executed, so a hostile query costs at most a bounded parse.
+ * arguments, values, variable definitions, directives, type references) is
+ * refused before anything is executed, so a hostile query costs at most a
+ * bounded parse (and its recursion, bounded by the depth, cannot exhaust the
+ * stack).
  *
  * Everything a document holds lives in one arena freed by gql_doc_free;
  * names and strings are NUL-terminated copies (a string's \u0000 is refused,
@@ -19,9 +21,10 @@
 #include <stddef.h>
 
 typedef struct gql_limits {
-    size_t max_bytes;    /* the source */
-    unsigned max_depth;  /* nesting of selection sets, lists and objects */
-    unsigned max_nodes;  /* selections + arguments + values + ... */
+    size_t max_bytes;   /* the source */
+    unsigned max_depth; /* nesting of selection sets, list and object values
+                         * and list types; at most 256 whatever is asked */
+    unsigned max_nodes; /* selections + arguments + values + ... */
 } gql_limits;
 
 /* Defaults: 64 KiB, depth 16, 10,000 nodes. */
@@ -31,7 +34,8 @@ typedef enum gql_value_kind {
     GQL_V_NULL,
     GQL_V_INT,    /* text: the literal as written ("-12") */
     GQL_V_FLOAT,  /* text: the literal as written ("1.5e3") */
-    GQL_V_STRING, /* text: the decoded string (UTF-8); block strings too */
+    GQL_V_STRING, /* text: the decoded string (UTF-8); block strings too,
+                   * after their indentation rule */
     GQL_V_BOOL,   /* boolean */
     GQL_V_ENUM,   /* text: the name */
     GQL_V_VAR,    /* text: the variable's name, without "$" */
@@ -44,9 +48,9 @@ struct gql_value {
     gql_value_kind kind;
     const char *text;
     bool boolean;
-    gql_value *items;  /* LIST, OBJECT: the first item */
-    const char *name;  /* an OBJECT's item: its field name; NULL otherwise */
-    gql_value *next;   /* the next item of the enclosing LIST or OBJECT */
+    gql_value *items; /* LIST, OBJECT: the first item */
+    const char *name; /* an OBJECT's item: its field name; NULL otherwise */
+    gql_value *next;  /* the next item of the enclosing LIST or OBJECT */
 };
 
 typedef struct gql_arg gql_arg;
@@ -79,7 +83,7 @@ struct gql_sel {
     const char *type_cond; /* INLINE: or NULL (no "on") */
     gql_arg *args;         /* FIELD */
     gql_directive *directives;
-    gql_sel *sels; /* FIELD: its selection set or NULL; INLINE: never NULL */
+    gql_sel *sels;      /* FIELD: its selection set or NULL; INLINE: never NULL */
     unsigned line, col; /* where it starts (1-based, as GraphQL errors say) */
     gql_sel *next;
 };
@@ -135,7 +139,8 @@ typedef struct gql_doc {
 } gql_doc;
 
 /* A syntax error or a limit, with where it was found (0, 0 when not
- * tied to a place, as a size over the limit). */
+ * tied to a place, as a size over the limit; the column counts characters,
+ * not bytes). The messages are graphql-js's where it has one. */
 typedef struct gql_parse_error {
     char msg[256]; /* "Syntax Error: Expected Name, found \"}\"." */
     unsigned line, col;
