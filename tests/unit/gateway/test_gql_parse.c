@@ -126,14 +126,14 @@ static void test_session_list_query(void **state)
 static void test_mutations(void **state)
 {
     (void)state;
-    gql_doc *doc = parse_ok(
-        "mutation($access_key: String!, $input: ModifyKeyPairInput!) {\n"
-        "  modify_keypair(access_key: $access_key, props: $input) { ok msg }\n"
-        "}\n"
-        "mutation CreateUser($email: String!, $props: UserInput!) {\n"
-        "  create_user(email: $email, props: $props) { ok msg user { id email } }\n"
-        "}\n"
-        "subscription Events { session_events { id } }");
+    gql_doc *doc =
+        parse_ok("mutation($access_key: String!, $input: ModifyKeyPairInput!) {\n"
+                 "  modify_keypair(access_key: $access_key, props: $input) { ok msg }\n"
+                 "}\n"
+                 "mutation CreateUser($email: String!, $props: UserInput!) {\n"
+                 "  create_user(email: $email, props: $props) { ok msg user { id email } }\n"
+                 "}\n"
+                 "subscription Events { session_events { id } }");
     const gql_op *op = doc->ops;
     assert_int_equal(op->kind, GQL_OP_MUTATION);
     assert_null(op->name);
@@ -155,17 +155,17 @@ static void test_mutations(void **state)
 static void test_aliases_fragments_directives(void **state)
 {
     (void)state;
-    gql_doc *doc = parse_ok(
-        "query Agents($stats: Boolean = false) @live {\n"
-        "  a1: agent(agent_id: \"i-1\") { ...AgentFields @defer }\n"
-        "  a2: agent(agent_id: \"i-2\") @include(if: $stats) @mark {\n"
-        "    ... on Agent { status }\n"
-        "    ... @skip(if: true) { region }\n"
-        "    ... { addr }\n"
-        "  }\n"
-        "}\n"
-        "fragment AgentFields on Agent @frag(x: 1) { id status_changed ...More }\n"
-        "fragment More on Agent { occupied_slots }\n");
+    gql_doc *doc =
+        parse_ok("query Agents($stats: Boolean = false) @live {\n"
+                 "  a1: agent(agent_id: \"i-1\") { ...AgentFields @defer }\n"
+                 "  a2: agent(agent_id: \"i-2\") @include(if: $stats) @mark {\n"
+                 "    ... on Agent { status }\n"
+                 "    ... @skip(if: true) { region }\n"
+                 "    ... { addr }\n"
+                 "  }\n"
+                 "}\n"
+                 "fragment AgentFields on Agent @frag(x: 1) { id status_changed ...More }\n"
+                 "fragment More on Agent { occupied_slots }\n");
     const gql_op *op = doc->ops;
     assert_string_equal(op->name, "Agents");
     assert_string_equal(op->directives->name, "live");
@@ -304,8 +304,9 @@ static void test_strings(void **state)
         {"{a(s: \"\")}", ""},
         {"{a(s: \"q\\\" b\\\\ s\\/ b\\b f\\f n\\n r\\r t\\t\")}", "q\" b\\ s/ b\b f\f n\n r\r t\t"},
         {"{a(s: \"caf\\u00e9 \\u00E9 \\u20AC\")}", "caf\xc3\xa9 \xc3\xa9 \xe2\x82\xac"},
-        {"{a(s: \"\\uD83D\\uDE00!\")}", "\xf0\x9f\x98\x80!"},   /* a surrogate pair */
-        {"{a(s: \"\\u{1F600}\\u{41}\")}", "\xf0\x9f\x98\x80" "A"}, /* 2021 braces */
+        {"{a(s: \"\\uD83D\\uDE00!\")}", "\xf0\x9f\x98\x80!"}, /* a surrogate pair */
+        {"{a(s: \"\\u{1F600}\\u{41}\")}", "\xf0\x9f\x98\x80"
+                                          "A"}, /* 2021 braces */
         {"{a(s: \"caf\xc3\xa9 \xf0\x9f\x98\x80 \t tab\")}", "caf\xc3\xa9 \xf0\x9f\x98\x80 \t tab"},
         {"{a(s: \"# not a comment, \\\"\")}", "# not a comment, \""},
         /* block strings: the common indentation of lines after the first
@@ -412,7 +413,8 @@ static void test_syntax_errors(void **state)
         {"fragment F on { a } { a }", 1, 15, "Syntax Error: Expected Name, found \"{\"."},
         {"fragment F on T { a } { a } (", 1, 29, "Syntax Error: Unexpected \"(\"."},
         {"{ a(x: 1) \"a very long string value that goes on and on and on\" }", 1, 11,
-         "Syntax Error: Expected Name, found String \"a very long string value that goes on an...\"."},
+         "Syntax Error: Expected Name, found String \"a very long string value that goes on "
+         "an...\"."},
         {"{ a(x: 1) \"\"\"block\"\"\" }", 1, 11,
          "Syntax Error: Expected Name, found BlockString \"block\"."},
         {"{ a(x: 1) 2.5 }", 1, 11, "Syntax Error: Expected Name, found Float \"2.5\"."},
@@ -450,7 +452,8 @@ static void test_lexical_errors(void **state)
         {"{ a(s: \"\\u{110000}\") }", 1, 9,
          "Syntax Error: Invalid Unicode escape sequence: \"\\u{110000}\"."},
         {"{ a(s: \"\\u{}\") }", 1, 9, "Syntax Error: Invalid Unicode escape sequence: \"\\u{}\"."},
-        {"{ a(s: \"\\u{41\") }", 1, 9, "Syntax Error: Invalid Unicode escape sequence: \"\\u{41\"."},
+        {"{ a(s: \"\\u{41\") }", 1, 9,
+         "Syntax Error: Invalid Unicode escape sequence: \"\\u{41\"."},
         {"{ a(s: \"\\u0000\") }", 1, 9,
          "Syntax Error: Invalid Unicode escape sequence: \"\\u0000\" (NUL is not allowed)."},
         {"{ a(s: \"\\u{0}\") }", 1, 9,
@@ -591,7 +594,8 @@ static void test_depth_limit(void **state)
     free(s);
     free(src);
     assert_false(try_parse("{a{b(x: {c: {d: 1}})}}",
-                           &(gql_limits){.max_bytes = 100, .max_depth = 3, .max_nodes = 100}, &err));
+                           &(gql_limits){.max_bytes = 100, .max_depth = 3, .max_nodes = 100},
+                           &err));
     assert_int_equal(err.col, 13);
     /* List types too. */
     s = repeat("query($a: ", "[", 17, "Int");
@@ -609,9 +613,8 @@ static void test_depth_limit(void **state)
         clock_t t0 = clock();
         assert_false(try_parse(src, &huge, &err));
         assert_string_equal(err.msg, "Document nested too deeply: more than 256 levels.");
-        assert_false(try_parse(src, &(gql_limits){.max_bytes = 1 << 20, .max_depth = 16,
-                                                  .max_nodes = 10000},
-                               &err));
+        assert_false(try_parse(
+            src, &(gql_limits){.max_bytes = 1 << 20, .max_depth = 16, .max_nodes = 10000}, &err));
         assert_string_equal(err.msg, "Document nested too deeply: more than 16 levels.");
         assert_true(clock() - t0 < CLOCKS_PER_SEC);
         free(src);
