@@ -75,9 +75,11 @@ static bool is_number(const char *s, bool is_float)
 static bool is_utf8(const unsigned char *s)
 {
     while (*s) {
-        int n = *s < 0x80 ? 0 : *s >= 0xC2 && *s < 0xE0 ? 1 : *s >= 0xE0 && *s < 0xF0 ? 2
-                : *s >= 0xF0 && *s < 0xF5                         ? 3
-                                                                  : -1;
+        int n = *s < 0x80                 ? 0
+                : *s >= 0xC2 && *s < 0xE0 ? 1
+                : *s >= 0xE0 && *s < 0xF0 ? 2
+                : *s >= 0xF0 && *s < 0xF5 ? 3
+                                          : -1;
         if (n < 0) return false;
         for (s++; n > 0; n--, s++)
             if ((*s & 0xC0) != 0x80) return false;
@@ -300,7 +302,7 @@ static bool check(const uint8_t *data, size_t size, const gql_limits *lim, char 
         if ((err.line == 0) != (err.col == 0)) abort();
         return false;
     }
-    walk w = {.lim = lim};
+    walk w = {.lim = lim ? lim : &gql_default_limits};
     document(&w, doc);
     gql_doc_free(doc);
     *print = w.out;
