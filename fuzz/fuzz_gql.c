@@ -300,6 +300,10 @@ static bool check(const uint8_t *data, size_t size, const gql_limits *lim, char 
     if (!gql_parse((const char *)data, size, lim, &doc, &err)) {
         if (doc || !err.msg[0] || !is_utf8((const unsigned char *)err.msg)) abort();
         if ((err.line == 0) != (err.col == 0)) abort();
+        unsigned lines = 1; /* the place is in the source, or just past it */
+        for (size_t i = 0; i < size; i++)
+            lines += data[i] == '\n' || (data[i] == '\r' && (i + 1 == size || data[i + 1] != '\n'));
+        if (err.line > lines || err.col > size + 1) abort();
         return false;
     }
     walk w = {.lim = lim ? lim : &gql_default_limits};
