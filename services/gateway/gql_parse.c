@@ -256,7 +256,7 @@ static long _u4(const parser *p, size_t i)
 }
 
 /* The escape sequence at i (a backslash) of a "string", decoded into the
- * scratch buffer: the bytes it takes, or 0 after the error. \uXXXX takes a
+ * scratch buffer, the bytes it takes in *len; or the error. \uXXXX takes a
  * surrogate pair as one character; \u{X...} is the 2021 variable width. */
 static bool _escape(parser *p, size_t i, size_t *len)
 {
@@ -448,10 +448,9 @@ static const char *_tok_desc(const parser *p, char buf[96])
     const token *t = &p->tok;
     if (!t->kind || !strchr("NIFSB", t->kind)) return _kind_desc(t->kind, buf);
     const char *v = t->str ? t->str : p->src + t->start;
-    size_t n = t->str ? strlen(t->str) : t->end - t->start, cut = n;
-    if (n > 40) /* clipped at a character boundary */
-        for (cut = 40; cut > 0 && ((unsigned char)v[cut] & 0xC0) == 0x80; cut--) {
-        }
+    size_t n = t->str ? strlen(t->str) : t->end - t->start, cut = n > 40 ? 40 : n;
+    while (cut < n && cut > 0 && ((unsigned char)v[cut] & 0xC0) == 0x80) /* whole characters */
+        cut--;
     snprintf(buf, 96, "%s \"%.*s%s\"", _kind_desc(t->kind, NULL), (int)cut, v,
              cut < n ? "..." : "");
     return buf;
