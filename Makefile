@@ -317,7 +317,7 @@ FUZZ_CC       ?= clang
 FUZZ_SECONDS  ?= 60
 # <name>=<max_len>: fuzz/fuzz_<name>.c
 FUZZ_TARGETS  := config_file=4096 envelope=4096 http_router=2048 cni_conf=4096 svcauth=2048 \
-                 http_front=4096 http1=4096 image_ref=1200 exec_req=4096
+                 http_front=4096 http1=4096 image_ref=1200 exec_req=4096 gql=8192
 FUZZ_NAMES    := $(foreach t,$(FUZZ_TARGETS),$(firstword $(subst =, ,$(t))))
 FUZZ_BINS     := $(patsubst %,$(BUILD)/fuzz/bin/fuzz_%,$(FUZZ_NAMES))
 FUZZ_COMMON   := common log config config_file envelope http_resp http_router http_server http_request http_workers buf svcauth \
@@ -344,6 +344,8 @@ $(BUILD)/fuzz/obj/services/%.o: services/%.c | $(PROTO_H)
 	@echo "  FUZZCC  $<"
 	$(Q)$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 $(BUILD)/fuzz/bin/fuzz_cni_conf: $(FUZZ_CNI_OBJ)
+# the gateway's GraphQL document parser (fuzz_gql)
+$(BUILD)/fuzz/bin/fuzz_gql: $(BUILD)/fuzz/obj/services/gateway/gql_parse.o
 
 $(BUILD)/fuzz/obj/gen/%.o: $(BUILD)/gen/%.c | $(PROTO_H)
 	@mkdir -p $(dir $@)
