@@ -77,12 +77,13 @@ static json_t *reload(admin_req *a, const char *ak)
     " WHERE ($1::uuid IS NULL OR k.user_id = $1::uuid)"                                            \
     " AND ($2::text IS NULL OR u.domain_name = $2)"                                                \
     " AND (NOT $3::bool OR u.role <> 'superadmin')"                                                \
-    " AND ($4::uuid IS NULL OR k.user_id = $4::uuid)"
+    " AND ($4::uuid IS NULL OR k.user_id = $4::uuid)"                                              \
+    " AND ($5::bool IS NULL OR k.is_active = $5::bool)"
 
 static const char count_sql[] = "SELECT count(*)" LIST_WHERE;
 static const char page_sql[] =
     "SELECT " KEYPAIR_COLUMNS LIST_WHERE
-    " ORDER BY k.created_at, k.access_key LIMIT $5::bigint OFFSET $6::bigint";
+    " ORDER BY k.created_at, k.access_key LIMIT $6::bigint OFFSET $7::bigint";
 
 static void h_list(http_req *req, http_resp *resp, void *ctx)
 {
@@ -93,12 +94,14 @@ static void h_list(http_req *req, http_resp *resp, void *ctx)
         http_problem(resp, 400, "invalid-api-params", NULL, "user must be a user id (UUID)");
         return;
     }
+    const char *active;
+    if (!admin_query_bool(req, resp, "is_active", &active)) return;
     admin_req a;
     if (!admin_begin(&a, ctx, req, resp, ADMIN_ANY, NULL)) return;
     bool super = caller_is_superadmin(&a.c);
     const char *filters[] = {user, super ? NULL : a.c.domain_name, super ? "f" : "t",
-                             caller_is_admin(&a.c) ? NULL : a.c.user_id};
-    admin_reply_page(&a, "list keypairs", count_sql, page_sql, 4, filters, &page);
+                             caller_is_admin(&a.c) ? NULL : a.c.user_id, active};
+    admin_reply_page(&a, "list keypairs", count_sql, page_sql, 5, filters, &page);
     admin_end(&a);
 }
 

@@ -1,6 +1,7 @@
-/* gql_exec.c: validation and execution of GraphQL requests against a table
- * schema (gql_exec.h). */
+/* gql_exec.c: coercion and execution of GraphQL requests against a table
+ * schema (gql_exec.h); validation is gql_validate.c. */
 #include "gql_exec.h"
+#include "gql_validate.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -8,378 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Validation visits at most this many selections (fragments spread in
- * fragments multiply them). */
-#define VALIDATE_BUDGET 100000
-#define MAX_FRAG_NEST 32
-
-struct gql_exec {
-    const gql_schema *schema;
-    const gql_doc *doc;
-    const gql_op *op;
-    json_t *vars;   /* coerced variable values */
-    json_t *errors; /* array */
-    json_t *path;   /* the path of the field being completed */
-    const gql_sel *cur;
-    void *user;
-    unsigned long fields;
-    unsigned long visits;
-    bool over_budget;
-    /* validation bookkeeping */
-    const char *frag_stack[MAX_FRAG_NEST];
-    unsigned frag_depth;
-    const char **used_frags;
-    size_t n_used_frags;
-    const char **used_vars;
-    size_t n_used_vars;
-};
-
-void *gql_user(const gql_exec *ex) { return ex->user; }
-
-/* ---- errors --------------------------------------------------------------- */
-
-static void _add_error(gql_exec *ex, unsigned line, unsigned col, const json_t *path,
-                       const char *fmt, va_list ap)
-{
-    if (json_array_size(ex->errors) >= GQL_MAX_ERRORS) return;
-    char msg[512];
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    json_t *e = json_pack("{s:s}", "message", msg);
-    if (line)
-        json_object_set_new(e, "locations",
-                            json_pack("[{s:i,s:i}]", "line", (json_int_t)line, "column",
-                                      (json_int_t)col));
-    if (path) json_object_set_new(e, "path", json_deep_copy(path));
-    json_array_append_new(ex->errors, e);
-}
-
-TS_PRINTF(4, 5)
-static void _verror(gql_exec *ex, unsigned line, unsigned col, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    _add_error(ex, line, col, NULL, fmt, ap);
-    va_end(ap);
-}
-
-void gql_error(gql_exec *ex, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    _add_error(ex, ex->cur ? ex->cur->line : 0, ex->cur ? ex->cur->col : 0, ex->path, fmt, ap);
-    va_end(ap);
-}
-
-/* ---- schema lookups ------------------------------------------------------- */
-
-static const gql_field_def *_field(const gql_object *t, const char *name)
-{
-    for (const gql_field_def *f = t->fields; f->name; f++)
-        if (strcmp(f->name, name) == 0) return f;
-    return NULL;
-}
-
-static const gql_root_field *_root_field(const gql_root_field *rf, const char *name)
-{
-    for (; rf && rf->name; rf++)
-        if (strcmp(rf->name, name) == 0) return rf;
-    return NULL;
-}
-
-static bool _known_type(const gql_schema *s, const char *name)
-{
-    if (strcmp(name, "Query") == 0 || strcmp(name, "Mutation") == 0) return true;
-    for (const gql_object *const *t = s->types; t && *t; t++)
-        if (strcmp((*t)->name, name) == 0) return true;
-    return false;
-}
-
-static const char *const SCALARS[] = {"String", "Int",   "Float",    "Boolean",    "ID",
-                                      "UUID",   "BigInt", "DateTime", "JSONString", NULL};
-
-static bool _is_scalar_name(const char *name)
-{
-    for (const char *const *s = SCALARS; *s; s++)
-        if (strcmp(*s, name) == 0) return true;
-    return false;
-}
-
-static bool _is_input_name(const gql_schema *s, const char *name)
-{
-    for (const char *const *t = s->input_types; t && *t; t++)
-        if (strcmp(*t, name) == 0) return true;
-    return false;
-}
-
-static const char *_op_type_name(const gql_op *op)
-{
-    return op->kind == GQL_OP_MUTATION ? "Mutation" : "Query";
-}
-
-static const gql_root_field *_op_roots(const gql_exec *ex)
-{
-    return ex->op->kind == GQL_OP_MUTATION ? ex->schema->mutation : ex->schema->query;
-}
-
-/* ---- validation ----------------------------------------------------------- */
-
-static void _mark(const char ***list, size_t *n, const char *name)
-{
-    for (size_t i = 0; i < *n; i++)
-        if (strcmp((*list)[i], name) == 0) return;
-    const char **grown = realloc(*list, (*n + 1) * sizeof(**list));
-    if (!grown) ts_panic("out of memory");
-    *list = grown;
-    (*list)[(*n)++] = name;
-}
-
-static void _vars_in_value(gql_exec *ex, const gql_value *v, unsigned line, unsigned col)
-{
-    if (!v) return;
-    if (v->kind == GQL_V_VAR) {
-        bool defined = false;
-        for (const gql_vardef *d = ex->op->vars; d; d = d->next)
-            if (strcmp(d->name, v->text) == 0) defined = true;
-        if (!defined)
-            _verror(ex, line, col, "Variable \"$%s\" is not defined%s%s%s.", v->text,
-                    ex->op->name ? " by operation \"" : "", ex->op->name ? ex->op->name : "",
-                    ex->op->name ? "\"" : "");
-        _mark(&ex->used_vars, &ex->n_used_vars, v->text);
-    }
-    for (const gql_value *i = v->items; i; i = i->next) _vars_in_value(ex, i, line, col);
-}
-
-static void _validate_directives(gql_exec *ex, const gql_directive *d)
-{
-    for (; d; d = d->next) {
-        bool known = strcmp(d->name, "skip") == 0 || strcmp(d->name, "include") == 0;
-        if (!known) {
-            _verror(ex, d->line, d->col, "Unknown directive \"@%s\".", d->name);
-            continue;
-        }
-        bool has_if = false;
-        for (const gql_arg *a = d->args; a; a = a->next) {
-            _vars_in_value(ex, a->value, a->line, a->col);
-            if (strcmp(a->name, "if") == 0)
-                has_if = true;
-            else
-                _verror(ex, a->line, a->col, "Unknown argument \"%s\" on directive \"@%s\".",
-                        a->name, d->name);
-        }
-        if (!has_if)
-            _verror(ex, d->line, d->col,
-                    "Directive \"@%s\" argument \"if\" of type \"Boolean!\" is required, but it "
-                    "was not provided.",
-                    d->name);
-    }
-}
-
-static void _validate_sels(gql_exec *ex, const gql_sel *sels, const gql_object *t);
-
-static void _validate_args(gql_exec *ex, const gql_sel *s, const gql_arg_def *defs,
-                           const char *owner)
-{
-    for (const gql_arg *a = s->args; a; a = a->next) {
-        _vars_in_value(ex, a->value, a->line, a->col);
-        const gql_arg_def *d = defs;
-        while (d && d->name && strcmp(d->name, a->name) != 0) d++;
-        if (!d || !d->name)
-            _verror(ex, a->line, a->col, "Unknown argument \"%s\" on field \"%s.%s\".", a->name,
-                    owner, s->name);
-        for (const gql_arg *b = a->next; b; b = b->next)
-            if (strcmp(a->name, b->name) == 0)
-                _verror(ex, b->line, b->col, "There can be only one argument named \"%s\".",
-                        a->name);
-    }
-    for (const gql_arg_def *d = defs; d && d->name; d++) {
-        if (!d->required) continue;
-        const gql_arg *a = s->args;
-        while (a && strcmp(a->name, d->name) != 0) a = a->next;
-        if (!a)
-            _verror(ex, s->line, s->col,
-                    "Field \"%s\" argument \"%s\" is required, but it was not provided.",
-                    s->name, d->name);
-    }
-}
-
-/* One field of type t (NULL: the operation's root). */
-static void _validate_field(gql_exec *ex, const gql_sel *s, const gql_object *t)
-{
-    const char *owner = t ? t->name : _op_type_name(ex->op);
-    if (strcmp(s->name, "__typename") == 0) {
-        if (s->sels) _verror(ex, s->line, s->col, "Field \"__typename\" must not have a selection.");
-        if (s->args)
-            _verror(ex, s->args->line, s->args->col,
-                    "Unknown argument \"%s\" on field \"%s.__typename\".", s->args->name, owner);
-        return;
-    }
-    if (strcmp(s->name, "__schema") == 0 || strcmp(s->name, "__type") == 0) {
-        _verror(ex, s->line, s->col,
-                "GraphQL introspection is not allowed, but the query contained __schema or "
-                "__type.");
-        return;
-    }
-    const gql_object *ft;
-    if (!t) {
-        const gql_root_field *rf = _root_field(_op_roots(ex), s->name);
-        if (!rf) {
-            _verror(ex, s->line, s->col, "Cannot query field \"%s\" on type \"%s\".", s->name,
-                    owner);
-            return;
-        }
-        _validate_args(ex, s, rf->args, owner);
-        ft = rf->type;
-    } else {
-        const gql_field_def *fd = _field(t, s->name);
-        if (!fd) {
-            _verror(ex, s->line, s->col, "Cannot query field \"%s\" on type \"%s\".", s->name,
-                    owner);
-            return;
-        }
-        _validate_args(ex, s, NULL, owner);
-        ft = fd->type;
-    }
-    if (ft && !s->sels)
-        _verror(ex, s->line, s->col,
-                "Field \"%s\" of type \"%s%s%s\" must have a selection of subfields. Did you "
-                "mean \"%s { ... }\"?",
-                s->name, "", ft->name, "", s->name);
-    else if (!ft && s->sels)
-        _verror(ex, s->line, s->col,
-                "Field \"%s\" must not have a selection since its type has no subfields.",
-                s->name);
-    else if (ft)
-        _validate_sels(ex, s->sels, ft);
-}
-
-/* A type condition against the current type (t; NULL: the root). */
-static bool _validate_cond(gql_exec *ex, const char *cond, const gql_object *t, unsigned line,
-                           unsigned col, const char *frag)
-{
-    if (!cond) return true;
-    if (!_known_type(ex->schema, cond)) {
-        _verror(ex, line, col, "Unknown type \"%s\".", cond);
-        return false;
-    }
-    const char *here = t ? t->name : _op_type_name(ex->op);
-    if (strcmp(cond, here) != 0) {
-        if (frag)
-            _verror(ex, line, col,
-                    "Fragment \"%s\" cannot be spread here as objects of type \"%s\" can never "
-                    "be of type \"%s\".",
-                    frag, here, cond);
-        else
-            _verror(ex, line, col,
-                    "Fragment cannot be spread here as objects of type \"%s\" can never be of "
-                    "type \"%s\".",
-                    here, cond);
-        return false;
-    }
-    return true;
-}
-
-static void _validate_sels(gql_exec *ex, const gql_sel *sels, const gql_object *t)
-{
-    for (const gql_sel *s = sels; s; s = s->next) {
-        if (++ex->visits > VALIDATE_BUDGET) {
-            if (!ex->over_budget)
-                _verror(ex, s->line, s->col,
-                        "The query is too complex: more than %d selections with its fragments "
-                        "spread.",
-                        VALIDATE_BUDGET);
-            ex->over_budget = true;
-            return;
-        }
-        _validate_directives(ex, s->directives);
-        switch (s->kind) {
-        case GQL_SEL_FIELD:
-            _validate_field(ex, s, t);
-            break;
-        case GQL_SEL_INLINE:
-            if (_validate_cond(ex, s->type_cond, t, s->line, s->col, NULL))
-                _validate_sels(ex, s->sels, t);
-            break;
-        case GQL_SEL_SPREAD: {
-            const gql_frag *f = gql_doc_fragment(ex->doc, s->name);
-            if (!f) {
-                _verror(ex, s->line, s->col, "Unknown fragment \"%s\".", s->name);
-                break;
-            }
-            _mark(&ex->used_frags, &ex->n_used_frags, f->name);
-            bool cycle = false;
-            for (unsigned i = 0; i < ex->frag_depth; i++)
-                if (strcmp(ex->frag_stack[i], f->name) == 0) cycle = true;
-            if (cycle || ex->frag_depth >= MAX_FRAG_NEST) {
-                _verror(ex, s->line, s->col, "Cannot spread fragment \"%s\" within itself.",
-                        f->name);
-                break;
-            }
-            if (!_validate_cond(ex, f->type_cond, t, s->line, s->col, f->name)) break;
-            _validate_directives(ex, f->directives);
-            ex->frag_stack[ex->frag_depth++] = f->name;
-            _validate_sels(ex, f->sels, t);
-            ex->frag_depth--;
-            break;
-        }
-        }
-        if (ex->over_budget) return;
-    }
-}
-
-static bool _validate(gql_exec *ex)
-{
-    const gql_op *op = ex->op;
-    if (op->kind == GQL_OP_SUBSCRIPTION) {
-        _verror(ex, op->line, op->col, "Subscriptions are not served here.");
-        return false;
-    }
-    if (op->kind == GQL_OP_MUTATION && !ex->schema->mutation) {
-        _verror(ex, op->line, op->col, "Schema is not configured for mutations.");
-        return false;
-    }
-    _validate_directives(ex, op->directives);
-    for (const gql_vardef *d = op->vars; d; d = d->next) {
-        for (const gql_vardef *e = d->next; e; e = e->next)
-            if (strcmp(d->name, e->name) == 0)
-                _verror(ex, e->line, e->col, "There can be only one variable named \"$%s\".",
-                        d->name);
-        const gql_type *ty = d->type;
-        while (ty->of) ty = ty->of;
-        if (!_is_scalar_name(ty->name) && !_is_input_name(ex->schema, ty->name))
-            _verror(ex, d->line, d->col, "Unknown type \"%s\".", ty->name);
-    }
-    _validate_sels(ex, op->sels, NULL);
-    /* Every fragment of the document must be used by some operation; only
-     * this one is validated, so count the others' uses as well. */
-    for (const gql_op *o = ex->doc->ops; o; o = o->next) {
-        if (o == op) continue;
-        const gql_op *keep = ex->op;
-        json_t *errs = ex->errors;
-        ex->errors = json_array(); /* the other operations' own errors don't count */
-        ex->op = o;
-        _validate_sels(ex, o->sels, NULL);
-        json_decref(ex->errors);
-        ex->errors = errs;
-        ex->op = keep;
-    }
-    for (const gql_frag *f = ex->doc->frags; f; f = f->next) {
-        bool used = false;
-        for (size_t i = 0; i < ex->n_used_frags; i++)
-            if (strcmp(ex->used_frags[i], f->name) == 0) used = true;
-        if (!used) _verror(ex, f->line, f->col, "Fragment \"%s\" is never used.", f->name);
-    }
-    for (const gql_vardef *d = op->vars; d; d = d->next) {
-        bool used = false;
-        for (size_t i = 0; i < ex->n_used_vars; i++)
-            if (strcmp(ex->used_vars[i], d->name) == 0) used = true;
-        if (!used)
-            _verror(ex, d->line, d->col, "Variable \"$%s\" is never used%s%s%s.", d->name,
-                    op->name ? " in operation \"" : "", op->name ? op->name : "",
-                    op->name ? "\"" : "");
-    }
-    return json_array_size(ex->errors) == 0;
-}
 
 /* ---- values --------------------------------------------------------------- */
 
@@ -478,8 +107,7 @@ static const char *_coerce(gql_scalar type, json_t **v)
     case GQL_BOOLEAN:
         return json_is_boolean(x) ? NULL : "Boolean cannot represent a non boolean value";
     case GQL_UUID:
-        return json_is_string(x) && _uuid_text(json_string_value(x)) ? NULL
-                                                                      : "not a valid UUID";
+        return json_is_string(x) && _uuid_text(json_string_value(x)) ? NULL : "not a valid UUID";
     case GQL_JSONSTRING:
         if (json_is_string(x)) {
             json_t *p = json_loads(json_string_value(x), JSON_DECODE_ANY, NULL);
@@ -513,8 +141,9 @@ static bool _coerce_var(gql_exec *ex, const gql_vardef *d, const gql_type *ty, j
 {
     if (json_is_null(*v)) {
         if (ty->non_null) {
-            _verror(ex, d->line, d->col,
-                    "Variable \"$%s\" of non-null type \"%s\" must not be null.", d->name, tname);
+            gqlx_error_at(ex, d->line, d->col,
+                          "Variable \"$%s\" of non-null type \"%s\" must not be null.", d->name,
+                          tname);
             return false;
         }
         return true;
@@ -547,8 +176,8 @@ static bool _coerce_var(gql_exec *ex, const gql_vardef *d, const gql_type *ty, j
     const char *why = _coerce(st, v);
     if (why) {
         char *got = json_dumps(*v, JSON_ENCODE_ANY | JSON_COMPACT);
-        _verror(ex, d->line, d->col, "Variable \"$%s\" got invalid value %.80s; %s.", d->name,
-                got ? got : "?", why);
+        gqlx_error_at(ex, d->line, d->col, "Variable \"$%s\" got invalid value %.80s; %s.", d->name,
+                      got ? got : "?", why);
         free(got);
         return false;
     }
@@ -579,9 +208,9 @@ static bool _coerce_vars(gql_exec *ex, const json_t *given)
             v = _literal(d->def, NULL);
         if (!v) {
             if (d->type->non_null) {
-                _verror(ex, d->line, d->col,
-                        "Variable \"$%s\" of required type \"%s\" was not provided.", d->name,
-                        tname);
+                gqlx_error_at(ex, d->line, d->col,
+                              "Variable \"$%s\" of required type \"%s\" was not provided.", d->name,
+                              tname);
                 ok = false;
             }
             continue;
@@ -602,7 +231,8 @@ static json_t *_args(gql_exec *ex, const gql_sel *s, const gql_root_field *rf)
     json_t *out = json_object();
     for (const gql_arg *a = s->args; a; a = a->next) {
         const gql_arg_def *d = rf->args;
-        while (strcmp(d->name, a->name) != 0) d++; /* validated: it exists */
+        while (strcmp(d->name, a->name) != 0)
+            d++; /* validated: it exists */
         json_t *v = _literal(a->value, ex->vars);
         if (!v) continue;
         if (json_is_null(v) && d->required) {
@@ -636,7 +266,8 @@ static bool _included(gql_exec *ex, const gql_directive *d)
 {
     for (; d; d = d->next) {
         const gql_arg *a = d->args;
-        while (a && strcmp(a->name, "if") != 0) a = a->next;
+        while (a && strcmp(a->name, "if") != 0)
+            a = a->next;
         json_t *v = a ? _literal(a->value, ex->vars) : NULL;
         bool on = v && json_is_true(v);
         json_decref(v);
@@ -661,7 +292,7 @@ typedef struct collection {
 static void _collect(gql_exec *ex, const gql_sel *sels, const char *type_name, collection *c,
                      unsigned depth)
 {
-    if (depth > MAX_FRAG_NEST) return;
+    if (depth > GQL_MAX_FRAG_NEST) return;
     for (const gql_sel *s = sels; s; s = s->next) {
         if (!_included(ex, s->directives)) continue;
         if (s->kind == GQL_SEL_FIELD) {
@@ -693,7 +324,8 @@ static void _collect(gql_exec *ex, const gql_sel *sels, const char *type_name, c
 
 static void _collection_free(collection *c)
 {
-    for (size_t i = 0; i < c->n; i++) free(c->items[i].nodes);
+    for (size_t i = 0; i < c->n; i++)
+        free(c->items[i].nodes);
     free(c->items);
 }
 
@@ -759,7 +391,8 @@ static json_t *_complete_object(gql_exec *ex, const gql_object *t, const json_t 
                                 const gql_sel *const *nodes, size_t n)
 {
     collection c = {0};
-    for (size_t i = 0; i < n; i++) _collect(ex, nodes[i]->sels, t->name, &c, 0);
+    for (size_t i = 0; i < n; i++)
+        _collect(ex, nodes[i]->sels, t->name, &c, 0);
     json_t *out = json_object();
     for (size_t i = 0; i < c.n && !ex->over_budget; i++) {
         collected *it = &c.items[i];
@@ -769,7 +402,7 @@ static json_t *_complete_object(gql_exec *ex, const gql_object *t, const json_t 
             json_object_set_new(out, it->key, json_string(t->name));
             continue;
         }
-        const gql_field_def *fd = _field(t, s->name); /* validated */
+        const gql_field_def *fd = gqlx_field(t, s->name); /* validated */
         json_array_append_new(ex->path, json_string(it->key));
         const gql_sel *keep = ex->cur;
         ex->cur = s;
@@ -792,7 +425,7 @@ static json_t *_complete_object(gql_exec *ex, const gql_object *t, const json_t 
 static json_t *_execute_root(gql_exec *ex)
 {
     collection c = {0};
-    const char *root = _op_type_name(ex->op);
+    const char *root = gqlx_op_type_name(ex->op);
     _collect(ex, ex->op->sels, root, &c, 0);
     json_t *data = json_object();
     for (size_t i = 0; i < c.n && !ex->over_budget; i++) {
@@ -802,7 +435,7 @@ static json_t *_execute_root(gql_exec *ex)
             json_object_set_new(data, it->key, json_string(root));
             continue;
         }
-        const gql_root_field *rf = _root_field(_op_roots(ex), s->name);
+        const gql_root_field *rf = gqlx_root_field(gqlx_op_roots(ex), s->name);
         json_array_append_new(ex->path, json_string(it->key));
         ex->cur = s;
         json_t *value = json_null();
@@ -835,16 +468,18 @@ static const gql_op *_pick_op(gql_exec *ex, const char *name)
         if (name && o->name && strcmp(o->name, name) == 0) found = o;
     }
     if (name) {
-        if (!found) _verror(ex, 0, 0, "Unknown operation named \"%s\".", name);
+        if (!found) gqlx_error_at(ex, 0, 0, "Unknown operation named \"%s\".", name);
         return found;
     }
     if (n > 1) {
-        _verror(ex, 0, 0, "Must provide operation name if query contains multiple operations.");
+        gqlx_error_at(ex, 0, 0,
+                      "Must provide operation name if query contains multiple operations.");
         return NULL;
     }
     for (const gql_op *o = ex->doc->ops; o; o = o->next)
         if (!o->name && o != ex->doc->ops) {
-            _verror(ex, o->line, o->col, "This anonymous operation must be the only defined operation.");
+            gqlx_error_at(ex, o->line, o->col,
+                          "This anonymous operation must be the only defined operation.");
             return NULL;
         }
     return ex->doc->ops;
@@ -861,12 +496,12 @@ json_t *gql_execute(const gql_schema *schema, const gql_request *req, void *user
     gql_doc *doc = NULL;
     gql_parse_error perr;
     if (!gql_parse(req->query, req->query_len, NULL, &doc, &perr)) {
-        _verror(&ex, perr.line, perr.col, "%s", perr.msg);
+        gqlx_error_at(&ex, perr.line, perr.col, "%s", perr.msg);
         goto out;
     }
     ex.doc = doc;
     ex.op = _pick_op(&ex, req->operation_name);
-    if (!ex.op || !_validate(&ex)) goto out;
+    if (!ex.op || !gqlx_validate(&ex)) goto out;
     ex.over_budget = false;
     if (!_coerce_vars(&ex, req->variables)) goto out;
     *valid = true;
@@ -874,8 +509,7 @@ json_t *gql_execute(const gql_schema *schema, const gql_request *req, void *user
 out:;
     json_t *answer = json_object();
     json_object_set_new(answer, "data", data ? data : json_null());
-    if (json_array_size(ex.errors))
-        json_object_set(answer, "errors", ex.errors);
+    if (json_array_size(ex.errors)) json_object_set(answer, "errors", ex.errors);
     json_decref(ex.errors);
     json_decref(ex.vars);
     json_decref(ex.path);

@@ -9,7 +9,9 @@
  * a field the input type does not have is a GraphQL error, and a field
  * Tessera has no use for (marked IGNORED below) is accepted and ignored.
  * docs/api.md "GraphQL" lists the differences. */
-#include "gql_schema.h"
+#include "gql_mutation.h"
+
+#include "gql_fetch.h"
 
 #include "proxy.h"
 
@@ -22,16 +24,11 @@
 #define MUTATE_TIMEOUT_MS 15000
 #define RESCAN_TIMEOUT_MS 600000
 
-static const char *_str(const json_t *o, const char *key)
-{
-    return json_string_value(json_object_get(o, key));
-}
-
 /* The outcome of one REST call. */
 typedef struct outcome {
-    bool ok;       /* 2xx */
-    bool refused;  /* answered, but not 2xx (msg says why) */
-    json_t *body;  /* the answer's JSON, or NULL */
+    bool ok;      /* 2xx */
+    bool refused; /* answered, but not 2xx (msg says why) */
+    json_t *body; /* the answer's JSON, or NULL */
     char msg[400];
 } outcome;
 
@@ -67,8 +64,10 @@ static bool _call(gql_exec *ex, upstream_id u, const char *method, const char *t
 static json_t *_result(const outcome *o, const char *key, json_t *item)
 {
     json_t *r = json_pack("{s:b, s:s}", "ok", o->ok, "msg", o->msg);
-    if (key) json_object_set_new(r, key, item ? item : json_null());
-    else json_decref(item);
+    if (key)
+        json_object_set_new(r, key, item ? item : json_null());
+    else
+        json_decref(item);
     return r;
 }
 
@@ -100,7 +99,8 @@ static json_t *_body(gql_exec *ex, const json_t *props, const char *input_type,
     json_object_foreach((json_t *)props, k, v)
     {
         const field_map *m = map;
-        while (m->gql && strcmp(m->gql, k) != 0) m++;
+        while (m->gql && strcmp(m->gql, k) != 0)
+            m++;
         if (!m->gql) {
             gql_error(ex, "Field \"%s\" is not defined by type \"%s\".", k, input_type);
             json_decref(out);
@@ -118,6 +118,19 @@ static json_t *_body(gql_exec *ex, const json_t *props, const char *input_type,
                     val = parsed;
                 }
             }
+        if (strcmp(m->rest, "allowed_vfolder_hosts") == 0 && json_is_array(val)) {
+            /* Backend.AI before 22.03: a list of hosts, each with every right */
+            json_t *hosts = json_object();
+            size_t i;
+            json_t *h;
+            json_array_foreach(val, i, h) if (json_is_string(h)) json_object_set_new(
+                hosts, json_string_value(h),
+                json_pack("[s,s,s,s,s,s,s,s]", "create-vfolder", "modify-vfolder", "delete-vfolder",
+                          "mount-in-session", "upload-file", "download-file", "invite-others",
+                          "set-user-specific-permission"));
+            json_decref(val);
+            val = hosts;
+        }
         json_object_set_new(out, m->rest, val);
     }
     return out;
@@ -132,41 +145,31 @@ static char *_path(const char *what, const char *key)
     return t;
 }
 
-/* The id of the user with that e-mail address (heap), or NULL with why. */
+/* The id of the user with that e-mail address (heap), or NULL: with why
+ * when there is none, after a GraphQL error otherwise. */
 static char *_user_id(gql_exec *ex, const char *email, char *why, size_t n)
 {
-    char *esc = httpc_escape(email ? email : "");
-    char *t = ts_asprintf("/v1/admin/users?q=%s&limit=1000", esc);
-    free(esc);
-    outcome o;
-    bool called = _call(ex, UPSTREAM_AUTH, "GET", t, NULL, MUTATE_TIMEOUT_MS, &o);
-    free(t);
-    if (!called) return NULL;
-    char *id = NULL;
-    size_t i;
-    json_t *u;
-    json_array_foreach(json_object_get(o.body, "items"), i, u)
-    {
-        const char *e = _str(u, "email");
-        if (email && e && strcasecmp(e, email) == 0 && _str(u, "id")) id = ts_strdup(_str(u, "id"));
-    }
-    json_decref(o.body);
-    if (!id) snprintf(why, n, "no such user: %s", email ? email : "");
+    bool missing;
+    char *id = gql_user_id_by_email(ex, email, &missing);
+    if (missing) snprintf(why, n, "no such user: %s", email ? email : "");
     return id;
 }
 
 /* ---- keypairs ------------------------------------------------------------------- */
 
-static const field_map KEYPAIR_IN[] = {
-    {"is_active", "is_active"},    {"is_admin", "is_admin"},     {"resource_policy", "resource_policy"},
-    {"rate_limit", "rate_limit"},  {"concurrency_limit", IGNORED}, {NULL, NULL}};
+static const field_map KEYPAIR_IN[] = {{"is_active", "is_active"},
+                                       {"is_admin", "is_admin"},
+                                       {"resource_policy", "resource_policy"},
+                                       {"rate_limit", "rate_limit"},
+                                       {"concurrency_limit", IGNORED},
+                                       {NULL, NULL}};
 
 json_t *gql_m_create_keypair(gql_exec *ex, const json_t *args)
 {
     json_t *body = _body(ex, json_object_get(args, "props"), "KeyPairInput", KEYPAIR_IN);
     if (!body) return NULL;
-    char why[300];
-    char *uid = _user_id(ex, _str(args, "user_id"), why, sizeof(why));
+    char why[300] = "";
+    char *uid = _user_id(ex, gql_str(args, "user_id"), why, sizeof(why));
     if (!uid) {
         json_decref(body);
         return why[0] ? _fail(why) : NULL;
@@ -176,7 +179,8 @@ json_t *gql_m_create_keypair(gql_exec *ex, const json_t *args)
     json_object_set_new(body, "user_id", json_string(uid));
     free(uid);
     outcome o;
-    bool called = _call(ex, UPSTREAM_AUTH, "POST", "/v1/admin/keypairs", body, MUTATE_TIMEOUT_MS, &o);
+    bool called =
+        _call(ex, UPSTREAM_AUTH, "POST", "/v1/admin/keypairs", body, MUTATE_TIMEOUT_MS, &o);
     json_decref(body);
     if (!called) {
         json_decref(active);
@@ -184,7 +188,7 @@ json_t *gql_m_create_keypair(gql_exec *ex, const json_t *args)
     }
     json_t *item = NULL;
     if (o.ok) {
-        const char *ak = _str(o.body, "access_key");
+        const char *ak = gql_str(o.body, "access_key");
         if (json_is_false(active) && ak) { /* issued inactive: deactivate it at once */
             char *t = _path("keypairs", ak);
             outcome p;
@@ -195,15 +199,14 @@ json_t *gql_m_create_keypair(gql_exec *ex, const json_t *args)
             free(t);
             json_object_set_new(o.body, "is_active", json_false());
         }
-        item = json_pack("{s:O, s:O, s:O, s:O, s:O, s:O, s:O, s:{s:O}}", "access_key",
-                         json_object_get(o.body, "access_key"), "secret_key",
-                         json_object_get(o.body, "secret_key"), "is_active",
-                         json_object_get(o.body, "is_active"), "is_admin",
-                         json_object_get(o.body, "is_admin"), "resource_policy",
-                         json_object_get(o.body, "resource_policy"), "rate_limit",
-                         json_object_get(o.body, "rate_limit"), "_user",
-                         json_object_get(o.body, "user_id"), "user_info", "_user",
-                         json_object_get(o.body, "user_id"));
+        item = json_pack(
+            "{s:O, s:O, s:O, s:O, s:O, s:O, s:O, s:{s:O}}", "access_key",
+            json_object_get(o.body, "access_key"), "secret_key",
+            json_object_get(o.body, "secret_key"), "is_active",
+            json_object_get(o.body, "is_active"), "is_admin", json_object_get(o.body, "is_admin"),
+            "resource_policy", json_object_get(o.body, "resource_policy"), "rate_limit",
+            json_object_get(o.body, "rate_limit"), "_user", json_object_get(o.body, "user_id"),
+            "user_info", "_user", json_object_get(o.body, "user_id"));
         json_object_set_new(item, "user", json_incref(json_object_get(o.body, "user_id")));
     }
     json_decref(active);
@@ -234,29 +237,37 @@ static json_t *_change(gql_exec *ex, upstream_id u, const char *method, const ch
 
 json_t *gql_m_modify_keypair(gql_exec *ex, const json_t *args)
 {
-    return _change(ex, UPSTREAM_AUTH, "PATCH", "keypairs", _str(args, "access_key"),
+    return _change(ex, UPSTREAM_AUTH, "PATCH", "keypairs", gql_str(args, "access_key"),
                    json_object_get(args, "props"), "ModifyKeyPairInput", KEYPAIR_IN);
 }
 
 json_t *gql_m_delete_keypair(gql_exec *ex, const json_t *args)
 {
-    return _change(ex, UPSTREAM_AUTH, "DELETE", "keypairs", _str(args, "access_key"), NULL, NULL,
+    return _change(ex, UPSTREAM_AUTH, "DELETE", "keypairs", gql_str(args, "access_key"), NULL, NULL,
                    NULL);
 }
 
 /* ---- users ----------------------------------------------------------------------- */
 
-static const field_map USER_IN[] = {
-    {"username", "username"},   {"password", "password"},
-    {"need_password_change", IGNORED}, {"full_name", "full_name"},
-    {"description", "description"}, {"is_active", "is_active"},
-    {"status", "status"},       {"domain_name", "domain_name"},
-    {"role", "role"},           {"group_ids", "projects"},
-    {"allowed_client_ip", IGNORED}, {"totp_activated", IGNORED},
-    {"resource_policy", "resource_policy"}, {"sudo_session_enabled", IGNORED},
-    {"main_access_key", IGNORED}, {"container_uid", IGNORED},
-    {"container_main_gid", IGNORED}, {"container_gids", IGNORED},
-    {NULL, NULL}};
+static const field_map USER_IN[] = {{"username", "username"},
+                                    {"password", "password"},
+                                    {"need_password_change", IGNORED},
+                                    {"full_name", "full_name"},
+                                    {"description", "description"},
+                                    {"is_active", "is_active"},
+                                    {"status", "status"},
+                                    {"domain_name", "domain_name"},
+                                    {"role", "role"},
+                                    {"group_ids", "projects"},
+                                    {"allowed_client_ip", IGNORED},
+                                    {"totp_activated", IGNORED},
+                                    {"resource_policy", "resource_policy"},
+                                    {"sudo_session_enabled", IGNORED},
+                                    {"main_access_key", IGNORED},
+                                    {"container_uid", IGNORED},
+                                    {"container_main_gid", IGNORED},
+                                    {"container_gids", IGNORED},
+                                    {NULL, NULL}};
 
 /* Backend.AI's is_active and status into Tessera's status; roles other
  * than Tessera's (monitor) refused. False with why. */
@@ -264,12 +275,13 @@ static bool _user_body(json_t *body, char *why, size_t n)
 {
     json_t *active = json_object_get(body, "is_active");
     if (json_is_boolean(active) && !json_object_get(body, "status"))
-        json_object_set_new(body, "status", json_string(json_is_true(active) ? "active" : "inactive"));
+        json_object_set_new(body, "status",
+                            json_string(json_is_true(active) ? "active" : "inactive"));
     json_object_del(body, "is_active");
-    const char *status = _str(body, "status");
+    const char *status = gql_str(body, "status");
     if (status && strcasecmp(status, "before-verification") == 0)
         json_object_set_new(body, "status", json_string("inactive"));
-    const char *role = _str(body, "role");
+    const char *role = gql_str(body, "role");
     if (role && strcmp(role, "monitor") == 0) {
         snprintf(why, n, "role monitor is not served by Tessera");
         return false;
@@ -286,7 +298,8 @@ json_t *gql_m_create_user(gql_exec *ex, const json_t *args)
         json_decref(body);
         return _fail(why);
     }
-    json_object_set_new(body, "email", json_string(_str(args, "email") ? _str(args, "email") : ""));
+    json_object_set_new(body, "email",
+                        json_string(gql_str(args, "email") ? gql_str(args, "email") : ""));
     outcome o;
     bool called = _call(ex, UPSTREAM_AUTH, "POST", "/v1/admin/users", body, MUTATE_TIMEOUT_MS, &o);
     json_decref(body);
@@ -294,7 +307,7 @@ json_t *gql_m_create_user(gql_exec *ex, const json_t *args)
     json_t *item = NULL;
     if (o.ok) {
         item = json_deep_copy(o.body);
-        const char *status = _str(item, "status");
+        const char *status = gql_str(item, "status");
         json_object_set_new(item, "is_active", json_boolean(status && !strcmp(status, "active")));
         json_object_set_new(item, "need_password_change", json_false());
         json_t *groups = json_array();
@@ -314,7 +327,9 @@ json_t *gql_m_modify_user(gql_exec *ex, const json_t *args)
     json_t *body = _body(ex, json_object_get(args, "props"), "ModifyUserInput", USER_IN);
     if (!body) return NULL;
     char why[300] = "";
-    char *uid = _user_body(body, why, sizeof(why)) ? _user_id(ex, _str(args, "email"), why, sizeof(why)) : NULL;
+    char *uid = _user_body(body, why, sizeof(why))
+                    ? _user_id(ex, gql_str(args, "email"), why, sizeof(why))
+                    : NULL;
     if (!uid) {
         json_decref(body);
         return why[0] ? _fail(why) : NULL;
@@ -333,7 +348,7 @@ json_t *gql_m_modify_user(gql_exec *ex, const json_t *args)
 json_t *gql_m_delete_user(gql_exec *ex, const json_t *args)
 {
     char why[300] = "";
-    char *uid = _user_id(ex, _str(args, "email"), why, sizeof(why));
+    char *uid = _user_id(ex, gql_str(args, "email"), why, sizeof(why));
     if (!uid) return why[0] ? _fail(why) : NULL;
     json_t *r = _change(ex, UPSTREAM_AUTH, "DELETE", "users", uid, NULL, NULL, NULL);
     free(uid);
@@ -342,15 +357,14 @@ json_t *gql_m_delete_user(gql_exec *ex, const json_t *args)
 
 /* ---- domains and projects --------------------------------------------------------- */
 
-static const field_map DOMAIN_IN[] = {
-    {"name", "name"},
-    {"description", "description"},
-    {"is_active", "is_active"},
-    {"total_resource_slots", "total_resource_slots"},
-    {"allowed_vfolder_hosts", "allowed_vfolder_hosts"},
-    {"allowed_docker_registries", IGNORED},
-    {"integration_id", IGNORED},
-    {NULL, NULL}};
+static const field_map DOMAIN_IN[] = {{"name", "name"},
+                                      {"description", "description"},
+                                      {"is_active", "is_active"},
+                                      {"total_resource_slots", "total_resource_slots"},
+                                      {"allowed_vfolder_hosts", "allowed_vfolder_hosts"},
+                                      {"allowed_docker_registries", IGNORED},
+                                      {"integration_id", IGNORED},
+                                      {NULL, NULL}};
 
 /* POST path with body + name; the created item (shaped by the caller) or
  * the outcome. */
@@ -370,19 +384,20 @@ json_t *gql_m_create_domain(gql_exec *ex, const json_t *args)
 {
     json_t *body = _body(ex, json_object_get(args, "props"), "DomainInput", DOMAIN_IN);
     if (!body) return NULL;
-    json_object_set_new(body, "name", json_string(_str(args, "name") ? _str(args, "name") : ""));
+    json_object_set_new(body, "name",
+                        json_string(gql_str(args, "name") ? gql_str(args, "name") : ""));
     return _create(ex, UPSTREAM_AUTH, "/v1/admin/domains", body, "domain");
 }
 
 json_t *gql_m_modify_domain(gql_exec *ex, const json_t *args)
 {
     const json_t *props = json_object_get(args, "props");
-    const char *rename = _str(props, "name");
-    if (rename && strcmp(rename, _str(args, "name") ? _str(args, "name") : "") != 0)
+    const char *rename = gql_str(props, "name");
+    if (rename && strcmp(rename, gql_str(args, "name") ? gql_str(args, "name") : "") != 0)
         return _fail("domains cannot be renamed");
     json_t *p = json_deep_copy(props);
     json_object_del(p, "name");
-    json_t *r = _change(ex, UPSTREAM_AUTH, "PATCH", "domains", _str(args, "name"), p,
+    json_t *r = _change(ex, UPSTREAM_AUTH, "PATCH", "domains", gql_str(args, "name"), p,
                         "ModifyDomainInput", DOMAIN_IN);
     json_decref(p);
     return r;
@@ -390,23 +405,22 @@ json_t *gql_m_modify_domain(gql_exec *ex, const json_t *args)
 
 json_t *gql_m_delete_domain(gql_exec *ex, const json_t *args)
 {
-    return _change(ex, UPSTREAM_AUTH, "DELETE", "domains", _str(args, "name"), NULL, NULL, NULL);
+    return _change(ex, UPSTREAM_AUTH, "DELETE", "domains", gql_str(args, "name"), NULL, NULL, NULL);
 }
 
-static const field_map GROUP_IN[] = {
-    {"name", "name"},
-    {"type", IGNORED},
-    {"description", "description"},
-    {"is_active", "is_active"},
-    {"domain_name", "domain_name"},
-    {"total_resource_slots", "total_resource_slots"},
-    {"allowed_vfolder_hosts", "allowed_vfolder_hosts"},
-    {"integration_id", IGNORED},
-    {"resource_policy", "resource_policy"},
-    {"container_registry", IGNORED},
-    {"user_update_mode", "user_update_mode"},
-    {"user_uuids", "user_uuids"},
-    {NULL, NULL}};
+static const field_map GROUP_IN[] = {{"name", "name"},
+                                     {"type", IGNORED},
+                                     {"description", "description"},
+                                     {"is_active", "is_active"},
+                                     {"domain_name", "domain_name"},
+                                     {"total_resource_slots", "total_resource_slots"},
+                                     {"allowed_vfolder_hosts", "allowed_vfolder_hosts"},
+                                     {"integration_id", IGNORED},
+                                     {"resource_policy", "resource_policy"},
+                                     {"container_registry", IGNORED},
+                                     {"user_update_mode", "user_update_mode"},
+                                     {"user_uuids", "user_uuids"},
+                                     {NULL, NULL}};
 
 json_t *gql_m_create_group(gql_exec *ex, const json_t *args)
 {
@@ -417,7 +431,8 @@ json_t *gql_m_create_group(gql_exec *ex, const json_t *args)
         json_decref(body);
         return NULL;
     }
-    json_object_set_new(body, "name", json_string(_str(args, "name") ? _str(args, "name") : ""));
+    json_object_set_new(body, "name",
+                        json_string(gql_str(args, "name") ? gql_str(args, "name") : ""));
     return _create(ex, UPSTREAM_AUTH, "/v1/admin/projects", body, "group");
 }
 
@@ -425,7 +440,7 @@ json_t *gql_m_modify_group(gql_exec *ex, const json_t *args)
 {
     json_t *body = _body(ex, json_object_get(args, "props"), "ModifyGroupInput", GROUP_IN);
     if (!body) return NULL;
-    const char *gid = _str(args, "gid");
+    const char *gid = gql_str(args, "gid");
     json_t *mode = json_incref(json_object_get(body, "user_update_mode"));
     json_t *uuids = json_incref(json_object_get(body, "user_uuids"));
     json_object_del(body, "user_update_mode");
@@ -466,7 +481,7 @@ out:
 
 json_t *gql_m_delete_group(gql_exec *ex, const json_t *args)
 {
-    return _change(ex, UPSTREAM_AUTH, "DELETE", "projects", _str(args, "gid"), NULL, NULL, NULL);
+    return _change(ex, UPSTREAM_AUTH, "DELETE", "projects", gql_str(args, "gid"), NULL, NULL, NULL);
 }
 
 /* ---- policies and presets -------------------------------------------------------- */
@@ -496,11 +511,11 @@ static const field_map USER_POLICY_IN[] = {{"max_vfolder_count", "max_vfolder_co
 
 typedef struct kind {
     upstream_id up;
-    const char *what;       /* the REST collection under /v1/admin */
-    const char *create_in;  /* input type names */
+    const char *what;      /* the REST collection under /v1/admin */
+    const char *create_in; /* input type names */
     const char *modify_in;
     const field_map *map;
-    const char *item_key;   /* the create mutation's item field */
+    const char *item_key; /* the create mutation's item field */
 } kind;
 
 static const kind KP_POLICY = {UPSTREAM_AUTH,
@@ -527,9 +542,9 @@ static const field_map PRESET_IN[] = {{"resource_slots", "resource_slots"},
                                       {"scaling_group_name", "scaling_group_name"},
                                       {"name", "name"},
                                       {NULL, NULL}};
-static const kind PRESET = {UPSTREAM_REGISTRY,         "resource-presets",
-                            "CreateResourcePresetInput", "ModifyResourcePresetInput",
-                            PRESET_IN,                 "resource_preset"};
+static const kind PRESET = {
+    UPSTREAM_REGISTRY,           "resource-presets", "CreateResourcePresetInput",
+    "ModifyResourcePresetInput", PRESET_IN,          "resource_preset"};
 
 static json_t *_named_create(gql_exec *ex, const json_t *args, const kind *k)
 {
@@ -541,7 +556,8 @@ static json_t *_named_create(gql_exec *ex, const json_t *args, const kind *k)
         return _fail("resource presets are not tied to a resource group in Tessera");
     }
     json_object_del(body, "scaling_group_name");
-    json_object_set_new(body, "name", json_string(_str(args, "name") ? _str(args, "name") : ""));
+    json_object_set_new(body, "name",
+                        json_string(gql_str(args, "name") ? gql_str(args, "name") : ""));
     char *path = ts_asprintf("/v1/admin/%s", k->what);
     json_t *r = _create(ex, k->up, path, body, k->item_key);
     free(path);
@@ -551,8 +567,8 @@ static json_t *_named_create(gql_exec *ex, const json_t *args, const kind *k)
 static json_t *_named_modify(gql_exec *ex, const json_t *args, const kind *k)
 {
     json_t *props = json_deep_copy(json_object_get(args, "props"));
-    const char *rename = _str(props, "name");
-    if (rename && strcmp(rename, _str(args, "name") ? _str(args, "name") : "") != 0) {
+    const char *rename = gql_str(props, "name");
+    if (rename && strcmp(rename, gql_str(args, "name") ? gql_str(args, "name") : "") != 0) {
         json_decref(props);
         return _fail("renaming is not supported");
     }
@@ -563,20 +579,30 @@ static json_t *_named_modify(gql_exec *ex, const json_t *args, const kind *k)
         return _fail("resource presets are not tied to a resource group in Tessera");
     }
     json_object_del(props, "scaling_group_name");
-    json_t *r = _change(ex, k->up, "PATCH", k->what, _str(args, "name"), props, k->modify_in, k->map);
+    json_t *r =
+        _change(ex, k->up, "PATCH", k->what, gql_str(args, "name"), props, k->modify_in, k->map);
     json_decref(props);
     return r;
 }
 
 static json_t *_named_delete(gql_exec *ex, const json_t *args, const kind *k)
 {
-    return _change(ex, k->up, "DELETE", k->what, _str(args, "name"), NULL, NULL, NULL);
+    return _change(ex, k->up, "DELETE", k->what, gql_str(args, "name"), NULL, NULL, NULL);
 }
 
 #define NAMED(prefix, k)                                                                           \
-    json_t *gql_m_create_##prefix(gql_exec *ex, const json_t *a) { return _named_create(ex, a, &(k)); } \
-    json_t *gql_m_modify_##prefix(gql_exec *ex, const json_t *a) { return _named_modify(ex, a, &(k)); } \
-    json_t *gql_m_delete_##prefix(gql_exec *ex, const json_t *a) { return _named_delete(ex, a, &(k)); }
+    json_t *gql_m_create_##prefix(gql_exec *ex, const json_t *a)                                   \
+    {                                                                                              \
+        return _named_create(ex, a, &(k));                                                         \
+    }                                                                                              \
+    json_t *gql_m_modify_##prefix(gql_exec *ex, const json_t *a)                                   \
+    {                                                                                              \
+        return _named_modify(ex, a, &(k));                                                         \
+    }                                                                                              \
+    json_t *gql_m_delete_##prefix(gql_exec *ex, const json_t *a)                                   \
+    {                                                                                              \
+        return _named_delete(ex, a, &(k));                                                         \
+    }
 
 NAMED(kp_policy, KP_POLICY)
 NAMED(user_policy, USER_POLICY)
@@ -607,8 +633,8 @@ static void _scheduler_opts(json_t *body)
         json_decref(opts);
         opts = parsed;
     }
-    static const char *const keys[] = {"agent_selector", "allowed_session_types",
-                                       "pending_timeout", NULL};
+    static const char *const keys[] = {"agent_selector", "allowed_session_types", "pending_timeout",
+                                       NULL};
     for (const char *const *k = keys; *k; k++) {
         json_t *v = json_object_get(opts, *k);
         if (v) json_object_set(body, *k, v);
@@ -621,7 +647,8 @@ json_t *gql_m_create_scaling_group(gql_exec *ex, const json_t *args)
     json_t *body = _body(ex, json_object_get(args, "props"), "CreateScalingGroupInput", SGROUP_IN);
     if (!body) return NULL;
     _scheduler_opts(body);
-    json_object_set_new(body, "name", json_string(_str(args, "name") ? _str(args, "name") : ""));
+    json_object_set_new(body, "name",
+                        json_string(gql_str(args, "name") ? gql_str(args, "name") : ""));
     return _create(ex, UPSTREAM_REGISTRY, "/v1/admin/resource-groups", body, "scaling_group");
 }
 
@@ -630,7 +657,7 @@ json_t *gql_m_modify_scaling_group(gql_exec *ex, const json_t *args)
     json_t *body = _body(ex, json_object_get(args, "props"), "ModifyScalingGroupInput", SGROUP_IN);
     if (!body) return NULL;
     _scheduler_opts(body);
-    char *t = _path("resource-groups", _str(args, "name"));
+    char *t = _path("resource-groups", gql_str(args, "name"));
     outcome o;
     bool called = _call(ex, UPSTREAM_REGISTRY, "PATCH", t, body, MUTATE_TIMEOUT_MS, &o);
     free(t);
@@ -642,7 +669,7 @@ json_t *gql_m_modify_scaling_group(gql_exec *ex, const json_t *args)
 
 json_t *gql_m_delete_scaling_group(gql_exec *ex, const json_t *args)
 {
-    return _change(ex, UPSTREAM_REGISTRY, "DELETE", "resource-groups", _str(args, "name"), NULL,
+    return _change(ex, UPSTREAM_REGISTRY, "DELETE", "resource-groups", gql_str(args, "name"), NULL,
                    NULL, NULL);
 }
 
@@ -650,8 +677,8 @@ json_t *gql_m_delete_scaling_group(gql_exec *ex, const json_t *args)
 static json_t *_access(gql_exec *ex, const char *method, const char *scope_type,
                        const char *scope_id, const char *group)
 {
-    json_t *body = json_pack("{s:s, s:s, s:s}", "resource_group", group ? group : "",
-                             "scope_type", scope_type, "scope_id", scope_id ? scope_id : "");
+    json_t *body = json_pack("{s:s, s:s, s:s}", "resource_group", group ? group : "", "scope_type",
+                             scope_type, "scope_id", scope_id ? scope_id : "");
     outcome o;
     bool called = _call(ex, UPSTREAM_AUTH, method, "/v1/admin/resource-group-access", body,
                         MUTATE_TIMEOUT_MS, &o);
@@ -662,9 +689,9 @@ static json_t *_access(gql_exec *ex, const char *method, const char *scope_type,
 }
 
 #define ACCESS(name, method, type, arg)                                                            \
-    json_t *gql_m_##name(gql_exec *ex, const json_t *a)                                         \
+    json_t *gql_m_##name(gql_exec *ex, const json_t *a)                                            \
     {                                                                                              \
-        return _access(ex, method, type, _str(a, arg), _str(a, "scaling_group"));                 \
+        return _access(ex, method, type, gql_str(a, arg), gql_str(a, "scaling_group"));            \
     }
 
 ACCESS(assoc_domain, "POST", "domain", "domain")
@@ -678,11 +705,11 @@ ACCESS(dissoc_keypair, "DELETE", "keypair", "access_key")
 
 json_t *gql_m_rescan_images(gql_exec *ex, const json_t *args)
 {
-    const char *registry = _str(args, "registry");
+    const char *registry = gql_str(args, "registry");
     json_t *body = registry ? json_pack("{s:s}", "registry", registry) : json_object();
     outcome o;
-    bool called = _call(ex, UPSTREAM_REGISTRY, "POST", "/v1/admin/images/scan", body,
-                        RESCAN_TIMEOUT_MS, &o);
+    bool called =
+        _call(ex, UPSTREAM_REGISTRY, "POST", "/v1/admin/images/scan", body, RESCAN_TIMEOUT_MS, &o);
     json_decref(body);
     if (!called) return NULL;
     if (o.ok) {
@@ -695,4 +722,3 @@ json_t *gql_m_rescan_images(gql_exec *ex, const json_t *args)
     json_object_set_new(r, "task_id", json_null()); /* done before answering */
     return r;
 }
-

@@ -1,12 +1,23 @@
 /* graphql.c: POST /admin/gql and /admin/graphql (graphql.h). */
 #include "graphql.h"
 
+#include "gql_exec.h"
+#include "gql_fetch.h"
+#include "gql_mutation_root.h"
+#include "gql_query.h"
 #include "gql_schema.h"
 #include "verify.h"
 
 #include "libcommon/log.h"
 
 #include <string.h>
+
+/* Backend.AI's schema (docs/api.md "GraphQL"). */
+static const gql_schema backendai = {
+    .query = gql_query_fields,
+    .mutation = gql_mutation_fields,
+    .input_types = gql_input_types,
+};
 
 /* The request's members; false after a 400. */
 static bool _request(http_resp *resp, const json_t *body, gql_request *r)
@@ -16,7 +27,8 @@ static bool _request(http_resp *resp, const json_t *body, gql_request *r)
     const json_t *op = json_object_get(body, "operation_name");
     if (!op || json_is_null(op)) op = json_object_get(body, "operationName");
     if (!json_is_string(q)) {
-        http_problem(resp, 400, "invalid-api-params", NULL, "query: a GraphQL document (string) is required");
+        http_problem(resp, 400, "invalid-api-params", NULL,
+                     "query: a GraphQL document (string) is required");
         return false;
     }
     if (vars && !json_is_null(vars) && !json_is_object(vars)) {
@@ -47,17 +59,16 @@ static void _serve(http_req *req, http_resp *resp, gateway *gw, bool legacy)
     }
     gql_ctx c = {.gw = gw, .req = req, .id = &id};
     bool valid;
-    json_t *answer = gql_execute(&gql_backendai_schema, &r, &c, &valid);
+    json_t *answer = gql_execute(&backendai, &r, &c, &valid);
     json_decref(c.users);
     json_t *errors = json_object_get(answer, "errors");
     if (errors) {
         char q[200];
-        TLOG_INFO("graphql request answered with errors",
-                  "access_key=%s valid=%d errors=%zu first=%s", id.access_key, valid,
-                  json_array_size(errors),
-                  tlog_quote(q, sizeof(q),
-                             json_string_value(json_object_get(json_array_get(errors, 0),
-                                                               "message"))));
+        TLOG_INFO(
+            "graphql request answered with errors", "access_key=%s valid=%d errors=%zu first=%s",
+            id.access_key, valid, json_array_size(errors),
+            tlog_quote(q, sizeof(q),
+                       json_string_value(json_object_get(json_array_get(errors, 0), "message"))));
     }
     if (!legacy) {
         http_reply_json(resp, 200, answer);
@@ -79,9 +90,15 @@ static void _serve(http_req *req, http_resp *resp, gateway *gw, bool legacy)
     json_decref(body);
 }
 
-static void h_gql(http_req *req, http_resp *resp, void *ctx) { _serve(req, resp, ctx, false); }
+static void h_gql(http_req *req, http_resp *resp, void *ctx)
+{
+    _serve(req, resp, ctx, false);
+}
 
-static void h_graphql(http_req *req, http_resp *resp, void *ctx) { _serve(req, resp, ctx, true); }
+static void h_graphql(http_req *req, http_resp *resp, void *ctx)
+{
+    _serve(req, resp, ctx, true);
+}
 
 void graphql_routes(gateway *gw)
 {

@@ -8,6 +8,7 @@
 
 #include "console.h"
 #include "folders.h"
+#include "graphql.h"
 #include "proxy.h"
 #include "resources.h"
 #include "server_login.h"
@@ -148,6 +149,7 @@ void gateway_routes(gateway *gw)
     sessions_routes(gw);
     folders_routes(gw);
     resources_routes(gw);
+    graphql_routes(gw);
     server_login_routes(gw);
     console_routes(gw);
 }

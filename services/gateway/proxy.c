@@ -37,7 +37,8 @@ static bool _is_json(const char *ct)
 }
 
 /* The 503 of a call that got no answer (the details go to the log, not to
- * the client: they name internal addresses). */
+ * the client: they name internal addresses); resp NULL: only counted and
+ * logged. */
 static void _unanswered(upstream *up, int64_t timeout_ms, const char *method, bool timed_out,
                         const ts_err *err, http_resp *resp)
 {
@@ -46,6 +47,7 @@ static void _unanswered(upstream *up, int64_t timeout_ms, const char *method, bo
     TLOG_WARN("upstream did not answer a forwarded request",
               "upstream=%s method=%s timeout_ms=%" PRId64 " error=%s", up->service, method,
               timeout_ms, tlog_quote(q, sizeof(q), err->msg));
+    if (!resp) return;
     if (timed_out)
         http_problem(resp, 503, "service-unavailable", "Service Unavailable",
                      "%s did not answer within %" PRId64 " ms; try again later", up->service,
@@ -61,7 +63,7 @@ static void _unanswered(upstream *up, int64_t timeout_ms, const char *method, bo
 /* Call <up's URL><target> (method, body: len bytes, ct: its Content-Type,
  * NULL: req's, or application/json when there is a body) on id's behalf.
  * True with *a filled when an answer arrived; otherwise false with a 503
- * problem in resp. */
+ * problem in resp (resp NULL: none). */
 static bool _call(upstream *up, int64_t timeout_ms, const char *method, http_req *req,
                   http_resp *resp, const char *target, const gw_identity *id, const void *body,
                   size_t len, const char *ct, httpc_resp *a)
@@ -157,4 +159,27 @@ bool proxy_call_json(upstream *up, int64_t timeout_ms, const char *method, http_
     }
     httpc_resp_free(&a);
     return *out != NULL;
+}
+
+bool proxy_fetch_json(upstream *up, int64_t timeout_ms, const char *method, http_req *req,
+                      const char *target, const gw_identity *id, const json_t *body, long *status,
+                      json_t **out, ts_err *err)
+{
+    *out = NULL;
+    *status = 0;
+    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    if (body && !text) ts_panic("out of memory encoding a JSON body");
+    httpc_resp a;
+    bool got = _call(up, timeout_ms, method, req, NULL, target, id, text, text ? strlen(text) : 0,
+                     text ? "application/json" : NULL, &a);
+    free(text);
+    if (!got) {
+        ts_err_set(err, "%s is not reachable right now; try again later", up->service);
+        return false;
+    }
+    *status = a.status;
+    if (a.body && a.body_len && _is_json(a.content_type))
+        *out = json_loadb(a.body, a.body_len, JSON_DECODE_ANY, NULL);
+    httpc_resp_free(&a);
+    return true;
 }

@@ -36,6 +36,14 @@ bool proxy_call_json(upstream *up, int64_t timeout_ms, const char *method, http_
                      http_resp *resp, const char *target, const gw_identity *id, json_t *body,
                      int ok_status, json_t **out) TS_MUST_CHECK;
 
+/* The same call for callers that do not answer with the upstream's answer
+ * (GraphQL's resolvers): true when it answered, with *status and *out (its
+ * JSON of any type, NULL when the answer has none); false with err when it
+ * did not answer (counted and logged as for proxy_forward). */
+bool proxy_fetch_json(upstream *up, int64_t timeout_ms, const char *method, http_req *req,
+                      const char *target, const gw_identity *id, const json_t *body, long *status,
+                      json_t **out, ts_err *err) TS_MUST_CHECK;
+
 /* The origin-form part of req's raw target ("/session/a%20b?x=1"), also of
  * an absolute-form one ("http://host/session/..."). */
 const char *proxy_origin(const http_req *req);

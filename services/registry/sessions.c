@@ -147,6 +147,17 @@ static void h_list(http_req *req, http_resp *resp, void *ctx)
     const char *domain = strcmp(c.role, "admin") == 0 ? c.domain : NULL;
     const char *status = http_query_arg(req, "status");
     const char *type = http_query_arg(req, "type");
+    /* narrowing to a project or a domain (GraphQL's compute_session_list) */
+    const char *group = http_query_arg(req, "group_id");
+    const char *domain_name = http_query_arg(req, "domain_name");
+    if (group && !*group) group = NULL;
+    if (domain_name && !*domain_name) domain_name = NULL;
+    if (group && !ts_uuid_valid(group)) {
+        http_problem(resp, 400, "invalid-api-params", NULL, "group_id: not a project id: %.64s",
+                     group);
+        caller_free(&c);
+        return;
+    }
     /* a domain admin does not see its domain's superadmins' sessions */
     const char *supers[64];
     size_t n_supers = 0;
@@ -164,14 +175,16 @@ static void h_list(http_req *req, http_resp *resp, void *ctx)
                             " AND ($3::text IS NULL OR s.access_key = $3)"
                             " AND ($4::text IS NULL OR s.status = ANY(string_to_array($4, ',')))"
                             " AND ($5::text IS NULL OR s.type = $5)"
-                            " AND NOT (s.user_id = ANY($6::uuid[]))) v"
-                            " ORDER BY created_at DESC, id LIMIT $7::bigint OFFSET $8::bigint",
+                            " AND NOT (s.user_id = ANY($6::uuid[]))"
+                            " AND ($7::uuid IS NULL OR s.project_id = $7::uuid)"
+                            " AND ($8::text IS NULL OR s.domain_name = $8)) v"
+                            " ORDER BY created_at DESC, id LIMIT $9::bigint OFFSET $10::bigint",
                             session_view_sql);
     listing l = {.what = "list sessions",
                  .sql = sql,
                  .params = {user, domain, owner, status && *status ? status : NULL,
-                            type && *type ? type : NULL, hidden},
-                 .n_params = 6,
+                            type && *type ? type : NULL, hidden, group, domain_name},
+                 .n_params = 8,
                  .row = session_view_json};
     listing_reply(ctx, req, resp, &l);
     free(sql);

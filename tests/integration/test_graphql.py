@@ -341,3 +341,165 @@ def test_console_login_can_query(admin, gw):
     assert body["data"] == {"keypair": {"access_key": signed.access_key}, "user": {"email": email}}, body
     # without the CSRF token: refused like any other /func call
     problem(b.func("POST", "/admin/gql", csrf=False, json={"query": "{ __typename }"}), 403)
+
+
+# ---- mutations ----------------------------------------------------------------------------------
+
+
+def mutate(client, query, variables):
+    """A mutation's result object (the single root field), checked on /admin/gql."""
+    body = okj(gql(client, query, variables))
+    assert "errors" not in body, body
+    (result,) = body["data"].values()
+    return result
+
+
+def test_user_and_keypair_mutations(admin, gw):
+    email = f"gql-made-{TAG}@example.com"
+    r = mutate(admin, """mutation($email: String!, $input: UserInput!) {
+        create_user(email: $email, props: $input) { ok msg user { email username role is_active groups { id } } } }""",
+               {"email": email, "input": {"username": f"gql-made-{TAG}", "password": "gql-Passw0rd-1",
+                                          "need_password_change": False, "full_name": "Made", "description": "",
+                                          "is_active": True, "domain_name": "default", "role": "user"}})
+    assert r["ok"] is True and r["user"]["email"] == email and r["user"]["is_active"] is True, r
+    # taken: ok false with the service's reason, nothing else changes
+    again = mutate(admin, """mutation($email: String!, $input: UserInput!) {
+        create_user(email: $email, props: $input) { ok msg } }""",
+                   {"email": email, "input": {"username": f"gql-made-{TAG}", "password": "gql-Passw0rd-1",
+                                              "need_password_change": False, "domain_name": "default"}})
+    assert again["ok"] is False and again["msg"], again
+    r = mutate(admin, """mutation($email: String!, $input: ModifyUserInput!) {
+        modify_user(email: $email, props: $input) { ok msg } }""",
+               {"email": email, "input": {"full_name": "Made Again", "is_active": False}})
+    assert r == {"ok": True, "msg": "success"}, r
+    d = data(admin, "query($e: String) { user(email: $e) { full_name is_active status } }", {"e": email})
+    assert d["user"] == {"full_name": "Made Again", "is_active": False, "status": "inactive"}, d
+    r = mutate(admin, """mutation($user_id: String!, $input: KeyPairInput!) {
+        create_keypair(user_id: $user_id, props: $input) { ok msg keypair { access_key secret_key is_active
+        is_admin resource_policy rate_limit user_id } } }""",
+               {"user_id": email, "input": {"is_active": True, "is_admin": False, "resource_policy": "default",
+                                            "rate_limit": 1000}})
+    assert r["ok"] is True, r
+    ak = r["keypair"]["access_key"]
+    assert len(ak) == 20 and len(r["keypair"]["secret_key"]) == 40 and r["keypair"]["user_id"] == email
+    r = mutate(admin, """mutation($access_key: String!, $input: ModifyKeyPairInput!) {
+        modify_keypair(access_key: $access_key, props: $input) { ok msg } }""",
+               {"access_key": ak, "input": {"rate_limit": 500}})
+    assert r["ok"] is True, r
+    assert okj(admin.get(f"/admin/keypairs/{ak}"))["rate_limit"] == 500
+    r = mutate(admin, "mutation($access_key: String!) { delete_keypair(access_key: $access_key) { ok msg } }",
+               {"access_key": ak})
+    assert r["ok"] is True, r
+    assert okj(admin.get(f"/admin/keypairs/{ak}"))["is_active"] is False
+    r = mutate(admin, "mutation($email: String!) { delete_user(email: $email) { ok msg } }", {"email": email})
+    assert r["ok"] is True, r
+    r = mutate(admin, "mutation($email: String!) { delete_user(email: $email) { ok msg } }",
+               {"email": f"nobody-{TAG}@example.com"})
+    assert r["ok"] is False and "no such user" in r["msg"], r
+
+
+def test_unknown_input_fields_are_errors(admin):
+    body = errors(admin, """mutation($email: String!, $input: ModifyUserInput!) {
+        modify_user(email: $email, props: $input) { ok msg } }""",
+                  {"email": "x@example.com", "input": {"bogus": 1}})
+    assert 'Field "bogus" is not defined by type "ModifyUserInput"' in body["errors"][0]["message"]
+
+
+def test_policy_preset_domain_group_mutations(admin):
+    name = f"gql-pol-{TAG}"
+    r = mutate(admin, """mutation($name: String!, $input: CreateKeyPairResourcePolicyInput!) {
+        create_keypair_resource_policy(name: $name, props: $input) { ok msg resource_policy { name
+        max_concurrent_sessions total_resource_slots } } }""",
+               {"name": name, "input": {"default_for_unspecified": "UNLIMITED",
+                                        "total_resource_slots": json.dumps({"cpu": "4", "mem": "8g"}),
+                                        "max_concurrent_sessions": 3, "max_containers_per_session": 1,
+                                        "idle_timeout": 600, "max_vfolder_count": 3}})
+    assert r["ok"] is True and r["resource_policy"]["max_concurrent_sessions"] == 3, r
+    assert json.loads(r["resource_policy"]["total_resource_slots"]) == {"cpu": "4", "mem": "8589934592"}
+    r = mutate(admin, """mutation($name: String!, $input: ModifyKeyPairResourcePolicyInput!) {
+        modify_keypair_resource_policy(name: $name, props: $input) { ok msg } }""",
+               {"name": name, "input": {"max_concurrent_sessions": 5}})
+    assert r["ok"] is True, r
+    d = data(admin, "query($n: String) { keypair_resource_policy(name: $n) { max_concurrent_sessions } }",
+             {"n": name})
+    assert d["keypair_resource_policy"]["max_concurrent_sessions"] == 5
+    r = mutate(admin, "mutation($name: String!) { delete_keypair_resource_policy(name: $name) { ok msg } }",
+               {"name": name})
+    assert r["ok"] is True, r
+    # presets, as ResourcePreset.add/mutate/delete send them
+    p = f"gql-preset-{TAG}"
+    r = mutate(admin, """mutation($name: String!, $input: CreateResourcePresetInput!) {
+        create_resource_preset(name: $name, props: $input) { ok msg } }""",
+               {"name": p, "input": {"resource_slots": json.dumps({"cpu": "1", "mem": "1g"}),
+                                     "shared_memory": "64m"}})
+    assert r["ok"] is True, r
+    r = mutate(admin, """mutation($name: String!, $input: ModifyResourcePresetInput!) {
+        modify_resource_preset(name: $name, props: $input) { ok msg } }""",
+               {"name": p, "input": {"resource_slots": json.dumps({"cpu": "2", "mem": "1g"})}})
+    assert r["ok"] is True, r
+    assert okj(admin.get(f"/admin/resource-presets/{p}"))["resource_slots"]["cpu"] == "2"
+    r = mutate(admin, "mutation($name: String!) { delete_resource_preset(name: $name) { ok msg } }",
+               {"name": p})
+    assert r["ok"] is True, r
+    # a domain and a project in it
+    dom = f"gql-dom-{TAG}"
+    r = mutate(admin, """mutation($name: String!, $input: DomainInput!) {
+        create_domain(name: $name, props: $input) { ok msg domain { name is_active } } }""",
+               {"name": dom, "input": {"description": "made by GraphQL", "is_active": True}})
+    assert r["ok"] is True and r["domain"]["name"] == dom, r
+    r = mutate(admin, """mutation($name: String!, $input: ModifyDomainInput!) {
+        modify_domain(name: $name, props: $input) { ok msg } }""",
+               {"name": dom, "input": {"description": "changed"}})
+    assert r["ok"] is True, r
+    r = mutate(admin, """mutation($name: String!, $input: GroupInput!) {
+        create_group(name: $name, props: $input) { ok msg group { id name domain_name } } }""",
+               {"name": "team", "input": {"domain_name": dom, "description": "a team"}})
+    assert r["ok"] is True and r["group"]["domain_name"] == dom, r
+    gid = r["group"]["id"]
+    member = okj(admin.get("/admin/users", params={"limit": 1}))["items"][0]
+    r = mutate(admin, """mutation($gid: UUID!, $input: ModifyGroupInput!) {
+        modify_group(gid: $gid, props: $input) { ok msg } }""",
+               {"gid": gid, "input": {"description": "renamed", "user_update_mode": "add",
+                                      "user_uuids": [member["id"]]}})
+    # the member belongs to another domain: refused, as the REST API refuses it
+    assert r["ok"] is False and r["msg"], r
+    r = mutate(admin, "mutation($gid: UUID!) { delete_group(gid: $gid) { ok msg } }", {"gid": gid})
+    assert r["ok"] is True, r
+    r = mutate(admin, "mutation($name: String!) { delete_domain(name: $name) { ok msg } }", {"name": dom})
+    assert r["ok"] is True, r
+
+
+def test_scaling_group_mutations(admin):
+    sg = f"gql-sg-{TAG}"
+    r = mutate(admin, """mutation($name: String!, $input: CreateScalingGroupInput!) {
+        create_scaling_group(name: $name, props: $input) { ok msg } }""",
+               {"name": sg, "input": {"description": "", "is_active": True, "driver": "static",
+                                      "scheduler": "fifo", "driver_opts": "{}", "scheduler_opts": "{}"}})
+    assert r["ok"] is True, r
+    r = mutate(admin, """mutation($name: String!, $input: ModifyScalingGroupInput!) {
+        modify_scaling_group(name: $name, props: $input) { ok msg } }""",
+               {"name": sg, "input": {"description": "changed", "scheduler": "drf"}})
+    assert r["ok"] is True, r
+    assert okj(admin.get(f"/admin/resource-groups/{sg}"))["scheduler"] == "drf"
+    for op in ("associate", "disassociate"):
+        r = mutate(admin, f"""mutation($domain: String!, $scaling_group: String!) {{
+            {op}_scaling_group_with_domain(domain: $domain, scaling_group: $scaling_group) {{ ok msg }} }}""",
+                   {"domain": "default", "scaling_group": sg})
+        assert r["ok"] is True, (op, r)
+
+
+def test_a_user_cannot_mutate(alice):
+    client, user = alice
+    for q, v in [
+        ("mutation($e: String!, $i: ModifyUserInput!) { modify_user(email: $e, props: $i) { ok } }",
+         {"e": user["email"], "i": {"role": "superadmin"}}),
+        ("mutation($n: String!, $i: CreateResourcePresetInput!) { create_resource_preset(name: $n, props: $i) { ok } }",
+         {"n": "evil", "i": {"resource_slots": "{\"cpu\": \"1\"}"}}),
+        ("mutation($u: String!, $i: KeyPairInput!) { create_keypair(user_id: $u, props: $i) { ok } }",
+         {"u": user["email"], "i": {"is_admin": True, "resource_policy": "default", "rate_limit": 1}}),
+        ("mutation { rescan_images { ok } }", None),
+    ]:
+        body = okj(gql(client, q, v))
+        assert body.get("errors") or body["data"][next(iter(body["data"]))]["ok"] is False, (q, body)
+    assert okj(client.get(f"/admin/users/{user['id']}"))["role"] == "user"
+    assert okj(client.get("/admin/keypairs"))["total"] == 2  # its own two, none made
