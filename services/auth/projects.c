@@ -14,14 +14,17 @@
     " allowed_vfolder_hosts, resource_policy, created_at, modified_at"
 #define MEMBERS_MAX 1000
 
-/* $1 domain or NULL, $2 is_active or NULL. */
+/* $1 domain or NULL, $2 is_active or NULL, $3 a member (users see only
+ * the projects they belong to) or NULL. */
 #define PROJECT_FILTER                                                                             \
-    " FROM auth.projects WHERE ($1::text IS NULL OR domain_name = $1)"                             \
-    " AND ($2::bool IS NULL OR is_active = $2::bool)"
+    " FROM auth.projects p WHERE ($1::text IS NULL OR domain_name = $1)"                           \
+    " AND ($2::bool IS NULL OR is_active = $2::bool)"                                              \
+    " AND ($3::uuid IS NULL OR EXISTS (SELECT 1 FROM auth.project_members m"                       \
+    "   WHERE m.project_id = p.id AND m.user_id = $3::uuid))"
 
 static const char count_sql[] = "SELECT count(*)" PROJECT_FILTER;
 static const char page_sql[] = "SELECT " PROJECT_COLS PROJECT_FILTER
-                               " ORDER BY domain_name, name, id LIMIT $3::bigint OFFSET $4::bigint";
+                               " ORDER BY domain_name, name, id LIMIT $4::bigint OFFSET $5::bigint";
 /* The project's domain, locked against concurrent changes of the project. */
 static const char lock_sql[] =
     "SELECT domain_name FROM auth.projects WHERE id = $1::uuid FOR UPDATE";
@@ -133,12 +136,14 @@ static void h_list(http_req *req, http_resp *resp, void *ctx)
         return;
     }
     admin_req a;
-    if (!admin_begin_for(&a, ctx, req, resp)) return;
+    if (!admin_begin(&a, ((admin_resource *)ctx)->s, req, resp, ADMIN_ANY, NULL)) return;
     if (domain && !caller_can_see_domain(&a.c, domain)) {
-        http_problem(resp, 403, "forbidden", NULL, "domain admins may list only their own domain");
+        http_problem(resp, 403, "forbidden", NULL, "you may list only your own domain's projects");
     } else {
-        const char *filters[] = {caller_is_superadmin(&a.c) ? domain : a.c.domain_name, active};
-        admin_reply_page(&a, "list projects", count_sql, page_sql, 2, filters, &pg);
+        /* users: the projects they are members of (Backend.AI's groups query) */
+        const char *filters[] = {caller_is_superadmin(&a.c) ? domain : a.c.domain_name, active,
+                                 caller_is_admin(&a.c) ? NULL : a.c.user_id};
+        admin_reply_page(&a, "list projects", count_sql, page_sql, 3, filters, &pg);
     }
     admin_end(&a);
 }

@@ -83,6 +83,8 @@ static const admin_verb rgroup_verbs[] = {
     {"get", AV_GET, "show one resource group", NULL},
     {"create", AV_CREATE, "create a resource group (superadmins)", NULL},
     {"update", AV_UPDATE, "change the given fields (superadmins)", "updated"},
+    {"delete", AV_DELETE, "delete one no agent serves and no live session uses (superadmins)",
+     "deleted"},
     END,
 };
 

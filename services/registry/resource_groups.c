@@ -2,6 +2,7 @@
 #include "resource_groups.h"
 
 #include "caller.h"
+#include "db_common.h"
 #include "libcommon/log.h"
 #include "libcommon/pgjson.h"
 #include "listing.h"
@@ -165,6 +166,56 @@ out:
     caller_free(&c);
 }
 
+/* DELETE .../{name} (superadmins): a group no agent serves (but
+ * TERMINATED ones) and no live session uses; `default` stays. 200
+ * {"deleted": true}; 404 unknown; 409 in use. Its access rows (tessera-auth)
+ * are left: they name a group that no longer exists, and apply again if one
+ * of that name is made. */
+static void h_delete(http_req *req, http_resp *resp, void *ctx)
+{
+    svc *s = ctx;
+    reg_caller c;
+    if (!caller_get_admin(req, resp, true, "resource groups", &c)) return;
+    const char *name = http_param(req, "name");
+    tlog_ctx_entity("resource_group", name);
+    if (strcmp(name, "default") == 0) {
+        http_problem(resp, 409, "invalid-state", NULL,
+                     "the default resource group cannot be deleted");
+        caller_free(&c);
+        return;
+    }
+    PGconn *conn = pgjson_get(s, resp);
+    const char *p[] = {name};
+    PGresult *r =
+        conn ? pgjson_query(conn, resp, "delete resource group",
+                            "WITH use AS (SELECT"
+                            " (SELECT count(*) FROM registry.agents a WHERE a.resource_group = $1"
+                            "   AND a.status <> 'TERMINATED') AS agents,"
+                            " (SELECT count(*) FROM registry.sessions x WHERE x.resource_group = $1"
+                            "   AND x.status NOT IN " SQL_FINAL ") AS sessions),"
+                            " del AS (DELETE FROM registry.resource_groups g WHERE g.name = $1"
+                            "   AND (SELECT agents + sessions FROM use) = 0 RETURNING 1)"
+                            " SELECT (SELECT count(*) FROM del), (SELECT count(*) FROM"
+                            " registry.resource_groups WHERE name = $1), agents, sessions FROM use",
+                            1, p)
+             : NULL;
+    if (r && PQntuples(r) == 1) {
+        if (atoi(PQgetvalue(r, 0, 0)) == 1) {
+            TLOG_INFO("deleted", "what=\"resource group\" by=%s", c.access_key);
+            http_reply_json(resp, 200, json_pack("{s:b}", "deleted", 1));
+        } else if (atoi(PQgetvalue(r, 0, 1)) == 0) {
+            http_problem(resp, 404, "not-found", NULL, "unknown resource group %s", name);
+        } else {
+            http_problem(resp, 409, "invalid-state", NULL,
+                         "resource group %s is in use: %s agent(s), %s live session(s)", name,
+                         PQgetvalue(r, 0, 2), PQgetvalue(r, 0, 3));
+        }
+    }
+    PQclear(r);
+    pgjson_put(s, conn);
+    caller_free(&c);
+}
+
 void resource_groups_routes(svc *s)
 {
     http_router *r = svc_router(s);
@@ -172,4 +223,5 @@ void resource_groups_routes(svc *s)
     http_route(r, "POST", "/v1/admin/resource-groups", h_write, s);
     http_route(r, "GET", "/v1/admin/resource-groups/{name}", h_get, s);
     http_route(r, "PATCH", "/v1/admin/resource-groups/{name}", h_write, s);
+    http_route(r, "DELETE", "/v1/admin/resource-groups/{name}", h_delete, s);
 }

@@ -474,6 +474,9 @@ def denial_status(resource, op, caller, dom):
     if resource == "access-log":
         return None  # filters narrow the caller's scope
     if caller == "userA":
+        if resource == "projects" and op == "list":
+            # users list the projects they are members of (not this one), in their domain
+            return None if dom == "A" else 403
         return 403  # these resources are for admins only
     if resource.startswith("rg-access"):
         return None if op == "list" else 403  # naming a scope outside the domain
@@ -529,11 +532,15 @@ def test_user_sees_itself_only(world, transport):
     log = c.get("/admin/access-log", params={"path_prefix": f"/it/{TAG}"})
     assert log.status_code == 200
     assert [i["event_id"] for i in log.json()["items"]] == [world.record["self"]]
-    for path in ("/admin/domains", "/admin/projects", "/admin/keypair-resource-policies",
+    for path in ("/admin/domains", "/admin/keypair-resource-policies",
                  "/admin/user-resource-policies", "/admin/resource-group-access"):
         r = c.get(path)
         assert r.status_code == 403, (path, r.text)
         assert r.json()["type"].endswith("/forbidden")
+    # projects: only those it is a member of (user_a is in none; user2 of A in one)
+    assert c.get("/admin/projects").json()["items"] == []
+    c2 = Caller("user2A", transport, world.urls, *world.keys[world.user2["A"]])
+    assert [p["id"] for p in ok(c2.get("/admin/projects"))["items"]] == [world.project["A"]]
 
 
 def test_domain_admin_lists_only_its_domain(world, transport):

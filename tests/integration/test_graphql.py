@@ -486,6 +486,12 @@ def test_scaling_group_mutations(admin):
             {op}_scaling_group_with_domain(domain: $domain, scaling_group: $scaling_group) {{ ok msg }} }}""",
                    {"domain": "default", "scaling_group": sg})
         assert r["ok"] is True, (op, r)
+    r = mutate(admin, "mutation($name: String!) { delete_scaling_group(name: $name) { ok msg } }",
+               {"name": sg})
+    assert r["ok"] is True, r
+    r = mutate(admin, "mutation($name: String!) { delete_scaling_group(name: $name) { ok msg } }",
+               {"name": "default"})
+    assert r["ok"] is False and "cannot be deleted" in r["msg"], r
 
 
 def test_a_user_cannot_mutate(alice):

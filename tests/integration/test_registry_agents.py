@@ -185,6 +185,16 @@ def test_resource_groups_admin(reg):
     r = reg.call("GET", "/v1/admin/resource-groups?limit=100")
     names = [x["name"] for x in r.json()["items"]]
     assert "default" in names and "rgt-admin" in names
+    # delete: a group in use (an agent serves it) is kept, an unused one goes
+    reg.call("POST", "/v1/admin/resource-groups", {"name": "rgt-served"})
+    reg.agent("fa-served", "rgt-served")
+    r = reg.call("DELETE", "/v1/admin/resource-groups/rgt-served")
+    assert r.status_code == 409 and "1 agent(s)" in r.json()["msg"], r.text
+    assert reg.call("DELETE", "/v1/admin/resource-groups/default").status_code == 409
+    r = reg.call("DELETE", "/v1/admin/resource-groups/rgt-admin")
+    assert r.status_code == 200 and r.json() == {"deleted": True}, r.text
+    assert reg.call("GET", "/v1/admin/resource-groups/rgt-admin").status_code == 404
+    assert reg.call("DELETE", "/v1/admin/resource-groups/rgt-admin").status_code == 404
 
 
 def test_images_admin(reg):

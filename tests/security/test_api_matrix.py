@@ -1099,16 +1099,123 @@ def _(w, c, mode, ctx):
 
 # ---- the matrix ---------------------------------------------------------------------------------
 
+# GraphQL (docs/api.md "GraphQL") -------------------------------------------------------------------
+# The legacy endpoint /admin/graphql: the data itself when allowed; any
+# refusal is a 400 graphql-error problem (its "data" holds GraphQL's errors).
+
+GQL_DENIED = (400,)
+GQL_REFUSED = "gql-refused"  # a mutation refused: a graphql-error, or 200 with ok: false (as Backend.AI)
+
+
+def _gql(c, query, variables):
+    return c.post("/admin/graphql", {"query": query, "variables": variables})
+
+
+def _gql_rule(rule):
+    """A REST rule's outcome over GraphQL: allowed stays allowed, a refusal is
+    a graphql-error, a narrowed list stays narrowed."""
+    return rule if rule in (ALLOW, HIDDEN) else GQL_DENIED
+
+
+def _gql_session_allowed(w, r, ctx):
+    assert r.json()["compute_session"]["id"] == w.s_id, r.json()
+
+
+@op("gql.compute_session", ("by_id",), lambda who, mode: _gql_rule(session_rule(who, "by_id")),
+    _gql_session_allowed, _session_unchanged)
+def _(w, c, mode, ctx):
+    return _gql(c, "query($id: UUID!) { compute_session(id: $id) { id name access_key status } }",
+                {"id": w.s_id})
+
+
+def _gql_session_list_allowed(w, r, ctx):
+    items = r.json()["compute_session_list"]["items"]
+    assert w.s_id in {s["id"] for s in items}, "A's session is not listed"
+
+
+@op("gql.compute_session_list", ("all", "by_owner_key"), _list_expect, _gql_session_list_allowed,
+    _session_unchanged)
+def _(w, c, mode, ctx):
+    args = {"ak": w.a_key} if mode == "by_owner_key" else {}
+    return _gql(c, "query($ak: String) { compute_session_list(limit: 1000, offset: 0, access_key: $ak,"
+                   " status: \"RUNNING\") { items { id access_key user_id } total_count } }", args)
+
+
+def _gql_key_allowed(w, r, ctx):
+    k = r.json()["keypair"]
+    assert k["access_key"] == w.a_key and k["secret_key"] is None, k
+
+
+@op("gql.keypair", ("by_id",), lambda who, mode: _gql_rule(admin_rule(who)), _gql_key_allowed,
+    _key_unchanged)
+def _(w, c, mode, ctx):
+    return _gql(c, "query($ak: String) { keypair(access_key: $ak) { access_key secret_key is_active } }",
+                {"ak": w.a_key})
+
+
+def _gql_key_list_allowed(w, r, ctx):
+    items = r.json()["keypair_list"]["items"]
+    assert w.a_key in {k["access_key"] for k in items}, items
+
+
+@op("gql.keypair_list", ("by_user",), lambda who, mode: ALLOW if admin_rule(who) == ALLOW else HIDDEN,
+    _gql_key_list_allowed, _key_unchanged)
+def _(w, c, mode, ctx):
+    return _gql(c, "query { keypair_list(limit: 1000, offset: 0) { items { access_key user } total_count } }",
+                {})
+
+
+def _gql_user_allowed(w, r, ctx):
+    assert r.json()["user"]["id"] == w.c["A"].uid, r.json()
+
+
+@op("gql.user", ("by_name",), lambda who, mode: _gql_rule(admin_rule(who)), _gql_user_allowed,
+    _user_unchanged)
+def _(w, c, mode, ctx):
+    return _gql(c, "query($e: String) { user(email: $e) { id email password } }",
+                {"e": w.c["A"].user["email"]})
+
+
+def _gql_folders_allowed(w, r, ctx):
+    assert w.f["id"] in {f["id"] for f in r.json()["vfolder_list"]["items"]}
+
+
+@op("gql.vfolder_list", ("all",), lambda who, mode: ALLOW if who in ("A", "DA1", "SU") else HIDDEN,
+    _gql_folders_allowed)
+def _(w, c, mode, ctx):
+    return _gql(c, "query { vfolder_list(limit: 1000, offset: 0) { items { id name user } total_count } }",
+                {})
+
+
+def _gql_key_patch_allowed(w, r, ctx):
+    assert r.json()["modify_keypair"]["ok"] is True, r.json()
+    _key_patch_allowed(w, r, ctx)
+
+
+@op("gql.modify_keypair", ("by_id",),
+    lambda who, mode: ALLOW if admin_rule(who, a_may=False) == ALLOW else GQL_REFUSED,
+    _gql_key_patch_allowed, _key_unchanged)
+def _(w, c, mode, ctx):
+    ctx["rate"] = 9
+    return _gql(c, "mutation($ak: String!, $i: ModifyKeyPairInput!) { modify_keypair(access_key: $ak,"
+                   " props: $i) { ok msg } }", {"ak": w.a_key, "i": {"rate_limit": ctx["rate"]}})
+
+
 def _a_objects_in(w, r):
     """A's objects in a list / log answer (for HIDDEN cells)."""
     body = r.json()
     items = body if isinstance(body, list) else body.get("items", [])
+    if isinstance(body, dict) and len(body) == 1:  # a GraphQL answer: {root: {"items": [...]}}
+        (root,) = body.values()
+        if isinstance(root, dict) and isinstance(root.get("items"), list):
+            items = root["items"]
     found = []
     for i in items:
         if not isinstance(i, dict):
             continue
         if (i.get("sessionUuid") == w.s_id or i.get("accessKey") == w.a_key or i.get("access_key") == w.a_key
-                or i.get("id") in (w.f["id"], w.c["A"].uid) or i.get("user_id") == w.c["A"].uid
+                or i.get("id") in (w.f["id"], w.c["A"].uid, w.s_id) or i.get("user_id") == w.c["A"].uid
+                or i.get("user") == w.c["A"].uid
                 or i.get("userId") == w.c["A"].uid):
             found.append(i)
     return found
@@ -1151,6 +1258,13 @@ def test_cross_tenant(request, world, transport, who, opname, mode):
             assert not leaked, f"{who} sees A's objects: {leaked[:3]}"
         else:
             problem(r, FB)
+        o.unchanged(world, ctx)
+    elif want == GQL_REFUSED:
+        if r.status_code == 200:
+            results = list(r.json().values())
+            assert results and all(x.get("ok") is False for x in results), r.text[:800]
+        else:
+            problem(r, GQL_DENIED)
         o.unchanged(world, ctx)
     elif want == RESTART_REACHED:
         p = problem(r, (409,))
