@@ -503,6 +503,13 @@ static bool connect_deps(svc *s, ts_err *err)
     return true;
 }
 
+/* http_server_opts.guard for a public API: the spec's public_guard. */
+static bool public_guard(http_req *req, http_resp *resp, void *ctx)
+{
+    svc *s = ctx;
+    return s->spec->public_guard(s, req, resp);
+}
+
 static void on_complete(const http_req *req, int status, int64_t latency_us, void *ctx)
 {
     svc *s = ctx;
@@ -720,6 +727,9 @@ int svc_main(int argc, char **argv, const svc_spec *spec)
     if (!spec->public_api) {
         hopts.guard = svcauth_guard;
         hopts.guard_ctx = &s->access;
+    } else if (spec->public_guard) {
+        hopts.guard = public_guard;
+        hopts.guard_ctx = s;
     }
     s->http = http_server_start(&hopts, s->router, &err);
     if (!s->http) {

@@ -62,6 +62,10 @@ typedef struct svc_spec {
     /* After every HTTP response (health endpoints included), on the worker
      * thread; may be NULL. */
     void (*on_request)(svc *s, const http_req *req, int status, int64_t latency_us);
+    /* A public API's own guard (http_server_opts.guard), before routing:
+     * false when it answered the request itself (resp holds the answer);
+     * it may also set headers every answer carries (CORS). May be NULL. */
+    bool (*public_guard)(svc *s, http_req *req, http_resp *resp);
 } svc_spec;
 
 int svc_main(int argc, char **argv, const svc_spec *spec);

@@ -25,6 +25,7 @@ typedef struct gateway {
     int64_t web_max_age_ms;  /* gateway.web_session_max_age */
     char *web_origins;       /* gateway.web_allowed_origins */
     char *web_cookie_secure; /* gateway.web_cookie_secure: auto|always|never */
+    char *cors_origins;      /* gateway.cors_origins (cors.h) */
 } gateway;
 
 #endif

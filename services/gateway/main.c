@@ -5,6 +5,7 @@
  * proxy.c, access records in audit.c. */
 #include "audit.h"
 #include "audit_batch.h"
+#include "cors.h"
 #include "gateway.h"
 #include "http_api.h"
 #include "ratelimit.h"
@@ -48,6 +49,10 @@ static const cfg_option gateway_options[] = {
     {"gateway.web_allowed_origins", CFG_STRING, &g_gw.web_origins, "", 0, 0, NULL, false, NULL,
      "origins besides the gateway's own (its Host) whose pages may use a console login, "
      "comma-separated (\"https://console.example.com\"), for a proxy that rewrites Host"},
+    {"gateway.cors_origins", CFG_STRING, &g_gw.cors_origins, "", 0, 0, NULL, false, NULL,
+     "origins whose pages may call the API (CORS), comma-separated "
+     "(\"https://webui.example.com\"), or \"*\" for any origin without credentials; "
+     "empty: none (the console is served by the gateway itself and needs none)"},
     {"gateway.web_cookie_secure", CFG_ENUM, &g_gw.web_cookie_secure, "auto", 0, 0,
      "auto|always|never", false, NULL,
      "the console cookie's Secure flag: auto sets it when the request came over TLS "
@@ -74,6 +79,13 @@ static bool gateway_setup(svc *s, ts_err *err)
     verify_init(&g_gw);
     gateway_routes(&g_gw);
     return true;
+}
+
+/* Before routing: CORS (cors.h). */
+static bool gateway_guard(svc *s, http_req *req, http_resp *resp)
+{
+    (void)s;
+    return cors_guard(g_gw.cors_origins, req, resp);
 }
 
 static bool gateway_start(svc *s, ts_err *err)
@@ -107,6 +119,7 @@ int main(int argc, char **argv)
         .start = gateway_start,
         .stop = gateway_stop,
         .on_request = audit_request,
+        .public_guard = gateway_guard,
         .public_api = true,
         .calls_services = true,
     };

@@ -171,6 +171,7 @@ void server_login_routes(gateway *gw)
     http_router *r = svc_router(gw->svc);
     http_route(r, "POST", "/server/login", h_login, gw);
     http_route(r, "GET", "/server/login-check", h_login_check, gw);
+    http_route(r, "POST", "/server/login-check", h_login_check, gw); /* Backend.AI's SDK posts */
     http_route(r, "POST", "/server/logout", h_logout, gw);
     http_router_mount(r, "/func");
     websession_init(gw);

@@ -19,7 +19,11 @@
  *     same-origin or none (another site's page cannot use the login);
  *   - its cookie names a live session;
  *   - its X-CSRF-Token header is the session's CSRF token (handed to the
- *     page by the login and by GET /server/login-check).
+ *     page by the login and by GET /server/login-check); or, as Backend.AI's
+ *     clients send it in session mode, no such header but an
+ *     X-BackendAI-Version header (a custom header: another site's page
+ *     cannot send it without a CORS preflight, which only
+ *     gateway.cors_origins pass).
  * Refusals: 403 forbidden (origin, CSRF), 401 auth-failed (no or an ended
  * session), 503 (Redis not answering). Metrics:
  * tessera_gateway_web_sessions_total{event=...}. */

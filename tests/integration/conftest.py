@@ -9,10 +9,12 @@ of the stack survived.
 Only the Python standard library, pytest and requests (Debian packages).
 """
 
+import contextlib
 import os
 import re
 import shlex
 import shutil
+import socket
 import subprocess
 import tempfile
 import time
@@ -88,6 +90,52 @@ def service_urls(stack):
             if len(parts) == 3 and parts[2].startswith("http"):
                 urls[parts[0]] = parts[2]
     return urls
+
+
+def free_port():
+    """A TCP port free on 127.0.0.1 right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def second_gateway(stack, bin_dir, log_path, instance, **options):
+    """Another tessera-gateway in front of the stack's services, with options
+    of its own as environment variables (TESSERA_<OPTION>=value, e.g.
+    TESSERA_GATEWAY_CORS_ORIGINS): yields (its URL, its process) once ready;
+    killed afterwards if still running. Its log goes to log_path."""
+    import requests  # noqa: PLC0415 - only the tests that start one need it
+    port = free_port()
+    env = dict(os.environ,
+               TESSERA_HTTP_LISTEN=f"127.0.0.1:{port}",
+               TESSERA_SERVICE_INSTANCE=instance,
+               TESSERA_KAFKA_BOOTSTRAP=stack["KAFKA_BOOTSTRAP"],
+               TESSERA_REDIS_URL=stack["TESSERA_REDIS_URL"],
+               TESSERA_AUTH_URL=stack["TESSERA_AUTH_URL"],
+               TESSERA_REGISTRY_URL=stack["TESSERA_REGISTRY_URL"],
+               TESSERA_VFOLDER_URL=stack["TESSERA_VFOLDER_URL"],
+               TESSERA_WSPROXY_URL=stack["TESSERA_WSPROXY_URL"],
+               TESSERA_SERVICE_AUTH_KEY_FILE=os.path.join(stack["TESSERA_SERVICE_KEYS_DIR"],
+                                                          "gateway.key"),
+               **options)
+    log = open(log_path, "wb")
+    p = subprocess.Popen([os.path.join(bin_dir, "tessera-gateway")], env=env, stdout=log,
+                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        def ready():
+            try:
+                return requests.get(url + "/readyz", timeout=2).status_code == 200
+            except requests.RequestException:
+                return False
+        assert wait_until(ready, 60), open(log_path, encoding="utf-8", errors="replace").read()
+        yield url, p
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        log.close()
 
 
 def _proc_stat(pid):

@@ -158,6 +158,41 @@ def test_refused_and_nothing_changed(gw, alice, bob, how):
     assert name not in folder_names(bob[1])
 
 
+BAI = {"X-BackendAI-Version": "v8.20240915"}
+
+
+def test_backendai_clients_in_session_mode(gw, alice):
+    """Backend.AI's SDK in session mode posts /server/login-check and sends no
+    CSRF token, but always X-BackendAI-Version: that custom header stands in
+    for the token (a page of another site cannot send it)."""
+    b = Browser(gw, alice[0])
+    check = b.s.post(f"{gw}/server/login-check", headers=BAI, timeout=10)
+    assert check.status_code == 200 and check.json()["authenticated"] is True, check.text
+    name = fresh("sdk")
+    r = b.func("POST", "/folders", csrf=False, headers=BAI, json={"name": name})
+    assert r.status_code == 201, r.text
+    assert name in folder_names(alice[1])
+
+
+@pytest.mark.parametrize("how", ["wrong-csrf", "other-origin", "cross-site", "no-cookie"])
+def test_the_backendai_header_is_no_way_around_the_other_checks(gw, alice, how):
+    b = Browser(gw, alice[0])
+    headers = dict(BAI)
+    csrf = False
+    if how == "wrong-csrf":
+        b.csrf, csrf = "B" * 43, True
+    elif how == "other-origin":
+        headers["Origin"] = "http://evil.example:8080"
+    elif how == "cross-site":
+        headers["Sec-Fetch-Site"] = "cross-site"
+    elif how == "no-cookie":
+        b.s.cookies.clear()
+    name = fresh("sdk-refused")
+    r = b.func("POST", "/folders", csrf=csrf, headers=headers, json={"name": name})
+    assert r.status_code == (401 if how == "no-cookie" else 403), r.text
+    assert name not in folder_names(alice[1])
+
+
 def test_the_session_is_the_users_own(gw, alice, bob):
     """Alice's login sees Alice's folders only, whatever path she names."""
     bobs = fresh("bobs")

@@ -8,14 +8,13 @@ import concurrent.futures
 import json
 import os
 import signal
-import socket
 import subprocess
 import time
 import uuid
 
 import requests
 
-from conftest import wait_until
+from conftest import second_gateway, wait_until
 
 
 def psql(stack, sql):
@@ -305,42 +304,13 @@ def test_undecodable_batch_goes_to_the_dlq_whole(stack, tmp_path):
     assert wait_until(lambda: rows_like(stack, rid) == {rid: 1}, 30)
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 def test_clean_stop_publishes_what_is_buffered(stack, bin_dir, tmp_path):
     """A second gateway whose batches wait 1 s for up to 10,000 records: the
     requests' records are still in its buffer (nothing published) when it gets
     SIGTERM, and every one of them is stored afterwards."""
-    port = free_port()
-    env = dict(os.environ,
-               TESSERA_HTTP_LISTEN=f"127.0.0.1:{port}",
-               TESSERA_SERVICE_INSTANCE="it-stop",
-               TESSERA_KAFKA_BOOTSTRAP=stack["KAFKA_BOOTSTRAP"],
-               TESSERA_REDIS_URL=stack["TESSERA_REDIS_URL"],
-               TESSERA_AUTH_URL=stack["TESSERA_AUTH_URL"],
-               TESSERA_REGISTRY_URL=stack["TESSERA_REGISTRY_URL"],
-               TESSERA_VFOLDER_URL=stack["TESSERA_VFOLDER_URL"],
-               TESSERA_WSPROXY_URL=stack["TESSERA_WSPROXY_URL"],
-               TESSERA_SERVICE_AUTH_KEY_FILE=os.path.join(stack["TESSERA_SERVICE_KEYS_DIR"], "gateway.key"),
-               TESSERA_AUDIT_BATCH_RECORDS="10000",
-               TESSERA_AUDIT_BATCH_WAIT="1s")
-    log = open(tmp_path / "gateway-stop.log", "wb")
-    p = subprocess.Popen([os.path.join(bin_dir, "tessera-gateway")], env=env,
-                         stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        def ready():
-            try:
-                return requests.get(url + "/readyz", timeout=2).status_code == 200
-            except requests.RequestException:
-                return False
-        assert wait_until(ready, 60), (tmp_path / "gateway-stop.log").read_text()
+    log_path = tmp_path / "gateway-stop.log"
+    with second_gateway(stack, bin_dir, log_path, "it-stop", TESSERA_AUDIT_BATCH_RECORDS="10000",
+                        TESSERA_AUDIT_BATCH_WAIT="1s") as (url, p):
         prefix = "stop-" + uuid.uuid4().hex[:12] + "-"
         rids = [f"{prefix}{i}" for i in range(30)]
         with requests.Session() as sess:
@@ -350,11 +320,6 @@ def test_clean_stop_publishes_what_is_buffered(stack, bin_dir, tmp_path):
         assert metric(url, "tessera_gateway_audit_batches_total") == 0
         p.send_signal(signal.SIGTERM)
         assert p.wait(timeout=30) == 0
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-        log.close()
     text = (tmp_path / "gateway-stop.log").read_text()
     assert "audit records flushed" in text and "records=30" in text, text
     assert wait_until(lambda: len(rows_like(stack, prefix)) == len(rids), 30), \
