@@ -10,8 +10,13 @@ int cmd_version(cli *c, const cli_command *self, int argc, char **argv)
     printf("client  %s\n", TESSERA_VERSION);
     json_t *v = NULL;
     if (client_call(c, "GET", "/", NULL, false, &v) != CLI_OK) return CLI_FAIL;
-    printf("server  %s (API %s)\n", json_string_value(json_object_get(v, "manager")) ?: "?",
-           json_string_value(json_object_get(v, "version")) ?: "?");
+    /* "tessera" is the server's own version; "manager" the Backend.AI
+     * release whose API it speaks (older gateways sent only "manager") */
+    const char *own = json_string_value(json_object_get(v, "tessera"));
+    printf("server  %s (API %s, Backend.AI manager %s)\n",
+           own ?: json_string_value(json_object_get(v, "manager")) ?: "?",
+           json_string_value(json_object_get(v, "version")) ?: "?",
+           json_string_value(json_object_get(v, "manager")) ?: "?");
     json_decref(v);
     return CLI_OK;
 }

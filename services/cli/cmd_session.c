@@ -230,6 +230,23 @@ static int sub_restart(cli *c, const session_sub *self, int argc, char **argv)
     return _act(c, "PATCH", session_path(name, NULL), name, "restarting");
 }
 
+static int sub_rename(cli *c, const session_sub *self, int argc, char **argv)
+{
+    cli_status rc;
+    if (!session_words(c, self, argc, argv, "h", 2, "NAME NEW_NAME", &rc)) return rc;
+    if (!client_has_keys(c)) return CLI_FAIL;
+    const char *name = argv[optind], *new_name = argv[optind + 1];
+    char *path = session_path(name, "/rename");
+    json_t *body = json_pack("{s:s}", "session_name", new_name);
+    json_t *answer = NULL;
+    rc = client_call(c, "POST", path, body, true, &answer);
+    free(path);
+    json_decref(body);
+    json_decref(answer);
+    if (rc == CLI_OK) printf("session %s renamed to %s\n", name, new_name);
+    return rc;
+}
+
 /* ---- the table ----------------------------------------------------------------------------- */
 
 static const session_sub subcommands[] = {
@@ -273,6 +290,8 @@ static const session_sub subcommands[] = {
      "tessera session run NAME CODE", session_run, false, ""},
     {"history", "show a session's status history with times and reasons",
      "tessera session history NAME", sub_history, false, ""},
+    {"rename", "give a live session a new name (unique among your live sessions)",
+     "tessera session rename NAME NEW_NAME", sub_rename, false, ""},
 };
 
 static void _session_usage(FILE *out)

@@ -21,6 +21,27 @@
 static const char RESOURCE_SLOTS[] =
     "{\"cpu\":\"count\",\"mem\":\"bytes\",\"cuda.device\":\"count\",\"cuda.shares\":\"count\"}";
 
+/* How clients show each slot (Backend.AI's accelerator metadata): the
+ * name, the unit, whether amounts are binary and how many decimals. */
+#define SLOT_DETAIL(slot, key, desc, name, unit, binary, round, icon)                              \
+    "\"" slot "\":{\"slot_name\":\"" key "\",\"description\":\"" desc                              \
+    "\",\"human_readable_name\":\"" name "\",\"display_unit\":\"" unit                             \
+    "\",\"number_format\":{\"binary\":" binary ",\"round_length\":" round                          \
+    "},\"display_icon\":\"" icon "\"}"
+#define DETAIL_CPU SLOT_DETAIL("cpu", "cpu", "CPU", "CPU", "Core", "false", "0", "cpu")
+#define DETAIL_MEM SLOT_DETAIL("mem", "ram", "Memory", "RAM", "GiB", "true", "0", "cpu")
+#define DETAIL_GPU                                                                                 \
+    SLOT_DETAIL("cuda.device", "cuda.device", "CUDA-capable GPU", "GPU", "GPU", "false", "0",      \
+                "gpu1")
+#define DETAIL_SHARES                                                                              \
+    SLOT_DETAIL("cuda.shares", "cuda.shares", "CUDA-capable GPU (fractional)", "fGPU", "fGPU",     \
+                "false", "2", "gpu1")
+static const char RESOURCE_SLOT_DETAILS[] =
+    "{" DETAIL_CPU "," DETAIL_MEM "," DETAIL_GPU "," DETAIL_SHARES "}";
+
+/* The folder types one may create: personal and project folders. */
+static const char VFOLDER_TYPES[] = "[\"user\",\"group\"]";
+
 /* Forward req to tessera-auth's target with body (len bytes) on id's behalf
  * (NULL: anonymous), within auth.timeout. */
 static void _to_auth(gateway *gw, http_req *req, http_resp *resp, const char *target,
@@ -35,16 +56,19 @@ static void h_version(http_req *req, http_resp *resp, void *ctx)
 {
     (void)ctx;
     if (console_redirect_browser(req, resp)) return;
-    http_reply_json(
-        resp, 200,
-        json_pack("{s:s, s:s}", "version", GATEWAY_API_VERSION, "manager", TESSERA_VERSION));
+    http_reply_json(resp, 200,
+                    json_pack("{s:s, s:s, s:s}", "version", GATEWAY_API_VERSION, "manager",
+                              GATEWAY_MANAGER_COMPAT "+tessera." TESSERA_VERSION, "tessera",
+                              TESSERA_VERSION));
 }
 
-static void h_resource_slots(http_req *req, http_resp *resp, void *ctx)
+/* GET /config/resource-slots, /config/resource-slots/details,
+ * /config/vfolder-types: constant JSON (the route's context). */
+static void h_constant(http_req *req, http_resp *resp, void *ctx)
 {
     (void)req;
-    (void)ctx;
-    http_reply(resp, 200, "application/json", RESOURCE_SLOTS, sizeof(RESOURCE_SLOTS) - 1);
+    const char *body = ctx;
+    http_reply(resp, 200, "application/json", body, strlen(body));
 }
 
 /* POST /auth/authorize: the body as sent plus the client's address. */
@@ -132,7 +156,10 @@ void gateway_routes(gateway *gw)
 {
     http_router *r = svc_router(gw->svc);
     http_route(r, "GET", "/", h_version, gw);
-    http_route(r, "GET", "/config/resource-slots", h_resource_slots, gw);
+    http_route(r, "GET", "/config/resource-slots", h_constant, (void *)RESOURCE_SLOTS);
+    http_route(r, "GET", "/config/resource-slots/details", h_constant,
+               (void *)RESOURCE_SLOT_DETAILS);
+    http_route(r, "GET", "/config/vfolder-types", h_constant, (void *)VFOLDER_TYPES);
     http_route(r, "POST", "/auth/authorize", h_authorize, gw);
     http_route(r, "GET", "/auth/role", h_role, gw);
     http_route(r, "POST", "/auth/update-password", h_update_password, gw);

@@ -22,6 +22,7 @@ void resources_routes(gateway *gw)
 {
     http_router *r = svc_router(gw->svc);
     http_route(r, "GET", "/scaling-groups", h_forward, gw);
+    http_route(r, "GET", "/scaling-groups/{name}/wsproxy-version", h_forward, gw);
     http_route(r, "GET", "/resource/presets", h_forward, gw);
     http_route(r, "POST", "/resource/check-presets", h_forward, gw);
 }

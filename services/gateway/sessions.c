@@ -117,7 +117,8 @@ static void h_create(http_req *req, http_resp *resp, void *ctx)
 
 /* ---- the others ---------------------------------------------------------------------- */
 
-/* GET|DELETE|PATCH /session/{name}, GET /session/{name}/history,
+/* GET|DELETE|PATCH /session/{name}, GET /session/{name}/history and /status-history,
+ * POST /session/{name}/rename,
  * GET /session/{name}/logs: the same path under /v1/sessions. */
 static void h_same_path(http_req *req, http_resp *resp, void *ctx)
 {
@@ -385,6 +386,8 @@ void sessions_routes(gateway *gw)
         ROUTE("GET", "/{name}/logs", h_same_path);
         ROUTE("GET", "/_/logs", h_task_logs);
         ROUTE("GET", "/{name}/history", h_same_path);
+        ROUTE("GET", "/{name}/status-history", h_same_path);
+        ROUTE("POST", "/{name}/rename", h_same_path);
         ROUTE("POST", "/{name}/start-service", h_start_service);
 #undef ROUTE
     }

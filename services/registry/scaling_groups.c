@@ -97,7 +97,43 @@ out:
     caller_free(&c);
 }
 
+/* GET /v1/scaling-groups/{name}/wsproxy-version: how Backend.AI's Web-UI
+ * opens the group's apps. Tessera's is "v2": POST /session/{name}/
+ * start-service answers a URL of tessera-wsproxy with a token, which the
+ * page opens directly (v1 would be the Web-UI's own local proxy over
+ * /stream/session/{name}/httpproxy, not served). A group the caller may not
+ * use is 404, as one that does not exist. */
+static void h_wsproxy_version(http_req *req, http_resp *resp, void *ctx)
+{
+    svc *s = ctx;
+    reg_caller c;
+    if (!caller_get(req, resp, NULL, &c)) return;
+    const char *name = http_param(req, "name");
+    tlog_ctx_entity("resource_group", name);
+    json_t *kctx = NULL, *names = NULL;
+    PGconn *conn = NULL;
+    if (!scaling_groups_context(req, resp, &c, _query_group(req), &kctx) ||
+        !(conn = pgjson_get(s, resp)) || !(names = scaling_groups_allowed(conn, resp, kctx)))
+        goto out;
+    bool allowed = false;
+    size_t i;
+    json_t *n;
+    json_array_foreach(names, i, n) if (strcmp(json_string_value(n), name) == 0) allowed = true;
+    if (allowed)
+        http_reply_json(resp, 200, json_pack("{s:s}", "wsproxy_version", "v2"));
+    else
+        http_problem(resp, 404, "not-found", NULL, "no resource group %s among those you may use",
+                     name);
+out:
+    json_decref(names);
+    json_decref(kctx);
+    pgjson_put(s, conn);
+    caller_free(&c);
+}
+
 void scaling_groups_routes(svc *s)
 {
     http_route(svc_router(s), "GET", "/v1/scaling-groups", h_list, s);
+    http_route(svc_router(s), "GET", "/v1/scaling-groups/{name}/wsproxy-version", h_wsproxy_version,
+               s);
 }

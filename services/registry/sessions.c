@@ -10,6 +10,7 @@
 #include "session_view.h"
 #include "tessera/v1/session.pb-c.h"
 #include "transitions.h"
+#include "validation.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -123,6 +124,76 @@ static void reply_history(http_resp *resp, PGconn *conn, const char *id)
     http_reply_json(resp, 200,
                     json_pack("{s:s, s:o}", "sessionUuid", id, "items", pgjson_rows_json(r)));
     PQclear(r);
+}
+
+/* Backend.AI's status history: {status: when it was last entered}. */
+static void reply_status_history(http_resp *resp, PGconn *conn, const char *id)
+{
+    const char *p[] = {id};
+    PGresult *r = pgjson_query(conn, resp, "read history",
+                               "SELECT status, max(at) FROM registry.session_status_history"
+                               " WHERE session_id = $1::uuid GROUP BY status ORDER BY max(at)",
+                               1, p);
+    if (!r) return;
+    json_t *out = json_object();
+    for (int i = 0; i < PQntuples(r); i++)
+        json_object_set_new(out, PQgetvalue(r, i, 0), pgjson_cell_json(r, i, 1));
+    PQclear(r);
+    http_reply_json(resp, 200, out);
+}
+
+static void h_status_history(http_req *req, http_resp *resp, void *ctx)
+{
+    on_session(req, resp, ctx, reply_status_history);
+}
+
+/* POST /v1/sessions/{id}/rename {"session_name"} (or "name",
+ * "clientSessionToken", or ?name=): a live session's new name, unique among
+ * its owner's live sessions. 204; 400 a bad name, 409 taken or ended. */
+static void h_rename(http_req *req, http_resp *resp, void *ctx)
+{
+    svc *s = ctx;
+    reg_caller c;
+    if (!caller_get(req, resp, NULL, &c)) return;
+    json_t *body = NULL;
+    const char *name = http_query_arg(req, "name");
+    if (req->body_len) {
+        if (!(body = http_json_body(req, resp))) goto out;
+        static const char *const keys[] = {"session_name", "name", "clientSessionToken"};
+        for (size_t i = 0; i < TS_ARRAY_LEN(keys) && !name; i++) {
+            const json_t *v = json_object_get(body, keys[i]);
+            if (v && !json_is_string(v)) {
+                http_problem(resp, 400, "invalid-api-params", NULL, "%s must be a string", keys[i]);
+                goto out;
+            }
+            name = json_string_value(v);
+        }
+    }
+    if (!name || !session_name_valid(name)) {
+        http_problem(resp, 400, "invalid-api-params", NULL,
+                     "session_name: the new name, 1 to 64 of letters, digits, '_', '-', '.'");
+        goto out;
+    }
+    PGconn *conn = pgjson_get(s, resp);
+    char id[TS_UUID_STRLEN];
+    if (conn && sessions_find(conn, req, resp, &c, id)) {
+        const char *p[] = {id, name};
+        PGresult *r = pgjson_query(conn, resp, "rename session",
+                                   "UPDATE registry.sessions SET name = $2 WHERE id = $1::uuid"
+                                   " AND status NOT IN " SQL_FINAL " RETURNING 1",
+                                   2, p);
+        if (r && PQntuples(r) == 1) {
+            TLOG_INFO("session renamed", "name=%s by=%s", name, c.access_key);
+            http_reply(resp, 204, NULL, NULL, 0);
+        } else if (r) {
+            http_problem(resp, 409, "invalid-state", NULL, "the session has ended");
+        }
+        PQclear(r);
+    }
+    pgjson_put(s, conn);
+out:
+    json_decref(body);
+    caller_free(&c);
 }
 
 static void h_get(http_req *req, http_resp *resp, void *ctx)
@@ -295,4 +366,6 @@ void sessions_routes(svc *s)
     http_route(r, "DELETE", "/v1/sessions/{id}", h_destroy, s);
     http_route(r, "PATCH", "/v1/sessions/{id}", h_restart, s);
     http_route(r, "GET", "/v1/sessions/{id}/history", h_history, s);
+    http_route(r, "GET", "/v1/sessions/{id}/status-history", h_status_history, s);
+    http_route(r, "POST", "/v1/sessions/{id}/rename", h_rename, s);
 }

@@ -101,6 +101,8 @@ def test_help_on_the_registry_admin_resources(bin_dir, tmp_path):
     ["session", "run", "a"],
     ["session", "run", "a", "b", "c"],
     ["session", "history"],
+    ["session", "rename", "a"],
+    ["session", "rename", "a", "b", "c"],
     ["admin", "agent", "frob"],
     ["admin", "agent", "get"],
     ["admin", "resource-group", "create"],
@@ -175,6 +177,10 @@ def test_create_enqueue_only_list_info_history_destroy(bin_dir, admin, image):
     out = ok(bin_dir, admin, "session", "history", sname)
     assert header_row(out) == ["TIME", "STATUS", "REASON"]
     assert out.splitlines()[1].split()[2] == "PENDING"
+    out = ok(bin_dir, admin, "session", "rename", sname, sname + "-r")
+    assert f"session {sname} renamed to {sname}-r" in out
+    assert js(bin_dir, admin, "session", "info", sname + "-r")["sessionUuid"] == body["sessionUuid"]
+    ok(bin_dir, admin, "session", "rename", sname + "-r", sname)
     out = ok(bin_dir, admin, "session", "destroy", sname)
     assert f"session {sname} destroyed" in out
     wait_until(lambda: js(bin_dir, admin, "session", "info", sname)["status"] in

@@ -437,6 +437,17 @@ def _(w, c, mode, ctx):
     return c.get(f"/session/{ref}/history", params=q)
 
 
+def _status_history_allowed(w, r, ctx):
+    body = r.json()
+    assert {"PENDING", "RUNNING"} <= set(body), body
+
+
+@op("session.status_history", SESSION_MODES, session_rule, _status_history_allowed, _session_unchanged)
+def _(w, c, mode, ctx):
+    ref, q = s_ref(w, mode)
+    return c.get(f"/session/{ref}/status-history", params=q)
+
+
 def _start_service_expect(who, mode):
     # h_start_service (services/gateway/sessions.c) reads the session without
     # the request's query: owner_access_key is not honored there, the name is
@@ -484,8 +495,13 @@ def _(w, c, mode, ctx):
                                "group_name": w.project["P1"]["name"], "owner_access_key": w.a_key})
 
 
-def _rename_expect(who, mode):
-    return (404, 405)  # not served (Backend.AI's POST /session/{name}/rename): see the report
+def _rename_allowed(w, r, ctx):
+    assert r.status_code == 204, r.text
+    info = ok(w.c["A"].get(f"/session/{w.s_id}"))
+    assert info["sessionName"] == ctx["new"], info
+    r = w.c["A"].post(f"/session/{w.s_id}/rename", {"session_name": w.s_name})
+    assert r.status_code == 204, r.text
+    w.session_intact()
 
 
 def _rename_unchanged(w, ctx):
@@ -493,11 +509,11 @@ def _rename_unchanged(w, ctx):
     problem(w.c["A"].get(f"/session/{ctx['new']}"), NF)
 
 
-@op("session.rename", SESSION_MODES, _rename_expect, None, _rename_unchanged)
+@op("session.rename", SESSION_MODES, session_rule, _rename_allowed, _rename_unchanged)
 def _(w, c, mode, ctx):
     ctx["new"] = fresh("renamed")
     ref, q = s_ref(w, mode)
-    return c.post(f"/session/{ref}/rename", params=dict(q or {}, name=ctx["new"]))
+    return c.post(f"/session/{ref}/rename", {"session_name": ctx["new"]}, params=q)
 
 
 def _victim_or_s(w, c, mode, ctx, expect_allowed):
