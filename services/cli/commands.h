@@ -57,4 +57,7 @@ int cmd_vfolder(cli *c, const cli_command *self, int argc, char **argv);
 int cmd_resource(cli *c, const cli_command *self, int argc, char **argv);
 int cmd_scaling_groups(cli *c, const cli_command *self, int argc, char **argv);
 
+/* cmd_graphql.c: `tessera graphql QUERY` (Backend.AI's GraphQL, POST /admin/gql) */
+int cmd_graphql(cli *c, const cli_command *self, int argc, char **argv);
+
 #endif

@@ -68,6 +68,16 @@ static const cli_command commands[] = {
      "Options:\n"
      "  -g, --group PROJECT      also the groups allowed to that project (name or id)",
      cmd_scaling_groups},
+    {"graphql", "send a GraphQL query or mutation (Backend.AI's schema) and print its data",
+     "tessera graphql [OPTIONS] QUERY|-\n\n"
+     "QUERY is a GraphQL document (- reads it from stdin), e.g.\n"
+     "  tessera graphql '{ compute_session_list(limit: 10, offset: 0) { items { name status } } "
+     "}'\n\n"
+     "Options:\n"
+     "  -v, --var NAME=VALUE     a variable: VALUE as JSON when it is, else as text (repeatable)\n"
+     "  -o, --operation NAME     the operation to run, when QUERY has several\n\n"
+     "The data is printed as JSON; errors go to stderr (exit status 1).",
+     cmd_graphql},
 };
 
 static void usage(FILE *out)

@@ -72,6 +72,10 @@ def test_start_a_session_from_the_launcher_with_a_folder(page, console_url, alic
     box = el(page, f"[data-mount=\"{folder}\"]")
     if not box.is_selected():
         box.click()
+    # the user's project by its name (users list the projects they belong to)
+    project = el(page, "#launch-project")
+    if project.tag_name == "select":
+        assert "default" in [o.text for o in Select(project).options], project.get_attribute("outerHTML")
     shot(page, "launcher")
     click(page, "[data-test=launch-submit]")
     wait_until(lambda: status_of(page, SESSION) == "RUNNING", timeout=90,

@@ -31,7 +31,7 @@ EXPECTED = {
     "access-log": {"list"},
 }
 COMMANDS = ["version", "status", "login", "logout", "whoami", "password", "admin", "resource",
-            "scaling-groups"]
+            "scaling-groups", "graphql"]
 
 
 def base_env(home, **extra):

@@ -509,3 +509,30 @@ def test_a_user_cannot_mutate(alice):
         assert body.get("errors") or body["data"][next(iter(body["data"]))]["ok"] is False, (q, body)
     assert okj(client.get(f"/admin/users/{user['id']}"))["role"] == "user"
     assert okj(client.get("/admin/keypairs"))["total"] == 2  # its own two, none made
+
+
+# ---- the CLI --------------------------------------------------------------------------------------
+
+
+def test_cli_graphql(stack, bin_dir, tmp_path, alice):
+    from test_cli import base_env, fails, ok, run  # noqa: PLC0415
+    client, user = alice
+    env = base_env(tmp_path, TESSERA_ACCESS_KEY=client.access_key,
+                   TESSERA_SECRET_KEY=client.secret_key, TESSERA_GATEWAY_URL=stack["TESSERA_GATEWAY_URL"])
+    out = ok(bin_dir, env, "graphql", "query($e: String) { user(email: $e) { email role } }",
+             "--var", f"e={user['email']}")
+    assert json.loads(out) == {"user": {"email": user["email"], "role": "user"}}
+    # from stdin, with a JSON variable and an operation name
+    out = ok(bin_dir, env, "graphql", "-o", "B", "--var", "n=2", "-",
+             stdin="query A { __typename } query B($n: Int!) "
+                   "{ compute_session_list(limit: $n, offset: 0) { total_count } }")
+    assert "total_count" in json.loads(out)["compute_session_list"]
+    # errors: on stderr with the place, exit 1
+    err = fails(bin_dir, env, "graphql", "{\n keypair { nope } }")
+    assert 'Cannot query field "nope" on type "KeyPair". (line 2, column 12)' in err, err
+    err = fails(bin_dir, env, "graphql", "{ agents { id } }")
+    assert "at agents" in err, err
+    # usage errors: exit 2
+    for args in (["graphql"], ["graphql", "a", "b"], ["graphql", "--var", "novalue", "{ x }"]):
+        r = run(bin_dir, env, *args)
+        assert r.returncode == 2 and r.stderr.startswith("tessera"), (args, r.stderr)

@@ -29,16 +29,17 @@ async function loadChoices(user) {
   ]);
   const imageList = images.data ? (images.data.items || []).map((i) => ({ ref: i.reference, min: i.min_slots || {} })) : null;
   const recentImages = [...new Set(((recent.data && recent.data.items) || []).map((s) => s.image).filter(Boolean))];
-  // The user's projects: ids (or objects) from its user record; names from
-  // /admin/projects/{id} where readable, else from its past sessions.
+  // The user's projects: ids from its user record; names from the projects
+  // list (users see the projects they belong to), else from past sessions.
   const known = {};
   for (const s of (recent.data && recent.data.items) || []) if (s.groupId && s.groupName) known[s.groupId] = s.groupName;
-  const projects = await Promise.all(((me.data && me.data.projects) || []).map(async (p) => {
+  const mine = await tryGet(get('/admin/projects', { limit: 1000 }));
+  for (const p of (mine.data && mine.data.items) || []) known[p.id] = p.name;
+  const projects = ((me.data && me.data.projects) || []).map((p) => {
     if (p && typeof p === 'object') return { value: p.name || p.id, label: p.name || p.id };
     if (known[p]) return { value: known[p], label: known[p] };
-    try { const r = await get('/admin/projects/' + enc(p)); if (r && r.name) return { value: r.name, label: r.name }; } catch { /* users: 403 */ }
     return { value: p, label: `project ${String(p).slice(0, 8)}` };
-  }));
+  });
   const used = live.data ? sumSlots(live.data) : {};
   return {
     imageList, recentImages, projects, projectsKnown: !!me.data,
