@@ -1,7 +1,8 @@
 /* cmd_vfolder.c: `tessera vfolder SUBCOMMAND`: virtual folders through the
  * gateway's /folders API (docs/vfolders.md): create, list, info, rename,
- * delete, purge, restore, clone, hosts, volumes, and sharing (invite,
- * invitations, accept, reject, leave, share, unshare). The file commands
+ * delete, purge, restore, clone, hosts, volumes, update-options, and
+ * sharing (invite, invitations, accept, reject, leave, share, unshare,
+ * shares, set-share). The file commands
  * (upload, download, ls, mkdir, mv, rm) live in cmd_vfolder_files.c. */
 #include "services/cli/cmd_vfolder_files.h"
 #include "services/cli/commands.h"
@@ -11,6 +12,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 typedef struct vsub vsub;
 struct vsub {
@@ -29,6 +31,7 @@ static const struct option longopts[] = {
     {"permission", required_argument, NULL, 'p'},
     {"perm", required_argument, NULL, 'p'},
     {"cloneable", no_argument, NULL, 'C'},
+    {"no-cloneable", no_argument, NULL, 'N'},
     {"quota", required_argument, NULL, 'q'},
     {"all", no_argument, NULL, 'a'},
     {"json", no_argument, NULL, 'J'},
@@ -42,6 +45,7 @@ static const char *const OPTION_HELP =
     "  -u, --usage-mode MODE        general | data | model\n"
     "  -p, --permission PERM        ro | rw | wd (also --perm)\n"
     "  -C, --cloneable              others with access may clone it\n"
+    "  -N, --no-cloneable           only the owner may clone it\n"
     "  -q, --quota BYTES            the folder's own quota in bytes\n"
     "  -a, --all                    every folder in your scope (admins)\n";
 
@@ -309,12 +313,141 @@ static cli_status sub_unshare(cli *c, const vsub *s, json_t *o, int argc, char *
                  json_pack("{s:o}", "emails", _strings(argc - 1, argv + 1)), "unshared");
 }
 
+static cli_status sub_update_options(cli *c, const vsub *s, json_t *o, int argc, char **argv)
+{
+    (void)s, (void)argc;
+    json_t *body = json_object();
+    if (json_object_get(o, "permission"))
+        json_object_set(body, "permission", json_object_get(o, "permission"));
+    if (json_object_get(o, "cloneable"))
+        json_object_set(body, "cloneable", json_object_get(o, "cloneable"));
+    if (json_object_size(body) == 0) {
+        json_decref(body);
+        return cli_usage("vfolder", "update-options",
+                         "nothing to change: give --permission, --cloneable or --no-cloneable");
+    }
+    return _call(c, "POST", _path(argv[0], "/update-options"), body, "updated");
+}
+
+/* The id of folder name (as GET /folders/{name} answers it), or NULL after
+ * the error was printed. Heap. */
+static char *_folder_id(cli *c, const char *name, cli_status *rc)
+{
+    json_t *out = NULL;
+    char *path = _path(name, NULL);
+    *rc = client_call(c, "GET", path, NULL, true, &out);
+    free(path);
+    const char *id = json_string_value(json_object_get(out, "id"));
+    char *copy = *rc == CLI_OK && id ? ts_strdup(id) : NULL;
+    json_decref(out);
+    return copy;
+}
+
+/* The shares of the caller's folders, or of folder id (NULL: all). */
+static cli_status _shares(cli *c, const char *id, json_t **out)
+{
+    char *path =
+        id ? ts_asprintf("/folders/_/shared?vfolder_id=%s", id) : ts_strdup("/folders/_/shared");
+    cli_status rc = client_call(c, "GET", path, NULL, true, out);
+    free(path);
+    return rc;
+}
+
+static const out_column share_cols[] = {
+    {"VFOLDER", "vfolder_name", OUT_TEXT},
+    {"USER ID", "uuid", OUT_TEXT},
+    {"EMAIL", "email", OUT_TEXT},
+    {"PERM", "perm", OUT_TEXT},
+    {NULL, NULL, OUT_TEXT},
+};
+
+static cli_status sub_shares(cli *c, const vsub *s, json_t *o, int argc, char **argv)
+{
+    (void)s, (void)o;
+    cli_status rc = CLI_OK;
+    char *id = argc ? _folder_id(c, argv[0], &rc) : NULL;
+    if (argc && !id) return rc == CLI_OK ? CLI_FAIL : rc;
+    json_t *out = NULL;
+    rc = _shares(c, id, &out);
+    free(id);
+    if (rc == CLI_OK && c->json) {
+        out_json(out);
+    } else if (rc == CLI_OK) {
+        json_t *rows = json_array(), *r;
+        size_t i;
+        json_array_foreach(json_object_get(out, "shared"), i, r)
+        {
+            json_t *to = json_object_get(r, "shared_to");
+            json_array_append_new(rows, json_pack("{s:O?, s:O?, s:O?, s:O?}", "vfolder_name",
+                                                  json_object_get(r, "vfolder_name"), "uuid",
+                                                  json_object_get(to, "uuid"), "email",
+                                                  json_object_get(to, "email"), "perm",
+                                                  json_object_get(r, "perm")));
+        }
+        out_table(share_cols, rows);
+        json_decref(rows);
+    }
+    json_decref(out);
+    return rc;
+}
+
+/* USER as a user id: itself, or the id of the shared user with that email. */
+static char *_shared_user(cli *c, const char *id, const char *user, cli_status *rc)
+{
+    *rc = CLI_OK;
+    if (!strchr(user, '@')) return ts_strdup(user);
+    json_t *out = NULL;
+    char *found = NULL;
+    if ((*rc = _shares(c, id, &out)) == CLI_OK) {
+        size_t i;
+        json_t *r;
+        json_array_foreach(json_object_get(out, "shared"), i, r)
+        {
+            json_t *to = json_object_get(r, "shared_to");
+            const char *e = json_string_value(json_object_get(to, "email"));
+            if (!found && e && strcasecmp(e, user) == 0)
+                found = ts_strdup(json_string_value(json_object_get(to, "uuid")));
+        }
+        if (!found) {
+            fprintf(stderr, "tessera vfolder set-share: the folder is not shared with %s\n", user);
+            *rc = CLI_FAIL;
+        }
+    }
+    json_decref(out);
+    return found;
+}
+
+static cli_status sub_set_share(cli *c, const vsub *s, json_t *o, int argc, char **argv)
+{
+    (void)s, (void)o, (void)argc;
+    const char *perm = argv[2];
+    if (strcmp(perm, "ro") != 0 && strcmp(perm, "rw") != 0 && strcmp(perm, "wd") != 0 &&
+        strcmp(perm, "none") != 0)
+        return cli_usage("vfolder", "set-share", "PERM is ro, rw, wd or none (remove the share)");
+    cli_status rc;
+    char *id = _folder_id(c, argv[0], &rc);
+    if (!id) return rc == CLI_OK ? CLI_FAIL : rc;
+    char *user = _shared_user(c, id, argv[1], &rc);
+    if (user) {
+        json_t *body = json_pack("{s:s, s:s, s:o}", "vfolder", id, "user", user, "perm",
+                                 strcmp(perm, "none") == 0 ? json_null() : json_string(perm));
+        rc = _call(c, "POST", ts_strdup("/folders/_/shared"), body,
+                   strcmp(perm, "none") == 0 ? "share removed" : "permission changed");
+    }
+    free(user);
+    free(id);
+    return rc;
+}
+
 static const vsub subs[] = {
     {"create", "create a folder", "create NAME [OPTIONS]", "HguCqp", 1, 1, sub_create},
     {"list", "list your folders, those shared with you and your projects'",
      "list [--all] [--group PROJECT_ID]", "ag", 0, 0, sub_list},
     {"info", "show a folder", "info NAME", "", 1, 1, sub_info},
     {"rename", "rename a folder", "rename NAME NEW_NAME", "", 2, 2, sub_rename},
+    {"update-options", "change a folder's permission (what project members get) or cloneable",
+     "update-options NAME [--permission ro|rw|wd] [--cloneable|--no-cloneable]", "pCN", 1, 1,
+     sub_update_options},
     {"delete", "move a folder to the trash", "delete NAME", "", 1, 1, sub_delete},
     {"purge", "remove a trashed folder for good", "purge ID", "", 1, 1, sub_purge},
     {"restore", "bring a trashed folder back", "restore ID", "", 1, 1, sub_restore},
@@ -334,6 +467,10 @@ static const vsub subs[] = {
      "share NAME EMAIL... [--permission ro|rw|wd]", "p", 2, 101, sub_share},
     {"unshare", "remove project members' own permission", "unshare NAME EMAIL...", "", 2, 101,
      sub_unshare},
+    {"shares", "list who your folders (or folder NAME) are shared with", "shares [NAME]", "", 0, 1,
+     sub_shares},
+    {"set-share", "change or remove (none) a shared user's permission on a folder of yours",
+     "set-share NAME USER_ID|EMAIL ro|rw|wd|none", "", 3, 3, sub_set_share},
 };
 
 static void _vfolder_usage(FILE *out)
@@ -354,7 +491,7 @@ static cli_status _run(cli *c, const vsub *s, int argc, char **argv)
     optind = 0;
     opterr = 0;
     for (;;) {
-        int opt = getopt_long(argc, argv, "H:g:u:p:Cq:ah", longopts, NULL);
+        int opt = getopt_long(argc, argv, "H:g:u:p:CNq:ah", longopts, NULL);
         if (opt == -1) break;
         if (opt == 'h') {
             _help(s, stdout);
@@ -385,6 +522,9 @@ static cli_status _run(cli *c, const vsub *s, int argc, char **argv)
             break;
         case 'C':
             json_object_set_new(opts, "cloneable", json_true());
+            break;
+        case 'N':
+            json_object_set_new(opts, "cloneable", json_false());
             break;
         case 'a':
             json_object_set_new(opts, "all", json_true());

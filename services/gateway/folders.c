@@ -24,9 +24,23 @@ static void h_folders(http_req *req, http_resp *resp, void *ctx)
     free(target);
 }
 
+/* Backend.AI's download_with_token: the token request-download answered is
+ * the authority, as at tessera-vfolder's own download URL, so the request
+ * need not be signed (the SDK's get_download_url_with_token makes a plain
+ * link of it for a browser). tessera-vfolder checks the token and answers
+ * 302 to its download URL; the bytes never pass through here. */
+static void h_download_with_token(http_req *req, http_resp *resp, void *ctx)
+{
+    gateway *gw = ctx;
+    char *target = proxy_v1_target(req);
+    proxy_forward(&gw->up[UPSTREAM_VFOLDER], FOLDERS_TIMEOUT_MS, req, resp, target, NULL, NULL, 0);
+    free(target);
+}
+
 void folders_routes(gateway *gw)
 {
     http_router *r = svc_router(gw->svc);
+    http_route(r, "GET", "/folders/_/download_with_token", h_download_with_token, gw);
     static const char *const pats[] = {"/folders", "/folders/{a}", "/folders/{a}/{b}",
                                        "/folders/{a}/{b}/{c}", "/folders/{a}/{b}/{c}/{d}"};
     for (size_t i = 0; i < TS_ARRAY_LEN(pats); i++)

@@ -11,6 +11,8 @@
  *   DELETE /v1/folders/{name}/delete_files (POST too) wd {files, recursive}
  *   POST   /v1/folders/{name}/request-upload       rw   (tus.c)
  *   POST   /v1/folders/{name}/request-download     ro   (transfer.c)
+ *   POST   /v1/folders/{name}/upload               rw   multipart (upload_form.c)
+ *   GET    /v1/folders/_/download_with_token?token=     302 to the download (transfer.c)
  * Client-facing, token-authorized: /v1/transfer/upload... (tus.c) and
  * /v1/transfer/download (transfer.c), with CORS for browsers (cors.c). */
 #include "files_routes.h"
@@ -24,6 +26,7 @@
 #include "sweeper.h"
 #include "transfer.h"
 #include "tus.h"
+#include "upload_form.h"
 #include "volumes.h"
 
 #include <errno.h>
@@ -211,6 +214,8 @@ void vf_files_routes(svc *s)
     http_route(r, "POST", "/v1/folders/{name}/delete_files", h_delete_files, s);
     http_route(r, "POST", "/v1/folders/{name}/request-upload", vf_h_request_upload, s);
     http_route(r, "POST", "/v1/folders/{name}/request-download", vf_h_request_download, s);
+    http_route(r, "POST", "/v1/folders/{name}/upload", vf_h_upload_form, s);
+    http_route(r, "GET", "/v1/folders/_/download_with_token", vf_h_download_with_token, s);
     http_route(r, "GET", "/v1/transfer/download", vf_h_download, s);
     http_route(r, "OPTIONS", "/v1/transfer/download", vf_cors_h_options, s);
     vf_tus_routes(s);

@@ -185,3 +185,49 @@ void vf_h_rename(http_req *req, http_resp *resp, void *ctx)
 out:
     vf_req_end(&x);
 }
+
+/* Backend.AI's list of folder types a caller may create: "user" for
+ * everyone, "group" (project folders) for the administrators who may create
+ * them (folder_create.c's rule). */
+void vf_h_allowed_types(http_req *req, http_resp *resp, void *ctx)
+{
+    vf_req x;
+    if (!vf_req_begin(&x, ctx, req, resp)) return;
+    json_t *types = json_pack("[s]", "user");
+    if (vf_caller_admin_of(&x.c, x.c.domain_name))
+        json_array_append_new(types, json_string("group"));
+    http_reply_json(resp, 200, types);
+    vf_req_end(&x);
+}
+
+void vf_h_update_options(http_req *req, http_resp *resp, void *ctx)
+{
+    vf_req x;
+    if (!vf_req_begin(&x, ctx, req, resp)) return;
+    static const char *const keys[] = {"permission", "cloneable", NULL};
+    const char *perm = NULL;
+    bool cloneable = false, has_cloneable = false;
+    /* Every field checked before the folder is even looked up: bad input
+     * changes nothing. */
+    if (!vf_req_body(&x, keys) ||
+        !pgjson_field_enum(x.body, "permission", false, "ro|rw|wd", &perm, resp) ||
+        !pgjson_field_bool(x.body, "cloneable", false, &cloneable, &has_cloneable, resp) ||
+        !vf_req_folder(&x, VF_PERM_OWNER) ||
+        !vf_req_host_allows(&x, VF_HOST_MODIFY, false, "modifying vfolders on"))
+        goto out;
+    const char *p[] = {x.f.id, perm, has_cloneable ? (cloneable ? "true" : "false") : NULL};
+    if (!vf_req_exec(&x, "update vfolder options",
+                     "UPDATE vfolder.vfolders SET permission = coalesce($2, permission),"
+                     " cloneable = coalesce($3::boolean, cloneable)"
+                     " WHERE id = $1::uuid AND status = 'ready'",
+                     3, p))
+        goto out;
+    const char *now_perm = perm ? perm : vf_perm_name(x.f.folder_perm);
+    bool now_cloneable = has_cloneable ? cloneable : x.f.cloneable;
+    TLOG_INFO("vfolder options updated", "permission=%s cloneable=%d", now_perm, now_cloneable);
+    http_reply_json(resp, 200,
+                    json_pack("{s:s, s:s, s:s, s:b}", "msg", "", "id", x.f.id, "permission",
+                              now_perm, "cloneable", now_cloneable));
+out:
+    vf_req_end(&x);
+}

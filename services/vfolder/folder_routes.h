@@ -1,10 +1,16 @@
-/* folder_routes.h: reading folders and renaming them (docs/vfolders.md):
+/* folder_routes.h: reading folders, renaming them and their options (docs/vfolders.md):
  *
  *   GET  /v1/folders[?all=true][&group_id=]   the folders the caller sees
  *   GET  /v1/folders/{name}                   one folder, with its quota scope
  *   GET  /v1/folders/_/hosts                  the volumes the caller may use
  *   GET  /v1/folders/_/volumes                capacity and accounting (admins)
  *   POST /v1/folders/{name}/rename {new_name} owner, modify-vfolder on its host
+ *   POST /v1/folders/{name}/update-options {permission?, cloneable?}
+ *        owner (or admin), modify-vfolder: the folder's own permission (what
+ *        project members get) and whether it may be cloned; {"msg": ""} with
+ *        the id and the values now in force
+ *   GET  /v1/folders/_/allowed_types          ["user"], and "group" for the
+ *        administrators who may create project folders
  *
  * The answers come from the model (folders.h); creating is
  * folder_create.h's, deleting trash.h's. */
@@ -18,5 +24,7 @@ void vf_h_hosts(http_req *req, http_resp *resp, void *ctx);
 void vf_h_volumes(http_req *req, http_resp *resp, void *ctx);
 void vf_h_info(http_req *req, http_resp *resp, void *ctx);
 void vf_h_rename(http_req *req, http_resp *resp, void *ctx);
+void vf_h_update_options(http_req *req, http_resp *resp, void *ctx);
+void vf_h_allowed_types(http_req *req, http_resp *resp, void *ctx);
 
 #endif

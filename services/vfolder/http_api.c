@@ -8,6 +8,7 @@
 #include "folder_create.h"
 #include "folder_routes.h"
 #include "mounts.h"
+#include "shares.h"
 #include "sharing.h"
 #include "trash.h"
 
@@ -20,6 +21,10 @@ void vf_http_routes(svc *s)
     http_route(r, "GET", "/v1/folders", vf_h_list, s);
     http_route(r, "GET", "/v1/folders/_/hosts", vf_h_hosts, s);
     http_route(r, "GET", "/v1/folders/_/volumes", vf_h_volumes, s);
+    http_route(r, "GET", "/v1/folders/_/allowed_types", vf_h_allowed_types, s);
+    http_route(r, "GET", "/v1/folders/_/allowed-types", vf_h_allowed_types, s);
+    http_route(r, "GET", "/v1/folders/_/shared", vf_h_shared_list, s);
+    http_route(r, "POST", "/v1/folders/_/shared", vf_h_shared_update, s);
     http_route(r, "POST", "/v1/folders/purge", vf_h_purge, s);
     http_route(r, "POST", "/v1/folders/restore-from-trash", vf_h_restore, s);
     http_route(r, "GET", "/v1/folders/invitations/list", vf_h_invitations, s);
@@ -29,6 +34,7 @@ void vf_http_routes(svc *s)
     http_route(r, "DELETE", "/v1/folders/{name}", vf_h_delete, s);
     http_route(r, "POST", "/v1/folders/{name}/rename", vf_h_rename, s);
     http_route(r, "POST", "/v1/folders/{name}/clone", vf_h_clone, s);
+    http_route(r, "POST", "/v1/folders/{name}/update-options", vf_h_update_options, s);
     http_route(r, "POST", "/v1/folders/{name}/invite", vf_h_invite, s);
     http_route(r, "POST", "/v1/folders/{name}/leave", vf_h_leave, s);
     http_route(r, "POST", "/v1/folders/{name}/share", vf_h_share, s);

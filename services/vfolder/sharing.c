@@ -13,14 +13,15 @@
 
 #define VF_MAX_EMAILS 100
 
-/* The "emails" array: 1..VF_MAX_EMAILS strings of 3..254 bytes. */
-static bool _emails(json_t *body, http_resp *resp)
+/* The "emails" array: 1..VF_MAX_EMAILS strings of 3..254 bytes; field:
+ * the name the client gave it (invite's aliases), for the problem. */
+static bool _emails(json_t *body, const char *field, http_resp *resp)
 {
     json_t *emails = json_object_get(body, "emails");
     if (!json_is_array(emails) || json_array_size(emails) == 0 ||
         json_array_size(emails) > VF_MAX_EMAILS) {
         http_problem(resp, 400, "invalid-api-params", NULL,
-                     "emails must be an array of 1 to %d email addresses", VF_MAX_EMAILS);
+                     "%s must be an array of 1 to %d email addresses", field, VF_MAX_EMAILS);
         return false;
     }
     size_t i;
@@ -29,10 +30,43 @@ static bool _emails(json_t *body, http_resp *resp)
     {
         const char *s = json_string_value(e);
         if (!s || strlen(s) < 3 || strlen(s) > 254 || !strchr(s, '@')) {
-            http_problem(resp, 400, "invalid-api-params", NULL,
-                         "emails[%zu] is not an email address", i);
+            http_problem(resp, 400, "invalid-api-params", NULL, "%s[%zu] is not an email address",
+                         field, i);
             return false;
         }
+    }
+    return true;
+}
+
+/* Backend.AI's other names for invite's fields: the invitees as "user_ids"
+ * (what the JS SDK 21.3.1 sends: the emails under that name) or "userIDs",
+ * the permission as "permission". Moved to "emails" and "perm"; *field: the
+ * invitees' name as sent. False after a 400 when two names are given. */
+static bool _invite_aliases(json_t *body, const char **field, http_resp *resp)
+{
+    static const char *const names[] = {"user_ids", "userIDs"};
+    *field = "emails";
+    for (size_t i = 0; i < TS_ARRAY_LEN(names); i++) {
+        json_t *v = json_object_get(body, names[i]);
+        if (!v) continue;
+        if (json_object_get(body, "emails")) {
+            http_problem(resp, 400, "invalid-api-params", NULL,
+                         "give the invitees once: %s or %s, not both", *field, names[i]);
+            return false;
+        }
+        json_object_set(body, "emails", v);
+        json_object_del(body, names[i]);
+        *field = names[i];
+    }
+    json_t *perm = json_object_get(body, "permission");
+    if (perm) {
+        if (json_object_get(body, "perm")) {
+            http_problem(resp, 400, "invalid-api-params", NULL,
+                         "give the permission once: perm or permission, not both");
+            return false;
+        }
+        json_object_set(body, "perm", perm);
+        json_object_del(body, "permission");
     }
     return true;
 }
@@ -166,12 +200,13 @@ void vf_h_invite(http_req *req, http_resp *resp, void *ctx)
 {
     vf_req x;
     if (!vf_req_begin(&x, ctx, req, resp)) return;
-    static const char *const keys[] = {"perm", "emails", "user_ids", NULL};
+    static const char *const keys[] = {"perm", "permission", "emails", "user_ids", "userIDs", NULL};
     _invite inv = {.ids = json_array()};
     json_t *users = NULL;
-    if (!vf_req_body(&x, keys) ||
+    const char *field = "emails";
+    if (!vf_req_body(&x, keys) || !_invite_aliases(x.body, &field, resp) ||
         !pgjson_field_enum(x.body, "perm", false, "ro|rw|wd", &inv.perm, resp) ||
-        !_emails(x.body, resp) || !vf_req_folder(&x, VF_PERM_OWNER))
+        !_emails(x.body, field, resp) || !vf_req_folder(&x, VF_PERM_OWNER))
         goto out;
     if (!inv.perm) inv.perm = "rw";
     if (x.f.ownership != VF_OWNER_USER) {
@@ -445,7 +480,8 @@ static void _share_or_unshare(http_req *req, http_resp *resp, void *ctx, bool sh
     const char *perm = NULL, *perm2 = NULL;
     _share sh = {.done = json_array()};
     json_t *users = NULL;
-    if (!vf_req_body(&x, share ? share_keys : unshare_keys) || !_emails(x.body, resp)) goto out;
+    if (!vf_req_body(&x, share ? share_keys : unshare_keys) || !_emails(x.body, "emails", resp))
+        goto out;
     if (share && (!pgjson_field_enum(x.body, "permission", false, "ro|rw|wd", &perm, resp) ||
                   !pgjson_field_enum(x.body, "perm", false, "ro|rw|wd", &perm2, resp)))
         goto out;

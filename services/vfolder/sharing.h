@@ -10,6 +10,7 @@
  * unshare and leave publishes VfolderShared after its commit.
  *
  *   POST   /v1/folders/{name}/invite {perm, emails}   owner, invite-others
+ *          (also Backend.AI's names: permission; user_ids or userIDs: emails)
  *   GET    /v1/folders/invitations/list               the caller's pending ones
  *   POST   /v1/folders/invitations/accept {inv_id}
  *   DELETE /v1/folders/invitations/delete {inv_id}    reject or cancel

@@ -9,6 +9,7 @@
 #include "libcommon/pgjson.h"
 #include "request.h"
 #include "volumes.h"
+#include "xfs_quota.h"
 #include "zipstream.h"
 
 #include <errno.h>
@@ -157,6 +158,84 @@ bool vf_xfer_staging_dir(const char *host, int *fd, int *errnum)
     }
     *errnum = *fd < 0 ? errno : 0;
     return *fd >= 0;
+}
+
+/* ---- staged files into place ------------------------------------------------------- */
+
+bool vf_xfer_parents(int root, const char *path, const char *what, http_resp *resp)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash || slash == path) return true;
+    char *parent = ts_strndup(path, (size_t)(slash - path));
+    int err;
+    bool ok = vf_fs_mkdir(root, parent, true, true, &err);
+    free(parent);
+    if (!ok) vf_fs_problem(resp, err, what, path);
+    return ok;
+}
+
+bool vf_xfer_join_project(const vf_folder *f, int fd, ts_err *err)
+{
+    const vf_volume *v = vf_volume_find(f->host);
+    if (!v || strcmp(v->fs_type, "xfs") != 0) return true;
+    /* Not vf_fs_open_root: the ioctl needs a real descriptor, not O_PATH. */
+    int dir = open(f->host_path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dir < 0) {
+        ts_err_set(err, "open the folder: %s", strerror(errno));
+        return false;
+    }
+    uint32_t projid = vf_xfs_project_of(dir);
+    close(dir);
+    return vf_xfs_project_adopt(fd, projid, err);
+}
+
+bool vf_xfer_place(const vf_folder *f, int staging, const char *staged, int fd, const char *path,
+                   const char *what, int64_t *replaced, http_resp *resp)
+{
+    *replaced = 0;
+    /* the sessions' root owns it, readable as a file made with umask 022
+     * (volumes.h, vfolder.file_owner); staged, it was 0600 */
+    vf_own_fd(fd);
+    if (fchmod(fd, 0644) != 0) {
+        vf_fs_problem(resp, errno, what, path);
+        return false;
+    }
+    if (vf_xcfg.upload_fsync && fsync(fd) != 0) {
+        vf_fs_problem(resp, errno, what, path);
+        return false;
+    }
+    int root, pfd = -1, err;
+    if (!vf_fs_open_root(f->host_path, &root, &err)) {
+        vf_fs_problem(resp, err, what, "");
+        return false;
+    }
+    bool ok = false;
+    char *leaf = NULL;
+    /* the parents may have been removed meanwhile */
+    if (!vf_xfer_parents(root, path, what, resp)) goto out;
+    if (!vf_fs_open_parent(root, path, &pfd, &leaf, &err)) {
+        vf_fs_problem(resp, err, what, path);
+        goto out;
+    }
+    struct stat st;
+    if (fstatat(pfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        if (S_ISDIR(st.st_mode)) {
+            vf_fs_problem(resp, EISDIR, what, path);
+            goto out;
+        }
+        if (S_ISREG(st.st_mode)) *replaced = st.st_size;
+    }
+    if (renameat(staging, staged, pfd, leaf) != 0) {
+        *replaced = 0;
+        vf_fs_problem(resp, errno, what, path);
+        goto out;
+    }
+    ok = true;
+out:
+    free(leaf);
+    if (pfd >= 0) close(pfd);
+    close(root);
+    return ok;
 }
 
 /* ---- issuing tokens ------------------------------------------------------------------ */
@@ -429,5 +508,24 @@ void vf_h_download(http_req *req, http_resp *resp, void *ctx)
     }
 out:
     if (root >= 0) close(root);
+    vf_token_free(&t);
+}
+
+/* ---- Backend.AI's download_with_token ----------------------------------------------- */
+
+void vf_h_download_with_token(http_req *req, http_resp *resp, void *ctx)
+{
+    (void)ctx;
+    vf_token t;
+    if (!vf_xfer_token(req, resp, VF_TOKEN_DOWNLOAD, NULL, &t)) return;
+    /* A verified token is base64url and a dot: safe in a query as it is. */
+    char *base = vf_xfer_base_url(req);
+    char *url = ts_asprintf("%s/v1/transfer/download?token=%s", base, http_query_arg(req, "token"));
+    http_set_header(resp, "Location", url);
+    http_set_header(resp, "Cache-Control", "no-store");
+    http_reply(resp, 302, NULL, "", 0);
+    TLOG_INFO("download_with_token redirected", "");
+    free(url);
+    free(base);
     vf_token_free(&t);
 }

@@ -11,6 +11,8 @@
  * Through the gateway (caller checked, then a token is issued):
  *   POST /v1/folders/{name}/request-download {file, archive} -> {token, url}
  *   POST /v1/folders/{name}/request-upload   {path, size}    -> {token, url}
+ *   GET  /v1/folders/_/download_with_token?token=  302 to the download URL
+ *        (the token is the authority: the gateway forwards it unsigned too)
  *
  * Uploads are staged in <volume>/.tessera-uploads/<upload id> (same file
  * system as the folders, outside every folder) and renamed into place when
@@ -67,9 +69,35 @@ bool vf_xfer_staging_dir(const char *host, int *fd, int *errnum) TS_MUST_CHECK;
  * log context) that is gone or not ready; err: why (may be NULL). */
 void vf_xfer_folder_gone(http_resp *resp, const ts_err *err);
 
+/* Make the parent directories of path in the folder root (confined; what:
+ * the operation, for the problem). False after a problem. */
+bool vf_xfer_parents(int root, const char *path, const char *what, http_resp *resp) TS_MUST_CHECK;
+
+/* On XFS, the staged file fd joins folder f's project: its bytes count
+ * against the folder's hard limit while they arrive, and XFS lets it be
+ * renamed into the folder (a rename into a project directory from outside
+ * the project is refused with EXDEV). Elsewhere nothing to do. False with
+ * err. */
+bool vf_xfer_join_project(const vf_folder *f, int fd, ts_err *err) TS_MUST_CHECK;
+
+/* The complete staged file `staged` (a name in its volume's staging
+ * directory, open as staging; the file open as fd) into folder f at path,
+ * atomically: owned by vfolder.file_owner, 0644, fsynced when
+ * vfolder.upload_fsync, the parents made, replacing a file of that name
+ * (*replaced: its bytes, for the caller to release from the quota). False
+ * after a problem (what: the operation; a directory at path: 400), nothing
+ * moved. */
+bool vf_xfer_place(const vf_folder *f, int staging, const char *staged, int fd, const char *path,
+                   const char *what, int64_t *replaced, http_resp *resp) TS_MUST_CHECK;
+
 /* Handlers (transfer.c). */
 void vf_h_request_download(http_req *req, http_resp *resp, void *ctx);
 void vf_h_download(http_req *req, http_resp *resp, void *ctx);
+/* GET /v1/folders/_/download_with_token?token= (Backend.AI's route, reached
+ * through the gateway): the token checked as a download's, then 302 to
+ * /v1/transfer/download?token= at this replica's base URL, where the bytes
+ * come from (the gateway stays out of the data path). */
+void vf_h_download_with_token(http_req *req, http_resp *resp, void *ctx);
 
 /* What a Range header value asks of a file of size bytes. */
 typedef enum vf_range {

@@ -9,7 +9,6 @@
 #include "request.h"
 #include "transfer.h"
 #include "volumes.h"
-#include "xfs_quota.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -136,20 +135,6 @@ static bool _finish_row(svc *s, const char *id, const char *status, ts_err *err)
 
 /* ---- request-upload ------------------------------------------------------------------- */
 
-/* Make the parent directories of path in the folder root (confined). False
- * after a problem. */
-static bool _parents(int root, const char *path, const char *what, http_resp *resp)
-{
-    const char *slash = strrchr(path, '/');
-    if (!slash || slash == path) return true;
-    char *parent = ts_strndup(path, (size_t)(slash - path));
-    int err;
-    bool ok = vf_fs_mkdir(root, parent, true, true, &err);
-    free(parent);
-    if (!ok) vf_fs_problem(resp, err, what, path);
-    return ok;
-}
-
 /* Record the upload t (its quota reserved); false after a problem. */
 static bool _record(vf_req *x, const vf_token *t)
 {
@@ -186,7 +171,8 @@ void vf_h_request_upload(http_req *req, http_resp *resp, void *ctx)
     }
     /* Parents now (confined), so that what is checked here is what the
      * upload lands in. */
-    if (!vf_req_root(&x, "request-upload") || !_parents(x.root, path, "request-upload", resp))
+    if (!vf_req_root(&x, "request-upload") ||
+        !vf_xfer_parents(x.root, path, "request-upload", resp))
         goto out;
     if (!vf_fs_open_parent(x.root, path, &pfd, &leaf, &err)) {
         vf_fs_problem(resp, err, "request-upload", path);
@@ -406,25 +392,11 @@ static bool _flush(patch *p, http_resp *resp)
     return true;
 }
 
-/* On XFS, the staged file joins the folder's project: its bytes count
- * against the folder's hard limit while they arrive, and XFS lets it be
- * renamed into the folder (a rename into a project directory from outside
- * the project is refused with EXDEV, quotas mounted or not: a folder keeps
- * its project when the volume is later mounted without prjquota). */
+/* The staged file joins the folder's project on XFS (transfer.h). */
 static bool _join_project(patch *p, http_resp *resp)
 {
-    const vf_volume *v = vf_volume_find(p->f.host);
-    if (!v || strcmp(v->fs_type, "xfs") != 0) return true;
-    /* Not vf_fs_open_root: the ioctl needs a real descriptor, not O_PATH. */
-    int dir = open(p->f.host_path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (dir < 0) {
-        vf_fs_problem(resp, errno, "upload", "");
-        return false;
-    }
-    uint32_t projid = vf_xfs_project_of(dir);
-    close(dir);
     ts_err err = {{0}};
-    if (vf_xfs_project_adopt(p->fd, projid, &err)) return true;
+    if (vf_xfer_join_project(&p->f, p->fd, &err)) return true;
     TLOG_ERROR("upload staging", "upload=%s error=\"%s\"", p->t.id, err.msg);
     http_problem(resp, 500, "internal-server-error", NULL, "upload staging: %s", err.msg);
     return false;
@@ -534,55 +506,16 @@ static bool patch_body(http_req *req, http_resp *resp, void *state, const char *
 /* The last byte is in: into the folder, atomically. */
 static bool _complete(patch *p, http_resp *resp)
 {
-    /* the sessions' root owns it, readable as a file made with umask 022
-     * (volumes.h, vfolder.file_owner); staged, it was 0600 */
-    vf_own_fd(p->fd);
-    if (fchmod(p->fd, 0644) != 0) {
-        vf_fs_problem(resp, errno, "upload (chmod)", p->t.path);
-        return false;
-    }
-    if (vf_xcfg.upload_fsync && fsync(p->fd) != 0) {
-        vf_fs_problem(resp, errno, "upload (fsync)", p->t.path);
-        return false;
-    }
-    int root, pfd = -1, err;
-    if (!vf_fs_open_root(p->f.host_path, &root, &err)) {
-        vf_fs_problem(resp, err, "upload", "");
-        return false;
-    }
-    bool ok = false;
-    char *leaf = NULL;
-    /* the parents may have been removed meanwhile */
-    if (!_parents(root, p->t.path, "upload", resp)) goto out;
-    if (!vf_fs_open_parent(root, p->t.path, &pfd, &leaf, &err)) {
-        vf_fs_problem(resp, err, "upload", p->t.path);
-        goto out;
-    }
-    struct stat st;
     int64_t old = 0;
-    if (fstatat(pfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-        if (S_ISDIR(st.st_mode)) {
-            vf_fs_problem(resp, EISDIR, "upload", p->t.path);
-            goto out;
-        }
-        if (S_ISREG(st.st_mode)) old = st.st_size;
-    }
-    if (renameat(p->staging, p->t.id, pfd, leaf) != 0) {
-        vf_fs_problem(resp, errno, "upload (rename into place)", p->t.path);
-        goto out;
-    }
+    if (!vf_xfer_place(&p->f, p->staging, p->t.id, p->fd, p->t.path, "upload", &old, resp))
+        return false;
     ts_err ferr = {{0}};
     if (!_finish_row(p->s, p->t.id, "done", &ferr) && ferr.msg[0])
         TLOG_WARN("upload done but not recorded", "upload=%s error=\"%s\"", p->t.id, ferr.msg);
     if (old > 0) vf_quota_release(p->s, &p->f, old);
     TLOG_INFO("upload complete", "upload=%s size=%" PRId64 " replaced=%" PRId64, p->t.id, p->size,
               old);
-    ok = true;
-out:
-    free(leaf);
-    if (pfd >= 0) close(pfd);
-    close(root);
-    return ok;
+    return true;
 }
 
 static void patch_end(http_req *req, http_resp *resp, void *state)
