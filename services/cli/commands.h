@@ -57,4 +57,10 @@ int cmd_vfolder(cli *c, const cli_command *self, int argc, char **argv);
 int cmd_resource(cli *c, const cli_command *self, int argc, char **argv);
 int cmd_scaling_groups(cli *c, const cli_command *self, int argc, char **argv);
 
+/* cmd_user.c: `tessera user-config ...`, `tessera ssh-keypair ...` (their own
+ * --help), and `tessera admin announcement ...` (argv[0] "announcement") */
+int cmd_user_config(cli *c, const cli_command *self, int argc, char **argv);
+int cmd_ssh_keypair(cli *c, const cli_command *self, int argc, char **argv);
+int cli_admin_announcement(cli *c, int argc, char **argv);
+
 #endif

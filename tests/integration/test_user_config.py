@@ -277,3 +277,42 @@ def test_signout_deactivates_own_account_only(admin, gw, a_pair):  # noqa: F811
     wait_until(lambda: w.get("/user-config/bootstrap-script").status_code == 401, timeout=10,
                message="the signed-out keypair to be refused")
     assert okj(a.get("/user-config/bootstrap-script")) is not None
+
+
+# ---- the CLI ----------------------------------------------------------------------------
+
+
+def test_cli_user_config_ssh_keypair_and_announcement(stack, bin_dir, tmp_path, admin, gw):  # noqa: F811
+    from test_cli import base_env, fails, ok, run
+    c, _ = _new_user(admin, gw, "ucfg-cli")
+    env = base_env(tmp_path, TESSERA_GATEWAY_URL=gw, TESSERA_ACCESS_KEY=c.access_key,
+                   TESSERA_SECRET_KEY=c.secret_key)
+    su = base_env(tmp_path, TESSERA_GATEWAY_URL=gw,
+                  TESSERA_ACCESS_KEY=stack["TESSERA_ADMIN_ACCESS_KEY"],
+                  TESSERA_SECRET_KEY=stack["TESSERA_ADMIN_SECRET_KEY"])
+    for args in (["user-config", "--help"], ["ssh-keypair", "--help"],
+                 ["admin", "announcement", "--help"]):
+        assert ok(bin_dir, env, *args).startswith("Usage: tessera ")
+    script = tmp_path / "boot.sh"
+    script.write_text("echo from-cli\n")
+    ok(bin_dir, env, "user-config", "bootstrap-script", "set", str(script))
+    assert ok(bin_dir, env, "user-config", "bootstrap-script", "get") == "echo from-cli\n"
+    assert okj(c.get("/user-config/bootstrap-script")) == "echo from-cli\n"
+    ok(bin_dir, env, "user-config", "dotfile", "add", ".vimrc", str(script), "--mode", "600")
+    assert ".vimrc" in ok(bin_dir, env, "user-config", "dotfile", "list")
+    assert ok(bin_dir, env, "user-config", "dotfile", "get", ".vimrc") == "echo from-cli\n"
+    fails(bin_dir, env, "user-config", "dotfile", "add", "../x", str(script), status=400)
+    ok(bin_dir, env, "user-config", "dotfile", "delete", ".vimrc")
+    fails(bin_dir, env, "user-config", "bootstrap-script", "nope", code=2)
+    key = tmp_path / "id_ed25519"
+    pub = ok(bin_dir, env, "ssh-keypair", "refresh", "--private-key-file", str(key))
+    assert pub.startswith("ssh-ed25519 ") and oct(key.stat().st_mode & 0o777) == "0o600"
+    assert ok(bin_dir, env, "ssh-keypair", "show") == pub
+    if shutil.which("ssh-keygen"):
+        assert _ssh_public_of(tmp_path, key.read_text()).split()[:2] == pub.split()[:2]
+    fails(bin_dir, env, "admin", "announcement", "set", "hi", status=403)
+    ok(bin_dir, su, "admin", "announcement", "set", f"cli {TAG}")
+    assert ok(bin_dir, env, "admin", "announcement", "get").strip() == f"enabled: cli {TAG}"
+    ok(bin_dir, su, "admin", "announcement", "disable")
+    assert ok(bin_dir, env, "admin", "announcement", "get").strip() == "disabled"
+    assert run(bin_dir, env, "--json", "ssh-keypair", "show").returncode == 0
