@@ -57,6 +57,14 @@ bool caller_resolve(PGconn *conn, http_req *req, http_resp *resp, auth_caller *o
     return ok;
 }
 
+bool caller_has_access_key(const auth_caller *c, http_resp *resp)
+{
+    if (c->access_key[0]) return true;
+    http_problem(resp, 401, "auth-failed", NULL,
+                 "this endpoint acts on the signing keypair: the request named none");
+    return false;
+}
+
 bool caller_is_superadmin(const auth_caller *c)
 {
     return strcmp(c->role, "superadmin") == 0;

@@ -29,6 +29,11 @@ typedef struct auth_caller {
  * 500 problem. */
 bool caller_resolve(PGconn *conn, http_req *req, http_resp *resp, auth_caller *out) TS_MUST_CHECK;
 
+/* The caller signed with an access key (X-Tessera-Caller-Access-Key): the
+ * per-keypair settings (user config, SSH keypair) are that key's. False after
+ * a 401 when the gateway sent none. */
+bool caller_has_access_key(const auth_caller *c, http_resp *resp) TS_MUST_CHECK;
+
 /* Scoping rules (docs/api.md "Admin REST"). */
 bool caller_is_superadmin(const auth_caller *c) TS_MUST_CHECK;
 /* A superadmin or a domain admin. */

@@ -83,6 +83,10 @@ static const svcauth_rule AUTH_ACCESS[] = {
     {"GET", "/v1/role", SVCAUTH_GATEWAY},
     {"POST", "/v1/update-password", SVCAUTH_GATEWAY},
     {"*", "/v1/admin", SVCAUTH_GATEWAY},
+    {"*", "/v1/auth", SVCAUTH_GATEWAY},        /* the caller's account, SSH keypair */
+    {"*", "/v1/user-config", SVCAUTH_GATEWAY}, /* bootstrap script, dotfiles */
+    {"GET", "/v1/manager/announcement", SVCAUTH_GATEWAY},
+    {"POST", "/v1/manager/announcement", SVCAUTH_GATEWAY},
 };
 
 int main(int argc, char **argv)

@@ -15,8 +15,10 @@ static const char key_sql[] =
     " p.max_containers_per_session, p.max_pending_session_count, p.max_session_lifetime,"
     " p.idle_timeout, d.is_active AS domain_active, d.total_resource_slots AS domain_slots,"
     " p.allowed_vfolder_hosts AS kp_vfolder_hosts, d.allowed_vfolder_hosts AS domain_vfolder_hosts,"
-    " up.name AS user_policy, up.max_vfolder_count, up.max_quota_scope_size"
+    " up.name AS user_policy, up.max_vfolder_count, up.max_quota_scope_size,"
+    " COALESCE(kc.bootstrap_script, '') AS bootstrap_script"
     " FROM auth.keypairs k JOIN auth.users u ON u.id = k.user_id"
+    " LEFT JOIN auth.keypair_configs kc ON kc.access_key = k.access_key"
     " JOIN auth.keypair_resource_policies p ON p.name = k.resource_policy"
     " JOIN auth.user_resource_policies up ON up.name = u.resource_policy"
     " JOIN auth.domains d ON d.name = u.domain_name WHERE k.access_key = $1";
@@ -159,6 +161,8 @@ static void h_context(http_req *req, http_resp *resp, void *ctx)
                      "allowed_resource_groups", groups, "user_policy", user_policy,
                      "allowed_vfolder_hosts", vfolder_hosts, "projects", db_rows_json(pj));
     if (sa) json_object_set_new(body, "domain_superadmins", db_cell_json(sa, 0, 0));
+    /* user_config.h: run in its sessions that bring no script of their own */
+    json_object_set_new(body, "bootstrap_script", col(k, "bootstrap_script"));
     http_reply_json(resp, 200, body);
 out_project:
     json_decref(project);

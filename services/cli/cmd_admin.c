@@ -61,6 +61,7 @@ static void admin_usage(FILE *out)
                  "domain). Tables by default, the API's JSON with --json.\n\n"
                  "Resources:\n");
     list_resources(out, NULL);
+    fprintf(out, "  %-16s %s\n", "announcement", "the console's banner: get, set MESSAGE, disable");
     fprintf(out, "\n`tessera admin RESOURCE --help` lists its verbs, "
                  "`tessera admin RESOURCE VERB --help` its flags.\n");
 }
@@ -207,6 +208,7 @@ int cmd_admin(cli *c, const cli_command *self, int argc, char **argv)
         admin_usage(stdout);
         return CLI_OK;
     }
+    if (strcmp(argv[1], "announcement") == 0) return cli_admin_announcement(c, argc - 1, argv + 1);
     int i = 1;
     const admin_resource *r = admin_find_resource(argv[i]);
     if (!r && is_group(argv[1])) {

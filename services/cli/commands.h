@@ -60,4 +60,10 @@ int cmd_scaling_groups(cli *c, const cli_command *self, int argc, char **argv);
 /* cmd_graphql.c: `tessera graphql QUERY` (Backend.AI's GraphQL, POST /admin/gql) */
 int cmd_graphql(cli *c, const cli_command *self, int argc, char **argv);
 
+/* cmd_user.c: `tessera user-config ...`, `tessera ssh-keypair ...` (their own
+ * --help), and `tessera admin announcement ...` (argv[0] "announcement") */
+int cmd_user_config(cli *c, const cli_command *self, int argc, char **argv);
+int cmd_ssh_keypair(cli *c, const cli_command *self, int argc, char **argv);
+int cli_admin_announcement(cli *c, int argc, char **argv);
+
 #endif

@@ -40,6 +40,10 @@ static const cli_command commands[] = {
      "Options:\n"
      "      --password-stdin     read the three lines (current, new, new again) from stdin",
      cmd_password},
+    {"user-config", "your bootstrap script (run in new sessions) and dotfiles",
+     NULL /* its own --help */, cmd_user_config},
+    {"ssh-keypair", "show or refresh your SSH keypair (ed25519)", NULL /* its own --help */,
+     cmd_ssh_keypair},
     {"session", "create, list, inspect, use and destroy compute sessions",
      NULL /* its own --help at every level */, cmd_session},
     {"app", "open an app of a running session (Jupyter, a terminal, ...): prints its URL",

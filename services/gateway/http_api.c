@@ -141,7 +141,10 @@ static void h_update_password(http_req *req, http_resp *resp, void *ctx)
     _to_auth(gw, req, resp, "/v1/update-password", &id, req->body, req->body_len);
 }
 
-/* Anything under /admin -> auth /v1/admin/... with method, query and body. */
+/* Anything under /admin -> auth /v1/admin/... with method, query and body;
+ * also the caller's own settings (/auth/update-full-name, /auth/signout,
+ * /auth/ssh-keypair, /user-config/..., /manager/announcement) -> auth
+ * /v1/<the same path>. */
 static void h_admin(http_req *req, http_resp *resp, void *ctx)
 {
     gateway *gw = ctx;
@@ -173,6 +176,14 @@ void gateway_routes(gateway *gw)
                                         "/admin/{a}/{b}/{c}", "/admin/{a}/{b}/{c}/{d}"};
     for (size_t i = 0; i < TS_ARRAY_LEN(admin); i++)
         http_route(r, "*", admin[i], h_admin, gw);
+    static const char *const own[][2] = {
+        {"POST", "/auth/update-full-name"}, {"POST", "/auth/signout"},
+        {"GET", "/auth/ssh-keypair"},       {"PATCH", "/auth/ssh-keypair"},
+        {"POST", "/auth/ssh-keypair"},      {"*", "/user-config/{a}"},
+        {"GET", "/manager/announcement"},   {"POST", "/manager/announcement"},
+    };
+    for (size_t i = 0; i < TS_ARRAY_LEN(own); i++)
+        http_route(r, own[i][0], own[i][1], h_admin, gw);
     sessions_routes(gw);
     folders_routes(gw);
     resources_routes(gw);

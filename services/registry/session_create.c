@@ -338,6 +338,10 @@ static void h_create(http_req *req, http_resp *resp, void *ctx)
     json_t *ouser = json_object_get(owner, "user");
     const char *owner_ak = jstr(owner, "access_key");
     const char *owner_domain = jstr(ouser, "domain_name");
+    /* A session without a script of its own runs its owner keypair's
+     * (Backend.AI's user-config bootstrap script, from the context). */
+    const char *own_script = jstr(owner, "bootstrap_script");
+    if (!*cr.bootstrap_script && own_script) cr.bootstrap_script = own_script;
     if (cr.domain && strcmp(cr.domain, owner_domain) != 0) {
         http_problem(resp, 400, "invalid-api-params", NULL,
                      "domain %s is not the owner's domain (%s)", cr.domain, owner_domain);

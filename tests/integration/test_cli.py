@@ -30,8 +30,8 @@ EXPECTED = {
     "resource-preset": {"list", "get", "create", "update", "delete"},
     "access-log": {"list"},
 }
-COMMANDS = ["version", "status", "login", "logout", "whoami", "password", "admin", "resource",
-            "scaling-groups", "graphql"]
+COMMANDS = ["version", "status", "login", "logout", "whoami", "password", "user-config",
+            "ssh-keypair", "admin", "resource", "scaling-groups", "graphql"]
 
 
 def base_env(home, **extra):

@@ -1,0 +1,28 @@
+/* user_config.h: Backend.AI's /user-config for the signing keypair
+ * (auth.keypair_configs):
+ *   GET  /v1/user-config/bootstrap-script -> the script (a JSON string)
+ *   POST /v1/user-config/bootstrap-script {script} -> {}
+ *   GET  /v1/user-config/dotfiles[?path=] -> [{path, permission, data}] or
+ *        {path, perm, data}
+ *   POST | PATCH /v1/user-config/dotfiles {path, data, permission} -> {}
+ *   DELETE /v1/user-config/dotfiles?path= (or {path}) -> {success: true}
+ * Limits: a script or a dotfile up to 64 KiB, at most 100 dotfiles and
+ * 64 KiB of them in all; a dotfile path is relative to the home directory,
+ * without "." or ".." segments. The session context (session_context.c)
+ * carries the bootstrap script to tessera-registry, which runs it in new
+ * sessions that bring none of their own. */
+#ifndef AUTH_USER_CONFIG_H
+#define AUTH_USER_CONFIG_H
+
+#include "libcommon/svc.h"
+
+#define USER_CONFIG_TEXT_MAX 65536
+#define USER_CONFIG_DOTFILES_MAX 100
+#define USER_CONFIG_PATH_MAX 255
+
+/* NULL when path is an acceptable dotfile path, else why not. */
+const char *user_config_path_problem(const char *path);
+
+void user_config_routes(svc *s);
+
+#endif
