@@ -101,25 +101,26 @@ json_t *gql_page(gql_exec *ex, upstream_id u, const char *path, ts_buf *q, json_
 
 /* Every item of a paged list (up to LEGACY_LIST_MAX), for the reference's
  * non-paginated lists; query: the filters ("" or "a=b&c=d"). */
-json_t *gql_all(gql_exec *ex, upstream_id u, const char *path, const char *query)
+json_t *gql_all(gql_exec *ex, upstream_id u, const char *path, ts_buf *filters)
 {
+    /* the filters' text once ("?a=b&c=d" or ""), copied for each page */
+    char *query = gql_target("", filters);
     json_t *all = json_array();
     for (json_int_t offset = 0; offset < LEGACY_LIST_MAX; offset += GQL_PAGE_MAX) {
         ts_buf q = {0};
-        if (*query) {
-            ts_buf_append_str(&q, "?");
-            ts_buf_append_str(&q, query);
-        }
+        ts_buf_append_str(&q, query);
         json_t *a = gql_page(ex, u, path, &q, GQL_PAGE_MAX, offset);
         if (!a) {
             json_decref(all);
-            return NULL;
+            all = NULL;
+            break;
         }
         json_array_extend(all, json_object_get(a, "items"));
         json_int_t total = json_integer_value(json_object_get(a, "total"));
         json_decref(a);
         if ((json_int_t)json_array_size(all) >= total) break;
     }
+    free(query);
     return all;
 }
 
@@ -287,7 +288,8 @@ static const json_t *_user_of(gql_exec *ex, const json_t *src)
     if (!id) return NULL;
     if (!c->users) {
         c->users = json_object();
-        json_t *all = gql_all(ex, UPSTREAM_AUTH, "/v1/admin/users", "");
+        ts_buf none = {0};
+        json_t *all = gql_all(ex, UPSTREAM_AUTH, "/v1/admin/users", &none);
         size_t i;
         json_t *u;
         json_array_foreach(all, i, u)
@@ -329,10 +331,10 @@ json_t *gql_one(gql_exec *ex, upstream_id u, const char *path, const char *key, 
 }
 
 /* A whole list from path, shaped. */
-json_t *gql_all_shaped(gql_exec *ex, upstream_id u, const char *path, const char *query,
+json_t *gql_all_shaped(gql_exec *ex, upstream_id u, const char *path, ts_buf *filters,
                        gql_shape_fn shape)
 {
-    json_t *all = gql_all(ex, u, path, query);
+    json_t *all = gql_all(ex, u, path, filters);
     if (!all) return NULL;
     json_t *out = gql_shape_each(ex, all, shape);
     json_decref(all);

@@ -49,11 +49,11 @@ char *gql_target(const char *path, ts_buf *b);
  * after an error. */
 json_t *gql_page(gql_exec *ex, upstream_id u, const char *path, ts_buf *q, json_int_t limit,
                  json_int_t offset);
-/* Every item of a paged list (the reference's non-paginated lists); query:
- * the filters ("" or "a=b&c=d"). */
-json_t *gql_all(gql_exec *ex, upstream_id u, const char *path, const char *query);
+/* Every item of a paged list (the reference's non-paginated lists), with
+ * the filters built in filters (gql_qs; freed, may be empty). */
+json_t *gql_all(gql_exec *ex, upstream_id u, const char *path, ts_buf *filters);
 /* The same, shaped. */
-json_t *gql_all_shaped(gql_exec *ex, upstream_id u, const char *path, const char *query,
+json_t *gql_all_shaped(gql_exec *ex, upstream_id u, const char *path, ts_buf *filters,
                        gql_shape_fn shape);
 /* GET path/<escaped key>, shaped; NULL after an error. */
 json_t *gql_one(gql_exec *ex, upstream_id u, const char *path, const char *key, gql_shape_fn shape);

@@ -6,8 +6,6 @@
 #include "gql_schema.h"
 #include "gql_shapes.h"
 
-#include "libcommon/httpc.h"
-
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,15 +31,7 @@ static json_t *q_compute_session_list(gql_exec *ex, const json_t *args)
 
 static json_t *q_compute_session(gql_exec *ex, const json_t *args)
 {
-    char *id = httpc_escape(gql_str(args, "id"));
-    char *t = ts_asprintf("/v1/sessions/%s", id);
-    json_t *s = gql_get(ex, UPSTREAM_REGISTRY, t);
-    free(id);
-    free(t);
-    if (!s) return NULL;
-    json_t *o = gql_shape_session(ex, s);
-    json_decref(s);
-    return o;
+    return gql_one(ex, UPSTREAM_REGISTRY, "/v1/sessions", gql_str(args, "id"), gql_shape_session);
 }
 
 static json_t *q_compute_session_nodes(gql_exec *ex, const json_t *args)
@@ -74,15 +64,8 @@ static json_t *q_keypair(gql_exec *ex, const json_t *args)
 {
     gql_ctx *c = gql_user(ex);
     const char *ak = gql_str(args, "access_key");
-    char *esc = httpc_escape(ak ? ak : c->id->access_key);
-    char *t = ts_asprintf("/v1/admin/keypairs/%s", esc);
-    json_t *k = gql_get(ex, UPSTREAM_AUTH, t);
-    free(esc);
-    free(t);
-    if (!k) return NULL;
-    json_t *o = gql_shape_keypair(ex, k);
-    json_decref(k);
-    return o;
+    return gql_one(ex, UPSTREAM_AUTH, "/v1/admin/keypairs", ak ? ak : c->id->access_key,
+                   gql_shape_keypair);
 }
 
 /* The keypair list's filters; false after an error. */
@@ -119,13 +102,7 @@ static json_t *q_keypairs(gql_exec *ex, const json_t *args)
         ts_buf_free(&q);
         return NULL;
     }
-    char *query = gql_target("", &q);
-    json_t *all = gql_all(ex, UPSTREAM_AUTH, "/v1/admin/keypairs", query[0] ? query + 1 : "");
-    free(query);
-    if (!all) return NULL;
-    json_t *out = gql_shape_each(ex, all, gql_shape_keypair);
-    json_decref(all);
-    return out;
+    return gql_all_shaped(ex, UPSTREAM_AUTH, "/v1/admin/keypairs", &q, gql_shape_keypair);
 }
 
 static json_t *q_user(gql_exec *ex, const json_t *args)
@@ -134,13 +111,8 @@ static json_t *q_user(gql_exec *ex, const json_t *args)
     const char *email = gql_str(args, "email");
     char *id = email ? _user_id_by_email(ex, email) : ts_strdup(c->id->user_id);
     if (!id) return NULL;
-    char *t = ts_asprintf("/v1/admin/users/%s", id);
-    json_t *u = gql_get(ex, UPSTREAM_AUTH, t);
-    free(t);
+    json_t *o = gql_one(ex, UPSTREAM_AUTH, "/v1/admin/users", id, gql_shape_user);
     free(id);
-    if (!u) return NULL;
-    json_t *o = gql_shape_user(ex, u);
-    json_decref(u);
     return o;
 }
 
@@ -177,13 +149,7 @@ static json_t *q_users(gql_exec *ex, const json_t *args)
     }
     ts_buf q = {0};
     _user_filters(args, &q);
-    char *query = gql_target("", &q);
-    json_t *all = gql_all(ex, UPSTREAM_AUTH, "/v1/admin/users", query[0] ? query + 1 : "");
-    free(query);
-    if (!all) return NULL;
-    json_t *out = gql_shape_each(ex, all, gql_shape_user);
-    json_decref(all);
-    return out;
+    return gql_all_shaped(ex, UPSTREAM_AUTH, "/v1/admin/users", &q, gql_shape_user);
 }
 
 static json_t *q_user_nodes(gql_exec *ex, const json_t *args)
@@ -200,13 +166,7 @@ static json_t *q_groups(gql_exec *ex, const json_t *args)
     ts_buf q = {0};
     gql_qs(&q, "domain", gql_str(args, "domain_name"));
     gql_qs_bool(&q, "is_active", json_object_get(args, "is_active"));
-    char *query = gql_target("", &q);
-    json_t *all = gql_all(ex, UPSTREAM_AUTH, "/v1/admin/projects", query[0] ? query + 1 : "");
-    free(query);
-    if (!all) return NULL;
-    json_t *out = gql_shape_each(ex, all, gql_shape_group);
-    json_decref(all);
-    return out;
+    return gql_all_shaped(ex, UPSTREAM_AUTH, "/v1/admin/projects", &q, gql_shape_group);
 }
 
 static json_t *q_group(gql_exec *ex, const json_t *args)
@@ -218,13 +178,7 @@ static json_t *q_domains(gql_exec *ex, const json_t *args)
 {
     ts_buf q = {0};
     gql_qs_bool(&q, "is_active", json_object_get(args, "is_active"));
-    char *query = gql_target("", &q);
-    json_t *all = gql_all(ex, UPSTREAM_AUTH, "/v1/admin/domains", query[0] ? query + 1 : "");
-    free(query);
-    if (!all) return NULL;
-    json_t *out = gql_shape_each(ex, all, gql_shape_domain);
-    json_decref(all);
-    return out;
+    return gql_all_shaped(ex, UPSTREAM_AUTH, "/v1/admin/domains", &q, gql_shape_domain);
 }
 
 static json_t *q_domain(gql_exec *ex, const json_t *args)
@@ -238,7 +192,8 @@ static json_t *q_domain(gql_exec *ex, const json_t *args)
 static json_t *q_keypair_resource_policies(gql_exec *ex, const json_t *args)
 {
     (void)args;
-    return gql_all_shaped(ex, UPSTREAM_AUTH, "/v1/admin/keypair-resource-policies", "",
+    ts_buf none = {0};
+    return gql_all_shaped(ex, UPSTREAM_AUTH, "/v1/admin/keypair-resource-policies", &none,
                           gql_shape_keypair_policy);
 }
 
@@ -261,7 +216,8 @@ static json_t *q_keypair_resource_policy(gql_exec *ex, const json_t *args)
 static json_t *q_user_resource_policies(gql_exec *ex, const json_t *args)
 {
     (void)args;
-    return gql_all_shaped(ex, UPSTREAM_AUTH, "/v1/admin/user-resource-policies", "",
+    ts_buf none = {0};
+    return gql_all_shaped(ex, UPSTREAM_AUTH, "/v1/admin/user-resource-policies", &none,
                           gql_shape_as_is);
 }
 
@@ -275,7 +231,8 @@ static json_t *q_user_resource_policy(gql_exec *ex, const json_t *args)
 static json_t *q_project_resource_policies(gql_exec *ex, const json_t *args)
 {
     (void)args;
-    return gql_all_shaped(ex, UPSTREAM_AUTH, "/v1/admin/project-resource-policies", "",
+    ts_buf none = {0};
+    return gql_all_shaped(ex, UPSTREAM_AUTH, "/v1/admin/project-resource-policies", &none,
                           gql_shape_as_is);
 }
 
@@ -290,7 +247,8 @@ static json_t *q_project_resource_policy(gql_exec *ex, const json_t *args)
 static json_t *q_images(gql_exec *ex, const json_t *args)
 {
     (void)args; /* every image Tessera knows is launchable: agents pull on first use */
-    return gql_all_shaped(ex, UPSTREAM_REGISTRY, "/v1/admin/images", "", gql_shape_image);
+    ts_buf none = {0};
+    return gql_all_shaped(ex, UPSTREAM_REGISTRY, "/v1/admin/images", &none, gql_shape_image);
 }
 
 static json_t *q_image(gql_exec *ex, const json_t *args)
@@ -314,11 +272,7 @@ static json_t *q_agents(gql_exec *ex, const json_t *args)
 {
     ts_buf q = {0};
     _agent_filters(args, &q);
-    char *query = gql_target("", &q);
-    json_t *out = gql_all_shaped(ex, UPSTREAM_REGISTRY, "/v1/admin/agents",
-                                 query[0] ? query + 1 : "", gql_shape_agent);
-    free(query);
-    return out;
+    return gql_all_shaped(ex, UPSTREAM_REGISTRY, "/v1/admin/agents", &q, gql_shape_agent);
 }
 
 static json_t *q_agent_list(gql_exec *ex, const json_t *args)
@@ -345,10 +299,8 @@ static json_t *q_scaling_groups(gql_exec *ex, const json_t *args)
 {
     ts_buf q = {0};
     gql_qs_bool(&q, "is_active", json_object_get(args, "is_active"));
-    char *query = gql_target("", &q);
-    json_t *all = gql_all_shaped(ex, UPSTREAM_REGISTRY, "/v1/admin/resource-groups",
-                                 query[0] ? query + 1 : "", gql_shape_scaling_group);
-    free(query);
+    json_t *all = gql_all_shaped(ex, UPSTREAM_REGISTRY, "/v1/admin/resource-groups", &q,
+                                 gql_shape_scaling_group);
     const char *name = gql_str(args, "name");
     if (all && name) {
         for (size_t i = json_array_size(all); i-- > 0;)
@@ -370,7 +322,8 @@ static json_t *q_resource_presets(gql_exec *ex, const json_t *args)
         gql_error(ex, "filter and order are not supported");
         return NULL;
     }
-    return gql_all_shaped(ex, UPSTREAM_REGISTRY, "/v1/admin/resource-presets", "",
+    ts_buf none = {0};
+    return gql_all_shaped(ex, UPSTREAM_REGISTRY, "/v1/admin/resource-presets", &none,
                           gql_shape_preset);
 }
 

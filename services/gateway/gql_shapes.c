@@ -14,6 +14,18 @@ static void _copy(json_t *o, const char *dst, const json_t *src, const char *key
     json_object_set(o, dst, v ? v : json_null());
 }
 
+/* A GraphQL field and the REST member it is read from. */
+typedef struct field_from {
+    const char *to, *from;
+} field_from;
+
+/* _copy for each pair of map (ends with {NULL}). */
+static void _copy_all(json_t *o, const json_t *src, const field_from *map)
+{
+    for (; map->to; map++)
+        _copy(o, map->to, src, map->from);
+}
+
 /* The registry part of an image reference ("host:5000/a/b:t" -> "host:5000"),
  * or NULL for a Docker Hub name. Heap. */
 static char *_image_registry(const char *ref)
@@ -27,79 +39,89 @@ static char *_image_registry(const char *ref)
     return ts_strndup(ref, n);
 }
 
+/* o["registry"]: the registry part of the image reference ref. */
+static void _set_registry(json_t *o, const char *ref)
+{
+    char *reg = _image_registry(ref);
+    json_object_set_new(o, "registry", reg ? json_string(reg) : json_null());
+    free(reg);
+}
+
+static const field_from KERNEL_FIELDS[] = {{"id", "id"},
+                                           {"kernel_id", "id"},
+                                           {"idx", "idx"},
+                                           {"cluster_idx", "idx"},
+                                           {"local_rank", "idx"},
+                                           {"role", "role"},
+                                           {"cluster_role", "role"},
+                                           {"status", "status"},
+                                           {"status_info", "statusInfo"},
+                                           {"agent", "agent"},
+                                           {"container_id", "containerId"},
+                                           {NULL, NULL}};
+static const field_from KERNEL_SESSION_FIELDS[] = {
+    {"session_id", "sessionUuid"},        {"image", "image"},
+    {"architecture", "architecture"},     {"created_at", "creationTime"},
+    {"terminated_at", "terminationTime"}, {"starts_at", "startsAt"},
+    {"occupied_slots", "occupiedSlots"},  {NULL, NULL}};
+
+/* A kernel k of session s as Backend.AI's ComputeContainer. */
 static json_t *_container(const json_t *s, const json_t *k)
 {
     json_t *o = json_object();
-    _copy(o, "id", k, "id");
-    _copy(o, "kernel_id", k, "id");
-    _copy(o, "idx", k, "idx");
-    _copy(o, "cluster_idx", k, "idx");
-    _copy(o, "local_rank", k, "idx");
-    _copy(o, "role", k, "role");
-    _copy(o, "cluster_role", k, "role");
+    _copy_all(o, k, KERNEL_FIELDS);
+    _copy_all(o, s, KERNEL_SESSION_FIELDS);
     char *host = ts_asprintf("%s%lld", gql_str(k, "role") ? gql_str(k, "role") : "main",
                              (long long)json_integer_value(json_object_get(k, "idx")) + 1);
     json_object_set_new(o, "hostname", json_string(host));
     json_object_set_new(o, "cluster_hostname", json_string(host));
     free(host);
-    _copy(o, "session_id", s, "sessionUuid");
-    _copy(o, "image", s, "image");
-    _copy(o, "architecture", s, "architecture");
-    char *reg = _image_registry(gql_str(s, "image"));
-    json_object_set_new(o, "registry", reg ? json_string(reg) : json_null());
-    free(reg);
-    _copy(o, "status", k, "status");
-    _copy(o, "status_info", k, "statusInfo");
-    _copy(o, "created_at", s, "creationTime");
-    _copy(o, "terminated_at", s, "terminationTime");
-    _copy(o, "starts_at", s, "startsAt");
-    _copy(o, "agent", k, "agent");
-    _copy(o, "container_id", k, "containerId");
-    _copy(o, "occupied_slots", s, "occupiedSlots");
+    _set_registry(o, gql_str(s, "image"));
     json_object_set_new(o, "preopen_ports", json_array());
     return o;
 }
+
+static const field_from SESSION_FIELDS[] = {{"id", "sessionUuid"},
+                                            {"session_id", "sessionUuid"},
+                                            {"row_id", "sessionUuid"},
+                                            {"name", "sessionName"},
+                                            {"session_name", "sessionName"},
+                                            {"sess_id", "sessionName"},
+                                            {"type", "type"},
+                                            {"priority", "priority"},
+                                            {"image", "image"},
+                                            {"lang", "image"},
+                                            {"architecture", "architecture"},
+                                            {"cluster_mode", "clusterMode"},
+                                            {"cluster_size", "clusterSize"},
+                                            {"domain_name", "domainName"},
+                                            {"group_name", "groupName"},
+                                            {"group_id", "groupId"},
+                                            {"project_id", "groupId"},
+                                            {"user_id", "userId"},
+                                            {"created_user_id", "userId"},
+                                            {"_user", "userId"},
+                                            {"access_key", "accessKey"},
+                                            {"status", "status"},
+                                            {"status_info", "statusInfo"},
+                                            {"created_at", "creationTime"},
+                                            {"terminated_at", "terminationTime"},
+                                            {"starts_at", "startsAt"},
+                                            {"status_changed", "statusChangedAt"},
+                                            {"result", "result"},
+                                            {"scaling_group", "scalingGroup"},
+                                            {"service_ports", "servicePorts"},
+                                            {"occupied_slots", "occupiedSlots"},
+                                            {"occupying_slots", "occupiedSlots"},
+                                            {"requested_slots", "requestedSlots"},
+                                            {NULL, NULL}};
 
 json_t *gql_shape_session(gql_exec *ex, const json_t *s)
 {
     (void)ex;
     json_t *o = json_object();
-    const char *names[] = {"id", "session_id", "row_id"};
-    for (size_t i = 0; i < TS_ARRAY_LEN(names); i++)
-        _copy(o, names[i], s, "sessionUuid");
-    const char *nm[] = {"name", "session_name", "sess_id"};
-    for (size_t i = 0; i < TS_ARRAY_LEN(nm); i++)
-        _copy(o, nm[i], s, "sessionName");
-    _copy(o, "type", s, "type");
-    _copy(o, "priority", s, "priority");
-    _copy(o, "image", s, "image");
-    _copy(o, "lang", s, "image");
-    _copy(o, "architecture", s, "architecture");
-    char *reg = _image_registry(gql_str(s, "image"));
-    json_object_set_new(o, "registry", reg ? json_string(reg) : json_null());
-    free(reg);
-    _copy(o, "cluster_mode", s, "clusterMode");
-    _copy(o, "cluster_size", s, "clusterSize");
-    _copy(o, "domain_name", s, "domainName");
-    _copy(o, "group_name", s, "groupName");
-    _copy(o, "group_id", s, "groupId");
-    _copy(o, "project_id", s, "groupId");
-    _copy(o, "user_id", s, "userId");
-    _copy(o, "created_user_id", s, "userId");
-    _copy(o, "_user", s, "userId");
-    _copy(o, "access_key", s, "accessKey");
-    _copy(o, "status", s, "status");
-    _copy(o, "status_info", s, "statusInfo");
-    _copy(o, "created_at", s, "creationTime");
-    _copy(o, "terminated_at", s, "terminationTime");
-    _copy(o, "starts_at", s, "startsAt");
-    _copy(o, "status_changed", s, "statusChangedAt");
-    _copy(o, "result", s, "result");
-    _copy(o, "scaling_group", s, "scalingGroup");
-    _copy(o, "service_ports", s, "servicePorts");
-    _copy(o, "occupied_slots", s, "occupiedSlots");
-    _copy(o, "occupying_slots", s, "occupiedSlots");
-    _copy(o, "requested_slots", s, "requestedSlots");
+    _copy_all(o, s, SESSION_FIELDS);
+    _set_registry(o, gql_str(s, "image"));
     json_t *containers = json_array(), *agents = json_array();
     size_t i;
     json_t *k;
@@ -126,7 +148,6 @@ json_t *gql_shape_session(gql_exec *ex, const json_t *s)
     json_object_set_new(o, "vfolder_mounts", json_array());
     json_object_set_new(o, "dependencies", json_array());
     json_object_set_new(o, "abusing_reports", json_array());
-    json_object_set_new(o, "num_queries", json_integer(0));
     return o;
 }
 
@@ -140,31 +161,39 @@ json_t *gql_shape_session_node(gql_exec *ex, const json_t *s)
 json_t *gql_shape_keypair(gql_exec *ex, const json_t *k)
 {
     (void)ex;
+    static const field_from fields[] = {{"id", "access_key"},
+                                        {"access_key", "access_key"},
+                                        {"is_active", "is_active"},
+                                        {"is_admin", "is_admin"},
+                                        {"resource_policy", "resource_policy"},
+                                        {"created_at", "created_at"},
+                                        {"last_used", "last_used"},
+                                        {"rate_limit", "rate_limit"},
+                                        {"user", "user_id"},
+                                        {"_user", "user_id"},
+                                        {NULL, NULL}};
     json_t *o = json_object();
-    _copy(o, "id", k, "access_key");
-    _copy(o, "access_key", k, "access_key");
-    _copy(o, "is_active", k, "is_active");
-    _copy(o, "is_admin", k, "is_admin");
-    _copy(o, "resource_policy", k, "resource_policy");
-    _copy(o, "created_at", k, "created_at");
-    _copy(o, "last_used", k, "last_used");
-    _copy(o, "rate_limit", k, "rate_limit");
-    _copy(o, "user", k, "user_id");
-    _copy(o, "_user", k, "user_id");
+    _copy_all(o, k, fields);
     json_object_set_new(o, "user_info", json_pack("{s:O}", "_user", json_object_get(k, "user_id")));
-    json_object_set_new(o, "num_queries", json_integer(0));
     json_object_set_new(o, "projects", json_array());
     return o;
 }
 
 static json_t *_user_common(const json_t *u)
 {
+    static const field_from fields[] = {{"username", "username"},
+                                        {"email", "email"},
+                                        {"full_name", "full_name"},
+                                        {"description", "description"},
+                                        {"status", "status"},
+                                        {"created_at", "created_at"},
+                                        {"modified_at", "modified_at"},
+                                        {"domain_name", "domain_name"},
+                                        {"role", "role"},
+                                        {"resource_policy", "resource_policy"},
+                                        {NULL, NULL}};
     json_t *o = json_object();
-    const char *same[] = {"username", "email",          "full_name",   "description",
-                          "status",   "created_at",     "modified_at", "domain_name",
-                          "role",     "resource_policy"};
-    for (size_t i = 0; i < TS_ARRAY_LEN(same); i++)
-        _copy(o, same[i], u, same[i]);
+    _copy_all(o, u, fields);
     const char *status = gql_str(u, "status");
     json_object_set_new(o, "is_active", json_boolean(status && strcmp(status, "active") == 0));
     json_object_set_new(o, "need_password_change", json_false());
@@ -199,16 +228,16 @@ json_t *gql_shape_user_node(gql_exec *ex, const json_t *u)
 
 static json_t *_grouping(const json_t *g)
 {
+    static const field_from fields[] = {{"name", "name"},
+                                        {"description", "description"},
+                                        {"is_active", "is_active"},
+                                        {"created_at", "created_at"},
+                                        {"modified_at", "modified_at"},
+                                        {"total_resource_slots", "total_resource_slots"},
+                                        {"allowed_vfolder_hosts", "allowed_vfolder_hosts"},
+                                        {NULL, NULL}};
     json_t *o = json_object();
-    const char *same[] = {"name",
-                          "description",
-                          "is_active",
-                          "created_at",
-                          "modified_at",
-                          "total_resource_slots",
-                          "allowed_vfolder_hosts"};
-    for (size_t i = 0; i < TS_ARRAY_LEN(same); i++)
-        _copy(o, same[i], g, same[i]);
+    _copy_all(o, g, fields);
     return o;
 }
 
@@ -298,16 +327,21 @@ static json_t *_slot_number(const json_t *slots, const char *name)
 json_t *gql_shape_agent(gql_exec *ex, const json_t *a)
 {
     (void)ex;
+    static const field_from fields[] = {{"id", "id"},
+                                        {"status", "status"},
+                                        {"addr", "addr"},
+                                        {"architecture", "architecture"},
+                                        {"first_contact", "first_contact"},
+                                        {"version", "version"},
+                                        {"status_changed", "status_changed_at"},
+                                        {"scaling_group", "resource_group"},
+                                        {"available_slots", "slots"},
+                                        {"occupied_slots", "occupied_slots"},
+                                        {"container_count", "kernels"},
+                                        {"hardware_metadata", "devices"},
+                                        {NULL, NULL}};
     json_t *o = json_object();
-    const char *same[] = {"id", "status", "addr", "architecture", "first_contact", "version"};
-    for (size_t i = 0; i < TS_ARRAY_LEN(same); i++)
-        _copy(o, same[i], a, same[i]);
-    _copy(o, "status_changed", a, "status_changed_at");
-    _copy(o, "scaling_group", a, "resource_group");
-    _copy(o, "available_slots", a, "slots");
-    _copy(o, "occupied_slots", a, "occupied_slots");
-    _copy(o, "container_count", a, "kernels");
-    _copy(o, "hardware_metadata", a, "devices");
+    _copy_all(o, a, fields);
     json_object_set_new(
         o, "schedulable",
         json_boolean(strcmp(gql_str(a, "status") ? gql_str(a, "status") : "", "ALIVE") == 0));
@@ -332,10 +366,11 @@ json_t *gql_shape_agent(gql_exec *ex, const json_t *a)
 json_t *gql_shape_scaling_group(gql_exec *ex, const json_t *g)
 {
     (void)ex;
+    static const field_from fields[] = {{"name", "name"},           {"description", "description"},
+                                        {"is_active", "is_active"}, {"created_at", "created_at"},
+                                        {"scheduler", "scheduler"}, {NULL, NULL}};
     json_t *o = json_object();
-    const char *same[] = {"name", "description", "is_active", "created_at", "scheduler"};
-    for (size_t i = 0; i < TS_ARRAY_LEN(same); i++)
-        _copy(o, same[i], g, same[i]);
+    _copy_all(o, g, fields);
     json_object_set_new(o, "is_public", json_true());
     json_object_set_new(o, "driver", json_string("static"));
     json_object_set_new(o, "driver_opts", json_object());
@@ -376,11 +411,10 @@ json_t *gql_shape_preset(gql_exec *ex, const json_t *p)
 json_t *gql_shape_volume(gql_exec *ex, const json_t *v)
 {
     (void)ex;
+    static const field_from fields[] = {
+        {"id", "name"}, {"name", "name"}, {"backend", "fs_type"}, {"path", "path"}, {NULL, NULL}};
     json_t *o = json_object();
-    _copy(o, "id", v, "name");
-    _copy(o, "name", v, "name");
-    _copy(o, "backend", v, "fs_type");
-    _copy(o, "path", v, "path");
+    _copy_all(o, v, fields);
     json_object_set_new(o, "proxy", json_string("tessera-vfolder"));
     json_object_set_new(o, "fsprefix", json_string("."));
     json_object_set_new(
@@ -399,18 +433,26 @@ json_t *gql_shape_volume(gql_exec *ex, const json_t *v)
 json_t *gql_shape_vfolder(gql_exec *ex, const json_t *f)
 {
     (void)ex;
+    static const field_from fields[] = {{"id", "id"},
+                                        {"host", "host"},
+                                        {"name", "name"},
+                                        {"user", "user"},
+                                        {"group", "group"},
+                                        {"usage_mode", "usage_mode"},
+                                        {"permission", "permission"},
+                                        {"ownership_type", "ownership_type"},
+                                        {"created_at", "created_at"},
+                                        {"cloneable", "cloneable"},
+                                        {"status", "status"},
+                                        {"max_size", "max_size"},
+                                        {"user_email", "user_email"},
+                                        {"group_name", "group_name"},
+                                        {"creator", "creator"},
+                                        {"quota_scope_id", "quota_scope_id"},
+                                        {"cur_size", "used_bytes"},
+                                        {"last_used", "last_used"},
+                                        {NULL, NULL}};
     json_t *o = json_object();
-    const char *same[] = {"id",         "host",       "name",       "user",
-                          "group",      "usage_mode", "permission", "ownership_type",
-                          "created_at", "cloneable",  "status",     "max_size"};
-    for (size_t i = 0; i < TS_ARRAY_LEN(same); i++)
-        _copy(o, same[i], f, same[i]);
-    _copy(o, "user_email", f, "user_email");
-    _copy(o, "group_name", f, "group_name");
-    _copy(o, "creator", f, "creator");
-    _copy(o, "quota_scope_id", f, "quota_scope_id");
-    _copy(o, "cur_size", f, "used_bytes");
-    _copy(o, "last_used", f, "last_used");
-    json_object_set_new(o, "max_files", json_integer(0));
+    _copy_all(o, f, fields);
     return o;
 }
