@@ -251,7 +251,11 @@ static int sub_rename(cli *c, const session_sub *self, int argc, char **argv)
 
 static const session_sub subcommands[] = {
     {"create", "create a session and wait until it runs, showing its progress",
-     "tessera session create IMAGE [OPTIONS]", session_create, false,
+     "tessera session create IMAGE [OPTIONS]\n       tessera session create --template ID "
+     "[IMAGE] [OPTIONS]",
+     session_create, false,
+     "      --template ID            start from session template ID (`tessera session-template`);\n"
+     "                               IMAGE and the other options override the template's\n"
      "  -n, --name NAME              session name (default: tessera-<random>)\n"
      "  -t, --type TYPE              interactive (default), batch or inference\n"
      "  -g, --group PROJECT          project (group) name (default: default)\n"

@@ -44,6 +44,9 @@ int cmd_password(cli *c, const cli_command *self, int argc, char **argv);
 /* cmd_session.c: `tessera session SUBCOMMAND` (its own --help at every level) */
 int cmd_session(cli *c, const cli_command *self, int argc, char **argv);
 
+/* cmd_session_template.c: `tessera session-template SUBCOMMAND` (its own --help) */
+int cmd_session_template(cli *c, const cli_command *self, int argc, char **argv);
+
 /* cmd_app.c: `tessera app SESSION APP` */
 int cmd_app(cli *c, const cli_command *self, int argc, char **argv);
 

@@ -46,6 +46,8 @@ static const cli_command commands[] = {
      cmd_ssh_keypair},
     {"session", "create, list, inspect, use and destroy compute sessions",
      NULL /* its own --help at every level */, cmd_session},
+    {"session-template", "keep session templates and list, show, change or delete them",
+     NULL /* its own --help at every level */, cmd_session_template},
     {"app", "open an app of a running session (Jupyter, a terminal, ...): prints its URL",
      "tessera app SESSION APP [--port PORT] [--json]\n"
      "       tessera app SESSION APP --bind [HOST:]PORT\n\n"

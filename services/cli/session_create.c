@@ -15,7 +15,7 @@
 
 /* The options, as the request's parts. */
 typedef struct create_args {
-    const char *name, *type, *group, *rgroup, *startup;
+    const char *name, *type, *group, *rgroup, *startup, *template_id;
     bool enqueue_only, reuse;
     double max_wait;
     json_t *slots, *env, *mounts, *mount_map, *pports;
@@ -137,6 +137,9 @@ static cli_status _option(const session_sub *self, int opt, const char *arg, cre
     case 'u':
         a->reuse = true;
         break;
+    case 'T':
+        a->template_id = arg;
+        break;
     }
     return CLI_OK;
 }
@@ -152,7 +155,9 @@ static json_t *_body(const create_args *a, const char *image, const char *name)
     if (json_array_size(a->mounts)) json_object_set(config, "mounts", a->mounts);
     if (json_object_size(a->mount_map)) json_object_set(config, "mount_map", a->mount_map);
     if (json_array_size(a->pports)) json_object_set(config, "preopen_ports", a->pports);
-    json_t *body = json_pack("{s:s, s:s, s:o}", "image", image, "name", name, "config", config);
+    json_t *body = json_pack("{s:s, s:o}", "name", name, "config", config);
+    if (image) json_object_set_new(body, "image", json_string(image));
+    if (a->template_id) json_object_set_new(body, "template_id", json_string(a->template_id));
     if (a->type) json_object_set_new(body, "type", json_string(a->type));
     if (a->group) json_object_set_new(body, "group_name", json_string(a->group));
     if (a->startup) json_object_set_new(body, "startupCommand", json_string(a->startup));
@@ -270,6 +275,7 @@ int session_create(cli *c, const session_sub *self, int argc, char **argv)
         {"enqueue-only", no_argument, NULL, 'E'},
         {"max-wait", required_argument, NULL, 'w'},
         {"reuse", no_argument, NULL, 'u'},
+        {"template", required_argument, NULL, 'T'},
         {"json", no_argument, NULL, 'J'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -286,7 +292,12 @@ int session_create(cli *c, const session_sub *self, int argc, char **argv)
     while (session_next_opt(&o, &opt))
         o.status = _option(self, opt, optarg, &a);
     cli_status rc = o.status;
-    if (!session_opts_stop(&o)) rc = session_positionals(&o, 1, "IMAGE");
+    if (session_opts_stop(&o))
+        ; /* the help, or a usage error */
+    else if (!a.template_id)
+        rc = session_positionals(&o, 1, "IMAGE");
+    else if (argc - optind > 1) /* IMAGE is optional with a template */
+        rc = cli_usage("session", self->name, "unexpected argument '%s'", argv[optind + 1]);
     if (rc != CLI_OK || o.help || !client_has_keys(c)) {
         _args_free(&a);
         return rc != CLI_OK || o.help ? rc : CLI_FAIL;
@@ -299,8 +310,9 @@ int session_create(cli *c, const session_sub *self, int argc, char **argv)
         snprintf(gen, sizeof(gen), "tessera-%s", hex);
         name = gen;
     }
-    json_t *body = _body(&a, argv[optind], name), *answer = NULL;
-    rc = client_call(c, "POST", "/session", body, true, &answer);
+    json_t *body = _body(&a, optind < argc ? argv[optind] : NULL, name), *answer = NULL;
+    rc = client_call(c, "POST", a.template_id ? "/session/_/create-from-template" : "/session",
+                     body, true, &answer);
     json_decref(body);
     if (rc != CLI_OK) {
         _args_free(&a);

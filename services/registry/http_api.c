@@ -11,18 +11,22 @@
 #include "scaling_groups.h"
 #include "session_create.h"
 #include "session_relay.h"
+#include "session_templates.h"
 #include "sessions.h"
+#include "template_launch.h"
 
 void registry_routes(svc *s)
 {
-    session_create_routes(s);   /* POST /v1/sessions (session_create.h) */
-    sessions_routes(s);         /* /v1/sessions... (sessions.h) */
-    session_relay_routes(s);    /* /v1/sessions/{id}/execute, /logs, /apps (session_relay.h) */
-    agents_admin_routes(s);     /* /v1/admin/agents... (agents_admin.h) */
-    resource_groups_routes(s);  /* /v1/admin/resource-groups... */
-    images_routes(s);           /* /v1/admin/images... */
-    resource_presets_routes(s); /* /v1/resource/presets, /v1/admin/resource-presets... */
-    scaling_groups_routes(s);   /* /v1/scaling-groups (scaling_groups.h) */
-    check_presets_routes(s);    /* /v1/resource/check-presets (check_presets.h) */
-    mounts_routes(s);           /* /v1/vfolder-mounts/{vfolder_id} (mounts.h) */
+    session_create_routes(s);    /* POST /v1/sessions (session_create.h) */
+    template_launch_routes(s);   /* POST /v1/sessions/_/create-from-template */
+    sessions_routes(s);          /* /v1/sessions... (sessions.h) */
+    session_templates_routes(s); /* /v1/session-templates... (session_templates.h) */
+    session_relay_routes(s);     /* /v1/sessions/{id}/execute, /logs, /apps (session_relay.h) */
+    agents_admin_routes(s);      /* /v1/admin/agents... (agents_admin.h) */
+    resource_groups_routes(s);   /* /v1/admin/resource-groups... */
+    images_routes(s);            /* /v1/admin/images... */
+    resource_presets_routes(s);  /* /v1/resource/presets, /v1/admin/resource-presets... */
+    scaling_groups_routes(s);    /* /v1/scaling-groups (scaling_groups.h) */
+    check_presets_routes(s);     /* /v1/resource/check-presets (check_presets.h) */
+    mounts_routes(s);            /* /v1/vfolder-mounts/{vfolder_id} (mounts.h) */
 }

@@ -134,7 +134,7 @@ static void registry_stop(svc *s)
 static const svcauth_rule REGISTRY_ACCESS[] = {
     {"*", "/v1/sessions", SVCAUTH_GATEWAY},         {"*", "/v1/admin", SVCAUTH_GATEWAY},
     {"GET", "/v1/scaling-groups", SVCAUTH_GATEWAY}, {"*", "/v1/resource", SVCAUTH_GATEWAY},
-    {"GET", "/v1/vfolder-mounts", SVCAUTH_VFOLDER},
+    {"GET", "/v1/vfolder-mounts", SVCAUTH_VFOLDER}, {"*", "/v1/session-templates", SVCAUTH_GATEWAY},
 };
 
 int main(int argc, char **argv)

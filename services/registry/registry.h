@@ -46,6 +46,9 @@
  *     resource_presets.c presets: the table, admin API, GET /v1/resource/presets
  *     scaling_groups.c   the resource groups a caller may use (GET /v1/scaling-groups)
  *     check_presets.c    POST /v1/resource/check-presets: limits, using, remaining
+ *     session_templates.c session templates: the table and /v1/session-templates
+ *     template_spec.c    a template's checks, and the create body a launch makes of it
+ *     template_launch.c  POST /v1/sessions/_/create-from-template
  *     resource_usage.c   usage per owner scope, per group, agents' free capacity
  *     slot_budget.c      remaining = limit - using with unlimited slots (pure)
  *     occupancy_sync.c   agent capacity in Redis, rebuild after a loss, stale reservations

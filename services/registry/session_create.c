@@ -287,11 +287,8 @@ static bool starts_at_ms(PGconn *conn, const create_req *cr, char *out, size_t s
     return ok;
 }
 
-static void h_create(http_req *req, http_resp *resp, void *ctx)
+void session_create_reply(svc *s, http_req *req, http_resp *resp, json_t *body)
 {
-    svc *s = ctx;
-    json_t *body = http_json_body(req, resp);
-    if (!body) return;
     create_req cr;
     reg_caller c = {0};
     json_t *owner = NULL;
@@ -532,8 +529,15 @@ out:
     json_decref(owner);
     caller_free(&c);
     create_req_free(&cr);
-    json_decref(body);
     pgjson_put(s, conn);
+}
+
+static void h_create(http_req *req, http_resp *resp, void *ctx)
+{
+    json_t *body = http_json_body(req, resp);
+    if (!body) return;
+    session_create_reply(ctx, req, resp, body);
+    json_decref(body);
 }
 
 void session_create_routes(svc *s)

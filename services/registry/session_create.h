@@ -12,4 +12,10 @@
 
 void session_create_routes(svc *s);
 
+/* The create of a parsed body (a JSON object, the caller's; not kept),
+ * answered in resp as POST /v1/sessions answers it: the same checks, the
+ * same answer and the same problems. The create-from-template route
+ * (template_launch.h) calls it with the template merged into the body. */
+void session_create_reply(svc *s, http_req *req, http_resp *resp, json_t *body);
+
 #endif
