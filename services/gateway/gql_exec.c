@@ -427,6 +427,14 @@ static json_t *_execute_root(gql_exec *ex)
     collection c = {0};
     const char *root = gqlx_op_type_name(ex->op);
     _collect(ex, ex->op->sels, root, &c, 0);
+    if (c.n > GQL_MAX_ROOT_FIELDS) {
+        /* each root field is a resolver's calls of the services */
+        gqlx_error_at(ex, ex->op->line, ex->op->col,
+                      "The operation has %zu root fields; at most %d are served at once.", c.n,
+                      GQL_MAX_ROOT_FIELDS);
+        _collection_free(&c);
+        return NULL;
+    }
     json_t *data = json_object();
     for (size_t i = 0; i < c.n && !ex->over_budget; i++) {
         collected *it = &c.items[i];
@@ -504,8 +512,8 @@ json_t *gql_execute(const gql_schema *schema, const gql_request *req, void *user
     if (!ex.op || !gqlx_validate(&ex)) goto out;
     ex.over_budget = false;
     if (!_coerce_vars(&ex, req->variables)) goto out;
-    *valid = true;
     data = _execute_root(&ex);
+    *valid = data != NULL;
 out:;
     json_t *answer = json_object();
     json_object_set_new(answer, "data", data ? data : json_null());

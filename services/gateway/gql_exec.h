@@ -17,14 +17,16 @@
  *    lists and nulls; a resolver's error nulls its field and adds an entry
  *    to `errors` with message, locations and path.
  * Introspection (__schema, __type) is refused, as Backend.AI refuses it by
- * default. Cost is bounded twice: the parser's limits, and GQL_MAX_RESULT_FIELDS
- * completed fields per request (fragments spread many times cannot blow up). */
+ * default. Cost is bounded: the parser's limits, GQL_MAX_ROOT_FIELDS root
+ * fields (each is a resolver's calls), and GQL_MAX_RESULT_FIELDS completed
+ * fields per request (fragments spread many times cannot blow up). */
 #ifndef GATEWAY_GQL_EXEC_H
 #define GATEWAY_GQL_EXEC_H
 
 #include "gql_types.h"
 
 #define GQL_MAX_RESULT_FIELDS 200000
+#define GQL_MAX_ROOT_FIELDS 32
 
 /* Run req against schema; user is the resolvers' context (gql_user). The
  * answer, a new reference: {"data": ..., "errors": [...]} as GraphQL's

@@ -16,14 +16,28 @@
 /* ---- REST calls ----------------------------------------------------------- */
 
 /* GET target from upstream u; the answer (any JSON) or NULL after an error. */
+int64_t gql_time_left(gql_exec *ex, int64_t want_ms)
+{
+    gql_ctx *c = gql_user(ex);
+    int64_t left = c->deadline_ms - ts_now_mono_ms();
+    if (left <= 0) {
+        gql_error(ex, "The request ran out of time (%d s for all its fields).",
+                  GQL_REQUEST_TIME_MS / 1000);
+        return 0;
+    }
+    return left < want_ms ? left : want_ms;
+}
+
 json_t *gql_get(gql_exec *ex, upstream_id u, const char *target)
 {
+    int64_t timeout_ms = gql_time_left(ex, RESOLVE_TIMEOUT_MS);
+    if (!timeout_ms) return NULL;
     gql_ctx *c = gql_user(ex);
     long status;
     json_t *out;
     ts_err err = {{0}};
-    if (!proxy_fetch_json(&c->gw->up[u], RESOLVE_TIMEOUT_MS, "GET", c->req, target, c->id, NULL,
-                          &status, &out, &err)) {
+    if (!proxy_fetch_json(&c->gw->up[u], timeout_ms, "GET", c->req, target, c->id, NULL, &status,
+                          &out, &err)) {
         gql_error(ex, "%s", err.msg);
         return NULL;
     }

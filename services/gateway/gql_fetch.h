@@ -21,8 +21,16 @@ typedef struct gql_ctx {
     gateway *gw;
     http_req *req;
     const gw_identity *id;
-    json_t *users; /* id -> user object, read once when a field needs it */
+    json_t *users;       /* id -> user object, read once when a field needs it */
+    int64_t deadline_ms; /* ts_now_mono_ms() by which the request must be done */
 } gql_ctx;
+
+/* How long a request may take in all (its resolvers' calls together). */
+#define GQL_REQUEST_TIME_MS 60000
+
+/* The time a call may take: want_ms, or less as the request's deadline
+ * nears; 0 after a GraphQL error when the deadline has passed. */
+int64_t gql_time_left(gql_exec *ex, int64_t want_ms);
 
 /* The computed fields naming a user's e-mail and full name (gql_schema.c's
  * types): from the hidden "_user" id, the users read once per request. */

@@ -39,6 +39,8 @@ static bool _call(gql_exec *ex, upstream_id u, const char *method, const char *t
 {
     gql_ctx *c = gql_user(ex);
     *o = (outcome){0};
+    if (timeout_ms != RESCAN_TIMEOUT_MS && !(timeout_ms = gql_time_left(ex, timeout_ms)))
+        return false; /* a rescan is one call that may take long: not cut */
     long status;
     ts_err err = {{0}};
     if (!proxy_fetch_json(&c->gw->up[u], timeout_ms, method, c->req, target, c->id, body, &status,

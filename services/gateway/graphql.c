@@ -57,7 +57,8 @@ static void _serve(http_req *req, http_resp *resp, gateway *gw, bool legacy)
         json_decref(body);
         return;
     }
-    gql_ctx c = {.gw = gw, .req = req, .id = &id};
+    gql_ctx c = {
+        .gw = gw, .req = req, .id = &id, .deadline_ms = ts_now_mono_ms() + GQL_REQUEST_TIME_MS};
     bool valid;
     json_t *answer = gql_execute(&backendai, &r, &c, &valid);
     json_decref(c.users);

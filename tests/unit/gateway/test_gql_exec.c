@@ -353,6 +353,34 @@ static void test_budget(void **state)
     json_decref(a);
 }
 
+/* Each root field is a resolver's work: at most GQL_MAX_ROOT_FIELDS of them
+ * (aliases count, __typename too). */
+static void test_root_field_cap(void **state)
+{
+    (void)state;
+    char q[4096];
+    for (int n = GQL_MAX_ROOT_FIELDS; n <= GQL_MAX_ROOT_FIELDS + 1; n++) {
+        size_t len = (size_t)snprintf(q, sizeof(q), "{");
+        for (int i = 0; i < n; i++)
+            len += (size_t)snprintf(q + len, sizeof(q) - len, " a%d: book(id: \"b1\") { id }", i);
+        snprintf(q + len, sizeof(q) - len, " }");
+        bool valid;
+        json_t *a = run(q, NULL, NULL, &valid);
+        if (n == GQL_MAX_ROOT_FIELDS) {
+            assert_true(valid);
+            assert_null(json_object_get(a, "errors"));
+            assert_int_equal(json_object_size(json_object_get(a, "data")), (size_t)n);
+        } else {
+            assert_false(valid);
+            assert_true(json_is_null(json_object_get(a, "data")));
+            const char *msg = json_string_value(
+                json_object_get(json_array_get(json_object_get(a, "errors"), 0), "message"));
+            assert_non_null(strstr(msg, "root fields"));
+        }
+        json_decref(a);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -364,6 +392,7 @@ int main(void)
         cmocka_unit_test(test_operations),
         cmocka_unit_test(test_resolver_error_has_path_and_location),
         cmocka_unit_test(test_budget),
+        cmocka_unit_test(test_root_field_cap),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
