@@ -503,3 +503,25 @@ def test_the_narrow_layout_menu(page, console_url):
                    message="the menu to close after choosing a page")
     finally:
         page.set_window_size(1280, 800)
+
+
+def test_the_announcement_shows_above_every_page(page, console_url, admin):
+    """An administrator's announcement (POST /manager/announcement) appears on
+    the console's pages while it is enabled, and a user may hide it."""
+    msg = f"Maintenance tonight at 22:00 ({uuid.uuid4().hex[:6]})"
+    r = admin.post("/manager/announcement", {"enabled": True, "message": msg})
+    assert r.status_code in (200, 204), r.text
+    try:
+        go(page, console_url, "/sessions")  # (a page opened before: read again on the way)
+        text_in(page, "[data-test=announcement]", msg)
+        shot(page, "announcement")
+        go(page, console_url, "/data")
+        text_in(page, "[data-test=announcement]", msg)
+        click(page, "[data-test=announcement] button")
+        wait_until(lambda: not page.find_elements(By.CSS_SELECTOR, "[data-test=announcement]"),
+                   timeout=10, message="the announcement hidden")
+    finally:
+        admin.post("/manager/announcement", {"enabled": False, "message": ""})
+    page.refresh()
+    el(page, "[data-test=create-folder]")
+    assert not page.find_elements(By.CSS_SELECTOR, "[data-test=announcement]")

@@ -1,7 +1,7 @@
 // The console's entry: login state, hash routing and the page shell.
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { server, setCsrf, setLoginEndedHandler } from './api.js';
+import { get, server, setCsrf, setLoginEndedHandler } from './api.js';
 import { html, ConfirmHost, Loading, Toasts, errText, toastError } from './ui.js';
 import { LoginPage } from './pages/login.js';
 import { SummaryPage } from './pages/summary.js';
@@ -39,6 +39,27 @@ const NAV = [
   ['account', 'My account'],
 ];
 
+// The administrators' announcement (GET /manager/announcement), above every
+// page while it is enabled; read again when the section changes and every
+// few minutes. A user may hide it until its text changes.
+function Announcement({ section }) {
+  const [a, setA] = useState(null);
+  const [hidden, setHidden] = useState(() => sessionStorage.getItem('tessera-announcement-hidden'));
+  useEffect(() => {
+    let live = true;
+    const load = () => get('/manager/announcement').then((r) => { if (live) setA(r); }, () => {});
+    load();
+    const t = setInterval(load, 300000);
+    return () => { live = false; clearInterval(t); };
+  }, [section]);
+  if (!a || !a.enabled || !a.message || hidden === a.message) return null;
+  const hide = () => { sessionStorage.setItem('tessera-announcement-hidden', a.message); setHidden(a.message); };
+  return html`<div class="banner info announcement" role="status" data-test="announcement">
+    <span class="banner-text">${a.message}</span>
+    <button type="button" class="btn small ghost" onClick=${hide} aria-label="Hide the announcement">Hide</button>
+  </div>`;
+}
+
 function Shell({ user, route, onLogout, children }) {
   const [menuOpen, setMenuOpen] = useState(false);
   const section = route.parts[0] || 'summary';
@@ -58,7 +79,7 @@ function Shell({ user, route, onLogout, children }) {
         <button type="button" class="btn small" data-test="logout" onClick=${onLogout}>Sign out</button>
       </div>
     </header>
-    <main id="main" tabindex="-1">${children}</main>
+    <main id="main" tabindex="-1"><${Announcement} section=${section} />${children}</main>
   </div>`;
 }
 
