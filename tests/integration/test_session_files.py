@@ -172,3 +172,27 @@ def test_bad_uploads(user, sess):  # noqa: F811
 def test_unknown_session_is_404(user):  # noqa: F811
     problem(upload(user, f"nothing-{TAG}", [("src", "a", b"a")]), 404)
     problem(user.get(f"/session/nothing-{TAG}/files"), 404)
+
+
+def test_cli_upload_files_download(user, sess, bin_dir, tmp_path, stack):  # noqa: F811
+    from test_cli import base_env, fails, ok
+    env = base_env(tmp_path, TESSERA_GATEWAY_URL=stack["TESSERA_GATEWAY_URL"],
+                   TESSERA_ACCESS_KEY=user.access_key, TESSERA_SECRET_KEY=user.secret_key)
+    local = tmp_path / "cli-one.txt"
+    local.write_bytes(b"from the cli\n")
+    (tmp_path / "cli-two.bin").write_bytes(bytes(range(200)))
+    assert "uploaded 2" in ok(bin_dir, env, "session", "upload", sess, str(local),
+                              str(tmp_path / "cli-two.bin"))
+    assert sh(user, sess, "cat /home/work/cli-one.txt")[1] == "from the cli\n"
+    listing = ok(bin_dir, env, "session", "files", sess)
+    assert "cli-one.txt" in listing and "MODE" in listing
+    names = {e["filename"] for e in json.loads(ok(bin_dir, env, "--json", "session", "files", sess))}
+    assert {"cli-one.txt", "cli-two.bin"} <= names
+    out = tmp_path / "out"
+    out.mkdir()
+    ok(bin_dir, env, "session", "download", sess, "cli-one.txt", "cli-two.bin", "-o", str(out))
+    assert (out / "cli-one.txt").read_bytes() == b"from the cli\n"
+    assert (out / "cli-two.bin").read_bytes() == bytes(range(200))
+    fails(bin_dir, env, "session", "download", sess, "../x", "-o", str(out), status=400)
+    for sub in ("upload", "download", "files"):
+        assert ok(bin_dir, env, "session", sub, "--help").startswith(f"Usage: tessera session {sub}")
