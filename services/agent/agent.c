@@ -18,6 +18,7 @@
 #include "libcommon/proc.h"
 #include "services/agent/heartbeat.h"
 #include "services/agent/http_api.h"
+#include "services/agent/kernel_files.h"
 #include "services/agent/kernel_adopt.h"
 #include "services/agent/runtime_destroy.h"
 #include "services/agent/term_app.h"
@@ -256,6 +257,7 @@ bool agent_setup(svc *s, const agent_config *cfg, ts_err *err)
     svc_set_data(s, a);
     a->api_src = (http_api_source){.get = _api_agent, .ctx = a};
     http_api_routes(s, &a->api_src);
+    kernel_files_routes(svc_router(s), &a->api_src);
     return true;
 }
 

@@ -101,6 +101,10 @@ bool runtime_exec(runtime *rt, const char *kernel_id, const char *const *argv,
                   const char *const *env, int timeout_ms, size_t cap_bytes, exec_result *out,
                   ts_err *err) TS_MUST_CHECK;
 
+/* The host directory mounted at the kernel's /home/work (heap); it may not
+ * exist (the kernel is not created yet, or gone). */
+char *runtime_home_dir(runtime *rt, const char *kernel_id);
+
 /* Up to max bytes of the kernel's log (the tail when longer). */
 char *runtime_logs(runtime *rt, const char *kernel_id, size_t max, size_t *len, ts_err *err);
 

@@ -37,8 +37,6 @@ static json_t *_text(const char *b, size_t n)
 
 typedef const http_api_agent agent;
 
-/* Every handler's entry: the agent, or a 503 problem (NULL). The agent and
- * the kernel of the path go into the log context. */
 static agent *_agent(http_req *req, http_resp *resp, const http_api_source *src)
 {
     agent *a = src->get(src->ctx);
@@ -146,6 +144,11 @@ static void h_get(http_req *req, http_resp *resp, void *ctx)
         json_object_set_new(j, "runtime", r);
     }
     http_reply_json(resp, 200, j);
+}
+
+const http_api_agent *http_api_agent_of(http_req *req, http_resp *resp, const void *src)
+{
+    return _agent(req, resp, src);
 }
 
 void http_api_query_argv(const char *runtime_path, const char *code, const char *argv[4])

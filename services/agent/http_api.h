@@ -6,6 +6,7 @@
  *   GET  /v1/kernels/{id}               one kernel, with its runtime state
  *   POST /v1/kernels/{id}/execute       Backend.AI execute (query / batch modes)
  *   GET  /v1/kernels/{id}/logs          console output (tail), {"result": {"logs"}}
+ *   .../v1/kernels/{id}/files...        files in /home/work (kernel_files.h)
  *
  * Execute runs through `runc exec`, time-limited (agent.exec_timeout) and
  * with each output stream capped (agent.exec_output_cap). */
@@ -38,6 +39,11 @@ typedef struct http_api_source {
 } http_api_source;
 
 void http_api_routes(svc *s, const http_api_source *src);
+
+/* Every handler's entry (src: the http_api_source): the agent, or a 503
+ * problem (NULL). The agent and the kernel of the path go into the log
+ * context. */
+const http_api_agent *http_api_agent_of(http_req *req, http_resp *resp, const void *src);
 
 /* The argv that runs code in query mode with the image's runtime (label
  * ai.backend.runtime-path; "" = /bin/sh): {runtime, "-c", code, NULL}.

@@ -271,6 +271,11 @@ bool runtime_exec(runtime *rt, const char *id, const char *const *argv, const ch
     return ok;
 }
 
+char *runtime_home_dir(runtime *rt, const char *id)
+{
+    return rts_kpath(rt, id, "home");
+}
+
 char *runtime_logs(runtime *rt, const char *id, size_t max, size_t *len, ts_err *err)
 {
     if (!rts_check_id(id, err)) return NULL;

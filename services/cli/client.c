@@ -88,10 +88,10 @@ static void print_problem(long status, const httpc_resp *r)
     json_decref(p);
 }
 
-cli_status client_call(cli *c, const char *method, const char *path, json_t *body, bool sign,
-                       json_t **out)
+cli_status client_call_raw(cli *c, const char *method, const char *path, const char *content_type,
+                           const void *body, size_t len, bool sign, httpc_resp *out)
 {
-    *out = NULL;
+    memset(out, 0, sizeof(*out));
     const char *endpoint = c->creds.endpoint;
     char host[256];
     char *base = NULL;
@@ -104,16 +104,16 @@ cli_status client_call(cli *c, const char *method, const char *path, json_t *bod
         elen--;
     char *url = ts_asprintf("%.*s%s", (int)elen, endpoint, path);
     char *target = ts_asprintf("%s%s", base, path);
-    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
 
     char date[64];
     time_t now;
     iso_now(date, sizeof(date), &now);
-    char h_host[300], h_date[96], h_xdate[96], h_auth[160];
+    char h_host[300], h_date[96], h_xdate[96], h_auth[160], h_ct[200];
     snprintf(h_host, sizeof(h_host), "Host: %s", host);
     snprintf(h_date, sizeof(h_date), "Date: %s", date);
     snprintf(h_xdate, sizeof(h_xdate), "X-BackendAI-Date: %s", date);
-    const char *headers[9] = {"Content-Type: application/json",
+    snprintf(h_ct, sizeof(h_ct), "Content-Type: %s", content_type);
+    const char *headers[9] = {h_ct,
                               "Accept: application/json",
                               "X-BackendAI-Version: " CLIENT_API_VERSION,
                               h_host,
@@ -128,10 +128,10 @@ cli_status client_call(cli *c, const char *method, const char *path, json_t *bod
                          .raw_date = date,
                          .date = now,
                          .host = host,
-                         .content_type = "application/json",
+                         .content_type = content_type,
                          .version = CLIENT_API_VERSION,
-                         .body = text,
-                         .body_len = text ? strlen(text) : 0};
+                         .body = body,
+                         .body_len = len};
         char sig[SIGN_HEX_LEN + 1];
         sign_compute(c->creds.secret_key, &in, sig);
         snprintf(h_auth, sizeof(h_auth),
@@ -139,29 +139,39 @@ cli_status client_call(cli *c, const char *method, const char *path, json_t *bod
                  c->creds.access_key, sig);
         headers[7] = h_auth;
     }
-
-    httpc_resp r;
     ts_err err = {{0}};
     cli_status rc = CLI_FAIL;
-    if (!httpc_request(c->http, method, url, headers, text, text ? strlen(text) : 0, NULL, &r,
-                       &err)) {
+    if (!httpc_request(c->http, method, url, headers, body, len, NULL, out, &err)) {
         fprintf(stderr, "tessera: cannot reach the gateway at %s: %s\n", endpoint, err.msg);
+    } else if (out->status >= 200 && out->status < 300) {
+        rc = CLI_OK;
     } else {
-        if (r.status >= 200 && r.status < 300) {
-            if (r.body_len) *out = json_loadb(r.body, r.body_len, JSON_DECODE_ANY, NULL);
-            if (r.body_len && !*out)
-                fprintf(stderr, "tessera: %s %s answered %ld with a body that is not JSON\n",
-                        method, url, r.status);
-            else
-                rc = CLI_OK;
-        } else {
-            print_problem(r.status, &r);
+        print_problem(out->status, out);
+    }
+    if (rc != CLI_OK) httpc_resp_free(out);
+    free(target);
+    free(url);
+    free(base);
+    return rc;
+}
+
+cli_status client_call(cli *c, const char *method, const char *path, json_t *body, bool sign,
+                       json_t **out)
+{
+    *out = NULL;
+    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    httpc_resp r;
+    cli_status rc = client_call_raw(c, method, path, "application/json", text,
+                                    text ? strlen(text) : 0, sign, &r);
+    if (rc == CLI_OK) {
+        if (r.body_len) *out = json_loadb(r.body, r.body_len, JSON_DECODE_ANY, NULL);
+        if (r.body_len && !*out) {
+            fprintf(stderr, "tessera: %s %s answered %ld with a body that is not JSON\n", method,
+                    path, r.status);
+            rc = CLI_FAIL;
         }
         httpc_resp_free(&r);
     }
     free(text);
-    free(target);
-    free(url);
-    free(base);
     return rc;
 }

@@ -39,6 +39,12 @@ typedef struct cli {
 cli_status client_call(cli *c, const char *method, const char *path, json_t *body, bool sign,
                        json_t **out);
 
+/* client_call with any body (len bytes of content_type): CLI_OK with the
+ * 2xx answer in *out (free it with httpc_resp_free); otherwise the error
+ * has been printed and *out holds nothing to free. */
+cli_status client_call_raw(cli *c, const char *method, const char *path, const char *content_type,
+                           const void *body, size_t len, bool sign, httpc_resp *out) TS_MUST_CHECK;
+
 /* Whether c has a keypair; when not, says how to get one (the command then
  * ends with CLI_FAIL). */
 bool client_has_keys(const cli *c) TS_MUST_CHECK;

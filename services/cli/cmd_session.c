@@ -9,6 +9,7 @@
 #include "services/cli/session_args.h"
 #include "services/cli/session_create.h"
 #include "services/cli/session_exec.h"
+#include "services/cli/session_files.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -294,6 +295,16 @@ static const session_sub subcommands[] = {
      "tessera session run NAME CODE", session_run, false, ""},
     {"history", "show a session's status history with times and reasons",
      "tessera session history NAME", sub_history, false, ""},
+    {"upload", "copy local files into a running session's /home/work",
+     "tessera session upload NAME FILE...", session_upload, false,
+     "  (each FILE lands at /home/work/<its base name>; at most 1 MiB in all by default,\n"
+     "   the gateway's http.max_body)\n"},
+    {"download", "copy files or directories out of a running session's /home/work",
+     "tessera session download NAME PATH... [-o DIR]", session_download, false,
+     "  -o, --output DIR             unpack into DIR (default: the current directory)\n"
+     "  (PATH is relative to /home/work; directories come with everything in them)\n"},
+    {"files", "list a directory of a running session's /home/work",
+     "tessera session files NAME [PATH]", session_files, false, ""},
     {"rename", "give a live session a new name (unique among your live sessions)",
      "tessera session rename NAME NEW_NAME", sub_rename, false, ""},
 };

@@ -172,6 +172,15 @@ static void h_execute(http_req *req, http_resp *resp, void *ctx)
     _on_session(ctx, req, resp, "/execute", SESSIONS_EXEC_TIMEOUT_MS);
 }
 
+/* POST /session/{name}/upload (multipart/form-data, bounded by http.max_body),
+ * GET|POST /session/{name}/download and /download_single, GET
+ * /session/{name}/files: the same path under /v1/sessions, with the time an
+ * execute gets (the agent reads or writes the files). */
+static void h_files(http_req *req, http_resp *resp, void *ctx)
+{
+    _on_session(ctx, req, resp, "", SESSIONS_EXEC_TIMEOUT_MS);
+}
+
 /* GET /session/_/logs?session_name=: Backend.AI's task logs, as text/plain. */
 static void h_task_logs(http_req *req, http_resp *resp, void *ctx)
 {
@@ -389,6 +398,12 @@ void sessions_routes(gateway *gw)
         ROUTE("GET", "/{name}/status-history", h_same_path);
         ROUTE("POST", "/{name}/rename", h_same_path);
         ROUTE("POST", "/{name}/start-service", h_start_service);
+        ROUTE("POST", "/{name}/upload", h_files);
+        ROUTE("GET", "/{name}/download", h_files);
+        ROUTE("POST", "/{name}/download", h_files);
+        ROUTE("GET", "/{name}/download_single", h_files);
+        ROUTE("POST", "/{name}/download_single", h_files);
+        ROUTE("GET", "/{name}/files", h_files);
 #undef ROUTE
     }
     /* Exact segments beat auth's /admin/{a}...: these resources go to the registry. */

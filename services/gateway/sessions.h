@@ -21,6 +21,10 @@
  *   GET    /session/{name}/history      -> GET    /v1/sessions/{name}/history
  *   POST   /session/{name}/start-service   -> POST /v1/sessions/{id}/apps/{app}/start (the
  *                                         agent starts the app), then wsproxy POST /v1/routes
+ *   POST   /session/{name}/upload, GET|POST .../download, .../download_single,
+ *   GET    /session/{name}/files        -> the same path under /v1/sessions (files in the
+ *                                         session's /home/work; the upload is buffered,
+ *                                         bounded by http.max_body)
  *   *      /admin/{resource-groups,agents,images,resource-presets}[/...] -> /v1/admin/...
  *
  * Blocking: a create that waits (no enqueueOnly) holds its HTTP worker thread

@@ -2,7 +2,9 @@
  * agent that runs its main kernel (the agent's internal HTTP API, docs/internal-api.md).
  * The registry only finds the kernel and its agent; the agent runs the code,
  * caps output and time, and answers in Backend.AI's shape, which is relayed
- * as it is. */
+ * as it is. Files (upload, download, download_single, files) go the same
+ * way: the body with its Content-Type and the query as they came; the
+ * answer with its Content-Type and Content-Disposition. */
 #include "session_relay.h"
 
 #include "caller.h"
@@ -45,7 +47,7 @@ static bool find_main_kernel(PGconn *conn, http_resp *resp, const char *id, main
         http_problem(resp, 404, "session-not-found", NULL, "session %s has no kernel", id);
     } else if (strcmp(session_status, "RUNNING") != 0) {
         http_problem(resp, 409, "invalid-session-state", "Session is not running",
-                     "session %s is %s; execute, logs and apps need a RUNNING session", id,
+                     "session %s is %s; execute, logs, apps and files need a RUNNING session", id,
                      session_status);
     } else if (!PQgetvalue(r, 0, 3)[0]) {
         http_problem(resp, 503, "agent-unavailable", NULL, "the agent %s of session %s is unknown",
@@ -81,26 +83,37 @@ static void relay(http_req *req, http_resp *resp, svc *s, const char *method, co
     caller_free(&c);
     if (!found) return;
 
-    char *url = ts_asprintf("%s/v1/kernels/%s/%s", k.agent_url, k.kernel_id, what);
-    const char *headers[] = {"Content-Type: application/json", NULL};
+    /* The query and the body's own Content-Type travel as they came (an
+     * upload is multipart/form-data), and a download keeps its file name. */
+    char *url = ts_asprintf("%s/v1/kernels/%s/%s%s%s", k.agent_url, k.kernel_id, what,
+                            req->query[0] ? "?" : "", req->query);
+    const char *ct = http_header(req, "Content-Type");
+    char *ct_line = ts_asprintf("Content-Type: %s", ct && *ct ? ct : "application/json");
+    const char *headers[] = {ct_line, NULL};
+    static const char *const keep[] = {"Content-Disposition", NULL};
+    httpc_call call = {.timeout_ms = RELAY_TIMEOUT_MS, .keep_headers = keep};
     httpc *h = httpc_new_internal(RELAY_TIMEOUT_MS);
     httpc_resp r = {0};
     ts_err err = {{0}};
-    if (!httpc_request(h, method, url, headers, req->body_len ? req->body : NULL, req->body_len,
-                       req->request_id, &r, &err)) {
+    if (!httpc_request_ex(h, &call, method, url, headers, req->body_len ? req->body : NULL,
+                          req->body_len, req->request_id, &r, &err)) {
         TLOG_WARN("agent did not answer", "url=%s error=\"%s\"", url, err.msg);
         http_problem(resp, 503, "agent-unavailable", NULL,
                      "the agent running session %s did not answer", id);
-    } else if (!r.content_type ||
+    } else if ((!r.content_type && r.status != 204) ||
                (r.status >= 500 &&
                 !(pass_problems && strstr(r.content_type, "application/problem+json")))) {
         http_problem(resp, 502, "agent-error", NULL, "the agent running session %s answered %ld",
                      id, r.status);
     } else {
-        http_reply(resp, (int)r.status, r.content_type, r.body, r.body_len);
+        http_reply(resp, (int)r.status, r.status == 204 ? NULL : r.content_type,
+                   r.status == 204 ? NULL : r.body, r.status == 204 ? 0 : r.body_len);
+        for (size_t i = 0; i < r.n_headers; i++)
+            http_set_header(resp, r.header_names[i], r.header_values[i]);
     }
     httpc_resp_free(&r);
     httpc_free(h);
+    free(ct_line);
     free(url);
 }
 
@@ -153,9 +166,37 @@ static void h_app_start(http_req *req, http_resp *resp, void *ctx)
     free(what);
 }
 
+/* POST /v1/sessions/{id}/upload, GET|POST .../download and .../download_single,
+ * GET .../files: the main kernel's /home/work (the agent's kernel_files.h). */
+static void h_upload(http_req *req, http_resp *resp, void *ctx)
+{
+    relay(req, resp, ctx, "POST", "files/upload", false);
+}
+
+static void h_download(http_req *req, http_resp *resp, void *ctx)
+{
+    relay(req, resp, ctx, req->method, "files/download", false);
+}
+
+static void h_download_single(http_req *req, http_resp *resp, void *ctx)
+{
+    relay(req, resp, ctx, req->method, "files/download_single", false);
+}
+
+static void h_files(http_req *req, http_resp *resp, void *ctx)
+{
+    relay(req, resp, ctx, "GET", "files", false);
+}
+
 void session_relay_routes(svc *s)
 {
     http_route(svc_router(s), "POST", "/v1/sessions/{id}/execute", h_execute, s);
     http_route(svc_router(s), "GET", "/v1/sessions/{id}/logs", h_logs, s);
     http_route(svc_router(s), "POST", "/v1/sessions/{id}/apps/{app}/start", h_app_start, s);
+    http_route(svc_router(s), "POST", "/v1/sessions/{id}/upload", h_upload, s);
+    http_route(svc_router(s), "GET", "/v1/sessions/{id}/download", h_download, s);
+    http_route(svc_router(s), "POST", "/v1/sessions/{id}/download", h_download, s);
+    http_route(svc_router(s), "GET", "/v1/sessions/{id}/download_single", h_download_single, s);
+    http_route(svc_router(s), "POST", "/v1/sessions/{id}/download_single", h_download_single, s);
+    http_route(svc_router(s), "GET", "/v1/sessions/{id}/files", h_files, s);
 }

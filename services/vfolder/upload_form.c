@@ -3,7 +3,7 @@
 
 #include "files.h"
 #include "libcommon/log.h"
-#include "multipart.h"
+#include "libcommon/multipart.h"
 #include "quota.h"
 #include "request.h"
 #include "transfer.h"
@@ -17,7 +17,7 @@
 
 /* A part's filename as a path in the folder: relative, without ".."
  * components. False after a 400 naming the part. */
-static bool _path_ok(const vf_mp_part *part, size_t i, http_resp *resp)
+static bool _path_ok(const mp_part *part, size_t i, http_resp *resp)
 {
     const char *path = part->filename;
     if (!path || !*path) {
@@ -39,17 +39,17 @@ static bool _path_ok(const vf_mp_part *part, size_t i, http_resp *resp)
     return ok;
 }
 
-/* The parts: 1..VF_MP_MAX_PARTS fields named src with a path. False after
+/* The parts: 1..MP_MAX_PARTS fields named src with a path. False after
  * a problem (415, 400). */
-static bool _parts(vf_req *x, vf_mp_part *parts, size_t *n, int64_t *total)
+static bool _parts(vf_req *x, mp_part *parts, size_t *n, int64_t *total)
 {
     char why[160];
-    vf_mp_rc rc = vf_mp_parse(http_header(x->req, "Content-Type"), x->req->body, x->req->body_len,
-                              parts, VF_MP_MAX_PARTS, n, why, sizeof(why));
-    if (rc != VF_MP_OK) {
-        http_problem(x->resp, rc == VF_MP_NOT_MULTIPART ? 415 : 400,
-                     rc == VF_MP_NOT_MULTIPART ? "unsupported-media-type" : "invalid-api-params",
-                     NULL, "upload: %s", why);
+    mp_rc rc = mp_parse(http_header(x->req, "Content-Type"), x->req->body, x->req->body_len, parts,
+                        MP_MAX_PARTS, n, why, sizeof(why));
+    if (rc != MP_OK) {
+        http_problem(x->resp, rc == MP_NOT_MULTIPART ? 415 : 400,
+                     rc == MP_NOT_MULTIPART ? "unsupported-media-type" : "invalid-api-params", NULL,
+                     "upload: %s", why);
         return false;
     }
     if (*n == 0) {
@@ -73,7 +73,7 @@ static bool _parts(vf_req *x, vf_mp_part *parts, size_t *n, int64_t *total)
 
 /* One part staged on the folder's volume and placed at its path; *replaced
  * as vf_xfer_place. False after a problem (nothing left staged). */
-static bool _store(vf_req *x, int staging, const vf_mp_part *part, int64_t *replaced)
+static bool _store(vf_req *x, int staging, const mp_part *part, int64_t *replaced)
 {
     char staged[TS_UUID_STRLEN];
     ts_uuid4(staged);
@@ -109,7 +109,7 @@ void vf_h_upload_form(http_req *req, http_resp *resp, void *ctx)
 {
     vf_req x;
     if (!vf_req_begin(&x, ctx, req, resp)) return;
-    vf_mp_part parts[VF_MP_MAX_PARTS];
+    mp_part parts[MP_MAX_PARTS];
     size_t n = 0;
     int64_t total = 0, reserved = 0;
     int staging = -1, err;
@@ -155,6 +155,6 @@ void vf_h_upload_form(http_req *req, http_resp *resp, void *ctx)
 out:
     json_decref(done);
     if (staging >= 0) close(staging);
-    vf_mp_free(parts, n);
+    mp_free(parts, n);
     vf_req_end(&x);
 }

@@ -17,7 +17,8 @@ import pytest
 from conftest import parse_env_file, wait_until
 from test_cli import base_env, closed_port, fails, header_row, js, ok, run
 
-SUBCOMMANDS = ["create", "list", "info", "destroy", "restart", "logs", "exec", "run", "history"]
+SUBCOMMANDS = ["create", "list", "info", "destroy", "restart", "logs", "exec", "run", "history",
+               "upload", "download", "files"]
 ADMIN = {
     "agent": {"list", "get"},
     "resource-group": {"list", "get", "create", "update"},

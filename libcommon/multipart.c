@@ -1,5 +1,5 @@
 /* multipart.c: multipart/form-data bodies split into parts (multipart.h). */
-#include "multipart.h"
+#include "libcommon/multipart.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -9,9 +9,8 @@
 
 #define BOUNDARY_MAX 70 /* RFC 2046 */
 
-static vf_mp_rc _fail(vf_mp_rc rc, char *why, size_t why_size, const char *fmt, ...)
-    TS_PRINTF(4, 5);
-static vf_mp_rc _fail(vf_mp_rc rc, char *why, size_t why_size, const char *fmt, ...)
+static mp_rc _fail(mp_rc rc, char *why, size_t why_size, const char *fmt, ...) TS_PRINTF(4, 5);
+static mp_rc _fail(mp_rc rc, char *why, size_t why_size, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -65,12 +64,12 @@ static bool _param(const char **p, const char *end, char **key, char **value)
 }
 
 /* The boundary of a multipart/form-data Content-Type into out. */
-static vf_mp_rc _boundary(const char *ct, char *out, char *why, size_t why_size)
+static mp_rc _boundary(const char *ct, char *out, char *why, size_t why_size)
 {
-    if (!ct) return _fail(VF_MP_NOT_MULTIPART, why, why_size, "no Content-Type");
+    if (!ct) return _fail(MP_NOT_MULTIPART, why, why_size, "no Content-Type");
     size_t mlen = strcspn(ct, "; \t");
     if (mlen != 19 || strncasecmp(ct, "multipart/form-data", 19) != 0)
-        return _fail(VF_MP_NOT_MULTIPART, why, why_size,
+        return _fail(MP_NOT_MULTIPART, why, why_size,
                      "the body must be multipart/form-data, not %.*s", (int)(mlen > 64 ? 64 : mlen),
                      ct);
     const char *p = ct + mlen, *end = ct + strlen(ct);
@@ -85,14 +84,14 @@ static vf_mp_rc _boundary(const char *ct, char *out, char *why, size_t why_size)
         if (is_b) break;
     }
     if (!out[0])
-        return _fail(VF_MP_MALFORMED, why, why_size,
+        return _fail(MP_MALFORMED, why, why_size,
                      "Content-Type multipart/form-data needs a boundary of 1 to 70 characters");
-    return VF_MP_OK;
+    return MP_OK;
 }
 
 /* Content-Disposition: form-data; name="..."; filename="..." of one part's
  * header block [h, end). */
-static bool _disposition(const char *h, const char *end, vf_mp_part *part)
+static bool _disposition(const char *h, const char *end, mp_part *part)
 {
     while (h < end) {
         const char *eol = h;
@@ -143,13 +142,13 @@ static const char *_delimiter(const char *p, const char *end, const char *delim,
     return NULL;
 }
 
-vf_mp_rc vf_mp_parse(const char *content_type, const char *body, size_t len, vf_mp_part *parts,
-                     size_t max, size_t *n, char *why, size_t why_size)
+mp_rc mp_parse(const char *content_type, const char *body, size_t len, mp_part *parts, size_t max,
+               size_t *n, char *why, size_t why_size)
 {
     *n = 0;
     char boundary[BOUNDARY_MAX + 1];
-    vf_mp_rc rc = _boundary(content_type, boundary, why, why_size);
-    if (rc != VF_MP_OK) return rc;
+    mp_rc rc = _boundary(content_type, boundary, why, why_size);
+    if (rc != MP_OK) return rc;
     char delim[BOUNDARY_MAX + 5]; /* "\r\n--" boundary */
     int dlen = snprintf(delim, sizeof(delim), "\r\n--%s", boundary);
     const char *end = body + len;
@@ -160,9 +159,9 @@ vf_mp_rc vf_mp_parse(const char *content_type, const char *body, size_t len, vf_
     else if ((p = _delimiter(body, body + len, delim, (size_t)dlen)) != NULL)
         p += dlen;
     else
-        return _fail(VF_MP_MALFORMED, why, why_size, "the body has no part (no boundary line)");
+        return _fail(MP_MALFORMED, why, why_size, "the body has no part (no boundary line)");
     for (;;) {
-        if (end - p >= 2 && p[0] == '-' && p[1] == '-') return VF_MP_OK; /* the close delimiter */
+        if (end - p >= 2 && p[0] == '-' && p[1] == '-') return MP_OK; /* the close delimiter */
         while (p < end && (*p == ' ' || *p == '\t'))
             p++;
         if (end - p < 2 || p[0] != '\r' || p[1] != '\n') break;
@@ -175,17 +174,17 @@ vf_mp_rc vf_mp_parse(const char *content_type, const char *body, size_t len, vf_
         const char *next = _delimiter(data, end, delim, (size_t)dlen);
         if (!next) break;
         if (*n == max) {
-            vf_mp_free(parts, *n);
+            mp_free(parts, *n);
             *n = 0;
-            return _fail(VF_MP_TOO_MANY, why, why_size, "more than %zu parts", max);
+            return _fail(MP_TOO_MANY, why, why_size, "more than %zu parts", max);
         }
-        vf_mp_part *part = &parts[*n];
+        mp_part *part = &parts[*n];
         memset(part, 0, sizeof(*part));
         if (!_disposition(p, hend, part)) {
             size_t which = *n + 1;
-            vf_mp_free(parts, which);
+            mp_free(parts, which);
             *n = 0;
-            return _fail(VF_MP_MALFORMED, why, why_size,
+            return _fail(MP_MALFORMED, why, why_size,
                          "part %zu has no Content-Disposition: form-data with a name", which);
         }
         part->data = data;
@@ -193,14 +192,14 @@ vf_mp_rc vf_mp_parse(const char *content_type, const char *body, size_t len, vf_
         (*n)++;
         p = next + dlen;
     }
-    vf_mp_free(parts, *n);
+    mp_free(parts, *n);
     *n = 0;
-    return _fail(VF_MP_MALFORMED, why, why_size,
+    return _fail(MP_MALFORMED, why, why_size,
                  "the body is not complete multipart/form-data (a part or the closing boundary "
                  "is missing)");
 }
 
-void vf_mp_free(vf_mp_part *parts, size_t n)
+void mp_free(mp_part *parts, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         free(parts[i].name);
