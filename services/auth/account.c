@@ -4,6 +4,7 @@
 #include "admin.h"
 #include "libcommon/log.h"
 #include "password.h"
+#include "users.h"
 
 #include <string.h>
 #include <strings.h>
@@ -57,24 +58,6 @@ static void h_update_full_name(http_req *req, http_resp *resp, void *ctx)
 }
 
 /* ---- POST /v1/auth/signout --------------------------------------------- */
-
-/* Inside a transaction: the user inactive, its active keypairs revoked
- * (their access keys in *keys). */
-static bool _deactivate(admin_req *a, PGresult **keys)
-{
-    const char *p[] = {a->c.user_id};
-    PGresult *r = db_query(a->conn, a->resp, "deactivate user",
-                           "UPDATE auth.users SET status = 'inactive', modified_at = now()"
-                           " WHERE id = $1::uuid",
-                           1, p);
-    if (!r) return false;
-    PQclear(r);
-    *keys = db_query(a->conn, a->resp, "revoke keypairs",
-                     "UPDATE auth.keypairs SET is_active = false, revoked_at = now()"
-                     " WHERE user_id = $1::uuid AND is_active RETURNING access_key",
-                     1, p);
-    return *keys != NULL;
-}
 
 /* The password check, without holding the connection while hashing. */
 static bool _password_ok(admin_req *a, const char *password)
@@ -137,7 +120,7 @@ static void h_signout(http_req *req, http_resp *resp, void *ctx)
     PGresult *keys_r = NULL;
     if (_own_email(&a, email) && _password_ok(&a, password) && _not_last_superadmin(&a) &&
         db_begin(a.conn, resp)) {
-        if (!_deactivate(&a, &keys_r)) {
+        if (!users_retire(&a, a.c.user_id, "inactive", &keys_r)) {
             pg_rollback(a.conn);
         } else if (db_commit(a.conn, resp)) {
             const char *p[] = {a.c.user_id};

@@ -377,13 +377,13 @@ static void h_patch(http_req *req, http_resp *resp, void *ctx)
 
 /* Inside a transaction: mark the user deleted and revoke its keypairs (their
  * access keys in *keys). */
-static bool delete_user(admin_req *a, const char *id, PGresult **keys)
+bool users_retire(admin_req *a, const char *id, const char *status, PGresult **keys)
 {
-    const char *p[] = {id};
-    PGresult *r = db_query(a->conn, a->resp, "delete user",
-                           "UPDATE auth.users SET status = 'deleted', modified_at = now()"
+    const char *p[] = {id, status};
+    PGresult *r = db_query(a->conn, a->resp, "retire user",
+                           "UPDATE auth.users SET status = $2, modified_at = now()"
                            " WHERE id = $1::uuid",
-                           1, p);
+                           2, p);
     if (!r) return false;
     PQclear(r);
     *keys = db_query(a->conn, a->resp, "revoke keypairs",
@@ -409,7 +409,7 @@ static void h_delete(http_req *req, http_resp *resp, void *ctx)
     } else if (strcmp(a.c.user_id, id) == 0) {
         http_problem(resp, 403, "forbidden", NULL, "you cannot delete yourself");
     } else if (db_begin(a.conn, resp)) {
-        if (!delete_user(&a, id, &keys)) {
+        if (!users_retire(&a, id, "deleted", &keys)) {
             pg_rollback(a.conn);
         } else if (db_commit(a.conn, resp)) {
             json_t *user = reload(&a, id, AUTH_CHANGE_DELETED, true);

@@ -1,10 +1,11 @@
 /* template_spec.c: see template_spec.h. */
 #include "template_spec.h"
 
+#include "validation.h"
+
 #include "libcommon/image_ref.h"
 #include "libcommon/slots.h"
 
-#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,28 +57,10 @@ static void _normalize(json_t *o, const char *const *names)
 static bool _check_environ(json_t *env, const char *where, http_resp *resp)
 {
     if (!env || json_is_null(env)) return true;
-    if (!json_is_object(env)) return _bad(resp, where, "spec.kernel.environ", "must be an object");
-    if (json_object_size(env) > 256)
-        return _bad(resp, where, "spec.kernel.environ", "has more than 256 variables");
-    const char *k;
-    json_t *v;
-    json_object_foreach(env, k, v)
-    {
-        bool ok = (isalpha((unsigned char)k[0]) || k[0] == '_') && strlen(k) <= 128;
-        for (const char *p = k; ok && *p; p++)
-            ok = isalnum((unsigned char)*p) || *p == '_';
-        if (!ok) {
-            http_problem(resp, 400, "invalid-api-params", NULL,
-                         "%s.spec.kernel.environ: bad variable name \"%.60s\"", where, k);
-            return false;
-        }
-        if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v)) {
-            http_problem(resp, 400, "invalid-api-params", NULL,
-                         "%s.spec.kernel.environ.%.60s must be a string", where, k);
-            return false;
-        }
-    }
-    return true;
+    char *field = ts_asprintf("%s.spec.kernel.environ", where);
+    bool ok = session_environ_valid(env, field, resp);
+    free(field);
+    return ok;
 }
 
 static bool _check_kernel(json_t *kernel, const char *where, http_resp *resp)

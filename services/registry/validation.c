@@ -137,10 +137,10 @@ static bool preopen_parse(json_t *config, json_t **out, http_resp *resp)
     return true;
 }
 
-static bool environ_valid(json_t *env, http_resp *resp)
+bool session_environ_valid(json_t *env, const char *field, http_resp *resp)
 {
-    if (!json_is_object(env)) return bad(resp, "config.environ", "must be an object");
-    if (json_object_size(env) > 256) return bad(resp, "config.environ", "has too many entries");
+    if (!json_is_object(env)) return bad(resp, field, "must be an object");
+    if (json_object_size(env) > 256) return bad(resp, field, "has too many entries");
     const char *k;
     json_t *v;
     json_object_foreach(env, k, v)
@@ -149,8 +149,8 @@ static bool environ_valid(json_t *env, http_resp *resp)
         for (const char *p = k; ok && *p; p++)
             ok = isalnum((unsigned char)*p) || *p == '_';
         if (!ok) {
-            http_problem(resp, 400, "invalid-api-params", NULL,
-                         "config.environ: bad variable name \"%.60s\"", k);
+            http_problem(resp, 400, "invalid-api-params", NULL, "%s: bad variable name \"%.60s\"",
+                         field, k);
             return false;
         }
         if (json_is_integer(v) || json_is_real(v) || json_is_boolean(v)) {
@@ -164,8 +164,8 @@ static bool environ_valid(json_t *env, http_resp *resp)
             json_object_set_new(env, k, json_string(buf));
         } else if (!json_is_string(v) || strlen(json_string_value(v)) > 65536 ||
                    strlen(json_string_value(v)) != json_string_length(v)) {
-            http_problem(resp, 400, "invalid-api-params", NULL,
-                         "config.environ: %.60s must be a string", k);
+            http_problem(resp, 400, "invalid-api-params", NULL, "%s: %.60s must be a string", field,
+                         k);
             return false;
         }
     }
@@ -265,7 +265,7 @@ bool create_req_parse(json_t *body, create_req *r, http_resp *resp)
     /* environ */
     json_t *env = config ? json_object_get(config, "environ") : NULL;
     r->environ = env && !json_is_null(env) ? json_deep_copy(env) : json_object();
-    if (!environ_valid(r->environ, resp)) return false;
+    if (!session_environ_valid(r->environ, "config.environ", resp)) return false;
     if (!preopen_parse(config, &r->preopen_ports, resp)) return false;
     /* mounts: checked here, resolved by tessera-vfolder at create (mounts.h) */
     return mounts_parse(config, &r->mounts, &r->mount_map, resp);

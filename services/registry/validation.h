@@ -41,4 +41,10 @@ void create_req_free(create_req *r);
  * letter or digit, and not a UUID (those address sessions by id). */
 bool session_name_valid(const char *name) TS_MUST_CHECK;
 
+/* A session's environment variables (env, an object; field names it in the
+ * problem): at most 256, names of letters, digits and '_' not starting with
+ * a digit (at most 128), values text of at most 64 KiB (numbers and booleans
+ * become text in place). False after a 400. */
+bool session_environ_valid(json_t *env, const char *field, http_resp *resp) TS_MUST_CHECK;
+
 #endif
