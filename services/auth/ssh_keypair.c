@@ -1,6 +1,8 @@
 /* ssh_keypair.c: the signing keypair's SSH keypair (see ssh_keypair.h). */
 #include "ssh_keypair.h"
 
+#include "user_config.h"
+
 #include "admin.h"
 #include "libcommon/log.h"
 #include "ssh_keys.h"
@@ -28,36 +30,20 @@ static void _store(admin_req *a, const char *pub, const char *priv, const char *
                     json_pack("{s:s, s:s}", "ssh_public_key", pub, "ssh_private_key", priv));
 }
 
-static bool _begin(admin_req *a, svc *s, http_req *req, http_resp *resp)
-{
-    if (!admin_begin(a, s, req, resp, ADMIN_ANY, NULL)) return false;
-    if (caller_has_access_key(&a->c, resp)) return true;
-    admin_end(a);
-    return false;
-}
-
 static void h_get(http_req *req, http_resp *resp, void *ctx)
 {
     admin_req a;
-    if (!_begin(&a, ctx, req, resp)) return;
-    const char *p[] = {a.c.access_key};
-    PGresult *r = db_query(a.conn, resp, "read ssh public key",
-                           "SELECT COALESCE(ssh_public_key, '') FROM auth.keypair_configs"
-                           " WHERE access_key = $1",
-                           1, p);
-    if (r) {
-        http_reply_json(
-            resp, 200,
-            json_pack("{s:s}", "ssh_public_key", PQntuples(r) == 1 ? PQgetvalue(r, 0, 0) : ""));
-        PQclear(r);
-    }
+    if (!user_config_begin(&a, ctx, req, resp)) return;
+    char *key = user_config_column(&a, "ssh_public_key", "read ssh public key");
+    if (key) http_reply_json(resp, 200, json_pack("{s:s}", "ssh_public_key", key));
+    free(key);
     admin_end(&a);
 }
 
 static void h_generate(http_req *req, http_resp *resp, void *ctx)
 {
     admin_req a;
-    if (!_begin(&a, ctx, req, resp)) return;
+    if (!user_config_begin(&a, ctx, req, resp)) return;
     char *pub = NULL, *priv = NULL;
     ts_err err = {{0}};
     if (!ssh_keys_generate(KEY_COMMENT, &pub, &priv, &err))
@@ -107,7 +93,7 @@ static void h_upload(http_req *req, http_resp *resp, void *ctx)
     admin_req a;
     if (!ssh_keys_check_pair(pub, priv, &err)) {
         http_problem(resp, 400, "invalid-api-params", NULL, "%s", err.msg);
-    } else if (_begin(&a, ctx, req, resp)) {
+    } else if (user_config_begin(&a, ctx, req, resp)) {
         _store(&a, pub, priv, "uploaded");
         admin_end(&a);
     }

@@ -8,12 +8,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool _begin(admin_req *a, svc *s, http_req *req, http_resp *resp)
+bool user_config_begin(admin_req *a, svc *s, http_req *req, http_resp *resp)
 {
     if (!admin_begin(a, s, req, resp, ADMIN_ANY, NULL)) return false;
     if (caller_has_access_key(&a->c, resp)) return true;
     admin_end(a);
     return false;
+}
+
+char *user_config_column(admin_req *a, const char *column, const char *what)
+{
+    const char *p[] = {a->c.access_key};
+    char *sql = ts_asprintf("SELECT COALESCE(%s, '') FROM auth.keypair_configs"
+                            " WHERE access_key = $1",
+                            column);
+    PGresult *r = db_query(a->conn, a->resp, what, sql, 1, p);
+    free(sql);
+    if (!r) return NULL;
+    char *v = ts_strdup(PQntuples(r) == 1 ? PQgetvalue(r, 0, 0) : "");
+    PQclear(r);
+    return v;
 }
 
 /* A text field (newlines and tabs allowed, unlike names) of at most max
@@ -57,16 +71,10 @@ static void _publish(admin_req *a)
 static void h_script_get(http_req *req, http_resp *resp, void *ctx)
 {
     admin_req a;
-    if (!_begin(&a, ctx, req, resp)) return;
-    const char *p[] = {a.c.access_key};
-    PGresult *r = db_query(a.conn, resp, "read bootstrap script",
-                           "SELECT bootstrap_script FROM auth.keypair_configs"
-                           " WHERE access_key = $1",
-                           1, p);
-    if (r) {
-        http_reply_json(resp, 200, json_string(PQntuples(r) == 1 ? PQgetvalue(r, 0, 0) : ""));
-        PQclear(r);
-    }
+    if (!user_config_begin(&a, ctx, req, resp)) return;
+    char *script = user_config_column(&a, "bootstrap_script", "read bootstrap script");
+    if (script) http_reply_json(resp, 200, json_string(script));
+    free(script);
     admin_end(&a);
 }
 
@@ -79,7 +87,7 @@ static void h_script_set(http_req *req, http_resp *resp, void *ctx)
     admin_req a;
     if (!db_only_keys(body, keys, resp) ||
         !_text_field(body, "script", USER_CONFIG_TEXT_MAX, &script, resp) ||
-        !_begin(&a, ctx, req, resp)) {
+        !user_config_begin(&a, ctx, req, resp)) {
         json_decref(body);
         return;
     }
@@ -182,7 +190,7 @@ static void h_dotfiles_get(http_req *req, http_resp *resp, void *ctx)
     bool bad;
     const char *path = _path_arg(req, resp, &body, &bad);
     admin_req a;
-    if (bad || !_begin(&a, ctx, req, resp)) {
+    if (bad || !user_config_begin(&a, ctx, req, resp)) {
         json_decref(body);
         return;
     }
@@ -261,7 +269,7 @@ static void _dotfile_write(http_req *req, http_resp *resp, svc *s, bool create)
                      "permission must be three octal digits, such as 644");
         goto out;
     }
-    if (!_begin(&a, s, req, resp)) goto out;
+    if (!user_config_begin(&a, s, req, resp)) goto out;
     if (owner && strcmp(owner, a.c.access_key) != 0) {
         /* Backend.AI lets superadmins act on another keypair's; we do not. */
         http_problem(resp, 403, "forbidden", NULL,
@@ -320,7 +328,7 @@ static void h_dotfiles_delete(http_req *req, http_resp *resp, void *ctx)
         http_problem(resp, 400, "invalid-api-params", NULL, "path is required");
         goto out;
     }
-    if (!_begin(&a, ctx, req, resp)) goto out;
+    if (!user_config_begin(&a, ctx, req, resp)) goto out;
     if (db_begin(a.conn, resp)) {
         json_t *list = _load(&a, true);
         ssize_t i = list ? _find(list, path) : -1;

@@ -14,6 +14,8 @@
 #ifndef AUTH_USER_CONFIG_H
 #define AUTH_USER_CONFIG_H
 
+#include "admin.h"
+
 #include "libcommon/svc.h"
 
 #define USER_CONFIG_TEXT_MAX 65536
@@ -24,5 +26,12 @@
 const char *user_config_path_problem(const char *path);
 
 void user_config_routes(svc *s);
+
+/* admin_begin for the caller's own settings, which are per keypair: any
+ * signed caller (a login without a keypair gets the problem). */
+bool user_config_begin(admin_req *a, svc *s, http_req *req, http_resp *resp) TS_MUST_CHECK;
+/* A column of the caller keypair's settings (a constant name) as text, ""
+ * when unset (heap); NULL after a problem in a->resp. */
+char *user_config_column(admin_req *a, const char *column, const char *what);
 
 #endif

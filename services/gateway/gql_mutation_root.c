@@ -7,26 +7,15 @@
 #include "gql_mutation.h"
 #include "gql_schema.h"
 
-#define S(n)                                                                                       \
-    {                                                                                              \
-        .name = n                                                                                  \
-    }
-#define OBJ(n, t)                                                                                  \
-    {                                                                                              \
-        .name = n, .type = &(t)                                                                    \
-    }
-#define END                                                                                        \
-    {                                                                                              \
-        .name = NULL                                                                               \
-    }
-
 /* ---- mutation results: {ok, msg} and the item made ------------------------- */
 
 #define RESULT(var, tname)                                                                         \
-    static const gql_object var = {tname, (const gql_field_def[]){S("ok"), S("msg"), END}}
+    static const gql_object var = {                                                                \
+        tname, (const gql_field_def[]){GQL_F("ok"), GQL_F("msg"), GQL_FIELDS_END}}
 #define RESULT_ITEM(var, tname, key, t)                                                            \
-    static const gql_object var = {tname,                                                          \
-                                   (const gql_field_def[]){S("ok"), S("msg"), OBJ(key, t), END}}
+    static const gql_object var = {                                                                \
+        tname,                                                                                     \
+        (const gql_field_def[]){GQL_F("ok"), GQL_F("msg"), GQL_OBJ(key, t), GQL_FIELDS_END}}
 
 RESULT_ITEM(t_create_keypair, "CreateKeyPair", "keypair", gql_t_keypair);
 RESULT(t_modify_keypair, "ModifyKeyPair");
@@ -64,54 +53,49 @@ RESULT(t_dissoc_group, "DisassociateScalingGroupWithUserGroup");
 RESULT(t_assoc_keypair, "AssociateScalingGroupWithKeyPair");
 RESULT(t_dissoc_keypair, "DisassociateScalingGroupWithKeyPair");
 static const gql_object t_rescan_images = {
-    "RescanImages", (const gql_field_def[]){S("ok"), S("msg"), S("task_id"), END}};
+    "RescanImages",
+    (const gql_field_def[]){GQL_F("ok"), GQL_F("msg"), GQL_F("task_id"), GQL_FIELDS_END}};
 
 /* The mutations: gql_mutation.c's resolvers with the reference's arguments. */
-#define A(n, t)                                                                                    \
-    {                                                                                              \
-        n, t, false                                                                                \
-    }
-#define R(n, t)                                                                                    \
-    {                                                                                              \
-        n, t, true                                                                                 \
-    }
-#define ENDA                                                                                       \
-    {                                                                                              \
-        NULL, 0, false                                                                             \
-    }
 #define NAME_PROPS                                                                                 \
     (const gql_arg_def[])                                                                          \
     {                                                                                              \
-        R("name", GQL_STRING), R("props", GQL_INPUT), ENDA                                         \
+        GQL_REQ("name", GQL_STRING), GQL_REQ("props", GQL_INPUT), GQL_ARGS_END                     \
     }
 #define NAME_ONLY                                                                                  \
     (const gql_arg_def[])                                                                          \
     {                                                                                              \
-        R("name", GQL_STRING), ENDA                                                                \
+        GQL_REQ("name", GQL_STRING), GQL_ARGS_END                                                  \
     }
 
 const gql_root_field gql_mutation_fields[] = {
-    {"create_keypair", (const gql_arg_def[]){R("user_id", GQL_STRING), R("props", GQL_INPUT), ENDA},
+    {"create_keypair",
+     (const gql_arg_def[]){GQL_REQ("user_id", GQL_STRING), GQL_REQ("props", GQL_INPUT),
+                           GQL_ARGS_END},
      &t_create_keypair, false, gql_m_create_keypair},
     {"modify_keypair",
-     (const gql_arg_def[]){R("access_key", GQL_STRING), R("props", GQL_INPUT), ENDA},
+     (const gql_arg_def[]){GQL_REQ("access_key", GQL_STRING), GQL_REQ("props", GQL_INPUT),
+                           GQL_ARGS_END},
      &t_modify_keypair, false, gql_m_modify_keypair},
-    {"delete_keypair", (const gql_arg_def[]){R("access_key", GQL_STRING), ENDA}, &t_delete_keypair,
-     false, gql_m_delete_keypair},
-    {"create_user", (const gql_arg_def[]){R("email", GQL_STRING), R("props", GQL_INPUT), ENDA},
+    {"delete_keypair", (const gql_arg_def[]){GQL_REQ("access_key", GQL_STRING), GQL_ARGS_END},
+     &t_delete_keypair, false, gql_m_delete_keypair},
+    {"create_user",
+     (const gql_arg_def[]){GQL_REQ("email", GQL_STRING), GQL_REQ("props", GQL_INPUT), GQL_ARGS_END},
      &t_create_user, false, gql_m_create_user},
-    {"modify_user", (const gql_arg_def[]){R("email", GQL_STRING), R("props", GQL_INPUT), ENDA},
+    {"modify_user",
+     (const gql_arg_def[]){GQL_REQ("email", GQL_STRING), GQL_REQ("props", GQL_INPUT), GQL_ARGS_END},
      &t_modify_user, false, gql_m_modify_user},
-    {"delete_user", (const gql_arg_def[]){R("email", GQL_STRING), ENDA}, &t_delete_user, false,
-     gql_m_delete_user},
+    {"delete_user", (const gql_arg_def[]){GQL_REQ("email", GQL_STRING), GQL_ARGS_END},
+     &t_delete_user, false, gql_m_delete_user},
     {"create_domain", NAME_PROPS, &t_create_domain, false, gql_m_create_domain},
     {"modify_domain", NAME_PROPS, &t_modify_domain, false, gql_m_modify_domain},
     {"delete_domain", NAME_ONLY, &t_delete_domain, false, gql_m_delete_domain},
     {"create_group", NAME_PROPS, &t_create_group, false, gql_m_create_group},
-    {"modify_group", (const gql_arg_def[]){R("gid", GQL_UUID), R("props", GQL_INPUT), ENDA},
+    {"modify_group",
+     (const gql_arg_def[]){GQL_REQ("gid", GQL_UUID), GQL_REQ("props", GQL_INPUT), GQL_ARGS_END},
      &t_modify_group, false, gql_m_modify_group},
-    {"delete_group", (const gql_arg_def[]){R("gid", GQL_UUID), ENDA}, &t_delete_group, false,
-     gql_m_delete_group},
+    {"delete_group", (const gql_arg_def[]){GQL_REQ("gid", GQL_UUID), GQL_ARGS_END}, &t_delete_group,
+     false, gql_m_delete_group},
     {"create_keypair_resource_policy", NAME_PROPS, &t_create_kp_policy, false,
      gql_m_create_kp_policy},
     {"modify_keypair_resource_policy", NAME_PROPS, &t_modify_kp_policy, false,
@@ -137,24 +121,30 @@ const gql_root_field gql_mutation_fields[] = {
     {"modify_scaling_group", NAME_PROPS, &t_modify_sgroup, false, gql_m_modify_scaling_group},
     {"delete_scaling_group", NAME_ONLY, &t_delete_sgroup, false, gql_m_delete_scaling_group},
     {"associate_scaling_group_with_domain",
-     (const gql_arg_def[]){R("domain", GQL_STRING), R("scaling_group", GQL_STRING), ENDA},
+     (const gql_arg_def[]){GQL_REQ("domain", GQL_STRING), GQL_REQ("scaling_group", GQL_STRING),
+                           GQL_ARGS_END},
      &t_assoc_domain, false, gql_m_assoc_domain},
     {"disassociate_scaling_group_with_domain",
-     (const gql_arg_def[]){R("domain", GQL_STRING), R("scaling_group", GQL_STRING), ENDA},
+     (const gql_arg_def[]){GQL_REQ("domain", GQL_STRING), GQL_REQ("scaling_group", GQL_STRING),
+                           GQL_ARGS_END},
      &t_dissoc_domain, false, gql_m_dissoc_domain},
     {"associate_scaling_group_with_user_group",
-     (const gql_arg_def[]){R("user_group", GQL_UUID), R("scaling_group", GQL_STRING), ENDA},
+     (const gql_arg_def[]){GQL_REQ("user_group", GQL_UUID), GQL_REQ("scaling_group", GQL_STRING),
+                           GQL_ARGS_END},
      &t_assoc_group, false, gql_m_assoc_group},
     {"disassociate_scaling_group_with_user_group",
-     (const gql_arg_def[]){R("user_group", GQL_UUID), R("scaling_group", GQL_STRING), ENDA},
+     (const gql_arg_def[]){GQL_REQ("user_group", GQL_UUID), GQL_REQ("scaling_group", GQL_STRING),
+                           GQL_ARGS_END},
      &t_dissoc_group, false, gql_m_dissoc_group},
     {"associate_scaling_group_with_keypair",
-     (const gql_arg_def[]){R("access_key", GQL_STRING), R("scaling_group", GQL_STRING), ENDA},
+     (const gql_arg_def[]){GQL_REQ("access_key", GQL_STRING), GQL_REQ("scaling_group", GQL_STRING),
+                           GQL_ARGS_END},
      &t_assoc_keypair, false, gql_m_assoc_keypair},
     {"disassociate_scaling_group_with_keypair",
-     (const gql_arg_def[]){R("access_key", GQL_STRING), R("scaling_group", GQL_STRING), ENDA},
+     (const gql_arg_def[]){GQL_REQ("access_key", GQL_STRING), GQL_REQ("scaling_group", GQL_STRING),
+                           GQL_ARGS_END},
      &t_dissoc_keypair, false, gql_m_dissoc_keypair},
-    {"rescan_images", (const gql_arg_def[]){A("registry", GQL_STRING), ENDA}, &t_rescan_images,
-     false, gql_m_rescan_images},
+    {"rescan_images", (const gql_arg_def[]){GQL_OPT("registry", GQL_STRING), GQL_ARGS_END},
+     &t_rescan_images, false, gql_m_rescan_images},
     {NULL, NULL, NULL, false, NULL},
 };

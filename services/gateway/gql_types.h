@@ -89,6 +89,46 @@ typedef struct gql_request {
 void *gql_user(const gql_exec *ex);
 void gql_error(gql_exec *ex, const char *fmt, ...) TS_PRINTF(2, 3);
 
+/* Writing the tables (gql_schema.c, gql_query.c, gql_mutation_root.c):
+ * fields (a leaf, a JSONString leaf, an object, a list of objects, a
+ * computed one, the end) and arguments (optional, required, the end). */
+#define GQL_F(n)                                                                                   \
+    {                                                                                              \
+        .name = n                                                                                  \
+    }
+#define GQL_J(n)                                                                                   \
+    {                                                                                              \
+        .name = n, .leaf = GQL_AS_JSONSTR                                                          \
+    }
+#define GQL_OBJ(n, t)                                                                              \
+    {                                                                                              \
+        .name = n, .type = &(t)                                                                    \
+    }
+#define GQL_LIST(n, t)                                                                             \
+    {                                                                                              \
+        .name = n, .type = &(t), .list = true                                                      \
+    }
+#define GQL_GET(n, g)                                                                              \
+    {                                                                                              \
+        .name = n, .get = (g)                                                                      \
+    }
+#define GQL_FIELDS_END                                                                             \
+    {                                                                                              \
+        .name = NULL                                                                               \
+    }
+#define GQL_OPT(n, t)                                                                              \
+    {                                                                                              \
+        n, t, false                                                                                \
+    }
+#define GQL_REQ(n, t)                                                                              \
+    {                                                                                              \
+        n, t, true                                                                                 \
+    }
+#define GQL_ARGS_END                                                                               \
+    {                                                                                              \
+        NULL, 0, false                                                                             \
+    }
+
 /* ---- the executor's and the validator's own ------------------------------- */
 
 #define GQL_MAX_FRAG_NEST 32
