@@ -604,11 +604,11 @@ all: $(SUP_BIN)
 
 # ---- bench-wsproxy ---------------------------------------------------------------
 # tessera-term: the built-in terminal app the agent mounts into
-# images without one. Static, no libcommon: services/wsproxy/term/term.c with the
-# proxy's wsframe.c and libcommon's http1.c (no other libcommon). Built by `make all`.
+# images without one. Static, no libcommon: services/wsproxy/term/term.c with
+# libcommon's wsframe.c and http1.c (no other libcommon, no libc beyond). Built by `make all`.
 TERM_BIN := $(BUILD)/bin/tessera-term
-TERM_SRC := services/wsproxy/term/term.c services/wsproxy/wsframe.c libcommon/http1.c
-$(TERM_BIN): $(TERM_SRC) services/wsproxy/wsframe.h libcommon/http1.h
+TERM_SRC := services/wsproxy/term/term.c libcommon/wsframe.c libcommon/http1.c
+$(TERM_BIN): $(TERM_SRC) libcommon/wsframe.h libcommon/http1.h
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@ (static)"
 	$(Q)$(CC) -std=gnu11 -g -O2 -static -D_GNU_SOURCE -I. $(WARN) -o $@ $(TERM_SRC)
@@ -621,12 +621,12 @@ $(BUILD)/tests/agent/test_privileges: | $(PORTMAP_BIN) $(BRIDGE_BIN) $(SUP_BIN) 
 # round trips (p50/p99) direct, through nginx and through tessera-wsproxy
 # (bench/wsproxy/README.md). Needs wrk, nginx, redis-server.
 BENCH_WS_BIN := $(BUILD)/bench/wsproxy
-$(BENCH_WS_BIN)/ws_echo: bench/wsproxy/ws_echo.c bench/wsproxy/wsio.c services/wsproxy/wsframe.c \
+$(BENCH_WS_BIN)/ws_echo: bench/wsproxy/ws_echo.c bench/wsproxy/wsio.c libcommon/wsframe.c \
 		libcommon/http1.c
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	$(Q)$(CC) -std=gnu11 -g -O2 -pthread -D_GNU_SOURCE -I. $(WARN) -o $@ $^
-$(BENCH_WS_BIN)/ws_rtt: bench/wsproxy/ws_rtt.c bench/wsproxy/wsio.c services/wsproxy/wsframe.c \
+$(BENCH_WS_BIN)/ws_rtt: bench/wsproxy/ws_rtt.c bench/wsproxy/wsio.c libcommon/wsframe.c \
 		libcommon/http1.c
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"

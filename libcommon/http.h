@@ -142,6 +142,28 @@ void http_reply_reader(http_req *req, http_resp *resp, int status, const char *c
  * when the response has no streamed body. */
 char *http_local_stream_body(http_req *req, const http_resp *resp, size_t *len);
 
+/* ---- upgraded connections (WebSocket) ------------------------------------------------
+ *
+ * A handler that accepts an upgrade (after its own checks: ws.h's
+ * ws_handshake_check for a WebSocket) answers with http_reply_upgrade: a 101
+ * with the headers set on resp (Upgrade, Sec-WebSocket-Accept, ...; the
+ * server adds Connection: Upgrade). Once the 101 went out, the server calls
+ * on_upgraded on one of its worker threads with the connection's socket (fd),
+ * the bytes the client sent after its request (extra), cls, and the handle.
+ * on_upgraded must return at once: the connection is the callee's from then
+ * on, in a thread of its own (it must not hold a worker). It ends it with
+ * http_upgraded_close(handle), exactly once, from any thread; fd is not to be
+ * closed or used after that. release(cls) is called instead of on_upgraded
+ * when the upgrade never happens (another reply replaced it, the client went
+ * away first, a local request); may be NULL. Only on a server started with
+ * upgrades (every http_server is). */
+typedef struct http_upgraded http_upgraded;
+typedef void (*http_on_upgraded)(int fd, const char *extra, size_t extra_len, void *cls,
+                                 http_upgraded *handle);
+void http_reply_upgrade(http_req *req, http_resp *resp, http_on_upgraded on_upgraded,
+                        void (*release)(void *cls), void *cls);
+void http_upgraded_close(http_upgraded *handle);
+
 typedef struct http_server_opts {
     const char *listen; /* "127.0.0.1:8080" or ":8080"; port 0 picks a free one */
     size_t max_body;    /* larger bodies get 413 problem JSON */

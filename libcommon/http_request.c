@@ -27,7 +27,8 @@ const char *http_req_keep(struct http_req_impl *impl, char *s)
 void http_src_release(body_src *src)
 {
     if (src->kind == SRC_FD && src->fd >= 0) close(src->fd);
-    if (src->kind == SRC_READER && src->release) src->release(src->cls);
+    if ((src->kind == SRC_READER || src->kind == SRC_UPGRADE) && src->release)
+        src->release(src->cls);
     memset(src, 0, sizeof(*src));
 }
 

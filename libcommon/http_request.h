@@ -13,13 +13,14 @@
 #define REQUEST_ID_MAX 64
 
 /* A streamed response body (http_reply_fd, http_reply_reader). */
-enum { SRC_NONE, SRC_FD, SRC_READER };
+enum { SRC_NONE, SRC_FD, SRC_READER, SRC_UPGRADE };
 typedef struct body_src {
     int kind;
     int status; /* the reply it belongs to */
     int fd;
     uint64_t offset, len;
     http_body_reader read;
+    http_on_upgraded upgraded; /* SRC_UPGRADE (http_upgrade.c) */
     void (*release)(void *cls);
     void *cls;
 } body_src;
@@ -38,6 +39,7 @@ struct http_req_impl {
     char **scratch;
     size_t n_scratch, cap_scratch;
     body_src src;
+    struct http_upgrade_box *upgrade; /* the upgrade response made from src */
     /* Set by the stream router's trampoline while the server probes. */
     const stream_route *probe_hit;
     int n_params;

@@ -14,6 +14,7 @@
  * request until the response is built. */
 #include "libcommon/http_request.h"
 #include "libcommon/http_front.h"
+#include "libcommon/http_upgrade.h"
 #include "libcommon/http_workers.h"
 #include "libcommon/buf.h"
 #include "libcommon/log.h"
@@ -111,10 +112,12 @@ static void reader_free(void *cls)
 }
 
 /* The MHD response for a streamed body (the source moves into it), or NULL. */
-static struct MHD_Response *src_response(body_src *src)
+static struct MHD_Response *src_response(struct http_req_impl *impl, body_src *src)
 {
     struct MHD_Response *mr = NULL;
-    if (src->kind == SRC_FD) {
+    if (src->kind == SRC_UPGRADE) {
+        mr = http_upgrade_response(impl, src);
+    } else if (src->kind == SRC_FD) {
         if (src->len == 0) {
             mr = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
         } else {
@@ -215,7 +218,7 @@ static enum MHD_Result send_resp(http_server *s, req_ctx *rc, struct MHD_Connect
     const char *body = http_resp_body(resp, &len);
     body_src *src = http_src_current(&rc->impl, resp);
     struct MHD_Response *mr =
-        src ? src_response(src)
+        src ? src_response(&rc->impl, src)
             : MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
     http_src_release(&rc->impl.src); /* a replaced source goes unsent */
     if (!mr) {
@@ -453,6 +456,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     free(rc->spath);
     free(rc->squery);
     http_resp_free(rc->spending);
+    if (rc->impl.upgrade) http_upgrade_unref(rc->impl.upgrade);
     http_impl_release(&rc->impl);
     free(rc->raw_target);
     ts_buf_free(&rc->body);
@@ -702,13 +706,14 @@ http_server *http_server_start(const http_server_opts *opts, http_router *router
 
     /* libmicrohttpd gets connections from the front (http_front.h), not a
      * listening socket of its own. */
-    s->daemon = MHD_start_daemon(
-        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET,
-        0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
-        MHD_OPTION_THREAD_POOL_SIZE, threads > 1 ? threads : 0u, MHD_OPTION_CONNECTION_TIMEOUT,
-        timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY_LIMIT,
-        MHD_OPTION_URI_LOG_CALLBACK, on_uri, s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-        MHD_OPTION_END);
+    s->daemon =
+        MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG |
+                             MHD_USE_NO_LISTEN_SOCKET | MHD_ALLOW_UPGRADE,
+                         0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
+                         MHD_OPTION_THREAD_POOL_SIZE, threads > 1 ? threads : 0u,
+                         MHD_OPTION_CONNECTION_TIMEOUT, timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+                         (size_t)CONN_MEMORY_LIMIT, MHD_OPTION_URI_LOG_CALLBACK, on_uri, s,
+                         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
     if (!s->daemon) {
         ts_err_set(err, "listen %s: libmicrohttpd did not start (see its log line)", opts->listen);
         close(fd);

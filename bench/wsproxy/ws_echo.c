@@ -3,7 +3,7 @@
  *   ws_echo PORT */
 #include "bench/wsproxy/wsio.h"
 #include "libcommon/http1.h"
-#include "services/wsproxy/wsframe.h"
+#include "libcommon/wsframe.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

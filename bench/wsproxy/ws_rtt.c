@@ -4,7 +4,7 @@
  * masked 32-byte binary frames one at a time, waits for each echo, and prints
  * "p50_us p99_us p999_us mean_us" of the round trips (after 1,000 warm-up). */
 #include "bench/wsproxy/wsio.h"
-#include "services/wsproxy/wsframe.h"
+#include "libcommon/wsframe.h"
 
 #include <arpa/inet.h>
 #include <math.h>

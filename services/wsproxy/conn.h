@@ -14,7 +14,7 @@
 #include "libcommon/http1.h"
 #include "services/wsproxy/routes.h"
 #include "services/wsproxy/worker.h"
-#include "services/wsproxy/wsframe.h"
+#include "libcommon/wsframe.h"
 
 typedef struct wbuf {
     char *p;

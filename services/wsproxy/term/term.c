@@ -10,9 +10,9 @@
  * Frames from the browser: text or binary = keyboard input; a text frame
  * "\x01<cols>,<rows>" resizes the pty. Frames to the browser: binary, the
  * pty's output. Ping is answered, close closes, the shell's exit sends close.
- * Plain C and libc: built statically from this file, ../wsframe.c and ../http1.c. */
+ * Plain C and libc: built statically from this file and libcommon/{wsframe,http1}.c. */
 #include "libcommon/http1.h"
-#include "services/wsproxy/wsframe.h"
+#include "libcommon/wsframe.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

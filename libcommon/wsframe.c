@@ -1,5 +1,5 @@
 /* wsframe.c: SHA-1 (FIPS 180-4), base64 and RFC 6455 frame headers (wsframe.h). */
-#include "services/wsproxy/wsframe.h"
+#include "libcommon/wsframe.h"
 
 #include <string.h>
 
@@ -191,4 +191,25 @@ size_t wsf_write_header(uint8_t *out, bool fin, int opcode, uint64_t len, const 
         h += 4;
     }
     return h;
+}
+
+size_t wsf_close_payload(uint8_t out[125], int code, const char *reason)
+{
+    out[0] = (uint8_t)(code >> 8);
+    out[1] = (uint8_t)code;
+    size_t n = reason ? strlen(reason) : 0;
+    if (n > 123) n = 123;
+    if (n) memcpy(out + 2, reason, n);
+    return 2 + n;
+}
+
+int wsf_close_code(const uint8_t *p, size_t n)
+{
+    if (n == 0) return WSF_CLOSE_NO_STATUS;
+    if (n == 1) return -1;
+    int code = p[0] << 8 | p[1];
+    if (code < 1000 || code >= 5000) return -1;
+    if (code == 1004 || code == 1005 || code == 1006 || code == 1015) return -1;
+    if (code > 1015 && code < 3000) return -1;
+    return code;
 }

@@ -1,7 +1,7 @@
-/* test_wsframe.c: services/wsproxy/wsframe.c (shared with tessera-term):
+/* test_wsframe.c: libcommon/wsframe.c (shared by tessera-wsproxy, tessera-term and the gateway):
  * SHA-1 test vectors, base64, the RFC 6455 handshake key, frame headers and
  * masking. */
-#include "services/wsproxy/wsframe.h"
+#include "libcommon/wsframe.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -120,5 +120,5 @@ int main(void)
         cmocka_unit_test(test_handshake_key),
         cmocka_unit_test(test_frames),
     };
-    return cmocka_run_group_tests_name("wsproxy_wsframe", tests, NULL, NULL);
+    return cmocka_run_group_tests_name("libcommon_wsframe", tests, NULL, NULL);
 }
