@@ -45,6 +45,11 @@
  * strings are the handlers' to refuse, with a message). */
 #define FRONT_MAX_HEAD (16 * 1024)
 #define FRONT_MAX_LINE (FRONT_MAX_HEAD - 1024)
+/* libmicrohttpd's daemon: epoll in its own threads, connections handed over by
+ * the front, upgrades for WebSocket streams (http_upgrade.c). */
+#define MHD_DAEMON_FLAGS                                                                           \
+    (MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET |  \
+     MHD_ALLOW_UPGRADE)
 #define DEFAULT_HEADER_TIMEOUT_MS 10000
 #define DEFAULT_BODY_TIMEOUT_MS 60000
 /* A streaming route that refused mid-body (or a request already answered
@@ -707,10 +712,8 @@ http_server *http_server_start(const http_server_opts *opts, http_router *router
     /* libmicrohttpd gets connections from the front (http_front.h), not a
      * listening socket of its own. */
     s->daemon =
-        MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG |
-                             MHD_USE_NO_LISTEN_SOCKET | MHD_ALLOW_UPGRADE,
-                         0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
-                         MHD_OPTION_THREAD_POOL_SIZE, threads > 1 ? threads : 0u,
+        MHD_start_daemon(MHD_DAEMON_FLAGS, 0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER,
+                         on_mhd_log, s, MHD_OPTION_THREAD_POOL_SIZE, threads > 1 ? threads : 0u,
                          MHD_OPTION_CONNECTION_TIMEOUT, timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
                          (size_t)CONN_MEMORY_LIMIT, MHD_OPTION_URI_LOG_CALLBACK, on_uri, s,
                          MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);

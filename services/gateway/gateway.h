@@ -26,6 +26,7 @@ typedef struct gateway {
     char *web_origins;       /* gateway.web_allowed_origins */
     char *web_cookie_secure; /* gateway.web_cookie_secure: auto|always|never */
     char *cors_origins;      /* gateway.cors_origins (cors.h) */
+    int64_t max_streams;     /* gateway.max_streams (streams.h) */
 } gateway;
 
 #endif

@@ -14,6 +14,7 @@
 #include "server_login.h"
 #include "session_templates.h"
 #include "sessions.h"
+#include "streams.h"
 #include "verify.h"
 
 #include <stdlib.h>
@@ -186,6 +187,7 @@ void gateway_routes(gateway *gw)
     for (size_t i = 0; i < TS_ARRAY_LEN(own); i++)
         http_route(r, own[i][0], own[i][1], h_admin, gw);
     sessions_routes(gw);
+    streams_routes(gw);
     session_templates_routes(gw);
     folders_routes(gw);
     resources_routes(gw);

@@ -9,6 +9,7 @@
 #include "gateway.h"
 #include "http_api.h"
 #include "ratelimit.h"
+#include "streams.h"
 #include "verify.h"
 
 static gateway g_gw = {
@@ -57,6 +58,9 @@ static const cfg_option gateway_options[] = {
      "auto|always|never", false, NULL,
      "the console cookie's Secure flag: auto sets it when the request came over TLS "
      "(X-Forwarded-Proto: https from the proxy in front)"},
+    {"gateway.max_streams", CFG_INT, &g_gw.max_streams, "256", 1, 100000, NULL, false, NULL,
+     "most WebSocket streams (/stream/session/...: pty, execute, tcpproxy) this gateway holds "
+     "at once, each with a thread of its own; beyond: 503 before the upgrade"},
     {NULL},
 };
 
@@ -102,6 +106,7 @@ static bool gateway_start(svc *s, ts_err *err)
 static void gateway_stop(svc *s)
 {
     (void)s;
+    streams_stop(3000);
     audit_stop();
     credentials_stop(g_gw.creds);
 }

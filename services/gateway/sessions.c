@@ -5,6 +5,7 @@
 #include "libcommon/httpc.h"
 #include "libcommon/log.h"
 #include "proxy.h"
+#include "session_apps.h"
 #include "verify.h"
 
 #include <math.h>
@@ -209,30 +210,6 @@ static void h_task_logs(http_req *req, http_resp *resp, void *ctx)
     json_decref(answer);
 }
 
-/* The app's port in the session's servicePorts: by name (app), else the one
- * whose container port is port (> 0). NULL when none. */
-static const json_t *_find_port(const json_t *ports, const char *app, json_int_t port)
-{
-    size_t i;
-    const json_t *p;
-    json_array_foreach(ports, i, p)
-    {
-        const char *n = json_string_value(json_object_get(p, "name"));
-        if (app && n && strcmp(n, app) == 0) return p;
-    }
-    if (port <= 0) return NULL;
-    json_array_foreach(ports, i, p)
-    {
-        size_t j;
-        const json_t *cp;
-        json_array_foreach(json_object_get(p, "container_ports"), j, cp)
-        {
-            if (json_integer_value(cp) == port) return p;
-        }
-    }
-    return NULL;
-}
-
 /* body's "port" as a number (numbers may arrive as strings): 0 when absent, -1
  * when not a port. */
 static json_int_t _port_arg(const json_t *body)
@@ -248,23 +225,6 @@ static json_int_t _port_arg(const json_t *body)
         n = *end ? -1 : (json_int_t)l;
     }
     return n >= 1 && n <= 65535 ? n : -1;
-}
-
-/* The agent starts the app of session sid unless it is listening (registry
- * POST /v1/sessions/{id}/apps/{app}/start); false with the problem in resp. */
-static bool _start_app(void *ctx, http_req *req, http_resp *resp, const gw_identity *id,
-                       const char *sid, const char *app)
-{
-    char *esid = httpc_escape(sid), *eapp = httpc_escape(app ? app : "");
-    char *target = ts_asprintf("/v1/sessions/%s/apps/%s/start", esid, eapp);
-    free(esid);
-    free(eapp);
-    json_t *r = NULL;
-    bool ok = proxy_call_json(_registry(ctx), SESSIONS_APP_TIMEOUT_MS, "POST", req, resp, target,
-                              id, NULL, 200, &r);
-    free(target);
-    json_decref(r);
-    return ok;
 }
 
 /* POST /session/{name}/start-service {app, port?}: a wsproxy route to an app of
@@ -292,48 +252,15 @@ static void h_start_service(http_req *req, http_resp *resp, void *ctx)
         return;
     }
     /* The session, as the caller may see it (the registry scopes it). */
-    char *ename = httpc_escape(http_param(req, "name"));
-    char *target = ts_asprintf("/v1/sessions/%s", ename);
-    free(ename);
     json_t *info = NULL;
-    bool got = proxy_call_json(_registry(ctx), SESSIONS_TIMEOUT_MS, "GET", req, resp, target, &id,
-                               NULL, 200, &info);
-    free(target);
-    if (!got) {
-        json_decref(body);
-        return;
-    }
-    const char *status = json_string_value(json_object_get(info, "status"));
-    const char *sid = json_string_value(json_object_get(info, "sessionUuid"));
-    const char *sname = json_string_value(json_object_get(info, "sessionName"));
-    const json_t *p = _find_port(json_object_get(info, "servicePorts"), app, port);
-    const char *host = json_string_value(json_object_get(p, "host"));
-    json_int_t host_port = json_integer_value(json_array_get(json_object_get(p, "host_ports"), 0));
-    if (!status || strcmp(status, "RUNNING") != 0) {
-        http_problem(resp, 409, "invalid-session-state", NULL,
-                     "session %s is %s; apps can be opened only while it is RUNNING",
-                     sname ? sname : "?", status ? status : "in an unknown state");
-    } else if (!p) {
-        if (app && *app)
-            http_problem(resp, 404, "not-found", "Service Not Found",
-                         "session %s has no service port named '%s'", sname ? sname : "?", app);
-        else
-            http_problem(resp, 404, "not-found", "Service Not Found",
-                         "session %s has no service port on port %lld", sname ? sname : "?",
-                         (long long)port);
-    } else if (!sid || !host || !*host || host_port <= 0) {
-        http_problem(resp, 409, "invalid-session-state", NULL,
-                     "the service port '%s' of session %s is not published yet",
-                     json_string_value(json_object_get(p, "name")) ?: "?", sname ? sname : "?");
-    } else if (_start_app(ctx, req, resp, &id, sid,
-                          json_string_value(json_object_get(p, "name")))) {
-        const char *proto = json_string_value(json_object_get(p, "protocol"));
-        if (!proto || (strcmp(proto, "tcp") != 0 && strcmp(proto, "preopen") != 0)) proto = "http";
-        char *tgt = strchr(host, ':') ? ts_asprintf("[%s]:%lld", host, (long long)host_port)
-                                      : ts_asprintf("%s:%lld", host, (long long)host_port);
-        const char *pname = json_string_value(json_object_get(p, "name"));
+    session_app sa;
+    if (session_apps_running(ctx, req, resp, &id, http_param(req, "name"), "apps can be opened",
+                             &info) &&
+        session_apps_start(ctx, req, resp, &id, info, app, port, &sa)) {
+        char *tgt = strchr(sa.host, ':') ? ts_asprintf("[%s]:%d", sa.host, sa.host_port)
+                                         : ts_asprintf("%s:%d", sa.host, sa.host_port);
         json_t *route = json_pack("{s:s, s:s, s:s, s:s, s:s}", "user_id", id.user_id, "session_id",
-                                  sid, "app", pname ? pname : "", "protocol", proto, "target", tgt);
+                                  sa.sid, "app", sa.name, "protocol", sa.protocol, "target", tgt);
         free(tgt);
         json_t *made = NULL;
         bool ok = proxy_call_json(&((gateway *)ctx)->up[UPSTREAM_WSPROXY], SESSIONS_TIMEOUT_MS,
@@ -351,8 +278,8 @@ static void h_start_service(http_req *req, http_resp *resp, void *ctx)
                 scheme ? (size_t)(scheme + 3 - url) + strcspn(scheme + 3, "/?#") : strlen(url);
             http_reply_json(resp, 200,
                             json_pack("{s:s, s:s%, s:s, s:s, s:s}", "token", token, "wsproxy_addr",
-                                      url, alen, "url", url, "app", pname ? pname : "", "protocol",
-                                      proto));
+                                      url, alen, "url", url, "app", sa.name, "protocol",
+                                      sa.protocol));
         }
         json_decref(made);
     }

@@ -41,7 +41,6 @@
 #define SESSIONS_MAX_WAIT_S 60         /* maxWaitSeconds considered at most */
 #define SESSIONS_WAIT_MARGIN_S 5       /* a waiting create gets maxWaitSeconds + this */
 #define SESSIONS_EXEC_TIMEOUT_MS 75000 /* execute (the agent's own limit is 60 s by default) */
-#define SESSIONS_APP_TIMEOUT_MS 30000  /* start-service: the agent may start the app (10 s) */
 #define SESSIONS_SCAN_TIMEOUT_MS 65000 /* POST /admin/images/scan reads the OCI catalog */
 
 /* Register the routes above on gw's router (the handlers' context is gw). */

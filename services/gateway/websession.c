@@ -254,6 +254,15 @@ bool websession_admit(gateway *gw, const http_req *req, http_resp *resp, websess
      * with the origin checks above it stands in for the token. A token that
      * is sent must be right. */
     if (!token && http_header(req, "X-BackendAI-Version")) return true;
+    /* A browser's WebSocket can send neither, but always sends Origin (checked
+     * above) and Upgrade, a header no page can set (streams.h). */
+    const char *upgrade = http_header(req, "Upgrade");
+    if (!token && upgrade && strcasecmp(upgrade, "websocket") == 0 &&
+        strcmp(req->method, "GET") == 0) {
+        if (http_header(req, "Origin")) return true;
+        return _refuse(resp, 403,
+                       "a WebSocket with a console login must come from a page (Origin)");
+    }
     if (!token || strlen(token) != TS_TOKEN_LEN ||
         sodium_memcmp(token, ws->csrf, TS_TOKEN_LEN) != 0)
         return _refuse(resp, 403, "missing or wrong X-CSRF-Token header");
