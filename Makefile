@@ -614,6 +614,13 @@ $(TERM_BIN): $(TERM_SRC) $(wildcard services/wsproxy/term/*.h) services/wsproxy/
 	@echo "  LD      $@ (static)"
 	$(Q)$(CC) -std=gnu11 -g -O2 -static -D_GNU_SOURCE -I. $(WARN) -o $@ $(TERM_SRC)
 all: $(TERM_BIN)
+# its /proc parsers' unit test links term_proc.c alone (the pattern rule of
+# tests/wsproxy/ links services/wsproxy/*.c, not term/)
+$(BUILD)/tests/wsproxy/test_term_proc: $(BUILD)/obj/tests/unit/wsproxy/test_term_proc.o \
+		$(BUILD)/obj/services/wsproxy/term/term_proc.o
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
 # the privileges test runs real kernels with the agent's helper programs
 $(BUILD)/tests/agent/test_privileges: | $(PORTMAP_BIN) $(BRIDGE_BIN) $(SUP_BIN) $(TERM_BIN)
 

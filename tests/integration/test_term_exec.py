@@ -8,6 +8,7 @@ while the program runs leaves no process; bad input (an unknown mode or
 kind, a frame over 1 MiB) is closed with 1008 / 1009 and runs nothing; two
 connections run independently."""
 import base64
+import contextlib
 import os
 import shutil
 import socket
@@ -26,11 +27,18 @@ needs_python = pytest.mark.skipif(not RUNTIME.endswith("python3"), reason="no py
 
 @pytest.fixture(scope="module")
 def term():
+    with _term(RUNTIME) as port:
+        yield port
+
+
+@contextlib.contextmanager
+def _term(runtime):
+    """A tessera-term on a free port of 127.0.0.1: yields the port, then stops it."""
     path = os.path.join(BIN_DIR, "tessera-term")
     if not os.access(path, os.X_OK):
         pytest.skip(f"{path} not built (make)")
     port = free_port()
-    p = subprocess.Popen([path, "--listen", f"127.0.0.1:{port}", "--runtime", RUNTIME],
+    p = subprocess.Popen([path, "--listen", f"127.0.0.1:{port}", "--runtime", runtime],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
     def up():
@@ -325,3 +333,26 @@ def test_ws_still_opens_a_shell(term):
     wsclient.send_text(c.s, "echo hello-$((40+2))\n")
     c.until(lambda op, pl: b"hello-42" in pl)
     c.close()
+
+
+def test_runtime_looked_up_in_path_or_missing():
+    # a runtime without a slash is looked up in PATH, like a command
+    with _term("sh") as port:
+        c = Exec(port)
+        c.send("qecho \"$0\"; exit 4", wsclient.TEXT)
+        out, err, kinds, status = c.run_to_end()
+        assert (out, status) == (b"sh\n", 4)
+        c.close()
+        # batch mode is /bin/sh whatever the runtime
+        c = Exec(port)
+        c.send("becho \"$0\"", wsclient.TEXT)
+        assert c.run_to_end()[0] == b"/bin/sh\n"
+        c.close()
+    # a runtime that is not there: 127 and a line on stderr
+    with _term("/nonexistent/python3") as port:
+        c = Exec(port)
+        c.send("qprint(1)", wsclient.TEXT)
+        out, err, kinds, status = c.run_to_end()
+        assert (out, status) == (b"", 127)
+        assert b"cannot run /nonexistent/python3" in err
+        c.close()

@@ -143,7 +143,8 @@ static bool _spawn(ex *x, const char *prog, const char *code)
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
-        execl(prog, prog, "-c", code, (char *)NULL);
+        char *argv[] = {(char *)prog, "-c", (char *)code, NULL};
+        execvp(prog, argv); /* a runtime without a slash is looked up in PATH */
         dprintf(2, "tessera-term: cannot run %s: %s\n", prog, strerror(errno));
         _exit(127);
     }
