@@ -1,0 +1,118 @@
+/* test_term_proc.c: services/wsproxy/term/term_proc.c, how tessera-term's
+ * /exec sees that a program waits for input: /proc/<pid>/stat's process
+ * group (a comm with spaces and parentheses), /proc/<pid>/syscall lines (a
+ * blocked read, "running", not in a syscall, garbage), the pipe-read wchan,
+ * and the scan itself on a real child blocked reading a pipe. */
+#include "services/wsproxy/term/term_proc.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static void test_stat_pgrp(void **state)
+{
+    (void)state;
+    long pg = 0;
+    assert_true(term_proc_stat_pgrp("1234 (sh) S 1200 1234 1234 0 -1 4194560 ...", &pg));
+    assert_int_equal(pg, 1234);
+    /* comm is the program's name: spaces and ')' in it must not shift fields */
+    assert_true(term_proc_stat_pgrp("77 (a) b) (c) R 5 66 66 0", &pg));
+    assert_int_equal(pg, 66);
+    assert_false(term_proc_stat_pgrp("77 no parenthesis", &pg));
+    assert_false(term_proc_stat_pgrp("77 (x) S", &pg));
+    assert_false(term_proc_stat_pgrp("", &pg));
+}
+
+static void test_syscall_lines(void **state)
+{
+    (void)state;
+    long nr = -5;
+    unsigned long long a0 = 99;
+    assert_true(
+        term_proc_syscall("0 0x0 0x55d0c1a2b000 0x1 0x0 0x0 0x0 0x7ffd 0x7f12\n", &nr, &a0));
+    assert_int_equal(nr, 0);
+    assert_int_equal(a0, 0);
+    assert_true(term_proc_syscall("63 0x7 0x1 0x2 0x3 0x4 0x5 0x6 0x7", &nr, &a0));
+    assert_int_equal(nr, 63);
+    assert_int_equal(a0, 7);
+    assert_true(term_proc_syscall("19 0xff 0x1 0x1 0x0 0x0 0x0 0x1 0x2", &nr, &a0));
+    assert_int_equal(a0, 255);
+    assert_false(term_proc_syscall("running", &nr, &a0));
+    assert_false(term_proc_syscall("-1 0x7ffd5 0x7f123", &nr, &a0)); /* not in a syscall */
+    assert_false(term_proc_syscall("", &nr, &a0));
+    assert_false(term_proc_syscall("0", &nr, &a0));
+    assert_false(term_proc_syscall("0 7", &nr, &a0));
+    assert_false(term_proc_syscall("0 0x", &nr, &a0));
+    assert_false(term_proc_syscall("x 0x1", &nr, &a0));
+}
+
+static void test_reads_and_wchan(void **state)
+{
+    (void)state;
+    assert_true(term_proc_is_read(SYS_read));
+    assert_true(term_proc_is_read(SYS_readv));
+    assert_false(term_proc_is_read(SYS_write));
+    assert_false(term_proc_is_read(-1));
+    assert_true(term_proc_wchan_pipe_read("pipe_read"));
+    assert_true(term_proc_wchan_pipe_read("pipe_wait"));
+    assert_false(term_proc_wchan_pipe_read("do_wait"));
+    assert_false(term_proc_wchan_pipe_read("0"));
+    assert_false(term_proc_wchan_pipe_read(""));
+}
+
+/* A child in a group of its own, blocked in read(2) on a pipe: seen; the
+ * same child asleep (nanosleep) or another pipe: not. */
+static void test_scan_sees_a_blocked_reader(void **state)
+{
+    (void)state;
+    int p[2], q[2];
+    assert_int_equal(pipe(p), 0);
+    assert_int_equal(pipe(q), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        setpgid(0, 0);
+        char c;
+        dup2(p[0], 0);
+        if (read(0, &c, 1) != 1) _exit(1);
+        sleep(30); /* then asleep, not reading */
+        _exit(0);
+    }
+    setpgid(pid, pid);
+    struct stat st, other;
+    assert_int_equal(fstat(p[1], &st), 0);
+    assert_int_equal(fstat(q[1], &other), 0);
+    bool seen = false;
+    for (int i = 0; i < 200 && !seen; i++) {
+        seen = term_proc_group_reads(pid, st.st_dev, st.st_ino);
+        if (!seen) usleep(10000);
+    }
+    assert_true(seen);
+    assert_false(term_proc_group_reads(pid, other.st_dev, other.st_ino));
+    assert_false(term_proc_group_reads(getpgrp(), st.st_dev, st.st_ino)); /* not our group */
+    assert_int_equal(write(p[1], "x", 1), 1);
+    usleep(200000);
+    assert_false(term_proc_group_reads(pid, st.st_dev, st.st_ino));
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    close(p[0]), close(p[1]), close(q[0]), close(q[1]);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_stat_pgrp),
+        cmocka_unit_test(test_syscall_lines),
+        cmocka_unit_test(test_reads_and_wchan),
+        cmocka_unit_test(test_scan_sees_a_blocked_reader),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
