@@ -248,6 +248,21 @@ static int sub_rename(cli *c, const session_sub *self, int argc, char **argv)
     return rc;
 }
 
+static int sub_interrupt(cli *c, const session_sub *self, int argc, char **argv)
+{
+    cli_status rc;
+    if (!session_words(c, self, argc, argv, "h", 1, "NAME", &rc)) return rc;
+    if (!client_has_keys(c)) return CLI_FAIL;
+    const char *name = argv[optind];
+    char *path = session_path(name, "/interrupt");
+    json_t *answer = NULL;
+    rc = client_call(c, "POST", path, NULL, true, &answer);
+    free(path);
+    json_decref(answer);
+    if (rc == CLI_OK) printf("session %s interrupted\n", name);
+    return rc;
+}
+
 /* ---- the table ----------------------------------------------------------------------------- */
 
 static const session_sub subcommands[] = {
@@ -307,6 +322,9 @@ static const session_sub subcommands[] = {
      "tessera session files NAME [PATH]", session_files, false, ""},
     {"rename", "give a live session a new name (unique among your live sessions)",
      "tessera session rename NAME NEW_NAME", sub_rename, false, ""},
+    {"interrupt", "interrupt the code a session runs through execute streams (SIGINT)",
+     "tessera session interrupt NAME", sub_interrupt, false,
+     "  (reaches the streams held by the gateway instance that answers)\n"},
 };
 
 static void _session_usage(FILE *out)

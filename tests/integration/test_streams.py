@@ -82,7 +82,7 @@ class Pty:
                 out += base64.b64decode(msg["data"])
             elif msg["type"] == "error":
                 self.errors.append(msg["data"])
-            if re.search(pattern, out) or (pattern == b"" and self.errors):
+            if (pattern is None and self.errors) or (pattern is not None and re.search(pattern, out)):
                 break
             if time.monotonic() > deadline:
                 break
@@ -111,7 +111,7 @@ def test_pty_resize_echo_restart(user, sess):  # noqa: F811
         assert b"after-[]-4" in p.read_until(rb"after-\[\]-4")
         # bad input: an error message, and the stream stays usable
         wsclient.send_text(p.s, "{not json")
-        p.read_until(b"", timeout=5)
+        p.read_until(None, timeout=5)
         assert p.errors and "JSON" in p.errors[-1], p.errors
         p.send({"type": "stdin", "chars": "***"})
         p.send({"type": "nope"})
@@ -302,7 +302,9 @@ def test_execute_batch_with_build(user, sess):  # noqa: F811
 
 def test_execute_input(user, sess):  # noqa: F811
     _exec_supported(user, sess)
-    e = Exec(user, sess, {"mode": "query", "code": "read x; echo got-$x"})
+    # head reads with read(2) (busybox sh's own `read` polls first: tessera-term
+    # counts read(2) on the stdin pipe as waiting)
+    e = Exec(user, sess, {"mode": "query", "code": "head -n 1 | sed 's/^/got-/'"})
     res = e.results()
     assert res[-1]["status"] == "waiting-input", res
     wsclient.send_text(e.s, f"line-{TAG}")
@@ -348,8 +350,8 @@ def test_execute_interrupt(user, other, sess):  # noqa: F811
 
 def test_execute_closed_early_leaves_no_process(user, sess):  # noqa: F811
     _exec_supported(user, sess)
-    mark = f"early-{TAG}"
-    e = Exec(user, sess, {"mode": "query", "code": f"sleep 120 # {mark}"})
+    mark = f"sleep {1000 + int(TAG, 16) % 9000}"
+    e = Exec(user, sess, {"mode": "query", "code": mark})
     time.sleep(1.5)
     assert _count(user, sess, mark) == 1
     e.s.close()
@@ -366,3 +368,29 @@ def test_execute_bad_first_message(user, sess):  # noqa: F811
         assert res and res[-1]["status"] == "error" and res[-1]["msg"], res
         assert e.results() == [] and e.close is not None
         e.s.close()
+
+
+def test_cli_session_interrupt(user, other, sess):  # noqa: F811
+    import os
+    import subprocess
+    from conftest import BIN_DIR
+    _exec_supported(user, sess)
+    cli = os.path.join(BIN_DIR, "tessera")
+
+    def run(client, *args):
+        env = dict(os.environ, TESSERA_ACCESS_KEY=client.access_key,
+                   TESSERA_SECRET_KEY=client.secret_key, TESSERA_GATEWAY_URL=client.endpoint)
+        return subprocess.run([cli, "session", "interrupt", *args], env=env, capture_output=True,
+                              text=True, timeout=30)
+
+    e = Exec(user, sess, {"mode": "query", "code": "sleep 50"})
+    time.sleep(1.5)
+    out = run(other, sess)
+    assert out.returncode == 1 and "404" in out.stderr, out
+    out = run(user, sess)
+    assert out.returncode == 0 and f"session {sess} interrupted" in out.stdout, out
+    res = e.results(timeout=10)
+    assert res and res[-1]["status"] == "finished" and res[-1]["exitCode"] == 130, res
+    e.s.close()
+    out = run(user)
+    assert out.returncode == 2, out

@@ -468,6 +468,62 @@ def _(w, c, mode, ctx):
     return c.post(f"/session/{ref}/start-service", {"app": "ttyd"}, params=q, timeout=40)
 
 
+# streams (docs/sessions.md "Streams"): the answers before the upgrade. The
+# gateway reads the session as start-service does (owner_access_key is not
+# honored there); an allowed cell gets the 101 and the connection is dropped.
+UPGRADE = "upgrade"  # allowed: 101 Switching Protocols with the accept key
+WS_HEADERS = {"Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Version": "13",
+              "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}
+
+
+def _stream_expect(who, mode):
+    rule = session_rule(who, mode, owner_key_honored=False)
+    return UPGRADE if rule == ALLOW else rule
+
+
+def _stream_allowed(w, r, ctx):
+    assert r.headers.get("Sec-WebSocket-Accept") == "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=", r.headers
+    assert r.headers.get("Upgrade", "").lower() == "websocket", r.headers
+
+
+def _upgrade(c, path, q):
+    r = c.get(path, params=q, headers=WS_HEADERS, timeout=40)
+    if r.status_code == 101:
+        c._session.close()  # the socket is a WebSocket now: never reused for a request
+    return r
+
+
+for _route in ("pty", "execute", "tcpproxy"):
+    def _stream_run(w, c, mode, ctx, _route=_route):
+        if "ttyd" not in w.s_ports:
+            pytest.skip(f"A's session has no ttyd service port ({sorted(w.s_ports)})")
+        ref, q = s_ref(w, mode)
+        path = f"/stream/session/{ref}/{_route}"
+        return _upgrade(c, path + ("?app=ttyd" if _route == "tcpproxy" else ""), q)
+    op(f"session.stream_{_route}", SESSION_MODES, _stream_expect, _stream_allowed,
+       _session_unchanged)(_stream_run)
+
+
+def _stream_apps_allowed(w, r, ctx):
+    assert "ttyd" in {a["name"] for a in r.json()}, r.text
+
+
+@op("session.stream_apps", SESSION_MODES, _start_service_expect, _stream_apps_allowed, _session_unchanged)
+def _(w, c, mode, ctx):
+    ref, q = s_ref(w, mode)
+    return c.get(f"/stream/session/{ref}/apps", params=q)
+
+
+def _interrupt_allowed(w, r, ctx):
+    assert r.status_code == 204, r.status_code
+
+
+@op("session.interrupt", SESSION_MODES, _start_service_expect, _interrupt_allowed, _session_unchanged)
+def _(w, c, mode, ctx):
+    ref, q = s_ref(w, mode)
+    return c.post(f"/session/{ref}/interrupt", params=q)
+
+
 def _create_for_expect(who, mode):
     if who in ("A", "DA1", "SU"):
         return ALLOW
@@ -1264,7 +1320,11 @@ def test_cross_tenant(request, world, transport, who, opname, mode):
     r = o.run(world, (world.c if transport == "signed" else world.cw)[who], mode, ctx)
     request.node.user_properties.append(("detail", _detail(r)))  # tests/security/conftest.py's table
     assert r.status_code < 500, f"{r.status_code} (a 5xx): {r.request.method} {r.request.url}\n{r.text[:800]}"
-    if want == ALLOW:
+    if want == UPGRADE:
+        assert r.status_code == 101, \
+            f"{who} should get the upgrade: {r.status_code} {r.request.method} {r.request.url}\n{r.text[:800]}"
+        o.allowed(world, r, ctx)
+    elif want == ALLOW:
         assert 200 <= r.status_code < 300, \
             f"{who} should be allowed: {r.status_code} {r.request.method} {r.request.url}\n{r.text[:800]}"
         o.allowed(world, r, ctx)
