@@ -241,6 +241,10 @@ static enum MHD_Result send_resp(http_server *s, req_ctx *rc, struct MHD_Connect
     }
     int status = http_resp_status(resp);
     enum MHD_Result ret = MHD_queue_response(conn, (unsigned)status, mr);
+    if (status == 101 && rc->counted) { /* an upgraded stream is not a request in flight */
+        rc->counted = false;
+        atomic_fetch_sub(&s->inflight, 1);
+    }
     MHD_destroy_response(mr);
     mark_answered(s, rc, req, status);
     return ret;

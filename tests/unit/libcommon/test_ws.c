@@ -276,6 +276,8 @@ static void test_upgrade_echo(void **state)
         assert_int_equal(next_filled(c, &op, &d, &n, &code), WS_NEXT_MESSAGE);
         assert_int_equal(op, WSF_TEXT);
         assert_string_equal((const char *)d, msg);
+        /* an open stream is not a request in flight (the drain does not wait for it) */
+        assert_int_equal(http_server_inflight(s), 0);
         ws_conn_close(c, WSF_CLOSE_NORMAL, NULL);
         assert_int_equal(next_filled(c, &op, &d, &n, &code), WS_NEXT_CLOSE);
         assert_int_equal(code, WSF_CLOSE_NORMAL);
