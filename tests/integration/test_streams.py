@@ -394,3 +394,49 @@ def test_cli_session_interrupt(user, other, sess):  # noqa: F811
     e.s.close()
     out = run(user)
     assert out.returncode == 2, out
+
+
+def test_console_login_websocket_needs_its_origin(gw, admin, sess, image_registered):  # noqa: F811
+    """Session mode (/func/...): a browser's WebSocket carries the cookie and
+    Origin but no CSRF token: the console's own Origin opens it, another
+    origin or none is 403; another user's session is 404 as with a signature."""
+    import requests
+    from test_sessions_api import PASSWORD, _new_user
+    _client, u = _new_user(admin, gw, "strm-web")
+    web = requests.Session()
+    r = web.post(f"{gw}/server/login", json={"username": u["email"], "password": PASSWORD})
+    assert r.status_code == 200, r.text
+    cookie = "; ".join(f"{k}={v}" for k, v in web.cookies.items())
+    own = gw.rstrip("/")
+    csrf = r.json()["csrf_token"]
+    mine = f"strm-w-{TAG}"
+    # the login runs as its own keypair: the session is made through it
+    r = web.post(f"{gw}/func/session", headers={"X-CSRF-Token": csrf}, timeout=45,
+                 json={"image": image_registered, "name": mine, "maxWaitSeconds": 30,
+                       "config": {"resources": {"cpu": "1", "mem": "256m"}}})
+    assert r.status_code == 201 and r.json()["status"] == "RUNNING", r.text
+    try:
+        cases = [({"Origin": own}, mine, 101), ({"Origin": "http://evil.example"}, mine, 403),
+                 ({}, mine, 403), ({"Origin": own}, sess, 404)]
+        for extra, target, want in cases:
+            h = {"Cookie": cookie}
+            h.update(extra)
+            s, st, head, rest = wsclient.open_ws(f"{gw}/func/stream/session/{target}/pty", h)
+            assert st == want, (extra, target, head, rest)
+            if st == 101:
+                frames = wsclient.frames(s, rest)
+                wsclient.send_text(s, json.dumps({"type": "stdin", "chars": base64.b64encode(
+                    b"echo web-$((20+1))\n").decode()}))
+                out = b""
+                s.settimeout(15)
+                for op, payload in frames:
+                    if op != 1:
+                        break
+                    m = json.loads(payload)
+                    out += base64.b64decode(m.get("data", "")) if m["type"] == "out" else b""
+                    if b"web-21" in out:
+                        break
+                assert b"web-21" in out
+            s.close()
+    finally:
+        web.delete(f"{gw}/func/session/{mine}", headers={"X-CSRF-Token": csrf})
