@@ -365,7 +365,9 @@ static void _upgrade(http_req *req, http_resp *resp, stream *s, const char *acce
     http_set_header(resp, "Upgrade", "websocket");
     http_set_header(resp, "Sec-WebSocket-Accept", accept);
     http_reply_upgrade(req, resp, _on_upgraded, _on_release, s);
-    TLOG_INFO("stream opened", "session=%s app=%s kind=%d", s->app.sid, s->app.name, (int)s->kind);
+    static const char *const kinds[] = {"pty", "execute", "tunnel"};
+    TLOG_INFO("stream opened", "session=%s app=%s kind=%s", s->app.sid, s->app.name,
+              kinds[s->kind]);
 }
 
 /* GET /stream/session/{name}/pty and /execute. */

@@ -9,8 +9,8 @@
  *   GET  /stream/session/{name}/httpproxy?app=NAME[&port=N]
  *   GET  /stream/session/{name}/tcpproxy?app=NAME[&port=N]
  *                                          binary frames <-> one TCP connection to the app
- *   POST /session/{name}/interrupt         SIGINT to the session's execute streams
- *                                          held by this gateway instance; 204
+ *   POST /session/{name}/interrupt         (also /kernel/...) SIGINT to the session's execute
+ * streams held by this gateway instance; 204
  *
  * Who may: as every session route (verify.c; a console login under /func
  * too, where a WebSocket's Origin stands for the CSRF token: websession.c),

@@ -347,12 +347,13 @@ static run_end _run(run_state *rs)
         struct pollfd pf[2] = {{.fd = ws_conn_fd(rs->client), .events = POLLIN},
                                {.fd = ws_conn_fd(rs->term), .events = POLLIN}};
         if (poll(pf, 2, timeout < 1 ? 1 : timeout) < 0) continue;
+        /* A side that is gone: what it sent before still counts (an exit status). */
         if ((pf[0].revents & (POLLIN | POLLHUP | POLLERR)) && !ws_conn_fill(rs->client)) {
-            if (!_from_client(rs)) return RUN_CLIENT_GONE;
+            (void)_from_client(rs);
             return RUN_CLIENT_GONE;
         }
         if ((pf[1].revents & (POLLIN | POLLHUP | POLLERR)) && !ws_conn_fill(rs->term)) {
-            if (!_from_term(rs) && rs->exited) return RUN_EXITED;
+            (void)_from_term(rs);
             return rs->exited ? RUN_EXITED : RUN_TERM_LOST;
         }
     }

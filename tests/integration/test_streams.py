@@ -213,17 +213,22 @@ def test_refusals_before_the_upgrade(gw, user, other, sess):  # noqa: F811
 
 def test_a_session_not_running_is_409(user, image_registered):  # noqa: F811
     sname = f"strm-p-{TAG}"
-    r = user.post("/session", {"image": image_registered, "name": sname, "enqueueOnly": True,
+    # a batch session that starts in an hour: PENDING
+    r = user.post("/session", {"image": image_registered, "name": sname, "type": "batch",
+                               "startupCommand": "sleep 60", "starts_at": "1h",
+                               "enqueueOnly": True,
                                "config": {"resources": {"cpu": "1", "mem": "256m"}}})
     assert r.status_code in (200, 201), r.text
     try:
-        user.delete(f"/session/{sname}")
-        # TERMINATING or TERMINATED: either way not RUNNING (or gone: 404)
-        s, st, head, rest = wsclient.open_signed(user, f"/stream/session/{sname}/pty")
-        assert st in (409, 404), head
-        if st == 409:
-            assert b"RUNNING" in rest or b"RUNNING" in s.recv(65536)
-        s.close()
+        assert user.get(f"/session/{sname}").json()["status"] == "PENDING"
+        for path in ("pty", "execute", "tcpproxy?app=ttyd"):
+            s, st, head, rest = wsclient.open_signed(user, f"/stream/session/{sname}/{path}")
+            assert st == 409, head
+            p = json.loads(rest) if rest.endswith(b"}") else _body(s, rest)
+            assert p["type"].endswith("invalid-session-state") and "RUNNING" in p["msg"], p
+            s.close()
+        problem(user.get(f"/stream/session/{sname}/apps"), 409)
+        problem(user.post(f"/session/{sname}/interrupt"), 409)
     finally:
         user.delete(f"/session/{sname}")
 
