@@ -445,3 +445,52 @@ def test_console_login_websocket_needs_its_origin(gw, admin, sess, image_registe
             s.close()
     finally:
         web.delete(f"{gw}/func/session/{mine}", headers={"X-CSRF-Token": csrf})
+
+
+def test_max_streams_and_interrupt_per_instance(stack, bin_dir, tmp_path, user, sess):  # noqa: F811
+    """A second gateway with gateway.max_streams=1: a second stream gets 503
+    before the upgrade and the slot comes back when the first ends; an
+    interrupt reaches only the streams of the instance that answers it; a
+    gateway that stops closes its streams (1001)."""
+    import signal
+    import bai_signer
+    from conftest import second_gateway
+    _exec_supported(user, sess)
+    with second_gateway(stack, bin_dir, tmp_path / "gw-streams.log", "it-streams",
+                        TESSERA_GATEWAY_MAX_STREAMS="1") as (url, proc):
+        u2 = bai_signer.Client(url, user.access_key, user.secret_key)
+        e = Exec(u2, sess, {"mode": "query", "code": "sleep 40"})
+        time.sleep(1.5)
+        s, st, head, rest = wsclient.open_signed(u2, f"/stream/session/{sess}/pty")
+        assert st == 503, head
+        s.close()
+        # the stack's own gateway does not hold it: nothing is interrupted
+        assert user.post(f"/session/{sess}/interrupt").status_code == 204
+        e.s.settimeout(2)
+        with pytest.raises(OSError):
+            e.s.recv(1)
+        assert u2.post(f"/session/{sess}/interrupt").status_code == 204
+        res = e.results(timeout=10)
+        assert res[-1]["status"] == "finished" and res[-1]["exitCode"] == 130, res
+        e.s.close()
+        # the slot is free again (once the stream's thread let go of it)
+        deadline = time.monotonic() + 10
+        while True:
+            s, st, head, rest = wsclient.open_signed(u2, f"/stream/session/{sess}/pty")
+            if st == 101 or time.monotonic() > deadline:
+                break
+            s.close()
+            time.sleep(0.2)
+        assert st == 101, head
+        # stopping: the open stream is closed with 1001
+        proc.send_signal(signal.SIGTERM)
+        s.settimeout(15)
+        code = None
+        t0 = time.monotonic()
+        for op, payload in wsclient.frames(s, rest):
+            if op is None or op == 8:
+                code = wsclient.close_code(payload) if op == 8 else None
+                break
+        assert code == 1001 and time.monotonic() - t0 < 10
+        s.close()
+        assert proc.wait(timeout=20) == 0
