@@ -18,7 +18,7 @@ from conftest import parse_env_file, wait_until
 from test_cli import base_env, closed_port, fails, header_row, js, ok, run
 
 SUBCOMMANDS = ["create", "list", "info", "destroy", "restart", "logs", "exec", "run", "history",
-               "upload", "download", "files"]
+               "upload", "download", "files", "rename", "interrupt"]
 ADMIN = {
     "agent": {"list", "get"},
     "resource-group": {"list", "get", "create", "update"},
@@ -104,6 +104,8 @@ def test_help_on_the_registry_admin_resources(bin_dir, tmp_path):
     ["session", "history"],
     ["session", "rename", "a"],
     ["session", "rename", "a", "b", "c"],
+    ["session", "interrupt"],
+    ["session", "interrupt", "a", "b"],
     ["admin", "agent", "frob"],
     ["admin", "agent", "get"],
     ["admin", "resource-group", "create"],
