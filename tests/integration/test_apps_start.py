@@ -182,3 +182,55 @@ def test_tcp_app_through_a_local_port(user, term_session):  # noqa: F811
     finally:
         p.terminate()
         p.wait(timeout=10)
+
+
+def test_shutdown_service_stops_the_app(user, other, image_registered):  # noqa: F811
+    """Backend.AI's shutdown-service: the app's listening process ends (SIGTERM),
+    an open terminal closes, and a later start-service starts it again."""
+    sname = f"term3-{TAG}"
+    _running(user, image_registered, sname)
+    try:
+        r = user.post(f"/session/{sname}/start-service", {"app": "ttyd"}, timeout=40)
+        assert r.status_code == 200, r.text
+        assert _count_terms(user, sname) == 1
+        s, rest = _ws_open(r.json()["url"])
+        frames = wsclient.frames(s, rest)
+        wsclient.send_text(s, f"echo up-$((4+5))-{TAG}\n")
+        assert f"up-9-{TAG}".encode() in _read_until(frames, f"up-9-{TAG}".encode())
+        # another user cannot stop it; bad input is refused; nothing stopped so far
+        problem(other.post(f"/session/{sname}/shutdown-service", {"service_name": "ttyd"}),
+                404, 403)
+        problem(user.post(f"/session/{sname}/shutdown-service", {}), 400)
+        problem(user.post(f"/session/{sname}/shutdown-service", {"service_name": 7}), 400)
+        problem(user.post(f"/session/{sname}/shutdown-service", {"service_name": "../x"}), 400)
+        problem(user.post(f"/session/{sname}/shutdown-service", {"service_name": "nope"}), 404)
+        assert _count_terms(user, sname) >= 1  # (one more per open terminal)
+        t0 = time.monotonic()
+        r = user.post(f"/session/{sname}/shutdown-service", {"service_name": "ttyd"}, timeout=20)
+        assert r.status_code == 204, r.text
+        assert time.monotonic() - t0 < 8
+        assert _count_terms(user, sname) == 0
+        # the open terminal sees its end
+        s.settimeout(10)
+        for op, _ in frames:
+            if op is None or op == 8:
+                break
+        s.close()
+        # stopping what does not run is no error
+        r = user.post(f"/session/{sname}/shutdown-service", {"service_name": "ttyd"}, timeout=20)
+        assert r.status_code == 204, r.text
+        # and it starts again on demand
+        r = user.post(f"/session/{sname}/start-service", {"app": "ttyd"}, timeout=40)
+        assert r.status_code == 200, r.text
+        assert _count_terms(user, sname) == 1
+        # the CLI stops it too
+        cli = os.path.join(BIN_DIR, "tessera")
+        p = subprocess.run([cli, "app", sname, "ttyd", "--stop"], env=_cli_env(user),
+                           capture_output=True, text=True, timeout=30)
+        assert p.returncode == 0 and "stopped" in p.stdout, (p.stdout, p.stderr)
+        assert _count_terms(user, sname) == 0
+        p = subprocess.run([cli, "app", sname, "--stop"], env=_cli_env(user),
+                           capture_output=True, text=True, timeout=30)
+        assert p.returncode == 2 and "APP" in p.stderr, (p.stdout, p.stderr)
+    finally:
+        user.delete(f"/session/{sname}")
