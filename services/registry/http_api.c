@@ -12,6 +12,7 @@
 #include "session_create.h"
 #include "session_relay.h"
 #include "session_templates.h"
+#include "occupancy_sync.h"
 #include "sessions.h"
 #include "template_launch.h"
 
@@ -29,4 +30,5 @@ void registry_routes(svc *s)
     scaling_groups_routes(s);    /* /v1/scaling-groups (scaling_groups.h) */
     check_presets_routes(s);     /* /v1/resource/check-presets (check_presets.h) */
     mounts_routes(s);            /* /v1/vfolder-mounts/{vfolder_id} (mounts.h) */
+    occupancy_routes(s);         /* /v1/admin/occupancy/recalculate (occupancy_sync.h) */
 }
