@@ -7,6 +7,7 @@
 #include "http_api.h"
 
 #include "console.h"
+#include "events.h"
 #include "folders.h"
 #include "graphql.h"
 #include "proxy.h"
@@ -186,6 +187,7 @@ void gateway_routes(gateway *gw)
     for (size_t i = 0; i < TS_ARRAY_LEN(own); i++)
         http_route(r, own[i][0], own[i][1], h_admin, gw);
     sessions_routes(gw);
+    events_routes(gw);
     session_templates_routes(gw);
     folders_routes(gw);
     resources_routes(gw);

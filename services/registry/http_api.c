@@ -3,6 +3,7 @@
 #include "http_api.h"
 
 #include "agents_admin.h"
+#include "bgtasks.h"
 #include "check_presets.h"
 #include "images.h"
 #include "mounts.h"
@@ -24,7 +25,8 @@ void registry_routes(svc *s)
     session_relay_routes(s);     /* /v1/sessions/{id}/execute, /logs, /apps (session_relay.h) */
     agents_admin_routes(s);      /* /v1/admin/agents... (agents_admin.h) */
     resource_groups_routes(s);   /* /v1/admin/resource-groups... */
-    images_routes(s);            /* /v1/admin/images... */
+    images_routes(s);
+    bgtasks_routes(s);           /* /v1/bgtasks/{id} */            /* /v1/admin/images... */
     resource_presets_routes(s);  /* /v1/resource/presets, /v1/admin/resource-presets... */
     scaling_groups_routes(s);    /* /v1/scaling-groups (scaling_groups.h) */
     check_presets_routes(s);     /* /v1/resource/check-presets (check_presets.h) */
