@@ -13,7 +13,7 @@
 static char g_runner[128];
 
 static const char DELETE_OLD[] =
-    "DELETE FROM bgtasks WHERE status <> 'running' AND ended_at < now() - interval '1 day'";
+    "DELETE FROM registry.bgtasks WHERE status <> 'running' AND ended_at < now() - interval '1 day'";
 
 bool bgtask_create(const char *kind, const char *user_id, const char *access_key,
                    char id_out[TS_UUID_STRLEN], ts_err *err)
@@ -23,7 +23,7 @@ bool bgtask_create(const char *kind, const char *user_id, const char *access_key
     ts_uuid4(id_out);
     const char *p[] = {id_out, kind, user_id, access_key, g_runner};
     bool ok = reg_run(conn,
-                      "INSERT INTO bgtasks (id, kind, owner_user_id, owner_access_key, runner)"
+                      "INSERT INTO registry.bgtasks (id, kind, owner_user_id, owner_access_key, runner)"
                       " VALUES ($1::uuid, $2, $3::uuid, $4, $5)",
                       5, p, err);
     ts_err ignored = {{0}};
@@ -53,7 +53,7 @@ void bgtask_progress(const char *id, int64_t done, int64_t total, const char *me
     snprintf(t, sizeof(t), "%lld", (long long)total);
     const char *p[] = {id, d, t, message};
     _update(id,
-            "UPDATE bgtasks SET progress = $2::bigint, total = $3::bigint,"
+            "UPDATE registry.bgtasks SET progress = $2::bigint, total = $3::bigint,"
             " message = COALESCE($4, message), updated_at = now()"
             " WHERE id = $1::uuid AND status = 'running'",
             4, p);
@@ -63,7 +63,7 @@ void bgtask_finish(const char *id, const char *status, const char *message)
 {
     const char *p[] = {id, status, message ? message : ""};
     _update(id,
-            "UPDATE bgtasks SET status = $2, message = $3, updated_at = now(), ended_at = now()"
+            "UPDATE registry.bgtasks SET status = $2, message = $3, updated_at = now(), ended_at = now()"
             " WHERE id = $1::uuid AND status = 'running'",
             3, p);
     TLOG_INFO("background task ended", "task=%s status=%s", id, status);
@@ -76,7 +76,7 @@ bool bgtasks_start(svc *s, ts_err *err)
     if (!conn) return false;
     const char *p[] = {g_runner};
     bool ok = reg_run(conn,
-                      "UPDATE bgtasks SET status = 'failed', message = 'the registry running it"
+                      "UPDATE registry.bgtasks SET status = 'failed', message = 'the registry running it"
                       " stopped', updated_at = now(), ended_at = now() WHERE status = 'running'"
                       " AND (runner = $1 OR updated_at < now() - interval '10 minutes')",
                       1, p, err) &&
@@ -102,7 +102,7 @@ static void h_get(http_req *req, http_resp *resp, void *ctx)
         PGresult *r = pgjson_query(
             conn, resp, "read background task",
             "SELECT id AS task_id, kind, status, progress AS current_progress,"
-            " total AS total_progress, message, created_at, updated_at, ended_at FROM bgtasks"
+            " total AS total_progress, message, created_at, updated_at, ended_at FROM registry.bgtasks"
             " WHERE id = $1::uuid AND (owner_user_id = $2::uuid OR $3::boolean)",
             3, p);
         if (r && PQntuples(r) == 1)

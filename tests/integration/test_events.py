@@ -6,7 +6,7 @@ registry background task, e.g. GraphQL rescan_images).
 Streams are read by a thread per stream (requests, stream=True) that parses
 the text/event-stream lines into (event, data) pairs."""
 import json
-import queue
+import socket
 import threading
 import time
 import urllib.parse
@@ -23,37 +23,85 @@ TAG = uuid.uuid4().hex[:6]
 
 
 class Stream:
-    """An open event stream: .events is the list of (event, data) seen so far."""
+    """An open event stream on a socket of its own (so that close() cuts it at
+    once, whatever the reader thread is doing): .status, .headers, .text (a
+    refusal's body) and .events, the (event, data) pairs seen so far."""
 
     def __init__(self, client, path, params=None):
-        url = client.endpoint + path
-        if params:
-            url += "?" + urllib.parse.urlencode(params)
+        target = path + ("?" + urllib.parse.urlencode(params) if params else "")
+        url = client.endpoint + target
         h = bai_signer.signed_headers(client.access_key, client.secret_key, "GET", url,
                                       content_type=None)
-        self.resp = requests.get(url, headers=h, stream=True, timeout=(5, 60))
+        u = urllib.parse.urlsplit(url)
+        self.sock = socket.create_connection((u.hostname, u.port), timeout=10)
+        head = f"GET {target} HTTP/1.1\r\nHost: {u.netloc}\r\n"
+        head += "".join(f"{k}: {v}\r\n" for k, v in h.items()) + "\r\n"
+        self.sock.sendall(head.encode())
+        buf = b""
+        while b"\r\n\r\n" not in buf:
+            d = self.sock.recv(4096)
+            if not d:
+                break
+            buf += d
+        raw_head, _, self.rest = buf.partition(b"\r\n\r\n")
+        lines = raw_head.decode("latin-1").split("\r\n")
+        self.status = int(lines[0].split()[1])
+        self.headers = {k.strip().lower(): v.strip()
+                        for k, _, v in (ln.partition(":") for ln in lines[1:])}
         self.events = []
         self.ended = threading.Event()
-        self.status = self.resp.status_code
+        self.text = ""
         if self.status == 200:
-            self.thread = threading.Thread(target=self._read, daemon=True)
-            self.thread.start()
+            self.sock.settimeout(None)
+            threading.Thread(target=self._read, daemon=True).start()
+        else:
+            n = int(self.headers.get("content-length", "0"))
+            while len(self.rest) < n:
+                d = self.sock.recv(4096)
+                if not d:
+                    break
+                self.rest += d
+            self.text = self.rest.decode()
+            self.sock.close()
+
+    def _chunks(self):
+        """The body's bytes as they come (chunked transfer encoding)."""
+        buf = self.rest
+        while True:
+            while b"\r\n" not in buf:
+                d = self.sock.recv(4096)
+                if not d:
+                    return
+                buf += d
+            size_line, _, buf = buf.partition(b"\r\n")
+            size = int(size_line.split(b";")[0], 16)
+            while len(buf) < size + 2:
+                d = self.sock.recv(4096)
+                if not d:
+                    return
+                buf += d
+            if size == 0:
+                return
+            yield buf[:size]
+            buf = buf[size + 2:]
 
     def _read(self):
-        ev, data = None, []
+        ev, data, pending = None, [], b""
         try:
-            for raw in self.resp.iter_lines(chunk_size=1, decode_unicode=True):
-                if raw is None:
-                    continue
-                if raw == "":
-                    if data:
-                        self.events.append((ev or "message", json.loads("\n".join(data))))
-                    ev, data = None, []
-                elif raw.startswith("event:"):
-                    ev = raw[6:].strip()
-                elif raw.startswith("data:"):
-                    data.append(raw[5:].strip())
-        except Exception:  # noqa: BLE001 - a closed stream ends the reader
+            for chunk in self._chunks():
+                pending += chunk
+                while b"\n" in pending:
+                    raw, _, pending = pending.partition(b"\n")
+                    line = raw.decode()
+                    if line == "":
+                        if data:
+                            self.events.append((ev or "message", json.loads("\n".join(data))))
+                        ev, data = None, []
+                    elif line.startswith("event:"):
+                        ev = line[6:].strip()
+                    elif line.startswith("data:"):
+                        data.append(line[5:].strip())
+        except OSError:
             pass
         self.ended.set()
 
@@ -65,7 +113,11 @@ class Stream:
                           message=f"event {name} (seen: {self.names(sid)})")
 
     def close(self):
-        self.resp.close()
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.sock.close()
 
 
 @pytest.fixture(scope="module")
@@ -105,8 +157,8 @@ def test_session_lifecycle_scoped_and_filtered(admin, user, other, image_registe
     named = Stream(uc, "/events/session", {"sessionName": f"nomatch-{TAG}"})
     kernels = Stream(uc, "/events/session", {"scope": "kernel"})
     for s in (mine, theirs, su, named, kernels):
-        assert s.status == 200, s.resp.text
-        assert s.resp.headers["Content-Type"].startswith("text/event-stream")
+        assert s.status == 200, s.text
+        assert s.headers["content-type"].startswith("text/event-stream")
     try:
         time.sleep(0.5)
         sname = f"ev-{TAG}"
@@ -213,7 +265,7 @@ def test_rescan_images_is_a_background_task(admin, user):  # noqa: F811
     assert res["ok"] is True and res["task_id"], r
     tid = res["task_id"]
     s = Stream(admin, "/events/background-task", {"taskId": tid})
-    assert s.status == 200, s.resp.text
+    assert s.status == 200, s.text
     assert s.ended.wait(60), f"the stream did not end: {s.events}"
     names = [e for e, _ in s.events]
     assert names and names[-1] == "bgtask_done", s.events
