@@ -22,14 +22,14 @@
 
 struct http_event_stream {
     pthread_mutex_t mu;
-    int refs;                     /* the response's and the owner's */
-    struct MHD_Connection *conn;  /* NULL: a local request, or the response let go */
-    ts_buf q;                     /* queued bytes; q.data[off..] not yet handed out */
+    int refs;                    /* the response's and the owner's */
+    struct MHD_Connection *conn; /* NULL: a local request, or the response let go */
+    ts_buf q;                    /* queued bytes; q.data[off..] not yet handed out */
     size_t off;
-    bool suspended;               /* the reader suspended conn and nobody resumed it */
-    bool ended;                   /* end after the queue (http_events_end, overflow) */
-    bool gone;                    /* the client hung up: cut without a proper end */
-    bool finished;                /* the response let go */
+    bool suspended;                 /* the reader suspended conn and nobody resumed it */
+    bool ended;                     /* end after the queue (http_events_end, overflow) */
+    bool gone;                      /* the client hung up: cut without a proper end */
+    bool finished;                  /* the response let go */
     http_event_stream *prev, *next; /* g_head: open streams */
 };
 
@@ -91,8 +91,10 @@ static void _release_response(void *cls)
 {
     http_event_stream *es = cls;
     pthread_mutex_lock(&g_mu);
-    if (es->prev) es->prev->next = es->next;
-    else g_head = es->next;
+    if (es->prev)
+        es->prev->next = es->next;
+    else
+        g_head = es->next;
     if (es->next) es->next->prev = es->prev;
     es->prev = es->next = NULL;
     g_open--;
@@ -148,8 +150,9 @@ static bool _queue(http_event_stream *es, const char *const *parts, size_t n)
 
 bool http_events_send(http_event_stream *es, const char *event, const char *data)
 {
-    const char *parts[] = {event ? "event: " : "", event ? event : "", event ? "\n" : "",
-                           "data: ", data ? data : "", "\n\n"};
+    const char *parts[] = {event ? "event: " : "", event ? event : "",
+                           event ? "\n" : "",      "data: ",
+                           data ? data : "",       "\n\n"};
     return _queue(es, parts, TS_ARRAY_LEN(parts));
 }
 

@@ -703,13 +703,14 @@ http_server *http_server_start(const http_server_opts *opts, http_router *router
 
     /* libmicrohttpd gets connections from the front (http_front.h), not a
      * listening socket of its own. */
-    s->daemon = MHD_start_daemon(
-        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET | MHD_ALLOW_SUSPEND_RESUME,
-        0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
-        MHD_OPTION_THREAD_POOL_SIZE, threads > 1 ? threads : 0u, MHD_OPTION_CONNECTION_TIMEOUT,
-        timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY_LIMIT,
-        MHD_OPTION_URI_LOG_CALLBACK, on_uri, s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-        MHD_OPTION_END);
+    s->daemon =
+        MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG |
+                             MHD_USE_NO_LISTEN_SOCKET | MHD_ALLOW_SUSPEND_RESUME,
+                         0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
+                         MHD_OPTION_THREAD_POOL_SIZE, threads > 1 ? threads : 0u,
+                         MHD_OPTION_CONNECTION_TIMEOUT, timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+                         (size_t)CONN_MEMORY_LIMIT, MHD_OPTION_URI_LOG_CALLBACK, on_uri, s,
+                         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
     if (!s->daemon) {
         ts_err_set(err, "listen %s: libmicrohttpd did not start (see its log line)", opts->listen);
         close(fd);

@@ -130,8 +130,9 @@ cli_status client_headers(cli *c, const char *method, const char *path, const ch
                          .body_len = len};
         char sig[SIGN_HEX_LEN + 1];
         sign_compute(c->creds.secret_key, &in, sig);
-        lines[n++] = ts_asprintf("Authorization: BackendAI signMethod=HMAC-SHA256, credential=%s:%s",
-                                 c->creds.access_key, sig);
+        lines[n++] =
+            ts_asprintf("Authorization: BackendAI signMethod=HMAC-SHA256, credential=%s:%s",
+                        c->creds.access_key, sig);
     }
     free(target);
     free(base);

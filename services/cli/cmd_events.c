@@ -124,9 +124,12 @@ static int _progress(void *cls, curl_off_t a, curl_off_t b, curl_off_t c, curl_o
 int cmd_events(cli *c, const cli_command *self, int argc, char **argv)
 {
     static const struct option longopts[] = {
-        {"session", required_argument, NULL, 's'}, {"scope", required_argument, NULL, 'S'},
-        {"group", required_argument, NULL, 'g'},   {"task", required_argument, NULL, 't'},
-        {"json", no_argument, NULL, 'J'},          {"help", no_argument, NULL, 'h'},
+        {"session", required_argument, NULL, 's'},
+        {"scope", required_argument, NULL, 'S'},
+        {"group", required_argument, NULL, 'g'},
+        {"task", required_argument, NULL, 't'},
+        {"json", no_argument, NULL, 'J'},
+        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *session = NULL, *scope = NULL, *group = NULL, *task = NULL;
@@ -136,14 +139,28 @@ int cmd_events(cli *c, const cli_command *self, int argc, char **argv)
     opterr = 0;
     while ((opt = getopt_long(argc, argv, ":s:S:g:t:h", longopts, NULL)) != -1) {
         switch (opt) {
-        case 'h': cli_command_help(self, stdout); return CLI_OK;
-        case 's': session = optarg; break;
-        case 'S': scope = optarg; break;
-        case 'g': group = optarg; break;
-        case 't': task = optarg; break;
-        case 'J': s.json = true; break;
-        case ':': return cli_usage("events", NULL, "%s needs a value", argv[optind - 1]);
-        default: return cli_usage("events", NULL, "unknown option '%s'", argv[optind - 1]);
+        case 'h':
+            cli_command_help(self, stdout);
+            return CLI_OK;
+        case 's':
+            session = optarg;
+            break;
+        case 'S':
+            scope = optarg;
+            break;
+        case 'g':
+            group = optarg;
+            break;
+        case 't':
+            task = optarg;
+            break;
+        case 'J':
+            s.json = true;
+            break;
+        case ':':
+            return cli_usage("events", NULL, "%s needs a value", argv[optind - 1]);
+        default:
+            return cli_usage("events", NULL, "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (optind < argc) return cli_usage("events", NULL, "unexpected argument '%s'", argv[optind]);
@@ -154,9 +171,8 @@ int cmd_events(cli *c, const cli_command *self, int argc, char **argv)
     if (scope) client_query_add(&path, "scope", scope);
     if (group) client_query_add(&path, "group", group);
     char *lines[CLIENT_MAX_HEADERS + 1], *url;
-    cli_status rc =
-        client_headers(c, "GET", path, "application/json", "text/event-stream", NULL, 0, true,
-                       lines, &url);
+    cli_status rc = client_headers(c, "GET", path, "application/json", "text/event-stream", NULL, 0,
+                                   true, lines, &url);
     free(path);
     if (rc != CLI_OK) return rc;
     struct curl_slist *hd = NULL;

@@ -17,7 +17,7 @@ typedef struct task_state {
     char id[TS_UUID_STRLEN];
     json_int_t progress, total;
     char *message;
-    bool sent; /* something was sent */
+    bool sent;          /* something was sent */
     pthread_mutex_t mu; /* the handler's first event and the hub's polls */
 } task_state;
 
@@ -31,8 +31,7 @@ static void _free_state(void *p)
 }
 
 /* The task's row as id sees it: 1 (*out), 0 (not found), -1 (no answer). */
-static int _fetch(gateway *gw, const gw_identity *id, const char *task, http_req *req,
-                  json_t **out)
+static int _fetch(gateway *gw, const gw_identity *id, const char *task, http_req *req, json_t **out)
 {
     char target[80];
     snprintf(target, sizeof(target), "/v1/bgtasks/%s", task);
@@ -65,9 +64,9 @@ static bool _advance_locked(ev_stream *st, task_state *t, const json_t *row)
     bool changed = !t->sent || progress != t->progress || total != t->total ||
                    strcmp(msg, t->message ? t->message : "") != 0;
     if (!changed && !ended) return true;
-    json_t *d = json_pack("{s:s, s:I, s:I, s:s}", "task_id", t->id, "current_progress",
-                          progress, "total_progress", total, "message", msg);
-    const char *name = !ended                            ? "bgtask_updated"
+    json_t *d = json_pack("{s:s, s:I, s:I, s:s}", "task_id", t->id, "current_progress", progress,
+                          "total_progress", total, "message", msg);
+    const char *name = !ended                             ? "bgtask_updated"
                        : strcmp(status, "done") == 0      ? "bgtask_done"
                        : strcmp(status, "cancelled") == 0 ? "bgtask_cancelled"
                                                           : "bgtask_failed";

@@ -6,10 +6,6 @@
  * consumer pass holds it (busy), so both may use it outside the lock. */
 #include "events.h"
 
-#include "bgtasks.h"
-#include "events_session.h"
-
-#include "libcommon/kbus.h"
 #include "libcommon/log.h"
 #include "libcommon/metrics.h"
 
@@ -37,7 +33,6 @@ static struct {
     int open;
     bool running;
     pthread_t thread;
-    kbus_consumer *consumer;
     gateway *gw;
 } g_hub = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
@@ -123,12 +118,6 @@ void events_each_session(void (*fn)(gateway *gw, ev_stream *st, void *ctx), void
     free(held);
 }
 
-void events_routes(gateway *gw)
-{
-    http_route(svc_router(gw->svc), "GET", "/events/session", events_session_route, gw);
-    bgtasks_routes(gw);
-}
-
 /* ---- the hub's thread ---- */
 
 static void _free_stream(ev_stream *st)
@@ -166,7 +155,8 @@ static size_t _sweep(ev_stream **polls, size_t cap)
     pthread_mutex_unlock(&g_hub.mu);
     while (dead) {
         ev_stream *next = dead->next;
-        TLOG_DEBUG("event stream closed", "kind=%s", dead->kind == EV_SESSION ? "session" : "bgtask");
+        TLOG_DEBUG("event stream closed", "kind=%s",
+                   dead->kind == EV_SESSION ? "session" : "bgtask");
         _free_stream(dead);
         dead = next;
     }
@@ -215,10 +205,6 @@ bool events_start(gateway *gw, ts_err *err)
 {
     g_hub.gw = gw;
     metrics_add(svc_metrics(gw->svc), _collect, NULL);
-    static const char *const topics[] = {"tessera.session.v1", "tessera.kernel.v1", NULL};
-    g_hub.consumer = kbus_consume_broadcast(svc_bus(gw->svc), topics, events_session_on_event,
-                                            gw, err);
-    if (!g_hub.consumer) return false;
     g_hub.running = true;
     if (pthread_create(&g_hub.thread, NULL, _hub_main, NULL) != 0) {
         g_hub.running = false;
@@ -230,8 +216,6 @@ bool events_start(gateway *gw, ts_err *err)
 
 void events_stop(void)
 {
-    if (g_hub.consumer) kbus_consumer_stop(g_hub.consumer);
-    g_hub.consumer = NULL;
     pthread_mutex_lock(&g_hub.mu);
     bool was = g_hub.running;
     g_hub.running = false;

@@ -56,10 +56,9 @@ void *events_state(const ev_stream *st);
  * thread, each held so that it is not freed meanwhile. */
 void events_each_session(void (*fn)(gateway *gw, ev_stream *st, void *ctx), void *ctx);
 
-/* Routes (GET /events/session here; bgtasks_routes adds the other). */
-void events_routes(gateway *gw);
-/* The consumer, the hub's thread and the metric. */
+/* The hub's thread and the metric (the routes: events_session.h, bgtasks.h). */
 bool events_start(gateway *gw, ts_err *err) TS_MUST_CHECK;
+/* Stop the thread; the streams still open are ended and freed. */
 void events_stop(void);
 
 #endif

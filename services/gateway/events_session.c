@@ -11,6 +11,7 @@
 #include "verify.h"
 
 #include "libcommon/envelope.h"
+#include "libcommon/kbus.h"
 #include "libcommon/log.h"
 #include "tessera/v1/kernel.pb-c.h"
 #include "tessera/v1/session.pb-c.h"
@@ -166,7 +167,7 @@ static bool _parse(http_req *req, http_resp *resp, const gw_identity *id, sess_f
     return true;
 }
 
-void events_session_route(http_req *req, http_resp *resp, void *ctx)
+static void _route(http_req *req, http_resp *resp, void *ctx)
 {
     gateway *gw = ctx;
     gw_identity id;
@@ -289,9 +290,9 @@ static void _deliver(gateway *gw, ev_stream *st, void *ctx)
     ev_out e = *(ev_out *)ctx; /* a copy: the meta may be filled per stream */
     sess_filter *f = events_state(st);
     if (!_matches(gw, st, f, &e)) return;
-    json_t *d = json_pack("{s:s, s:s, s:s, s:s}", "sessionId", e.session_id, "sessionName",
-                          e.m.name, "ownerAccessKey", e.m.access_key, "reason",
-                          e.reason ? e.reason : "");
+    json_t *d =
+        json_pack("{s:s, s:s, s:s, s:s}", "sessionId", e.session_id, "sessionName", e.m.name,
+                  "ownerAccessKey", e.m.access_key, "reason", e.reason ? e.reason : "");
     json_object_set_new(d, "exitCode", e.has_exit ? json_integer(e.exit_code) : json_null());
     if (e.kernel_id && *e.kernel_id) json_object_set_new(d, "kernelId", json_string(e.kernel_id));
     for (int i = 0; i < 2 && e.names[i]; i++)
@@ -353,7 +354,7 @@ static void _meta_of_enqueued(const Tessera__V1__SessionEnqueued *q)
     _meta_put(&m);
 }
 
-kbus_result events_session_on_event(const kbus_msg *msg, void *ctx, ts_err *reason)
+static kbus_result _on_event(const kbus_msg *msg, void *ctx, ts_err *reason)
 {
     (void)ctx;
     (void)reason;
@@ -389,4 +390,24 @@ kbus_result events_session_on_event(const kbus_msg *msg, void *ctx, ts_err *reas
     }
     protobuf_c_message_free_unpacked(m, NULL);
     return KBUS_DONE;
+}
+
+static kbus_consumer *g_consumer;
+
+void events_session_routes(gateway *gw)
+{
+    http_route(svc_router(gw->svc), "GET", "/events/session", _route, gw);
+}
+
+bool events_session_start(gateway *gw, ts_err *err)
+{
+    static const char *const topics[] = {"tessera.session.v1", "tessera.kernel.v1", NULL};
+    g_consumer = kbus_consume_broadcast(svc_bus(gw->svc), topics, _on_event, gw, err);
+    return g_consumer != NULL;
+}
+
+void events_session_stop(void)
+{
+    if (g_consumer) kbus_consumer_stop(g_consumer);
+    g_consumer = NULL;
 }

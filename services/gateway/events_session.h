@@ -6,12 +6,11 @@
 #define GATEWAY_EVENTS_SESSION_H
 
 #include "events.h"
-
-#include "libcommon/kbus.h"
-
-/* GET /events/session (ctx: the gateway). */
-void events_session_route(http_req *req, http_resp *resp, void *ctx);
-/* The broadcast consumer's handler (ctx: the gateway); always KBUS_DONE. */
-kbus_result events_session_on_event(const kbus_msg *msg, void *ctx, ts_err *reason);
+/* GET /events/session on gw's router. */
+void events_session_routes(gateway *gw);
+/* The broadcast consumer of tessera.session.v1 and tessera.kernel.v1 (after
+ * events_start); stopped before events_stop. */
+bool events_session_start(gateway *gw, ts_err *err) TS_MUST_CHECK;
+void events_session_stop(void);
 
 #endif

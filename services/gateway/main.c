@@ -7,6 +7,7 @@
 #include "audit_batch.h"
 #include "cors.h"
 #include "events.h"
+#include "events_session.h"
 #include "gateway.h"
 #include "http_api.h"
 #include "ratelimit.h"
@@ -102,7 +103,7 @@ static bool gateway_start(svc *s, ts_err *err)
     audit_opts ao = {.batch_records = (int)g_gw.audit_batch_records,
                      .batch_wait_ms = (int)g_gw.audit_batch_wait_ms};
     return audit_start(s, &ao, err) && credentials_start(g_gw.creds, err) &&
-           events_start(&g_gw, err);
+           events_start(&g_gw, err) && events_session_start(&g_gw, err);
 }
 
 /* After the last request drained, before the bus is closed: the buffered
@@ -110,6 +111,7 @@ static bool gateway_start(svc *s, ts_err *err)
 static void gateway_stop(svc *s)
 {
     (void)s;
+    events_session_stop();
     events_stop();
     audit_stop();
     credentials_stop(g_gw.creds);

@@ -12,8 +12,8 @@
 
 static char g_runner[128];
 
-static const char DELETE_OLD[] =
-    "DELETE FROM registry.bgtasks WHERE status <> 'running' AND ended_at < now() - interval '1 day'";
+static const char DELETE_OLD[] = "DELETE FROM registry.bgtasks WHERE status <> 'running' AND "
+                                 "ended_at < now() - interval '1 day'";
 
 bool bgtask_create(const char *kind, const char *user_id, const char *access_key,
                    char id_out[TS_UUID_STRLEN], ts_err *err)
@@ -22,10 +22,11 @@ bool bgtask_create(const char *kind, const char *user_id, const char *access_key
     if (!conn) return false;
     ts_uuid4(id_out);
     const char *p[] = {id_out, kind, user_id, access_key, g_runner};
-    bool ok = reg_run(conn,
-                      "INSERT INTO registry.bgtasks (id, kind, owner_user_id, owner_access_key, runner)"
-                      " VALUES ($1::uuid, $2, $3::uuid, $4, $5)",
-                      5, p, err);
+    bool ok =
+        reg_run(conn,
+                "INSERT INTO registry.bgtasks (id, kind, owner_user_id, owner_access_key, runner)"
+                " VALUES ($1::uuid, $2, $3::uuid, $4, $5)",
+                5, p, err);
     ts_err ignored = {{0}};
     if (ok && !reg_run(conn, DELETE_OLD, 0, NULL, &ignored))
         TLOG_WARN("old background tasks not deleted", "error=%s", ignored.msg);
@@ -63,7 +64,8 @@ void bgtask_finish(const char *id, const char *status, const char *message)
 {
     const char *p[] = {id, status, message ? message : ""};
     _update(id,
-            "UPDATE registry.bgtasks SET status = $2, message = $3, updated_at = now(), ended_at = now()"
+            "UPDATE registry.bgtasks SET status = $2, message = $3, updated_at = now(), ended_at = "
+            "now()"
             " WHERE id = $1::uuid AND status = 'running'",
             3, p);
     TLOG_INFO("background task ended", "task=%s status=%s", id, status);
@@ -75,12 +77,13 @@ bool bgtasks_start(svc *s, ts_err *err)
     PGconn *conn = reg_pg_get(err);
     if (!conn) return false;
     const char *p[] = {g_runner};
-    bool ok = reg_run(conn,
-                      "UPDATE registry.bgtasks SET status = 'failed', message = 'the registry running it"
-                      " stopped', updated_at = now(), ended_at = now() WHERE status = 'running'"
-                      " AND (runner = $1 OR updated_at < now() - interval '10 minutes')",
-                      1, p, err) &&
-              reg_run(conn, DELETE_OLD, 0, NULL, err);
+    bool ok =
+        reg_run(conn,
+                "UPDATE registry.bgtasks SET status = 'failed', message = 'the registry running it"
+                " stopped', updated_at = now(), ended_at = now() WHERE status = 'running'"
+                " AND (runner = $1 OR updated_at < now() - interval '10 minutes')",
+                1, p, err) &&
+        reg_run(conn, DELETE_OLD, 0, NULL, err);
     reg_pg_put(conn);
     return ok;
 }
@@ -99,12 +102,13 @@ static void h_get(http_req *req, http_resp *resp, void *ctx)
     PGconn *conn = pgjson_get(s, resp);
     if (conn) {
         const char *p[] = {id, c.user_id, caller_is_superadmin(&c) ? "t" : "f"};
-        PGresult *r = pgjson_query(
-            conn, resp, "read background task",
-            "SELECT id AS task_id, kind, status, progress AS current_progress,"
-            " total AS total_progress, message, created_at, updated_at, ended_at FROM registry.bgtasks"
-            " WHERE id = $1::uuid AND (owner_user_id = $2::uuid OR $3::boolean)",
-            3, p);
+        PGresult *r =
+            pgjson_query(conn, resp, "read background task",
+                         "SELECT id AS task_id, kind, status, progress AS current_progress,"
+                         " total AS total_progress, message, created_at, updated_at, ended_at FROM "
+                         "registry.bgtasks"
+                         " WHERE id = $1::uuid AND (owner_user_id = $2::uuid OR $3::boolean)",
+                         3, p);
         if (r && PQntuples(r) == 1)
             http_reply_json(resp, 200, pgjson_row_json(r, 0));
         else if (r)

@@ -26,9 +26,9 @@ void registry_routes(svc *s)
     agents_admin_routes(s);      /* /v1/admin/agents... (agents_admin.h) */
     resource_groups_routes(s);   /* /v1/admin/resource-groups... */
     images_routes(s);
-    bgtasks_routes(s);           /* /v1/bgtasks/{id} */            /* /v1/admin/images... */
-    resource_presets_routes(s);  /* /v1/resource/presets, /v1/admin/resource-presets... */
-    scaling_groups_routes(s);    /* /v1/scaling-groups (scaling_groups.h) */
-    check_presets_routes(s);     /* /v1/resource/check-presets (check_presets.h) */
-    mounts_routes(s);            /* /v1/vfolder-mounts/{vfolder_id} (mounts.h) */
+    bgtasks_routes(s); /* /v1/bgtasks/{id} */ /* /v1/admin/images... */
+    resource_presets_routes(s); /* /v1/resource/presets, /v1/admin/resource-presets... */
+    scaling_groups_routes(s);   /* /v1/scaling-groups (scaling_groups.h) */
+    check_presets_routes(s);    /* /v1/resource/check-presets (check_presets.h) */
+    mounts_routes(s);           /* /v1/vfolder-mounts/{vfolder_id} (mounts.h) */
 }

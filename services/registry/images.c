@@ -289,8 +289,7 @@ out:
 }
 
 /* POST /v1/admin/images/scan?background=true: 202 {"task_id"} at once. */
-static void _scan_background(http_req *req, http_resp *resp, const reg_caller *c,
-                             const char *host)
+static void _scan_background(http_req *req, http_resp *resp, const reg_caller *c, const char *host)
 {
     scan_job *j = ts_calloc(1, sizeof(*j));
     j->host = host ? ts_strdup(host) : NULL;
