@@ -287,3 +287,50 @@ def test_background_task_bad_input(user):
     problem(user[0].get("/events/background-task", params={"taskId": str(uuid.uuid4())}), 404)
     problem(user[0].get("/events/background-task", params={"taskId": "nope"}), 400)
     problem(user[0].get("/events/background-task"), 400)
+
+
+# ---- the CLI ---------------------------------------------------------------------------------
+
+
+def test_cli_events_prints_as_they_come_and_stops_on_ctrl_c(user, image_registered, tmp_path):  # noqa: F811
+    import os
+    import signal
+    import subprocess
+    from conftest import BIN_DIR
+    uc, _ = user
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TESSERA_", "BACKEND_"))}
+    env.update(HOME=str(tmp_path), XDG_CONFIG_HOME=str(tmp_path / "xdg"),
+               TESSERA_GATEWAY_URL=uc.endpoint, TESSERA_ACCESS_KEY=uc.access_key,
+               TESSERA_SECRET_KEY=uc.secret_key)
+    sname = f"evcli-{TAG}"
+    p = subprocess.Popen([os.path.join(BIN_DIR, "tessera"), "events", "--json", "--session", sname],
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(p.stdout.readline, "")), daemon=True)
+    reader.start()
+    try:
+        time.sleep(1.0)
+        okj(uc.post("/session", {"image": image_registered, "name": sname, "enqueueOnly": True}), 201)
+        okj(uc.delete(f"/session/{sname}"))
+        wait_until(lambda: any('"session_terminated"' in ln or '"session_cancelled"' in ln
+                               for ln in lines), timeout=30, message=f"the end in {lines}")
+    finally:
+        p.send_signal(signal.SIGINT)
+        rc = p.wait(timeout=10)
+    assert rc == 0, p.stderr.read()
+    events = [json.loads(ln) for ln in lines]
+    assert events[0]["event"] == "session_enqueued" and events[0]["sessionName"] == sname, events
+    assert all(e["sessionName"] == sname for e in events), events
+
+
+def test_cli_events_refusal_is_an_error(user, tmp_path):
+    import os
+    import subprocess
+    from conftest import BIN_DIR
+    uc, _ = user
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TESSERA_", "BACKEND_"))}
+    env.update(HOME=str(tmp_path), TESSERA_GATEWAY_URL=uc.endpoint,
+               TESSERA_ACCESS_KEY=uc.access_key, TESSERA_SECRET_KEY=uc.secret_key)
+    r = subprocess.run([os.path.join(BIN_DIR, "tessera"), "events", "--task", str(uuid.uuid4())],
+                       env=env, capture_output=True, text=True, timeout=30)
+    assert r.returncode == 1 and "HTTP 404" in r.stderr, (r.returncode, r.stderr)
