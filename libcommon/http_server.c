@@ -98,6 +98,7 @@ static ssize_t reader_cb(void *cls, uint64_t pos, char *buf, size_t max)
 {
     reader_box *b = cls;
     long n = b->src.read(b->src.cls, pos, buf, max);
+    if (n == HTTP_READ_SUSPENDED) return 0; /* http_events.c: called again once resumed */
     if (n == 0) return MHD_CONTENT_READER_END_OF_STREAM;
     if (n < 0) return MHD_CONTENT_READER_END_WITH_ERROR;
     return (ssize_t)n;
@@ -702,13 +703,14 @@ http_server *http_server_start(const http_server_opts *opts, http_router *router
 
     /* libmicrohttpd gets connections from the front (http_front.h), not a
      * listening socket of its own. */
-    s->daemon = MHD_start_daemon(
-        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET,
-        0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
-        MHD_OPTION_THREAD_POOL_SIZE, threads > 1 ? threads : 0u, MHD_OPTION_CONNECTION_TIMEOUT,
-        timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY_LIMIT,
-        MHD_OPTION_URI_LOG_CALLBACK, on_uri, s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-        MHD_OPTION_END);
+    s->daemon =
+        MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG |
+                             MHD_USE_NO_LISTEN_SOCKET | MHD_ALLOW_SUSPEND_RESUME,
+                         0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
+                         MHD_OPTION_THREAD_POOL_SIZE, threads > 1 ? threads : 0u,
+                         MHD_OPTION_CONNECTION_TIMEOUT, timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+                         (size_t)CONN_MEMORY_LIMIT, MHD_OPTION_URI_LOG_CALLBACK, on_uri, s,
+                         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
     if (!s->daemon) {
         ts_err_set(err, "listen %s: libmicrohttpd did not start (see its log line)", opts->listen);
         close(fd);
@@ -752,6 +754,7 @@ void http_server_quiesce(http_server *s)
     if (!s || s->quiesced) return;
     s->quiesced = true;
     http_front_quiesce(s->front);
+    http_events_end_all(); /* open event streams would hold the drain */
     /* The front's thread may still look at the fd until stop: shut it down now
      * (no more connections are accepted, connects are refused), close it then. */
     shutdown(s->listen_fd, SHUT_RDWR);

@@ -78,6 +78,17 @@ static const cli_command commands[] = {
      "Options:\n"
      "  -g, --group PROJECT      also the groups allowed to that project (name or id)",
      cmd_scaling_groups},
+    {"events", "print session events (or a background task's progress) as they come, until Ctrl-C",
+     "tessera events [OPTIONS]\n\n"
+     "Options:\n"
+     "  -s, --session NAME       only the session of that name\n"
+     "  -S, --scope SCOPE        session, kernel or session,kernel (default: both)\n"
+     "  -g, --group PROJECT      only sessions of that project (name or id)\n"
+     "  -t, --task ID            follow a background task (e.g. an image scan) until it ends\n\n"
+     "One line per event (time, event, session name, session id, reason); --json prints each\n"
+     "event's data as a JSON object with its \"event\". Users see their own sessions, domain\n"
+     "admins their domain's, superadmins all.",
+     cmd_events},
     {"graphql", "send a GraphQL query or mutation (Backend.AI's schema) and print its data",
      "tessera graphql [OPTIONS] QUERY|-\n\n"
      "QUERY is a GraphQL document (- reads it from stdin), e.g.\n"

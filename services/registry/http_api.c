@@ -3,6 +3,7 @@
 #include "http_api.h"
 
 #include "agents_admin.h"
+#include "bgtasks.h"
 #include "check_presets.h"
 #include "images.h"
 #include "mounts.h"
@@ -26,6 +27,7 @@ void registry_routes(svc *s)
     agents_admin_routes(s);      /* /v1/admin/agents... (agents_admin.h) */
     resource_groups_routes(s);   /* /v1/admin/resource-groups... */
     images_routes(s);            /* /v1/admin/images... */
+    bgtasks_routes(s);           /* /v1/bgtasks/{id} (bgtasks.h) */
     resource_presets_routes(s);  /* /v1/resource/presets, /v1/admin/resource-presets... */
     scaling_groups_routes(s);    /* /v1/scaling-groups (scaling_groups.h) */
     check_presets_routes(s);     /* /v1/resource/check-presets (check_presets.h) */
