@@ -2,7 +2,8 @@
 "The terminal app"): one program per connection with pipes. The built binary is
 started here on 127.0.0.1 with --runtime python3 (no stack needed): stdout and
 stderr apart and the exit status; query mode runs the runtime, batch mode
-/bin/sh; `w` when the program waits for input, then `i` feeds it; `x`
+/bin/sh; `w` when the program waits for input (in read(2), or in poll(2) as
+busybox's `read`), then `i` feeds it; `x`
 interrupts (130), `k` kills (137), `c` closes stdin; a connection closed
 while the program runs leaves no process; bad input (an unknown mode or
 kind, a frame over 1 MiB) is closed with 1008 / 1009 and runs nothing; two
@@ -162,6 +163,18 @@ def test_input_after_w(term):
     out, err, kinds, status = c.run_to_end()
     assert (out, status) == (b"got abc\n", 0)
     assert b"w" not in kinds  # once per wait: the read returned, no new wait
+    c.close()
+
+
+@pytest.mark.skipif(not shutil.which("busybox"), reason="no busybox")
+def test_input_to_a_program_that_polls_first(term):
+    # busybox sh's `read` waits in poll(2) before it reads: `w` as well
+    c = Exec(term)
+    c.send(f"b{shutil.which('busybox')} sh -c 'read x; echo \"bb $x\"'", wsclient.TEXT)
+    c.wait_w()
+    c.send(b"iyes\n")
+    out, err, kinds, status = c.run_to_end()
+    assert (out, status) == (b"bb yes\n", 0)
     c.close()
 
 
