@@ -51,7 +51,27 @@ term_proc_wait term_proc_wait_kind(long nr)
     if (nr == SYS_select) return TP_SELECT;
 #endif
     if (nr == SYS_pselect6) return TP_SELECT;
+#ifdef SYS_epoll_wait
+    if (nr == SYS_epoll_wait) return TP_EPOLL;
+#endif
+#ifdef SYS_epoll_pwait2
+    if (nr == SYS_epoll_pwait2) return TP_EPOLL;
+#endif
+    if (nr == SYS_epoll_pwait) return TP_EPOLL;
     return TP_OTHER;
+}
+
+int term_proc_epoll_fds(const char *fdinfo, int *fds, int max)
+{
+    int k = 0;
+    for (const char *l = fdinfo; l && *l && k < max; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+        int fd;
+        unsigned events;
+        if (strncmp(l, "tfd:", 4) == 0 && sscanf(l, "tfd: %d events: %x", &fd, &events) == 2 &&
+            fd >= 0 && (events & 0x1)) /* EPOLLIN */
+            fds[k++] = fd;
+    }
+    return k;
 }
 
 int term_proc_poll_fds(const void *pollfds, size_t n, int *fds, int max)
@@ -114,6 +134,22 @@ static bool _waits_on(const char *pid, const char *line, dev_t dev, ino_t ino)
     term_proc_wait kind = term_proc_wait_kind(nr);
     if (kind == TP_READ) return _fd_is(pid, a[0], dev, ino);
     if (kind == TP_OTHER) return false;
+    int fds[MAX_WAIT_FDS];
+    if (kind == TP_EPOLL) {
+        static char info[65536];
+        char path[96];
+        snprintf(path, sizeof(path), "/proc/%s/fdinfo/%llu", pid, a[0]);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) return false;
+        ssize_t got = read(fd, info, sizeof(info) - 1);
+        close(fd);
+        if (got <= 0) return false;
+        info[got] = '\0';
+        int n = term_proc_epoll_fds(info, fds, MAX_WAIT_FDS);
+        for (int i = 0; i < n; i++)
+            if (_fd_is(pid, (unsigned long long)fds[i], dev, ino)) return true;
+        return false;
+    }
     /* the pollfd array or the read set, from the process's memory */
     size_t size = kind == TP_POLL ? a[1] * sizeof(struct pollfd) : (a[0] + 7) / 8;
     unsigned long long addr = kind == TP_POLL ? a[0] : a[1];
@@ -126,7 +162,6 @@ static bool _waits_on(const char *pid, const char *line, dev_t dev, ino_t ino)
     ssize_t got = pread(fd, mem, size, (off_t)addr);
     close(fd);
     if (got != (ssize_t)size) return false;
-    int fds[MAX_WAIT_FDS];
     int n = kind == TP_POLL ? term_proc_poll_fds(mem, a[1], fds, MAX_WAIT_FDS)
                             : term_proc_select_fds(mem, (int)a[0], fds, MAX_WAIT_FDS);
     for (int i = 0; i < n; i++)

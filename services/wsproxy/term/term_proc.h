@@ -4,7 +4,9 @@
  * arguments) in read(2) or readv(2) of a descriptor that is the pipe
  * (/proc/<pid>/fd/<n>), or in poll(2)/ppoll(2) or select(2)/pselect6(2)
  * waiting for the pipe to be readable (the pollfd array or the read set, read
- * from /proc/<pid>/mem: busybox's `read`, for one, polls before it reads);
+ * from /proc/<pid>/mem: busybox's `read`, for one, polls before it reads), or
+ * in epoll_wait(2) on an epoll instance that has the pipe (its
+ * /proc/<pid>/fdinfo: node, asyncio);
  * where the syscall file cannot be read, when the thread sleeps in the
  * kernel's pipe read (wchan) and its fd 0 is the pipe. The parsers are pure;
  * term_proc_group_reads scans /proc. Plain C and libc (tessera-term is
@@ -31,6 +33,7 @@ typedef enum term_proc_wait {
     TP_READ,   /* read, readv: args[0] is the descriptor */
     TP_POLL,   /* poll, ppoll: args[0] the pollfd array, args[1] its length */
     TP_SELECT, /* select, pselect6: args[0] nfds, args[1] the read set */
+    TP_EPOLL,  /* epoll_wait, epoll_pwait(2): args[0] the epoll descriptor */
 } term_proc_wait;
 
 /* What kind of wait for input a syscall number is. */
@@ -39,6 +42,11 @@ term_proc_wait term_proc_wait_kind(long nr);
 /* The descriptors a pollfd array (n entries, as read from the process) waits
  * to read (POLLIN): up to max of them into fds; returns how many. */
 int term_proc_poll_fds(const void *pollfds, size_t n, int *fds, int max);
+
+/* The descriptors an epoll instance waits to read (EPOLLIN), from its
+ * /proc/<pid>/fdinfo/<epfd> text ("tfd: <fd> events: <hex mask> ..."
+ * lines): up to max of them into fds; returns how many. */
+int term_proc_epoll_fds(const char *fdinfo, int *fds, int max);
 
 /* The descriptors of a select read set of nfds bits (little-endian bit
  * order, (nfds + 7) / 8 bytes): up to max of them into fds; returns how many. */

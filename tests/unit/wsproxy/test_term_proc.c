@@ -12,6 +12,7 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <sys/epoll.h>
 #include <sys/select.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -71,6 +72,10 @@ static void test_wait_kinds_and_wchan(void **state)
     assert_int_equal(term_proc_wait_kind(SYS_poll), TP_POLL);
     assert_int_equal(term_proc_wait_kind(SYS_select), TP_SELECT);
 #endif
+    assert_int_equal(term_proc_wait_kind(SYS_epoll_pwait), TP_EPOLL);
+#ifdef SYS_epoll_wait
+    assert_int_equal(term_proc_wait_kind(SYS_epoll_wait), TP_EPOLL);
+#endif
     assert_int_equal(term_proc_wait_kind(SYS_write), TP_OTHER);
     assert_int_equal(term_proc_wait_kind(SYS_nanosleep), TP_OTHER);
     assert_int_equal(term_proc_wait_kind(-1), TP_OTHER);
@@ -101,6 +106,19 @@ static void test_poll_and_select_sets(void **state)
     assert_int_equal(fds[2], 15);
     assert_int_equal(fds[3], 16);
     assert_int_equal(term_proc_select_fds(set, 10, fds, 8), 1); /* only bits below nfds */
+
+    /* an epoll instance's fdinfo: EPOLLIN (0x1) targets only */
+    const char *info = "pos:\t0\nflags:\t02000002\nmnt_id:\t17\nino:\t1038\n"
+                       "tfd:        4 events:       19 data:                4  pos:0 ino:553b5a "
+                       "sdev:f\n"
+                       "tfd:       12 events:        4 data:                c  pos:0 ino:1 sdev:f\n"
+                       "tfd:        0 events:       1 data:                0  pos:0 ino:2 sdev:f\n";
+    assert_int_equal(term_proc_epoll_fds(info, fds, 8), 2);
+    assert_int_equal(fds[0], 4);
+    assert_int_equal(fds[1], 0);
+    assert_int_equal(term_proc_epoll_fds("pos:\t0\n", fds, 8), 0);
+    assert_int_equal(term_proc_epoll_fds("", fds, 8), 0);
+    assert_int_equal(term_proc_epoll_fds("tfd: x events: 1\n", fds, 8), 0);
 }
 
 /* A child in a group of its own, blocked in read(2) on a pipe: seen; the
@@ -141,9 +159,10 @@ static void test_scan_sees_a_blocked_reader(void **state)
     close(p[0]), close(p[1]), close(q[0]), close(q[1]);
 }
 
-/* A child waiting in poll(2) for the pipe on fd 7, then in select(2) for it:
- * seen (the pollfd array and the read set come from /proc/<pid>/mem); a
- * child polling another pipe: not. */
+/* A child waiting in poll(2) for the pipe on fd 7, then in select(2), then in
+ * epoll_wait(2) for it: seen (the pollfd array and the read set come from
+ * /proc/<pid>/mem, the epoll set from its fdinfo); a child polling another
+ * pipe: not. */
 static void test_scan_sees_a_poller(void **state)
 {
     (void)state;
@@ -164,6 +183,12 @@ static void test_scan_sees_a_poller(void **state)
         FD_SET(7, &rs);
         select(8, &rs, NULL, NULL, NULL);
         if (read(7, &c, 1) != 1) _exit(1);
+        int ep = epoll_create1(0);
+        struct epoll_event ev = {.events = EPOLLIN, .data.fd = 7};
+        epoll_ctl(ep, EPOLL_CTL_ADD, 7, &ev);
+        struct epoll_event out;
+        epoll_wait(ep, &out, 1, -1);
+        if (read(7, &c, 1) != 1) _exit(1);
         struct pollfd o = {.fd = q[0], .events = POLLIN};
         poll(&o, 1, -1); /* only the other pipe */
         _exit(0);
@@ -171,7 +196,7 @@ static void test_scan_sees_a_poller(void **state)
     setpgid(pid, pid);
     struct stat st;
     assert_int_equal(fstat(p[1], &st), 0);
-    for (int round = 0; round < 2; round++) { /* poll, then select */
+    for (int round = 0; round < 3; round++) { /* poll, select, epoll */
         bool seen = false;
         for (int i = 0; i < 200 && !seen; i++) {
             seen = term_proc_group_reads(pid, st.st_dev, st.st_ino);
