@@ -116,7 +116,7 @@ static bool _read_line(const char *path, char *out, size_t size)
 
 static bool _fd_is(const char *pid, unsigned long long fd, dev_t dev, ino_t ino)
 {
-    char path[96];
+    char path[320];
     struct stat st;
     snprintf(path, sizeof(path), "/proc/%s/fd/%llu", pid, fd);
     return stat(path, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
@@ -137,7 +137,7 @@ static bool _waits_on(const char *pid, const char *line, dev_t dev, ino_t ino)
     int fds[MAX_WAIT_FDS];
     if (kind == TP_EPOLL) {
         static char info[65536];
-        char path[96];
+        char path[320];
         snprintf(path, sizeof(path), "/proc/%s/fdinfo/%llu", pid, a[0]);
         int fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0) return false;
@@ -155,7 +155,7 @@ static bool _waits_on(const char *pid, const char *line, dev_t dev, ino_t ino)
     unsigned long long addr = kind == TP_POLL ? a[0] : a[1];
     if (addr == 0 || a[kind == TP_POLL ? 1 : 0] > MAX_WAIT_FDS || size == 0) return false;
     static unsigned char mem[MAX_WAIT_FDS * sizeof(struct pollfd)];
-    char path[96];
+    char path[320];
     snprintf(path, sizeof(path), "/proc/%s/mem", pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return false;
@@ -172,7 +172,7 @@ static bool _waits_on(const char *pid, const char *line, dev_t dev, ino_t ino)
 /* Whether a thread of process pid is blocked reading the pipe. */
 static bool _process_reads(const char *pid, dev_t dev, ino_t ino)
 {
-    char path[96];
+    char path[600];
     snprintf(path, sizeof(path), "/proc/%s/task", pid);
     DIR *d = opendir(path);
     if (!d) return false;
@@ -202,7 +202,7 @@ bool term_proc_group_reads(pid_t pgid, dev_t dev, ino_t ino)
     struct dirent *e;
     while (!reads && (e = readdir(d)) != NULL) {
         if (!isdigit((unsigned char)e->d_name[0])) continue;
-        char path[64], line[512];
+        char path[300], line[512];
         long pg;
         snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
         if (!_read_line(path, line, sizeof(line)) || !term_proc_stat_pgrp(line, &pg) ||
