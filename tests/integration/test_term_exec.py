@@ -195,7 +195,9 @@ def test_input_to_a_program_in_epoll_wait(term):
 @needs_python
 def test_python_input_twice(term):
     c = Exec(term)
-    c.send('qa = input("name? ")\nb = input()\nprint("hi", a, b)', wsclient.TEXT)
+    # quiet for a while, then a prompt and a read at once: the prompt goes out before `w`
+    c.send('qimport time\ntime.sleep(0.3)\na = input("name? ")\nb = input()\nprint("hi", a, b)',
+           wsclient.TEXT)
     got = c.wait_w()
     assert b"".join(pl[1:] for op, pl in got if pl[:1] == b"o") == b"name? "
     assert sum(1 for op, pl in got if pl == b"w") == 1
