@@ -604,15 +604,23 @@ all: $(SUP_BIN)
 
 # ---- bench-wsproxy ---------------------------------------------------------------
 # tessera-term: the built-in terminal app the agent mounts into
-# images without one. Static, no libcommon: services/wsproxy/term/term.c with the
+# images without one. Static, no libcommon: services/wsproxy/term/*.c with the
 # proxy's wsframe.c and libcommon's http1.c (no other libcommon). Built by `make all`.
 TERM_BIN := $(BUILD)/bin/tessera-term
-TERM_SRC := services/wsproxy/term/term.c services/wsproxy/wsframe.c libcommon/http1.c
-$(TERM_BIN): $(TERM_SRC) services/wsproxy/wsframe.h libcommon/http1.h
+TERM_SRC := $(wildcard services/wsproxy/term/*.c) services/wsproxy/wsframe.c libcommon/http1.c
+$(TERM_BIN): $(TERM_SRC) $(wildcard services/wsproxy/term/*.h) services/wsproxy/wsframe.h \
+		libcommon/http1.h
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@ (static)"
 	$(Q)$(CC) -std=gnu11 -g -O2 -static -D_GNU_SOURCE -I. $(WARN) -o $@ $(TERM_SRC)
 all: $(TERM_BIN)
+# its /proc parsers' unit test links term_proc.c alone (the pattern rule of
+# tests/wsproxy/ links services/wsproxy/*.c, not term/)
+$(BUILD)/tests/wsproxy/test_term_proc: $(BUILD)/obj/tests/unit/wsproxy/test_term_proc.o \
+		$(BUILD)/obj/services/wsproxy/term/term_proc.o
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
 # the privileges test runs real kernels with the agent's helper programs
 $(BUILD)/tests/agent/test_privileges: | $(PORTMAP_BIN) $(BRIDGE_BIN) $(SUP_BIN) $(TERM_BIN)
 

@@ -302,8 +302,8 @@ static bool _plan(kernels *ks, krec *k, const Tessera__V1__CreateKernel *cmd,
         service_ports_start_commands(info->labels_json, p->ports, n, err);
     free(label);
     if (!ok) return false;
-    p->n_ports = ks->o.term_path ? term_app_add_port(p->ports, n) : n;
     char *rpath = image_label(info->labels_json, "ai.backend.runtime-path");
+    p->n_ports = ks->o.term_path ? term_app_add_port(p->ports, n, rpath) : n;
     pthread_mutex_lock(&ks->mu);
     ts_strlcpy(k->runtime_path, rpath ? rpath : "", sizeof(k->runtime_path));
     pthread_mutex_unlock(&ks->mu);

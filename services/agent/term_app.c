@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "libcommon/log.h"
 #include "libcommon/proc.h"
 #include "services/agent/oci_spec.h"
 
@@ -34,7 +35,17 @@ char *term_app_locate(const char *configured, ts_err *err)
     return NULL;
 }
 
-int term_app_add_port(kernel_service_port *ports, int n)
+bool term_app_runtime_ok(const char *path)
+{
+    if (!path || !*path) return false;
+    for (const char *c = path; *c; c++)
+        if (!((*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') ||
+              strchr("/._+-", *c)))
+            return false;
+    return true;
+}
+
+int term_app_add_port(kernel_service_port *ports, int n, const char *runtime_path)
 {
     if (n >= KERNEL_MAX_PORTS) return n;
     for (int i = 0; i < n; i++)
@@ -45,7 +56,22 @@ int term_app_add_port(kernel_service_port *ports, int n)
     ts_strlcpy(p->name, TERM_APP_NAME, sizeof(p->name));
     ts_strlcpy(p->protocol, "http", sizeof(p->protocol));
     p->container_port = TERM_APP_PORT;
-    snprintf(p->start, sizeof(p->start), "%s --listen 0.0.0.0:%d", TERM_APP_PATH, TERM_APP_PORT);
+    int len = snprintf(p->start, sizeof(p->start), "%s --listen 0.0.0.0:%d", TERM_APP_PATH,
+                       TERM_APP_PORT);
+    if (runtime_path && *runtime_path) {
+        /* the start command is run by /bin/sh -c: only characters that need
+         * no quoting there */
+        if (!term_app_runtime_ok(runtime_path)) {
+            TLOG_WARN("runtime path not passed to the terminal app",
+                      "reason=\"a character outside [A-Za-z0-9/._+-]\" runtime_path_len=%zu",
+                      strlen(runtime_path));
+        } else if ((size_t)len + strlen(" --runtime ") + strlen(runtime_path) >= sizeof(p->start)) {
+            TLOG_WARN("runtime path not passed to the terminal app",
+                      "reason=\"too long\" runtime_path=%s", runtime_path);
+        } else {
+            snprintf(p->start + len, sizeof(p->start) - (size_t)len, " --runtime %s", runtime_path);
+        }
+    }
     return n + 1;
 }
 

@@ -21,10 +21,18 @@
  * with err set when it is not an executable regular file. */
 char *term_app_locate(const char *configured, ts_err *err);
 
-/* Append ttyd:http:7681 (start command: tessera-term on that port) unless
- * the image already has a port named ttyd or uses container port 7681, or
- * the ports are full. Returns the new count. */
-int term_app_add_port(kernel_service_port *ports, int n);
+/* Whether a runtime path may go into tessera-term's start command: not
+ * empty, only [A-Za-z0-9/._+-] (the command is run by /bin/sh -c, and these
+ * need no quoting there). */
+bool term_app_runtime_ok(const char *path) TS_MUST_CHECK;
+
+/* Append ttyd:http:7681 (start command: tessera-term on that port, with
+ * --runtime <runtime_path> when the kernel's image has one: the runtime of
+ * /exec's query mode) unless the image already has a port named ttyd or uses
+ * container port 7681, or the ports are full. A runtime path that fails
+ * term_app_runtime_ok, or would not fit, is left out (a warning is logged):
+ * query mode then runs /bin/sh. Returns the new count. */
+int term_app_add_port(kernel_service_port *ports, int n, const char *runtime_path);
 
 /* Append the read-only bind mount of host_path at TERM_APP_PATH to an OCI
  * mounts array (nothing when host_path is NULL or ""). */

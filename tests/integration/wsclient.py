@@ -1,19 +1,42 @@
 """wsclient.py: the few lines of a WebSocket client (RFC 6455) the tests
-need on a socket whose upgrade they made themselves: send a masked text
-frame, read the server's frames."""
+need on a socket whose upgrade they made themselves: send masked frames
+(text, binary, close, ping, or any opcode), read the server's frames."""
 import os
 import struct
 
 
-def send_text(s, text):
-    """One masked text frame (payloads up to 64 KiB)."""
-    data = text.encode()
+TEXT, BINARY, CLOSE, PING, PONG = 0x1, 0x2, 0x8, 0x9, 0xA
+
+
+def frame(opcode, data, fin=True):
+    """The bytes of one masked frame (a client's) of any length."""
+    if isinstance(data, str):
+        data = data.encode()
     mask = os.urandom(4)
+    b0 = (0x80 if fin else 0) | opcode
     if len(data) < 126:
-        hdr = bytes([0x81, 0x80 | len(data)])
+        hdr = bytes([b0, 0x80 | len(data)])
+    elif len(data) <= 0xFFFF:
+        hdr = bytes([b0, 0x80 | 126]) + struct.pack(">H", len(data))
     else:
-        hdr = bytes([0x81, 0x80 | 126]) + struct.pack(">H", len(data))
-    s.sendall(hdr + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(data)))
+        hdr = bytes([b0, 0x80 | 127]) + struct.pack(">Q", len(data))
+    m = (mask * (len(data) // 4 + 1))[:len(data)]  # XOR as big integers: fast for 1 MiB
+    body = (int.from_bytes(data, "big") ^ int.from_bytes(m, "big")).to_bytes(len(data), "big")
+    return hdr + mask + body
+
+
+def send_frame(s, opcode, data, fin=True):
+    s.sendall(frame(opcode, data, fin))
+
+
+def send_text(s, text):
+    """One masked text frame."""
+    send_frame(s, TEXT, text)
+
+
+def send_binary(s, data):
+    """One masked binary frame."""
+    send_frame(s, BINARY, data)
 
 
 def frames(s, buf=b""):

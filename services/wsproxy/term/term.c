@@ -1,17 +1,25 @@
 /* tessera-term: the built-in terminal app. A small static program that the
- * agent mounts into images without a terminal of their own: it listens on a
- * port inside the container, serves a minimal page at "/" and, at "/ws", a
- * WebSocket (RFC 6455) bridged to a pty running a shell, one shell per
- * connection. Access control is tessera-wsproxy's job: only a route to this
- * port reaches it.
+ * agent mounts into every kernel: it listens on a port inside the container,
+ * serves a minimal page at "/" and, at "/ws", a WebSocket (RFC 6455) bridged
+ * to a pty running a shell, one shell per connection; at "/exec" (a path
+ * ending in /exec), a WebSocket that runs one program per connection with
+ * pipes (term_exec.h: q<code> runs `<runtime> -c <code>`, b<command> runs
+ * `/bin/sh -c <command>`; output, input, interrupt and exit status as
+ * frames), which the gateway's streamed execution uses. Access control is
+ * tessera-wsproxy's job: only a route to this port reaches it.
  *
- *   tessera-term [--listen ADDR:PORT] [--shell PATH]   (default 0.0.0.0:7681, /bin/sh)
+ *   tessera-term [--listen ADDR:PORT] [--shell PATH] [--runtime PATH]
+ *     defaults: 0.0.0.0:7681, /bin/sh, /bin/sh; --runtime is the kernel
+ *     image's runtime (ai.backend.runtime-path), passed by the agent
  *
- * Frames from the browser: text or binary = keyboard input; a text frame
+ * /ws: frames from the browser: text or binary = keyboard input; a text frame
  * "\x01<cols>,<rows>" resizes the pty. Frames to the browser: binary, the
  * pty's output. Ping is answered, close closes, the shell's exit sends close.
- * Plain C and libc: built statically from this file, ../wsframe.c and ../http1.c. */
+ * Plain C and libc: built statically from the files of this folder,
+ * ../wsframe.c and libcommon/http1.c (no other libcommon). */
 #include "libcommon/http1.h"
+#include "services/wsproxy/term/term_exec.h"
+#include "services/wsproxy/term/term_ws.h"
 #include "services/wsproxy/wsframe.h"
 
 #include <arpa/inet.h>
@@ -33,7 +41,7 @@
 #include <unistd.h>
 
 #define MAX_HEAD 8192
-#define MAX_FRAME (1 << 20)
+#define MAX_FRAME TW_MAX_FRAME
 
 static const char k_page[] =
     "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>Terminal</title>\n"
@@ -66,29 +74,6 @@ static const char k_page[] =
     "document.getElementById('t').onclick=()=>{ws.send(inp.value+'\\t');inp.value=''};\n"
     "</script></body></html>\n";
 
-static int write_all(int fd, const void *p, size_t n)
-{
-    const char *s = p;
-    while (n > 0) {
-        ssize_t k = write(fd, s, n);
-        if (k < 0) {
-            if (errno == EINTR) continue;
-            return -1;
-        }
-        s += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
-
-static int send_frame(int fd, int opcode, const void *p, size_t n)
-{
-    uint8_t h[WSF_MAX_HEADER];
-    size_t hl = wsf_write_header(h, true, opcode, n, NULL);
-    if (write_all(fd, h, hl) != 0) return -1;
-    return n ? write_all(fd, p, n) : 0;
-}
-
 static void reply(int fd, const char *status, const char *type, const char *body)
 {
     char head[512];
@@ -96,7 +81,7 @@ static void reply(int fd, const char *status, const char *type, const char *body
                      "HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
                      "Cache-Control: no-store\r\nConnection: close\r\n\r\n",
                      status, type, strlen(body));
-    if (write_all(fd, head, (size_t)n) == 0) write_all(fd, body, strlen(body));
+    if (tw_write_all(fd, head, (size_t)n) == 0) tw_write_all(fd, body, strlen(body));
 }
 
 /* Bridge a WebSocket and a pty until either ends. */
@@ -106,10 +91,11 @@ static void bridge(int fd, const char *shell)
     struct winsize ws = {.ws_row = 24, .ws_col = 80};
     pid_t pid = forkpty(&master, NULL, NULL, &ws);
     if (pid < 0) {
-        send_frame(fd, WSF_CLOSE, "\x03\xf3pty", 5); /* 1011 */
+        tw_send(fd, WSF_CLOSE, "\x03\xf3pty", 5); /* 1011 */
         return;
     }
     if (pid == 0) {
+        signal(SIGPIPE, SIG_DFL);
         setenv("TERM", "dumb", 1);
         const char *home = getenv("HOME");
         if (home && chdir(home) != 0) {
@@ -129,10 +115,10 @@ static void bridge(int fd, const char *shell)
         if (p[1].revents & (POLLIN | POLLHUP | POLLERR)) {
             ssize_t n = read(master, buf, sizeof(buf));
             if (n <= 0) {
-                send_frame(fd, WSF_CLOSE, "\x03\xe8", 2); /* 1000: the shell ended */
+                tw_send(fd, WSF_CLOSE, "\x03\xe8", 2); /* 1000: the shell ended */
                 break;
             }
-            if (send_frame(fd, WSF_BINARY, buf, (size_t)n) != 0) break;
+            if (tw_send(fd, WSF_BINARY, buf, (size_t)n) != 0) break;
         }
         if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
             ssize_t n = read(fd, in + have, sizeof(in) - have);
@@ -143,7 +129,7 @@ static void bridge(int fd, const char *shell)
                 wsf_frame f;
                 wsf_parse_result r = wsf_parse_header(in, have, &f);
                 if (r == WSF_BAD_FRAME || (r == WSF_HEADER && (!f.masked || f.len > MAX_FRAME))) {
-                    send_frame(fd, WSF_CLOSE, "\x03\xea", 2); /* 1002 */
+                    tw_send(fd, WSF_CLOSE, "\x03\xea", 2); /* 1002 */
                     done = true;
                     break;
                 }
@@ -151,11 +137,11 @@ static void bridge(int fd, const char *shell)
                 uint8_t *pl = in + f.header_len;
                 wsf_mask(pl, (size_t)f.len, f.mask, 0);
                 if (f.opcode == WSF_CLOSE) {
-                    send_frame(fd, WSF_CLOSE, pl, f.len >= 2 ? 2 : 0);
+                    tw_send(fd, WSF_CLOSE, pl, f.len >= 2 ? 2 : 0);
                     done = true;
                     break;
                 } else if (f.opcode == WSF_PING) {
-                    send_frame(fd, WSF_PONG, pl, (size_t)f.len);
+                    tw_send(fd, WSF_PONG, pl, (size_t)f.len);
                 } else if (f.opcode == WSF_TEXT && f.len > 1 && pl[0] == 0x01) {
                     unsigned cols = 0, rows = 0;
                     char tmp[32];
@@ -169,7 +155,7 @@ static void bridge(int fd, const char *shell)
                         ioctl(master, TIOCSWINSZ, &w2);
                     }
                 } else if (f.opcode == WSF_TEXT || f.opcode == WSF_BINARY || f.opcode == WSF_CONT) {
-                    if (write_all(master, pl, (size_t)f.len) != 0) done = true;
+                    if (tw_write_all(master, pl, (size_t)f.len) != 0) done = true;
                 }
                 size_t used = f.header_len + (size_t)f.len;
                 memmove(in, in + used, have - used);
@@ -185,7 +171,17 @@ static void bridge(int fd, const char *shell)
     waitpid(pid, NULL, 0);
 }
 
-static void serve(int fd, const char *shell)
+/* Whether the request's path (before any query) ends in "/exec": the
+ * program runner, rather than the shell. A prefix (a proxy's) is allowed. */
+static bool is_exec(const h1_msg *m)
+{
+    size_t n = m->target_len;
+    const char *q = memchr(m->target, '?', n);
+    if (q) n = (size_t)(q - m->target);
+    return n >= 5 && memcmp(m->target + n - 5, "/exec", 5) == 0;
+}
+
+static void serve(int fd, const char *shell, const char *runtime)
 {
     char head[MAX_HEAD];
     size_t have = 0, end = 0;
@@ -217,9 +213,12 @@ static void serve(int fd, const char *shell)
                          "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
                          "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n\r\n",
                          acc);
-        if (write_all(fd, r, (size_t)n) != 0) return;
+        if (tw_write_all(fd, r, (size_t)n) != 0) return;
         /* Bytes after the head (an eager client) are not expected: ignored. */
-        bridge(fd, shell);
+        if (is_exec(&m))
+            term_exec(fd, runtime);
+        else
+            bridge(fd, shell);
         return;
     }
     if (h1_span_eq(m.method, m.method_len, "GET") || h1_span_eq(m.method, m.method_len, "HEAD")) {
@@ -232,19 +231,23 @@ static void serve(int fd, const char *shell)
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: tessera-term [--listen ADDR:PORT] [--shell PATH]\n"
-            "  a terminal in the browser: a WebSocket at /ws bridged to a pty running the shell\n"
-            "  defaults: --listen 0.0.0.0:7681 --shell /bin/sh\n");
+            "usage: tessera-term [--listen ADDR:PORT] [--shell PATH] [--runtime PATH]\n"
+            "  a terminal in the browser: a WebSocket at /ws bridged to a pty running the shell;\n"
+            "  at /exec, one program per connection with pipes: q<code> runs the runtime\n"
+            "  (RUNTIME -c CODE), b<command> runs /bin/sh -c COMMAND\n"
+            "  defaults: --listen 0.0.0.0:7681 --shell /bin/sh --runtime /bin/sh\n");
 }
 
 int main(int argc, char **argv)
 {
-    const char *listen_addr = "0.0.0.0:7681", *shell = "/bin/sh";
+    const char *listen_addr = "0.0.0.0:7681", *shell = "/bin/sh", *runtime = "/bin/sh";
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--listen") == 0 && i + 1 < argc)
             listen_addr = argv[++i];
         else if (strcmp(argv[i], "--shell") == 0 && i + 1 < argc)
             shell = argv[++i];
+        else if (strcmp(argv[i], "--runtime") == 0 && i + 1 < argc)
+            runtime = argv[++i];
         else if (strcmp(argv[i], "--help") == 0) {
             usage(stdout);
             return 0;
@@ -275,9 +278,10 @@ int main(int argc, char **argv)
     }
     signal(SIGCHLD, SIG_IGN); /* connection children are reaped by the kernel */
     signal(SIGPIPE, SIG_IGN);
-    fprintf(stderr, "tessera-term: listening on %s, shell %s\n", listen_addr, shell);
+    fprintf(stderr, "tessera-term: listening on %s, shell %s, runtime %s\n", listen_addr, shell,
+            runtime);
     for (;;) {
-        int fd = accept(lfd, NULL, NULL);
+        int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC); /* not the programs' */
         if (fd < 0) {
             if (errno == EINTR) continue;
             sleep(1);
@@ -288,7 +292,7 @@ int main(int argc, char **argv)
             close(lfd);
             signal(SIGCHLD, SIG_DFL);
             setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-            serve(fd, shell);
+            serve(fd, shell, runtime);
             close(fd);
             _exit(0);
         }

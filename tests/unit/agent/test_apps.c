@@ -25,7 +25,7 @@ static void test_ttyd_added_unless_the_image_has_one(void **state)
     int n = 0;
     assert_true(service_ports_parse("echo:http:8080", NULL, 0, p, &n, &err));
     assert_int_equal(n, 1);
-    n = term_app_add_port(p, n);
+    n = term_app_add_port(p, n, NULL);
     assert_int_equal(n, 2);
     assert_string_equal(p[1].name, "ttyd");
     assert_string_equal(p[1].protocol, "http");
@@ -35,9 +35,9 @@ static void test_ttyd_added_unless_the_image_has_one(void **state)
 
     /* the image's own ttyd, or its use of 7681, wins */
     assert_true(service_ports_parse("ttyd:http:9999", NULL, 0, p, &n, &err));
-    assert_int_equal(term_app_add_port(p, n), 1);
+    assert_int_equal(term_app_add_port(p, n, "/usr/bin/python3"), 1);
     assert_true(service_ports_parse("web:http:7681", NULL, 0, p, &n, &err));
-    assert_int_equal(term_app_add_port(p, n), 1);
+    assert_int_equal(term_app_add_port(p, n, "/usr/bin/python3"), 1);
     assert_string_equal(p[0].name, "web");
 
     /* no room left: nothing added */
@@ -46,7 +46,48 @@ static void test_ttyd_added_unless_the_image_has_one(void **state)
         pre[i] = 9000 + i;
     assert_true(service_ports_parse(NULL, pre, KERNEL_MAX_PORTS, p, &n, &err));
     assert_int_equal(n, KERNEL_MAX_PORTS);
-    assert_int_equal(term_app_add_port(p, n), KERNEL_MAX_PORTS);
+    assert_int_equal(term_app_add_port(p, n, NULL), KERNEL_MAX_PORTS);
+}
+
+/* The image's runtime path goes into the start command (/exec's query mode
+ * runs it) when it needs no quoting for /bin/sh -c; otherwise it is left
+ * out and tessera-term falls back to /bin/sh. */
+static void test_ttyd_start_command_has_the_runtime(void **state)
+{
+    (void)state;
+    kernel_service_port p[KERNEL_MAX_PORTS];
+    assert_int_equal(term_app_add_port(p, 0, "/usr/local/bin/python3.11"), 1);
+    assert_string_equal(p[0].start, "/opt/tessera/bin/tessera-term --listen 0.0.0.0:7681 "
+                                    "--runtime /usr/local/bin/python3.11");
+    assert_int_equal(term_app_add_port(p, 0, "/opt/conda/bin/R_x+y-z"), 1);
+    assert_string_equal(p[0].start, "/opt/tessera/bin/tessera-term --listen 0.0.0.0:7681 "
+                                    "--runtime /opt/conda/bin/R_x+y-z");
+    assert_int_equal(term_app_add_port(p, 0, ""), 1);
+    assert_string_equal(p[0].start, "/opt/tessera/bin/tessera-term --listen 0.0.0.0:7681");
+    static const char *bad[] = {"/bin/python; rm -rf /",
+                                "/usr/bin/py thon",
+                                "/bin/$(id)",
+                                "/bin/py`x`",
+                                "/bin/py'",
+                                "/bin/py\"",
+                                "/bin/py\nx",
+                                "/bin/a&b",
+                                "/bin/a|b",
+                                "/bin/a>b",
+                                "/bin/*"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_false(term_app_runtime_ok(bad[i]));
+        assert_int_equal(term_app_add_port(p, 0, bad[i]), 1);
+        assert_string_equal(p[0].start, "/opt/tessera/bin/tessera-term --listen 0.0.0.0:7681");
+    }
+    /* too long for the start command: left out, not cut */
+    char longp[600];
+    memset(longp, 'a', sizeof(longp) - 1);
+    longp[0] = '/';
+    longp[sizeof(longp) - 1] = '\0';
+    assert_true(term_app_runtime_ok(longp));
+    assert_int_equal(term_app_add_port(p, 0, longp), 1);
+    assert_string_equal(p[0].start, "/opt/tessera/bin/tessera-term --listen 0.0.0.0:7681");
 }
 
 static void test_start_commands_from_labels(void **state)
@@ -139,6 +180,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ttyd_added_unless_the_image_has_one),
+        cmocka_unit_test(test_ttyd_start_command_has_the_runtime),
         cmocka_unit_test(test_start_commands_from_labels),
         cmocka_unit_test(test_locate),
         cmocka_unit_test(test_mount_is_read_only),
