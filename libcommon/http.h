@@ -137,6 +137,50 @@ typedef long (*http_body_reader)(void *cls, uint64_t pos, char *buf, size_t max)
 void http_reply_reader(http_req *req, http_resp *resp, int status, const char *content_type,
                        uint64_t size, http_body_reader read, void (*release)(void *cls), void *cls);
 
+/* ---- event streams (server-sent events, text/event-stream) ------------------
+ *
+ * A response that stays open and carries events as other threads produce
+ * them, without holding a worker thread while it waits: when nothing is
+ * queued, the connection is suspended (libmicrohttpd's suspend/resume) and
+ * its worker serves its other connections; http_events_send resumes it.
+ *
+ * http_reply_events answers 200 text/event-stream (Cache-Control: no-cache,
+ * X-Accel-Buffering: no) and returns the stream, held twice: by the response
+ * (until the connection ends) and by the caller, who keeps it (e.g. in a
+ * hub that a consumer thread walks) and gives it up with
+ * http_events_release. All functions below may be called from any thread.
+ *
+ * A suspended connection does not notice that its client left; the owner
+ * calls http_events_alive now and then (every second or so): it checks the
+ * socket for a hang-up and, when the client is gone, ends the response, so
+ * the connection is closed and freed. A comment (keep-alive) sent every ~15 s
+ * also makes a dead peer's write fail. Events queued beyond
+ * HTTP_EVENTS_MAX_QUEUED bytes (a client that does not read) end the stream.
+ * A stream whose server quiesces (shutdown) is ended at once.
+ *
+ * Dispatched without a server (http_req_new_local), the body holds what was
+ * queued before the handler returned (http_local_stream_body). */
+#define HTTP_EVENTS_MAX_QUEUED (1024 * 1024)
+typedef struct http_event_stream http_event_stream;
+http_event_stream *http_reply_events(http_req *req, http_resp *resp);
+/* Queue "event: <event>\ndata: <data>\n\n" (event NULL: no event line; data
+ * one line, e.g. compact JSON) and wake the connection. False when the
+ * stream is over (client gone, ended, or the queue full: then it ends). */
+bool http_events_send(http_event_stream *es, const char *event, const char *data) TS_MUST_CHECK;
+/* Queue a comment line ": <text>" (keep-alive). False as for send. */
+bool http_events_comment(http_event_stream *es, const char *text) TS_MUST_CHECK;
+/* End the stream once what is queued went out. */
+void http_events_end(http_event_stream *es);
+/* False once the stream is over: its response finished or failed, it was
+ * ended, or its client hung up (noticed here: the stream is then ended). */
+bool http_events_alive(http_event_stream *es) TS_MUST_CHECK;
+/* The caller's reference; after this the caller must not use es. */
+void http_events_release(http_event_stream *es);
+/* Event streams open now in this process (all servers). */
+int http_events_open_count(void);
+/* End every open stream (the server calls it when it quiesces). */
+void http_events_end_all(void);
+
 /* For handler tests without a server: the streamed body of a local request's
  * response read to the end (heap, NUL-terminated; *len its length), or NULL
  * when the response has no streamed body. */

@@ -12,6 +12,10 @@
 
 #define REQUEST_ID_MAX 64
 
+/* What a body reader answers when it suspended its connection and has
+ * nothing yet (http_events.c): libmicrohttpd calls it again once resumed. */
+#define HTTP_READ_SUSPENDED (-2)
+
 /* A streamed response body (http_reply_fd, http_reply_reader). */
 enum { SRC_NONE, SRC_FD, SRC_READER, SRC_UPGRADE };
 typedef struct body_src {

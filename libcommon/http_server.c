@@ -45,11 +45,6 @@
  * strings are the handlers' to refuse, with a message). */
 #define FRONT_MAX_HEAD (16 * 1024)
 #define FRONT_MAX_LINE (FRONT_MAX_HEAD - 1024)
-/* libmicrohttpd's daemon: epoll in its own threads, connections handed over by
- * the front, upgrades for WebSocket streams (http_upgrade.c). */
-#define MHD_DAEMON_FLAGS                                                                           \
-    (MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET |  \
-     MHD_ALLOW_UPGRADE)
 #define DEFAULT_HEADER_TIMEOUT_MS 10000
 #define DEFAULT_BODY_TIMEOUT_MS 60000
 /* A streaming route that refused mid-body (or a request already answered
@@ -104,6 +99,7 @@ static ssize_t reader_cb(void *cls, uint64_t pos, char *buf, size_t max)
 {
     reader_box *b = cls;
     long n = b->src.read(b->src.cls, pos, buf, max);
+    if (n == HTTP_READ_SUSPENDED) return 0; /* http_events.c: called again once resumed */
     if (n == 0) return MHD_CONTENT_READER_END_OF_STREAM;
     if (n < 0) return MHD_CONTENT_READER_END_WITH_ERROR;
     return (ssize_t)n;
@@ -715,12 +711,14 @@ http_server *http_server_start(const http_server_opts *opts, http_router *router
 
     /* libmicrohttpd gets connections from the front (http_front.h), not a
      * listening socket of its own. */
-    s->daemon =
-        MHD_start_daemon(MHD_DAEMON_FLAGS, 0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER,
-                         on_mhd_log, s, MHD_OPTION_THREAD_POOL_SIZE, threads > 1 ? threads : 0u,
-                         MHD_OPTION_CONNECTION_TIMEOUT, timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-                         (size_t)CONN_MEMORY_LIMIT, MHD_OPTION_URI_LOG_CALLBACK, on_uri, s,
-                         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
+    s->daemon = MHD_start_daemon(
+        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET |
+            MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE /* http_upgrade.c */,
+        0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
+        MHD_OPTION_THREAD_POOL_SIZE, threads > 1 ? threads : 0u, MHD_OPTION_CONNECTION_TIMEOUT,
+        timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY_LIMIT,
+        MHD_OPTION_URI_LOG_CALLBACK, on_uri, s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+        MHD_OPTION_END);
     if (!s->daemon) {
         ts_err_set(err, "listen %s: libmicrohttpd did not start (see its log line)", opts->listen);
         close(fd);
@@ -764,6 +762,7 @@ void http_server_quiesce(http_server *s)
     if (!s || s->quiesced) return;
     s->quiesced = true;
     http_front_quiesce(s->front);
+    http_events_end_all(); /* open event streams would hold the drain */
     /* The front's thread may still look at the fd until stop: shut it down now
      * (no more connections are accepted, connects are refused), close it then. */
     shutdown(s->listen_fd, SHUT_RDWR);

@@ -349,6 +349,26 @@ static bool simple_cmd(occ *o, int argc, const char **argv, ts_err *err)
     return ok;
 }
 
+bool occ_lock(occ *o, int ms, ts_err *err)
+{
+    char *lock = occ_key(o, OCC_KEY_REBUILD, NULL);
+    char px[16];
+    snprintf(px, sizeof(px), "%d", ms > 0 ? ms : 1);
+    const char *set[5] = {"SET", lock, "1", "PX", px};
+    bool ok = simple_cmd(o, 5, set, err);
+    free(lock);
+    return ok;
+}
+
+bool occ_unlock(occ *o, ts_err *err)
+{
+    char *lock = occ_key(o, OCC_KEY_REBUILD, NULL);
+    const char *del[2] = {"DEL", lock};
+    bool ok = simple_cmd(o, 2, del, err);
+    free(lock);
+    return ok;
+}
+
 bool occ_rebuild(occ *o, const occ_agent *agents, int nagents, const occ_session *sessions,
                  int nsessions, ts_err *err)
 {

@@ -97,6 +97,13 @@ bool occ_plain_id(const char *what, const char *id, ts_err *err) TS_MUST_CHECK;
 /* Write an agent's capacity (cap:*, devcap:*, schedulable; occupancy untouched). */
 bool occ_set_agent(occ *o, const occ_agent *a, ts_err *err) TS_MUST_CHECK;
 
+/* Set the rebuild lock (<p>rebuild, expiring after ms): reservations are
+ * refused while it is there. occ_rebuild removes it when done; occ_unlock
+ * removes it without a rebuild. For a rebuild that first lets the
+ * reservations in flight land (tessera-registry's occupancy_sync.c). */
+bool occ_lock(occ *o, int ms, ts_err *err) TS_MUST_CHECK;
+bool occ_unlock(occ *o, ts_err *err) TS_MUST_CHECK;
+
 /* Rewrite all occupancy from the truth: set the rebuild lock (60 s expiry),
  * delete every agent:, alloc:, sess: and usage: key under the prefix, write
  * the agents, record every session's kernels (no capacity check: the truth is

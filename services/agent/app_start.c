@@ -1,4 +1,4 @@
-/* app_start.c: apps of a kernel started on demand (app_start.h). */
+/* app_start.c: apps of a kernel started and stopped on demand (app_start.h). */
 #include "services/agent/app_start.h"
 
 #include <arpa/inet.h>
@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "libcommon/log.h"
+#include "services/agent/runtime_listeners.h"
 
 #define PROBE_TIMEOUT_MS 300
 #define PROBE_INTERVAL_MS 100
@@ -105,4 +106,20 @@ app_start_result app_start(runtime *rt, const kernel_view *v, const char *app, i
         return APP_TIMEOUT;
     }
     return APP_STARTED;
+}
+
+app_stop_result app_stop(runtime *rt, const kernel_view *v, const char *app, int grace_ms,
+                         const kernel_service_port **port, ts_err *err)
+{
+    const kernel_service_port *p = _find(v, app);
+    *port = p;
+    if (!p) return APP_STOP_NOT_FOUND;
+    int n = 0;
+    /* under the launch lock: a start that arrives meanwhile waits, then
+     * finds the port closed and starts it again */
+    pthread_mutex_lock(&g_launch_mu);
+    bool ok = runtime_stop_listeners(rt, v->kernel_id, p->container_port, grace_ms, &n, err);
+    pthread_mutex_unlock(&g_launch_mu);
+    if (!ok) return APP_STOP_FAILED;
+    return n ? APP_STOPPED : APP_NOT_LISTENING;
 }

@@ -12,6 +12,7 @@
 #ifndef AGENT_CONTAINER_H
 #define AGENT_CONTAINER_H
 
+#include "home_fs.h"
 #include "image.h"
 #include "libcommon/proc.h"
 #include "userns.h"
@@ -65,6 +66,8 @@ typedef struct kernel_spec {
     const struct kernel_gpu *gpu; /* GPU allocation (gpu_mounts.h), NULL for none */
     const char
         *term_path; /* host path of tessera-term, mounted read-only (term_app.h); NULL: none */
+    const home_file *home_files; /* written into /home/work before it starts (home_fs_seed) */
+    int n_home_files;
 } kernel_spec;
 
 typedef struct kernel_ports {

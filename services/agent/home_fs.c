@@ -12,6 +12,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "libcommon/log.h"
+
 #define RESOLVE_HOME (RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)
 #define TAR_DEPTH_MAX 64
 
@@ -372,4 +374,52 @@ void home_fs_tar_end(ts_buf *tar)
 {
     static const char zeros[1024];
     ts_buf_append(tar, zeros, sizeof(zeros));
+}
+
+int home_fs_seed(const char *dir, const home_file *files, int n)
+{
+    if (n <= 0) return 0;
+    home_fs h;
+    ts_err err = {{0}};
+    if (!home_fs_open(&h, dir, &err)) {
+        TLOG_WARN("home files not written", "error=\"%s\"", err.msg);
+        return 0;
+    }
+    int written = 0;
+    for (int i = 0; i < n; i++) {
+        char rel[HOME_FS_PATH_MAX];
+        if (!home_fs_path(files[i].path, rel, sizeof(rel), &err) || strcmp(rel, ".") == 0) {
+            TLOG_WARN("home file skipped: bad path", "path=\"%s\"", files[i].path);
+            continue;
+        }
+        int probe = home_fs_open_at(&h, rel, O_PATH | O_NOFOLLOW, 0);
+        if (probe >= 0 || errno != ENOENT) {
+            if (probe >= 0) close(probe);
+            continue; /* there already (or unreachable): left alone */
+        }
+        int fd = home_fs_write_open(&h, rel);
+        bool ok = fd >= 0;
+        const char *p = files[i].data;
+        size_t left = files[i].len;
+        while (ok && left > 0) {
+            ssize_t w = write(fd, p, left);
+            if (w < 0 && errno == EINTR) continue;
+            ok = w > 0;
+            if (ok) {
+                p += w;
+                left -= (size_t)w;
+            }
+        }
+        if (ok) ok = fchmod(fd, (mode_t)(files[i].mode & 0777u)) == 0;
+        int e = errno;
+        if (fd >= 0) close(fd);
+        if (ok) {
+            written++;
+        } else {
+            TLOG_WARN("home file not written", "path=\"%s\" error=\"%s\"", files[i].path,
+                      strerror(e));
+        }
+    }
+    home_fs_close(&h);
+    return written;
 }

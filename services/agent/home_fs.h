@@ -62,4 +62,19 @@ bool home_fs_tar(const home_fs *h, const char *rel, ts_buf *tar, size_t max) TS_
 /* The two zero blocks that end an archive. */
 void home_fs_tar_end(ts_buf *tar);
 
+/* A file a new kernel gets in its home (CreateKernel.home_files: the owner's
+ * dotfiles and SSH public key). */
+typedef struct home_file {
+    const char *path; /* relative to the home dir (home_fs_path) */
+    unsigned mode;    /* permission bits; setuid, setgid and sticky are dropped */
+    const void *data;
+    size_t len;
+} home_file;
+
+/* Write each file into the home dir dir where nothing of its path exists yet
+ * (a kept home keeps its own), beneath it as home_fs_write_open does, owned
+ * by the home's owner; a file that cannot be written is logged and skipped.
+ * The number written. */
+int home_fs_seed(const char *dir, const home_file *files, int n);
+
 #endif

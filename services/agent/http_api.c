@@ -344,6 +344,40 @@ static void h_app_start(http_req *req, http_resp *resp, void *ctx)
                               "host_port", p->host_port, "started", r == APP_STARTED));
 }
 
+/* POST /v1/kernels/{id}/apps/{app}/stop: end what listens on the app's port
+ * (app_start.h); 200 {"kernel_id", "app", "stopped"} (stopped: false when
+ * nothing listened). */
+static void h_app_stop(http_req *req, http_resp *resp, void *ctx)
+{
+    agent *a = _agent(req, resp, ctx);
+    if (!a) return;
+    kernel_view v;
+    if (!_kernel(a, req, resp, &v)) return;
+    const char *app = http_param(req, "app");
+    if (strcmp(v.status, "running") != 0) {
+        http_problem(resp, 409, "kernel-not-running", "Kernel not running", "kernel %s is %s",
+                     v.kernel_id, v.status);
+        return;
+    }
+    const kernel_service_port *p = NULL;
+    ts_err err = {{0}};
+    app_stop_result r = app_stop(a->rt, &v, app, APP_STOP_GRACE_MS, &p, &err);
+    if (r == APP_STOP_NOT_FOUND) {
+        http_problem(resp, 404, "app-not-found", "App not found",
+                     "kernel %s has no service port named '%s'", v.kernel_id, app);
+        return;
+    }
+    if (r == APP_STOP_FAILED) {
+        http_problem(resp, 409, "kernel-not-running", "Kernel not running", "app '%s': %s", app,
+                     err.msg);
+        return;
+    }
+    TLOG_INFO("app stop", "kernel=%s app=%s stopped=%d", v.kernel_id, app, r == APP_STOPPED);
+    http_reply_json(resp, 200,
+                    json_pack("{s:s, s:s, s:b}", "kernel_id", v.kernel_id, "app", p->name,
+                              "stopped", r == APP_STOPPED));
+}
+
 void http_api_routes(svc *s, const http_api_source *src)
 {
     void *c = (void *)src;
@@ -354,4 +388,5 @@ void http_api_routes(svc *s, const http_api_source *src)
     http_route(r, "POST", "/v1/kernels/{id}/execute", h_execute, c);
     http_route(r, "GET", "/v1/kernels/{id}/logs", h_logs, c);
     http_route(r, "POST", "/v1/kernels/{id}/apps/{app}/start", h_app_start, c);
+    http_route(r, "POST", "/v1/kernels/{id}/apps/{app}/stop", h_app_stop, c);
 }

@@ -368,7 +368,18 @@ static bool _start(kernels *ks, krec *k, const Tessera__V1__CreateKernel *cmd, i
         .gpu = p->gpu,
         .term_path = ks->o.term_path,
     };
-    return runtime_start(ks->o.rt, &spec, st, err);
+    /* the owner's dotfiles and SSH public key (CreateKernel.home_files) */
+    size_t nf = cmd->n_home_files;
+    home_file *files = ts_calloc(nf + 1, sizeof(*files));
+    for (size_t i = 0; i < nf; i++) {
+        const Tessera__V1__HomeFile *f = cmd->home_files[i];
+        files[i] = (home_file){f->path, f->mode, f->data.data, f->data.len};
+    }
+    spec.home_files = files;
+    spec.n_home_files = (int)nf;
+    bool ok = runtime_start(ks->o.rt, &spec, st, err);
+    free(files);
+    return ok;
 }
 
 static void _bootstrap(kernels *ks, krec *k, const Tessera__V1__CreateKernel *cmd)

@@ -294,6 +294,8 @@ static bool _files(start *s, ts_err *err)
     gid_t gid = 0;
     if (!bundle_process_user(s->rootfs, spec->image, rt->userns, &uid, &gid, err)) return false;
     if (!userns_own(rt->userns, s->home, uid, gid, 0755, err)) return false;
+    int seeded = home_fs_seed(s->home, spec->home_files, spec->n_home_files);
+    if (spec->n_home_files) TLOG_INFO("home files", "written=%d of=%d", seeded, spec->n_home_files);
     kernel_spec staged;
     bind_mount *staged_mounts = NULL;
     bool ok = _stage_mounts(rt, s->kdir, spec, &staged, &staged_mounts, &s->stage_paths, err);

@@ -16,7 +16,9 @@ static const char key_sql[] =
     " p.idle_timeout, d.is_active AS domain_active, d.total_resource_slots AS domain_slots,"
     " p.allowed_vfolder_hosts AS kp_vfolder_hosts, d.allowed_vfolder_hosts AS domain_vfolder_hosts,"
     " up.name AS user_policy, up.max_vfolder_count, up.max_quota_scope_size,"
-    " COALESCE(kc.bootstrap_script, '') AS bootstrap_script"
+    " COALESCE(kc.bootstrap_script, '') AS bootstrap_script,"
+    " COALESCE(kc.dotfiles, '[]'::jsonb)::text AS dotfiles,"
+    " COALESCE(kc.ssh_public_key, '') AS ssh_public_key"
     " FROM auth.keypairs k JOIN auth.users u ON u.id = k.user_id"
     " LEFT JOIN auth.keypair_configs kc ON kc.access_key = k.access_key"
     " JOIN auth.keypair_resource_policies p ON p.name = k.resource_policy"
@@ -163,6 +165,11 @@ static void h_context(http_req *req, http_resp *resp, void *ctx)
     if (sa) json_object_set_new(body, "domain_superadmins", db_cell_json(sa, 0, 0));
     /* user_config.h: run in its sessions that bring no script of their own */
     json_object_set_new(body, "bootstrap_script", col(k, "bootstrap_script"));
+    /* written into its sessions' home directories (user_config.h, ssh_keypair.h) */
+    json_t *dotfiles = json_loads(PQgetvalue(k, 0, PQfnumber(k, "dotfiles")), 0, NULL);
+    json_object_set_new(body, "dotfiles", json_is_array(dotfiles) ? dotfiles : json_array());
+    if (!json_is_array(dotfiles)) json_decref(dotfiles);
+    json_object_set_new(body, "ssh_public_key", col(k, "ssh_public_key"));
     http_reply_json(resp, 200, body);
 out_project:
     json_decref(project);

@@ -13,11 +13,15 @@
  *    "allowed_resource_groups": ["default", ...],
  *    "user_policy": {"name", "max_vfolder_count", "max_quota_scope_size"},
  *    "allowed_vfolder_hosts": {"keypair": {host: [perm, ...]}, "domain": {...}},
- *    "projects": [{"id", "name", "is_active", "allowed_vfolder_hosts"}, ...]}
+ *    "projects": [{"id", "name", "is_active", "allowed_vfolder_hosts"}, ...],
+ *    "bootstrap_script": "...", "dotfiles": [{"path", "perm", "data"}, ...],
+ *    "ssh_public_key": "..." | ""}
  *
- * (the last three for tessera-vfolder: folder limits, allowed volumes, and
- * the projects the user is a member of; "project" also carries its
- * allowed_vfolder_hosts).
+ * (user_policy, allowed_vfolder_hosts and projects for tessera-vfolder:
+ * folder limits, allowed volumes, and the projects the user is a member of;
+ * "project" also carries its allowed_vfolder_hosts. The keypair's bootstrap
+ * script, dotfiles and SSH public key go into its new sessions: user_config.h,
+ * ssh_keypair.h).
  *
  * GET /v1/user-lookup?email= (tessera-vfolder's invitations and shares):
  * {"id", "email", "username", "role", "status", "domain_name", "projects":

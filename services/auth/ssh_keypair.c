@@ -25,6 +25,7 @@ static void _store(admin_req *a, const char *pub, const char *priv, const char *
     PGresult *r = db_query(a->conn, a->resp, "store ssh keypair", store_sql, 3, p);
     if (!r) return;
     PQclear(r);
+    user_config_changed(a); /* the public key goes into new sessions */
     TLOG_INFO("ssh keypair stored", "how=%s", what);
     http_reply_json(a->resp, 200,
                     json_pack("{s:s, s:s}", "ssh_public_key", pub, "ssh_private_key", priv));

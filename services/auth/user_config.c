@@ -49,9 +49,7 @@ static bool _text_field(json_t *body, const char *key, size_t max, const char **
     return true;
 }
 
-/* A keypair's change that its session context shows: the contexts cached
- * by tessera-registry and others are dropped (KeypairChanged). */
-static void _publish(admin_req *a)
+void user_config_changed(admin_req *a)
 {
     const char *p[] = {a->c.access_key};
     PGresult *r = db_query(a->conn, NULL, "read keypair",
@@ -99,7 +97,7 @@ static void h_script_set(http_req *req, http_resp *resp, void *ctx)
                            2, p);
     if (r) {
         PQclear(r);
-        _publish(&a);
+        user_config_changed(&a);
         TLOG_INFO("bootstrap script set", "bytes=%zu", strlen(script));
         http_reply_json(resp, 200, json_object());
     }
@@ -294,6 +292,7 @@ static void _dotfile_write(http_req *req, http_resp *resp, svc *s, bool create)
             ok = _store(&a, list) && db_commit(a.conn, resp);
         }
         if (ok) {
+            user_config_changed(&a);
             TLOG_INFO(create ? "dotfile created" : "dotfile updated", "path=%s bytes=%zu", path,
                       strlen(data));
             http_reply_json(resp, 200, json_object());
@@ -340,6 +339,7 @@ static void h_dotfiles_delete(http_req *req, http_resp *resp, void *ctx)
             ok = _store(&a, list) && db_commit(a.conn, resp);
         }
         if (ok) {
+            user_config_changed(&a);
             TLOG_INFO("dotfile deleted", "path=%s", path);
             http_reply_json(resp, 200, json_pack("{s:b}", "success", 1));
         } else {

@@ -33,5 +33,9 @@ bool user_config_begin(admin_req *a, svc *s, http_req *req, http_resp *resp) TS_
 /* A column of the caller keypair's settings (a constant name) as text, ""
  * when unset (heap); NULL after a problem in a->resp. */
 char *user_config_column(admin_req *a, const char *column, const char *what);
+/* After a committed change of the caller keypair's settings that its session
+ * context shows (bootstrap script, dotfiles, SSH public key): the contexts
+ * cached by tessera-registry and others are dropped (KeypairChanged). */
+void user_config_changed(admin_req *a);
 
 #endif

@@ -88,10 +88,12 @@ static void print_problem(long status, const httpc_resp *r)
     json_decref(p);
 }
 
-cli_status client_call_raw(cli *c, const char *method, const char *path, const char *content_type,
-                           const void *body, size_t len, bool sign, httpc_resp *out)
+cli_status client_headers(cli *c, const char *method, const char *path, const char *content_type,
+                          const char *accept, const void *body, size_t len, bool sign,
+                          char *lines[CLIENT_MAX_HEADERS + 1], char **url)
 {
-    memset(out, 0, sizeof(*out));
+    memset(lines, 0, (CLIENT_MAX_HEADERS + 1) * sizeof(*lines));
+    *url = NULL;
     const char *endpoint = c->creds.endpoint;
     char host[256];
     char *base = NULL;
@@ -102,26 +104,20 @@ cli_status client_call_raw(cli *c, const char *method, const char *path, const c
     size_t elen = strlen(endpoint);
     while (elen && endpoint[elen - 1] == '/')
         elen--;
-    char *url = ts_asprintf("%.*s%s", (int)elen, endpoint, path);
+    *url = ts_asprintf("%.*s%s", (int)elen, endpoint, path);
     char *target = ts_asprintf("%s%s", base, path);
 
     char date[64];
     time_t now;
     iso_now(date, sizeof(date), &now);
-    char h_host[300], h_date[96], h_xdate[96], h_auth[160], h_ct[200];
-    snprintf(h_host, sizeof(h_host), "Host: %s", host);
-    snprintf(h_date, sizeof(h_date), "Date: %s", date);
-    snprintf(h_xdate, sizeof(h_xdate), "X-BackendAI-Date: %s", date);
-    snprintf(h_ct, sizeof(h_ct), "Content-Type: %s", content_type);
-    const char *headers[9] = {h_ct,
-                              "Accept: application/json",
-                              "X-BackendAI-Version: " CLIENT_API_VERSION,
-                              h_host,
-                              h_date,
-                              h_xdate,
-                              "User-Agent: tessera-cli/" TESSERA_VERSION,
-                              NULL,
-                              NULL};
+    size_t n = 0;
+    lines[n++] = ts_asprintf("Content-Type: %s", content_type);
+    lines[n++] = ts_asprintf("Accept: %s", accept);
+    lines[n++] = ts_strdup("X-BackendAI-Version: " CLIENT_API_VERSION);
+    lines[n++] = ts_asprintf("Host: %s", host);
+    lines[n++] = ts_asprintf("Date: %s", date);
+    lines[n++] = ts_asprintf("X-BackendAI-Date: %s", date);
+    lines[n++] = ts_strdup("User-Agent: tessera-cli/" TESSERA_VERSION);
     if (sign && c->creds.access_key) {
         sign_input in = {.method = method,
                          .target = target,
@@ -134,11 +130,32 @@ cli_status client_call_raw(cli *c, const char *method, const char *path, const c
                          .body_len = len};
         char sig[SIGN_HEX_LEN + 1];
         sign_compute(c->creds.secret_key, &in, sig);
-        snprintf(h_auth, sizeof(h_auth),
-                 "Authorization: BackendAI signMethod=HMAC-SHA256, credential=%s:%s",
-                 c->creds.access_key, sig);
-        headers[7] = h_auth;
+        lines[n++] =
+            ts_asprintf("Authorization: BackendAI signMethod=HMAC-SHA256, credential=%s:%s",
+                        c->creds.access_key, sig);
     }
+    free(target);
+    free(base);
+    return CLI_OK;
+}
+
+void client_headers_free(char *lines[CLIENT_MAX_HEADERS + 1])
+{
+    for (size_t i = 0; i < CLIENT_MAX_HEADERS && lines[i]; i++)
+        free(lines[i]);
+}
+
+cli_status client_call_raw(cli *c, const char *method, const char *path, const char *content_type,
+                           const void *body, size_t len, bool sign, httpc_resp *out)
+{
+    memset(out, 0, sizeof(*out));
+    char *lines[CLIENT_MAX_HEADERS + 1];
+    char *url;
+    const char *endpoint = c->creds.endpoint;
+    cli_status hrc = client_headers(c, method, path, content_type, "application/json", body, len,
+                                    sign, lines, &url);
+    if (hrc != CLI_OK) return hrc;
+    const char *const *headers = (const char *const *)lines;
     ts_err err = {{0}};
     cli_status rc = CLI_FAIL;
     if (!httpc_request(c->http, method, url, headers, body, len, NULL, out, &err)) {
@@ -149,9 +166,8 @@ cli_status client_call_raw(cli *c, const char *method, const char *path, const c
         print_problem(out->status, out);
     }
     if (rc != CLI_OK) httpc_resp_free(out);
-    free(target);
+    client_headers_free(lines);
     free(url);
-    free(base);
     return rc;
 }
 

@@ -45,6 +45,17 @@ cli_status client_call(cli *c, const char *method, const char *path, json_t *bod
 cli_status client_call_raw(cli *c, const char *method, const char *path, const char *content_type,
                            const void *body, size_t len, bool sign, httpc_resp *out) TS_MUST_CHECK;
 
+/* The request headers client_call_raw sends (Content-Type, Accept, the
+ * version, Host, the dates, User-Agent, and the signature when sign and c
+ * has keys) as "Name: value" lines, NULL-terminated (free with
+ * client_headers_free), and the full URL of path (*url, heap), for commands
+ * that make the request themselves (`tessera events` reads a stream). */
+#define CLIENT_MAX_HEADERS 8
+cli_status client_headers(cli *c, const char *method, const char *path, const char *content_type,
+                          const char *accept, const void *body, size_t len, bool sign,
+                          char *lines[CLIENT_MAX_HEADERS + 1], char **url);
+void client_headers_free(char *lines[CLIENT_MAX_HEADERS + 1]);
+
 /* Whether c has a keypair; when not, says how to get one (the command then
  * ends with CLI_FAIL). */
 bool client_has_keys(const cli *c) TS_MUST_CHECK;

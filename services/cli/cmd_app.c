@@ -1,7 +1,8 @@
 /* cmd_app.c: `tessera app SESSION APP`: open an app of a running session
  * through tessera-wsproxy (POST /session/{name}/start-service) and print the
  * URL to open; with --bind, serve a local TCP port tunnelled to a tcp app
- * (app_tunnel.h). docs/cli.md, docs/wsproxy.md. */
+ * (app_tunnel.h); with --stop, stop it (POST /session/{name}/shutdown-service).
+ * docs/cli.md, docs/wsproxy.md. */
 #include "services/cli/app_tunnel.h"
 #include "services/cli/commands.h"
 #include "services/cli/output.h"
@@ -33,6 +34,21 @@ static cli_status _start_service(const app_req *r, json_t **answer)
     cli_status rc = client_call(r->c, "POST", path, body, true, answer);
     free(path);
     json_decref(body);
+    return rc;
+}
+
+/* POST /session/{name}/shutdown-service {service_name}. */
+static cli_status _stop(const app_req *r)
+{
+    char *e = httpc_escape(r->session);
+    char *path = ts_asprintf("/session/%s/shutdown-service", e);
+    free(e);
+    json_t *body = json_pack("{s:s}", "service_name", r->app), *answer = NULL;
+    cli_status rc = client_call(r->c, "POST", path, body, true, &answer);
+    free(path);
+    json_decref(body);
+    json_decref(answer);
+    if (rc == CLI_OK) printf("app '%s' of session %s stopped\n", r->app, r->session);
     return rc;
 }
 
@@ -96,13 +112,12 @@ static cli_status _bind(const cli_command *self, const app_req *r, const char *s
 int cmd_app(cli *c, const cli_command *self, int argc, char **argv)
 {
     static const struct option longopts[] = {
-        {"port", required_argument, NULL, 'p'},
-        {"bind", required_argument, NULL, 'b'},
-        {"json", no_argument, NULL, 'J'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        {"port", required_argument, NULL, 'p'}, {"bind", required_argument, NULL, 'b'},
+        {"stop", no_argument, NULL, 'S'},       {"json", no_argument, NULL, 'J'},
+        {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0},
     };
     long port = 0;
+    bool stop = false;
     const char *bind_spec = NULL;
     int opt;
     optind = 0;
@@ -113,6 +128,8 @@ int cmd_app(cli *c, const cli_command *self, int argc, char **argv)
             return CLI_OK;
         } else if (opt == 'J') {
             c->json = true;
+        } else if (opt == 'S') {
+            stop = true;
         } else if (opt == 'b') {
             if (!*optarg) return cli_usage(self->name, NULL, "--bind takes [HOST:]PORT");
             bind_spec = optarg;
@@ -131,10 +148,14 @@ int cmd_app(cli *c, const cli_command *self, int argc, char **argv)
     if (left < 1) return cli_usage(self->name, NULL, "SESSION is missing");
     if (left < 2 && !port) return cli_usage(self->name, NULL, "APP is missing");
     if (left > 2) return cli_usage(self->name, NULL, "unexpected argument '%s'", argv[optind + 2]);
+    if (stop && (left < 2 || port || bind_spec))
+        return cli_usage(self->name, NULL,
+                         "--stop takes the APP by its name, without --port or --bind");
     if (!client_has_keys(c)) return CLI_FAIL;
 
     app_req r = {
         .c = c, .session = argv[optind], .app = left == 2 ? argv[optind + 1] : NULL, .port = port};
+    if (stop) return _stop(&r);
     if (bind_spec) return _bind(self, &r, bind_spec);
     json_t *answer = NULL;
     cli_status rc = _start_service(&r, &answer);

@@ -47,6 +47,9 @@ int cmd_session(cli *c, const cli_command *self, int argc, char **argv);
 /* cmd_session_template.c: `tessera session-template SUBCOMMAND` (its own --help) */
 int cmd_session_template(cli *c, const cli_command *self, int argc, char **argv);
 
+/* cmd_events.c: `tessera events` (session events or a background task, as they come) */
+int cmd_events(cli *c, const cli_command *self, int argc, char **argv);
+
 /* cmd_app.c: `tessera app SESSION APP` */
 int cmd_app(cli *c, const cli_command *self, int argc, char **argv);
 

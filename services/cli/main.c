@@ -50,7 +50,8 @@ static const cli_command commands[] = {
      NULL /* its own --help at every level */, cmd_session_template},
     {"app", "open an app of a running session (Jupyter, a terminal, ...): prints its URL",
      "tessera app SESSION APP [--port PORT] [--json]\n"
-     "       tessera app SESSION APP --bind [HOST:]PORT\n\n"
+     "       tessera app SESSION APP --bind [HOST:]PORT\n"
+     "       tessera app SESSION APP --stop\n\n"
      "Options:\n"
      "  -p, --port PORT          the app by its container port instead of its name (APP\n"
      "                           may then be left out)\n"
@@ -58,6 +59,9 @@ static const cli_command commands[] = {
      "                           127.0.0.1; PORT 0 picks a free one) and tunnel each\n"
      "                           connection to the app through tessera-wsproxy, until\n"
      "                           Ctrl-C\n"
+     "      --stop               stop the app instead: its processes end (SIGTERM, then\n"
+     "                           SIGKILL after 5 s) and open connections close; it can\n"
+     "                           be opened again later\n"
      "      --json               print the API's answer ({token, wsproxy_addr, url, ...})\n\n"
      "The URL holds a token that opens the app for about 10 minutes; the browser then\n"
      "keeps a cookie. Apps are the session's service ports (`tessera session info`);\n"
@@ -74,6 +78,17 @@ static const cli_command commands[] = {
      "Options:\n"
      "  -g, --group PROJECT      also the groups allowed to that project (name or id)",
      cmd_scaling_groups},
+    {"events", "print session events (or a background task's progress) as they come, until Ctrl-C",
+     "tessera events [OPTIONS]\n\n"
+     "Options:\n"
+     "  -s, --session NAME       only the session of that name\n"
+     "  -S, --scope SCOPE        session, kernel or session,kernel (default: both)\n"
+     "  -g, --group PROJECT      only sessions of that project (name or id)\n"
+     "  -t, --task ID            follow a background task (e.g. an image scan) until it ends\n\n"
+     "One line per event (time, event, session name, session id, reason); --json prints each\n"
+     "event's data as a JSON object with its \"event\". Users see their own sessions, domain\n"
+     "admins their domain's, superadmins all.",
+     cmd_events},
     {"graphql", "send a GraphQL query or mutation (Backend.AI's schema) and print its data",
      "tessera graphql [OPTIONS] QUERY|-\n\n"
      "QUERY is a GraphQL document (- reads it from stdin), e.g.\n"

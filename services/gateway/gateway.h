@@ -20,13 +20,15 @@ typedef struct gateway {
     int64_t audit_batch_wait_ms; /* audit.batch_wait */
     credentials *creds;
     /* The web console and its browser sessions (console.h, websession.h). */
-    char *console_dir;       /* gateway.console_dir ("": beside the binary) */
-    int64_t web_idle_ms;     /* gateway.web_session_idle */
-    int64_t web_max_age_ms;  /* gateway.web_session_max_age */
-    char *web_origins;       /* gateway.web_allowed_origins */
-    char *web_cookie_secure; /* gateway.web_cookie_secure: auto|always|never */
-    char *cors_origins;      /* gateway.cors_origins (cors.h) */
-    int64_t max_streams;     /* gateway.max_streams (streams.h) */
+    char *console_dir;          /* gateway.console_dir ("": beside the binary) */
+    int64_t web_idle_ms;        /* gateway.web_session_idle */
+    int64_t web_max_age_ms;     /* gateway.web_session_max_age */
+    char *web_origins;          /* gateway.web_allowed_origins */
+    char *web_cookie_secure;    /* gateway.web_cookie_secure: auto|always|never */
+    char *cors_origins;         /* gateway.cors_origins (cors.h) */
+    int64_t max_event_streams;  /* gateway.max_event_streams (events.h) */
+    int64_t event_keepalive_ms; /* gateway.event_keepalive */
+    int64_t max_streams;        /* gateway.max_streams (streams.h) */
 } gateway;
 
 #endif

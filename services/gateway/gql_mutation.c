@@ -22,7 +22,7 @@
 #include <string.h>
 
 #define MUTATE_TIMEOUT_MS 15000
-#define RESCAN_TIMEOUT_MS 600000
+#define SCAN_START_TIMEOUT_MS 10000
 
 /* The outcome of one REST call. */
 typedef struct outcome {
@@ -39,8 +39,7 @@ static bool _call(gql_exec *ex, upstream_id u, const char *method, const char *t
 {
     gql_ctx *c = gql_user(ex);
     *o = (outcome){0};
-    if (timeout_ms != RESCAN_TIMEOUT_MS && !(timeout_ms = gql_time_left(ex, timeout_ms)))
-        return false; /* a rescan is one call that may take long: not cut */
+    if (!(timeout_ms = gql_time_left(ex, timeout_ms))) return false;
     long status;
     ts_err err = {{0}};
     if (!proxy_fetch_json(&c->gw->up[u], timeout_ms, method, c->req, target, c->id, body, &status,
@@ -707,20 +706,24 @@ ACCESS(dissoc_keypair, "DELETE", "keypair", "access_key")
 
 json_t *gql_m_rescan_images(gql_exec *ex, const json_t *args)
 {
+    /* answered at once: the scan runs as a registry background task, followed
+     * on GET /events/background-task?taskId= (bgtasks.h) */
     const char *registry = gql_str(args, "registry");
     json_t *body = registry ? json_pack("{s:s}", "registry", registry) : json_object();
     outcome o;
-    bool called =
-        _call(ex, UPSTREAM_REGISTRY, "POST", "/v1/admin/images/scan", body, RESCAN_TIMEOUT_MS, &o);
+    bool called = _call(ex, UPSTREAM_REGISTRY, "POST", "/v1/admin/images/scan?background=true",
+                        body, SCAN_START_TIMEOUT_MS, &o);
     json_decref(body);
     if (!called) return NULL;
-    if (o.ok) {
-        size_t n = json_array_size(json_object_get(o.body, "registered"));
-        size_t failed = json_array_size(json_object_get(o.body, "failed"));
-        snprintf(o.msg, sizeof(o.msg), "registered %zu image(s), %zu failed", n, failed);
+    const char *task = json_string_value(json_object_get(o.body, "task_id"));
+    if (o.ok && !task) {
+        o.ok = false;
+        snprintf(o.msg, sizeof(o.msg), "the registry answered no task id");
+    } else if (o.ok) {
+        snprintf(o.msg, sizeof(o.msg), "image scan started");
     }
-    json_decref(o.body);
     json_t *r = _result(&o, NULL, NULL);
-    json_object_set_new(r, "task_id", json_null()); /* done before answering */
+    json_object_set_new(r, "task_id", o.ok ? json_string(task) : json_null());
+    json_decref(o.body);
     return r;
 }

@@ -7,6 +7,8 @@
 #include "http_api.h"
 
 #include "console.h"
+#include "bgtasks.h"
+#include "events_session.h"
 #include "folders.h"
 #include "graphql.h"
 #include "proxy.h"
@@ -188,6 +190,8 @@ void gateway_routes(gateway *gw)
         http_route(r, own[i][0], own[i][1], h_admin, gw);
     sessions_routes(gw);
     streams_routes(gw);
+    events_session_routes(gw); /* /events/session */
+    bgtasks_routes(gw);        /* /events/background-task */
     session_templates_routes(gw);
     folders_routes(gw);
     resources_routes(gw);

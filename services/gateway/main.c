@@ -6,6 +6,8 @@
 #include "audit.h"
 #include "audit_batch.h"
 #include "cors.h"
+#include "events.h"
+#include "events_session.h"
 #include "gateway.h"
 #include "http_api.h"
 #include "ratelimit.h"
@@ -58,6 +60,12 @@ static const cfg_option gateway_options[] = {
      "auto|always|never", false, NULL,
      "the console cookie's Secure flag: auto sets it when the request came over TLS "
      "(X-Forwarded-Proto: https from the proxy in front)"},
+    {"gateway.max_event_streams", CFG_INT, &g_gw.max_event_streams, "256", 0, 100000, NULL, false,
+     NULL,
+     "event streams (/events/session, /events/background-task) open at once; beyond: 503 "
+     "(each holds a connection, not a worker thread)"},
+    {"gateway.event_keepalive", CFG_DURATION, &g_gw.event_keepalive_ms, "15s", 1000, 300000, NULL,
+     false, NULL, "how often an idle event stream gets a keep-alive comment"},
     {"gateway.max_streams", CFG_INT, &g_gw.max_streams, "256", 1, 100000, NULL, false, NULL,
      "most WebSocket streams (/stream/session/...: pty, execute, tcpproxy) this gateway holds "
      "at once, each with a thread of its own; beyond: 503 before the upgrade"},
@@ -98,7 +106,8 @@ static bool gateway_start(svc *s, ts_err *err)
     ratelimit_init(s);
     audit_opts ao = {.batch_records = (int)g_gw.audit_batch_records,
                      .batch_wait_ms = (int)g_gw.audit_batch_wait_ms};
-    return audit_start(s, &ao, err) && credentials_start(g_gw.creds, err);
+    return audit_start(s, &ao, err) && credentials_start(g_gw.creds, err) &&
+           events_start(&g_gw, err) && events_session_start(&g_gw, err);
 }
 
 /* After the last request drained, before the bus is closed: the buffered
@@ -107,6 +116,8 @@ static void gateway_stop(svc *s)
 {
     (void)s;
     streams_stop(3000);
+    events_session_stop();
+    events_stop();
     audit_stop();
     credentials_stop(g_gw.creds);
 }

@@ -18,6 +18,16 @@ static void h_forward(http_req *req, http_resp *resp, void *ctx)
     free(target);
 }
 
+/* POST /resource/recalculate-usage -> registry POST /v1/admin/occupancy/recalculate. */
+static void h_recalculate(http_req *req, http_resp *resp, void *ctx)
+{
+    gateway *gw = ctx;
+    gw_identity id;
+    if (!verify_request(gw, req, resp, &id)) return;
+    proxy_forward(&gw->up[UPSTREAM_REGISTRY], RESOURCES_RECALC_TIMEOUT_MS, req, resp,
+                  "/v1/admin/occupancy/recalculate", &id, NULL, 0);
+}
+
 void resources_routes(gateway *gw)
 {
     http_router *r = svc_router(gw->svc);
@@ -25,4 +35,5 @@ void resources_routes(gateway *gw)
     http_route(r, "GET", "/scaling-groups/{name}/wsproxy-version", h_forward, gw);
     http_route(r, "GET", "/resource/presets", h_forward, gw);
     http_route(r, "POST", "/resource/check-presets", h_forward, gw);
+    http_route(r, "POST", "/resource/recalculate-usage", h_recalculate, gw);
 }

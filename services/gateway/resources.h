@@ -6,6 +6,8 @@
  *   GET  /scaling-groups?group=      -> GET  /v1/scaling-groups?<query>
  *   GET  /resource/presets           -> GET  /v1/resource/presets
  *   POST /resource/check-presets     -> POST /v1/resource/check-presets (body as sent)
+ *   POST /resource/recalculate-usage -> POST /v1/admin/occupancy/recalculate
+ *                                       (superadmins; occupancy_sync.h)
  *
  * Every route is signed (verify.c); the registry resolves the caller and
  * checks its body. (The admin CRUD, /admin/resource-presets, is routed with
@@ -16,6 +18,7 @@
 #include "gateway.h"
 
 #define RESOURCES_TIMEOUT_MS 10000
+#define RESOURCES_RECALC_TIMEOUT_MS 30000 /* up to 5 s waiting for placements, then the rebuild */
 
 void resources_routes(gateway *gw);
 

@@ -325,6 +325,7 @@ void sessions_routes(gateway *gw)
         ROUTE("GET", "/{name}/status-history", h_same_path);
         ROUTE("POST", "/{name}/rename", h_same_path);
         ROUTE("POST", "/{name}/start-service", h_start_service);
+        ROUTE("POST", "/{name}/shutdown-service", h_same_path);
         ROUTE("POST", "/{name}/upload", h_files);
         ROUTE("GET", "/{name}/download", h_files);
         ROUTE("POST", "/{name}/download", h_files);

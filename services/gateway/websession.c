@@ -254,6 +254,12 @@ bool websession_admit(gateway *gw, const http_req *req, http_resp *resp, websess
      * with the origin checks above it stands in for the token. A token that
      * is sent must be right. */
     if (!token && http_header(req, "X-BackendAI-Version")) return true;
+    /* An event stream (GET /events/...) is read with a browser's EventSource,
+     * which sends no header of its own: a read-only GET, whose cross-site use
+     * the origin checks above refuse (EventSource sends Origin cross-site). */
+    const char *path = req->path;
+    if (strncmp(path, "/func/", 6) == 0) path += 5;
+    if (!token && strcmp(req->method, "GET") == 0 && strncmp(path, "/events/", 8) == 0) return true;
     /* A browser's WebSocket can send neither, but always sends Origin (checked
      * above) and Upgrade, a header no page can set (streams.h). */
     const char *upgrade = http_header(req, "Upgrade");

@@ -23,7 +23,9 @@
  *     clients send it in session mode, no such header but an
  *     X-BackendAI-Version header (a custom header: another site's page
  *     cannot send it without a CORS preflight, which only
- *     gateway.cors_origins pass).
+ *     gateway.cors_origins pass); or neither for GET /events/... (a
+ *     browser's EventSource can send no header; read-only, and refused
+ *     cross-site by the origin check).
  * Refusals: 403 forbidden (origin, CSRF), 401 auth-failed (no or an ended
  * session), 503 (Redis not answering). Metrics:
  * tessera_gateway_web_sessions_total{event=...}. */

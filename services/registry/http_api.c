@@ -3,6 +3,7 @@
 #include "http_api.h"
 
 #include "agents_admin.h"
+#include "bgtasks.h"
 #include "check_presets.h"
 #include "images.h"
 #include "mounts.h"
@@ -12,6 +13,7 @@
 #include "session_create.h"
 #include "session_relay.h"
 #include "session_templates.h"
+#include "occupancy_sync.h"
 #include "sessions.h"
 #include "template_launch.h"
 
@@ -25,8 +27,10 @@ void registry_routes(svc *s)
     agents_admin_routes(s);      /* /v1/admin/agents... (agents_admin.h) */
     resource_groups_routes(s);   /* /v1/admin/resource-groups... */
     images_routes(s);            /* /v1/admin/images... */
+    bgtasks_routes(s);           /* /v1/bgtasks/{id} (bgtasks.h) */
     resource_presets_routes(s);  /* /v1/resource/presets, /v1/admin/resource-presets... */
     scaling_groups_routes(s);    /* /v1/scaling-groups (scaling_groups.h) */
     check_presets_routes(s);     /* /v1/resource/check-presets (check_presets.h) */
     mounts_routes(s);            /* /v1/vfolder-mounts/{vfolder_id} (mounts.h) */
+    occupancy_routes(s);         /* /v1/admin/occupancy/recalculate (occupancy_sync.h) */
 }

@@ -1,6 +1,8 @@
 /* images.c: see images.h. */
 #include "images.h"
 
+#include "bgtasks.h"
+
 #include "caller.h"
 #include "context.h"
 #include "db_common.h"
@@ -11,6 +13,7 @@
 #include "oci.h"
 #include "pbutil.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -236,6 +239,82 @@ static void h_delete(http_req *req, http_resp *resp, void *ctx)
     listing_admin_delete(ctx, req, resp, "images", &image_delete, "ref");
 }
 
+/* ---- the scan as a background task (bgtasks.h) ---- */
+
+typedef struct scan_job {
+    char task[TS_UUID_STRLEN];
+    char *host; /* NULL: the default registry */
+} scan_job;
+
+static void *_scan_main(void *arg)
+{
+    scan_job *j = arg;
+    tlog_ctx_entity("task", j->task);
+    json_t *refs = NULL;
+    ts_err err = {{0}};
+    if (!oci_catalog(j->host, &refs, &err)) {
+        bgtask_finish(j->task, "failed", err.msg);
+        goto out;
+    }
+    size_t n = json_array_size(refs), failed = 0;
+    bgtask_progress(j->task, 0, (int64_t)n, "reading the registry's images");
+    size_t i;
+    json_t *r;
+    json_array_foreach(refs, i, r)
+    {
+        PGconn *conn = reg_pg_get(&err);
+        if (!conn) {
+            bgtask_finish(j->task, "failed", err.msg);
+            goto out;
+        }
+        bool nf = false, bad = false;
+        ts_err e = {{0}};
+        if (!register_from_oci(conn, json_string_value(r), &nf, &bad, &e)) {
+            failed++;
+            TLOG_WARN("image scan: not registered", "image=%s error=%s", json_string_value(r),
+                      e.msg);
+        }
+        reg_pg_put(conn);
+        bgtask_progress(j->task, (int64_t)i + 1, (int64_t)n, json_string_value(r));
+    }
+    char msg[128];
+    snprintf(msg, sizeof(msg), "registered %zu image(s), %zu failed", n - failed, failed);
+    bgtask_finish(j->task, "done", msg);
+out:
+    json_decref(refs);
+    free(j->host);
+    free(j);
+    tlog_ctx_entity(NULL, NULL);
+    return NULL;
+}
+
+/* POST /v1/admin/images/scan?background=true: 202 {"task_id"} at once. */
+static void _scan_background(http_req *req, http_resp *resp, const reg_caller *c, const char *host)
+{
+    scan_job *j = ts_calloc(1, sizeof(*j));
+    j->host = host ? ts_strdup(host) : NULL;
+    ts_err err = {{0}};
+    if (!bgtask_create("image_scan", c->user_id, c->access_key, j->task, &err)) {
+        http_problem(resp, 503, "service-unavailable", NULL, "background task: %s", err.msg);
+        free(j->host);
+        free(j);
+        return;
+    }
+    char task[TS_UUID_STRLEN];
+    memcpy(task, j->task, sizeof(task)); /* j is the thread's from now on */
+    pthread_t t;
+    if (pthread_create(&t, NULL, _scan_main, j) != 0) {
+        bgtask_finish(j->task, "failed", "could not start a thread");
+        http_problem(resp, 503, "service-unavailable", NULL, "could not start the scan");
+        free(j->host);
+        free(j);
+        return;
+    }
+    pthread_detach(t);
+    (void)req;
+    http_reply_json(resp, 202, json_pack("{s:s}", "task_id", task));
+}
+
 static void h_scan(http_req *req, http_resp *resp, void *ctx)
 {
     svc *s = ctx;
@@ -253,6 +332,11 @@ static void h_scan(http_req *req, http_resp *resp, void *ctx)
         http_problem(
             resp, 400, "invalid-api-params", NULL,
             "\"registry\" must be a registry host[:port] (e.g. registry.example.com:5000)");
+        goto out;
+    }
+    const char *bg = http_query_arg(req, "background");
+    if (bg && (strcmp(bg, "true") == 0 || strcmp(bg, "1") == 0)) {
+        _scan_background(req, resp, &c, host);
         goto out;
     }
     ts_err err = {{0}};

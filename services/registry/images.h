@@ -10,7 +10,9 @@
  *   DELETE /v1/admin/images/{reference}
  *   POST   /v1/admin/images/scan {"registry"?}  every repository:tag of the
  *          registry's /v2/_catalog; answers {"registered": [...], "failed":
- *          [{"reference", "error"}]}
+ *          [{"reference", "error"}]}; with ?background=true: 202
+ *          {"task_id"} at once, the scan running as a background task
+ *          (bgtasks.h; progress: images done / total)
  * Labels understood (Backend.AI's): ai.backend.service-ports
  * ("name:proto:port,..."), ai.backend.resource.min.<slot> (minimum slots),
  * ai.backend.runtime-type, ai.backend.runtime-path. */

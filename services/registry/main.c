@@ -3,6 +3,7 @@
  * (registry.h lists them). */
 #include "agents.h"
 #include "auth_client.h"
+#include "bgtasks.h"
 #include "context.h"
 #include "event_consumers.h"
 #include "housekeeping.h"
@@ -116,6 +117,10 @@ static bool registry_start(svc *s, ts_err *err)
     }
     TLOG_INFO("event consumers", "per_group=%d configured=%lld", reg_event_consumers(),
               (long long)reg_settings.event_consumers);
+    if (!bgtasks_start(s, err)) {
+        ts_err_prefix(err, "background tasks");
+        return false;
+    }
     if (!authc_start(s, err) || !agents_start(s, err) || !lifecycle_start(s, err)) return false;
     reconcile_register_metrics(s);
     return housekeeping_start(err);
@@ -135,6 +140,7 @@ static const svcauth_rule REGISTRY_ACCESS[] = {
     {"*", "/v1/sessions", SVCAUTH_GATEWAY},         {"*", "/v1/admin", SVCAUTH_GATEWAY},
     {"GET", "/v1/scaling-groups", SVCAUTH_GATEWAY}, {"*", "/v1/resource", SVCAUTH_GATEWAY},
     {"GET", "/v1/vfolder-mounts", SVCAUTH_VFOLDER}, {"*", "/v1/session-templates", SVCAUTH_GATEWAY},
+    {"GET", "/v1/bgtasks", SVCAUTH_GATEWAY},
 };
 
 int main(int argc, char **argv)

@@ -1,6 +1,7 @@
 /* occupancy_sync.c: agent capacity and the rebuild (see occupancy_sync.h). */
 #include "occupancy_sync.h"
 
+#include "caller.h"
 #include "context.h"
 #include "db_common.h"
 #include "libcommon/log.h"
@@ -10,6 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
+
+#define REBUILD_LOCK_MS 60000  /* the lock's expiry: a registry that dies holding it */
+#define REBUILD_SETTLE_MS 2000 /* automatic rebuilds wait this long for placements */
+#define SETTLE_POLL_MS 100
 
 static __thread occ *t_occ;
 static __thread rds *t_rds;
@@ -103,12 +109,71 @@ static const char kernels_sql[] =
     " FROM registry.kernels k JOIN registry.sessions s ON s.id = k.session_id"
     " WHERE k.holds_slots AND k.agent_id IS NOT NULL ORDER BY k.session_id, k.cluster_idx";
 
-bool occupancy_rebuild(ts_err *err)
+/* How many of Redis' reservations are the scheduler's in flight: their
+ * kernels neither hold slots in the database yet nor ended. -1 on an error. */
+static int _in_flight(occ *o, ts_err *err)
 {
-    occ *o = occupancy_handle(err);
-    if (!o) return false;
+    occ_alloc *al = NULL;
+    size_t na = 0;
+    if (!occ_list_allocs(o, &al, &na, err)) return -1;
+    if (na == 0) {
+        free(al);
+        return 0;
+    }
+    const char **ids = ts_calloc(na + 1, sizeof(*ids));
+    size_t nu = 0;
+    for (size_t i = 0; i < na; i++)
+        if (ts_uuid_valid(al[i].kernel_id)) ids[nu++] = al[i].kernel_id;
+    char *arr = reg_uuid_array(ids, nu);
+    const char *p[] = {arr};
     PGconn *conn = reg_pg_get(err);
-    if (!conn) return false;
+    PGresult *r =
+        conn ? reg_exec(conn,
+                        "SELECT count(*) FROM registry.kernels k"
+                        " JOIN registry.sessions s ON s.id = k.session_id"
+                        " WHERE k.id = ANY($1::uuid[]) AND NOT k.holds_slots"
+                        " AND k.status NOT IN " SQL_FINAL " AND s.status NOT IN " SQL_FINAL,
+                        1, p, err)
+             : NULL;
+    reg_pg_put(conn);
+    free(arr);
+    free(ids);
+    free(al);
+    if (!r) return -1;
+    int n = atoi(PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return n;
+}
+
+/* Take the rebuild lock (reservations are refused from now on), then wait
+ * up to settle_ms for the reservations in flight to be recorded in the
+ * database (the registry applies the scheduler's SessionScheduled), so that
+ * the snapshot holds them. *left: how many are still in flight. false on a
+ * failure (the lock is removed again). */
+static bool _lock_settled(occ *o, int settle_ms, int *left, ts_err *err)
+{
+    if (!occ_lock(o, REBUILD_LOCK_MS, err)) return false;
+    int64_t deadline = ts_now_mono_ms() + settle_ms;
+    for (;;) {
+        *left = _in_flight(o, err);
+        if (*left < 0) break;
+        if (*left == 0 || ts_now_mono_ms() >= deadline) return true;
+        usleep(SETTLE_POLL_MS * 1000);
+    }
+    ts_err e2;
+    if (!occ_unlock(o, &e2)) TLOG_WARN("rebuild lock not removed", "error=\"%s\"", e2.msg);
+    return false;
+}
+
+/* The rebuild itself, under the lock (occ_rebuild removes it). */
+static bool _rebuild_locked(occ *o, occupancy_counts *counts, ts_err *err)
+{
+    PGconn *conn = reg_pg_get(err);
+    if (!conn) {
+        ts_err e2;
+        if (!occ_unlock(o, &e2)) TLOG_WARN("rebuild lock not removed", "error=\"%s\"", e2.msg);
+        return false;
+    }
     /* One snapshot of both tables. */
     PGresult *ar = NULL, *kr = NULL;
     bool ok = pg_exec(conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", err) &&
@@ -118,6 +183,8 @@ bool occupancy_rebuild(ts_err *err)
     reg_pg_put(conn);
     if (!ok) {
         if (ar) PQclear(ar);
+        ts_err e2;
+        if (!occ_unlock(o, &e2)) TLOG_WARN("rebuild lock not removed", "error=\"%s\"", e2.msg);
         return false;
     }
     int na = PQntuples(ar), nk = PQntuples(kr);
@@ -188,6 +255,7 @@ bool occupancy_rebuild(ts_err *err)
     if (ok) {
         atomic_fetch_add(&rebuilds, 1);
         TLOG_INFO("occupancy rebuilt in Redis", "agents=%d sessions=%d kernels=%d", na, ns, nk);
+        if (counts) *counts = (occupancy_counts){na, ns, nk};
     }
     for (int i = 0; i < na; i++)
         json_decref(ab[i].devices);
@@ -200,6 +268,34 @@ bool occupancy_rebuild(ts_err *err)
     PQclear(ar);
     PQclear(kr);
     return ok;
+}
+
+bool occupancy_rebuild(ts_err *err)
+{
+    occ *o = occupancy_handle(err);
+    int left = 0;
+    if (!o || !_lock_settled(o, REBUILD_SETTLE_MS, &left, err)) return false;
+    if (left > 0)
+        TLOG_WARN("occupancy rebuild with reservations in flight: the reconcile pass restores them",
+                  "in_flight=%d", left);
+    return _rebuild_locked(o, NULL, err);
+}
+
+bool occupancy_recalculate(int settle_ms, occupancy_counts *counts, bool *busy, ts_err *err)
+{
+    *busy = false;
+    occ *o = occupancy_handle(err);
+    int left = 0;
+    if (!o || !_lock_settled(o, settle_ms, &left, err)) return false;
+    if (left > 0) {
+        ts_err e2;
+        if (!occ_unlock(o, &e2)) TLOG_WARN("rebuild lock not removed", "error=\"%s\"", e2.msg);
+        ts_err_set(err, "%d placement%s of the scheduler %s still being recorded; try again", left,
+                   left == 1 ? "" : "s", left == 1 ? "is" : "are");
+        *busy = true;
+        return false;
+    }
+    return _rebuild_locked(o, counts, err);
 }
 
 bool occupancy_check(void)
@@ -356,4 +452,45 @@ void occupancy_verify(void)
     PQclear(held);
     PQclear(holders);
     free(al);
+}
+
+/* ---- on request --------------------------------------------------------------------------------
+ */
+
+#define RECALC_SETTLE_MS 5000
+
+/* POST /v1/admin/occupancy/recalculate (Backend.AI's POST
+ * /resource/recalculate-usage): superadmins. 200 {"agents", "sessions",
+ * "kernels"} written; 503 while placements stay in flight. */
+static void h_recalculate(http_req *req, http_resp *resp, void *ctx)
+{
+    (void)ctx;
+    reg_caller c;
+    if (!caller_get(req, resp, NULL, &c)) return;
+    bool super = caller_is_superadmin(&c);
+    caller_free(&c);
+    if (!super) {
+        http_problem(resp, 403, "forbidden", NULL,
+                     "only superadmins may recalculate the resource occupancy");
+        return;
+    }
+    occupancy_counts n = {0};
+    bool busy = false;
+    ts_err err = {{0}};
+    if (!occupancy_recalculate(RECALC_SETTLE_MS, &n, &busy, &err)) {
+        TLOG_WARN("occupancy recalculation failed", "busy=%d error=\"%s\"", busy, err.msg);
+        http_problem(resp, 503, busy ? "busy" : "service-unavailable", NULL,
+                     busy ? "%s" : "the occupancy could not be rebuilt: %s", err.msg);
+        return;
+    }
+    TLOG_INFO("occupancy recalculated on request", "agents=%d sessions=%d kernels=%d", n.agents,
+              n.sessions, n.kernels);
+    http_reply_json(resp, 200,
+                    json_pack("{s:i, s:i, s:i}", "agents", n.agents, "sessions", n.sessions,
+                              "kernels", n.kernels));
+}
+
+void occupancy_routes(svc *s)
+{
+    http_route(svc_router(s), "POST", "/v1/admin/occupancy/recalculate", h_recalculate, s);
 }

@@ -28,12 +28,31 @@ bool occupancy_agent_capacity(json_t *slots, json_t *devices, slots_t *total, in
 bool occupancy_write_agent(const char *id, json_t *slots, json_t *devices, bool schedulable,
                            ts_err *err) TS_MUST_CHECK;
 
-/* Rebuild everything from PostgreSQL now. */
+/* Rebuild everything from PostgreSQL now. First the rebuild lock is taken
+ * (the scheduler's reservations are refused meanwhile) and the reservations
+ * in flight (made by the scheduler, not yet recorded as holding slots) get
+ * up to 2 s to be recorded, so that the snapshot holds them; any still in
+ * flight after that are dropped, and the reconcile pass restores them
+ * (reservation_lost). */
 bool occupancy_rebuild(ts_err *err) TS_MUST_CHECK;
+
+typedef struct occupancy_counts {
+    int agents, sessions, kernels;
+} occupancy_counts;
+
+/* The same on request (POST /v1/admin/occupancy/recalculate, Backend.AI's
+ * recalculate-usage), strict: waits up to settle_ms for the placements in
+ * flight, and when some are still in flight rebuilds nothing (*busy, err
+ * says how many). *counts: what was written. */
+bool occupancy_recalculate(int settle_ms, occupancy_counts *counts, bool *busy,
+                           ts_err *err) TS_MUST_CHECK;
 
 /* Rebuild when Redis looks empty; true when it did (or nothing was needed),
  * false on an error (logged). */
 bool occupancy_check(void) TS_MUST_CHECK;
+
+/* POST /v1/admin/occupancy/recalculate (superadmins): occupancy_recalculate. */
+void occupancy_routes(svc *s);
 
 /* The reconcile pass's check of the reservations (reconcile.h), every
  * registry.kernel_reconcile_interval:

@@ -7,6 +7,7 @@
 #include "caller.h"
 #include "context.h"
 #include "db_common.h"
+#include "home_files.h"
 #include "images.h"
 #include "largest_agent.h"
 #include "libcommon/log.h"
@@ -250,10 +251,11 @@ static const char insert_sql[] =
     "INSERT INTO registry.sessions (id, name, access_key, user_id, project_id, group_name,"
     " domain_name, type, image, architecture, resource_group, status, status_info, starts_at,"
     " priority, cluster_size, cluster_mode, requested_slots, resource_opts, mounts, environ,"
-    " startup_command, bootstrap_script, idle_timeout, limits, preopen_ports)"
+    " startup_command, bootstrap_script, idle_timeout, limits, preopen_ports, home_files)"
     " VALUES ($1::uuid, $2, $3, $4::uuid, $5::uuid, $6, $7, $8, $9, $10, $11, 'PENDING',"
     " 'waiting to be scheduled', to_timestamp($12::bigint / 1000.0), $13::int, $14::int, $15,"
-    " $16::jsonb, $17::jsonb, $18::jsonb, $19::jsonb, $20, $21, $22::int, $23::jsonb, $24::jsonb)";
+    " $16::jsonb, $17::jsonb, $18::jsonb, $19::jsonb, $20, $21, $22::int, $23::jsonb, $24::jsonb,"
+    " $25::jsonb)";
 
 /* starts_at -> Unix ms (NULL text when none): ISO-8601 (through PostgreSQL) or a delay. */
 static bool starts_at_ms(PGconn *conn, const create_req *cr, char *out, size_t size, bool *given,
@@ -412,10 +414,12 @@ void session_create_reply(svc *s, http_req *req, http_resp *resp, json_t *body)
                             json_string(slot_format(SLOT_MEM, cr.shmem, b, sizeof(b))));
     }
     json_t *limits = build_limits(owner, owner_ak, jstr(ouser, "id"));
+    json_t *home = home_files_from_context(owner);
     char *ks = json_dumps(kslots, JSON_COMPACT), *ts = json_dumps(tslots, JSON_COMPACT),
          *ro = json_dumps(ropts, JSON_COMPACT), *mt = json_dumps(resolved, JSON_COMPACT),
          *et = json_dumps(cr.environ, JSON_COMPACT), *lt = json_dumps(limits, JSON_COMPACT),
-         *pt = json_dumps(cr.preopen_ports, JSON_COMPACT);
+         *pt = json_dumps(cr.preopen_ports, JSON_COMPACT), *hf = json_dumps(home, JSON_COMPACT);
+    json_decref(home);
     json_decref(kslots);
     json_decref(tslots);
     json_decref(ropts);
@@ -450,10 +454,11 @@ void session_create_reply(svc *s, http_req *req, http_resp *resp, json_t *body)
                         cr.bootstrap_script,
                         idle,
                         lt,
-                        pt};
+                        pt,
+                        hf};
     bool ok = pgjson_begin(conn, resp);
     if (ok) {
-        PGresult *ir = pg_exec_cached(conn, insert_sql, 24, ip);
+        PGresult *ir = pg_exec_cached(conn, insert_sql, 25, ip);
         ok = PQresultStatus(ir) == PGRES_COMMAND_OK;
         if (!ok && strcmp(pgjson_sqlstate(ir), "23505") == 0) {
             pg_rollback(conn);
@@ -523,6 +528,7 @@ free_text:
     free(et);
     free(lt);
     free(pt);
+    free(hf);
 out:
     image_info_free(&im);
     json_decref(resolved);

@@ -148,22 +148,49 @@ static void h_logs(http_req *req, http_resp *resp, void *ctx)
 
 /* POST /v1/sessions/{id}/apps/{app}/start: the agent starts the app unless it
  * is listening (docs/agent.md, "Apps"). */
-static void h_app_start(http_req *req, http_resp *resp, void *ctx)
+/* Whether app is a service port name: 1 to 64 of A-Z a-z 0-9 . _ -; false
+ * with a 400 problem. */
+static bool _app_name_ok(const char *app, http_resp *resp)
 {
-    const char *app = http_param(req, "app");
     size_t n = app ? strlen(app) : 0;
     bool ok = n >= 1 && n <= 64;
     for (size_t i = 0; ok && i < n; i++)
         ok = (app[i] >= 'a' && app[i] <= 'z') || (app[i] >= 'A' && app[i] <= 'Z') ||
              (app[i] >= '0' && app[i] <= '9') || strchr("._-", app[i]);
-    if (!ok) {
+    if (!ok)
         http_problem(resp, 400, "invalid-api-params", NULL,
-                     "app must be 1 to 64 of A-Z a-z 0-9 . _ - (a service port name)");
-        return;
-    }
+                     "the app must be 1 to 64 of A-Z a-z 0-9 . _ - (a service port name)");
+    return ok;
+}
+
+static void h_app_start(http_req *req, http_resp *resp, void *ctx)
+{
+    const char *app = http_param(req, "app");
+    if (!_app_name_ok(app, resp)) return;
     char *what = ts_asprintf("apps/%s/start", app);
     relay(req, resp, ctx, "POST", what, true);
     free(what);
+}
+
+/* POST /v1/sessions/{id}/shutdown-service {"service_name"} (Backend.AI's
+ * shutdown-service): the agent stops the app (POST .../apps/{app}/stop);
+ * 204 whether it was running or not. */
+static void h_shutdown_service(http_req *req, http_resp *resp, void *ctx)
+{
+    json_t *body = http_json_body(req, resp);
+    if (!body) return;
+    const json_t *v = json_object_get(body, "service_name");
+    if (!v) v = json_object_get(body, "service");
+    if (!json_is_string(v)) {
+        http_problem(resp, 400, "invalid-api-params", NULL,
+                     "service_name is required: the name of one of the session's service ports");
+    } else if (_app_name_ok(json_string_value(v), resp)) {
+        char *what = ts_asprintf("apps/%s/stop", json_string_value(v));
+        relay(req, resp, ctx, "POST", what, true);
+        free(what);
+        if (http_resp_status(resp) == 200) http_reply(resp, 204, NULL, NULL, 0);
+    }
+    json_decref(body);
 }
 
 /* POST /v1/sessions/{id}/upload, GET|POST .../download and .../download_single,
@@ -193,6 +220,7 @@ void session_relay_routes(svc *s)
     http_route(svc_router(s), "POST", "/v1/sessions/{id}/execute", h_execute, s);
     http_route(svc_router(s), "GET", "/v1/sessions/{id}/logs", h_logs, s);
     http_route(svc_router(s), "POST", "/v1/sessions/{id}/apps/{app}/start", h_app_start, s);
+    http_route(svc_router(s), "POST", "/v1/sessions/{id}/shutdown-service", h_shutdown_service, s);
     http_route(svc_router(s), "POST", "/v1/sessions/{id}/upload", h_upload, s);
     http_route(svc_router(s), "GET", "/v1/sessions/{id}/download", h_download, s);
     http_route(svc_router(s), "POST", "/v1/sessions/{id}/download", h_download, s);

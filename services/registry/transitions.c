@@ -3,6 +3,7 @@
 #include "transitions.h"
 
 #include "db_common.h"
+#include "home_files.h"
 #include "libcommon/log.h"
 #include "pbutil.h"
 #include "tessera/v1/agent_cmd.pb-c.h"
@@ -269,7 +270,7 @@ bool tr_finish(PGconn *conn, outbox *ob, sess *s, ts_err *err)
     " s.mounts::text, s.startup_command, s.bootstrap_script, s.access_key, s.idle_timeout,"        \
     " coalesce(i.digest, ''), coalesce(i.labels->>'ai.backend.service-ports', ''), s.name,"        \
     " s.resource_group, s.user_id::text, coalesce(s.project_id::text, ''), s.domain_name,"         \
-    " k.generation, s.preopen_ports::text, s.id::text"                                             \
+    " k.generation, s.preopen_ports::text, s.id::text, s.home_files::text"                         \
     " FROM registry.kernels k JOIN registry.sessions s ON s.id = k.session_id"                     \
     " LEFT JOIN registry.images i ON i.reference = s.image"
 #define KERNELS_COL_SESSION 25
@@ -399,6 +400,7 @@ static void create_kernel_cmd(outbox *ob, PGresult *r, int i)
     m.idle_timeout_s = atoi(PQgetvalue(r, i, 15));
     m.generation = atoi(PQgetvalue(r, i, 23));
     m.preopen_ports = preopen_of(&a, PQgetvalue(r, i, 24), &m.n_preopen_ports);
+    m.home_files = home_files_pb(&a, PQgetvalue(r, i, 26), &m.n_home_files);
     ob_agent_cmd(ob, m.agent_id, m.kernel_id, &m.base);
     json_decref(slots);
     json_decref(devs);

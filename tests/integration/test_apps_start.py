@@ -39,12 +39,12 @@ def _cli_env(client):
                 TESSERA_SECRET_KEY=client.secret_key, TESSERA_GATEWAY_URL=client.endpoint)
 
 
-def _ws_open(url):
-    """A WebSocket to tessera-term's /ws through wsproxy, with the link's token."""
+def _ws_open(url, path="/ws"):
+    """A WebSocket to tessera-term's /ws (or /exec) through wsproxy, with the link's token."""
     u = urllib.parse.urlsplit(url)
     s = socket.create_connection((u.hostname, u.port), timeout=10)
     key = base64.b64encode(os.urandom(16)).decode()
-    s.sendall((f"GET /ws?{u.query} HTTP/1.1\r\nHost: {u.netloc}\r\nUpgrade: websocket\r\n"
+    s.sendall((f"GET {path}?{u.query} HTTP/1.1\r\nHost: {u.netloc}\r\nUpgrade: websocket\r\n"
                f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
                "Sec-WebSocket-Version: 13\r\n\r\n").encode())
     head = b""
@@ -69,11 +69,40 @@ def _read_until(frames, pattern, timeout=15):
     return out
 
 
-def _count_terms(user, sname):
+def _terms(user, sname):
+    """The command lines of the tessera-terms running in the session."""
     r = user.post(f"/session/{sname}", {"mode": "query", "code": "ps -o args"}, timeout=80)
     assert r.status_code == 200, r.text
     out = "".join(t for k, t in r.json()["result"]["console"] if k == "stdout")
-    return sum(1 for line in out.splitlines() if line.startswith("/opt/tessera/bin/tessera-term"))
+    return [line for line in out.splitlines() if line.startswith("/opt/tessera/bin/tessera-term")]
+
+
+def _count_terms(user, sname):
+    return len(_terms(user, sname))
+
+
+def _exec(url, first, then=()):
+    """One /exec run through wsproxy: send the first message, then each of
+    then after the term's `w`; (stdout, kinds seen, exit status)."""
+    s, rest = _ws_open(url, "/exec")
+    try:
+        frames = wsclient.frames(s, rest)
+        wsclient.send_text(s, first)
+        todo, out, kinds = list(then), b"", []
+        deadline = time.monotonic() + 20
+        for op, pl in frames:
+            assert op == 2 and time.monotonic() < deadline, (op, pl, out)
+            kinds.append(pl[:1])
+            if pl[:1] == b"o":
+                out += pl[1:]
+            elif pl == b"w" and todo:
+                wsclient.send_binary(s, todo.pop(0))
+            elif pl[:1] == b"x":
+                op, close = next(frames)
+                assert op == 8 and close[:2] == b"\x03\xe8", (op, close)
+                return out, kinds, int(pl[1:])
+    finally:
+        s.close()
 
 
 def test_ttyd_is_listed_and_opens_a_shell(user, term_session):  # noqa: F811
@@ -91,7 +120,10 @@ def test_ttyd_is_listed_and_opens_a_shell(user, term_session):  # noqa: F811
     # a second start while it runs is a no-op: one tessera-term
     r2 = user.post(f"/session/{term_session}/start-service", {"app": "ttyd"}, timeout=40)
     assert r2.status_code == 200, r2.text
-    assert _count_terms(user, term_session) == 1
+    terms = _terms(user, term_session)
+    assert len(terms) == 1, terms
+    # the image's runtime path (busybox: /bin/sh) is /exec's query runtime
+    assert terms[0].endswith("--runtime /bin/sh"), terms
 
     s, rest = _ws_open(body["url"])
     try:
@@ -107,6 +139,19 @@ def test_ttyd_is_listed_and_opens_a_shell(user, term_session):  # noqa: F811
         assert f"ro-{TAG}".encode() in out and b"Read-only" in out, out
     finally:
         s.close()
+
+
+def test_exec_through_the_app_url(user, term_session):  # noqa: F811
+    """/exec (the gateway's streamed execution uses it) through wsproxy, in the
+    container: query mode runs the runtime, input after `w`, the exit status."""
+    r = user.post(f"/session/{term_session}/start-service", {"app": "ttyd"}, timeout=40)
+    assert r.status_code == 200, r.text
+    url = r.json()["url"]
+    out, kinds, status = _exec(url, 'qecho "$0" $((6*7)); exit 3')
+    assert (out, status) == (b"/bin/sh 42\n", 3)
+    out, kinds, status = _exec(url, f'bread x; echo "got $x-{TAG}"', ["iabc\n"])
+    assert (out, status) == (f"got abc-{TAG}\n".encode(), 0)
+    assert kinds.count(b"w") == 1, kinds
 
 
 def test_destroy_closes_the_terminal(user, image_registered):  # noqa: F811
@@ -182,3 +227,55 @@ def test_tcp_app_through_a_local_port(user, term_session):  # noqa: F811
     finally:
         p.terminate()
         p.wait(timeout=10)
+
+
+def test_shutdown_service_stops_the_app(user, other, image_registered):  # noqa: F811
+    """Backend.AI's shutdown-service: the app's listening process ends (SIGTERM),
+    an open terminal closes, and a later start-service starts it again."""
+    sname = f"term3-{TAG}"
+    _running(user, image_registered, sname)
+    try:
+        r = user.post(f"/session/{sname}/start-service", {"app": "ttyd"}, timeout=40)
+        assert r.status_code == 200, r.text
+        assert _count_terms(user, sname) == 1
+        s, rest = _ws_open(r.json()["url"])
+        frames = wsclient.frames(s, rest)
+        wsclient.send_text(s, f"echo up-$((4+5))-{TAG}\n")
+        assert f"up-9-{TAG}".encode() in _read_until(frames, f"up-9-{TAG}".encode())
+        # another user cannot stop it; bad input is refused; nothing stopped so far
+        problem(other.post(f"/session/{sname}/shutdown-service", {"service_name": "ttyd"}),
+                404, 403)
+        problem(user.post(f"/session/{sname}/shutdown-service", {}), 400)
+        problem(user.post(f"/session/{sname}/shutdown-service", {"service_name": 7}), 400)
+        problem(user.post(f"/session/{sname}/shutdown-service", {"service_name": "../x"}), 400)
+        problem(user.post(f"/session/{sname}/shutdown-service", {"service_name": "nope"}), 404)
+        assert _count_terms(user, sname) >= 1  # (one more per open terminal)
+        t0 = time.monotonic()
+        r = user.post(f"/session/{sname}/shutdown-service", {"service_name": "ttyd"}, timeout=20)
+        assert r.status_code == 204, r.text
+        assert time.monotonic() - t0 < 8
+        assert _count_terms(user, sname) == 0
+        # the open terminal sees its end
+        s.settimeout(10)
+        for op, _ in frames:
+            if op is None or op == 8:
+                break
+        s.close()
+        # stopping what does not run is no error
+        r = user.post(f"/session/{sname}/shutdown-service", {"service_name": "ttyd"}, timeout=20)
+        assert r.status_code == 204, r.text
+        # and it starts again on demand
+        r = user.post(f"/session/{sname}/start-service", {"app": "ttyd"}, timeout=40)
+        assert r.status_code == 200, r.text
+        assert _count_terms(user, sname) == 1
+        # the CLI stops it too
+        cli = os.path.join(BIN_DIR, "tessera")
+        p = subprocess.run([cli, "app", sname, "ttyd", "--stop"], env=_cli_env(user),
+                           capture_output=True, text=True, timeout=30)
+        assert p.returncode == 0 and "stopped" in p.stdout, (p.stdout, p.stderr)
+        assert _count_terms(user, sname) == 0
+        p = subprocess.run([cli, "app", sname, "--stop"], env=_cli_env(user),
+                           capture_output=True, text=True, timeout=30)
+        assert p.returncode == 2 and "APP" in p.stderr, (p.stdout, p.stderr)
+    finally:
+        user.delete(f"/session/{sname}")

@@ -230,3 +230,60 @@ def test_route_restore_callers_and_bad_input(stack):
     r = svc_signer.call(urls["keys"], "registry", "POST", url, data=b"{not json",
                         headers={"Content-Type": "application/json"})
     assert r.status_code == 400, r.text
+
+
+def test_recalculate_usage_rebuilds_occupancy_on_request(stack, admin, user, image_registered):  # noqa: F811
+    """Backend.AI's POST /resource/recalculate-usage (superadmins): occupancy is
+    rebuilt from PostgreSQL at once (no reconcile pass to wait for), keeping
+    the live reservations; a placement in flight (a reservation whose kernel
+    the registry has not recorded yet) makes it wait, then refuse with 503
+    rather than drop it."""
+    sname = f"rc-recalc-{TAG}"
+    _running(user, image_registered, sname)
+    try:
+        _, kid, agent = ids_of(stack, sname)
+        akey = f"agent:{agent}"
+        used = redis(stack, "HGET", akey, "used:cpu")
+        # a stale reservation and a drifted counter, repaired on request
+        fake_k, fake_s = str(uuid.uuid4()), str(uuid.uuid4())
+        redis(stack, "HSET", f"alloc:{fake_k}", "session", fake_s, "agent", agent,
+              "slots", "cpu=40 mem=33554432", "devs", "", "usage", "")
+        redis(stack, "HINCRBY", akey, "used:cpu", "77")
+        t0 = time.monotonic()
+        r = admin.post("/resource/recalculate-usage", {}, timeout=40)
+        assert r.status_code == 200, r.text
+        assert time.monotonic() - t0 < 8
+        body = r.json()
+        assert body["kernels"] >= 1 and body["agents"] >= 1, body
+        assert redis(stack, "EXISTS", f"alloc:{fake_k}") == "0"
+        assert redis(stack, "EXISTS", f"alloc:{kid}") == "1"
+        assert redis(stack, "HGET", akey, "used:cpu") == used
+        assert redis(stack, "EXISTS", "rebuild") == "0"
+        # only superadmins
+        p = user.post("/resource/recalculate-usage", {}, timeout=20)
+        assert p.status_code == 403, p.text
+        assert redis(stack, "EXISTS", f"alloc:{kid}") == "1"
+
+        # a placement in flight: a reservation whose kernel the database does
+        # not record as holding slots yet (as between the scheduler's reserve
+        # and the registry applying SessionScheduled)
+        psql(stack, f"UPDATE registry.kernels SET holds_slots = false WHERE id = '{kid}'")
+        try:
+            t0 = time.monotonic()
+            r = admin.post("/resource/recalculate-usage", {}, timeout=40)
+            waited = time.monotonic() - t0
+            assert r.status_code == 503, r.text
+            assert "try again" in r.json()["msg"], r.text
+            assert 4 < waited < 20, waited
+            # nothing dropped, and the lock is gone
+            assert redis(stack, "EXISTS", f"alloc:{kid}") == "1"
+            assert redis(stack, "HGET", akey, "used:cpu") == used
+            assert redis(stack, "EXISTS", "rebuild") == "0"
+        finally:
+            psql(stack, f"UPDATE registry.kernels SET holds_slots = true WHERE id = '{kid}'")
+        # recorded: it goes through again
+        r = admin.post("/resource/recalculate-usage", {}, timeout=40)
+        assert r.status_code == 200, r.text
+        assert redis(stack, "HGET", akey, "used:cpu") == used
+    finally:
+        user.delete(f"/session/{sname}")

@@ -2,7 +2,8 @@
 "The terminal app"): one program per connection with pipes. The built binary is
 started here on 127.0.0.1 with --runtime python3 (no stack needed): stdout and
 stderr apart and the exit status; query mode runs the runtime, batch mode
-/bin/sh; `w` when the program waits for input, then `i` feeds it; `x`
+/bin/sh; `w` when the program waits for input (in read(2), in poll(2) as
+busybox's `read`, in epoll_wait(2)), then `i` feeds it; `x`
 interrupts (130), `k` kills (137), `c` closes stdin; a connection closed
 while the program runs leaves no process; bad input (an unknown mode or
 kind, a frame over 1 MiB) is closed with 1008 / 1009 and runs nothing; two
@@ -165,10 +166,38 @@ def test_input_after_w(term):
     c.close()
 
 
+@pytest.mark.skipif(not shutil.which("busybox"), reason="no busybox")
+def test_input_to_a_program_that_polls_first(term):
+    # busybox sh's `read` waits in poll(2) before it reads: `w` as well
+    c = Exec(term)
+    c.send(f"b{shutil.which('busybox')} sh -c 'read x; echo \"bb $x\"'", wsclient.TEXT)
+    c.wait_w()
+    c.send(b"iyes\n")
+    out, err, kinds, status = c.run_to_end()
+    assert (out, status) == (b"bb yes\n", 0)
+    c.close()
+
+
+@needs_python
+def test_input_to_a_program_in_epoll_wait(term):
+    # selectors' default is epoll: the wait is in epoll_wait(2) (node, asyncio alike)
+    c = Exec(term)
+    c.send("qimport selectors, sys\ns = selectors.DefaultSelector()\n"
+           "s.register(sys.stdin, selectors.EVENT_READ)\ns.select()\n"
+           "print(type(s).__name__, sys.stdin.readline().strip())", wsclient.TEXT)
+    c.wait_w()
+    c.send(b"iok\n")
+    out, err, kinds, status = c.run_to_end()
+    assert (out, status) == (b"EpollSelector ok\n", 0)
+    c.close()
+
+
 @needs_python
 def test_python_input_twice(term):
     c = Exec(term)
-    c.send('qa = input("name? ")\nb = input()\nprint("hi", a, b)', wsclient.TEXT)
+    # quiet for a while, then a prompt and a read at once: the prompt goes out before `w`
+    c.send('qimport time\ntime.sleep(0.3)\na = input("name? ")\nb = input()\nprint("hi", a, b)',
+           wsclient.TEXT)
     got = c.wait_w()
     assert b"".join(pl[1:] for op, pl in got if pl[:1] == b"o") == b"name? "
     assert sum(1 for op, pl in got if pl == b"w") == 1

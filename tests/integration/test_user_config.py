@@ -191,6 +191,56 @@ def test_dotfiles_crud_and_isolation(a_pair, b_pair):
     problem(a.delete("/user-config/dotfiles"), 400)
 
 
+def _sh(client, sname, script):
+    r = okj(client.post(f"/session/{sname}", {"mode": "batch", "options": {"exec": script}},
+                        timeout=80))
+    return "".join(c[1] for c in r["result"]["console"] if c[0] == "stdout")
+
+
+def test_dotfiles_and_ssh_key_are_in_new_sessions(admin, gw, b_pair, image_registered):  # noqa: F811
+    """A keypair's dotfiles and SSH public key are written into the home of its
+    new sessions (owned by the session's user, with their permissions); another
+    user's session gets none of them."""
+    c, _ = _new_user(admin, gw, "ucfg-c")
+    b, _ = b_pair
+    okj(c.post("/user-config/dotfiles", {"path": ".compat_rc", "data": f"export C={TAG}\n",
+                                         "permission": "600"}))
+    okj(c.post("/user-config/dotfiles", {"path": ".config/t/x.conf", "data": "k=v\n",
+                                         "permission": "755"}))
+    key = okj(c.patch("/auth/ssh-keypair"))["ssh_public_key"]
+    mine, again, theirs = f"udot-{TAG}", f"udot2-{TAG}", f"udot-b-{TAG}"
+    _run(c, mine, image_registered)
+    try:
+        out = _sh(c, mine, "cd /home/work && cat .compat_rc .ssh/authorized_keys .config/t/x.conf"
+                           " && stat -c '%n %a %u' .compat_rc .ssh .ssh/authorized_keys"
+                           " .config/t/x.conf . && id -u")
+        lines = out.splitlines()
+        assert lines[0] == f"export C={TAG}", out
+        assert lines[1] == key.strip(), out
+        assert lines[2] == "k=v", out
+        uid = lines[-1]
+        assert lines[3:8] == [f".compat_rc 600 {uid}", f".ssh 755 {uid}",
+                              f".ssh/authorized_keys 600 {uid}", f".config/t/x.conf 755 {uid}",
+                              f". 755 {uid}"], out
+    finally:
+        c.delete(f"/session/{mine}")
+    # a change reaches the next session (the cached session context is dropped)
+    okj(c.patch("/user-config/dotfiles", {"path": ".compat_rc", "data": "export C=2\n",
+                                          "permission": "600"}))
+    _run(c, again, image_registered)
+    try:
+        assert _sh(c, again, "cat /home/work/.compat_rc") == "export C=2\n"
+    finally:
+        c.delete(f"/session/{again}")
+    # B's session has B's key (if B made one), never C's files
+    _run(b, theirs, image_registered)
+    try:
+        other = _sh(b, theirs, "ls -a /home/work; cat /home/work/.ssh/authorized_keys 2>/dev/null")
+        assert ".compat_rc" not in other and key.split()[1] not in other, other
+    finally:
+        b.delete(f"/session/{theirs}")
+
+
 @pytest.mark.parametrize("body", [
     {"path": "/etc/passwd", "data": "", "permission": "644"},
     {"path": "../escape", "data": "", "permission": "644"},

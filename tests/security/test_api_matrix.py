@@ -1169,6 +1169,60 @@ def _(w, c, mode, ctx):
     return c.get("/admin/access-log", params=dict(q, limit=20))
 
 
+# event streams (server-sent events) ---------------------------------------------------------------
+# An allowed stream never ends: the cell reads its first bytes (": stream open")
+# and closes it; the gateway frees it (tests/integration/test_events.py).
+
+def _open_stream(c, path, params):
+    url = c.endpoint + ("/func" if isinstance(c, ConsoleClient) else "") + path
+    url += "?" + urllib.parse.urlencode(params)
+    if isinstance(c, ConsoleClient):
+        h = {"X-CSRF-Token": c.csrf}
+    else:
+        h = bai_signer.signed_headers(c.access_key, c.secret_key, "GET", url, content_type=None)
+    r = c._session.get(url, headers=h, stream=True, timeout=15)
+    if r.status_code == 200:
+        first = next(r.iter_content(chunk_size=None), b"")
+        r.close()
+        r._content = first  # what the cell checks (and the suite's table shows)
+    return r
+
+
+def _stream_allowed(w, r, ctx):
+    assert r.headers["Content-Type"].startswith("text/event-stream"), r.headers
+    assert r.content.startswith(b": stream open"), r.content[:100]
+
+
+def _events_expect(who, mode):
+    if mode == "all":
+        return ALLOW  # everyone has a stream; what it carries is scoped (test_events.py)
+    # ownerAccessKey: a user may name only its own key (403), administrators any
+    # (a domain admin of another domain gets a stream that carries none of A's)
+    return FB if who in ("B", "C") else ALLOW
+
+
+@op("events.session", ("all", "by_owner_key"), _events_expect, _stream_allowed)
+def _(w, c, mode, ctx):
+    q = {"ownerAccessKey": w.a_key} if mode == "by_owner_key" else {"sessionName": "*"}
+    return _open_stream(c, "/events/session", q)
+
+
+def _bgtask_of_su(w):
+    """A background task of SU (an image scan through GraphQL), made once."""
+    if not getattr(w, "su_task", None):
+        r = w.c["SU"].post("/admin/gql", {"query": "mutation { rescan_images { ok task_id } }"})
+        res = ok(r, 200)["data"]["rescan_images"]
+        assert res["ok"] and res["task_id"], res
+        w.su_task = res["task_id"]
+    return w.su_task
+
+
+@op("events.background_task", ("by_id",), lambda who, mode: ALLOW if who == "SU" else NF,
+    _stream_allowed)
+def _(w, c, mode, ctx):
+    return _open_stream(c, "/events/background-task", {"taskId": _bgtask_of_su(w)})
+
+
 # ---- the matrix ---------------------------------------------------------------------------------
 
 # GraphQL (docs/api.md "GraphQL") -------------------------------------------------------------------

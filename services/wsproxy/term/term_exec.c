@@ -318,7 +318,9 @@ static bool _run(ex *x, int sigfd)
         int k = poll(p, 5, (int)timeout);
         if (k < 0 && errno != EINTR) return false;
         now = _now_ms();
-        if (scan >= 0 && now >= scan) {
+        /* only when nothing came meanwhile: output just read (a prompt, say)
+         * goes out before the `w`, which then waits for quiet again */
+        if (scan >= 0 && k == 0 && now >= scan) {
             x->last_scan = now;
             if (term_proc_group_reads(x->pid, x->in_dev, x->in_ino)) {
                 if (tw_send(x->sock, WSF_BINARY, "w", 1) != 0) return false;

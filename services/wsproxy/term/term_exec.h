@@ -13,8 +13,9 @@
  *   or message over 1 MiB: close 1009.
  * Term -> client, binary frames whose first byte is the kind:
  *   o<bytes> stdout, e<bytes> stderr; w: the program waits for input (a
- *   process of its group is blocked reading its stdin and it wrote nothing
- *   for 100 ms; once per wait, again only after new input); x<status>: it
+ *   process of its group is blocked reading its stdin, or polling it:
+ *   term_proc.h, and it wrote nothing for 100 ms; once per wait, again only
+ *   after new input); x<status>: it
  *   ended (exit status, 128+signal), then close 1000.
  * The program runs in a session and process group of its own (setsid), in
  * tessera-term's directory, environment and user. When the connection ends
