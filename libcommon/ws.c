@@ -238,6 +238,24 @@ void ws_conn_close(ws_conn *c, int code, const char *reason)
     pthread_mutex_unlock(&c->wlock);
 }
 
+void ws_conn_linger(ws_conn *c, int timeout_ms)
+{
+    if (c->fd < 0) return;
+    pthread_mutex_lock(&c->wlock);
+    c->close_sent = true; /* nothing more goes out */
+    shutdown(c->fd, SHUT_WR);
+    pthread_mutex_unlock(&c->wlock);
+    int64_t deadline = ts_now_mono_ms() + timeout_ms;
+    char buf[16384];
+    for (;;) {
+        int64_t left = deadline - ts_now_mono_ms();
+        struct pollfd pf = {.fd = c->fd, .events = POLLIN};
+        if (left <= 0 || poll(&pf, 1, (int)left) <= 0) return;
+        ssize_t n = recv(c->fd, buf, sizeof(buf), 0);
+        if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)) return;
+    }
+}
+
 bool ws_conn_close_sent(const ws_conn *c)
 {
     return c->close_sent;

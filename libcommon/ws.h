@@ -68,6 +68,11 @@ ws_next ws_conn_next(ws_conn *c, int *opcode, const uint8_t **data, size_t *len,
 bool ws_conn_send(ws_conn *c, int opcode, const void *data, size_t len) TS_MUST_CHECK;
 /* A close frame with code and reason (once; later calls do nothing). */
 void ws_conn_close(ws_conn *c, int code, const char *reason);
+/* The end of a connection: no more writes (FIN), and what the peer still
+ * sends is read and dropped until it closes, at most timeout_ms, so that a
+ * peer still writing (a message over the limit) reads our close frame
+ * instead of a reset. */
+void ws_conn_linger(ws_conn *c, int timeout_ms);
 /* Whether a close frame went out. */
 bool ws_conn_close_sent(const ws_conn *c) TS_MUST_CHECK;
 

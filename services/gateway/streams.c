@@ -266,6 +266,7 @@ static void *_stream_thread(void *arg)
     }
     pthread_mutex_unlock(&g_lock);
     TLOG_DEBUG("stream ended", "session=%s app=%s", s->app.sid, s->app.name);
+    ws_conn_linger(s->client, 2000);
     ws_conn_forget_fd(s->client); /* the server closes the socket */
     ws_conn_free(s->client);
     http_upgraded_close(s->handle);

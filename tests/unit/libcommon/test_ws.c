@@ -207,6 +207,7 @@ static void *echo_thread(void *arg)
             done = true;
         }
     }
+    ws_conn_linger(c, 2000);
     ws_conn_forget_fd(c); /* the server's handle closes it */
     ws_conn_free(c);
     http_upgraded_close(e->h);
@@ -283,13 +284,30 @@ static void test_upgrade_echo(void **state)
         assert_int_equal(code, WSF_CLOSE_NORMAL);
         ws_conn_free(c);
     }
+    /* a message over the limit while the client still writes: the client
+     * reads the close frame (1009), not a reset (the server lingers) */
+    {
+        ws_conn *c = ws_client_open("127.0.0.1", port, "/ws", 3000, 1024, &err);
+        assert_non_null(c);
+        size_t big = 4 << 20;
+        char *junk = calloc(1, big);
+        if (!ws_conn_send(c, WSF_BINARY, junk, big)) { /* the server may have read enough */
+        }
+        free(junk);
+        int op = 0, code = 0;
+        const uint8_t *d;
+        size_t n;
+        assert_int_equal(next_filled(c, &op, &d, &n, &code), WS_NEXT_CLOSE);
+        assert_int_equal(code, WSF_CLOSE_TOO_BIG);
+        ws_conn_free(c);
+    }
     /* a plain GET: 400 from the handler's checks, and the client sees that status */
     ws_conn *c = ws_client_open("127.0.0.1", port, "/nope", 3000, 1024, &err);
     assert_null(c);
     assert_non_null(strstr(err.msg, "404"));
-    for (int i = 0; i < 200 && atomic_load(&g_streams_done) < 3; i++)
+    for (int i = 0; i < 300 && atomic_load(&g_streams_done) < 4; i++)
         usleep(10000);
-    assert_int_equal(atomic_load(&g_streams_done), 3);
+    assert_int_equal(atomic_load(&g_streams_done), 4);
     assert_int_equal(atomic_load(&g_released), 0);
     http_server_stop(s);
     http_router_free(r);
