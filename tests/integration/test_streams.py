@@ -307,16 +307,23 @@ def test_execute_batch_with_build(user, sess):  # noqa: F811
 
 def test_execute_input(user, sess):  # noqa: F811
     _exec_supported(user, sess)
-    # head reads with read(2) (busybox sh's own `read` polls first: tessera-term
-    # counts read(2) on the stdin pipe as waiting)
-    e = Exec(user, sess, {"mode": "query", "code": "head -n 1 | sed 's/^/got-/'"})
-    res = e.results()
-    assert res[-1]["status"] == "waiting-input", res
-    wsclient.send_text(e.s, f"line-{TAG}")
-    res = e.results()
-    assert res[-1]["status"] == "finished" and res[-1]["exitCode"] == 0, res
-    assert f"got-line-{TAG}" in _text(res)
-    e.s.close()
+    # head waits in read(2); the shell's own `read` polls its stdin first
+    for code in ("head -n 1 | sed 's/^/got-/'", "read x; echo got-$x; read y; echo got2-$y"):
+        e = Exec(user, sess, {"mode": "query", "code": code})
+        res = e.results()
+        assert res[-1]["status"] == "waiting-input", (code, res)
+        wsclient.send_text(e.s, f"line-{TAG}")
+        if "got2" in code:
+            res = e.results()
+            assert res[-1]["status"] == "waiting-input", (code, res)
+            assert f"got-line-{TAG}" in _text(res)
+            wsclient.send_text(e.s, f"two-{TAG}")
+        res = e.results()
+        assert res[-1]["status"] == "finished" and res[-1]["exitCode"] == 0, (code, res)
+        assert f"-line-{TAG}" in _text(res) or "got2" in code, res
+        if "got2" in code:
+            assert f"got2-two-{TAG}" in _text(res), res
+        e.s.close()
 
 
 def test_execute_output_is_batched(user, sess):  # noqa: F811
