@@ -300,6 +300,15 @@ port_of() {
 }
 url_of() { echo "http://$HOST:$(port_of "$1")"; }
 
+# Single sign-on (docs/console.md "Single sign-on"): the HS256 secret the
+# development stack shares with a token issuer (tests mint tokens with it;
+# TESSERA_SSO_SECRET_FILE in the env file). Kept across restarts.
+SSO_SECRET=$STATE/auth/sso.secret
+mkdir -p "$STATE/auth"
+if [ ! -s "$SSO_SECRET" ]; then
+  (umask 077 && od -An -vtx1 -N32 /dev/urandom | tr -d ' \n' >"$SSO_SECRET")
+fi
+
 # Service credentials (docs/operations.md, "Service credentials"): each
 # service's own key in keys/<service>.key (0600, kept across restarts), and
 # keys/trusted with every service's public key, which all of them read.
@@ -349,7 +358,8 @@ for s in $SERVICES; do
   [ "$s" != wsproxy ] || set -- "$@" "TESSERA_WSPROXY_LISTEN=$HOST:$WSPROXY_APP_PORT"
   # auth's first start writes the superadmin's keys there (0600; later starts
   # leave it as it is).
-  [ "$s" != auth ] || set -- "$@" "TESSERA_BOOTSTRAP_CREDENTIALS_FILE=$STATE/auth/admin-credentials"
+  [ "$s" != auth ] || set -- "$@" "TESSERA_BOOTSTRAP_CREDENTIALS_FILE=$STATE/auth/admin-credentials" \
+    "TESSERA_AUTH_SSO_SECRET_FILE=$SSO_SECRET"
   # agent: 2 mock GPUs; a CNI bridge, subnet and host port pool of its own
   # (derived from its HTTP port, so stacks side by side do not collide); the
   # development OCI registry speaks plain HTTP.
@@ -461,6 +471,7 @@ case " $SERVICES " in *" auth "*)
     echo "export BACKEND_ACCESS_KEY=$(q "$TESSERA_ADMIN_ACCESS_KEY")"
     echo "export BACKEND_SECRET_KEY=$(q "$TESSERA_ADMIN_SECRET_KEY")"
     echo "export BACKEND_ENDPOINT_TYPE='api'"
+    echo "export TESSERA_SSO_SECRET_FILE=$(q "$SSO_SECRET")"
   } >>"$STATE/env"
   ;;
 esac

@@ -2,6 +2,9 @@
  * login.h). */
 #include "login.h"
 
+#include "login_grant.h"
+#include "sso_login.h"
+
 #include "admin.h"
 #include "caller.h"
 #include "db_util.h"
@@ -44,10 +47,6 @@ static const char success_sql[] =
     "UPDATE auth.users SET failed_logins = 0, locked_until = NULL"
     " WHERE id = $1::uuid AND (failed_logins <> 0 OR locked_until IS NOT NULL)";
 
-static const char keypair_sql[] =
-    "SELECT access_key, secret_key FROM auth.keypairs WHERE user_id = $1::uuid AND is_active"
-    " ORDER BY created_at, access_key LIMIT 1";
-
 static void too_many(http_resp *resp, long long retry_after)
 {
     if (retry_after < 1) retry_after = 1;
@@ -80,6 +79,12 @@ static void h_authorize(http_req *req, http_resp *resp, void *ctx)
     svc *s = ctx;
     json_t *body = http_json_body(req, resp);
     if (!body) return;
+    const char *t = json_string_value(json_object_get(body, "type"));
+    if (t && strcmp(t, "token") == 0) {
+        sso_login_authorize(s, req, resp, body);
+        json_decref(body);
+        return;
+    }
     static const char *const keys[] = {"type",     "domain",      "username",
                                        "password", "client_addr", NULL};
     const char *type, *domain, *username, *password, *client_addr;
@@ -136,19 +141,7 @@ static void h_authorize(http_req *req, http_resp *resp, void *ctx)
     PGresult *r = db_query(conn, resp, "reset failed logins", success_sql, 1, ip);
     if (!r) goto out_u;
     PQclear(r);
-    PGresult *k = db_query(conn, resp, "find keypair", keypair_sql, 1, ip);
-    if (!k) goto out_u;
-    if (PQntuples(k) != 1) {
-        http_problem(resp, 401, "auth-failed", NULL, "this user has no active keypair");
-    } else {
-        tlog_ctx_access_key(PQgetvalue(k, 0, 0));
-        TLOG_INFO("login", "client=%s", qaddr);
-        json_t *data =
-            json_pack("{s:s, s:s, s:s, s:s}", "access_key", PQgetvalue(k, 0, 0), "secret_key",
-                      PQgetvalue(k, 0, 1), "role", PQgetvalue(u, 0, 3), "status", status);
-        http_reply_json(resp, 200, json_pack("{s:o}", "data", data));
-    }
-    PQclear(k);
+    login_grant(conn, resp, uid, PQgetvalue(u, 0, 3), status, NULL, "login", qaddr);
 out_u:
     PQclear(u);
 out:

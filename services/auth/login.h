@@ -1,5 +1,6 @@
 /* login.h: password login (POST /v1/authorize) with lockout, GET /v1/role
- * and POST /v1/update-password. The hashing behind them is password.h. */
+ * and POST /v1/update-password. The hashing behind them is password.h; the
+ * single sign-on login ({"type": "token"}) is sso_login.h. */
 #ifndef AUTH_LOGIN_H
 #define AUTH_LOGIN_H
 

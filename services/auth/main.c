@@ -5,6 +5,7 @@
 #include "events.h"
 #include "http_api.h"
 #include "login.h"
+#include "sso_login.h"
 #include "password.h"
 
 #include <sodium.h>
@@ -15,6 +16,8 @@ extern const size_t auth_migrations_count;
 static char *admin_email, *admin_username, *admin_password, *credentials_file;
 static int64_t lockout_failures, lockout_duration_ms, hash_concurrency;
 static int64_t access_log_batch_size, access_log_batch_wait_ms;
+static char *sso_secret_file, *sso_issuer, *sso_audience;
+static int64_t sso_max_age_ms;
 
 static const cfg_option auth_options[] = {
     {"bootstrap.admin_email", CFG_STRING, &admin_email, "admin@tessera.local", 0, 0, NULL, false,
@@ -31,6 +34,15 @@ static const cfg_option auth_options[] = {
      false, NULL, "how long a locked user cannot log in"},
     {"auth.password_hash_concurrency", CFG_INT, &hash_concurrency, "2", 1, 64, NULL, false, NULL,
      "argon2id hashes computed at once (each takes ~64 MiB and ~0.1 s)"},
+    {"auth.sso_secret_file", CFG_STRING, &sso_secret_file, "", 0, 0, NULL, false, NULL,
+     "single sign-on (POST /server/token-login): a file holding the HS256 secret shared with the "
+     "token issuer (32 bytes or more); empty: off"},
+    {"auth.sso_issuer", CFG_STRING, &sso_issuer, "", 0, 0, NULL, false, NULL,
+     "single sign-on: the iss a token must have (empty: not checked)"},
+    {"auth.sso_audience", CFG_STRING, &sso_audience, "", 0, 0, NULL, false, NULL,
+     "single sign-on: the aud a token must name (empty: not checked)"},
+    {"auth.sso_max_age", CFG_DURATION, &sso_max_age_ms, "5m", 1000, 86400000.0, NULL, false, NULL,
+     "single sign-on: the longest a token may live (exp - iat)"},
     {"access_log.batch_size", CFG_INT, &access_log_batch_size, "64", 1, ACCESS_LOG_BATCH_MAX, NULL,
      false, NULL, "most tessera.audit.v1 messages (ApiAccess or ApiAccessBatch) stored together"},
     {"access_log.batch_wait", CFG_DURATION, &access_log_batch_wait_ms, "5ms", 0, 10000, NULL, false,
@@ -47,6 +59,8 @@ static bool auth_setup(svc *s, ts_err *err)
     }
     login_opts lo = {.lockout_failures = (int)lockout_failures, .lockout_ms = lockout_duration_ms};
     login_configure(&lo);
+    sso_config sc = {sso_secret_file, sso_issuer, sso_audience, sso_max_age_ms};
+    if (!sso_login_configure(&sc, err)) return false;
     password_configure((int)hash_concurrency);
     auth_routes(s);
     return true;

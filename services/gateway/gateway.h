@@ -26,6 +26,7 @@ typedef struct gateway {
     char *web_origins;          /* gateway.web_allowed_origins */
     char *web_cookie_secure;    /* gateway.web_cookie_secure: auto|always|never */
     char *cors_origins;         /* gateway.cors_origins (cors.h) */
+    char *token_login_name;     /* gateway.token_login_name (server_login.h) */
     int64_t max_event_streams;  /* gateway.max_event_streams (events.h) */
     int64_t event_keepalive_ms; /* gateway.event_keepalive */
     int64_t max_streams;        /* gateway.max_streams (streams.h) */

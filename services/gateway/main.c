@@ -52,6 +52,10 @@ static const cfg_option gateway_options[] = {
     {"gateway.web_allowed_origins", CFG_STRING, &g_gw.web_origins, "", 0, 0, NULL, false, NULL,
      "origins besides the gateway's own (its Host) whose pages may use a console login, "
      "comma-separated (\"https://console.example.com\"), for a proxy that rewrites Host"},
+    {"gateway.token_login_name", CFG_STRING, &g_gw.token_login_name, "sToken", 0, 0, NULL, false,
+     NULL,
+     "single sign-on: the body field and cookie that carry the token of POST /server/token-login "
+     "(Backend.AI's api.auth_token_name; tessera-auth verifies it: auth.sso_secret_file)"},
     {"gateway.cors_origins", CFG_STRING, &g_gw.cors_origins, "", 0, 0, NULL, false, NULL,
      "origins whose pages may call the API (CORS), comma-separated "
      "(\"https://webui.example.com\"), or \"*\" for any origin without credentials; "

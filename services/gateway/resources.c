@@ -36,4 +36,6 @@ void resources_routes(gateway *gw)
     http_route(r, "GET", "/resource/presets", h_forward, gw);
     http_route(r, "POST", "/resource/check-presets", h_forward, gw);
     http_route(r, "POST", "/resource/recalculate-usage", h_recalculate, gw);
+    http_route(r, "GET", "/resource/stats/user/month", h_forward, gw);
+    http_route(r, "GET", "/resource/stats/admin/month", h_forward, gw);
 }

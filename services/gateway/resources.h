@@ -8,6 +8,8 @@
  *   POST /resource/check-presets     -> POST /v1/resource/check-presets (body as sent)
  *   POST /resource/recalculate-usage -> POST /v1/admin/occupancy/recalculate
  *                                       (superadmins; occupancy_sync.h)
+ *   GET  /resource/stats/user/month  -> GET  /v1/resource/stats/user/month (usage_stats.h)
+ *   GET  /resource/stats/admin/month -> GET  /v1/resource/stats/admin/month (superadmins)
  *
  * Every route is signed (verify.c); the registry resolves the caller and
  * checks its body. (The admin CRUD, /admin/resource-presets, is routed with

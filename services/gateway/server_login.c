@@ -36,6 +36,40 @@ static bool _field(json_t *body, const char *name, bool required, size_t max, co
     return true;
 }
 
+/* A login tessera-auth granted (got: its answer, naming the keypair): the
+ * browser session made, its cookie set, the answer sent. */
+static void _start_login(gateway *gw, http_req *req, http_resp *resp, const json_t *got,
+                         const char *user, const char *how)
+{
+    const char *ak = json_string_value(json_object_get(json_object_get(got, "data"), "access_key"));
+    cred c;
+    ts_err err = {{0}};
+    authcache_result found = ak ? credentials_get(gw->creds, ak, &c, &err) : AUTHCACHE_NOT_FOUND;
+    sodium_memzero(c.secret_key, sizeof(c.secret_key));
+    websession ws;
+    char sid[TS_TOKEN_LEN + 1];
+    if (found == AUTHCACHE_UNAVAILABLE) {
+        TLOG_WARN("login: credential look-up failed", "error=\"%s\"", err.msg);
+        http_problem(resp, 503, "service-unavailable", NULL,
+                     "tessera-auth is not answering; try again later");
+    } else if (found != AUTHCACHE_FOUND) {
+        http_problem(resp, 502, "bad-gateway", NULL, "tessera-auth named no usable keypair");
+    } else if (!websession_create(gw, c.access_key, c.user_id, user, &ws, sid, &err)) {
+        TLOG_WARN("login: session not stored", "error=\"%s\"", err.msg);
+        http_problem(resp, 503, "service-unavailable", NULL,
+                     "the login cannot be stored now (Redis); try again later");
+    } else {
+        tlog_ctx_user(c.user_id);
+        tlog_ctx_access_key(c.access_key);
+        TLOG_INFO(how, "client=\"%s\"", req->client_addr);
+        websession_count(WEBSESSION_LOGIN);
+        websession_set_cookie(gw, req, resp, sid);
+        http_set_header(resp, "Cache-Control", "no-store");
+        http_reply_json(resp, 200, _who(&ws, &c));
+        sodium_memzero(sid, sizeof(sid));
+    }
+}
+
 static void h_login(http_req *req, http_resp *resp, void *ctx)
 {
     gateway *gw = ctx;
@@ -68,33 +102,7 @@ static void h_login(http_req *req, http_resp *resp, void *ctx)
         json_decref(body);
         return;
     }
-    const char *ak = json_string_value(json_object_get(json_object_get(got, "data"), "access_key"));
-    cred c;
-    ts_err err = {{0}};
-    authcache_result found = ak ? credentials_get(gw->creds, ak, &c, &err) : AUTHCACHE_NOT_FOUND;
-    sodium_memzero(c.secret_key, sizeof(c.secret_key));
-    websession ws;
-    char sid[TS_TOKEN_LEN + 1];
-    if (found == AUTHCACHE_UNAVAILABLE) {
-        TLOG_WARN("console login: credential look-up failed", "error=\"%s\"", err.msg);
-        http_problem(resp, 503, "service-unavailable", NULL,
-                     "tessera-auth is not answering; try again later");
-    } else if (found != AUTHCACHE_FOUND) {
-        http_problem(resp, 502, "bad-gateway", NULL, "tessera-auth named no usable keypair");
-    } else if (!websession_create(gw, c.access_key, c.user_id, user, &ws, sid, &err)) {
-        TLOG_WARN("console login: session not stored", "error=\"%s\"", err.msg);
-        http_problem(resp, 503, "service-unavailable", NULL,
-                     "the login cannot be stored now (Redis); try again later");
-    } else {
-        tlog_ctx_user(c.user_id);
-        tlog_ctx_access_key(c.access_key);
-        TLOG_INFO("console login", "client=\"%s\"", req->client_addr);
-        websession_count(WEBSESSION_LOGIN);
-        websession_set_cookie(gw, req, resp, sid);
-        http_set_header(resp, "Cache-Control", "no-store");
-        http_reply_json(resp, 200, _who(&ws, &c));
-        sodium_memzero(sid, sizeof(sid));
-    }
+    _start_login(gw, req, resp, got, user, "console login");
     json_decref(got);
     json_decref(body);
 }
@@ -166,6 +174,68 @@ static void h_logout(http_req *req, http_resp *resp, void *ctx)
     http_reply_json(resp, 200, json_pack("{s:b}", "authenticated", 0));
 }
 
+/* POST /server/token-login: single sign-on, as Backend.AI's webserver: the
+ * token in the body's gateway.token_login_name field or that cookie,
+ * verified by tessera-auth ({"type": "token"}); then as a password login. */
+static void h_token_login(http_req *req, http_resp *resp, void *ctx)
+{
+    gateway *gw = ctx;
+    if (!websession_origin_ok(gw, req, resp)) return;
+    const char *name =
+        gw->token_login_name && *gw->token_login_name ? gw->token_login_name : "sToken";
+    json_t *body = req->body_len ? http_json_body(req, resp) : json_object();
+    if (!body) return;
+    websession ws;
+    ts_err err = {{0}};
+    char *token = NULL;
+    const json_t *tv = json_object_get(body, name);
+    size_t clen = 0;
+    const char *cv = websession_cookie(http_header(req, "Cookie"), name, &clen);
+    if (tv && !json_is_string(tv)) {
+        http_problem(resp, 400, "invalid-api-params", NULL, "%s must be a string", name);
+    } else if (websession_find(gw, req, &ws, &err) == WEBSESSION_FOUND) {
+        http_problem(resp, 400, "generic-bad-request", "You have already logged in.",
+                     "log out first (POST /server/logout)");
+    } else if (tv) {
+        token = ts_strdup(json_string_value(tv));
+    } else if (cv) {
+        token = ts_strndup(cv, clen);
+    } else {
+        http_problem(resp, 400, "invalid-api-params",
+                     "You must provide cookie-based authentication token",
+                     "no %s in the body or the cookies", name);
+    }
+    json_decref(body);
+    if (!token) return;
+    json_t *ask = json_pack("{s:s, s:s, s:s}", "type", "token", "token", token, "client_addr",
+                            req->client_addr);
+    sodium_memzero(token, strlen(token));
+    free(token);
+    json_t *got = NULL;
+    bool ok = proxy_call_json(&gw->up[UPSTREAM_AUTH], gw->auth_timeout_ms, "POST", req, resp,
+                              "/v1/authorize", NULL, ask, 200, &got);
+    json_decref(ask);
+    if (ok) {
+        const char *email =
+            json_string_value(json_object_get(json_object_get(got, "data"), "email"));
+        _start_login(gw, req, resp, got, email ? email : "", "token login");
+    } else if (http_resp_status(resp) == 401) {
+        /* as the reference: 200, not authenticated, with the reason */
+        websession_count(WEBSESSION_LOGIN_FAILED);
+        size_t len = 0;
+        const char *pb = http_resp_body(resp, &len);
+        json_t *p = pb ? json_loadb(pb, len, 0, NULL) : NULL;
+        const char *msg = json_string_value(json_object_get(p, "msg"));
+        http_reply_json(resp, 200,
+                        json_pack("{s:b, s:{s:s, s:s, s:s}}", "authenticated", 0, "data", "type",
+                                  "https://api.backend.ai/probs/auth-failed", "title",
+                                  "Authentication failed", "details",
+                                  msg ? msg : "the token was refused"));
+        json_decref(p);
+    }
+    json_decref(got);
+}
+
 void server_login_routes(gateway *gw)
 {
     http_router *r = svc_router(gw->svc);
@@ -173,6 +243,7 @@ void server_login_routes(gateway *gw)
     http_route(r, "GET", "/server/login-check", h_login_check, gw);
     http_route(r, "POST", "/server/login-check", h_login_check, gw); /* Backend.AI's SDK posts */
     http_route(r, "POST", "/server/logout", h_logout, gw);
+    http_route(r, "POST", "/server/token-login", h_token_login, gw);
     http_router_mount(r, "/func");
     websession_init(gw);
 }

@@ -132,7 +132,7 @@ bool websession_create(gateway *gw, const char *access_key, const char *user_id,
 }
 
 /* The value of cookie name in a Cookie header, or NULL; *len its length. */
-static const char *_cookie(const char *header, const char *name, size_t *len)
+const char *websession_cookie(const char *header, const char *name, size_t *len)
 {
     size_t nlen = strlen(name);
     for (const char *p = header; p && *p;) {
@@ -153,7 +153,7 @@ websession_found websession_find(gateway *gw, const http_req *req, websession *w
 {
     memset(ws, 0, sizeof(*ws));
     size_t len = 0;
-    const char *v = _cookie(http_header(req, "Cookie"), WEBSESSION_COOKIE "", &len);
+    const char *v = websession_cookie(http_header(req, "Cookie"), WEBSESSION_COOKIE "", &len);
     if (!v || !ts_token_syntax_ok(v, len)) return WEBSESSION_NONE;
     char sid[TS_TOKEN_LEN + 1];
     memcpy(sid, v, TS_TOKEN_LEN);

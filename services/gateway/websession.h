@@ -88,6 +88,10 @@ bool websession_origin_ok(gateway *gw, const http_req *req, http_resp *resp) TS_
 bool websession_admit(gateway *gw, const http_req *req, http_resp *resp,
                       websession *ws) TS_MUST_CHECK;
 
+/* The value of cookie name in a Cookie header (not NUL-terminated: *len
+ * bytes), or NULL. */
+const char *websession_cookie(const char *header, const char *name, size_t *len);
+
 /* Set the cookie to sid (NULL: clear it) on resp. */
 void websession_set_cookie(gateway *gw, const http_req *req, http_resp *resp, const char *sid);
 

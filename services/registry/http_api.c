@@ -16,6 +16,7 @@
 #include "occupancy_sync.h"
 #include "sessions.h"
 #include "template_launch.h"
+#include "usage_stats.h"
 
 void registry_routes(svc *s)
 {
@@ -33,4 +34,5 @@ void registry_routes(svc *s)
     check_presets_routes(s);     /* /v1/resource/check-presets (check_presets.h) */
     mounts_routes(s);            /* /v1/vfolder-mounts/{vfolder_id} (mounts.h) */
     occupancy_routes(s);         /* /v1/admin/occupancy/recalculate (occupancy_sync.h) */
+    usage_stats_routes(s);       /* /v1/resource/stats/{user,admin}/month (usage_stats.h) */
 }

@@ -172,20 +172,23 @@ static void h_app_start(http_req *req, http_resp *resp, void *ctx)
     free(what);
 }
 
-/* POST /v1/sessions/{id}/shutdown-service {"service_name"} (Backend.AI's
- * shutdown-service): the agent stops the app (POST .../apps/{app}/stop);
- * 204 whether it was running or not. */
+/* POST /v1/sessions/{id}/shutdown-service {"service_name"} or
+ * ?service_name= (Backend.AI's shutdown-service): the agent stops the app
+ * (POST .../apps/{app}/stop); 204 whether it was running or not. */
 static void h_shutdown_service(http_req *req, http_resp *resp, void *ctx)
 {
-    json_t *body = http_json_body(req, resp);
-    if (!body) return;
+    /* the JSON body's, else the query's (Backend.AI's SDK 21 sends
+     * ?service_name= without a body) */
+    json_t *body = NULL;
+    if (req->body_len && !(body = http_json_body(req, resp))) return;
     const json_t *v = json_object_get(body, "service_name");
     if (!v) v = json_object_get(body, "service");
-    if (!json_is_string(v)) {
+    const char *name = v ? json_string_value(v) : http_query_arg(req, "service_name");
+    if (!name) {
         http_problem(resp, 400, "invalid-api-params", NULL,
                      "service_name is required: the name of one of the session's service ports");
-    } else if (_app_name_ok(json_string_value(v), resp)) {
-        char *what = ts_asprintf("apps/%s/stop", json_string_value(v));
+    } else if (_app_name_ok(name, resp)) {
+        char *what = ts_asprintf("apps/%s/stop", name);
         relay(req, resp, ctx, "POST", what, true);
         free(what);
         if (http_resp_status(resp) == 200) http_reply(resp, 204, NULL, NULL, 0);

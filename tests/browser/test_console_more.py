@@ -525,3 +525,42 @@ def test_the_announcement_shows_above_every_page(page, console_url, admin):
     page.refresh()
     el(page, "[data-test=create-folder]")
     assert not page.find_elements(By.CSS_SELECTOR, "[data-test=announcement]")
+
+
+def _sso_token(stack, email, **extra):
+    import base64
+    import hashlib
+    import hmac
+    import json
+
+    def b(x):
+        return base64.urlsafe_b64encode(x).rstrip(b"=").decode()
+    with open(stack["TESSERA_SSO_SECRET_FILE"], "rb") as f:
+        secret = f.read().strip()
+    now = int(time.time())
+    claims = {"email": email, "jti": str(uuid.uuid4()), "iat": now, "exp": now + 120, **extra}
+    hc = b(json.dumps({"alg": "HS256", "typ": "JWT"}).encode()) + "." + b(json.dumps(claims).encode())
+    return hc + "." + b(hmac.new(secret, hc.encode(), hashlib.sha256).digest())
+
+
+def test_single_sign_on_from_the_identity_providers_link(downloads, console_url, alice, stack):
+    """An identity provider sends the browser to the console with ?sToken=...:
+    it is signed in without a password, and the token leaves the address bar;
+    a refused token shows why on the login page."""
+    d = new_driver(downloads)
+    try:
+        d.get(console_url + "?sToken=" + _sso_token(stack, alice.email) + "#/summary")
+        el(d, "[data-nav=summary]")
+        assert "sToken" not in d.current_url, d.current_url
+        text_in(d, "body", alice.email.split("@")[0])
+        shot(d, "sso-signed-in")
+        # signed out: an expired token does not sign in, and says why
+        d.delete_all_cookies()
+        d.get(console_url + "?sToken=" + _sso_token(stack, alice.email, exp=int(time.time()) - 600))
+        text_in(d, "body", "Single sign-on failed")
+        text_in(d, "body", "expired")
+        el(d, "#login-username")
+        assert "sToken" not in d.current_url, d.current_url
+        shot(d, "sso-refused")
+    finally:
+        d.quit()

@@ -32,6 +32,8 @@ if (typeof globalThis.navigator === 'undefined') globalThis.navigator = { onLine
 const jar = new Map();
 const realFetch = globalThis.fetch;
 export function clearCookies() { jar.clear(); }
+// A cookie the browser holds before a request (single sign-on's sToken).
+export function setCookie(name, value) { jar.set(name, value); }
 function setCookieLines(headers) {
   if (typeof headers.getSetCookie === 'function') return headers.getSetCookie();
   const all = headers.get('set-cookie'); // older fetch: the lines joined by ", "

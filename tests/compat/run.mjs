@@ -58,6 +58,7 @@ function environment() {
     email: e.TESSERA_ADMIN_EMAIL,
     password: e.TESSERA_ADMIN_PASSWORD,
     image: e.TESSERA_DEMO_IMAGE,
+    ssoSecretFile: e.TESSERA_SSO_SECRET_FILE,
   };
   const missing = ['gw', 'ak', 'sk', 'image'].filter((k) => !env[k]);
   if (missing.length) {
@@ -166,6 +167,18 @@ async function setUp(env) {
     c[who].email = u.email;
   }
   c.F = newClient(env, env.ak, env.sk); // reads the version in its own tests
+
+  // Single sign-on: a token for user `who` as an identity provider mints it
+  // (HS256 with the stack's secret, docs/console.md "Single sign-on").
+  c.ssoToken = (who) => {
+    if (!env.ssoSecretFile) throw new Error('TESSERA_SSO_SECRET_FILE is not set');
+    const secret = fs.readFileSync(env.ssoSecretFile, 'utf8').trim();
+    const b = (o) => Buffer.from(JSON.stringify(o)).toString('base64url');
+    const now = Math.floor(Date.now() / 1000);
+    const hc = `${b({ alg: 'HS256', typ: 'JWT' })}.${b({ email: c.users[who].email,
+      jti: crypto.randomUUID(), iat: now, exp: now + 120 })}`;
+    return `${hc}.${crypto.createHmac('sha256', secret).update(hc).digest('base64url')}`;
+  };
 
   // SESSION mode: a password login (the browser's way), kept in c[slot]
   c.sessionLogin = async (slot, who) => {

@@ -261,9 +261,14 @@ def test_shutdown_service_stops_the_app(user, other, image_registered):  # noqa:
             if op is None or op == 8:
                 break
         s.close()
-        # stopping what does not run is no error
+        # stopping what does not run is no error; the query form (Backend.AI's SDK 21)
         r = user.post(f"/session/{sname}/shutdown-service", {"service_name": "ttyd"}, timeout=20)
         assert r.status_code == 204, r.text
+        r = user.post(f"/session/{sname}/shutdown-service", params={"service_name": "ttyd"},
+                      timeout=20)
+        assert r.status_code == 204, r.text
+        problem(user.post(f"/session/{sname}/shutdown-service", params={"service_name": "no/pe"}),
+                400)
         # and it starts again on demand
         r = user.post(f"/session/{sname}/start-service", {"app": "ttyd"}, timeout=40)
         assert r.status_code == 200, r.text

@@ -48,6 +48,8 @@ async function send(method, url, body, headers = {}) {
 export const server = {
   login: (username, password) => send('POST', '/server/login', { username, password }),
   check: () => send('GET', '/server/login-check'),
+  // single sign-on: the token from the URL, or {} for the sToken cookie
+  tokenLogin: (token) => send('POST', '/server/token-login', token ? { sToken: token } : {}),
   logout: (everywhere = false) =>
     send('POST', '/server/logout', everywhere ? { everywhere: true } : {}, csrfToken ? { 'X-CSRF-Token': csrfToken } : {}),
 };

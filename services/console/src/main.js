@@ -94,6 +94,19 @@ function Page({ route, user }) {
   }
 }
 
+// The sToken an identity provider put in the URL (?sToken=...), taken out of
+// the address bar so that it is neither kept in the history nor shared.
+function takeSsoToken() {
+  const q = new URLSearchParams(location.search);
+  const token = q.get('sToken');
+  if (token) {
+    q.delete('sToken');
+    const rest = q.toString();
+    history.replaceState(null, '', location.pathname + (rest ? '?' + rest : '') + location.hash);
+  }
+  return token;
+}
+
 function App() {
   const route = useRoute();
   const [auth, setAuth] = useState({ state: 'checking', user: null, message: null });
@@ -103,9 +116,18 @@ function App() {
       setCsrf(null);
       setAuth((a) => a.state === 'in' ? { state: 'out', user: null, message: `Your login has ended (${msg}). Please sign in again.` } : a);
     });
-    server.check().then((r) => {
-      if (r && r.authenticated) { setCsrf(r.csrf_token); setAuth({ state: 'in', user: r.data || {}, message: null }); }
-      else setAuth({ state: 'out', user: null, message: null });
+    const signedIn = (r) => { setCsrf(r.csrf_token); setAuth({ state: 'in', user: r.data || {}, message: null }); };
+    server.check().then(async (r) => {
+      if (r && r.authenticated) { signedIn(r); return; }
+      // single sign-on (docs/console.md): a token in the URL or the sToken cookie
+      const token = takeSsoToken();
+      if (!token && !document.cookie.split(';').some((k) => k.trim().startsWith('sToken='))) {
+        setAuth({ state: 'out', user: null, message: null });
+        return;
+      }
+      const t = await server.tokenLogin(token);
+      if (t && t.authenticated) signedIn(t);
+      else setAuth({ state: 'out', user: null, message: `Single sign-on failed: ${(t && t.data && t.data.details) || 'the token was refused'}. Sign in with your password.` });
     }).catch((e) => setAuth({ state: 'out', user: null, message: errText(e) }));
   }, []);
 
