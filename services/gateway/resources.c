@@ -36,4 +36,8 @@ void resources_routes(gateway *gw)
     http_route(r, "GET", "/resource/presets", h_forward, gw);
     http_route(r, "POST", "/resource/check-presets", h_forward, gw);
     http_route(r, "POST", "/resource/recalculate-usage", h_recalculate, gw);
+    /* Backend.AI's config store (superadmins; registry config_store.h) */
+    http_route(r, "POST", "/config/get", h_forward, gw);
+    http_route(r, "POST", "/config/set", h_forward, gw);
+    http_route(r, "POST", "/config/delete", h_forward, gw);
 }

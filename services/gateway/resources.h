@@ -1,13 +1,14 @@
 /* resources.h: the public resource API the launcher and the summary read
  * (api-compat.md "Auth, resources, config"; docs/api.md "Resources"),
  * forwarded to tessera-registry, which answers (services/registry/
- * scaling_groups.h, resource_presets.h, check_presets.h):
+ * scaling_groups.h, resource_presets.h, check_presets.h, config_store.h):
  *
  *   GET  /scaling-groups?group=      -> GET  /v1/scaling-groups?<query>
  *   GET  /resource/presets           -> GET  /v1/resource/presets
  *   POST /resource/check-presets     -> POST /v1/resource/check-presets (body as sent)
  *   POST /resource/recalculate-usage -> POST /v1/admin/occupancy/recalculate
  *                                       (superadmins; occupancy_sync.h)
+ *   POST /config/get|set|delete      -> POST /v1/config/... (superadmins; config_store.h)
  *
  * Every route is signed (verify.c); the registry resolves the caller and
  * checks its body. (The admin CRUD, /admin/resource-presets, is routed with

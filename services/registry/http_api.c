@@ -5,6 +5,7 @@
 #include "agents_admin.h"
 #include "bgtasks.h"
 #include "check_presets.h"
+#include "config_store.h"
 #include "images.h"
 #include "mounts.h"
 #include "resource_groups.h"
@@ -33,4 +34,5 @@ void registry_routes(svc *s)
     check_presets_routes(s);     /* /v1/resource/check-presets (check_presets.h) */
     mounts_routes(s);            /* /v1/vfolder-mounts/{vfolder_id} (mounts.h) */
     occupancy_routes(s);         /* /v1/admin/occupancy/recalculate (occupancy_sync.h) */
+    config_store_routes(s);      /* /v1/config/get|set|delete (config_store.h) */
 }

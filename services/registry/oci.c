@@ -1,6 +1,7 @@
 /* oci.c: see oci.h. */
 #include "oci.h"
 
+#include "container_registries.h"
 #include "context.h"
 #include "libcommon/httpc.h"
 #include "libcommon/image_ref.h"
@@ -58,9 +59,12 @@ static bool get(const char *url, const char *accept, httpc_resp *out, ts_err *er
     return httpc_request(client(), "GET", url, accept ? headers : NULL, NULL, 0, NULL, out, err);
 }
 
-static char *base_url(const char *host)
+/* http or https: a registered registry's URL says which (container_registries.h). */
+static char *base_url(const char *host, ts_err *err)
 {
-    return ts_asprintf("%s://%s", reg_settings.oci_plain_http ? "http" : "https", host);
+    bool plain = false;
+    if (!creg_plain_http(host, &plain, err)) return NULL;
+    return ts_asprintf("%s://%s", plain ? "http" : "https", host);
 }
 
 static void sha256_hex(const char *body, size_t len, char out[72])
@@ -96,7 +100,8 @@ bool oci_resolve(const char *reference, oci_image *out, bool *not_found, ts_err 
     *not_found = false;
     ref_parts p;
     if (!parse_ref(reference, &p, err)) return false;
-    char *base = base_url(p.host);
+    char *base = base_url(p.host, err);
+    if (!base) return false;
     char *url = ts_asprintf("%s/v2/%s/manifests/%s", base, p.repo, p.digest[0] ? p.digest : p.tag);
     long status = 0;
     char digest[72] = "";
@@ -182,7 +187,8 @@ bool oci_catalog(const char *host, json_t **refs, ts_err *err)
         ts_err_set(err, "no registry given and oci.registry is not set");
         return false;
     }
-    char *base = base_url(host);
+    char *base = base_url(host, err);
+    if (!base) return false;
     char *url = ts_asprintf("%s/v2/_catalog?n=1000", base);
     long status = 0;
     json_t *cat = get_json(url, NULL, &status, NULL, err);
