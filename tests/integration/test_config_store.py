@@ -319,3 +319,43 @@ def test_bad_values_and_types(admin, image_registered):
     problem(cset(admin, f"images/none.example.com/x/latest/resource/cpu/max", "1"), 404)
     problem(cset(admin, image_key(image_registered) + "/resource/cpu", "1"), 400)
     problem(cdel(admin, image_key(image_registered)), 400)
+
+
+# ---- the CLI: tessera admin config / registry -------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cli_env(bin_dir, stack, gw, tmp_path_factory):
+    from test_cli import base_env, ok as cli_ok
+    home = tmp_path_factory.mktemp("cfg-cli-home")
+    env = base_env(home, TESSERA_GATEWAY_URL=gw)
+    cli_ok(bin_dir, env, "login", "--username", stack["TESSERA_ADMIN_EMAIL"], "--password-stdin",
+           stdin=stack["TESSERA_ADMIN_PASSWORD"] + "\n")
+    return env
+
+
+def test_cli_config_and_registry(bin_dir, cli_env, stack):
+    from test_cli import fails, header_row, js, ok as cli_ok
+    key = f"config/cli-{TAG}"
+    assert cli_ok(bin_dir, cli_env, "admin", "config", "set", f"{key}/a", "hello").strip() == "ok"
+    cli_ok(bin_dir, cli_env, "admin", "config", "set", f"{key}/b", '{"c": "1", "d": 2}', "--json-value")
+    assert cli_ok(bin_dir, cli_env, "admin", "config", "get", f"{key}/a").strip() == "hello"
+    assert js(bin_dir, cli_env, "admin", "config", "get", key, "--prefix") == {
+        "a": "hello", "b": {"c": "1", "d": "2"}}
+    cli_ok(bin_dir, cli_env, "admin", "config", "delete", key, "--prefix")
+    fails(bin_dir, cli_env, "admin", "config", "get", f"{key}/a")
+    fails(bin_dir, cli_env, "admin", "config", "set", "nowhere/x", "1", status=400)
+    name = f"cli-{TAG}.example.com"
+    cli_ok(bin_dir, cli_env, "admin", "registry", "add", name, f"https://{name}", "--type", "harbor2",
+           "--project", "team")
+    out = cli_ok(bin_dir, cli_env, "admin", "registry", "list")
+    assert header_row(out) == ["NAME", "URL", "TYPE", "PROJECT"]
+    assert name in out and stack["TESSERA_OCI_REGISTRY"] in out
+    assert js(bin_dir, cli_env, "admin", "registry", "list")[name]["type"] == "harbor2"
+    fails(bin_dir, cli_env, "admin", "registry", "delete", stack["TESSERA_OCI_REGISTRY"], status=400)
+    cli_ok(bin_dir, cli_env, "admin", "registry", "delete", name)
+    assert name not in cli_ok(bin_dir, cli_env, "admin", "registry", "list")
+    out = cli_ok(bin_dir, cli_env, "admin", "registry", "scan", stack["TESSERA_OCI_REGISTRY"])
+    assert "registered" in out
+    for sub in ("config", "registry"):
+        assert "Usage: tessera admin " + sub in cli_ok(bin_dir, cli_env, "admin", sub, "--help")
