@@ -40,8 +40,7 @@ static int _flags(cli *c, int argc, char **argv, const char *const *names, bool 
         bool taken = false;
         for (int f = 0; names && names[f]; f++)
             if (strcmp(argv[i], names[f]) == 0) given[f] = taken = true;
-        if (strcmp(argv[i], "--json") == 0)
-            c->json = taken = true;
+        if (strcmp(argv[i], "--json") == 0) c->json = taken = true;
         if (!taken) argv[n++] = argv[i];
     }
     return n;
@@ -98,8 +97,8 @@ int cli_admin_config(cli *c, int argc, char **argv)
             fprintf(stderr, "tessera: VALUE is not UTF-8 text\n");
             return CLI_USAGE;
         }
-        int rc = _post(c, "/config/set", json_pack("{s:s, s:o}", "key", argv[2], "value", value),
-                       NULL);
+        int rc =
+            _post(c, "/config/set", json_pack("{s:s, s:o}", "key", argv[2], "value", value), NULL);
         if (rc == CLI_OK && !c->json) printf("ok\n");
         return rc;
     }
@@ -154,10 +153,10 @@ int cli_admin_registry(cli *c, int argc, char **argv)
             json_t *f;
             json_object_foreach(r, name, f)
             {
-                json_array_append_new(
-                    rows, json_pack("{s:s, s:O, s:O, s:O}", "name", name, "url",
-                                    json_object_get(f, ""), "type", json_object_get(f, "type"),
-                                    "project", json_object_get(f, "project")));
+                json_array_append_new(rows, json_pack("{s:s, s:O, s:O, s:O}", "name", name, "url",
+                                                      json_object_get(f, ""), "type",
+                                                      json_object_get(f, "type"), "project",
+                                                      json_object_get(f, "project")));
             }
             static const out_column cols[] = {{"NAME", "name", OUT_TEXT},
                                               {"URL", "url", OUT_TEXT},
@@ -170,7 +169,8 @@ int cli_admin_registry(cli *c, int argc, char **argv)
         json_decref(r);
         return rc;
     }
-    if ((argc == 4 && strcmp(argv[1], "add") == 0) || (argc == 3 && strcmp(argv[1], "delete") == 0)) {
+    if ((argc == 4 && strcmp(argv[1], "add") == 0) ||
+        (argc == 3 && strcmp(argv[1], "delete") == 0)) {
         char *key = ts_asprintf("config/docker/registry/%s", argv[2]);
         int rc;
         if (argv[1][0] == 'a') {

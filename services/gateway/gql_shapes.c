@@ -314,8 +314,8 @@ json_t *gql_shape_image(gql_exec *ex, const json_t *im)
     json_object_foreach(maxs, slot, v)
     {
         if (!json_object_get(mins, slot))
-            json_array_append_new(limits, json_pack("{s:s, s:s, s:O}", "key", slot, "min", "0",
-                                                    "max", v));
+            json_array_append_new(limits,
+                                  json_pack("{s:s, s:s, s:O}", "key", slot, "min", "0", "max", v));
     }
     json_object_set_new(o, "resource_limits", limits);
     json_object_set_new(o, "tags", json_array());

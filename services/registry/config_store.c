@@ -384,8 +384,8 @@ static void h_set(http_req *req, http_resp *resp, void *ctx)
     size_t size = dump ? strlen(dump) : 0;
     free(dump);
     if (size > CONFIG_VALUE_MAX) {
-        http_problem(resp, 400, "invalid-api-params", NULL,
-                     "\"value\" is larger than %d bytes", CONFIG_VALUE_MAX);
+        http_problem(resp, 400, "invalid-api-params", NULL, "\"value\" is larger than %d bytes",
+                     CONFIG_VALUE_MAX);
         goto out;
     }
     char key[CONFIG_KEY_MAX + 2];
@@ -439,8 +439,7 @@ static void h_delete(http_req *req, http_resp *resp, void *ctx)
                                    " AND left(key, length($1) + 1) = $1 || '/')",
                                    2, p);
         if (!r) goto out;
-        TLOG_INFO("config deleted", "key=%s prefix=%d removed=%s", key, q.prefix,
-                  PQcmdTuples(r));
+        TLOG_INFO("config deleted", "key=%s prefix=%d removed=%s", key, q.prefix, PQcmdTuples(r));
         PQclear(r);
     }
     reply_ok(resp);

@@ -21,9 +21,8 @@ bool creg_plain_http(const char *host, bool *plain, ts_err *err)
     PGconn *conn = reg_pg_get(err);
     if (!conn) return false;
     const char *p[] = {host};
-    PGresult *r =
-        reg_exec(conn, "SELECT url FROM registry.container_registries WHERE hostname = $1", 1, p,
-                 err);
+    PGresult *r = reg_exec(
+        conn, "SELECT url FROM registry.container_registries WHERE hostname = $1", 1, p, err);
     bool ok = r != NULL;
     if (ok && PQntuples(r) == 1) *plain = strncmp(PQgetvalue(r, 0, 0), "http://", 7) == 0;
     if (r) PQclear(r);
@@ -63,8 +62,8 @@ json_t *creg_scan_targets(PGconn *conn, const char *only, bool *known, ts_err *e
     json_t *out = json_array();
     if (reg_settings.oci_registry && *reg_settings.oci_registry &&
         (!only || strcmp(only, reg_settings.oci_registry) == 0)) {
-        json_array_append_new(out, json_pack("{s:s, s:s}", "host", reg_settings.oci_registry,
-                                             "project", ""));
+        json_array_append_new(
+            out, json_pack("{s:s, s:s}", "host", reg_settings.oci_registry, "project", ""));
         *known = true;
     }
     const char *p[] = {only};
@@ -181,8 +180,8 @@ bool creg_set(PGconn *conn, const char *name, json_t *fields, http_resp *resp)
                      "registry %s: type must be docker, harbor or harbor2", name);
         return false;
     }
-    if (project && *project && strspn(project, "abcdefghijklmnopqrstuvwxyz0123456789._-") !=
-                                   strlen(project)) {
+    if (project && *project &&
+        strspn(project, "abcdefghijklmnopqrstuvwxyz0123456789._-") != strlen(project)) {
         http_problem(resp, 400, "invalid-api-params", NULL,
                      "registry %s: project must be one path component ([a-z0-9._-])", name);
         return false;
@@ -200,10 +199,11 @@ bool creg_set(PGconn *conn, const char *name, json_t *fields, http_resp *resp)
     PQclear(r);
     if (!done && url == NULL) {
         /* not there yet and no URL: nothing inserted; an update needs the row */
-        r = pgjson_query(conn, resp, "set container registry",
-                         "UPDATE registry.container_registries SET type = coalesce($3, type),"
-                         " project = coalesce($4, project) WHERE hostname = $1 AND $2::text IS NULL",
-                         4, p);
+        r = pgjson_query(
+            conn, resp, "set container registry",
+            "UPDATE registry.container_registries SET type = coalesce($3, type),"
+            " project = coalesce($4, project) WHERE hostname = $1 AND $2::text IS NULL",
+            4, p);
         if (!r) return false;
         done = atoi(PQcmdTuples(r)) > 0;
         PQclear(r);
@@ -223,9 +223,9 @@ bool creg_delete(PGconn *conn, const char *name, http_resp *resp)
 {
     if (is_builtin(name)) return name_valid(name, resp);
     const char *p[] = {name};
-    PGresult *r = pgjson_query(conn, resp, "delete container registry",
-                               "DELETE FROM registry.container_registries WHERE hostname = $1", 1,
-                               p);
+    PGresult *r =
+        pgjson_query(conn, resp, "delete container registry",
+                     "DELETE FROM registry.container_registries WHERE hostname = $1", 1, p);
     if (!r) return false;
     bool done = atoi(PQcmdTuples(r)) > 0;
     PQclear(r);

@@ -43,7 +43,8 @@ static bool parse(char **segs, int n, image_key *k, http_resp *resp)
     memset(k, 0, sizeof(*k));
     int end = n;
     k->part = P_IMAGE;
-    if (n >= 7 && is(segs[n - 3], "resource") && (is(segs[n - 1], "min") || is(segs[n - 1], "max"))) {
+    if (n >= 7 && is(segs[n - 3], "resource") &&
+        (is(segs[n - 1], "min") || is(segs[n - 1], "max"))) {
         k->part = P_BOUND, k->slot = segs[n - 2], k->bound = segs[n - 1], end = n - 3;
     } else if (n >= 6 && is(segs[n - 2], "resource")) {
         k->part = P_SLOT, k->slot = segs[n - 1], end = n - 2;
@@ -100,9 +101,9 @@ static json_t *image_tree(PGconn *conn, const image_key *k, http_resp *resp)
             json_object_set(e, pass ? "max" : "min", v);
         }
     }
-    json_t *t = json_pack("{s:s, s:s, s:o, s:o}", "", PQgetvalue(r, 0, 0), "architecture",
-                          PQgetvalue(r, 0, 1), "labels", labels ? labels : json_object(),
-                          "resource", res);
+    json_t *t =
+        json_pack("{s:s, s:s, s:o, s:o}", "", PQgetvalue(r, 0, 0), "architecture",
+                  PQgetvalue(r, 0, 1), "labels", labels ? labels : json_object(), "resource", res);
     json_decref(min);
     json_decref(max);
     PQclear(r);
@@ -116,8 +117,7 @@ json_t *image_config_get(PGconn *conn, char **segs, int n, http_resp *resp)
     json_t *t = image_tree(conn, &k, resp);
     if (!t) return NULL;
     json_t *node = t;
-    if (k.part != P_IMAGE)
-        node = json_object_get(t, k.part >= P_LABELS ? "labels" : "resource");
+    if (k.part != P_IMAGE) node = json_object_get(t, k.part >= P_LABELS ? "labels" : "resource");
     if (k.part == P_SLOT || k.part == P_BOUND) node = json_object_get(node, k.slot);
     if (k.part == P_BOUND) node = json_object_get(node, k.bound);
     if (k.part == P_LABEL) node = json_object_get(node, k.label);
@@ -145,8 +145,7 @@ static bool restore(PGconn *conn, const image_key *k, http_resp *resp)
         if (bad)
             http_problem(resp, 400, "invalid-api-params", NULL, "image %s: %s", k->ref, err.msg);
         else
-            http_problem(resp, 500, "internal-server-error", NULL, "image %s: %s", k->ref,
-                         err.msg);
+            http_problem(resp, 500, "internal-server-error", NULL, "image %s: %s", k->ref, err.msg);
         return false;
     }
     if (!found) {
@@ -219,8 +218,7 @@ bool image_config_set(PGconn *conn, char **segs, int n, const char *value, http_
         return false;
     }
     if (!restore(conn, &k, resp)) return false;
-    TLOG_INFO("image config set", "image=%s part=%s", k.ref,
-              k.part == P_LABEL ? k.label : k.bound);
+    TLOG_INFO("image config set", "image=%s part=%s", k.ref, k.part == P_LABEL ? k.label : k.bound);
     return true;
 }
 

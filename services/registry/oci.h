@@ -5,8 +5,9 @@
  *
  * A reference is "host[:port]/repository[:tag][@sha256:...]"; without a host
  * (the first component has no '.' or ':' and is not "localhost") the
- * configured oci.registry is used. oci.plain_http picks http:// instead of
- * https://. An index (multi-architecture image) resolves to its linux/amd64
+ * configured oci.registry is used. A registered container registry's URL
+ * says http:// or https:// (container_registries.h); any other host follows
+ * oci.plain_http. An index (multi-architecture image) resolves to its linux/amd64
  * entry, else its first; the digest kept is the one the tag points to. */
 #ifndef REGISTRY_OCI_H
 #define REGISTRY_OCI_H

@@ -274,7 +274,7 @@ bool tr_finish(PGconn *conn, outbox *ob, sess *s, ts_err *err)
     " k.generation, s.preopen_ports::text, s.id::text, s.home_files::text,"                        \
     " coalesce(i.label_overrides::text, '{}'),"                                                    \
     " coalesce((SELECT c.url LIKE 'http://%' FROM registry.container_registries c"                 \
-    "   WHERE c.hostname = split_part(s.image, '/', 1)), false)"                                    \
+    "   WHERE c.hostname = split_part(s.image, '/', 1)), false)"                                   \
     " FROM registry.kernels k JOIN registry.sessions s ON s.id = k.session_id"                     \
     " LEFT JOIN registry.images i ON i.reference = s.image"
 #define KERNELS_COL_SESSION 25
@@ -378,7 +378,7 @@ static Tessera__V1__VfolderMount **mounts_of(arena *a, const char *text, size_t 
 
 /* images.label_overrides (a JSON object of strings) for CreateKernel. */
 static Tessera__V1__CreateKernel__ImageLabelOverridesEntry **labels_of(arena *a, const char *text,
-                                                                      size_t *n)
+                                                                       size_t *n)
 {
     json_t *o = json_loads(text, 0, NULL);
     *n = 0;
