@@ -14,19 +14,16 @@ static bool is_builtin(const char *name)
            strcmp(name, reg_settings.oci_registry) == 0;
 }
 
-bool creg_plain_http(const char *host, bool *plain, ts_err *err)
+bool creg_plain_http(PGconn *conn, const char *host, bool *plain, ts_err *err)
 {
     *plain = reg_settings.oci_plain_http;
     if (!host || !*host || is_builtin(host)) return true;
-    PGconn *conn = reg_pg_get(err);
-    if (!conn) return false;
     const char *p[] = {host};
     PGresult *r = reg_exec(
         conn, "SELECT url FROM registry.container_registries WHERE hostname = $1", 1, p, err);
     bool ok = r != NULL;
     if (ok && PQntuples(r) == 1) *plain = strncmp(PQgetvalue(r, 0, 0), "http://", 7) == 0;
     if (r) PQclear(r);
-    reg_pg_put(conn);
     return ok;
 }
 

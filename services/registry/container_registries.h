@@ -18,8 +18,8 @@
 
 /* Whether host is reached over plain http: a registered registry by its URL's
  * scheme, any other (the built-in one, an unregistered host) by
- * oci.plain_http. False with err on a database error. */
-bool creg_plain_http(const char *host, bool *plain, ts_err *err) TS_MUST_CHECK;
+ * oci.plain_http. False with err on a database error (on conn, the caller's). */
+bool creg_plain_http(PGconn *conn, const char *host, bool *plain, ts_err *err) TS_MUST_CHECK;
 
 /* {"<name>": {"": url, "type", "project"}, ...}: the built-in registry and the
  * registered ones. NULL on a database error (answered). */

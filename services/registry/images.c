@@ -151,7 +151,7 @@ static bool register_from_oci(PGconn *conn, const char *ref, bool *not_found, bo
 {
     oci_image im;
     *bad = false;
-    if (!oci_resolve(ref, &im, not_found, err)) return false;
+    if (!oci_resolve(conn, ref, &im, not_found, err)) return false;
     bool db = false;
     bool ok = store(conn, ref, im.digest, im.architecture, im.labels, im.command, "oci", &db, err);
     *bad = !ok && !db;
@@ -424,7 +424,7 @@ static void h_scan(http_req *req, http_resp *resp, void *ctx)
         const char *th = json_string_value(json_object_get(t, "host"));
         const char *proj = json_string_value(json_object_get(t, "project"));
         json_t *some = NULL;
-        if (!oci_catalog(th, &some, &err)) {
+        if (!oci_catalog(conn, th, &some, &err)) {
             http_problem(resp, 502, "bad-gateway", NULL, "scan: %s", err.msg);
             json_decref(targets);
             goto out;

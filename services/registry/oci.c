@@ -60,10 +60,10 @@ static bool get(const char *url, const char *accept, httpc_resp *out, ts_err *er
 }
 
 /* http or https: a registered registry's URL says which (container_registries.h). */
-static char *base_url(const char *host, ts_err *err)
+static char *base_url(PGconn *conn, const char *host, ts_err *err)
 {
     bool plain = false;
-    if (!creg_plain_http(host, &plain, err)) return NULL;
+    if (!creg_plain_http(conn, host, &plain, err)) return NULL;
     return ts_asprintf("%s://%s", plain ? "http" : "https", host);
 }
 
@@ -94,13 +94,13 @@ static json_t *get_json(const char *url, const char *accept, long *status, char 
     return j;
 }
 
-bool oci_resolve(const char *reference, oci_image *out, bool *not_found, ts_err *err)
+bool oci_resolve(PGconn *conn, const char *reference, oci_image *out, bool *not_found, ts_err *err)
 {
     memset(out, 0, sizeof(*out));
     *not_found = false;
     ref_parts p;
     if (!parse_ref(reference, &p, err)) return false;
-    char *base = base_url(p.host, err);
+    char *base = base_url(conn, p.host, err);
     if (!base) return false;
     char *url = ts_asprintf("%s/v2/%s/manifests/%s", base, p.repo, p.digest[0] ? p.digest : p.tag);
     long status = 0;
@@ -179,7 +179,7 @@ void oci_image_free(oci_image *im)
     memset(im, 0, sizeof(*im));
 }
 
-bool oci_catalog(const char *host, json_t **refs, ts_err *err)
+bool oci_catalog(PGconn *conn, const char *host, json_t **refs, ts_err *err)
 {
     *refs = NULL;
     if (!host || !*host) host = reg_settings.oci_registry;
@@ -187,7 +187,7 @@ bool oci_catalog(const char *host, json_t **refs, ts_err *err)
         ts_err_set(err, "no registry given and oci.registry is not set");
         return false;
     }
-    char *base = base_url(host, err);
+    char *base = base_url(conn, host, err);
     if (!base) return false;
     char *url = ts_asprintf("%s/v2/_catalog?n=1000", base);
     long status = 0;

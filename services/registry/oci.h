@@ -21,13 +21,15 @@ typedef struct oci_image {
     json_t *command;    /* Entrypoint + Cmd (array) */
 } oci_image;
 
-/* *not_found true (and false returned) when the registry says 404. */
-bool oci_resolve(const char *reference, oci_image *out, bool *not_found, ts_err *err) TS_MUST_CHECK;
+/* *not_found true (and false returned) when the registry says 404. conn: the
+ * caller's, for the registered registries' URLs (container_registries.h). */
+bool oci_resolve(PGconn *conn, const char *reference, oci_image *out, bool *not_found,
+                 ts_err *err) TS_MUST_CHECK;
 void oci_image_free(oci_image *im);
 
 /* Every "host/repository:tag" of the registry host (NULL: oci.registry), as a
  * JSON array of strings. */
-bool oci_catalog(const char *host, json_t **refs, ts_err *err) TS_MUST_CHECK;
+bool oci_catalog(PGconn *conn, const char *host, json_t **refs, ts_err *err) TS_MUST_CHECK;
 
 /* amd64 -> x86_64, arm64 -> aarch64; others unchanged. */
 const char *oci_arch_name(const char *oci_arch);
