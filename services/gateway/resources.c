@@ -40,4 +40,5 @@ void resources_routes(gateway *gw)
     http_route(r, "POST", "/config/get", h_forward, gw);
     http_route(r, "POST", "/config/set", h_forward, gw);
     http_route(r, "POST", "/config/delete", h_forward, gw);
+    http_route(r, "GET", "/config/docker-registries", h_forward, gw);
 }

@@ -9,6 +9,7 @@
  *   POST /resource/recalculate-usage -> POST /v1/admin/occupancy/recalculate
  *                                       (superadmins; occupancy_sync.h)
  *   POST /config/get|set|delete      -> POST /v1/config/... (superadmins; config_store.h)
+ *   GET  /config/docker-registries   -> GET  /v1/config/docker-registries (superadmins)
  *
  * Every route is signed (verify.c); the registry resolves the caller and
  * checks its body. (The admin CRUD, /admin/resource-presets, is routed with

@@ -453,4 +453,5 @@ void config_store_routes(svc *s)
     http_route(r, "POST", "/v1/config/get", h_get, s);
     http_route(r, "POST", "/v1/config/set", h_set, s);
     http_route(r, "POST", "/v1/config/delete", h_delete, s);
+    creg_routes(s);
 }

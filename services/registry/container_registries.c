@@ -1,6 +1,7 @@
 /* container_registries.c: see container_registries.h. */
 #include "container_registries.h"
 
+#include "caller.h"
 #include "libcommon/image_ref.h"
 #include "libcommon/log.h"
 #include "libcommon/pgjson.h"
@@ -51,6 +52,37 @@ json_t *creg_list(PGconn *conn, http_resp *resp)
                             entry(PQgetvalue(r, i, 1), PQgetvalue(r, i, 2), PQgetvalue(r, i, 3)));
     PQclear(r);
     return out;
+}
+
+/* GET /v1/config/docker-registries: {"<name>": "<url>"} (Backend.AI's
+ * deprecated listing), superadmins. */
+static void h_docker_registries(http_req *req, http_resp *resp, void *ctx)
+{
+    svc *s = ctx;
+    reg_caller c;
+    if (!caller_get(req, resp, NULL, &c)) return;
+    PGconn *conn = NULL;
+    json_t *regs = NULL;
+    if (!caller_is_superadmin(&c)) {
+        http_problem(resp, 403, "forbidden", NULL,
+                     "only superadmins may list container registries");
+        goto out;
+    }
+    if (!(conn = pgjson_get(s, resp)) || !(regs = creg_list(conn, resp))) goto out;
+    json_t *out = json_object();
+    const char *name;
+    json_t *f;
+    json_object_foreach(regs, name, f) json_object_set(out, name, json_object_get(f, ""));
+    http_reply_json(resp, 200, out);
+out:
+    json_decref(regs);
+    pgjson_put(s, conn);
+    caller_free(&c);
+}
+
+void creg_routes(svc *s)
+{
+    http_route(svc_router(s), "GET", "/v1/config/docker-registries", h_docker_registries, s);
 }
 
 json_t *creg_scan_targets(PGconn *conn, const char *only, bool *known, ts_err *err)

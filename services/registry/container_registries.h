@@ -34,6 +34,9 @@ json_t *creg_scan_targets(PGconn *conn, const char *only, bool *known, ts_err *e
  * bad name, URL, type or a credential; 400 for the built-in registry). */
 bool creg_set(PGconn *conn, const char *name, json_t *fields, http_resp *resp) TS_MUST_CHECK;
 
+/* GET /v1/config/docker-registries (superadmins): {"<name>": "<url>"}. */
+void creg_routes(svc *s);
+
 /* Forget a registry (its images stay registered). False after a problem
  * answer (404 unknown, 400 built-in). */
 bool creg_delete(PGconn *conn, const char *name, http_resp *resp) TS_MUST_CHECK;

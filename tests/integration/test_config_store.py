@@ -137,8 +137,12 @@ def test_registries_list_add_delete(admin, stack):
     problem(cset(admin, f"config/docker/registry/new-{TAG}.example.com", {"type": "docker"}), 400)
     problem(cset(admin, f"config/docker/registry/{name}", {"type": "quay"}), 400)
     problem(cset(admin, f"config/docker/registry/{name}", {"": "ftp://x"}), 400)
+    # Backend.AI's deprecated listing: {name: url}
+    listing = okj(admin.get("/config/docker-registries"))
+    assert listing[name] == f"https://{name}" and listing[builtin].endswith("://" + builtin), listing
     okj(cdel(admin, f"config/docker/registry/{name}", prefix=True))
     assert name not in result(cget(admin, "config/docker/registry", prefix=True))
+    assert name not in okj(admin.get("/config/docker-registries"))
     problem(cdel(admin, f"config/docker/registry/{name}", prefix=True), 404)
 
 
@@ -277,7 +281,8 @@ def test_only_superadmins(request, admin, who):
     try:
         for r in (cget(client, f"config/acl-{TAG}"), cget(client, "config/docker/registry", True),
                   cset(client, f"config/acl-{TAG}", "mine"), cdel(client, f"config/acl-{TAG}"),
-                  cset(client, "config/docker/registry/x.example.com", {"": "https://x.example.com"})):
+                  cset(client, "config/docker/registry/x.example.com", {"": "https://x.example.com"}),
+                  client.get("/config/docker-registries")):
             problem(r, 403)
         assert result(cget(admin, f"config/acl-{TAG}")) == "secret"
     finally:

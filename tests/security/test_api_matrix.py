@@ -1218,6 +1218,15 @@ def _(w, c, mode, ctx):
     return c.post("/config/delete", {"key": CONFIG_KEY, "prefix": True})
 
 
+def _registries_allowed(w, r, ctx):
+    assert isinstance(r.json(), dict), r.text
+
+
+@op("config.docker_registries", ("all",), _config_rule, _registries_allowed)
+def _(w, c, mode, ctx):
+    return c.get("/config/docker-registries")
+
+
 # ---- the matrix ---------------------------------------------------------------------------------
 
 # GraphQL (docs/api.md "GraphQL") -------------------------------------------------------------------
