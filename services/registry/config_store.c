@@ -354,13 +354,16 @@ static bool set_leaves(creq *q, json_t *leaves, http_resp *resp)
         if (!creg_set(q->conn, name, fields, resp)) goto out;
     }
     PGresult *r = pgjson_query(q->conn, resp, "count settings",
-                               "SELECT count(*) FROM registry.settings", 0, NULL);
+                               "SELECT count(*), coalesce(sum(octet_length(value)), 0)"
+                               " FROM registry.settings",
+                               0, NULL);
     if (!r) goto out;
-    long long count = atoll(PQgetvalue(r, 0, 0));
+    long long count = atoll(PQgetvalue(r, 0, 0)), bytes = atoll(PQgetvalue(r, 0, 1));
     PQclear(r);
-    if (count > CONFIG_SETTINGS_MAX) {
+    if (count > CONFIG_SETTINGS_MAX || bytes > CONFIG_SETTINGS_BYTES_MAX) {
         http_problem(resp, 400, "invalid-api-params", NULL,
-                     "the settings store holds at most %d keys", CONFIG_SETTINGS_MAX);
+                     "the settings store holds at most %d keys and %d MiB of values",
+                     CONFIG_SETTINGS_MAX, CONFIG_SETTINGS_BYTES_MAX >> 20);
         goto out;
     }
     ok = true;

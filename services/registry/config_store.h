@@ -19,7 +19,8 @@
  *
  * Keys: printable ASCII without spaces, "/"-separated segments, none empty
  * (one trailing "/" is ignored), at most CONFIG_KEY_MAX bytes; values at most
- * CONFIG_VALUE_MAX bytes; at most CONFIG_SETTINGS_MAX settings. Anything else
+ * CONFIG_VALUE_MAX bytes; at most CONFIG_SETTINGS_MAX settings of at most
+ * CONFIG_SETTINGS_BYTES_MAX together (a get of everything stays small). Anything else
  * is a 400 problem. */
 #ifndef REGISTRY_CONFIG_STORE_H
 #define REGISTRY_CONFIG_STORE_H
@@ -29,6 +30,7 @@
 #define CONFIG_KEY_MAX 255
 #define CONFIG_VALUE_MAX 65536
 #define CONFIG_SETTINGS_MAX 4096
+#define CONFIG_SETTINGS_BYTES_MAX (8 << 20) /* all values together */
 #define CONFIG_SEGMENTS_MAX 64
 
 /* Split and check a key; segs point into buf (a copy). n: the count. False

@@ -299,6 +299,27 @@ def test_bad_keys(admin, key):
         problem(r, 400)
 
 
+def test_settings_store_limits(admin):
+    base = f"config/lim-{TAG}"
+    # 4097 keys in one set: refused as a whole (one transaction)
+    p = problem(cset(admin, base, {f"k{i}": "v" for i in range(4097)}), 400)
+    assert "at most 4096 keys" in p["msg"], p
+    assert result(cget(admin, base, prefix=True)) == {}
+    # 8 MiB of values in all
+    big = "x" * 65000
+    try:
+        refused = None
+        for i in range(140):
+            r = cset(admin, f"{base}/v{i}", big)
+            if r.status_code != 200:
+                refused = problem(r, 400)
+                break
+        assert refused and "MiB" in refused["msg"], refused
+        assert 120 <= i <= 130, i
+    finally:
+        okj(cdel(admin, base, prefix=True))
+
+
 def test_unknown_prefix_names_the_known_ones(admin):
     p = problem(cset(admin, "resources/x", "1"), 400)
     assert "config/" in p["msg"] and "images/" in p["msg"], p
