@@ -300,11 +300,63 @@ static void h_delete(http_req *req, http_resp *resp, void *ctx)
     listing_admin_delete(ctx, req, resp, "images", &image_delete, "ref");
 }
 
+/* ---- what a scan covers ---- */
+
+/* Every reference a scan of host covers (NULL: the built-in registry and every
+ * registered one, container_registries.h; a registered registry's project
+ * limits it to that project's repositories; an unregistered host is scanned
+ * as asked). NULL with *status (400 nothing to scan, 500 database, 502 a
+ * registry) and err. */
+static json_t *scan_refs(PGconn *conn, const char *host, int *status, ts_err *err)
+{
+    bool known = false;
+    json_t *targets = creg_scan_targets(conn, host, &known, err);
+    if (!targets) {
+        *status = 500;
+        return NULL;
+    }
+    if (host && !known)
+        json_array_append_new(targets, json_pack("{s:s, s:s}", "host", host, "project", ""));
+    if (json_array_size(targets) == 0) {
+        ts_err_set(err, "no registry given, oci.registry is not set and none is registered");
+        *status = 400;
+        json_decref(targets);
+        return NULL;
+    }
+    json_t *refs = json_array();
+    size_t ti;
+    json_t *t;
+    json_array_foreach(targets, ti, t)
+    {
+        const char *th = json_string_value(json_object_get(t, "host"));
+        const char *proj = json_string_value(json_object_get(t, "project"));
+        json_t *some = NULL;
+        if (!oci_catalog(conn, th, &some, err)) {
+            *status = 502;
+            json_decref(targets);
+            json_decref(refs);
+            return NULL;
+        }
+        char *pre = ts_asprintf("%s/%s/", th, proj);
+        size_t i;
+        json_t *r;
+        json_array_foreach(some, i, r)
+        {
+            if (!*proj || strncmp(json_string_value(r), pre, strlen(pre)) == 0)
+                json_array_append(refs, r);
+        }
+        free(pre);
+        json_decref(some);
+    }
+    json_decref(targets);
+    return refs;
+}
+
 /* ---- the scan as a background task (bgtasks.h) ---- */
 
 typedef struct scan_job {
     char task[TS_UUID_STRLEN];
-    char *host; /* NULL: the default registry */
+    char *host; /* NULL: every registry (scan_refs) */
 } scan_job;
 
 static void *_scan_main(void *arg)
@@ -313,7 +365,13 @@ static void *_scan_main(void *arg)
     tlog_ctx_entity("task", j->task);
     json_t *refs = NULL;
     ts_err err = {{0}};
-    if (!oci_catalog(j->host, &refs, &err)) {
+    int status = 0;
+    PGconn *sc = reg_pg_get(&err);
+    if (sc) {
+        refs = scan_refs(sc, j->host, &status, &err);
+        reg_pg_put(sc);
+    }
+    if (!refs) {
         bgtask_finish(j->task, "failed", err.msg);
         goto out;
     }
@@ -402,45 +460,15 @@ static void h_scan(http_req *req, http_resp *resp, void *ctx)
     }
     ts_err err = {{0}};
     if (!(conn = pgjson_get(s, resp))) goto out;
-    bool known = false;
-    json_t *targets = creg_scan_targets(conn, host, &known, &err);
-    if (!targets) {
-        http_problem(resp, 500, "internal-server-error", NULL, "scan: %s", err.msg);
+    int status = 0;
+    if (!(refs = scan_refs(conn, host, &status, &err))) {
+        http_problem(resp, status,
+                     status == 400   ? "invalid-api-params"
+                     : status == 502 ? "bad-gateway"
+                                     : "internal-server-error",
+                     NULL, "scan: %s", err.msg);
         goto out;
     }
-    if (host && !known) /* an unregistered host: scanned as asked */
-        json_array_append_new(targets, json_pack("{s:s, s:s}", "host", host, "project", ""));
-    if (json_array_size(targets) == 0) {
-        http_problem(resp, 400, "invalid-api-params", NULL,
-                     "scan: no registry given, oci.registry is not set and none is registered");
-        json_decref(targets);
-        goto out;
-    }
-    refs = json_array();
-    size_t ti;
-    json_t *t;
-    json_array_foreach(targets, ti, t)
-    {
-        const char *th = json_string_value(json_object_get(t, "host"));
-        const char *proj = json_string_value(json_object_get(t, "project"));
-        json_t *some = NULL;
-        if (!oci_catalog(conn, th, &some, &err)) {
-            http_problem(resp, 502, "bad-gateway", NULL, "scan: %s", err.msg);
-            json_decref(targets);
-            goto out;
-        }
-        char *pre = ts_asprintf("%s/%s/", th, proj);
-        size_t i;
-        json_t *r;
-        json_array_foreach(some, i, r)
-        {
-            if (!*proj || strncmp(json_string_value(r), pre, strlen(pre)) == 0)
-                json_array_append(refs, r);
-        }
-        free(pre);
-        json_decref(some);
-    }
-    json_decref(targets);
     json_t *ok = json_array(), *failed = json_array();
     size_t i;
     json_t *r;

@@ -16,6 +16,7 @@ import uuid
 import pytest
 
 import bai_signer
+from conftest import wait_until
 from test_graphql import gql
 from test_sessions_api import (_new_user, admin, destroy_quietly, gw, image,  # noqa: F401
                                image_registered, okj, problem)
@@ -163,10 +164,15 @@ def test_registered_registry_is_scanned_and_its_images_run(admin, user, stack, i
         # a scan without a registry covers the built-in and the registered ones
         body = okj(admin.post("/admin/images/scan", {}, timeout=60))
         assert ref in body["registered"] and image_registered in body["registered"], body
-        # GraphQL's rescan_images(registry) scans that one
-        r = okj(gql(admin, "mutation($r: String) { rescan_images(registry: $r) { ok msg } }",
+        # GraphQL's rescan_images(registry) scans that one (a background task)
+        enc = "/admin/images/" + ref.replace("/", "%2F")
+        okj(admin.delete(enc), 200, 204)
+        problem(admin.get(enc), 404)
+        r = okj(gql(admin, "mutation($r: String) { rescan_images(registry: $r) { ok msg task_id } }",
                     {"r": alias}))
         assert r["data"]["rescan_images"]["ok"] is True, r
+        wait_until(lambda: admin.get(enc).status_code == 200, timeout=30,
+                   message=f"the background scan of {alias} did not register {ref}")
         sname = f"cfg-reg-{TAG}"
         r = user.post("/session", {"image": ref, "name": sname, "maxWaitSeconds": 40,
                                    "config": {"resources": {"cpu": "1", "mem": "256m"}}}, timeout=60)
