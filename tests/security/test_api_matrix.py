@@ -1217,6 +1217,66 @@ def _(w, c, mode, ctx):
     return _open_stream(c, "/events/background-task", {"taskId": _bgtask_of_su(w)})
 
 
+# configuration store (docs/api.md "Configuration store"): superadmins only ----------------------
+
+CONFIG_KEY = "config/security-matrix/value"
+
+
+def _config_rule(who, mode):
+    return ALLOW if who == "SU" else FB
+
+
+def _config_seed(w):
+    ok(w.boot.post("/config/set", {"key": CONFIG_KEY, "value": "seeded"}))
+
+
+def _config_unchanged(w, ctx):
+    r = ok(w.boot.post("/config/get", {"key": CONFIG_KEY}))
+    assert r["result"] == "seeded", f"the setting was changed: {r}"
+
+
+def _config_get_allowed(w, r, ctx):
+    assert r.json()["result"] == "seeded", r.text
+
+
+def _config_set_allowed(w, r, ctx):
+    assert ok(w.boot.post("/config/get", {"key": CONFIG_KEY}))["result"] == ctx["value"]
+    _config_seed(w)
+
+
+def _config_delete_allowed(w, r, ctx):
+    assert ok(w.boot.post("/config/get", {"key": CONFIG_KEY}))["result"] is None
+    _config_seed(w)
+
+
+@op("config.get", ("by_key",), _config_rule, _config_get_allowed, _config_unchanged)
+def _(w, c, mode, ctx):
+    _config_seed(w)
+    return c.post("/config/get", {"key": CONFIG_KEY})
+
+
+@op("config.set", ("by_key",), _config_rule, _config_set_allowed, _config_unchanged)
+def _(w, c, mode, ctx):
+    _config_seed(w)
+    ctx["value"] = fresh(f"set by {c.label}")
+    return c.post("/config/set", {"key": CONFIG_KEY, "value": ctx["value"]})
+
+
+@op("config.delete", ("by_key",), _config_rule, _config_delete_allowed, _config_unchanged)
+def _(w, c, mode, ctx):
+    _config_seed(w)
+    return c.post("/config/delete", {"key": CONFIG_KEY, "prefix": True})
+
+
+def _registries_allowed(w, r, ctx):
+    assert isinstance(r.json(), dict), r.text
+
+
+@op("config.docker_registries", ("all",), _config_rule, _registries_allowed)
+def _(w, c, mode, ctx):
+    return c.get("/config/docker-registries")
+
+
 # ---- the matrix ---------------------------------------------------------------------------------
 
 # GraphQL (docs/api.md "GraphQL") -------------------------------------------------------------------
