@@ -63,9 +63,10 @@ static const http_api_agent *_api_agent(void *ctx)
 
 /* ---- set-up helpers -------------------------------------------------------------- */
 
-static image_store *_store_for(const char *reference, void *ctx)
+static image_store *_store_for(const char *reference, bool plain_http, void *ctx)
 {
     agent *a = ctx;
+    if (plain_http) return a->insecure_store;
     image_ref r;
     ts_err err;
     if (!image_ref_parse(reference, NULL, &r, &err)) return a->store; /* the pull says why */

@@ -85,7 +85,7 @@ static image_info *_image(kernels *ks, krec *k, const Tessera__V1__CreateKernel 
     char *ref = (cmd->image_digest && *cmd->image_digest && !strchr(cmd->image, '@'))
                     ? ts_asprintf("%s@%s", cmd->image, cmd->image_digest)
                     : ts_strdup(cmd->image);
-    image_store *store = ks->o.store_for(ref, ks->o.store_ctx);
+    image_store *store = ks->o.store_for(ref, cmd->image_plain_http, ks->o.store_ctx);
     image_info *info = NULL;
     if (store && strchr(ref, '@')) {
         ts_err lerr = {{0}};
@@ -110,6 +110,24 @@ static image_info *_image(kernels *ks, krec *k, const Tessera__V1__CreateKernel 
     }
     free(ref);
     return info;
+}
+
+/* The labels set for the image in the registry's config store win over the
+ * image's own (service ports, runtime path, kernelspec ...). */
+static void _label_overrides(image_info *info, const Tessera__V1__CreateKernel *cmd)
+{
+    if (cmd->n_image_label_overrides == 0) return;
+    json_t *labels = info->labels_json ? json_loads(info->labels_json, 0, NULL) : NULL;
+    if (!json_is_object(labels)) {
+        json_decref(labels);
+        labels = json_object();
+    }
+    for (size_t i = 0; i < cmd->n_image_label_overrides; i++)
+        json_object_set_new(labels, cmd->image_label_overrides[i]->key,
+                            json_string(cmd->image_label_overrides[i]->value));
+    free(info->labels_json);
+    info->labels_json = json_dumps(labels, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(labels);
 }
 
 /* ---- what the container gets ------------------------------------------------------ */
@@ -440,6 +458,7 @@ static void _create(kernels *ks, krec *k, const Tessera__V1__CreateKernel *cmd)
     kev_ctx c = ktab_kev(ks, k);
     kev_creating(&c, info->digest);
 
+    _label_overrides(info, cmd);
     create_plan p = {0};
     kernel_status st;
     bool ok = _plan(ks, k, cmd, info, &p, &err) && _start(ks, k, cmd, info, &p, &st, &err);

@@ -24,8 +24,10 @@
 
 typedef struct kernels kernels;
 
-/* Picks the image store for a reference (insecure registries use a plain-HTTP store). */
-typedef image_store *(*kernels_store_fn)(const char *reference, void *ctx);
+/* Picks the image store for a reference (insecure registries use a plain-HTTP
+ * store): plain_http is CreateKernel.image_plain_http (the registry registered
+ * the image's registry with an http:// URL). */
+typedef image_store *(*kernels_store_fn)(const char *reference, bool plain_http, void *ctx);
 
 typedef struct kernels_opts {
     const char *agent_id;

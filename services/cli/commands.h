@@ -72,4 +72,9 @@ int cmd_user_config(cli *c, const cli_command *self, int argc, char **argv);
 int cmd_ssh_keypair(cli *c, const cli_command *self, int argc, char **argv);
 int cli_admin_announcement(cli *c, int argc, char **argv);
 
+/* cmd_config.c: `tessera admin config ...` and `tessera admin registry ...`
+ * (argv[0] "config" / "registry"; their own --help) */
+int cli_admin_config(cli *c, int argc, char **argv);
+int cli_admin_registry(cli *c, int argc, char **argv);
+
 #endif

@@ -303,9 +303,20 @@ json_t *gql_shape_image(gql_exec *ex, const json_t *im)
     json_object_set_new(o, "labels", _kv_list(json_object_get(im, "labels")));
     json_t *limits = json_array();
     const char *slot;
-    json_t *min;
-    json_object_foreach(json_object_get(im, "min_slots"), slot, min)
-        json_array_append_new(limits, json_pack("{s:s, s:O, s:n}", "key", slot, "min", min, "max"));
+    json_t *v;
+    json_t *mins = json_object_get(im, "min_slots"), *maxs = json_object_get(im, "max_slots");
+    json_object_foreach(mins, slot, v)
+    {
+        json_t *mx = json_object_get(maxs, slot);
+        json_array_append_new(limits, json_pack("{s:s, s:O, s:O}", "key", slot, "min", v, "max",
+                                                mx ? mx : json_null()));
+    }
+    json_object_foreach(maxs, slot, v)
+    {
+        if (!json_object_get(mins, slot))
+            json_array_append_new(limits,
+                                  json_pack("{s:s, s:s, s:O}", "key", slot, "min", "0", "max", v));
+    }
     json_object_set_new(o, "resource_limits", limits);
     json_object_set_new(o, "tags", json_array());
     json_object_set_new(o, "aliases", json_array());

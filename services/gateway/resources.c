@@ -38,4 +38,9 @@ void resources_routes(gateway *gw)
     http_route(r, "POST", "/resource/recalculate-usage", h_recalculate, gw);
     http_route(r, "GET", "/resource/stats/user/month", h_forward, gw);
     http_route(r, "GET", "/resource/stats/admin/month", h_forward, gw);
+    /* Backend.AI's config store (superadmins; registry config_store.h) */
+    http_route(r, "POST", "/config/get", h_forward, gw);
+    http_route(r, "POST", "/config/set", h_forward, gw);
+    http_route(r, "POST", "/config/delete", h_forward, gw);
+    http_route(r, "GET", "/config/docker-registries", h_forward, gw);
 }

@@ -1,7 +1,7 @@
 /* resources.h: the public resource API the launcher and the summary read
  * (api-compat.md "Auth, resources, config"; docs/api.md "Resources"),
  * forwarded to tessera-registry, which answers (services/registry/
- * scaling_groups.h, resource_presets.h, check_presets.h):
+ * scaling_groups.h, resource_presets.h, check_presets.h, config_store.h):
  *
  *   GET  /scaling-groups?group=      -> GET  /v1/scaling-groups?<query>
  *   GET  /resource/presets           -> GET  /v1/resource/presets
@@ -10,6 +10,8 @@
  *                                       (superadmins; occupancy_sync.h)
  *   GET  /resource/stats/user/month  -> GET  /v1/resource/stats/user/month (usage_stats.h)
  *   GET  /resource/stats/admin/month -> GET  /v1/resource/stats/admin/month (superadmins)
+ *   POST /config/get|set|delete      -> POST /v1/config/... (superadmins; config_store.h)
+ *   GET  /config/docker-registries   -> GET  /v1/config/docker-registries (superadmins)
  *
  * Every route is signed (verify.c); the registry resolves the caller and
  * checks its body. (The admin CRUD, /admin/resource-presets, is routed with

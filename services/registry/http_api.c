@@ -5,6 +5,7 @@
 #include "agents_admin.h"
 #include "bgtasks.h"
 #include "check_presets.h"
+#include "config_store.h"
 #include "images.h"
 #include "mounts.h"
 #include "resource_groups.h"
@@ -35,4 +36,5 @@ void registry_routes(svc *s)
     mounts_routes(s);            /* /v1/vfolder-mounts/{vfolder_id} (mounts.h) */
     occupancy_routes(s);         /* /v1/admin/occupancy/recalculate (occupancy_sync.h) */
     usage_stats_routes(s);       /* /v1/resource/stats/{user,admin}/month (usage_stats.h) */
+    config_store_routes(s);      /* /v1/config/get|set|delete (config_store.h) */
 }

@@ -4,6 +4,7 @@
 #include "bgtasks.h"
 
 #include "caller.h"
+#include "container_registries.h"
 #include "context.h"
 #include "db_common.h"
 #include "libcommon/image_ref.h"
@@ -30,18 +31,48 @@ static const char upsert_sql[] =
     " command = EXCLUDED.command, source = EXCLUDED.source, registered_at = now()";
 
 #define SELECT_IMAGES                                                                              \
-    "SELECT reference, digest, architecture, labels, service_ports, min_slots, runtime_type,"      \
-    " runtime_path, command, source, registered_at FROM registry.images"
+    "SELECT reference, digest, architecture, labels || label_overrides AS labels, service_ports,"  \
+    " min_slots, max_slots, label_overrides, runtime_type, runtime_path, command, source,"         \
+    " registered_at FROM registry.images"
 
 static const listing_one image_row = {"read image", SELECT_IMAGES " WHERE reference = $1",
                                       "unknown image", "image"};
 
-/* Store an image from its labels; false with err (a bad label) or on a
- * database error (*db true). */
+static bool store_effective(PGconn *conn, const char *ref, const char *digest, const char *arch,
+                            json_t *scanned, json_t *labels, json_t *command, const char *source,
+                            bool *db, ts_err *err);
+
+/* Store an image from its labels (and the overrides it has); false with err
+ * (a bad label) or on a database error (*db true). */
 static bool store(PGconn *conn, const char *ref, const char *digest, const char *arch,
                   json_t *labels, json_t *command, const char *source, bool *db, ts_err *err)
 {
     *db = false;
+    /* the labels as sessions see them: the image's, then the overrides */
+    json_t *eff = json_deep_copy(labels);
+    const char *q[] = {ref};
+    PGresult *ov = reg_exec(
+        conn, "SELECT label_overrides::text FROM registry.images WHERE reference = $1", 1, q, err);
+    if (!ov) {
+        *db = true;
+        json_decref(eff);
+        return false;
+    }
+    if (PQntuples(ov) == 1) {
+        json_t *o = json_loads(PQgetvalue(ov, 0, 0), 0, NULL);
+        if (json_is_object(o)) json_object_update(eff, o);
+        json_decref(o);
+    }
+    PQclear(ov);
+    bool ok = store_effective(conn, ref, digest, arch, labels, eff, command, source, db, err);
+    json_decref(eff);
+    return ok;
+}
+
+static bool store_effective(PGconn *conn, const char *ref, const char *digest, const char *arch,
+                            json_t *scanned, json_t *labels, json_t *command, const char *source,
+                            bool *db, ts_err *err)
+{
     const char *sp = json_string_value(json_object_get(labels, "ai.backend.service-ports"));
     json_t *ports = pb_parse_service_ports(sp, err);
     if (!ports) return false;
@@ -61,7 +92,7 @@ static bool store(PGconn *conn, const char *ref, const char *digest, const char 
         }
     }
     json_t *mj = slots_to_json(&min);
-    char *lt = json_dumps(labels, JSON_COMPACT), *pt = json_dumps(ports, JSON_COMPACT),
+    char *lt = json_dumps(scanned, JSON_COMPACT), *pt = json_dumps(ports, JSON_COMPACT),
          *mt = json_dumps(mj, JSON_COMPACT), *ct = json_dumps(command, JSON_COMPACT);
     const char *rt = json_string_value(json_object_get(labels, "ai.backend.runtime-type"));
     const char *rp = json_string_value(json_object_get(labels, "ai.backend.runtime-path"));
@@ -87,13 +118,40 @@ static bool store(PGconn *conn, const char *ref, const char *digest, const char 
     return ok;
 }
 
+bool images_restore(PGconn *conn, const char *ref, bool *found, bool *bad, ts_err *err)
+{
+    *found = false;
+    *bad = false;
+    const char *p[] = {ref};
+    PGresult *r = reg_exec(conn,
+                           "SELECT digest, architecture, labels::text, command::text, source"
+                           " FROM registry.images WHERE reference = $1",
+                           1, p, err);
+    if (!r) return false;
+    if (PQntuples(r) != 1) {
+        PQclear(r);
+        return true;
+    }
+    *found = true;
+    json_t *labels = json_loads(PQgetvalue(r, 0, 2), 0, NULL);
+    json_t *cmd = json_loads(PQgetvalue(r, 0, 3), 0, NULL);
+    bool db = false;
+    bool ok = store(conn, ref, PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1), labels, cmd,
+                    PQgetvalue(r, 0, 4), &db, err);
+    *bad = !ok && !db;
+    json_decref(labels);
+    json_decref(cmd);
+    PQclear(r);
+    return ok;
+}
+
 /* Resolve from the OCI registry and store. *not_found when the registry says so. */
 static bool register_from_oci(PGconn *conn, const char *ref, bool *not_found, bool *bad,
                               ts_err *err)
 {
     oci_image im;
     *bad = false;
-    if (!oci_resolve(ref, &im, not_found, err)) return false;
+    if (!oci_resolve(conn, ref, &im, not_found, err)) return false;
     bool db = false;
     bool ok = store(conn, ref, im.digest, im.architecture, im.labels, im.command, "oci", &db, err);
     *bad = !ok && !db;
@@ -108,7 +166,8 @@ bool images_find(PGconn *conn, const char *reference, image_info *out, bool *fou
     const char *p[] = {reference};
     for (int attempt = 0; attempt < 2; attempt++) {
         PGresult *r = reg_exec(conn,
-                               "SELECT architecture, digest, min_slots::text, service_ports::text"
+                               "SELECT architecture, digest, min_slots::text, service_ports::text,"
+                               " max_slots::text"
                                " FROM registry.images WHERE reference = $1",
                                1, p, err);
         if (!r) return false;
@@ -118,6 +177,7 @@ bool images_find(PGconn *conn, const char *reference, image_info *out, bool *fou
             ts_strlcpy(out->digest, PQgetvalue(r, 0, 1), sizeof(out->digest));
             out->min_slots = json_loads(PQgetvalue(r, 0, 2), 0, NULL);
             out->service_ports = json_loads(PQgetvalue(r, 0, 3), 0, NULL);
+            out->max_slots = json_loads(PQgetvalue(r, 0, 4), 0, NULL);
             PQclear(r);
             return true;
         }
@@ -138,6 +198,7 @@ void image_info_free(image_info *im)
 {
     json_decref(im->min_slots);
     json_decref(im->service_ports);
+    json_decref(im->max_slots);
     memset(im, 0, sizeof(*im));
 }
 
@@ -239,11 +300,63 @@ static void h_delete(http_req *req, http_resp *resp, void *ctx)
     listing_admin_delete(ctx, req, resp, "images", &image_delete, "ref");
 }
 
+/* ---- what a scan covers ---- */
+
+/* Every reference a scan of host covers (NULL: the built-in registry and every
+ * registered one, container_registries.h; a registered registry's project
+ * limits it to that project's repositories; an unregistered host is scanned
+ * as asked). NULL with *status (400 nothing to scan, 500 database, 502 a
+ * registry) and err. */
+static json_t *scan_refs(PGconn *conn, const char *host, int *status, ts_err *err)
+{
+    bool known = false;
+    json_t *targets = creg_scan_targets(conn, host, &known, err);
+    if (!targets) {
+        *status = 500;
+        return NULL;
+    }
+    if (host && !known)
+        json_array_append_new(targets, json_pack("{s:s, s:s}", "host", host, "project", ""));
+    if (json_array_size(targets) == 0) {
+        ts_err_set(err, "no registry given, oci.registry is not set and none is registered");
+        *status = 400;
+        json_decref(targets);
+        return NULL;
+    }
+    json_t *refs = json_array();
+    size_t ti;
+    json_t *t;
+    json_array_foreach(targets, ti, t)
+    {
+        const char *th = json_string_value(json_object_get(t, "host"));
+        const char *proj = json_string_value(json_object_get(t, "project"));
+        json_t *some = NULL;
+        if (!oci_catalog(conn, th, &some, err)) {
+            *status = 502;
+            json_decref(targets);
+            json_decref(refs);
+            return NULL;
+        }
+        char *pre = ts_asprintf("%s/%s/", th, proj);
+        size_t i;
+        json_t *r;
+        json_array_foreach(some, i, r)
+        {
+            if (!*proj || strncmp(json_string_value(r), pre, strlen(pre)) == 0)
+                json_array_append(refs, r);
+        }
+        free(pre);
+        json_decref(some);
+    }
+    json_decref(targets);
+    return refs;
+}
+
 /* ---- the scan as a background task (bgtasks.h) ---- */
 
 typedef struct scan_job {
     char task[TS_UUID_STRLEN];
-    char *host; /* NULL: the default registry */
+    char *host; /* NULL: every registry (scan_refs) */
 } scan_job;
 
 static void *_scan_main(void *arg)
@@ -252,7 +365,13 @@ static void *_scan_main(void *arg)
     tlog_ctx_entity("task", j->task);
     json_t *refs = NULL;
     ts_err err = {{0}};
-    if (!oci_catalog(j->host, &refs, &err)) {
+    int status = 0;
+    PGconn *sc = reg_pg_get(&err);
+    if (sc) {
+        refs = scan_refs(sc, j->host, &status, &err);
+        reg_pg_put(sc);
+    }
+    if (!refs) {
         bgtask_finish(j->task, "failed", err.msg);
         goto out;
     }
@@ -340,11 +459,16 @@ static void h_scan(http_req *req, http_resp *resp, void *ctx)
         goto out;
     }
     ts_err err = {{0}};
-    if (!oci_catalog(host, &refs, &err)) {
-        http_problem(resp, 502, "bad-gateway", NULL, "scan: %s", err.msg);
+    if (!(conn = pgjson_get(s, resp))) goto out;
+    int status = 0;
+    if (!(refs = scan_refs(conn, host, &status, &err))) {
+        http_problem(resp, status,
+                     status == 400   ? "invalid-api-params"
+                     : status == 502 ? "bad-gateway"
+                                     : "internal-server-error",
+                     NULL, "scan: %s", err.msg);
         goto out;
     }
-    if (!(conn = pgjson_get(s, resp))) goto out;
     json_t *ok = json_array(), *failed = json_array();
     size_t i;
     json_t *r;

@@ -37,7 +37,9 @@ static const cfg_option registry_options[] = {
     {"oci.registry", CFG_STRING, &reg_settings.oci_registry, "", 0, 0, NULL, false, NULL,
      "default OCI registry (host:port) for image references without one, and for scans"},
     {"oci.plain_http", CFG_BOOL, &reg_settings.oci_plain_http, "true", 0, 0, NULL, false, NULL,
-     "reach OCI registries over http:// (development); false: https://"},
+     "reach the built-in registry (oci.registry) and unregistered hosts over http:// "
+     "(development); false: https://. Registered registries follow their URL's scheme; an "
+     "http:// one can be registered only while this is true"},
     {"oci.timeout", CFG_DURATION, &reg_settings.oci_timeout_ms, "10s", 100, 600000, NULL, false,
      NULL, "time limit of a request to an OCI registry"},
     {"registry.agent_lost_timeout", CFG_DURATION, &reg_settings.agent_lost_timeout_ms, "30s", 1000,
@@ -140,7 +142,7 @@ static const svcauth_rule REGISTRY_ACCESS[] = {
     {"*", "/v1/sessions", SVCAUTH_GATEWAY},         {"*", "/v1/admin", SVCAUTH_GATEWAY},
     {"GET", "/v1/scaling-groups", SVCAUTH_GATEWAY}, {"*", "/v1/resource", SVCAUTH_GATEWAY},
     {"GET", "/v1/vfolder-mounts", SVCAUTH_VFOLDER}, {"*", "/v1/session-templates", SVCAUTH_GATEWAY},
-    {"GET", "/v1/bgtasks", SVCAUTH_GATEWAY},
+    {"GET", "/v1/bgtasks", SVCAUTH_GATEWAY},        {"*", "/v1/config", SVCAUTH_GATEWAY},
 };
 
 int main(int argc, char **argv)

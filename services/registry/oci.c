@@ -1,6 +1,7 @@
 /* oci.c: see oci.h. */
 #include "oci.h"
 
+#include "container_registries.h"
 #include "context.h"
 #include "libcommon/httpc.h"
 #include "libcommon/image_ref.h"
@@ -58,9 +59,12 @@ static bool get(const char *url, const char *accept, httpc_resp *out, ts_err *er
     return httpc_request(client(), "GET", url, accept ? headers : NULL, NULL, 0, NULL, out, err);
 }
 
-static char *base_url(const char *host)
+/* http or https: a registered registry's URL says which (container_registries.h). */
+static char *base_url(PGconn *conn, const char *host, ts_err *err)
 {
-    return ts_asprintf("%s://%s", reg_settings.oci_plain_http ? "http" : "https", host);
+    bool plain = false;
+    if (!creg_plain_http(conn, host, &plain, err)) return NULL;
+    return ts_asprintf("%s://%s", plain ? "http" : "https", host);
 }
 
 static void sha256_hex(const char *body, size_t len, char out[72])
@@ -90,13 +94,14 @@ static json_t *get_json(const char *url, const char *accept, long *status, char 
     return j;
 }
 
-bool oci_resolve(const char *reference, oci_image *out, bool *not_found, ts_err *err)
+bool oci_resolve(PGconn *conn, const char *reference, oci_image *out, bool *not_found, ts_err *err)
 {
     memset(out, 0, sizeof(*out));
     *not_found = false;
     ref_parts p;
     if (!parse_ref(reference, &p, err)) return false;
-    char *base = base_url(p.host);
+    char *base = base_url(conn, p.host, err);
+    if (!base) return false;
     char *url = ts_asprintf("%s/v2/%s/manifests/%s", base, p.repo, p.digest[0] ? p.digest : p.tag);
     long status = 0;
     char digest[72] = "";
@@ -174,7 +179,7 @@ void oci_image_free(oci_image *im)
     memset(im, 0, sizeof(*im));
 }
 
-bool oci_catalog(const char *host, json_t **refs, ts_err *err)
+bool oci_catalog(PGconn *conn, const char *host, json_t **refs, ts_err *err)
 {
     *refs = NULL;
     if (!host || !*host) host = reg_settings.oci_registry;
@@ -182,7 +187,8 @@ bool oci_catalog(const char *host, json_t **refs, ts_err *err)
         ts_err_set(err, "no registry given and oci.registry is not set");
         return false;
     }
-    char *base = base_url(host);
+    char *base = base_url(conn, host, err);
+    if (!base) return false;
     char *url = ts_asprintf("%s/v2/_catalog?n=1000", base);
     long status = 0;
     json_t *cat = get_json(url, NULL, &status, NULL, err);

@@ -5,8 +5,9 @@
  *
  * A reference is "host[:port]/repository[:tag][@sha256:...]"; without a host
  * (the first component has no '.' or ':' and is not "localhost") the
- * configured oci.registry is used. oci.plain_http picks http:// instead of
- * https://. An index (multi-architecture image) resolves to its linux/amd64
+ * configured oci.registry is used. A registered container registry's URL
+ * says http:// or https:// (container_registries.h); any other host follows
+ * oci.plain_http. An index (multi-architecture image) resolves to its linux/amd64
  * entry, else its first; the digest kept is the one the tag points to. */
 #ifndef REGISTRY_OCI_H
 #define REGISTRY_OCI_H
@@ -20,13 +21,15 @@ typedef struct oci_image {
     json_t *command;    /* Entrypoint + Cmd (array) */
 } oci_image;
 
-/* *not_found true (and false returned) when the registry says 404. */
-bool oci_resolve(const char *reference, oci_image *out, bool *not_found, ts_err *err) TS_MUST_CHECK;
+/* *not_found true (and false returned) when the registry says 404. conn: the
+ * caller's, for the registered registries' URLs (container_registries.h). */
+bool oci_resolve(PGconn *conn, const char *reference, oci_image *out, bool *not_found,
+                 ts_err *err) TS_MUST_CHECK;
 void oci_image_free(oci_image *im);
 
 /* Every "host/repository:tag" of the registry host (NULL: oci.registry), as a
  * JSON array of strings. */
-bool oci_catalog(const char *host, json_t **refs, ts_err *err) TS_MUST_CHECK;
+bool oci_catalog(PGconn *conn, const char *host, json_t **refs, ts_err *err) TS_MUST_CHECK;
 
 /* amd64 -> x86_64, arm64 -> aarch64; others unchanged. */
 const char *oci_arch_name(const char *oci_arch);

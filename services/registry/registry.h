@@ -17,6 +17,10 @@
  *     mounts.c           vfolder mounts: resolved by tessera-vfolder, who mounts a folder
  *     images.c, oci.c    images: found (auto-registered) for a create; admin API;
  *                        registration from the OCI registry
+ *     container_registries.c the registered OCI registries (scanned, pulled from)
+ *     image_config.c     an image's limits (min/max) and label overrides
+ *     config_store.c     POST /v1/config/get|set|delete: Backend.AI's config keys,
+ *                        dispatched to the above; the shared settings table
  *     sessions.c         get, list, destroy, restart, history
  *     session_relay.c    execute, logs and app starts relayed to the agent
  *     session_view.c     a session as Backend.AI's camelCase JSON

@@ -158,8 +158,10 @@ static bool check_agents(PGconn *conn, const create_req *cr, const slots_t *need
     return false;
 }
 
-/* Defaults, then the image's minimums. */
-static bool apply_minimums(create_req *cr, json_t *min, http_resp *resp)
+/* Defaults, then the image's minimums and maximums (image_config.h): a
+ * requested amount outside them is refused, a default is raised or lowered to
+ * them. */
+static bool apply_minimums(create_req *cr, json_t *min, json_t *maxj, http_resp *resp)
 {
     slots_t def;
     ts_err err = {{0}};
@@ -180,6 +182,20 @@ static bool apply_minimums(create_req *cr, json_t *min, http_resp *resp)
             return false;
         }
         slots_put(&cr->slots, id, m.v[id]);
+    }
+    slots_t mx;
+    limit_slots(maxj, &mx);
+    for (int id = 0; id < SLOTS_MAX; id++) {
+        if (!((mx.mask >> id) & 1u) || slots_get(&cr->slots, id) <= mx.v[id]) continue;
+        if ((cr->explicit_slots >> id) & 1u || ((m.mask >> id) & 1u && m.v[id] > mx.v[id])) {
+            char a[SLOT_FMT_MAX], b[SLOT_FMT_MAX];
+            fmt_slot(id, slots_get(&cr->slots, id), a, sizeof(a));
+            fmt_slot(id, mx.v[id], b, sizeof(b));
+            http_problem(resp, 400, "invalid-api-params", NULL,
+                         "requested %s %s is above the image's maximum (%s)", slot_name(id), a, b);
+            return false;
+        }
+        slots_put(&cr->slots, id, mx.v[id]);
     }
     if (cr->shmem >= 0 && cr->shmem > slots_get(&cr->slots, SLOT_MEM)) {
         http_problem(resp, 400, "invalid-api-params", NULL,
@@ -369,7 +385,7 @@ void session_create_reply(svc *s, http_req *req, http_resp *resp, json_t *body)
     } else {
         resolved = json_array();
     }
-    if (!apply_minimums(&cr, im.min_slots, resp)) goto out;
+    if (!apply_minimums(&cr, im.min_slots, im.max_slots, resp)) goto out;
     /* totals: per kernel x cluster size */
     slots_t total;
     slots_clear(&total);

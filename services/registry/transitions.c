@@ -268,9 +268,13 @@ bool tr_finish(PGconn *conn, outbox *ob, sess *s, ts_err *err)
     "SELECT k.id::text, k.cluster_role, k.cluster_idx, k.agent_id, k.slots::text,"                 \
     " k.devices::text, s.type, s.image, s.architecture, s.cluster_size, s.environ::text,"          \
     " s.mounts::text, s.startup_command, s.bootstrap_script, s.access_key, s.idle_timeout,"        \
-    " coalesce(i.digest, ''), coalesce(i.labels->>'ai.backend.service-ports', ''), s.name,"        \
+    " coalesce(i.digest, ''),"                                                                     \
+    " coalesce((i.labels || i.label_overrides)->>'ai.backend.service-ports', ''), s.name,"         \
     " s.resource_group, s.user_id::text, coalesce(s.project_id::text, ''), s.domain_name,"         \
-    " k.generation, s.preopen_ports::text, s.id::text, s.home_files::text"                         \
+    " k.generation, s.preopen_ports::text, s.id::text, s.home_files::text,"                        \
+    " coalesce(i.label_overrides::text, '{}'),"                                                    \
+    " coalesce((SELECT c.url LIKE 'http://%' FROM registry.container_registries c"                 \
+    "   WHERE c.hostname = split_part(s.image, '/', 1)), false)"                                   \
     " FROM registry.kernels k JOIN registry.sessions s ON s.id = k.session_id"                     \
     " LEFT JOIN registry.images i ON i.reference = s.image"
 #define KERNELS_COL_SESSION 25
@@ -372,6 +376,29 @@ static Tessera__V1__VfolderMount **mounts_of(arena *a, const char *text, size_t 
     return v;
 }
 
+/* images.label_overrides (a JSON object of strings) for CreateKernel. */
+static Tessera__V1__CreateKernel__ImageLabelOverridesEntry **labels_of(arena *a, const char *text,
+                                                                       size_t *n)
+{
+    json_t *o = json_loads(text, 0, NULL);
+    *n = 0;
+    Tessera__V1__CreateKernel__ImageLabelOverridesEntry **v =
+        ar_alloc(a, (json_object_size(o) + 1) * sizeof(*v));
+    const char *k;
+    json_t *val;
+    json_object_foreach(o, k, val)
+    {
+        if (!json_is_string(val)) continue;
+        Tessera__V1__CreateKernel__ImageLabelOverridesEntry *e = ar_alloc(a, sizeof(*e));
+        tessera__v1__create_kernel__image_label_overrides_entry__init(e);
+        e->key = ar_str(a, k);
+        e->value = ar_str(a, json_string_value(val));
+        v[(*n)++] = e;
+    }
+    json_decref(o);
+    return v;
+}
+
 /* The CreateKernel of row i of a kernels_sql result into ob. */
 static void create_kernel_cmd(outbox *ob, PGresult *r, int i)
 {
@@ -401,6 +428,8 @@ static void create_kernel_cmd(outbox *ob, PGresult *r, int i)
     m.generation = atoi(PQgetvalue(r, i, 23));
     m.preopen_ports = preopen_of(&a, PQgetvalue(r, i, 24), &m.n_preopen_ports);
     m.home_files = home_files_pb(&a, PQgetvalue(r, i, 26), &m.n_home_files);
+    m.image_label_overrides = labels_of(&a, PQgetvalue(r, i, 27), &m.n_image_label_overrides);
+    m.image_plain_http = PQgetvalue(r, i, 28)[0] == 't';
     ob_agent_cmd(ob, m.agent_id, m.kernel_id, &m.base);
     json_decref(slots);
     json_decref(devs);

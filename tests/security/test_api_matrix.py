@@ -572,6 +572,56 @@ def _(w, c, mode, ctx):
     return c.post(f"/session/{ref}/rename", {"session_name": ctx["new"]}, params=q)
 
 
+def _terms(w):
+    """tessera-term processes in A's session S (its ttyd app and open terminals)."""
+    r = ok(w.c["A"].post(f"/session/{w.s_id}", {"mode": "batch", "options": {"exec": "ps -o args"}},
+                         timeout=80))
+    out = "".join(t for k, t in r["result"]["console"] if k == "stdout")
+    return sum(1 for line in out.splitlines() if line.startswith("/opt/tessera/bin/tessera-term"))
+
+
+def _shutdown_allowed(w, r, ctx):
+    assert r.status_code == 204, r.text
+    assert _terms(w) == 0, "the app still runs after shutdown-service"
+    w.session_intact()
+
+
+def _shutdown_unchanged(w, ctx):
+    assert _terms(w) >= 1, "A's app was stopped by a refused shutdown-service"
+    w.session_intact()
+
+
+@op("session.shutdown_service", SESSION_MODES, session_rule, _shutdown_allowed, _shutdown_unchanged)
+def _(w, c, mode, ctx):
+    # A's terminal app runs before each try
+    r = w.c["A"].post(f"/session/{w.s_id}/start-service", {"app": "ttyd"}, timeout=40)
+    assert r.status_code == 200, r.text
+    ref, q = s_ref(w, mode)
+    return c.post(f"/session/{ref}/shutdown-service", {"service_name": "ttyd"}, params=q, timeout=30)
+
+
+def _usage_all_allowed(w, r, ctx):
+    series = ok(r)
+    assert len(series) == 2880 and series[-1]["num_sessions"]["value"] >= 1, series[-1]
+
+
+@op("usage.admin_month", ("all",), lambda who, mode: ALLOW if who == "SU" else FB, _usage_all_allowed)
+def _(w, c, mode, ctx):
+    return c.get("/resource/stats/admin/month", timeout=30)
+
+
+def _recalc_allowed(w, r, ctx):
+    assert r.status_code == 200, r.text
+    assert ok(r)["kernels"] >= 1, r.text
+    w.session_intact()
+
+
+@op("occupancy.recalculate", ("all",), lambda who, mode: ALLOW if who == "SU" else FB, _recalc_allowed,
+    _session_unchanged)
+def _(w, c, mode, ctx):
+    return c.post("/resource/recalculate-usage", {}, timeout=40)
+
+
 def _victim_or_s(w, c, mode, ctx, expect_allowed):
     """Allowed destructive cells act on a victim; denied ones on S itself."""
     if expect_allowed:
@@ -1221,6 +1271,66 @@ def _bgtask_of_su(w):
     _stream_allowed)
 def _(w, c, mode, ctx):
     return _open_stream(c, "/events/background-task", {"taskId": _bgtask_of_su(w)})
+
+
+# configuration store (docs/api.md "Configuration store"): superadmins only ----------------------
+
+CONFIG_KEY = "config/security-matrix/value"
+
+
+def _config_rule(who, mode):
+    return ALLOW if who == "SU" else FB
+
+
+def _config_seed(w):
+    ok(w.boot.post("/config/set", {"key": CONFIG_KEY, "value": "seeded"}))
+
+
+def _config_unchanged(w, ctx):
+    r = ok(w.boot.post("/config/get", {"key": CONFIG_KEY}))
+    assert r["result"] == "seeded", f"the setting was changed: {r}"
+
+
+def _config_get_allowed(w, r, ctx):
+    assert r.json()["result"] == "seeded", r.text
+
+
+def _config_set_allowed(w, r, ctx):
+    assert ok(w.boot.post("/config/get", {"key": CONFIG_KEY}))["result"] == ctx["value"]
+    _config_seed(w)
+
+
+def _config_delete_allowed(w, r, ctx):
+    assert ok(w.boot.post("/config/get", {"key": CONFIG_KEY}))["result"] is None
+    _config_seed(w)
+
+
+@op("config.get", ("by_key",), _config_rule, _config_get_allowed, _config_unchanged)
+def _(w, c, mode, ctx):
+    _config_seed(w)
+    return c.post("/config/get", {"key": CONFIG_KEY})
+
+
+@op("config.set", ("by_key",), _config_rule, _config_set_allowed, _config_unchanged)
+def _(w, c, mode, ctx):
+    _config_seed(w)
+    ctx["value"] = fresh(f"set by {c.label}")
+    return c.post("/config/set", {"key": CONFIG_KEY, "value": ctx["value"]})
+
+
+@op("config.delete", ("by_key",), _config_rule, _config_delete_allowed, _config_unchanged)
+def _(w, c, mode, ctx):
+    _config_seed(w)
+    return c.post("/config/delete", {"key": CONFIG_KEY, "prefix": True})
+
+
+def _registries_allowed(w, r, ctx):
+    assert isinstance(r.json(), dict), r.text
+
+
+@op("config.docker_registries", ("all",), _config_rule, _registries_allowed)
+def _(w, c, mode, ctx):
+    return c.get("/config/docker-registries")
 
 
 # ---- the matrix ---------------------------------------------------------------------------------
