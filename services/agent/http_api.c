@@ -297,20 +297,28 @@ static void h_logs(http_req *req, http_resp *resp, void *ctx)
     free(logs);
 }
 
+/* The agent and the kernel of the path's {id} when that kernel is running;
+ * NULL after a problem (404, or 409 kernel-not-running). */
+static agent *_running_kernel(http_req *req, http_resp *resp, void *ctx, kernel_view *v)
+{
+    agent *a = _agent(req, resp, ctx);
+    if (!a || !_kernel(a, req, resp, v)) return NULL;
+    if (strcmp(v->status, "running") != 0) {
+        http_problem(resp, 409, "kernel-not-running", "Kernel not running", "kernel %s is %s",
+                     v->kernel_id, v->status);
+        return NULL;
+    }
+    return a;
+}
+
 /* POST /v1/kernels/{id}/apps/{app}/start: start the app unless it is
  * listening (app_start.h). */
 static void h_app_start(http_req *req, http_resp *resp, void *ctx)
 {
-    agent *a = _agent(req, resp, ctx);
-    if (!a) return;
     kernel_view v;
-    if (!_kernel(a, req, resp, &v)) return;
+    agent *a = _running_kernel(req, resp, ctx, &v);
+    if (!a) return;
     const char *app = http_param(req, "app");
-    if (strcmp(v.status, "running") != 0) {
-        http_problem(resp, 409, "kernel-not-running", "Kernel not running", "kernel %s is %s",
-                     v.kernel_id, v.status);
-        return;
-    }
     const kernel_service_port *p = NULL;
     ts_err err = {{0}};
     app_start_result r = app_start(a->rt, &v, app, APP_START_WAIT_MS, &p, &err);
@@ -349,16 +357,10 @@ static void h_app_start(http_req *req, http_resp *resp, void *ctx)
  * nothing listened). */
 static void h_app_stop(http_req *req, http_resp *resp, void *ctx)
 {
-    agent *a = _agent(req, resp, ctx);
-    if (!a) return;
     kernel_view v;
-    if (!_kernel(a, req, resp, &v)) return;
+    agent *a = _running_kernel(req, resp, ctx, &v);
+    if (!a) return;
     const char *app = http_param(req, "app");
-    if (strcmp(v.status, "running") != 0) {
-        http_problem(resp, 409, "kernel-not-running", "Kernel not running", "kernel %s is %s",
-                     v.kernel_id, v.status);
-        return;
-    }
     const kernel_service_port *p = NULL;
     ts_err err = {{0}};
     app_stop_result r = app_stop(a->rt, &v, app, APP_STOP_GRACE_MS, &p, &err);

@@ -109,6 +109,19 @@ static const char kernels_sql[] =
     " FROM registry.kernels k JOIN registry.sessions s ON s.id = k.session_id"
     " WHERE k.holds_slots AND k.agent_id IS NOT NULL ORDER BY k.session_id, k.cluster_idx";
 
+/* The kernel ids of Redis' reservations as a PostgreSQL uuid[] literal
+ * (heap); ids that are not UUIDs are left out. */
+static char *_alloc_kernels(const occ_alloc *al, size_t na)
+{
+    const char **ids = ts_calloc(na + 1, sizeof(*ids));
+    size_t nu = 0;
+    for (size_t i = 0; i < na; i++)
+        if (ts_uuid_valid(al[i].kernel_id)) ids[nu++] = al[i].kernel_id;
+    char *arr = reg_uuid_array(ids, nu);
+    free(ids);
+    return arr;
+}
+
 /* How many of Redis' reservations are the scheduler's in flight: their
  * kernels neither hold slots in the database yet nor ended. -1 on an error. */
 static int _in_flight(occ *o, ts_err *err)
@@ -120,11 +133,7 @@ static int _in_flight(occ *o, ts_err *err)
         free(al);
         return 0;
     }
-    const char **ids = ts_calloc(na + 1, sizeof(*ids));
-    size_t nu = 0;
-    for (size_t i = 0; i < na; i++)
-        if (ts_uuid_valid(al[i].kernel_id)) ids[nu++] = al[i].kernel_id;
-    char *arr = reg_uuid_array(ids, nu);
+    char *arr = _alloc_kernels(al, na);
     const char *p[] = {arr};
     PGconn *conn = reg_pg_get(err);
     PGresult *r =
@@ -137,7 +146,6 @@ static int _in_flight(occ *o, ts_err *err)
              : NULL;
     reg_pg_put(conn);
     free(arr);
-    free(ids);
     free(al);
     if (!r) return -1;
     int n = atoi(PQgetvalue(r, 0, 0));
@@ -370,11 +378,7 @@ void occupancy_verify(void)
         TLOG_WARN("occupancy verify: Redis unreachable", "error=\"%s\"", err.msg);
         return;
     }
-    const char **ids = ts_calloc(na + 1, sizeof(*ids));
-    size_t nu = 0;
-    for (size_t i = 0; i < na; i++)
-        if (ts_uuid_valid(al[i].kernel_id)) ids[nu++] = al[i].kernel_id;
-    char *arr = reg_uuid_array(ids, nu);
+    char *arr = _alloc_kernels(al, na);
     const char *p[] = {arr};
     PGconn *conn = reg_pg_get(&err);
     /* the allocations' kernels that may hold slots (holding them, or not yet
@@ -395,7 +399,6 @@ void occupancy_verify(void)
              : NULL;
     reg_pg_put(conn);
     free(arr);
-    free(ids);
     if (!held || !holders) {
         TLOG_WARN("occupancy verify: database unreachable", "error=\"%s\"", err.msg);
         if (held) PQclear(held);
