@@ -181,6 +181,28 @@ static json_t *next_json(ws_conn *c)
     return json_loads(buf, 0, NULL);
 }
 
+/* Results until one that is not "continued" (returned; j, the previous one,
+ * is released): their console appended to out ("stdout:text" with kinds). */
+static json_t *until_not_continued(ws_conn *client, json_t *j, ts_buf *out, bool kinds)
+{
+    for (;;) {
+        json_decref(j);
+        j = next_json(client);
+        assert_non_null(j);
+        size_t i;
+        json_t *e;
+        json_array_foreach(json_object_get(j, "console"), i, e)
+        {
+            if (kinds) {
+                ts_buf_append_str(out, json_string_value(json_array_get(e, 0)));
+                ts_buf_append_str(out, ":");
+            }
+            ts_buf_append_str(out, json_string_value(json_array_get(e, 1)));
+        }
+        if (strcmp(json_string_value(json_object_get(j, "status")), "continued") != 0) return j;
+    }
+}
+
 typedef struct serve_args {
     ws_conn *conn;
     int port;
@@ -224,58 +246,21 @@ static void test_stream_against_a_fake_term(void **state)
     ts_buf console = {0};
     const char *status = NULL;
     json_t *j = NULL;
-    for (;;) {
-        json_decref(j);
-        j = next_json(client);
-        assert_non_null(j);
-        status = json_string_value(json_object_get(j, "status"));
-        size_t i;
-        json_t *e;
-        json_array_foreach(json_object_get(j, "console"), i, e)
-        {
-            ts_buf_append_str(&console, json_string_value(json_array_get(e, 0)));
-            ts_buf_append_str(&console, ":");
-            ts_buf_append_str(&console, json_string_value(json_array_get(e, 1)));
-        }
-        if (strcmp(status, "continued") != 0) break;
-    }
+    j = until_not_continued(client, j, &console, true);
+    status = json_string_value(json_object_get(j, "status"));
     assert_string_equal(status, "build-finished");
     assert_string_equal(console.data, "stdout:building\n");
     assert_true(json_is_null(json_object_get(j, "exitCode")));
     ts_buf_free(&console);
     /* the exec asks for input: waiting-input with the output so far */
-    for (;;) {
-        json_decref(j);
-        j = next_json(client);
-        assert_non_null(j);
-        status = json_string_value(json_object_get(j, "status"));
-        size_t i;
-        json_t *e;
-        json_array_foreach(json_object_get(j, "console"), i, e)
-        {
-            ts_buf_append_str(&console, json_string_value(json_array_get(e, 0)));
-            ts_buf_append_str(&console, ":");
-            ts_buf_append_str(&console, json_string_value(json_array_get(e, 1)));
-        }
-        if (strcmp(status, "continued") != 0) break;
-    }
+    j = until_not_continued(client, j, &console, true);
+    status = json_string_value(json_object_get(j, "status"));
     assert_string_equal(status, "waiting-input");
     assert_string_equal(console.data, "stdout:hello stderr:oops\n");
     ts_buf_free(&console);
     assert_true(ws_conn_send(client, WSF_TEXT, "abc", 3));
-    for (;;) {
-        json_decref(j);
-        j = next_json(client);
-        assert_non_null(j);
-        status = json_string_value(json_object_get(j, "status"));
-        size_t i;
-        json_t *e;
-        json_array_foreach(json_object_get(j, "console"), i, e)
-        {
-            ts_buf_append_str(&console, json_string_value(json_array_get(e, 1)));
-        }
-        if (strcmp(status, "continued") != 0) break;
-    }
+    j = until_not_continued(client, j, &console, false);
+    status = json_string_value(json_object_get(j, "status"));
     assert_string_equal(status, "finished");
     assert_int_equal(json_integer_value(json_object_get(j, "exitCode")), 7);
     assert_string_equal(console.data, "got abc\n");
