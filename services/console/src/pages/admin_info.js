@@ -27,8 +27,9 @@ async function load() {
   return { root, ready, agents, at: Date.now() };
 }
 
-const Health = ({ v }) => html`<span data-health=${v === 'ok' ? 'ok' : 'failed'}>${v === 'ok'
-  ? html`<${StatusBadge} status="RUNNING" />` : html`<${StatusBadge} status="ERROR" />`} ${v === 'ok' ? 'ok' : v}</span>`;
+const Health = ({ v }) => v === 'ok'
+  ? html`<span data-health="ok"><span class="badge st-running">ok</span></span>`
+  : html`<span data-health="failed"><span class="badge st-error">failed</span> <span class="small">${v}</span></span>`;
 
 export function AdminInfoPage() {
   const { data, error, loading, reload } = useData(load, [], { interval: 10000 });
@@ -50,7 +51,7 @@ export function AdminInfoPage() {
         <p class="muted small">The services are released together: each answers its version at <code>/healthz</code> on its own address.</p>
       </section>
       <section class="card" aria-labelledby="info-health"><h2 id="info-health">Health
-        <span data-test="ready-status" data-ready=${data.ready.status}>${data.ready.status === 'ready' ? html`<${StatusBadge} status="RUNNING" />` : html`<${StatusBadge} status="ERROR" />`} ${data.ready.status}</span></h2>
+        <span data-test="ready-status" data-ready=${data.ready.status}><span class=${'badge ' + (data.ready.status === 'ready' ? 'st-running' : 'st-error')}>${data.ready.status}</span></span></h2>
         ${data.ready.error && html`<p class="banner error" role="alert">${data.ready.error}</p>`}
         <div class="table-wrap"><table><thead><tr><th scope="col">Service or dependency</th><th scope="col">State</th></tr></thead>
           <tbody>${checks.map(([k, v]) => html`<tr key=${k} data-check=${k}>

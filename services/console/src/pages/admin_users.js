@@ -5,7 +5,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, enc, get, post } from '../api.js';
 import { AdminTabs, isSuperadmin } from '../admin.js';
-import { html, ErrorBanner, Loading, Modal, Opt, StatusBadge, confirmAction, errText, fmtTime, toast, toastError, useData } from '../ui.js';
+import { html, ErrorBanner, Loading, Modal, Opt, confirmAction, errText, fmtTime, toast, toastError, useData } from '../ui.js';
 
 const items = (r) => (r && r.items) || [];
 
@@ -26,7 +26,8 @@ function UserForm({ user, target, choices, onClose, onSaved }) {
     email: target ? target.email : '', username: target ? target.username : '', password: '',
     full_name: (target && target.full_name) || '', role: target ? target.role : 'user',
     status: target ? target.status : 'active', domain_name: target ? target.domain_name : user.domain,
-    resource_policy: (target && target.resource_policy) || 'default',
+    resource_policy: (target && target.resource_policy)
+      || (choices.policies.some((p) => p.name === 'default') || !choices.policies.length ? 'default' : choices.policies[0].name),
     projects: new Set((target && target.projects) || []),
   }));
   const [err, setErr] = useState(null);
@@ -50,8 +51,9 @@ function UserForm({ user, target, choices, onClose, onSaved }) {
       if (creating) {
         saved = await post('/admin/users', { ...body, projects: [...f.projects] });
       } else {
-        if (target.status === 'deleted') delete body.status;
-        saved = await api('PATCH', '/admin/users/' + enc(target.id), { body });
+        // only what changed: a domain admin may then edit what it may
+        for (const k of Object.keys(body)) if (k !== 'password' && (body[k] === (target[k] ?? '') || (k === 'status' && target.status === 'deleted'))) delete body[k];
+        saved = Object.keys(body).length ? await api('PATCH', '/admin/users/' + enc(target.id), { body }) : target;
         const before = new Set(target.projects || []);
         const add = [...f.projects].filter((p) => !before.has(p));
         const del = [...before].filter((p) => !f.projects.has(p));
@@ -182,7 +184,7 @@ export function AdminUsersPage({ user }) {
       <tbody>${list.map((t) => html`<tr key=${t.id} data-user=${t.email}>
         <th scope="row">${t.email}<div class="muted small">${t.username}${t.full_name ? ' · ' + t.full_name : ''}</div></th>
         <td data-role=${t.role}>${t.role}</td>
-        <td data-user-status=${t.status}><${StatusBadge} status=${t.status === 'active' ? 'RUNNING' : t.status === 'deleted' ? 'TERMINATED' : 'PENDING'} /> ${t.status}</td>
+        <td data-user-status=${t.status}><span class=${'badge ' + (t.status === 'active' ? 'st-running' : t.status === 'deleted' ? 'st-terminated' : 'st-pending')}>${t.status}</span></td>
         <td>${t.domain_name}</td>
         <td class="small">${(t.projects || []).map(projectName).join(', ') || '–'}</td>
         <td class="small">${t.resource_policy || '–'}</td>
