@@ -245,3 +245,27 @@ def test_the_information_page_lists_every_service(boss_page, console_url, stack)
     assert el(d, "[data-test=ready-status]").get_attribute("data-ready") == ready["status"]
     el(d, "[data-info-agent]")
     shot(d, "admin-info")
+
+
+# ---- environments ----------------------------------------------------------------------------
+
+def test_environments_list_and_delete(boss_page, console_url, admin, demo_image):
+    d = boss_page
+    ref = f"example.test/admin-{TAG}:1.0"
+    r = admin.post("/admin/images", {"reference": ref, "architecture": "x86_64", "labels": {
+        "ai.backend.resource.min.cpu": "2", "ai.backend.resource.min.mem": "1g",
+        "ai.backend.service-ports": "jupyter:http:8888,ttyd:http:7681"}})
+    assert r.status_code in (200, 201), r.text
+    go(d, console_url, "/admin/images")
+    row = f"tr[data-image=\"{ref}\"]"
+    el(d, f"tr[data-image=\"{demo_image}\"]")
+    text_in(d, row, "CPU 2")
+    text_in(d, row, "1.0 GiB")
+    text_in(d, row, "jupyter, ttyd")
+    shot(d, "admin-images")
+    click(d, f"{row} [data-test=delete-image]")
+    confirm(d)
+    wait_until(lambda: not d.find_elements(By.CSS_SELECTOR, row), timeout=15,
+               message="the image row to go")
+    refs = [i["reference"] for i in admin.get("/admin/images", params={"limit": 1000}).json()["items"]]
+    assert ref not in refs and demo_image in refs

@@ -10,6 +10,7 @@ export const ADMIN_TABS = [
   ['agents', 'Agents'],
   ['users', 'Users'],
   ['sessions', 'All sessions'],
+  ['images', 'Environments'],
   ['info', 'Information'],
 ];
 
