@@ -269,3 +269,30 @@ def test_environments_list_and_delete(boss_page, console_url, admin, demo_image)
                message="the image row to go")
     refs = [i["reference"] for i in admin.get("/admin/images", params={"limit": 1000}).json()["items"]]
     assert ref not in refs and demo_image in refs
+
+
+# ---- resource groups -------------------------------------------------------------------------
+
+def test_resource_groups_create_and_edit(boss_page, console_url, admin):
+    d = boss_page
+    name = f"rg-{TAG}"
+    go(d, console_url, "/admin/groups")
+    el(d, "[data-group=default] [data-bar=cpu]")  # the dev agent serves default
+    assert int(el(d, "[data-group=default] [data-group-agents]").text) >= 1
+    click(d, "[data-test=create-group]")
+    el(d, "#group-name").send_keys(name)
+    el(d, "#group-description").send_keys("made in the console")
+    choose(d, "#group-scheduler", "drf")
+    click(d, "[data-test=group-submit]")
+    el(d, f"[data-group=\"{name}\"]")
+    g = admin.get(f"/admin/resource-groups/{name}").json()
+    assert g["scheduler"] == "drf" and g["description"] == "made in the console" and g["is_active"]
+    click(d, f"[data-group=\"{name}\"] [data-test=edit-group]")
+    click(d, "#group-active")
+    click(d, "[data-session-type=batch]")
+    click(d, "[data-test=group-submit]")
+    text_in(d, f"[data-group=\"{name}\"]", "inactive")
+    g = admin.get(f"/admin/resource-groups/{name}").json()
+    assert not g["is_active"] and g["allowed_session_types"] == ["interactive"], g
+    shot(d, "admin-groups")
+    assert admin.delete(f"/admin/resource-groups/{name}").status_code == 200

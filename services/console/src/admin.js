@@ -11,6 +11,7 @@ export const ADMIN_TABS = [
   ['users', 'Users'],
   ['sessions', 'All sessions'],
   ['images', 'Environments'],
+  ['groups', 'Resource groups'],
   ['info', 'Information'],
 ];
 

@@ -17,6 +17,7 @@ import { AdminUsersPage } from './pages/admin_users.js';
 import { AdminSessionsPage } from './pages/admin_sessions.js';
 import { AdminInfoPage } from './pages/admin_info.js';
 import { AdminImagesPage } from './pages/admin_images.js';
+import { AdminGroupsPage } from './pages/admin_groups.js';
 
 // "#/data/f1?path=a/b" -> {parts: ['data', 'f1'], query: URLSearchParams}
 export function parseHash(hash = location.hash) {
@@ -112,6 +113,7 @@ function AdminPage({ tab, route, user }) {
     case 'users': return html`<${AdminUsersPage} user=${user} query=${route.query} />`;
     case 'sessions': return html`<${AdminSessionsPage} user=${user} />`;
     case 'images': return html`<${AdminImagesPage} user=${user} />`;
+    case 'groups': return html`<${AdminGroupsPage} user=${user} />`;
     case 'info': return html`<${AdminInfoPage} user=${user} />`;
     default: return html`<section class="page"><h1>Not found</h1><p>No admin page <code>${tab}</code>. <a href="#/admin/agents">Go to the agents</a>.</p></section>`;
   }
