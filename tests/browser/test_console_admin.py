@@ -31,8 +31,12 @@ def session_status(person, name):
     return r.json().get("status") if r.status_code == 200 else None
 
 
-def texts(d, css):
-    return [e.text for e in d.find_elements(By.CSS_SELECTOR, css)]
+def clean_shot(d, name):
+    """A screenshot without the toasts of earlier actions."""
+    d.execute_script("document.querySelectorAll('.toast .btn').forEach(b => b.click())")
+    wait_until(lambda: not d.find_elements(By.CSS_SELECTOR, ".toast"), timeout=5,
+               message="the toasts to go")
+    shot(d, name)
 
 
 class Login:
@@ -40,6 +44,17 @@ class Login:
 
     def __init__(self, email, password=PASSWORD):
         self.email, self.password = email, password
+
+
+def login_in_domain(d, console_url, email, domain):
+    """Log in as a user of another domain than default (the login page's
+    "Another domain" field)."""
+    d.get(console_url)
+    el(d, "#login-username").send_keys(email)
+    el(d, "#login-password").send_keys(PASSWORD)
+    click(d, ".login-domain summary")
+    el(d, "#login-domain").send_keys(domain)
+    click(d, "#login-submit")
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +111,7 @@ def test_an_admin_creates_a_user_who_sees_no_admin_section(boss_page, console_ur
     projects = {p["name"]: p["id"] for p in admin.get("/admin/projects",
                                                       params={"limit": 1000}).json()["items"]}
     assert projects["default"] in u["projects"]
-    shot(d, "admin-users")
+    clean_shot(d, "admin-users")
 
     # the new user logs in: no Admin section, and "not permitted" on an admin route
     n = new_driver(downloads)
@@ -145,7 +160,11 @@ def test_a_domain_admin_sees_only_its_domain(downloads, console_url, admin, alic
             assert admin.post("/admin/keypairs", {"user_id": r.json()["id"]}).status_code in (200, 201)
     d = new_driver(downloads)
     try:
-        login(d, console_url, Login(made["dadmin"]))
+        login(d, console_url, Login(made["dadmin"]))  # domain "default": refused
+        text_in(d, "#login-error", "wrong domain")
+        login_in_domain(d, console_url, made["dadmin"], dom)
+        el(d, "[data-nav=admin]")
+        text_in(d, ".who-name", "(admin)")
         click(d, "[data-nav=admin]")
         go(d, console_url, "/admin/users")
         el(d, f"tr[data-user=\"{made['dmember']}\"]")
@@ -196,7 +215,7 @@ def test_the_agents_page_shows_a_gpu_share_on_its_device(boss_page, console_url,
     assert used == float(held[0]["occupied_shares"])
     assert float(d.find_element(By.CSS_SELECTOR, f"{card} [data-bar=cpu]").get_attribute("data-used")) >= 1
     text_in(d, card, "heartbeat")
-    shot(d, "admin-agents")
+    clean_shot(d, "admin-agents")
     # it refreshes by itself, in place: the card stays the same element
     node = d.find_element(By.CSS_SELECTOR, card)
     before = d.find_element(By.CSS_SELECTOR, ".page-head [role=status]").text
@@ -215,7 +234,7 @@ def test_force_terminate_from_all_sessions(boss_page, console_url, alice, gpu_se
     text_in(d, row, alice.email)
     choose(d, "#admin-session-agent", el(d, f"{row} td.mono").text.split(",")[0].strip())
     el(d, row)
-    shot(d, "admin-sessions")
+    clean_shot(d, "admin-sessions")
     click(d, f"{row} [data-test=force-terminate]")
     confirm(d)
     wait_until(lambda: session_status(alice, gpu_session) not in LIVE, timeout=30,
@@ -244,7 +263,7 @@ def test_the_information_page_lists_every_service(boss_page, console_url, stack)
     assert el(d, "[data-version=gateway]").text == root["tessera"]
     assert el(d, "[data-test=ready-status]").get_attribute("data-ready") == ready["status"]
     el(d, "[data-info-agent]")
-    shot(d, "admin-info")
+    clean_shot(d, "admin-info")
 
 
 # ---- environments ----------------------------------------------------------------------------
@@ -262,7 +281,12 @@ def test_environments_list_and_delete(boss_page, console_url, admin, demo_image)
     text_in(d, row, "CPU 2")
     text_in(d, row, "1.0 GiB")
     text_in(d, row, "jupyter, ttyd")
-    shot(d, "admin-images")
+    clean_shot(d, "admin-images")
+    click(d, "[data-test=scan-images]")
+    el(d, "[data-test=scan-result]")
+    text_in(d, "[data-test=scan-result]", "registered")
+    assert demo_image in [i["reference"] for i in
+                          admin.get("/admin/images", params={"limit": 1000}).json()["items"]]
     click(d, f"{row} [data-test=delete-image]")
     confirm(d)
     wait_until(lambda: not d.find_elements(By.CSS_SELECTOR, row), timeout=15,
@@ -294,5 +318,5 @@ def test_resource_groups_create_and_edit(boss_page, console_url, admin):
     text_in(d, f"[data-group=\"{name}\"]", "inactive")
     g = admin.get(f"/admin/resource-groups/{name}").json()
     assert not g["is_active"] and g["allowed_session_types"] == ["interactive"], g
-    shot(d, "admin-groups")
+    clean_shot(d, "admin-groups")
     assert admin.delete(f"/admin/resource-groups/{name}").status_code == 200

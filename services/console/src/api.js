@@ -46,7 +46,7 @@ async function send(method, url, body, headers = {}) {
 
 // Session mode (Backend.AI's webserver).
 export const server = {
-  login: (username, password) => send('POST', '/server/login', { username, password }),
+  login: (username, password, domain) => send('POST', '/server/login', domain ? { username, password, domain } : { username, password }),
   check: () => send('GET', '/server/login-check'),
   // single sign-on: the token from the URL, or {} for the sToken cookie
   tokenLogin: (token) => send('POST', '/server/token-login', token ? { sToken: token } : {}),

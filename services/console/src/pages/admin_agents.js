@@ -1,7 +1,7 @@
 // Admin · Agents: every node with its capacity and occupancy per slot type
 // (CPU, memory, each GPU with its fractional shares), status, heartbeat and
 // the sessions on it. Refreshes every 3 s, keeping what it shows meanwhile.
-import { enc, get } from '../api.js';
+import { get } from '../api.js';
 import { AdminTabs, Bar } from '../admin.js';
 import { LIVE_STATUSES } from '../resources.js';
 import { html, ErrorBanner, Loading, StatusBadge, fmtAge, fmtBytes, fmtSlots, fmtTime, slotLabel, useData } from '../ui.js';
@@ -33,16 +33,16 @@ function AgentCard({ a, sessions, now }) {
       <h2 id=${'agent-' + a.id}><span class="mono">${a.id}</span> <${StatusBadge} status=${a.status} /></h2>
       <span class="muted small" title=${fmtTime(a.last_heartbeat)}>heartbeat ${Number.isFinite(hb) ? fmtAge(Math.max(0, hb)) + ' ago' : '–'}</span>
     </div>
-    <p class="muted small agent-meta">${a.hostname || '–'} · <span class="mono">${a.addr || '–'}</span> · group ${a.resource_group || '–'}
-      · ${a.architecture || '–'}${a.runtime ? ' · ' + a.runtime : ''}${a.version ? ' · v' + a.version : ''}</p>
-    ${a.status_info && html`<p class="warn small">${a.status_info}</p>`}
+    <p class="muted small agent-meta">${[a.hostname || '–', html`<span class="mono">${a.addr || '–'}</span>`, `group ${a.resource_group || '–'}`,
+      a.architecture, a.runtime, a.version && 'v' + a.version].filter(Boolean).map((x, i) => html`${i ? ' · ' : ''}${x}`)}</p>
+    ${a.status_info && html`<p class=${'small ' + (a.status === 'ALIVE' ? 'muted' : 'warn')}>${a.status_info}</p>`}
     ${a.occupied_slots === null && html`<p class="warn small">Occupancy unknown (Redis did not answer).</p>`}
     <${Bar} label="CPU" test="cpu" used=${num(occ.cpu)} cap=${num(slots.cpu)} />
     <${Bar} label="Memory" test="mem" used=${num(occ.mem)} cap=${num(slots.mem)} fmt=${fmtBytes} />
     ${gpus.map((d, i) => {
       const cap = num(d.shares_capacity) || num(d.capacity) || 1;
       return html`<${Bar} key=${d.device_id} test=${'gpu-' + d.device_id}
-        label=${html`GPU ${d.device_id} <span class="muted small">${d.model || ''}${d.memory_bytes ? ' · ' + fmtBytes(d.memory_bytes) : ''}${d.mock ? ' · mock' : ''}</span>`}
+        label=${html`GPU ${d.device_id} <span class="muted small">${[d.model, d.memory_bytes && fmtBytes(d.memory_bytes), d.mock && !/mock/i.test(d.model || '') && 'mock'].filter(Boolean).join(' · ')}</span>`}
         used=${num(d.occupied_shares)} cap=${cap} fmt=${round2} />`;
     })}
     ${!gpus.length && slots['cuda.shares'] !== undefined && html`<${Bar} label="GPU shares" test="cuda.shares"
@@ -51,7 +51,7 @@ function AgentCard({ a, sessions, now }) {
     <h3 class="sub">Sessions on it (${sessions ? mine.length : '?'})</h3>
     ${sessions === null ? html`<p class="muted small">The session list was refused.</p>`
       : mine.length ? html`<ul class="plain-list agent-sessions">${mine.map((s) => html`<li key=${s.sessionUuid} data-agent-session=${s.sessionId}>
-          <span><a href=${'#/sessions/' + enc(s.sessionId)}>${s.sessionId}</a> <${StatusBadge} status=${s.status} /></span>
+          <span><span class="mono">${s.sessionId}</span> <${StatusBadge} status=${s.status} /></span>
           <span class="small muted">${fmtSlots(s.occupiedSlots && Object.keys(s.occupiedSlots).length ? s.occupiedSlots : s.requestedSlots)}</span></li>`)}</ul>`
       : html`<p class="muted small">None.</p>`}
   </section>`;

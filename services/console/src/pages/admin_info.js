@@ -15,8 +15,11 @@ const CHECKS = {
   registry: ['tessera-registry', 'sessions, agents, images'],
   vfolder: ['tessera-vfolder', 'folders and transfers'],
   wsproxy: ['tessera-wsproxy', 'apps and terminals'],
+  consumers: ['Bus consumers', 'the gateway reads the bus'],
+  'auth-events': ['Auth events', 'revoked keys and changed users reach the gateway'],
   lifecycle: ['The gateway itself', 'starting or draining'],
 };
+const what = (k) => CHECKS[k] || [k, k.endsWith('-events') ? `bus consumer of ${k.slice(0, -7)} events` : `check ${k}`];
 
 async function load() {
   const [root, ready, agents] = await Promise.all([
@@ -40,7 +43,8 @@ export function AdminInfoPage() {
     <${AdminTabs} current="info" />
     <${ErrorBanner} error=${error} onRetry=${() => reload()} />
     ${loading && !data && html`<${Loading} label="Reading the platform's state…" />`}
-    ${data && html`<div class="grid">
+    ${data && html`<div class="grid info-grid">
+      <div class="stack">
       <section class="card" aria-labelledby="info-ver"><h2 id="info-ver">Versions</h2>
         <dl class="info" data-test="versions">
           <dt>Console</dt><dd class="mono">${(document.querySelector('meta[name=generator]')?.content || '–').replace('tessera-console ', '')}</dd>
@@ -50,24 +54,24 @@ export function AdminInfoPage() {
         </dl>
         <p class="muted small">The services are released together: each answers its version at <code>/healthz</code> on its own address.</p>
       </section>
-      <section class="card" aria-labelledby="info-health"><h2 id="info-health">Health
-        <span data-test="ready-status" data-ready=${data.ready.status}><span class=${'badge ' + (data.ready.status === 'ready' ? 'st-running' : 'st-error')}>${data.ready.status}</span></span></h2>
-        ${data.ready.error && html`<p class="banner error" role="alert">${data.ready.error}</p>`}
-        <div class="table-wrap"><table><thead><tr><th scope="col">Service or dependency</th><th scope="col">State</th></tr></thead>
-          <tbody>${checks.map(([k, v]) => html`<tr key=${k} data-check=${k}>
-            <th scope="row">${(CHECKS[k] || [k])[0]}<div class="muted small">${(CHECKS[k] || [null, 'check ' + k])[1]}</div></th>
-            <td><${Health} v=${v} /></td></tr>`)}</tbody></table></div>
-        <p class="muted small">As <code>tessera status</code> shows it: the gateway's <code>/readyz</code>, read every 10 s.</p>
-      </section>
-      <section class="card span-all" aria-labelledby="info-agents"><h2 id="info-agents">Agents</h2>
+      <section class="card" aria-labelledby="info-agents"><h2 id="info-agents">Agents</h2>
         ${data.agents === null ? html`<p class="muted small">The agent list was refused.</p>`
           : !data.agents.length ? html`<p class="muted small">No agent has registered.</p>`
-          : html`<div class="table-wrap"><table><thead><tr><th scope="col">Agent</th><th scope="col">Status</th><th scope="col">Version</th><th scope="col">Runtime</th><th scope="col">Heartbeat</th></tr></thead>
+          : html`<div class="table-wrap"><table><thead><tr><th scope="col">Agent</th><th scope="col">Status</th><th scope="col">Version</th><th scope="col">Heartbeat</th></tr></thead>
             <tbody>${data.agents.map((a) => html`<tr key=${a.id} data-info-agent=${a.id}>
               <th scope="row" class="mono">${a.id}<div class="muted small">${a.hostname || ''}</div></th>
               <td><${StatusBadge} status=${a.status} /></td><td class="mono">${a.version || '–'}</td>
-              <td class="small">${a.runtime || '–'} · ${a.architecture || '–'}</td>
               <td class="small">${a.last_heartbeat ? fmtAge(Math.max(0, data.at - new Date(a.last_heartbeat).getTime())) + ' ago' : '–'}</td></tr>`)}</tbody></table></div>`}
+      </section>
+      </div>
+      <section class="card" aria-labelledby="info-health"><h2 id="info-health">Health
+        <span data-test="ready-status" data-ready=${data.ready.status}><span class=${'badge ' + (data.ready.status === 'ready' ? 'st-running' : 'st-error')}>${data.ready.status}</span></span></h2>
+        ${data.ready.error && html`<p class="banner error" role="alert">${data.ready.error}</p>`}
+        <div class="table-wrap"><table><thead><tr><th scope="col">Check</th><th scope="col">What it is</th><th scope="col">State</th></tr></thead>
+          <tbody>${checks.map(([k, v]) => html`<tr key=${k} data-check=${k}>
+            <th scope="row">${what(k)[0]}</th><td class="muted small">${what(k)[1]}</td>
+            <td><${Health} v=${v} /></td></tr>`)}</tbody></table></div>
+        <p class="muted small">As <code>tessera status</code> shows it: the gateway's <code>/readyz</code>, read every 10 s.</p>
       </section>
     </div>`}
   </section>`;
