@@ -127,6 +127,23 @@ def test_an_admin_creates_a_user_who_sees_no_admin_section(boss_page, console_ur
     finally:
         n.quit()
 
+    # search, then edit: full name and out of the project default
+    el(d, "#user-search").send_keys(name)
+    wait_until(lambda: [e.get_attribute("data-user") for e in
+                        d.find_elements(By.CSS_SELECTOR, "tr[data-user]")] == [email],
+               timeout=15, message="the search to leave only the new user")
+    click(d, f"tr[data-user=\"{email}\"] [data-test=edit-user]")
+    full = el(d, "#user-fullname")
+    full.clear()
+    full.send_keys("Renamed Bie")
+    click(d, "input[data-project=default]")
+    click(d, "[data-test=user-submit]")
+    wait_until(lambda: not d.find_elements(By.CSS_SELECTOR, "[data-test=user-form]"), timeout=15,
+               message="the form to close")
+    u2 = admin.get(f"/admin/users/{u['id']}").json()
+    assert u2["full_name"] == "Renamed Bie" and projects["default"] not in u2["projects"], u2
+    text_in(d, f"tr[data-user=\"{email}\"]", "Renamed Bie")
+
     # the superadmin issues it a keypair, then deactivates it
     click(d, f"tr[data-user=\"{email}\"] [data-test=user-keypairs]")
     click(d, "[data-test=issue-keypair]")
