@@ -46,7 +46,7 @@ async function send(method, url, body, headers = {}) {
 
 // Session mode (Backend.AI's webserver).
 export const server = {
-  login: (username, password) => send('POST', '/server/login', { username, password }),
+  login: (username, password, domain) => send('POST', '/server/login', domain ? { username, password, domain } : { username, password }),
   check: () => send('GET', '/server/login-check'),
   // single sign-on: the token from the URL, or {} for the sToken cookie
   tokenLogin: (token) => send('POST', '/server/token-login', token ? { sToken: token } : {}),
@@ -75,3 +75,12 @@ export async function api(method, path, { query, body } = {}) {
 export const get = (path, query) => api('GET', path, { query });
 export const post = (path, body = {}) => api('POST', path, { body });
 export const enc = encodeURIComponent;
+
+// The gateway's open endpoints (GET /, /readyz: no login needed); /readyz
+// answers 503 with the same JSON when a check fails, so that is read too.
+export async function openGet(path) {
+  const res = await fetch(path, { credentials: 'same-origin', headers: { Accept: 'application/json' } });
+  const data = await readBody(res);
+  if (!data || typeof data !== 'object') throw new ApiError(res.status, null, `${path} answered HTTP ${res.status}`);
+  return { status: res.status, data };
+}

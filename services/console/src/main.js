@@ -11,6 +11,13 @@ import { TerminalPage } from './pages/terminal.js';
 import { DataPage } from './pages/data.js';
 import { FilesPage } from './pages/files.js';
 import { AccountPage } from './pages/account.js';
+import { ADMIN_TABS, NotPermitted, isAdmin } from './admin.js';
+import { AdminAgentsPage } from './pages/admin_agents.js';
+import { AdminUsersPage } from './pages/admin_users.js';
+import { AdminSessionsPage } from './pages/admin_sessions.js';
+import { AdminInfoPage } from './pages/admin_info.js';
+import { AdminImagesPage } from './pages/admin_images.js';
+import { AdminGroupsPage } from './pages/admin_groups.js';
 
 // "#/data/f1?path=a/b" -> {parts: ['data', 'f1'], query: URLSearchParams}
 export function parseHash(hash = location.hash) {
@@ -73,6 +80,8 @@ function Shell({ user, route, onLogout, children }) {
       <nav id="main-nav" class=${'nav' + (menuOpen ? ' open' : '')} aria-label="Main">
         ${NAV.map(([key, label]) => html`<a href=${'#/' + key} data-nav=${key}
           aria-current=${section === key ? 'page' : undefined}>${label}</a>`)}
+        ${isAdmin(user) && html`<a href="#/admin/agents" data-nav="admin" class="nav-admin"
+          aria-current=${section === 'admin' ? 'page' : undefined}>Admin</a>`}
       </nav>
       <div class="who">
         <span class="who-name" title=${user.access_key || ''}>${user.username || user.user_id}${user.role && user.role !== 'user' ? ` (${user.role})` : ''}</span>
@@ -90,7 +99,23 @@ function Page({ route, user }) {
     case 'sessions': return p1 ? html`<${SessionPage} key=${p1} name=${p1} user=${user} />` : html`<${SessionsPage} user=${user} query=${route.query} />`;
     case 'data': return p1 ? html`<${FilesPage} key=${p1} folder=${p1} path=${route.query.get('path') || ''} user=${user} />` : html`<${DataPage} user=${user} query=${route.query} />`;
     case 'account': return html`<${AccountPage} user=${user} />`;
+    case 'admin': return html`<${AdminPage} tab=${p1 || 'agents'} route=${route} user=${user} />`;
     default: return html`<section class="page"><h1>Not found</h1><p>No page at <code>${location.hash}</code>. <a href="#/summary">Go to the summary</a>.</p></section>`;
+  }
+}
+
+// The Admin section (#/admin/<tab>): administrators only; anyone else gets
+// a "not permitted" page, never a blank one.
+function AdminPage({ tab, route, user }) {
+  if (!isAdmin(user)) return html`<${NotPermitted} user=${user} />`;
+  switch (tab) {
+    case 'agents': return html`<${AdminAgentsPage} user=${user} />`;
+    case 'users': return html`<${AdminUsersPage} user=${user} query=${route.query} />`;
+    case 'sessions': return html`<${AdminSessionsPage} user=${user} />`;
+    case 'images': return html`<${AdminImagesPage} user=${user} />`;
+    case 'groups': return html`<${AdminGroupsPage} user=${user} />`;
+    case 'info': return html`<${AdminInfoPage} user=${user} />`;
+    default: return html`<section class="page"><h1>Not found</h1><p>No admin page <code>${tab}</code>. <a href="#/admin/agents">Go to the agents</a>.</p></section>`;
   }
 }
 
@@ -133,6 +158,11 @@ function App() {
 
   useEffect(() => {
     const sec = route.parts[0];
+    if (sec === 'admin') {
+      const tab = ADMIN_TABS.find(([k]) => k === (route.parts[1] || 'agents'));
+      document.title = (tab ? tab[1] : 'Admin') + ' · Admin · Tessera';
+      return;
+    }
     const label = (NAV.find(([k]) => k === sec) || [null, sec === 'terminal' ? 'Terminal' : 'Summary'])[1];
     document.title = (route.parts[1] ? route.parts[1] + ' · ' : '') + label + ' · Tessera';
   }, [route]);

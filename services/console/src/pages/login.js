@@ -6,6 +6,8 @@ import { html, errText } from '../ui.js';
 export function LoginPage({ message, onLoggedIn }) {
   const [username, setUsername] = useState('');
   const [password, setPassword] = useState('');
+  // a user of another domain than "default" names it (kept for next time)
+  const [domain, setDomain] = useState(() => localStorage.getItem('tessera-login-domain') || '');
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState(null);
 
@@ -15,8 +17,13 @@ export function LoginPage({ message, onLoggedIn }) {
     setBusy(true);
     setError(null);
     try {
-      const r = await server.login(username.trim(), password);
-      if (r && r.authenticated) { setPassword(''); onLoggedIn(r); return; }
+      const r = await server.login(username.trim(), password, domain.trim());
+      if (r && r.authenticated) {
+        setPassword('');
+        if (domain.trim()) localStorage.setItem('tessera-login-domain', domain.trim()); else localStorage.removeItem('tessera-login-domain');
+        onLoggedIn(r);
+        return;
+      }
       setError((r && (r.msg || r.title)) || 'Login failed.');
     } catch (err) {
       if (err.status === 429) {
@@ -41,6 +48,12 @@ export function LoginPage({ message, onLoggedIn }) {
       <label for="login-password">Password</label>
       <input id="login-password" name="password" type="password" autocomplete="current-password"
         value=${password} onInput=${(e) => setPassword(e.currentTarget.value)} required />
+      <details class="login-domain" open=${!!domain}>
+        <summary>Another domain</summary>
+        <label for="login-domain">Domain</label>
+        <input id="login-domain" name="domain" autocapitalize="off" spellcheck="false" placeholder="default"
+          value=${domain} onInput=${(e) => setDomain(e.currentTarget.value)} />
+      </details>
       <button id="login-submit" type="submit" class="btn primary block" disabled=${busy}>
         ${busy ? 'Signing in…' : 'Sign in'}
       </button>
