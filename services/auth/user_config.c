@@ -3,6 +3,7 @@
 #include "user_config.h"
 
 #include "admin.h"
+#include "libcommon/home_path.h"
 #include "libcommon/log.h"
 
 #include <stdlib.h>
@@ -106,24 +107,6 @@ static void h_script_set(http_req *req, http_resp *resp, void *ctx)
 }
 
 /* ---- dotfiles ---------------------------------------------------------- */
-
-const char *user_config_path_problem(const char *path)
-{
-    size_t n = strlen(path);
-    if (n == 0 || n > USER_CONFIG_PATH_MAX) return "path must have 1 to 255 bytes";
-    if (path[0] == '/' || path[0] == '~') return "path must be relative to the home directory";
-    for (const char *s = path; *s; s++)
-        if ((unsigned char)*s < 0x20 || *s == 0x7f) return "path must not hold control characters";
-    for (const char *seg = path; seg;) {
-        const char *slash = strchr(seg, '/');
-        size_t len = slash ? (size_t)(slash - seg) : strlen(seg);
-        if (len == 0) return "path must not hold empty segments (\"//\" or a trailing \"/\")";
-        if ((len == 1 && seg[0] == '.') || (len == 2 && seg[0] == '.' && seg[1] == '.'))
-            return "path must not hold \".\" or \"..\" segments";
-        seg = slash ? slash + 1 : NULL;
-    }
-    return NULL;
-}
 
 /* The path argument of a GET or DELETE: the query's, else (DELETE, as the
  * SDK sends it) the JSON body's. NULL when absent; *bad after a 400. */
@@ -253,12 +236,12 @@ static void _dotfile_write(http_req *req, http_resp *resp, svc *s, bool create)
     const char *why = NULL;
     admin_req a;
     if (!db_only_keys(body, keys, resp) ||
-        !db_field_str(body, "path", true, 1, USER_CONFIG_PATH_MAX, &path, resp) ||
+        !db_field_str(body, "path", true, 1, HOME_PATH_MAX, &path, resp) ||
         !_text_field(body, "data", USER_CONFIG_TEXT_MAX, &data, resp) ||
         !db_field_str(body, "permission", true, 3, 3, &perm, resp) ||
         !db_field_str(body, "owner_access_key", false, 20, 20, &owner, resp))
         goto out;
-    if ((why = user_config_path_problem(path))) {
+    if ((why = home_path_problem(path))) {
         http_problem(resp, 400, "invalid-api-params", NULL, "%s", why);
         goto out;
     }

@@ -20,10 +20,7 @@
 
 #define USER_CONFIG_TEXT_MAX 65536
 #define USER_CONFIG_DOTFILES_MAX 100
-#define USER_CONFIG_PATH_MAX 255
-
-/* NULL when path is an acceptable dotfile path, else why not. */
-const char *user_config_path_problem(const char *path);
+/* A dotfile's path: libcommon/home_path.h. */
 
 void user_config_routes(svc *s);
 

@@ -1,6 +1,8 @@
 /* home_files.c: a session's files for /home/work (home_files.h). */
 #include "home_files.h"
 
+#include "libcommon/home_path.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,24 +21,6 @@ static int _perm(const char *s)
     return m;
 }
 
-/* A path auth accepts (user_config_path_problem): relative, no empty, "."
- * or ".." segment, no control byte, 1 to 255 bytes. */
-static bool _path_ok(const char *p)
-{
-    size_t n = p ? strlen(p) : 0;
-    if (n == 0 || n > 255 || p[0] == '/' || p[0] == '~') return false;
-    for (const char *c = p; *c; c++)
-        if ((unsigned char)*c < 0x20 || *c == 0x7f) return false;
-    for (const char *seg = p; seg;) {
-        const char *slash = strchr(seg, '/');
-        size_t len = slash ? (size_t)(slash - seg) : strlen(seg);
-        if (len == 0 || (len == 1 && seg[0] == '.') || (len == 2 && seg[0] == '.' && seg[1] == '.'))
-            return false;
-        seg = slash ? slash + 1 : NULL;
-    }
-    return true;
-}
-
 json_t *home_files_from_context(const json_t *ctx)
 {
     json_t *out = json_array();
@@ -49,7 +33,7 @@ json_t *home_files_from_context(const json_t *ctx)
         const char *path = json_string_value(json_object_get(e, "path"));
         const char *data = json_string_value(json_object_get(e, "data"));
         int mode = _perm(json_string_value(json_object_get(e, "perm")));
-        if (!_path_ok(path) || !data) continue;
+        if (!path || home_path_problem(path) || !data) continue;
         if (strcmp(path, HOME_FILES_AUTHORIZED_KEYS) == 0) has_keys = true;
         json_array_append_new(out, json_pack("{s:s, s:i, s:s}", "path", path, "mode",
                                              mode < 0 ? MODE_DEFAULT : mode, "data", data));
