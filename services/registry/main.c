@@ -151,6 +151,7 @@ static const svcauth_rule REGISTRY_ACCESS[] = {
     {"GET", "/v1/scaling-groups", SVCAUTH_GATEWAY}, {"*", "/v1/resource", SVCAUTH_GATEWAY},
     {"GET", "/v1/vfolder-mounts", SVCAUTH_VFOLDER}, {"*", "/v1/session-templates", SVCAUTH_GATEWAY},
     {"GET", "/v1/bgtasks", SVCAUTH_GATEWAY},        {"*", "/v1/config", SVCAUTH_GATEWAY},
+    {"GET", "/v1/usage", SVCAUTH_GATEWAY},
 };
 
 int main(int argc, char **argv)

@@ -85,9 +85,9 @@ json_t *usage_totals_json(const usage_totals *t)
                      "mem_peak_bytes", (json_int_t)t->mem_peak_bytes, "gpu_device_seconds",
                      t->gpu_device_s, "gpu_share_seconds", t->gpu_share_s, "gpu_hours",
                      (t->gpu_device_s + t->gpu_share_s) / 3600.0, "gpu_mem_peak_bytes",
-                     (json_int_t)t->gpu_mem_peak_bytes, "net_rx_bytes",
-                     (json_int_t)t->net_rx_bytes, "net_tx_bytes", (json_int_t)t->net_tx_bytes,
-                     "samples", (json_int_t)t->samples);
+                     (json_int_t)t->gpu_mem_peak_bytes, "net_rx_bytes", (json_int_t)t->net_rx_bytes,
+                     "net_tx_bytes", (json_int_t)t->net_tx_bytes, "samples",
+                     (json_int_t)t->samples);
 }
 
 /* A CSV field: quoted when it holds a comma, quote or line break. */
@@ -132,8 +132,8 @@ static void reply_csv(http_resp *resp, usage_group by, const group_sum *g, size_
 }
 
 /* ?start=&end= as [from, to) in Unix ms; false after a 400. */
-bool usage_period_arg(http_req *req, http_resp *resp, const char *start_name,
-                      const char *end_name, int64_t *from, int64_t *to)
+bool usage_period_arg(http_req *req, http_resp *resp, const char *start_name, const char *end_name,
+                      int64_t *from, int64_t *to)
 {
     const char *start = http_query_arg(req, start_name), *end = http_query_arg(req, end_name);
     int64_t now = ts_now_wall_ms(), today = now - now % DAY_MS;

@@ -44,7 +44,7 @@ json_t *usage_totals_json(const usage_totals *t);
 /* The days ?<start_name>=&<end_name>= (usage_parse_day; end included) as
  * [from, to) Unix ms; defaults: the first of the end's month, today. False
  * after a 400. */
-bool usage_period_arg(http_req *req, http_resp *resp, const char *start_name,
-                      const char *end_name, int64_t *from, int64_t *to) TS_MUST_CHECK;
+bool usage_period_arg(http_req *req, http_resp *resp, const char *start_name, const char *end_name,
+                      int64_t *from, int64_t *to) TS_MUST_CHECK;
 
 #endif

@@ -93,8 +93,7 @@ static void usage_sum(bai_usage *a, const bai_usage *b)
 static void set_usage(json_t *o, const char *prefix, const bai_usage *u)
 {
     char k[64];
-#define SET(name, v)                                                                               \
-    (snprintf(k, sizeof(k), "%s%s", prefix, name), json_object_set_new(o, k, v))
+#define SET(name, v) (snprintf(k, sizeof(k), "%s%s", prefix, name), json_object_set_new(o, k, v))
     SET("nfs", json_array());
     SET("cpu_allocated", json_real(u->cpu_allocated));
     SET("cpu_used", json_real(u->cpu_used));
@@ -136,7 +135,8 @@ static bool admin_scope(http_req *req, http_resp *resp, char domain[260])
     char uid[TS_UUID_STRLEN];
     usage_scope(&c, uid, domain);
     caller_free(&c);
-    if (!admin) http_problem(resp, 403, "forbidden", NULL, "only administrators read usage reports");
+    if (!admin)
+        http_problem(resp, 403, "forbidden", NULL, "only administrators read usage reports");
     return admin;
 }
 
@@ -152,8 +152,8 @@ static bool id_list(http_resp *resp, const char *name, const char *s, char **out
         ok = false;
     free(copy);
     if (!ok) {
-        http_problem(resp, 400, "invalid-api-params", NULL, "%s: project ids (UUIDs), comma-separated",
-                     name);
+        http_problem(resp, 400, "invalid-api-params", NULL,
+                     "%s: project ids (UUIDs), comma-separated", name);
         free(*out);
         *out = NULL;
     }
@@ -175,8 +175,9 @@ static json_t *c_info(const PGresult *r, int i, const usage_totals *part, bai_us
     row_usage(r, i, part, u);
     json_t *agents = pgjson_cell_json(r, i, 18), *containers = pgjson_cell_json(r, i, 19);
     json_t *o = json_object();
-    json_object_set_new(o, "id", PQgetisnull(r, i, 20) ? json_string(PQgetvalue(r, i, 0))
-                                                        : json_string(PQgetvalue(r, i, 20)));
+    json_object_set_new(o, "id",
+                        PQgetisnull(r, i, 20) ? json_string(PQgetvalue(r, i, 0))
+                                              : json_string(PQgetvalue(r, i, 20)));
     json_object_set_new(o, "session_id", json_string(PQgetvalue(r, i, 0)));
     json_object_set(o, "container_id",
                     json_array_size(containers) ? json_array_get(containers, 0) : json_null());
@@ -219,9 +220,8 @@ static void h_month(http_req *req, http_resp *resp, void *ctx)
     char *projects;
     if (!id_list(resp, "group_ids", http_query_arg(req, "group_ids"), &projects)) return;
     char domain[260];
-    PGresult *r = admin_scope(req, resp, domain)
-                      ? query_rows(ctx, resp, from, to, domain, projects)
-                      : NULL;
+    PGresult *r =
+        admin_scope(req, resp, domain) ? query_rows(ctx, resp, from, to, domain, projects) : NULL;
     free(projects);
     if (!r) return;
     json_t *out = json_array(), *g = NULL, *infos = NULL;
@@ -268,9 +268,8 @@ static void h_period(http_req *req, http_resp *resp, void *ctx)
     if (pid_arg && *pid_arg && strchr(pid_arg, ',')) pid_arg = "x"; /* one id */
     if (!id_list(resp, "project_id", pid_arg, &projects)) return;
     char domain[260];
-    PGresult *r = admin_scope(req, resp, domain)
-                      ? query_rows(ctx, resp, from, to, domain, projects)
-                      : NULL;
+    PGresult *r =
+        admin_scope(req, resp, domain) ? query_rows(ctx, resp, from, to, domain, projects) : NULL;
     free(projects);
     if (!r) return;
     json_t *out = json_array(), *proj = NULL, *sessions = NULL, *pagents = NULL;
@@ -290,8 +289,8 @@ static void h_period(http_req *req, http_resp *resp, void *ctx)
             pagents = json_array();
             proj = json_pack("{s:o, s:s, s:s, s:s, s:o, s:{}, s:o}", "project_id",
                              null_or_str(r, i, 4), "project_name", PQgetvalue(r, i, 5),
-                             "domain_name", PQgetvalue(r, i, 6), "group_unit", "project",
-                             "agents", pagents, "total_usage", "sessions", sessions);
+                             "domain_name", PQgetvalue(r, i, 6), "group_unit", "project", "agents",
+                             pagents, "total_usage", "sessions", sessions);
             json_array_append_new(out, proj);
             memset(&psum, 0, sizeof(psum));
             memset(&ptot, 0, sizeof(ptot));
@@ -324,15 +323,15 @@ static void h_period(http_req *req, http_resp *resp, void *ctx)
             json_object_get(c, "used_time"), "used_days", json_object_get(c, "used_days"),
             "user_id", json_object_get(c, "user_id"), "user_email", "access_key",
             json_object_get(c, "access_key"), "project_id", json_object_get(c, "group_id"),
-            "project_name", json_object_get(c, "group_name"), "kernel_id",
-            json_object_get(c, "id"), "container_ids", json_object_get(c, "container_ids"),
-            "session_id", json_object_get(c, "session_id"), "session_name",
-            json_object_get(c, "name"), "last_stat", "extra_info", "full_name", "images",
-            json_object_get(c, "image_name"), "agents", json_object_get(c, "agents"), "status",
-            json_object_get(c, "status"), "status_info", json_object_get(c, "status_info"),
-            "status_history", "cluster_mode", json_object_get(c, "cluster_mode"), "scheduled_at",
-            "terminated_at", json_object_get(c, "terminated_at"), "group_unit", "session",
-            "total_usage", "kernels", "tessera", json_object_get(c, "tessera"));
+            "project_name", json_object_get(c, "group_name"), "kernel_id", json_object_get(c, "id"),
+            "container_ids", json_object_get(c, "container_ids"), "session_id",
+            json_object_get(c, "session_id"), "session_name", json_object_get(c, "name"),
+            "last_stat", "extra_info", "full_name", "images", json_object_get(c, "image_name"),
+            "agents", json_object_get(c, "agents"), "status", json_object_get(c, "status"),
+            "status_info", json_object_get(c, "status_info"), "status_history", "cluster_mode",
+            json_object_get(c, "cluster_mode"), "scheduled_at", "terminated_at",
+            json_object_get(c, "terminated_at"), "group_unit", "session", "total_usage", "kernels",
+            "tessera", json_object_get(c, "tessera"));
         json_object_set_new(so, "domain_name", json_string(PQgetvalue(r, i, 6)));
         set_usage(json_object_get(so, "total_usage"), "", &u);
         json_object_set_new(sessions, PQgetvalue(r, i, 0), so);

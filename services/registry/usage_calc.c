@@ -36,7 +36,8 @@ void usage_alloc_from_devices(const json_t *devices, usage_alloc *out)
     {
         const char *slot = json_string_value(json_object_get(d, "slot_name"));
         json_t *a = json_object_get(d, "amount");
-        double amount = json_is_string(a) ? strtod(json_string_value(a), NULL) : json_number_value(a);
+        double amount =
+            json_is_string(a) ? strtod(json_string_value(a), NULL) : json_number_value(a);
         if (!slot || !(amount > 0) || amount > 1e6) continue;
         if (strcmp(slot, "cuda.device") == 0)
             out->gpu_devices += amount;

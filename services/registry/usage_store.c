@@ -159,8 +159,8 @@ static outcome on_message(PGconn *conn, const kbus_msg *msg, ts_err *reason)
     if (!m) return INVALID;
     outcome o;
     if (!ts_uuid_valid(m->session_id) || !ts_uuid_valid(m->kernel_id)) {
-        ts_err_set(reason, "session id '%.60s' or kernel id '%.60s' is not a UUID",
-                   m->session_id, m->kernel_id);
+        ts_err_set(reason, "session id '%.60s' or kernel id '%.60s' is not a UUID", m->session_id,
+                   m->kernel_id);
         o = INVALID;
     } else {
         tlog_ctx_session(m->session_id);

@@ -16,8 +16,11 @@
 
 static usage_sample _sample(int64_t start, int64_t secs, int64_t cpu_ms, int64_t mem)
 {
-    usage_sample s = {.start_ms = start, .end_ms = start + secs * 1000, .cpu_used_ms = cpu_ms,
-                      .mem_bytes = mem, .mem_peak_bytes = mem};
+    usage_sample s = {.start_ms = start,
+                      .end_ms = start + secs * 1000,
+                      .cpu_used_ms = cpu_ms,
+                      .mem_bytes = mem,
+                      .mem_peak_bytes = mem};
     return s;
 }
 
@@ -113,8 +116,8 @@ static void test_month_split(void **state)
     assert_true(llabs(ps.cpu_ms + po.cpu_ms - t.cpu_ms) <= 1);
     assert_int_equal(ps.mem_peak_bytes, 4096); /* a peak is not split */
     /* a third of it in a window that covers the last 4 hours */
-    assert_float_equal(usage_share(t.first_ms, t.last_ms, oct1 + 2 * 3600 * 1000LL, nov1),
-                       1.0 / 3, 1e-12);
+    assert_float_equal(usage_share(t.first_ms, t.last_ms, oct1 + 2 * 3600 * 1000LL, nov1), 1.0 / 3,
+                       1e-12);
     /* outside: nothing; a point in time counts where it falls */
     assert_float_equal(usage_share(t.first_ms, t.last_ms, nov1, nov1 + 1000), 0.0, 0);
     assert_float_equal(usage_share(oct1, oct1, oct1, nov1), 1.0, 0);
@@ -131,8 +134,8 @@ static void test_parsers(void **state)
     assert_true(usage_parse_day("2026-10-01", &ms, &err));
     assert_int_equal(ms, 1790812800000LL);
     assert_true(usage_parse_day("20240229", &ms, &err));
-    const char *bad_days[] = {"", "2026101", "202610011", "2026-1001", "20261301", "20260230",
-                              "20230229", "19691231", "abcdefgh", "2026-10-0x"};
+    const char *bad_days[] = {"",         "2026101",  "202610011", "2026-1001", "20261301",
+                              "20260230", "20230229", "19691231",  "abcdefgh",  "2026-10-0x"};
     for (size_t i = 0; i < TS_ARRAY_LEN(bad_days); i++)
         assert_false(usage_parse_day(bad_days[i], &ms, &err));
     assert_false(usage_parse_day(NULL, &ms, &err));
