@@ -181,7 +181,7 @@ static void h_usage(http_req *req, http_resp *resp, void *ctx)
     svc *s = ctx;
     usage_group by = USAGE_BY_USER;
     const char *gb = http_query_arg(req, "group_by"), *fmt = http_query_arg(req, "format");
-    if (gb && *gb && !usage_group_parse(gb, &by)) {
+    if (gb && !usage_group_parse(gb, &by)) {
         http_problem(resp, 400, "invalid-api-params", NULL,
                      "group_by: one of user, project, domain, resource_group, image");
         return;
