@@ -200,13 +200,13 @@ static void h_usage(http_req *req, http_resp *resp, void *ctx)
     caller_free(&c);
     PGconn *conn = pgjson_get(s, resp);
     if (!conn) return;
-    char *sql = ts_asprintf(
-        "SELECT %s, %s, " TOTALS_COLS " FROM registry.session_usage u"
-        " WHERE u.last_sample_at >= to_timestamp($1::float8 / 1000)"
-        " AND u.first_sample_at < to_timestamp($2::float8 / 1000)"
-        " AND ($3::text = '' OR u.user_id = nullif($3::text, '')::uuid) AND ($4::text = '' OR u.domain_name = $4)"
-        " ORDER BY 1",
-        group_cols[by].key, group_cols[by].name);
+    char *sql = ts_asprintf("SELECT %s, %s, " TOTALS_COLS " FROM registry.session_usage u"
+                            " WHERE u.last_sample_at >= to_timestamp($1::float8 / 1000)"
+                            " AND u.first_sample_at < to_timestamp($2::float8 / 1000)"
+                            " AND ($3::text = '' OR u.user_id = nullif($3::text, '')::uuid) AND "
+                            "($4::text = '' OR u.domain_name = $4)"
+                            " ORDER BY 1",
+                            group_cols[by].key, group_cols[by].name);
     char f[24], t[24];
     snprintf(f, sizeof(f), "%" PRId64, from);
     snprintf(t, sizeof(t), "%" PRId64, to);
