@@ -66,6 +66,8 @@ static void admin_usage(FILE *out)
             "Backend.AI's configuration store: get KEY, set KEY VALUE, delete KEY");
     fprintf(out, "  %-16s %s\n", "registry",
             "container registries: list, add HOST URL, delete HOST, scan [HOST]");
+    fprintf(out, "  %-16s %s\n", "usage",
+            "Backend.AI's usage reports: month YYYYMM, period --from --to");
     fprintf(out, "\n`tessera admin RESOURCE --help` lists its verbs, "
                  "`tessera admin RESOURCE VERB --help` its flags.\n");
 }
@@ -215,6 +217,7 @@ int cmd_admin(cli *c, const cli_command *self, int argc, char **argv)
     if (strcmp(argv[1], "announcement") == 0) return cli_admin_announcement(c, argc - 1, argv + 1);
     if (strcmp(argv[1], "config") == 0) return cli_admin_config(c, argc - 1, argv + 1);
     if (strcmp(argv[1], "registry") == 0) return cli_admin_registry(c, argc - 1, argv + 1);
+    if (strcmp(argv[1], "usage") == 0) return cli_admin_usage(c, argc - 1, argv + 1);
     int i = 1;
     const admin_resource *r = admin_find_resource(argv[i]);
     if (!r && is_group(argv[1])) {

@@ -77,4 +77,9 @@ int cli_admin_announcement(cli *c, int argc, char **argv);
 int cli_admin_config(cli *c, int argc, char **argv);
 int cli_admin_registry(cli *c, int argc, char **argv);
 
+/* cmd_usage.c: `tessera usage` (totals in the caller's scope), `tessera admin
+ * usage month|period` (argv[0] "usage"; Backend.AI's reports) */
+int cmd_usage(cli *c, const cli_command *self, int argc, char **argv);
+int cli_admin_usage(cli *c, int argc, char **argv);
+
 #endif

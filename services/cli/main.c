@@ -89,6 +89,17 @@ static const cli_command commands[] = {
      "event's data as a JSON object with its \"event\". Users see their own sessions, domain\n"
      "admins their domain's, superadmins all.",
      cmd_events},
+    {"usage", "what your sessions used (CPU, memory, GPU hours) over a period, grouped",
+     "tessera usage [--from DATE] [--to DATE] [--group-by KEY] [--csv] [--json]\n\n"
+     "Options:\n"
+     "  -f, --from DATE          first day, YYYY-MM-DD or YYYYMMDD (UTC; default: the first\n"
+     "                           of the --to day's month)\n"
+     "  -t, --to DATE            last day, included (default: today)\n"
+     "  -g, --group-by KEY       user (default), project, domain, resource_group or image\n"
+     "      --csv                print CSV (every figure) instead of a table\n\n"
+     "Users see their own sessions, domain admins their domain's, superadmins all. A\n"
+     "session across the period's edge counts with its share of the time (docs/usage.md).",
+     cmd_usage},
     {"graphql", "send a GraphQL query or mutation (Backend.AI's schema) and print its data",
      "tessera graphql [OPTIONS] QUERY|-\n\n"
      "QUERY is a GraphQL document (- reads it from stdin), e.g.\n"

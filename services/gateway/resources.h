@@ -10,6 +10,11 @@
  *                                       (superadmins; occupancy_sync.h)
  *   GET  /resource/stats/user/month  -> GET  /v1/resource/stats/user/month (usage_stats.h)
  *   GET  /resource/stats/admin/month -> GET  /v1/resource/stats/admin/month (superadmins)
+ *   GET  /resource/usage/month       -> GET  /v1/resource/usage/month?<query> (admins;
+ *                                       usage_bai.h)
+ *   GET  /resource/usage/period      -> GET  /v1/resource/usage/period?<query> (admins)
+ *   GET  /usage                      -> GET  /v1/usage?<query> (usage_api.h; Accept:
+ *                                       text/csv adds format=csv)
  *   POST /config/get|set|delete      -> POST /v1/config/... (superadmins; config_store.h)
  *   GET  /config/docker-registries   -> GET  /v1/config/docker-registries (superadmins)
  *

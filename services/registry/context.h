@@ -33,6 +33,7 @@ typedef struct reg_config {
     char *wsproxy_url;
     char *vfolder_url;
     int64_t vfolder_timeout_ms;
+    int64_t usage_sample_retention_ms;
 } reg_config;
 
 /* The options (main.c's table says what each means and its default). */

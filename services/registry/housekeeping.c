@@ -8,6 +8,7 @@
 #include "reconcile.h"
 #include "route_sync.h"
 #include "session_enqueued.h"
+#include "usage_store.h"
 
 #include "libcommon/deps.h"
 #include "libcommon/log.h"
@@ -39,6 +40,7 @@ static void *loop(void *arg)
     int64_t next_occ = start + reg_settings.reconcile_interval_ms;
     int64_t next_pub = start + 2000;
     int64_t next_pending = start + reg_settings.pending_check_interval_ms;
+    int64_t next_prune = start + 60000;
     int64_t deaf_since = 0;
     while (atomic_load(&running)) {
         int64_t now = ts_now_mono_ms();
@@ -75,6 +77,10 @@ static void *loop(void *arg)
             int cancelled; /* logged one by one there */
             TS_IGNORE(pending_timeout_sweep(&cancelled));
             next_pending = now + reg_settings.pending_check_interval_ms;
+        }
+        if (now >= next_prune) {
+            /* a full batch: more are due, go on soon; a failure is logged */
+            next_prune = now + (usage_store_prune() >= 10000 ? 1000 : 60000);
         }
         usleep(100 * 1000);
     }

@@ -14,7 +14,9 @@
  *   every registry.kernel_reconcile_interval reconcile_pass (agents' kernels,
  *                                        stuck sessions, reservations)
  *   every 2 s                            session_enqueued_republish
- *   every registry.pending_check_interval pending_timeout_sweep */
+ *   every registry.pending_check_interval pending_timeout_sweep
+ *   every minute                         usage_store_prune (usage samples past
+ *                                        registry.usage_sample_retention) */
 #ifndef REGISTRY_HOUSEKEEPING_H
 #define REGISTRY_HOUSEKEEPING_H
 

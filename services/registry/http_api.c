@@ -17,6 +17,8 @@
 #include "occupancy_sync.h"
 #include "sessions.h"
 #include "template_launch.h"
+#include "usage_api.h"
+#include "usage_bai.h"
 #include "usage_stats.h"
 
 void registry_routes(svc *s)
@@ -37,4 +39,6 @@ void registry_routes(svc *s)
     occupancy_routes(s);         /* /v1/admin/occupancy/recalculate (occupancy_sync.h) */
     usage_stats_routes(s);       /* /v1/resource/stats/{user,admin}/month (usage_stats.h) */
     config_store_routes(s);      /* /v1/config/get|set|delete (config_store.h) */
+    usage_api_routes(s);         /* /v1/usage (usage_api.h) */
+    usage_bai_routes(s);         /* /v1/resource/usage/month|period (usage_bai.h) */
 }

@@ -12,6 +12,7 @@
 #include "lifecycle.h"
 #include "occupancy_sync.h"
 #include "reconcile.h"
+#include "usage_store.h"
 
 #include <sodium.h>
 
@@ -91,6 +92,10 @@ static const cfg_option registry_options[] = {
     {"registry.default_slots", CFG_STRING, &reg_settings.default_slots, "cpu=1 mem=1g", 0, 0, NULL,
      false, NULL,
      "slots of a kernel whose request names none of them (raised to the image's minimums)"},
+    {"registry.usage_sample_retention", CFG_DURATION, &reg_settings.usage_sample_retention_ms, "7d",
+     3600000, 3650 * 86400000.0, NULL, false, NULL,
+     "how long usage samples (registry.usage_samples) are kept; per-session totals are kept for "
+     "good (docs/usage.md)"},
     {NULL},
 };
 
@@ -123,7 +128,9 @@ static bool registry_start(svc *s, ts_err *err)
         ts_err_prefix(err, "background tasks");
         return false;
     }
-    if (!authc_start(s, err) || !agents_start(s, err) || !lifecycle_start(s, err)) return false;
+    if (!authc_start(s, err) || !agents_start(s, err) || !lifecycle_start(s, err) ||
+        !usage_store_start(s, err))
+        return false;
     reconcile_register_metrics(s);
     return housekeeping_start(err);
 }
@@ -132,6 +139,7 @@ static void registry_stop(svc *s)
 {
     (void)s;
     housekeeping_stop();
+    usage_store_stop();
     lifecycle_stop();
     agents_stop();
     authc_stop();
@@ -143,6 +151,7 @@ static const svcauth_rule REGISTRY_ACCESS[] = {
     {"GET", "/v1/scaling-groups", SVCAUTH_GATEWAY}, {"*", "/v1/resource", SVCAUTH_GATEWAY},
     {"GET", "/v1/vfolder-mounts", SVCAUTH_VFOLDER}, {"*", "/v1/session-templates", SVCAUTH_GATEWAY},
     {"GET", "/v1/bgtasks", SVCAUTH_GATEWAY},        {"*", "/v1/config", SVCAUTH_GATEWAY},
+    {"GET", "/v1/usage", SVCAUTH_GATEWAY},
 };
 
 int main(int argc, char **argv)

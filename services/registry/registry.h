@@ -58,6 +58,10 @@
  *     occupancy_sync.c   agent capacity in Redis, rebuild after a loss, stale reservations
  *     reconcile.c        agents' kernels against the database, stuck sessions re-driven
  *     route_sync.c       wsproxy's app routes kept in PostgreSQL, restored after a Redis loss
+ *   usage accounting
+ *     usage_store.c      tessera.usage.v1 consumer: samples and per-session totals, pruning
+ *     usage_calc.c       totals, month split, dates (pure)
+ *     usage_api.c        GET /v1/usage, /v1/resource/usage/month|period, live figures
  *     repairs.c          the repairs' record (log, counters) and their confirmation */
 #ifndef REGISTRY_H
 #define REGISTRY_H

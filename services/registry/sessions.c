@@ -10,6 +10,7 @@
 #include "session_view.h"
 #include "tessera/v1/session.pb-c.h"
 #include "transitions.h"
+#include "usage_api.h"
 #include "validation.h"
 
 #include <stdlib.h>
@@ -108,9 +109,10 @@ static void on_session(http_req *req, http_resp *resp, svc *s, session_fn fn)
     caller_free(&c);
 }
 
+/* The view with the live figures of its latest usage samples (usage_api.h). */
 static void reply_info(http_resp *resp, PGconn *conn, const char *id)
 {
-    reply_view(resp, conn, id, NULL);
+    reply_view(resp, conn, id, usage_live_json(conn, id));
 }
 
 static void reply_history(http_resp *resp, PGconn *conn, const char *id)

@@ -54,6 +54,7 @@ Run: make security, or sh tools/run-security.sh tests/security/test_api_matrix.p
 import os
 import socket
 import sys
+import time
 import urllib.parse
 import uuid
 
@@ -608,6 +609,66 @@ def _usage_all_allowed(w, r, ctx):
 @op("usage.admin_month", ("all",), lambda who, mode: ALLOW if who == "SU" else FB, _usage_all_allowed)
 def _(w, c, mode, ctx):
     return c.get("/resource/stats/admin/month", timeout=30)
+
+
+def _a_has_usage(w):
+    """Wait (once) until A's session S has usage recorded (the agent samples
+    it every heartbeat), so that the usage cells below can expect A's rows."""
+    if getattr(w, "a_usage_seen", False):
+        return
+    wait_until(lambda: any(i.get("user") == w.c["A"].uid
+                           for i in ok(w.c["A"].get("/usage", timeout=30)).get("items", [])), timeout=60)
+    w.a_usage_seen = True
+
+
+def _usage_s_rows(r):
+    """The session ids in a /resource/usage/month or /period answer."""
+    body = ok(r)
+    ids = set()
+    for g in body:
+        ids |= {c["session_id"] for c in g.get("c_infos", [])}
+        ids |= set(g.get("sessions", {}))
+    return ids
+
+
+def _usage_totals_allowed(w, r, ctx):
+    items = ok(r)["items"]
+    users = {i["user"] for i in items}
+    if ctx["who"] in ("A", "DA1", "SU"):
+        assert w.c["A"].uid in users, f"{ctx['who']} should see A's usage: {items}"
+    if ctx["who"] == "A":
+        assert users == {w.c["A"].uid}, f"A sees other users' usage: {items}"
+
+
+@op("usage.totals", ("by_user",),
+    lambda who, mode: ALLOW if who in ("A", "DA1", "SU") else HIDDEN, _usage_totals_allowed)
+def _(w, c, mode, ctx):
+    _a_has_usage(w)
+    ctx["who"] = c.label
+    return c.get("/usage", params={"group_by": "user"}, timeout=30)
+
+
+def _usage_report_rule(who, mode):
+    return ALLOW if who in ("DA1", "DA2", "SU") else FB
+
+
+def _usage_report_allowed(w, r, ctx):
+    rows = _usage_s_rows(r)
+    if ctx["who"] == "DA2":
+        assert w.s_id not in rows, "a domain admin of D2 sees A's session in the usage report"
+    else:
+        assert w.s_id in rows, f"{ctx['who']} should see A's session in the usage report"
+
+
+@op("usage.report", ("month", "period"), _usage_report_rule, _usage_report_allowed)
+def _(w, c, mode, ctx):
+    _a_has_usage(w)
+    ctx["who"] = c.label
+    if mode == "month":
+        return c.get("/resource/usage/month", params={"month": time.strftime("%Y%m", time.gmtime())},
+                     timeout=30)
+    today = time.strftime("%Y%m%d", time.gmtime())
+    return c.get("/resource/usage/period", params={"start_date": today, "end_date": today}, timeout=30)
 
 
 def _recalc_allowed(w, r, ctx):

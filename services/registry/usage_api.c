@@ -1,0 +1,312 @@
+/* usage_api.c: GET /v1/usage and the live figures (usage_api.h). */
+#include "usage_api.h"
+
+#include "db_common.h"
+#include "usage_calc.h"
+
+#include "libcommon/buf.h"
+#include "libcommon/log.h"
+#include "libcommon/pgjson.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define DAY_MS (86400LL * 1000)
+
+void usage_scope(const reg_caller *c, char user_id[TS_UUID_STRLEN], char domain[260])
+{
+    user_id[0] = domain[0] = 0;
+    if (caller_is_superadmin(c)) return;
+    if (caller_is_admin(c))
+        ts_strlcpy(domain, c->domain, 260);
+    else
+        ts_strlcpy(user_id, c->user_id, TS_UUID_STRLEN);
+}
+
+/* The key column of each usage_group, and its display name. */
+static const struct {
+    const char *key, *name;
+} group_cols[] = {
+    [USAGE_BY_USER] = {"u.user_id::text", "u.access_key"},
+    [USAGE_BY_PROJECT] = {"coalesce(u.project_id::text, '')", "u.group_name"},
+    [USAGE_BY_DOMAIN] = {"u.domain_name", "u.domain_name"},
+    [USAGE_BY_RESOURCE_GROUP] = {"u.resource_group", "u.resource_group"},
+    [USAGE_BY_IMAGE] = {"u.image", "u.image"},
+};
+
+/* One group's sums. */
+typedef struct group_sum {
+    char *key, *name;
+    long sessions;
+    usage_totals t;
+} group_sum;
+
+static void sum_add(group_sum *g, const usage_totals *part)
+{
+    g->sessions++;
+    g->t.cpu_ms += part->cpu_ms;
+    g->t.mem_byte_s += part->mem_byte_s;
+    if (part->mem_peak_bytes > g->t.mem_peak_bytes) g->t.mem_peak_bytes = part->mem_peak_bytes;
+    if (part->gpu_mem_peak_bytes > g->t.gpu_mem_peak_bytes)
+        g->t.gpu_mem_peak_bytes = part->gpu_mem_peak_bytes;
+    g->t.gpu_device_s += part->gpu_device_s;
+    g->t.gpu_share_s += part->gpu_share_s;
+    g->t.net_rx_bytes += part->net_rx_bytes;
+    g->t.net_tx_bytes += part->net_tx_bytes;
+    g->t.samples += part->samples;
+}
+
+/* A session_usage row's totals (columns from col on, in totals_cols order). */
+#define TOTALS_COLS USAGE_TOTALS_COLS
+
+void usage_row_totals(const PGresult *r, int row, int col, usage_totals *t)
+{
+#define V(i) PQgetvalue(r, row, col + (i))
+    t->cpu_ms = strtoll(V(0), NULL, 10);
+    t->mem_byte_s = strtod(V(1), NULL);
+    t->mem_peak_bytes = strtoll(V(2), NULL, 10);
+    t->gpu_device_s = strtod(V(3), NULL);
+    t->gpu_share_s = strtod(V(4), NULL);
+    t->gpu_mem_peak_bytes = strtoll(V(5), NULL, 10);
+    t->net_rx_bytes = strtoll(V(6), NULL, 10);
+    t->net_tx_bytes = strtoll(V(7), NULL, 10);
+    t->samples = strtoll(V(8), NULL, 10);
+    t->first_ms = strtoll(V(9), NULL, 10);
+    t->last_ms = strtoll(V(10), NULL, 10);
+#undef V
+}
+
+json_t *usage_totals_json(const usage_totals *t)
+{
+    return json_pack("{s:f, s:f, s:I, s:f, s:f, s:f, s:I, s:I, s:I, s:I}", "cpu_seconds",
+                     (double)t->cpu_ms / 1000.0, "mem_byte_seconds", t->mem_byte_s,
+                     "mem_peak_bytes", (json_int_t)t->mem_peak_bytes, "gpu_device_seconds",
+                     t->gpu_device_s, "gpu_share_seconds", t->gpu_share_s, "gpu_hours",
+                     (t->gpu_device_s + t->gpu_share_s) / 3600.0, "gpu_mem_peak_bytes",
+                     (json_int_t)t->gpu_mem_peak_bytes, "net_rx_bytes", (json_int_t)t->net_rx_bytes,
+                     "net_tx_bytes", (json_int_t)t->net_tx_bytes, "samples",
+                     (json_int_t)t->samples);
+}
+
+/* A CSV field: quoted when it holds a comma, quote or line break. */
+static void csv_field(ts_buf *b, const char *s)
+{
+    if (!strpbrk(s, ",\"\r\n")) {
+        ts_buf_append_str(b, s);
+        return;
+    }
+    ts_buf_append(b, "\"", 1);
+    for (; *s; s++) {
+        if (*s == '"') ts_buf_append(b, "\"", 1);
+        ts_buf_append(b, s, 1);
+    }
+    ts_buf_append(b, "\"", 1);
+}
+
+static void reply_csv(http_resp *resp, usage_group by, const group_sum *g, size_t n)
+{
+    ts_buf b = {0};
+    ts_buf_append_str(&b, usage_group_name(by));
+    ts_buf_append_str(&b, ",name,sessions,cpu_seconds,mem_byte_seconds,mem_peak_bytes,"
+                          "gpu_device_seconds,gpu_share_seconds,gpu_hours,gpu_mem_peak_bytes,"
+                          "net_rx_bytes,net_tx_bytes,samples\r\n");
+    for (size_t i = 0; i < n; i++) {
+        const usage_totals *t = &g[i].t;
+        csv_field(&b, g[i].key);
+        ts_buf_append(&b, ",", 1);
+        csv_field(&b, g[i].name);
+        char line[512];
+        snprintf(line, sizeof(line),
+                 ",%ld,%.3f,%.0f,%" PRId64 ",%.3f,%.3f,%.6f,%" PRId64 ",%" PRId64 ",%" PRId64
+                 ",%" PRId64 "\r\n",
+                 g[i].sessions, (double)t->cpu_ms / 1000.0, t->mem_byte_s, t->mem_peak_bytes,
+                 t->gpu_device_s, t->gpu_share_s, (t->gpu_device_s + t->gpu_share_s) / 3600.0,
+                 t->gpu_mem_peak_bytes, t->net_rx_bytes, t->net_tx_bytes, t->samples);
+        ts_buf_append_str(&b, line);
+    }
+    http_set_header(resp, "Content-Disposition", "attachment; filename=\"usage.csv\"");
+    http_reply(resp, 200, "text/csv; charset=utf-8", b.data ? b.data : "", b.len);
+    ts_buf_free(&b);
+}
+
+/* ?start=&end= as [from, to) in Unix ms; false after a 400. */
+bool usage_period_arg(http_req *req, http_resp *resp, const char *start_name, const char *end_name,
+                      int64_t *from, int64_t *to)
+{
+    const char *start = http_query_arg(req, start_name), *end = http_query_arg(req, end_name);
+    int64_t now = ts_now_wall_ms(), today = now - now % DAY_MS;
+    ts_err err;
+    if (end && *end) {
+        if (!usage_parse_day(end, to, &err)) {
+            http_problem(resp, 400, "invalid-api-params", NULL, "%s: %s", end_name, err.msg);
+            return false;
+        }
+    } else {
+        *to = today;
+    }
+    if (start && *start) {
+        if (!usage_parse_day(start, from, &err)) {
+            http_problem(resp, 400, "invalid-api-params", NULL, "%s: %s", start_name, err.msg);
+            return false;
+        }
+    } else {
+        /* the first of the end's month */
+        time_t t = (time_t)(*to / 1000);
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        *from = *to - (int64_t)(tm.tm_mday - 1) * DAY_MS;
+    }
+    if (*to < *from) {
+        http_problem(resp, 400, "invalid-api-params", NULL, "%s is before %s", end_name,
+                     start_name);
+        return false;
+    }
+    *to += DAY_MS; /* the end day included */
+    return true;
+}
+
+static char *iso_day(int64_t ms, char *buf, size_t size)
+{
+    time_t t = (time_t)(ms / 1000);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, size, "%Y-%m-%d", &tm);
+    return buf;
+}
+
+static void h_usage(http_req *req, http_resp *resp, void *ctx)
+{
+    svc *s = ctx;
+    usage_group by = USAGE_BY_USER;
+    const char *gb = http_query_arg(req, "group_by"), *fmt = http_query_arg(req, "format");
+    if (gb && !usage_group_parse(gb, &by)) {
+        http_problem(resp, 400, "invalid-api-params", NULL,
+                     "group_by: one of user, project, domain, resource_group, image");
+        return;
+    }
+    bool csv = fmt && strcmp(fmt, "csv") == 0;
+    if (fmt && *fmt && !csv && strcmp(fmt, "json") != 0) {
+        http_problem(resp, 400, "invalid-api-params", NULL, "format: json or csv");
+        return;
+    }
+    int64_t from, to;
+    if (!usage_period_arg(req, resp, "start", "end", &from, &to)) return;
+    reg_caller c;
+    if (!caller_get(req, resp, NULL, &c)) return;
+    char uid[TS_UUID_STRLEN], dom[260];
+    usage_scope(&c, uid, dom);
+    caller_free(&c);
+    PGconn *conn = pgjson_get(s, resp);
+    if (!conn) return;
+    char *sql = ts_asprintf("SELECT %s, %s, " TOTALS_COLS " FROM registry.session_usage u"
+                            " WHERE u.last_sample_at >= to_timestamp($1::float8 / 1000)"
+                            " AND u.first_sample_at < to_timestamp($2::float8 / 1000)"
+                            " AND ($3::text = '' OR u.user_id = nullif($3::text, '')::uuid) AND "
+                            "($4::text = '' OR u.domain_name = $4)"
+                            " ORDER BY 1",
+                            group_cols[by].key, group_cols[by].name);
+    char f[24], t[24];
+    snprintf(f, sizeof(f), "%" PRId64, from);
+    snprintf(t, sizeof(t), "%" PRId64, to);
+    const char *p[] = {f, t, uid, dom};
+    PGresult *r = pgjson_query(conn, resp, "read usage", sql, 4, p);
+    free(sql);
+    pgjson_put(s, conn);
+    if (!r) return;
+    int rows = PQntuples(r);
+    group_sum *g = ts_calloc((size_t)rows + 1, sizeof(*g));
+    size_t n = 0;
+    for (int i = 0; i < rows; i++) {
+        usage_totals whole, part;
+        usage_row_totals(r, i, 2, &whole);
+        double share = usage_share(whole.first_ms, whole.last_ms, from, to);
+        if (share <= 0) continue;
+        usage_totals_scale(&whole, share, &part);
+        const char *key = PQgetvalue(r, i, 0);
+        if (n == 0 || strcmp(g[n - 1].key, key) != 0) {
+            g[n].key = ts_strdup(key);
+            g[n].name = ts_strdup(PQgetvalue(r, i, 1));
+            n++;
+        }
+        sum_add(&g[n - 1], &part);
+    }
+    PQclear(r);
+    if (csv) {
+        reply_csv(resp, by, g, n);
+    } else {
+        json_t *items = json_array();
+        for (size_t i = 0; i < n; i++) {
+            json_t *o = usage_totals_json(&g[i].t);
+            json_object_set_new(o, usage_group_name(by), json_string(g[i].key));
+            json_object_set_new(o, "name", json_string(g[i].name));
+            json_object_set_new(o, "sessions", json_integer(g[i].sessions));
+            json_array_append_new(items, o);
+        }
+        char a[16], b[16];
+        http_reply_json(resp, 200,
+                        json_pack("{s:s, s:s, s:s, s:o}", "start", iso_day(from, a, sizeof(a)),
+                                  "end", iso_day(to - DAY_MS, b, sizeof(b)), "group_by",
+                                  usage_group_name(by), "items", items));
+    }
+    for (size_t i = 0; i < n; i++) {
+        free(g[i].key);
+        free(g[i].name);
+    }
+    free(g);
+}
+
+json_t *usage_live_json(PGconn *conn, const char *session_id)
+{
+    const char *p[] = {session_id};
+    ts_err err = {{0}};
+    PGresult *r = reg_exec(
+        conn,
+        "SELECT count(*), coalesce(sum(x.cpu_cores), 0), coalesce(sum(x.mem_bytes), 0),"
+        " coalesce(max(x.mem_peak_bytes), 0), coalesce(avg(x.gpu_util_pct), 0),"
+        " coalesce(sum(x.gpu_mem_bytes), 0), max(x.interval_end)"
+        " FROM registry.kernels k CROSS JOIN LATERAL (SELECT * FROM registry.usage_samples us"
+        " WHERE us.kernel_id = k.id ORDER BY us.interval_end DESC LIMIT 1) x"
+        " WHERE k.session_id = $1::uuid AND k.status NOT IN " SQL_FINAL,
+        1, p, &err);
+    if (!r) {
+        TLOG_WARN("live usage unreadable", "error=\"%s\"", err.msg);
+        return NULL;
+    }
+    json_t *out = json_object();
+    if (PQntuples(r) == 1 && atoi(PQgetvalue(r, 0, 0)) > 0) {
+        double cores = strtod(PQgetvalue(r, 0, 1), NULL);
+        json_int_t mem = strtoll(PQgetvalue(r, 0, 2), NULL, 10);
+        json_int_t peak = strtoll(PQgetvalue(r, 0, 3), NULL, 10);
+        double gutil = strtod(PQgetvalue(r, 0, 4), NULL);
+        json_int_t gmem = strtoll(PQgetvalue(r, 0, 5), NULL, 10);
+        json_object_set_new(out, "live",
+                            json_pack("{s:f, s:I, s:I, s:f, s:I, s:o}", "cpu_cores", cores,
+                                      "mem_bytes", mem, "mem_peak_bytes", peak, "gpu_util_pct",
+                                      gutil, "gpu_mem_bytes", gmem, "at",
+                                      pgjson_cell_json(r, 0, 6)));
+        /* Backend.AI's last_stat: metric -> {"current", "unit_hint", ...} as text */
+        char a[32], b[32], c2[32], d[32];
+        snprintf(a, sizeof(a), "%.1f", cores * 100.0);
+        snprintf(b, sizeof(b), "%lld", (long long)mem);
+        snprintf(c2, sizeof(c2), "%lld", (long long)gmem);
+        snprintf(d, sizeof(d), "%.1f", gutil);
+        json_object_set_new(
+            out, "lastStat",
+            json_pack("{s:{s:s, s:s}, s:{s:s, s:s, s:I}, s:{s:s, s:s}, s:{s:s, s:s}}", "cpu_util",
+                      "current", a, "unit_hint", "percent", "mem", "current", b, "unit_hint",
+                      "bytes", "peak", peak, "cuda_mem", "current", c2, "unit_hint", "bytes",
+                      "cuda_util", "current", d, "unit_hint", "percent"));
+    } else {
+        json_object_set_new(out, "live", json_null());
+        json_object_set_new(out, "lastStat", json_object());
+    }
+    PQclear(r);
+    return out;
+}
+
+void usage_api_routes(svc *s)
+{
+    http_route(svc_router(s), "GET", "/v1/usage", h_usage, s);
+}

@@ -1,0 +1,154 @@
+/* usage_calc.c: see usage_calc.h. */
+#include "usage_calc.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MS_2000 946684800000LL
+
+bool usage_sample_check(const usage_sample *s, ts_err *err)
+{
+    if (s->start_ms < MS_2000 || s->end_ms < s->start_ms) {
+        ts_err_set(err, "interval %lld..%lld ms is not a time span", (long long)s->start_ms,
+                   (long long)s->end_ms);
+        return false;
+    }
+    if (s->end_ms - s->start_ms > USAGE_MAX_INTERVAL_MS) {
+        ts_err_set(err, "interval of %lld ms is longer than a day",
+                   (long long)(s->end_ms - s->start_ms));
+        return false;
+    }
+    if (s->cpu_used_ms < 0 || s->mem_bytes < 0 || s->mem_peak_bytes < 0 || s->gpu_mem_bytes < 0 ||
+        s->net_rx_bytes < 0 || s->net_tx_bytes < 0) {
+        ts_err_set(err, "negative amount");
+        return false;
+    }
+    return true;
+}
+
+void usage_alloc_from_devices(const json_t *devices, usage_alloc *out)
+{
+    memset(out, 0, sizeof(*out));
+    size_t i;
+    json_t *d;
+    json_array_foreach(devices, i, d)
+    {
+        const char *slot = json_string_value(json_object_get(d, "slot_name"));
+        json_t *a = json_object_get(d, "amount");
+        double amount =
+            json_is_string(a) ? strtod(json_string_value(a), NULL) : json_number_value(a);
+        if (!slot || !(amount > 0) || amount > 1e6) continue;
+        if (strcmp(slot, "cuda.device") == 0)
+            out->gpu_devices += amount;
+        else if (strcmp(slot, "cuda.shares") == 0)
+            out->gpu_shares += amount;
+    }
+}
+
+void usage_totals_add(usage_totals *t, const usage_sample *s, const usage_alloc *a)
+{
+    double secs = (double)(s->end_ms - s->start_ms) / 1000.0;
+    t->cpu_ms += s->cpu_used_ms;
+    t->mem_byte_s += (double)s->mem_bytes * secs;
+    int64_t peak = s->mem_peak_bytes > s->mem_bytes ? s->mem_peak_bytes : s->mem_bytes;
+    if (peak > t->mem_peak_bytes) t->mem_peak_bytes = peak;
+    if (s->gpu_mem_bytes > t->gpu_mem_peak_bytes) t->gpu_mem_peak_bytes = s->gpu_mem_bytes;
+    t->gpu_device_s += a->gpu_devices * secs;
+    t->gpu_share_s += a->gpu_shares * secs;
+    t->net_rx_bytes += s->net_rx_bytes;
+    t->net_tx_bytes += s->net_tx_bytes;
+    t->samples++;
+    if (t->first_ms == 0 || s->start_ms < t->first_ms) t->first_ms = s->start_ms;
+    if (s->end_ms > t->last_ms) t->last_ms = s->end_ms;
+}
+
+double usage_share(int64_t first_ms, int64_t last_ms, int64_t from_ms, int64_t to_ms)
+{
+    if (to_ms <= from_ms) return 0;
+    if (last_ms <= first_ms) return first_ms >= from_ms && first_ms < to_ms ? 1.0 : 0.0;
+    int64_t lo = first_ms > from_ms ? first_ms : from_ms;
+    int64_t hi = last_ms < to_ms ? last_ms : to_ms;
+    if (hi <= lo) return 0;
+    return (double)(hi - lo) / (double)(last_ms - first_ms);
+}
+
+void usage_totals_scale(const usage_totals *t, double f, usage_totals *out)
+{
+    *out = *t;
+    out->cpu_ms = (int64_t)((double)t->cpu_ms * f + 0.5);
+    out->mem_byte_s = t->mem_byte_s * f;
+    out->gpu_device_s = t->gpu_device_s * f;
+    out->gpu_share_s = t->gpu_share_s * f;
+    out->net_rx_bytes = (int64_t)((double)t->net_rx_bytes * f + 0.5);
+    out->net_tx_bytes = (int64_t)((double)t->net_tx_bytes * f + 0.5);
+}
+
+/* n digits at s -> *v; false when one is not a digit. */
+static bool digits(const char *s, int n, int *v)
+{
+    *v = 0;
+    for (int i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9') return false;
+        *v = *v * 10 + (s[i] - '0');
+    }
+    return true;
+}
+
+static bool civil_ms(int y, int m, int d, int64_t *ms)
+{
+    if (y < 1970 || y > 9999 || m < 1 || m > 12 || d < 1 || d > 31) return false;
+    struct tm tm = {.tm_year = y - 1900, .tm_mon = m - 1, .tm_mday = d};
+    time_t t = timegm(&tm);
+    struct tm back;
+    if (t == (time_t)-1 || !gmtime_r(&t, &back)) return false;
+    /* 2026-02-30 normalises to March: not a date */
+    if (back.tm_year != y - 1900 || back.tm_mon != m - 1 || back.tm_mday != d) return false;
+    *ms = (int64_t)t * 1000;
+    return true;
+}
+
+bool usage_parse_day(const char *s, int64_t *ms, ts_err *err)
+{
+    int y, m, d;
+    size_t n = s ? strlen(s) : 0;
+    bool ok = false;
+    if (n == 8)
+        ok = digits(s, 4, &y) && digits(s + 4, 2, &m) && digits(s + 6, 2, &d);
+    else if (n == 10 && s[4] == '-' && s[7] == '-')
+        ok = digits(s, 4, &y) && digits(s + 5, 2, &m) && digits(s + 8, 2, &d);
+    if (!ok || !civil_ms(y, m, d, ms)) {
+        ts_err_set(err, "not a date (YYYYMMDD or YYYY-MM-DD)");
+        return false;
+    }
+    return true;
+}
+
+bool usage_parse_month(const char *s, int64_t *from_ms, int64_t *to_ms, ts_err *err)
+{
+    int y, m;
+    if (!s || strlen(s) != 6 || !digits(s, 4, &y) || !digits(s + 4, 2, &m) ||
+        !civil_ms(y, m, 1, from_ms) ||
+        !civil_ms(m == 12 ? y + 1 : y, m == 12 ? 1 : m + 1, 1, to_ms)) {
+        ts_err_set(err, "not a month (YYYYMM)");
+        return false;
+    }
+    return true;
+}
+
+static const char *const group_names[] = {"user", "project", "domain", "resource_group", "image"};
+
+bool usage_group_parse(const char *s, usage_group *out)
+{
+    for (size_t i = 0; s && i < TS_ARRAY_LEN(group_names); i++)
+        if (strcmp(s, group_names[i]) == 0) {
+            *out = (usage_group)i;
+            return true;
+        }
+    return false;
+}
+
+const char *usage_group_name(usage_group g)
+{
+    return group_names[g];
+}

@@ -1,0 +1,34 @@
+/* usage_store.h: usage accounting's storage (docs/usage.md). The consumer
+ * group tessera-registry.usage (kbus batch mode, registry.event_consumers
+ * consumers) reads the agents' KernelUsage on tessera.usage.v1 and, in one
+ * transaction per batch, for each sample:
+ *   - inserts it into registry.usage_samples under its envelope's event id;
+ *     a message delivered again finds that row and changes nothing;
+ *   - adds it to its session's row in registry.session_usage (usage_calc.h:
+ *     CPU-ms, memory byte-seconds and peak, GPU device- and share-seconds
+ *     from the kernel's devices in registry.kernels, network bytes, count,
+ *     first/last), copying the session's owner, project, domain, resource
+ *     group and image.
+ * Offsets are stored after COMMIT (kbus), so a restart replays and the event
+ * ids drop what was already counted. A sample whose session the registry does
+ * not know is counted (tessera_registry_usage_samples_total{result=
+ * "unknown_session"}), logged and skipped; one that does not decode or
+ * carries an impossible interval goes to the DLQ.
+ *
+ * usage_store_prune (housekeeping, every minute) deletes samples older than
+ * registry.usage_sample_retention. */
+#ifndef REGISTRY_USAGE_STORE_H
+#define REGISTRY_USAGE_STORE_H
+
+#include "libcommon/svc.h"
+
+#define TOPIC_USAGE "tessera.usage.v1"
+
+bool usage_store_start(svc *s, ts_err *err) TS_MUST_CHECK;
+void usage_store_stop(void);
+
+/* Delete samples past the retention, at most 10,000 a call; the number
+ * deleted, or -1 after a database error (logged). */
+long usage_store_prune(void);
+
+#endif

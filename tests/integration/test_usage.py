@@ -1,0 +1,279 @@
+"""Usage accounting (docs/usage.md; services/registry/usage_store.h,
+usage_api.h, usage_bai.h): the agents' KernelUsage samples on
+tessera.usage.v1 are stored by the registry as samples and per-session
+totals, read back through GET /usage (grouped, CSV), Backend.AI's
+/resource/usage/month and /period (admins), and the live figures of
+GET /session/{name}.
+
+- two sessions burn a known amount of CPU (a busy loop measured from inside
+  the container, in clock ticks); the recorded CPU-seconds are within 10%;
+- a message delivered again (the same envelope event id) changes nothing;
+- a restart of the registry (SIGKILL) while samples arrive loses and doubles
+  nothing;
+- another user never sees the usage; users get 403 on the admin reports;
+- bad dates, months, group_by, formats and ids answer 400."""
+import os
+import struct
+import subprocess
+import threading
+import time
+import uuid
+
+import pytest
+
+from conftest import wait_until
+from test_apps import _running
+from test_sessions_api import _new_user, admin, gw, image, image_registered, okj, problem  # noqa: F401
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+RESTART = os.path.join(REPO, "deploy", "dev", "restart.sh")
+TOPIC = "tessera.usage.v1"
+
+
+def psql(stack, sql):
+    p = subprocess.run(["psql", stack["TESSERA_PG_DSN"], "-X", "-At", "-q", "-v", "ON_ERROR_STOP=1",
+                        "-c", sql], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    return p.stdout.strip()
+
+
+def totals(stack, sid):
+    """(samples, cpu_ms) of the session's row in registry.session_usage; (0, 0) when none."""
+    out = psql(stack, f"SELECT samples, cpu_ms FROM registry.session_usage WHERE session_id = '{sid}'")
+    if not out:
+        return 0, 0
+    s, c = out.split("|")
+    return int(s), int(c)
+
+
+# ---- a KernelUsage in an Envelope, written by hand (usage.proto, envelope.proto) ----
+
+def _varint(n):
+    out = bytearray()
+    n &= (1 << 64) - 1
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _f(num, value):
+    if isinstance(value, float):
+        return _varint(num << 3 | 1) + struct.pack("<d", value)
+    if isinstance(value, int):
+        return _varint(num << 3) + _varint(value)
+    value = value.encode() if isinstance(value, str) else value
+    return _varint(num << 3 | 2) + _varint(len(value)) + value
+
+
+def kernel_usage(sid, kid, start_ms, end_ms, cpu_ms, mem=1 << 20):
+    return (_f(1, kid) + _f(2, sid) + _f(3, "it-agent") + _f(4, "AKIT") + _f(7, start_ms) +
+            _f(8, end_ms) + _f(9, cpu_ms) + _f(10, cpu_ms / max(1, end_ms - start_ms)) +
+            _f(11, mem) + _f(12, mem))
+
+
+def envelope(event_id, payload):
+    return (_f(1, event_id) + _f(2, "tessera.v1.KernelUsage") + _f(3, 1) +
+            _f(4, int(time.time() * 1000)) + _f(5, "it/usage") + _f(8, payload))
+
+
+def produce(stack, tmp_path, key, values):
+    """Each value as one record of TOPIC (kcat -P, one file each)."""
+    files = []
+    for i, v in enumerate(values):
+        f = tmp_path / f"{key}-{uuid.uuid4().hex[:8]}-{i}.bin"
+        f.write_bytes(v)
+        files.append(str(f))
+    p = subprocess.run(["kcat", "-b", stack["KAFKA_BOOTSTRAP"], "-P", "-t", TOPIC, "-k", key, *files],
+                       capture_output=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+
+
+def restart(stack, *args):
+    env = dict(os.environ, TESSERA_STATE_DIR=stack["TESSERA_STATE_DIR"])
+    r = subprocess.run(["sh", RESTART, *args], env=env, capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+# ---- fixtures -------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def users(admin, gw):  # noqa: F811
+    a, ua = _new_user(admin, gw, "usage-a")
+    b, ub = _new_user(admin, gw, "usage-b")
+    return a, b
+
+
+def _ended_session(client, image, sname):
+    """A session created and destroyed (its id), to carry hand-made samples."""
+    r = _running(client, image, sname)
+    sid = r["sessionUuid"] if "sessionUuid" in r else okj(client.get(f"/session/{sname}"))["sessionUuid"]
+    client.delete(f"/session/{sname}")
+    wait_until(lambda: okj(client.get(f"/session/{sid}")).get("status") in ("TERMINATED", "ERROR"),
+               timeout=60)
+    return sid
+
+
+BURN = ("sh -c 'e=$(( $(date +%s) + {secs} )); while [ $(date +%s) -lt $e ]; do :; done';"
+        " cat /proc/$$/stat")
+
+
+def _burn(client, sname, secs, out):
+    r = okj(client.post(f"/session/{sname}", {"mode": "batch", "options": {"exec": BURN.format(secs=secs)}},
+                        timeout=120))
+    text = "".join(c[1] for c in r["result"]["console"] if c[0] == "stdout")
+    fields = text.rsplit(")", 1)[1].split()
+    # after the state (field 3): utime 14, stime 15, cutime 16, cstime 17 -> index 11..14
+    ticks = int(fields[13]) + int(fields[14])
+    out[sname] = ticks / os.sysconf("SC_CLK_TCK")
+
+
+# ---- the tests ------------------------------------------------------------------------
+
+def test_recorded_cpu_matches_what_was_burned(stack, users, admin, image_registered):  # noqa: F811
+    a, b = users
+    names = {f"usage-burn1-{uuid.uuid4().hex[:4]}": 6, f"usage-burn2-{uuid.uuid4().hex[:4]}": 3}
+    sids = {}
+    try:
+        for n in names:
+            _running(a, image_registered, n)
+            sids[n] = okj(a.get(f"/session/{n}"))["sessionUuid"]
+        # the agent reports from its second look at a kernel on: wait for a first sample
+        for n, sid in sids.items():
+            wait_until(lambda: totals(stack, sid)[0] >= 1, timeout=30)
+        before = {n: totals(stack, sid)[1] for n, sid in sids.items()}
+        burned = {}
+        threads = [threading.Thread(target=_burn, args=(a, n, s, burned)) for n, s in names.items()]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert set(burned) == set(names), burned
+        # two more samples after the burn: its whole interval is counted
+        counts = {n: totals(stack, sid)[0] for n, sid in sids.items()}
+        for n, sid in sids.items():
+            wait_until(lambda: totals(stack, sid)[0] >= counts[n] + 2, timeout=30)
+        for n, sid in sids.items():
+            recorded = (totals(stack, sid)[1] - before[n]) / 1000
+            assert burned[n] > names[n] * 0.3, burned
+            assert abs(recorded - burned[n]) <= 0.1 * burned[n], (n, recorded, burned[n])
+
+        # live figures in the session's info
+        info = okj(a.get(f"/session/{next(iter(names))}"))
+        assert info["live"] is not None and info["live"]["mem_bytes"] > 0, info.get("live")
+        assert set(info["lastStat"]) >= {"cpu_util", "mem", "cuda_mem"}, info["lastStat"]
+
+        # GET /usage: the caller's own, grouped by user; the same numbers
+        mine = okj(a.get("/usage", params={"group_by": "user"}))
+        assert len(mine["items"]) == 1, mine
+        row = mine["items"][0]
+        whole = sum(totals(stack, sid)[1] for sid in sids.values()) / 1000
+        assert row["sessions"] == 2 and abs(row["cpu_seconds"] - whole) < 0.01, (row, whole)
+        assert row["cpu_seconds"] >= sum(burned.values()) * 0.9
+        # CSV, by Accept or by ?format=
+        for r in (a.get("/usage", params={"group_by": "project"}, headers={"Accept": "text/csv"}),
+                  a.get("/usage", params={"group_by": "project", "format": "csv"})):
+            assert r.status_code == 200 and r.headers["Content-Type"].startswith("text/csv"), r.text
+            lines = r.text.strip().split("\r\n")
+            assert lines[0].startswith("project,name,sessions,cpu_seconds"), lines
+            assert len(lines) == 2 and lines[1].split(",")[2] == "2", lines
+
+        # another user sees none of it
+        theirs = okj(b.get("/usage", params={"group_by": "user"}))
+        assert theirs["items"] == [], theirs
+        for by in ("project", "domain", "image", "resource_group"):
+            assert okj(b.get("/usage", params={"group_by": by}))["items"] == [], by
+        problem(b.get("/resource/usage/month", params={"month": time.strftime("%Y%m", time.gmtime())}), 403)
+        problem(b.get("/resource/usage/period", params={"start_date": time.strftime("%Y%m%d", time.gmtime()),
+                                                       "end_date": time.strftime("%Y%m%d", time.gmtime())}), 403)
+
+        # Backend.AI's reports (superadmin): per-session rows with our numbers
+        month = okj(admin.get("/resource/usage/month", params={"month": time.strftime("%Y%m", time.gmtime())}))
+        rows = {c["session_id"]: c for g in month for c in g["c_infos"]}
+        for n, sid in sids.items():
+            c = rows[sid]
+            assert c["name"] == n and c["cpu_allocated"] == 1.0 and c["mem_allocated"] == 256 << 20, c
+            assert abs(c["cpu_used"] - totals(stack, sid)[1]) <= 1, c
+            assert c["io_read"] is None and c["email"] is None, c
+        today = time.strftime("%Y%m%d", time.gmtime())
+        period = okj(admin.get("/resource/usage/period", params={"start_date": today, "end_date": today}))
+        got = {sid for p in period for sid in p["sessions"]}
+        assert set(sids.values()) <= got, (sids, got)
+    finally:
+        for n in names:
+            a.delete(f"/session/{n}")
+
+
+def test_redelivery_changes_nothing(stack, users, image_registered, tmp_path):  # noqa: F811
+    a, _ = users
+    sid = _ended_session(a, image_registered, f"usage-dup-{uuid.uuid4().hex[:4]}")
+    kid = str(uuid.uuid4())
+    base = totals(stack, sid)
+    now = int(time.time() * 1000)
+    eid = str(uuid.uuid4())
+    sample = envelope(eid, kernel_usage(sid, kid, now - 3000, now, 777))
+    produce(stack, tmp_path, kid, [sample])
+    wait_until(lambda: totals(stack, sid) == (base[0] + 1, base[1] + 777), timeout=30)
+    # the same message twice more, then a different one as a marker (same key: after them)
+    produce(stack, tmp_path, kid, [sample, sample,
+                                   envelope(str(uuid.uuid4()), kernel_usage(sid, kid, now, now + 3000, 5))])
+    wait_until(lambda: totals(stack, sid)[0] >= base[0] + 2, timeout=30)
+    time.sleep(1)
+    assert totals(stack, sid) == (base[0] + 2, base[1] + 782)
+    assert psql(stack, f"SELECT count(*) FROM registry.usage_samples WHERE event_id = '{eid}'") == "1"
+    # a sample of a session nobody knows: skipped, not stored
+    ghost = str(uuid.uuid4())
+    produce(stack, tmp_path, kid, [envelope(str(uuid.uuid4()), kernel_usage(ghost, kid, now, now + 1000, 9)),
+                                   envelope(str(uuid.uuid4()), kernel_usage(sid, kid, now + 3000, now + 6000, 1))])
+    wait_until(lambda: totals(stack, sid)[0] >= base[0] + 3, timeout=30)
+    assert psql(stack, f"SELECT count(*) FROM registry.usage_samples WHERE session_id = '{ghost}'") == "0"
+    assert totals(stack, ghost) == (0, 0)
+
+
+def test_registry_restart_loses_and_doubles_nothing(stack, users, image_registered, tmp_path):  # noqa: F811
+    a, _ = users
+    sid = _ended_session(a, image_registered, f"usage-rst-{uuid.uuid4().hex[:4]}")
+    kid = str(uuid.uuid4())
+    base = totals(stack, sid)
+    t0 = int(time.time() * 1000)
+    msgs = [envelope(str(uuid.uuid4()), kernel_usage(sid, kid, t0 + i * 1000, t0 + (i + 1) * 1000, 100))
+            for i in range(60)]
+    produce(stack, tmp_path, kid, msgs[:20])
+    restarter = threading.Thread(target=restart, args=(stack, "registry", "--kill", "--down", "1"))
+    restarter.start()
+    produce(stack, tmp_path, kid, msgs[20:40])
+    restarter.join()
+    produce(stack, tmp_path, kid, msgs[40:])
+    wait_until(lambda: totals(stack, sid)[0] >= base[0] + 60, timeout=90)
+    # everything delivered again: still each once
+    produce(stack, tmp_path, kid, msgs)
+    produce(stack, tmp_path, kid, [envelope(str(uuid.uuid4()),
+                                            kernel_usage(sid, kid, t0 + 61000, t0 + 62000, 1))])
+    wait_until(lambda: totals(stack, sid)[0] >= base[0] + 61, timeout=60)
+    time.sleep(1)
+    assert totals(stack, sid) == (base[0] + 61, base[1] + 6001)
+
+
+@pytest.mark.parametrize("path,params", [
+    ("/usage", {"group_by": "agent"}),
+    ("/usage", {"group_by": ""}),
+    ("/usage", {"start": "2026-13-01"}),
+    ("/usage", {"start": "20260230"}),
+    ("/usage", {"end": "yesterday"}),
+    ("/usage", {"start": "2026-10-02", "end": "2026-10-01"}),
+    ("/usage", {"format": "xml"}),
+    ("/resource/usage/month", {}),
+    ("/resource/usage/month", {"month": "202613"}),
+    ("/resource/usage/month", {"month": "2026-10"}),
+    ("/resource/usage/month", {"month": "202610", "group_ids": "not-a-uuid"}),
+    ("/resource/usage/month", {"month": "202610", "group_ids": str(uuid.uuid4()) + ","}),
+    ("/resource/usage/period", {}),
+    ("/resource/usage/period", {"start_date": "20261001"}),
+    ("/resource/usage/period", {"start_date": "20260101", "end_date": "20261001"}),
+    ("/resource/usage/period", {"start_date": "20261002", "end_date": "20261001"}),
+    ("/resource/usage/period", {"start_date": "20261001", "end_date": "20261002", "project_id": "x"}),
+])
+def test_bad_input_is_400(admin, path, params):  # noqa: F811
+    problem(admin.get(path, params=params), 400)
