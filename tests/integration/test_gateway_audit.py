@@ -15,6 +15,7 @@ import uuid
 import requests
 
 from conftest import second_gateway, wait_until
+from pbwire import envelope, field
 
 
 def psql(stack, sql):
@@ -75,31 +76,6 @@ def publish(bin_dir, stack, msg_type, key, payload):
                         "-k", key, json.dumps(payload)],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
-
-
-# A protobuf Envelope written by hand (envelope.proto's field numbers), for
-# payloads tessera-busctl would not produce.
-def _varint(n):
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        out.append(b | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
-def _field(num, value):
-    if isinstance(value, int):
-        return _varint(num << 3) + _varint(value)
-    if isinstance(value, str):
-        value = value.encode()
-    return _varint(num << 3 | 2) + _varint(len(value)) + value
-
-
-def envelope(event_id, msg_type, payload):
-    return (_field(1, event_id) + _field(2, msg_type) + _field(3, 1) +
-            _field(4, int(time.time() * 1000)) + _field(5, "it/raw") + _field(8, payload))
 
 
 def produce_raw(stack, tmp_path, key, value):
@@ -259,15 +235,15 @@ def test_text_that_is_not_utf8_goes_to_the_dlq(stack, tmp_path):
     record alone is dead-lettered, the batch's others stored; in a lone
     ApiAccess: that message is dead-lettered whole. Consumption goes on."""
     marker = "not-utf8-" + uuid.uuid4().hex
-    recs = [_field(4, "GET") + _field(5, "/ok0") + _field(8, f"{marker}-0"),
-            _field(4, "GET") + _field(5, b"/\xff\xfe") + _field(8, f"{marker}-1"),
-            _field(4, "GET") + _field(5, "/ok2") + _field(8, f"{marker}-2")]
+    recs = [field(4, "GET") + field(5, "/ok0") + field(8, f"{marker}-0"),
+            field(4, "GET") + field(5, b"/\xff\xfe") + field(8, f"{marker}-1"),
+            field(4, "GET") + field(5, "/ok2") + field(8, f"{marker}-2")]
     produce_raw(stack, tmp_path, marker, envelope(str(uuid.uuid4()), "tessera.v1.ApiAccessBatch",
-                                                  b"".join(_field(1, r) for r in recs)))
+                                                  b"".join(field(1, r) for r in recs)))
     lone = marker + "-lone"
     produce_raw(stack, tmp_path, lone, envelope(str(uuid.uuid4()), "tessera.v1.ApiAccess",
-                                                _field(2, b"\xc0\xaf") + _field(4, "GET") +
-                                                _field(5, "/x") + _field(8, lone)))
+                                                field(2, b"\xc0\xaf") + field(4, "GET") +
+                                                field(5, "/x") + field(8, lone)))
     assert wait_until(lambda: dlq_lines(stack, marker) and dlq_lines(stack, lone), 30)
     assert wait_until(lambda: rows_like(stack, marker) == {f"{marker}-0": 1, f"{marker}-2": 1}, 30), \
         rows_like(stack, marker)
@@ -291,9 +267,9 @@ def test_undecodable_batch_goes_to_the_dlq_whole(stack, tmp_path):
     key2 = "bad-id-batch-" + uuid.uuid4().hex
     produce_raw(stack, tmp_path, key1,
                 envelope(str(uuid.uuid4()), "tessera.v1.ApiAccessBatch", b"\x0a\xff\xff\x01junk"))
-    good_record = _field(4, "GET") + _field(5, "/x") + _field(8, key2)
+    good_record = field(4, "GET") + field(5, "/x") + field(8, key2)
     produce_raw(stack, tmp_path, key2,
-                envelope("not-a-uuid", "tessera.v1.ApiAccessBatch", _field(1, good_record)))
+                envelope("not-a-uuid", "tessera.v1.ApiAccessBatch", field(1, good_record)))
     assert wait_until(lambda: dlq_lines(stack, key1) and dlq_lines(stack, key2), 30)
     line1, line2 = dlq_lines(stack, key1)[0], dlq_lines(stack, key2)[0]
     assert "dlq.reason=rejected: " in line1 and "does not decode as tessera.v1.ApiAccessBatch" in line1

@@ -13,7 +13,6 @@ GET /session/{name}.
 - another user never sees the usage; users get 403 on the admin reports;
 - bad dates, months, group_by, formats and ids answer 400."""
 import os
-import struct
 import subprocess
 import threading
 import time
@@ -21,7 +20,9 @@ import uuid
 
 import pytest
 
+import pbwire
 from conftest import wait_until
+from pbwire import field
 from test_apps import _running
 from test_sessions_api import _new_user, admin, gw, image, image_registered, okj, problem  # noqa: F401
 
@@ -46,37 +47,16 @@ def totals(stack, sid):
     return int(s), int(c)
 
 
-# ---- a KernelUsage in an Envelope, written by hand (usage.proto, envelope.proto) ----
-
-def _varint(n):
-    out = bytearray()
-    n &= (1 << 64) - 1
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        out.append(b | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
-def _f(num, value):
-    if isinstance(value, float):
-        return _varint(num << 3 | 1) + struct.pack("<d", value)
-    if isinstance(value, int):
-        return _varint(num << 3) + _varint(value)
-    value = value.encode() if isinstance(value, str) else value
-    return _varint(num << 3 | 2) + _varint(len(value)) + value
-
+# ---- a KernelUsage in an Envelope, written by hand (usage.proto; pbwire.py) ----
 
 def kernel_usage(sid, kid, start_ms, end_ms, cpu_ms, mem=1 << 20):
-    return (_f(1, kid) + _f(2, sid) + _f(3, "it-agent") + _f(4, "AKIT") + _f(7, start_ms) +
-            _f(8, end_ms) + _f(9, cpu_ms) + _f(10, cpu_ms / max(1, end_ms - start_ms)) +
-            _f(11, mem) + _f(12, mem))
+    return (field(1, kid) + field(2, sid) + field(3, "it-agent") + field(4, "AKIT") + field(7, start_ms) +
+            field(8, end_ms) + field(9, cpu_ms) + field(10, cpu_ms / max(1, end_ms - start_ms)) +
+            field(11, mem) + field(12, mem))
 
 
 def envelope(event_id, payload):
-    return (_f(1, event_id) + _f(2, "tessera.v1.KernelUsage") + _f(3, 1) +
-            _f(4, int(time.time() * 1000)) + _f(5, "it/usage") + _f(8, payload))
+    return pbwire.envelope(event_id, "tessera.v1.KernelUsage", payload, producer="it/usage")
 
 
 def produce(stack, tmp_path, key, values):
