@@ -133,8 +133,8 @@ def check_split(cap):
 
 
 def check_launch(cap):
-    # Rounds alternate the configurations, and each figure is the median of
-    # its rounds: one process's timing drifts with the machine's load.
+    # Rounds alternate the configurations: one process's timing drifts with
+    # the machine's state, by up to a third between rounds on an H100 machine.
     with tempfile.TemporaryDirectory() as d:
         confs = [("base", {"_NO_SHIM": "1"}),
                  ("preload", {}),
@@ -142,21 +142,25 @@ def check_launch(cap):
                  ("share", {"TESSERA_CUDA_MEM_LIMIT": str(cap), "TESSERA_CUDA_COMPUTE_SHARE": "0.99",
                             "TESSERA_CUDA_SHARED_DIR": d})]
         runs = {k: [] for k, _ in confs}
-        for _ in range(int(os.environ.get("TESSERA_GPU_LAUNCH_ROUNDS", "3"))):
+        for _ in range(int(os.environ.get("TESSERA_GPU_LAUNCH_ROUNDS", "5"))):
             for k, env in confs:
                 runs[k].append(float(child(LAUNCH_CODE, env)))
+        # The gate reads each configuration's best round (the machine's noise
+        # only ever adds time); the median is reported beside it.
         med = {k: sorted(v)[len(v) // 2] for k, v in runs.items()}
-        base = med["base"]
+        best = {k: min(v) for k, v in runs.items()}
         print("launch-bound loop, ns/iter per round: " +
               "; ".join(f"{k} {' '.join(f'{x:.0f}' for x in v)}" for k, v in runs.items()),
               flush=True)
         for k, label, gate in (("preload", "preloaded, no limits", False),
                                ("cap", "cap only", True),
                                ("share", "cap + share 0.99", False)):
-            over = (med[k] - base) / base * 100
+            over = (best[k] - best["base"]) / best["base"] * 100
+            over_m = (med[k] - med["base"]) / med["base"] * 100
             row(f"launch-bound loop overhead ({label})", "<= 2%" if gate else "<= 2% (report)",
-                f"{base:.0f} -> {med[k]:.0f} ns/iter ({over:+.1f}%), median of "
-                f"{len(runs[k])}", over <= 2.0 or not gate)
+                f"best {best['base']:.0f} -> {best[k]:.0f} ns/iter ({over:+.1f}%); median "
+                f"{med['base']:.0f} -> {med[k]:.0f} ({over_m:+.1f}%) of {len(runs[k])} rounds",
+                over <= 2.0 or not gate)
 
 
 CHECKS = [("cap", check_oom), ("mem_get_info", check_info), ("split", check_split),
