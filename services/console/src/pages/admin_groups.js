@@ -118,6 +118,8 @@ function AccessDialog({ group, rows, scopes, onClose, onChanged }) {
   };
   return html`<${Modal} title=${`Who may use ${group.name}`} onClose=${onClose} wide>
     <p class="muted small">A session may run in this group when its keypair, its user's domain or its project is granted here.</p>
+    ${group.name === 'default' && html`<p class="banner info" role="status">While no grant names <code>default</code>, everyone may use it;
+      once one does, only the scopes granted here may.</p>`}
     ${scopes.error && html`<${ErrorBanner} error=${scopes.error} />`}
     ${rows.length ? html`<div class="table-wrap"><table data-test="access-rows"><thead><tr><th scope="col">Scope</th><th scope="col">Who</th>
       <th scope="col">Domain</th><th scope="col">Granted</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
@@ -171,7 +173,7 @@ export function AdminGroupsPage({ user }) {
         <dt>Pending timeout</dt><dd>${g.pending_timeout ? g.pending_timeout + ' s' : 'none'}</dd>
         <dt>Agents alive</dt><dd data-group-agents=${g.agentCount}>${g.agentCount}</dd>
         <dt>May use it</dt><dd data-group-access=${rowsOf(g).length}>${access.data ? (rowsOf(g).length ? html`<ul class="access-list">${rowsOf(g).map((a) => html`<li key=${a.scope_type + a.scope_id}
-          data-access=${a.scope_type + ':' + a.scope_id}>${scopeLabel(a, scopes.data)}</li>`)}</ul>` : 'nobody granted') : '…'}</dd></dl>
+          data-access=${a.scope_type + ':' + a.scope_id}>${scopeLabel(a, scopes.data)}</li>`)}</ul>` : g.name === 'default' ? 'everyone (no grant names it)' : 'nobody granted') : '…'}</dd></dl>
       ${Object.keys(g.capacity).length > 0 && html`<h3 class="sub">In use</h3>
         ${Object.keys(g.capacity).filter((k) => k !== 'cuda.device' || !g.capacity['cuda.shares']).map((k) => html`<${Bar} key=${k} label=${slotLabel(k)} test=${k}
           used=${g.occupied[k] || 0} cap=${g.capacity[k]} fmt=${k === 'mem' ? fmtBytes : undefined} />`)}`}

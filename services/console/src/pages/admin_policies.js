@@ -53,6 +53,7 @@ function PolicyForm({ kind, policy, onClose, onSaved }) {
       const x = policy ? policy[key] : undefined;
       v[key] = x === null || x === undefined ? '' : unit === 'bytes' && Number(x) ? bytesForInput(x) : String(x);
     }
+    if (!policy && 'max_containers_per_session' in v) v.max_containers_per_session = '1';
     return { ...v, slots: slotsToForm(policy && policy.total_resource_slots), hosts: hostsToText(policy && policy.allowed_vfolder_hosts) };
   });
   const [err, setErr] = useState(null);
