@@ -33,6 +33,7 @@ def clean_shot(d, name):
     d.execute_script("document.querySelectorAll('.toast .btn').forEach(b => b.click())")
     wait_until(lambda: not d.find_elements(By.CSS_SELECTOR, ".toast"), timeout=5,
                message="the toasts to go")
+    d.execute_script("window.scrollTo(0, 0)")
     shot(d, name)
 
 

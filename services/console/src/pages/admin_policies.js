@@ -140,7 +140,7 @@ export function AdminPoliciesPage({ user, query }) {
         ${k.slots && html`<td class="small">${fmtLimits(p.total_resource_slots)}</td><td class="small">${fmtHosts(p.allowed_vfolder_hosts)}</td>`}
         <td class="small">${fmtTime(p.created_at)}</td>
         ${su && html`<td class="actions"><button type="button" class="btn small" data-test="edit-policy" onClick=${() => setEditing({ policy: p })}>Edit</button>
-          <button type="button" class="btn small danger" data-test="delete-policy" onClick=${() => remove(p)}>Delete</button></td>`}
+          ${p.name !== 'default' && html`<button type="button" class="btn small danger" data-test="delete-policy" onClick=${() => remove(p)}>Delete</button>`}</td>`}
       </tr>`)}</tbody></table></div>`}
     <dl class="info small policy-help" data-test="policy-help">${k.fields.map(([key, label, meaning]) => html`<dt key=${key}>${label} (<code>${key}</code>)</dt><dd>${meaning}</dd>`)}
       ${k.slots && html`<dt>Resource slots (<code>total_resource_slots</code>)</dt><dd>the most all running sessions of one keypair may hold together, per slot: CPU cores, memory (bytes; 32g), whole GPUs (cuda.device), GPU shares (cuda.shares, 0.5 = half a GPU); a slot not named has no limit</dd>
