@@ -5,7 +5,8 @@ in and is offered exactly that (the project and the group in the launcher, no
 other group, no Admin section); domains are created, limited ("32g", "0.5")
 and deactivated; resource policies of each kind are created and edited with
 limits the API then reports, and deleting one in use shows the server's 409
-message; a domain admin sees only its domain and may not edit policies.
+message; a domain admin sees only its domain and may not edit policies; the
+pages fit a 420 px window.
 Each UI action is checked against what the API says afterwards."""
 import uuid
 
@@ -356,5 +357,30 @@ def test_a_domain_admin_sees_its_domain_and_reads_policies(downloads, console_ur
         choose(d, "#access-scope-type", "domain")
         el(d, f"#access-scope option[value=\"{dom}\"]", visible=False)
         assert [v for v in options(d, "#access-scope") if v] == [dom]
+    finally:
+        d.quit()
+
+
+# ---- a narrow window -------------------------------------------------------------------------
+
+def test_the_pages_fit_a_narrow_window(downloads, console_url, boss):
+    d = new_driver(downloads, width=420, height=800)
+    try:
+        login(d, console_url, boss)
+        el(d, ".menu-toggle")
+        for route, ready in (("/admin/users", "tr[data-user]"),
+                             ("/admin/domains", "tr[data-domain=default]"),
+                             ("/admin/policies", "tr[data-policy=default]"),
+                             ("/admin/groups", "[data-group=default] [data-group-access]")):
+            go(d, console_url, route)
+            el(d, ready)
+            over = d.execute_script("return document.documentElement.scrollWidth - window.innerWidth")
+            shot(d, "narrow-" + route.split("/")[-1])
+            assert over <= 1, f"{route} is {over} px wider than the window (it scrolls sideways)"
+        click(d, "[data-group=default] [data-test=group-access]")
+        el(d, "#access-scope-type")
+        over = d.execute_script("return document.documentElement.scrollWidth - window.innerWidth")
+        assert over <= 1, f"the access dialog is {over} px wider than the window"
+        shot(d, "narrow-group-access")
     finally:
         d.quit()

@@ -118,8 +118,8 @@ function AccessDialog({ group, rows, scopes, onClose, onChanged }) {
   };
   return html`<${Modal} title=${`Who may use ${group.name}`} onClose=${onClose} wide>
     <p class="muted small">A session may run in this group when its keypair, its user's domain or its project is granted here.</p>
-    ${group.name === 'default' && html`<p class="banner info" role="status">While no grant names <code>default</code>, everyone may use it;
-      once one does, only the scopes granted here may.</p>`}
+    ${group.name === 'default' && html`<p class="banner info" role="status"><span class="banner-text">While no grant names <code>default</code>, everyone may use it;
+      once one does, only the scopes granted here may.</span></p>`}
     ${scopes.error && html`<${ErrorBanner} error=${scopes.error} />`}
     ${rows.length ? html`<div class="table-wrap"><table data-test="access-rows"><thead><tr><th scope="col">Scope</th><th scope="col">Who</th>
       <th scope="col">Domain</th><th scope="col">Granted</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
@@ -127,7 +127,7 @@ function AccessDialog({ group, rows, scopes, onClose, onChanged }) {
         <td>${a.scope_type}</td><th scope="row">${scopeLabel(a, scopes.data).slice(a.scope_type.length + 1)}</th>
         <td>${a.domain_name || '–'}</td><td class="small">${fmtTime(a.created_at)}</td>
         <td class="actions"><button type="button" class="btn small danger" data-test="revoke-access" onClick=${() => revoke(a)}>Revoke</button></td></tr>`)}</tbody></table></div>`
-      : html`<p class="empty">Nobody is granted this group yet.</p>`}
+      : html`<p class="empty">${group.name === 'default' ? 'No grant names it: everyone may use it.' : 'Nobody is granted this group yet.'}</p>`}
     <form class="form" onSubmit=${grant} noValidate>
       <div class="grant-row">
         <div class="field"><label for="access-scope-type">Grant to</label>
