@@ -318,6 +318,9 @@ def test_a_domain_admin_sees_its_domain_and_reads_policies(downloads, console_ur
         assert admin.post("/admin/keypairs", {"user_id": r.json()["id"]}).status_code in (200, 201)
     r = admin.post("/admin/projects", {"name": f"dp-{TAG}", "domain_name": dom})
     assert r.status_code in (200, 201), r.text
+    pid = r.json()["id"]
+    group = f"rg-dom-{TAG}"
+    assert admin.post("/admin/resource-groups", {"name": group}).status_code in (200, 201)
     d = new_driver(downloads)
     try:
         d.get(console_url)
@@ -351,14 +354,29 @@ def test_a_domain_admin_sees_its_domain_and_reads_policies(downloads, console_ur
         text_in(d, ".page", "only a superadmin may change them")
         shot(d, "admin-policies-domain-admin")
 
-        # resource-group access: only its domain's scopes are offered
+        # resource-group access: only its domain's scopes are offered; it grants its project
         go(d, console_url, "/admin/groups")
-        click(d, "[data-group=default] [data-test=group-access]")
+        card = f"[data-group=\"{group}\"]"
+        click(d, f"{card} [data-test=group-access]")
         choose(d, "#access-scope-type", "domain")
         el(d, f"#access-scope option[value=\"{dom}\"]", visible=False)
         assert [v for v in options(d, "#access-scope") if v] == [dom]
+        choose(d, "#access-scope-type", "project")
+        choose(d, "#access-scope", pid)
+        assert [v for v in options(d, "#access-scope") if v] == [pid]
+        click(d, "[data-test=grant-access]")
+        el(d, f".modal [data-access=\"project:{pid}\"]")
+        rows = admin.get("/admin/resource-group-access", params={"resource_group": group}).json()
+        assert [(a["scope_type"], a["scope_id"]) for a in rows["items"]] == [("project", pid)]
+        click(d, f".modal [data-access=\"project:{pid}\"] [data-test=revoke-access]")
+        confirm(d)
+        el(d, ".modal .empty")
+        assert admin.get("/admin/resource-group-access",
+                         params={"resource_group": group}).json()["items"] == []
+        assert not d.find_elements(By.CSS_SELECTOR, ".page > [role=alert]")
     finally:
         d.quit()
+        admin.delete(f"/admin/resource-groups/{group}")
 
 
 # ---- a narrow window -------------------------------------------------------------------------
