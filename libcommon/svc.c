@@ -1,6 +1,7 @@
 /* svc.c: the common life of a service process (see svc.h for the sequence). */
 #include "libcommon/svc.h"
 
+#include "libcommon/depinfo.h"
 #include "libcommon/deps.h"
 #include "libcommon/log.h"
 
@@ -20,7 +21,8 @@
 
 struct svc_check {
     char name[32];
-    svc_check_fn fn;
+    svc_check_fn fn; /* NULL: a dependency's state (dep) */
+    svc_dep_fn dep;
     void *ctx;
 };
 
@@ -216,6 +218,18 @@ void svc_add_check(svc *s, const char *name, svc_check_fn fn, void *ctx)
     c->ctx = ctx;
 }
 
+void svc_add_dependency(svc *s, const char *name, svc_dep_fn fn, void *ctx)
+{
+    svc_add_check(s, name, NULL, ctx);
+    s->checks[s->n_checks - 1].dep = fn;
+}
+
+const char *svc_listen(svc *s)
+{
+    (void)s;
+    return g_common.http_listen;
+}
+
 static void rds_key_free(void *p)
 {
     rds_free(p);
@@ -306,9 +320,17 @@ static void h_readyz(http_req *req, http_resp *resp, void *ctx)
         ok = false;
         json_object_set_new(checks, "lifecycle", json_string("starting"));
     }
+    json_t *deps = json_object();
+    if (s->pg && atomic_load(&s->started)) json_object_set_new(deps, "postgresql", depinfo_pg(s->pg));
+    if ((s->spec->needs & SVC_NEEDS_REDIS) && atomic_load(&s->started)) {
+        ts_err err = {{0}};
+        json_object_set_new(deps, "redis", depinfo_redis(svc_redis(s, &err), err.msg));
+    }
     for (int i = 0; i < s->n_checks && atomic_load(&s->started); i++) {
         ts_err err = {{0}};
-        if (s->checks[i].fn(s, s->checks[i].ctx, &err)) {
+        if (!s->checks[i].fn) {
+            json_object_set_new(deps, s->checks[i].name, s->checks[i].dep(s, s->checks[i].ctx));
+        } else if (s->checks[i].fn(s, s->checks[i].ctx, &err)) {
             json_object_set_new(checks, s->checks[i].name, json_string("ok"));
         } else {
             ok = false;
@@ -316,8 +338,8 @@ static void h_readyz(http_req *req, http_resp *resp, void *ctx)
                                 json_string(err.msg[0] ? err.msg : "failed"));
         }
     }
-    json_t *body = json_pack("{s:s, s:s, s:o}", "status", ok ? "ready" : "not-ready", "service",
-                             s->spec->name, "checks", checks);
+    json_t *body = json_pack("{s:s, s:s, s:o, s:o}", "status", ok ? "ready" : "not-ready", "service",
+                             s->spec->name, "checks", checks, "dependencies", deps);
     http_reply_json(resp, ok ? 200 : 503, body);
 }
 

@@ -86,6 +86,14 @@ void svc_set_data(svc *s, void *data);
 /* A readiness check: true when fine, else err says why. */
 typedef bool (*svc_check_fn)(svc *s, void *ctx, ts_err *err);
 void svc_add_check(svc *s, const char *name, svc_check_fn fn, void *ctx);
+/* Something the service can work without (an OCI registry): its state in
+ * /readyz's "dependencies" object (PostgreSQL's and Redis's versions are
+ * there already), never a check. fn answers a new JSON object
+ * {"status": "ok" | "<why not>", ...} (depinfo.h). */
+typedef json_t *(*svc_dep_fn)(svc *s, void *ctx);
+void svc_add_dependency(svc *s, const char *name, svc_dep_fn fn, void *ctx);
+/* The http.listen address ("127.0.0.1:8090"). */
+const char *svc_listen(svc *s);
 
 /* The producer name used in envelopes: "<service>/<instance>". */
 const char *svc_producer(svc *s);

@@ -369,6 +369,15 @@ for s in $SERVICES; do
   if [ "$s" = gateway ] || [ "$s" = registry ]; then
     set -- "$@" "TESSERA_HTTP_THREADS=${TESSERA_HTTP_THREADS:-16}"
   fi
+  # the gateway's GET /admin/status probes its upstreams and the agents by
+  # itself; the scheduler and the dev bus are named here
+  if [ "$s" = gateway ]; then
+    targets=""
+    for t in scheduler devbus; do
+      case " $SERVICES " in *" $t "*) targets="$targets${targets:+,}$t=$(url_of "$t")" ;; esac
+    done
+    set -- "$@" "TESSERA_GATEWAY_STATUS_TARGETS=$targets"
+  fi
   [ "$s" != registry ] || set -- "$@" "TESSERA_REGISTRY_MAX_WAITING_CREATES=${TESSERA_REGISTRY_MAX_WAITING_CREATES:-8}"
   # the registry's event consumers (3 groups x registry.event_consumers) and
   # its HTTP threads each may hold a PostgreSQL connection

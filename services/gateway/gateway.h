@@ -30,6 +30,8 @@ typedef struct gateway {
     int64_t max_event_streams;  /* gateway.max_event_streams (events.h) */
     int64_t event_keepalive_ms; /* gateway.event_keepalive */
     int64_t max_streams;        /* gateway.max_streams (streams.h) */
+    int64_t status_timeout_ms;  /* gateway.status_timeout (status.h) */
+    char *status_targets;       /* gateway.status_targets */
 } gateway;
 
 #endif

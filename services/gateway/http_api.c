@@ -16,6 +16,7 @@
 #include "server_login.h"
 #include "session_templates.h"
 #include "sessions.h"
+#include "status.h"
 #include "streams.h"
 #include "verify.h"
 
@@ -175,6 +176,7 @@ void gateway_routes(gateway *gw)
         http_route(r, "GET", tests[i], h_auth_test, gw);
         http_route(r, "POST", tests[i], h_auth_test, gw);
     }
+    status_routes(gw); /* GET /admin/status: the gateway's own */
     /* The router matches whole segments: one route per depth. */
     static const char *const admin[] = {"/admin", "/admin/{a}", "/admin/{a}/{b}",
                                         "/admin/{a}/{b}/{c}", "/admin/{a}/{b}/{c}/{d}"};

@@ -11,6 +11,7 @@
 #include "gateway.h"
 #include "http_api.h"
 #include "ratelimit.h"
+#include "status.h"
 #include "streams.h"
 #include "verify.h"
 
@@ -73,6 +74,13 @@ static const cfg_option gateway_options[] = {
     {"gateway.max_streams", CFG_INT, &g_gw.max_streams, "256", 1, 100000, NULL, false, NULL,
      "most WebSocket streams (/stream/session/...: pty, execute, tcpproxy) this gateway holds "
      "at once, each with a thread of its own; beyond: 503 before the upgrade"},
+    {"gateway.status_timeout", CFG_DURATION, &g_gw.status_timeout_ms, "2s", 100, 30000, NULL,
+     false, NULL,
+     "GET /admin/status: how long each service's /healthz and /readyz may take (probed at once; "
+     "one that does not answer in time shows as unreachable)"},
+    {"gateway.status_targets", CFG_STRING, &g_gw.status_targets, "", 0, 0, NULL, false, NULL,
+     "GET /admin/status: services besides the upstreams and the agents, as name=URL items, "
+     "comma-separated (\"scheduler=http://127.0.0.1:8093\")"},
     {NULL},
 };
 
@@ -88,8 +96,8 @@ static void build_options(void)
 
 static bool gateway_setup(svc *s, ts_err *err)
 {
-    (void)err;
     g_gw.svc = s;
+    if (!status_init(&g_gw, err)) return false;
     g_gw.creds =
         credentials_new(s, &g_gw.up[UPSTREAM_AUTH], g_gw.cache_ttl_ms, g_gw.negative_ttl_ms);
     verify_init(&g_gw);

@@ -8,6 +8,7 @@
 #include "event_consumers.h"
 #include "housekeeping.h"
 #include "http_api.h"
+#include "libcommon/depinfo.h"
 #include "libcommon/log.h"
 #include "lifecycle.h"
 #include "occupancy_sync.h"
@@ -15,6 +16,7 @@
 #include "usage_store.h"
 
 #include <sodium.h>
+#include <stdlib.h>
 
 extern const pg_migration registry_migrations[];
 extern const size_t registry_migrations_count;
@@ -115,8 +117,24 @@ static bool registry_setup(svc *s, ts_err *err)
     return true;
 }
 
+/* The OCI registry (oci.registry): images are pulled by the agents and
+ * scanned on demand, so sessions of cached images do not need it; its state
+ * is a dependency in /readyz, not a check. */
+static json_t *dep_oci(svc *s, void *ctx)
+{
+    (void)s, (void)ctx;
+    char *url = ts_asprintf("%s://%s/v2/", reg_settings.oci_plain_http ? "http" : "https",
+                            reg_settings.oci_registry);
+    int64_t t = reg_settings.oci_timeout_ms < 1000 ? reg_settings.oci_timeout_ms : 1000;
+    json_t *o = depinfo_http(url, (int)t, 200);
+    free(url);
+    return o;
+}
+
 static bool registry_start(svc *s, ts_err *err)
 {
+    if (reg_settings.oci_registry && *reg_settings.oci_registry)
+        svc_add_dependency(s, "oci-registry", dep_oci, NULL);
     /* Redis holds what PostgreSQL says, from the start. */
     if (!occupancy_rebuild(err)) {
         ts_err_prefix(err, "occupancy rebuild");
