@@ -14,8 +14,18 @@
 
 static const cli_command commands[] = {
     {"version", "print the client and server versions", "tessera version", cmd_version, true},
-    {"status", "show whether the platform is ready, check by check", "tessera status", cmd_status,
-     true},
+    {"status", "show whether the platform is ready, check by check",
+     "tessera status [--all [--timeout SECONDS] [--no-agents]] [--json]\n\n"
+     "Options:\n"
+     "  -a, --all                every service's health and version and the dependencies'\n"
+     "                           (GET /admin/status: superadmins), not only the gateway's\n"
+     "                           /readyz (anyone)\n"
+     "      --timeout SECONDS    with --all: how long each service may take (default: the\n"
+     "                           gateway's gateway.status_timeout, 2 s)\n"
+     "      --no-agents          with --all: leave the agents out\n"
+     "      --json               print the API's JSON\n\n"
+     "Exit status 0 when everything is ready, 1 otherwise.",
+     cmd_status},
     {"login", "log in with a user name and password; saves the keypair for later commands",
      "tessera login [--domain DOMAIN] [--username USER] [--password-stdin] [--json]\n\n"
      "Options:\n"

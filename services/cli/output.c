@@ -28,6 +28,7 @@ static void append(char **buf, const char *s)
 
 char *out_text(const json_t *v, out_kind kind)
 {
+    if (!v) return ts_strdup("-"); /* absent */
     switch (json_typeof(v)) {
     case JSON_STRING: {
         const char *s = json_string_value(v);

@@ -8,6 +8,7 @@ carry their versions; a stopped service (SIGSTOP: it accepts and never
 answers; killed: refused) is a row "unreachable: <reason>" within the time
 limit while the others stay ready; only superadmins may ask."""
 
+import json
 import os
 import signal
 import subprocess
@@ -45,8 +46,10 @@ def _pid(stack, name):
 
 
 def _all_ready(admin):
+    """The status once every service is ready and the agent has registered."""
     body = okj(admin.get("/admin/status"))
-    return body if body["status"] == "ok" else None
+    agents = [r for r in body["services"] if r["kind"] == "agent"]
+    return body if body["status"] == "ok" and agents else None
 
 
 def test_every_service_is_listed_ready_with_the_release_version(stack, admin):
@@ -147,3 +150,39 @@ def test_bad_query(admin, params):
     p = problem(admin.get("/admin/status", params=params), 400)
     assert time.monotonic() - t0 < 2
     assert "timeout" in p["msg"] or "agents" in p["msg"], p
+
+
+def test_cli_status_all(stack, admin, gw, bin_dir, tmp_path):
+    from test_cli import base_env, fails, ok, run  # noqa: PLC0415
+    wait_until(lambda: _all_ready(admin), timeout=30, message="every service ready")
+    env = base_env(tmp_path, TESSERA_GATEWAY_URL=gw, TESSERA_ACCESS_KEY=admin.access_key,
+                   TESSERA_SECRET_KEY=admin.secret_key)
+    out = ok(bin_dir, env, "status", "--all")
+    lines = out.splitlines()
+    assert lines[0].startswith("platform: ok"), out
+    assert lines[2].split()[:5] == ["SERVICE", "KIND", "ADDRESS", "VERSION", "STATE"], out
+    by_name = {ln.split()[0]: ln.split() for ln in lines[3:] if ln.strip()}
+    for name in ("gateway", "auth", "registry", "vfolder", "wsproxy", "scheduler"):
+        assert by_name[name][3] == VERSION and by_name[name][4] == "ready", out
+    assert by_name["postgresql"][1] == "ok", out  # the dependencies' table
+    body = json.loads(ok(bin_dir, env, "status", "--all", "--no-agents", "--json"))
+    assert {r["service"] for r in body["services"]} >= {"gateway", "auth", "scheduler"}
+    assert not [r for r in body["services"] if r["kind"] == "agent"]
+    # a service that does not answer: exit 1, its row says why
+    pid = _pid(stack, "wsproxy")
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        r = run(bin_dir, env, "status", "--all", "--timeout", "0.5", "--no-agents")
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert r.returncode == 1 and r.stdout.startswith("platform: degraded"), r.stdout + r.stderr
+    row = [ln for ln in r.stdout.splitlines() if ln.startswith("wsproxy ")][0]
+    assert "unreachable" in row, r.stdout
+    # a user: the route is refused; plain `tessera status` works for anyone
+    user = _client(admin, gw, "user")
+    uenv = base_env(tmp_path, TESSERA_GATEWAY_URL=gw, TESSERA_ACCESS_KEY=user.access_key,
+                    TESSERA_SECRET_KEY=user.secret_key)
+    fails(bin_dir, uenv, "status", "--all", status=403)
+    assert ok(bin_dir, base_env(tmp_path, TESSERA_GATEWAY_URL=gw), "status").startswith("gateway ")
+    fails(bin_dir, env, "status", "--timeout", "1", code=2)
+    fails(bin_dir, env, "status", "--all", "--timeout", "abc", status=400)
