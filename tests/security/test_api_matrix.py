@@ -1394,6 +1394,19 @@ def _(w, c, mode, ctx):
     return c.get("/config/docker-registries")
 
 
+# The platform status (docs/api.md "Platform status"): service addresses and
+# dependency versions are for superadmins alone (domain admins too are refused).
+def _status_allowed(w, r, ctx):
+    rows = {s["service"]: s for s in r.json()["services"]}
+    assert rows["auth"]["state"] == "ready" and rows["registry"]["address"].startswith("http"), rows
+
+
+@op("admin.platform_status", ("all",), lambda who, mode: ALLOW if who == "SU" else FB,
+    _status_allowed)
+def _(w, c, mode, ctx):
+    return c.get("/admin/status", params={"agents": "false"}, timeout=30)
+
+
 # ---- the matrix ---------------------------------------------------------------------------------
 
 # GraphQL (docs/api.md "GraphQL") -------------------------------------------------------------------
