@@ -4,9 +4,8 @@ section and gets "not permitted" on an admin route; the superadmin issues
 that user a keypair and deactivates it; a domain admin of a second domain
 sees only its domain's users and sessions and is not offered the superadmin
 role; the Agents page shows a running session's GPU share on the device that
-holds it; All sessions force-terminates another user's session; the
-Information page lists every check of the gateway's /readyz and its version.
-Each UI action is checked against what the API says afterwards."""
+holds it; All sessions force-terminates another user's session (the
+Information page: test_console_info.py). Each UI action is checked against what the API says afterwards."""
 import uuid
 
 import pytest
@@ -260,28 +259,7 @@ def test_force_terminate_from_all_sessions(boss_page, console_url, alice, gpu_se
                timeout=15, message="the row to leave the active list")
 
 
-# ---- information -----------------------------------------------------------------------------
-
-def test_the_information_page_lists_every_service(boss_page, console_url, stack):
-    import requests
-    d = boss_page
-    gw = stack["TESSERA_GATEWAY_URL"]
-    ready = requests.get(gw + "/readyz", timeout=10).json()
-    root = requests.get(gw + "/", headers={"Accept": "application/json"}, timeout=10).json()
-    go(d, console_url, "/admin/info")
-    for name in ready["checks"]:
-        el(d, f"tr[data-check=\"{name}\"] [data-health]")
-    checks = {e.get_attribute("data-check") for e in d.find_elements(By.CSS_SELECTOR, "tr[data-check]")}
-    assert checks == set(ready["checks"]), (checks, ready["checks"])
-    assert {"auth", "registry", "redis"} <= checks
-    for name, v in ready["checks"].items():
-        h = d.find_element(By.CSS_SELECTOR, f"tr[data-check=\"{name}\"] [data-health]")
-        assert h.get_attribute("data-health") == ("ok" if v == "ok" else "failed")
-    assert el(d, "[data-version=gateway]").text == root["tessera"]
-    assert el(d, "[data-test=ready-status]").get_attribute("data-ready") == ready["status"]
-    el(d, "[data-info-agent]")
-    clean_shot(d, "admin-info")
-
+# ---- information: tests/browser/test_console_info.py ---------------------------------------
 
 # ---- environments ----------------------------------------------------------------------------
 
