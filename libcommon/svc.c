@@ -321,7 +321,8 @@ static void h_readyz(http_req *req, http_resp *resp, void *ctx)
         json_object_set_new(checks, "lifecycle", json_string("starting"));
     }
     json_t *deps = json_object();
-    if (s->pg && atomic_load(&s->started)) json_object_set_new(deps, "postgresql", depinfo_pg(s->pg));
+    if (s->pg && atomic_load(&s->started))
+        json_object_set_new(deps, "postgresql", depinfo_pg(s->pg));
     if ((s->spec->needs & SVC_NEEDS_REDIS) && atomic_load(&s->started)) {
         ts_err err = {{0}};
         json_object_set_new(deps, "redis", depinfo_redis(svc_redis(s, &err), err.msg));
@@ -338,8 +339,8 @@ static void h_readyz(http_req *req, http_resp *resp, void *ctx)
                                 json_string(err.msg[0] ? err.msg : "failed"));
         }
     }
-    json_t *body = json_pack("{s:s, s:s, s:o, s:o}", "status", ok ? "ready" : "not-ready", "service",
-                             s->spec->name, "checks", checks, "dependencies", deps);
+    json_t *body = json_pack("{s:s, s:s, s:o, s:o}", "status", ok ? "ready" : "not-ready",
+                             "service", s->spec->name, "checks", checks, "dependencies", deps);
     http_reply_json(resp, ok ? 200 : 503, body);
 }
 

@@ -76,9 +76,10 @@ static int platform_status(cli *c, const char *timeout, bool agents)
         {
             json_t *err = json_object_get(row, "error");
             json_t *failed = json_object_get(row, "failed_checks");
-            json_object_set(row, "problem", err ? err
-                                            : json_object_size(failed) ? failed
-                                                                       : json_null());
+            json_object_set(row, "problem",
+                            err                        ? err
+                            : json_object_size(failed) ? failed
+                                                       : json_null());
         }
         static const out_column svc_cols[] = {
             {"SERVICE", "service", OUT_TEXT}, {"KIND", "kind", OUT_TEXT},
@@ -100,10 +101,11 @@ static int platform_status(cli *c, const char *timeout, bool agents)
             json_object_set_new(item, "name", json_string(name));
             json_array_append_new(deps, item);
         }
-        static const out_column dep_cols[] = {
-            {"DEPENDENCY", "name", OUT_TEXT}, {"STATUS", "status", OUT_TEXT},
-            {"VERSION", "version", OUT_TEXT}, {"REPORTED BY", "reported_by", OUT_TEXT},
-            {NULL, NULL, OUT_TEXT}};
+        static const out_column dep_cols[] = {{"DEPENDENCY", "name", OUT_TEXT},
+                                              {"STATUS", "status", OUT_TEXT},
+                                              {"VERSION", "version", OUT_TEXT},
+                                              {"REPORTED BY", "reported_by", OUT_TEXT},
+                                              {NULL, NULL, OUT_TEXT}};
         printf("\n");
         out_table(dep_cols, deps);
         json_decref(deps);
@@ -128,8 +130,7 @@ int cmd_status(cli *c, const cli_command *self, int argc, char **argv)
     while ((opt = getopt_long(argc, argv, "+a", longopts, NULL)) >= 0) {
         if (opt == '?' || opt == ':')
             return cli_usage(self->name, NULL, "%s '%s'",
-                             opt == ':' ? "missing value for" : "unknown option",
-                             argv[optind - 1]);
+                             opt == ':' ? "missing value for" : "unknown option", argv[optind - 1]);
         if (opt == 'a') all = true;
         if (opt == 't') timeout = optarg;
         if (opt == 'n') agents = false;

@@ -74,8 +74,8 @@ static const cfg_option gateway_options[] = {
     {"gateway.max_streams", CFG_INT, &g_gw.max_streams, "256", 1, 100000, NULL, false, NULL,
      "most WebSocket streams (/stream/session/...: pty, execute, tcpproxy) this gateway holds "
      "at once, each with a thread of its own; beyond: 503 before the upgrade"},
-    {"gateway.status_timeout", CFG_DURATION, &g_gw.status_timeout_ms, "2s", 100, 30000, NULL,
-     false, NULL,
+    {"gateway.status_timeout", CFG_DURATION, &g_gw.status_timeout_ms, "2s", 100, 30000, NULL, false,
+     NULL,
      "GET /admin/status: how long each service's /healthz and /readyz may take (probed at once; "
      "one that does not answer in time shows as unreachable)"},
     {"gateway.status_targets", CFG_STRING, &g_gw.status_targets, "", 0, 0, NULL, false, NULL,

@@ -118,9 +118,9 @@ static bool agent_jobs(gateway *gw, http_req *req, const gw_identity *id, job *j
     long status = 0;
     json_t *out = NULL;
     ts_err err = {{0}};
-    if (left <= 0 || !proxy_fetch_json(&gw->up[UPSTREAM_REGISTRY], left, "GET", req,
-                                       "/v1/admin/agents?limit=1000", id, NULL, &status, &out,
-                                       &err)) {
+    if (left <= 0 ||
+        !proxy_fetch_json(&gw->up[UPSTREAM_REGISTRY], left, "GET", req,
+                          "/v1/admin/agents?limit=1000", id, NULL, &status, &out, &err)) {
         snprintf(why, why_len, "%s", left <= 0 ? "no time left" : err.msg);
         return false;
     }
@@ -143,14 +143,15 @@ static bool agent_jobs(gateway *gw, http_req *req, const gw_identity *id, job *j
             continue;
         }
         char e[160];
-        snprintf(e, sizeof(e), "unreachable: %s", strcmp(st, "ALIVE") == 0
-                                                      ? "not probed (more agents than the limit)"
-                                                      : "the registry lists it as lost");
-        json_array_append_new(extra, json_pack("{s:s, s:s, s:s?, s:s, s:b, s:{}, s:{}, s:n, s:n, "
-                                               "s:s}",
-                                               "service", aid, "kind", "agent", "address", addr,
-                                               "state", "unreachable", "ready", false, "checks",
-                                               "failed_checks", "version", "latency_ms", "error", e));
+        snprintf(e, sizeof(e), "unreachable: %s",
+                 strcmp(st, "ALIVE") == 0 ? "not probed (more agents than the limit)"
+                                          : "the registry lists it as lost");
+        json_array_append_new(extra,
+                              json_pack("{s:s, s:s, s:s?, s:s, s:b, s:{}, s:{}, s:n, s:n, "
+                                        "s:s}",
+                                        "service", aid, "kind", "agent", "address", addr, "state",
+                                        "unreachable", "ready", false, "checks", "failed_checks",
+                                        "version", "latency_ms", "error", e));
     }
     json_decref(out);
     return true;
@@ -190,8 +191,7 @@ static void h_status(http_req *req, http_resp *resp, void *ctx)
     gw_identity id;
     if (!verify_request(gw, req, resp, &id)) return;
     if (strcmp(id.role, "superadmin") != 0) {
-        http_problem(resp, 403, "forbidden", NULL,
-                     "only superadmins may read the platform status");
+        http_problem(resp, 403, "forbidden", NULL, "only superadmins may read the platform status");
         return;
     }
     int64_t timeout_ms;
@@ -213,8 +213,8 @@ static void h_status(http_req *req, http_resp *resp, void *ctx)
     size_t fixed = n;
     json_t *extra = json_array();
     char agents_error[300] = "";
-    if (want_agents &&
-        !agent_jobs(gw, req, &id, jobs, &n, max, deadline, extra, agents_error, sizeof(agents_error)))
+    if (want_agents && !agent_jobs(gw, req, &id, jobs, &n, max, deadline, extra, agents_error,
+                                   sizeof(agents_error)))
         TLOG_WARN("status: agents not listed", "error=\"%s\"", agents_error);
     for (size_t i = fixed; i < n; i++)
         job_start(&jobs[i]);
@@ -232,11 +232,11 @@ static void h_status(http_req *req, http_resp *resp, void *ctx)
     status_probe *probes = ts_calloc(n ? n : 1, sizeof(status_probe));
     for (size_t i = 0; i < n; i++)
         probes[i] = jobs[i].p;
-    json_t *body = json_pack("{s:s, s:s, s:I, s:I, s:o, s:o}", "status",
-                             all_ready ? "ok" : "degraded", "version", TESSERA_VERSION,
-                             "timeout_ms", (json_int_t)timeout_ms, "elapsed_ms",
-                             (json_int_t)(ts_now_mono_ms() - t0), "services", services,
-                             "dependencies", status_dependencies(probes, n));
+    json_t *body =
+        json_pack("{s:s, s:s, s:I, s:I, s:o, s:o}", "status", all_ready ? "ok" : "degraded",
+                  "version", TESSERA_VERSION, "timeout_ms", (json_int_t)timeout_ms, "elapsed_ms",
+                  (json_int_t)(ts_now_mono_ms() - t0), "services", services, "dependencies",
+                  status_dependencies(probes, n));
     json_object_set_new(body, "agents_error",
                         agents_error[0] ? json_string(agents_error) : json_null());
     for (size_t i = 0; i < n; i++)

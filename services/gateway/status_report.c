@@ -35,8 +35,7 @@ static bool parse_item(const char *item, size_t len, status_target *t, ts_err *e
     return true;
 }
 
-bool status_targets_parse(const char *text, status_target *out, size_t max, size_t *n,
-                          ts_err *err)
+bool status_targets_parse(const char *text, status_target *out, size_t max, size_t *n, ts_err *err)
 {
     *n = 0;
     for (const char *p = text ? text : ""; *p;) {
@@ -89,10 +88,10 @@ json_t *status_row(const status_probe *p)
         snprintf(error, sizeof(error), "unreachable: GET /readyz answered %ld without JSON",
                  p->ready_status);
     const char *state = error[0] ? "unreachable" : ready ? "ready" : "not-ready";
-    json_t *row = json_pack("{s:s, s:s, s:s, s:s, s:b, s:o, s:o}", "service", p->t.name, "kind",
-                            p->t.kind, "address", p->t.url, "state", state, "ready", ready,
-                            "checks", checks ? json_incref(checks) : json_object(),
-                            "failed_checks", failed);
+    json_t *row =
+        json_pack("{s:s, s:s, s:s, s:s, s:b, s:o, s:o}", "service", p->t.name, "kind", p->t.kind,
+                  "address", p->t.url, "state", state, "ready", ready, "checks",
+                  checks ? json_incref(checks) : json_object(), "failed_checks", failed);
     json_object_set_new(row, "version", version ? json_string(version) : json_null());
     json_object_set_new(row, "latency_ms",
                         p->reached ? json_integer((json_int_t)p->latency_ms) : json_null());
@@ -133,14 +132,15 @@ json_t *status_dependencies(const status_probe *probes, size_t n)
             merge(deps, name, p->t.name, json_string_value(json_object_get(v, "status")),
                   json_string_value(json_object_get(v, "version")),
                   json_string_value(json_object_get(v, "url")));
-        const char *bus = json_string_value(json_object_get(json_object_get(p->ready, "checks"), "kafka"));
+        const char *bus =
+            json_string_value(json_object_get(json_object_get(p->ready, "checks"), "kafka"));
         if (bus) merge(deps, "kafka", p->t.name, bus, NULL, NULL);
     }
     static const char *const known[] = {"postgresql", "redis", "kafka", "oci-registry"};
     for (size_t i = 0; i < TS_ARRAY_LEN(known); i++)
         if (!json_object_get(deps, known[i]))
             json_object_set_new(deps, known[i],
-                                json_pack("{s:s, s:[]}", "status", "unknown: no service reported it",
-                                          "reported_by"));
+                                json_pack("{s:s, s:[]}", "status",
+                                          "unknown: no service reported it", "reported_by"));
     return deps;
 }

@@ -24,17 +24,17 @@ static void test_targets(void **state)
     assert_int_equal(n, 0);
     assert_true(status_targets_parse(NULL, t, 3, &n, &err));
     assert_int_equal(n, 0);
-    assert_true(status_targets_parse(
-        " scheduler = http://127.0.0.1:8093/ ,, devbus=https://h:1 ,", t, 3, &n, &err));
+    assert_true(status_targets_parse(" scheduler = http://127.0.0.1:8093/ ,, devbus=https://h:1 ,",
+                                     t, 3, &n, &err));
     assert_int_equal(n, 2);
     assert_string_equal(t[0].name, "scheduler");
     assert_string_equal(t[0].url, "http://127.0.0.1:8093");
     assert_string_equal(t[0].kind, "service");
     assert_string_equal(t[1].name, "devbus");
     assert_string_equal(t[1].url, "https://h:1");
-    static const char *const bad[] = {"scheduler",          "=http://h:1",
-                                      "s=ftp://h:1",        "s=http://",
-                                      "s=127.0.0.1:8093",   "a=http://a,b=http://b,c=http://c,d=http://d"};
+    static const char *const bad[] = {
+        "scheduler", "=http://h:1",      "s=ftp://h:1",
+        "s=http://", "s=127.0.0.1:8093", "a=http://a,b=http://b,c=http://c,d=http://d"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         err = (ts_err){{0}};
         assert_false(status_targets_parse(bad[i], t, 3, &n, &err));
@@ -63,8 +63,8 @@ static const char HEALTH[] = "{\"status\":\"ok\",\"version\":\"9.9.9\"}";
 static void test_rows(void **state)
 {
     (void)state;
-    status_probe ok = probe("auth", HEALTH, 200,
-                            "{\"status\":\"ready\",\"checks\":{\"postgresql\":\"ok\"}}");
+    status_probe ok =
+        probe("auth", HEALTH, 200, "{\"status\":\"ready\",\"checks\":{\"postgresql\":\"ok\"}}");
     json_t *r = status_row(&ok);
     assert_string_equal(json_string_value(json_object_get(r, "state")), "ready");
     assert_true(json_is_true(json_object_get(r, "ready")));
@@ -131,11 +131,12 @@ static void test_dependencies(void **state)
     p[0] = probe("auth", HEALTH, 200,
                  "{\"status\":\"ready\",\"checks\":{\"kafka\":\"ok\"},\"dependencies\":"
                  "{\"postgresql\":{\"status\":\"ok\",\"version\":\"16.4\"}}}");
-    p[1] = probe("registry", HEALTH, 503,
-                 "{\"status\":\"not-ready\",\"checks\":{\"kafka\":\"broker down\"},"
-                 "\"dependencies\":{\"postgresql\":{\"status\":\"ok\",\"version\":\"16.4\"},"
-                 "\"redis\":{\"status\":\"ok\",\"version\":\"7.0.15\"},"
-                 "\"oci-registry\":{\"status\":\"unreachable: refused\",\"url\":\"http://o/v2/\"}}}");
+    p[1] =
+        probe("registry", HEALTH, 503,
+              "{\"status\":\"not-ready\",\"checks\":{\"kafka\":\"broker down\"},"
+              "\"dependencies\":{\"postgresql\":{\"status\":\"ok\",\"version\":\"16.4\"},"
+              "\"redis\":{\"status\":\"ok\",\"version\":\"7.0.15\"},"
+              "\"oci-registry\":{\"status\":\"unreachable: refused\",\"url\":\"http://o/v2/\"}}}");
     p[2] = probe("vfolder", NULL, 0, NULL);
     json_t *d = status_dependencies(p, 3);
     json_t *pg = json_object_get(d, "postgresql");
