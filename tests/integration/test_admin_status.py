@@ -130,6 +130,26 @@ def test_a_killed_service_is_unreachable_then_back(stack, admin):
                timeout=30, message="vfolder ready again")
 
 
+def test_the_oci_registry_down_is_a_dependency_not_unreadiness(stack, admin):
+    wait_until(lambda: _all_ready(admin), timeout=30, message="every service ready")
+    env = dict(os.environ, TESSERA_STATE_DIR=stack["TESSERA_STATE_DIR"])
+    p = subprocess.Popen(["sh", RESTART, "oci-registry", "--kill", "--down", "4"], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        def oci_down():
+            body = okj(admin.get("/admin/status", params={"agents": "false"}))
+            return body if body["dependencies"]["oci-registry"]["status"] != "ok" else None
+        body = wait_until(oci_down, timeout=10, message="the OCI registry reported down")
+        oci = body["dependencies"]["oci-registry"]
+        assert oci["status"].startswith("unreachable: ") and "(seen by registry)" in oci["status"], oci
+        assert rows(body)["registry"]["state"] == "ready", rows(body)["registry"]
+    finally:
+        out, _ = p.communicate(timeout=90)
+    assert p.returncode == 0, out
+    wait_until(lambda: okj(admin.get("/admin/status"))["dependencies"]["oci-registry"]["status"] == "ok",
+               timeout=30, message="the OCI registry ok again")
+
+
 def test_callers(stack, admin, gw):
     user = _client(admin, gw, "user")
     p = problem(user.get("/admin/status"), 403)
