@@ -11,6 +11,7 @@ limit while the others stay ready; only superadmins may ask."""
 import json
 import os
 import signal
+import socket
 import subprocess
 import time
 import uuid
@@ -206,3 +207,18 @@ def test_cli_status_all(stack, admin, gw, bin_dir, tmp_path):
     assert ok(bin_dir, base_env(tmp_path, TESSERA_GATEWAY_URL=gw), "status").startswith("gateway ")
     fails(bin_dir, env, "status", "--timeout", "1", code=2)
     fails(bin_dir, env, "status", "--all", "--timeout", "abc", status=400)
+
+
+@pytest.mark.parametrize("targets", ["scheduler", "scheduler=ftp://h:1", "=http://h:1"])
+def test_a_malformed_status_targets_stops_start_up(bin_dir, tmp_path, targets):
+    gw_bin = os.path.join(bin_dir, "tessera-gateway")
+    key = str(tmp_path / "gateway.key")
+    subprocess.run([gw_bin, "--new-service-key", key], capture_output=True, check=True, timeout=10)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, TESSERA_HTTP_LISTEN=f"127.0.0.1:{port}", TESSERA_SERVICE_AUTH_KEY_FILE=key,
+               TESSERA_GATEWAY_STATUS_TARGETS=targets)
+    p = subprocess.run([gw_bin], env=env, capture_output=True, text=True, timeout=20)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "gateway.status_targets" in p.stdout + p.stderr
