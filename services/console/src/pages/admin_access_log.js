@@ -49,7 +49,7 @@ export function AdminAccessLogPage() {
     <div class="page-head"><h1>Admin</h1>
       <div class="toolbar"><button type="button" class="btn" onClick=${() => load(filters, 0)}>Refresh</button></div></div>
     <${AdminTabs} current="access-log" />
-    <form class="card access-filters" onSubmit=${apply} aria-label="Access log filters">
+    <form class="card access-filters" noValidate onSubmit=${apply} aria-label="Access log filters">
       <div class="filter-grid">
         ${field('access_key', 'Access key', { placeholder: 'AKIA…', autocomplete: 'off' })}
         ${field('user_id', 'User id', { placeholder: 'UUID', autocomplete: 'off' })}

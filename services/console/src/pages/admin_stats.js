@@ -67,7 +67,7 @@ export function chartSeries(items, metric, label) {
 }
 
 function Chart({ days, series, metric }) {
-  const W = 960; const H = 300; const L = 64; const R = 12; const T = 14; const B = 48;
+  const W = 1100; const H = 250; const L = 64; const R = 12; const T = 14; const B = 48;
   const totals = days.map((d) => series.reduce((s, x) => s + (x.by[d] || 0), 0));
   const max = Math.max(...totals, 0);
   const step = max > 0 ? niceStep(max) : 1;
@@ -159,7 +159,7 @@ export function AdminStatsPage({ user }) {
       A session counts with the part of its run that falls in the period.</p>
     <${ErrorBanner} error=${error} onRetry=${() => reload()} />
     ${loading && !data && html`<${Loading} label="Loading usage…" />`}
-    ${data && !items.length && html`<p class="empty" data-test="usage-empty">No usage in this period.</p>`}
+    ${data && !items.length && html`<p class="empty" data-test="usage-empty" data-group-by=${data.group_by}>No usage in this period.</p>`}
     ${items.length > 0 && html`<div class="card stats-card">
       <${Chart} days=${days} series=${series} metric=${metric} /></div>
       <div class="table-wrap stats-table"><table class="usage" data-test="usage-table">
