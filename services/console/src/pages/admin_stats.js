@@ -40,7 +40,7 @@ function daysOf(start, end) {
   return out;
 }
 
-const fmtH = (v) => (v === 0 ? '0' : v < 0.01 ? v.toFixed(4) : v < 10 ? v.toFixed(2) : v < 1000 ? v.toFixed(1) : Math.round(v).toLocaleString());
+const fmtH = (v) => (v === 0 ? '0' : v < 0.01 ? String(Number(v.toPrecision(2))) : v < 10 ? v.toFixed(2) : v < 1000 ? v.toFixed(1) : Math.round(v).toLocaleString());
 
 // A round step for about n ticks up to max.
 function niceStep(max, n = 4) {
@@ -67,7 +67,7 @@ export function chartSeries(items, metric, label) {
 }
 
 function Chart({ days, series, metric }) {
-  const W = 1100; const H = 250; const L = 64; const R = 12; const T = 14; const B = 48;
+  const W = 1100; const H = 250; const L = 84; const R = 12; const T = 14; const B = 48;
   const totals = days.map((d) => series.reduce((s, x) => s + (x.by[d] || 0), 0));
   const max = Math.max(...totals, 0);
   const step = max > 0 ? niceStep(max) : 1;
