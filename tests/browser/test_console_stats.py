@@ -232,3 +232,25 @@ def test_the_access_log_lists_own_requests_and_filters_narrow_it(boss_page, cons
     el(d, ".page [role=alert]")
     click(d, "[data-test=access-reset]")
     el(d, "tr[data-access-row]")
+
+
+def test_both_pages_fit_a_narrow_window(boss_page, console_url, burned):
+    """At 420 px the page does not scroll sideways (the tables scroll in
+    their own box, the chart shrinks)."""
+    d = boss_page
+    d.set_window_size(420, 800)
+    try:
+        for route, ready in (("/admin/stats", "[data-test=usage-chart] rect"),
+                             ("/admin/access-log", "tr[data-access-row]")):
+            go(d, console_url, route)
+            el(d, ready, visible=False)
+            wide = d.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
+            assert wide[0] <= wide[1] + 1, (route, wide)
+            svg = d.find_elements(By.CSS_SELECTOR, "[data-test=usage-chart] svg")
+            if svg:
+                assert svg[0].size["width"] <= 420, svg[0].size
+        go(d, console_url, "/admin/stats")
+        el(d, "[data-test=usage-chart] rect", visible=False)
+        shot(d, "admin-stats-narrow")
+    finally:
+        d.set_window_size(1280, 800)

@@ -3,7 +3,7 @@
 // day (inline SVG) with the numbers in a table and a CSV download. Data:
 // GET /usage?start=&end=&group_by=&bucket=day (docs/usage.md); the API scopes
 // it (a domain admin gets its domain's sessions only).
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { get } from '../api.js';
 import { AdminTabs, isSuperadmin } from '../admin.js';
 import { html, ErrorBanner, Loading, Opt, fmtBytes, toast, toastError, useAction, useData } from '../ui.js';
@@ -66,8 +66,26 @@ export function chartSeries(items, metric, label) {
   return series;
 }
 
+// The width the chart has on screen, so its text keeps its size in a narrow window.
+function useWidth(ref, initial) {
+  const [w, setW] = useState(initial);
+  useEffect(() => {
+    const el = ref.current;
+    if (!el) return undefined;
+    const measure = () => { const x = Math.round(el.getBoundingClientRect().width); if (x > 0) setW(x); };
+    measure();
+    if (typeof ResizeObserver === 'undefined') return undefined;
+    const ro = new ResizeObserver(measure);
+    ro.observe(el);
+    return () => ro.disconnect();
+  }, []);
+  return w;
+}
+
 function Chart({ days, series, metric }) {
-  const W = 1100; const H = 250; const L = 84; const R = 12; const T = 14; const B = 48;
+  const ref = useRef(null);
+  const W = Math.max(300, useWidth(ref, 1100));
+  const H = W < 600 ? 220 : 250; const L = 84; const R = 12; const T = 14; const B = 48;
   const totals = days.map((d) => series.reduce((s, x) => s + (x.by[d] || 0), 0));
   const max = Math.max(...totals, 0);
   const step = max > 0 ? niceStep(max) : 1;
@@ -77,10 +95,10 @@ function Chart({ days, series, metric }) {
   const slot = (W - L - R) / Math.max(1, days.length);
   const bw = Math.max(2, Math.min(40, slot * 0.7));
   const y = (v) => T + (H - T - B) * (1 - v / top);
-  const every = Math.ceil(days.length / 12); // at most about 12 day labels
+  const every = Math.max(1, Math.ceil(days.length / Math.max(1, Math.floor((W - L - R) / 48)))); // labels 48 px apart or more
   const label = METRICS[metric].label;
-  return html`<figure class="chart" data-test="usage-chart">
-    <svg viewBox=${`0 0 ${W} ${H}`} role="img" aria-label=${`${label} per day, stacked by group`} preserveAspectRatio="xMidYMid meet">
+  return html`<figure class="chart" data-test="usage-chart" ref=${ref}>
+    <svg viewBox=${`0 0 ${W} ${H}`} width=${W} height=${H} role="img" aria-label=${`${label} per day, stacked by group`} preserveAspectRatio="xMidYMid meet">
       ${ticks.map((v) => html`<g key=${'t' + v}>
         <line x1=${L} x2=${W - R} y1=${y(v)} y2=${y(v)} class=${v === 0 ? 'axis' : 'grid-line'} />
         <text x=${L - 6} y=${y(v) + 4} text-anchor="end" class="tick">${fmtH(v)}</text></g>`)}
