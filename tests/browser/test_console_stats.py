@@ -8,7 +8,8 @@ against the dev stack:
 - a domain admin of another domain sees no usage of Alice's (the API scopes
   it): "No usage in this period", and no row of hers by user;
 - the Access log lists the superadmin's own recent requests, and the method
-  and status filters narrow it."""
+  and status filters narrow it; "Load more" pages on, newest first;
+- both pages fit a 420 px window."""
 import csv
 import glob
 import io
@@ -232,6 +233,37 @@ def test_the_access_log_lists_own_requests_and_filters_narrow_it(boss_page, cons
     el(d, ".page [role=alert]")
     click(d, "[data-test=access-reset]")
     el(d, "tr[data-access-row]")
+
+
+def test_the_access_log_pages_with_load_more(boss_page, console_url, boss):
+    d = boss_page
+    prefix = f"/session/page-{TAG}-"
+    for i in range(57):
+        assert boss.api.get(f"{prefix}{i:02d}").status_code == 404
+    go(d, console_url, "/admin/access-log")
+    el(d, "#al-path_prefix").send_keys(prefix)
+    click(d, "[data-test=access-apply]")
+
+    def rows():
+        return d.execute_script("return [...document.querySelectorAll('tr[data-access-row]')]"
+                                ".map(r => [r.dataset.accessRow, r.dataset.path])")
+
+    def first_page():
+        if len(rows()) == 50 and "50 of 57" in (page_text(d, "[data-test=access-count]") or ""):
+            return True
+        click(d, "[data-test=access-apply]")  # the log lags the requests a little
+        time.sleep(1)
+        return False
+    wait_until(first_page, timeout=30, message="the first page of 50 of 57")
+    # newest first: the last request on top
+    assert rows()[0][1] == f"{prefix}56", rows()[:3]
+    click(d, "[data-test=access-more]")
+    wait_until(lambda: len(rows()) == 57, timeout=20, message="all 57 after Load more")
+    got = rows()
+    assert len({r[0] for r in got}) == 57  # no record twice
+    assert [r[1] for r in got] == [f"{prefix}{i:02d}" for i in range(56, -1, -1)]
+    assert not d.find_elements(By.CSS_SELECTOR, "[data-test=access-more]")
+    assert "57 of 57" in page_text(d, "[data-test=access-count]")
 
 
 def test_both_pages_fit_a_narrow_window(boss_page, console_url, burned):
