@@ -31,6 +31,7 @@ typedef struct {
     uint64_t key;
     int dev;
     int64_t charged;
+    int64_t host_gap_ns; /* taken off the measurement (limiter.h) */
 } pending_t;
 
 static est_ent _est[EST_SLOTS];
@@ -44,6 +45,21 @@ static inline int64_t _now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* A precise clock, read only around sampled launches. */
+static inline int64_t _now_precise(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* What a pair of events measured, less the host's submission gap. */
+static int64_t _kernel_ns(float ms, int64_t host_gap_ns)
+{
+    int64_t ns = (int64_t)((double)ms * 1e6) - host_gap_ns;
+    return ns > 0 ? ns : 0;
 }
 
 void tshim_limiter_init(void)
@@ -135,7 +151,7 @@ static void _poll_pending(void)
         if (q == CUDA_ERROR_NOT_READY) continue;
         float ms = 0;
         if (q == CUDA_SUCCESS && REAL(cuEventElapsedTime)(&ms, p->start, p->end) == CUDA_SUCCESS) {
-            int64_t measured = (int64_t)((double)ms * 1e6);
+            int64_t measured = _kernel_ns(ms, p->host_gap_ns);
             _learn(p->slot, p->key, measured);
             _charge(p->dev, measured - p->charged, false);
         }
@@ -183,8 +199,10 @@ void tshim_limiter_before(tshim_ticket *t, uint64_t key, CUstream stream)
             CUstreamCaptureMode m = _relaxed_enter();
             CUevent ev = NULL;
             if (REAL(cuEventCreate)(&ev, CU_EVENT_DEFAULT) == CUDA_SUCCESS) {
+                bool idle = REAL(cuStreamQuery) && REAL(cuStreamQuery)(stream) == CUDA_SUCCESS;
                 if (REAL(cuEventRecord)(ev, stream) == CUDA_SUCCESS) {
                     t->start = ev;
+                    t->idle_since_ns = idle ? _now_precise() : 0;
                     t->mode = est == 0 && atomic_load(&e->est_ns) == UNKNOWN ? 2 : 1;
                     atomic_store(&_last_sample_ns, now);
                     atomic_store(&e->last_sample_ns, now);
@@ -204,6 +222,7 @@ void tshim_limiter_after(tshim_ticket *t, CUstream stream, CUresult r)
         if ((++tick & 31) == 0) _poll_pending();
         return;
     }
+    int64_t host_gap = t->idle_since_ns ? _now_precise() - t->idle_since_ns : 0;
     CUstreamCaptureMode m = _relaxed_enter();
     CUevent end = NULL;
     bool ok = r == CUDA_SUCCESS && REAL(cuEventCreate)(&end, CU_EVENT_DEFAULT) == CUDA_SUCCESS;
@@ -213,7 +232,10 @@ void tshim_limiter_after(tshim_ticket *t, CUstream stream, CUresult r)
         float ms = 0;
         if (REAL(cuEventSynchronize)(end) == CUDA_SUCCESS &&
             REAL(cuEventElapsedTime)(&ms, t->start, end) == CUDA_SUCCESS) {
-            int64_t measured = (int64_t)((double)ms * 1e6);
+            int64_t measured = _kernel_ns(ms, host_gap);
+            TSHIM_LOG("estimate", "key=%llx events_ns=%lld host_gap_ns=%lld kernel_ns=%lld",
+                      (unsigned long long)t->key, (long long)((double)ms * 1e6),
+                      (long long)host_gap, (long long)measured);
             _learn(t->slot, t->key, measured);
             _charge(t->dev, measured - t->charged, false);
         }
@@ -228,7 +250,8 @@ void tshim_limiter_after(tshim_ticket *t, CUstream stream, CUresult r)
                                    .slot = t->slot,
                                    .key = t->key,
                                    .dev = t->dev,
-                                   .charged = t->charged};
+                                   .charged = t->charged,
+                                   .host_gap_ns = host_gap};
             atomic_fetch_add(&_npend, 1);
             ok = true;
             break;

@@ -7,7 +7,11 @@
  * Estimates are per (function, grid size) or per graph, measured with a pair of
  * events around the launch: synchronously the first time a key is seen, then
  * asynchronously on a sample of launches (at most one every 5 ms per process),
- * each completed sample correcting the bucket by (measured - charged). */
+ * each completed sample correcting the bucket by (measured - charged).
+ * When the stream was idle as the start event was recorded, the GPU stamps it
+ * at once and the kernel only starts once the host has submitted it: the
+ * host's time from that record to the launch's return is taken off the
+ * measurement (a real GPU's events include that gap). */
 #ifndef TESSERA_CUDA_SHIM_LIMITER_H
 #define TESSERA_CUDA_SHIM_LIMITER_H
 
@@ -25,6 +29,7 @@ typedef struct tshim_ticket {
     uint64_t key;
     int64_t charged;
     CUevent start;
+    int64_t idle_since_ns; /* the stream was idle: when the start event was recorded; else 0 */
 } tshim_ticket;
 
 /* Before the launch: wait for budget, charge, maybe record a start event. */

@@ -128,6 +128,7 @@ void tshim_log(const char *msg, const char *kvfmt, ...) __attribute__((format(pr
     X(cuEventElapsedTime, PFN_cuEventElapsedTime_v2000)                                            \
     X(cuEventDestroy_v2, PFN_cuEventDestroy_v4000)                                                 \
     X(cuStreamIsCapturing, PFN_cuStreamIsCapturing_v10000)                                         \
+    X(cuStreamQuery, PFN_cuStreamQuery_v2000)                                                      \
     X(cuThreadExchangeStreamCaptureMode, PFN_cuThreadExchangeStreamCaptureMode_v10010)
 
 /* NVML: X(symbol). Types are declared in nvml_min.h. */

@@ -7,7 +7,13 @@
  * Kernels are simulated: a CUfunction / CUgraphExec whose value is below 10^7 runs
  * for that many microseconds on a per-device timeline shared by all processes;
  * a launch blocks while more than 50 ms of work is queued (a full push buffer).
- * Events record their position on the timeline.
+ * Events record their position on the timeline. By default an event pair
+ * measures only this process's GPU work between them; with
+ * FAKE_CUDA_EVENTS=wall it measures the timeline's wall time between their
+ * stamps, as a real GPU does: that includes an idle stream's wait for the
+ * host to submit the kernel, and other processes' work. FAKE_CUDA_FIRST_LAUNCH_US
+ * makes the first launch of each function spend that long on the host before
+ * it is queued (a real driver's lazy module loading).
  *
  * Test controls (exported, called directly by the test programs):
  *   fakecu_fail_next_alloc(n)  the next n allocations fail with OUT_OF_MEMORY
@@ -456,10 +462,28 @@ static void _sleep_until(int64_t t)
     }
 }
 
+/* The host's delay before the first launch of each function (up to 64 of them). */
+static void _first_launch_delay(const void *what)
+{
+    static const void *seen[64];
+    static int nseen;
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    const char *us = getenv("FAKE_CUDA_FIRST_LAUNCH_US");
+    if (!us || !*us) return;
+    pthread_mutex_lock(&mu);
+    bool first = true;
+    for (int i = 0; i < nseen && first; i++)
+        first = seen[i] != what;
+    if (first && nseen < 64) seen[nseen++] = what;
+    pthread_mutex_unlock(&mu);
+    if (first) _sleep_until(fake_now_ns() + strtoll(us, NULL, 10) * 1000);
+}
+
 static CUresult _run(const void *what)
 {
     int dev = _current();
     if (dev < 0) return CUDA_ERROR_INVALID_CONTEXT;
+    _first_launch_delay(what);
     uintptr_t v = (uintptr_t)what;
     int64_t dur = v < 10000000 ? (int64_t)v * 1000 : 10000;
     if (dur == 0) return CUDA_SUCCESS; /* an empty kernel (benchmarks) */
@@ -564,9 +588,11 @@ EXPORT CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b)
 {
     rec *x = _check((uint64_t)(uintptr_t)a, K_EVENT), *y = _check((uint64_t)(uintptr_t)b, K_EVENT);
     if (!x || !y || x->t < 0 || y->t < 0) return CUDA_ERROR_INVALID_HANDLE;
-    /* The GPU time of this process's work between the two records: what a stream
-     * pair of events measures around a kernel, without host-side gaps. */
-    *ms = (float)((double)(y->v - x->v) / 1e6);
+    /* By default the GPU time of this process's work between the two records,
+     * without host-side gaps; FAKE_CUDA_EVENTS=wall: the stamps' distance. */
+    static int wall = -1;
+    if (wall < 0) wall = getenv("FAKE_CUDA_EVENTS") && !strcmp(getenv("FAKE_CUDA_EVENTS"), "wall");
+    *ms = (float)((double)(wall ? y->t - x->t : y->v - x->v) / 1e6);
     return CUDA_SUCCESS;
 }
 #undef cuEventElapsedTime
@@ -580,6 +606,15 @@ EXPORT CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *st)
     (void)s;
     *st = CU_STREAM_CAPTURE_STATUS_NONE;
     return CUDA_SUCCESS;
+}
+/* Every stream is the device's one timeline: idle once its work is done. */
+EXPORT CUresult cuStreamQuery(CUstream s)
+{
+    (void)s;
+    int dev = _current();
+    if (dev < 0) return CUDA_ERROR_INVALID_CONTEXT;
+    return atomic_load(&fake_state_get()->busy_until[dev]) <= fake_now_ns() ? CUDA_SUCCESS
+                                                                            : CUDA_ERROR_NOT_READY;
 }
 EXPORT CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *m)
 {

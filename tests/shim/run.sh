@@ -123,6 +123,12 @@ under "share 0.20 via cuGraphLaunch (5 ms graphs)" TESSERA_CUDA_COMPUTE_SHARE=0.
 under "share 0.70 via cuLaunchCooperativeKernel_ptsz (200 us kernels)" \
     TESSERA_CUDA_COMPUTE_SHARE=0.7 SHARE_PATH=3 SHARE_KERNEL_US=200 SHARE_MS=1500 \
     "$T/scenarios" share
+# Events as a real GPU stamps them (an idle stream's first event waits for the
+# host), and a 20 ms first launch (lazy module loading): measured naively, the
+# kernel's estimate would be 100 times its length and the share would collapse.
+under "share 0.80, wall-clock events, a 20 ms first launch (200 us kernels)" \
+    TESSERA_CUDA_COMPUTE_SHARE=0.8 FAKE_CUDA_EVENTS=wall FAKE_CUDA_FIRST_LAUNCH_US=20000 \
+    SHARE_KERNEL_US=200 SHARE_MS=1500 "$T/scenarios" share
 
 # two processes of one container share one budget
 fresh

@@ -9,6 +9,8 @@ export const isSuperadmin = (user) => !!user && user.role === 'superadmin';
 export const ADMIN_TABS = [
   ['agents', 'Agents'],
   ['users', 'Users'],
+  ['domains', 'Domains & projects'],
+  ['policies', 'Resource policies'],
   ['sessions', 'All sessions'],
   ['images', 'Environments'],
   ['groups', 'Resource groups'],

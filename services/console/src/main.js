@@ -18,6 +18,8 @@ import { AdminSessionsPage } from './pages/admin_sessions.js';
 import { AdminInfoPage } from './pages/admin_info.js';
 import { AdminImagesPage } from './pages/admin_images.js';
 import { AdminGroupsPage } from './pages/admin_groups.js';
+import { AdminDomainsPage } from './pages/admin_domains.js';
+import { AdminPoliciesPage } from './pages/admin_policies.js';
 import { AdminStatsPage } from './pages/admin_stats.js';
 import { AdminAccessLogPage } from './pages/admin_access_log.js';
 
@@ -113,6 +115,8 @@ function AdminPage({ tab, route, user }) {
   switch (tab) {
     case 'agents': return html`<${AdminAgentsPage} user=${user} />`;
     case 'users': return html`<${AdminUsersPage} user=${user} query=${route.query} />`;
+    case 'domains': return html`<${AdminDomainsPage} user=${user} />`;
+    case 'policies': return html`<${AdminPoliciesPage} user=${user} query=${route.query} />`;
     case 'sessions': return html`<${AdminSessionsPage} user=${user} />`;
     case 'images': return html`<${AdminImagesPage} user=${user} />`;
     case 'groups': return html`<${AdminGroupsPage} user=${user} />`;

@@ -2,10 +2,10 @@
 // capacity in use; superadmins create and edit (others read: the API lets
 // only superadmins write).
 import { useState } from 'preact/hooks';
-import { api, enc, post } from '../api.js';
+import { api, enc, get, post } from '../api.js';
 import { AdminTabs, Bar, isSuperadmin } from '../admin.js';
 import { resourceGroups } from '../resources.js';
-import { html, ErrorBanner, Loading, Modal, Opt, errText, fmtBytes, slotLabel, toast, useData } from '../ui.js';
+import { html, ErrorBanner, Loading, Modal, Opt, confirmAction, errText, fmtBytes, fmtTime, slotLabel, toast, toastError, useData } from '../ui.js';
 
 const TYPES = ['interactive', 'batch', 'inference'];
 
@@ -63,30 +63,123 @@ function GroupForm({ group, onClose, onSaved }) {
   <//>`;
 }
 
+// ---- resource-group access: which domains, projects and keypairs may use a group
+const SCOPES = [['domain', 'Domain'], ['project', 'Project'], ['keypair', 'Keypair']];
+const items = (r) => (r && r.items) || [];
+
+// The scopes an admin may name (the API scopes these lists to a domain
+// admin's domain), with readable labels.
+async function loadScopes() {
+  const [domains, projects, keypairs, users] = await Promise.all([
+    get('/admin/domains', { limit: 1000 }).then(items, () => []),
+    get('/admin/projects', { limit: 1000 }).then(items, () => []),
+    get('/admin/keypairs', { is_active: true, limit: 1000 }).then(items, () => []),
+    get('/admin/users', { limit: 1000 }).then(items, () => []),
+  ]);
+  const email = Object.fromEntries(users.map((u) => [u.id, u.email]));
+  return {
+    domain: domains.map((d) => ({ id: d.name, label: d.name })),
+    project: projects.map((p) => ({ id: p.id, label: `${p.name} (${p.domain_name})` })),
+    keypair: keypairs.map((k) => ({ id: k.access_key, label: `${k.access_key}${email[k.user_id] ? ' · ' + email[k.user_id] : ''}` })),
+  };
+}
+
+const scopeLabel = (a, scopes) => {
+  const s = scopes && (scopes[a.scope_type] || []).find((x) => x.id === a.scope_id);
+  return `${a.scope_type} ${s ? s.label : a.scope_id}`;
+};
+
+function AccessDialog({ group, rows, scopes, onClose, onChanged }) {
+  const [type, setType] = useState('project');
+  const [scope, setScope] = useState('');
+  const [err, setErr] = useState(null);
+  const [busy, setBusy] = useState(false);
+  const choices = ((scopes.data && scopes.data[type]) || []).filter((c) => !rows.some((a) => a.scope_type === type && a.scope_id === c.id));
+  const grant = async (e) => {
+    e.preventDefault();
+    setErr(null);
+    if (!scope) { setErr(`Choose a ${type} first.`); return; }
+    setBusy(true);
+    try {
+      await post('/admin/resource-group-access', { resource_group: group.name, scope_type: type, scope_id: scope });
+      toast(`${group.name}: granted to ${scopeLabel({ scope_type: type, scope_id: scope }, scopes.data)}`);
+      setScope('');
+      onChanged();
+    } catch (x) { setErr(errText(x)); } finally { setBusy(false); }
+  };
+  const revoke = async (a) => {
+    const what = scopeLabel(a, scopes.data);
+    if (!(await confirmAction({ title: `Revoke ${what}?`, message: `New sessions of ${what} can no longer use ${group.name} (unless another grant allows them); running sessions keep running.`, confirmLabel: 'Revoke', danger: true }))) return;
+    try {
+      await api('DELETE', '/admin/resource-group-access', { body: { resource_group: group.name, scope_type: a.scope_type, scope_id: a.scope_id } });
+      toast(`${group.name}: ${what} revoked`);
+      onChanged();
+    } catch (x) { toastError(x); }
+  };
+  return html`<${Modal} title=${`Who may use ${group.name}`} onClose=${onClose} wide>
+    <p class="muted small">A session may run in this group when its keypair, its user's domain or its project is granted here.</p>
+    ${group.name === 'default' && html`<p class="banner info" role="status"><span class="banner-text">While no grant names <code>default</code>, everyone may use it;
+      once one does, only the scopes granted here may.</span></p>`}
+    ${scopes.error && html`<${ErrorBanner} error=${scopes.error} />`}
+    ${rows.length ? html`<div class="table-wrap"><table data-test="access-rows"><thead><tr><th scope="col">Scope</th><th scope="col">Who</th>
+      <th scope="col">Domain</th><th scope="col">Granted</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
+      <tbody>${rows.map((a) => html`<tr key=${a.scope_type + a.scope_id} data-access=${a.scope_type + ':' + a.scope_id}>
+        <td>${a.scope_type}</td><th scope="row">${scopeLabel(a, scopes.data).slice(a.scope_type.length + 1)}</th>
+        <td>${a.domain_name || '–'}</td><td class="small">${fmtTime(a.created_at)}</td>
+        <td class="actions"><button type="button" class="btn small danger" data-test="revoke-access" onClick=${() => revoke(a)}>Revoke</button></td></tr>`)}</tbody></table></div>`
+      : html`<p class="empty">${group.name === 'default' ? 'No grant names it: everyone may use it.' : 'Nobody is granted this group yet.'}</p>`}
+    <form class="form" onSubmit=${grant} noValidate>
+      <div class="grant-row">
+        <div class="field"><label for="access-scope-type">Grant to</label>
+          <select id="access-scope-type" value=${type} onChange=${(e) => { setType(e.currentTarget.value); setScope(''); }}>
+            ${SCOPES.map(([v, l]) => html`<${Opt} value=${v}>${l}<//>`)}</select></div>
+        <div class="field"><label for="access-scope">${SCOPES.find(([v]) => v === type)[1]}</label>
+          <select id="access-scope" value=${scope} disabled=${!scopes.data} onChange=${(e) => setScope(e.currentTarget.value)}>
+            <option value="">${scopes.data ? (choices.length ? `Choose a ${type}…` : `No ${type} left to grant`) : 'Loading…'}</option>
+            ${choices.map((c) => html`<${Opt} value=${c.id}>${c.label}<//>`)}</select></div>
+        <button type="submit" class="btn primary" data-test="grant-access" disabled=${busy || !scope}>${busy ? 'Granting…' : 'Grant'}</button>
+      </div>
+      ${err && html`<p class="banner error" role="alert">${err}</p>`}
+      <div class="form-actions"><button type="button" class="btn" onClick=${onClose}>Done</button></div>
+    </form>
+  <//>`;
+}
+
 export function AdminGroupsPage({ user }) {
   const { data, error, loading, reload } = useData(resourceGroups, [], { interval: 5000 });
+  const access = useData(() => get('/admin/resource-group-access', { limit: 1000 }), []);
+  const scopes = useData(loadScopes, []);
   const [editing, setEditing] = useState(null);
+  const [granting, setGranting] = useState(null);
   const su = isSuperadmin(user);
+  const rowsOf = (g) => items(access.data).filter((a) => a.resource_group === g.name);
+  const openAccess = (g) => { scopes.reload(true); setGranting(g.name); };
   const groups = data || [];
   return html`<section class="page">
     <div class="page-head"><h1>Admin</h1>
       <div class="toolbar">${su && html`<button type="button" class="btn primary" data-test="create-group" onClick=${() => setEditing({})}>New resource group</button>`}</div></div>
     <${AdminTabs} current="groups" />
     <${ErrorBanner} error=${error} onRetry=${() => reload()} />
+    <${ErrorBanner} error=${access.error} onRetry=${() => access.reload()} />
     ${loading && !data && html`<${Loading} label="Loading resource groups…" />`}
     ${data && !groups.length && html`<p class="empty">No resource groups.</p>`}
     <div class="grid">${groups.map((g) => html`<section class="card" key=${g.name} data-group=${g.name}>
       <div class="toolbar spread"><h2>${g.name} <span class=${'badge ' + (g.is_active ? 'st-running' : 'st-terminated')}>${g.is_active ? 'active' : 'inactive'}</span></h2>
-        ${su && html`<button type="button" class="btn small" data-test="edit-group" onClick=${() => setEditing({ group: g })}>Edit</button>`}</div>
+        <div class="toolbar"><button type="button" class="btn small" data-test="group-access" onClick=${() => openAccess(g)}>Access</button>
+        ${su && html`<button type="button" class="btn small" data-test="edit-group" onClick=${() => setEditing({ group: g })}>Edit</button>`}</div></div>
       ${g.description && html`<p class="muted small">${g.description}</p>`}
       <dl class="info small"><dt>Scheduler</dt><dd>${g.scheduler} · ${g.agent_selector}</dd>
         <dt>Session types</dt><dd>${(g.allowed_session_types || []).join(', ') || '–'}</dd>
         <dt>Pending timeout</dt><dd>${g.pending_timeout ? g.pending_timeout + ' s' : 'none'}</dd>
-        <dt>Agents alive</dt><dd data-group-agents=${g.agentCount}>${g.agentCount}</dd></dl>
+        <dt>Agents alive</dt><dd data-group-agents=${g.agentCount}>${g.agentCount}</dd>
+        <dt>May use it</dt><dd data-group-access=${rowsOf(g).length}>${access.data ? (rowsOf(g).length ? html`<ul class="access-list">${rowsOf(g).map((a) => html`<li key=${a.scope_type + a.scope_id}
+          data-access=${a.scope_type + ':' + a.scope_id}>${scopeLabel(a, scopes.data)}</li>`)}</ul>` : g.name === 'default' ? 'everyone (no grant names it)' : 'nobody granted') : '…'}</dd></dl>
       ${Object.keys(g.capacity).length > 0 && html`<h3 class="sub">In use</h3>
         ${Object.keys(g.capacity).filter((k) => k !== 'cuda.device' || !g.capacity['cuda.shares']).map((k) => html`<${Bar} key=${k} label=${slotLabel(k)} test=${k}
           used=${g.occupied[k] || 0} cap=${g.capacity[k]} fmt=${k === 'mem' ? fmtBytes : undefined} />`)}`}
     </section>`)}</div>
+    ${granting && html`<${AccessDialog} group=${groups.find((g) => g.name === granting) || { name: granting }} rows=${rowsOf({ name: granting })} scopes=${scopes}
+      onClose=${() => setGranting(null)} onChanged=${() => access.reload(true)} />`}
     ${editing && html`<${GroupForm} group=${editing.group} onClose=${() => setEditing(null)} onSaved=${() => { setEditing(null); reload(true); }} />`}
   </section>`;
 }

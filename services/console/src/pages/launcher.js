@@ -81,6 +81,10 @@ export function Launcher({ user, onClose, onLaunched }) {
     }
   }, [ch]);
   const { data: cp } = useData(() => checkPresets(f.project, f.group).catch(() => null), [f.project, f.group]);
+  // The groups allowed to this project too (resource-group access may grant one to the project).
+  const { data: allowedHere } = useData(() => (f.project ? allowedGroups(f.project).catch(() => null) : Promise.resolve(null)), [f.project]);
+  const allowed = allowedHere || (ch && ch.allowed);
+  useEffect(() => { if (allowedHere && f.group && !allowedHere.includes(f.group)) setF((x) => ({ ...x, group: '' })); }, [allowedHere]);
   const [mounts, setMounts] = useState({}); // name -> mount path ('' = default)
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState(null);
@@ -210,9 +214,9 @@ export function Launcher({ user, onClose, onLaunched }) {
             ${ch && ch.projectsKnown && !ch.projects.length && html`<p class="hint warn">You are not a member of any project, so a launch in the
               default project is refused: ask an administrator to add you to one.</p>`}</div>
           <div class="field"><label for="launch-group">Resource group</label>
-            ${ch && ch.allowed && ch.allowed.length
+            ${ch && allowed && allowed.length
               ? html`<select id="launch-group" value=${f.group} onChange=${set('group')}><option value="">Default</option>
-                  ${ch.allowed.map((g) => html`<${Opt} value=${g}>${g}<//>`)}</select>`
+                  ${allowed.map((g) => html`<${Opt} value=${g}>${g}<//>`)}</select>`
               : ch && ch.groups && ch.groups.length
               ? html`<select id="launch-group" value=${f.group} onChange=${set('group')}><option value="">Default</option>
                   ${ch.groups.map((g) => html`<${Opt} value=${g.name}>${g.name}${g.agentCount ? ` (free: ${fmtSlots(g.free)})` : ''}<//>`)}</select>`
