@@ -36,14 +36,19 @@ static const struct {
     [USAGE_BY_IMAGE] = {"u.image", "u.image"},
 };
 
-/* One group's sums. */
-typedef struct group_sum {
-    char *key, *name;
+/* One group's sums, and per day with bucket=day. */
+typedef struct day_sum {
     long sessions;
     usage_totals t;
+} day_sum;
+
+typedef struct group_sum {
+    char *key, *name;
+    day_sum all;
+    day_sum *days; /* ndays of them with bucket=day, else NULL */
 } group_sum;
 
-static void sum_add(group_sum *g, const usage_totals *part)
+static void sum_add(day_sum *g, const usage_totals *part)
 {
     g->sessions++;
     g->t.cpu_ms += part->cpu_ms;
@@ -105,26 +110,55 @@ static void csv_field(ts_buf *b, const char *s)
     ts_buf_append(b, "\"", 1);
 }
 
-static void reply_csv(http_resp *resp, usage_group by, const group_sum *g, size_t n)
+/* One CSV line: [day,]key,name,sessions,totals. */
+static void csv_line(ts_buf *b, const char *day, const group_sum *g, const day_sum *d)
+{
+    if (day) {
+        ts_buf_append_str(b, day);
+        ts_buf_append(b, ",", 1);
+    }
+    csv_field(b, g->key);
+    ts_buf_append(b, ",", 1);
+    csv_field(b, g->name);
+    const usage_totals *t = &d->t;
+    char line[512];
+    snprintf(line, sizeof(line),
+             ",%ld,%.3f,%.0f,%" PRId64 ",%.3f,%.3f,%.6f,%" PRId64 ",%" PRId64 ",%" PRId64
+             ",%" PRId64 "\r\n",
+             d->sessions, (double)t->cpu_ms / 1000.0, t->mem_byte_s, t->mem_peak_bytes,
+             t->gpu_device_s, t->gpu_share_s, (t->gpu_device_s + t->gpu_share_s) / 3600.0,
+             t->gpu_mem_peak_bytes, t->net_rx_bytes, t->net_tx_bytes, t->samples);
+    ts_buf_append_str(b, line);
+}
+
+static char *iso_day(int64_t ms, char *buf, size_t size)
+{
+    time_t t = (time_t)(ms / 1000);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, size, "%Y-%m-%d", &tm);
+    return buf;
+}
+
+/* CSV: one line per group, or with days (bucket=day) one per day and group
+ * that has a part of that day, the day first. */
+static void reply_csv(http_resp *resp, usage_group by, const group_sum *g, size_t n, int64_t from,
+                      size_t ndays)
 {
     ts_buf b = {0};
+    if (ndays) ts_buf_append_str(&b, "day,");
     ts_buf_append_str(&b, usage_group_name(by));
     ts_buf_append_str(&b, ",name,sessions,cpu_seconds,mem_byte_seconds,mem_peak_bytes,"
                           "gpu_device_seconds,gpu_share_seconds,gpu_hours,gpu_mem_peak_bytes,"
                           "net_rx_bytes,net_tx_bytes,samples\r\n");
-    for (size_t i = 0; i < n; i++) {
-        const usage_totals *t = &g[i].t;
-        csv_field(&b, g[i].key);
-        ts_buf_append(&b, ",", 1);
-        csv_field(&b, g[i].name);
-        char line[512];
-        snprintf(line, sizeof(line),
-                 ",%ld,%.3f,%.0f,%" PRId64 ",%.3f,%.3f,%.6f,%" PRId64 ",%" PRId64 ",%" PRId64
-                 ",%" PRId64 "\r\n",
-                 g[i].sessions, (double)t->cpu_ms / 1000.0, t->mem_byte_s, t->mem_peak_bytes,
-                 t->gpu_device_s, t->gpu_share_s, (t->gpu_device_s + t->gpu_share_s) / 3600.0,
-                 t->gpu_mem_peak_bytes, t->net_rx_bytes, t->net_tx_bytes, t->samples);
-        ts_buf_append_str(&b, line);
+    if (!ndays)
+        for (size_t i = 0; i < n; i++)
+            csv_line(&b, NULL, &g[i], &g[i].all);
+    for (size_t d = 0; d < ndays; d++) {
+        char day[16];
+        iso_day(from + (int64_t)d * DAY_MS, day, sizeof(day));
+        for (size_t i = 0; i < n; i++)
+            if (g[i].days[d].sessions) csv_line(&b, day, &g[i], &g[i].days[d]);
     }
     http_set_header(resp, "Content-Disposition", "attachment; filename=\"usage.csv\"");
     http_reply(resp, 200, "text/csv; charset=utf-8", b.data ? b.data : "", b.len);
@@ -167,13 +201,20 @@ bool usage_period_arg(http_req *req, http_resp *resp, const char *start_name, co
     return true;
 }
 
-static char *iso_day(int64_t ms, char *buf, size_t size)
+/* [{"day", "sessions", <usage_totals_json>}] of the days with a part. */
+static json_t *days_json(const day_sum *days, int64_t from, size_t ndays)
 {
-    time_t t = (time_t)(ms / 1000);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(buf, size, "%Y-%m-%d", &tm);
-    return buf;
+    json_t *a = json_array();
+    for (size_t d = 0; d < ndays; d++) {
+        if (!days[d].sessions) continue;
+        char day[16];
+        json_t *o = usage_totals_json(&days[d].t);
+        json_object_set_new(o, "day",
+                            json_string(iso_day(from + (int64_t)d * DAY_MS, day, sizeof(day))));
+        json_object_set_new(o, "sessions", json_integer(days[d].sessions));
+        json_array_append_new(a, o);
+    }
+    return a;
 }
 
 static void h_usage(http_req *req, http_resp *resp, void *ctx)
@@ -191,8 +232,20 @@ static void h_usage(http_req *req, http_resp *resp, void *ctx)
         http_problem(resp, 400, "invalid-api-params", NULL, "format: json or csv");
         return;
     }
+    const char *bucket = http_query_arg(req, "bucket");
+    bool by_day = bucket && strcmp(bucket, "day") == 0;
+    if (bucket && *bucket && !by_day) {
+        http_problem(resp, 400, "invalid-api-params", NULL, "bucket: day (or none)");
+        return;
+    }
     int64_t from, to;
     if (!usage_period_arg(req, resp, "start", "end", &from, &to)) return;
+    size_t ndays = by_day ? (size_t)((to - from) / DAY_MS) : 0;
+    if (ndays > USAGE_MAX_BUCKET_DAYS) {
+        http_problem(resp, 400, "invalid-api-params", NULL,
+                     "bucket=day: a period of at most %d days", USAGE_MAX_BUCKET_DAYS);
+        return;
+    }
     reg_caller c;
     if (!caller_get(req, resp, NULL, &c)) return;
     char uid[TS_UUID_STRLEN], dom[260];
@@ -217,6 +270,8 @@ static void h_usage(http_req *req, http_resp *resp, void *ctx)
     if (!r) return;
     int rows = PQntuples(r);
     group_sum *g = ts_calloc((size_t)rows + 1, sizeof(*g));
+    usage_totals *parts = ndays ? ts_calloc(ndays, sizeof(*parts)) : NULL;
+    double *shares = ndays ? ts_calloc(ndays, sizeof(*shares)) : NULL;
     size_t n = 0;
     for (int i = 0; i < rows; i++) {
         usage_totals whole, part;
@@ -228,31 +283,40 @@ static void h_usage(http_req *req, http_resp *resp, void *ctx)
         if (n == 0 || strcmp(g[n - 1].key, key) != 0) {
             g[n].key = ts_strdup(key);
             g[n].name = ts_strdup(PQgetvalue(r, i, 1));
+            if (ndays) g[n].days = ts_calloc(ndays, sizeof(day_sum));
             n++;
         }
-        sum_add(&g[n - 1], &part);
+        sum_add(&g[n - 1].all, &part);
+        if (ndays && usage_split_days(&whole, from, ndays, parts, shares) > 0)
+            for (size_t d = 0; d < ndays; d++)
+                if (shares[d] > 0) sum_add(&g[n - 1].days[d], &parts[d]);
     }
     PQclear(r);
+    free(parts);
+    free(shares);
     if (csv) {
-        reply_csv(resp, by, g, n);
+        reply_csv(resp, by, g, n, from, ndays);
     } else {
         json_t *items = json_array();
         for (size_t i = 0; i < n; i++) {
-            json_t *o = usage_totals_json(&g[i].t);
+            json_t *o = usage_totals_json(&g[i].all.t);
             json_object_set_new(o, usage_group_name(by), json_string(g[i].key));
             json_object_set_new(o, "name", json_string(g[i].name));
-            json_object_set_new(o, "sessions", json_integer(g[i].sessions));
+            json_object_set_new(o, "sessions", json_integer(g[i].all.sessions));
+            if (ndays) json_object_set_new(o, "days", days_json(g[i].days, from, ndays));
             json_array_append_new(items, o);
         }
         char a[16], b[16];
-        http_reply_json(resp, 200,
-                        json_pack("{s:s, s:s, s:s, s:o}", "start", iso_day(from, a, sizeof(a)),
-                                  "end", iso_day(to - DAY_MS, b, sizeof(b)), "group_by",
-                                  usage_group_name(by), "items", items));
+        json_t *out = json_pack("{s:s, s:s, s:s, s:o}", "start", iso_day(from, a, sizeof(a)), "end",
+                                iso_day(to - DAY_MS, b, sizeof(b)), "group_by",
+                                usage_group_name(by), "items", items);
+        if (ndays) json_object_set_new(out, "bucket", json_string("day"));
+        http_reply_json(resp, 200, out);
     }
     for (size_t i = 0; i < n; i++) {
         free(g[i].key);
         free(g[i].name);
+        free(g[i].days);
     }
     free(g);
 }

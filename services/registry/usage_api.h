@@ -2,10 +2,12 @@
  * registry.session_usage (usage_store.h):
  *
  *   GET /v1/usage?start=&end=&group_by=user|project|domain|resource_group|image
- *       [&format=json|csv]
+ *       [&format=json|csv][&bucket=day]
  *     totals over the days start..end (YYYY-MM-DD or YYYYMMDD, UTC, end
  *     included; defaults: the first of this month, today), grouped; each
- *     session counts with its share of the period (usage_calc.h). Users see
+ *     session counts with its share of the period (usage_calc.h); bucket=day
+ *     adds each group's part of every day (usage_split_days; JSON "days",
+ *     CSV a leading day column; at most USAGE_MAX_BUCKET_DAYS days). Users see
  *     their own sessions, domain admins their domain's, superadmins all.
  *   GET /v1/resource/usage/month, /period: Backend.AI's shapes (usage_bai.h).
  *

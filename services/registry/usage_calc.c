@@ -84,6 +84,24 @@ void usage_totals_scale(const usage_totals *t, double f, usage_totals *out)
     out->net_tx_bytes = (int64_t)((double)t->net_tx_bytes * f + 0.5);
 }
 
+size_t usage_split_days(const usage_totals *t, int64_t day0_ms, size_t n, usage_totals *out,
+                        double *shares)
+{
+    const int64_t day = 86400LL * 1000;
+    size_t with = 0;
+    for (size_t i = 0; i < n; i++) {
+        int64_t from = day0_ms + (int64_t)i * day;
+        shares[i] = usage_share(t->first_ms, t->last_ms, from, from + day);
+        if (shares[i] > 0) {
+            usage_totals_scale(t, shares[i], &out[i]);
+            with++;
+        } else {
+            memset(&out[i], 0, sizeof(out[i]));
+        }
+    }
+    return with;
+}
+
 /* n digits at s -> *v; false when one is not a digit. */
 static bool digits(const char *s, int n, int *v)
 {

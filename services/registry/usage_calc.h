@@ -67,6 +67,16 @@ double usage_share(int64_t first_ms, int64_t last_ms, int64_t from_ms, int64_t t
 /* t's part f (usage_share) in out: sums scaled, peaks and counts kept. */
 void usage_totals_scale(const usage_totals *t, double f, usage_totals *out);
 
+/* The longest period GET /v1/usage splits by day (bucket=day). */
+#define USAGE_MAX_BUCKET_DAYS 366
+
+/* t split over the n UTC days from day0_ms (a day's 00:00) on: shares[i] is
+ * t's part of day i (usage_share), out[i] t scaled by it (usage_totals_scale;
+ * a day with no part is zeroed, count and peaks included). Returns how many
+ * days have a part. The parts of the days of [first_ms, last_ms] add up to t. */
+size_t usage_split_days(const usage_totals *t, int64_t day0_ms, size_t n, usage_totals *out,
+                        double *shares);
+
 /* "YYYYMMDD" or "YYYY-MM-DD" (a real date, years 1970..9999) -> its 00:00
  * UTC, Unix ms; false with err otherwise. */
 bool usage_parse_day(const char *s, int64_t *ms, ts_err *err) TS_MUST_CHECK;

@@ -11,7 +11,9 @@ GET /session/{name}.
 - a restart of the registry (SIGKILL) while samples arrive loses and doubles
   nothing;
 - another user never sees the usage; users get 403 on the admin reports;
-- bad dates, months, group_by, formats and ids answer 400."""
+- bucket=day splits a session's totals over the days it ran (the parts add
+  up), in JSON and CSV, and still shows another user nothing;
+- bad dates, months, group_by, formats, buckets and ids answer 400."""
 import os
 import subprocess
 import threading
@@ -235,6 +237,68 @@ def test_registry_restart_loses_and_doubles_nothing(stack, users, image_register
     time.sleep(1)
     assert totals(stack, sid) == (base[0] + 61, base[1] + 6001)
 
+DAY_MS = 86400 * 1000
+
+
+def _share(first, last, lo, hi):
+    """usage_calc.c's usage_share: the part of [first, last] in [lo, hi)."""
+    if last <= first:
+        return 1.0 if lo <= first < hi else 0.0
+    return max(0, min(last, hi) - max(first, lo)) / (last - first)
+
+
+def test_usage_by_day(stack, admin, gw, image_registered, tmp_path):  # noqa: F811
+    a, ua = _new_user(admin, gw, "usage-day")
+    b, _ = _new_user(admin, gw, "usage-day-b")
+    sid = _ended_session(a, image_registered, f"usage-day-{uuid.uuid4().hex[:4]}")
+    kid = str(uuid.uuid4())
+    base = totals(stack, sid)
+    now = int(time.time() * 1000)
+    today = now - now % DAY_MS
+    # two hours of samples before midnight: 22:00-23:00 at one core, 23:00-24:00 at two
+    msgs = [envelope(str(uuid.uuid4()), kernel_usage(sid, kid, today - 2 * 3600_000, today - 3600_000, 3600_000)),
+            envelope(str(uuid.uuid4()), kernel_usage(sid, kid, today - 3600_000, today, 7200_000))]
+    produce(stack, tmp_path, kid, msgs)
+    wait_until(lambda: totals(stack, sid)[0] >= base[0] + 2, timeout=30)
+    row = psql(stack, "SELECT cpu_ms, (extract(epoch FROM first_sample_at) * 1000)::bigint,"
+                      " (extract(epoch FROM last_sample_at) * 1000)::bigint"
+                      f" FROM registry.session_usage WHERE session_id = '{sid}'")
+    cpu_ms, first, last = (int(x) for x in row.split("|"))
+    start = time.strftime("%Y-%m-%d", time.gmtime(today / 1000 - 2 * 86400))
+    end = time.strftime("%Y-%m-%d", time.gmtime(today / 1000))
+    got = okj(a.get("/usage", params={"start": start, "end": end, "bucket": "day"}))
+    assert got["bucket"] == "day" and len(got["items"]) == 1, got
+    item = got["items"][0]
+    assert item["user"] == ua["id"] and abs(item["cpu_seconds"] - cpu_ms / 1000) < 0.01, (item, cpu_ms)
+    days = {d["day"]: d for d in item["days"]}
+    # the day before yesterday had nothing: it is left out
+    expect = {}
+    for i in range(3):
+        lo = today - (2 - i) * DAY_MS
+        part = _share(first, last, lo, lo + DAY_MS)
+        if part > 0:
+            expect[time.strftime("%Y-%m-%d", time.gmtime(lo / 1000))] = part * cpu_ms / 1000
+    assert set(days) == set(expect), (days, expect)
+    for day, cpu in expect.items():
+        assert abs(days[day]["cpu_seconds"] - cpu) < 0.01, (day, days[day], cpu)
+        assert days[day]["sessions"] == 1
+    assert abs(sum(d["cpu_seconds"] for d in item["days"]) - item["cpu_seconds"]) < 0.01
+    yesterday = time.strftime("%Y-%m-%d", time.gmtime(today / 1000 - 86400))
+    assert days[yesterday]["cpu_seconds"] > 1000, days  # most of the 3 CPU-hours burned before midnight
+    # CSV: one line per day and group, the day first
+    r = a.get("/usage", params={"start": start, "end": end, "bucket": "day", "format": "csv",
+                                "group_by": "project"})
+    assert r.status_code == 200 and r.headers["Content-Type"].startswith("text/csv"), r.text
+    lines = r.text.strip().split("\r\n")
+    assert lines[0].startswith("day,project,name,sessions,cpu_seconds"), lines
+    assert sorted(ln.split(",")[0] for ln in lines[1:]) == sorted(expect), lines
+    # another user: nothing, by day either
+    assert okj(b.get("/usage", params={"start": start, "end": end, "bucket": "day"}))["items"] == []
+    # the admin sees the user's days among all
+    mine = [i for i in okj(admin.get("/usage", params={"start": start, "end": end, "bucket": "day"}))["items"]
+            if i["user"] == ua["id"]]
+    assert len(mine) == 1 and {d["day"] for d in mine[0]["days"]} == set(expect), mine
+
 
 @pytest.mark.parametrize("path,params", [
     ("/usage", {"group_by": "agent"}),
@@ -244,6 +308,9 @@ def test_registry_restart_loses_and_doubles_nothing(stack, users, image_register
     ("/usage", {"end": "yesterday"}),
     ("/usage", {"start": "2026-10-02", "end": "2026-10-01"}),
     ("/usage", {"format": "xml"}),
+    ("/usage", {"bucket": "hour"}),
+    ("/usage", {"bucket": "Day"}),
+    ("/usage", {"bucket": "day", "start": "2025-01-01", "end": "2026-10-01"}),
     ("/resource/usage/month", {}),
     ("/resource/usage/month", {"month": "202613"}),
     ("/resource/usage/month", {"month": "2026-10"}),

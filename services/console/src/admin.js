@@ -14,6 +14,8 @@ export const ADMIN_TABS = [
   ['sessions', 'All sessions'],
   ['images', 'Environments'],
   ['groups', 'Resource groups'],
+  ['stats', 'Statistics'],
+  ['access-log', 'Access log'],
   ['info', 'Information'],
 ];
 

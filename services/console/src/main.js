@@ -20,6 +20,8 @@ import { AdminImagesPage } from './pages/admin_images.js';
 import { AdminGroupsPage } from './pages/admin_groups.js';
 import { AdminDomainsPage } from './pages/admin_domains.js';
 import { AdminPoliciesPage } from './pages/admin_policies.js';
+import { AdminStatsPage } from './pages/admin_stats.js';
+import { AdminAccessLogPage } from './pages/admin_access_log.js';
 
 // "#/data/f1?path=a/b" -> {parts: ['data', 'f1'], query: URLSearchParams}
 export function parseHash(hash = location.hash) {
@@ -118,6 +120,8 @@ function AdminPage({ tab, route, user }) {
     case 'sessions': return html`<${AdminSessionsPage} user=${user} />`;
     case 'images': return html`<${AdminImagesPage} user=${user} />`;
     case 'groups': return html`<${AdminGroupsPage} user=${user} />`;
+    case 'stats': return html`<${AdminStatsPage} user=${user} />`;
+    case 'access-log': return html`<${AdminAccessLogPage} user=${user} />`;
     case 'info': return html`<${AdminInfoPage} user=${user} />`;
     default: return html`<section class="page"><h1>Not found</h1><p>No admin page <code>${tab}</code>. <a href="#/admin/agents">Go to the agents</a>.</p></section>`;
   }

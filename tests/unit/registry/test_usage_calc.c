@@ -2,7 +2,8 @@
  * from samples (CPU, memory byte-seconds and peak, GPU device- and
  * share-seconds from the kernel's devices, first/last), the split of a
  * session over a month boundary (the parts add up), and the date, month and
- * group_by parsers' refusals. */
+ * group_by parsers' refusals, and the split of a session over days
+ * (bucket=day). */
 #include "services/registry/usage_calc.h"
 
 #include <setjmp.h>
@@ -124,6 +125,56 @@ static void test_month_split(void **state)
     assert_float_equal(usage_share(oct1, oct1, sep0, oct1), 0.0, 0);
 }
 
+static void test_day_split(void **state)
+{
+    (void)state;
+    ts_err err;
+    int64_t oct1, nov1;
+    assert_true(usage_parse_month("202610", &oct1, &nov1, &err));
+    const int64_t day = 86400LL * 1000, hour = 3600LL * 1000;
+    /* a session from Oct 2 18:00 to Oct 4 06:00 (36 h at 1 core, 1 device):
+     * 6 h on the 2nd, 24 h on the 3rd, 6 h on the 4th */
+    usage_totals t;
+    memset(&t, 0, sizeof(t));
+    usage_alloc a = {.gpu_devices = 1};
+    usage_sample s1 = _sample(oct1 + day + 18 * hour, 18 * 3600, 18 * 3600 * 1000LL, 1000);
+    usage_sample s2 = _sample(oct1 + 2 * day + 12 * hour, 18 * 3600, 18 * 3600 * 1000LL, 5000);
+    usage_totals_add(&t, &s1, &a);
+    usage_totals_add(&t, &s2, &a);
+    usage_totals out[5];
+    double sh[5];
+    assert_int_equal(usage_split_days(&t, oct1, 5, out, sh), 3);
+    assert_float_equal(sh[0], 0.0, 0);
+    assert_float_equal(sh[1], 6.0 / 36, 1e-12);
+    assert_float_equal(sh[2], 24.0 / 36, 1e-12);
+    assert_float_equal(sh[3], 6.0 / 36, 1e-12);
+    assert_float_equal(sh[4], 0.0, 0);
+    assert_int_equal(out[1].cpu_ms, 6 * 3600 * 1000LL);
+    assert_int_equal(out[2].cpu_ms, 24 * 3600 * 1000LL);
+    assert_float_equal(out[3].gpu_device_s, 6 * 3600.0, 1e-6);
+    /* days without a part are zero, peaks are not split, the parts add up */
+    assert_int_equal(out[0].cpu_ms, 0);
+    assert_int_equal(out[0].samples, 0);
+    assert_int_equal(out[4].mem_peak_bytes, 0);
+    assert_int_equal(out[2].mem_peak_bytes, 5000);
+    int64_t cpu = 0;
+    double mem = 0, gpu = 0;
+    for (int i = 0; i < 5; i++) {
+        cpu += out[i].cpu_ms;
+        mem += out[i].mem_byte_s;
+        gpu += out[i].gpu_device_s;
+    }
+    assert_true(llabs(cpu - t.cpu_ms) <= 3);
+    assert_float_equal(mem, t.mem_byte_s, 1e-3);
+    assert_float_equal(gpu, t.gpu_device_s, 1e-6);
+    /* a window that starts after the session: nothing */
+    assert_int_equal(usage_split_days(&t, oct1 + 10 * day, 5, out, sh), 0);
+    /* a session of no length counts on the day it falls */
+    usage_totals pt = {.cpu_ms = 7, .samples = 1, .first_ms = oct1 + day, .last_ms = oct1 + day};
+    assert_int_equal(usage_split_days(&pt, oct1, 3, out, sh), 1);
+    assert_int_equal(out[1].cpu_ms, 7);
+}
+
 static void test_parsers(void **state)
 {
     (void)state;
@@ -156,9 +207,8 @@ static void test_parsers(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_totals),
-        cmocka_unit_test(test_sample_check),
-        cmocka_unit_test(test_month_split),
+        cmocka_unit_test(test_totals),      cmocka_unit_test(test_sample_check),
+        cmocka_unit_test(test_month_split), cmocka_unit_test(test_day_split),
         cmocka_unit_test(test_parsers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
