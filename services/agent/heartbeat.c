@@ -179,13 +179,12 @@ heartbeat *heartbeat_start(const heartbeat_opts *o, ts_err *err)
     hb->o = *o;
     if (hb->o.interval_ms < 100) hb->o.interval_ms = 100;
     node_proto_fill(o->node, &hb->np);
-    hb->usage = usage_new();
+    hb->usage = o->usage;
     pthread_mutex_init(&hb->mu, NULL);
     pthread_cond_init(&hb->cv, NULL);
     int rc = pthread_create(&hb->thread, NULL, _run, hb);
     if (rc != 0) {
         ts_err_set(err, "heartbeat thread: %s", strerror(rc));
-        usage_free(hb->usage);
         free(hb);
         return NULL;
     }
@@ -202,6 +201,5 @@ void heartbeat_stop(heartbeat *hb)
     pthread_join(hb->thread, NULL);
     pthread_cond_destroy(&hb->cv);
     pthread_mutex_destroy(&hb->mu);
-    usage_free(hb->usage);
     free(hb);
 }
