@@ -125,7 +125,7 @@ typedef struct kernel_usage {
     /* cumulative since the cgroup / veth was created; 0 when not measured */
     int64_t io_read_bytes, io_write_bytes; /* block I/O (io.stat, blkio) */
     int64_t net_rx_bytes, net_tx_bytes;    /* the kernel's side of its veth */
-    int64_t started_ms; /* when its init process started, Unix ms; 0 unknown */
+    int64_t started_ms;                    /* when its init process started, Unix ms; 0 unknown */
 } kernel_usage;
 bool runtime_usage(runtime *rt, const char *kernel_id, kernel_usage *out,
                    ts_err *err) TS_MUST_CHECK;

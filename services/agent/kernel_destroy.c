@@ -37,13 +37,14 @@ void kernel_destroy_run(kernels *ks, krec *k, const ktask *t)
     }
     if (!exited) code = -1;
     bool ok = false;
-    usage_kernel uk = {k->id, k->session_id, k->access_key, k->generation};
+    usage_kernel uk = {k->id, k->session_id, k->access_key, k->generation, false};
     usage_track(ks->o.usage, ks->o.rt, &uk);
     for (int i = 0; i < DESTROY_TRIES && !ok; i++) {
         kernel_usage last;
         bool have_last = false;
         ok = runtime_destroy_sampled(ks->o.rt, k->id, t->grace_ms, &last, &have_last, &err);
-        if (have_last && ks->o.bus && !usage_final(ks->o.usage, ks->o.bus, ks->o.agent_id, &uk, &last))
+        if (have_last && ks->o.bus &&
+            !usage_final(ks->o.usage, ks->o.bus, ks->o.agent_id, &uk, &last))
             TLOG_DEBUG("no final usage sample", "kernel=%s", k->id);
         if (!ok) {
             TLOG_WARN("kernel destroy failed", "try=%d error=\"%s\"", i + 1, err.msg);

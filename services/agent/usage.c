@@ -50,8 +50,9 @@ static void _load(usage_prev *p, runtime *rt)
     p->loaded = true;
     char *text = runtime_usage_mark_load(rt, p->kernel_id);
     long long g, at, cpu, ir, iw, rx, tx;
-    if (text && sscanf(text, "%lld %lld %lld %lld %lld %lld %lld", &g, &at, &cpu, &ir, &iw, &rx,
-                       &tx) == 7 &&
+    if (text &&
+        sscanf(text, "%lld %lld %lld %lld %lld %lld %lld", &g, &at, &cpu, &ir, &iw, &rx, &tx) ==
+            7 &&
         g == p->generation) {
         p->at_ms = at;
         p->sent.cpu_usec = cpu;
@@ -136,17 +137,17 @@ static bool _emit(usage_prev *p, kbus *bus, const char *agent_id, const usage_ke
 }
 
 int usage_publish(usage_tracker *u, runtime *rt, kbus *bus, const char *agent_id,
-                  const kernel_view *views, int n)
+                  const usage_kernel *ks, int n)
 {
     int published = 0;
     pthread_mutex_lock(&u->mu);
     for (int i = 0; i < u->n; i++)
         u->prev[i].seen = false;
     for (int i = 0; i < n; i++) {
-        const kernel_view *v = &views[i];
+        const usage_kernel *v = &ks[i];
         usage_prev *p = _prev(u, v->kernel_id, v->generation);
         p->seen = true;
-        if (strcmp(v->status, "running") != 0 || p->final) continue;
+        if (!v->running || p->final) continue;
         kernel_usage ku;
         ts_err err = {{0}};
         if (!runtime_usage(rt, v->kernel_id, &ku, &err)) {
@@ -154,8 +155,7 @@ int usage_publish(usage_tracker *u, runtime *rt, kbus *bus, const char *agent_id
             continue;
         }
         _load(p, rt);
-        usage_kernel k = {v->kernel_id, v->session_id, v->access_key, v->generation};
-        if (_emit(p, bus, agent_id, &k, &ku, false)) {
+        if (_emit(p, bus, agent_id, v, &ku, false)) {
             _save(p, rt);
             published++;
         }

@@ -13,7 +13,7 @@
 #define AGENT_USAGE_H
 
 #include "libcommon/kbus.h"
-#include "services/agent/kernels.h"
+#include "services/agent/container.h"
 
 #define USAGE_TOPIC "tessera.usage.v1"
 
@@ -22,17 +22,18 @@ typedef struct usage_tracker usage_tracker;
 usage_tracker *usage_new(void);
 void usage_free(usage_tracker *u);
 
-/* Sample every running kernel among views, publish one KernelUsage each,
- * forget kernels that are no longer among views. Returns the number
- * published. */
-int usage_publish(usage_tracker *u, runtime *rt, kbus *bus, const char *agent_id,
-                  const kernel_view *views, int n);
-
-/* Who a kernel is, for its final sample. */
+/* Who a kernel is (the agent's view of it). */
 typedef struct usage_kernel {
     const char *kernel_id, *session_id, *access_key;
     int generation;
+    bool running; /* sampled by usage_publish */
 } usage_kernel;
+
+/* Sample every running kernel among ks, publish one KernelUsage each,
+ * forget kernels that are no longer among ks (the agent's kernels not yet
+ * terminated). Returns the number published. */
+int usage_publish(usage_tracker *u, runtime *rt, kbus *bus, const char *agent_id,
+                  const usage_kernel *ks, int n);
 
 /* Before a kernel is destroyed: make sure what was reported of it is known
  * (loaded from its dir) and when it started. */

@@ -96,14 +96,14 @@ static double wall_s(const usage_totals *t)
 
 json_t *usage_totals_json(const usage_totals *t)
 {
-    json_t *o = json_pack("{s:f, s:f, s:I, s:f, s:f, s:f, s:I, s:I, s:I, s:I}", "cpu_seconds",
-                     (double)t->cpu_ms / 1000.0, "mem_byte_seconds", t->mem_byte_s,
-                     "mem_peak_bytes", (json_int_t)t->mem_peak_bytes, "gpu_device_seconds",
-                     t->gpu_device_s, "gpu_share_seconds", t->gpu_share_s, "gpu_hours",
-                     (t->gpu_device_s + t->gpu_share_s) / 3600.0, "gpu_mem_peak_bytes",
-                     (json_int_t)t->gpu_mem_peak_bytes, "net_rx_bytes", (json_int_t)t->net_rx_bytes,
-                     "net_tx_bytes", (json_int_t)t->net_tx_bytes, "samples",
-                     (json_int_t)t->samples);
+    json_t *o =
+        json_pack("{s:f, s:f, s:I, s:f, s:f, s:f, s:I, s:I, s:I, s:I}", "cpu_seconds",
+                  (double)t->cpu_ms / 1000.0, "mem_byte_seconds", t->mem_byte_s, "mem_peak_bytes",
+                  (json_int_t)t->mem_peak_bytes, "gpu_device_seconds", t->gpu_device_s,
+                  "gpu_share_seconds", t->gpu_share_s, "gpu_hours",
+                  (t->gpu_device_s + t->gpu_share_s) / 3600.0, "gpu_mem_peak_bytes",
+                  (json_int_t)t->gpu_mem_peak_bytes, "net_rx_bytes", (json_int_t)t->net_rx_bytes,
+                  "net_tx_bytes", (json_int_t)t->net_tx_bytes, "samples", (json_int_t)t->samples);
     json_object_set_new(o, "io_read_bytes", json_integer(t->io_read_bytes));
     json_object_set_new(o, "io_write_bytes", json_integer(t->io_write_bytes));
     for (int i = 0; i < USAGE_N_PHASES; i++) {
@@ -152,10 +152,9 @@ static void reply_csv(http_resp *resp, usage_group by, const group_sum *g, size_
                  t->gpu_device_s, t->gpu_share_s, (t->gpu_device_s + t->gpu_share_s) / 3600.0,
                  t->gpu_mem_peak_bytes, t->net_rx_bytes, t->net_tx_bytes, t->samples);
         ts_buf_append(&b, line, strlen(line) - 2); /* without its \r\n */
-        snprintf(line, sizeof(line),
-                 ",%" PRId64 ",%" PRId64 ",%.3f,%.3f,%.3f,%.3f,%.3f,%.3f\r\n", t->io_read_bytes,
-                 t->io_write_bytes, t->phase_s[0], t->phase_s[1], t->phase_s[2], t->phase_s[3],
-                 t->phase_s[4], wall_s(t));
+        snprintf(line, sizeof(line), ",%" PRId64 ",%" PRId64 ",%.3f,%.3f,%.3f,%.3f,%.3f,%.3f\r\n",
+                 t->io_read_bytes, t->io_write_bytes, t->phase_s[0], t->phase_s[1], t->phase_s[2],
+                 t->phase_s[3], t->phase_s[4], wall_s(t));
         ts_buf_append_str(&b, line);
     }
     http_set_header(resp, "Content-Disposition", "attachment; filename=\"usage.csv\"");

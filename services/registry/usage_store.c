@@ -245,7 +245,7 @@ bool usage_store_session_end(PGconn *conn, const char *session_id, ts_err *err)
     free(h);
     PQclear(r);
     char b[USAGE_N_PHASES][32];
-    const char *q[] = {session_id,     F64(b[0], ph[0]), F64(b[1], ph[1]),
+    const char *q[] = {session_id,       F64(b[0], ph[0]), F64(b[1], ph[1]),
                        F64(b[2], ph[2]), F64(b[3], ph[3]), F64(b[4], ph[4])};
     return reg_run(conn, phases_sql, 6, q, err);
 }

@@ -219,7 +219,8 @@ static void test_status_seconds(void **state)
     assert_float_equal(sum, 71.25, 1e-9);
 
     /* a clock that went back counts nothing; one status alone, nothing */
-    usage_status_change back[] = {{"PENDING", T0 + 5000}, {"RUNNING", T0}, {"TERMINATED", T0 + 2000}};
+    usage_status_change back[] = {
+        {"PENDING", T0 + 5000}, {"RUNNING", T0}, {"TERMINATED", T0 + 2000}};
     usage_status_seconds(back, 3, ph);
     assert_float_equal(ph[USAGE_PHASE_PENDING], 0.0, 1e-12);
     assert_float_equal(ph[USAGE_PHASE_RUNNING], 2.0, 1e-9);
@@ -237,12 +238,9 @@ static void test_status_seconds(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_totals),
-        cmocka_unit_test(test_sample_check),
-        cmocka_unit_test(test_month_split),
-        cmocka_unit_test(test_parsers),
-        cmocka_unit_test(test_io_net),
-        cmocka_unit_test(test_status_seconds),
+        cmocka_unit_test(test_totals),      cmocka_unit_test(test_sample_check),
+        cmocka_unit_test(test_month_split), cmocka_unit_test(test_parsers),
+        cmocka_unit_test(test_io_net),      cmocka_unit_test(test_status_seconds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
