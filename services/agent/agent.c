@@ -393,7 +393,7 @@ bool agent_start(svc *s, ts_err *err)
                        .term_path = a->term_path,
                        .device_memory = _device_memory,
                        .device_ctx = a};
-    if (!a->usage) a->usage = usage_new();
+    if (!a->usage) a->usage = usage_new(a->gpu_dir);
     ko.usage = a->usage;
     a->ks = kernels_new(&ko, err);
     if (!a->ks) return false;

@@ -140,8 +140,7 @@ static void _beat(heartbeat *hb)
         TLOG_DEBUG("heartbeat", "seq=%llu kernels=%d", (unsigned long long)m.seq, n);
     usage_kernel *uks = ts_calloc((size_t)n + 1, sizeof(*uks));
     for (int i = 0; i < n; i++)
-        uks[i] = (usage_kernel){views[i].kernel_id, views[i].session_id, views[i].access_key,
-                                views[i].generation, strcmp(views[i].status, "running") == 0};
+        kernel_view_usage(&views[i], &uks[i]);
     usage_publish(hb->usage, hb->o.rt, hb->o.bus, hb->o.agent_id, uks, n);
     free(uks);
 

@@ -37,7 +37,8 @@ void kernel_destroy_run(kernels *ks, krec *k, const ktask *t)
     }
     if (!exited) code = -1;
     bool ok = false;
-    usage_kernel uk = {k->id, k->session_id, k->access_key, k->generation, false};
+    /* its GPUs: usage.h remembers them from the heartbeats' views */
+    usage_kernel uk = {k->id, k->session_id, k->access_key, k->generation, false, {0}, 0};
     usage_track(ks->o.usage, ks->o.rt, &uk);
     for (int i = 0; i < DESTROY_TRIES && !ok; i++) {
         kernel_usage last;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "libcommon/log.h"
+#include "services/agent/gpu_usage.h"
 #include "tessera/v1/usage.pb-c.h"
 
 /* What was reported of one kernel generation. */
@@ -20,17 +21,21 @@ typedef struct usage_prev {
     bool loaded;        /* its dir was looked at */
     bool final;         /* its final sample is out: nothing more */
     bool seen;          /* among the current round's views */
+    char gpu[16][32];   /* its GPUs' device ids, as the last view had them */
+    int n_gpu;
 } usage_prev;
 
 struct usage_tracker {
     pthread_mutex_t mu;
+    char *gpu_conf_dir;
     usage_prev *prev;
     int n, cap;
 };
 
-usage_tracker *usage_new(void)
+usage_tracker *usage_new(const char *gpu_conf_dir)
 {
     usage_tracker *u = ts_calloc(1, sizeof(*u));
+    u->gpu_conf_dir = gpu_conf_dir ? ts_strdup(gpu_conf_dir) : NULL;
     pthread_mutex_init(&u->mu, NULL);
     return u;
 }
@@ -39,6 +44,7 @@ void usage_free(usage_tracker *u)
 {
     if (!u) return;
     pthread_mutex_destroy(&u->mu);
+    free(u->gpu_conf_dir);
     free(u->prev);
     free(u);
 }
@@ -99,9 +105,43 @@ static int64_t _delta(int64_t now, int64_t *sent)
     return d;
 }
 
+/* The kernel's GPUs from its cuda-shim region into m (dev, devp: room for
+ * k->n_gpu); nothing when it has none or no process used CUDA yet. */
+static void _gpu(const usage_tracker *u, usage_prev *p, const usage_kernel *k,
+                 Tessera__V1__KernelUsage *m, Tessera__V1__GpuDeviceUsage *dev,
+                 Tessera__V1__GpuDeviceUsage **devp)
+{
+    if (k->n_gpu > 0) { /* remembered for the final sample, which has no view */
+        p->n_gpu = 0;
+        for (int i = 0; i < k->n_gpu && i < (int)TS_ARRAY_LEN(p->gpu); i++)
+            ts_strlcpy(p->gpu[p->n_gpu++], k->gpu_devices[i], sizeof(p->gpu[0]));
+    }
+    if (!u->gpu_conf_dir || p->n_gpu <= 0) return;
+    char *path = gpu_usage_region_path(u->gpu_conf_dir, k->kernel_id);
+    gpu_usage g;
+    ts_err err;
+    bool ok = gpu_usage_read(path, p->n_gpu, &g, &err);
+    free(path);
+    if (!ok) {
+        TLOG_DEBUG("no GPU figures", "kernel=%s error=\"%s\"", k->kernel_id, err.msg);
+        return;
+    }
+    for (int i = 0; i < g.n_devices; i++) {
+        tessera__v1__gpu_device_usage__init(&dev[i]);
+        dev[i].device_id = p->gpu[i];
+        dev[i].mem_bytes = g.mem_bytes[i];
+        dev[i].mem_peak_bytes = g.mem_peak_bytes[i];
+        devp[i] = &dev[i];
+        m->gpu_mem_bytes += g.mem_bytes[i];
+        m->gpu_mem_peak_bytes += g.mem_peak_bytes[i];
+    }
+    m->n_gpu_devices = (size_t)g.n_devices;
+    m->gpu_devices = devp;
+}
+
 /* Publish what cur adds to p->sent, over p->at_ms (or the start) .. now. */
-static bool _emit(usage_prev *p, kbus *bus, const char *agent_id, const usage_kernel *k,
-                  const kernel_usage *cur, bool final)
+static bool _emit(const usage_tracker *u, usage_prev *p, kbus *bus, const char *agent_id,
+                  const usage_kernel *k, const kernel_usage *cur, bool final)
 {
     int64_t now = ts_now_wall_ms();
     int64_t start = p->at_ms;
@@ -126,6 +166,9 @@ static bool _emit(usage_prev *p, kbus *bus, const char *agent_id, const usage_ke
     m.net_rx_bytes = _delta(cur->net_rx_bytes, &p->sent.net_rx_bytes);
     m.net_tx_bytes = _delta(cur->net_tx_bytes, &p->sent.net_tx_bytes);
     m.final = final;
+    Tessera__V1__GpuDeviceUsage dev[16];
+    Tessera__V1__GpuDeviceUsage *devp[16];
+    _gpu(u, p, k, &m, dev, devp);
     ts_err err = {{0}};
     if (!kbus_publish(bus, USAGE_TOPIC, k->kernel_id, &m.base, NULL, k->kernel_id, &err)) {
         TLOG_WARN("usage not published", "kernel=%s error=\"%s\"", k->kernel_id, err.msg);
@@ -155,7 +198,7 @@ int usage_publish(usage_tracker *u, runtime *rt, kbus *bus, const char *agent_id
             continue;
         }
         _load(p, rt);
-        if (_emit(p, bus, agent_id, v, &ku, false)) {
+        if (_emit(u, p, bus, agent_id, v, &ku, false)) {
             _save(p, rt);
             published++;
         }
@@ -192,7 +235,7 @@ bool usage_final(usage_tracker *u, kbus *bus, const char *agent_id, const usage_
     p->seen = true;
     bool ok = false;
     if (!p->final) {
-        ok = _emit(p, bus, agent_id, k, last, true);
+        ok = _emit(u, p, bus, agent_id, k, last, true);
         p->final = ok;
     }
     pthread_mutex_unlock(&u->mu);

@@ -19,14 +19,18 @@
 
 typedef struct usage_tracker usage_tracker;
 
-usage_tracker *usage_new(void);
+/* gpu_conf_dir: agent.gpu_conf_dir, where each kernel's cuda-shim region is
+ * (gpu_usage.h); NULL: no GPU figures. */
+usage_tracker *usage_new(const char *gpu_conf_dir);
 void usage_free(usage_tracker *u);
 
 /* Who a kernel is (the agent's view of it). */
 typedef struct usage_kernel {
     const char *kernel_id, *session_id, *access_key;
     int generation;
-    bool running; /* sampled by usage_publish */
+    bool running;                /* sampled by usage_publish */
+    const char *gpu_devices[16]; /* its GPUs' device ids, in order */
+    int n_gpu;
 } usage_kernel;
 
 /* Sample every running kernel among ks, publish one KernelUsage each,

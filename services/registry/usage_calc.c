@@ -20,8 +20,8 @@ bool usage_sample_check(const usage_sample *s, ts_err *err)
         return false;
     }
     if (s->cpu_used_ms < 0 || s->mem_bytes < 0 || s->mem_peak_bytes < 0 || s->gpu_mem_bytes < 0 ||
-        s->net_rx_bytes < 0 || s->net_tx_bytes < 0 || s->io_read_bytes < 0 ||
-        s->io_write_bytes < 0) {
+        s->gpu_mem_peak_bytes < 0 || s->net_rx_bytes < 0 || s->net_tx_bytes < 0 ||
+        s->io_read_bytes < 0 || s->io_write_bytes < 0) {
         ts_err_set(err, "negative amount");
         return false;
     }
@@ -54,7 +54,9 @@ void usage_totals_add(usage_totals *t, const usage_sample *s, const usage_alloc 
     t->mem_byte_s += (double)s->mem_bytes * secs;
     int64_t peak = s->mem_peak_bytes > s->mem_bytes ? s->mem_peak_bytes : s->mem_bytes;
     if (peak > t->mem_peak_bytes) t->mem_peak_bytes = peak;
-    if (s->gpu_mem_bytes > t->gpu_mem_peak_bytes) t->gpu_mem_peak_bytes = s->gpu_mem_bytes;
+    int64_t gpeak =
+        s->gpu_mem_peak_bytes > s->gpu_mem_bytes ? s->gpu_mem_peak_bytes : s->gpu_mem_bytes;
+    if (gpeak > t->gpu_mem_peak_bytes) t->gpu_mem_peak_bytes = gpeak;
     t->gpu_device_s += a->gpu_devices * secs;
     t->gpu_share_s += a->gpu_shares * secs;
     t->net_rx_bytes += s->net_rx_bytes;

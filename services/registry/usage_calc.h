@@ -31,7 +31,7 @@ typedef struct usage_sample {
     int64_t start_ms, end_ms;
     int64_t cpu_used_ms;
     int64_t mem_bytes, mem_peak_bytes;
-    int64_t gpu_mem_bytes;
+    int64_t gpu_mem_bytes, gpu_mem_peak_bytes; /* in use at the end; high-water mark */
     int64_t net_rx_bytes, net_tx_bytes;
     int64_t io_read_bytes, io_write_bytes;
 } usage_sample;

@@ -73,6 +73,7 @@ static outcome store(PGconn *conn, const char *event_id, const Tessera__V1__Kern
                       .mem_bytes = m->mem_bytes,
                       .mem_peak_bytes = m->mem_peak_bytes,
                       .gpu_mem_bytes = m->gpu_mem_bytes,
+                      .gpu_mem_peak_bytes = m->gpu_mem_peak_bytes,
                       .net_rx_bytes = m->net_rx_bytes,
                       .net_tx_bytes = m->net_tx_bytes,
                       .io_read_bytes = m->io_read_bytes,

@@ -176,6 +176,12 @@ static void test_io_net(void **state)
     assert_int_equal(t.io_write_bytes, 9 << 20);
     assert_int_equal(t.net_rx_bytes, 1500);
     assert_int_equal(t.net_tx_bytes, 20);
+    /* GPU memory: the high-water mark when a sample carries one */
+    usage_sample g = _sample(T0 + 6000, 3, 0, 1);
+    g.gpu_mem_bytes = 100;
+    g.gpu_mem_peak_bytes = 5000;
+    usage_totals_add(&t, &g, &none);
+    assert_int_equal(t.gpu_mem_peak_bytes, 5000);
 
     ts_err err;
     usage_sample neg = a;
