@@ -3,6 +3,7 @@
 
 #include "db_common.h"
 #include "usage_calc.h"
+#include "usage_live.h"
 
 #include "libcommon/buf.h"
 #include "libcommon/log.h"
@@ -334,6 +335,8 @@ json_t *usage_live_json(PGconn *conn, const char *session_id)
         json_object_set_new(out, "lastStat", json_object());
     }
     PQclear(r);
+    json_t *kernels = usage_live_kernels(conn, session_id);
+    json_object_set_new(out, "kernelLiveStat", kernels ? kernels : json_object());
     return out;
 }
 

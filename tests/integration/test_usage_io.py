@@ -13,6 +13,7 @@ read when it is destroyed), and the wall time per status phase.
   final;
 - the wall time per phase adds up to the session's lifetime within 2 s and
   shows in GET /usage (JSON and CSV) for its owner only."""
+import json
 import os
 import time
 import uuid
@@ -139,3 +140,35 @@ def test_short_session_counts_all_its_cpu_and_wall_time(stack, admin, gw, image_
     assert abs(float(csv[1].split(",")[head.index("running_seconds")]) - running) < 0.01, csv
     # another user sees none of it
     assert okj(b.get("/usage"))["items"] == []
+
+
+LIVE_Q = """query($id: UUID!) { compute_session(id: $id) { id containers { id live_stat last_stat } } }"""
+
+
+def test_graphql_live_stat_of_a_running_session(stack, admin, gw, image_registered):  # noqa: F811
+    from test_graphql import gql
+    a, b = _new_user(admin, gw, "usage-gql")[0], _new_user(admin, gw, "usage-gql2")[0]
+    sname = f"usage-gql-{uuid.uuid4().hex[:4]}"
+    _running(a, image_registered, sname)
+    sid = okj(a.get(f"/session/{sname}"))["sessionUuid"]
+    try:
+        def live():
+            body = okj(gql(a, LIVE_Q, {"id": sid}))
+            c = body["data"]["compute_session"]["containers"][0]
+            return c if c["live_stat"] else None
+        c = wait_until(live, timeout=30, message="a sample of the kernel")
+        st = json.loads(c["live_stat"])
+        assert json.loads(c["last_stat"]) == st
+        assert set(st) >= {"cpu_util", "cpu_used", "mem", "io_read", "io_write", "net_rx", "net_tx"}, st
+        assert st["cpu_util"]["unit_hint"] == "percent" and float(st["cpu_util"]["capacity"]) == 100.0, st
+        assert int(float(st["mem"]["current"])) > 0 and float(st["mem"]["capacity"]) == 256 << 20, st
+        assert {"current", "capacity", "pct", "stats.max", "stats.rate"} <= set(st["mem"]), st
+        # another user: the session is not theirs, no figures of it
+        body = gql(b, LIVE_Q, {"id": sid}).json()
+        assert not (body.get("data") or {}).get("compute_session"), body
+        assert body.get("errors"), body
+    finally:
+        _end(a, stack, sname, sid)
+    # once it ended: no live figures
+    body = okj(gql(a, LIVE_Q, {"id": sid}))
+    assert body["data"]["compute_session"]["containers"][0]["live_stat"] is None, body
