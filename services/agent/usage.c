@@ -19,6 +19,7 @@ typedef struct usage_prev {
     int64_t started_ms; /* its init's start (the first interval's start) */
     kernel_usage sent;  /* cumulative counters reported so far */
     bool loaded;        /* its dir was looked at */
+    bool ending;        /* being destroyed: heartbeats leave it to usage_final */
     bool final;         /* its final sample is out: nothing more */
     bool seen;          /* among the current round's views */
     char gpu[16][32];   /* its GPUs' device ids, as the last view had them */
@@ -190,7 +191,7 @@ int usage_publish(usage_tracker *u, runtime *rt, kbus *bus, const char *agent_id
         const usage_kernel *v = &ks[i];
         usage_prev *p = _prev(u, v->kernel_id, v->generation);
         p->seen = true;
-        if (!v->running || p->final) continue;
+        if (!v->running || p->ending || p->final) continue;
         kernel_usage ku;
         ts_err err = {{0}};
         if (!runtime_usage(rt, v->kernel_id, &ku, &err)) {
@@ -221,6 +222,7 @@ void usage_track(usage_tracker *u, runtime *rt, const usage_kernel *k)
     pthread_mutex_lock(&u->mu);
     usage_prev *p = _prev(u, k->kernel_id, k->generation);
     p->seen = true;
+    p->ending = true; /* no heartbeat writes into its dir while it is torn down */
     _load(p, rt);
     if (have && ku.started_ms) p->started_ms = ku.started_ms;
     pthread_mutex_unlock(&u->mu);

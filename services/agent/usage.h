@@ -40,7 +40,8 @@ int usage_publish(usage_tracker *u, runtime *rt, kbus *bus, const char *agent_id
                   const usage_kernel *ks, int n);
 
 /* Before a kernel is destroyed: make sure what was reported of it is known
- * (loaded from its dir) and when it started. */
+ * (loaded from its dir) and when it started; heartbeats sample it no more
+ * (a view taken before it was terminating included), only usage_final. */
 void usage_track(usage_tracker *u, runtime *rt, const usage_kernel *k);
 
 /* Its final sample from last (runtime_destroy_sampled), the difference since
