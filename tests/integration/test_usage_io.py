@@ -172,3 +172,28 @@ def test_graphql_live_stat_of_a_running_session(stack, admin, gw, image_register
     # once it ended: no live figures
     body = okj(gql(a, LIVE_Q, {"id": sid}))
     assert body["data"]["compute_session"]["containers"][0]["live_stat"] is None, body
+
+
+def test_agent_restart_counts_nothing_twice(stack, admin, gw, image_registered):  # noqa: F811
+    """The agent keeps what it reported in the kernel's dir: after a crash
+    and restart its first sample of an adopted kernel is the difference since
+    then, not everything since the kernel started again."""
+    from test_usage import restart, totals
+    a = _new_user(admin, gw, "usage-rst")[0]
+    sname = f"usage-arst-{uuid.uuid4().hex[:4]}"
+    _running(a, image_registered, sname)
+    sid = okj(a.get(f"/session/{sname}"))["sessionUuid"]
+    try:
+        text = _exec(a, sname, BURN)
+        fields = text.rsplit(")", 1)[1].split()
+        burned = sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+        n = totals(stack, sid)[0]
+        wait_until(lambda: totals(stack, sid)[0] >= n + 1, timeout=30, message="a sample after the burn")
+        restart(stack, "agent", "--kill")
+        n = totals(stack, sid)[0]
+        wait_until(lambda: totals(stack, sid)[0] >= n + 2, timeout=60, message="samples after the restart")
+    finally:
+        _end(a, stack, sname, sid)
+    cpu_ms = totals(stack, sid)[1]
+    assert burned > 0.6, burned
+    assert abs(cpu_ms / 1000 - burned) <= 0.1 * burned + 0.05, (cpu_ms, burned)
