@@ -21,6 +21,7 @@
 #include "services/agent/kernel_files.h"
 #include "services/agent/kernel_adopt.h"
 #include "services/agent/runtime_destroy.h"
+#include "services/agent/usage.h"
 #include "services/agent/term_app.h"
 #include "tessera/v1/agent.pb-c.h"
 #include "tessera/v1/agent_cmd.pb-c.h"
@@ -30,6 +31,7 @@
 
 struct agent {
     svc *svc;
+    usage_tracker *usage; /* heartbeat samples, destroys' final samples */
     agent_config cfg;
     char id[128];
     char addr[300]; /* "http://host:port" */
@@ -391,6 +393,8 @@ bool agent_start(svc *s, ts_err *err)
                        .term_path = a->term_path,
                        .device_memory = _device_memory,
                        .device_ctx = a};
+    if (!a->usage) a->usage = usage_new(a->gpu_dir);
+    ko.usage = a->usage;
     a->ks = kernels_new(&ko, err);
     if (!a->ks) return false;
 
@@ -432,7 +436,8 @@ bool agent_start(svc *s, ts_err *err)
                          .interval_ms = (int)c->heartbeat_interval_ms,
                          .node = &a->node,
                          .ks = a->ks,
-                         .rt = a->rt};
+                         .rt = a->rt,
+                         .usage = a->usage};
     a->hb = heartbeat_start(&ho, err);
     if (!a->hb) return false;
 
@@ -540,6 +545,7 @@ void agent_stop(svc *s)
     kernels_free(a->ks);
     a->ks = NULL;
     if (a->rt && a->cfg.destroy_on_stop) _destroy_all(a);
+    usage_free(a->usage);
     if (a->rt) _remove_idle_bridge(a);
     image_store_free(a->store);
     image_store_free(a->insecure_store);

@@ -4,7 +4,8 @@
  * cgroup v1 (with a hybrid cgroup2 mount beside it, as on these hosts): every
  * mounted hierarchy gets a directory tessera/<kernel-id>. Usage comes from
  * cpuacct.usage, memory.usage_in_bytes, memory.max_usage_in_bytes and
- * pids.current; OOM kills from the oom_kill counter in memory.oom_control
+ * pids.current, block I/O from blkio.throttle.io_service_bytes_recursive (v2:
+ * io.stat); OOM kills from the oom_kill counter in memory.oom_control
  * (kernels >= 4.13), memory.events on a cgroup2-only host. */
 #ifndef AGENT_CGROUPS_H
 #define AGENT_CGROUPS_H
@@ -16,6 +17,12 @@
 
 /* Usage of the cgroup rel ("tessera/<id>", or "tessera" for all kernels). */
 bool cg_usage(const char *rel, kernel_usage *out, ts_err *err) TS_MUST_CHECK;
+
+/* cgroup v1: the blkio controller keeps per-cgroup byte counts only for
+ * devices with a throttle rule, so a 1 PiB/s read rule on every block device
+ * in the kernels' parent cgroup makes them count (no limit in practice).
+ * cgroup v2's io.stat counts without it: nothing to do there. Best effort. */
+void cg_io_accounting(void);
 
 /* How many processes the memory controller killed in rel; false when unknown
  * (no memory hierarchy or no such cgroup). */

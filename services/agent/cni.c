@@ -422,6 +422,14 @@ static bool _parse_result(const char *result, const char *bridge, attached *a)
     return ok;
 }
 
+bool cni_result_host_if(const char *result, const char *network, char *buf, size_t size)
+{
+    attached a;
+    if (!result || !_parse_result(result, network, &a) || !a.host_if[0]) return false;
+    ts_strlcpy(buf, a.host_if, size);
+    return true;
+}
+
 /* ---- the network's rules (netfilter.h) -------------------------------------------- */
 
 static pthread_mutex_t net_mu = PTHREAD_MUTEX_INITIALIZER;

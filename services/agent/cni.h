@@ -79,6 +79,12 @@ bool cni_network_remove(const char *network, const char *subnet, ts_err *err) TS
 char *cni_plugin_locate(const char *option, const char *plugin, const char *ours,
                         const char *bin_dir, ts_err *err);
 
+/* The host end of the kernel's veth pair from its CNI ADD result (the
+ * interface that is neither the bridge `network` nor in the sandbox); false
+ * when the result names none. */
+bool cni_result_host_if(const char *result, const char *network, char *buf,
+                        size_t size) TS_MUST_CHECK;
+
 /* /run/netns/tessera-<kernel_id> */
 void cni_netns_path(const char *kernel_id, char *buf, size_t size);
 bool cni_netns_create(const char *path, ts_err *err) TS_MUST_CHECK;

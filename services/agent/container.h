@@ -122,9 +122,19 @@ typedef struct kernel_usage {
     int64_t mem_bytes;
     int64_t mem_peak_bytes;
     int64_t pids;
+    /* cumulative since the cgroup / veth was created; 0 when not measured */
+    int64_t io_read_bytes, io_write_bytes; /* block I/O (io.stat, blkio) */
+    int64_t net_rx_bytes, net_tx_bytes;    /* the kernel's side of its veth */
+    int64_t started_ms;                    /* when its init process started, Unix ms; 0 unknown */
 } kernel_usage;
 bool runtime_usage(runtime *rt, const char *kernel_id, kernel_usage *out,
                    ts_err *err) TS_MUST_CHECK;
+/* A small text file in the kernel's dir where usage.h keeps what it has
+ * reported, so a restarted agent does not count it again ("usage.sent"):
+ * write it (false when it cannot), read it (heap; NULL when there is none). */
+bool runtime_usage_mark_save(runtime *rt, const char *kernel_id, const char *text) TS_MUST_CHECK;
+char *runtime_usage_mark_load(runtime *rt, const char *kernel_id);
+
 /* Node-wide: all kernels of this agent together (the /tessera parent cgroup);
  * zeros when none ever ran. For heartbeats next to the per-kernel figures. */
 bool runtime_usage_total(runtime *rt, kernel_usage *out, ts_err *err) TS_MUST_CHECK;

@@ -138,7 +138,11 @@ static void _beat(heartbeat *hb)
                   err.msg);
     else
         TLOG_DEBUG("heartbeat", "seq=%llu kernels=%d", (unsigned long long)m.seq, n);
-    usage_publish(hb->usage, hb->o.rt, hb->o.bus, hb->o.agent_id, views, n);
+    usage_kernel *uks = ts_calloc((size_t)n + 1, sizeof(*uks));
+    for (int i = 0; i < n; i++)
+        kernel_view_usage(&views[i], &uks[i]);
+    usage_publish(hb->usage, hb->o.rt, hb->o.bus, hb->o.agent_id, uks, n);
+    free(uks);
 
     free(allocs);
     free(allocp);
@@ -179,13 +183,12 @@ heartbeat *heartbeat_start(const heartbeat_opts *o, ts_err *err)
     hb->o = *o;
     if (hb->o.interval_ms < 100) hb->o.interval_ms = 100;
     node_proto_fill(o->node, &hb->np);
-    hb->usage = usage_new();
+    hb->usage = o->usage;
     pthread_mutex_init(&hb->mu, NULL);
     pthread_cond_init(&hb->cv, NULL);
     int rc = pthread_create(&hb->thread, NULL, _run, hb);
     if (rc != 0) {
         ts_err_set(err, "heartbeat thread: %s", strerror(rc));
-        usage_free(hb->usage);
         free(hb);
         return NULL;
     }
@@ -202,6 +205,5 @@ void heartbeat_stop(heartbeat *hb)
     pthread_join(hb->thread, NULL);
     pthread_cond_destroy(&hb->cv);
     pthread_mutex_destroy(&hb->mu);
-    usage_free(hb->usage);
     free(hb);
 }

@@ -35,6 +35,7 @@ typedef struct heartbeat_opts {
     const node_info *node;
     kernels *ks;
     runtime *rt;
+    struct usage_tracker *usage; /* shared with the kernels' destroys (usage.h) */
 } heartbeat_opts;
 
 typedef struct heartbeat heartbeat;

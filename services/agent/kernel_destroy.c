@@ -8,6 +8,7 @@
 
 #include "libcommon/log.h"
 #include "services/agent/runtime_destroy.h"
+#include "services/agent/usage.h"
 
 #define DESTROY_TRIES 3
 
@@ -36,8 +37,16 @@ void kernel_destroy_run(kernels *ks, krec *k, const ktask *t)
     }
     if (!exited) code = -1;
     bool ok = false;
+    /* its GPUs: usage.h remembers them from the heartbeats' views */
+    usage_kernel uk = {k->id, k->session_id, k->access_key, k->generation, false, {0}, 0};
+    usage_track(ks->o.usage, ks->o.rt, &uk);
     for (int i = 0; i < DESTROY_TRIES && !ok; i++) {
-        ok = runtime_destroy(ks->o.rt, k->id, t->grace_ms, &err);
+        kernel_usage last;
+        bool have_last = false;
+        ok = runtime_destroy_sampled(ks->o.rt, k->id, t->grace_ms, &last, &have_last, &err);
+        if (have_last && ks->o.bus &&
+            !usage_final(ks->o.usage, ks->o.bus, ks->o.agent_id, &uk, &last))
+            TLOG_DEBUG("no final usage sample", "kernel=%s", k->id);
         if (!ok) {
             TLOG_WARN("kernel destroy failed", "try=%d error=\"%s\"", i + 1, err.msg);
             usleep(500 * 1000);

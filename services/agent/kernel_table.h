@@ -47,6 +47,7 @@ typedef struct kernels_opts {
     /* Device memory by device id, for the cuda-shim caps (may be NULL). */
     int64_t (*device_memory)(const char *device_id, void *ctx);
     void *device_ctx;
+    struct usage_tracker *usage; /* final samples of destroyed kernels (usage.h); may be NULL */
 } kernels_opts;
 
 /* Runs one task of k (a worker thread, without the lock; the log context

@@ -274,3 +274,15 @@ void kernel_views_free(kernel_view *v)
 {
     free(v);
 }
+
+void kernel_view_usage(const kernel_view *v, usage_kernel *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->kernel_id = v->kernel_id;
+    out->session_id = v->session_id;
+    out->access_key = v->access_key;
+    out->generation = v->generation;
+    out->running = strcmp(v->status, "running") == 0;
+    for (int i = 0; i < v->n_devices && out->n_gpu < (int)TS_ARRAY_LEN(out->gpu_devices); i++)
+        out->gpu_devices[out->n_gpu++] = v->devices[i].device_id;
+}

@@ -31,6 +31,7 @@
 #include "libcommon/slots.h"
 #include "services/agent/kernel_table.h"
 #include "services/agent/service_ports.h"
+#include "services/agent/usage.h"
 #include "tessera/v1/agent_cmd.pb-c.h"
 
 kernels *kernels_new(const kernels_opts *opts, ts_err *err);
@@ -83,5 +84,7 @@ int kernels_snapshot(kernels *ks, bool with_terminated, kernel_view **out);
 /* One kernel's view; false when the agent does not know the id. */
 bool kernels_get(kernels *ks, const char *kernel_id, kernel_view *out) TS_MUST_CHECK;
 void kernel_views_free(kernel_view *v);
+/* The kernel as usage.h wants it (pointers into v: keep v while out is used). */
+void kernel_view_usage(const kernel_view *v, usage_kernel *out);
 
 #endif

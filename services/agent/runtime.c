@@ -6,11 +6,13 @@
 #include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
+#include <net/if.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "libcommon/proc.h"
@@ -52,6 +54,7 @@ runtime *runtime_new(const runtime_opts *opts, ts_err *err)
                          .data_dir = rt->cni_data,
                          .portmap = rt->cni_portmap,
                          .bridge = rt->cni_bridge};
+    cg_io_accounting(); /* cgroup v1: block I/O counts for runtime_usage */
     bool ok = true;
     if (!rt->sup_path || access(rt->sup_path, X_OK) != 0) {
         ts_err_set(err,
@@ -310,9 +313,29 @@ bool runtime_list(runtime *rt, char ***ids, int *count, ts_err *err)
     return true;
 }
 
+static int64_t _read_counter(const char *ifname, const char *name)
+{
+    char path[160];
+    snprintf(path, sizeof(path), "/sys/class/net/%s/statistics/%s", ifname, name);
+    char *text = rts_read_file(path, 64);
+    int64_t v = text ? strtoll(text, NULL, 10) : 0;
+    free(text);
+    return v;
+}
+
+/* When pid started, Unix ms (its start time is in clock ticks since boot). */
+static int64_t _started_ms(pid_t pid)
+{
+    unsigned long long ticks = pid > 0 ? rts_proc_starttime(pid) : 0;
+    long hz = sysconf(_SC_CLK_TCK);
+    struct timespec bt;
+    if (!ticks || hz <= 0 || clock_gettime(CLOCK_BOOTTIME, &bt) != 0) return 0;
+    int64_t up_ms = (int64_t)bt.tv_sec * 1000 + bt.tv_nsec / 1000000;
+    return ts_now_wall_ms() - (up_ms - (int64_t)(ticks * 1000ULL / (unsigned long long)hz));
+}
+
 bool runtime_usage(runtime *rt, const char *id, kernel_usage *out, ts_err *err)
 {
-    (void)rt;
     if (!rts_check_id(id, err)) return false;
     char rel[128];
     rts_cg_rel(id, rel, sizeof(rel));
@@ -320,7 +343,36 @@ bool runtime_usage(runtime *rt, const char *id, kernel_usage *out, ts_err *err)
         ts_err_prefix(err, "usage of kernel %s", id);
         return false;
     }
+    /* network: the host end of its veth counts the other way round */
+    kstate st;
+    if (rts_state_load(rt, id, &st)) {
+        char host_if[IF_NAMESIZE];
+        if (cni_result_host_if(st.cni_result, rt->cni.network, host_if, sizeof(host_if))) {
+            out->net_rx_bytes = _read_counter(host_if, "tx_bytes");
+            out->net_tx_bytes = _read_counter(host_if, "rx_bytes");
+        }
+        out->started_ms = _started_ms(st.init_pid);
+        free(st.cni_result);
+    }
     return true;
+}
+
+bool runtime_usage_mark_save(runtime *rt, const char *id, const char *text)
+{
+    if (!rts_valid_id(id)) return false;
+    char *path = rts_kpath(rt, id, "usage.sent");
+    bool ok = rts_write_file(path, text, strlen(text));
+    free(path);
+    return ok;
+}
+
+char *runtime_usage_mark_load(runtime *rt, const char *id)
+{
+    if (!rts_valid_id(id)) return NULL;
+    char *path = rts_kpath(rt, id, "usage.sent");
+    char *text = rts_read_file(path, 1024);
+    free(path);
+    return text;
 }
 
 bool runtime_usage_total(runtime *rt, kernel_usage *out, ts_err *err)

@@ -24,6 +24,8 @@ typedef struct teardown {
     char rel[128], hint[160], netns[256];
     bool ok;
     char first[512];
+    kernel_usage *last; /* NULL: not wanted */
+    bool *have_last;
 } teardown;
 
 static void _note(teardown *t, const char *fmt, ...) TS_PRINTF(2, 3);
@@ -68,6 +70,14 @@ static void _processes(teardown *t, int grace_ms)
             if (!st->keepalive) break;
         }
     }
+}
+
+/* The kernel's usage as it ends, before runc removes its cgroups. */
+static void _last_usage(teardown *t)
+{
+    if (!t->last) return;
+    ts_err e;
+    *t->have_last = runtime_usage(t->rt, t->id, t->last, &e);
 }
 
 static void _runc_delete(teardown *t)
@@ -149,15 +159,18 @@ static void _files(teardown *t)
     free(kdir);
 }
 
-bool runtime_teardown(runtime *rt, const char *id, int grace_ms, ts_err *err)
+static bool _teardown(runtime *rt, const char *id, int grace_ms, kernel_usage *last,
+                      bool *have_last, ts_err *err)
 {
-    teardown t = {.rt = rt, .id = id, .ok = true};
+    teardown t = {.rt = rt, .id = id, .ok = true, .last = last, .have_last = have_last};
+    if (have_last) *have_last = false;
     t.have = rts_state_load(rt, id, &t.st);
     rts_cg_rel(id, t.rel, sizeof(t.rel));
     rts_cg_hint(id, t.hint, sizeof(t.hint));
     cni_netns_path(id, t.netns, sizeof(t.netns));
     int64_t t0 = ts_now_mono_us();
     _processes(&t, grace_ms);
+    _last_usage(&t);
     int64_t t_term = ts_now_mono_us();
     _runc_delete(&t);
     int64_t t_del = ts_now_mono_us();
@@ -175,12 +188,24 @@ bool runtime_teardown(runtime *rt, const char *id, int grace_ms, ts_err *err)
     return t.ok;
 }
 
-bool runtime_destroy(runtime *rt, const char *id, int grace_ms, ts_err *err)
+bool runtime_teardown(runtime *rt, const char *id, int grace_ms, ts_err *err)
 {
+    return _teardown(rt, id, grace_ms, NULL, NULL, err);
+}
+
+bool runtime_destroy_sampled(runtime *rt, const char *id, int grace_ms, kernel_usage *last,
+                             bool *have_last, ts_err *err)
+{
+    if (have_last) *have_last = false;
     if (!rts_check_id(id, err)) return false;
-    if (!runtime_teardown(rt, id, grace_ms, err)) {
+    if (!_teardown(rt, id, grace_ms, last, have_last, err)) {
         ts_err_prefix(err, "destroy kernel %s", id);
         return false;
     }
     return true;
+}
+
+bool runtime_destroy(runtime *rt, const char *id, int grace_ms, ts_err *err)
+{
+    return runtime_destroy_sampled(rt, id, grace_ms, NULL, NULL, err);
 }

@@ -22,6 +22,12 @@
  * first step that failed) when something is left. */
 bool runtime_destroy(runtime *rt, const char *kernel_id, int grace_ms, ts_err *err) TS_MUST_CHECK;
 
+/* runtime_destroy that also reads the kernel's usage (runtime_usage) after the
+ * grace period, just before runc removes its cgroups: *have_last tells
+ * whether *last was read (the final sample of the kernel, usage.h). */
+bool runtime_destroy_sampled(runtime *rt, const char *kernel_id, int grace_ms, kernel_usage *last,
+                             bool *have_last, ts_err *err) TS_MUST_CHECK;
+
 /* The same without checking the id or naming the kernel in err (a start that
  * failed half-way cleans up with it). */
 bool runtime_teardown(runtime *rt, const char *kernel_id, int grace_ms, ts_err *err) TS_MUST_CHECK;

@@ -1,29 +1,42 @@
 /* usage.c: per-kernel usage on tessera.usage.v1 (usage.h). */
 #include "services/agent/usage.h"
 
+#include <inttypes.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "libcommon/log.h"
+#include "services/agent/gpu_usage.h"
 #include "tessera/v1/usage.pb-c.h"
 
+/* What was reported of one kernel generation. */
 typedef struct usage_prev {
     char kernel_id[80];
-    int64_t at_ms;
-    int64_t cpu_usec;
-    bool seen; /* in the current round */
+    int generation;
+    int64_t at_ms;      /* end of the last reported interval; 0: nothing yet */
+    int64_t started_ms; /* its init's start (the first interval's start) */
+    kernel_usage sent;  /* cumulative counters reported so far */
+    bool loaded;        /* its dir was looked at */
+    bool ending;        /* being destroyed: heartbeats leave it to usage_final */
+    bool final;         /* its final sample is out: nothing more */
+    bool seen;          /* among the current round's views */
+    char gpu[16][32];   /* its GPUs' device ids, as the last view had them */
+    int n_gpu;
 } usage_prev;
 
 struct usage_tracker {
     pthread_mutex_t mu;
+    char *gpu_conf_dir;
     usage_prev *prev;
     int n, cap;
 };
 
-usage_tracker *usage_new(void)
+usage_tracker *usage_new(const char *gpu_conf_dir)
 {
     usage_tracker *u = ts_calloc(1, sizeof(*u));
+    u->gpu_conf_dir = gpu_conf_dir ? ts_strdup(gpu_conf_dir) : NULL;
     pthread_mutex_init(&u->mu, NULL);
     return u;
 }
@@ -32,14 +45,48 @@ void usage_free(usage_tracker *u)
 {
     if (!u) return;
     pthread_mutex_destroy(&u->mu);
+    free(u->gpu_conf_dir);
     free(u->prev);
     free(u);
 }
 
-static usage_prev *_prev(usage_tracker *u, const char *id)
+/* "gen at_ms cpu_usec io_r io_w net_rx net_tx" */
+static void _load(usage_prev *p, runtime *rt)
+{
+    if (p->loaded) return;
+    p->loaded = true;
+    char *text = runtime_usage_mark_load(rt, p->kernel_id);
+    long long g, at, cpu, ir, iw, rx, tx;
+    if (text &&
+        sscanf(text, "%lld %lld %lld %lld %lld %lld %lld", &g, &at, &cpu, &ir, &iw, &rx, &tx) ==
+            7 &&
+        g == p->generation) {
+        p->at_ms = at;
+        p->sent.cpu_usec = cpu;
+        p->sent.io_read_bytes = ir;
+        p->sent.io_write_bytes = iw;
+        p->sent.net_rx_bytes = rx;
+        p->sent.net_tx_bytes = tx;
+    }
+    free(text);
+}
+
+static void _save(const usage_prev *p, runtime *rt)
+{
+    char text[256];
+    snprintf(text, sizeof(text),
+             "%d %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 "\n",
+             p->generation, p->at_ms, p->sent.cpu_usec, p->sent.io_read_bytes,
+             p->sent.io_write_bytes, p->sent.net_rx_bytes, p->sent.net_tx_bytes);
+    if (rt && !runtime_usage_mark_save(rt, p->kernel_id, text))
+        TLOG_DEBUG("usage mark not saved", "kernel=%s", p->kernel_id);
+}
+
+static usage_prev *_prev(usage_tracker *u, const char *id, int generation)
 {
     for (int i = 0; i < u->n; i++)
-        if (strcmp(u->prev[i].kernel_id, id) == 0) return &u->prev[i];
+        if (strcmp(u->prev[i].kernel_id, id) == 0 && u->prev[i].generation == generation)
+            return &u->prev[i];
     if (u->n == u->cap) {
         u->cap = u->cap ? u->cap * 2 : 16;
         u->prev = ts_realloc(u->prev, sizeof(*u->prev) * (size_t)u->cap);
@@ -47,57 +94,152 @@ static usage_prev *_prev(usage_tracker *u, const char *id)
     usage_prev *p = &u->prev[u->n++];
     memset(p, 0, sizeof(*p));
     ts_strlcpy(p->kernel_id, id, sizeof(p->kernel_id));
+    p->generation = generation;
     return p;
 }
 
+static int64_t _delta(int64_t now, int64_t *sent)
+{
+    int64_t d = now - *sent;
+    if (d < 0) d = 0; /* a counter that went back (a veth made again): nothing */
+    if (now > *sent) *sent = now;
+    return d;
+}
+
+/* The kernel's GPUs from its cuda-shim region into m (dev, devp: room for
+ * k->n_gpu); nothing when it has none or no process used CUDA yet. */
+static void _gpu(const usage_tracker *u, usage_prev *p, const usage_kernel *k,
+                 Tessera__V1__KernelUsage *m, Tessera__V1__GpuDeviceUsage *dev,
+                 Tessera__V1__GpuDeviceUsage **devp)
+{
+    if (k->n_gpu > 0) { /* remembered for the final sample, which has no view */
+        p->n_gpu = 0;
+        for (int i = 0; i < k->n_gpu && i < (int)TS_ARRAY_LEN(p->gpu); i++)
+            ts_strlcpy(p->gpu[p->n_gpu++], k->gpu_devices[i], sizeof(p->gpu[0]));
+    }
+    if (!u->gpu_conf_dir || p->n_gpu <= 0) return;
+    char *path = gpu_usage_region_path(u->gpu_conf_dir, k->kernel_id);
+    gpu_usage g;
+    ts_err err;
+    bool ok = gpu_usage_read(path, p->n_gpu, &g, &err);
+    free(path);
+    if (!ok) {
+        TLOG_DEBUG("no GPU figures", "kernel=%s error=\"%s\"", k->kernel_id, err.msg);
+        return;
+    }
+    for (int i = 0; i < g.n_devices; i++) {
+        tessera__v1__gpu_device_usage__init(&dev[i]);
+        dev[i].device_id = p->gpu[i];
+        dev[i].mem_bytes = g.mem_bytes[i];
+        dev[i].mem_peak_bytes = g.mem_peak_bytes[i];
+        devp[i] = &dev[i];
+        m->gpu_mem_bytes += g.mem_bytes[i];
+        m->gpu_mem_peak_bytes += g.mem_peak_bytes[i];
+    }
+    m->n_gpu_devices = (size_t)g.n_devices;
+    m->gpu_devices = devp;
+}
+
+/* Publish what cur adds to p->sent, over p->at_ms (or the start) .. now. */
+static bool _emit(const usage_tracker *u, usage_prev *p, kbus *bus, const char *agent_id,
+                  const usage_kernel *k, const kernel_usage *cur, bool final)
+{
+    int64_t now = ts_now_wall_ms();
+    int64_t start = p->at_ms;
+    if (!start) start = cur->started_ms ? cur->started_ms : p->started_ms;
+    if (!start || start > now) start = now;
+    kernel_usage before = p->sent;
+    Tessera__V1__KernelUsage m = TESSERA__V1__KERNEL_USAGE__INIT;
+    int64_t cpu = _delta(cur->cpu_usec, &p->sent.cpu_usec);
+    m.kernel_id = (char *)k->kernel_id;
+    m.session_id = (char *)k->session_id;
+    m.agent_id = (char *)agent_id;
+    m.access_key = (char *)k->access_key;
+    m.interval_start_ms = start;
+    m.interval_end_ms = now;
+    m.cpu_used_ms = cpu / 1000;
+    p->sent.cpu_usec -= cpu % 1000; /* the rest of a ms goes with the next sample */
+    m.cpu_cores = now > start ? (double)cpu / 1000.0 / (double)(now - start) : 0;
+    m.mem_bytes = cur->mem_bytes;
+    m.mem_peak_bytes = cur->mem_peak_bytes;
+    m.io_read_bytes = _delta(cur->io_read_bytes, &p->sent.io_read_bytes);
+    m.io_write_bytes = _delta(cur->io_write_bytes, &p->sent.io_write_bytes);
+    m.net_rx_bytes = _delta(cur->net_rx_bytes, &p->sent.net_rx_bytes);
+    m.net_tx_bytes = _delta(cur->net_tx_bytes, &p->sent.net_tx_bytes);
+    m.final = final;
+    Tessera__V1__GpuDeviceUsage dev[16];
+    Tessera__V1__GpuDeviceUsage *devp[16];
+    _gpu(u, p, k, &m, dev, devp);
+    ts_err err = {{0}};
+    if (!kbus_publish(bus, USAGE_TOPIC, k->kernel_id, &m.base, NULL, k->kernel_id, &err)) {
+        TLOG_WARN("usage not published", "kernel=%s error=\"%s\"", k->kernel_id, err.msg);
+        p->sent = before; /* the next sample carries it */
+        return false;
+    }
+    p->at_ms = now;
+    return true;
+}
+
 int usage_publish(usage_tracker *u, runtime *rt, kbus *bus, const char *agent_id,
-                  const kernel_view *views, int n)
+                  const usage_kernel *ks, int n)
 {
     int published = 0;
     pthread_mutex_lock(&u->mu);
     for (int i = 0; i < u->n; i++)
         u->prev[i].seen = false;
     for (int i = 0; i < n; i++) {
-        const kernel_view *v = &views[i];
-        if (strcmp(v->status, "running") != 0) continue;
+        const usage_kernel *v = &ks[i];
+        usage_prev *p = _prev(u, v->kernel_id, v->generation);
+        p->seen = true;
+        if (!v->running || p->ending || p->final) continue;
         kernel_usage ku;
         ts_err err = {{0}};
         if (!runtime_usage(rt, v->kernel_id, &ku, &err)) {
             TLOG_DEBUG("kernel usage unreadable", "kernel=%s error=\"%s\"", v->kernel_id, err.msg);
             continue;
         }
-        int64_t now = ts_now_wall_ms();
-        usage_prev *p = _prev(u, v->kernel_id);
-        bool first = p->at_ms == 0;
-        int64_t start = first ? now : p->at_ms;
-        int64_t cpu_delta = first ? 0 : ku.cpu_usec - p->cpu_usec;
-        if (cpu_delta < 0) cpu_delta = 0;
-        p->at_ms = now;
-        p->cpu_usec = ku.cpu_usec;
-        p->seen = true;
-        if (first) continue; /* a baseline: nothing to report over an empty interval */
-
-        Tessera__V1__KernelUsage m = TESSERA__V1__KERNEL_USAGE__INIT;
-        m.kernel_id = (char *)v->kernel_id;
-        m.session_id = (char *)v->session_id;
-        m.agent_id = (char *)agent_id;
-        m.access_key = (char *)v->access_key;
-        m.interval_start_ms = start;
-        m.interval_end_ms = now;
-        m.cpu_used_ms = cpu_delta / 1000;
-        m.cpu_cores = now > start ? (double)cpu_delta / 1000.0 / (double)(now - start) : 0;
-        m.mem_bytes = ku.mem_bytes;
-        m.mem_peak_bytes = ku.mem_peak_bytes;
-        if (kbus_publish(bus, USAGE_TOPIC, v->kernel_id, &m.base, NULL, v->kernel_id, &err))
+        _load(p, rt);
+        if (_emit(u, p, bus, agent_id, v, &ku, false)) {
+            _save(p, rt);
             published++;
-        else
-            TLOG_WARN("usage not published", "kernel=%s error=\"%s\"", v->kernel_id, err.msg);
+        }
     }
-    /* forget kernels that are gone */
+    /* forget kernels that are gone (terminated or never known) */
     int w = 0;
     for (int i = 0; i < u->n; i++)
         if (u->prev[i].seen) u->prev[w++] = u->prev[i];
     u->n = w;
     pthread_mutex_unlock(&u->mu);
     return published;
+}
+
+void usage_track(usage_tracker *u, runtime *rt, const usage_kernel *k)
+{
+    if (!u) return;
+    kernel_usage ku;
+    ts_err err;
+    bool have = runtime_usage(rt, k->kernel_id, &ku, &err);
+    pthread_mutex_lock(&u->mu);
+    usage_prev *p = _prev(u, k->kernel_id, k->generation);
+    p->seen = true;
+    p->ending = true; /* no heartbeat writes into its dir while it is torn down */
+    _load(p, rt);
+    if (have && ku.started_ms) p->started_ms = ku.started_ms;
+    pthread_mutex_unlock(&u->mu);
+}
+
+bool usage_final(usage_tracker *u, kbus *bus, const char *agent_id, const usage_kernel *k,
+                 const kernel_usage *last)
+{
+    if (!u) return false;
+    pthread_mutex_lock(&u->mu);
+    usage_prev *p = _prev(u, k->kernel_id, k->generation);
+    p->seen = true;
+    bool ok = false;
+    if (!p->final) {
+        ok = _emit(u, p, bus, agent_id, k, last, true);
+        p->final = ok;
+    }
+    pthread_mutex_unlock(&u->mu);
+    return ok;
 }

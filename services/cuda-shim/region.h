@@ -27,42 +27,19 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "libcommon/cuda_region.h"
 #include "services/cuda-shim/shim.h"
 
-#define TSHIM_REGION_MAGIC 0x52414354u /* "TCAR" */
-#define TSHIM_REGION_VERSION 1u
-#define TSHIM_REGION_SLOTS 1024
-#define TSHIM_REGION_FILE "tessera-cuda.region"
+/* The layout is shared with the agent, which reads it (libcommon/cuda_region.h). */
+#define TSHIM_REGION_MAGIC CUDA_REGION_MAGIC
+#define TSHIM_REGION_VERSION CUDA_REGION_VERSION
+#define TSHIM_REGION_SLOTS CUDA_REGION_SLOTS
+#define TSHIM_REGION_FILE CUDA_REGION_FILE
+_Static_assert(TSHIM_MAX_DEVICES == CUDA_REGION_MAX_DEVICES, "one device count");
 
-typedef struct tshim_proc_slot {
-    int32_t pid; /* 0 = free */
-    uint32_t pad;
-    uint64_t start_time; /* /proc/<pid>/stat field 22 */
-    uint64_t used[TSHIM_MAX_DEVICES];
-} tshim_proc_slot;
-
-/* A token bucket of GPU time in ns, shared by the container's processes. */
-typedef struct tshim_bucket {
-    _Atomic int64_t tokens_ns;
-    _Atomic int64_t last_refill_ns; /* CLOCK_MONOTONIC_COARSE */
-    char pad[48];
-} __attribute__((aligned(64))) tshim_bucket;
-
-typedef struct tshim_region {
-    uint32_t magic; /* written last when the file is created */
-    uint32_t version;
-    uint64_t size; /* sizeof(tshim_region) */
-    pthread_mutex_t lock;
-    uint64_t limit[TSHIM_MAX_DEVICES]; /* as configured by the creator (informational) */
-    uint64_t used[TSHIM_MAX_DEVICES];  /* sum of slots[].used */
-    uint64_t peak[TSHIM_MAX_DEVICES];  /* high-water mark of used */
-    uint64_t acquisitions;
-    int64_t last_reap_ns;
-    uint64_t reaped;  /* slots returned from dead processes (tests, debugging) */
-    uint64_t repairs; /* EOWNERDEAD recoveries */
-    tshim_bucket bucket[TSHIM_MAX_DEVICES];
-    tshim_proc_slot slots[TSHIM_REGION_SLOTS];
-} tshim_region;
+typedef cuda_region_slot tshim_proc_slot;
+typedef cuda_region_bucket tshim_bucket;
+typedef cuda_region tshim_region;
 
 /* The region of this process, NULL until tshim_region_attach succeeded. */
 extern tshim_region *tshim_reg;

@@ -78,6 +78,11 @@ static json_t *_container(const json_t *s, const json_t *k)
     free(host);
     _set_registry(o, gql_str(s, "image"));
     json_object_set_new(o, "preopen_ports", json_array());
+    /* the kernel's latest sample (the registry's session view, which is
+     * scoped as the session is); Backend.AI's last_stat is an alias of it */
+    json_t *live = json_object_get(json_object_get(s, "kernelLiveStat"), gql_str(k, "id"));
+    json_object_set(o, "live_stat", live ? live : json_null());
+    json_object_set(o, "last_stat", live ? live : json_null());
     return o;
 }
 

@@ -8,6 +8,7 @@
 #include "pbutil.h"
 #include "tessera/v1/agent_cmd.pb-c.h"
 #include "tessera/v1/session.pb-c.h"
+#include "usage_store.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,6 +95,8 @@ bool tr_set(PGconn *conn, outbox *ob, sess *s, const char *to, const char *reaso
                  " SELECT id, $2, $3 FROM u",
                  4, p, err))
         return false;
+    /* its wall time per status, for usage accounting (docs/usage.md) */
+    if (final && !usage_store_session_end(conn, s->id, err)) return false;
     tr_moved(ob, s, to, reason);
     return true;
 }

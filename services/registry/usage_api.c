@@ -3,6 +3,7 @@
 
 #include "db_common.h"
 #include "usage_calc.h"
+#include "usage_live.h"
 
 #include "libcommon/buf.h"
 #include "libcommon/log.h"
@@ -60,6 +61,10 @@ static void sum_add(day_sum *g, const usage_totals *part)
     g->t.gpu_share_s += part->gpu_share_s;
     g->t.net_rx_bytes += part->net_rx_bytes;
     g->t.net_tx_bytes += part->net_tx_bytes;
+    g->t.io_read_bytes += part->io_read_bytes;
+    g->t.io_write_bytes += part->io_write_bytes;
+    for (int i = 0; i < USAGE_N_PHASES; i++)
+        g->t.phase_s[i] += part->phase_s[i];
     g->t.samples += part->samples;
 }
 
@@ -80,19 +85,40 @@ void usage_row_totals(const PGresult *r, int row, int col, usage_totals *t)
     t->samples = strtoll(V(8), NULL, 10);
     t->first_ms = strtoll(V(9), NULL, 10);
     t->last_ms = strtoll(V(10), NULL, 10);
+    t->io_read_bytes = strtoll(V(11), NULL, 10);
+    t->io_write_bytes = strtoll(V(12), NULL, 10);
+    for (int i = 0; i < USAGE_N_PHASES; i++)
+        t->phase_s[i] = strtod(V(13 + i), NULL);
 #undef V
+}
+
+static double wall_s(const usage_totals *t)
+{
+    double w = 0;
+    for (int i = 0; i < USAGE_N_PHASES; i++)
+        w += t->phase_s[i];
+    return w;
 }
 
 json_t *usage_totals_json(const usage_totals *t)
 {
-    return json_pack("{s:f, s:f, s:I, s:f, s:f, s:f, s:I, s:I, s:I, s:I}", "cpu_seconds",
-                     (double)t->cpu_ms / 1000.0, "mem_byte_seconds", t->mem_byte_s,
-                     "mem_peak_bytes", (json_int_t)t->mem_peak_bytes, "gpu_device_seconds",
-                     t->gpu_device_s, "gpu_share_seconds", t->gpu_share_s, "gpu_hours",
-                     (t->gpu_device_s + t->gpu_share_s) / 3600.0, "gpu_mem_peak_bytes",
-                     (json_int_t)t->gpu_mem_peak_bytes, "net_rx_bytes", (json_int_t)t->net_rx_bytes,
-                     "net_tx_bytes", (json_int_t)t->net_tx_bytes, "samples",
-                     (json_int_t)t->samples);
+    json_t *o =
+        json_pack("{s:f, s:f, s:I, s:f, s:f, s:f, s:I, s:I, s:I, s:I}", "cpu_seconds",
+                  (double)t->cpu_ms / 1000.0, "mem_byte_seconds", t->mem_byte_s, "mem_peak_bytes",
+                  (json_int_t)t->mem_peak_bytes, "gpu_device_seconds", t->gpu_device_s,
+                  "gpu_share_seconds", t->gpu_share_s, "gpu_hours",
+                  (t->gpu_device_s + t->gpu_share_s) / 3600.0, "gpu_mem_peak_bytes",
+                  (json_int_t)t->gpu_mem_peak_bytes, "net_rx_bytes", (json_int_t)t->net_rx_bytes,
+                  "net_tx_bytes", (json_int_t)t->net_tx_bytes, "samples", (json_int_t)t->samples);
+    json_object_set_new(o, "io_read_bytes", json_integer(t->io_read_bytes));
+    json_object_set_new(o, "io_write_bytes", json_integer(t->io_write_bytes));
+    for (int i = 0; i < USAGE_N_PHASES; i++) {
+        char k[32];
+        snprintf(k, sizeof(k), "%s_seconds", usage_phase_name((usage_phase)i));
+        json_object_set_new(o, k, json_real(t->phase_s[i]));
+    }
+    json_object_set_new(o, "wall_seconds", json_real(wall_s(t)));
+    return o;
 }
 
 /* A CSV field: quoted when it holds a comma, quote or line break. */
@@ -128,6 +154,10 @@ static void csv_line(ts_buf *b, const char *day, const group_sum *g, const day_s
              d->sessions, (double)t->cpu_ms / 1000.0, t->mem_byte_s, t->mem_peak_bytes,
              t->gpu_device_s, t->gpu_share_s, (t->gpu_device_s + t->gpu_share_s) / 3600.0,
              t->gpu_mem_peak_bytes, t->net_rx_bytes, t->net_tx_bytes, t->samples);
+    ts_buf_append(b, line, strlen(line) - 2); /* without its \r\n */
+    snprintf(line, sizeof(line), ",%" PRId64 ",%" PRId64 ",%.3f,%.3f,%.3f,%.3f,%.3f,%.3f\r\n",
+             t->io_read_bytes, t->io_write_bytes, t->phase_s[0], t->phase_s[1], t->phase_s[2],
+             t->phase_s[3], t->phase_s[4], wall_s(t));
     ts_buf_append_str(b, line);
 }
 
@@ -150,7 +180,9 @@ static void reply_csv(http_resp *resp, usage_group by, const group_sum *g, size_
     ts_buf_append_str(&b, usage_group_name(by));
     ts_buf_append_str(&b, ",name,sessions,cpu_seconds,mem_byte_seconds,mem_peak_bytes,"
                           "gpu_device_seconds,gpu_share_seconds,gpu_hours,gpu_mem_peak_bytes,"
-                          "net_rx_bytes,net_tx_bytes,samples\r\n");
+                          "net_rx_bytes,net_tx_bytes,samples,io_read_bytes,io_write_bytes,"
+                          "pending_seconds,preparing_seconds,running_seconds,"
+                          "terminating_seconds,other_seconds,wall_seconds\r\n");
     if (!ndays)
         for (size_t i = 0; i < n; i++)
             csv_line(&b, NULL, &g[i], &g[i].all);
@@ -367,6 +399,8 @@ json_t *usage_live_json(PGconn *conn, const char *session_id)
         json_object_set_new(out, "lastStat", json_object());
     }
     PQclear(r);
+    json_t *kernels = usage_live_kernels(conn, session_id);
+    json_object_set_new(out, "kernelLiveStat", kernels ? kernels : json_object());
     return out;
 }
 

@@ -50,6 +50,8 @@ typedef struct bai_usage {
     double mem_used;      /* peak bytes */
     double shared_memory; /* bytes */
     double gpu_allocated; /* devices (fractions included) */
+    double io_read;       /* block I/O bytes in the period */
+    double io_write;
 } bai_usage;
 
 static json_t *null_or_str(const PGresult *r, int row, int col)
@@ -77,6 +79,8 @@ static void row_usage(const PGresult *r, int row, const usage_totals *part, bai_
         u->shared_memory = (double)shm;
     u->cpu_used = (double)part->cpu_ms;
     u->mem_used = (double)part->mem_peak_bytes;
+    u->io_read = (double)part->io_read_bytes;
+    u->io_write = (double)part->io_write_bytes;
 }
 
 static void usage_sum(bai_usage *a, const bai_usage *b)
@@ -87,6 +91,8 @@ static void usage_sum(bai_usage *a, const bai_usage *b)
     a->mem_used += b->mem_used;
     a->shared_memory += b->shared_memory;
     a->gpu_allocated += b->gpu_allocated;
+    a->io_read += b->io_read;
+    a->io_write += b->io_write;
 }
 
 /* ResourceUsage.to_json (keys prefixed, "g_" for the month's groups). */
@@ -102,8 +108,8 @@ static void set_usage(json_t *o, const char *prefix, const bai_usage *u)
     SET("shared_memory", json_integer((json_int_t)u->shared_memory));
     SET("disk_allocated", json_integer(0));
     SET("disk_used", json_null());
-    SET("io_read", json_null());
-    SET("io_write", json_null());
+    SET("io_read", json_integer((json_int_t)u->io_read));
+    SET("io_write", json_integer((json_int_t)u->io_write));
     SET("device_type", json_array());
     SET("smp", json_null());
     SET("gpu_mem_allocated", json_null());
@@ -305,6 +311,10 @@ static void h_period(http_req *req, http_resp *resp, void *ctx)
         ptot.gpu_share_s += part.gpu_share_s;
         ptot.net_rx_bytes += part.net_rx_bytes;
         ptot.net_tx_bytes += part.net_tx_bytes;
+        ptot.io_read_bytes += part.io_read_bytes;
+        ptot.io_write_bytes += part.io_write_bytes;
+        for (int ph = 0; ph < USAGE_N_PHASES; ph++)
+            ptot.phase_s[ph] += part.phase_s[ph];
         ptot.samples += part.samples;
         if (part.mem_peak_bytes > ptot.mem_peak_bytes) ptot.mem_peak_bytes = part.mem_peak_bytes;
         size_t k;

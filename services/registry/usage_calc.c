@@ -20,7 +20,8 @@ bool usage_sample_check(const usage_sample *s, ts_err *err)
         return false;
     }
     if (s->cpu_used_ms < 0 || s->mem_bytes < 0 || s->mem_peak_bytes < 0 || s->gpu_mem_bytes < 0 ||
-        s->net_rx_bytes < 0 || s->net_tx_bytes < 0) {
+        s->gpu_mem_peak_bytes < 0 || s->net_rx_bytes < 0 || s->net_tx_bytes < 0 ||
+        s->io_read_bytes < 0 || s->io_write_bytes < 0) {
         ts_err_set(err, "negative amount");
         return false;
     }
@@ -53,11 +54,15 @@ void usage_totals_add(usage_totals *t, const usage_sample *s, const usage_alloc 
     t->mem_byte_s += (double)s->mem_bytes * secs;
     int64_t peak = s->mem_peak_bytes > s->mem_bytes ? s->mem_peak_bytes : s->mem_bytes;
     if (peak > t->mem_peak_bytes) t->mem_peak_bytes = peak;
-    if (s->gpu_mem_bytes > t->gpu_mem_peak_bytes) t->gpu_mem_peak_bytes = s->gpu_mem_bytes;
+    int64_t gpeak =
+        s->gpu_mem_peak_bytes > s->gpu_mem_bytes ? s->gpu_mem_peak_bytes : s->gpu_mem_bytes;
+    if (gpeak > t->gpu_mem_peak_bytes) t->gpu_mem_peak_bytes = gpeak;
     t->gpu_device_s += a->gpu_devices * secs;
     t->gpu_share_s += a->gpu_shares * secs;
     t->net_rx_bytes += s->net_rx_bytes;
     t->net_tx_bytes += s->net_tx_bytes;
+    t->io_read_bytes += s->io_read_bytes;
+    t->io_write_bytes += s->io_write_bytes;
     t->samples++;
     if (t->first_ms == 0 || s->start_ms < t->first_ms) t->first_ms = s->start_ms;
     if (s->end_ms > t->last_ms) t->last_ms = s->end_ms;
@@ -82,6 +87,43 @@ void usage_totals_scale(const usage_totals *t, double f, usage_totals *out)
     out->gpu_share_s = t->gpu_share_s * f;
     out->net_rx_bytes = (int64_t)((double)t->net_rx_bytes * f + 0.5);
     out->net_tx_bytes = (int64_t)((double)t->net_tx_bytes * f + 0.5);
+    out->io_read_bytes = (int64_t)((double)t->io_read_bytes * f + 0.5);
+    out->io_write_bytes = (int64_t)((double)t->io_write_bytes * f + 0.5);
+    for (int i = 0; i < USAGE_N_PHASES; i++)
+        out->phase_s[i] = t->phase_s[i] * f;
+}
+
+usage_phase usage_phase_of(const char *status)
+{
+    static const struct {
+        const char *status;
+        usage_phase phase;
+    } map[] = {
+        {"PENDING", USAGE_PHASE_PENDING},          {"SCHEDULED", USAGE_PHASE_PENDING},
+        {"PREPARING", USAGE_PHASE_PREPARING},      {"PULLING", USAGE_PHASE_PREPARING},
+        {"PREPARED", USAGE_PHASE_PREPARING},       {"CREATING", USAGE_PHASE_PREPARING},
+        {"RESTARTING", USAGE_PHASE_PREPARING},     {"RUNNING", USAGE_PHASE_RUNNING},
+        {"RUNNING_DEGRADED", USAGE_PHASE_RUNNING}, {"TERMINATING", USAGE_PHASE_TERMINATING},
+    };
+    for (size_t i = 0; status && i < TS_ARRAY_LEN(map); i++)
+        if (strcmp(status, map[i].status) == 0) return map[i].phase;
+    return USAGE_PHASE_OTHER;
+}
+
+const char *usage_phase_name(usage_phase p)
+{
+    static const char *const names[] = {"pending", "preparing", "running", "terminating", "other"};
+    return (unsigned)p < TS_ARRAY_LEN(names) ? names[p] : "other";
+}
+
+void usage_status_seconds(const usage_status_change *h, size_t n, double out[USAGE_N_PHASES])
+{
+    for (int i = 0; i < USAGE_N_PHASES; i++)
+        out[i] = 0;
+    for (size_t i = 0; i + 1 < n; i++) {
+        int64_t d = h[i + 1].at_ms - h[i].at_ms;
+        if (d > 0) out[usage_phase_of(h[i].status)] += (double)d / 1000.0;
+    }
 }
 
 size_t usage_split_days(const usage_totals *t, int64_t day0_ms, size_t n, usage_totals *out,

@@ -8,8 +8,11 @@
  *   gpu_device_s  whole devices the kernel holds (cuda.device) x the interval
  *   gpu_share_s   fractional shares it holds (cuda.shares, in devices: 0.25
  *                 is a quarter of one) x the interval
- *   net bytes     sums; samples: count; first/last: the earliest interval
- *                 start and the latest interval end
+ *   net bytes     sums, and block I/O bytes (read, written) too;
+ *                 samples: count; first/last: the earliest interval start
+ *                 and the latest interval end
+ *   phase seconds wall time the session spent in each phase of its status
+ *                 history (usage_status_seconds), written once it ends
  * A period's part of a session's totals is its share of the time from the
  * first sample to the last (usage_share), so the months of a session add up
  * to its totals. Dates are UTC. */
@@ -28,8 +31,9 @@ typedef struct usage_sample {
     int64_t start_ms, end_ms;
     int64_t cpu_used_ms;
     int64_t mem_bytes, mem_peak_bytes;
-    int64_t gpu_mem_bytes;
+    int64_t gpu_mem_bytes, gpu_mem_peak_bytes; /* in use at the end; high-water mark */
     int64_t net_rx_bytes, net_tx_bytes;
+    int64_t io_read_bytes, io_write_bytes;
 } usage_sample;
 
 /* A kernel's GPU allocation, in devices. */
@@ -45,6 +49,8 @@ typedef struct usage_totals {
     double gpu_device_s, gpu_share_s;
     int64_t gpu_mem_peak_bytes;
     int64_t net_rx_bytes, net_tx_bytes;
+    int64_t io_read_bytes, io_write_bytes;
+    double phase_s[5]; /* by usage_phase */
     int64_t samples;
     int64_t first_ms, last_ms; /* 0 when no sample yet */
 } usage_totals;
@@ -82,6 +88,32 @@ size_t usage_split_days(const usage_totals *t, int64_t day0_ms, size_t n, usage_
 bool usage_parse_day(const char *s, int64_t *ms, ts_err *err) TS_MUST_CHECK;
 /* "YYYYMM" -> [first day 00:00, next month's first day) UTC, Unix ms. */
 bool usage_parse_month(const char *s, int64_t *from_ms, int64_t *to_ms, ts_err *err) TS_MUST_CHECK;
+
+/* The phases of a session's life that wall time is kept for, from its
+ * statuses: PENDING and SCHEDULED; PREPARING, PULLING, PREPARED, CREATING and
+ * RESTARTING; RUNNING (and RUNNING_DEGRADED); TERMINATING; anything else
+ * before the end (an unknown status). */
+typedef enum usage_phase {
+    USAGE_PHASE_PENDING,
+    USAGE_PHASE_PREPARING,
+    USAGE_PHASE_RUNNING,
+    USAGE_PHASE_TERMINATING,
+    USAGE_PHASE_OTHER,
+} usage_phase;
+#define USAGE_N_PHASES 5
+usage_phase usage_phase_of(const char *status);
+/* "pending", "preparing", "running", "terminating", "other" */
+const char *usage_phase_name(usage_phase p);
+
+/* One row of a session's status history. */
+typedef struct usage_status_change {
+    const char *status;
+    int64_t at_ms;
+} usage_status_change;
+/* Seconds in each phase from a status history in order (each status lasts
+ * until the next one's at_ms; the last one, the final status, counts
+ * nothing). A change that goes back in time counts 0. */
+void usage_status_seconds(const usage_status_change *h, size_t n, double out[USAGE_N_PHASES]);
 
 /* What GET /v1/usage groups by; the column of session_usage it names. */
 typedef enum usage_group {

@@ -30,20 +30,23 @@ static const char session_sql[] =
 static const char sample_sql[] =
     "INSERT INTO registry.usage_samples (event_id, kernel_id, session_id, agent_id,"
     " interval_start, interval_end, cpu_used_ms, cpu_cores, mem_bytes, mem_peak_bytes,"
-    " gpu_util_pct, gpu_mem_bytes, net_rx_bytes, net_tx_bytes, gpu_devices, gpu_shares)"
+    " gpu_util_pct, gpu_mem_bytes, net_rx_bytes, net_tx_bytes, gpu_devices, gpu_shares,"
+    " io_read_bytes, io_write_bytes, final)"
     " VALUES ($1::uuid, $2::uuid, $3::uuid, $4, to_timestamp($5::float8 / 1000),"
     " to_timestamp($6::float8 / 1000), $7::bigint, $8::float8, $9::bigint, $10::bigint,"
-    " $11::float8, $12::bigint, $13::bigint, $14::bigint, $15::float8, $16::float8)"
+    " $11::float8, $12::bigint, $13::bigint, $14::bigint, $15::float8, $16::float8,"
+    " $17::bigint, $18::bigint, $19::bool)"
     " ON CONFLICT (event_id) DO NOTHING";
 
 static const char totals_sql[] =
     "INSERT INTO registry.session_usage AS u (session_id, session_name, access_key, user_id,"
     " project_id, group_name, domain_name, resource_group, image, cpu_ms, mem_byte_s,"
     " mem_peak_bytes, gpu_device_s, gpu_share_s, gpu_mem_peak_bytes, net_rx_bytes,"
-    " net_tx_bytes, samples, first_sample_at, last_sample_at)"
+    " net_tx_bytes, samples, first_sample_at, last_sample_at, io_read_bytes, io_write_bytes)"
     " VALUES ($1::uuid, $2, $3, $4::uuid, $5::uuid, $6, $7, $8, $9, $10::bigint, $11::float8,"
     " $12::bigint, $13::float8, $14::float8, $15::bigint, $16::bigint, $17::bigint, 1,"
-    " to_timestamp($18::float8 / 1000), to_timestamp($19::float8 / 1000))"
+    " to_timestamp($18::float8 / 1000), to_timestamp($19::float8 / 1000), $20::bigint,"
+    " $21::bigint)"
     " ON CONFLICT (session_id) DO UPDATE SET cpu_ms = u.cpu_ms + EXCLUDED.cpu_ms,"
     " mem_byte_s = u.mem_byte_s + EXCLUDED.mem_byte_s,"
     " mem_peak_bytes = greatest(u.mem_peak_bytes, EXCLUDED.mem_peak_bytes),"
@@ -52,6 +55,8 @@ static const char totals_sql[] =
     " gpu_mem_peak_bytes = greatest(u.gpu_mem_peak_bytes, EXCLUDED.gpu_mem_peak_bytes),"
     " net_rx_bytes = u.net_rx_bytes + EXCLUDED.net_rx_bytes,"
     " net_tx_bytes = u.net_tx_bytes + EXCLUDED.net_tx_bytes, samples = u.samples + 1,"
+    " io_read_bytes = u.io_read_bytes + EXCLUDED.io_read_bytes,"
+    " io_write_bytes = u.io_write_bytes + EXCLUDED.io_write_bytes,"
     " first_sample_at = least(u.first_sample_at, EXCLUDED.first_sample_at),"
     " last_sample_at = greatest(u.last_sample_at, EXCLUDED.last_sample_at),"
     " session_name = EXCLUDED.session_name, updated_at = now()";
@@ -68,8 +73,11 @@ static outcome store(PGconn *conn, const char *event_id, const Tessera__V1__Kern
                       .mem_bytes = m->mem_bytes,
                       .mem_peak_bytes = m->mem_peak_bytes,
                       .gpu_mem_bytes = m->gpu_mem_bytes,
+                      .gpu_mem_peak_bytes = m->gpu_mem_peak_bytes,
                       .net_rx_bytes = m->net_rx_bytes,
-                      .net_tx_bytes = m->net_tx_bytes};
+                      .net_tx_bytes = m->net_tx_bytes,
+                      .io_read_bytes = m->io_read_bytes,
+                      .io_write_bytes = m->io_write_bytes};
     if (!usage_sample_check(&s, reason)) return INVALID;
     const char *sp[] = {m->session_id, m->kernel_id};
     PGresult *r = reg_exec(conn, session_sql, 2, sp, reason);
@@ -88,7 +96,7 @@ static outcome store(PGconn *conn, const char *event_id, const Tessera__V1__Kern
     memset(&t, 0, sizeof(t));
     usage_totals_add(&t, &s, &a);
 
-    char b[16][32];
+    char b[18][32];
     const char *ip[] = {event_id,
                         m->kernel_id,
                         m->session_id,
@@ -104,8 +112,11 @@ static outcome store(PGconn *conn, const char *event_id, const Tessera__V1__Kern
                         I64(b[8], s.net_rx_bytes),
                         I64(b[9], s.net_tx_bytes),
                         F64(b[10], a.gpu_devices),
-                        F64(b[11], a.gpu_shares)};
-    PGresult *ins = reg_exec(conn, sample_sql, 16, ip, reason);
+                        F64(b[11], a.gpu_shares),
+                        I64(b[12], s.io_read_bytes),
+                        I64(b[13], s.io_write_bytes),
+                        m->final ? "true" : "false"};
+    PGresult *ins = reg_exec(conn, sample_sql, 19, ip, reason);
     if (!ins) {
         PQclear(r);
         return FAILED;
@@ -138,8 +149,10 @@ static outcome store(PGconn *conn, const char *event_id, const Tessera__V1__Kern
                         I64(c[6], t.net_rx_bytes),
                         I64(c[7], t.net_tx_bytes),
                         I64(c[8], t.first_ms),
-                        I64(c[9], t.last_ms)};
-    bool ok = reg_run(conn, totals_sql, 19, tp, reason);
+                        I64(c[9], t.last_ms),
+                        I64(c[10], t.io_read_bytes),
+                        I64(c[11], t.io_write_bytes)};
+    bool ok = reg_run(conn, totals_sql, 21, tp, reason);
     PQclear(r);
     if (!ok) return FAILED;
     atomic_fetch_add(&n_stored, 1);
@@ -199,6 +212,43 @@ static kbus_result on_batch(const kbus_msg *msgs, size_t n, void *ctx, ts_err *r
     }
     reg_pg_put(conn);
     return res;
+}
+
+static const char phases_sql[] =
+    "INSERT INTO registry.session_usage AS u (session_id, session_name, access_key, user_id,"
+    " project_id, group_name, domain_name, resource_group, image, first_sample_at,"
+    " last_sample_at, pending_s, preparing_s, running_s, terminating_s, other_s, ended_at)"
+    " SELECT s.id, s.name, s.access_key, s.user_id, s.project_id, s.group_name, s.domain_name,"
+    " s.resource_group, s.image, s.created_at, now(), $2::float8, $3::float8, $4::float8,"
+    " $5::float8, $6::float8, now() FROM registry.sessions s WHERE s.id = $1::uuid"
+    " ON CONFLICT (session_id) DO UPDATE SET pending_s = EXCLUDED.pending_s,"
+    " preparing_s = EXCLUDED.preparing_s, running_s = EXCLUDED.running_s,"
+    " terminating_s = EXCLUDED.terminating_s, other_s = EXCLUDED.other_s,"
+    " ended_at = EXCLUDED.ended_at, updated_at = now()";
+
+bool usage_store_session_end(PGconn *conn, const char *session_id, ts_err *err)
+{
+    const char *p[] = {session_id};
+    PGresult *r = reg_exec(conn,
+                           "SELECT status, (extract(epoch FROM at) * 1000)::bigint"
+                           " FROM registry.session_status_history WHERE session_id = $1::uuid"
+                           " ORDER BY id",
+                           1, p, err);
+    if (!r) return false;
+    int n = PQntuples(r);
+    usage_status_change *h = ts_calloc((size_t)n + 1, sizeof(*h));
+    for (int i = 0; i < n; i++) {
+        h[i].status = PQgetvalue(r, i, 0);
+        h[i].at_ms = strtoll(PQgetvalue(r, i, 1), NULL, 10);
+    }
+    double ph[USAGE_N_PHASES];
+    usage_status_seconds(h, (size_t)n, ph);
+    free(h);
+    PQclear(r);
+    char b[USAGE_N_PHASES][32];
+    const char *q[] = {session_id,       F64(b[0], ph[0]), F64(b[1], ph[1]),
+                       F64(b[2], ph[2]), F64(b[3], ph[3]), F64(b[4], ph[4])};
+    return reg_run(conn, phases_sql, 6, q, err);
 }
 
 long usage_store_prune(void)

@@ -15,6 +15,10 @@
  * "unknown_session"}), logged and skipped; one that does not decode or
  * carries an impossible interval goes to the DLQ.
  *
+ * usage_store_session_end (tr_set, when a session reaches a final status, in
+ * its transaction) writes the wall time of each phase of its status history
+ * into its row (usage_status_seconds), making the row when it had no sample.
+ *
  * usage_store_prune (housekeeping, every minute) deletes samples older than
  * registry.usage_sample_retention. */
 #ifndef REGISTRY_USAGE_STORE_H
@@ -22,10 +26,16 @@
 
 #include "libcommon/svc.h"
 
+#include <libpq-fe.h>
+
 #define TOPIC_USAGE "tessera.usage.v1"
 
 bool usage_store_start(svc *s, ts_err *err) TS_MUST_CHECK;
 void usage_store_stop(void);
+
+/* The session's wall time per phase from registry.session_status_history,
+ * into registry.session_usage (ended_at: now). */
+bool usage_store_session_end(PGconn *conn, const char *session_id, ts_err *err) TS_MUST_CHECK;
 
 /* Delete samples past the retention, at most 10,000 a call; the number
  * deleted, or -1 after a database error (logged). */

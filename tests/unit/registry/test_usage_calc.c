@@ -204,12 +204,101 @@ static void test_parsers(void **state)
     assert_false(usage_group_parse(NULL, &g));
 }
 
+/* Block I/O and network bytes: summed over samples, refused when negative,
+ * split over a period with the rest of the totals (the parts add up). */
+static void test_io_net(void **state)
+{
+    (void)state;
+    usage_alloc none;
+    usage_alloc_from_devices(NULL, &none);
+    usage_totals t;
+    memset(&t, 0, sizeof(t));
+    usage_sample a = _sample(T0, 3, 10, 1);
+    a.io_read_bytes = 4096;
+    a.io_write_bytes = 8 << 20;
+    a.net_rx_bytes = 1000;
+    a.net_tx_bytes = 20;
+    usage_sample b = _sample(T0 + 3000, 3, 10, 1);
+    b.io_write_bytes = 1 << 20;
+    b.net_rx_bytes = 500;
+    usage_totals_add(&t, &a, &none);
+    usage_totals_add(&t, &b, &none);
+    assert_int_equal(t.io_read_bytes, 4096);
+    assert_int_equal(t.io_write_bytes, 9 << 20);
+    assert_int_equal(t.net_rx_bytes, 1500);
+    assert_int_equal(t.net_tx_bytes, 20);
+    /* GPU memory: the high-water mark when a sample carries one */
+    usage_sample g = _sample(T0 + 6000, 3, 0, 1);
+    g.gpu_mem_bytes = 100;
+    g.gpu_mem_peak_bytes = 5000;
+    usage_totals_add(&t, &g, &none);
+    assert_int_equal(t.gpu_mem_peak_bytes, 5000);
+
+    ts_err err;
+    usage_sample neg = a;
+    neg.io_write_bytes = -1;
+    assert_false(usage_sample_check(&neg, &err));
+    neg = a;
+    neg.io_read_bytes = -5;
+    assert_false(usage_sample_check(&neg, &err));
+
+    t.phase_s[USAGE_PHASE_RUNNING] = 6.0;
+    usage_totals h1, h2;
+    usage_totals_scale(&t, 0.25, &h1);
+    usage_totals_scale(&t, 0.75, &h2);
+    assert_int_equal(h1.io_write_bytes + h2.io_write_bytes, t.io_write_bytes);
+    assert_int_equal(h1.io_read_bytes + h2.io_read_bytes, t.io_read_bytes);
+    assert_float_equal(h1.phase_s[USAGE_PHASE_RUNNING] + h2.phase_s[USAGE_PHASE_RUNNING], 6.0,
+                       1e-9);
+}
+
+/* Wall time per phase from a status history: each status lasts until the
+ * next; the final one counts nothing; the phases add up to the lifetime. */
+static void test_status_seconds(void **state)
+{
+    (void)state;
+    usage_status_change h[] = {
+        {"PENDING", T0},           {"SCHEDULED", T0 + 500},    {"PREPARING", T0 + 1000},
+        {"PULLING", T0 + 1200},    {"CREATING", T0 + 3000},    {"RUNNING", T0 + 3500},
+        {"RESTARTING", T0 + 9500}, {"RUNNING", T0 + 10000},    {"TERMINATING", T0 + 70000},
+        {"BOGUS", T0 + 71000},     {"TERMINATED", T0 + 71250},
+    };
+    double ph[USAGE_N_PHASES];
+    usage_status_seconds(h, TS_ARRAY_LEN(h), ph);
+    assert_float_equal(ph[USAGE_PHASE_PENDING], 1.0, 1e-9);
+    assert_float_equal(ph[USAGE_PHASE_PREPARING], 2.5 + 0.5, 1e-9);
+    assert_float_equal(ph[USAGE_PHASE_RUNNING], 6.0 + 60.0, 1e-9);
+    assert_float_equal(ph[USAGE_PHASE_TERMINATING], 1.0, 1e-9);
+    assert_float_equal(ph[USAGE_PHASE_OTHER], 0.25, 1e-9);
+    double sum = 0;
+    for (int i = 0; i < USAGE_N_PHASES; i++)
+        sum += ph[i];
+    assert_float_equal(sum, 71.25, 1e-9);
+
+    /* a clock that went back counts nothing; one status alone, nothing */
+    usage_status_change back[] = {
+        {"PENDING", T0 + 5000}, {"RUNNING", T0}, {"TERMINATED", T0 + 2000}};
+    usage_status_seconds(back, 3, ph);
+    assert_float_equal(ph[USAGE_PHASE_PENDING], 0.0, 1e-12);
+    assert_float_equal(ph[USAGE_PHASE_RUNNING], 2.0, 1e-9);
+    usage_status_seconds(back, 1, ph);
+    assert_float_equal(ph[USAGE_PHASE_PENDING] + ph[USAGE_PHASE_RUNNING], 0.0, 1e-12);
+    usage_status_seconds(NULL, 0, ph);
+    assert_float_equal(ph[USAGE_PHASE_OTHER], 0.0, 1e-12);
+
+    assert_int_equal(usage_phase_of("PULLING"), USAGE_PHASE_PREPARING);
+    assert_int_equal(usage_phase_of("TERMINATING"), USAGE_PHASE_TERMINATING);
+    assert_int_equal(usage_phase_of(NULL), USAGE_PHASE_OTHER);
+    assert_string_equal(usage_phase_name(USAGE_PHASE_RUNNING), "running");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_totals),      cmocka_unit_test(test_sample_check),
-        cmocka_unit_test(test_month_split), cmocka_unit_test(test_day_split),
-        cmocka_unit_test(test_parsers),
+        cmocka_unit_test(test_totals),         cmocka_unit_test(test_sample_check),
+        cmocka_unit_test(test_month_split),    cmocka_unit_test(test_day_split),
+        cmocka_unit_test(test_parsers),        cmocka_unit_test(test_io_net),
+        cmocka_unit_test(test_status_seconds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
