@@ -254,7 +254,7 @@ def _share(first, last, lo, hi):
 def test_usage_by_day(stack, admin, gw, image_registered, tmp_path):  # noqa: F811
     a, ua = _new_user(admin, gw, "usage-day")
     b, _ = _new_user(admin, gw, "usage-day-b")
-    sid = _ended_session(a, image_registered, f"usage-day-{uuid.uuid4().hex[:4]}")
+    sid = _ended_session(stack, a, image_registered, f"usage-day-{uuid.uuid4().hex[:4]}")
     kid = str(uuid.uuid4())
     base = totals(stack, sid)
     now = int(time.time() * 1000)
