@@ -115,8 +115,8 @@ def test_register_an_image_by_reference_and_delete_it(boss_page, console_url, ad
     # a reference its registry does not have: the 404 in the form, nothing registered
     typed(d, "#image-reference", missing)
     click(d, "[data-test=register-image]")
-    text_in(d, "[data-test=register-error]", "not in its registry (404)")
-    text_in(d, "[data-test=register-error]", missing)
+    text_in(d, "[data-test=register-error]", "Not found (404)")
+    text_in(d, "[data-test=register-error]", f"{missing}: not found in its registry")
     assert missing not in image_refs(admin)
     clean_shot(d, "admin-images-register-404")
 
@@ -135,7 +135,7 @@ def test_register_an_image_by_reference_and_delete_it(boss_page, console_url, ad
     img = admin.get(f"/admin/images/{ref.replace('/', '%2F')}").json()
     assert img["source"] == "oci" and img["min_slots"].get("cpu") in ("0.5", 0.5), img
     text_in(d, f"{row} [data-test=image-min]", "CPU 0.5")
-    text_in(d, f"{row} [data-test=image-min]", "64.0 MiB")
+    text_in(d, f"{row} [data-test=image-min]", "64 MiB")
     text_in(d, f"{row} [data-test=image-max]", "no limit")
     assert [e.get_attribute("data-app") for e in
             d.find_elements(By.CSS_SELECTOR, f"{row} [data-app]")] == ["jupyter", "ttyd"]

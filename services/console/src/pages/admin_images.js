@@ -16,8 +16,8 @@ function slotsText(slots) {
 
 // What a registry's answer means for the reference typed.
 function registerError(e, ref) {
-  if (e && e.status === 404) return `${ref} is not in its registry (404): check the repository and the tag. ${errText(e)}`;
-  if (e && e.status === 502) return `The registry of ${ref} did not answer (502): ${errText(e)}`;
+  if (e && e.status === 404) return `Not found (404): ${errText(e)}. Check the registry, the repository and the tag.`;
+  if (e && e.status === 502) return `The registry of ${ref} did not answer (502): ${errText(e)}.`;
   return errText(e);
 }
 
