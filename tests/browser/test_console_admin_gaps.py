@@ -281,6 +281,19 @@ def test_the_current_admin_tab_stays_in_view_on_a_narrow_window(downloads, conso
             assert left >= -1 and right >= -1, f"tab {tab} is out of the strip's view ({left}, {right})"
             if tab == "info":
                 shot(d, "narrow-admin-tabs")
+            if tab == "images":  # the register form and the table fit too
+                el(d, "#image-reference")
+                over = d.execute_script(
+                    "return document.documentElement.scrollWidth - window.innerWidth")
+                shot(d, "narrow-images")
+                assert over <= 1, f"the images page is {over} px wider than the window"
+        go(d, console_url, "/admin/users")
+        typed(d, "#user-search", boss.email)
+        click(d, f"tr[data-user=\"{boss.email}\"] [data-test=user-keypairs]")
+        el(d, "#keypair-admin")  # a superadmin's keypair may be an admin one
+        over = d.execute_script("return document.documentElement.scrollWidth - window.innerWidth")
+        shot(d, "narrow-user-keypairs")
+        assert over <= 1, f"the keypairs dialog is {over} px wider than the window"
     finally:
         d.quit()
 
