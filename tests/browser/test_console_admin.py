@@ -275,7 +275,8 @@ def test_environments_list_and_delete(boss_page, console_url, admin, demo_image)
     el(d, f"tr[data-image=\"{demo_image}\"]")
     text_in(d, row, "CPU 2")
     text_in(d, row, "1.0 GiB")
-    text_in(d, row, "jupyter, ttyd")
+    assert [e.get_attribute("data-app") for e in
+            d.find_elements(By.CSS_SELECTOR, f"{row} [data-app]")] == ["jupyter", "ttyd"]
     clean_shot(d, "admin-images")
     click(d, "[data-test=scan-images]")
     el(d, "[data-test=scan-result]")

@@ -1,5 +1,6 @@
 // What the admin pages share: who is an administrator, the Admin section's
 // tabs, and the page a user gets on an admin route.
+import { useEffect, useRef } from 'preact/hooks';
 import { html } from './ui.js';
 
 // superadmin, or a domain admin (role "admin"): the login's data.role.
@@ -20,7 +21,13 @@ export const ADMIN_TABS = [
 ];
 
 export function AdminTabs({ current }) {
-  return html`<nav class="tabs" aria-label="Admin" data-test="admin-tabs">
+  // a narrow window scrolls the strip sideways: keep the current tab in view
+  const ref = useRef(null);
+  useEffect(() => {
+    const a = ref.current && ref.current.querySelector('[aria-current=page]');
+    if (a && a.scrollIntoView) a.scrollIntoView({ inline: 'nearest', block: 'nearest' });
+  }, [current]);
+  return html`<nav class="tabs" aria-label="Admin" data-test="admin-tabs" ref=${ref}>
     ${ADMIN_TABS.map(([k, l]) => html`<a href=${'#/admin/' + k} data-admin-tab=${k}
       aria-current=${current === k ? 'page' : undefined}>${l}</a>`)}
   </nav>`;

@@ -2,7 +2,7 @@
 // domain, projects, policy), deactivate, and a user's keypairs (issue,
 // revoke). The API scopes it: a domain admin sees its domain's users and is
 // not offered what the API refuses it (another domain, the superadmin role).
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, enc, get, post } from '../api.js';
 import { AdminTabs, isSuperadmin } from '../admin.js';
 import { html, ErrorBanner, Loading, Modal, Opt, confirmAction, errText, fmtTime, toast, toastError, useData } from '../ui.js';
@@ -114,33 +114,104 @@ function UserForm({ user, target, choices, onClose, onSaved }) {
   <//>`;
 }
 
+// Copies text to the clipboard (the Clipboard API, else a selection and
+// execCommand, as an http:// page may not have the API); whether it did.
+async function copyText(text, node) {
+  try { if (navigator.clipboard && window.isSecureContext) { await navigator.clipboard.writeText(text); return true; } } catch { /* below */ }
+  try {
+    const range = document.createRange();
+    range.selectNodeContents(node);
+    const sel = window.getSelection();
+    sel.removeAllRanges();
+    sel.addRange(range);
+    return document.execCommand('copy');
+  } catch { return false; }
+}
+
+function IssuedKeypair({ issued }) {
+  const [copied, setCopied] = useState(false);
+  const secretRef = useRef(null);
+  const copy = async () => {
+    if (await copyText(issued.secret_key, secretRef.current)) { setCopied(true); toast('Secret key copied'); }
+    else toastError('The browser did not copy: select the secret key and copy it by hand.');
+  };
+  return html`<div class="banner success" role="status" data-test="issued-keypair"><span class="banner-text">
+    New keypair${issued.resource_policy ? html` with policy <strong>${issued.resource_policy}</strong>` : ''}${issued.is_admin ? ' (admin)' : ''}: copy the secret now, it is not shown again.
+    <span class="secret-line">Access key <code data-test="new-access-key">${issued.access_key}</code></span>
+    <span class="secret-line">Secret key <code class="secret" data-test="new-secret-key" ref=${secretRef}>${issued.secret_key}</code>
+      <button type="button" class="btn small" data-test="copy-secret" onClick=${copy}>${copied ? 'Copied' : 'Copy'}</button></span></span></div>`;
+}
+
 function KeypairsDialog({ target, onClose }) {
   const { data, error, loading, reload } = useData(() => get('/admin/keypairs', { user: target.id, limit: 100 }), [target.id]);
+  const policies = useData(() => get('/admin/keypair-resource-policies', { limit: 1000 }).then(items), []);
+  const names = (policies.data || []).map((p) => p.name);
   const [issued, setIssued] = useState(null);
   const [busy, setBusy] = useState(false);
-  const issue = async () => {
+  const [policy, setPolicy] = useState('default');
+  const [asAdmin, setAsAdmin] = useState(false);
+  const [saving, setSaving] = useState(null); // the access key whose policy is being changed
+  const [err, setErr] = useState(null);
+  // is_admin keypairs belong to administrators: the API refuses it for role user
+  const mayBeAdmin = target.role !== 'user';
+  const issue = async (e) => {
+    if (e) e.preventDefault();
     setBusy(true);
-    try { setIssued(await post('/admin/keypairs', { user_id: target.id })); reload(true); }
-    catch (e) { toastError(e); } finally { setBusy(false); }
+    setErr(null);
+    try {
+      const body = { user_id: target.id, resource_policy: policy };
+      if (mayBeAdmin && asAdmin) body.is_admin = true;
+      setIssued(await post('/admin/keypairs', body));
+      reload(true);
+    } catch (x) { setErr(errText(x)); } finally { setBusy(false); }
   };
   const revoke = async (kp) => {
     if (!(await confirmAction({ title: `Revoke ${kp.access_key}?`, message: `Programs using this keypair of ${target.email} can no longer call the API.`, confirmLabel: 'Revoke', danger: true }))) return;
     try { await api('DELETE', '/admin/keypairs/' + enc(kp.access_key)); toast(`${kp.access_key} revoked`); reload(true); } catch (e) { toastError(e); }
   };
+  const changePolicy = async (kp, name) => {
+    if (name === kp.resource_policy) return;
+    setSaving(kp.access_key);
+    setErr(null);
+    try {
+      await api('PATCH', '/admin/keypairs/' + enc(kp.access_key), { body: { resource_policy: name } });
+      toast(`${kp.access_key}: policy ${name}`);
+    } catch (x) { setErr(`${kp.access_key}: ${errText(x)}`); }
+    finally { setSaving(null); reload(true); }
+  };
+  const policyCell = (kp) => {
+    if (!kp.is_active || !names.length) return html`<span data-test="keypair-policy-name">${kp.resource_policy || '–'}</span>`;
+    const opts = names.includes(kp.resource_policy) ? names : [kp.resource_policy, ...names];
+    return html`<select class="keypair-policy" data-test="keypair-policy" aria-label=${`Resource policy of ${kp.access_key}`}
+      value=${kp.resource_policy} disabled=${saving === kp.access_key} onChange=${(e) => changePolicy(kp, e.currentTarget.value)}>
+      ${opts.map((n) => html`<${Opt} value=${n}>${n}<//>`)}</select>`;
+  };
   return html`<${Modal} title=${`Keypairs of ${target.email}`} onClose=${onClose} wide>
     <${ErrorBanner} error=${error} onRetry=${() => reload()} />
     ${loading && !data && html`<${Loading} />`}
-    ${data && (items(data).length ? html`<div class="table-wrap"><table><thead><tr><th scope="col">Access key</th><th scope="col">State</th><th scope="col">Policy</th><th scope="col">Last used</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
-      <tbody>${items(data).map((kp) => html`<tr key=${kp.access_key} data-keypair=${kp.access_key}>
+    ${data && (items(data).length ? html`<div class="table-wrap"><table class="keypairs"><thead><tr><th scope="col">Access key</th><th scope="col">State</th><th scope="col">Policy</th><th scope="col">Last used</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
+      <tbody>${items(data).map((kp) => html`<tr key=${kp.access_key} data-keypair=${kp.access_key} data-policy-of=${kp.resource_policy}>
         <th scope="row" class="mono small">${kp.access_key}</th>
         <td>${kp.is_active ? 'active' : kp.revoked_at ? 'revoked' : 'inactive'}${kp.is_admin ? ' · admin' : ''}</td>
-        <td>${kp.resource_policy || '–'}</td><td class="small">${fmtTime(kp.last_used)}</td>
+        <td>${policyCell(kp)}</td><td class="small">${fmtTime(kp.last_used)}</td>
         <td class="actions">${kp.is_active && html`<button type="button" class="btn small danger" data-test="revoke-keypair" onClick=${() => revoke(kp)}>Revoke</button>`}</td></tr>`)}</tbody></table></div>`
       : html`<p class="empty">No keypairs.</p>`)}
-    ${issued && html`<div class="banner success" role="status" data-test="issued-keypair"><span class="banner-text">New keypair: copy the secret now, it is not shown again.<br />
-      Access key <code data-test="new-access-key">${issued.access_key}</code><br />Secret key <code class="secret" data-test="new-secret-key">${issued.secret_key}</code></span></div>`}
+    ${policies.error && html`<p class="muted small">Keypair policies could not be read (${errText(policies.error)}): new keypairs get <code>default</code>.</p>`}
+    ${issued && html`<${IssuedKeypair} key=${issued.access_key} issued=${issued} />`}
+    ${err && html`<p class="banner error" role="alert" data-test="keypair-error">${err}</p>`}
+    <form class="issue-keypair" onSubmit=${issue} noValidate>
+      <div class="grant-row">
+        <div class="field"><label for="keypair-policy">Resource policy of a new keypair</label>
+          ${names.length ? html`<select id="keypair-policy" value=${policy} onChange=${(e) => setPolicy(e.currentTarget.value)}>
+              ${(names.includes('default') ? names : ['default', ...names]).map((n) => html`<${Opt} value=${n}>${n}<//>`)}</select>`
+            : html`<input id="keypair-policy" value=${policy} onInput=${(e) => setPolicy(e.currentTarget.value)} />`}</div>
+        ${mayBeAdmin ? html`<label class="inline"><input type="checkbox" id="keypair-admin" checked=${asAdmin} onChange=${(e) => setAsAdmin(e.currentTarget.checked)} /> Admin keypair</label>`
+          : html`<span></span>`}
+        <button type="submit" class="btn" data-test="issue-keypair" disabled=${busy || target.status === 'deleted'}>${busy ? 'Issuing…' : 'Issue a keypair'}</button>
+      </div>
+      ${!mayBeAdmin && html`<p class="hint">Admin keypairs are for administrators; this user's role is <code>user</code>.</p>`}
+    </form>
     <div class="form-actions">
-      <button type="button" class="btn" data-test="issue-keypair" disabled=${busy || target.status === 'deleted'} onClick=${issue}>${busy ? 'Issuing…' : 'Issue a keypair'}</button>
       <button type="button" class="btn primary" onClick=${onClose}>Done</button></div>
   <//>`;
 }
