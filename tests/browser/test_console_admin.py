@@ -11,6 +11,7 @@ import uuid
 import pytest
 from selenium.webdriver.common.by import By
 
+from admin_page import Login, admin_driver, clean_shot, confirm
 from conftest import PASSWORD, Person, new_driver, shot, wait_until
 from console_page import choose, click, el, go, login, text_in
 
@@ -19,30 +20,9 @@ GPU_SESSION = f"gpu-{TAG}"
 LIVE = ("PENDING", "SCHEDULED", "PREPARING", "PULLING", "RUNNING", "RESTARTING", "TERMINATING")
 
 
-def confirm(d):
-    click(d, "[data-test=confirm]")
-    wait_until(lambda: not d.find_elements(By.CSS_SELECTOR, "[data-test=confirm]"), timeout=20,
-               message="the confirmation dialog to close")
-
-
 def session_status(person, name):
     r = person.api.get(f"/session/{name}")
     return r.json().get("status") if r.status_code == 200 else None
-
-
-def clean_shot(d, name):
-    """A screenshot without the toasts of earlier actions."""
-    d.execute_script("document.querySelectorAll('.toast .btn').forEach(b => b.click())")
-    wait_until(lambda: not d.find_elements(By.CSS_SELECTOR, ".toast"), timeout=5,
-               message="the toasts to go")
-    shot(d, name)
-
-
-class Login:
-    """An e-mail and password to log in with (console_page.login)."""
-
-    def __init__(self, email, password=PASSWORD):
-        self.email, self.password = email, password
 
 
 def login_in_domain(d, console_url, email, domain):
@@ -63,11 +43,7 @@ def boss(admin, stack):
 
 @pytest.fixture(scope="module")
 def boss_page(downloads, console_url, boss):
-    d = new_driver(downloads)
-    login(d, console_url, boss)
-    el(d, "[data-nav=admin]")
-    yield d
-    d.quit()
+    yield from admin_driver(downloads, console_url, boss)
 
 
 @pytest.fixture(scope="module")

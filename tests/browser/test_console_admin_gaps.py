@@ -19,40 +19,12 @@ import pytest
 from selenium.webdriver.common.by import By
 
 import suitekit
+from admin_page import Login, admin_driver, clean_shot, confirm, form_closes, typed
 from conftest import PASSWORD, REPO, Person, new_driver, shot, wait_until
 from console_page import choose, click, el, go, login, status_of, text_in
 
 TAG = uuid.uuid4().hex[:6]
 LIVE = ("PENDING", "SCHEDULED", "PREPARING", "PULLING", "RUNNING", "RESTARTING", "TERMINATING")
-
-
-class Login:
-    def __init__(self, email, password=PASSWORD):
-        self.email, self.password = email, password
-
-
-def confirm(d):
-    click(d, "[data-test=confirm]")
-    wait_until(lambda: not d.find_elements(By.CSS_SELECTOR, "[data-test=confirm]"), timeout=20,
-               message="the confirmation dialog to close")
-
-
-def clean_shot(d, name):
-    d.execute_script("document.querySelectorAll('.toast .btn').forEach(b => b.click())")
-    wait_until(lambda: not d.find_elements(By.CSS_SELECTOR, ".toast"), timeout=5,
-               message="the toasts to go")
-    shot(d, name)
-
-
-def typed(d, css, text):
-    e = el(d, css)
-    e.clear()
-    e.send_keys(text)
-
-
-def form_closes(d, form):
-    wait_until(lambda: not d.find_elements(By.CSS_SELECTOR, f"[data-test={form}]"), timeout=15,
-               message=f"the {form} to close")
 
 
 def push_image(stack, tmp, repo, labels=()):
@@ -84,11 +56,7 @@ def boss(admin, stack):
 
 @pytest.fixture(scope="module")
 def boss_page(downloads, console_url, boss):
-    d = new_driver(downloads)
-    login(d, console_url, boss)
-    el(d, "[data-nav=admin]")
-    yield d
-    d.quit()
+    yield from admin_driver(downloads, console_url, boss)
 
 
 @pytest.fixture(scope="module")

@@ -13,44 +13,15 @@ import uuid
 import pytest
 from selenium.webdriver.common.by import By
 
+from admin_page import Login, admin_driver, clean_shot, confirm, form_closes, typed
 from conftest import PASSWORD, Person, new_driver, shot, wait_until
 from console_page import choose, click, el, go, login, text_in
 
 TAG = uuid.uuid4().hex[:6]
 
 
-class Login:
-    def __init__(self, email, password=PASSWORD):
-        self.email, self.password = email, password
-
-
-def confirm(d):
-    click(d, "[data-test=confirm]")
-    wait_until(lambda: not d.find_elements(By.CSS_SELECTOR, "[data-test=confirm]"), timeout=20,
-               message="the confirmation dialog to close")
-
-
-def clean_shot(d, name):
-    d.execute_script("document.querySelectorAll('.toast .btn').forEach(b => b.click())")
-    wait_until(lambda: not d.find_elements(By.CSS_SELECTOR, ".toast"), timeout=5,
-               message="the toasts to go")
-    d.execute_script("window.scrollTo(0, 0)")
-    shot(d, name)
-
-
-def typed(d, css, text):
-    e = el(d, css)
-    e.clear()
-    e.send_keys(text)
-
-
 def options(d, css):
     return [o.get_attribute("value") for o in d.find_elements(By.CSS_SELECTOR, f"{css} option")]
-
-
-def form_closes(d, form):
-    wait_until(lambda: not d.find_elements(By.CSS_SELECTOR, f"[data-test={form}]"), timeout=15,
-               message=f"the {form} to close")
 
 
 @pytest.fixture(scope="module")
@@ -60,11 +31,7 @@ def boss(admin, stack):
 
 @pytest.fixture(scope="module")
 def boss_page(downloads, console_url, boss):
-    d = new_driver(downloads)
-    login(d, console_url, boss)
-    el(d, "[data-nav=admin]")
-    yield d
-    d.quit()
+    yield from admin_driver(downloads, console_url, boss)
 
 
 # ---- the scenario --------------------------------------------------------------------
@@ -114,9 +81,9 @@ def test_a_new_users_project_and_granted_group_are_what_it_is_offered(
     el(d, f"[data-member=\"{email}\"]")
     members = admin.get(f"/admin/projects/{p['id']}/members").json()["items"]
     assert [m["email"] for m in members] == [email]
-    clean_shot(d, "admin-project-members")
+    clean_shot(d, "admin-project-members", top=True)
     click(d, ".modal .dialog-close")
-    clean_shot(d, "admin-domains")
+    clean_shot(d, "admin-domains", top=True)
 
     # the project may use the granted group
     go(d, console_url, "/admin/groups")
@@ -128,7 +95,7 @@ def test_a_new_users_project_and_granted_group_are_what_it_is_offered(
     el(d, f".modal [data-access=\"project:{p['id']}\"]")
     rows = admin.get("/admin/resource-group-access", params={"resource_group": granted}).json()["items"]
     assert [(a["scope_type"], a["scope_id"]) for a in rows] == [("project", p["id"])]
-    clean_shot(d, "admin-group-access")
+    clean_shot(d, "admin-group-access", top=True)
     click(d, ".modal .dialog-close")
     text_in(d, f"{card} [data-access=\"project:{p['id']}\"]", project)
     assert el(d, f"[data-group=\"{other}\"] [data-group-access]").text == "nobody granted"
@@ -260,7 +227,7 @@ def test_policies_created_edited_and_a_used_one_not_deleted(boss_page, console_u
     got = admin.get(f"/admin/keypair-resource-policies/{kp}").json()
     assert got["max_concurrent_sessions"] == 5 and got["max_pending_session_count"] == 2
     assert got["total_resource_slots"]["mem"] == str(8 << 30)  # unchanged by the edit
-    clean_shot(d, "admin-policies")
+    clean_shot(d, "admin-policies", top=True)
 
     # a user policy, then used by Alice: deleting it shows the server's 409
     click(d, "[data-policy-kind=user]")
@@ -284,7 +251,7 @@ def test_policies_created_edited_and_a_used_one_not_deleted(boss_page, console_u
         assert deleted.status_code == 409
         text_in(d, ".page > [role=alert]", deleted.json().get("msg") or deleted.json()["title"])
         text_in(d, ".page > [role=alert]", f"{up} was not deleted")
-        clean_shot(d, "admin-policy-in-use")
+        clean_shot(d, "admin-policy-in-use", top=True)
         assert admin.get(f"/admin/user-resource-policies/{up}").status_code == 200
     finally:
         admin.patch(f"/admin/users/{alice.user_id}", {"resource_policy": before})

@@ -20,16 +20,12 @@ import uuid
 import pytest
 from selenium.webdriver.common.by import By
 
+from admin_page import admin_driver
 from conftest import PASSWORD, Person, new_driver, shot, wait_until
-from console_page import choose, click, el, go, login, text_in
+from console_page import choose, click, el, go, text_in
 
 TAG = uuid.uuid4().hex[:6]
 BURN = ("sh -c 'e=$(( $(date +%s) + 6 )); while [ $(date +%s) -lt $e ]; do :; done'; echo burned")
-
-
-class Login:
-    def __init__(self, email, password=PASSWORD):
-        self.email, self.password = email, password
 
 
 def page_text(d, css):
@@ -49,11 +45,7 @@ def boss(admin, stack):
 
 @pytest.fixture(scope="module")
 def boss_page(downloads, console_url, boss):
-    d = new_driver(downloads)
-    login(d, console_url, boss)
-    el(d, "[data-nav=admin]")
-    yield d
-    d.quit()
+    yield from admin_driver(downloads, console_url, boss)
 
 
 @pytest.fixture(scope="module")
