@@ -5,6 +5,7 @@
 #include "context.h"
 #include "occupancy_sync.h"
 #include "pending_timeout.h"
+#include "session_lifetime.h"
 #include "reconcile.h"
 #include "route_sync.h"
 #include "session_enqueued.h"
@@ -76,6 +77,8 @@ static void *loop(void *arg)
         if (now >= next_pending) {
             int cancelled; /* logged one by one there */
             TS_IGNORE(pending_timeout_sweep(&cancelled));
+            int ended; /* likewise */
+            TS_IGNORE(session_lifetime_sweep(&ended));
             next_pending = now + reg_settings.pending_check_interval_ms;
         }
         if (now >= next_prune) {

@@ -28,7 +28,7 @@ export const KINDS = {
       ['max_pending_session_count', 'Pending sessions', 'how many sessions may wait in the queue at once; empty = no limit', null, noneIf0],
       ['max_containers_per_session', 'Containers per session', 'the most containers (kernels) one session may have; at least 1', 1, String],
       ['idle_timeout', 'Idle timeout', 'seconds a session may stay idle before it is ended; 0 or empty = never. Stored and handed to the agent, but not enforced yet: idle sessions are not ended', 0, (v) => noneIf0(v, seconds)],
-      ['max_session_lifetime', 'Session lifetime', 'seconds a session may run at most, busy or not; 0 or empty = no limit. Stored, but not enforced yet: sessions are not ended at this age', 0, (v) => noneIf0(v, seconds)],
+      ['max_session_lifetime', 'Session lifetime', 'seconds a session may stay RUNNING, busy or not, before it is terminated; 0 or empty = no limit. Taken when a session is created', 0, (v) => noneIf0(v, seconds)],
     ],
   },
   user: {
