@@ -65,8 +65,8 @@ bool gpu_usage_read(const char *path, int n, gpu_usage *out, ts_err *err)
                 out->mem_peak_bytes[i] = out->mem_bytes[i];
             if (out->busy_counted) {
                 /* a correction can take a little back; never below zero */
-                int64_t busy = atomic_load_explicit(&((cuda_region *)r)->busy_ns[i],
-                                                    memory_order_relaxed);
+                int64_t busy =
+                    atomic_load_explicit(&((cuda_region *)r)->busy_ns[i], memory_order_relaxed);
                 out->busy_ns[i] = busy > 0 ? busy : 0;
             }
         }

@@ -20,7 +20,7 @@ typedef struct gpu_usage {
     int n_devices; /* devices read (at most the n asked for) */
     int64_t mem_bytes[GPU_USAGE_MAX_DEVICES];
     int64_t mem_peak_bytes[GPU_USAGE_MAX_DEVICES];
-    bool busy_counted; /* busy_ns is counted (limiter on); else it is all 0 */
+    bool busy_counted;                      /* busy_ns is counted (limiter on); else it is all 0 */
     int64_t busy_ns[GPU_USAGE_MAX_DEVICES]; /* GPU time since the region was made, ns */
 } gpu_usage;
 

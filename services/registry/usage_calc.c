@@ -20,8 +20,8 @@ bool usage_sample_check(const usage_sample *s, ts_err *err)
         return false;
     }
     if (s->cpu_used_ms < 0 || s->mem_bytes < 0 || s->mem_peak_bytes < 0 || s->gpu_mem_bytes < 0 ||
-        s->gpu_mem_peak_bytes < 0 || s->gpu_busy_ms < 0 || s->net_rx_bytes < 0 || s->net_tx_bytes < 0 ||
-        s->io_read_bytes < 0 || s->io_write_bytes < 0) {
+        s->gpu_mem_peak_bytes < 0 || s->gpu_busy_ms < 0 || s->net_rx_bytes < 0 ||
+        s->net_tx_bytes < 0 || s->io_read_bytes < 0 || s->io_write_bytes < 0) {
         ts_err_set(err, "negative amount");
         return false;
     }

@@ -336,11 +336,10 @@ static void test_status_seconds(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_totals),         cmocka_unit_test(test_sample_check),
-        cmocka_unit_test(test_month_split),    cmocka_unit_test(test_day_split),
-        cmocka_unit_test(test_parsers),        cmocka_unit_test(test_io_net),
-        cmocka_unit_test(test_gpu_busy),
-        cmocka_unit_test(test_status_seconds),
+        cmocka_unit_test(test_totals),      cmocka_unit_test(test_sample_check),
+        cmocka_unit_test(test_month_split), cmocka_unit_test(test_day_split),
+        cmocka_unit_test(test_parsers),     cmocka_unit_test(test_io_net),
+        cmocka_unit_test(test_gpu_busy),    cmocka_unit_test(test_status_seconds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
