@@ -24,6 +24,7 @@ typedef struct usage_prev {
     bool seen;          /* among the current round's views */
     char gpu[16][32];   /* its GPUs' device ids, as the last view had them */
     int n_gpu;
+    int64_t gpu_busy_sent[16]; /* the region's busy_ns per device reported so far */
 } usage_prev;
 
 struct usage_tracker {
@@ -50,16 +51,33 @@ void usage_free(usage_tracker *u)
     free(u);
 }
 
-/* "gen at_ms cpu_usec io_r io_w net_rx net_tx" */
+/* "gen at_ms cpu_usec io_r io_w net_rx net_tx[ n busy_ns_0 .. busy_ns_n-1]": the
+ * GPU time part is absent from the marks of agents before it (nothing sent). */
+static void _load_gpu(usage_prev *p, const char *rest)
+{
+    int n, used;
+    if (sscanf(rest, "%d%n", &n, &used) != 1 || n < 0 || n > (int)TS_ARRAY_LEN(p->gpu_busy_sent))
+        return;
+    int64_t v[16];
+    for (int i = 0; i < n; i++) {
+        rest += used;
+        long long b;
+        if (sscanf(rest, "%lld%n", &b, &used) != 1 || b < 0) return;
+        v[i] = b;
+    }
+    memcpy(p->gpu_busy_sent, v, sizeof(v[0]) * (size_t)n);
+}
+
 static void _load(usage_prev *p, runtime *rt)
 {
     if (p->loaded) return;
     p->loaded = true;
     char *text = runtime_usage_mark_load(rt, p->kernel_id);
     long long g, at, cpu, ir, iw, rx, tx;
+    int used = 0;
     if (text &&
-        sscanf(text, "%lld %lld %lld %lld %lld %lld %lld", &g, &at, &cpu, &ir, &iw, &rx, &tx) ==
-            7 &&
+        sscanf(text, "%lld %lld %lld %lld %lld %lld %lld%n", &g, &at, &cpu, &ir, &iw, &rx, &tx,
+               &used) == 7 &&
         g == p->generation) {
         p->at_ms = at;
         p->sent.cpu_usec = cpu;
@@ -67,17 +85,25 @@ static void _load(usage_prev *p, runtime *rt)
         p->sent.io_write_bytes = iw;
         p->sent.net_rx_bytes = rx;
         p->sent.net_tx_bytes = tx;
+        _load_gpu(p, text + used);
     }
     free(text);
 }
 
 static void _save(const usage_prev *p, runtime *rt)
 {
-    char text[256];
-    snprintf(text, sizeof(text),
-             "%d %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 "\n",
-             p->generation, p->at_ms, p->sent.cpu_usec, p->sent.io_read_bytes,
-             p->sent.io_write_bytes, p->sent.net_rx_bytes, p->sent.net_tx_bytes);
+    char text[640];
+    int n = (int)TS_ARRAY_LEN(p->gpu_busy_sent);
+    while (n > 0 && !p->gpu_busy_sent[n - 1])
+        n--;
+    int len = snprintf(text, sizeof(text),
+                       "%d %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64,
+                       p->generation, p->at_ms, p->sent.cpu_usec, p->sent.io_read_bytes,
+                       p->sent.io_write_bytes, p->sent.net_rx_bytes, p->sent.net_tx_bytes);
+    if (n > 0) len += snprintf(text + len, sizeof(text) - (size_t)len, " %d", n);
+    for (int i = 0; i < n; i++)
+        len += snprintf(text + len, sizeof(text) - (size_t)len, " %" PRId64, p->gpu_busy_sent[i]);
+    snprintf(text + len, sizeof(text) - (size_t)len, "\n");
     if (rt && !runtime_usage_mark_save(rt, p->kernel_id, text))
         TLOG_DEBUG("usage mark not saved", "kernel=%s", p->kernel_id);
 }
@@ -107,7 +133,9 @@ static int64_t _delta(int64_t now, int64_t *sent)
 }
 
 /* The kernel's GPUs from its cuda-shim region into m (dev, devp: room for
- * k->n_gpu); nothing when it has none or no process used CUDA yet. */
+ * k->n_gpu); nothing when it has none or no process used CUDA yet. GPU time
+ * is sent as what the region's counters add to p->gpu_busy_sent, in whole ms
+ * (the rest goes with the next sample), as CPU time is. */
 static void _gpu(const usage_tracker *u, usage_prev *p, const usage_kernel *k,
                  Tessera__V1__KernelUsage *m, Tessera__V1__GpuDeviceUsage *dev,
                  Tessera__V1__GpuDeviceUsage **devp)
@@ -135,6 +163,13 @@ static void _gpu(const usage_tracker *u, usage_prev *p, const usage_kernel *k,
         devp[i] = &dev[i];
         m->gpu_mem_bytes += g.mem_bytes[i];
         m->gpu_mem_peak_bytes += g.mem_peak_bytes[i];
+        if (g.busy_counted) {
+            int64_t d = _delta(g.busy_ns[i], &p->gpu_busy_sent[i]);
+            p->gpu_busy_sent[i] -= d % 1000000;
+            dev[i].busy_ms = d / 1000000;
+            dev[i].busy_measured = true;
+            m->gpu_busy_ms += dev[i].busy_ms;
+        }
     }
     m->n_gpu_devices = (size_t)g.n_devices;
     m->gpu_devices = devp;
@@ -149,6 +184,8 @@ static bool _emit(const usage_tracker *u, usage_prev *p, kbus *bus, const char *
     if (!start) start = cur->started_ms ? cur->started_ms : p->started_ms;
     if (!start || start > now) start = now;
     kernel_usage before = p->sent;
+    int64_t gpu_before[TS_ARRAY_LEN(p->gpu_busy_sent)];
+    memcpy(gpu_before, p->gpu_busy_sent, sizeof(gpu_before));
     Tessera__V1__KernelUsage m = TESSERA__V1__KERNEL_USAGE__INIT;
     int64_t cpu = _delta(cur->cpu_usec, &p->sent.cpu_usec);
     m.kernel_id = (char *)k->kernel_id;
@@ -174,6 +211,7 @@ static bool _emit(const usage_tracker *u, usage_prev *p, kbus *bus, const char *
     if (!kbus_publish(bus, USAGE_TOPIC, k->kernel_id, &m.base, NULL, k->kernel_id, &err)) {
         TLOG_WARN("usage not published", "kernel=%s error=\"%s\"", k->kernel_id, err.msg);
         p->sent = before; /* the next sample carries it */
+        memcpy(p->gpu_busy_sent, gpu_before, sizeof(gpu_before));
         return false;
     }
     p->at_ms = now;

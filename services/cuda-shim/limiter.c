@@ -72,6 +72,7 @@ void tshim_limiter_init(void)
     for (int i = 0; i < EST_SLOTS; i++)
         atomic_store(&_est[i].est_ns, UNKNOWN);
     tshim_limiter_on = true;
+    atomic_store(&tshim_reg->busy_counted, 1); /* busy_ns counts from now on */
 }
 
 static void _refill(tshim_bucket *b, int64_t now)
@@ -85,10 +86,12 @@ static void _refill(tshim_bucket *b, int64_t now)
     }
 }
 
-/* Charge ns (may be negative: a credit) and wait while the bucket is in debt. */
+/* Charge ns (may be negative: a credit) and wait while the bucket is in debt.
+ * The region's busy_ns (the container's GPU time) counts every charge. */
 static void _charge(int dev, int64_t ns, bool wait)
 {
     tshim_bucket *b = &tshim_reg->bucket[dev];
+    if (ns) atomic_fetch_add_explicit(&tshim_reg->busy_ns[dev], ns, memory_order_relaxed);
     int64_t now = _now();
     _refill(b, now);
     int64_t t = atomic_fetch_sub(&b->tokens_ns, ns) - ns;
@@ -217,6 +220,10 @@ void tshim_limiter_before(tshim_ticket *t, uint64_t key, CUstream stream)
 
 void tshim_limiter_after(tshim_ticket *t, CUstream stream, CUresult r)
 {
+    /* A launch the driver refused ran nothing: its estimate is no GPU time
+     * (the bucket keeps the charge, as before). */
+    if (r != CUDA_SUCCESS && t->charged)
+        atomic_fetch_sub_explicit(&tshim_reg->busy_ns[t->dev], t->charged, memory_order_relaxed);
     if (t->mode == 0) {
         static __thread unsigned tick;
         if ((++tick & 31) == 0) _poll_pending();

@@ -59,6 +59,7 @@ static void sum_add(day_sum *g, const usage_totals *part)
         g->t.gpu_mem_peak_bytes = part->gpu_mem_peak_bytes;
     g->t.gpu_device_s += part->gpu_device_s;
     g->t.gpu_share_s += part->gpu_share_s;
+    g->t.gpu_busy_ms += part->gpu_busy_ms;
     g->t.net_rx_bytes += part->net_rx_bytes;
     g->t.net_tx_bytes += part->net_tx_bytes;
     g->t.io_read_bytes += part->io_read_bytes;
@@ -89,6 +90,7 @@ void usage_row_totals(const PGresult *r, int row, int col, usage_totals *t)
     t->io_write_bytes = strtoll(V(12), NULL, 10);
     for (int i = 0; i < USAGE_N_PHASES; i++)
         t->phase_s[i] = strtod(V(13 + i), NULL);
+    t->gpu_busy_ms = strtoll(V(13 + USAGE_N_PHASES), NULL, 10);
 #undef V
 }
 
@@ -112,6 +114,7 @@ json_t *usage_totals_json(const usage_totals *t)
                   "net_tx_bytes", (json_int_t)t->net_tx_bytes, "samples", (json_int_t)t->samples);
     json_object_set_new(o, "io_read_bytes", json_integer(t->io_read_bytes));
     json_object_set_new(o, "io_write_bytes", json_integer(t->io_write_bytes));
+    json_object_set_new(o, "gpu_busy_seconds", json_real((double)t->gpu_busy_ms / 1000.0));
     for (int i = 0; i < USAGE_N_PHASES; i++) {
         char k[32];
         snprintf(k, sizeof(k), "%s_seconds", usage_phase_name((usage_phase)i));
@@ -155,9 +158,9 @@ static void csv_line(ts_buf *b, const char *day, const group_sum *g, const day_s
              t->gpu_device_s, t->gpu_share_s, (t->gpu_device_s + t->gpu_share_s) / 3600.0,
              t->gpu_mem_peak_bytes, t->net_rx_bytes, t->net_tx_bytes, t->samples);
     ts_buf_append(b, line, strlen(line) - 2); /* without its \r\n */
-    snprintf(line, sizeof(line), ",%" PRId64 ",%" PRId64 ",%.3f,%.3f,%.3f,%.3f,%.3f,%.3f\r\n",
+    snprintf(line, sizeof(line), ",%" PRId64 ",%" PRId64 ",%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f\r\n",
              t->io_read_bytes, t->io_write_bytes, t->phase_s[0], t->phase_s[1], t->phase_s[2],
-             t->phase_s[3], t->phase_s[4], wall_s(t));
+             t->phase_s[3], t->phase_s[4], wall_s(t), (double)t->gpu_busy_ms / 1000.0);
     ts_buf_append_str(b, line);
 }
 
@@ -182,7 +185,7 @@ static void reply_csv(http_resp *resp, usage_group by, const group_sum *g, size_
                           "gpu_device_seconds,gpu_share_seconds,gpu_hours,gpu_mem_peak_bytes,"
                           "net_rx_bytes,net_tx_bytes,samples,io_read_bytes,io_write_bytes,"
                           "pending_seconds,preparing_seconds,running_seconds,"
-                          "terminating_seconds,other_seconds,wall_seconds\r\n");
+                          "terminating_seconds,other_seconds,wall_seconds,gpu_busy_seconds\r\n");
     if (!ndays)
         for (size_t i = 0; i < n; i++)
             csv_line(&b, NULL, &g[i], &g[i].all);

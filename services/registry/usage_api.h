@@ -37,12 +37,12 @@ void usage_api_routes(svc *s);
     " u.gpu_mem_peak_bytes, u.net_rx_bytes, u.net_tx_bytes, u.samples,"                            \
     " (extract(epoch FROM u.first_sample_at) * 1000)::bigint,"                                     \
     " (extract(epoch FROM u.last_sample_at) * 1000)::bigint, u.io_read_bytes, u.io_write_bytes,"   \
-    " u.pending_s, u.preparing_s, u.running_s, u.terminating_s, u.other_s"
+    " u.pending_s, u.preparing_s, u.running_s, u.terminating_s, u.other_s, u.gpu_busy_ms"
 /* Row row's USAGE_TOTALS_COLS, starting at column col. */
 void usage_row_totals(const PGresult *r, int row, int col, usage_totals *t);
 /* Tessera's figures of t: cpu_seconds, mem_byte_seconds, mem_peak_bytes,
  * gpu_device_seconds, gpu_share_seconds, gpu_hours, gpu_mem_peak_bytes,
- * net_rx_bytes, net_tx_bytes, io_read_bytes, io_write_bytes,
+ * gpu_busy_seconds, net_rx_bytes, net_tx_bytes, io_read_bytes, io_write_bytes,
  * <phase>_seconds (pending, preparing, running, terminating, other),
  * wall_seconds (their sum), samples. */
 json_t *usage_totals_json(const usage_totals *t);

@@ -309,6 +309,7 @@ static void h_period(http_req *req, http_resp *resp, void *ctx)
         ptot.mem_byte_s += part.mem_byte_s;
         ptot.gpu_device_s += part.gpu_device_s;
         ptot.gpu_share_s += part.gpu_share_s;
+        ptot.gpu_busy_ms += part.gpu_busy_ms;
         ptot.net_rx_bytes += part.net_rx_bytes;
         ptot.net_tx_bytes += part.net_tx_bytes;
         ptot.io_read_bytes += part.io_read_bytes;

@@ -20,8 +20,8 @@ bool usage_sample_check(const usage_sample *s, ts_err *err)
         return false;
     }
     if (s->cpu_used_ms < 0 || s->mem_bytes < 0 || s->mem_peak_bytes < 0 || s->gpu_mem_bytes < 0 ||
-        s->gpu_mem_peak_bytes < 0 || s->net_rx_bytes < 0 || s->net_tx_bytes < 0 ||
-        s->io_read_bytes < 0 || s->io_write_bytes < 0) {
+        s->gpu_mem_peak_bytes < 0 || s->gpu_busy_ms < 0 || s->net_rx_bytes < 0 ||
+        s->net_tx_bytes < 0 || s->io_read_bytes < 0 || s->io_write_bytes < 0) {
         ts_err_set(err, "negative amount");
         return false;
     }
@@ -59,6 +59,7 @@ void usage_totals_add(usage_totals *t, const usage_sample *s, const usage_alloc 
     if (gpeak > t->gpu_mem_peak_bytes) t->gpu_mem_peak_bytes = gpeak;
     t->gpu_device_s += a->gpu_devices * secs;
     t->gpu_share_s += a->gpu_shares * secs;
+    t->gpu_busy_ms += s->gpu_busy_ms;
     t->net_rx_bytes += s->net_rx_bytes;
     t->net_tx_bytes += s->net_tx_bytes;
     t->io_read_bytes += s->io_read_bytes;
@@ -85,6 +86,7 @@ void usage_totals_scale(const usage_totals *t, double f, usage_totals *out)
     out->mem_byte_s = t->mem_byte_s * f;
     out->gpu_device_s = t->gpu_device_s * f;
     out->gpu_share_s = t->gpu_share_s * f;
+    out->gpu_busy_ms = (int64_t)((double)t->gpu_busy_ms * f + 0.5);
     out->net_rx_bytes = (int64_t)((double)t->net_rx_bytes * f + 0.5);
     out->net_tx_bytes = (int64_t)((double)t->net_tx_bytes * f + 0.5);
     out->io_read_bytes = (int64_t)((double)t->io_read_bytes * f + 0.5);

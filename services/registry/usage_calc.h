@@ -8,6 +8,8 @@
  *   gpu_device_s  whole devices the kernel holds (cuda.device) x the interval
  *   gpu_share_s   fractional shares it holds (cuda.shares, in devices: 0.25
  *                 is a quarter of one) x the interval
+ *   gpu_busy_ms   GPU time the kernel's launches took (the cuda-shim's
+ *                 estimate, only under a compute share < 1), a sum
  *   net bytes     sums, and block I/O bytes (read, written) too;
  *                 samples: count; first/last: the earliest interval start
  *                 and the latest interval end
@@ -32,6 +34,7 @@ typedef struct usage_sample {
     int64_t cpu_used_ms;
     int64_t mem_bytes, mem_peak_bytes;
     int64_t gpu_mem_bytes, gpu_mem_peak_bytes; /* in use at the end; high-water mark */
+    int64_t gpu_busy_ms;                       /* GPU time in the interval, devices together */
     int64_t net_rx_bytes, net_tx_bytes;
     int64_t io_read_bytes, io_write_bytes;
 } usage_sample;
@@ -48,6 +51,7 @@ typedef struct usage_totals {
     int64_t mem_peak_bytes;
     double gpu_device_s, gpu_share_s;
     int64_t gpu_mem_peak_bytes;
+    int64_t gpu_busy_ms;
     int64_t net_rx_bytes, net_tx_bytes;
     int64_t io_read_bytes, io_write_bytes;
     double phase_s[5]; /* by usage_phase */

@@ -31,22 +31,23 @@ static const char sample_sql[] =
     "INSERT INTO registry.usage_samples (event_id, kernel_id, session_id, agent_id,"
     " interval_start, interval_end, cpu_used_ms, cpu_cores, mem_bytes, mem_peak_bytes,"
     " gpu_util_pct, gpu_mem_bytes, net_rx_bytes, net_tx_bytes, gpu_devices, gpu_shares,"
-    " io_read_bytes, io_write_bytes, final)"
+    " io_read_bytes, io_write_bytes, final, gpu_busy_ms)"
     " VALUES ($1::uuid, $2::uuid, $3::uuid, $4, to_timestamp($5::float8 / 1000),"
     " to_timestamp($6::float8 / 1000), $7::bigint, $8::float8, $9::bigint, $10::bigint,"
     " $11::float8, $12::bigint, $13::bigint, $14::bigint, $15::float8, $16::float8,"
-    " $17::bigint, $18::bigint, $19::bool)"
+    " $17::bigint, $18::bigint, $19::bool, $20::bigint)"
     " ON CONFLICT (event_id) DO NOTHING";
 
 static const char totals_sql[] =
     "INSERT INTO registry.session_usage AS u (session_id, session_name, access_key, user_id,"
     " project_id, group_name, domain_name, resource_group, image, cpu_ms, mem_byte_s,"
     " mem_peak_bytes, gpu_device_s, gpu_share_s, gpu_mem_peak_bytes, net_rx_bytes,"
-    " net_tx_bytes, samples, first_sample_at, last_sample_at, io_read_bytes, io_write_bytes)"
+    " net_tx_bytes, samples, first_sample_at, last_sample_at, io_read_bytes, io_write_bytes,"
+    " gpu_busy_ms)"
     " VALUES ($1::uuid, $2, $3, $4::uuid, $5::uuid, $6, $7, $8, $9, $10::bigint, $11::float8,"
     " $12::bigint, $13::float8, $14::float8, $15::bigint, $16::bigint, $17::bigint, 1,"
     " to_timestamp($18::float8 / 1000), to_timestamp($19::float8 / 1000), $20::bigint,"
-    " $21::bigint)"
+    " $21::bigint, $22::bigint)"
     " ON CONFLICT (session_id) DO UPDATE SET cpu_ms = u.cpu_ms + EXCLUDED.cpu_ms,"
     " mem_byte_s = u.mem_byte_s + EXCLUDED.mem_byte_s,"
     " mem_peak_bytes = greatest(u.mem_peak_bytes, EXCLUDED.mem_peak_bytes),"
@@ -57,6 +58,7 @@ static const char totals_sql[] =
     " net_tx_bytes = u.net_tx_bytes + EXCLUDED.net_tx_bytes, samples = u.samples + 1,"
     " io_read_bytes = u.io_read_bytes + EXCLUDED.io_read_bytes,"
     " io_write_bytes = u.io_write_bytes + EXCLUDED.io_write_bytes,"
+    " gpu_busy_ms = u.gpu_busy_ms + EXCLUDED.gpu_busy_ms,"
     " first_sample_at = least(u.first_sample_at, EXCLUDED.first_sample_at),"
     " last_sample_at = greatest(u.last_sample_at, EXCLUDED.last_sample_at),"
     " session_name = EXCLUDED.session_name, updated_at = now()";
@@ -74,6 +76,7 @@ static outcome store(PGconn *conn, const char *event_id, const Tessera__V1__Kern
                       .mem_peak_bytes = m->mem_peak_bytes,
                       .gpu_mem_bytes = m->gpu_mem_bytes,
                       .gpu_mem_peak_bytes = m->gpu_mem_peak_bytes,
+                      .gpu_busy_ms = m->gpu_busy_ms,
                       .net_rx_bytes = m->net_rx_bytes,
                       .net_tx_bytes = m->net_tx_bytes,
                       .io_read_bytes = m->io_read_bytes,
@@ -96,7 +99,7 @@ static outcome store(PGconn *conn, const char *event_id, const Tessera__V1__Kern
     memset(&t, 0, sizeof(t));
     usage_totals_add(&t, &s, &a);
 
-    char b[18][32];
+    char b[19][32];
     const char *ip[] = {event_id,
                         m->kernel_id,
                         m->session_id,
@@ -115,8 +118,9 @@ static outcome store(PGconn *conn, const char *event_id, const Tessera__V1__Kern
                         F64(b[11], a.gpu_shares),
                         I64(b[12], s.io_read_bytes),
                         I64(b[13], s.io_write_bytes),
-                        m->final ? "true" : "false"};
-    PGresult *ins = reg_exec(conn, sample_sql, 19, ip, reason);
+                        m->final ? "true" : "false",
+                        I64(b[14], s.gpu_busy_ms)};
+    PGresult *ins = reg_exec(conn, sample_sql, 20, ip, reason);
     if (!ins) {
         PQclear(r);
         return FAILED;
@@ -129,7 +133,7 @@ static outcome store(PGconn *conn, const char *event_id, const Tessera__V1__Kern
         TLOG_DEBUG("usage sample already stored", "event=%s", event_id);
         return APPLIED;
     }
-    char c[12][32];
+    char c[13][32];
     const char *pid = PQgetisnull(r, 0, 3) ? NULL : PQgetvalue(r, 0, 3);
     const char *tp[] = {m->session_id,
                         PQgetvalue(r, 0, 0),
@@ -151,8 +155,9 @@ static outcome store(PGconn *conn, const char *event_id, const Tessera__V1__Kern
                         I64(c[8], t.first_ms),
                         I64(c[9], t.last_ms),
                         I64(c[10], t.io_read_bytes),
-                        I64(c[11], t.io_write_bytes)};
-    bool ok = reg_run(conn, totals_sql, 21, tp, reason);
+                        I64(c[11], t.io_write_bytes),
+                        I64(c[12], t.gpu_busy_ms)};
+    bool ok = reg_run(conn, totals_sql, 22, tp, reason);
     PQclear(r);
     if (!ok) return FAILED;
     atomic_fetch_add(&n_stored, 1);

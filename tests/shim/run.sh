@@ -130,6 +130,15 @@ under "share 0.80, wall-clock events, a 20 ms first launch (200 us kernels)" \
     TESSERA_CUDA_COMPUTE_SHARE=0.8 FAKE_CUDA_EVENTS=wall FAKE_CUDA_FIRST_LAUNCH_US=20000 \
     SHARE_KERNEL_US=200 SHARE_MS=1500 "$T/scenarios" share
 
+# the region counts the container's GPU time (busy_ns) while a share is set
+under "GPU time in the region: 200 x 1 ms kernels at share 0.5 = 200 ms" \
+    TESSERA_CUDA_COMPUTE_SHARE=0.5 BUSY_N=200 SHARE_KERNEL_US=1000 "$T/scenarios" busy
+under "GPU time in the region: 300 x 200 us kernels, wall-clock events, share 0.8" \
+    TESSERA_CUDA_COMPUTE_SHARE=0.8 FAKE_CUDA_EVENTS=wall BUSY_N=300 SHARE_KERNEL_US=200 \
+    "$T/scenarios" busy
+under "a memory cap, no share: no GPU time counted (0, busy_counted 0)" TESSERA_CUDA_MEM_LIMIT=1g \
+    BUSY_N=50 SHARE_KERNEL_US=1000 "$T/scenarios" busy
+
 # two processes of one container share one budget
 fresh
 for i in 1 2; do

@@ -2,10 +2,13 @@
  * `scenarios <name>` runs one scenario; exit 0 = pass. tests/shim/run.sh sets the
  * environment (LD_PRELOAD, LD_LIBRARY_PATH, TESSERA_CUDA_*, FAKECU_*) per scenario. */
 #include "services/cuda-shim/hooks.h"
+#include "libcommon/cuda_region.h"
 #include "tests/shim/fake_state.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -424,6 +427,57 @@ static int scen_share_worker(void)
     return 0;
 }
 
+/* ---- GPU time in the region: BUSY_N launches of SHARE_KERNEL_US each; with a share
+ * the region's busy_ns[0] is their GPU time (within 5 %), without one it is 0 and
+ * busy_counted is 0 (nothing is measured, nothing is made up). */
+static int scen_busy(void)
+{
+    int n = atoi(getenv("BUSY_N") ? getenv("BUSY_N") : "200");
+    int kus = atoi(getenv("SHARE_KERNEL_US") ? getenv("SHARE_KERNEL_US") : "1000");
+    bool limited = getenv("TESSERA_CUDA_COMPUTE_SHARE") != NULL;
+    cuInit(0);
+    CUdeviceptr p; /* an allocation makes the region with or without a share */
+    CHECK(cuMemAlloc_v2(&p, MiB) == CUDA_SUCCESS, "alloc");
+    CUfunction f = (CUfunction)(uintptr_t)kus;
+    for (int i = 0; i < n; i++)
+        CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL) == CUDA_SUCCESS, "launch");
+    cuCtxSynchronize();
+    /* one more launch of it after the work is done collects the pending samples */
+    CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL) == CUDA_SUCCESS, "launch");
+    cuCtxSynchronize();
+    n++;
+    char path[512];
+    snprintf(path, sizeof(path), "%s/" CUDA_REGION_FILE, getenv("TESSERA_CUDA_SHARED_DIR"));
+    int fd = open(path, O_RDONLY);
+    CHECK(fd >= 0, "open %s", path);
+    if (fd < 0) return _fails;
+    const cuda_region *r = mmap(NULL, sizeof(*r), PROT_READ, MAP_SHARED, fd, 0);
+    close(fd);
+    CHECK(r != MAP_FAILED, "mmap");
+    if (r == MAP_FAILED) return _fails;
+    int64_t busy = atomic_load(&((cuda_region *)r)->busy_ns[0]);
+    int64_t other = atomic_load(&((cuda_region *)r)->busy_ns[1]);
+    unsigned counted = atomic_load(&((cuda_region *)r)->busy_counted);
+    int64_t want = (int64_t)n * kus * 1000;
+    printf("  busy: version=%u counted=%u launches=%d kernel=%dus busy_ns=%lld want=%lld "
+           "fake_gpu_ns=%lld\n",
+           r->version, counted, n, kus, (long long)busy, limited ? (long long)want : 0LL,
+           (long long)fakecu_my_busy_ns());
+    CHECK(r->version == CUDA_REGION_VERSION, "version %u", r->version);
+    CHECK(other == 0, "device 1 busy %lld", (long long)other);
+    if (limited) {
+        CHECK(counted == 1, "busy_counted %u", counted);
+        CHECK(busy > want - want / 20 && busy < want + want / 20, "busy %lld vs %lld",
+              (long long)busy, (long long)want);
+    } else {
+        CHECK(counted == 0, "busy_counted %u", counted);
+        CHECK(busy == 0, "busy %lld without a share", (long long)busy);
+    }
+    munmap((void *)r, sizeof(*r));
+    cuMemFree_v2(p);
+    return _fails;
+}
+
 /* ---- NVML visibility: the container's GPUs, in CUDA order, by UUID -------------------
  * VIS_EXPECT: the CUDA ordinals NVML must show, in its index order ("2,0"), or
  * "all" for no filtering (the fake NVML's own reversed order); VIS_TOTALS
@@ -545,6 +599,7 @@ int main(int argc, char **argv)
                 {"kill9", scen_kill9},
                 {"share", scen_share},
                 {"share_worker", scen_share_worker},
+                {"busy", scen_busy},
                 {"config_file", scen_config_file},
                 {"visibility", scen_visibility}};
     if (argc < 2) return 2;

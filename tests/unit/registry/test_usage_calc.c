@@ -252,6 +252,47 @@ static void test_io_net(void **state)
                        1e-9);
 }
 
+/* GPU time (the cuda-shim's estimate): summed over samples, refused when
+ * negative, split over days with the rest (the parts add up, to a ms a day;
+ * none on a day without a part). */
+static void test_gpu_busy(void **state)
+{
+    (void)state;
+    ts_err err;
+    int64_t oct1, nov1;
+    assert_true(usage_parse_month("202610", &oct1, &nov1, &err));
+    const int64_t hour = 3600LL * 1000;
+    usage_alloc a = {.gpu_shares = 0.5};
+    usage_totals t;
+    memset(&t, 0, sizeof(t));
+    /* 12 h from Oct 1 18:00 (6 h on the 1st, 6 on the 2nd) */
+    usage_sample s1 = _sample(oct1 + 18 * hour, 6 * 3600, 0, 1);
+    s1.gpu_busy_ms = 3600001; /* an hour and a ms of GPU time */
+    usage_sample s2 = _sample(oct1 + 24 * hour, 6 * 3600, 0, 1);
+    s2.gpu_busy_ms = 7199999;
+    usage_sample s3 = _sample(oct1 + 30 * hour, 0, 0, 1); /* none measured */
+    usage_totals_add(&t, &s1, &a);
+    usage_totals_add(&t, &s2, &a);
+    usage_totals_add(&t, &s3, &a);
+    assert_int_equal(t.gpu_busy_ms, 10800000);
+    assert_true(usage_sample_check(&s1, &err));
+    usage_sample neg = s1;
+    neg.gpu_busy_ms = -1;
+    assert_false(usage_sample_check(&neg, &err));
+
+    usage_totals out[3];
+    double sh[3];
+    assert_int_equal(usage_split_days(&t, oct1, 3, out, sh), 2);
+    assert_int_equal(out[0].gpu_busy_ms, 5400000);
+    assert_int_equal(out[1].gpu_busy_ms, 5400000);
+    assert_int_equal(out[2].gpu_busy_ms, 0);
+    usage_totals q1, q3;
+    usage_totals_scale(&t, 1.0 / 3, &q1);
+    usage_totals_scale(&t, 2.0 / 3, &q3);
+    assert_true(llabs(q1.gpu_busy_ms + q3.gpu_busy_ms - t.gpu_busy_ms) <= 1);
+    assert_int_equal(q1.gpu_busy_ms, 3600000);
+}
+
 /* Wall time per phase from a status history: each status lasts until the
  * next; the final one counts nothing; the phases add up to the lifetime. */
 static void test_status_seconds(void **state)
@@ -295,10 +336,10 @@ static void test_status_seconds(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_totals),         cmocka_unit_test(test_sample_check),
-        cmocka_unit_test(test_month_split),    cmocka_unit_test(test_day_split),
-        cmocka_unit_test(test_parsers),        cmocka_unit_test(test_io_net),
-        cmocka_unit_test(test_status_seconds),
+        cmocka_unit_test(test_totals),      cmocka_unit_test(test_sample_check),
+        cmocka_unit_test(test_month_split), cmocka_unit_test(test_day_split),
+        cmocka_unit_test(test_parsers),     cmocka_unit_test(test_io_net),
+        cmocka_unit_test(test_gpu_busy),    cmocka_unit_test(test_status_seconds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
