@@ -82,26 +82,35 @@ static bool _ours(unsigned int pid, const int *pids, int n_pids)
     return false;
 }
 
+static int _by_stamp(const void *a, const void *b)
+{
+    unsigned long long x = ((const nvml_proc_sample *)a)->timeStamp;
+    unsigned long long y = ((const nvml_proc_sample *)b)->timeStamp;
+    return x < y ? -1 : x > y;
+}
+
 /* The mean over the timestamps of our samples of their summed smUtil (each
- * capped at 100); 0 without any. Moves *last to the newest sample. */
+ * capped at 100); 0 without any. Moves *last to the newest sample. Our
+ * samples are moved to the front of s and sorted (count <= GPU_NVML_MAX_SAMPLES). */
 static double _mean(nvml_proc_sample *s, unsigned int count, const int *pids, int n_pids,
                     uint64_t *last)
 {
-    double total = 0;
-    int stamps = 0;
+    unsigned int ours = 0;
     for (unsigned int i = 0; i < count; i++) {
         if (s[i].timeStamp > *last) *last = s[i].timeStamp;
-        if (!_ours(s[i].pid, pids, n_pids)) continue;
-        bool seen = false; /* this timestamp was summed already */
-        for (unsigned int j = 0; j < i && !seen; j++)
-            seen = s[j].timeStamp == s[i].timeStamp && _ours(s[j].pid, pids, n_pids);
-        if (seen) continue;
+        if (_ours(s[i].pid, pids, n_pids)) s[ours++] = s[i];
+    }
+    qsort(s, ours, sizeof(*s), _by_stamp);
+    double total = 0;
+    int stamps = 0;
+    for (unsigned int i = 0; i < ours;) {
         double sum = 0;
-        for (unsigned int j = i; j < count; j++)
-            if (s[j].timeStamp == s[i].timeStamp && _ours(s[j].pid, pids, n_pids))
-                sum += s[j].smUtil > 100 ? 100 : s[j].smUtil;
+        unsigned int j = i;
+        for (; j < ours && s[j].timeStamp == s[i].timeStamp; j++)
+            sum += s[j].smUtil > 100 ? 100 : s[j].smUtil;
         total += sum > 100 ? 100 : sum;
         stamps++;
+        i = j;
     }
     return stamps ? total / stamps : 0;
 }

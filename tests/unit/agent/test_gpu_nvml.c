@@ -68,6 +68,11 @@ static void test_kernel_pids_averaged(void **state)
     setenv("FAKE_NVML_PROC_UTIL", "100:70@60,200:60@60", 1);
     assert_true(gpu_nvml_util(n, UUID0, pids, 2, &seen, &pct));
     assert_true(pct > 99.999 && pct < 100.001);
+    /* samples out of order: grouped by timestamp all the same (70: 40, 80: 20) */
+    setenv("FAKE_NVML_PROC_UTIL", "200:10@70,100:20@80,999:5@70,100:30@70", 1);
+    assert_true(gpu_nvml_util(n, UUID0, pids, 2, &seen, &pct));
+    assert_true(pct > 29.999 && pct < 30.001);
+    assert_int_equal(seen, 80);
     gpu_nvml_close(n);
 }
 
