@@ -401,6 +401,11 @@ endef
 $(foreach s,agent registry scheduler vfolder wsproxy gateway auth cni-portmap cni-bridge,\
   $(eval $(call service_test_rules,$(s))))
 SCHED_LIB_OBJ := $(scheduler_MOD_OBJ)
+# test_gpu_nvml dlopens the shim tests' fake libnvidia-ml.so.1 (needs CUDA headers;
+# without them it skips what needs the fake).
+ifneq ($(wildcard $(CUDA_HOME)/include/cuda.h),)
+$(BUILD)/tests/agent/test_gpu_nvml: | $(SHIM_TDIR)/fake/libnvidia-ml.so.1
+endif
 
 # ---- bench-scheduler-core -----------------------------------------------------
 # `make bench-scheduler-core`: the scheduler's engine alone and with Redis

@@ -44,6 +44,7 @@ struct agent {
     kernels *ks;
     char *gpu_dir;
     gpu_host gpu;
+    gpu_nvml *nvml;    /* NULL: no GPU utilisation */
     char *term_path;   /* tessera-term on this host, or NULL (no ttyd) */
     char *cni_portmap; /* the CNI port plugin (agent.cni_portmap) */
     char *cni_bridge;  /* the CNI bridge plugin (agent.cni_bridge) */
@@ -393,7 +394,10 @@ bool agent_start(svc *s, ts_err *err)
                        .term_path = a->term_path,
                        .device_memory = _device_memory,
                        .device_ctx = a};
-    if (!a->usage) a->usage = usage_new(a->gpu_dir);
+    if (!a->usage) {
+        if (a->gpu.n_devices > 0) a->nvml = gpu_nvml_open(c->nvml_library);
+        a->usage = usage_new(a->gpu_dir, a->nvml, &a->gpu);
+    }
     ko.usage = a->usage;
     a->ks = kernels_new(&ko, err);
     if (!a->ks) return false;
@@ -546,6 +550,7 @@ void agent_stop(svc *s)
     a->ks = NULL;
     if (a->rt && a->cfg.destroy_on_stop) _destroy_all(a);
     usage_free(a->usage);
+    gpu_nvml_close(a->nvml);
     if (a->rt) _remove_idle_bridge(a);
     image_store_free(a->store);
     image_store_free(a->insecure_store);

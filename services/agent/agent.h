@@ -48,6 +48,7 @@ typedef struct agent_config {
     bool cuda_shim;               /* mount libtessera-cuda.so into GPU kernels */
     const char *cuda_shim_path;   /* the shim on this host */
     const char *cuda_driver_libs; /* sonames or paths, "" = GPU_DEFAULT_DRIVER_LIBS */
+    const char *nvml_library;     /* dlopen'd for GPU utilisation; "" = none (gpu_nvml.h) */
     const char *term_path;        /* tessera-term on the host; "" = next to this program */
     const char *userns;           /* "auto", "on", "off" (userns.h) */
     int64_t userns_base;          /* host id of the containers' 0 */

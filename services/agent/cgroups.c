@@ -72,6 +72,23 @@ bool cg_path(const char *controller, const char *rel, const char *file, char *bu
     return n > 0 && (size_t)n < size;
 }
 
+int cg_procs(const char *rel, int *pids, int max)
+{
+    static const char *const ctl[] = {"pids", "memory", ""};
+    for (size_t c = 0; c < TS_ARRAY_LEN(ctl); c++) {
+        char path[512];
+        if (!cg_path(ctl[c], rel, "cgroup.procs", path, sizeof(path))) continue;
+        FILE *f = fopen(path, "re");
+        if (!f) continue;
+        int n = 0, pid;
+        while (n < max && fscanf(f, "%d", &pid) == 1)
+            if (pid > 0) pids[n++] = pid;
+        fclose(f);
+        return n;
+    }
+    return -1;
+}
+
 static bool _read_i64(const char *controller, const char *rel, const char *file, int64_t *out)
 {
     char path[512];

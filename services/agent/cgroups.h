@@ -36,6 +36,11 @@ bool cg_memory_limit(const char *rel, int64_t *bytes) TS_MUST_CHECK;
 bool cg_path(const char *controller, const char *rel, const char *file, char *buf,
              size_t size) TS_MUST_CHECK;
 
+/* The processes directly in rel (its cgroup.procs, host pids) into pids, at
+ * most max: from the pids hierarchy, else memory's, else cgroup2's. The
+ * number read; -1 when no hierarchy has rel. */
+int cg_procs(const char *rel, int *pids, int max);
+
 /* Remove rel from every hierarchy (children first). Processes must be gone.
  * true when no directory of rel remains. */
 bool cg_remove(const char *rel) TS_MUST_CHECK;

@@ -129,6 +129,9 @@ typedef struct kernel_usage {
 } kernel_usage;
 bool runtime_usage(runtime *rt, const char *kernel_id, kernel_usage *out,
                    ts_err *err) TS_MUST_CHECK;
+/* The host pids of the kernel's processes (its cgroup's cgroup.procs), at
+ * most max; the number read, -1 when its cgroup is not there. */
+int runtime_pids(runtime *rt, const char *kernel_id, int *pids, int max);
 /* A small text file in the kernel's dir where usage.h keeps what it has
  * reported, so a restarted agent does not count it again ("usage.sent"):
  * write it (false when it cannot), read it (heap; NULL when there is none). */

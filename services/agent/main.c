@@ -12,7 +12,7 @@
 
 static char *id, *resource_group, *state_dir, *runc_path, *cni_bin_dir, *cni_network, *cni_subnet,
     *cni_portmap, *cni_bridge, *port_range, *insecure_registries, *registry_auth_file,
-    *advertise_addr, *cuda_shim_path, *cuda_driver_libs, *term_path, *userns;
+    *advertise_addr, *cuda_shim_path, *cuda_driver_libs, *nvml_library, *term_path, *userns;
 static int64_t log_cap, heartbeat_interval_ms, mock_gpus, mock_gpu_memory, max_parallel_pulls,
     pull_retries, pull_timeout_ms, mem, mem_reserve, shm, destroy_grace_ms, exited_retention_ms,
     exec_timeout_ms, exec_output_cap, userns_base, userns_size;
@@ -73,6 +73,9 @@ static const cfg_option agent_options[] = {
     {"agent.cuda_driver_libs", CFG_STRING, &cuda_driver_libs, "", 0, 0, NULL, false, NULL,
      "driver libraries mounted into GPU kernels: sonames (ldconfig -p) or paths, comma-separated"
      " (empty: libcuda, libnvidia-ml and the few CUDA needs)"},
+    {"agent.nvml_library", CFG_STRING, &nvml_library, "libnvidia-ml.so.1", 0, 0, NULL, false, NULL,
+     "NVML library for the kernels' GPU utilisation in usage samples (a soname or a path;"
+     " empty: none); absent or failing: utilisation is not measured"},
     {"agent.insecure_registries", CFG_STRING, &insecure_registries, "", 0, 0, NULL, false, NULL,
      "image registries (host:port, comma-separated) reached over plain HTTP"},
     {"agent.registry_auth_file", CFG_STRING, &registry_auth_file, "", 0, 0, NULL, false, NULL,
@@ -156,6 +159,7 @@ static bool agent_routes(svc *s, ts_err *err)
         .cuda_shim = cuda_shim,
         .cuda_shim_path = cuda_shim_path,
         .cuda_driver_libs = cuda_driver_libs,
+        .nvml_library = nvml_library,
         .term_path = term_path,
         .userns = userns,
         .userns_base = userns_base,

@@ -357,6 +357,15 @@ bool runtime_usage(runtime *rt, const char *id, kernel_usage *out, ts_err *err)
     return true;
 }
 
+int runtime_pids(runtime *rt, const char *id, int *pids, int max)
+{
+    (void)rt;
+    if (!rts_valid_id(id)) return -1;
+    char rel[128];
+    rts_cg_rel(id, rel, sizeof(rel));
+    return cg_procs(rel, pids, max);
+}
+
 bool runtime_usage_mark_save(runtime *rt, const char *id, const char *text)
 {
     if (!rts_valid_id(id)) return false;

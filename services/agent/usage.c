@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "libcommon/log.h"
+#include "services/agent/gpu_nvml.h"
 #include "services/agent/gpu_usage.h"
 #include "tessera/v1/usage.pb-c.h"
 
@@ -25,19 +26,30 @@ typedef struct usage_prev {
     char gpu[16][32];   /* its GPUs' device ids, as the last view had them */
     int n_gpu;
     int64_t gpu_busy_sent[16]; /* the region's busy_ns per device reported so far */
+    uint64_t nvml_seen[16];    /* NVML's last-seen sample timestamp per device, us */
 } usage_prev;
+
+/* The host pids of a kernel for NVML; n < 0: unknown (utilisation not measured). */
+typedef struct usage_pids {
+    int pid[256];
+    int n;
+} usage_pids;
 
 struct usage_tracker {
     pthread_mutex_t mu;
     char *gpu_conf_dir;
+    gpu_nvml *nvml;
+    const gpu_host *gpu;
     usage_prev *prev;
     int n, cap;
 };
 
-usage_tracker *usage_new(const char *gpu_conf_dir)
+usage_tracker *usage_new(const char *gpu_conf_dir, gpu_nvml *nvml, const gpu_host *gpu)
 {
     usage_tracker *u = ts_calloc(1, sizeof(*u));
     u->gpu_conf_dir = gpu_conf_dir ? ts_strdup(gpu_conf_dir) : NULL;
+    u->nvml = nvml;
+    u->gpu = gpu;
     pthread_mutex_init(&u->mu, NULL);
     return u;
 }
@@ -132,13 +144,30 @@ static int64_t _delta(int64_t now, int64_t *sent)
     return d;
 }
 
+/* Device i's utilisation from NVML into dev, when measured (gpu_nvml.h): the
+ * kernel's pids' samples since the last look. */
+static bool _util(const usage_tracker *u, usage_prev *p, int i, const usage_pids *pids,
+                  Tessera__V1__GpuDeviceUsage *dev)
+{
+    if (!u->nvml || !pids || pids->n < 0) return false;
+    const char *uuid = gpu_host_uuid(u->gpu, p->gpu[i]);
+    double pct;
+    if (!uuid || !gpu_nvml_util(u->nvml, uuid, pids->pid, pids->n, &p->nvml_seen[i], &pct))
+        return false;
+    dev->util_pct = pct;
+    dev->util_measured = true;
+    return true;
+}
+
 /* The kernel's GPUs from its cuda-shim region into m (dev, devp: room for
  * k->n_gpu); nothing when it has none or no process used CUDA yet. GPU time
  * is sent as what the region's counters add to p->gpu_busy_sent, in whole ms
- * (the rest goes with the next sample), as CPU time is. */
+ * (the rest goes with the next sample), as CPU time is. Utilisation from NVML
+ * with pids (NULL: not measured), the mean of the measured devices' in
+ * m->gpu_util_pct. */
 static void _gpu(const usage_tracker *u, usage_prev *p, const usage_kernel *k,
-                 Tessera__V1__KernelUsage *m, Tessera__V1__GpuDeviceUsage *dev,
-                 Tessera__V1__GpuDeviceUsage **devp)
+                 const usage_pids *pids, Tessera__V1__KernelUsage *m,
+                 Tessera__V1__GpuDeviceUsage *dev, Tessera__V1__GpuDeviceUsage **devp)
 {
     if (k->n_gpu > 0) { /* remembered for the final sample, which has no view */
         p->n_gpu = 0;
@@ -155,6 +184,8 @@ static void _gpu(const usage_tracker *u, usage_prev *p, const usage_kernel *k,
         TLOG_DEBUG("no GPU figures", "kernel=%s error=\"%s\"", k->kernel_id, err.msg);
         return;
     }
+    double util_sum = 0;
+    int n_util = 0;
     for (int i = 0; i < g.n_devices; i++) {
         tessera__v1__gpu_device_usage__init(&dev[i]);
         dev[i].device_id = p->gpu[i];
@@ -163,6 +194,10 @@ static void _gpu(const usage_tracker *u, usage_prev *p, const usage_kernel *k,
         devp[i] = &dev[i];
         m->gpu_mem_bytes += g.mem_bytes[i];
         m->gpu_mem_peak_bytes += g.mem_peak_bytes[i];
+        if (_util(u, p, i, pids, &dev[i])) {
+            util_sum += dev[i].util_pct;
+            n_util++;
+        }
         if (g.busy_counted) {
             int64_t d = _delta(g.busy_ns[i], &p->gpu_busy_sent[i]);
             p->gpu_busy_sent[i] -= d % 1000000;
@@ -171,13 +206,15 @@ static void _gpu(const usage_tracker *u, usage_prev *p, const usage_kernel *k,
             m->gpu_busy_ms += dev[i].busy_ms;
         }
     }
+    if (n_util) m->gpu_util_pct = util_sum / n_util;
     m->n_gpu_devices = (size_t)g.n_devices;
     m->gpu_devices = devp;
 }
 
 /* Publish what cur adds to p->sent, over p->at_ms (or the start) .. now. */
 static bool _emit(const usage_tracker *u, usage_prev *p, kbus *bus, const char *agent_id,
-                  const usage_kernel *k, const kernel_usage *cur, bool final)
+                  const usage_kernel *k, const kernel_usage *cur, const usage_pids *pids,
+                  bool final)
 {
     int64_t now = ts_now_wall_ms();
     int64_t start = p->at_ms;
@@ -206,12 +243,15 @@ static bool _emit(const usage_tracker *u, usage_prev *p, kbus *bus, const char *
     m.final = final;
     Tessera__V1__GpuDeviceUsage dev[16];
     Tessera__V1__GpuDeviceUsage *devp[16];
-    _gpu(u, p, k, &m, dev, devp);
+    uint64_t seen_before[TS_ARRAY_LEN(p->nvml_seen)];
+    memcpy(seen_before, p->nvml_seen, sizeof(seen_before));
+    _gpu(u, p, k, pids, &m, dev, devp);
     ts_err err = {{0}};
     if (!kbus_publish(bus, USAGE_TOPIC, k->kernel_id, &m.base, NULL, k->kernel_id, &err)) {
         TLOG_WARN("usage not published", "kernel=%s error=\"%s\"", k->kernel_id, err.msg);
         p->sent = before; /* the next sample carries it */
         memcpy(p->gpu_busy_sent, gpu_before, sizeof(gpu_before));
+        memcpy(p->nvml_seen, seen_before, sizeof(seen_before));
         return false;
     }
     p->at_ms = now;
@@ -237,7 +277,10 @@ int usage_publish(usage_tracker *u, runtime *rt, kbus *bus, const char *agent_id
             continue;
         }
         _load(p, rt);
-        if (_emit(u, p, bus, agent_id, v, &ku, false)) {
+        usage_pids pids = {.n = -1};
+        if (u->nvml && v->n_gpu > 0)
+            pids.n = runtime_pids(rt, v->kernel_id, pids.pid, (int)TS_ARRAY_LEN(pids.pid));
+        if (_emit(u, p, bus, agent_id, v, &ku, &pids, false)) {
             _save(p, rt);
             published++;
         }
@@ -275,7 +318,7 @@ bool usage_final(usage_tracker *u, kbus *bus, const char *agent_id, const usage_
     p->seen = true;
     bool ok = false;
     if (!p->final) {
-        ok = _emit(u, p, bus, agent_id, k, last, true);
+        ok = _emit(u, p, bus, agent_id, k, last, NULL, true); /* its processes are gone */
         p->final = ok;
     }
     pthread_mutex_unlock(&u->mu);

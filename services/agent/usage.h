@@ -14,14 +14,18 @@
 
 #include "libcommon/kbus.h"
 #include "services/agent/container.h"
+#include "services/agent/gpu_mounts.h"
+#include "services/agent/gpu_nvml.h"
 
 #define USAGE_TOPIC "tessera.usage.v1"
 
 typedef struct usage_tracker usage_tracker;
 
 /* gpu_conf_dir: agent.gpu_conf_dir, where each kernel's cuda-shim region is
- * (gpu_usage.h); NULL: no GPU figures. */
-usage_tracker *usage_new(const char *gpu_conf_dir);
+ * (gpu_usage.h); NULL: no GPU figures. nvml (gpu_nvml.h; NULL: none) and gpu
+ * (the devices' host UUIDs) measure the utilisation of the devices the region
+ * reports; both are the caller's and outlive the tracker. */
+usage_tracker *usage_new(const char *gpu_conf_dir, gpu_nvml *nvml, const gpu_host *gpu);
 void usage_free(usage_tracker *u);
 
 /* Who a kernel is (the agent's view of it). */

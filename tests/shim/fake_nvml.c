@@ -4,7 +4,14 @@
  * index i is CUDA device n-1-i), as a host's PCI order may differ from CUDA's:
  * the shim must map by UUID, not by index. A device's UUID is what fake
  * cuDeviceGetUuid_v2 says for its CUDA ordinal; its PCI bus id is
- * "00000000:<ordinal in hex>:00.0" and its serial "fake-<ordinal>". */
+ * "00000000:<ordinal in hex>:00.0" and its serial "fake-<ordinal>".
+ *
+ * Per-process utilisation (for the agent's sampler, tests/unit/agent/
+ * test_gpu_nvml.c): FAKE_NVML_PROC_UTIL="pid:sm@ts,..." are the samples of
+ * every device; nvmlDeviceGetProcessUtilization answers those after its
+ * last-seen timestamp (NOT_FOUND when none), INSUFFICIENT_SIZE with the count
+ * for a NULL or short buffer, and FAKE_NVML_PROC_UTIL_ERR=<code> when set.
+ * FAKE_NVML_INIT_ERR=<code> makes nvmlInit_v2 fail. */
 #include "services/cuda-shim/hooks.h"
 #include "tests/shim/fake_state.h"
 
@@ -37,7 +44,7 @@ static fake_dev *_dev(unsigned cuda)
 
 EXPORT nvmlReturn_t nvmlInit_v2(void)
 {
-    return 0;
+    return (nvmlReturn_t)fake_env_i64("FAKE_NVML_INIT_ERR", 0);
 }
 EXPORT nvmlReturn_t nvmlShutdown(void)
 {
@@ -114,4 +121,40 @@ EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t d, nvmlMemory_v2_t *
     m->free = (unsigned long long)fake_free((int)d->cuda);
     m->used = m->total - m->free;
     return 0;
+}
+
+/* nvmlProcessUtilizationSample_t (nvml.h) */
+typedef struct {
+    unsigned int pid;
+    unsigned long long timeStamp;
+    unsigned int smUtil, memUtil, encUtil, decUtil;
+} fake_proc_sample;
+
+EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t d, fake_proc_sample *out,
+                                                    unsigned *count, unsigned long long last);
+EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t d, fake_proc_sample *out,
+                                                    unsigned *count, unsigned long long last)
+{
+    if (!d || !count) return TSHIM_NVML_ERROR_INVALID_ARGUMENT;
+    int64_t err = fake_env_i64("FAKE_NVML_PROC_UTIL_ERR", 0);
+    if (err) return (nvmlReturn_t)err;
+    const char *spec = getenv("FAKE_NVML_PROC_UTIL");
+    unsigned n = 0;
+    for (const char *p = spec; p && *p;) {
+        unsigned pid, sm;
+        unsigned long long ts;
+        int used = 0;
+        if (sscanf(p, "%u:%u@%llu%n", &pid, &sm, &ts, &used) != 3) break;
+        if (ts > last) {
+            if (out && n < *count)
+                out[n] = (fake_proc_sample){.pid = pid, .timeStamp = ts, .smUtil = sm};
+            n++;
+        }
+        p += used;
+        if (*p == ',') p++;
+    }
+    if (!n) return TSHIM_NVML_ERROR_NOT_FOUND;
+    bool short_buf = !out || n > *count;
+    *count = n;
+    return short_buf ? 7 /* NVML_ERROR_INSUFFICIENT_SIZE */ : 0;
 }
