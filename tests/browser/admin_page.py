@@ -43,6 +43,17 @@ def form_closes(d, form):
                message=f"the {form} to close")
 
 
+def login_in_domain(d, console_url, email, domain):
+    """Log in as a user of another domain than default (the login page's
+    "Another domain" field)."""
+    d.get(console_url)
+    el(d, "#login-username").send_keys(email)
+    el(d, "#login-password").send_keys(PASSWORD)
+    click(d, ".login-domain summary")
+    el(d, "#login-domain").send_keys(domain)
+    click(d, "#login-submit")
+
+
 def admin_driver(downloads, console_url, person):
     """A browser logged in as person (an administrator), once the Admin link
     shows: a module fixture's body (`yield from admin_driver(...)`)."""

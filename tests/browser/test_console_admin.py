@@ -11,7 +11,7 @@ import uuid
 import pytest
 from selenium.webdriver.common.by import By
 
-from admin_page import Login, admin_driver, clean_shot, confirm
+from admin_page import Login, admin_driver, clean_shot, confirm, login_in_domain
 from conftest import PASSWORD, Person, new_driver, shot, wait_until
 from console_page import choose, click, el, go, login, text_in
 
@@ -23,17 +23,6 @@ LIVE = ("PENDING", "SCHEDULED", "PREPARING", "PULLING", "RUNNING", "RESTARTING",
 def session_status(person, name):
     r = person.api.get(f"/session/{name}")
     return r.json().get("status") if r.status_code == 200 else None
-
-
-def login_in_domain(d, console_url, email, domain):
-    """Log in as a user of another domain than default (the login page's
-    "Another domain" field)."""
-    d.get(console_url)
-    el(d, "#login-username").send_keys(email)
-    el(d, "#login-password").send_keys(PASSWORD)
-    click(d, ".login-domain summary")
-    el(d, "#login-domain").send_keys(domain)
-    click(d, "#login-submit")
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ import pytest
 from selenium.webdriver.common.by import By
 
 import suitekit
-from admin_page import Login, admin_driver, clean_shot, confirm, form_closes, typed
+from admin_page import Login, admin_driver, clean_shot, confirm, form_closes, login_in_domain, typed
 from conftest import PASSWORD, REPO, Person, new_driver, shot, wait_until
 from console_page import choose, click, el, go, login, status_of, text_in
 
@@ -185,12 +185,7 @@ def test_a_domain_admins_limits_on_environments_and_keypairs(downloads, console_
             assert admin.post("/admin/keypairs", {"user_id": r.json()["id"]}).status_code in (200, 201)
     d = new_driver(downloads)
     try:
-        d.get(console_url)
-        el(d, "#login-username").send_keys(made["gadmin"][0])
-        el(d, "#login-password").send_keys(PASSWORD)
-        click(d, ".login-domain summary")
-        el(d, "#login-domain").send_keys(dom)
-        click(d, "#login-submit")
+        login_in_domain(d, console_url, made["gadmin"][0], dom)
         el(d, "[data-nav=admin]")
 
         # Environments: the list, no writing (the API lets only superadmins write)

@@ -13,7 +13,7 @@ import uuid
 import pytest
 from selenium.webdriver.common.by import By
 
-from admin_page import Login, admin_driver, clean_shot, confirm, form_closes, typed
+from admin_page import Login, admin_driver, clean_shot, confirm, form_closes, login_in_domain, typed
 from conftest import PASSWORD, Person, new_driver, shot, wait_until
 from console_page import choose, click, el, go, login, text_in
 
@@ -290,12 +290,7 @@ def test_a_domain_admin_sees_its_domain_and_reads_policies(downloads, console_ur
     assert admin.post("/admin/resource-groups", {"name": group}).status_code in (200, 201)
     d = new_driver(downloads)
     try:
-        d.get(console_url)
-        el(d, "#login-username").send_keys(email)
-        el(d, "#login-password").send_keys(PASSWORD)
-        click(d, ".login-domain summary")
-        el(d, "#login-domain").send_keys(dom)
-        click(d, "#login-submit")
+        login_in_domain(d, console_url, email, dom)
         el(d, "[data-nav=admin]")
         go(d, console_url, "/admin/domains")
         el(d, f"tr[data-domain=\"{dom}\"]")

@@ -20,7 +20,7 @@ import uuid
 import pytest
 from selenium.webdriver.common.by import By
 
-from admin_page import admin_driver
+from admin_page import admin_driver, login_in_domain
 from conftest import PASSWORD, Person, new_driver, shot, wait_until
 from console_page import choose, click, el, go, text_in
 
@@ -142,12 +142,7 @@ def test_a_domain_admins_statistics_show_only_its_domain(downloads, console_url,
         assert admin.post("/admin/keypairs", {"user_id": r.json()["id"]}).status_code in (200, 201)
     d = new_driver(downloads)
     try:
-        d.get(console_url)
-        el(d, "#login-username").send_keys(email)
-        el(d, "#login-password").send_keys(PASSWORD)
-        click(d, ".login-domain summary")
-        el(d, "#login-domain").send_keys(dom)
-        click(d, "#login-submit")
+        login_in_domain(d, console_url, email, dom)
         el(d, "[data-nav=admin]")
         go(d, console_url, "/admin/stats")
         text_in(d, "[data-test=usage-period]", f"of the sessions of domain {dom}")
