@@ -37,6 +37,8 @@
  *     kernel_steps.c     a batch's KernelCreating / KernelStarted in a few statements
  *     transitions.c      guarded status changes, history rows, agent commands
  *     pending_timeout.c  PENDING sessions past their group's pending_timeout cancelled
+ *     session_lifetime.c RUNNING sessions past their policy's max_session_lifetime ended
+ *     session_sweep.c    the loop both share: query, then lock, check and end each
  *     publish.c          the outbox: events out after COMMIT, waiter notifications
  *     waiters.c          create calls waiting for RUNNING (condition variable)
  *     app_routes.c       wsproxy's routes of an ended session removed
