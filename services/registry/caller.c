@@ -2,6 +2,7 @@
 #include "caller.h"
 
 #include "auth_client.h"
+#include "db_common.h"
 #include "libcommon/log.h"
 
 #include <string.h>
@@ -93,6 +94,32 @@ bool caller_is_superadmin(const reg_caller *c)
 bool caller_is_admin(const reg_caller *c)
 {
     return caller_is_superadmin(c) || strcmp(c->role, "admin") == 0;
+}
+
+char *caller_hidden_users(const reg_caller *c)
+{
+    const char *ids[64];
+    size_t n = 0, i;
+    json_t *v;
+    if (strcmp(c->role, "admin") == 0)
+        json_array_foreach(json_object_get(c->ctx, "domain_superadmins"), i, v)
+        {
+            const char *id = json_string_value(v);
+            if (id && ts_uuid_valid(id) && n < TS_ARRAY_LEN(ids)) ids[n++] = id;
+        }
+    return reg_uuid_array(ids, n);
+}
+
+bool caller_hides_user(const reg_caller *c, const char *user_id)
+{
+    size_t i;
+    json_t *v;
+    if (strcmp(c->role, "admin") != 0) return false;
+    json_array_foreach(json_object_get(c->ctx, "domain_superadmins"), i, v)
+    {
+        if (json_is_string(v) && strcmp(json_string_value(v), user_id) == 0) return true;
+    }
+    return false;
 }
 
 bool caller_get_admin(http_req *req, http_resp *resp, bool write, const char *what, reg_caller *c)

@@ -38,6 +38,15 @@ bool caller_get_admin(http_req *req, http_resp *resp, bool write, const char *wh
  * superadmin's. */
 bool context_is_superadmin(const json_t *ctx) TS_MUST_CHECK;
 
+/* The users whose things the caller may not see although they are in its
+ * reach: for a domain admin, its domain's superadmins (the context's
+ * "domain_superadmins"; docs/security.md: a domain admin never sees or acts
+ * on a superadmin's things); nobody for anyone else. A uuid[] literal for a
+ * query's "NOT (user_id = ANY($n::uuid[]))" (heap, never NULL). */
+char *caller_hidden_users(const reg_caller *c);
+/* Whether user_id is one of those. */
+bool caller_hides_user(const reg_caller *c, const char *user_id) TS_MUST_CHECK;
+
 /* The context of another keypair (owner_access_key), same answers as caller_get. */
 bool context_get(http_req *req, http_resp *resp, const char *access_key, const char *group,
                  json_t **ctx) TS_MUST_CHECK;

@@ -32,33 +32,12 @@ static bool _id_ok(const char *id)
     return n == 32;
 }
 
-/* The ids of the caller's domain's superadmins (a domain admin's context) as
- * a uuid[] literal (heap). */
-static char *_supers(const reg_caller *c)
-{
-    const char *ids[64];
-    size_t n = 0, i;
-    json_t *v;
-    json_array_foreach(json_object_get(c->ctx, "domain_superadmins"), i, v)
-    {
-        const char *id = json_string_value(v);
-        if (id && ts_uuid_valid(id) && n < TS_ARRAY_LEN(ids)) ids[n++] = id;
-    }
-    return reg_uuid_array(ids, n);
-}
-
 /* Whether the caller reaches a template of user_id in domain. */
 static bool _may_reach(const reg_caller *c, const char *user_id, const char *domain)
 {
     if (caller_is_superadmin(c) || strcmp(c->user_id, user_id) == 0) return true;
     if (strcmp(c->role, "admin") != 0 || strcmp(c->domain, domain) != 0) return false;
-    size_t i;
-    json_t *v;
-    json_array_foreach(json_object_get(c->ctx, "domain_superadmins"), i, v)
-    {
-        if (json_is_string(v) && strcmp(json_string_value(v), user_id) == 0) return false;
-    }
-    return true;
+    return !caller_hides_user(c, user_id);
 }
 
 #define SELECT_ONE                                                                                 \
@@ -361,7 +340,7 @@ static void h_list(http_req *req, http_resp *resp, void *ctx)
         return;
     }
     bool all = _truthy(http_query_arg(req, "all")) && caller_is_admin(&c);
-    char *supers = _supers(&c);
+    char *supers = caller_hidden_users(&c);
     const char *p[] = {c.user_id, all ? "true" : "false",
                        caller_is_superadmin(&c) ? NULL : c.domain, supers, group};
     PGconn *conn = pgjson_get(s, resp);

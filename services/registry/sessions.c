@@ -232,16 +232,7 @@ static void h_list(http_req *req, http_resp *resp, void *ctx)
         return;
     }
     /* a domain admin does not see its domain's superadmins' sessions */
-    const char *supers[64];
-    size_t n_supers = 0;
-    size_t k;
-    json_t *v;
-    json_array_foreach(json_object_get(c.ctx, "domain_superadmins"), k, v)
-    {
-        const char *id = json_string_value(v);
-        if (id && ts_uuid_valid(id) && n_supers < TS_ARRAY_LEN(supers)) supers[n_supers++] = id;
-    }
-    char *hidden = reg_uuid_array(supers, n_supers);
+    char *hidden = caller_hidden_users(&c);
     char *sql = ts_asprintf("SELECT *, count(*) OVER () AS total FROM (%s"
                             " WHERE ($1::uuid IS NULL OR s.user_id = $1::uuid)"
                             " AND ($2::text IS NULL OR s.domain_name = $2)"

@@ -3,6 +3,7 @@
 
 #include "db_common.h"
 #include "usage_calc.h"
+#include "usage_hours.h"
 #include "usage_live.h"
 
 #include "libcommon/buf.h"
@@ -14,16 +15,23 @@
 #include <string.h>
 #include <time.h>
 
-#define DAY_MS (86400LL * 1000)
+#define DAY_MS USAGE_DAY_MS
 
-void usage_scope(const reg_caller *c, char user_id[TS_UUID_STRLEN], char domain[260])
+void usage_scope_of(const reg_caller *c, usage_scope *out)
 {
-    user_id[0] = domain[0] = 0;
+    out->user_id[0] = out->domain[0] = 0;
+    out->hidden = caller_hidden_users(c);
     if (caller_is_superadmin(c)) return;
     if (caller_is_admin(c))
-        ts_strlcpy(domain, c->domain, 260);
+        ts_strlcpy(out->domain, c->domain, sizeof(out->domain));
     else
-        ts_strlcpy(user_id, c->user_id, TS_UUID_STRLEN);
+        ts_strlcpy(out->user_id, c->user_id, sizeof(out->user_id));
+}
+
+void usage_scope_free(usage_scope *sc)
+{
+    free(sc->hidden);
+    sc->hidden = NULL;
 }
 
 /* The key column of each usage_group, and its display name. */
@@ -37,21 +45,34 @@ static const struct {
     [USAGE_BY_IMAGE] = {"u.image", "u.image"},
 };
 
-/* One group's sums, and per day with bucket=day. */
-typedef struct day_sum {
+/* What GET /v1/usage?bucket= splits a period into: its name, length, the
+ * longest period it splits and the key of the list in each item. */
+typedef struct bucket_kind {
+    const char *name;
+    int64_t ms;
+    size_t max;
+    const char *list;
+} bucket_kind;
+
+static const bucket_kind bucket_kinds[] = {
+    {.name = "day", .ms = USAGE_DAY_MS, .max = USAGE_MAX_BUCKET_DAYS, .list = "days"},
+    {.name = "hour", .ms = USAGE_HOUR_MS, .max = USAGE_MAX_BUCKET_HOURS, .list = "hours"},
+};
+
+/* One group's sums, in all and per bucket. */
+typedef struct bucket_sum {
     long sessions;
     usage_totals t;
-} day_sum;
+} bucket_sum;
 
 typedef struct group_sum {
     char *key, *name;
-    day_sum all;
-    day_sum *days; /* ndays of them with bucket=day, else NULL */
+    bucket_sum all;
+    bucket_sum *buckets; /* nbuckets of them with a bucket, else NULL */
 } group_sum;
 
-static void sum_add(day_sum *g, const usage_totals *part)
+static void sum_add(bucket_sum *g, const usage_totals *part)
 {
-    g->sessions++;
     g->t.cpu_ms += part->cpu_ms;
     g->t.mem_byte_s += part->mem_byte_s;
     if (part->mem_peak_bytes > g->t.mem_peak_bytes) g->t.mem_peak_bytes = part->mem_peak_bytes;
@@ -68,9 +89,6 @@ static void sum_add(day_sum *g, const usage_totals *part)
         g->t.phase_s[i] += part->phase_s[i];
     g->t.samples += part->samples;
 }
-
-/* A session_usage row's totals (columns from col on, in totals_cols order). */
-#define TOTALS_COLS USAGE_TOTALS_COLS
 
 void usage_row_totals(const PGresult *r, int row, int col, usage_totals *t)
 {
@@ -139,8 +157,8 @@ static void csv_field(ts_buf *b, const char *s)
     ts_buf_append(b, "\"", 1);
 }
 
-/* One CSV line: [day,]key,name,sessions,totals. */
-static void csv_line(ts_buf *b, const char *day, const group_sum *g, const day_sum *d)
+/* One CSV line: [bucket,]key,name,sessions,totals. */
+static void csv_line(ts_buf *b, const char *day, const group_sum *g, const bucket_sum *d)
 {
     if (day) {
         ts_buf_append_str(b, day);
@@ -173,27 +191,41 @@ static char *iso_day(int64_t ms, char *buf, size_t size)
     return buf;
 }
 
-/* CSV: one line per group, or with days (bucket=day) one per day and group
- * that has a part of that day, the day first. */
+/* A bucket's name: the day (YYYY-MM-DD) or the hour (YYYY-MM-DDTHH:00:00Z). */
+static char *bucket_label(const bucket_kind *k, int64_t ms, char *buf, size_t size)
+{
+    if (k->ms == USAGE_DAY_MS) return iso_day(ms, buf, size);
+    time_t t = (time_t)(ms / 1000);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, size, "%Y-%m-%dT%H:00:00Z", &tm);
+    return buf;
+}
+
+/* CSV: one line per group, or with a bucket one per bucket and group that
+ * has figures in it, the bucket first. */
 static void reply_csv(http_resp *resp, usage_group by, const group_sum *g, size_t n, int64_t from,
-                      size_t ndays)
+                      const bucket_kind *k, size_t nb)
 {
     ts_buf b = {0};
-    if (ndays) ts_buf_append_str(&b, "day,");
+    if (k) {
+        ts_buf_append_str(&b, k->name);
+        ts_buf_append(&b, ",", 1);
+    }
     ts_buf_append_str(&b, usage_group_name(by));
     ts_buf_append_str(&b, ",name,sessions,cpu_seconds,mem_byte_seconds,mem_peak_bytes,"
                           "gpu_device_seconds,gpu_share_seconds,gpu_hours,gpu_mem_peak_bytes,"
                           "net_rx_bytes,net_tx_bytes,samples,io_read_bytes,io_write_bytes,"
                           "pending_seconds,preparing_seconds,running_seconds,"
                           "terminating_seconds,other_seconds,wall_seconds,gpu_busy_seconds\r\n");
-    if (!ndays)
+    if (!k)
         for (size_t i = 0; i < n; i++)
             csv_line(&b, NULL, &g[i], &g[i].all);
-    for (size_t d = 0; d < ndays; d++) {
-        char day[16];
-        iso_day(from + (int64_t)d * DAY_MS, day, sizeof(day));
+    for (size_t d = 0; k && d < nb; d++) {
+        char label[32];
+        bucket_label(k, from + (int64_t)d * k->ms, label, sizeof(label));
         for (size_t i = 0; i < n; i++)
-            if (g[i].days[d].sessions) csv_line(&b, day, &g[i], &g[i].days[d]);
+            if (g[i].buckets[d].sessions) csv_line(&b, label, &g[i], &g[i].buckets[d]);
     }
     http_set_header(resp, "Content-Disposition", "attachment; filename=\"usage.csv\"");
     http_reply(resp, 200, "text/csv; charset=utf-8", b.data ? b.data : "", b.len);
@@ -236,20 +268,97 @@ bool usage_period_arg(http_req *req, http_resp *resp, const char *start_name, co
     return true;
 }
 
-/* [{"day", "sessions", <usage_totals_json>}] of the days with a part. */
-static json_t *days_json(const day_sum *days, int64_t from, size_t ndays)
+/* [{<bucket>, "sessions", <usage_totals_json>}] of the buckets with figures. */
+static json_t *buckets_json(const bucket_kind *k, const bucket_sum *bs, int64_t from, size_t nb)
 {
     json_t *a = json_array();
-    for (size_t d = 0; d < ndays; d++) {
-        if (!days[d].sessions) continue;
-        char day[16];
-        json_t *o = usage_totals_json(&days[d].t);
-        json_object_set_new(o, "day",
-                            json_string(iso_day(from + (int64_t)d * DAY_MS, day, sizeof(day))));
-        json_object_set_new(o, "sessions", json_integer(days[d].sessions));
+    for (size_t d = 0; d < nb; d++) {
+        if (!bs[d].sessions) continue;
+        char label[32];
+        json_t *o = usage_totals_json(&bs[d].t);
+        json_object_set_new(
+            o, k->name,
+            json_string(bucket_label(k, from + (int64_t)d * k->ms, label, sizeof(label))));
+        json_object_set_new(o, "sessions", json_integer(bs[d].sessions));
         json_array_append_new(a, o);
     }
     return a;
+}
+
+/* ?bucket=: *k NULL for none; false after a 400 (unknown, or a period too
+ * long for it). */
+static bool bucket_arg(http_req *req, http_resp *resp, int64_t from, int64_t to,
+                       const bucket_kind **k, size_t *nb)
+{
+    const char *bucket = http_query_arg(req, "bucket");
+    *k = NULL;
+    *nb = 0;
+    if (!bucket || !*bucket) return true;
+    for (size_t i = 0; i < TS_ARRAY_LEN(bucket_kinds); i++)
+        if (strcmp(bucket, bucket_kinds[i].name) == 0) *k = &bucket_kinds[i];
+    if (!*k) {
+        http_problem(resp, 400, "invalid-api-params", NULL, "bucket: day or hour (or none)");
+        return false;
+    }
+    *nb = (size_t)((to - from) / (*k)->ms);
+    if (*nb > (*k)->max) {
+        http_problem(resp, 400, "invalid-api-params", NULL,
+                     "bucket=%s: a period of at most %zu %ss", (*k)->name, (*k)->max, (*k)->name);
+        return false;
+    }
+    return true;
+}
+
+/* Each session's figures in the period [$1, $2) ms, per bucket of $5 ms (0:
+ * one), ordered by group key, session and bucket; $3/$4/$6 the caller's
+ * scope (usage_scope). Columns: key, name, session, bucket start (ms),
+ * USAGE_HOURS_SUMS. */
+static char *period_sql(usage_group by)
+{
+    return ts_asprintf(
+        "SELECT %s, %s, u.session_id::text,"
+        " CASE WHEN $5::bigint > 0 THEN (extract(epoch FROM h.hour) * 1000)::bigint"
+        " / $5::bigint * $5::bigint ELSE 0 END, " USAGE_HOURS_SUMS " FROM registry.session_usage u"
+        " JOIN registry.session_usage_hours h ON h.session_id = u.session_id"
+        " WHERE h.hour >= to_timestamp($1::float8 / 1000)"
+        " AND h.hour < to_timestamp($2::float8 / 1000)"
+        " AND ($3::text = '' OR u.user_id = nullif($3::text, '')::uuid)"
+        " AND ($4::text = '' OR u.domain_name = $4) AND NOT (u.user_id = ANY($6::uuid[]))"
+        " GROUP BY 1, 2, 3, 4 ORDER BY 1, 3, 4",
+        group_cols[by].key, group_cols[by].name);
+}
+
+/* The rows of period_sql into groups (*n of them, heap). */
+static group_sum *groups_of(const PGresult *r, int64_t from, const bucket_kind *k, size_t nb,
+                            size_t *n)
+{
+    int rows = PQntuples(r);
+    group_sum *g = ts_calloc((size_t)rows + 1, sizeof(*g));
+    const char *session = "";
+    *n = 0;
+    for (int i = 0; i < rows; i++) {
+        usage_totals part;
+        usage_row_totals(r, i, 4, &part);
+        const char *key = PQgetvalue(r, i, 0);
+        if (*n == 0 || strcmp(g[*n - 1].key, key) != 0) {
+            g[*n].key = ts_strdup(key);
+            g[*n].name = ts_strdup(PQgetvalue(r, i, 1));
+            if (k) g[*n].buckets = ts_calloc(nb, sizeof(bucket_sum));
+            (*n)++;
+            session = "";
+        }
+        group_sum *gs = &g[*n - 1];
+        if (strcmp(session, PQgetvalue(r, i, 2)) != 0) gs->all.sessions++;
+        session = PQgetvalue(r, i, 2);
+        sum_add(&gs->all, &part);
+        if (!k) continue;
+        int64_t at = strtoll(PQgetvalue(r, i, 3), NULL, 10);
+        if (at < from || (size_t)((at - from) / k->ms) >= nb) continue; /* outside: not queried */
+        bucket_sum *b = &gs->buckets[(at - from) / k->ms];
+        b->sessions++;
+        sum_add(b, &part);
+    }
+    return g;
 }
 
 static void h_usage(http_req *req, http_resp *resp, void *ctx)
@@ -267,70 +376,37 @@ static void h_usage(http_req *req, http_resp *resp, void *ctx)
         http_problem(resp, 400, "invalid-api-params", NULL, "format: json or csv");
         return;
     }
-    const char *bucket = http_query_arg(req, "bucket");
-    bool by_day = bucket && strcmp(bucket, "day") == 0;
-    if (bucket && *bucket && !by_day) {
-        http_problem(resp, 400, "invalid-api-params", NULL, "bucket: day (or none)");
-        return;
-    }
     int64_t from, to;
     if (!usage_period_arg(req, resp, "start", "end", &from, &to)) return;
-    size_t ndays = by_day ? (size_t)((to - from) / DAY_MS) : 0;
-    if (ndays > USAGE_MAX_BUCKET_DAYS) {
-        http_problem(resp, 400, "invalid-api-params", NULL,
-                     "bucket=day: a period of at most %d days", USAGE_MAX_BUCKET_DAYS);
-        return;
-    }
+    const bucket_kind *k;
+    size_t nb;
+    if (!bucket_arg(req, resp, from, to, &k, &nb)) return;
     reg_caller c;
     if (!caller_get(req, resp, NULL, &c)) return;
-    char uid[TS_UUID_STRLEN], dom[260];
-    usage_scope(&c, uid, dom);
+    usage_scope sc;
+    usage_scope_of(&c, &sc);
     caller_free(&c);
     PGconn *conn = pgjson_get(s, resp);
-    if (!conn) return;
-    char *sql = ts_asprintf("SELECT %s, %s, " TOTALS_COLS " FROM registry.session_usage u"
-                            " WHERE u.last_sample_at >= to_timestamp($1::float8 / 1000)"
-                            " AND u.first_sample_at < to_timestamp($2::float8 / 1000)"
-                            " AND ($3::text = '' OR u.user_id = nullif($3::text, '')::uuid) AND "
-                            "($4::text = '' OR u.domain_name = $4)"
-                            " ORDER BY 1",
-                            group_cols[by].key, group_cols[by].name);
-    char f[24], t[24];
+    if (!conn) {
+        usage_scope_free(&sc);
+        return;
+    }
+    char *sql = period_sql(by);
+    char f[24], t[24], bms[24];
     snprintf(f, sizeof(f), "%" PRId64, from);
     snprintf(t, sizeof(t), "%" PRId64, to);
-    const char *p[] = {f, t, uid, dom};
-    PGresult *r = pgjson_query(conn, resp, "read usage", sql, 4, p);
+    snprintf(bms, sizeof(bms), "%" PRId64, k ? k->ms : 0);
+    const char *p[] = {f, t, sc.user_id, sc.domain, bms, sc.hidden};
+    PGresult *r = pgjson_query(conn, resp, "read usage", sql, 6, p);
     free(sql);
+    usage_scope_free(&sc);
     pgjson_put(s, conn);
     if (!r) return;
-    int rows = PQntuples(r);
-    group_sum *g = ts_calloc((size_t)rows + 1, sizeof(*g));
-    usage_totals *parts = ndays ? ts_calloc(ndays, sizeof(*parts)) : NULL;
-    double *shares = ndays ? ts_calloc(ndays, sizeof(*shares)) : NULL;
-    size_t n = 0;
-    for (int i = 0; i < rows; i++) {
-        usage_totals whole, part;
-        usage_row_totals(r, i, 2, &whole);
-        double share = usage_share(whole.first_ms, whole.last_ms, from, to);
-        if (share <= 0) continue;
-        usage_totals_scale(&whole, share, &part);
-        const char *key = PQgetvalue(r, i, 0);
-        if (n == 0 || strcmp(g[n - 1].key, key) != 0) {
-            g[n].key = ts_strdup(key);
-            g[n].name = ts_strdup(PQgetvalue(r, i, 1));
-            if (ndays) g[n].days = ts_calloc(ndays, sizeof(day_sum));
-            n++;
-        }
-        sum_add(&g[n - 1].all, &part);
-        if (ndays && usage_split_days(&whole, from, ndays, parts, shares) > 0)
-            for (size_t d = 0; d < ndays; d++)
-                if (shares[d] > 0) sum_add(&g[n - 1].days[d], &parts[d]);
-    }
+    size_t n;
+    group_sum *g = groups_of(r, from, k, nb, &n);
     PQclear(r);
-    free(parts);
-    free(shares);
     if (csv) {
-        reply_csv(resp, by, g, n, from, ndays);
+        reply_csv(resp, by, g, n, from, k, nb);
     } else {
         json_t *items = json_array();
         for (size_t i = 0; i < n; i++) {
@@ -338,20 +414,20 @@ static void h_usage(http_req *req, http_resp *resp, void *ctx)
             json_object_set_new(o, usage_group_name(by), json_string(g[i].key));
             json_object_set_new(o, "name", json_string(g[i].name));
             json_object_set_new(o, "sessions", json_integer(g[i].all.sessions));
-            if (ndays) json_object_set_new(o, "days", days_json(g[i].days, from, ndays));
+            if (k) json_object_set_new(o, k->list, buckets_json(k, g[i].buckets, from, nb));
             json_array_append_new(items, o);
         }
         char a[16], b[16];
         json_t *out = json_pack("{s:s, s:s, s:s, s:o}", "start", iso_day(from, a, sizeof(a)), "end",
                                 iso_day(to - DAY_MS, b, sizeof(b)), "group_by",
                                 usage_group_name(by), "items", items);
-        if (ndays) json_object_set_new(out, "bucket", json_string("day"));
+        if (k) json_object_set_new(out, "bucket", json_string(k->name));
         http_reply_json(resp, 200, out);
     }
     for (size_t i = 0; i < n; i++) {
         free(g[i].key);
         free(g[i].name);
-        free(g[i].days);
+        free(g[i].buckets);
     }
     free(g);
 }

@@ -4,6 +4,7 @@
 #include "caller.h"
 #include "usage_api.h"
 #include "usage_calc.h"
+#include "usage_hours.h"
 
 #include "libcommon/log.h"
 #include "libcommon/pgjson.h"
@@ -17,9 +18,10 @@
  * 5 project name, 6 domain, 7 resource group, 8 image, 9 created_at,
  * 10 terminated_at, 11 status, 12 status_info, 13 status_changed_at,
  * 14 cluster_mode, 15 cluster_size, 16 requested_slots, 17 shmem, 18 agents,
- * 19 container ids, 20 main kernel id, 21 used_time, 22 used_days, then
- * USAGE_TOTALS_COLS from 23. $1/$2: [from, to) ms; $3: a domain or ''; $4:
- * project ids, comma-separated, or ''. */
+ * 19 container ids, 20 main kernel id, 21 used_time, 22 used_days, then the
+ * sums of its hours in the period, USAGE_HOURS_SUMS, from 23 (sessions with
+ * none are left out). $1/$2: [from, to) ms; $3: a domain or ''; $4: project
+ * ids, comma-separated, or ''; $5: the users not shown (usage_scope). */
 #define COL_TOTALS 23
 static const char rows_sql[] =
     "SELECT u.session_id::text, u.session_name, u.access_key, u.user_id::text,"
@@ -34,11 +36,12 @@ static const char rows_sql[] =
     "  ORDER BY k.cluster_idx LIMIT 1),"
     " (s.terminated_at - s.created_at)::text,"
     " (s.terminated_at AT TIME ZONE 'UTC')::date - (s.created_at AT TIME ZONE 'UTC')::date + 1,"
-    " " USAGE_TOTALS_COLS " FROM registry.session_usage u"
+    " p.* FROM (SELECT " USAGE_HOURS_SUMS ", h.session_id AS sid"
+    "  FROM registry.session_usage_hours h WHERE h.hour >= to_timestamp($1::float8 / 1000)"
+    "  AND h.hour < to_timestamp($2::float8 / 1000) GROUP BY h.session_id) p"
+    " JOIN registry.session_usage u ON u.session_id = p.sid"
     " LEFT JOIN registry.sessions s ON s.id = u.session_id"
-    " WHERE u.last_sample_at >= to_timestamp($1::float8 / 1000)"
-    " AND u.first_sample_at < to_timestamp($2::float8 / 1000)"
-    " AND ($3::text = '' OR u.domain_name = $3)"
+    " WHERE ($3::text = '' OR u.domain_name = $3) AND NOT (u.user_id = ANY($5::uuid[]))"
     " AND ($4::text = '' OR u.project_id::text = ANY (string_to_array($4, ',')))"
     " ORDER BY coalesce(u.project_id::text, ''), u.first_sample_at, u.session_id";
 
@@ -118,32 +121,43 @@ static void set_usage(json_t *o, const char *prefix, const bai_usage *u)
 }
 
 /* The rows of the period, answered as a problem on failure (NULL). */
-static PGresult *query_rows(svc *s, http_resp *resp, int64_t from, int64_t to, const char *domain,
-                            const char *projects)
+static PGresult *query_rows(svc *s, http_resp *resp, int64_t from, int64_t to,
+                            const usage_scope *sc, const char *projects)
 {
     PGconn *conn = pgjson_get(s, resp);
     if (!conn) return NULL;
     char f[24], t[24];
     snprintf(f, sizeof(f), "%" PRId64, from);
     snprintf(t, sizeof(t), "%" PRId64, to);
-    const char *p[] = {f, t, domain, projects};
-    PGresult *r = pgjson_query(conn, resp, "read usage", rows_sql, 4, p);
+    const char *p[] = {f, t, sc->domain, projects, sc->hidden};
+    PGresult *r = pgjson_query(conn, resp, "read usage", rows_sql, 5, p);
     pgjson_put(s, conn);
     return r;
 }
 
-/* The caller, an administrator (403 otherwise); *domain: '' for superadmins. */
-static bool admin_scope(http_req *req, http_resp *resp, char domain[260])
+/* The caller, an administrator (403 otherwise), and its scope (free it with
+ * usage_scope_free after true). */
+static bool admin_scope(http_req *req, http_resp *resp, usage_scope *sc)
 {
     reg_caller c;
     if (!caller_get(req, resp, NULL, &c)) return false;
     bool admin = caller_is_admin(&c);
-    char uid[TS_UUID_STRLEN];
-    usage_scope(&c, uid, domain);
+    if (admin) usage_scope_of(&c, sc);
     caller_free(&c);
     if (!admin)
         http_problem(resp, 403, "forbidden", NULL, "only administrators read usage reports");
     return admin;
+}
+
+/* The rows of the period for an administrator; NULL after a problem. */
+static PGresult *admin_rows(svc *s, http_req *req, http_resp *resp, int64_t from, int64_t to,
+                            const char *projects)
+{
+    usage_scope sc;
+    if (!admin_scope(req, resp, &sc)) return NULL;
+    PGresult *r = query_rows(s, resp, from, to, &sc, projects);
+    usage_scope_free(&sc);
+    return r;
 }
 
 /* "id,id" of UUIDs, checked, into out ('' when s is empty); false after a 400. */
@@ -164,16 +178,6 @@ static bool id_list(http_resp *resp, const char *name, const char *s, char **out
         *out = NULL;
     }
     return ok;
-}
-
-/* Row row's part of [from, to) (0: none). */
-static double row_part(const PGresult *r, int row, int64_t from, int64_t to, usage_totals *part)
-{
-    usage_totals whole;
-    usage_row_totals(r, row, COL_TOTALS, &whole);
-    double share = usage_share(whole.first_ms, whole.last_ms, from, to);
-    usage_totals_scale(&whole, share, part);
-    return share;
 }
 
 static json_t *c_info(const PGresult *r, int i, const usage_totals *part, bai_usage *u)
@@ -225,9 +229,7 @@ static void h_month(http_req *req, http_resp *resp, void *ctx)
     }
     char *projects;
     if (!id_list(resp, "group_ids", http_query_arg(req, "group_ids"), &projects)) return;
-    char domain[260];
-    PGresult *r =
-        admin_scope(req, resp, domain) ? query_rows(ctx, resp, from, to, domain, projects) : NULL;
+    PGresult *r = admin_rows(ctx, req, resp, from, to, projects);
     free(projects);
     if (!r) return;
     json_t *out = json_array(), *g = NULL, *infos = NULL;
@@ -235,7 +237,7 @@ static void h_month(http_req *req, http_resp *resp, void *ctx)
     const char *gid = NULL;
     for (int i = 0; i < PQntuples(r); i++) {
         usage_totals part;
-        if (row_part(r, i, from, to, &part) <= 0) continue;
+        usage_row_totals(r, i, COL_TOTALS, &part);
         const char *pid = PQgetvalue(r, i, 4);
         if (!g || strcmp(gid, pid) != 0) {
             if (g) set_usage(g, "g_", &gsum);
@@ -273,9 +275,7 @@ static void h_period(http_req *req, http_resp *resp, void *ctx)
     const char *pid_arg = http_query_arg(req, "project_id");
     if (pid_arg && *pid_arg && strchr(pid_arg, ',')) pid_arg = "x"; /* one id */
     if (!id_list(resp, "project_id", pid_arg, &projects)) return;
-    char domain[260];
-    PGresult *r =
-        admin_scope(req, resp, domain) ? query_rows(ctx, resp, from, to, domain, projects) : NULL;
+    PGresult *r = admin_rows(ctx, req, resp, from, to, projects);
     free(projects);
     if (!r) return;
     json_t *out = json_array(), *proj = NULL, *sessions = NULL, *pagents = NULL;
@@ -284,7 +284,7 @@ static void h_period(http_req *req, http_resp *resp, void *ctx)
     const char *gid = NULL;
     for (int i = 0; i < PQntuples(r); i++) {
         usage_totals part;
-        if (row_part(r, i, from, to, &part) <= 0) continue;
+        usage_row_totals(r, i, COL_TOTALS, &part);
         const char *pid = PQgetvalue(r, i, 4);
         if (!proj || strcmp(gid, pid) != 0) {
             if (proj) {

@@ -69,30 +69,45 @@ void usage_totals_add(usage_totals *t, const usage_sample *s, const usage_alloc 
     if (s->end_ms > t->last_ms) t->last_ms = s->end_ms;
 }
 
-double usage_share(int64_t first_ms, int64_t last_ms, int64_t from_ms, int64_t to_ms)
+/* v's part of [lo, hi) of a span of len ms (0 <= lo <= hi <= len, len > 0):
+ * floors of the running sum, so the parts of a span add up to v exactly. */
+static int64_t _part(int64_t v, int64_t lo, int64_t hi, int64_t len)
 {
-    if (to_ms <= from_ms) return 0;
-    if (last_ms <= first_ms) return first_ms >= from_ms && first_ms < to_ms ? 1.0 : 0.0;
-    int64_t lo = first_ms > from_ms ? first_ms : from_ms;
-    int64_t hi = last_ms < to_ms ? last_ms : to_ms;
-    if (hi <= lo) return 0;
-    return (double)(hi - lo) / (double)(last_ms - first_ms);
+    __int128 a = (__int128)v * lo / len, b = (__int128)v * hi / len;
+    return (int64_t)(b - a);
 }
 
-void usage_totals_scale(const usage_totals *t, double f, usage_totals *out)
+size_t usage_split_sample(const usage_sample *s, const usage_alloc *a,
+                          usage_hour out[USAGE_MAX_SAMPLE_HOURS])
 {
-    *out = *t;
-    out->cpu_ms = (int64_t)((double)t->cpu_ms * f + 0.5);
-    out->mem_byte_s = t->mem_byte_s * f;
-    out->gpu_device_s = t->gpu_device_s * f;
-    out->gpu_share_s = t->gpu_share_s * f;
-    out->gpu_busy_ms = (int64_t)((double)t->gpu_busy_ms * f + 0.5);
-    out->net_rx_bytes = (int64_t)((double)t->net_rx_bytes * f + 0.5);
-    out->net_tx_bytes = (int64_t)((double)t->net_tx_bytes * f + 0.5);
-    out->io_read_bytes = (int64_t)((double)t->io_read_bytes * f + 0.5);
-    out->io_write_bytes = (int64_t)((double)t->io_write_bytes * f + 0.5);
-    for (int i = 0; i < USAGE_N_PHASES; i++)
-        out->phase_s[i] = t->phase_s[i] * f;
+    int64_t len = s->end_ms - s->start_ms;
+    int64_t h0 = s->start_ms - s->start_ms % USAGE_HOUR_MS;
+    size_t n = 0;
+    for (int64_t h = h0; n == 0 || (h < s->end_ms && n < USAGE_MAX_SAMPLE_HOURS);
+         h += USAGE_HOUR_MS) {
+        usage_hour *o = &out[n++];
+        memset(o, 0, sizeof(*o));
+        o->hour_ms = h;
+        int64_t from = s->start_ms > h ? s->start_ms : h;
+        int64_t to = s->end_ms < h + USAGE_HOUR_MS ? s->end_ms : h + USAGE_HOUR_MS;
+        usage_sample p = *s;
+        p.start_ms = from;
+        p.end_ms = to;
+        if (len > 0) {
+            int64_t lo = from - s->start_ms, hi = to - s->start_ms;
+            p.cpu_used_ms = _part(s->cpu_used_ms, lo, hi, len);
+            p.gpu_busy_ms = _part(s->gpu_busy_ms, lo, hi, len);
+            p.net_rx_bytes = _part(s->net_rx_bytes, lo, hi, len);
+            p.net_tx_bytes = _part(s->net_tx_bytes, lo, hi, len);
+            p.io_read_bytes = _part(s->io_read_bytes, lo, hi, len);
+            p.io_write_bytes = _part(s->io_write_bytes, lo, hi, len);
+        }
+        /* memory and GPU seconds follow the part's own length */
+        usage_totals_add(&o->t, &p, a);
+        o->t.samples = 0;
+    }
+    out[n - 1].t.samples = 1;
+    return n;
 }
 
 usage_phase usage_phase_of(const char *status)
@@ -128,22 +143,37 @@ void usage_status_seconds(const usage_status_change *h, size_t n, double out[USA
     }
 }
 
-size_t usage_split_days(const usage_totals *t, int64_t day0_ms, size_t n, usage_totals *out,
-                        double *shares)
+size_t usage_status_hours(const usage_status_change *h, size_t n, usage_hour **out)
 {
-    const int64_t day = 86400LL * 1000;
-    size_t with = 0;
-    for (size_t i = 0; i < n; i++) {
-        int64_t from = day0_ms + (int64_t)i * day;
-        shares[i] = usage_share(t->first_ms, t->last_ms, from, from + day);
-        if (shares[i] > 0) {
-            usage_totals_scale(t, shares[i], &out[i]);
-            with++;
-        } else {
-            memset(&out[i], 0, sizeof(out[i]));
+    *out = NULL;
+    size_t cap = 0, used = 0;
+    for (size_t i = 0; i + 1 < n; i++) {
+        int64_t from = h[i].at_ms, to = h[i + 1].at_ms;
+        usage_phase ph = usage_phase_of(h[i].status);
+        while (from < to) {
+            int64_t hour = from - from % USAGE_HOUR_MS;
+            int64_t end = to < hour + USAGE_HOUR_MS ? to : hour + USAGE_HOUR_MS;
+            /* the hours come in order but for a clock that went back: look
+             * for this one from the end */
+            size_t k = used;
+            while (k > 0 && (*out)[k - 1].hour_ms > hour)
+                k--;
+            if (k == 0 || (*out)[k - 1].hour_ms != hour) {
+                if (used == cap) {
+                    cap = cap ? cap * 2 : 8;
+                    *out = ts_realloc(*out, cap * sizeof(**out));
+                }
+                memmove(&(*out)[k + 1], &(*out)[k], (used - k) * sizeof(**out));
+                memset(&(*out)[k], 0, sizeof(**out));
+                (*out)[k].hour_ms = hour;
+                used++;
+                k++;
+            }
+            (*out)[k - 1].t.phase_s[ph] += (double)(end - from) / 1000.0;
+            from = end;
         }
     }
-    return with;
+    return used;
 }
 
 /* n digits at s -> *v; false when one is not a digit. */

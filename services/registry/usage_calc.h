@@ -15,9 +15,10 @@
  *                 and the latest interval end
  *   phase seconds wall time the session spent in each phase of its status
  *                 history (usage_status_seconds), written once it ends
- * A period's part of a session's totals is its share of the time from the
- * first sample to the last (usage_share), so the months of a session add up
- * to its totals. Dates are UTC. */
+ * What a sample measured is also kept per UTC hour in which it was measured
+ * (usage_split_sample, usage_status_hours): a period's figures are the sums
+ * of its hours, so a day's usage is what was used on that day whenever it is
+ * asked for, and the periods of a session add up to its totals. */
 #ifndef REGISTRY_USAGE_CALC_H
 #define REGISTRY_USAGE_CALC_H
 
@@ -70,22 +71,30 @@ void usage_alloc_from_devices(const json_t *devices, usage_alloc *out);
 /* Add one (checked) sample to t. */
 void usage_totals_add(usage_totals *t, const usage_sample *s, const usage_alloc *a);
 
-/* The part of [first_ms, last_ms] that falls in [from_ms, to_ms), 0..1. A
- * span of no length counts wholly where first_ms falls. */
-double usage_share(int64_t first_ms, int64_t last_ms, int64_t from_ms, int64_t to_ms);
+#define USAGE_HOUR_MS (3600LL * 1000)
+#define USAGE_DAY_MS (24 * USAGE_HOUR_MS)
+/* The most UTC hours the interval of a checked sample touches. */
+#define USAGE_MAX_SAMPLE_HOURS (USAGE_MAX_INTERVAL_MS / USAGE_HOUR_MS + 1)
 
-/* t's part f (usage_share) in out: sums scaled, peaks and counts kept. */
-void usage_totals_scale(const usage_totals *t, double f, usage_totals *out);
+/* What was used in one UTC hour (registry.session_usage_hours). */
+typedef struct usage_hour {
+    int64_t hour_ms; /* the hour's start, Unix ms */
+    usage_totals t;
+} usage_hour;
 
-/* The longest period GET /v1/usage splits by day (bucket=day). */
+/* A checked sample, with its kernel's allocation, over the UTC hours its
+ * interval [start, end) covers: each hour gets the part measured in it, in
+ * proportion to the time (integers split so that the parts add up to the
+ * sample exactly), the peaks in each, the sample counted once (in its last
+ * hour), first/last the interval's part in it. A sample of no length falls
+ * wholly in its hour. Returns how many hours (1..USAGE_MAX_SAMPLE_HOURS),
+ * in order. */
+size_t usage_split_sample(const usage_sample *s, const usage_alloc *a,
+                          usage_hour out[USAGE_MAX_SAMPLE_HOURS]);
+
+/* The longest periods GET /v1/usage splits by day and by hour. */
 #define USAGE_MAX_BUCKET_DAYS 366
-
-/* t split over the n UTC days from day0_ms (a day's 00:00) on: shares[i] is
- * t's part of day i (usage_share), out[i] t scaled by it (usage_totals_scale;
- * a day with no part is zeroed, count and peaks included). Returns how many
- * days have a part. The parts of the days of [first_ms, last_ms] add up to t. */
-size_t usage_split_days(const usage_totals *t, int64_t day0_ms, size_t n, usage_totals *out,
-                        double *shares);
+#define USAGE_MAX_BUCKET_HOURS (31 * 24)
 
 /* "YYYYMMDD" or "YYYY-MM-DD" (a real date, years 1970..9999) -> its 00:00
  * UTC, Unix ms; false with err otherwise. */
@@ -118,6 +127,10 @@ typedef struct usage_status_change {
  * until the next one's at_ms; the last one, the final status, counts
  * nothing). A change that goes back in time counts 0. */
 void usage_status_seconds(const usage_status_change *h, size_t n, double out[USAGE_N_PHASES]);
+/* The same per UTC hour: *out (heap, NULL when none) gets the hours with any
+ * phase time, in order, phase_s set and the rest 0; returns how many. The
+ * hours' phases add up to usage_status_seconds'. */
+size_t usage_status_hours(const usage_status_change *h, size_t n, usage_hour **out);
 
 /* What GET /v1/usage groups by; the column of session_usage it names. */
 typedef enum usage_group {

@@ -5,6 +5,8 @@
 #include "libcommon/log.h"
 #include "libcommon/pgjson.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +29,40 @@ void usage_bins_add(usage_bin *bins, int nbins, double start, double from, doubl
     }
 }
 
+/* v's part of a span of len s up to offset x: rounded, so that consecutive
+ * parts add up. */
+static int64_t _upto(int64_t v, double x, double len)
+{
+    return (int64_t)llround((double)v * x / len);
+}
+
+void usage_bins_add_io(usage_bin *bins, int nbins, double start, double hour_s, int64_t read,
+                       int64_t write)
+{
+    /* the hour so far: the current one is spread over what has passed of it */
+    double end = start + (double)nbins * USAGE_BIN_S;
+    double len = hour_s + 3600 < end ? 3600 : end - hour_s;
+    if (len <= 0) return;
+    for (long i = (long)floor((hour_s - start) / USAGE_BIN_S); i < nbins; i++) {
+        double lo = start + (double)i * USAGE_BIN_S - hour_s, hi = lo + USAGE_BIN_S;
+        if (lo >= len) break;
+        if (i < 0 || hi <= 0) continue;
+        if (lo < 0) lo = 0;
+        if (hi > len) hi = len;
+        bins[i].io_read_bytes += _upto(read, hi, len) - _upto(read, lo, len);
+        bins[i].io_write_bytes += _upto(write, hi, len) - _upto(write, lo, len);
+    }
+}
+
+/* The block I/O of the hours that overlap the window, summed per hour; $1:
+ * a user id, or NULL for everyone's; $2: the window's start, Unix s. */
+static const char io_sql[] =
+    "SELECT extract(epoch FROM h.hour)::float8, sum(h.io_read_bytes), sum(h.io_write_bytes)"
+    " FROM registry.session_usage_hours h JOIN registry.session_usage u"
+    " ON u.session_id = h.session_id"
+    " WHERE h.hour > to_timestamp($2::float8) - interval '1 hour'"
+    " AND ($1::uuid IS NULL OR u.user_id = $1::uuid) GROUP BY 1";
+
 /* The kernels that were placed (held slots) and whose session was live at
  * some time in the window; $1: a user id, or NULL for everyone's. */
 static const char kernels_sql[] =
@@ -45,12 +81,18 @@ static void _answer(svc *s, http_resp *resp, const char *user_id)
 {
     PGconn *conn = pgjson_get(s, resp);
     if (!conn) return;
-    const char *p[] = {user_id};
-    PGresult *r = pgjson_query(conn, resp, "usage kernels", kernels_sql, 1, p);
-    pgjson_put(s, conn);
-    if (!r) return;
     double now = (double)ts_now_wall_ms() / 1000.0;
     double start = now - (double)USAGE_BINS * USAGE_BIN_S;
+    char from[32];
+    snprintf(from, sizeof(from), "%.3f", start);
+    const char *p[] = {user_id, from};
+    PGresult *io = pgjson_query(conn, resp, "usage hours", io_sql, 2, p);
+    PGresult *r = io ? pgjson_query(conn, resp, "usage kernels", kernels_sql, 1, p) : NULL;
+    pgjson_put(s, conn);
+    if (!r) {
+        PQclear(io);
+        return;
+    }
     usage_bin *bins = ts_calloc(USAGE_BINS, sizeof(*bins));
     for (int i = 0; i < PQntuples(r); i++) {
         json_t *sj = json_loads(PQgetvalue(r, i, 2), 0, NULL);
@@ -63,6 +105,11 @@ static void _answer(svc *s, http_resp *resp, const char *user_id)
     }
     int n = PQntuples(r);
     PQclear(r);
+    for (int i = 0; i < PQntuples(io); i++)
+        usage_bins_add_io(bins, USAGE_BINS, start, atof(PQgetvalue(io, i, 0)),
+                          strtoll(PQgetvalue(io, i, 1), NULL, 10),
+                          strtoll(PQgetvalue(io, i, 2), NULL, 10));
+    PQclear(io);
     json_t *out = json_array();
     for (int i = 0; i < USAGE_BINS; i++) {
         const usage_bin *b = &bins[i];
@@ -73,8 +120,9 @@ static void _answer(svc *s, http_resp *resp, const char *user_id)
                            _fig(json_real((double)b->cpu_milli / 1000.0), "count"), "mem_allocated",
                            _fig(json_integer(b->mem_bytes), "bytes"), "gpu_allocated",
                            _fig(json_real((double)b->gpu_shares / SLOT_SHARES_PER_DEVICE), "count"),
-                           "io_read_bytes", _fig(json_null(), "bytes"), "io_write_bytes",
-                           _fig(json_null(), "bytes"), "disk_used", _fig(json_null(), "bytes")));
+                           "io_read_bytes", _fig(json_integer(b->io_read_bytes), "bytes"),
+                           "io_write_bytes", _fig(json_integer(b->io_write_bytes), "bytes"),
+                           "disk_used", _fig(json_null(), "bytes")));
     }
     free(bins);
     TLOG_DEBUG("usage series", "kernels=%d", n);

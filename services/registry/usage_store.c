@@ -6,6 +6,7 @@
 #include "db_common.h"
 #include "event_consumers.h"
 #include "usage_calc.h"
+#include "usage_hours.h"
 
 #include "libcommon/log.h"
 #include "libcommon/metrics.h"
@@ -160,6 +161,10 @@ static outcome store(PGconn *conn, const char *event_id, const Tessera__V1__Kern
     bool ok = reg_run(conn, totals_sql, 22, tp, reason);
     PQclear(r);
     if (!ok) return FAILED;
+    /* and to the hours in which it was measured */
+    usage_hour hours[USAGE_MAX_SAMPLE_HOURS];
+    size_t nh = usage_split_sample(&s, &a, hours);
+    if (!usage_hours_add(conn, m->session_id, hours, nh, reason)) return FAILED;
     atomic_fetch_add(&n_stored, 1);
     return APPLIED;
 }
@@ -248,12 +253,17 @@ bool usage_store_session_end(PGconn *conn, const char *session_id, ts_err *err)
     }
     double ph[USAGE_N_PHASES];
     usage_status_seconds(h, (size_t)n, ph);
+    usage_hour *hours;
+    size_t nh = usage_status_hours(h, (size_t)n, &hours);
     free(h);
     PQclear(r);
     char b[USAGE_N_PHASES][32];
     const char *q[] = {session_id,       F64(b[0], ph[0]), F64(b[1], ph[1]),
                        F64(b[2], ph[2]), F64(b[3], ph[3]), F64(b[4], ph[4])};
-    return reg_run(conn, phases_sql, 6, q, err);
+    bool ok = reg_run(conn, phases_sql, 6, q, err) &&
+              usage_hours_set_phases(conn, session_id, hours, nh, err);
+    free(hours);
+    return ok;
 }
 
 long usage_store_prune(void)

@@ -8,7 +8,9 @@
  *     CPU-ms, memory byte-seconds and peak, GPU device- and share-seconds
  *     from the kernel's devices in registry.kernels, network bytes, count,
  *     first/last), copying the session's owner, project, domain, resource
- *     group and image.
+ *     group and image;
+ *   - adds it, split over the UTC hours its interval covers, to the
+ *     session's rows in registry.session_usage_hours (usage_hours.h).
  * Offsets are stored after COMMIT (kbus), so a restart replays and the event
  * ids drop what was already counted. A sample whose session the registry does
  * not know is counted (tessera_registry_usage_samples_total{result=
@@ -17,7 +19,8 @@
  *
  * usage_store_session_end (tr_set, when a session reaches a final status, in
  * its transaction) writes the wall time of each phase of its status history
- * into its row (usage_status_seconds), making the row when it had no sample.
+ * into its row (usage_status_seconds) and into its hours (usage_status_hours),
+ * making the row when it had no sample.
  *
  * usage_store_prune (housekeeping, every minute) deletes samples older than
  * registry.usage_sample_retention. */

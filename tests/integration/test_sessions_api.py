@@ -80,12 +80,12 @@ def image_registered(admin, image):
     return image
 
 
-def _new_user(admin, gw, prefix):
+def _new_user(admin, gw, prefix, role="user"):
     # Unique per call: other modules import these fixtures, and a module-scoped
     # fixture is set up once per module that uses it.
     uname = f"{prefix}-{TAG}-{uuid.uuid4().hex[:6]}"
     u = okj(admin.post("/admin/users", {"email": f"{uname}@example.com", "username": uname,
-                                        "password": PASSWORD, "role": "user"}), 200, 201)
+                                        "password": PASSWORD, "role": role}), 200, 201)
     k = okj(admin.post("/admin/keypairs", {"user_id": u["id"]}), 200, 201)
     # a member of the default project, so it may create sessions there
     projects = okj(admin.get("/admin/projects", params={"limit": 1000}))["items"]

@@ -14,6 +14,7 @@ GET /session/{name}.
 - bucket=day splits a session's totals over the days it ran (the parts add
   up), in JSON and CSV, and still shows another user nothing;
 - bad dates, months, group_by, formats, buckets and ids answer 400."""
+import calendar
 import os
 import subprocess
 import threading
@@ -117,6 +118,18 @@ def _burn(client, sname, secs, out):
 
 # ---- the tests ------------------------------------------------------------------------
 
+def _yyyymm(days):
+    return time.strftime("%Y%m", time.gmtime(time.time() + days * 86400))
+
+
+def around_now():
+    """?start=yesterday&end=tomorrow: a period that holds what a test's
+    sessions used just now, at any time of day."""
+    t = time.time()
+    return {"start": time.strftime("%Y-%m-%d", time.gmtime(t - 86400)),
+            "end": time.strftime("%Y-%m-%d", time.gmtime(t + 86400))}
+
+
 def test_recorded_cpu_matches_what_was_burned(stack, users, admin, image_registered):  # noqa: F811
     a, b = users
     names = {f"usage-burn1-{uuid.uuid4().hex[:4]}": 6, f"usage-burn2-{uuid.uuid4().hex[:4]}": 3}
@@ -150,16 +163,19 @@ def test_recorded_cpu_matches_what_was_burned(stack, users, admin, image_registe
         assert info["live"] is not None and info["live"]["mem_bytes"] > 0, info.get("live")
         assert set(info["lastStat"]) >= {"cpu_util", "mem", "cuda_mem"}, info["lastStat"]
 
-        # GET /usage: the caller's own, grouped by user; the same numbers
-        mine = okj(a.get("/usage", params={"group_by": "user"}))
+        # GET /usage: the caller's own, grouped by user; the same numbers (a
+        # period from yesterday to tomorrow: the sessions may have run across
+        # midnight)
+        mine = okj(a.get("/usage", params={"group_by": "user", **around_now()}))
         assert len(mine["items"]) == 1, mine
         row = mine["items"][0]
         whole = sum(totals(stack, sid)[1] for sid in sids.values()) / 1000
         assert row["sessions"] == 2 and abs(row["cpu_seconds"] - whole) < 0.01, (row, whole)
         assert row["cpu_seconds"] >= sum(burned.values()) * 0.9
         # CSV, by Accept or by ?format=
-        for r in (a.get("/usage", params={"group_by": "project"}, headers={"Accept": "text/csv"}),
-                  a.get("/usage", params={"group_by": "project", "format": "csv"})):
+        for r in (a.get("/usage", params={"group_by": "project", **around_now()},
+                        headers={"Accept": "text/csv"}),
+                  a.get("/usage", params={"group_by": "project", "format": "csv", **around_now()})):
             assert r.status_code == 200 and r.headers["Content-Type"].startswith("text/csv"), r.text
             lines = r.text.strip().split("\r\n")
             assert lines[0].startswith("project,name,sessions,cpu_seconds"), lines
@@ -175,16 +191,23 @@ def test_recorded_cpu_matches_what_was_burned(stack, users, admin, image_registe
                                                        "end_date": time.strftime("%Y%m%d", time.gmtime())}), 403)
 
         # Backend.AI's reports (superadmin): per-session rows with our numbers
-        month = okj(admin.get("/resource/usage/month", params={"month": time.strftime("%Y%m", time.gmtime())}))
-        rows = {c["session_id"]: c for g in month for c in g["c_infos"]}
+        # (the months from yesterday's to tomorrow's: a session's months add up)
+        rows = {}
+        for month in sorted({_yyyymm(-1), _yyyymm(1)}):
+            for g in okj(admin.get("/resource/usage/month", params={"month": month})):
+                for c in g["c_infos"]:
+                    if c["session_id"] in rows:
+                        rows[c["session_id"]]["cpu_used"] += c["cpu_used"]
+                    else:
+                        rows[c["session_id"]] = c
         for n, sid in sids.items():
             c = rows[sid]
             assert c["name"] == n and c["cpu_allocated"] == 1.0 and c["mem_allocated"] == 256 << 20, c
             assert abs(c["cpu_used"] - totals(stack, sid)[1]) <= 1, c
             assert isinstance(c["io_read"], int) and isinstance(c["io_write"], int), c
             assert c["email"] is None, c
-        today = time.strftime("%Y%m%d", time.gmtime())
-        period = okj(admin.get("/resource/usage/period", params={"start_date": today, "end_date": today}))
+        period = okj(admin.get("/resource/usage/period",
+                               params={k + "_date": v.replace("-", "") for k, v in around_now().items()}))
         got = {sid for p in period for sid in p["sessions"]}
         assert set(sids.values()) <= got, (sids, got)
     finally:
@@ -242,66 +265,140 @@ def test_registry_restart_loses_and_doubles_nothing(stack, users, image_register
     assert totals(stack, sid) == (base[0] + 61, base[1] + 6001)
 
 DAY_MS = 86400 * 1000
+HOUR_MS = 3600 * 1000
+# A fixed day in the past, far from today, so that nothing but the samples
+# placed here has figures on it; each time of day below gets a week of its own.
+FIXED_DAY = 1767225600000  # 2026-01-01T00:00:00Z
 
 
-def _share(first, last, lo, hi):
-    """usage_calc.c's usage_share: the part of [first, last] in [lo, hi)."""
-    if last <= first:
-        return 1.0 if lo <= first < hi else 0.0
-    return max(0, min(last, hi) - max(first, lo)) / (last - first)
+def _day(ms):
+    return time.strftime("%Y-%m-%d", time.gmtime(ms / 1000))
 
 
-def test_usage_by_day(stack, admin, gw, image_registered, tmp_path):  # noqa: F811
+def _cpu_before(samples, t):
+    """CPU ms the samples [(start, end, cpu_ms)] used before t, each at its
+    own rate: what a day's figure must be, whenever it is asked for."""
+    return sum(cpu * max(0, min(end, t) - start) / (end - start) for start, end, cpu in samples)
+
+
+@pytest.fixture(scope="module")
+def day_user(stack, admin, gw, image_registered):  # noqa: F811
+    """A user with one ended session, to carry samples placed at fixed times."""
     a, ua = _new_user(admin, gw, "usage-day")
-    b, _ = _new_user(admin, gw, "usage-day-b")
     sid = _ended_session(stack, a, image_registered, f"usage-day-{uuid.uuid4().hex[:4]}")
+    return a, ua, sid
+
+
+# The times of day at which the session's two hours of samples end (the time
+# the old span-based split depended on): at, just before and just after
+# midnight, noon, 19:36 (where the old test started to fail) and 23:00.
+ENDS = {"midnight": 0, "midnight-1ms": -1, "midnight+1ms": 1, "noon": 12 * HOUR_MS,
+        "19:36": 19 * HOUR_MS + 36 * 60000, "23:00": 23 * HOUR_MS, "00:00:01.5": 1500}
+
+
+@pytest.mark.parametrize("when", list(ENDS))
+def test_usage_by_day_is_what_was_used_that_day(stack, admin, gw, day_user, tmp_path, when):  # noqa: F811
+    a, ua, sid = day_user
+    b, _ = _new_user(admin, gw, "usage-day-b")
     kid = str(uuid.uuid4())
+    week = list(ENDS).index(when)
+    midnight = FIXED_DAY + (week * 7 + 1) * DAY_MS
+    end = midnight + ENDS[when]
+    # two hours of samples, delivered late (they are in the past): one core,
+    # then two
+    samples = [(end - 2 * HOUR_MS, end - HOUR_MS, HOUR_MS), (end - HOUR_MS, end, 2 * HOUR_MS)]
+    msgs = [envelope(str(uuid.uuid4()), kernel_usage(sid, kid, s, e, c)) for s, e, c in samples]
     base = totals(stack, sid)
-    now = int(time.time() * 1000)
-    today = now - now % DAY_MS
-    # two hours of samples before midnight: 22:00-23:00 at one core, 23:00-24:00 at two
-    msgs = [envelope(str(uuid.uuid4()), kernel_usage(sid, kid, today - 2 * 3600_000, today - 3600_000, 3600_000)),
-            envelope(str(uuid.uuid4()), kernel_usage(sid, kid, today - 3600_000, today, 7200_000))]
     produce(stack, tmp_path, kid, msgs)
     wait_until(lambda: totals(stack, sid)[0] >= base[0] + 2, timeout=30)
-    row = psql(stack, "SELECT cpu_ms, (extract(epoch FROM first_sample_at) * 1000)::bigint,"
-                      " (extract(epoch FROM last_sample_at) * 1000)::bigint"
-                      f" FROM registry.session_usage WHERE session_id = '{sid}'")
-    cpu_ms, first, last = (int(x) for x in row.split("|"))
-    start = time.strftime("%Y-%m-%d", time.gmtime(today / 1000 - 2 * 86400))
-    end = time.strftime("%Y-%m-%d", time.gmtime(today / 1000))
-    got = okj(a.get("/usage", params={"start": start, "end": end, "bucket": "day"}))
-    assert got["bucket"] == "day" and len(got["items"]) == 1, got
-    item = got["items"][0]
-    assert item["user"] == ua["id"] and abs(item["cpu_seconds"] - cpu_ms / 1000) < 0.01, (item, cpu_ms)
+    start, last = _day(midnight - 2 * DAY_MS), _day(midnight + DAY_MS)
+    params = {"start": start, "end": last, "bucket": "day"}
+
+    def by_day():
+        got = okj(a.get("/usage", params=params))
+        assert got["bucket"] == "day" and len(got["items"]) == 1, got
+        return got["items"][0]
+
+    item = by_day()
+    assert item["user"] == ua["id"] and item["sessions"] == 1, item
+    assert abs(item["cpu_seconds"] - 3 * 3600) < 0.002, item
     days = {d["day"]: d for d in item["days"]}
-    # the day before yesterday had nothing: it is left out
-    expect = {}
-    for i in range(3):
-        lo = today - (2 - i) * DAY_MS
-        part = _share(first, last, lo, lo + DAY_MS)
-        if part > 0:
-            expect[time.strftime("%Y-%m-%d", time.gmtime(lo / 1000))] = part * cpu_ms / 1000
+    before = _cpu_before(samples, midnight) / 1000
+    expect = {_day(midnight - DAY_MS): before, _day(midnight): 3 * 3600 - before}
+    expect = {d: v for d, v in expect.items() if v > 0}  # days without figures are left out
     assert set(days) == set(expect), (days, expect)
     for day, cpu in expect.items():
-        assert abs(days[day]["cpu_seconds"] - cpu) < 0.01, (day, days[day], cpu)
+        assert abs(days[day]["cpu_seconds"] - cpu) < 0.002, (day, days[day], cpu)
         assert days[day]["sessions"] == 1
-    assert abs(sum(d["cpu_seconds"] for d in item["days"]) - item["cpu_seconds"]) < 0.01
-    yesterday = time.strftime("%Y-%m-%d", time.gmtime(today / 1000 - 86400))
-    assert days[yesterday]["cpu_seconds"] > 1000, days  # most of the 3 CPU-hours burned before midnight
+    assert sum(d["samples"] for d in item["days"]) == 2
+    # per hour: each hour what was used in it
+    hours = okj(a.get("/usage", params={**params, "bucket": "hour", "start": _day(midnight - DAY_MS),
+                                        "end": _day(midnight)}))["items"][0]["hours"]
+    for h in hours:
+        t = calendar.timegm(time.strptime(h["hour"], "%Y-%m-%dT%H:%M:%SZ")) * 1000
+        want = (_cpu_before(samples, t + HOUR_MS) - _cpu_before(samples, t)) / 1000
+        assert abs(h["cpu_seconds"] - want) < 0.002, (h, want)
+    assert abs(sum(h["cpu_seconds"] for h in hours) - 3 * 3600) < 0.002, hours
     # CSV: one line per day and group, the day first
-    r = a.get("/usage", params={"start": start, "end": end, "bucket": "day", "format": "csv",
-                                "group_by": "project"})
+    r = a.get("/usage", params={**params, "format": "csv", "group_by": "project"})
     assert r.status_code == 200 and r.headers["Content-Type"].startswith("text/csv"), r.text
     lines = r.text.strip().split("\r\n")
     assert lines[0].startswith("day,project,name,sessions,cpu_seconds"), lines
     assert sorted(ln.split(",")[0] for ln in lines[1:]) == sorted(expect), lines
-    # another user: nothing, by day either
-    assert okj(b.get("/usage", params={"start": start, "end": end, "bucket": "day"}))["items"] == []
-    # the admin sees the user's days among all
-    mine = [i for i in okj(admin.get("/usage", params={"start": start, "end": end, "bucket": "day"}))["items"]
-            if i["user"] == ua["id"]]
+    # another user: nothing, by day either; the admin sees the user's days among all
+    assert okj(b.get("/usage", params=params))["items"] == []
+    mine = [i for i in okj(admin.get("/usage", params=params))["items"] if i["user"] == ua["id"]]
     assert len(mine) == 1 and {d["day"] for d in mine[0]["days"]} == set(expect), mine
+    # delivered again: nothing changes; the samples pruned: the days stay
+    produce(stack, tmp_path, kid, msgs)
+    produce(stack, tmp_path, kid, [envelope(str(uuid.uuid4()), kernel_usage(sid, kid, end + 3 * DAY_MS,
+                                                                             end + 3 * DAY_MS, 0))])
+    wait_until(lambda: totals(stack, sid)[0] >= base[0] + 3, timeout=30)
+    psql(stack, f"DELETE FROM registry.usage_samples WHERE session_id = '{sid}'"
+                f" AND interval_start < to_timestamp({(midnight + 2 * DAY_MS) / 1000})")
+    again = by_day()
+    assert {d["day"]: round(d["cpu_seconds"], 3) for d in again["days"]} == \
+        {d: round(v, 3) for d, v in expect.items()}, (again, expect)
+    # Backend.AI's period report: the same figure for the day before midnight
+    if before > 0:
+        day0 = _day(midnight - DAY_MS).replace("-", "")
+        period = okj(admin.get("/resource/usage/period", params={"start_date": day0, "end_date": day0}))
+        rows = [s for p in period for k, s in p["sessions"].items() if k == sid]
+        assert len(rows) == 1 and abs(rows[0]["total_usage"]["cpu_used"] - before * 1000) < 2, rows
+
+
+def test_domain_admins_do_not_see_superadmins_usage(stack, admin, gw, day_user, image_registered,
+                                                   tmp_path):  # noqa: F811
+    """A domain admin reads its domain's usage but, as with sessions, never
+    its superadmins': not in GET /usage (JSON, CSV, by day), nor in
+    Backend.AI's month and period reports."""
+    a, ua, sid = day_user
+    da, _ = _new_user(admin, gw, "usage-da", role="admin")
+    su_sid = _ended_session(stack, admin, image_registered, f"usage-su-{uuid.uuid4().hex[:4]}")
+    su_user = psql(stack, f"SELECT user_id FROM registry.session_usage WHERE session_id = '{su_sid}'")
+    day = FIXED_DAY + 100 * DAY_MS + 12 * HOUR_MS
+    kid = str(uuid.uuid4())
+    base = totals(stack, su_sid)
+    produce(stack, tmp_path, kid, [envelope(str(uuid.uuid4()), kernel_usage(x, kid, day, day + 60000, 1000))
+                                   for x in (sid, su_sid)])
+    wait_until(lambda: totals(stack, su_sid)[0] >= base[0] + 1, timeout=30)
+    ymd = _day(day)
+    params = {"start": ymd, "end": ymd, "group_by": "user"}
+    # the superadmin sees both; the domain admin its user's only
+    assert {ua["id"], su_user} <= {i["user"] for i in okj(admin.get("/usage", params=params))["items"]}
+    for extra in ({}, {"bucket": "day"}):
+        users = {i["user"] for i in okj(da.get("/usage", params={**params, **extra}))["items"]}
+        assert ua["id"] in users and su_user not in users, users
+    csv_text = da.get("/usage", params={**params, "format": "csv"}).text
+    assert ua["id"] in csv_text and su_user not in csv_text and su_sid not in csv_text, csv_text
+    month = okj(da.get("/resource/usage/month", params={"month": ymd[:7].replace("-", "")}))
+    seen = {c["session_id"] for g in month for c in g["c_infos"]}
+    assert sid in seen and su_sid not in seen, seen
+    period = okj(da.get("/resource/usage/period", params={"start_date": ymd.replace("-", ""),
+                                                          "end_date": ymd.replace("-", "")}))
+    seen = {k for p in period for k in p["sessions"]}
+    assert sid in seen and su_sid not in seen, seen
+    assert su_user not in str(period) and su_user not in str(month)
 
 
 @pytest.mark.parametrize("path,params", [
@@ -312,7 +409,8 @@ def test_usage_by_day(stack, admin, gw, image_registered, tmp_path):  # noqa: F8
     ("/usage", {"end": "yesterday"}),
     ("/usage", {"start": "2026-10-02", "end": "2026-10-01"}),
     ("/usage", {"format": "xml"}),
-    ("/usage", {"bucket": "hour"}),
+    ("/usage", {"bucket": "minute"}),
+    ("/usage", {"bucket": "hour", "start": "2026-01-01", "end": "2026-02-01"}),
     ("/usage", {"bucket": "Day"}),
     ("/usage", {"bucket": "day", "start": "2025-01-01", "end": "2026-10-01"}),
     ("/resource/usage/month", {}),

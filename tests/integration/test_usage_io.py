@@ -5,7 +5,7 @@ read when it is destroyed), and the wall time per status phase.
 
 - a session that writes 32 MiB with fsync shows >= 32 MiB of block I/O
   written (its cgroup's counters: cgroup v2 io.stat, v1 blkio with the
-  agent's accounting rule);
+  agent's accounting rule), in GET /usage and in Backend.AI's usage series;
 - a session whose app receives 16 MiB (a POST through wsproxy to a CGI that
   reads it) shows rx >= 16 MiB, and one that serves 8 MiB shows tx >= 8 MiB;
 - a session that lives less than two sampling intervals and burns CPU: its
@@ -23,7 +23,7 @@ import requests
 from conftest import wait_until
 from test_apps import _running, start_when_listening
 from test_sessions_api import _new_user, admin, gw, image, image_registered, okj  # noqa: F401
-from test_usage import psql
+from test_usage import around_now, psql
 
 MIB = 1 << 20
 
@@ -64,8 +64,12 @@ def test_block_io_written_is_counted(stack, admin, gw, image_registered):  # noq
     rd, wr = (int(v) for v in _row(stack, sid, "io_read_bytes, io_write_bytes"))
     assert wr >= 32 * MIB * 0.95, (wr, "block I/O written: the kernel's cgroup counted nothing")
     assert wr < 32 * MIB * 4, wr
-    items = okj(a.get("/usage", params={"group_by": "user"}))["items"]
+    items = okj(a.get("/usage", params={"group_by": "user", **around_now()}))["items"]
     assert len(items) == 1 and items[0]["io_write_bytes"] == wr and items[0]["io_read_bytes"] == rd, items
+    # Backend.AI's series of the last 30 days: the same bytes, spread over its bins
+    series = okj(a.get("/resource/stats/user/month", timeout=30))
+    assert sum(b["io_write_bytes"]["value"] for b in series) == wr, series[-8:]
+    assert sum(b["io_read_bytes"]["value"] for b in series) == rd
 
 
 SINK = "#!/bin/sh\\necho Content-Type: text/plain\\necho\\nwc -c\\n"
@@ -98,7 +102,7 @@ def test_network_bytes_are_counted(stack, admin, gw, image_registered):  # noqa:
     rx, tx = (int(v) for v in _row(stack, sid, "net_rx_bytes, net_tx_bytes"))
     assert rx >= 16 * MIB, (rx, tx)
     assert tx >= 8 * MIB, (rx, tx)
-    item = okj(a.get("/usage"))["items"][0]
+    item = okj(a.get("/usage", params=around_now()))["items"][0]
     assert item["net_rx_bytes"] == rx and item["net_tx_bytes"] == tx, item
 
 
@@ -131,15 +135,15 @@ def test_short_session_counts_all_its_cpu_and_wall_time(stack, admin, gw, image_
     pending, preparing, running, terminating, other, life = (float(v) for v in ph)
     assert running >= burned * 0.9, (ph, burned)
     assert abs(pending + preparing + running + terminating + other - life) <= 2.0, ph
-    item = okj(a.get("/usage"))["items"][0]
+    item = okj(a.get("/usage", params=around_now()))["items"][0]
     assert abs(item["running_seconds"] - running) < 0.01, item
     assert abs(item["wall_seconds"] - (pending + preparing + running + terminating + other)) < 0.01, item
-    csv = a.get("/usage", params={"format": "csv"}).text.strip().split("\r\n")
+    csv = a.get("/usage", params={"format": "csv", **around_now()}).text.strip().split("\r\n")
     head = csv[0].split(",")
     assert "running_seconds" in head and "io_write_bytes" in head, head
     assert abs(float(csv[1].split(",")[head.index("running_seconds")]) - running) < 0.01, csv
     # another user sees none of it
-    assert okj(b.get("/usage"))["items"] == []
+    assert okj(b.get("/usage", params=around_now()))["items"] == []
 
 
 LIVE_Q = """query($id: UUID!) { compute_session(id: $id) { id containers { id live_stat last_stat } } }"""

@@ -667,8 +667,10 @@ def _(w, c, mode, ctx):
     if mode == "month":
         return c.get("/resource/usage/month", params={"month": time.strftime("%Y%m", time.gmtime())},
                      timeout=30)
-    today = time.strftime("%Y%m%d", time.gmtime())
-    return c.get("/resource/usage/period", params={"start_date": today, "end_date": today}, timeout=30)
+    # yesterday to today: S has used something in it at any time of day
+    days = [time.strftime("%Y%m%d", time.gmtime(time.time() - d)) for d in (86400, 0)]
+    return c.get("/resource/usage/period", params={"start_date": days[0], "end_date": days[1]},
+                 timeout=30)
 
 
 def _recalc_allowed(w, r, ctx):

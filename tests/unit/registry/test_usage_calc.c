@@ -2,8 +2,9 @@
  * from samples (CPU, memory byte-seconds and peak, GPU device- and
  * share-seconds from the kernel's devices, first/last), the split of a
  * session over a month boundary (the parts add up), and the date, month and
- * group_by parsers' refusals, and the split of a session over days
- * (bucket=day). */
+ * group_by parsers' refusals, and the split of each sample and of a status
+ * history over the UTC hours in which they were measured (at any time of
+ * day). */
 #include "services/registry/usage_calc.h"
 
 #include <setjmp.h>
@@ -90,6 +91,18 @@ static void test_sample_check(void **state)
     assert_false(usage_sample_check(&epoch, &err));
 }
 
+/* The sum of a field over n hours. */
+#define SUM(h, n, f)                                                                               \
+    ({                                                                                             \
+        __typeof__((h)[0].t.f) _s = 0;                                                             \
+        for (size_t _i = 0; _i < (n); _i++)                                                        \
+            _s += (h)[_i].t.f;                                                                     \
+        _s;                                                                                        \
+    })
+
+/* A sample over a month's end: each hour gets what was measured in it, the
+ * months add up to the sample exactly, peaks in every hour, the sample
+ * counted once (in its last hour). */
 static void test_month_split(void **state)
 {
     (void)state;
@@ -99,80 +112,111 @@ static void test_month_split(void **state)
     assert_true(usage_parse_month("202610", &oct1, &nov1, &err));
     assert_int_equal(oct0, oct1);
     assert_int_equal(oct1, 1790812800000LL); /* 2026-10-01T00:00:00Z */
-    /* a session from Sep 30 18:00 to Oct 1 06:00: half in each month */
-    usage_totals t;
-    memset(&t, 0, sizeof(t));
+    /* Sep 30 18:00 to Oct 1 06:00 (12 h; 2 devices): half in each month */
     usage_alloc a = {.gpu_devices = 2};
-    usage_sample s = _sample(oct1 - 6 * 3600 * 1000LL, 12 * 3600, 36000001, 4096);
-    usage_totals_add(&t, &s, &a);
-    double fs = usage_share(t.first_ms, t.last_ms, sep0, oct1);
-    double fo = usage_share(t.first_ms, t.last_ms, oct1, nov1);
-    assert_float_equal(fs, 0.5, 1e-12);
-    assert_float_equal(fo, 0.5, 1e-12);
-    usage_totals ps, po;
-    usage_totals_scale(&t, fs, &ps);
-    usage_totals_scale(&t, fo, &po);
-    assert_float_equal(ps.gpu_device_s + po.gpu_device_s, t.gpu_device_s, 1e-6);
-    assert_float_equal(ps.gpu_device_s, 12 * 3600.0, 1e-6);
-    assert_true(llabs(ps.cpu_ms + po.cpu_ms - t.cpu_ms) <= 1);
-    assert_int_equal(ps.mem_peak_bytes, 4096); /* a peak is not split */
-    /* a third of it in a window that covers the last 4 hours */
-    assert_float_equal(usage_share(t.first_ms, t.last_ms, oct1 + 2 * 3600 * 1000LL, nov1), 1.0 / 3,
-                       1e-12);
-    /* outside: nothing; a point in time counts where it falls */
-    assert_float_equal(usage_share(t.first_ms, t.last_ms, nov1, nov1 + 1000), 0.0, 0);
-    assert_float_equal(usage_share(oct1, oct1, oct1, nov1), 1.0, 0);
-    assert_float_equal(usage_share(oct1, oct1, sep0, oct1), 0.0, 0);
+    usage_sample s = _sample(oct1 - 6 * USAGE_HOUR_MS, 12 * 3600, 36000001, 4096);
+    s.io_write_bytes = 7;
+    assert_true(usage_sample_check(&s, &err));
+    usage_hour h[USAGE_MAX_SAMPLE_HOURS];
+    size_t n = usage_split_sample(&s, &a, h);
+    assert_int_equal(n, 12);
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(h[i].hour_ms, s.start_ms + (int64_t)i * USAGE_HOUR_MS);
+        assert_float_equal(h[i].t.gpu_device_s, 7200.0, 1e-9);
+        assert_float_equal(h[i].t.mem_byte_s, 4096.0 * 3600, 1e-6);
+        assert_int_equal(h[i].t.mem_peak_bytes, 4096); /* a peak is not split */
+        assert_int_equal(h[i].t.samples, i == n - 1 ? 1 : 0);
+        assert_int_equal(h[i].t.first_ms, h[i].hour_ms);
+        assert_int_equal(h[i].t.last_ms, h[i].hour_ms + USAGE_HOUR_MS);
+    }
+    /* September's six hours: floor(36000001 * 6/12) */
+    assert_int_equal(SUM(h, 6, cpu_ms), 18000000);
+    assert_int_equal(SUM(h + 6, 6, cpu_ms), 18000001);
+    assert_int_equal(SUM(h, n, cpu_ms), s.cpu_used_ms);
+    assert_int_equal(SUM(h, n, io_write_bytes), 7);
+    assert_float_equal(SUM(h, n, gpu_device_s), 2 * 12 * 3600.0, 1e-6);
+    assert_int_equal(SUM(h, n, samples), 1);
 }
 
-static void test_day_split(void **state)
+/* Hours at the edges: a sample that ends on the hour is wholly before it, one
+ * of no length falls in its hour, one across midnight is split to the ms, a
+ * day-long one touches 25 hours. */
+static void test_hour_split(void **state)
 {
     (void)state;
-    ts_err err;
-    int64_t oct1, nov1;
-    assert_true(usage_parse_month("202610", &oct1, &nov1, &err));
-    const int64_t day = 86400LL * 1000, hour = 3600LL * 1000;
-    /* a session from Oct 2 18:00 to Oct 4 06:00 (36 h at 1 core, 1 device):
-     * 6 h on the 2nd, 24 h on the 3rd, 6 h on the 4th */
-    usage_totals t;
-    memset(&t, 0, sizeof(t));
-    usage_alloc a = {.gpu_devices = 1};
-    usage_sample s1 = _sample(oct1 + day + 18 * hour, 18 * 3600, 18 * 3600 * 1000LL, 1000);
-    usage_sample s2 = _sample(oct1 + 2 * day + 12 * hour, 18 * 3600, 18 * 3600 * 1000LL, 5000);
-    usage_totals_add(&t, &s1, &a);
-    usage_totals_add(&t, &s2, &a);
-    usage_totals out[5];
-    double sh[5];
-    assert_int_equal(usage_split_days(&t, oct1, 5, out, sh), 3);
-    assert_float_equal(sh[0], 0.0, 0);
-    assert_float_equal(sh[1], 6.0 / 36, 1e-12);
-    assert_float_equal(sh[2], 24.0 / 36, 1e-12);
-    assert_float_equal(sh[3], 6.0 / 36, 1e-12);
-    assert_float_equal(sh[4], 0.0, 0);
-    assert_int_equal(out[1].cpu_ms, 6 * 3600 * 1000LL);
-    assert_int_equal(out[2].cpu_ms, 24 * 3600 * 1000LL);
-    assert_float_equal(out[3].gpu_device_s, 6 * 3600.0, 1e-6);
-    /* days without a part are zero, peaks are not split, the parts add up */
-    assert_int_equal(out[0].cpu_ms, 0);
-    assert_int_equal(out[0].samples, 0);
-    assert_int_equal(out[4].mem_peak_bytes, 0);
-    assert_int_equal(out[2].mem_peak_bytes, 5000);
-    int64_t cpu = 0;
-    double mem = 0, gpu = 0;
-    for (int i = 0; i < 5; i++) {
-        cpu += out[i].cpu_ms;
-        mem += out[i].mem_byte_s;
-        gpu += out[i].gpu_device_s;
+    const int64_t day = USAGE_DAY_MS, hour = USAGE_HOUR_MS, mid = T0 - T0 % day + day;
+    usage_alloc none = {0};
+    usage_hour h[USAGE_MAX_SAMPLE_HOURS];
+    usage_sample on = _sample(mid - 3000, 3, 3000, 1);
+    assert_int_equal(usage_split_sample(&on, &none, h), 1);
+    assert_int_equal(h[0].hour_ms, mid - hour);
+    assert_int_equal(h[0].t.cpu_ms, 3000);
+    usage_sample point = _sample(mid, 0, 5, 9);
+    point.net_rx_bytes = 11;
+    assert_int_equal(usage_split_sample(&point, &none, h), 1);
+    assert_int_equal(h[0].hour_ms, mid);
+    assert_int_equal(h[0].t.cpu_ms, 5);
+    assert_int_equal(h[0].t.net_rx_bytes, 11);
+    assert_int_equal(h[0].t.samples, 1);
+    /* 23:59:58.500 .. 00:00:01.500, 3 ms of CPU, 1 byte: split at midnight */
+    usage_sample across = {.start_ms = mid - 1500,
+                           .end_ms = mid + 1500,
+                           .cpu_used_ms = 3,
+                           .net_tx_bytes = 1,
+                           .mem_bytes = 1000};
+    assert_int_equal(usage_split_sample(&across, &none, h), 2);
+    assert_int_equal(h[0].hour_ms, mid - hour);
+    assert_int_equal(h[1].hour_ms, mid);
+    assert_int_equal(h[0].t.cpu_ms, 1);
+    assert_int_equal(h[1].t.cpu_ms, 2);
+    assert_int_equal(h[0].t.net_tx_bytes + h[1].t.net_tx_bytes, 1);
+    assert_float_equal(h[0].t.mem_byte_s, 1500.0, 1e-9);
+    assert_float_equal(h[1].t.mem_byte_s, 1500.0, 1e-9);
+    assert_int_equal(h[0].t.samples + 2 * h[1].t.samples, 2);
+    usage_sample whole_day = _sample(mid + 60000, 24 * 3600, 86400007, 1);
+    whole_day.io_read_bytes = INT64_MAX / 2; /* no overflow in the split */
+    size_t n = usage_split_sample(&whole_day, &none, h);
+    assert_int_equal(n, USAGE_MAX_SAMPLE_HOURS);
+    assert_int_equal(SUM(h, n, cpu_ms), 86400007);
+    assert_int_equal(SUM(h, n, io_read_bytes), INT64_MAX / 2);
+    assert_int_equal(h[0].t.first_ms, mid + 60000);
+    assert_int_equal(h[n - 1].t.last_ms, mid + 60000 + day);
+}
+
+/* The day a sample's usage lands on does not depend on when anyone asks: the
+ * same two hours of samples (22:00-24:00 at one core then two) ending at
+ * several times of day, before and after midnight, always put what was used
+ * before midnight on the day before and the rest on the day after. */
+static void test_days_at_any_time(void **state)
+{
+    (void)state;
+    const int64_t day = USAGE_DAY_MS, hour = USAGE_HOUR_MS, mid = T0 - T0 % day + day;
+    const int64_t ends[] = {mid - 1,    mid,          mid + 1, mid + 19 * hour + 36 * 60000,
+                            mid + 1500, mid + day - 1};
+    usage_alloc none = {0};
+    for (size_t e = 0; e < TS_ARRAY_LEN(ends); e++) {
+        int64_t end = ends[e];
+        /* one core over [end-2h, end-1h), two over [end-1h, end) */
+        usage_sample s1 = {.start_ms = end - 2 * hour, .end_ms = end - hour, .cpu_used_ms = hour};
+        usage_sample s2 = {.start_ms = end - hour, .end_ms = end, .cpu_used_ms = 2 * hour};
+        int64_t before = 0, after = 0;
+        const usage_sample *ss[] = {&s1, &s2};
+        for (size_t k = 0; k < 2; k++) {
+            usage_hour h[USAGE_MAX_SAMPLE_HOURS];
+            size_t n = usage_split_sample(ss[k], &none, h);
+            for (size_t i = 0; i < n; i++)
+                *(h[i].hour_ms < mid ? &before : &after) += h[i].t.cpu_ms;
+        }
+        /* what was used before midnight, in ms of CPU: the cores times the
+         * time of each interval before it */
+        int64_t want = 0;
+        for (size_t k = 0; k < 2; k++) {
+            int64_t lo = ss[k]->start_ms, hi = ss[k]->end_ms < mid ? ss[k]->end_ms : mid;
+            if (hi > lo) want += (hi - lo) * (int64_t)(k + 1);
+        }
+        assert_int_equal(before, want);
+        assert_int_equal(before + after, 3 * hour);
     }
-    assert_true(llabs(cpu - t.cpu_ms) <= 3);
-    assert_float_equal(mem, t.mem_byte_s, 1e-3);
-    assert_float_equal(gpu, t.gpu_device_s, 1e-6);
-    /* a window that starts after the session: nothing */
-    assert_int_equal(usage_split_days(&t, oct1 + 10 * day, 5, out, sh), 0);
-    /* a session of no length counts on the day it falls */
-    usage_totals pt = {.cpu_ms = 7, .samples = 1, .first_ms = oct1 + day, .last_ms = oct1 + day};
-    assert_int_equal(usage_split_days(&pt, oct1, 3, out, sh), 1);
-    assert_int_equal(out[1].cpu_ms, 7);
 }
 
 static void test_parsers(void **state)
@@ -241,15 +285,6 @@ static void test_io_net(void **state)
     neg = a;
     neg.io_read_bytes = -5;
     assert_false(usage_sample_check(&neg, &err));
-
-    t.phase_s[USAGE_PHASE_RUNNING] = 6.0;
-    usage_totals h1, h2;
-    usage_totals_scale(&t, 0.25, &h1);
-    usage_totals_scale(&t, 0.75, &h2);
-    assert_int_equal(h1.io_write_bytes + h2.io_write_bytes, t.io_write_bytes);
-    assert_int_equal(h1.io_read_bytes + h2.io_read_bytes, t.io_read_bytes);
-    assert_float_equal(h1.phase_s[USAGE_PHASE_RUNNING] + h2.phase_s[USAGE_PHASE_RUNNING], 6.0,
-                       1e-9);
 }
 
 /* GPU time (the cuda-shim's estimate): summed over samples, refused when
@@ -280,17 +315,14 @@ static void test_gpu_busy(void **state)
     neg.gpu_busy_ms = -1;
     assert_false(usage_sample_check(&neg, &err));
 
-    usage_totals out[3];
-    double sh[3];
-    assert_int_equal(usage_split_days(&t, oct1, 3, out, sh), 2);
-    assert_int_equal(out[0].gpu_busy_ms, 5400000);
-    assert_int_equal(out[1].gpu_busy_ms, 5400000);
-    assert_int_equal(out[2].gpu_busy_ms, 0);
-    usage_totals q1, q3;
-    usage_totals_scale(&t, 1.0 / 3, &q1);
-    usage_totals_scale(&t, 2.0 / 3, &q3);
-    assert_true(llabs(q1.gpu_busy_ms + q3.gpu_busy_ms - t.gpu_busy_ms) <= 1);
-    assert_int_equal(q1.gpu_busy_ms, 3600000);
+    /* split by the hours in which it was measured: to the ms */
+    usage_hour h[USAGE_MAX_SAMPLE_HOURS];
+    size_t n = usage_split_sample(&s1, &a, h);
+    assert_int_equal(n, 6);
+    assert_int_equal(SUM(h, n, gpu_busy_ms), 3600001);
+    assert_int_equal(h[0].t.gpu_busy_ms, 600000);
+    assert_int_equal(h[5].t.gpu_busy_ms, 600001);
+    assert_float_equal(SUM(h, n, gpu_share_s), 0.5 * 6 * 3600, 1e-6);
 }
 
 /* Wall time per phase from a status history: each status lasts until the
@@ -333,13 +365,63 @@ static void test_status_seconds(void **state)
     assert_string_equal(usage_phase_name(USAGE_PHASE_RUNNING), "running");
 }
 
+/* The phases per hour: a status across an hour is split at the hour, the
+ * hours add up to usage_status_seconds, a clock that went back counts
+ * nothing and an hour it returns to is not listed twice. */
+static void test_status_hours(void **state)
+{
+    (void)state;
+    const int64_t hour = USAGE_HOUR_MS, h0 = T0 - T0 % hour;
+    usage_status_change h[] = {
+        {"PENDING", h0 + hour - 1000},       {"PREPARING", h0 + hour + 500},
+        {"RUNNING", h0 + hour + 2500},       {"TERMINATING", h0 + 3 * hour},
+        {"TERMINATED", h0 + 3 * hour + 250},
+    };
+    usage_hour *out;
+    size_t n = usage_status_hours(h, TS_ARRAY_LEN(h), &out);
+    assert_int_equal(n, 4);
+    assert_int_equal(out[0].hour_ms, h0);
+    assert_int_equal(out[3].hour_ms, h0 + 3 * hour);
+    assert_float_equal(out[0].t.phase_s[USAGE_PHASE_PENDING], 1.0, 1e-9);
+    assert_float_equal(out[1].t.phase_s[USAGE_PHASE_PENDING], 0.5, 1e-9);
+    assert_float_equal(out[1].t.phase_s[USAGE_PHASE_PREPARING], 2.0, 1e-9);
+    assert_float_equal(out[1].t.phase_s[USAGE_PHASE_RUNNING], 3600 - 2.5, 1e-9);
+    assert_float_equal(out[2].t.phase_s[USAGE_PHASE_RUNNING], 3600.0, 1e-9);
+    assert_float_equal(out[3].t.phase_s[USAGE_PHASE_TERMINATING], 0.25, 1e-9);
+    double whole[USAGE_N_PHASES];
+    usage_status_seconds(h, TS_ARRAY_LEN(h), whole);
+    for (int p = 0; p < USAGE_N_PHASES; p++) {
+        double sum = 0;
+        for (size_t i = 0; i < n; i++)
+            sum += out[i].t.phase_s[p];
+        assert_float_equal(sum, whole[p], 1e-9);
+    }
+    assert_int_equal(out[2].t.cpu_ms + out[2].t.samples, 0);
+    free(out);
+
+    usage_status_change back[] = {{"PENDING", h0 + 2 * hour + 10},
+                                  {"RUNNING", h0 + 10},
+                                  {"TERMINATING", h0 + 2 * hour},
+                                  {"TERMINATED", h0 + 2 * hour + 20}};
+    n = usage_status_hours(back, TS_ARRAY_LEN(back), &out);
+    assert_int_equal(n, 3);
+    assert_int_equal(out[0].hour_ms, h0);
+    assert_int_equal(out[2].hour_ms, h0 + 2 * hour);
+    assert_float_equal(out[2].t.phase_s[USAGE_PHASE_TERMINATING], 0.02, 1e-9);
+    assert_float_equal(out[2].t.phase_s[USAGE_PHASE_PENDING], 0.0, 0);
+    free(out);
+    assert_int_equal(usage_status_hours(back, 1, &out), 0);
+    assert_null(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_totals),      cmocka_unit_test(test_sample_check),
-        cmocka_unit_test(test_month_split), cmocka_unit_test(test_day_split),
-        cmocka_unit_test(test_parsers),     cmocka_unit_test(test_io_net),
-        cmocka_unit_test(test_gpu_busy),    cmocka_unit_test(test_status_seconds),
+        cmocka_unit_test(test_totals),           cmocka_unit_test(test_sample_check),
+        cmocka_unit_test(test_month_split),      cmocka_unit_test(test_hour_split),
+        cmocka_unit_test(test_days_at_any_time), cmocka_unit_test(test_status_hours),
+        cmocka_unit_test(test_parsers),          cmocka_unit_test(test_io_net),
+        cmocka_unit_test(test_gpu_busy),         cmocka_unit_test(test_status_seconds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,8 @@
 /* test_usage_stats.c: the monthly usage series' bins (usage_stats.c): a
  * kernel counts in every 15-minute bin it overlaps, clipped to the window;
  * its cores, bytes and GPU devices (whole and fractional) add up; one outside
- * the window adds nothing. */
+ * the window adds nothing; an hour's block I/O is spread over the bins it
+ * overlaps. */
 #include "services/registry/usage_stats.h"
 
 #include <setjmp.h>
@@ -57,10 +58,47 @@ static void test_bins(void **state)
     assert_int_equal(b[7].cpu_milli, 2000);
 }
 
+/* An hour's block I/O in the bins it overlaps: the window's bins are not on
+ * the quarter hours, so an hour touches five of them, each its part of the
+ * time; the parts add up; what falls before the window is left out. */
+static void test_io_bins(void **state)
+{
+    (void)state;
+    usage_bin b[8];
+    memset(b, 0, sizeof(b));
+    const double t0 = 1000000.0;
+    /* an hour from 300 s into bin 0: 600 s of it in bin 0, 900 in 1-3, 300 in 4 */
+    usage_bins_add_io(b, 8, t0, t0 + 300, 3600000, 7);
+    assert_int_equal(b[0].io_read_bytes, 600000);
+    assert_int_equal(b[1].io_read_bytes, 900000);
+    assert_int_equal(b[3].io_read_bytes, 900000);
+    assert_int_equal(b[4].io_read_bytes, 300000);
+    assert_int_equal(b[5].io_read_bytes, 0);
+    int64_t w = 0;
+    for (int i = 0; i < 8; i++)
+        w += b[i].io_write_bytes;
+    assert_int_equal(w, 7);
+    /* an hour that began 45 minutes before the window: its last quarter */
+    memset(b, 0, sizeof(b));
+    usage_bins_add_io(b, 8, t0, t0 - 2700, 4000, 0);
+    assert_int_equal(b[0].io_read_bytes, 1000);
+    assert_int_equal(b[1].io_read_bytes, 0);
+    /* the current hour, which the window's end cuts: all in what has passed */
+    usage_bins_add_io(b, 8, t0, t0 + 7 * USAGE_BIN_S - 300, 3600, 0);
+    assert_int_equal(b[6].io_read_bytes, 900);
+    assert_int_equal(b[7].io_read_bytes, 2700);
+    /* wholly outside */
+    usage_bins_add_io(b, 8, t0, t0 + 8 * USAGE_BIN_S, 1 << 20, 1);
+    usage_bins_add_io(b, 8, t0, t0 - 3600, 1 << 20, 1);
+    assert_int_equal(b[7].io_read_bytes, 2700);
+    assert_int_equal(b[0].io_read_bytes, 1000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bins),
+        cmocka_unit_test(test_io_bins),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
