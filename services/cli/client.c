@@ -111,7 +111,7 @@ cli_status client_headers(cli *c, const char *method, const char *path, const ch
     time_t now;
     iso_now(date, sizeof(date), &now);
     size_t n = 0;
-    lines[n++] = ts_asprintf("Content-Type: %s", content_type);
+    if (content_type) lines[n++] = ts_asprintf("Content-Type: %s", content_type);
     lines[n++] = ts_asprintf("Accept: %s", accept);
     lines[n++] = ts_strdup("X-BackendAI-Version: " CLIENT_API_VERSION);
     lines[n++] = ts_asprintf("Host: %s", host);

@@ -16,23 +16,71 @@ static void add_hours(json_t *o, const char *to, const char *from, double div)
     json_object_set_new(o, to, json_string(b));
 }
 
+/* The table's rows: the answer's items, or with a bucket one per bucket
+ * and group (the bucket first, in order), each with its hours as text. */
+static json_t *usage_rows(json_t *answer, const char *key, const char *bucket)
+{
+    json_t *rows = json_array();
+    size_t i, j;
+    json_t *o, *b;
+    json_array_foreach(json_object_get(answer, "items"), i, o)
+    {
+        if (!bucket) {
+            json_array_append(rows, o);
+            continue;
+        }
+        json_array_foreach(json_object_get(o, bucket[0] == 'd' ? "days" : "hours"), j, b)
+        {
+            json_t *row = json_deep_copy(b);
+            json_object_set(row, key, json_object_get(o, key));
+            json_object_set(row, "name", json_object_get(o, "name"));
+            json_array_append_new(rows, row);
+        }
+    }
+    json_array_foreach(rows, i, o)
+    {
+        add_hours(o, "cpu_h", "cpu_seconds", 3600.0);
+        add_hours(o, "mem_gib_h", "mem_byte_seconds", 3600.0 * 1024 * 1024 * 1024);
+        add_hours(o, "gpu_h", "gpu_hours", 1.0);
+    }
+    if (bucket) { /* by bucket, then as the groups came */
+        size_t n = json_array_size(rows);
+        json_t **v = ts_calloc(n + 1, sizeof(*v));
+        json_array_foreach(rows, i, o) v[i] = json_incref(o);
+        for (i = 1; i < n; i++) /* insertion sort: stable */
+            for (j = i; j > 0 && strcmp(json_string_value(json_object_get(v[j - 1], bucket)),
+                                        json_string_value(json_object_get(v[j], bucket))) > 0;
+                 j--) {
+                json_t *t = v[j];
+                v[j] = v[j - 1];
+                v[j - 1] = t;
+            }
+        json_array_clear(rows);
+        for (i = 0; i < n; i++)
+            json_array_append_new(rows, v[i]);
+        free(v);
+    }
+    return rows;
+}
+
 int cmd_usage(cli *c, const cli_command *self, int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"from", required_argument, NULL, 'f'},
         {"to", required_argument, NULL, 't'},
         {"group-by", required_argument, NULL, 'g'},
+        {"by", required_argument, NULL, 'b'},
         {"csv", no_argument, NULL, 'C'},
         {"json", no_argument, NULL, 'J'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const char *from = NULL, *to = NULL, *by = "user";
+    const char *from = NULL, *to = NULL, *by = "user", *bucket = NULL;
     bool csv = false;
     int opt;
     optind = 0;
     opterr = 0;
-    while ((opt = getopt_long(argc, argv, ":f:t:g:h", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, ":f:t:g:b:h", longopts, NULL)) != -1) {
         if (opt == 'h') {
             cli_command_help(self, stdout);
             return CLI_OK;
@@ -42,6 +90,10 @@ int cmd_usage(cli *c, const cli_command *self, int argc, char **argv)
             to = optarg;
         } else if (opt == 'g') {
             by = optarg;
+        } else if (opt == 'b') {
+            bucket = optarg;
+            if (strcmp(bucket, "day") != 0 && strcmp(bucket, "hour") != 0)
+                return cli_usage(self->name, NULL, "--by: day or hour, not '%s'", bucket);
         } else if (opt == 'C') {
             csv = true;
         } else if (opt == 'J') {
@@ -58,6 +110,7 @@ int cmd_usage(cli *c, const cli_command *self, int argc, char **argv)
     client_query_add(&path, "group_by", by);
     if (from) client_query_add(&path, "start", from);
     if (to) client_query_add(&path, "end", to);
+    if (bucket) client_query_add(&path, "bucket", bucket);
     if (csv) client_query_add(&path, "format", "csv");
     cli_status rc;
     if (csv) {
@@ -77,24 +130,23 @@ int cmd_usage(cli *c, const cli_command *self, int argc, char **argv)
     if (c->json) {
         out_json(answer);
     } else {
-        json_t *items = json_object_get(answer, "items");
-        size_t i;
-        json_t *o;
-        json_array_foreach(items, i, o)
-        {
-            add_hours(o, "cpu_h", "cpu_seconds", 3600.0);
-            add_hours(o, "mem_gib_h", "mem_byte_seconds", 3600.0 * 1024 * 1024 * 1024);
-            add_hours(o, "gpu_h", "gpu_hours", 1.0);
-        }
         const char *key = json_string_value(json_object_get(answer, "group_by"));
+        if (!key) key = "user";
+        json_t *rows = usage_rows(answer, key, bucket);
         out_column cols[] = {
-            {"KEY", key ? key : "user", OUT_TEXT},    {"NAME", "name", OUT_TEXT},
-            {"SESSIONS", "sessions", OUT_TEXT},       {"CPU-HOURS", "cpu_h", OUT_TEXT},
-            {"MEM-GIB-HOURS", "mem_gib_h", OUT_TEXT}, {"GPU-HOURS", "gpu_h", OUT_TEXT},
-            {"MEM-PEAK", "mem_peak_bytes", OUT_TEXT}, {NULL, NULL, OUT_TEXT}};
+            {bucket ? (bucket[0] == 'd' ? "DAY" : "HOUR") : "KEY", bucket ? bucket : key, OUT_TEXT},
+            {"KEY", key, OUT_TEXT},
+            {"NAME", "name", OUT_TEXT},
+            {"SESSIONS", "sessions", OUT_TEXT},
+            {"CPU-HOURS", "cpu_h", OUT_TEXT},
+            {"MEM-GIB-HOURS", "mem_gib_h", OUT_TEXT},
+            {"GPU-HOURS", "gpu_h", OUT_TEXT},
+            {"MEM-PEAK", "mem_peak_bytes", OUT_TEXT},
+            {NULL, NULL, OUT_TEXT}};
         printf("%s .. %s\n", json_string_value(json_object_get(answer, "start")),
                json_string_value(json_object_get(answer, "end")));
-        out_table(cols, items);
+        out_table(bucket ? cols : cols + 1, rows);
+        json_decref(rows);
     }
     json_decref(answer);
     return CLI_OK;

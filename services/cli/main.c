@@ -100,15 +100,18 @@ static const cli_command commands[] = {
      "admins their domain's, superadmins all.",
      cmd_events},
     {"usage", "what your sessions used (CPU, memory, GPU hours) over a period, grouped",
-     "tessera usage [--from DATE] [--to DATE] [--group-by KEY] [--csv] [--json]\n\n"
+     "tessera usage [--from DATE] [--to DATE] [--group-by KEY] [--by day|hour] [--csv] [--json]\n\n"
      "Options:\n"
      "  -f, --from DATE          first day, YYYY-MM-DD or YYYYMMDD (UTC; default: the first\n"
      "                           of the --to day's month)\n"
      "  -t, --to DATE            last day, included (default: today)\n"
      "  -g, --group-by KEY       user (default), project, domain, resource_group or image\n"
+     "  -b, --by day|hour        one row per UTC day (or hour: periods of up to 31 days) and\n"
+     "                           group, with what was used in it\n"
      "      --csv                print CSV (every figure) instead of a table\n\n"
-     "Users see their own sessions, domain admins their domain's, superadmins all. A\n"
-     "session across the period's edge counts with its share of the time (docs/usage.md).",
+     "Users see their own sessions, domain admins their domain's (not its superadmins'),\n"
+     "superadmins all. Usage is kept per hour in which it was measured: a session across\n"
+     "the period's edge counts what it used inside it (docs/usage.md).",
      cmd_usage},
     {"graphql", "send a GraphQL query or mutation (Backend.AI's schema) and print its data",
      "tessera graphql [OPTIONS] QUERY|-\n\n"

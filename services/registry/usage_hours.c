@@ -16,16 +16,25 @@ typedef struct hour_col {
     bool real;
 } hour_col;
 
-#define I64_COL(f) {offsetof(usage_totals, f), false}
-#define F64_COL(f) {offsetof(usage_totals, f), true}
-#define PHASE_COL(i) {offsetof(usage_totals, phase_s) + (i) * sizeof(double), true}
+#define I64_COL(f)                                                                                 \
+    {                                                                                              \
+        offsetof(usage_totals, f), false                                                           \
+    }
+#define F64_COL(f)                                                                                 \
+    {                                                                                              \
+        offsetof(usage_totals, f), true                                                            \
+    }
+#define PHASE_COL(i)                                                                               \
+    {                                                                                              \
+        offsetof(usage_totals, phase_s) + (i) * sizeof(double), true                               \
+    }
 
 /* The figures, in the order of add_sql's arrays $3.. */
 static const hour_col figures[] = {
-    I64_COL(cpu_ms),         F64_COL(mem_byte_s),     I64_COL(mem_peak_bytes),
-    F64_COL(gpu_device_s),   F64_COL(gpu_share_s),    I64_COL(gpu_mem_peak_bytes),
-    I64_COL(gpu_busy_ms),    I64_COL(net_rx_bytes),   I64_COL(net_tx_bytes),
-    I64_COL(io_read_bytes),  I64_COL(io_write_bytes), I64_COL(samples),
+    I64_COL(cpu_ms),        F64_COL(mem_byte_s),     I64_COL(mem_peak_bytes),
+    F64_COL(gpu_device_s),  F64_COL(gpu_share_s),    I64_COL(gpu_mem_peak_bytes),
+    I64_COL(gpu_busy_ms),   I64_COL(net_rx_bytes),   I64_COL(net_tx_bytes),
+    I64_COL(io_read_bytes), I64_COL(io_write_bytes), I64_COL(samples),
 };
 
 static const char add_sql[] =

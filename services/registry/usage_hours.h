@@ -26,7 +26,7 @@ bool usage_hours_set_phases(PGconn *conn, const char *session_id, const usage_ho
  * period's first and last hour with figures. For a query over
  * registry.session_usage_hours h ... GROUP BY. */
 #define USAGE_HOURS_SUMS                                                                           \
-    "sum(h.cpu_ms), sum(h.mem_byte_s), max(h.mem_peak_bytes), sum(h.gpu_device_s),"               \
+    "sum(h.cpu_ms), sum(h.mem_byte_s), max(h.mem_peak_bytes), sum(h.gpu_device_s),"                \
     " sum(h.gpu_share_s), max(h.gpu_mem_peak_bytes), sum(h.net_rx_bytes), sum(h.net_tx_bytes),"    \
     " sum(h.samples), (extract(epoch FROM min(h.hour)) * 1000)::bigint,"                           \
     " (extract(epoch FROM max(h.hour)) * 1000)::bigint + 3600000, sum(h.io_read_bytes),"           \

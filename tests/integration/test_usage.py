@@ -27,6 +27,9 @@ import pbwire
 from conftest import wait_until
 from pbwire import field
 from test_apps import _running
+from test_cli import base_env
+from test_cli import ok as cli_ok
+from test_cli import run as cli_run
 from test_sessions_api import _new_user, admin, gw, image, image_registered, okj, problem  # noqa: F401
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -275,6 +278,10 @@ def _day(ms):
     return time.strftime("%Y-%m-%d", time.gmtime(ms / 1000))
 
 
+def _hour(h):
+    return h["hour"]
+
+
 def _cpu_before(samples, t):
     """CPU ms the samples [(start, end, cpu_ms)] used before t, each at its
     own rate: what a day's figure must be, whenever it is asked for."""
@@ -297,7 +304,8 @@ ENDS = {"midnight": 0, "midnight-1ms": -1, "midnight+1ms": 1, "noon": 12 * HOUR_
 
 
 @pytest.mark.parametrize("when", list(ENDS))
-def test_usage_by_day_is_what_was_used_that_day(stack, admin, gw, day_user, tmp_path, when):  # noqa: F811
+def test_usage_by_day_is_what_was_used_that_day(stack, admin, gw, day_user, tmp_path, bin_dir,
+                                                when):  # noqa: F811
     a, ua, sid = day_user
     b, _ = _new_user(admin, gw, "usage-day-b")
     kid = str(uuid.uuid4())
@@ -345,6 +353,22 @@ def test_usage_by_day_is_what_was_used_that_day(stack, admin, gw, day_user, tmp_
     lines = r.text.strip().split("\r\n")
     assert lines[0].startswith("day,project,name,sessions,cpu_seconds"), lines
     assert sorted(ln.split(",")[0] for ln in lines[1:]) == sorted(expect), lines
+    # the CLI: one row per day, the day first, in order
+    if when == "19:36":
+        env = base_env(tmp_path, TESSERA_GATEWAY_URL=gw, TESSERA_ACCESS_KEY=a.access_key,
+                       TESSERA_SECRET_KEY=a.secret_key)
+        out = cli_ok(bin_dir, env, "usage", "--from", start, "--to", last, "--by", "day").splitlines()
+        assert out[1].split()[:3] == ["DAY", "KEY", "NAME"], out
+        rows = [ln.split() for ln in out[2:]]
+        assert [r[0] for r in rows] == sorted(expect) and all(r[1] == ua["id"] for r in rows), out
+        for r in rows:
+            assert abs(float(r[4]) - expect[r[0]] / 3600) < 0.001, (r, expect)
+        hours = cli_ok(bin_dir, env, "usage", "--from", _day(midnight - DAY_MS), "--to", _day(midnight),
+                       "--by", "hour", "--csv").strip().splitlines()
+        assert hours[0].startswith("hour,user,name,sessions,cpu_seconds"), hours
+        assert len(hours) - 1 == len({_hour(h) for h in okj(a.get("/usage", params={
+            "start": _day(midnight - DAY_MS), "end": _day(midnight), "bucket": "hour"}))["items"][0]["hours"]})
+        assert cli_run(bin_dir, env, "usage", "--by", "minute").returncode == 2
     # another user: nothing, by day either; the admin sees the user's days among all
     assert okj(b.get("/usage", params=params))["items"] == []
     mine = [i for i in okj(admin.get("/usage", params=params))["items"] if i["user"] == ua["id"]]
