@@ -96,6 +96,21 @@ def test_the_statistics_page_shows_the_usage_of_a_finished_session(boss_page, co
     choose(d, "#stats-metric", "gpu")
     el(d, f"tr[data-usage-row=\"{alice.email}\"]")
     choose(d, "#stats-metric", "cpu")
+    # the day her session last ran (Today, or Yesterday just after midnight), by hour:
+    # a bar in each hour in which it used CPU, as the API has them
+    last = max(ran)
+    day_preset = "today" if last == time.strftime("%Y-%m-%d", time.gmtime()) else "yesterday"
+    hours = admin.get("/usage", params={"group_by": "user", "bucket": "hour", "start": last, "end": last}).json()
+    used = {h["hour"] for i in hours["items"] if i["user"] == alice.user_id for h in i["hours"]
+            if h["cpu_seconds"] > 0}
+    choose(d, "#stats-period", day_preset)
+    el(d, "[data-test=usage-chart][data-bucket=hour]")
+    text_in(d, "[data-test=usage-period]", f"Usage from {last} to {last}")
+    bars = d.find_elements(By.CSS_SELECTOR, f"[data-test=usage-chart] rect[data-bar-group=\"{alice.email}\"]")
+    assert used and {b.get_attribute("data-bar-hour") for b in bars} == used, (used, bars)
+    shot(d, "admin-stats-hours")
+    choose(d, "#stats-period", "this-month")
+    el(d, "[data-test=usage-chart][data-bucket=day]")
 
     # CSV: the button saves a file with Alice's row ...
     before = set(glob.glob(os.path.join(downloads, "usage-user-*.csv")))

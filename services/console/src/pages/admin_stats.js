@@ -1,14 +1,17 @@
 // Admin · Statistics: usage over time (CPU-hours, GPU-hours, memory
 // GiB-hours) by project or by user for a period, as a stacked bar chart per
-// day (inline SVG) with the numbers in a table and a CSV download. Data:
-// GET /usage?start=&end=&group_by=&bucket=day (docs/usage.md); the API scopes
-// it (a domain admin gets its domain's sessions only).
+// day, or per hour for a period of one or two days (inline SVG), with the
+// numbers in a table and a CSV download. Data:
+// GET /usage?start=&end=&group_by=&bucket=day|hour (docs/usage.md): what was
+// used in each UTC day or hour; the API scopes it (a domain admin gets its
+// domain's sessions only, never a superadmin's).
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { get } from '../api.js';
 import { AdminTabs, isSuperadmin } from '../admin.js';
 import { html, ErrorBanner, Loading, Opt, fmtBytes, toast, toastError, useAction, useData } from '../ui.js';
 
 const DAY = 86400000;
+const HOUR = 3600000;
 const TOP = 8; // groups drawn by name; the rest are "others"
 const COLORS = ['#2457c5', '#e07b39', '#2f9e6e', '#b9457f', '#7a5cc4', '#c9a227', '#2b9fb3', '#a6513a'];
 const OTHERS_COLOR = '#9aa3b2';
@@ -29,14 +32,25 @@ export function presetPeriod(preset, now = todayMs()) {
   const m = d.getUTCMonth();
   if (preset === 'last-month') return [iso(Date.UTC(y, m - 1, 1)), iso(Date.UTC(y, m, 0))];
   if (preset === 'last-7') return [iso(now - 6 * DAY), iso(now)];
+  if (preset === 'today') return [iso(now), iso(now)];
+  if (preset === 'yesterday') return [iso(now - DAY), iso(now - DAY)];
   return [iso(Date.UTC(y, m, 1)), iso(now)];
 }
 
-function daysOf(start, end) {
+// The chart's bucket for a period: hours for one or two days, else days.
+export function bucketOf(start, end) {
+  return Date.parse(end + 'T00:00:00Z') - Date.parse(start + 'T00:00:00Z') <= DAY ? 'hour' : 'day';
+}
+
+// The buckets of [start, end] (UTC days, end included) as the API names
+// them: "YYYY-MM-DD", or "YYYY-MM-DDTHH:00:00Z" by hour.
+export function bucketsOf(start, end, bucket) {
   const out = [];
   const a = Date.parse(start + 'T00:00:00Z');
-  const b = Date.parse(end + 'T00:00:00Z');
-  for (let t = a; Number.isFinite(t) && t <= b && out.length < 400; t += DAY) out.push(iso(t));
+  const b = Date.parse(end + 'T00:00:00Z') + DAY;
+  const step = bucket === 'hour' ? HOUR : DAY;
+  const name = (t) => (bucket === 'hour' ? new Date(t).toISOString().slice(0, 13) + ':00:00Z' : iso(t));
+  for (let t = a; Number.isFinite(t) && t < b && out.length < 800; t += step) out.push(name(t));
   return out;
 }
 
@@ -50,15 +64,17 @@ function niceStep(max, n = 4) {
   return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 2.5 ? 2.5 : f <= 5 ? 5 : 10) * p;
 }
 
-// The series to draw: the TOP groups by total, the rest summed as "others".
-export function chartSeries(items, metric, label) {
+// The series to draw: the TOP groups by total, the rest summed as "others";
+// each maps a bucket (day or hour, as the API names it) to its figure.
+export function chartSeries(items, metric, label, bucket = 'day') {
   const m = METRICS[metric];
   const sorted = [...items].sort((a, b) => m.of(b) - m.of(a));
   const named = sorted.length > TOP + 1 ? sorted.slice(0, TOP) : sorted;
   const rest = sorted.slice(named.length);
-  const daily = (list) => {
+  const list = bucket === 'hour' ? 'hours' : 'days';
+  const daily = (groups) => {
     const by = {};
-    for (const it of list) for (const d of it.days || []) by[d.day] = (by[d.day] || 0) + m.of(d);
+    for (const it of groups) for (const d of it[list] || []) by[d[bucket]] = (by[d[bucket]] || 0) + m.of(d);
     return by;
   };
   const series = named.map((it, i) => ({ key: label(it), color: COLORS[i % COLORS.length], by: daily([it]) }));
@@ -82,7 +98,7 @@ function useWidth(ref, initial) {
   return w;
 }
 
-function Chart({ days, series, metric }) {
+function Chart({ days, series, metric, bucket }) {
   const ref = useRef(null);
   const W = Math.max(300, useWidth(ref, 1100));
   const H = W < 600 ? 220 : 250; const L = 84; const R = 12; const T = 14; const B = 48;
@@ -97,8 +113,11 @@ function Chart({ days, series, metric }) {
   const y = (v) => T + (H - T - B) * (1 - v / top);
   const every = Math.max(1, Math.ceil(days.length / Math.max(1, Math.floor((W - L - R) / 48)))); // labels 48 px apart or more
   const label = METRICS[metric].label;
-  return html`<figure class="chart" data-test="usage-chart" ref=${ref}>
-    <svg viewBox=${`0 0 ${W} ${H}`} width=${W} height=${H} role="img" aria-label=${`${label} per day, stacked by group`} preserveAspectRatio="xMidYMid meet">
+  // "10-03" for a day; "14h" for an hour ("10-03" at midnight when two days are shown)
+  const tick = (d) => (bucket === 'day' ? d.slice(5) : d.slice(11, 13) === '00' && days.length > 24 ? d.slice(5, 10) : `${d.slice(11, 13)}h`);
+  const tip = (d) => (bucket === 'day' ? d : `${d.slice(0, 10)} ${d.slice(11, 16)} UTC`);
+  return html`<figure class="chart" data-test="usage-chart" data-bucket=${bucket} ref=${ref}>
+    <svg viewBox=${`0 0 ${W} ${H}`} width=${W} height=${H} role="img" aria-label=${`${label} per ${bucket}, stacked by group`} preserveAspectRatio="xMidYMid meet">
       ${ticks.map((v) => html`<g key=${'t' + v}>
         <line x1=${L} x2=${W - R} y1=${y(v)} y2=${y(v)} class=${v === 0 ? 'axis' : 'grid-line'} />
         <text x=${L - 6} y=${y(v) + 4} text-anchor="end" class="tick">${fmtH(v)}</text></g>`)}
@@ -112,19 +131,21 @@ function Chart({ days, series, metric }) {
             if (v <= 0) return null;
             const y0 = y(acc); acc += v; const y1 = y(acc);
             return html`<rect x=${x} y=${y1} width=${bw} height=${Math.max(1, y0 - y1)} fill=${s.color}
-              data-bar-day=${d} data-bar-group=${s.key} data-value=${v}><title>${d} · ${s.key}: ${fmtH(v)} ${label}</title></rect>`;
+              data-bar-day=${d.slice(0, 10)} data-bar-hour=${bucket === 'hour' ? d : undefined}
+              data-bar-group=${s.key} data-value=${v}><title>${tip(d)} · ${s.key}: ${fmtH(v)} ${label}</title></rect>`;
           })}
-          ${i % every === 0 && html`<text x=${L + slot * i + slot / 2} y=${H - B + 16} text-anchor="middle" class="tick">${d.slice(5)}</text>`}
+          ${i % every === 0 && html`<text x=${L + slot * i + slot / 2} y=${H - B + 16} text-anchor="middle" class="tick">${tick(d)}</text>`}
         </g>`;
       })}
-      <text x=${(L + W - R) / 2} y=${H - 8} text-anchor="middle" class="axis-title">Day (UTC, month-day)</text>
+      <text x=${(L + W - R) / 2} y=${H - 8} text-anchor="middle" class="axis-title">${bucket === 'hour' ? 'Hour (UTC)' : 'Day (UTC, month-day)'}</text>
     </svg>
     <figcaption><ul class="legend" data-test="usage-legend">${series.map((s) => html`<li key=${s.key} data-legend=${s.key}>
       <span class="swatch" style=${{ background: s.color }}></span>${s.key}</li>`)}</ul></figcaption>
   </figure>`;
 }
 
-const PRESETS = [['this-month', 'This month'], ['last-month', 'Last month'], ['last-7', 'Last 7 days'], ['custom', 'Custom']];
+const PRESETS = [['this-month', 'This month'], ['last-month', 'Last month'], ['last-7', 'Last 7 days'],
+  ['yesterday', 'Yesterday'], ['today', 'Today'], ['custom', 'Custom']];
 
 export function AdminStatsPage({ user }) {
   const [preset, setPreset] = useState('this-month');
@@ -133,14 +154,16 @@ export function AdminStatsPage({ user }) {
   const [metric, setMetric] = useState('cpu');
   const [start, end] = preset === 'custom' ? custom : presetPeriod(preset);
   const q = { start, end, group_by: groupBy };
-  const { data, error, loading, reload } = useData(() => get('/usage', { ...q, bucket: 'day' }), [start, end, groupBy]);
+  const bucket = bucketOf(start, end);
+  const { data, error, loading, reload } = useData(() => get('/usage', { ...q, bucket }), [start, end, groupBy]);
   const users = useData(() => get('/admin/users', { limit: 1000 }).then((r) => (r && r.items) || [], () => []), []);
   const [busy, run] = useAction();
   const email = (id) => { const u = (users.data || []).find((x) => x.id === id); return u && u.email; };
   const label = (it) => (groupBy === 'user' ? email(it.user) || it.name || it.user : it.name || it.project || '(none)');
   const items = (data && data.items) || [];
-  const days = data ? daysOf(data.start, data.end) : [];
-  const series = chartSeries(items, metric, label);
+  const shown = data && data.bucket === bucket ? bucket : 'day'; // the answer in hand, while the next loads
+  const days = data ? bucketsOf(data.start, data.end, shown) : [];
+  const series = chartSeries(items, metric, label, shown);
   const rows = [...items].sort((a, b) => METRICS[metric].of(b) - METRICS[metric].of(a));
   const sum = (f) => items.reduce((s, x) => s + f(x), 0);
 
@@ -174,12 +197,12 @@ export function AdminStatsPage({ user }) {
       </div></div>
     <${AdminTabs} current="stats" />
     <p class="muted small" data-test="usage-period">Usage from ${start} to ${end} (UTC days, both included)${isSuperadmin(user) ? '' : `, of the sessions of domain ${user.domain || '–'}`}.
-      A session counts with the part of its run that falls in the period.</p>
+      Each session counts what it used in the period (usage is kept per hour in which it was measured)${bucket === 'hour' ? '; the chart shows each UTC hour' : ''}.</p>
     <${ErrorBanner} error=${error} onRetry=${() => reload()} />
     ${loading && !data && html`<${Loading} label="Loading usage…" />`}
     ${data && !items.length && html`<p class="empty" data-test="usage-empty" data-group-by=${data.group_by}>No usage in this period.</p>`}
     ${items.length > 0 && html`<div class="card stats-card">
-      <${Chart} days=${days} series=${series} metric=${metric} /></div>
+      <${Chart} days=${days} series=${series} metric=${metric} bucket=${shown} /></div>
       <div class="table-wrap stats-table"><table class="usage" data-test="usage-table">
         <thead><tr><th scope="col">${groupBy === 'user' ? 'User' : 'Project'}</th><th scope="col" class="num">Sessions</th>
           <th scope="col" class="num">CPU-hours</th><th scope="col" class="num">GPU-hours</th>
