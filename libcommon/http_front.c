@@ -485,6 +485,18 @@ void http_front_linger(http_front *f, int fd)
     wake(f);
 }
 
+bool http_front_answer(http_front *f, int fd, int status, const char *msg, const char *request_id,
+                       const char *server)
+{
+    size_t len;
+    char *raw = http_front_problem_response(status, msg, request_id, server, &len);
+    bool ok = http_front_write_all(fd, raw, len, 1000);
+    free(raw);
+    int dupfd = ok ? dup(fd) : -1;
+    if (dupfd >= 0) http_front_linger(f, dupfd);
+    return ok;
+}
+
 void http_front_stop(http_front *f)
 {
     if (!f) return;

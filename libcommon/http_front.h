@@ -82,6 +82,12 @@ void http_front_quiesce(http_front *f);
  * what the client still sends, close it when the client closes or after
  * LINGER_MS. Any thread. */
 void http_front_linger(http_front *f, int fd);
+/* Answer a request on a connection that libmicrohttpd holds, outside it: the
+ * problem response (http_front_problem_response) written on fd, then a
+ * duplicate of fd lingers here, so the answer is not lost to a reset while
+ * libmicrohttpd drops the connection. False when it could not be written. */
+bool http_front_answer(http_front *f, int fd, int status, const char *msg, const char *request_id,
+                       const char *server) TS_MUST_CHECK;
 /* Close everything still here and end the thread. */
 void http_front_stop(http_front *f);
 

@@ -13,11 +13,13 @@
  * Streamed response bodies (a file descriptor or a reader) hang off the
  * request until the response is built. */
 #include "libcommon/http_request.h"
+#include "libcommon/http_body_watch.h"
 #include "libcommon/http_front.h"
 #include "libcommon/http_upgrade.h"
 #include "libcommon/http_workers.h"
 #include "libcommon/buf.h"
 #include "libcommon/log.h"
+#include "libcommon/net_listen.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -58,7 +60,7 @@ struct http_server {
     http_router *router;
     http_router *stream_router; /* NULL: no streaming routes */
     size_t max_body;
-    int64_t body_timeout_us;
+    http_body_watch *bodies; /* 408 for a body that stalls (http.body_timeout) */
     char server_header[80];
     int listen_fd;
     int port;
@@ -79,6 +81,10 @@ typedef struct req_ctx {
     ts_buf body;
     size_t discarded;
     bool started, answered, counted;
+    bool watched;       /* its body is in s->bodies (until claimed) */
+    const char *method; /* libmicrohttpd's, for the request's life */
+    const char *url;
+    http_body_entry body_watch;
     /* Streaming routes: the request lives across the body's chunks. */
     const stream_route *sr;
     void *sstate;
@@ -260,16 +266,9 @@ static enum MHD_Result refuse_now(http_server *s, req_ctx *rc, struct MHD_Connec
     ts_buf_free(&rc->body); /* on_complete sees no body */
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    if (ci) {
-        size_t len;
-        char *raw =
-            http_front_problem_response(status, msg, rc->request_id, s->server_header, &len);
-        if (http_front_write_all(ci->connect_fd, raw, len, 1000)) {
-            int fd = dup(ci->connect_fd);
-            if (fd >= 0) http_front_linger(s->front, fd);
-        }
-        free(raw);
-    }
+    if (ci &&
+        !http_front_answer(s->front, ci->connect_fd, status, msg, rc->request_id, s->server_header))
+        TLOG_DEBUG("http refusal not delivered", "status=%d request_id=%s", status, rc->request_id);
     http_req req;
     char *path, *query;
     build_req(rc, conn, url, method, &req, &path, &query);
@@ -448,9 +447,19 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
     http_server *s = cls;
-    (void)conn;
     req_ctx *rc = *con_cls;
     if (!rc) return;
+    if (rc->watched) {
+        http_body_watch_remove(s->bodies, &rc->body_watch);
+        if (rc->body_watch.state == HTTP_BODY_EXPIRED && !rc->answered) {
+            http_req req;
+            char *path, *query;
+            build_req(rc, conn, rc->url, rc->method, &req, &path, &query);
+            mark_answered(s, rc, &req, 408); /* answered by expire_body */
+            free(path);
+            free(query);
+        }
+    }
     if (rc->counted) atomic_fetch_sub(&s->inflight, 1);
     if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && toe != MHD_REQUEST_TERMINATED_CLIENT_ABORT)
         TLOG_DEBUG("http request ended early", "code=%d answered=%d", (int)toe, rc->answered);
@@ -477,6 +486,56 @@ static unsigned worker_of(const http_server *s, struct MHD_Connection *conn)
     return http_workers_of(s->workers, ci ? ci->connect_fd : -1);
 }
 
+/* Watch the body of a request that has one (http_body_watch.h). */
+static void watch_body(http_server *s, req_ctx *rc, struct MHD_Connection *conn)
+{
+    const char *cl =
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    const char *te =
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!ci || (!te && (!cl || strtoull(cl, NULL, 10) == 0))) return;
+    http_body_watch_add(s->bodies, &rc->body_watch, ci->connect_fd, rc);
+    rc->watched = true;
+}
+
+/* A watched body stalled (the watch's thread, under its lock: the request
+ * is not ended meanwhile): 408 on the connection; libmicrohttpd's side then
+ * drops what still comes (serve) and on_completed counts the answer. */
+static void expire_body(http_body_entry *e, void *ctx)
+{
+    http_server *s = ctx;
+    req_ctx *rc = e->owner;
+    TLOG_INFO("http request body too slow", "request_id=%s", rc->request_id);
+    if (!http_front_answer(s->front, e->fd, 408,
+                           "request body not received in time (http.body_timeout)", rc->request_id,
+                           s->server_header))
+        TLOG_DEBUG("http 408 not delivered", "request_id=%s", rc->request_id);
+}
+
+/* A watched request's body: false when the watch answered it (what still
+ * comes is dropped; *drop says whether to cut the connection). */
+static bool body_ours(http_server *s, req_ctx *rc, size_t *size, enum MHD_Result *drop)
+{
+    if (!rc->watched) return true;
+    if (*size) {
+        if (http_body_watch_state(s->bodies, &rc->body_watch) != HTTP_BODY_EXPIRED) {
+            if (rc->sr) http_body_watch_touch(s->bodies, &rc->body_watch);
+            return true;
+        }
+        rc->discarded += *size;
+        *size = 0;
+        *drop = rc->discarded > DISCARD_LIMIT ? MHD_NO : MHD_YES;
+        return false;
+    }
+    rc->watched = false; /* complete: claimed, or answered by the watch */
+    if (http_body_watch_claim(s->bodies, &rc->body_watch)) return true;
+    rc->watched = true; /* on_completed counts the 408 */
+    *drop = MHD_NO;
+    return false;
+}
+
 static enum MHD_Result serve(http_server *s, struct MHD_Connection *conn, const char *url,
                              const char *method, const char *upload_data, size_t *upload_data_size,
                              void **con_cls)
@@ -490,18 +549,27 @@ static enum MHD_Result serve(http_server *s, struct MHD_Connection *conn, const 
         if (rc->sr && rc->discarded > DISCARD_LIMIT) return MHD_NO;
         return MHD_YES;
     }
+    enum MHD_Result drop;
+    if (rc->started && !body_ours(s, rc, upload_data_size, &drop)) return drop;
     if (rc->sr) return stream_step(s, rc, conn, upload_data, upload_data_size);
     if (!rc->started) {
         rc->started = true;
         rc->counted = true;
+        rc->method = method;
+        rc->url = url;
         atomic_fetch_add(&s->inflight, 1);
         http_req_pick_id(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-ID"),
                          rc->request_id);
-        if (stream_probe(s, rc, conn, url, method)) return stream_begin(s, rc, conn);
+        if (stream_probe(s, rc, conn, url, method)) {
+            enum MHD_Result r = stream_begin(s, rc, conn);
+            if (!rc->answered) watch_body(s, rc, conn);
+            return r;
+        }
         const char *cl =
             MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (cl && content_length_over(cl, s->max_body))
             return answer_too_large(s, rc, conn, url, method);
+        watch_body(s, rc, conn);
         return MHD_YES;
     }
     if (*upload_data_size) {
@@ -515,12 +583,6 @@ static enum MHD_Result serve(http_server *s, struct MHD_Connection *conn, const 
             snprintf(msg, sizeof(msg), "request body is larger than the limit of %zu bytes",
                      s->max_body);
             return refuse_now(s, rc, conn, url, method, 413, msg);
-        }
-        if (ts_now_mono_us() - rc->t0_us > s->body_timeout_us) {
-            TLOG_INFO("http request body too slow", "method=%s request_id=%s", method,
-                      rc->request_id);
-            return refuse_now(s, rc, conn, url, method, 408,
-                              "request body not received in time (http.body_timeout)");
         }
         ts_buf_append(&rc->body, upload_data, n);
         return MHD_YES;
@@ -556,92 +618,16 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
     size_t n = strlen(msg);
     while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
         msg[--n] = '\0';
+    /* a client that goes away mid-request (or after a 408 for a stalled
+     * body) is the client's business */
+    if (strstr(msg, "detected connection closure")) {
+        TLOG_DEBUG("libmicrohttpd", "detail=%s", tlog_quote(q, sizeof(q), msg));
+        return;
+    }
     TLOG_WARN("libmicrohttpd", "detail=%s", tlog_quote(q, sizeof(q), msg));
 }
 
 /* ---- start and stop --------------------------------------------------------- */
-
-/* "host:port", ":port", "[v6]:port" -> host ("" for any) and port text. */
-static bool parse_listen(const char *addr, char *host, size_t hsize, char *port, size_t psize,
-                         ts_err *err)
-{
-    if (!addr || !*addr) {
-        ts_err_set(err, "empty listen address (want host:port or :port)");
-        return false;
-    }
-    const char *colon;
-    if (addr[0] == '[') {
-        const char *close = strchr(addr, ']');
-        if (!close || close[1] != ':') {
-            ts_err_set(err, "bad listen address \"%s\" (want [v6addr]:port)", addr);
-            return false;
-        }
-        if ((size_t)(close - addr - 1) >= hsize) goto too_long;
-        memcpy(host, addr + 1, (size_t)(close - addr - 1));
-        host[close - addr - 1] = '\0';
-        colon = close + 1;
-    } else {
-        colon = strrchr(addr, ':');
-        if (!colon) {
-            ts_err_set(err, "bad listen address \"%s\" (want host:port or :port)", addr);
-            return false;
-        }
-        if ((size_t)(colon - addr) >= hsize) goto too_long;
-        memcpy(host, addr, (size_t)(colon - addr));
-        host[colon - addr] = '\0';
-    }
-    const char *p = colon + 1;
-    size_t plen = strlen(p);
-    if (plen == 0 || plen >= psize || strspn(p, "0123456789") != plen || atol(p) > 65535) {
-        ts_err_set(err, "bad port in listen address \"%s\" (want 0..65535)", addr);
-        return false;
-    }
-    memcpy(port, p, plen + 1);
-    return true;
-too_long:
-    ts_err_set(err, "listen address \"%s\" has too long a host", addr);
-    return false;
-}
-
-static int open_listener(const char *addr, ts_err *err)
-{
-    char host[256], port[8];
-    if (!parse_listen(addr, host, sizeof(host), port, sizeof(port), err)) return -1;
-    struct addrinfo hints = {.ai_family = AF_UNSPEC,
-                             .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
-    struct addrinfo *res = NULL;
-    int rc = getaddrinfo(host[0] ? host : "0.0.0.0", port, &hints, &res);
-    if (rc != 0) {
-        ts_err_set(err, "listen %s: cannot resolve host \"%s\": %s", addr, host, gai_strerror(rc));
-        return -1;
-    }
-    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0) {
-        ts_err_set(err, "listen %s: socket: %s", addr, strerror(errno));
-        freeaddrinfo(res);
-        return -1;
-    }
-    int one = 1;
-    (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (bind(fd, res->ai_addr, res->ai_addrlen) != 0) {
-        int e = errno;
-        ts_err_set(err, "listen %s: %s", addr,
-                   e == EADDRINUSE      ? "address already in use (is another server running?)"
-                   : e == EADDRNOTAVAIL ? "address not available on this host"
-                                        : strerror(e));
-        close(fd);
-        freeaddrinfo(res);
-        return -1;
-    }
-    freeaddrinfo(res);
-    if (listen(fd, 1024) != 0) {
-        ts_err_set(err, "listen %s: %s", addr, strerror(errno));
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
 
 /* The front judged a connection's first head fine: libmicrohttpd takes it. */
 static void front_handoff(int fd, const struct sockaddr *addr, socklen_t addr_len, void *ctx)
@@ -657,16 +643,6 @@ static void front_handoff(int fd, const struct sockaddr *addr, socklen_t addr_le
 static void front_refused(int status, void *ctx)
 {
     account(ctx, status, 0);
-}
-
-static int bound_port(http_server *s)
-{
-    struct sockaddr_storage ss;
-    socklen_t len = sizeof(ss);
-    if (getsockname(s->listen_fd, (struct sockaddr *)&ss, &len) != 0) return 0;
-    if (ss.ss_family == AF_INET) return ntohs(((struct sockaddr_in *)&ss)->sin_port);
-    if (ss.ss_family == AF_INET6) return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
-    return 0;
 }
 
 /* libmicrohttpd aborts on broken invariants of its own; say so in our log
@@ -685,7 +661,7 @@ http_server *http_server_start(const http_server_opts *opts, http_router *router
         ts_err_set(err, "http server: no options or no router");
         return NULL;
     }
-    int fd = open_listener(opts->listen, err);
+    int fd = net_listen_open(opts->listen, err);
     if (fd < 0) return NULL;
 
     http_server *s = ts_calloc(1, sizeof(*s));
@@ -705,9 +681,14 @@ http_server *http_server_start(const http_server_opts *opts, http_router *router
 
     int header_ms =
         opts->header_timeout_ms > 0 ? opts->header_timeout_ms : DEFAULT_HEADER_TIMEOUT_MS;
-    s->body_timeout_us =
-        (int64_t)(opts->body_timeout_ms > 0 ? opts->body_timeout_ms : DEFAULT_BODY_TIMEOUT_MS) *
-        1000;
+    int body_ms = opts->body_timeout_ms > 0 ? opts->body_timeout_ms : DEFAULT_BODY_TIMEOUT_MS;
+    s->bodies = http_body_watch_start((int64_t)body_ms * 1000, expire_body, s, err);
+    if (!s->bodies) {
+        close(fd);
+        http_workers_free(s->workers);
+        free(s);
+        return NULL;
+    }
 
     /* libmicrohttpd gets connections from the front (http_front.h), not a
      * listening socket of its own. */
@@ -722,6 +703,7 @@ http_server *http_server_start(const http_server_opts *opts, http_router *router
     if (!s->daemon) {
         ts_err_set(err, "listen %s: libmicrohttpd did not start (see its log line)", opts->listen);
         close(fd);
+        http_body_watch_free(s->bodies);
         http_workers_free(s->workers);
         free(s);
         return NULL;
@@ -738,17 +720,18 @@ http_server *http_server_start(const http_server_opts *opts, http_router *router
     s->front = http_front_start(&fo, err);
     if (!s->front) {
         ts_err_prefix(err, "listen %s", opts->listen);
+        http_body_watch_stop(s->bodies);
         MHD_stop_daemon(s->daemon);
+        http_body_watch_free(s->bodies);
         close(fd);
         http_workers_free(s->workers);
         free(s);
         return NULL;
     }
-    s->port = bound_port(s);
+    s->port = net_bound_port(s->listen_fd);
     TLOG_INFO("http listening",
               "listen=%s port=%d threads=%u max_body=%zu header_timeout_ms=%d body_timeout_ms=%lld",
-              opts->listen, s->port, threads, s->max_body, header_ms,
-              (long long)(s->body_timeout_us / 1000));
+              opts->listen, s->port, threads, s->max_body, header_ms, (long long)body_ms);
     return s;
 }
 
@@ -777,8 +760,10 @@ int http_server_inflight(const http_server *s)
 void http_server_stop(http_server *s)
 {
     if (!s) return;
+    http_body_watch_stop(s->bodies); /* before the front it answers through */
     http_front_stop(s->front);
     MHD_stop_daemon(s->daemon);
+    http_body_watch_free(s->bodies);
     close(s->listen_fd);
     http_workers_free(s->workers);
     free(s);

@@ -23,7 +23,7 @@ import time
 import pytest
 
 import svc_signer
-from conftest import parse_services_file
+from conftest import parse_services_file, second_gateway
 from test_sessions_api import admin, gw, image, problem, user  # noqa: F401 - fixtures
 
 QUICK = 2.0  # seconds: "at once", not at a timeout (http.header_timeout is 10 s)
@@ -144,6 +144,30 @@ def test_header_timeout_answers_408(listeners):
     status, headers, _ = parse_answer(got)
     assert status == 408 and headers["content-type"] == "application/problem+json"
     assert 8 < took < 15, took
+
+
+def test_stalled_body_answers_408(stack, bin_dir, tmp_path):
+    """A body that stops coming (Content-Length 1000, 4 bytes sent, then
+    nothing): 408 problem JSON after http.body_timeout (2 s on a gateway of
+    its own), not a silent close at the idle timeout; the gateway still
+    answers afterwards, and a whole body sent slowly within the time is
+    served."""
+    with second_gateway(stack, bin_dir, tmp_path / "gw-body.log", "it-body",
+                        TESSERA_HTTP_BODY_TIMEOUT="2s") as (url, _):
+        host, port = url.rsplit("/", 1)[1].split(":")
+        addr = (host, int(port))
+        head = (b"POST /folders HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+                b"Content-Length: 1000\r\n\r\n{\"na")
+        raw, took = exchange(addr, head, read_timeout=10)
+        status, headers, body = parse_answer(raw)
+        assert status == 408 and headers["content-type"] == "application/problem+json", raw[:300]
+        assert "body_timeout" in json.loads(body)["msg"], body
+        assert 1.5 < took < 5, took
+        assert healthy(addr)
+        # in time, in pieces: the body is read and the request answered (401: unsigned)
+        raw, took = exchange(addr, [b"POST /folders HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n"
+                                    b"Connection: close\r\n\r\n{", b"}"], read_timeout=10)
+        assert parse_answer(raw)[0] == 401, raw[:300]
 
 
 # ---- execute ---------------------------------------------------------------------------------

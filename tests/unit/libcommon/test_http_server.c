@@ -521,8 +521,8 @@ static void test_chunked_over_limit_at_once(void **state)
     assert_int_equal(call("GET", "/hello/after", NULL, NULL, 0, NULL), 200);
 }
 
-/* A head that does not come: 408 after http.header_timeout; a slow body:
- * 408 after http.body_timeout. */
+/* A head that does not come: 408 after http.header_timeout; a slow body, or
+ * one that stops: 408 after http.body_timeout. */
 static void test_timeouts(void **state)
 {
     (void)state;
@@ -563,6 +563,51 @@ static void test_timeouts(void **state)
     }
     buf[got] = '\0';
     assert_raw_problem(buf, got, 408);
+    close(fd);
+
+    /* a body that stops and never resumes: 408 all the same, on time (the
+     * server hears nothing more from the client), not the idle timeout's
+     * silent close */
+    http_server_stats before, after;
+    http_server_get_stats(s, &before);
+    fd = connect_to(port);
+    assert_true(fd >= 0);
+    assert_true(send(fd, head, strlen(head), MSG_NOSIGNAL) > 0);
+    t0 = ts_now_mono_ms();
+    got = 0;
+    for (;;) {
+        ssize_t k = recv(fd, buf + got, sizeof(buf) - 1 - got, 0);
+        if (k <= 0) break;
+        got += (size_t)k;
+    }
+    took = ts_now_mono_ms() - t0;
+    buf[got] = '\0';
+    assert_raw_problem(buf, got, 408);
+    assert_true(took >= 600 && took < 2500);
+    close(fd);
+    /* counted once the connection is gone */
+    for (int i = 0; i < 200; i++) {
+        http_server_get_stats(s, &after);
+        if (after.status_4xx > before.status_4xx) break;
+        usleep(10 * 1000);
+    }
+    assert_int_equal(after.status_4xx, before.status_4xx + 1);
+
+    /* a body that arrives in time is not cut by the watch, nor answered twice */
+    fd = connect_to(port);
+    const char *whole = "POST /size HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n"
+                        "Connection: close\r\n\r\n{}";
+    assert_true(send(fd, whole, strlen(whole), MSG_NOSIGNAL) > 0);
+    usleep(1200 * 1000); /* past the body timeout: the watch must not answer it */
+    got = 0;
+    for (;;) {
+        ssize_t k = recv(fd, buf + got, sizeof(buf) - 1 - got, 0);
+        if (k <= 0) break;
+        got += (size_t)k;
+    }
+    buf[got] = '\0';
+    assert_non_null(strstr(buf, "HTTP/1.1 200"));
+    assert_null(strstr(buf, "408"));
     close(fd);
     http_server_stop(s);
 }

@@ -1,6 +1,7 @@
 /* test_http_stream.c: streaming routes (request bodies in chunks, past
  * max_body) and streamed response bodies (a file descriptor, a reader), on a
- * real server on a loopback ephemeral port, and the same routes dispatched
+ * real server on a loopback ephemeral port (an upload that stalls gets 408,
+ * a slow but steady one goes through), and the same routes dispatched
  * locally without a server. */
 #include "libcommon/http.h"
 #include "libcommon/httpc.h"
@@ -171,6 +172,7 @@ static int setup(void **state)
                           .max_body = MAX_BODY,
                           .threads = 2,
                           .conn_timeout_s = 5,
+                          .body_timeout_ms = 1000,
                           .service = "test"};
     ts_err err = {{0}};
     g_srv = http_server_start(&o, g_router, &err);
@@ -324,6 +326,64 @@ static void test_stream_client_abort(void **state)
     close(fd);
     wait_done(before + 1);
     assert_int_equal(atomic_load(&g_done_completed), before_ok);
+}
+
+/* Read what the server sends until it closes (or 5 s pass). */
+static size_t read_all(int fd, char *buf, size_t size)
+{
+    size_t got = 0;
+    for (;;) {
+        ssize_t k = recv(fd, buf + got, size - 1 - got, 0);
+        if (k <= 0) break;
+        got += (size_t)k;
+    }
+    buf[got] = '\0';
+    return got;
+}
+
+/* An upload that pauses longer than http.body_timeout (1 s here) between two
+ * chunks: 408 problem JSON, and done(state, false): the handler cleans up. */
+static void test_stream_stalled(void **state)
+{
+    (void)state;
+    int before = atomic_load(&g_done), before_ok = atomic_load(&g_done_completed);
+    int fd = connect_to(g_port);
+    const char *head = "PATCH /up/stall HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nabcd";
+    assert_true(send(fd, head, strlen(head), MSG_NOSIGNAL) > 0);
+    struct timeval t0, t1;
+    gettimeofday(&t0, NULL);
+    char buf[4096];
+    read_all(fd, buf, sizeof(buf));
+    gettimeofday(&t1, NULL);
+    long ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_usec - t0.tv_usec) / 1000;
+    assert_non_null(strstr(buf, "HTTP/1.1 408"));
+    assert_non_null(strstr(buf, "application/problem+json"));
+    assert_true(ms >= 900 && ms < 3000);
+    close(fd);
+    wait_done(before + 1);
+    assert_int_equal(atomic_load(&g_done_completed), before_ok);
+}
+
+/* An upload slower than the timeout in all, but never pausing that long:
+ * received whole. */
+static void test_stream_slow_but_steady(void **state)
+{
+    (void)state;
+    int before = atomic_load(&g_done);
+    int fd = connect_to(g_port);
+    const char *head = "PATCH /up/steady HTTP/1.1\r\nHost: x\r\nContent-Length: 6\r\n"
+                       "Connection: close\r\n\r\n";
+    assert_true(send(fd, head, strlen(head), MSG_NOSIGNAL) > 0);
+    for (int i = 0; i < 6; i++) {
+        usleep(400 * 1000);
+        assert_true(send(fd, "x", 1, MSG_NOSIGNAL) == 1);
+    }
+    char buf[4096];
+    read_all(fd, buf, sizeof(buf));
+    assert_non_null(strstr(buf, "HTTP/1.1 201"));
+    assert_non_null(strstr(buf, "\"len\":6"));
+    close(fd);
+    wait_done(before + 1);
 }
 
 /* The stream route's method is listed next to the buffered ones in a 405. */
@@ -496,6 +556,8 @@ int main(void)
         cmocka_unit_test(test_stream_refused_early),
         cmocka_unit_test(test_stream_stopped_mid_body),
         cmocka_unit_test(test_stream_client_abort),
+        cmocka_unit_test(test_stream_stalled),
+        cmocka_unit_test(test_stream_slow_but_steady),
         cmocka_unit_test(test_stream_method_not_allowed),
         cmocka_unit_test(test_reply_fd),
         cmocka_unit_test(test_reply_reader),
