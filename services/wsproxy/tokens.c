@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 void tok_app_hash(const char *user_id, const char *session_id, const char *app,
                   char out[TOK_HASH_LEN + 1])
@@ -177,6 +178,21 @@ size_t tok_cookie_strip(const char *hdr, size_t len, const strip_list *also, cha
     }
     out[o] = '\0';
     return o;
+}
+
+bool tok_set_cookie_platform(const char *value, size_t len, const strip_list *also)
+{
+    const char *eq = memchr(value, '=', len);
+    if (!eq) return false;
+    const char *s = value, *e = eq;
+    while (s < e && blank(*s))
+        s++;
+    while (e > s && blank(e[-1]))
+        e--;
+    size_t n = (size_t)(e - s);
+    return (n >= TOK_COOKIE_PREFIX_LEN &&
+            strncasecmp(s, TOK_COOKIE_PREFIX, TOK_COOKIE_PREFIX_LEN) == 0) ||
+           strip_list_has(also, s, n);
 }
 
 size_t tok_redirect_location(const char *target, size_t len, char *out, size_t cap)

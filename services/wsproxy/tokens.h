@@ -52,6 +52,13 @@ int tok_cookie_apps(const char *hdr, size_t len, tok_cookie *out, int max);
 size_t tok_cookie_strip(const char *hdr, size_t len, const struct strip_list *also, char *out,
                         size_t cap);
 
+/* Whether a Set-Cookie value (an app's response) sets one of the platform's
+ * cookies: a tessera_app_* one, or one the list names (strip.h; NULL: none).
+ * The app may not set them: wsproxy's cookies, or the console's login for a
+ * parent domain (Domain=...), would be planted in its visitors' browsers. */
+bool tok_set_cookie_platform(const char *value, size_t len,
+                             const struct strip_list *also) TS_MUST_CHECK;
+
 /* Where a browser's link is sent once its token is taken: the target
  * without token=..., as a path on wsproxy's own origin whatever the target
  * held: leading slashes and backslashes become one '/' ("//evil.example/"

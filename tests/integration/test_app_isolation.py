@@ -12,13 +12,16 @@ wsproxy.shared_origin, one in subdomain mode) and its recording HTTP app
 - a browser's redirect after the token never leaves wsproxy's own origin
   (//evil.example/, /\\evil.example/, encoded slashes, ...);
 - in subdomain mode an HTTP app is served only at its own host name;
+- an app's response cannot set the platform's cookies (tessera_*, sToken);
 - without wsproxy.shared_origin a public URL without '*' is refused at
   start, and an empty one means per-app hosts under apps.localhost."""
 
 import os
 import socket
 import subprocess
+import threading
 import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import requests
@@ -174,6 +177,46 @@ def test_subdomain_mode_serves_an_http_app_only_at_its_host(env):  # noqa: F811
     got = requests.get(f"http://127.0.0.1:{sub.port}/?token={token}",
                        headers={"Host": f"{r['app_hash']}.apps.localhost:{sub.port}"}, timeout=5)
     assert got.status_code == 200
+
+
+class CookieSetter(BaseHTTPRequestHandler):
+    """An app that tries to plant the platform's cookies in its visitors'
+    browsers (for a parent domain: the console would get them)."""
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        self.send_response(200)
+        for c in ("tessera_sid=planted; Domain=localhost; Path=/",
+                  "tessera_app_0123456789abcdef=planted; Path=/", "sToken=planted",
+                  "TESSERA_SID=planted", "myapp=1; Path=/", "_xsrf=2|abc; Path=/"):
+            self.send_header("Set-Cookie", c)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+
+@pytest.mark.parametrize("mode", ["shared", "sub"])
+def test_an_app_cannot_set_the_platforms_cookies(env, mode):  # noqa: F811
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), CookieSetter)
+    srv.daemon_threads = True
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        px = env[mode]
+        r = px.route(new_session(), target=f"127.0.0.1:{srv.server_address[1]}")
+        token = r["url"].split("token=")[1]
+        got = requests.get(f"http://127.0.0.1:{px.port}/?token={token}",
+                           headers={"Host": _host_of(px, r, mode)}, timeout=5)
+        assert got.status_code == 200 and got.text == "ok"
+        set_cookies = [v for k, v in got.raw.headers.items() if k.lower() == "set-cookie"]
+        names = [c.split("=", 1)[0] for c in set_cookies]
+        # wsproxy's own app cookie (minted for the token) and the app's own ones only
+        assert sorted(names) == sorted([r["cookie_name"], "myapp", "_xsrf"]), set_cookies
+        assert not any("planted" in c for c in set_cookies), set_cookies
+    finally:
+        srv.shutdown()
 
 
 def _start(extra_env, tmp_path, redis_port=1):

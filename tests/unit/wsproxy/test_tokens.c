@@ -113,6 +113,14 @@ static void test_platform_cookies_and_headers(void **state)
     assert_string_equal(out, "myapp=1; stoken2=y; other=\"q\"");
     assert_int_equal(tok_cookie_strip("tessera_sid=a;sToken=b", 22, &cookies, out, sizeof(out)), 0);
 
+    /* an app's Set-Cookie of a platform cookie */
+    assert_true(tok_set_cookie_platform("tessera_sid=x; Domain=example.com", 34, &cookies));
+    assert_true(tok_set_cookie_platform(" TESSERA_APP_0123456789abcdef =y", 32, NULL));
+    assert_true(tok_set_cookie_platform("sToken=1; Path=/", 16, &cookies));
+    assert_false(tok_set_cookie_platform("myapp=1; Path=/", 15, &cookies));
+    assert_false(tok_set_cookie_platform("tessera_sid", 11, &cookies)); /* no '=': no cookie */
+    assert_false(tok_set_cookie_platform("_xsrf=2|ab; Path=/", 18, &cookies));
+
 #define STRIPPED(name, value) strip_header(&headers, name, strlen(name), value, strlen(value))
     assert_true(STRIPPED("Authorization", "Bearer app-key"));
     assert_true(STRIPPED("proxy-authorization", "Basic eDp5"));
