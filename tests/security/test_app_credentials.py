@@ -18,11 +18,13 @@ cookie, and that cookie alone got the CSRF token from /server/login-check.
 - the gateway's streams into the session (httpproxy, tcpproxy; signed and
   through the console's session mode) pass none of their upgrade's
   credentials: the app sees only the bytes the client put in the tunnel;
+- a link's redirect (the token taken out) never leaves the app's origin;
 - the console's cookie alone (no Origin, no Sec-Fetch-Site: a script
   replaying it) gets no CSRF token from /server/login-check.
 
 Run: sh tools/run-security.sh tests/security/test_app_credentials.py
 """
+import socket
 import urllib.parse
 
 import pytest
@@ -185,6 +187,32 @@ def test_gateway_streams_pass_no_platform_credential(request, app, route, mode):
     assert_clean(cgi_env(text))
     assert sid not in text
     note(request, "the app saw only the tunnel's own request")
+
+
+@pytest.mark.parametrize("target", ["//evil.example/", "/\\evil.example/", "/%2F%2Fevil.example/",
+                                    "///evil.example/", "/\\/evil.example/"])
+def test_the_links_redirect_stays_on_the_apps_origin(request, app, target):
+    """A link with one's own token, crafted to send whoever opens it
+    elsewhere once wsproxy took the token out (was: Location //evil.example/)."""
+    base = urllib.parse.urlsplit(app.link["url"])
+    # as sent (a client library would encode the backslash)
+    with socket.create_connection((base.hostname, base.port), timeout=15) as s:
+        s.sendall(f"GET {target}?token={app.token} HTTP/1.1\r\nHost: {base.netloc}\r\n"
+                  "Accept: text/html\r\nConnection: close\r\n\r\n".encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            head += chunk
+    lines = head.partition(b"\r\n\r\n")[0].decode("latin-1").split("\r\n")
+    assert lines[0].startswith("HTTP/1.1 302"), lines
+    loc = [v.strip() for k, _, v in (x.partition(":") for x in lines[1:]) if k.lower() == "location"][0]
+    url = f"{base.scheme}://{base.netloc}/x"
+    where = urllib.parse.urlsplit(urllib.parse.urljoin(url, loc.replace("\\", "/")))
+    assert loc.startswith("/") and not loc.startswith(("//", "/\\")), loc
+    assert where.netloc == base.netloc and "token=" not in loc, loc
+    note(request, f"Location: {loc}")
 
 
 def test_a_stolen_console_cookie_alone_gets_no_csrf_token(request, app):
