@@ -167,7 +167,6 @@ static bool on_start(svc *s, ts_err *err)
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     int workers = g_opt.workers > 0 ? (int)g_opt.workers : (cpus > 0 ? (int)cpus : 1);
     const char *pub = g_opt.public_url ? g_opt.public_url : "";
-
     proxy_config cfg = {
         .listen = g_opt.listen,
         .workers = workers,
