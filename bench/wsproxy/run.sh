@@ -75,12 +75,15 @@ CONF
 nginx -c "$T/nginx-b.conf" -p "$T"
 nginx -c "$T/nginx-p.conf" -p "$T"
 
-# the gateway's service key, which alone may make routes, and the proxy's trust file
+# the gateway's service key, which alone may make routes, and the proxy's trust file;
+# shared mode (one origin for every app: wsproxy.shared_origin) so that wrk
+# reaches the app at 127.0.0.1 with its cookie, as in the earlier runs
 "$BIN/tessera-gateway" --new-service-key "$T/gateway.key" >"$T/trusted" ||
   { echo "bench-wsproxy: could not make a service key" >&2; exit 1; }
 TESSERA_SERVICE_AUTH_TRUST_FILE="$T/trusted" \
 TESSERA_REDIS_URL="redis://127.0.0.1:$RP/0" TESSERA_HTTP_LISTEN="127.0.0.1:$AP" \
   TESSERA_WSPROXY_LISTEN="127.0.0.1:$PP" TESSERA_WSPROXY_WORKERS="$WORKERS" TESSERA_LOG_LEVEL=warn \
+  TESSERA_WSPROXY_SHARED_ORIGIN=true \
   "$BIN/tessera-wsproxy" 2>"$T/wsproxy.log" &
 PIDS="$PIDS $!"
 i=0

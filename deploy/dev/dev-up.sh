@@ -112,6 +112,7 @@ shift 9
 WSPROXY_PORT=$1 GATEWAY_PORT=$2 WSPROXY_APP_PORT=$3
 
 HOST=127.0.0.1
+APPS_URL="http://*.apps.localhost:$WSPROXY_APP_PORT"
 PG_DSN="postgresql://tessera@$HOST:$PG_PORT/tessera?sslmode=disable"
 REDIS_URL="redis://$HOST:$REDIS_PORT/0"
 OCI="$HOST:$OCI_PORT"
@@ -354,8 +355,12 @@ for s in $SERVICES; do
     "TESSERA_SERVICE_AUTH_TRUST_FILE=$KEYS/trusted"
   [ -z "$KAFKA" ] || set -- "$@" "TESSERA_KAFKA_BOOTSTRAP=$KAFKA" "KAFKA_BOOTSTRAP=$KAFKA"
   # wsproxy: its app proxy on a port of its own, the same after a restart
-  # (deploy/dev/restart.sh), so that app links handed out stay valid.
-  [ "$s" != wsproxy ] || set -- "$@" "TESSERA_WSPROXY_LISTEN=$HOST:$WSPROXY_APP_PORT"
+  # (deploy/dev/restart.sh), so that app links handed out stay valid. Each
+  # app on a host name of its own, <hash>.apps.localhost (Chromium, Firefox
+  # and curl take *.localhost for this machine): never on the console's
+  # 127.0.0.1, whose cookies (the console's login) a browser would send it.
+  [ "$s" != wsproxy ] || set -- "$@" "TESSERA_WSPROXY_LISTEN=$HOST:$WSPROXY_APP_PORT" \
+    "TESSERA_WSPROXY_PUBLIC_URL=$APPS_URL"
   # auth's first start writes the superadmin's keys there (0600; later starts
   # leave it as it is).
   [ "$s" != auth ] || set -- "$@" "TESSERA_BOOTSTRAP_CREDENTIALS_FILE=$STATE/auth/admin-credentials" \
@@ -497,6 +502,7 @@ printf '  %-10s %s\n' postgres "$PG_DSN" redis "$REDIS_URL" oci "$OCI"
 case " $SERVICES " in *" gateway "*)
   echo "  console: $(url_of gateway)/console/"
   echo "           log in as ${TESSERA_ADMIN_EMAIL:-?} with password ${TESSERA_ADMIN_PASSWORD:-?}"
+  echo "  apps:    $APPS_URL (each app at <hash>.apps.localhost: a browser on this machine)"
   [ -f "$repo/build/console/index.html" ] || [ -n "${TESSERA_CONSOLE_DIR:-}" ] ||
     echo "  (the console's files are not built: run make)" ;;
 esac

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -154,6 +155,18 @@ static bool _write_all(int fd, const char *b, size_t n)
     return true;
 }
 
+/* The name to resolve for host: a name under .localhost (wsproxy's default
+ * per-app host names, <hash>.apps.localhost) is the loopback address (RFC
+ * 6761 6.3), as browsers and libcurl take it; glibc without nss-myhostname
+ * does not know it. */
+static const char *_resolvable(const char *host)
+{
+    size_t n = strlen(host);
+    if (n > 0 && host[n - 1] == '.') n--;
+    if (n > 10 && strncasecmp(host + n - 10, ".localhost", 10) == 0) return "127.0.0.1";
+    return host;
+}
+
 /* Connect to wsproxy and upgrade to tessera-tcp; the socket, or -1 (said on
  * stderr). Bytes that came after the 101's head go to the client. */
 static int _open_tunnel(const char *url, int client)
@@ -166,7 +179,7 @@ static int _open_tunnel(const char *url, int client)
         return -1;
     }
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai = NULL;
-    int rc = getaddrinfo(host, port, &hints, &ai);
+    int rc = getaddrinfo(_resolvable(host), port, &hints, &ai);
     if (rc != 0) {
         fprintf(stderr, "tessera app: wsproxy %s:%s: %s\n", host, port, gai_strerror(rc));
         return -1;

@@ -13,12 +13,14 @@
 #define WEB_LOGIN_NAME_MAX 254
 #define WEB_LOGIN_PASSWORD_MAX 1024
 
-/* The answer for a live login. */
-static json_t *_who(const websession *ws, const cred *c)
+/* The answer for a live login; with_csrf: with its CSRF token. */
+static json_t *_who(const websession *ws, const cred *c, bool with_csrf)
 {
-    return json_pack("{s:b, s:{s:s, s:s, s:s, s:s, s:s}, s:s}", "authenticated", 1, "data",
-                     "access_key", c->access_key, "user_id", c->user_id, "username", ws->username,
-                     "role", c->role, "domain", c->domain, "csrf_token", ws->csrf);
+    json_t *o = json_pack("{s:b, s:{s:s, s:s, s:s, s:s, s:s}}", "authenticated", 1, "data",
+                          "access_key", c->access_key, "user_id", c->user_id, "username",
+                          ws->username, "role", c->role, "domain", c->domain);
+    if (with_csrf) json_object_set_new(o, "csrf_token", json_string(ws->csrf));
+    return o;
 }
 
 /* A string member of body, 1..max bytes; NULL when absent and !required. */
@@ -65,7 +67,7 @@ static void _start_login(gateway *gw, http_req *req, http_resp *resp, const json
         websession_count(WEBSESSION_LOGIN);
         websession_set_cookie(gw, req, resp, sid);
         http_set_header(resp, "Cache-Control", "no-store");
-        http_reply_json(resp, 200, _who(&ws, &c));
+        http_reply_json(resp, 200, _who(&ws, &c, true));
         sodium_memzero(sid, sizeof(sid));
     }
 }
@@ -132,7 +134,9 @@ static void h_login_check(http_req *req, http_resp *resp, void *ctx)
         http_problem(resp, 503, "service-unavailable", NULL,
                      "tessera-auth is not answering; try again later");
     } else if (found == AUTHCACHE_FOUND && c.key_active && strcmp(c.user_status, "active") == 0) {
-        http_reply_json(resp, 200, _who(&ws, &c));
+        /* The token only to the console's own page: a cookie replayed
+         * elsewhere does not also yield it (docs/security.md). */
+        http_reply_json(resp, 200, _who(&ws, &c, websession_from_page(gw, req)));
     } else {
         if (!websession_end(gw, &ws, false, &err))
             TLOG_WARN("console session not ended", "error=\"%s\"", err.msg);

@@ -6,8 +6,11 @@
  *     SameSite=Strict cookie tessera_sid. 200 {"authenticated": true,
  *     "data": {access_key, user_id, username, role, domain}, "csrf_token"};
  *     auth's refusal as it gave it (401 wrong credentials, 429 locked).
- *   GET /server/login-check: {"authenticated": false} or, for a live login,
- *     as the login answers.
+ *   GET or POST /server/login-check: {"authenticated": false} or, for a
+ *     live login, as the login answers; the csrf_token only to a request from
+ *     the console's own page (websession_from_page: its Origin or
+ *     Sec-Fetch-Site), so that the cookie alone, replayed by a script that
+ *     got hold of it, does not also yield the token.
  *   POST /server/logout [{"everywhere": true}] (the CSRF token needed): ends
  *     the login (or every login of the user) and clears the cookie.
  * The secret key never leaves the gateway. API calls of a logged-in browser

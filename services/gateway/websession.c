@@ -217,21 +217,35 @@ static bool _refuse(http_resp *resp, int status, const char *msg)
     return false;
 }
 
+/* An Origin that is the gateway's own (the Host it was sent to) or one of
+ * gateway.web_allowed_origins. */
+static bool _origin_ours(gateway *gw, const http_req *req, const char *origin)
+{
+    const char *host = http_header(req, "Host");
+    const char *auth = strstr(origin, "://");
+    bool own = auth && host && *host && strcasecmp(auth + 3, host) == 0 &&
+               (strncmp(origin, "http://", 7) == 0 || strncmp(origin, "https://", 8) == 0);
+    return own || origins_listed(gw->web_origins, origin, false);
+}
+
 bool websession_origin_ok(gateway *gw, const http_req *req, http_resp *resp)
 {
     const char *site = http_header(req, "Sec-Fetch-Site");
     if (site && strcmp(site, "same-origin") != 0 && strcmp(site, "none") != 0)
         return _refuse(resp, 403, "a console login can be used only from the console's own pages");
     const char *origin = http_header(req, "Origin");
-    if (!origin) return true;
-    const char *host = http_header(req, "Host");
-    const char *auth = strstr(origin, "://");
-    bool own = auth && host && *host && strcasecmp(auth + 3, host) == 0 &&
-               (strncmp(origin, "http://", 7) == 0 || strncmp(origin, "https://", 8) == 0);
-    if (own || origins_listed(gw->web_origins, origin, false)) return true;
+    if (!origin || _origin_ours(gw, req, origin)) return true;
     return _refuse(resp, 403,
                    "requests from another origin may not use a console login (see "
                    "gateway.web_allowed_origins)");
+}
+
+bool websession_from_page(gateway *gw, const http_req *req)
+{
+    const char *site = http_header(req, "Sec-Fetch-Site");
+    if (site && strcmp(site, "same-origin") == 0) return true;
+    const char *origin = http_header(req, "Origin");
+    return origin && _origin_ours(gw, req, origin);
 }
 
 bool websession_admit(gateway *gw, const http_req *req, http_resp *resp, websession *ws)

@@ -19,8 +19,9 @@
  *     same-origin or none (another site's page cannot use the login);
  *   - its cookie names a live session;
  *   - its X-CSRF-Token header is the session's CSRF token (handed to the
- *     page by the login and by GET /server/login-check); or, as Backend.AI's
- *     clients send it in session mode, no such header but an
+ *     page by the login and by /server/login-check, the latter only to a
+ *     request from the console's own page: websession_from_page); or, as
+ *     Backend.AI's clients send it in session mode, no such header but an
  *     X-BackendAI-Version header (a custom header: another site's page
  *     cannot send it without a CORS preflight, which only
  *     gateway.cors_origins pass); or neither for GET /events/... (a
@@ -82,6 +83,13 @@ bool websession_end(gateway *gw, const websession *ws, bool everywhere, ts_err *
 
 /* The origin checks above; false: resp holds the 403. */
 bool websession_origin_ok(gateway *gw, const http_req *req, http_resp *resp) TS_MUST_CHECK;
+
+/* Whether req says it comes from one of the console's pages: Sec-Fetch-Site
+ * same-origin, or an Origin that is the gateway's own or listed. Every
+ * browser sends one of the two on a POST (and the console's login check is
+ * one); a script replaying a stolen cookie sends neither unless it forges
+ * it. GET /server/login-check hands out the CSRF token only then. */
+bool websession_from_page(gateway *gw, const http_req *req) TS_MUST_CHECK;
 
 /* Origin, cookie and CSRF token (above): true with *ws; false: resp holds
  * the refusal. */

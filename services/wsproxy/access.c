@@ -1,7 +1,8 @@
 /* access.c: authorize one request from its token or cookie (access.h).
  *
  * 1. A ?token=... names a route (Redis, cached <= 1 s). In subdomain mode the
- *    Host's first label must be that route's app hash, else 403. Unless the
+ *    Host's first label must be that route's app hash, else 403 (a TCP
+ *    route may be reached at any host name: a tunnel has no origin). Unless the
  *    request already has a valid cookie for the same route, a cookie is minted
  *    (route:<cookie>, TTL wsproxy.cookie_ttl) and set on the response; on one
  *    shared address (no subdomains) the other apps' cookies are cleared so the
@@ -105,6 +106,13 @@ static void by_token(worker *w, const char *tok, size_t tlen, const tok_cookie *
     if (!find_route(w, tok, tlen, false, d)) return;
     if (host_hash && strcmp(host_hash, d->rt.hash) != 0) {
         refuse(d, ACC_FOREIGN, "token for another app, session or user");
+        return;
+    }
+    /* In subdomain mode an HTTP app is served at its own host name only: at
+     * any other (wsproxy's bare address, the console's host) its pages would
+     * share an origin or a site's cookies. A TCP tunnel has no origin. */
+    if (w->cfg->subdomain_mode && !host_hash && d->rt.proto != ROUTE_TCP) {
+        refuse(d, ACC_FOREIGN, "an app's link used at a host name that is not the app's");
         return;
     }
     d->res = ACC_OK;

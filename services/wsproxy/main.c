@@ -8,6 +8,7 @@
 #include "libcommon/svc.h"
 #include "services/wsproxy/api.h"
 #include "services/wsproxy/proxy.h"
+#include "services/wsproxy/strip.h"
 #include "services/wsproxy/watch.h"
 
 #include <stdlib.h>
@@ -27,14 +28,44 @@ static struct {
     int64_t idle_timeout_ms;
     int64_t connect_timeout_ms;
     int64_t max_connections;
+    bool shared_origin;
+    char *strip_cookies;
+    char *strip_headers;
 } g_opt;
+
+static strip_list g_strip_cookies, g_strip_headers;
+static bool g_subdomain_mode;
 
 static const cfg_option g_options[] = {
     {"wsproxy.listen", CFG_STRING, &g_opt.listen, "127.0.0.1:0", 0, 0, NULL, false, NULL,
      "address the app proxy listens on, host:port (port 0: a free one, see GET /v1/info)"},
     {"wsproxy.public_url", CFG_STRING, &g_opt.public_url, "", 0, 0, NULL, false, NULL,
-     "base URL browsers use to reach the proxy; a '*' in the host puts each app on its own "
-     "subdomain (https://*.apps.example.com); empty: http://<wsproxy.listen as bound>"},
+     "base URL browsers use to reach the proxy; its '*' puts each app on a host name of its own "
+     "(https://*.apps.example.com); empty: http://*.apps.localhost:<port of wsproxy.listen>, "
+     "for a browser on this machine; a URL without '*' needs wsproxy.shared_origin"},
+    {.name = "wsproxy.shared_origin",
+     .type = CFG_BOOL,
+     .dst = &g_opt.shared_origin,
+     .def = "false",
+     .help = "serve every app on the one origin of a wsproxy.public_url without '*' "
+             "(empty: http://<wsproxy.listen as bound>). RISK: cookies ignore ports, so on the "
+             "console's host name every app is sent the browser's cookies of that host and the "
+             "apps of all users share one origin; use a host name of its own, for development "
+             "or a single user"},
+    {.name = "wsproxy.strip_cookies",
+     .type = CFG_STRING,
+     .dst = &g_opt.strip_cookies,
+     .def = STRIP_DEFAULT_COOKIES,
+     .help = "cookies taken out of every request before it reaches an app, comma-separated "
+             "names, a trailing '*' for a prefix (tessera_app_* always); keep the console's "
+             "(tessera_sid) and single sign-on's (gateway.token_login_name) on it"},
+    {.name = "wsproxy.strip_headers",
+     .type = CFG_STRING,
+     .dst = &g_opt.strip_headers,
+     .def = STRIP_DEFAULT_HEADERS,
+     .help = "request header fields taken out before a request reaches an app, comma-separated, "
+             "a trailing '*' for a prefix; an Authorization of the BackendAI scheme is always "
+             "taken out (drop Authorization from the list when apps need their own)"},
     {"wsproxy.workers", CFG_INT, &g_opt.workers, "0", 0, 256, NULL, false, NULL,
      "proxy worker threads, each with its own listener and event loop (0: one per CPU)"},
     {"wsproxy.token_ttl", CFG_DURATION, &g_opt.token_ttl_ms, "10m", 10000, 86400000, NULL, false,
@@ -81,9 +112,37 @@ static bool check_proxy(svc *s, void *ctx, ts_err *err)
     return true;
 }
 
+/* The options start-up depends on, checked before anything listens. */
+static bool check_options(ts_err *err)
+{
+    const char *pub = g_opt.public_url ? g_opt.public_url : "";
+    if (!strip_list_parse(g_opt.strip_cookies, &g_strip_cookies, err)) {
+        ts_err_prefix(err, "wsproxy.strip_cookies");
+        return false;
+    }
+    if (!strip_list_parse(g_opt.strip_headers, &g_strip_headers, err)) {
+        ts_err_prefix(err, "wsproxy.strip_headers");
+        return false;
+    }
+    if (pub[0] && strncmp(pub, "http://", 7) != 0 && strncmp(pub, "https://", 8) != 0) {
+        ts_err_set(err, "wsproxy.public_url must start with http:// or https://");
+        return false;
+    }
+    g_subdomain_mode = pub[0] ? strchr(pub, '*') != NULL : !g_opt.shared_origin;
+    if (pub[0] && !g_subdomain_mode && !g_opt.shared_origin) {
+        ts_err_set(err,
+                   "wsproxy.public_url %s has no '*': every app would share its one origin; put "
+                   "a '*' in it (https://*.apps.example.com) or accept the risk with "
+                   "wsproxy.shared_origin = true (docs/wsproxy.md)",
+                   pub);
+        return false;
+    }
+    return true;
+}
+
 static bool on_routes(svc *s, ts_err *err)
 {
-    (void)err;
+    if (!check_options(err)) return false;
     g_api.s = s;
     g_api.token_ttl_ms = g_opt.token_ttl_ms;
     g_api.cookie_ttl_ms = g_opt.cookie_ttl_ms;
@@ -91,8 +150,12 @@ static bool on_routes(svc *s, ts_err *err)
     return true;
 }
 
+/* Empty wsproxy.public_url: one host name per app under apps.localhost
+ * (browsers and libcurl take *.localhost for the loopback address), or with
+ * wsproxy.shared_origin the address as bound. */
 static char *default_public_url(const proxy *p)
 {
+    if (!g_opt.shared_origin) return ts_asprintf("http://*.apps.localhost:%d", proxy_port(p));
     const char *addr = proxy_addr(p);
     if (strncmp(addr, "0.0.0.0:", 8) == 0 || strncmp(addr, "[::]:", 5) == 0)
         return ts_asprintf("http://127.0.0.1:%d", proxy_port(p));
@@ -115,15 +178,13 @@ static bool on_start(svc *s, ts_err *err)
         .cookie_ttl_ms = g_opt.cookie_ttl_ms,
         .cache_ttl_ms = g_opt.cache_ttl_ms,
         .max_connections = (int)((g_opt.max_connections + workers - 1) / workers),
-        .subdomain_mode = strchr(pub, '*') != NULL,
+        .subdomain_mode = g_subdomain_mode,
         .secure_cookies = strncmp(pub, "https://", 8) == 0,
+        .strip_cookies = &g_strip_cookies,
+        .strip_headers = &g_strip_headers,
         .redis = thread_redis,
         .redis_ctx = s,
     };
-    if (pub[0] && strncmp(pub, "http://", 7) != 0 && strncmp(pub, "https://", 8) != 0) {
-        ts_err_set(err, "wsproxy.public_url must start with http:// or https://");
-        return false;
-    }
     g_proxy = proxy_start(&cfg, err);
     if (!g_proxy) return false;
     g_public_url = pub[0] ? ts_strdup(pub) : default_public_url(g_proxy);
@@ -134,6 +195,10 @@ static bool on_start(svc *s, ts_err *err)
     g_watch = watch_start(g_proxy, thread_redis, s, g_opt.cookie_ttl_ms, 500);
     TLOG_INFO("apps served", "public_url=%s mode=%s", g_public_url,
               cfg.subdomain_mode ? "subdomain" : "shared");
+    if (!cfg.subdomain_mode)
+        TLOG_WARN("every app shares one origin (wsproxy.shared_origin): keep it off the "
+                  "console's host name",
+                  "public_url=%s", g_public_url);
     return true;
 }
 

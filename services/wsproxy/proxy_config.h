@@ -19,6 +19,10 @@ typedef struct proxy_config {
     int max_connections;        /* per worker */
     bool subdomain_mode;        /* public URL has "*": apps by Host */
     bool secure_cookies;        /* public URL is https */
+    /* What the app never gets (strip.h): cookies besides tessera_app_*, and
+     * header fields; the lists outlive the proxy. */
+    const struct strip_list *strip_cookies;
+    const struct strip_list *strip_headers;
     /* A Redis connection for the calling thread (each worker asks once); the
      * callback owns it (svc_redis: thread-local, freed at thread exit). */
     rds *(*redis)(void *ctx, ts_err *err);

@@ -3,6 +3,7 @@
 
 #include "libcommon/log.h"
 #include "services/wsproxy/access.h"
+#include "services/wsproxy/strip.h"
 #include "services/wsproxy/tokens.h"
 #include "services/wsproxy/upstream.h"
 
@@ -13,17 +14,21 @@
 /* Longer request lines get 414 (the head may be longer: wsproxy.max_header). */
 #define MAX_REQUEST_LINE 16384
 
-static bool skip_header(const h1_header *h)
+/* Fields the app does not get as the client sent them: the platform's
+ * credentials (strip.h), ours to restate, hop-by-hop ones. */
+static bool skip_header(const proxy_config *cfg, const h1_header *h)
 {
-    return h1_span_eq(h->name, h->name_len, "cookie") ||
+    return strip_header(cfg->strip_headers, h->name, h->name_len, h->value, h->value_len) ||
+           h1_span_eq(h->name, h->name_len, "cookie") ||
            h1_span_eq(h->name, h->name_len, "x-forwarded-for") ||
            (h1_span_eq(h->name, h->name_len, "connection")) ||
            h1_span_eq(h->name, h->name_len, "keep-alive") ||
            h1_span_eq(h->name, h->name_len, "proxy-connection");
 }
 
-/* The head sent to the app: our token and cookies taken out, X-Forwarded-*
- * added, Connection normalized. */
+/* The head sent to the app: our token, the platform's cookies and
+ * credentials taken out (strip.h), X-Forwarded-* added, Connection
+ * normalized. */
 static char *rewrite_request(conn *c, const h1_msg *m, size_t *out_len)
 {
     size_t cap = m->head_len + 512 + strlen(c->client_ip);
@@ -46,7 +51,8 @@ static char *rewrite_request(conn *c, const h1_msg *m, size_t *out_len)
         if (h1_span_eq(h->name, h->name_len, "x-forwarded-proto")) proto_seen = true;
         if (h1_span_eq(h->name, h->name_len, "cookie")) {
             char *tmp = ts_malloc(h->value_len + 1);
-            size_t n = tok_cookie_strip(h->value, h->value_len, tmp, h->value_len + 1);
+            size_t n = tok_cookie_strip(h->value, h->value_len, c->w->cfg->strip_cookies, tmp,
+                                        h->value_len + 1);
             if (n) {
                 memcpy(out + o, "Cookie: ", 8);
                 o += 8;
@@ -58,7 +64,7 @@ static char *rewrite_request(conn *c, const h1_msg *m, size_t *out_len)
             free(tmp);
             continue;
         }
-        if (skip_header(h)) continue;
+        if (skip_header(c->w->cfg, h)) continue;
         memcpy(out + o, h->name, h->name_len);
         o += h->name_len;
         out[o++] = ':';
@@ -161,12 +167,9 @@ static void handle_request(conn *c, size_t head_len)
     if (d.via_token && !tcp_route && !c->req_upgrade && no_body && wants_html(&m) &&
         (h1_span_eq(m.method, m.method_len, "GET") || c->req_head_method)) {
         /* A browser opening the link: set the cookie, drop the token from the
-         * address bar. */
+         * address bar; only ever to a path of our own origin. */
         char loc[4096];
-        size_t ll = m.target_len < sizeof(loc)
-                        ? tok_strip_query_token(m.target, m.target_len, loc, sizeof(loc))
-                        : 0;
-        if (ll == 0) strcpy(loc, "/");
+        if (tok_redirect_location(m.target, m.target_len, loc, sizeof(loc)) == 0) strcpy(loc, "/");
         char *hdrs = ts_asprintf("Location: %s\r\n%s", loc, d.set_cookie ? d.set_cookie : "");
         free(d.set_cookie);
         conn_reply(c, 302, NULL, hdrs, m.keep_alive);

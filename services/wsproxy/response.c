@@ -1,6 +1,8 @@
 /* response.c: the app's response head, and the end of a request (response.h). */
 #include "services/wsproxy/response.h"
 
+#include "libcommon/log.h"
+#include "services/wsproxy/tokens.h"
 #include "services/wsproxy/upstream.h"
 
 #include <stdlib.h>
@@ -49,6 +51,44 @@ static void forward_head(conn *c, char *canon, size_t end, size_t raw_end, bool 
     free(canon);
 }
 
+/* The head p (end bytes, CRLF lines, parsed as m) without the Set-Cookie
+ * fields that set a platform cookie (tok_set_cookie_platform): a new head
+ * (*new_end bytes), or NULL when it has none. */
+static char *drop_platform_cookies(const conn *c, const char *p, size_t end, const h1_msg *m,
+                                   size_t *new_end)
+{
+    bool any = false;
+    for (int i = 0; i < m->n_headers && !any; i++) {
+        const h1_header *h = &m->headers[i];
+        any = h1_span_eq(h->name, h->name_len, "set-cookie") &&
+              tok_set_cookie_platform(h->value, h->value_len, c->w->cfg->strip_cookies);
+    }
+    if (!any) return NULL;
+    const char *eol = memchr(p, '\n', end);
+    size_t sl = eol ? (size_t)(eol - p) + 1 : 0;
+    char *out = ts_malloc(end + 2);
+    memcpy(out, p, sl);
+    size_t o = sl;
+    for (int i = 0; i < m->n_headers; i++) {
+        const h1_header *h = &m->headers[i];
+        if (h1_span_eq(h->name, h->name_len, "set-cookie") &&
+            tok_set_cookie_platform(h->value, h->value_len, c->w->cfg->strip_cookies))
+            continue;
+        /* "name: value\r\n" is never longer than the field was */
+        memcpy(out + o, h->name, h->name_len);
+        o += h->name_len;
+        memcpy(out + o, ": ", 2);
+        o += 2;
+        memcpy(out + o, h->value, h->value_len);
+        o += h->value_len;
+        memcpy(out + o, "\r\n", 2);
+        o += 2;
+    }
+    memcpy(out + o, "\r\n", 2);
+    *new_end = o + 2;
+    return out;
+}
+
 void response_try_head(conn *c)
 {
     if (c->dn != DN_HEAD || c->dn_fwd || c->c_extra) return;
@@ -81,6 +121,21 @@ void response_try_head(conn *c)
         upstream_failed(c, 502, m.err_reason);
         free(canon);
         return;
+    }
+    /* An app may not set the platform's cookies in its visitors' browsers. */
+    size_t clean_end;
+    char *clean = drop_platform_cookies(c, p, end, &m, &clean_end);
+    if (clean) {
+        TLOG_INFO("an app's Set-Cookie of a platform cookie dropped", "status=%d", m.status);
+        free(canon); /* m pointed into it: parsed again below */
+        canon = clean;
+        p = canon;
+        end = clean_end;
+        if (!h1_parse_response(p, end, c->req_head_method, &m)) {
+            upstream_failed(c, 502, m.err_reason);
+            free(canon);
+            return;
+        }
     }
     c->resp_started = true;
     free(c->resend);

@@ -1,9 +1,13 @@
 /* tokens.c: tokens, app hashes and cookies (tokens.h). */
 #include "services/wsproxy/tokens.h"
 
+#include "services/wsproxy/strip.h"
+
 #include <sodium.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 void tok_app_hash(const char *user_id, const char *session_id, const char *app,
                   char out[TOK_HASH_LEN + 1])
@@ -158,20 +162,70 @@ int tok_cookie_apps(const char *hdr, size_t len, tok_cookie *out, int max)
     return n;
 }
 
-size_t tok_cookie_strip(const char *hdr, size_t len, char *out, size_t cap)
+size_t tok_cookie_strip(const char *hdr, size_t len, const strip_list *also, char *out, size_t cap)
 {
     if (cap == 0) return 0;
     const char *p = hdr, *end = hdr + len;
     cookie_pair c;
     size_t o = 0;
     while (next_pair(&p, end, &c)) {
-        if (app_cookie_name(c.name, c.nlen)) continue;
+        if (app_cookie_name(c.name, c.nlen) || strip_list_has(also, c.name, c.nlen)) continue;
         size_t n = (size_t)(c.pe - c.ps), sep = o ? 2 : 0;
         if (o + sep + n + 1 > cap) continue;
         if (sep) memcpy(out + o, "; ", 2);
         memcpy(out + o + sep, c.ps, n);
         o += sep + n;
     }
+    out[o] = '\0';
+    return o;
+}
+
+bool tok_set_cookie_platform(const char *value, size_t len, const strip_list *also)
+{
+    const char *eq = memchr(value, '=', len);
+    if (!eq) return false;
+    const char *s = value, *e = eq;
+    while (s < e && blank(*s))
+        s++;
+    while (e > s && blank(e[-1]))
+        e--;
+    size_t n = (size_t)(e - s);
+    return (n >= TOK_COOKIE_PREFIX_LEN &&
+            strncasecmp(s, TOK_COOKIE_PREFIX, TOK_COOKIE_PREFIX_LEN) == 0) ||
+           strip_list_has(also, s, n);
+}
+
+size_t tok_redirect_location(const char *target, size_t len, char *out, size_t cap)
+{
+    if (cap < 2) return 0;
+    char *path = malloc(len + 1);
+    if (!path) return 0;
+    size_t n = tok_strip_query_token(target, len, path, len + 1);
+    /* "//host", "/\\host" and the like name another host: one slash only. */
+    size_t i = 0;
+    while (i < n && (path[i] == '/' || path[i] == '\\'))
+        i++;
+    static const char hex[] = "0123456789ABCDEF";
+    size_t o = 0;
+    out[o++] = '/';
+    bool fits = true;
+    for (; i < n && fits; i++) {
+        unsigned char ch = (unsigned char)path[i];
+        if (ch > 0x20 && ch < 0x7f && ch != '\\') {
+            if (o + 1 >= cap)
+                fits = false;
+            else
+                out[o++] = (char)ch;
+        } else if (o + 3 >= cap) {
+            fits = false;
+        } else {
+            out[o++] = '%';
+            out[o++] = hex[ch >> 4];
+            out[o++] = hex[ch & 15];
+        }
+    }
+    free(path);
+    if (!fits) o = 1;
     out[o] = '\0';
     return o;
 }

@@ -17,6 +17,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+struct strip_list;
+
 #define TOK_LEN TS_TOKEN_LEN
 #define TOK_HASH_LEN 16
 #define TOK_COOKIE_PREFIX "tessera_app_"
@@ -44,9 +46,26 @@ typedef struct tok_cookie {
 } tok_cookie;
 /* Fills up to max; returns how many were found (may exceed max). */
 int tok_cookie_apps(const char *hdr, size_t len, tok_cookie *out, int max);
-/* The Cookie header value without tessera_app_* cookies. Returns the length
- * written to out (cap >= len + 1 suffices); 0 when nothing is left. */
-size_t tok_cookie_strip(const char *hdr, size_t len, char *out, size_t cap);
+/* The Cookie header value without tessera_app_* cookies and those the list
+ * also names (strip.h; NULL: none). Returns the length written to out
+ * (cap >= len + 1 suffices); 0 when nothing is left. */
+size_t tok_cookie_strip(const char *hdr, size_t len, const struct strip_list *also, char *out,
+                        size_t cap);
+
+/* Whether a Set-Cookie value (an app's response) sets one of the platform's
+ * cookies: a tessera_app_* one, or one the list names (strip.h; NULL: none).
+ * The app may not set them: wsproxy's cookies, or the console's login for a
+ * parent domain (Domain=...), would be planted in its visitors' browsers. */
+bool tok_set_cookie_platform(const char *value, size_t len,
+                             const struct strip_list *also) TS_MUST_CHECK;
+
+/* Where a browser's link is sent once its token is taken: the target
+ * without token=..., as a path on wsproxy's own origin whatever the target
+ * held: leading slashes and backslashes become one '/' ("//evil.example/"
+ * would name another host), and a backslash, a control, blank or non-ASCII
+ * byte is percent-encoded. Returns the length written to out; "/" when it
+ * does not fit in cap (or 0 when cap < 2). */
+size_t tok_redirect_location(const char *target, size_t len, char *out, size_t cap);
 
 /* The app hash a Host header names: its first label when that is one (16 hex
  * digits followed by '.'). */

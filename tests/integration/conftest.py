@@ -21,6 +21,23 @@ import time
 
 import pytest
 
+_system_getaddrinfo = socket.getaddrinfo
+
+
+def _getaddrinfo(host, *args, **kwargs):
+    """Names under .localhost are the loopback address (RFC 6761 6.3), as
+    Chromium and libcurl take them: the stack serves each app at a host name
+    of its own, <hash>.apps.localhost (docs/wsproxy.md). glibc without
+    nss-myhostname does not resolve them, so every suite's Python clients
+    (requests, sockets) get them here."""
+    name = host.decode() if isinstance(host, bytes) else host
+    if isinstance(name, str) and name.rstrip(".").lower().endswith(".localhost"):
+        host = "127.0.0.1"
+    return _system_getaddrinfo(host, *args, **kwargs)
+
+
+socket.getaddrinfo = _getaddrinfo
+
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 DEV_UP = os.path.join(REPO, "deploy", "dev", "dev-up.sh")
 DEV_DOWN = os.path.join(REPO, "deploy", "dev", "dev-down.sh")

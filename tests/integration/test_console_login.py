@@ -116,9 +116,34 @@ def test_func_runs_as_the_logins_keypair(gw, alice):
     assert r.status_code == 200 and name in {f["name"] for f in r.json()}
     r = b.func("GET", "/auth/role")
     assert r.status_code == 200 and r.json()["global_role"] == "user"
-    check = b.s.get(f"{gw}/server/login-check", timeout=10).json()
+    check = b.s.post(f"{gw}/server/login-check", headers={"Origin": gw}, timeout=10).json()
     assert check["authenticated"] is True and check["csrf_token"] == b.csrf
     assert check["data"]["user_id"] == alice[2]
+
+
+@pytest.mark.parametrize("method", ["GET", "POST"])
+def test_login_check_hands_the_csrf_token_only_to_the_consoles_page(gw, alice, method):
+    """The cookie alone (a script that got hold of it: no Origin, no
+    Sec-Fetch-Site) learns that the login is live but not its CSRF token;
+    the console's page (its own Origin, or Sec-Fetch-Site: same-origin as
+    browsers send on same-origin requests) gets it."""
+    b = Browser(gw, alice[0])
+    assert b.csrf
+    for headers in ({}, {"Sec-Fetch-Site": "none"}, {"X-BackendAI-Version": "v8.20240915"},
+                    {"Referer": gw + "/console/"}):
+        check = b.s.request(method, f"{gw}/server/login-check", headers=headers, timeout=10)
+        assert check.status_code == 200, check.text
+        assert check.json()["authenticated"] is True, check.text
+        assert "csrf_token" not in check.json() and b.csrf not in check.text, (headers, check.text)
+    for headers in ({"Origin": gw}, {"Sec-Fetch-Site": "same-origin"},
+                    {"Origin": gw, "Sec-Fetch-Site": "same-origin"}):
+        check = b.s.request(method, f"{gw}/server/login-check", headers=headers, timeout=10)
+        assert check.json()["csrf_token"] == b.csrf, (headers, check.text)
+    # another site's page: refused outright, as before
+    for headers in ({"Origin": "http://evil.example"}, {"Sec-Fetch-Site": "same-site"},
+                    {"Sec-Fetch-Site": "cross-site"}):
+        check = b.s.request(method, f"{gw}/server/login-check", headers=headers, timeout=10)
+        assert check.status_code == 403 and b.csrf not in check.text, (headers, check.text)
 
 
 @pytest.mark.parametrize("how", ["no-cookie", "forged-cookie", "no-csrf", "wrong-csrf",

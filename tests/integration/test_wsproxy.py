@@ -4,8 +4,9 @@ WebSocket echo server written by hand, a TCP echo server, tessera-term), and
 clients that behave well and badly.
 
 Self-contained: a redis-server of its own on a free port and two wsproxy
-instances sharing it, one serving apps on a shared address, one on
-per-app subdomains (Host <hash>.apps.localhost), so revocation is also
+instances sharing it, one serving apps on a shared address
+(wsproxy.shared_origin), one on per-app subdomains (Host
+<hash>.apps.localhost), so revocation is also
 checked across instances. Python standard library, pytest and requests only.
 """
 
@@ -276,14 +277,14 @@ def env():
         wait_until(lambda: socket.create_connection(("127.0.0.1", rport), timeout=1).close() or True,
                    timeout=10, message="redis")
 
-        def start_proxy(name, public_url_fmt):
+        def start_proxy(name, public_url_fmt, **extra):
             api_port, proxy_port = free_port(), free_port()
             log = open(os.path.join(tmp, name + ".log"), "w")
             env_ = dict(os.environ, TESSERA_REDIS_URL=redis_url, TESSERA_HTTP_LISTEN=f"127.0.0.1:{api_port}",
                         TESSERA_WSPROXY_LISTEN=f"127.0.0.1:{proxy_port}", TESSERA_WSPROXY_WORKERS="2",
                         TESSERA_WSPROXY_HEADER_TIMEOUT="2s", TESSERA_LOG_LEVEL="info",
                         TESSERA_SERVICE_AUTH_TRUST_FILE=os.path.join(keys, "trusted"),
-                        TESSERA_WSPROXY_PUBLIC_URL=public_url_fmt.format(port=proxy_port))
+                        TESSERA_WSPROXY_PUBLIC_URL=public_url_fmt.format(port=proxy_port), **extra)
             p = subprocess.Popen([wsproxy], env=env_, stdout=log, stderr=subprocess.STDOUT)
             procs.append(p)
             api = f"http://127.0.0.1:{api_port}"
@@ -291,7 +292,8 @@ def env():
                        message=f"{name} ready")
             return Proxy(p, api, proxy_port, os.path.join(tmp, name + ".log"), keys)
 
-        shared = start_proxy("shared", "")
+        # shared mode (one origin for every app) only where turned on
+        shared = start_proxy("shared", "", TESSERA_WSPROXY_SHARED_ORIGIN="true")
         sub = start_proxy("subdomain", "http://*.apps.localhost:{port}")
 
         http_app = ThreadingHTTPServer(("127.0.0.1", 0), App)

@@ -47,7 +47,9 @@ async function send(method, url, body, headers = {}) {
 // Session mode (Backend.AI's webserver).
 export const server = {
   login: (username, password, domain) => send('POST', '/server/login', domain ? { username, password, domain } : { username, password }),
-  check: () => send('GET', '/server/login-check'),
+  // POST: a browser always sends Origin with it, which the gateway wants
+  // before it hands out the CSRF token (a GET carries none on plain HTTP)
+  check: () => send('POST', '/server/login-check'),
   // single sign-on: the token from the URL, or {} for the sToken cookie
   tokenLogin: (token) => send('POST', '/server/token-login', token ? { sToken: token } : {}),
   logout: (everywhere = false) =>

@@ -1,8 +1,10 @@
-/* test_tokens.c: services/wsproxy tokens.c, routes.c (records, target
- * parsing, the per-thread cache) and the app URL of api.c: the token and
- * cookie logic that decides who reaches which app. */
+/* test_tokens.c: services/wsproxy tokens.c, strip.c, routes.c (records,
+ * target parsing, the per-thread cache) and the app URL of api.c: the token
+ * and cookie logic that decides who reaches which app, what of a request
+ * the app never gets, and where a browser's link is redirected. */
 #include "services/wsproxy/api.h"
 #include "services/wsproxy/routes.h"
+#include "services/wsproxy/strip.h"
 #include "services/wsproxy/tokens.h"
 
 #include <setjmp.h>
@@ -82,9 +84,10 @@ static void test_cookies(void **state)
     assert_string_equal(ck[1].hash, "fedcba9876543210");
     assert_memory_equal(ck[1].value, "TOKEN2", ck[1].value_len);
     char out[256];
-    tok_cookie_strip(h, strlen(h), out, sizeof(out));
+    tok_cookie_strip(h, strlen(h), NULL, out, sizeof(out));
     assert_string_equal(out, "a=1; b=\"x\"; tessera_app_nothex=3");
-    assert_int_equal(tok_cookie_strip("tessera_app_0123456789abcdef=x", 30, out, sizeof(out)), 0);
+    assert_int_equal(tok_cookie_strip("tessera_app_0123456789abcdef=x", 30, NULL, out, sizeof(out)),
+                     0);
     assert_int_equal(tok_cookie_apps("", 0, ck, 4), 0);
 
     char sc[256];
@@ -94,6 +97,96 @@ static void test_cookies(void **state)
     tok_set_cookie(sc, sizeof(sc), "0123456789abcdef", NULL, 3600, true);
     assert_string_equal(
         sc, "tessera_app_0123456789abcdef=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax; Secure");
+}
+
+static void test_platform_cookies_and_headers(void **state)
+{
+    (void)state;
+    strip_list cookies, headers;
+    ts_err err = {{0}};
+    assert_true(strip_list_parse(STRIP_DEFAULT_COOKIES, &cookies, &err));
+    assert_true(strip_list_parse(STRIP_DEFAULT_HEADERS, &headers, &err));
+    char out[512];
+    const char *h = "tessera_sid=SID; myapp=1; sToken=SSO; TESSERA_SID=x; "
+                    "tessera_app_0123456789abcdef=T; stoken2=y; tessera_=z; other=\"q\"";
+    tok_cookie_strip(h, strlen(h), &cookies, out, sizeof(out));
+    assert_string_equal(out, "myapp=1; stoken2=y; other=\"q\"");
+    assert_int_equal(tok_cookie_strip("tessera_sid=a;sToken=b", 22, &cookies, out, sizeof(out)), 0);
+
+    /* an app's Set-Cookie of a platform cookie */
+    assert_true(tok_set_cookie_platform("tessera_sid=x; Domain=example.com", 34, &cookies));
+    assert_true(tok_set_cookie_platform(" TESSERA_APP_0123456789abcdef =y", 32, NULL));
+    assert_true(tok_set_cookie_platform("sToken=1; Path=/", 16, &cookies));
+    assert_false(tok_set_cookie_platform("myapp=1; Path=/", 15, &cookies));
+    assert_false(tok_set_cookie_platform("tessera_sid", 11, &cookies)); /* no '=': no cookie */
+    assert_false(tok_set_cookie_platform("_xsrf=2|ab; Path=/", 18, &cookies));
+
+#define STRIPPED(name, value) strip_header(&headers, name, strlen(name), value, strlen(value))
+    assert_true(STRIPPED("Authorization", "Bearer app-key"));
+    assert_true(STRIPPED("proxy-authorization", "Basic eDp5"));
+    assert_true(STRIPPED("X-BackendAI-Version", "v8"));
+    assert_true(STRIPPED("x-backendai-date", "now"));
+    assert_true(STRIPPED("X-Tessera-Service-Auth", "v1 ..."));
+    assert_false(STRIPPED("X-BackendAIx", "1")); /* not the prefix "x-backendai-" */
+    assert_false(STRIPPED("Accept", "*/*"));
+    assert_false(STRIPPED("X-Forwarded-Host", "a"));
+    /* with Authorization off the list, only the platform's scheme goes */
+    assert_true(strip_list_parse("X-Tessera-*", &headers, &err));
+    assert_false(STRIPPED("Authorization", "Bearer app-key"));
+    assert_true(STRIPPED("Authorization", "BackendAI signMethod=HMAC-SHA256, credential=a:b"));
+    assert_true(STRIPPED("authorization", "  backendai x"));
+    assert_false(STRIPPED("Authorization", "BackendAIx y"));
+    assert_true(STRIPPED("Proxy-Authorization", "BackendAI"));
+#undef STRIPPED
+
+    assert_true(strip_list_parse(" a , b* ,,", &headers, &err));
+    assert_int_equal(headers.n, 2);
+    assert_true(strip_list_has(&headers, "B-anything", 10));
+    assert_true(strip_list_has(&headers, "b", 1));
+    assert_false(strip_list_has(&headers, "ab", 2));
+    assert_true(strip_list_parse("", &headers, &err) && headers.n == 0);
+    assert_false(strip_list_parse("bad name", &headers, &err));
+    assert_non_null(strstr(err.msg, "bad name"));
+    assert_false(strip_list_parse("a*b", &headers, &err));
+    assert_false(strip_list_parse("*", &headers, &err));
+    assert_false(strip_list_parse("a=b", &headers, &err));
+    char many[STRIP_MAX_NAMES * 4 + 8] = "";
+    for (int i = 0; i <= STRIP_MAX_NAMES; i++)
+        sprintf(many + strlen(many), "n%d,", i);
+    assert_false(strip_list_parse(many, &headers, &err));
+}
+
+static void test_redirect_location(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *target, *want;
+    } cases[] = {
+        {"/?token=T", "/"},
+        {"/lab/tree?a=1&token=T&b=2", "/lab/tree?a=1&b=2"},
+        {"//evil.example/?token=T", "/evil.example/"},
+        {"//evil.example/a?b=c&token=T", "/evil.example/a?b=c"},
+        {"/\\evil.example/?token=T", "/evil.example/"},
+        {"/\\/\\//evil.example?token=T", "/evil.example"},
+        {"///evil.example/?token=T", "/evil.example/"},
+        {"/%2F%2Fevil.example/?token=T", "/%2F%2Fevil.example/"},
+        {"/a\\b?token=T", "/a%5Cb"},
+        {"/./\\evil.example/?token=T", "/./%5Cevil.example/"},
+        {"/https://evil.example/?token=T", "/https://evil.example/"},
+        {"/\x01x\x7f\xc3\xa9?token=T", "/%01x%7F%C3%A9"},
+        {"?token=T", "/"},
+    };
+    char out[256];
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        size_t n =
+            tok_redirect_location(cases[i].target, strlen(cases[i].target), out, sizeof(out));
+        assert_int_equal(n, strlen(cases[i].want));
+        assert_string_equal(out, cases[i].want);
+    }
+    /* too long for out: "/" */
+    assert_int_equal(tok_redirect_location("/abcdefghij", 11, out, 8), 1);
+    assert_string_equal(out, "/");
+    assert_int_equal(tok_redirect_location("/a", 2, out, 1), 0);
 }
 
 static void test_host_hash(void **state)
@@ -211,10 +304,16 @@ static void test_app_url(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_tokens),      cmocka_unit_test(test_app_hash),
-        cmocka_unit_test(test_query_token), cmocka_unit_test(test_cookies),
-        cmocka_unit_test(test_host_hash),   cmocka_unit_test(test_route_records),
-        cmocka_unit_test(test_cache),       cmocka_unit_test(test_app_url),
+        cmocka_unit_test(test_tokens),
+        cmocka_unit_test(test_app_hash),
+        cmocka_unit_test(test_query_token),
+        cmocka_unit_test(test_cookies),
+        cmocka_unit_test(test_platform_cookies_and_headers),
+        cmocka_unit_test(test_redirect_location),
+        cmocka_unit_test(test_host_hash),
+        cmocka_unit_test(test_route_records),
+        cmocka_unit_test(test_cache),
+        cmocka_unit_test(test_app_url),
     };
     return cmocka_run_group_tests_name("wsproxy_tokens", tests, NULL, NULL);
 }
