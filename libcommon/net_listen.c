@@ -12,7 +12,7 @@
 
 /* "host:port", ":port", "[v6]:port" -> host ("" for any) and port text. */
 bool net_listen_parse(const char *addr, char *host, size_t hsize, char *port, size_t psize,
-                         ts_err *err)
+                      ts_err *err)
 {
     if (!addr || !*addr) {
         ts_err_set(err, "empty listen address (want host:port or :port)");
