@@ -3,7 +3,9 @@
  * Per kernel, under <state>/kernels/<kernel-id>/:
  *   bundle/config.json   the OCI runtime spec we write
  *   bundle/rootfs/       overlayfs: lowerdir = image layers, upperdir/workdir below
- *   upper/ work/         overlay upper and work dirs
+ *   disk/                upper/ work/ (overlay), home/ (/home/work), etc/: what
+ *                        the container writes here (runtime_disk.h; a restart
+ *                        keeps it, in <state>/kernels/.kept-<id>/)
  *   logs/output.log      container stdout+stderr, size-capped
  *   state.json           what the agent needs to re-adopt the kernel after a restart
  * The container gets a network namespace configured by CNI (bridge + host-local
@@ -107,6 +109,10 @@ bool runtime_exec(runtime *rt, const char *kernel_id, const char *const *argv,
 /* The host directory mounted at the kernel's /home/work (heap); it may not
  * exist (the kernel is not created yet, or gone). */
 char *runtime_home_dir(runtime *rt, const char *kernel_id);
+
+/* Remove what a restart kept of the kernel (its disk) when no next
+ * generation came for it (runtime_disk.h); nothing when there is none. */
+void runtime_discard_kept(runtime *rt, const char *kernel_id);
 
 /* Up to max bytes of the kernel's log (the tail when longer). */
 char *runtime_logs(runtime *rt, const char *kernel_id, size_t max, size_t *len, ts_err *err);

@@ -438,7 +438,9 @@ static void _create(kernels *ks, krec *k, const Tessera__V1__CreateKernel *cmd)
     if (k->resume) {
         /* a creation an agent restart interrupted: remove what it left, start over */
         ts_err e = {{0}};
-        if (!runtime_destroy(ks->o.rt, k->id, 0, &e))
+        /* a restart's creation keeps the home it took over */
+        destroy_opts o = {.keep_home = k->generation > 0};
+        if (!runtime_destroy_with(ks->o.rt, k->id, &o, &e))
             TLOG_WARN("cleanup of an interrupted creation failed", "error=\"%s\"", e.msg);
         k->resume = false;
     }

@@ -18,6 +18,7 @@
 #include "libcommon/proc.h"
 #include "services/agent/cgroups.h"
 #include "services/agent/logs.h"
+#include "services/agent/runtime_disk.h"
 #include "services/agent/runtime_state.h"
 
 /* ---- runtime ------------------------------------------------------------------ */
@@ -276,7 +277,12 @@ bool runtime_exec(runtime *rt, const char *id, const char *const *argv, const ch
 
 char *runtime_home_dir(runtime *rt, const char *id)
 {
-    return rts_kpath(rt, id, "home");
+    return rdisk_home(rt, id);
+}
+
+void runtime_discard_kept(runtime *rt, const char *id)
+{
+    if (rts_valid_id(id)) rdisk_discard_kept(rt, id);
 }
 
 char *runtime_logs(runtime *rt, const char *id, size_t max, size_t *len, ts_err *err)

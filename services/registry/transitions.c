@@ -182,6 +182,8 @@ bool tr_destroy_kernels(PGconn *conn, outbox *ob, const sess *s, const char *rea
         m.reason = (char *)(reason ? reason : "");
         m.force = force;
         m.generation = atoi(PQgetvalue(r, i, 2));
+        /* a restart: the agent keeps the kernel's /home/work for the next generation */
+        m.restart = kernel_status && strcmp(kernel_status, "RESTARTING") == 0;
         ob_agent_cmd(ob, PQgetvalue(r, i, 1), m.kernel_id, &m.base);
     }
     PQclear(r);
