@@ -376,6 +376,7 @@ static bool _start(kernels *ks, krec *k, const Tessera__V1__CreateKernel *cmd, i
         .cpu_cores = slots_get(&p->slots, SLOT_CPU) / 1000.0,
         .mem_bytes = slots_get(&p->slots, SLOT_MEM),
         .shm_bytes = ks->o.shm_bytes,
+        .disk_bytes = cmd->rootfs_size > 0 ? cmd->rootfs_size : ks->o.rootfs_size,
         .env = (const char *const *)p->env,
         .argv = cmd->startup_command && *cmd->startup_command ? argv : NULL,
         .mounts = p->mounts,

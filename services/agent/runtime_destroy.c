@@ -133,8 +133,8 @@ static void _network(teardown *t)
 }
 
 /* 4.-6. Staged vfolder mounts (when a failed start left them), the rootfs,
- * cgroups runc did not remove (runc delete failed, or never ran), host
- * ports, the kernel dir: never while anything is mounted below it (a staged
+ * then the disk's file system (runtime_disk.h), cgroups runc did not remove (runc delete failed, or
+ * never ran), host ports, the kernel dir: never while anything is mounted below it (a staged
  * vfolder is a bind mount of the same file system, which nftw's FTW_MOUNT
  * would not stop at). */
 static void _files(teardown *t)
@@ -147,10 +147,12 @@ static void _files(teardown *t)
     if (!overlay_unmount(rootfs, &e)) _note(t, "%s", e.msg);
     bool still_mounted = overlay_is_mounted(rootfs);
     free(rootfs);
+    char *kdir = rts_kdir(t->rt, t->id);
+    /* the disk's file system, after the overlay whose upper dir it holds */
+    if (!still_mounted && !rdisk_unmount(kdir, &e)) _note(t, "%s", e.msg);
     if (!cg_remove(t->rel))
         _note(t, "cgroup %s: could not remove every hierarchy's directory", t->rel);
     (void)ports_release_kernel(t->rt->ports, t->id);
-    char *kdir = rts_kdir(t->rt, t->id);
     struct stat sb;
     if (!still_mounted && !rts_mounted_below(kdir)) {
         if (t->keep_home && stat(kdir, &sb) == 0 && !rdisk_keep(t->rt, t->id, kdir, &e))

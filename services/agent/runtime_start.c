@@ -240,7 +240,8 @@ static bool _prepare(start *s, ts_err *err)
             return false;
         }
     }
-    if (!rdisk_prepare(s->rt, s->id, s->kdir, &s->kept_disk, err)) return false;
+    if (!rdisk_prepare(s->rt, s->id, s->kdir, s->spec->disk_bytes, &s->kept_disk, err))
+        return false;
     if (!_share_kernel_dirs(s->rt, s->kdir, err)) return false;
     int n = s->spec->n_service_ports;
     int hp[16];
@@ -285,14 +286,16 @@ static bool _files(start *s, ts_err *err)
 {
     runtime *rt = s->rt;
     const kernel_spec *spec = s->spec;
-    char upper[600], work[600], empty[600], bundle[600];
-    snprintf(upper, sizeof(upper), "%s/" RDISK_DIR "/upper", s->kdir);
-    snprintf(work, sizeof(work), "%s/" RDISK_DIR "/work", s->kdir);
-    snprintf(empty, sizeof(empty), "%s/empty", s->kdir);
+    char bundle[600];
     snprintf(bundle, sizeof(bundle), "%s/bundle", s->kdir);
-    if (!overlay_mount(s->rootfs, spec->image->layer_dirs, spec->image->n_layers, upper, work,
-                       empty, err))
-        return false;
+    overlay_spec ov = {.target = s->rootfs,
+                       .base = s->kdir,
+                       .layers = spec->image->layer_dirs,
+                       .n_layers = spec->image->n_layers,
+                       .upper = RDISK_DIR "/upper",
+                       .work = RDISK_DIR "/work",
+                       .empty = "empty"};
+    if (!overlay_mount(&ov, err)) return false;
     if (!_write_etc(s->etc, s->hostname, err) || !_own_etc(rt, s->etc, err)) return false;
     uid_t uid = 0;
     gid_t gid = 0;

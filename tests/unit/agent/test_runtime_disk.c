@@ -3,8 +3,12 @@
  * /home/work for the next start of the same kernel id while the root file
  * system starts again from the image, a kept disk goes with the next plain
  * destroy or when discarded, and a kernel dir of an older agent (home at
- * <kdir>/home) keeps its home too. Skips, saying why, only when kernels
- * cannot run here (kernel_fixture.h). */
+ * <kdir>/home) keeps its home too; a sized disk limits what the kernel
+ * writes (ENOSPC past it, the kernel healthy), keeps its size through a
+ * restart and leaves no loop device; and the container's mountinfo names no
+ * host path. Skips, saying why, only when kernels cannot run here
+ * (kernel_fixture.h), or for the sized disks, when loop devices or
+ * mkfs.ext4 are missing. */
 #include "tests/unit/agent/kernel_fixture.h"
 
 #include <errno.h>
@@ -191,12 +195,128 @@ static void test_old_layout_home_kept(void **state)
     free(kdir);
 }
 
+static void _start_sized(const char *id, int64_t bytes)
+{
+    kernel_spec s = kf_spec(id, &g_img, "sess-disk", "main1");
+    s.disk_bytes = bytes;
+    kernel_status st;
+    kf_start_ok(g_rt, &s, &st);
+    assert_int_equal(st.state, KERNEL_RUNNING);
+}
+
+/* exit code of sh -c cmd in kernel id; its stdout+stderr in out (heap) */
+static int _try(const char *id, const char *cmd, char **out)
+{
+    const char *argv[] = {"/bin/sh", "-c", cmd, NULL};
+    exec_result r = kf_run_in(g_rt, id, argv, 30000, 65536);
+    *out = ts_asprintf("%s%s", r.out, r.err);
+    int code = r.exit_code;
+    exec_result_free(&r);
+    return code;
+}
+
+static bool _disks_limited(void)
+{
+    char why[256];
+    if (runtime_disk_limits(g_rt, why, sizeof(why))) return true;
+    fprintf(stderr, "skipped: disk sizes not enforced here: %s\n", why);
+    return false;
+}
+
+/* A kernel with a 32 MiB disk: writes past it fail with ENOSPC, in / and in
+ * /home/work alike; freeing space makes writes work again and the kernel
+ * stays healthy; the disk goes (unmounted, no loop device) with the kernel. */
+static void test_size_limit(void **state)
+{
+    (void)state;
+    SKIP_IF_UNAVAILABLE();
+    if (!_disks_limited()) skip();
+    char id[TS_UUID_STRLEN];
+    ts_uuid4(id);
+    _start_sized(id, 32LL << 20);
+    char *out = NULL;
+    /* df of /home/work: a file system of about 32 MiB (1K blocks) */
+    assert_int_equal(_try(id, "df -k /home/work | tail -1 | awk '{print $2}'", &out), 0);
+    long kb = atol(out);
+    free(out);
+    assert_true(kb > 24 * 1024 && kb <= 32 * 1024);
+    assert_int_not_equal(_try(id, "dd if=/dev/zero of=/home/work/big bs=1M count=40", &out), 0);
+    assert_non_null(strstr(out, "No space left on device"));
+    free(out);
+    /* the root file system shares it */
+    assert_int_not_equal(_try(id, "dd if=/dev/zero of=/root/big bs=1M count=8", &out), 0);
+    assert_non_null(strstr(out, "No space left on device"));
+    free(out);
+    assert_int_equal(_try(id,
+                          "rm /home/work/big /root/big && echo ok > /home/work/small && "
+                          "cat /home/work/small && dd if=/dev/zero of=/tmp/t bs=1M count=4 "
+                          "2>/dev/null && echo written",
+                          &out),
+                     0);
+    assert_string_equal(out, "ok\nwritten\n");
+    free(out);
+    char *img = _path("%s/kernels/%s/disk.img", id);
+    assert_int_equal(access(img, F_OK), 0);
+    _destroy(id, false);
+    assert_int_not_equal(sh("losetup -a | grep -q %s", img), 0);
+    char *mounts = read_text("/proc/self/mountinfo");
+    assert_null(strstr(mounts, id));
+    free(mounts);
+    free(img);
+}
+
+/* A restart keeps a sized disk whole: its home, and its size. */
+static void test_size_limit_restart(void **state)
+{
+    (void)state;
+    SKIP_IF_UNAVAILABLE();
+    if (!_disks_limited()) skip();
+    char id[TS_UUID_STRLEN];
+    ts_uuid4(id);
+    _start_sized(id, 32LL << 20);
+    free(_sh(id, "dd if=/dev/zero of=/home/work/f bs=1M count=4 2>/dev/null && "
+                 "echo KEEP > /home/work/keep.txt && echo r > /root/r"));
+    _destroy(id, true);
+    assert_true(_exists("%s/kernels/.kept-%s/disk.img", id));
+    _start_sized(id, 64LL << 20); /* the kept disk keeps its size */
+    char *out = _sh(id, "cat /home/work/keep.txt; ls /root; df -k /home/work | tail -1 | "
+                        "awk '{print $2}'");
+    assert_true(strncmp(out, "KEEP\n", 5) == 0);
+    assert_true(atol(out + 5) <= 32 * 1024);
+    free(out);
+    _destroy(id, false);
+    assert_false(_exists("%s/kernels/.kept-%s", id));
+}
+
+/* What the container's /proc/self/mountinfo shows names no host path: the
+ * overlay's options are relative to the kernel dir, and /home/work and the
+ * /etc files are binds from the kernel's own disk (paths within it). */
+static void test_mountinfo_without_host_paths(void **state)
+{
+    (void)state;
+    SKIP_IF_UNAVAILABLE();
+    if (!_disks_limited()) skip();
+    char id[TS_UUID_STRLEN];
+    ts_uuid4(id);
+    _start_sized(id, 32LL << 20);
+    char *out = _sh(id, "cat /proc/self/mountinfo");
+    if (strstr(out, F.tmp)) fail_msg("a host path (%s) in mountinfo:\n%s", F.tmp, out);
+    assert_non_null(strstr(out, "lowerdir=l/0,upperdir=disk/upper,workdir=disk/work"));
+    assert_non_null(strstr(out, " /home /home/work "));
+    assert_non_null(strstr(out, " /etc/hosts /etc/hosts "));
+    free(out);
+    _destroy(id, false);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_restart_keeps_home),
         cmocka_unit_test(test_kept_disk_removed),
         cmocka_unit_test(test_old_layout_home_kept),
+        cmocka_unit_test(test_size_limit),
+        cmocka_unit_test(test_size_limit_restart),
+        cmocka_unit_test(test_mountinfo_without_host_paths),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
