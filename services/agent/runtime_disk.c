@@ -161,6 +161,49 @@ bool rdisk_prepare(runtime *rt, const char *id, const char *kdir, int64_t size, 
     return ok;
 }
 
+bool rdisk_sized(const char *kdir)
+{
+    char *img = ts_asprintf("%s/" RDISK_IMAGE, kdir);
+    bool sized = _exists(img);
+    free(img);
+    return sized;
+}
+
+char *rdisk_stage_file(const char *kdir, const char *src, const char *name, ts_err *err)
+{
+    char *dir = ts_asprintf("%s/" RDISK_DIR "/.tessera", kdir);
+    char *dst = ts_asprintf("%s/%s", dir, name);
+    int in = -1, out = -1;
+    bool ok = _mkdir(dir, 0755, err);
+    if (ok) {
+        in = open(src, O_RDONLY | O_CLOEXEC);
+        (void)unlink(dst);
+        out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0555);
+        ok = in >= 0 && out >= 0;
+        if (!ok) ts_err_set(err, "copy %s to %s: %s", src, dst, strerror(errno));
+    }
+    char *buf = ok ? ts_malloc(1 << 16) : NULL;
+    while (ok) { /* read and write: copy_file_range refuses another file system (EXDEV) */
+        ssize_t n = read(in, buf, 1 << 16);
+        if (n == 0) break;
+        ok = n > 0 && write(out, buf, (size_t)n) == n;
+        if (!ok) ts_err_set(err, "copy %s to %s: %s", src, dst, strerror(errno));
+    }
+    free(buf);
+    if (in >= 0) close(in);
+    if (out >= 0 && close(out) != 0 && ok) {
+        ts_err_set(err, "copy %s to %s: %s", src, dst, strerror(errno));
+        ok = false;
+    }
+    free(dir);
+    if (!ok) {
+        (void)unlink(dst);
+        free(dst);
+        return NULL;
+    }
+    return dst;
+}
+
 bool rdisk_unmount(const char *kdir, ts_err *err)
 {
     char *disk = ts_asprintf("%s/" RDISK_DIR, kdir);

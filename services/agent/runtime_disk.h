@@ -44,6 +44,16 @@ void rdisk_setup(runtime *rt);
 bool rdisk_prepare(runtime *rt, const char *id, const char *kdir, int64_t size, bool *kept,
                    ts_err *err) TS_MUST_CHECK;
 
+/* Whether the kernel's disk is a file system of its own (a size was set and
+ * enforced). */
+bool rdisk_sized(const char *kdir) TS_MUST_CHECK;
+
+/* A copy of the read-only host file src on a sized disk, at
+ * <kdir>/disk/.tessera/<name> (root's, mode 0555), for a bind mount that
+ * shows a path within the disk rather than the host's in the container's
+ * mountinfo: its path (heap), or NULL (err) when it could not be made. */
+char *rdisk_stage_file(const char *kdir, const char *src, const char *name, ts_err *err);
+
 /* Unmount the disk's file system (lazily if busy); true when nothing is
  * mounted there any more (also when it was a plain directory). */
 bool rdisk_unmount(const char *kdir, ts_err *err) TS_MUST_CHECK;

@@ -306,6 +306,14 @@ static bool _files(start *s, ts_err *err)
     kernel_spec staged;
     bind_mount *staged_mounts = NULL;
     bool ok = _stage_mounts(rt, s->kdir, spec, &staged, &staged_mounts, &s->stage_paths, err);
+    /* on a sized disk, tessera-term is bound from a copy there: the
+     * container's mountinfo then shows no host path for it either */
+    char *term = NULL;
+    if (ok && spec->term_path && rdisk_sized(s->kdir)) {
+        term = rdisk_stage_file(s->kdir, spec->term_path, "tessera-term", err);
+        ok = term != NULL;
+        staged.term_path = term;
+    }
     if (ok) {
         char cgp[160];
         snprintf(cgp, sizeof(cgp), "/%s", s->rel);
@@ -319,6 +327,7 @@ static bool _files(start *s, ts_err *err)
                             .userns_path = s->userns_path};
         ok = bundle_write(bundle, &bp, err);
     }
+    free(term);
     free(staged_mounts);
     return ok;
 }

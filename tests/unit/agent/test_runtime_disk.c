@@ -199,6 +199,7 @@ static void _start_sized(const char *id, int64_t bytes)
 {
     kernel_spec s = kf_spec(id, &g_img, "sess-disk", "main1");
     s.disk_bytes = bytes;
+    s.term_path = F.term; /* NULL when not built: no terminal mount */
     kernel_status st;
     kf_start_ok(g_rt, &s, &st);
     assert_int_equal(st.state, KERNEL_RUNNING);
@@ -304,7 +305,15 @@ static void test_mountinfo_without_host_paths(void **state)
     assert_non_null(strstr(out, "lowerdir=l/0,upperdir=disk/upper,workdir=disk/work"));
     assert_non_null(strstr(out, " /home /home/work "));
     assert_non_null(strstr(out, " /etc/hosts /etc/hosts "));
+    /* tessera-term from a copy on the disk */
+    if (F.term)
+        assert_non_null(strstr(out, " /.tessera/tessera-term /opt/tessera/bin/tessera-term "));
     free(out);
+    if (F.term) {
+        out = _sh(id, "/opt/tessera/bin/tessera-term --help >/dev/null 2>&1; echo $?");
+        assert_string_not_equal(out, "126\n"); /* it runs */
+        free(out);
+    }
     _destroy(id, false);
 }
 
