@@ -5,9 +5,9 @@
  * destroy or when discarded, and a kernel dir of an older agent (home at
  * <kdir>/home) keeps its home too; a sized disk limits what the kernel
  * writes (ENOSPC past it, the kernel healthy), keeps its size through a
- * restart and leaves no loop device; and the container's mountinfo names no
- * host path. Skips, saying why, only when kernels cannot run here
- * (kernel_fixture.h), or for the sized disks, when loop devices or
+ * restart and leaves no loop device, and its writes count once in the
+ * kernel's block I/O; and the container's mountinfo names no host path. Skips, saying why, only
+ * when kernels cannot run here (kernel_fixture.h), or for the sized disks, when loop devices or
  * mkfs.ext4 are missing. */
 #include "tests/unit/agent/kernel_fixture.h"
 
@@ -317,6 +317,28 @@ static void test_mountinfo_without_host_paths(void **state)
     _destroy(id, false);
 }
 
+/* What a kernel writes to its sized disk counts once in its block I/O:
+ * the loop device's bytes are done again on the backing file's device,
+ * which is what is counted (cgroups.c). */
+static void test_io_counted_once(void **state)
+{
+    (void)state;
+    SKIP_IF_UNAVAILABLE();
+    if (!_disks_limited()) skip();
+    char id[TS_UUID_STRLEN];
+    ts_uuid4(id);
+    _start_sized(id, 64LL << 20);
+    kernel_usage u0, u1;
+    ts_err err = {{0}};
+    assert_true(runtime_usage(g_rt, id, &u0, &err));
+    free(_sh(id, "dd if=/dev/urandom of=/home/work/f bs=1M count=16 conv=fsync 2>/dev/null"));
+    assert_true(runtime_usage(g_rt, id, &u1, &err));
+    long long w = (long long)(u1.io_write_bytes - u0.io_write_bytes);
+    if (w < (16LL << 20) || w > (24LL << 20))
+        fail_msg("16 MiB written with fsync counted as %lld bytes", w);
+    _destroy(id, false);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -326,6 +348,7 @@ int main(void)
         cmocka_unit_test(test_size_limit),
         cmocka_unit_test(test_size_limit_restart),
         cmocka_unit_test(test_mountinfo_without_host_paths),
+        cmocka_unit_test(test_io_counted_once),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
