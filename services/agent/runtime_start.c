@@ -224,11 +224,9 @@ static bool _save(start *s, ts_err *err)
     return false;
 }
 
-/* The kernel dir's subdirs and its disk (runtime_disk.h: kept from the
- * previous generation after a restart), shared with the containers' root,
- * the host ports, and state.json: recorded before anything outside the
- * kernel dir exists, so that a crash from here on leaves something destroy
- * can find. */
+/* The kernel dir's subdirs, the host ports, and state.json: recorded before
+ * anything outside the kernel dir exists, so that a crash from here on
+ * leaves something destroy can find. */
 static bool _prepare(start *s, ts_err *err)
 {
     static const char *const sub[] = {"bundle", "bundle/rootfs", "logs", "empty"};
@@ -240,9 +238,6 @@ static bool _prepare(start *s, ts_err *err)
             return false;
         }
     }
-    if (!rdisk_prepare(s->rt, s->id, s->kdir, s->spec->disk_bytes, &s->kept_disk, err))
-        return false;
-    if (!_share_kernel_dirs(s->rt, s->kdir, err)) return false;
     int n = s->spec->n_service_ports;
     int hp[16];
     if (n > 0) {
@@ -280,12 +275,18 @@ static bool _network_begin(start *s, ts_err *err)
     return true;
 }
 
-/* The rootfs, /etc files, /home/work (it belongs to the user the kernel runs
- * as), staged vfolders and config.json. */
+/* The kernel's disk (runtime_disk.h: kept from the previous generation
+ * after a restart; with a size, made and mounted while CNI runs), the way
+ * to it shared with the containers' root, the rootfs, /etc files,
+ * /home/work (it belongs to the user the kernel runs as), staged vfolders
+ * and config.json. */
 static bool _files(start *s, ts_err *err)
 {
     runtime *rt = s->rt;
     const kernel_spec *spec = s->spec;
+    if (!rdisk_prepare(rt, s->id, s->kdir, spec->disk_bytes, &s->kept_disk, err) ||
+        !_share_kernel_dirs(rt, s->kdir, err))
+        return false;
     char bundle[600];
     snprintf(bundle, sizeof(bundle), "%s/bundle", s->kdir);
     overlay_spec ov = {.target = s->rootfs,
