@@ -1,4 +1,4 @@
-/* runtime_disk.c: a kernel's disk, kept across a restart (runtime_disk.h). */
+/* runtime_disk.c: a kernel's disk, of a size, kept across a restart (runtime_disk.h). */
 #include "services/agent/runtime_disk.h"
 
 #include <errno.h>
