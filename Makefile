@@ -631,6 +631,8 @@ $(BUILD)/tests/wsproxy/test_term_proc: $(BUILD)/obj/tests/unit/wsproxy/test_term
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
 # the privileges test runs real kernels with the agent's helper programs
 $(BUILD)/tests/agent/test_privileges: | $(PORTMAP_BIN) $(BRIDGE_BIN) $(SUP_BIN) $(TERM_BIN)
+# so does the disk's (restarts, size limits)
+$(BUILD)/tests/agent/test_runtime_disk: | $(PORTMAP_BIN) $(BRIDGE_BIN) $(SUP_BIN) $(TERM_BIN)
 
 # `make bench-wsproxy`: wrk through tessera-wsproxy and through nginx as a reverse
 # proxy to the same nginx static backend, in the same run; WebSocket echo

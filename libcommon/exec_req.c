@@ -35,17 +35,21 @@ static bool str_field(json_t *o, const char *name, const char *path, size_t max,
 bool exec_req_parse(json_t *body, exec_req *out, int *status, ts_err *err)
 {
     memset(out, 0, sizeof(*out));
-    out->mode = "query";
+    out->mode = "";
     out->code = "";
     *status = 0;
     if (!json_is_object(body)) {
         ts_err_set(err, "the body must be a JSON object {mode, runId, code, options}");
         return refuse(status, 400);
     }
-    if (!str_field(body, "mode", "mode", 16, &out->mode, status, err)) {
-        if (*status == 400 && json_is_string(json_object_get(body, "mode"))) goto bad_mode;
-        return false;
+    /* mode is required: a body without one would run nothing and answer 200 */
+    json_t *mode = json_object_get(body, "mode");
+    if (!json_is_string(mode)) {
+        ts_err_set(err, "\"mode\" is required: a string, \"query\" or \"batch\"%s",
+                   mode && !json_is_null(mode) ? " (got another JSON type)" : "");
+        return refuse(status, 400);
     }
+    if (!str_field(body, "mode", "mode", 16, &out->mode, status, err)) goto bad_mode;
     if (strcmp(out->mode, "query") != 0 && strcmp(out->mode, "batch") != 0) goto bad_mode;
     if (!str_field(body, "code", "code", EXEC_REQ_CODE_MAX, &out->code, status, err) ||
         !str_field(body, "runId", "runId", EXEC_REQ_RUN_ID_MAX, &out->run_id, status, err))

@@ -4,9 +4,11 @@
  * it first, and by the agent, which runs it:
  *   {"mode": "query"|"batch", "runId" (or "run_id"), "code",
  *    "options": {"exec", "build"}, "timeout_ms"}
- * Every field is optional (mode: query); a field of the wrong JSON type is
- * refused (400) naming it, as is a mode other than query or batch (Backend.AI's
- * continue, input and complete are not served). code, options.exec and
+ * mode is required (a missing, null or non-string mode is a 400: a body
+ * without one used to run nothing and answer 200); the other fields are
+ * optional. A field of the wrong JSON type is refused (400) naming it, as is
+ * a mode other than query or batch (Backend.AI's continue, input and complete
+ * are not served). code, options.exec and
  * options.build are each at most EXEC_REQ_CODE_MAX bytes (413): each becomes
  * one argument of the program run in the kernel, and Linux refuses a longer
  * one (MAX_ARG_STRLEN, 128 KiB with its NUL). Unknown keys are ignored. */

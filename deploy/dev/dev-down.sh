@@ -185,6 +185,19 @@ net_cleanup() {
 }
 [ -f "$STATE/agent/cni_network" ] && net_cleanup "$(cat "$STATE/agent/cni_network")"
 
+# Mounts an agent that was killed (or that could not destroy a kernel) left
+# under the state dir: kernels' root overlays and their disks (a disk's loop
+# device goes with its unmount). Deepest first, lazily; only while no agent of
+# this stack runs.
+if ! dev_alive "$RUN" agent; then
+  left=$(DEVDOWN_DIR=$STATE awk 'BEGIN { dir = ENVIRON["DEVDOWN_DIR"] "/" }
+    index($5, dir) == 1 { print $5 }' /proc/self/mountinfo | sort -r)
+  if [ -n "$left" ]; then
+    echo "dev-down: unmounting what is left mounted under $STATE:" $left >&2
+    for m in $left; do umount -l "$m" 2>/dev/null; done
+  fi
+fi
+
 # Verify.
 survivors=""
 for f in "$RUN"/*.pid; do

@@ -333,6 +333,12 @@ bool agent_start(svc *s, ts_err *err)
                        .log_cap_bytes = c->log_cap};
     a->rt = runtime_new(&ro, err);
     if (!a->rt) return false;
+    char dwhy[256];
+    if (runtime_disk_limits(a->rt, dwhy, sizeof(dwhy)))
+        TLOG_INFO("kernel disk sizes enforced", "rootfs_size=%lld", (long long)c->rootfs_size);
+    else
+        TLOG_WARN("kernel disk sizes not enforced: kernels write without a limit", "why=\"%s\"",
+                  dwhy);
 
     char *cache = ts_asprintf("%s/images", c->state_dir);
     image_store_opts io = {.cache_dir = cache,
@@ -388,6 +394,7 @@ bool agent_start(svc *s, ts_err *err)
                        .max_parallel_pulls = (int)c->max_parallel_pulls,
                        .destroy_grace_ms = (int)c->destroy_grace_ms,
                        .shm_bytes = c->shm,
+                       .rootfs_size = c->rootfs_size,
                        .exited_retention_ms = c->exited_retention_ms,
                        .gpu_conf_dir = a->gpu_dir,
                        .gpu = &a->gpu,

@@ -123,9 +123,15 @@ static bool _read_keyed(const char *controller, const char *rel, const char *fil
     return found;
 }
 
+/* Loop devices (a kernel's sized disk, runtime_disk.h): their I/O is done
+ * again on the backing file's device, charged to the same cgroup, and
+ * counted there. */
+#define LOOP_MAJOR 7
+
 /* Block I/O bytes: cgroup v2 io.stat ("M:m rbytes=N wbytes=N ...", one line
  * a device) or v1 blkio.throttle.io_service_bytes_recursive ("M:m Read N"),
- * summed over devices. */
+ * summed over devices but loop devices (each of their bytes would count
+ * twice). */
 static void _read_io(const char *rel, kernel_usage *out)
 {
     char path[512], line[512];
@@ -139,6 +145,7 @@ static void _read_io(const char *rel, kernel_usage *out)
     }
     if (!f) return;
     while (fgets(line, sizeof(line), f)) {
+        if (atoi(line) == LOOP_MAJOR && strchr(line, ':')) continue;
         if (v2) {
             const char *r = strstr(line, " rbytes="), *w = strstr(line, " wbytes=");
             if (r) out->io_read_bytes += strtoll(r + 8, NULL, 10);

@@ -3,7 +3,9 @@
  * Per kernel, under <state>/kernels/<kernel-id>/:
  *   bundle/config.json   the OCI runtime spec we write
  *   bundle/rootfs/       overlayfs: lowerdir = image layers, upperdir/workdir below
- *   upper/ work/         overlay upper and work dirs
+ *   disk/                upper/ work/ (overlay), home/ (/home/work), etc/: what
+ *                        the container writes here (runtime_disk.h; a restart
+ *                        keeps it, in <state>/kernels/.kept-<id>/)
  *   logs/output.log      container stdout+stderr, size-capped
  *   state.json           what the agent needs to re-adopt the kernel after a restart
  * The container gets a network namespace configured by CNI (bridge + host-local
@@ -61,8 +63,11 @@ typedef struct kernel_spec {
     int n_mounts;
     const int *service_ports; /* container ports to publish */
     int n_service_ports;
-    bool batch;                   /* true: the command's exit ends the kernel */
-    int cluster_size;             /* kernels of the session; <= 1: no peers to reach */
+    bool batch;       /* true: the command's exit ends the kernel */
+    int cluster_size; /* kernels of the session; <= 1: no peers to reach */
+    /* the most the kernel may write on this node, its root file system's
+     * changes and /home/work (runtime_disk.h); 0: no limit */
+    int64_t disk_bytes;
     const struct kernel_gpu *gpu; /* GPU allocation (gpu_mounts.h), NULL for none */
     const char
         *term_path; /* host path of tessera-term, mounted read-only (term_app.h); NULL: none */
@@ -107,6 +112,14 @@ bool runtime_exec(runtime *rt, const char *kernel_id, const char *const *argv,
 /* The host directory mounted at the kernel's /home/work (heap); it may not
  * exist (the kernel is not created yet, or gone). */
 char *runtime_home_dir(runtime *rt, const char *kernel_id);
+
+/* Whether a kernel's disk_bytes is enforced here (a loop device and
+ * mkfs.ext4); false with why (kernels then get a disk without a limit). */
+bool runtime_disk_limits(runtime *rt, char *why, size_t why_size) TS_MUST_CHECK;
+
+/* Remove what a restart kept of the kernel (its disk) when no next
+ * generation came for it (runtime_disk.h); nothing when there is none. */
+void runtime_discard_kept(runtime *rt, const char *kernel_id);
 
 /* Up to max bytes of the kernel's log (the tail when longer). */
 char *runtime_logs(runtime *rt, const char *kernel_id, size_t max, size_t *len, ts_err *err);

@@ -376,6 +376,7 @@ static bool _start(kernels *ks, krec *k, const Tessera__V1__CreateKernel *cmd, i
         .cpu_cores = slots_get(&p->slots, SLOT_CPU) / 1000.0,
         .mem_bytes = slots_get(&p->slots, SLOT_MEM),
         .shm_bytes = ks->o.shm_bytes,
+        .disk_bytes = cmd->rootfs_size > 0 ? cmd->rootfs_size : ks->o.rootfs_size,
         .env = (const char *const *)p->env,
         .argv = cmd->startup_command && *cmd->startup_command ? argv : NULL,
         .mounts = p->mounts,
@@ -438,7 +439,9 @@ static void _create(kernels *ks, krec *k, const Tessera__V1__CreateKernel *cmd)
     if (k->resume) {
         /* a creation an agent restart interrupted: remove what it left, start over */
         ts_err e = {{0}};
-        if (!runtime_destroy(ks->o.rt, k->id, 0, &e))
+        /* a restart's creation keeps the home it took over */
+        destroy_opts o = {.keep_home = k->generation > 0};
+        if (!runtime_destroy_with(ks->o.rt, k->id, &o, &e))
             TLOG_WARN("cleanup of an interrupted creation failed", "error=\"%s\"", e.msg);
         k->resume = false;
     }

@@ -19,12 +19,16 @@ void kernel_destroy_run(kernels *ks, krec *k, const ktask *t)
     bool done = strcmp(k->status, "terminated") == 0;
     int code = k->exit_code;
     bool exited = strcmp(k->status, "exited") == 0;
+    /* a restart (the registry's, or a newer generation waiting): the disk
+     * with /home/work stays for the next generation */
+    bool keep_home = k->restarting || k->next_cmd;
     if (!done) {
         ts_strlcpy(k->status, "terminating", sizeof(k->status));
         ktab_persist(ks, k);
     }
     pthread_mutex_unlock(&ks->mu);
     if (done) { /* a repeated destroy: answer again so the registry can finish */
+        if (!keep_home) runtime_discard_kept(ks->o.rt, k->id); /* no restart follows */
         kev_ctx c = ktab_kev(ks, k);
         kev_terminated(&c, code, k->reason[0] ? k->reason : reason);
         return;
@@ -43,7 +47,11 @@ void kernel_destroy_run(kernels *ks, krec *k, const ktask *t)
     for (int i = 0; i < DESTROY_TRIES && !ok; i++) {
         kernel_usage last;
         bool have_last = false;
-        ok = runtime_destroy_sampled(ks->o.rt, k->id, t->grace_ms, &last, &have_last, &err);
+        destroy_opts o = {.grace_ms = t->grace_ms,
+                          .keep_home = keep_home,
+                          .last = &last,
+                          .have_last = &have_last};
+        ok = runtime_destroy_with(ks->o.rt, k->id, &o, &err);
         if (have_last && ks->o.bus &&
             !usage_final(ks->o.usage, ks->o.bus, ks->o.agent_id, &uk, &last))
             TLOG_DEBUG("no final usage sample", "kernel=%s", k->id);
@@ -58,7 +66,8 @@ void kernel_destroy_run(kernels *ks, krec *k, const ktask *t)
         ts_strlcpy(why, reason, sizeof(why));
     else
         snprintf(why, sizeof(why), "%s (cleanup incomplete: %s)", reason, err.msg);
-    TLOG_INFO("kernel terminated", "exit_code=%d reason=\"%s\"", code, why);
+    TLOG_INFO("kernel terminated", "exit_code=%d reason=\"%s\" home_kept=%s", code, why,
+              keep_home && ok ? "true" : "false");
     ktab_terminated(ks, k, code, why);
 }
 
@@ -85,6 +94,7 @@ static void _start_over(krec *k)
     k->reason[0] = '\0';
     k->exit_reported = false;
     k->resume = false;
+    k->restarting = false;
     k->exited_at_ms = k->terminated_at_ms = 0;
     bool destroy = false; /* a destroy of the new generation queued behind this create */
     for (ktask *q = k->head; q; q = q->next)

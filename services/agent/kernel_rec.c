@@ -62,6 +62,7 @@ bool krec_save(const char *meta_dir, const krec *k)
                   k->exit_reported, "exited_at_ms", (json_int_t)k->exited_at_ms, "terminated_at_ms",
                   (json_int_t)k->terminated_at_ms, "updated_at_ms", (json_int_t)ts_now_wall_ms());
     json_object_set_new(j, "generation", json_integer(k->generation));
+    if (k->restarting) json_object_set_new(j, "restarting", json_true());
     if (k->cmd_bytes) _set_hex(j, "create_kernel", k->cmd_bytes, k->cmd_len);
     if (k->next_cmd) {
         _set_hex(j, "next_create_kernel", k->next_cmd, k->next_len);
@@ -121,6 +122,7 @@ krec *krec_load(const char *meta_dir, const char *file)
 #undef S
     k->exit_code = (int)json_integer_value(json_object_get(j, "exit_code"));
     k->exit_reported = json_is_true(json_object_get(j, "exit_reported"));
+    k->restarting = json_is_true(json_object_get(j, "restarting"));
     k->exited_at_ms = json_integer_value(json_object_get(j, "exited_at_ms"));
     k->terminated_at_ms = json_integer_value(json_object_get(j, "terminated_at_ms"));
     _load_ports(k, json_object_get(j, "ports"));

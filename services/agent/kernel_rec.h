@@ -47,6 +47,9 @@ typedef struct krec {
     char reason[256];
     bool exit_reported;
     bool resume; /* creation interrupted by an agent restart: clean up first */
+    /* DestroyKernel.restart: the destroy keeps the kernel's disk (its
+     * /home/work) for the next generation (runtime_destroy.h). Saved. */
+    bool restarting;
     bool destroy_queued;
     int64_t exited_at_ms, terminated_at_ms;
     atomic_bool cancel; /* a destroy is queued: creation stops at the next step */

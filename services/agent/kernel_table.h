@@ -40,6 +40,7 @@ typedef struct kernels_opts {
     int max_parallel_pulls;
     int destroy_grace_ms;        /* DestroyKernel with grace_ms 0 */
     int64_t shm_bytes;           /* /dev/shm of every kernel */
+    int64_t rootfs_size;         /* a kernel's disk when CreateKernel.rootfs_size is 0 */
     int64_t exited_retention_ms; /* an exited kernel not destroyed by then is destroyed */
     const char *gpu_conf_dir;    /* where per-kernel cuda-shim configs are written */
     const gpu_host *gpu;         /* shim, device nodes, driver libraries (gpu_mounts.h) */

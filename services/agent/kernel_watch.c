@@ -16,12 +16,27 @@ static bool _to_look_at(const krec *k)
            (strcmp(k->status, "exited") == 0 && !k->exit_reported);
 }
 
-/* Under the lock: drop old tombstones, destroy exited kernels kept too long,
- * and copy the ids of the kernels to ask the runtime about (records may go
- * away meanwhile). */
-static int _sweep(kernels *ks, char (**ids)[80])
+/* Ids collected under the lock. */
+typedef struct id_list {
+    char (*ids)[80];
+    int n, cap;
+} id_list;
+
+static void _id_add(id_list *l, const char *id)
 {
-    int n = 0, cap = 0;
+    if (l->n == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 16;
+        l->ids = ts_realloc(l->ids, sizeof(*l->ids) * (size_t)l->cap);
+    }
+    ts_strlcpy(l->ids[l->n++], id, sizeof(l->ids[0]));
+}
+
+/* Under the lock: drop old tombstones (their ids into gone: a disk a
+ * restart kept for them, with no next generation, is removed), destroy
+ * exited kernels kept too long, and copy the ids of the kernels to ask the
+ * runtime about into look (records may go away meanwhile). */
+static void _sweep(kernels *ks, id_list *look, id_list *gone)
+{
     int64_t now = ts_now_wall_ms();
     for (krec **pp = &ks->all; *pp;) {
         krec *k = *pp;
@@ -29,6 +44,7 @@ static int _sweep(kernels *ks, char (**ids)[80])
         if (idle && strcmp(k->status, "terminated") == 0 &&
             now - k->terminated_at_ms > TOMBSTONE_TTL_MS) {
             *pp = k->next;
+            _id_add(gone, k->id);
             krec_unlink_meta(ks->meta_dir, k->id);
             krec_free(k);
             continue;
@@ -38,16 +54,9 @@ static int _sweep(kernels *ks, char (**ids)[80])
             TLOG_INFO("exited kernel not destroyed in time: destroying it", "kernel=%s", k->id);
             ktab_enqueue(ks, k, KTASK_DESTROY, "exited", ks->o.destroy_grace_ms);
         }
-        if (idle && _to_look_at(k)) {
-            if (n == cap) {
-                cap = cap ? cap * 2 : 16;
-                *ids = ts_realloc(*ids, sizeof(**ids) * (size_t)cap);
-            }
-            ts_strlcpy((*ids)[n++], k->id, sizeof((*ids)[0]));
-        }
+        if (idle && _to_look_at(k)) _id_add(look, k->id);
         pp = &k->next;
     }
-    return n;
 }
 
 /* The runtime says the kernel id ended (exited or gone). */
@@ -80,17 +89,20 @@ static void _ended(kernels *ks, const char *id, const kernel_status *st)
 
 static void _watch_once(kernels *ks)
 {
-    char(*ids)[80] = NULL;
+    id_list look = {0}, gone = {0};
     pthread_mutex_lock(&ks->mu);
-    int n = _sweep(ks, &ids);
+    _sweep(ks, &look, &gone);
     pthread_mutex_unlock(&ks->mu);
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < gone.n; i++)
+        runtime_discard_kept(ks->o.rt, gone.ids[i]);
+    for (int i = 0; i < look.n; i++) {
         kernel_status st;
         ts_err err = {{0}};
-        if (!runtime_status(ks->o.rt, ids[i], &st, &err)) continue;
-        if (st.state == KERNEL_EXITED || st.state == KERNEL_GONE) _ended(ks, ids[i], &st);
+        if (!runtime_status(ks->o.rt, look.ids[i], &st, &err)) continue;
+        if (st.state == KERNEL_EXITED || st.state == KERNEL_GONE) _ended(ks, look.ids[i], &st);
     }
-    free(ids);
+    free(look.ids);
+    free(gone.ids);
 }
 
 static void *_watcher(void *arg)

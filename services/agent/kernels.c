@@ -204,13 +204,17 @@ kbus_result kernels_destroy(kernels *ks, const Tessera__V1__DestroyKernel *cmd,
                            why);
         return KBUS_DONE;
     }
+    bool persist = k->restarting != cmd->restart;
+    k->restarting = cmd->restart; /* a restart's: /home/work is kept for the next generation */
     if (strcmp(k->status, "terminated") != 0 && strcmp(k->status, "terminating") != 0) {
         ts_strlcpy(k->status, "terminating", sizeof(k->status));
-        ktab_persist(ks, k);
+        persist = true;
     }
+    if (persist) ktab_persist(ks, k);
     ktab_enqueue(ks, k, KTASK_DESTROY, why, grace);
     pthread_mutex_unlock(&ks->mu);
-    TLOG_INFO("DestroyKernel accepted", "reason=\"%s\" grace_ms=%d", why, grace);
+    TLOG_INFO("DestroyKernel accepted", "reason=\"%s\" grace_ms=%d restart=%s", why, grace,
+              cmd->restart ? "true" : "false");
     return KBUS_DONE;
 }
 

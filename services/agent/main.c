@@ -15,7 +15,7 @@ static char *id, *resource_group, *state_dir, *runc_path, *cni_bin_dir, *cni_net
     *advertise_addr, *cuda_shim_path, *cuda_driver_libs, *nvml_library, *term_path, *userns;
 static int64_t log_cap, heartbeat_interval_ms, mock_gpus, mock_gpu_memory, max_parallel_pulls,
     pull_retries, pull_timeout_ms, mem, mem_reserve, shm, destroy_grace_ms, exited_retention_ms,
-    exec_timeout_ms, exec_output_cap, userns_base, userns_size;
+    exec_timeout_ms, exec_output_cap, userns_base, userns_size, rootfs_size;
 static char *cni_publish_addrs, *cni_publish_from, *cni_host_ports, *cni_deny, *cni_outbound;
 static double cpu;
 static bool destroy_on_stop, cuda_shim;
@@ -94,6 +94,10 @@ static const cfg_option agent_options[] = {
      "memory kept for the host when agent.mem is 0"},
     {"agent.shm", CFG_BYTES, &shm, "64m", 0, 1099511627776.0, NULL, false, NULL,
      "/dev/shm size of each kernel (counts against its memory limit)"},
+    {"agent.rootfs_size", CFG_BYTES, &rootfs_size, "32g", 0, 1125899906842624.0, NULL, false, NULL,
+     "the most a kernel may write on this node (root file system changes and /home/work) when "
+     "its owner's policy sets no max_rootfs_size; 0: no limit. Enforced with a file system of "
+     "that size per kernel (a sparse file, ext4, on a loop device)"},
     {"agent.destroy_grace", CFG_DURATION, &destroy_grace_ms, "2s", 0, 600000, NULL, false, NULL,
      "SIGTERM to SIGKILL grace of DestroyKernel when the command gives none"},
     {"agent.destroy_on_stop", CFG_BOOL, &destroy_on_stop, "false", 0, 0, NULL, false, NULL,
@@ -151,6 +155,7 @@ static bool agent_routes(svc *s, ts_err *err)
         .mem = mem,
         .mem_reserve = mem_reserve,
         .shm = shm,
+        .rootfs_size = rootfs_size,
         .destroy_grace_ms = destroy_grace_ms,
         .exited_retention_ms = exited_retention_ms,
         .destroy_on_stop = destroy_on_stop,

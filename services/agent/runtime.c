@@ -18,6 +18,7 @@
 #include "libcommon/proc.h"
 #include "services/agent/cgroups.h"
 #include "services/agent/logs.h"
+#include "services/agent/runtime_disk.h"
 #include "services/agent/runtime_state.h"
 
 /* ---- runtime ------------------------------------------------------------------ */
@@ -55,6 +56,7 @@ runtime *runtime_new(const runtime_opts *opts, ts_err *err)
                          .portmap = rt->cni_portmap,
                          .bridge = rt->cni_bridge};
     cg_io_accounting(); /* cgroup v1: block I/O counts for runtime_usage */
+    rdisk_setup(rt);
     bool ok = true;
     if (!rt->sup_path || access(rt->sup_path, X_OK) != 0) {
         ts_err_set(err,
@@ -121,6 +123,7 @@ void runtime_free(runtime *rt)
     free(rt->cni_bridge);
     free(rt->cni_bridge_legacy);
     free(rt->sup_path);
+    free(rt->mkfs);
     free(rt);
 }
 
@@ -276,7 +279,18 @@ bool runtime_exec(runtime *rt, const char *id, const char *const *argv, const ch
 
 char *runtime_home_dir(runtime *rt, const char *id)
 {
-    return rts_kpath(rt, id, "home");
+    return rdisk_home(rt, id);
+}
+
+bool runtime_disk_limits(runtime *rt, char *why, size_t why_size)
+{
+    snprintf(why, why_size, "%s", rt->disk_why);
+    return rt->disk_images;
+}
+
+void runtime_discard_kept(runtime *rt, const char *id)
+{
+    if (rts_valid_id(id)) rdisk_discard_kept(rt, id);
 }
 
 char *runtime_logs(runtime *rt, const char *id, size_t max, size_t *len, ts_err *err)

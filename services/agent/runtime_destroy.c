@@ -12,6 +12,7 @@
 #include "libcommon/proc.h"
 #include "services/agent/cgroups.h"
 #include "services/agent/overlay.h"
+#include "services/agent/runtime_disk.h"
 #include "services/agent/runtime_state.h"
 
 /* What a teardown failed to do: every step runs; the first failure is the
@@ -26,6 +27,7 @@ typedef struct teardown {
     char first[512];
     kernel_usage *last; /* NULL: not wanted */
     bool *have_last;
+    bool keep_home; /* a restart: the disk stays for the next generation */
 } teardown;
 
 static void _note(teardown *t, const char *fmt, ...) TS_PRINTF(2, 3);
@@ -131,8 +133,8 @@ static void _network(teardown *t)
 }
 
 /* 4.-6. Staged vfolder mounts (when a failed start left them), the rootfs,
- * cgroups runc did not remove (runc delete failed, or never ran), host
- * ports, the kernel dir: never while anything is mounted below it (a staged
+ * then the disk's file system (runtime_disk.h), cgroups runc did not remove (runc delete failed, or
+ * never ran), host ports, the kernel dir: never while anything is mounted below it (a staged
  * vfolder is a bind mount of the same file system, which nftw's FTW_MOUNT
  * would not stop at). */
 static void _files(teardown *t)
@@ -145,25 +147,36 @@ static void _files(teardown *t)
     if (!overlay_unmount(rootfs, &e)) _note(t, "%s", e.msg);
     bool still_mounted = overlay_is_mounted(rootfs);
     free(rootfs);
+    char *kdir = rts_kdir(t->rt, t->id);
+    /* the disk's file system, after the overlay whose upper dir it holds */
+    if (!still_mounted && !rdisk_unmount(kdir, &e)) _note(t, "%s", e.msg);
     if (!cg_remove(t->rel))
         _note(t, "cgroup %s: could not remove every hierarchy's directory", t->rel);
     (void)ports_release_kernel(t->rt->ports, t->id);
-    char *kdir = rts_kdir(t->rt, t->id);
     struct stat sb;
     if (!still_mounted && !rts_mounted_below(kdir)) {
-        rts_rm_tree(kdir);
-        if (stat(kdir, &sb) == 0) _note(t, "%s: could not remove", kdir);
+        if (t->keep_home && stat(kdir, &sb) == 0 && !rdisk_keep(t->rt, t->id, kdir, &e))
+            _note(t, "%s", e.msg); /* nothing removed: a destroy again may keep it */
+        else
+            rts_rm_tree(kdir);
+        if (stat(kdir, &sb) == 0 && t->ok) _note(t, "%s: could not remove", kdir);
     } else if (!still_mounted) {
         _note(t, "%s: kept, something is still mounted below it", kdir);
     }
+    if (!t->keep_home) rdisk_discard_kept(t->rt, t->id);
     free(kdir);
 }
 
-static bool _teardown(runtime *rt, const char *id, int grace_ms, kernel_usage *last,
-                      bool *have_last, ts_err *err)
+static bool _teardown(runtime *rt, const char *id, const destroy_opts *o, ts_err *err)
 {
-    teardown t = {.rt = rt, .id = id, .ok = true, .last = last, .have_last = have_last};
-    if (have_last) *have_last = false;
+    teardown t = {.rt = rt,
+                  .id = id,
+                  .ok = true,
+                  .last = o->last,
+                  .have_last = o->have_last,
+                  .keep_home = o->keep_home};
+    if (t.have_last) *t.have_last = false;
+    int grace_ms = o->grace_ms;
     t.have = rts_state_load(rt, id, &t.st);
     rts_cg_rel(id, t.rel, sizeof(t.rel));
     rts_cg_hint(id, t.hint, sizeof(t.hint));
@@ -190,15 +203,15 @@ static bool _teardown(runtime *rt, const char *id, int grace_ms, kernel_usage *l
 
 bool runtime_teardown(runtime *rt, const char *id, int grace_ms, ts_err *err)
 {
-    return _teardown(rt, id, grace_ms, NULL, NULL, err);
+    destroy_opts o = {.grace_ms = grace_ms};
+    return _teardown(rt, id, &o, err);
 }
 
-bool runtime_destroy_sampled(runtime *rt, const char *id, int grace_ms, kernel_usage *last,
-                             bool *have_last, ts_err *err)
+bool runtime_destroy_with(runtime *rt, const char *id, const destroy_opts *o, ts_err *err)
 {
-    if (have_last) *have_last = false;
+    if (o->have_last) *o->have_last = false;
     if (!rts_check_id(id, err)) return false;
-    if (!_teardown(rt, id, grace_ms, last, have_last, err)) {
+    if (!_teardown(rt, id, o, err)) {
         ts_err_prefix(err, "destroy kernel %s", id);
         return false;
     }
@@ -207,5 +220,6 @@ bool runtime_destroy_sampled(runtime *rt, const char *id, int grace_ms, kernel_u
 
 bool runtime_destroy(runtime *rt, const char *id, int grace_ms, ts_err *err)
 {
-    return runtime_destroy_sampled(rt, id, grace_ms, NULL, NULL, err);
+    destroy_opts o = {.grace_ms = grace_ms};
+    return runtime_destroy_with(rt, id, &o, err);
 }

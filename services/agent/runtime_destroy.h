@@ -11,7 +11,9 @@
  *   4. vfolder mounts staged for runc, the overlay rootfs;
  *   5. cgroups runc did not remove;
  *   6. host ports, and the kernel dir (never while anything is mounted below
- *      it).
+ *      it); a restart's destroy keeps the kernel's disk, with its /home/work,
+ *      for the next generation (runtime_disk.h), any other removes a kept
+ *      one too.
  * No leftovers: mounts, cgroups, netns, processes, host ports. Idempotent. */
 #ifndef AGENT_RUNTIME_DESTROY_H
 #define AGENT_RUNTIME_DESTROY_H
@@ -22,11 +24,21 @@
  * first step that failed) when something is left. */
 bool runtime_destroy(runtime *rt, const char *kernel_id, int grace_ms, ts_err *err) TS_MUST_CHECK;
 
-/* runtime_destroy that also reads the kernel's usage (runtime_usage) after the
- * grace period, just before runc removes its cgroups: *have_last tells
- * whether *last was read (the final sample of the kernel, usage.h). */
-bool runtime_destroy_sampled(runtime *rt, const char *kernel_id, int grace_ms, kernel_usage *last,
-                             bool *have_last, ts_err *err) TS_MUST_CHECK;
+typedef struct destroy_opts {
+    int grace_ms; /* SIGTERM to SIGKILL */
+    /* a restart: the kernel's disk (its /home/work) is kept for the next
+     * generation's start (runtime_disk.h) */
+    bool keep_home;
+    /* not NULL: the kernel's usage (runtime_usage) read after the grace
+     * period, just before runc removes its cgroups; *have_last tells whether
+     * *last was read (the final sample of the kernel, usage.h) */
+    kernel_usage *last;
+    bool *have_last;
+} destroy_opts;
+
+/* runtime_destroy with those options. */
+bool runtime_destroy_with(runtime *rt, const char *kernel_id, const destroy_opts *o,
+                          ts_err *err) TS_MUST_CHECK;
 
 /* The same without checking the id or naming the kernel in err (a start that
  * failed half-way cleans up with it). */

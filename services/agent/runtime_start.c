@@ -14,6 +14,7 @@
 #include "services/agent/bundle.h"
 #include "services/agent/overlay.h"
 #include "services/agent/runtime_destroy.h"
+#include "services/agent/runtime_disk.h"
 #include "services/agent/runtime_state.h"
 #include "services/agent/sup_spawn.h"
 
@@ -24,13 +25,13 @@
 static bool _share_kernel_dirs(runtime *rt, const char *kdir, ts_err *err)
 {
     if (!rt->userns) return true;
-    static const char *const shared[] = {"", "/bundle", "/etc"};
+    static const char *const shared[] = {"", "/bundle", "/" RDISK_DIR "/etc"};
     char path[700];
     for (size_t i = 0; i < TS_ARRAY_LEN(shared); i++) {
         snprintf(path, sizeof(path), "%s%s", kdir, shared[i]);
         if (!userns_share_dir(rt->userns, path, err)) return false;
     }
-    snprintf(path, sizeof(path), "%s/upper", kdir);
+    snprintf(path, sizeof(path), "%s/" RDISK_DIR "/upper", kdir);
     return userns_own(rt->userns, path, 0, 0, 0755, err);
 }
 
@@ -188,6 +189,7 @@ typedef struct start {
     kstate st;
     char rel[128], netns[256];
     char rootfs[600], etc[600], home[600];
+    bool kept_disk; /* the disk (and /home/work) of the previous generation */
     cni_job job;
     bool job_started;
     char **stage_paths; /* vfolders staged for runc (userns), or NULL */
@@ -222,22 +224,20 @@ static bool _save(start *s, ts_err *err)
     return false;
 }
 
-/* The kernel dir's subdirs (shared with the containers' root), the host
- * ports, and state.json: recorded before anything outside the kernel dir
- * exists, so that a crash from here on leaves something destroy can find. */
+/* The kernel dir's subdirs, the host ports, and state.json: recorded before
+ * anything outside the kernel dir exists, so that a crash from here on
+ * leaves something destroy can find. */
 static bool _prepare(start *s, ts_err *err)
 {
-    static const char *const sub[] = {"bundle", "bundle/rootfs", "upper", "work",
-                                      "home",   "etc",           "logs",  "empty"};
+    static const char *const sub[] = {"bundle", "bundle/rootfs", "logs", "empty"};
     char path[1024];
     for (size_t i = 0; i < TS_ARRAY_LEN(sub); i++) {
         snprintf(path, sizeof(path), "%s/%s", s->kdir, sub[i]);
-        if (mkdir(path, i == 2 || i == 4 ? 0755 : 0750) < 0) {
+        if (mkdir(path, 0750) < 0) {
             ts_err_set(err, "mkdir %s: %s", path, strerror(errno));
             return false;
         }
     }
-    if (!_share_kernel_dirs(s->rt, s->kdir, err)) return false;
     int n = s->spec->n_service_ports;
     int hp[16];
     if (n > 0) {
@@ -275,20 +275,28 @@ static bool _network_begin(start *s, ts_err *err)
     return true;
 }
 
-/* The rootfs, /etc files, /home/work (it belongs to the user the kernel runs
- * as), staged vfolders and config.json. */
+/* The kernel's disk (runtime_disk.h: kept from the previous generation
+ * after a restart; with a size, made and mounted while CNI runs), the way
+ * to it shared with the containers' root, the rootfs, /etc files,
+ * /home/work (it belongs to the user the kernel runs as), staged vfolders
+ * and config.json. */
 static bool _files(start *s, ts_err *err)
 {
     runtime *rt = s->rt;
     const kernel_spec *spec = s->spec;
-    char upper[600], work[600], empty[600], bundle[600];
-    snprintf(upper, sizeof(upper), "%s/upper", s->kdir);
-    snprintf(work, sizeof(work), "%s/work", s->kdir);
-    snprintf(empty, sizeof(empty), "%s/empty", s->kdir);
-    snprintf(bundle, sizeof(bundle), "%s/bundle", s->kdir);
-    if (!overlay_mount(s->rootfs, spec->image->layer_dirs, spec->image->n_layers, upper, work,
-                       empty, err))
+    if (!rdisk_prepare(rt, s->id, s->kdir, spec->disk_bytes, &s->kept_disk, err) ||
+        !_share_kernel_dirs(rt, s->kdir, err))
         return false;
+    char bundle[600];
+    snprintf(bundle, sizeof(bundle), "%s/bundle", s->kdir);
+    overlay_spec ov = {.target = s->rootfs,
+                       .base = s->kdir,
+                       .layers = spec->image->layer_dirs,
+                       .n_layers = spec->image->n_layers,
+                       .upper = RDISK_DIR "/upper",
+                       .work = RDISK_DIR "/work",
+                       .empty = "empty"};
+    if (!overlay_mount(&ov, err)) return false;
     if (!_write_etc(s->etc, s->hostname, err) || !_own_etc(rt, s->etc, err)) return false;
     uid_t uid = 0;
     gid_t gid = 0;
@@ -299,6 +307,14 @@ static bool _files(start *s, ts_err *err)
     kernel_spec staged;
     bind_mount *staged_mounts = NULL;
     bool ok = _stage_mounts(rt, s->kdir, spec, &staged, &staged_mounts, &s->stage_paths, err);
+    /* on a sized disk, tessera-term is bound from a copy there: the
+     * container's mountinfo then shows no host path for it either */
+    char *term = NULL;
+    if (ok && spec->term_path && rdisk_sized(s->kdir)) {
+        term = rdisk_stage_file(s->kdir, spec->term_path, "tessera-term", err);
+        ok = term != NULL;
+        staged.term_path = term;
+    }
     if (ok) {
         char cgp[160];
         snprintf(cgp, sizeof(cgp), "/%s", s->rel);
@@ -312,6 +328,7 @@ static bool _files(start *s, ts_err *err)
                             .userns_path = s->userns_path};
         ok = bundle_write(bundle, &bp, err);
     }
+    free(term);
     free(staged_mounts);
     return ok;
 }
@@ -392,8 +409,8 @@ bool runtime_start(runtime *rt, const kernel_spec *spec, kernel_status *out, ts_
     s.userns_path = rts_kpath(rt, id, "userns");
     s.hostname = spec->hostname && *spec->hostname ? spec->hostname : id;
     snprintf(s.rootfs, sizeof(s.rootfs), "%s/bundle/rootfs", s.kdir);
-    snprintf(s.etc, sizeof(s.etc), "%s/etc", s.kdir);
-    snprintf(s.home, sizeof(s.home), "%s/home", s.kdir);
+    snprintf(s.etc, sizeof(s.etc), "%s/" RDISK_DIR "/etc", s.kdir);
+    snprintf(s.home, sizeof(s.home), "%s/" RDISK_DIR "/home", s.kdir);
     bool ok = _start(&s, err);
     int64_t t_end = ts_now_mono_us();
     free(s.userns_path);
@@ -408,10 +425,11 @@ bool runtime_start(runtime *rt, const kernel_spec *spec, kernel_status *out, ts_
         return false;
     }
     TLOG_DEBUG("kernel started",
-               "ip=%s prepare_us=%lld netns_us=%lld fs_us=%lld net_wait_us=%lld "
+               "kept_disk=%s ip=%s prepare_us=%lld netns_us=%lld fs_us=%lld net_wait_us=%lld "
                "run_us=%lld total_us=%lld",
-               s.st.ip, (long long)(s.t_net - s.t0), (long long)(s.t_fs - s.t_net),
-               (long long)(s.t_run - s.t_fs), (long long)(s.t_created - s.t_run),
-               (long long)(t_end - s.t_created), (long long)(t_end - s.t0));
+               s.kept_disk ? "true" : "false", s.st.ip, (long long)(s.t_net - s.t0),
+               (long long)(s.t_fs - s.t_net), (long long)(s.t_run - s.t_fs),
+               (long long)(s.t_created - s.t_run), (long long)(t_end - s.t_created),
+               (long long)(t_end - s.t0));
     return runtime_status(rt, id, out, err);
 }

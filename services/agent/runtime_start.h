@@ -4,7 +4,8 @@
  * anything outside the kernel dir exists (a crash from there on leaves
  * something destroy can find). Then the network (the netns, or the kernel's
  * user namespace with its netns, and CNI ADD) is set up in a thread while
- * the overlay rootfs is mounted, /etc/{hosts,hostname,resolv.conf} and
+ * the kernel's disk is made or taken back (runtime_disk.h), the overlay
+ * rootfs is mounted, /etc/{hosts,hostname,resolv.conf} and
  * /home/work made, vfolders the containers' root cannot reach staged
  * (userns.h) and config.json written (bundle.h); once both are done, the
  * kernel's supervisor runs `runc run --detach` (sup_spawn.h), so the

@@ -27,6 +27,11 @@ struct runtime {
     cni_conf cni;
     userns_map userns_copy;
     const userns_map *userns; /* &userns_copy, or NULL: no user namespace */
+    /* size-limited disks (runtime_disk.h): mkfs.ext4 found and loop devices
+     * usable; otherwise disk_why says why not */
+    char *mkfs;
+    bool disk_images;
+    char disk_why[256];
 };
 
 /* ---- files ---- */

@@ -48,7 +48,7 @@ int usage_publish(usage_tracker *u, runtime *rt, kbus *bus, const char *agent_id
  * (a view taken before it was terminating included), only usage_final. */
 void usage_track(usage_tracker *u, runtime *rt, const usage_kernel *k);
 
-/* Its final sample from last (runtime_destroy_sampled), the difference since
+/* Its final sample from last (runtime_destroy_with), the difference since
  * what was reported; later samples of that generation are not published.
  * false when it was not published (nothing new, or the bus refused). */
 bool usage_final(usage_tracker *u, kbus *bus, const char *agent_id, const usage_kernel *k,

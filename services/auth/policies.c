@@ -12,8 +12,8 @@
 
 /* The parameters of a kind's update_sql, from a create or patch body. */
 typedef struct policy_params {
-    const char *v[9];
-    char ints[6][24];
+    const char *v[10];
+    char ints[7][24];
     char *slots, *hosts;
 } policy_params;
 
@@ -35,7 +35,7 @@ struct policy_kind {
 #define KP_COLS                                                                                    \
     "name, total_resource_slots, max_concurrent_sessions, max_containers_per_session,"             \
     " max_pending_session_count, max_session_lifetime, idle_timeout, allowed_vfolder_hosts,"       \
-    " created_at"
+    " max_rootfs_size, created_at"
 #define UP_COLS "name, max_vfolder_count, max_quota_scope_size, created_at"
 #define NAME_FILTER " WHERE ($1::text IS NULL OR starts_with(name, $1))"
 
@@ -80,8 +80,12 @@ static bool int_param(json_t *body, const char *key, long long min, long long ma
     return true;
 }
 
+/* The smallest max_rootfs_size but 0 (the agent's RDISK_MIN_BYTES). */
+#define MIN_ROOTFS_SIZE (16LL << 20)
+
 /* $2 slots, $3..$4 and $6..$8 the limits, $5 whether $6 (which may be NULL:
- * no limit) replaces max_pending_session_count, $9 vfolder hosts. */
+ * no limit) replaces max_pending_session_count, $9 vfolder hosts, $10
+ * max_rootfs_size. */
 static bool keypair_params(json_t *body, bool create, policy_params *p, http_resp *resp)
 {
     static const char *const create_keys[] = {"name",
@@ -92,6 +96,7 @@ static bool keypair_params(json_t *body, bool create, policy_params *p, http_res
                                               "max_session_lifetime",
                                               "idle_timeout",
                                               "allowed_vfolder_hosts",
+                                              "max_rootfs_size",
                                               NULL};
     if (!db_only_keys(body, create ? create_keys : create_keys + 1, resp)) return false;
     if (!limits_field_slots(body, "total_resource_slots", &p->slots, resp) ||
@@ -100,8 +105,16 @@ static bool keypair_params(json_t *body, bool create, policy_params *p, http_res
         !int_param(body, "max_containers_per_session", 1, 1000000, p->ints[1], &p->v[3], resp) ||
         !int_param(body, "max_pending_session_count", 0, 1000000, p->ints[2], &p->v[5], resp) ||
         !int_param(body, "max_session_lifetime", 0, INT32_MAX, p->ints[3], &p->v[6], resp) ||
-        !int_param(body, "idle_timeout", 0, INT32_MAX, p->ints[4], &p->v[7], resp))
+        !int_param(body, "idle_timeout", 0, INT32_MAX, p->ints[4], &p->v[7], resp) ||
+        !int_param(body, "max_rootfs_size", 0, INT64_MAX, p->ints[5], &p->v[9], resp))
         return false;
+    if (p->v[9] && atoll(p->v[9]) > 0 && atoll(p->v[9]) < MIN_ROOTFS_SIZE) {
+        http_problem(resp, 400, "invalid-api-params", NULL,
+                     "\"max_rootfs_size\" must be 0 (the agent's own limit) or at least %lld "
+                     "bytes (16 MiB)",
+                     MIN_ROOTFS_SIZE);
+        return false;
+    }
     /* max_pending_session_count: present (even as null = no limit) replaces. */
     p->v[4] = json_object_get(body, "max_pending_session_count") ? "true" : "false";
     p->v[1] = p->slots;
@@ -143,9 +156,10 @@ static policy_kind keypair_kind = {
                   "   ELSE max_pending_session_count END,"
                   " max_session_lifetime = COALESCE($7::int, max_session_lifetime),"
                   " idle_timeout = COALESCE($8::int, idle_timeout),"
-                  " allowed_vfolder_hosts = COALESCE($9::jsonb, allowed_vfolder_hosts)"
+                  " allowed_vfolder_hosts = COALESCE($9::jsonb, allowed_vfolder_hosts),"
+                  " max_rootfs_size = COALESCE($10::bigint, max_rootfs_size)"
                   " WHERE name = $1 RETURNING " KP_COLS,
-    .n_params = 9,
+    .n_params = 10,
     .params = keypair_params,
 };
 static policy_kind user_kind = FOLDER_KIND("user", "users");

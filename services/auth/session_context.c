@@ -13,7 +13,8 @@ static const char key_sql[] =
     " u.id::text AS id, u.email, u.username, u.role, u.status, u.domain_name,"
     " p.name AS policy, p.total_resource_slots AS kp_slots, p.max_concurrent_sessions,"
     " p.max_containers_per_session, p.max_pending_session_count, p.max_session_lifetime,"
-    " p.idle_timeout, d.is_active AS domain_active, d.total_resource_slots AS domain_slots,"
+    " p.idle_timeout, p.max_rootfs_size, d.is_active AS domain_active, d.total_resource_slots AS "
+    "domain_slots,"
     " p.allowed_vfolder_hosts AS kp_vfolder_hosts, d.allowed_vfolder_hosts AS domain_vfolder_hosts,"
     " up.name AS user_policy, up.max_vfolder_count, up.max_quota_scope_size,"
     " COALESCE(kc.bootstrap_script, '') AS bootstrap_script,"
@@ -146,11 +147,12 @@ static void h_context(http_req *req, http_resp *resp, void *ctx)
         json_pack("{s:o, s:o, s:o}", "name", col(k, "domain_name"), "is_active",
                   col(k, "domain_active"), "total_resource_slots", col(k, "domain_slots"));
     json_t *policy = json_pack(
-        "{s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "name", col(k, "policy"), "total_resource_slots",
-        col(k, "kp_slots"), "max_concurrent_sessions", col(k, "max_concurrent_sessions"),
-        "max_containers_per_session", col(k, "max_containers_per_session"),
-        "max_pending_session_count", col(k, "max_pending_session_count"), "max_session_lifetime",
-        col(k, "max_session_lifetime"), "idle_timeout", col(k, "idle_timeout"));
+        "{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "name", col(k, "policy"),
+        "total_resource_slots", col(k, "kp_slots"), "max_concurrent_sessions",
+        col(k, "max_concurrent_sessions"), "max_containers_per_session",
+        col(k, "max_containers_per_session"), "max_pending_session_count",
+        col(k, "max_pending_session_count"), "max_session_lifetime", col(k, "max_session_lifetime"),
+        "idle_timeout", col(k, "idle_timeout"), "max_rootfs_size", col(k, "max_rootfs_size"));
     json_t *user_policy = json_pack("{s:o, s:o, s:o}", "name", col(k, "user_policy"),
                                     "max_vfolder_count", col(k, "max_vfolder_count"),
                                     "max_quota_scope_size", col(k, "max_quota_scope_size"));

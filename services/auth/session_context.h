@@ -8,7 +8,7 @@
  *    "project": {"id", "name", "is_active", "is_member", "total_resource_slots"} | null,
  *    "keypair_policy": {"name", "total_resource_slots", "max_concurrent_sessions",
  *                       "max_containers_per_session", "max_pending_session_count",
- *                       "max_session_lifetime", "idle_timeout"},
+ *                       "max_session_lifetime", "idle_timeout", "max_rootfs_size"},
  *    "user_total_resource_slots": {},
  *    "allowed_resource_groups": ["default", ...],
  *    "user_policy": {"name", "max_vfolder_count", "max_quota_scope_size"},

@@ -172,6 +172,10 @@ static const admin_field kp_policy_fields[] = {
     {"max-pending-session-count", "max_pending_session_count", AT_INT, CU, "N",
      "sessions waiting at once", NULL},
     {"max-session-lifetime", "max_session_lifetime", AT_INT, CU, "SECONDS", "0: no limit", NULL},
+    {"max-rootfs-size", "max_rootfs_size", AT_SIZE, CU, "SIZE",
+     "what each container may write on its node (root file system and /home/work); 0: the "
+     "agent's agent.rootfs_size",
+     NULL},
     {"idle-timeout", "idle_timeout", AT_INT, CU, "SECONDS", "0: never", NULL},
     {"vfolder-hosts", "allowed_vfolder_hosts", AT_HOSTS, CU, "HOSTS", HOSTS_HELP, NULL},
     END,
@@ -301,6 +305,7 @@ static const out_column kp_policy_cols[] = {
     {"CONTAINERS", "max_containers_per_session", OUT_TEXT},
     {"PENDING", "max_pending_session_count", OUT_TEXT},
     {"LIFETIME", "max_session_lifetime", OUT_TEXT},
+    {"ROOTFS SIZE", "max_rootfs_size", OUT_TEXT},
     {"IDLE TIMEOUT", "idle_timeout", OUT_TEXT},
     END,
 };

@@ -501,6 +501,7 @@ static const field_map KP_POLICY_IN[] = {
     {"max_quota_scope_size", IGNORED},
     {"max_pending_session_count", "max_pending_session_count"},
     {"max_pending_session_resource_slots", IGNORED},
+    {"max_rootfs_size", "max_rootfs_size"}, /* Tessera's: bytes a container may write */
     {NULL, NULL}};
 
 static const field_map USER_POLICY_IN[] = {{"max_vfolder_count", "max_vfolder_count"},

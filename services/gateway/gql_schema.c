@@ -273,14 +273,14 @@ const gql_object gql_t_scaling_group = {
 
 const gql_object gql_t_keypair_policy = {
     "KeyPairResourcePolicy",
-    (const gql_field_def[]){GQL_F("name"), GQL_F("created_at"), GQL_F("default_for_unspecified"),
-                            GQL_J("total_resource_slots"), GQL_F("max_session_lifetime"),
-                            GQL_F("max_concurrent_sessions"), GQL_F("max_containers_per_session"),
-                            GQL_F("idle_timeout"), GQL_J("allowed_vfolder_hosts"),
-                            GQL_F("max_vfolder_count"), GQL_F("max_vfolder_size"),
-                            GQL_F("max_quota_scope_size"), GQL_F("max_concurrent_sftp_sessions"),
-                            GQL_F("max_pending_session_count"),
-                            GQL_J("max_pending_session_resource_slots"), GQL_FIELDS_END}};
+    (const gql_field_def[]){
+        GQL_F("name"), GQL_F("created_at"), GQL_F("default_for_unspecified"),
+        GQL_J("total_resource_slots"), GQL_F("max_session_lifetime"),
+        GQL_F("max_concurrent_sessions"), GQL_F("max_containers_per_session"),
+        GQL_F("idle_timeout"), GQL_J("allowed_vfolder_hosts"), GQL_F("max_vfolder_count"),
+        GQL_F("max_vfolder_size"), GQL_F("max_quota_scope_size"),
+        GQL_F("max_concurrent_sftp_sessions"), GQL_F("max_pending_session_count"),
+        GQL_J("max_pending_session_resource_slots"), GQL_F("max_rootfs_size"), GQL_FIELDS_END}};
 
 const gql_object gql_t_user_policy = {
     "UserResourcePolicy",

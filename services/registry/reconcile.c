@@ -224,6 +224,7 @@ static void resend(const krow *k, const char *agent_id, bool create)
                 m.kernel_id = (char *)k->id;
                 m.reason = "reconcile: destroy again";
                 m.force = true;
+                m.restart = strcmp(k->status, "RESTARTING") == 0; /* keeps /home/work */
                 m.generation = atoi(PQgetvalue(r, 0, 0));
                 ob_agent_cmd(&ob, agent_id, k->id, &m.base);
             }

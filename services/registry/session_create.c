@@ -268,11 +268,11 @@ static const char insert_sql[] =
     " domain_name, type, image, architecture, resource_group, status, status_info, starts_at,"
     " priority, cluster_size, cluster_mode, requested_slots, resource_opts, mounts, environ,"
     " startup_command, bootstrap_script, idle_timeout, limits, preopen_ports, home_files,"
-    " max_lifetime)"
+    " max_lifetime, rootfs_size)"
     " VALUES ($1::uuid, $2, $3, $4::uuid, $5::uuid, $6, $7, $8, $9, $10, $11, 'PENDING',"
     " 'waiting to be scheduled', to_timestamp($12::bigint / 1000.0), $13::int, $14::int, $15,"
     " $16::jsonb, $17::jsonb, $18::jsonb, $19::jsonb, $20, $21, $22::int, $23::jsonb, $24::jsonb,"
-    " $25::jsonb, $26::int)";
+    " $25::jsonb, $26::int, $27::bigint)";
 
 /* starts_at -> Unix ms (NULL text when none): ISO-8601 (through PostgreSQL) or a delay. */
 static bool starts_at_ms(PGconn *conn, const create_req *cr, char *out, size_t size, bool *given,
@@ -442,7 +442,7 @@ void session_create_reply(svc *s, http_req *req, http_resp *resp, json_t *body)
     json_decref(ropts);
     json_decref(limits);
     json_t *project = json_object_get(owner, "project");
-    char prio[16], size[16], idle[16], lifetime[16];
+    char prio[16], size[16], idle[16], lifetime[16], rootfs[24];
     snprintf(prio, sizeof(prio), "%d", cr.priority);
     snprintf(size, sizeof(size), "%d", cr.cluster_size);
     snprintf(idle, sizeof(idle), "%lld",
@@ -451,6 +451,10 @@ void session_create_reply(svc *s, http_req *req, http_resp *resp, json_t *body)
     json_int_t max_life = json_integer_value(
         json_object_get(json_object_get(owner, "keypair_policy"), "max_session_lifetime"));
     snprintf(lifetime, sizeof(lifetime), "%lld", (long long)(max_life > 0 ? max_life : 0));
+    /* the kernels' disk size (CreateKernel.rootfs_size; 0: the agent's own) */
+    json_int_t max_rootfs = json_integer_value(
+        json_object_get(json_object_get(owner, "keypair_policy"), "max_rootfs_size"));
+    snprintf(rootfs, sizeof(rootfs), "%lld", (long long)(max_rootfs > 0 ? max_rootfs : 0));
     const char *ip[] = {sid,
                         cr.name,
                         owner_ak,
@@ -476,10 +480,11 @@ void session_create_reply(svc *s, http_req *req, http_resp *resp, json_t *body)
                         lt,
                         pt,
                         hf,
-                        lifetime};
+                        lifetime,
+                        rootfs};
     bool ok = pgjson_begin(conn, resp);
     if (ok) {
-        PGresult *ir = pg_exec_cached(conn, insert_sql, 26, ip);
+        PGresult *ir = pg_exec_cached(conn, insert_sql, 27, ip);
         ok = PQresultStatus(ir) == PGRES_COMMAND_OK;
         if (!ok && strcmp(pgjson_sqlstate(ir), "23505") == 0) {
             pg_rollback(conn);

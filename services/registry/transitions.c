@@ -182,6 +182,8 @@ bool tr_destroy_kernels(PGconn *conn, outbox *ob, const sess *s, const char *rea
         m.reason = (char *)(reason ? reason : "");
         m.force = force;
         m.generation = atoi(PQgetvalue(r, i, 2));
+        /* a restart: the agent keeps the kernel's /home/work for the next generation */
+        m.restart = kernel_status && strcmp(kernel_status, "RESTARTING") == 0;
         ob_agent_cmd(ob, PQgetvalue(r, i, 1), m.kernel_id, &m.base);
     }
     PQclear(r);
@@ -277,7 +279,7 @@ bool tr_finish(PGconn *conn, outbox *ob, sess *s, ts_err *err)
     " k.generation, s.preopen_ports::text, s.id::text, s.home_files::text,"                        \
     " coalesce(i.label_overrides::text, '{}'),"                                                    \
     " coalesce((SELECT c.url LIKE 'http://%' FROM registry.container_registries c"                 \
-    "   WHERE c.hostname = split_part(s.image, '/', 1)), false)"                                   \
+    "   WHERE c.hostname = split_part(s.image, '/', 1)), false), s.rootfs_size"                    \
     " FROM registry.kernels k JOIN registry.sessions s ON s.id = k.session_id"                     \
     " LEFT JOIN registry.images i ON i.reference = s.image"
 #define KERNELS_COL_SESSION 25
@@ -433,6 +435,7 @@ static void create_kernel_cmd(outbox *ob, PGresult *r, int i)
     m.home_files = home_files_pb(&a, PQgetvalue(r, i, 26), &m.n_home_files);
     m.image_label_overrides = labels_of(&a, PQgetvalue(r, i, 27), &m.n_image_label_overrides);
     m.image_plain_http = PQgetvalue(r, i, 28)[0] == 't';
+    m.rootfs_size = strtoll(PQgetvalue(r, i, 29), NULL, 10);
     ob_agent_cmd(ob, m.agent_id, m.kernel_id, &m.base);
     json_decref(slots);
     json_decref(devs);

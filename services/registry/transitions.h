@@ -62,7 +62,9 @@ bool tr_end(PGconn *conn, outbox *ob, sess *s, const char *final, const char *re
             const char *requested_by, ts_err *err) TS_MUST_CHECK;
 
 /* DestroyKernel to the agent of every placed kernel of the session that has not
- * ended (kernel_status: what those kernels become, NULL = unchanged). */
+ * ended (kernel_status: what those kernels become, NULL = unchanged;
+ * "RESTARTING" marks the commands as a restart's, DestroyKernel.restart, so
+ * the agents keep the kernels' /home/work for the next generation). */
 bool tr_destroy_kernels(PGconn *conn, outbox *ob, const sess *s, const char *reason, bool force,
                         const char *kernel_status, ts_err *err) TS_MUST_CHECK;
 

@@ -286,7 +286,7 @@ def test_interactive_kernel_execute_heartbeat_destroy(agent):
     n = len(bus.find("KernelTerminated", lambda p: p["kernel_id"] == kid))
     bus.publish(agent["id"], "DestroyKernel", {"session_id": "s-" + kid, "kernel_id": kid})
     wait_until(lambda: len(bus.find("KernelTerminated", lambda p: p["kernel_id"] == kid)) > n)
-    r = api(agent, "POST", f"/v1/kernels/{kid}/execute", json={"code": "true"}, timeout=10)
+    r = api(agent, "POST", f"/v1/kernels/{kid}/execute", json={"mode": "query", "code": "true"}, timeout=10)
     assert r.status_code == 409
 
 
@@ -443,7 +443,7 @@ def test_generations_create_a_kernel_again_and_ignore_replays(agent):
     started = bus.wait("KernelStarted", lambda p: p["kernel_id"] == kid and kid_gen(p) == 1,
                        timeout=60, since=since)
     assert started["container_id"] == kid
-    assert stdout_of(execute(agent, kid, code="echo again")) == "again\n"
+    assert stdout_of(execute(agent, kid, mode="query", code="echo again")) == "again\n"
     # replays of generation 0: the create is a duplicate, the destroy is stale
     n_term = len(bus.find("KernelTerminated", lambda p: p["kernel_id"] == kid))
     bus.publish(agent["id"], "CreateKernel", cmd)
@@ -513,7 +513,7 @@ def test_agent_killed_and_restarted_readopts_kernels(agent):
     # still running, still reachable
     k = api(agent, "GET", f"/v1/kernels/{kid}", timeout=10).json()
     assert k["status"] == "running" and k["runtime"]["state"] == "running"
-    assert stdout_of(execute(agent, kid, code="echo still here")) == "still here\n"
+    assert stdout_of(execute(agent, kid, mode="query", code="echo still here")) == "still here\n"
     # the batch kernel that ended while (or after) the agent was down is reported
     exited = bus.wait("KernelExited", lambda p: p["kernel_id"] == bkid, timeout=30)
     assert exited["exit_code"] == 5

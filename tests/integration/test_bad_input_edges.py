@@ -173,6 +173,12 @@ def test_stalled_body_answers_408(stack, bin_dir, tmp_path):
 # ---- execute ---------------------------------------------------------------------------------
 
 BAD_EXEC = [
+    ({}, 400, "mode"),  # no mode: was run as an empty query and answered 200
+    ({"code": "echo hi"}, 400, "mode"),
+    ({"mode": None, "code": "echo hi"}, 400, "mode"),
+    ({"mode": ["query"], "code": "echo hi"}, 400, "mode"),
+    ({"mode": "", "code": "echo hi"}, 400, "mode"),
+    ({"mode": "interrupt"}, 400, "mode"),
     ({"mode": 12345, "code": "echo hi"}, 400, "mode"),
     ({"mode": "continue", "code": "x"}, 400, "mode"),
     ({"mode": "query", "code": 7}, 400, "code"),
@@ -184,7 +190,7 @@ BAD_EXEC = [
 ]
 
 
-@pytest.mark.parametrize("body,status,field", BAD_EXEC, ids=[f"{c[2]}-{c[1]}" for c in BAD_EXEC])
+@pytest.mark.parametrize("body,status,field", BAD_EXEC, ids=[f"{i}-{c[2]}-{c[1]}" for i, c in enumerate(BAD_EXEC)])
 def test_execute_bad_arguments_through_the_gateway(user, body, status, field):
     t0 = time.monotonic()
     r = user.post("/session/no-such-session-edges", body)
@@ -193,7 +199,7 @@ def test_execute_bad_arguments_through_the_gateway(user, body, status, field):
     assert field in p["msg"], p
 
 
-@pytest.mark.parametrize("body,status,field", BAD_EXEC, ids=[f"{c[2]}-{c[1]}" for c in BAD_EXEC])
+@pytest.mark.parametrize("body,status,field", BAD_EXEC, ids=[f"{i}-{c[2]}-{c[1]}" for i, c in enumerate(BAD_EXEC)])
 def test_execute_bad_arguments_at_the_agent(stack, listeners, body, status, field):
     if "agent" not in listeners:
         pytest.skip("no agent in this stack")

@@ -1,6 +1,6 @@
 """`make dev-down` leaves nothing behind, session containers included: a
 kernel still running when the stack stops is destroyed (agent.destroy_on_stop),
-with its processes, cgroups and runc state."""
+with its processes, cgroups, runc state, mounts and its disk's loop device."""
 import json
 import os
 import subprocess
@@ -58,4 +58,10 @@ def test_dev_down_destroys_running_kernels():
         left = kernel_leftovers({kid})
     assert not left, left
     assert not os.path.exists(os.path.join(state, "agent", "kernels", kid))
+    # nothing left mounted under the state dir (the kernel's overlay and its
+    # disk), and no loop device for the disk's image
+    with open("/proc/self/mountinfo", encoding="utf-8") as f:
+        assert not [ln for ln in f if f" {state}/" in ln]
+    loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True, timeout=10).stdout
+    assert state not in loops, loops
     assert not [x for x in survivors(state, {}) if x[0] in pids]

@@ -194,7 +194,9 @@ static inline void kf_end(kfix *f, bool keep_net)
     free(f->term);
     free(f->shim);
     if (f->tmp[0] && !getenv("TESSERA_KEEP_STATE"))
-        sh("umount -R %s/state/kernels/*/bundle/rootfs 2>/dev/null; rm -rf %s", f->tmp, f->tmp);
+        sh("umount -R %s/state/kernels/*/bundle/rootfs 2>/dev/null; "
+           "umount %s/state/kernels/*/disk 2>/dev/null; rm -rf %s",
+           f->tmp, f->tmp, f->tmp);
 }
 
 /* Two runtimes over f's state (agent.userns on with userns, and off) and a

@@ -41,8 +41,8 @@ static void test_accepted(void **state)
     assert_int_equal(er.timeout_ms, 500);
     json_decref(body);
 
-    assert_int_equal(check("{}", NULL, 0), 0);
-    assert_int_equal(check("{\"mode\": null, \"code\": \"ls\", \"options\": null}", NULL, 0), 0);
+    assert_int_equal(check("{\"mode\": \"query\", \"code\": \"ls\", \"options\": null}", NULL, 0),
+                     0);
     assert_int_equal(check("{\"mode\": \"query\", \"run_id\": \"x\"}", NULL, 0), 0);
 }
 
@@ -50,27 +50,39 @@ static void test_refused(void **state)
 {
     (void)state;
     char msg[256];
+    /* no mode: refused, not run as an empty query (which answered 200) */
+    assert_int_equal(check("{}", msg, sizeof(msg)), 400);
+    assert_non_null(strstr(msg, "\"mode\" is required"));
+    assert_int_equal(check("{\"code\": \"echo hi\"}", msg, sizeof(msg)), 400);
+    assert_non_null(strstr(msg, "\"mode\""));
+    assert_int_equal(check("{\"mode\": null, \"code\": \"ls\"}", msg, sizeof(msg)), 400);
+    assert_non_null(strstr(msg, "\"mode\""));
+    assert_int_equal(check("{\"mode\": [\"query\"]}", msg, sizeof(msg)), 400);
+    assert_non_null(strstr(msg, "\"mode\""));
+    assert_int_equal(check("{\"mode\": \"\"}", NULL, 0), 400);
+    assert_int_equal(check("{\"mode\": \"q\\u0000\"}", NULL, 0), 400);
     assert_int_equal(check("{\"mode\": 12345}", msg, sizeof(msg)), 400);
     assert_non_null(strstr(msg, "\"mode\""));
     assert_int_equal(check("{\"mode\": \"continue\"}", msg, sizeof(msg)), 400);
     assert_non_null(strstr(msg, "query"));
     assert_int_equal(check("{\"mode\": \"QUERY\"}", NULL, 0), 400);
     assert_int_equal(check("{\"mode\": \"a very long mode name indeed\"}", NULL, 0), 400);
-    assert_int_equal(check("{\"code\": 7}", msg, sizeof(msg)), 400);
+    assert_int_equal(check("{\"mode\": \"query\", \"code\": 7}", msg, sizeof(msg)), 400);
     assert_non_null(strstr(msg, "\"code\""));
-    assert_int_equal(check("{\"code\": [\"ls\"]}", NULL, 0), 400);
-    assert_int_equal(check("{\"code\": \"a\\u0000b\"}", NULL, 0), 400);
-    assert_int_equal(check("{\"runId\": 5}", msg, sizeof(msg)), 400);
+    assert_int_equal(check("{\"mode\": \"query\", \"code\": [\"ls\"]}", NULL, 0), 400);
+    assert_int_equal(check("{\"mode\": \"query\", \"code\": \"a\\u0000b\"}", NULL, 0), 400);
+    assert_int_equal(check("{\"mode\": \"query\", \"runId\": 5}", msg, sizeof(msg)), 400);
     assert_non_null(strstr(msg, "\"runId\""));
-    assert_int_equal(check("{\"options\": \"exec\"}", msg, sizeof(msg)), 400);
+    assert_int_equal(check("{\"mode\": \"query\", \"options\": \"exec\"}", msg, sizeof(msg)), 400);
     assert_non_null(strstr(msg, "\"options\""));
-    assert_int_equal(check("{\"options\": {\"exec\": true}}", msg, sizeof(msg)), 400);
+    assert_int_equal(
+        check("{\"mode\": \"query\", \"options\": {\"exec\": true}}", msg, sizeof(msg)), 400);
     assert_non_null(strstr(msg, "options.exec"));
-    assert_int_equal(check("{\"options\": {\"build\": 1}}", NULL, 0), 400);
-    assert_int_equal(check("{\"timeout_ms\": \"10\"}", msg, sizeof(msg)), 400);
+    assert_int_equal(check("{\"mode\": \"query\", \"options\": {\"build\": 1}}", NULL, 0), 400);
+    assert_int_equal(check("{\"mode\": \"query\", \"timeout_ms\": \"10\"}", msg, sizeof(msg)), 400);
     assert_non_null(strstr(msg, "timeout_ms"));
-    assert_int_equal(check("{\"timeout_ms\": -1}", NULL, 0), 400);
-    assert_int_equal(check("{\"timeout_ms\": 1.5}", NULL, 0), 400);
+    assert_int_equal(check("{\"mode\": \"query\", \"timeout_ms\": -1}", NULL, 0), 400);
+    assert_int_equal(check("{\"mode\": \"query\", \"timeout_ms\": 1.5}", NULL, 0), 400);
     assert_int_equal(check("{\"mode\": \"batch\"}", NULL, 0), 400);
     json_t *arr = json_array();
     exec_req er;
@@ -90,12 +102,12 @@ static void test_sizes(void **state)
     exec_req er;
     int status = 0;
     ts_err err = {{0}};
-    json_t *body = json_pack("{s:s}", "code", code);
+    json_t *body = json_pack("{s:s, s:s}", "mode", "query", "code", code);
     assert_true(exec_req_parse(body, &er, &status, &err)); /* exactly the limit */
     json_decref(body);
     code[EXEC_REQ_CODE_MAX] = 'x';
     code[EXEC_REQ_CODE_MAX + 1] = '\0';
-    body = json_pack("{s:s}", "code", code);
+    body = json_pack("{s:s, s:s}", "mode", "query", "code", code);
     assert_false(exec_req_parse(body, &er, &status, &err));
     assert_int_equal(status, 413);
     assert_non_null(strstr(err.msg, "\"code\""));
@@ -109,7 +121,7 @@ static void test_sizes(void **state)
     char rid[EXEC_REQ_RUN_ID_MAX + 2];
     memset(rid, 'r', sizeof(rid) - 1);
     rid[sizeof(rid) - 1] = '\0';
-    body = json_pack("{s:s}", "runId", rid);
+    body = json_pack("{s:s, s:s}", "mode", "query", "runId", rid);
     assert_false(exec_req_parse(body, &er, &status, &err));
     assert_int_equal(status, 400);
     json_decref(body);
