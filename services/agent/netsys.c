@@ -3,10 +3,12 @@
 
 #include "libcommon/log.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -15,12 +17,65 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static char root[PATH_MAX] = "/sys";
 static bool own;
 
-/* This process and pid 1 are in the same network namespace. */
+/* The network devices of this process's namespace (/proc/self/net/dev) or
+ * of /sys's, as one sorted, newline-separated list; NULL when unreadable. */
+static int _cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static char *_devices(bool proc)
+{
+    char *names[1024];
+    size_t n = 0;
+    if (proc) {
+        FILE *f = fopen("/proc/self/net/dev", "re");
+        if (!f) return NULL;
+        char line[512];
+        for (int i = 0; fgets(line, sizeof(line), f) && n < TS_ARRAY_LEN(names); i++) {
+            char *colon = strchr(line, ':'), *p = line;
+            if (i < 2 || !colon) continue; /* the two header lines */
+            *colon = '\0';
+            while (*p == ' ')
+                p++;
+            names[n++] = ts_strdup(p);
+        }
+        fclose(f);
+    } else {
+        DIR *d = opendir("/sys/class/net");
+        if (!d) return NULL;
+        struct dirent *e;
+        while ((e = readdir(d)) && n < TS_ARRAY_LEN(names))
+            if (e->d_name[0] != '.') names[n++] = ts_strdup(e->d_name);
+        closedir(d);
+    }
+    qsort(names, n, sizeof(names[0]), _cmp);
+    size_t len = 1;
+    for (size_t i = 0; i < n; i++)
+        len += strlen(names[i]) + 1;
+    char *out = ts_calloc(1, len);
+    for (size_t i = 0; i < n; i++) {
+        strcat(out, names[i]);
+        strcat(out, "\n");
+        free(names[i]);
+    }
+    return out;
+}
+
+/* /sys lists this process's network devices: it was mounted in this
+ * namespace. (pid 1's namespace would say it too, but a process may not be
+ * allowed to look at pid 1's.) A device made or gone between the two reads
+ * makes them differ: three tries. */
 static bool _host_netns(void)
 {
-    struct stat a, b;
-    if (stat("/proc/self/ns/net", &a) != 0 || stat("/proc/1/ns/net", &b) != 0) return true;
-    return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+    for (int i = 0; i < 3; i++) {
+        char *a = _devices(true), *b = _devices(false);
+        bool same = a && b && strcmp(a, b) == 0;
+        free(a);
+        free(b);
+        if (same) return true;
+    }
+    return false;
 }
 
 bool netsys_setup(const char *state_dir, ts_err *err)

@@ -15,9 +15,10 @@
 
 #include <stddef.h>
 
-/* Decide the root: /sys when this process is in the network namespace of
- * pid 1, else a sysfs mounted at <state_dir>/sys (an earlier agent's mount
- * there is replaced). False with err when that mount fails. */
+/* Decide the root: /sys when it lists the devices of this process's network
+ * namespace (/proc/self/net/dev), else a sysfs mounted at <state_dir>/sys
+ * (an earlier agent's mount there is replaced). False with err when that
+ * mount fails. */
 bool netsys_setup(const char *state_dir, ts_err *err) TS_MUST_CHECK;
 /* "<root>/class/net/<ifname>/<rel>" into buf (rel may be "" for the device). */
 void netsys_path(char *buf, size_t size, const char *ifname, const char *rel);

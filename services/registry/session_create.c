@@ -548,8 +548,8 @@ void session_create_reply(svc *s, http_req *req, http_resp *resp, json_t *body)
     else
         pg_rollback(conn);
     if (!ok) goto free_text;
-    TLOG_INFO("session enqueued", "name=%s owner=%s group=%s image=%s agent=%s", cr.name,
-              owner_ak, cr.resource_group, cr.image, cr.agent ? cr.agent : "");
+    TLOG_INFO("session enqueued", "name=%s owner=%s group=%s image=%s agent=%s", cr.name, owner_ak,
+              cr.resource_group, cr.image, cr.agent ? cr.agent : "");
     /* wait registration before the scheduler can see it */
     if (!cr.enqueue_only && cr.max_wait_ms > 0)
         w = waiters_add(sid, (int)reg_settings.max_waiting_creates);

@@ -451,8 +451,9 @@ int sched_engine_pass(sched_engine *e, const char *group, int64_t now_ms, sched_
         }
         if (!s->first_skipped_ms) s->first_skipped_ms = now_ms;
         if (r->policy.aging_ms > 0 && now_ms - s->first_skipped_ms >= r->policy.aging_ms &&
-            !s->held_agent[0] && !s->agent[0] && sched_group_held_count(r->group) < r->policy.max_held &&
-            strcmp(code, "too_big") != 0 && strcmp(code, "no_agent") != 0) {
+            !s->held_agent[0] && !s->agent[0] &&
+            sched_group_held_count(r->group) < r->policy.max_held && strcmp(code, "too_big") != 0 &&
+            strcmp(code, "no_agent") != 0) {
             const slots_t *want = one_shape ? &s->total : &s->kernels[0].slots;
             sched_agent *a = sched_group_pick_hold(r->group, want, s->arch, s->id);
             if (a) {

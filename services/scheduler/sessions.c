@@ -22,11 +22,12 @@ static sched_session *session_from_enqueued(const Tessera__V1__SessionEnqueued *
         ts_err_set(err, "session %s has %zu kernels (1 to 1024)", m->session_id, m->n_kernels);
         return NULL;
     }
-    const char *ids[] = {m->access_key,  m->user_id,     m->project_id,
+    const char *ids[] = {m->access_key,  m->user_id,      m->project_id,
                          m->domain_name, m->architecture, m->designated_agent};
     for (size_t i = 0; i < TS_ARRAY_LEN(ids); i++)
         if (strlen(ids[i]) >= (i == 4 ? SCHED_ARCH_MAX : SCHED_ID_MAX)) {
-            ts_err_set(err, "session %s: owner, architecture or designated agent field too long", m->session_id);
+            ts_err_set(err, "session %s: owner, architecture or designated agent field too long",
+                       m->session_id);
             return NULL;
         }
     sched_session *s = sched_session_new(m->session_id, (int)m->n_kernels);

@@ -221,14 +221,17 @@ def test_a_folder_written_on_one_node_is_read_on_the_others(admin, sessions, fol
 
 
 def test_usage_is_accounted_on_each_node(stack, admin, sessions):  # noqa: F811
-    def samples(sid):
+    """Samples with CPU time and, as the app served pages (above), bytes sent:
+    the agent reads its kernels' network counters in its own namespace."""
+    def usage(sid):
         p = subprocess.run(["psql", stack["TESSERA_PG_DSN"], "-X", "-At", "-q", "-c",
-                            f"SELECT samples FROM registry.session_usage WHERE session_id = '{sid}'"],
-                           capture_output=True, text=True, timeout=30)
-        return int(p.stdout.strip() or 0)
+                            "SELECT samples, cpu_ms, net_tx_bytes FROM registry.session_usage"
+                            f" WHERE session_id = '{sid}'"], capture_output=True, text=True, timeout=30)
+        row = [int(x) for x in p.stdout.strip().split("|")] if p.stdout.strip() else [0, 0, 0]
+        return row[0] > 0 and row[1] > 0 and row[2] > 0
     for sname in sessions.values():
         sid = info(admin, sname)["sessionUuid"]
-        wait_until(lambda: samples(sid) > 0, timeout=30, message=f"usage samples of {sname}")
+        wait_until(lambda: usage(sid), timeout=30, message=f"usage samples of {sname} (CPU, network)")
 
 
 def test_agent_list_is_for_superadmins_and_alive_agents(stack, admin, gw, image_registered):  # noqa: F811
