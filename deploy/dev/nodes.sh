@@ -63,6 +63,8 @@ nodes_claim() {
     ip link add name "$(nodes_bridge "$_n")" type bridge 2>/dev/null || continue
     echo "$_n" >"$1/nodes/net"
     _br=$(nodes_bridge "$_n")
+    # IPv4 only: no link-local path from a node to the host's other listeners
+    [ ! -w "/proc/sys/net/ipv6/conf/$_br/disable_ipv6" ] || echo 1 >"/proc/sys/net/ipv6/conf/$_br/disable_ipv6"
     ip addr add "$(nodes_cp_addr "$_n")/24" dev "$_br" &&
       ip link set "$_br" up &&
       nodes_host_rules "$_n" -A || return 1
