@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static char root[PATH_MAX] = "/sys";
@@ -45,8 +46,9 @@ static char *_devices(bool proc)
         DIR *d = opendir("/sys/class/net");
         if (!d) return NULL;
         struct dirent *e;
+        /* devices are links; a file such as bonding_masters is none */
         while ((e = readdir(d)) && n < TS_ARRAY_LEN(names))
-            if (e->d_name[0] != '.') names[n++] = ts_strdup(e->d_name);
+            if (e->d_name[0] != '.' && e->d_type != DT_REG) names[n++] = ts_strdup(e->d_name);
         closedir(d);
     }
     qsort(names, n, sizeof(names[0]), _cmp);
@@ -74,6 +76,7 @@ static bool _host_netns(void)
         free(a);
         free(b);
         if (same) return true;
+        usleep(10000);
     }
     return false;
 }
