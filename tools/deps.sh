@@ -11,7 +11,7 @@ libarchive-dev libsystemd-dev
 postgresql redis-server docker-registry runc containernetworking-plugins
 prometheus kcat nginx wrk
 python3 python3-pytest python3-requests python3-cryptography
-systemd curl iproute2 procps xfsprogs e2fsprogs openssh-client
+systemd curl iproute2 iptables util-linux procps xfsprogs e2fsprogs openssh-client
 busybox-static mmdebstrap
 chromium chromium-driver python3-selenium fonts-dejavu-core"
 

@@ -4,8 +4,10 @@
 # they drain), then the OCI registry, devbus, Redis, then PostgreSQL
 # (pg_ctl -m fast stop); whatever outlives its grace period gets SIGKILL, and so
 # does anything left in the sessions the stack's processes led; then the
-# agent's network rules and bridge, if it could not remove them. Works after a
-# half-failed dev-up. Keeps the state dir (logs, data), removes the pid files.
+# agent's network rules and bridge, if it could not remove them, and with
+# nodes (TESSERA_DEV_NODES > 1) what a killed node agent left, every node's
+# network namespace, the node network's bridge and the host's rules for it
+# (deploy/dev/nodes.sh). Works after a half-failed dev-up or a crash. Keeps the state dir (logs, data), removes the pid files.
 # Exit 0 when nothing is left running (also when nothing was), 1 otherwise.
 set -u
 
@@ -24,6 +26,8 @@ RUN=$STATE/run
 # ---- helpers shared with dev-up.sh and restart.sh ----------------------------
 # shellcheck source=deploy/dev/lib.sh
 . "$(dirname "$0")/lib.sh"
+# shellcheck source=deploy/dev/nodes.sh
+. "$(dirname "$0")/nodes.sh"
 
 stopped=0
 leaders=""   # pids of ours that led a session: sweep their sessions at the end
@@ -52,8 +56,14 @@ stop_group() {
   sleep 0.2
 }
 
-# Services first, the gateway (the front door) before what it calls.
-stop_group gateway wsproxy vfolder agent scheduler registry auth
+# Services first, the gateway (the front door) before what it calls; the
+# nodes' agents (agent@node<k>) with the agent.
+node_agents=""
+for f in "$RUN"/agent@node*.pid; do
+  [ -e "$f" ] && node_agents="$node_agents $(basename "$f" .pid)"
+done
+# shellcheck disable=SC2086 # names without blanks, split on purpose
+stop_group gateway wsproxy vfolder agent $node_agents scheduler registry auth
 stop_group oci-registry
 stop_group devbus
 stop_group redis
@@ -184,6 +194,7 @@ net_cleanup() {
   return 0
 }
 [ -f "$STATE/agent/cni_network" ] && net_cleanup "$(cat "$STATE/agent/cni_network")"
+nodes_down "$STATE" || echo "dev-down: the node network is kept (a node's agent still runs)" >&2
 
 # Mounts an agent that was killed (or that could not destroy a kernel) left
 # under the state dir: kernels' root overlays and their disks (a disk's loop

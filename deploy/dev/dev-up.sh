@@ -21,6 +21,11 @@
 #   TESSERA_DEV_TIMEOUT   seconds to wait for readiness (default 60)
 #   TESSERA_DEV_MOCK_GPUS mock GPUs of the agent (default 2); 0 on a host with
 #                         NVIDIA GPUs makes the agent use the real ones
+#   TESSERA_DEV_NODES     nodes (default 1: one agent on 127.0.0.1, as ever);
+#                         N > 1 (root, at most 16): N nodes, each a network
+#                         namespace on a bridge of its own with an agent in it
+#                         (agent@node1 ..), the control plane listening on the
+#                         bridge's address (deploy/dev/nodes.sh)
 #   TESSERA_DEV_PG_OPTIONS more PostgreSQL server options, appended to the
 #                         stack's own ("-c wal_init_zero=off -c ..."); read
 #                         when PostgreSQL starts
@@ -52,6 +57,8 @@ unset NOTIFY_SOCKET || true
 # ---- helpers shared with dev-down.sh and restart.sh --------------------------
 # shellcheck source=deploy/dev/lib.sh
 . "$(dirname "$0")/lib.sh"
+# shellcheck source=deploy/dev/nodes.sh
+. "$(dirname "$0")/nodes.sh"
 
 say() { echo "dev-up: $*"; }
 die() { echo "dev-up: $*" >&2; exit 1; }
@@ -65,8 +72,28 @@ command -v redis-server >/dev/null 2>&1 || die "redis-server is missing: run too
 command -v docker-registry >/dev/null 2>&1 || die "docker-registry is missing: run tools/deps.sh"
 PGBIN=$(pg_bindir) || die "PostgreSQL server binaries not found: run tools/deps.sh"
 
+# ---- nodes ---------------------------------------------------------------------
+# PROCS: the Tessera processes by name; with nodes, the agent is one per node
+# (agent@node1 ..).
+NODES=${TESSERA_DEV_NODES:-1}
+case $NODES in ''|*[!0-9]*) die "TESSERA_DEV_NODES must be a number, not '$NODES'" ;; esac
+if [ "$NODES" -lt 1 ] || [ "$NODES" -gt "$NODES_MAX" ]; then die "TESSERA_DEV_NODES must be 1 to $NODES_MAX"; fi
+PROCS=""
+for s in $SERVICES; do
+  if [ "$s" = agent ] && [ "$NODES" -gt 1 ]; then
+    k=1
+    while [ "$k" -le "$NODES" ]; do PROCS="$PROCS agent@node$k"; k=$((k + 1)); done
+  else
+    PROCS="$PROCS $s"
+  fi
+done
+if [ "$NODES" -gt 1 ]; then
+  [ "$(id -u)" -eq 0 ] || die "TESSERA_DEV_NODES=$NODES needs root (network namespaces, a bridge, iptables)"
+  for c in ip nsenter iptables; do command -v $c >/dev/null 2>&1 || die "$c is missing: run tools/deps.sh"; done
+fi
+
 # ---- already up? ---------------------------------------------------------------
-expected="postgres redis oci-registry $SERVICES"
+expected="postgres redis oci-registry $PROCS"
 up=""; down=""; any=no
 for n in $expected; do
   if [ -f "$RUN/$n.pid" ] && dev_alive "$RUN" "$n"; then up="$up $n"; any=yes; else down="$down $n"; fi
@@ -87,8 +114,12 @@ if [ "$any" = yes ]; then
   fi
   die "the stack in $STATE is partly up (alive:$up; not running:$down); run deploy/dev/dev-down.sh first"
 fi
-# Leftovers of a previous run that died: stale pid files, bootstrap file.
+# Leftovers of a previous run that died: stale pid files, bootstrap file, its
+# node network.
 rm -f "$RUN"/*.pid "$RUN"/*.start "$RUN/devbus.bootstrap" "$STATE/env" "$STATE/services"
+nodes_down "$STATE" || die "could not remove the node network of a previous run (see above)"
+mkdir -p "$STATE/nodes"
+echo "$NODES" >"$STATE/nodes/count"
 
 # ---- ports ---------------------------------------------------------------------
 # Ask the kernel for distinct free loopback ports: bind them all at once (so no
@@ -111,10 +142,32 @@ SCHEDULER_PORT=$7 AGENT_PORT=$8 VFOLDER_PORT=$9
 shift 9
 WSPROXY_PORT=$1 GATEWAY_PORT=$2 WSPROXY_APP_PORT=$3
 
+# HOST: where the internal services, the bus and the OCI registry listen;
+# PUBLIC: the gateway and wsproxy's apps (browsers, the CLI). Both 127.0.0.1
+# on one node. With nodes, HOST is the node network's control-plane address
+# (the host reaches it too: it is one of its addresses); PostgreSQL and Redis
+# listen on both (PG_DSN and REDIS_URL keep 127.0.0.1 for the host's
+# processes, CP_PG_DSN and CP_REDIS_URL name the network's address).
 HOST=127.0.0.1
+PUBLIC=127.0.0.1
+LISTEN_ADDRS=127.0.0.1
+NODE_NET=""
+if [ "$NODES" -gt 1 ]; then
+  nodes_claim "$STATE" $((AGENT_PORT % 250)) || die "could not make the node network (see above)"
+  NODE_NET=$(nodes_net "$STATE")
+  HOST=$(nodes_cp_addr "$NODE_NET")
+  LISTEN_ADDRS="127.0.0.1 $HOST"
+  k=1
+  while [ "$k" -le "$NODES" ]; do
+    node_up "$NODE_NET" "$k" || die "could not make node $k's namespace (see above; deploy/dev/dev-down.sh removes the rest)"
+    k=$((k + 1))
+  done
+fi
 APPS_URL="http://*.apps.localhost:$WSPROXY_APP_PORT"
-PG_DSN="postgresql://tessera@$HOST:$PG_PORT/tessera?sslmode=disable"
-REDIS_URL="redis://$HOST:$REDIS_PORT/0"
+PG_DSN="postgresql://tessera@127.0.0.1:$PG_PORT/tessera?sslmode=disable"
+REDIS_URL="redis://127.0.0.1:$REDIS_PORT/0"
+CP_PG_DSN="postgresql://tessera@$HOST:$PG_PORT/tessera?sslmode=disable"
+CP_REDIS_URL="redis://$HOST:$REDIS_PORT/0"
 OCI="$HOST:$OCI_PORT"
 
 # started NAME PID: record a process as soon as it exists, so that dev-down can
@@ -192,7 +245,7 @@ fi
 # fsync off and friends: a throwaway development database. The start command
 # goes to cmd/postgres (restart.sh postgres starts it the same way).
 set -- "$PGBIN/pg_ctl" -D "$PGDATA" -l "$LOGS/postgres.log" -w -t 60 -s \
-  -o "-p $PG_PORT -k $PGSOCK -c listen_addresses=$HOST -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200 -c log_lock_waits=on ${TESSERA_DEV_PG_OPTIONS:-}" \
+  -o "-p $PG_PORT -k $PGSOCK -c listen_addresses=$(echo "$LISTEN_ADDRS" | tr ' ' ',') -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200 -c log_lock_waits=on ${TESSERA_DEV_PG_OPTIONS:-}" \
   start
 [ "$(id -u)" -ne 0 ] || set -- runuser -u postgres -- "$@"
 record_cmd postgres "$@"
@@ -210,7 +263,8 @@ psql_ -tAc "SELECT 1 FROM pg_database WHERE datname = 'tessera'" | grep -q 1 ||
 
 # ---- Redis ---------------------------------------------------------------------
 mkdir -p "$STATE/redis"
-launch redis redis-server --bind "$HOST" --port "$REDIS_PORT" --save "" --appendonly no \
+# shellcheck disable=SC2086 # one or two addresses, split on purpose
+launch redis redis-server --bind $LISTEN_ADDRS --port "$REDIS_PORT" --save "" --appendonly no \
   --daemonize no --dir "$STATE/redis" --logfile ""
 deadline=$(( $(now) + 20 ))
 until python3 - "$REDIS_PORT" <<'EOF' 2>/dev/null
@@ -229,7 +283,7 @@ done
 KAFKA=""
 case " $SERVICES " in *" devbus "*)
   launch devbus env "TESSERA_HTTP_LISTEN=$HOST:$DEVBUS_PORT" \
-    "TESSERA_SERVICE_INSTANCE=dev-devbus" \
+    "TESSERA_SERVICE_INSTANCE=dev-devbus" "TESSERA_DEVBUS_BROKER_ADDR=$HOST" \
     "TESSERA_DEVBUS_BOOTSTRAP_FILE=$RUN/devbus.bootstrap" \
     "$BIN/tessera-devbus"
   deadline=$(( $(now) + 30 ))
@@ -295,11 +349,21 @@ fi
 port_of() {
   case $1 in
     devbus) echo "$DEVBUS_PORT" ;; auth) echo "$AUTH_PORT" ;; registry) echo "$REGISTRY_PORT" ;;
-    scheduler) echo "$SCHEDULER_PORT" ;; agent) echo "$AGENT_PORT" ;; vfolder) echo "$VFOLDER_PORT" ;;
-    wsproxy) echo "$WSPROXY_PORT" ;; gateway) echo "$GATEWAY_PORT" ;;
+    scheduler) echo "$SCHEDULER_PORT" ;; agent|agent@*) echo "$AGENT_PORT" ;;
+    vfolder) echo "$VFOLDER_PORT" ;; wsproxy) echo "$WSPROXY_PORT" ;; gateway) echo "$GATEWAY_PORT" ;;
   esac
 }
-url_of() { echo "http://$HOST:$(port_of "$1")"; }
+# host_of NAME: the address a process listens on (a node's agent: the node's;
+# "agent" with nodes: node 1's)
+host_of() {
+  case $1 in
+    gateway) echo "$PUBLIC" ;;
+    agent@node*) node_addr "$NODE_NET" "${1#agent@node}" ;;
+    agent) if [ "$NODES" -gt 1 ]; then node_addr "$NODE_NET" 1; else echo "$HOST"; fi ;;
+    *) echo "$HOST" ;;
+  esac
+}
+url_of() { echo "http://$(host_of "$1"):$(port_of "$1")"; }
 
 # Single sign-on (docs/console.md "Single sign-on"): the HS256 secret the
 # development stack shares with a token issuer (tests mint tokens with it;
@@ -330,21 +394,28 @@ for s in gateway auth registry scheduler agent vfolder wsproxy; do
 done
 mv "$KEYS/trusted.tmp" "$KEYS/trusted"
 
-for s in $SERVICES; do
-  [ "$s" = devbus ] && continue
-  mkdir -p "$STATE/$s"
+# start_service SERVICE [NODE]: launch one Tessera process; the agent of node
+# NODE (agent@node<NODE>) in that node's network namespace.
+start_service() {
+  s=$1 node=${2:-}
+  name=$s sdir=$STATE/$s pg=$PG_DSN redis=$REDIS_URL
+  if [ -n "$node" ]; then
+    # a node reaches the control plane over the node network only
+    name=agent@node$node sdir=$STATE/node$node/agent pg=$CP_PG_DSN redis=$CP_REDIS_URL
+  fi
+  mkdir -p "$sdir"
   # Every service gets the same connection settings (a service reads only the
   # options it has); <svc>.state_dir is where a service that keeps files
   # (agent: bundles and image cache; vfolder: its volumes) puts them.
   svc_state_var="TESSERA_$(echo "$s" | tr '[:lower:]' '[:upper:]')_STATE_DIR"
-  set -- env "$svc_state_var=$STATE/$s" \
-    "TESSERA_HTTP_LISTEN=$HOST:$(port_of "$s")" \
-    "TESSERA_SERVICE_INSTANCE=dev-$s" \
+  set -- env "$svc_state_var=$sdir" \
+    "TESSERA_HTTP_LISTEN=$(host_of "$name"):$(port_of "$s")" \
+    "TESSERA_SERVICE_INSTANCE=dev-$(echo "$name" | tr @ -)" \
     "TESSERA_SHUTDOWN_DRAIN_TIMEOUT=${TESSERA_SHUTDOWN_DRAIN_TIMEOUT:-5s}" \
     "TESSERA_KAFKA_FETCH_WAIT=${TESSERA_KAFKA_FETCH_WAIT:-10ms}" \
     "TESSERA_KAFKA_CONTROL_FETCH_WAIT=${TESSERA_KAFKA_CONTROL_FETCH_WAIT:-3ms}" \
-    "TESSERA_PG_DSN=$PG_DSN" \
-    "TESSERA_REDIS_URL=$REDIS_URL" \
+    "TESSERA_PG_DSN=$pg" \
+    "TESSERA_REDIS_URL=$redis" \
     "TESSERA_AUTH_URL=$(url_of auth)" \
     "TESSERA_REGISTRY_URL=$(url_of registry)" \
     "TESSERA_VFOLDER_URL=$(url_of vfolder)" \
@@ -359,7 +430,7 @@ for s in $SERVICES; do
   # app on a host name of its own, <hash>.apps.localhost (Chromium, Firefox
   # and curl take *.localhost for this machine): never on the console's
   # 127.0.0.1, whose cookies (the console's login) a browser would send it.
-  [ "$s" != wsproxy ] || set -- "$@" "TESSERA_WSPROXY_LISTEN=$HOST:$WSPROXY_APP_PORT" \
+  [ "$s" != wsproxy ] || set -- "$@" "TESSERA_WSPROXY_LISTEN=$PUBLIC:$WSPROXY_APP_PORT" \
     "TESSERA_WSPROXY_PUBLIC_URL=$APPS_URL"
   # auth's first start writes the superadmin's keys there (0600; later starts
   # leave it as it is).
@@ -387,15 +458,28 @@ for s in $SERVICES; do
   # the registry's event consumers (3 groups x registry.event_consumers) and
   # its HTTP threads each may hold a PostgreSQL connection
   [ "$s" != registry ] || set -- "$@" "TESSERA_PG_POOL_SIZE=${TESSERA_REGISTRY_PG_POOL_SIZE:-16}"
-  if [ "$s" = agent ]; then
+  if [ "$s" = agent ] && [ -n "$node" ]; then
+    # a node: its own id, bridge, kernels' subnet and port pool (nodes.sh);
+    # its kernels reach neither the control plane nor the other nodes
+    # (agent.cni_deny), and only the control plane's address reaches their
+    # published ports (the gateway and wsproxy: agent.cni_publish_from)
+    set -- "$@" "TESSERA_AGENT_ID=node$node" \
+      "TESSERA_AGENT_CNI_NETWORK=$(node_cni_network "$NODE_NET" "$node")" \
+      "TESSERA_AGENT_CNI_SUBNET=$(node_cni_subnet "$NODE_NET" "$node")" \
+      "TESSERA_AGENT_PORT_RANGE=$(node_port_range "$NODE_NET" "$node")" \
+      "TESSERA_AGENT_CNI_DENY=169.254.0.0/16,$(nodes_subnet "$NODE_NET")" \
+      "TESSERA_AGENT_CNI_PUBLISH_FROM=$HOST/32"
+  elif [ "$s" = agent ]; then
     n=$((AGENT_PORT % 250))
     # dev-down.sh removes this network's rules and bridge when the agent
     # could not (its published ports answer on 127.0.0.1, the address the
     # agent is bound to and wsproxy connects to)
     echo "tsdev$n" >"$STATE/agent/cni_network"
+    set -- "$@" "TESSERA_AGENT_CNI_NETWORK=tsdev$n" "TESSERA_AGENT_CNI_SUBNET=10.214.$n.0/24" \
+      "TESSERA_AGENT_PORT_RANGE=$((20000 + (AGENT_PORT % 100) * 100))-$((20099 + (AGENT_PORT % 100) * 100))"
+  fi
+  if [ "$s" = agent ]; then
     set -- "$@" "TESSERA_AGENT_MOCK_GPUS=${TESSERA_DEV_MOCK_GPUS:-2}" "TESSERA_AGENT_MOCK_GPU_MEMORY=16g" \
-      "TESSERA_AGENT_CNI_NETWORK=tsdev$n" "TESSERA_AGENT_CNI_SUBNET=10.214.$n.0/24" \
-      "TESSERA_AGENT_PORT_RANGE=$((20000 + (AGENT_PORT % 100) * 100))-$((20099 + (AGENT_PORT % 100) * 100))" \
       "TESSERA_AGENT_INSECURE_REGISTRIES=$OCI" "TESSERA_AGENT_DESTROY_ON_STOP=true"
     # the CUDA shim the build made (build/lib), or an installed one (lib/tessera);
     # without one (no CUDA toolkit at build time) GPU kernels run without it
@@ -407,7 +491,21 @@ for s in $SERVICES; do
   # vfolder: one volume, "local", in its state dir (the default host).
   [ "$s" != vfolder ] || set -- "$@" "TESSERA_VFOLDER_VOLUMES=local:$STATE/vfolder/volumes/local" \
     "TESSERA_VFOLDER_DEFAULT_HOST=local"
-  launch "$s" "$@" "$BIN/tessera-$s"
+  if [ -n "$node" ]; then
+    launch "$name" nsenter "--net=/run/netns/$(node_netns "$NODE_NET" "$node")" "$@" "$BIN/tessera-$s"
+  else
+    launch "$name" "$@" "$BIN/tessera-$s"
+  fi
+}
+
+for s in $SERVICES; do
+  [ "$s" = devbus ] && continue
+  if [ "$s" = agent ] && [ "$NODES" -gt 1 ]; then
+    k=1
+    while [ "$k" -le "$NODES" ]; do start_service agent "$k"; k=$((k + 1)); done
+  else
+    start_service "$s"
+  fi
 done
 
 # ---- env and services files (written before the wait, for inspection) -----------
@@ -430,20 +528,38 @@ done
   echo "export TESSERA_SERVICE_KEYS_DIR=$(q "$KEYS")"
   echo "export TESSERA_SERVICE_TRUST_FILE=$(q "$KEYS/trusted")"
   echo "export TESSERA_LOG_DIR=$(q "$LOGS")"
-  echo "export PGHOST=$(q "$HOST") PGPORT=$(q "$PG_PORT") PGUSER='tessera' PGDATABASE='tessera'"
+  echo "export PGHOST='127.0.0.1' PGPORT=$(q "$PG_PORT") PGUSER='tessera' PGDATABASE='tessera'"
+  # the nodes (TESSERA_DEV_NODES > 1): the node network, each node's name,
+  # address, network namespace and agent URL
+  echo "export TESSERA_DEV_NODES=$(q "$NODES")"
+  if [ "$NODES" -gt 1 ]; then
+    echo "export TESSERA_NODE_NETWORK=$(q "$(nodes_bridge "$NODE_NET")")"
+    echo "export TESSERA_NODE_SUBNET=$(q "$(nodes_subnet "$NODE_NET")")"
+    echo "export TESSERA_CONTROL_PLANE_ADDR=$(q "$HOST")"
+    k=1
+    while [ "$k" -le "$NODES" ]; do
+      echo "export TESSERA_NODE_${k}_NAME=$(q "node$k")"
+      echo "export TESSERA_NODE_${k}_ADDR=$(q "$(node_addr "$NODE_NET" "$k")")"
+      echo "export TESSERA_NODE_${k}_NETNS=$(q "$(node_netns "$NODE_NET" "$k")")"
+      case " $PROCS " in *" agent@node$k "*)
+        echo "export TESSERA_NODE_${k}_AGENT_URL=$(q "$(url_of "agent@node$k")")" ;;
+      esac
+      k=$((k + 1))
+    done
+  fi
 } >"$STATE/env.tmp"
 mv "$STATE/env.tmp" "$STATE/env"
 {
   echo "postgres $(cat "$RUN/postgres.pid") $PG_DSN"
   echo "redis $(cat "$RUN/redis.pid") $REDIS_URL"
   echo "oci-registry $(cat "$RUN/oci-registry.pid") http://$OCI"
-  for s in $SERVICES; do echo "$s $(cat "$RUN/$s.pid") $(url_of "$s")"; done
+  for s in $PROCS; do echo "$s $(cat "$RUN/$s.pid") $(url_of "$s")"; done
 } >"$STATE/services.tmp"
 mv "$STATE/services.tmp" "$STATE/services"
 
 # ---- readiness -------------------------------------------------------------------
 deadline=$(( $(now) + TIMEOUT ))
-pending=$SERVICES
+pending=$PROCS
 while [ -n "$pending" ]; do
   still=""
   for s in $pending; do
@@ -496,9 +612,13 @@ esac
 
 # ---- summary -------------------------------------------------------------------
 echo "dev-up: Tessera development stack is up in $STATE"
-for s in $SERVICES; do printf '  %-10s %s\n' "$s" "$(url_of "$s")"; done
+for s in $PROCS; do printf '  %-10s %s\n' "$s" "$(url_of "$s")"; done
 printf '  %-10s %s\n' postgres "$PG_DSN" redis "$REDIS_URL" oci "$OCI"
 [ -n "$KAFKA" ] && printf '  %-10s %s\n' kafka "$KAFKA"
+if [ "$NODES" -gt 1 ]; then
+  echo "  nodes: $NODES on $(nodes_bridge "$NODE_NET") $(nodes_subnet "$NODE_NET") (control plane $HOST);" \
+    "a node's shell: ip netns exec $(node_netns "$NODE_NET" 1) sh"
+fi
 case " $SERVICES " in *" gateway "*)
   echo "  console: $(url_of gateway)/console/"
   echo "           log in as ${TESSERA_ADMIN_EMAIL:-?} with password ${TESSERA_ADMIN_PASSWORD:-?}"

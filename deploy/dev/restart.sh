@@ -7,7 +7,9 @@
 # <state>/services.
 #
 #   NAME       gateway auth registry scheduler agent vfolder wsproxy (Tessera
-#              services), redis, oci-registry, postgres; or bus: the devbus's
+#              services), agent@node<k> (node k's agent in a stack with
+#              TESSERA_DEV_NODES > 1: restarted in the node's network
+#              namespace), redis, oci-registry, postgres; or bus: the devbus's
 #              mock brokers are taken down and brought up again (SIGUSR1 /
 #              SIGUSR2 to tessera-devbus, docs/testing.md "tessera-devbus"),
 #              the process and its messages stay. devbus itself is refused:
@@ -32,7 +34,7 @@ TIMEOUT=${TESSERA_DEV_TIMEOUT:-60}
 
 say() { echo "restart: $*"; }
 die() { echo "restart: $*" >&2; exit 1; }
-usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 
 [ $# -ge 1 ] || usage
 NAME=$1; shift
@@ -50,6 +52,7 @@ done
 case $DOWN in ''|*[!0-9.]*) die "--down needs a number of seconds, not '$DOWN'" ;; esac
 case $NAME in
   gateway|auth|registry|scheduler|agent|vfolder|wsproxy|redis|oci-registry|postgres|bus) ;;
+  agent@node[1-9]|agent@node[1-9][0-9]) ;;
   devbus) die "devbus is not restarted: its process holds the only copy of the bus's messages (a real cluster keeps them); take its brokers down instead: restart.sh bus --down SECONDS" ;;
   -h|--help) usage ;;
   *) die "unknown process '$NAME' (see --help)" ;;
@@ -138,6 +141,9 @@ fi
 
 # ---- a process dev-up launched ---------------------------------------------------
 CMD=$STATE/cmd/$NAME
+if [ "$NAME" = agent ] && [ ! -s "$CMD" ] && [ -s "$STATE/cmd/agent@node1" ]; then
+  die "this stack's agents run on its nodes: restart one with restart.sh agent@node<k> (see $STATE/services)"
+fi
 [ -s "$CMD" ] || die "$CMD is missing (a stack started by an older dev-up.sh, or $NAME was not started)"
 if dev_alive "$RUN" "$NAME"; then
   pid=$(cat "$RUN/$NAME.pid")

@@ -20,6 +20,7 @@
 #include "services/agent/http_api.h"
 #include "services/agent/kernel_files.h"
 #include "services/agent/kernel_adopt.h"
+#include "services/agent/netsys.h"
 #include "services/agent/runtime_destroy.h"
 #include "services/agent/usage.h"
 #include "services/agent/term_app.h"
@@ -274,6 +275,7 @@ bool agent_start(svc *s, ts_err *err)
         ts_err_set(err, "agent.state_dir %s is not usable", c->state_dir);
         return false;
     }
+    if (!netsys_setup(c->state_dir, err)) return false;
     node_opts no = {.cpu_override_milli = (int64_t)(c->cpu * 1000.0 + 0.5),
                     .mem_override_bytes = c->mem,
                     .mem_reserve_bytes = c->mem_reserve,
@@ -485,10 +487,10 @@ static void _remove_idle_bridge(agent *a)
     const char *br = a->cfg.cni_network;
     if (!listed || n > 0 || !br || !*br || strchr(br, '/')) return;
     char path[300];
-    snprintf(path, sizeof(path), "/sys/class/net/%s/brif", br);
+    netsys_path(path, sizeof(path), br, "brif");
     DIR *d = opendir(path);
     if (!d) { /* no bridge: the network's rules (made at the start) go alone */
-        snprintf(path, sizeof(path), "/sys/class/net/%s", br);
+        netsys_path(path, sizeof(path), br, "");
         if (access(path, F_OK) != 0) cni_masq_remove(br, a->cfg.cni_subnet);
         return;
     }
@@ -559,6 +561,7 @@ void agent_stop(svc *s)
     usage_free(a->usage);
     gpu_nvml_close(a->nvml);
     if (a->rt) _remove_idle_bridge(a);
+    netsys_teardown();
     image_store_free(a->store);
     image_store_free(a->insecure_store);
     runtime_free(a->rt);

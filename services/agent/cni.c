@@ -25,6 +25,7 @@
 #include "libcommon/log.h"
 #include "libcommon/proc.h"
 #include "services/agent/netfilter.h"
+#include "services/agent/netsys.h"
 
 #define NETNS_DIR "/run/netns"
 #define CNI_TIMEOUT_MS 30000
@@ -579,7 +580,7 @@ static bool _run(const char *const *argv, const char *in, ts_err *err)
 static bool _isolate_port(const char *network, const attached *a, ts_err *err)
 {
     char path[160], buf[4] = "";
-    snprintf(path, sizeof(path), "/sys/class/net/%s/brport/isolated", a->host_if);
+    netsys_path(path, sizeof(path), a->host_if, "brport/isolated");
     int fd = a->host_if[0] ? open(path, O_RDONLY | O_CLOEXEC) : -1;
     if (fd >= 0) {
         if (read(fd, buf, sizeof(buf) - 1) < 0) buf[0] = '\0';
@@ -608,13 +609,13 @@ static bool _isolate_port(const char *network, const attached *a, ts_err *err)
      * it and flushes the permanent neighbour entries (tessera-bridge does
      * the same) */
     char fix[96] = "", mac[24] = "", type[4] = "";
-    snprintf(path, sizeof(path), "/sys/class/net/%s/addr_assign_type", network);
+    netsys_path(path, sizeof(path), network, "addr_assign_type");
     fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
         if (read(fd, type, sizeof(type) - 1) < 0) type[0] = '\0';
         close(fd);
     }
-    snprintf(path, sizeof(path), "/sys/class/net/%s/address", network);
+    netsys_path(path, sizeof(path), network, "address");
     fd = type[0] != '3' ? open(path, O_RDONLY | O_CLOEXEC) : -1;
     if (fd >= 0) {
         if (read(fd, mac, 17) != 17) mac[0] = '\0';

@@ -18,7 +18,11 @@
 #include "libcommon/proc.h"
 #include "services/agent/cgroups.h"
 #include "services/agent/logs.h"
+<<<<<<< HEAD
 #include "services/agent/runtime_disk.h"
+=======
+#include "services/agent/netsys.h"
+>>>>>>> cluster-nodes
 #include "services/agent/runtime_state.h"
 
 /* ---- runtime ------------------------------------------------------------------ */
@@ -330,7 +334,9 @@ bool runtime_list(runtime *rt, char ***ids, int *count, ts_err *err)
 static int64_t _read_counter(const char *ifname, const char *name)
 {
     char path[160];
-    snprintf(path, sizeof(path), "/sys/class/net/%s/statistics/%s", ifname, name);
+    char rel[64];
+    snprintf(rel, sizeof(rel), "statistics/%s", name);
+    netsys_path(path, sizeof(path), ifname, rel);
     char *text = rts_read_file(path, 64);
     int64_t v = text ? strtoll(text, NULL, 10) : 0;
     free(text);

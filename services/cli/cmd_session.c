@@ -276,6 +276,7 @@ static const session_sub subcommands[] = {
      "  -t, --type TYPE              interactive (default), batch or inference\n"
      "  -g, --group PROJECT          project (group) name (default: default)\n"
      "      --resource-group GROUP   resource group (scaling group)\n"
+     "      --agent ID               put every kernel on agent ID (superadmins; agentList)\n"
      "  -r, --resources SLOTS        e.g. cpu=1,mem=1g,cuda.shares=0.5 (repeatable)\n"
      "  -e, --env NAME=VALUE         an environment variable (repeatable)\n"
      "      --startup-command CMD    the command a batch session runs\n"

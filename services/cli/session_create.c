@@ -15,7 +15,7 @@
 
 /* The options, as the request's parts. */
 typedef struct create_args {
-    const char *name, *type, *group, *rgroup, *startup, *template_id;
+    const char *name, *type, *group, *rgroup, *startup, *template_id, *agent;
     bool enqueue_only, reuse;
     double max_wait;
     json_t *slots, *env, *mounts, *mount_map, *pports;
@@ -140,6 +140,9 @@ static cli_status _option(const session_sub *self, int opt, const char *arg, cre
     case 'T':
         a->template_id = arg;
         break;
+    case 'A':
+        a->agent = arg;
+        break;
     }
     return CLI_OK;
 }
@@ -161,6 +164,7 @@ static json_t *_body(const create_args *a, const char *image, const char *name)
     if (a->type) json_object_set_new(body, "type", json_string(a->type));
     if (a->group) json_object_set_new(body, "group_name", json_string(a->group));
     if (a->startup) json_object_set_new(body, "startupCommand", json_string(a->startup));
+    if (a->agent) json_object_set_new(body, "agentList", json_pack("[s]", a->agent));
     json_object_set_new(body, "enqueueOnly", json_true());
     if (a->reuse) json_object_set_new(body, "reuseIfExists", json_true());
     return body;
@@ -267,6 +271,7 @@ int session_create(cli *c, const session_sub *self, int argc, char **argv)
         {"type", required_argument, NULL, 't'},
         {"group", required_argument, NULL, 'g'},
         {"resource-group", required_argument, NULL, 'R'},
+        {"agent", required_argument, NULL, 'A'},
         {"resources", required_argument, NULL, 'r'},
         {"env", required_argument, NULL, 'e'},
         {"startup-command", required_argument, NULL, 'S'},

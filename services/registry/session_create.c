@@ -268,11 +268,45 @@ static const char insert_sql[] =
     " domain_name, type, image, architecture, resource_group, status, status_info, starts_at,"
     " priority, cluster_size, cluster_mode, requested_slots, resource_opts, mounts, environ,"
     " startup_command, bootstrap_script, idle_timeout, limits, preopen_ports, home_files,"
+<<<<<<< HEAD
     " max_lifetime, rootfs_size)"
     " VALUES ($1::uuid, $2, $3, $4::uuid, $5::uuid, $6, $7, $8, $9, $10, $11, 'PENDING',"
     " 'waiting to be scheduled', to_timestamp($12::bigint / 1000.0), $13::int, $14::int, $15,"
     " $16::jsonb, $17::jsonb, $18::jsonb, $19::jsonb, $20, $21, $22::int, $23::jsonb, $24::jsonb,"
     " $25::jsonb, $26::int, $27::bigint)";
+=======
+    " max_lifetime, designated_agent)"
+    " VALUES ($1::uuid, $2, $3, $4::uuid, $5::uuid, $6, $7, $8, $9, $10, $11, 'PENDING',"
+    " 'waiting to be scheduled', to_timestamp($12::bigint / 1000.0), $13::int, $14::int, $15,"
+    " $16::jsonb, $17::jsonb, $18::jsonb, $19::jsonb, $20, $21, $22::int, $23::jsonb, $24::jsonb,"
+    " $25::jsonb, $26::int, $27)";
+
+/* agentList: superadmins only, and an agent alive in the session's resource
+ * group (the scheduler places every kernel there, docs/sessions.md). */
+static bool check_designated(PGconn *conn, const reg_caller *c, const create_req *cr,
+                             http_resp *resp)
+{
+    if (!cr->agent) return true;
+    if (!caller_is_superadmin(c)) {
+        http_problem(resp, 403, "forbidden", NULL,
+                     "only superadmins may designate the agent of a session (agentList)");
+        return false;
+    }
+    const char *p[] = {cr->agent, cr->resource_group};
+    PGresult *r = pgjson_query(conn, resp, "designated agent",
+                               "SELECT 1 FROM registry.agents WHERE id = $1 AND resource_group = $2"
+                               " AND status = 'ALIVE'",
+                               2, p);
+    if (!r) return false;
+    bool found = PQntuples(r) == 1;
+    PQclear(r);
+    if (!found)
+        http_problem(resp, 400, "invalid-api-params", NULL,
+                     "agentList: %s is no alive agent of resource group %s", cr->agent,
+                     cr->resource_group);
+    return found;
+}
+>>>>>>> cluster-nodes
 
 /* starts_at -> Unix ms (NULL text when none): ISO-8601 (through PostgreSQL) or a delay. */
 static bool starts_at_ms(PGconn *conn, const create_req *cr, char *out, size_t size, bool *given,
@@ -364,7 +398,7 @@ void session_create_reply(svc *s, http_req *req, http_resp *resp, json_t *body)
         goto out;
     }
     if (!(conn = pgjson_get(s, resp))) goto out;
-    if (!check_group(conn, owner, &cr, resp)) goto out;
+    if (!check_group(conn, owner, &cr, resp) || !check_designated(conn, &c, &cr, resp)) goto out;
     /* the image */
     bool found = false;
     ts_err err = {{0}};
@@ -481,7 +515,11 @@ void session_create_reply(svc *s, http_req *req, http_resp *resp, json_t *body)
                         pt,
                         hf,
                         lifetime,
+<<<<<<< HEAD
                         rootfs};
+=======
+                        cr.agent};
+>>>>>>> cluster-nodes
     bool ok = pgjson_begin(conn, resp);
     if (ok) {
         PGresult *ir = pg_exec_cached(conn, insert_sql, 27, ip);
@@ -526,8 +564,8 @@ void session_create_reply(svc *s, http_req *req, http_resp *resp, json_t *body)
     else
         pg_rollback(conn);
     if (!ok) goto free_text;
-    TLOG_INFO("session enqueued", "name=%s owner=%s group=%s image=%s", cr.name, owner_ak,
-              cr.resource_group, cr.image);
+    TLOG_INFO("session enqueued", "name=%s owner=%s group=%s image=%s agent=%s", cr.name, owner_ak,
+              cr.resource_group, cr.image, cr.agent ? cr.agent : "");
     /* wait registration before the scheduler can see it */
     if (!cr.enqueue_only && cr.max_wait_ms > 0)
         w = waiters_add(sid, (int)reg_settings.max_waiting_creates);

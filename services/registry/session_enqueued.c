@@ -24,7 +24,7 @@ static const char enqueue_sql[] =
     " (extract(epoch FROM s.created_at) * 1000)::bigint, s.limits::text,"
     " (SELECT json_agg(json_build_object('id', k.id, 'role', k.cluster_role, 'idx', k.cluster_idx,"
     "   'slots', k.slots) ORDER BY k.cluster_idx)::text FROM registry.kernels k"
-    "   WHERE k.session_id = s.id), s.status"
+    "   WHERE k.session_id = s.id), s.status, coalesce(s.designated_agent, '')"
     " FROM registry.sessions s WHERE s.id = $1::uuid";
 
 bool session_enqueued_publish(PGconn *conn, const char *session_id, const char *correlation_id,
@@ -61,6 +61,7 @@ bool session_enqueued_publish(PGconn *conn, const char *session_id, const char *
     m.cluster_mode = PQgetvalue(r, 0, 12);
     m.multi_node = strcmp(m.cluster_mode, "multi-node") == 0;
     m.starts_at_ms = atoll(PQgetvalue(r, 0, 13));
+    m.designated_agent = PQgetvalue(r, 0, 18);
     m.enqueued_at_ms = atoll(PQgetvalue(r, 0, 14));
     json_t *limits = json_loads(PQgetvalue(r, 0, 15), 0, NULL);
     json_t *kernels = json_loads(PQgetvalue(r, 0, 16), 0, NULL);

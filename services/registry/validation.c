@@ -172,6 +172,32 @@ bool session_environ_valid(json_t *env, const char *field, http_resp *resp)
     return true;
 }
 
+/* agentList / agent_list: null, [], or one agent id (every kernel goes there). */
+static bool agent_list_field(json_t *body, const char **out, http_resp *resp)
+{
+    static const char *const names[] = {"agentList", "agent_list", NULL};
+    *out = NULL;
+    for (const char *const *n = names; *n; n++) {
+        json_t *v = json_object_get(body, *n);
+        if (!v || json_is_null(v)) continue;
+        if (!json_is_array(v)) return bad(resp, *n, "must be a list of agent ids");
+        if (json_array_size(v) == 0) return true;
+        if (json_array_size(v) > 1)
+            return bad(resp, *n,
+                       "names more than one agent: every kernel of a session goes to one "
+                       "designated agent");
+        const char *id = json_string_value(json_array_get(v, 0));
+        bool ok = id && isalnum((unsigned char)id[0]) && strlen(id) < 64 &&
+                  strlen(id) == json_string_length(json_array_get(v, 0));
+        for (const char *p = id; ok && *p; p++)
+            ok = isalnum((unsigned char)*p) || strchr("_.:-", *p);
+        if (!ok) return bad(resp, *n, "must hold an agent id (letters, digits, '_.:-', < 64)");
+        *out = id;
+        return true;
+    }
+    return true;
+}
+
 bool create_req_parse(json_t *body, create_req *r, http_resp *resp)
 {
     memset(r, 0, sizeof(*r));
@@ -221,6 +247,7 @@ bool create_req_parse(json_t *body, create_req *r, http_resp *resp)
     if (!*r->group) r->group = "default";
     if (r->owner_access_key && !*r->owner_access_key) r->owner_access_key = NULL;
     if (r->starts_at && !*r->starts_at) r->starts_at = NULL;
+    if (!agent_list_field(body, &r->agent, resp)) return false;
     /* the resource group: in config, or at the top level */
     const char *rg = NULL;
     if (config && !str_field(config, n_rg, 64, NULL, &rg, resp)) return false;

@@ -21,6 +21,7 @@ typedef struct create_req {
     const char *owner_access_key; /* NULL: the caller */
     const char *cluster_mode;     /* single-node | multi-node */
     const char *starts_at;        /* ISO-8601 or a delay ("30s", "10m"); NULL: none */
+    const char *agent;            /* agentList's one agent: designated (superadmin); NULL: none */
     slots_t slots;                /* config.resources, per kernel */
     uint32_t explicit_slots;      /* mask of slots the request named */
     int64_t shmem;                /* config.resource_opts.shmem, bytes (-1: none) */

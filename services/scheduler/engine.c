@@ -252,13 +252,69 @@ typedef struct memo {
     char reason[SCHED_REASON_MAX];
 } memo;
 
+/* The agent a designated session must go to, when it may take sessions of
+ * this architecture now (NULL otherwise). */
+static sched_agent *designated(const rg *r, const sched_session *s)
+{
+    sched_agent *a = sched_group_agent(r->group, s->agent);
+    if (!a || !a->schedulable || (s->arch[0] && strcmp(a->arch, s->arch) != 0)) return NULL;
+    return a;
+}
+
+/* Why a designated session does not fit on its agent. */
+static const char *explain_designated(const rg *r, const sched_session *s, char *reason,
+                                      size_t size)
+{
+    sched_agent *a = sched_group_agent(r->group, s->agent);
+    if (!a) {
+        snprintf(reason, size, "designated agent %s is not alive in resource group %s", s->agent,
+                 r->name);
+        return "no_agent";
+    }
+    if (!a->schedulable || (s->arch[0] && strcmp(a->arch, s->arch) != 0)) {
+        snprintf(reason, size, "designated agent %s %s", s->agent,
+                 a->schedulable ? "has another architecture" : "is not schedulable");
+        return "no_agent";
+    }
+    char x[SLOT_FMT_MAX], y[SLOT_FMT_MAX];
+    int sh = slots_short(&s->total, &a->total);
+    if (sh >= 0) {
+        snprintf(reason, size, "requested %s %s is more than designated agent %s has (%s)",
+                 slot_name(sh), slot_format(sh, s->total.v[sh], x, sizeof(x)), s->agent,
+                 slot_format(sh, slots_get(&a->total, sh), y, sizeof(y)));
+        return "too_big";
+    }
+    if (a->reserved_for[0] && strcmp(a->reserved_for, s->id) != 0) {
+        snprintf(reason, size, "designated agent %s is held for a session waiting longer",
+                 s->agent);
+        return "held_for_aged_session";
+    }
+    slots_t free = a->total;
+    ts_err err;
+    sh = slots_sub(&free, &a->used, &err) ? slots_short(&s->total, &free) : -1;
+    if (sh >= 0)
+        snprintf(reason, size, "not enough %s on designated agent %s (%s requested, %s free)",
+                 slot_name(sh), s->agent, slot_format(sh, s->total.v[sh], x, sizeof(x)),
+                 slot_format(sh, slots_get(&free, sh), y, sizeof(y)));
+    else
+        snprintf(reason, size, "not enough room on designated agent %s (its GPU devices)",
+                 s->agent);
+    return "no_capacity";
+}
+
 /* Place every kernel of s (all or nothing); on failure *failed says which request. */
 static bool place_session(rg *r, sched_session *s, sched_kplace *k, const slots_t **failed)
 {
     sched_group *g = r->group;
     sched_agent *only = NULL;
     int n = s->nkernels;
-    if (!s->multi_node && n > 1) { /* single node: choose the agent for the whole session */
+    if (s->agent[0]) { /* designated: every kernel on that agent, or none placed */
+        only = designated(r, s);
+        if (!only) {
+            *failed = &s->total;
+            return false;
+        }
+    } else if (!s->multi_node && n > 1) { /* single node: choose the agent for the whole session */
         sched_pick p0;
         if (!sched_group_place(g, &s->total, s->arch, s->id, NULL, &p0)) {
             *failed = &s->total;
@@ -336,7 +392,9 @@ int sched_engine_pass(sched_engine *e, const char *group, int64_t now_ms, sched_
             sched_agent *h = sched_group_agent(r->group, s->held_agent);
             if (!h || strcmp(h->reserved_for, s->id) != 0) s->held_agent[0] = '\0';
         }
-        bool one_shape = !s->multi_node || s->nkernels == 1;
+        /* a shape that failed anywhere fails again; a designated session's
+         * failure is its agent's only */
+        bool one_shape = (!s->multi_node || s->nkernels == 1) && !s->agent[0];
         const memo *hit = NULL;
         if (one_shape && !s->held_agent[0])
             for (int i = 0; i < nmemo && !hit; i++)
@@ -377,6 +435,8 @@ int sched_engine_pass(sched_engine *e, const char *group, int64_t now_ms, sched_
             st->memo_hits++;
             code = hit->code;
             ts_strlcpy(reason, hit->reason, sizeof(reason));
+        } else if (s->agent[0]) {
+            code = explain_designated(r, s, reason, sizeof(reason));
         } else {
             sched_fit f =
                 sched_group_explain(r->group, failed, s->arch, s->id, reason, sizeof(reason));
@@ -391,8 +451,9 @@ int sched_engine_pass(sched_engine *e, const char *group, int64_t now_ms, sched_
         }
         if (!s->first_skipped_ms) s->first_skipped_ms = now_ms;
         if (r->policy.aging_ms > 0 && now_ms - s->first_skipped_ms >= r->policy.aging_ms &&
-            !s->held_agent[0] && sched_group_held_count(r->group) < r->policy.max_held &&
-            strcmp(code, "too_big") != 0 && strcmp(code, "no_agent") != 0) {
+            !s->held_agent[0] && !s->agent[0] &&
+            sched_group_held_count(r->group) < r->policy.max_held && strcmp(code, "too_big") != 0 &&
+            strcmp(code, "no_agent") != 0) {
             const slots_t *want = one_shape ? &s->total : &s->kernels[0].slots;
             sched_agent *a = sched_group_pick_hold(r->group, want, s->arch, s->id);
             if (a) {

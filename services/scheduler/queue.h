@@ -30,8 +30,9 @@ typedef struct sched_session {
     char arch[SCHED_ARCH_MAX]; /* "" = any */
     int priority;              /* higher first */
     int64_t enqueued_at_ms;
-    int64_t starts_at_ms; /* 0 = as soon as possible */
-    bool multi_node;      /* kernels may go on different agents */
+    int64_t starts_at_ms;     /* 0 = as soon as possible */
+    bool multi_node;          /* kernels may go on different agents */
+    char agent[SCHED_ID_MAX]; /* every kernel on this agent ("" = any: the selector's choice) */
     int nkernels;
     sched_kreq *kernels; /* owned (sched_session_free) */
     /* state */

@@ -22,10 +22,12 @@ static sched_session *session_from_enqueued(const Tessera__V1__SessionEnqueued *
         ts_err_set(err, "session %s has %zu kernels (1 to 1024)", m->session_id, m->n_kernels);
         return NULL;
     }
-    const char *ids[] = {m->access_key, m->user_id, m->project_id, m->domain_name, m->architecture};
+    const char *ids[] = {m->access_key,  m->user_id,      m->project_id,
+                         m->domain_name, m->architecture, m->designated_agent};
     for (size_t i = 0; i < TS_ARRAY_LEN(ids); i++)
         if (strlen(ids[i]) >= (i == 4 ? SCHED_ARCH_MAX : SCHED_ID_MAX)) {
-            ts_err_set(err, "session %s: owner or architecture field too long", m->session_id);
+            ts_err_set(err, "session %s: owner, architecture or designated agent field too long",
+                       m->session_id);
             return NULL;
         }
     sched_session *s = sched_session_new(m->session_id, (int)m->n_kernels);
@@ -38,6 +40,7 @@ static sched_session *session_from_enqueued(const Tessera__V1__SessionEnqueued *
     s->enqueued_at_ms = m->enqueued_at_ms;
     s->starts_at_ms = m->starts_at_ms;
     s->multi_node = m->multi_node || strcmp(m->cluster_mode, "multi-node") == 0;
+    ts_strlcpy(s->agent, m->designated_agent, sizeof(s->agent));
     for (size_t i = 0; i < m->n_kernels; i++) {
         const Tessera__V1__SessionEnqueued__KernelRequest *kr = m->kernels[i];
         const char *kid = kr->kernel_id;

@@ -229,8 +229,12 @@ def kernel_leftovers(kernel_ids):
     return found
 
 
-def _run_script(script, state_dir, timeout):
-    env = dict(os.environ)
+def _run_script(script, state_dir, timeout, **extra):
+    """Run a deploy/dev script on state_dir. A stack has one node unless extra
+    says otherwise (a TESSERA_DEV_NODES of the caller's shell is not for the
+    tests: they assume one agent on 127.0.0.1, cluster_stack aside)."""
+    env = dict(os.environ, **extra)
+    env["TESSERA_DEV_NODES"] = extra.get("TESSERA_DEV_NODES", "1")
     env["TESSERA_STATE_DIR"] = state_dir
     env.setdefault("TESSERA_BIN_DIR", BIN_DIR)
     return subprocess.run(
@@ -266,23 +270,42 @@ def pytest_runtest_makereport(item, call):
         _failed_tests.append(item.nodeid)
 
 
-@pytest.fixture(scope="session")
-def stack():
-    """The running development stack: a dict of its environment (<state>/env):
-    TESSERA_STATE_DIR, TESSERA_<SERVICE>_URL, KAFKA_BOOTSTRAP, TESSERA_PG_DSN,
-    TESSERA_REDIS_URL, TESSERA_OCI_REGISTRY, ... The processes are listed in
-    parse_services_file(<TESSERA_STATE_DIR>/services). Logs: <state>/logs/, kept
-    when a test fails or TESSERA_KEEP_STATE=1."""
-    if not os.path.isdir(BIN_DIR):
-        pytest.skip(f"{BIN_DIR} does not exist: build first (make)")
-    state_dir = tempfile.mkdtemp(prefix="tessera-it-")
+def node_network_leftovers(env):
+    """What is left of a stack's node network (TESSERA_DEV_NODES > 1) on this
+    host: its nodes' network namespaces, its bridge and veths, the host's
+    iptables chain for it."""
+    br = env.get("TESSERA_NODE_NETWORK")
+    if not br:
+        return []
+    found = []
+    if os.path.isdir("/run/netns"):
+        found += [f"netns {n}" for n in os.listdir("/run/netns") if n.startswith(br + "-node")]
+    links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True, timeout=10).stdout
+    for line in links.splitlines():
+        name = line.split(":")[1].strip().split("@")[0] if ":" in line else ""
+        if name == br or re.fullmatch(re.escape(br) + r"n\d+", name):
+            found.append(f"link {name}")
+    rules = subprocess.run(["iptables-save", "-t", "filter"], capture_output=True, text=True, timeout=10).stdout
+    found += [f"iptables: {r}" for r in rules.splitlines() if "TESSERA-NODES-" + br in r or f"tessera-nodes:{br}" in r]
+    return found
+
+
+@contextlib.contextmanager
+def dev_stack(prefix, **env_extra):
+    """A development stack (dev-up.sh with env_extra, e.g. TESSERA_DEV_NODES) in
+    a fresh temporary state dir: yields its environment (<state>/env as a
+    dict). Afterwards dev-down.sh, and a check that none of its processes,
+    session containers or node network survived."""
+    state_dir = tempfile.mkdtemp(prefix=prefix)
     up = None
+    env = {}
     try:
-        up = _run_script(DEV_UP, state_dir, timeout=180)
+        up = _run_script(DEV_UP, state_dir, timeout=180, **env_extra)
         if up.returncode != 0:
             pytest.fail(f"dev-up.sh failed (exit {up.returncode}); state dir {state_dir}:\n{up.stdout}",
                         pytrace=False)
-        yield parse_env_file(os.path.join(state_dir, "env"))
+        env = parse_env_file(os.path.join(state_dir, "env"))
+        yield env
     finally:
         # Read the recorded pids before dev-down (it keeps <state>/services, but
         # be independent of that), stop, then check that nothing survived.
@@ -301,8 +324,11 @@ def stack():
             st = _proc_stat(pid)
             if st and st[0] != "Z":
                 pids[pid] = st[1]
-        kernels_dir = os.path.join(state_dir, "agent", "kernels")
-        kernel_ids = set(os.listdir(kernels_dir)) if os.path.isdir(kernels_dir) else set()
+        kernel_ids = set()
+        for agent_dir in ["agent"] + [d + "/agent" for d in os.listdir(state_dir) if re.fullmatch(r"node\d+", d)]:
+            kernels_dir = os.path.join(state_dir, agent_dir, "kernels")
+            if os.path.isdir(kernels_dir):
+                kernel_ids |= set(os.listdir(kernels_dir))
         down = _run_script(DEV_DOWN, state_dir, timeout=120)
         left = []
         deadline = time.monotonic() + 5
@@ -321,6 +347,9 @@ def stack():
         if kernel_left:
             problems.append("session containers survived dev-down:\n" +
                             "\n".join(f"  {x}" for x in kernel_left))
+        net_left = node_network_leftovers(env)
+        if net_left:
+            problems.append("the node network survived dev-down:\n" + "\n".join(f"  {x}" for x in net_left))
         if problems:
             pytest.fail(f"stack teardown ({state_dir}, kept for inspection):\n" + "\n".join(problems),
                         pytrace=False)
@@ -330,3 +359,31 @@ def stack():
             print(f"\ntessera stack state (logs) kept in {state_dir}")
         else:
             shutil.rmtree(state_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def stack():
+    """The running development stack: a dict of its environment (<state>/env):
+    TESSERA_STATE_DIR, TESSERA_<SERVICE>_URL, KAFKA_BOOTSTRAP, TESSERA_PG_DSN,
+    TESSERA_REDIS_URL, TESSERA_OCI_REGISTRY, ... The processes are listed in
+    parse_services_file(<TESSERA_STATE_DIR>/services). Logs: <state>/logs/, kept
+    when a test fails or TESSERA_KEEP_STATE=1."""
+    if not os.path.isdir(BIN_DIR):
+        pytest.skip(f"{BIN_DIR} does not exist: build first (make)")
+    with dev_stack("tessera-it-") as env:
+        yield env
+
+
+@pytest.fixture(scope="module")
+def cluster_stack():
+    """A stack of three nodes (TESSERA_DEV_NODES=3, deploy/dev/nodes.sh): each
+    node a network namespace with an agent of its own (node1..node3), the
+    control plane on the node network's address. Its environment adds
+    TESSERA_NODE_NETWORK, TESSERA_CONTROL_PLANE_ADDR and TESSERA_NODE_<k>_NAME,
+    _ADDR, _NETNS, _AGENT_URL. One per module that uses it: start it once."""
+    if not os.path.isdir(BIN_DIR):
+        pytest.skip(f"{BIN_DIR} does not exist: build first (make)")
+    if os.geteuid() != 0:
+        pytest.skip("a multi-node stack needs root (network namespaces)")
+    with dev_stack("tessera-cl-", TESSERA_DEV_NODES="3") as env:
+        yield env

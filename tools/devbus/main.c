@@ -5,8 +5,9 @@
  * "bootstrap=<host:port,...>" on stdout and writes the address to
  * devbus.bootstrap_file for the other services (KAFKA_BOOTSTRAP).
  *
- * The mock brokers listen on 127.0.0.1 on ports chosen by the kernel
- * (librdkafka 2.0.2 offers no way to choose them). Per-agent command topics
+ * The mock brokers listen on ports chosen by the kernel (librdkafka 2.0.2
+ * offers no way to choose them), on 127.0.0.1 or devbus.broker_addr (see
+ * bind() below), and advertise that address. Per-agent command topics
  * (tessera.agent.cmd.<agent-id>) are created on first use.
  *
  * Faults (tests/faults, deploy/dev/restart.sh bus): SIGUSR1 takes every mock
@@ -21,17 +22,21 @@
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static int64_t opt_brokers, opt_partitions;
-static char *opt_bootstrap_file;
+static char *opt_bootstrap_file, *opt_broker_addr;
 
 static const cfg_option devbus_options[] = {
     {"devbus.brokers", CFG_INT, &opt_brokers, "3", 1, 9, NULL, false, NULL,
@@ -40,6 +45,9 @@ static const cfg_option devbus_options[] = {
      "partitions of each pre-created topic"},
     {"devbus.bootstrap_file", CFG_STRING, &opt_bootstrap_file, NULL, 0, 0, NULL, false, NULL,
      "file to write the bootstrap address to (written atomically; optional)"},
+    {"devbus.broker_addr", CFG_STRING, &opt_broker_addr, "127.0.0.1", 0, 0, NULL, false, NULL,
+     "IPv4 address of this host the mock brokers listen on and advertise (clients in other "
+     "network namespaces or on other hosts need one they reach)"},
     {NULL},
 };
 
@@ -53,6 +61,29 @@ static rd_kafka_t *host_rk; /* the client instance that hosts the cluster */
 static rd_kafka_mock_cluster_t *mcluster;
 static char *bootstrap;
 static atomic_bool brokers_up = true;
+
+/* librdkafka 2.0.2's mock brokers bind 127.0.0.1 port 0 and advertise the
+ * address getsockname() then gives; nothing chooses another. This process's
+ * bind() (which librdkafka's calls reach: an executable's definition comes
+ * first) puts such a bind on devbus.broker_addr instead while the cluster is
+ * made (rebind_to set), so the brokers listen and are advertised there. Any
+ * other bind is passed on unchanged. */
+static struct in_addr rebind_addr;
+static atomic_bool rebind_to;
+
+int bind(int fd, const struct sockaddr *addr, socklen_t len)
+{
+    struct sockaddr_in in;
+    if (atomic_load(&rebind_to) && addr && len >= (socklen_t)sizeof(in) &&
+        addr->sa_family == AF_INET) {
+        memcpy(&in, addr, sizeof(in));
+        if (in.sin_port == 0 && in.sin_addr.s_addr == htonl(INADDR_LOOPBACK)) {
+            in.sin_addr = rebind_addr;
+            return (int)syscall(SYS_bind, fd, (const struct sockaddr *)&in, (socklen_t)sizeof(in));
+        }
+    }
+    return (int)syscall(SYS_bind, fd, addr, len);
+}
 static pthread_t control_thread;
 static bool control_running;
 
@@ -182,7 +213,16 @@ static bool devbus_start(svc *s, ts_err *err)
         ts_err_set(err, "mock cluster host: %s", errstr);
         return false;
     }
+    const char *baddr = opt_broker_addr && *opt_broker_addr ? opt_broker_addr : "127.0.0.1";
+    if (inet_pton(AF_INET, baddr, &rebind_addr) != 1) {
+        ts_err_set(err, "devbus.broker_addr: '%s' is not an IPv4 address", baddr);
+        rd_kafka_destroy(host_rk);
+        host_rk = NULL;
+        return false;
+    }
+    atomic_store(&rebind_to, rebind_addr.s_addr != htonl(INADDR_LOOPBACK));
     mcluster = rd_kafka_mock_cluster_new(host_rk, (int)opt_brokers);
+    atomic_store(&rebind_to, false);
     if (!mcluster) {
         ts_err_set(err, "mock cluster with %d brokers could not be created", (int)opt_brokers);
         rd_kafka_destroy(host_rk);

@@ -648,6 +648,63 @@ static void test_reserve_hook_refusal_rolls_back(void **state)
     sched_engine_free(e);
 }
 
+/* agentList: a designated session goes to its agent or waits, saying why;
+ * the sessions behind it are not held up. */
+static void test_designated_agent(void **state)
+{
+    (void)state;
+    sched_engine *e = engine(SCHED_FIFO, SCHED_CONCENTRATED, "cpu=2 mem=16g", 3);
+    const char *const to[] = {"a3", "a3", "a3", "nope", "a1"};
+    const char *const want[] = {"", "", "no_capacity", "no_agent", "too_big"};
+    for (int i = 0; i < 5; i++) {
+        char id[8];
+        snprintf(id, sizeof(id), "d%d", i + 1);
+        sched_session *s = mk(id, &ALICE, i == 4 ? "cpu=4" : "cpu=1", 0);
+        ts_strlcpy(s->agent, to[i], sizeof(s->agent));
+        enq(e, s);
+    }
+    /* two kernels of a multi-node session, both on the designated a2 */
+    sched_session *m = sched_session_new("dm", 2);
+    ts_strlcpy(m->user_id, "u", sizeof(m->user_id));
+    m->multi_node = true;
+    ts_strlcpy(m->agent, "a2", sizeof(m->agent));
+    for (int i = 0; i < 2; i++) {
+        snprintf(m->kernels[i].kernel_id, SCHED_ID_MAX, "dm-k%d", i);
+        m->kernels[i].slots = S("cpu=1");
+    }
+    ts_err err = {{0}};
+    assert_true(sched_session_finish(m, &err));
+    enq(e, m);
+    enq(e, mk("free", &BOB, "cpu=1", 0));
+    rec r = {0};
+    assert_int_equal(sched_engine_pass(e, "default", 0, NULL, on_outcome, &r, NULL), 4);
+    assert_string_equal(r.scheduled[0], "d1");
+    assert_string_equal(r.agent[0], "a3");
+    assert_string_equal(r.scheduled[1], "d2");
+    assert_string_equal(r.agent[1], "a3");
+    assert_string_equal(r.scheduled[2], "dm");
+    assert_string_equal(r.scheduled[3], "free");
+    assert_string_equal(r.agent[3], "a1");
+    sched_group *g = sched_engine_group(e, "default");
+    assert_int_equal(slots_get(&sched_group_agent(g, "a2")->used, SLOT_CPU), 2000);
+    sched_queue *q = sched_engine_queue(e, "default");
+    for (int i = 2; i < 5; i++) {
+        char id[8];
+        snprintf(id, sizeof(id), "d%d", i + 1);
+        sched_session *s = sched_queue_find(q, id);
+        assert_non_null(s);
+        assert_string_equal(s->reason_code, want[i]);
+        assert_non_null(strstr(s->reason, to[i]));
+    }
+    /* a3 frees: d3 goes there */
+    assert_true(sched_engine_release(e, "d1-k0"));
+    memset(&r, 0, sizeof(r));
+    assert_int_equal(sched_engine_pass(e, "default", 0, NULL, on_outcome, &r, NULL), 1);
+    assert_string_equal(r.scheduled[0], "d3");
+    assert_string_equal(r.agent[0], "a3");
+    sched_engine_free(e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -665,6 +722,7 @@ int main(void)
         cmocka_unit_test(test_backfill_and_aging),
         cmocka_unit_test(test_multi_kernel_all_or_nothing),
         cmocka_unit_test(test_reserve_hook_refusal_rolls_back),
+        cmocka_unit_test(test_designated_agent),
     };
     return cmocka_run_group_tests_name("sched_placement", tests, NULL, NULL);
 }
