@@ -18,11 +18,8 @@
 #include "libcommon/proc.h"
 #include "services/agent/cgroups.h"
 #include "services/agent/logs.h"
-<<<<<<< HEAD
-#include "services/agent/runtime_disk.h"
-=======
 #include "services/agent/netsys.h"
->>>>>>> cluster-nodes
+#include "services/agent/runtime_disk.h"
 #include "services/agent/runtime_state.h"
 
 /* ---- runtime ------------------------------------------------------------------ */

@@ -268,18 +268,11 @@ static const char insert_sql[] =
     " domain_name, type, image, architecture, resource_group, status, status_info, starts_at,"
     " priority, cluster_size, cluster_mode, requested_slots, resource_opts, mounts, environ,"
     " startup_command, bootstrap_script, idle_timeout, limits, preopen_ports, home_files,"
-<<<<<<< HEAD
-    " max_lifetime, rootfs_size)"
+    " max_lifetime, rootfs_size, designated_agent)"
     " VALUES ($1::uuid, $2, $3, $4::uuid, $5::uuid, $6, $7, $8, $9, $10, $11, 'PENDING',"
     " 'waiting to be scheduled', to_timestamp($12::bigint / 1000.0), $13::int, $14::int, $15,"
     " $16::jsonb, $17::jsonb, $18::jsonb, $19::jsonb, $20, $21, $22::int, $23::jsonb, $24::jsonb,"
-    " $25::jsonb, $26::int, $27::bigint)";
-=======
-    " max_lifetime, designated_agent)"
-    " VALUES ($1::uuid, $2, $3, $4::uuid, $5::uuid, $6, $7, $8, $9, $10, $11, 'PENDING',"
-    " 'waiting to be scheduled', to_timestamp($12::bigint / 1000.0), $13::int, $14::int, $15,"
-    " $16::jsonb, $17::jsonb, $18::jsonb, $19::jsonb, $20, $21, $22::int, $23::jsonb, $24::jsonb,"
-    " $25::jsonb, $26::int, $27)";
+    " $25::jsonb, $26::int, $27::bigint, $28)";
 
 /* agentList: superadmins only, and an agent alive in the session's resource
  * group (the scheduler places every kernel there, docs/sessions.md). */
@@ -306,7 +299,6 @@ static bool check_designated(PGconn *conn, const reg_caller *c, const create_req
                      cr->resource_group);
     return found;
 }
->>>>>>> cluster-nodes
 
 /* starts_at -> Unix ms (NULL text when none): ISO-8601 (through PostgreSQL) or a delay. */
 static bool starts_at_ms(PGconn *conn, const create_req *cr, char *out, size_t size, bool *given,
@@ -515,14 +507,11 @@ void session_create_reply(svc *s, http_req *req, http_resp *resp, json_t *body)
                         pt,
                         hf,
                         lifetime,
-<<<<<<< HEAD
-                        rootfs};
-=======
+                        rootfs,
                         cr.agent};
->>>>>>> cluster-nodes
     bool ok = pgjson_begin(conn, resp);
     if (ok) {
-        PGresult *ir = pg_exec_cached(conn, insert_sql, 27, ip);
+        PGresult *ir = pg_exec_cached(conn, insert_sql, 28, ip);
         ok = PQresultStatus(ir) == PGRES_COMMAND_OK;
         if (!ok && strcmp(pgjson_sqlstate(ir), "23505") == 0) {
             pg_rollback(conn);
