@@ -214,10 +214,15 @@ json_t *gql_shape_user(gql_exec *ex, const json_t *u)
     _copy(o, "id", u, "id");
     _copy(o, "uuid", u, "id");
     json_t *groups = json_array();
+    const json_t *names = json_object_get(u, "project_names");
     size_t i;
     json_t *p;
     json_array_foreach(json_object_get(u, "projects"), i, p)
-        json_array_append_new(groups, json_pack("{s:O, s:n}", "id", p, "name"));
+    {
+        json_t *name = json_array_get(names, i);
+        json_array_append_new(groups, json_pack("{s:O, s:O}", "id", p, "name",
+                                                json_is_string(name) ? name : json_null()));
+    }
     json_object_set_new(o, "groups", groups);
     return o;
 }
