@@ -169,6 +169,19 @@ static json_t *q_groups(gql_exec *ex, const json_t *args)
     return gql_all_shaped(ex, UPSTREAM_AUTH, "/v1/admin/projects", &q, gql_shape_group);
 }
 
+/* Backend.AI's projects of one name (in the caller's reach: a user its own
+ * projects, an admin its domain's, a superadmin any domain's). */
+static json_t *q_groups_by_name(gql_exec *ex, const json_t *args)
+{
+    json_t *all = q_groups(ex, args);
+    const char *name = gql_str(args, "name");
+    for (size_t i = json_array_size(all); i-- > 0;) {
+        const char *n = gql_str(json_array_get(all, i), "name");
+        if (!n || strcmp(n, name) != 0) json_array_remove(all, i);
+    }
+    return all;
+}
+
 static json_t *q_group(gql_exec *ex, const json_t *args)
 {
     return gql_one(ex, UPSTREAM_AUTH, "/v1/admin/projects", gql_str(args, "id"), gql_shape_group);
@@ -382,11 +395,35 @@ static json_t *q_storage_volume(gql_exec *ex, const json_t *args)
     return found;
 }
 
-static json_t *_folders(gql_exec *ex, const json_t *args)
+/* Which folders a vfolder list shows: what the caller may see (admins:
+ * with all=true), or Backend.AI's own, invited and project lists, which
+ * are the caller's own view even for admins. */
+typedef enum { FOLDERS_ALL, FOLDERS_OWN, FOLDERS_INVITED, FOLDERS_PROJECT } folders_scope;
+
+/* Whether a folder of the service's list belongs in scope. */
+static bool _in_scope(const json_t *f, folders_scope scope)
+{
+    const char *own = gql_str(f, "ownership_type");
+    bool group = own && strcmp(own, "group") == 0;
+    bool owner = json_is_true(json_object_get(f, "is_owner"));
+    switch (scope) {
+    case FOLDERS_OWN:
+        return !group && owner;
+    case FOLDERS_INVITED:
+        return !group && !owner;
+    case FOLDERS_PROJECT:
+        return group;
+    default:
+        return true;
+    }
+}
+
+static json_t *_folders_in(gql_exec *ex, const json_t *args, folders_scope scope)
 {
     gql_ctx *c = gql_user(ex);
     ts_buf q = {0};
-    if (c->id->is_admin || strcmp(c->id->role, "user") != 0) gql_qs(&q, "all", "true");
+    if (scope == FOLDERS_ALL && (c->id->is_admin || strcmp(c->id->role, "user") != 0))
+        gql_qs(&q, "all", "true");
     gql_qs(&q, "group_id", gql_str(args, "group_id"));
     char *t = gql_target("/v1/folders", &q);
     json_t *a = gql_get(ex, UPSTREAM_VFOLDER, t);
@@ -397,19 +434,27 @@ static json_t *_folders(gql_exec *ex, const json_t *args)
         gql_error(ex, "unexpected answer from the service");
         return NULL;
     }
+    for (size_t i = json_array_size(a); i-- > 0;)
+        if (!_in_scope(json_array_get(a, i), scope)) json_array_remove(a, i);
     json_t *out = gql_shape_each(ex, a, gql_shape_vfolder);
     json_decref(a);
     return out;
 }
 
-static json_t *q_vfolder_list(gql_exec *ex, const json_t *args)
+static json_t *_folders(gql_exec *ex, const json_t *args)
+{
+    return _folders_in(ex, args, FOLDERS_ALL);
+}
+
+/* A page of the folders in scope, narrowed to domain_name. */
+static json_t *_vfolder_page(gql_exec *ex, const json_t *args, folders_scope scope)
 {
     if (json_object_get(args, "filter") || json_object_get(args, "order") ||
         json_object_get(args, "access_key")) {
         gql_error(ex, "filter, order and access_key are not supported");
         return NULL;
     }
-    json_t *all = _folders(ex, args);
+    json_t *all = _folders_in(ex, args, scope);
     if (!all) return NULL;
     const char *domain = gql_str(args, "domain_name");
     if (domain)
@@ -418,6 +463,26 @@ static json_t *q_vfolder_list(gql_exec *ex, const json_t *args)
             if (d && strcmp(d, domain) != 0) json_array_remove(all, i);
         }
     return _slice(all, args);
+}
+
+static json_t *q_vfolder_list(gql_exec *ex, const json_t *args)
+{
+    return _vfolder_page(ex, args, FOLDERS_ALL);
+}
+
+static json_t *q_vfolder_own_list(gql_exec *ex, const json_t *args)
+{
+    return _vfolder_page(ex, args, FOLDERS_OWN);
+}
+
+static json_t *q_vfolder_invited_list(gql_exec *ex, const json_t *args)
+{
+    return _vfolder_page(ex, args, FOLDERS_INVITED);
+}
+
+static json_t *q_vfolder_project_list(gql_exec *ex, const json_t *args)
+{
+    return _vfolder_page(ex, args, FOLDERS_PROJECT);
 }
 
 static json_t *q_vfolder(gql_exec *ex, const json_t *args)
@@ -511,6 +576,10 @@ const gql_root_field gql_query_fields[] = {
      (const gql_arg_def[]){GQL_OPT("domain_name", GQL_STRING), GQL_OPT("is_active", GQL_BOOLEAN),
                            GQL_OPT("type", GQL_STRING_LIST), GQL_ARGS_END},
      &gql_t_group, true, q_groups},
+    {"groups_by_name",
+     (const gql_arg_def[]){GQL_REQ("name", GQL_STRING), GQL_OPT("domain_name", GQL_STRING),
+                           GQL_ARGS_END},
+     &gql_t_group, true, q_groups_by_name},
     {"group",
      (const gql_arg_def[]){GQL_REQ("id", GQL_UUID), GQL_OPT("domain_name", GQL_STRING),
                            GQL_OPT("type", GQL_STRING_LIST), GQL_ARGS_END},
@@ -551,6 +620,18 @@ const gql_root_field gql_query_fields[] = {
      (const gql_arg_def[]){PAGED, GQL_OPT("domain_name", GQL_STRING), GQL_OPT("group_id", GQL_UUID),
                            GQL_OPT("access_key", GQL_STRING), GQL_ARGS_END},
      &gql_t_vfolder_list, false, q_vfolder_list},
+    {"vfolder_own_list",
+     (const gql_arg_def[]){PAGED, GQL_OPT("domain_name", GQL_STRING),
+                           GQL_OPT("access_key", GQL_STRING), GQL_ARGS_END},
+     &gql_t_vfolder_list, false, q_vfolder_own_list},
+    {"vfolder_invited_list",
+     (const gql_arg_def[]){PAGED, GQL_OPT("domain_name", GQL_STRING),
+                           GQL_OPT("access_key", GQL_STRING), GQL_ARGS_END},
+     &gql_t_vfolder_list, false, q_vfolder_invited_list},
+    {"vfolder_project_list",
+     (const gql_arg_def[]){PAGED, GQL_OPT("domain_name", GQL_STRING),
+                           GQL_OPT("access_key", GQL_STRING), GQL_ARGS_END},
+     &gql_t_vfolder_list, false, q_vfolder_project_list},
     {"vfolder", (const gql_arg_def[]){GQL_OPT("id", GQL_STRING), GQL_ARGS_END}, &gql_t_vfolder,
      false, q_vfolder},
     {NULL, NULL, NULL, false, NULL},

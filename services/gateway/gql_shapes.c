@@ -59,11 +59,15 @@ static const field_from KERNEL_FIELDS[] = {{"id", "id"},
                                            {"agent", "agent"},
                                            {"container_id", "containerId"},
                                            {NULL, NULL}};
-static const field_from KERNEL_SESSION_FIELDS[] = {
-    {"session_id", "sessionUuid"},        {"image", "image"},
-    {"architecture", "architecture"},     {"created_at", "creationTime"},
-    {"terminated_at", "terminationTime"}, {"starts_at", "startsAt"},
-    {"occupied_slots", "occupiedSlots"},  {NULL, NULL}};
+static const field_from KERNEL_SESSION_FIELDS[] = {{"session_id", "sessionUuid"},
+                                                   {"image", "image"},
+                                                   {"architecture", "architecture"},
+                                                   {"created_at", "creationTime"},
+                                                   {"terminated_at", "terminationTime"},
+                                                   {"starts_at", "startsAt"},
+                                                   {"occupied_slots", "occupiedSlots"},
+                                                   {"status_changed", "statusChangedAt"},
+                                                   {NULL, NULL}};
 
 /* A kernel k of session s as Backend.AI's ComputeContainer. */
 static json_t *_container(const json_t *s, const json_t *k)
@@ -470,6 +474,7 @@ json_t *gql_shape_vfolder(gql_exec *ex, const json_t *f)
                                         {"group_name", "group_name"},
                                         {"creator", "creator"},
                                         {"quota_scope_id", "quota_scope_id"},
+                                        {"domain_name", "domain_name"},
                                         {"cur_size", "used_bytes"},
                                         {"last_used", "last_used"},
                                         {NULL, NULL}};
