@@ -99,7 +99,8 @@ int64_t sessions_create_timeout_ms(const json_t *body)
     if (!eo) eo = json_object_get(body, "enqueue_only");
     if (_truthy(eo)) return SESSIONS_TIMEOUT_MS;
     double wait = _max_wait(body);
-    if (wait < 0 || wait > SESSIONS_MAX_WAIT_S) wait = SESSIONS_MAX_WAIT_S;
+    /* 0 is Backend.AI's "no limit": the registry waits its longest */
+    if (wait <= 0 || wait > SESSIONS_MAX_WAIT_S) wait = SESSIONS_MAX_WAIT_S;
     int64_t ms = (int64_t)ceil(wait + SESSIONS_WAIT_MARGIN_S) * 1000;
     return ms > SESSIONS_TIMEOUT_MS ? ms : SESSIONS_TIMEOUT_MS;
 }

@@ -67,10 +67,13 @@ def test_status_history(alice, bob, image_registered):
     s = pending(a, image_registered, f"hist-{TAG}")
     try:
         h = okj(a.get(f"/session/hist-{TAG}/status-history"))
-        assert set(h) == {"PENDING"} and h["PENDING"].startswith("20"), h
+        assert set(h) == {"PENDING", "result"} and h["PENDING"].startswith("20"), h
+        # the form Backend.AI's Python CLI reads: lower case under "result"
+        assert h["result"] == {"pending": h["PENDING"]}, h
         okj(a.delete(f"/session/hist-{TAG}"))
         h = okj(a.get(f"/session/{s['sessionUuid']}/status-history"))
         assert {"PENDING", "CANCELLED"} <= set(h) and h["CANCELLED"] >= h["PENDING"], h
+        assert h["result"]["cancelled"] == h["CANCELLED"], h
         problem(b.get(f"/session/{s['sessionUuid']}/status-history"), 404)
     finally:
         a.delete(f"/session/{s['sessionUuid']}")
