@@ -3,30 +3,39 @@
  * shapes what they answer (gql_shapes.h). */
 #include "gql_query.h"
 
+#include "gql_filter.h"
 #include "gql_schema.h"
 #include "gql_shapes.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+/* A paginated list's page: as the service pages it, or, with Backend.AI's
+ * filter or order, the whole list (up to LEGACY_LIST_MAX) filtered, ordered
+ * and sliced here (gql_filter.h). q is consumed. */
+static json_t *_paged(gql_exec *ex, const json_t *args, upstream_id u, const char *path, ts_buf *q,
+                      gql_shape_fn shape)
+{
+    if (!json_object_get(args, "filter") && !json_object_get(args, "order"))
+        return gql_list(ex,
+                        gql_page(ex, u, path, q, json_integer_value(json_object_get(args, "limit")),
+                                 json_integer_value(json_object_get(args, "offset"))),
+                        shape);
+    json_t *all = gql_all_shaped(ex, u, path, q, shape);
+    return all ? gql_refine(ex, all, args) : NULL;
+}
+
 /* ---- resolvers: sessions ----------------------------------------------------- */
 
 static json_t *q_compute_session_list(gql_exec *ex, const json_t *args)
 {
-    if (json_object_get(args, "filter") || json_object_get(args, "order")) {
-        gql_error(ex, "filter and order are not supported");
-        return NULL;
-    }
     ts_buf q = {0};
     gql_qs(&q, "all", "true");
     gql_qs(&q, "status", gql_str(args, "status"));
     gql_qs(&q, "owner_access_key", gql_str(args, "access_key"));
     gql_qs(&q, "group_id", gql_str(args, "group_id"));
     gql_qs(&q, "domain_name", gql_str(args, "domain_name"));
-    json_t *page = gql_page(ex, UPSTREAM_REGISTRY, "/v1/sessions", &q,
-                            json_integer_value(json_object_get(args, "limit")),
-                            json_integer_value(json_object_get(args, "offset")));
-    return gql_list(ex, page, gql_shape_session);
+    return _paged(ex, args, UPSTREAM_REGISTRY, "/v1/sessions", &q, gql_shape_session);
 }
 
 static json_t *q_compute_session(gql_exec *ex, const json_t *args)
@@ -89,10 +98,7 @@ static json_t *q_keypair_list(gql_exec *ex, const json_t *args)
         ts_buf_free(&q);
         return NULL;
     }
-    json_t *page = gql_page(ex, UPSTREAM_AUTH, "/v1/admin/keypairs", &q,
-                            json_integer_value(json_object_get(args, "limit")),
-                            json_integer_value(json_object_get(args, "offset")));
-    return gql_list(ex, page, gql_shape_keypair);
+    return _paged(ex, args, UPSTREAM_AUTH, "/v1/admin/keypairs", &q, gql_shape_keypair);
 }
 
 static json_t *q_keypairs(gql_exec *ex, const json_t *args)
@@ -128,17 +134,13 @@ static void _user_filters(const json_t *args, ts_buf *q)
 
 static json_t *q_user_list(gql_exec *ex, const json_t *args)
 {
-    if (json_object_get(args, "filter") || json_object_get(args, "order") ||
-        json_object_get(args, "group_id")) {
-        gql_error(ex, "filter, order and group_id are not supported");
+    if (json_object_get(args, "group_id")) {
+        gql_error(ex, "group_id is not supported");
         return NULL;
     }
     ts_buf q = {0};
     _user_filters(args, &q);
-    json_t *page = gql_page(ex, UPSTREAM_AUTH, "/v1/admin/users", &q,
-                            json_integer_value(json_object_get(args, "limit")),
-                            json_integer_value(json_object_get(args, "offset")));
-    return gql_list(ex, page, gql_shape_user);
+    return _paged(ex, args, UPSTREAM_AUTH, "/v1/admin/users", &q, gql_shape_user);
 }
 
 static json_t *q_users(gql_exec *ex, const json_t *args)
@@ -290,16 +292,9 @@ static json_t *q_agents(gql_exec *ex, const json_t *args)
 
 static json_t *q_agent_list(gql_exec *ex, const json_t *args)
 {
-    if (json_object_get(args, "filter") || json_object_get(args, "order")) {
-        gql_error(ex, "filter and order are not supported");
-        return NULL;
-    }
     ts_buf q = {0};
     _agent_filters(args, &q);
-    json_t *page = gql_page(ex, UPSTREAM_REGISTRY, "/v1/admin/agents", &q,
-                            json_integer_value(json_object_get(args, "limit")),
-                            json_integer_value(json_object_get(args, "offset")));
-    return gql_list(ex, page, gql_shape_agent);
+    return _paged(ex, args, UPSTREAM_REGISTRY, "/v1/admin/agents", &q, gql_shape_agent);
 }
 
 static json_t *q_agent(gql_exec *ex, const json_t *args)
@@ -331,13 +326,19 @@ static json_t *q_scaling_group(gql_exec *ex, const json_t *args)
 
 static json_t *q_resource_presets(gql_exec *ex, const json_t *args)
 {
-    if (json_object_get(args, "filter") || json_object_get(args, "order")) {
-        gql_error(ex, "filter and order are not supported");
-        return NULL;
-    }
     ts_buf none = {0};
-    return gql_all_shaped(ex, UPSTREAM_REGISTRY, "/v1/admin/resource-presets", &none,
-                          gql_shape_preset);
+    json_t *all = gql_all_shaped(ex, UPSTREAM_REGISTRY, "/v1/admin/resource-presets", &none,
+                                 gql_shape_preset);
+    if (!all || (!json_object_get(args, "filter") && !json_object_get(args, "order"))) return all;
+    /* not paged: filtered and ordered in whole */
+    json_t *a = json_deep_copy(args);
+    json_object_set_new(a, "limit", json_integer((json_int_t)json_array_size(all)));
+    json_object_set_new(a, "offset", json_integer(0));
+    json_t *page = gql_refine(ex, all, a);
+    json_decref(a);
+    json_t *items = page ? json_incref(json_object_get(page, "items")) : NULL;
+    json_decref(page);
+    return items;
 }
 
 static json_t *q_resource_preset(gql_exec *ex, const json_t *args)
@@ -357,25 +358,10 @@ static json_t *_volumes(gql_exec *ex)
     return out;
 }
 
-/* items[offset, offset + limit) of a whole list (consumed). */
-static json_t *_slice(json_t *all, const json_t *args)
-{
-    json_int_t limit = json_integer_value(json_object_get(args, "limit"));
-    json_int_t offset = json_integer_value(json_object_get(args, "offset"));
-    json_t *items = json_array();
-    for (json_int_t i = offset < 0 ? 0 : offset;
-         i < (json_int_t)json_array_size(all) && i < offset + limit; i++)
-        json_array_append(items, json_array_get(all, (size_t)i));
-    json_t *out =
-        json_pack("{s:o, s:I}", "items", items, "total_count", (json_int_t)json_array_size(all));
-    json_decref(all);
-    return out;
-}
-
 static json_t *q_storage_volume_list(gql_exec *ex, const json_t *args)
 {
     json_t *all = _volumes(ex);
-    return all ? _slice(all, args) : NULL;
+    return all ? gql_refine(ex, all, args) : NULL;
 }
 
 static json_t *q_storage_volume(gql_exec *ex, const json_t *args)
@@ -449,9 +435,8 @@ static json_t *_folders(gql_exec *ex, const json_t *args)
 /* A page of the folders in scope, narrowed to domain_name. */
 static json_t *_vfolder_page(gql_exec *ex, const json_t *args, folders_scope scope)
 {
-    if (json_object_get(args, "filter") || json_object_get(args, "order") ||
-        json_object_get(args, "access_key")) {
-        gql_error(ex, "filter, order and access_key are not supported");
+    if (json_object_get(args, "access_key")) {
+        gql_error(ex, "access_key is not supported");
         return NULL;
     }
     json_t *all = _folders_in(ex, args, scope);
@@ -462,7 +447,7 @@ static json_t *_vfolder_page(gql_exec *ex, const json_t *args, folders_scope sco
             const char *d = gql_str(json_array_get(all, i), "domain_name");
             if (d && strcmp(d, domain) != 0) json_array_remove(all, i);
         }
-    return _slice(all, args);
+    return gql_refine(ex, all, args);
 }
 
 static json_t *q_vfolder_list(gql_exec *ex, const json_t *args)

@@ -239,7 +239,8 @@ bool create_req_parse(json_t *body, create_req *r, http_resp *resp)
     if (!json_object_get(body, "maxWaitSeconds")) r->max_wait_ms = reg_settings.default_wait_ms;
     /* 0: Backend.AI waits without limit (its clients' default); here as
      * long as a create may wait */
-    if (v == 0 && json_object_get(body, "maxWaitSeconds")) r->max_wait_ms = reg_settings.max_wait_ms;
+    if (v == 0 && json_object_get(body, "maxWaitSeconds"))
+        r->max_wait_ms = reg_settings.max_wait_ms;
     if (r->max_wait_ms > reg_settings.max_wait_ms) r->max_wait_ms = reg_settings.max_wait_ms;
     /* resources */
     slots_clear(&r->slots);

@@ -26,9 +26,9 @@ typedef struct vf_req {
     http_req *req;
     http_resp *resp;
     vf_caller c;
-    json_t *body; /* after vf_req_body (owned) */
-    vf_folder f;  /* after vf_req_folder */
-    int root;     /* after vf_req_root: the folder's directory (files.h); -1 */
+    json_t *body;     /* after vf_req_body (owned) */
+    vf_folder f;      /* after vf_req_folder */
+    int root;         /* after vf_req_root: the folder's directory (files.h); -1 */
     const char *name; /* what vf_req_folder resolves; NULL: the route's {name} */
 } vf_req;
 

@@ -183,3 +183,18 @@ def test_all_hosts_superadmin_only(world):
         assert "local" in ok(gw(world, "super", "GET", path))["allowed"]
         problem(gw(world, "dadmin", "GET", path), 403)
         problem(gw(world, "owner", "GET", path), 403)
+
+
+def test_quota_as_size_text(world):
+    """Backend.AI's clients may send a folder's quota as text ("0", "10m"):
+    read as a byte count; anything else is a 400 that makes nothing."""
+    owner = world.c["owner"]
+    f = ok(gw(world, "owner", "POST", "/folders", {"name": fresh("q"), "quota": "10m",
+                                                   "usage_mode": "model"}), 201)
+    assert ok(owner.vf("GET", f"/folders/{f['id']}"))["max_size"] == 10 << 20
+    ok(gw(world, "owner", "POST", "/folders", {"name": fresh("q0"), "quota": "0"}), 201)
+    ok(gw(world, "owner", "POST", "/folders", {"name": fresh("qn"), "quota": None}), 201)
+    for bad in ("ten", "-1", "", "1x"):
+        name = fresh("qbad")
+        problem(gw(world, "owner", "POST", "/folders", {"name": name, "quota": bad}), 400, "quota")
+        problem(gw(world, "owner", "GET", f"/folders/{name}"), 404)
