@@ -198,7 +198,7 @@ test: deps
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory check
 
-check: lint unit asan integration browser compat security $(if $(wildcard $(CUDA_HOME)/include/cuda.h),test-shim,shim-skipped) \
+check: lint unit asan integration browser compat compat-py security $(if $(wildcard $(CUDA_HOME)/include/cuda.h),test-shim,shim-skipped) \
        fuzz-smoke faults-smoke
 
 # `make lint`: the tree is clang-formatted, and its shape holds (tools/structure.py:
@@ -242,6 +242,15 @@ $(COMPAT_DEPS): tests/compat/package-lock.json
 .PHONY: compat
 compat: all $(COMPAT_DEPS)
 	@sh tools/run-compat.sh
+# `make compat-py`: Backend.AI's Python client 24.09.14 (the `backend.ai` CLI and its
+# SDK, unchanged, from BAI_PY_CLIENT: ../shared/clients beside the repository) called
+# command by command, in API and in session mode, against a temporary stack
+# (tests/compat_py, tools/run-compat-py.sh); each outcome is compared with
+# tests/compat_py/expected.txt. Skipped, saying so, when the client is absent.
+BAI_PY_CLIENT ?= $(CURDIR)/../shared/clients/backend.ai-python-24.09
+.PHONY: compat-py
+compat-py: all
+	@BAI_PY_CLIENT="$(BAI_PY_CLIENT)" sh tools/run-compat-py.sh
 # ---- end compatibility suite ------------------------------------------------------
 
 # ---- security suite ------------------------------------------------------------

@@ -1131,7 +1131,7 @@ def _(c):
 
 @case("admin image list")
 def _(c):
-    c.cli("admin image list").ok(r"busybox")
+    c.cli("admin image list").ok(re.escape(c.image.split("/", 1)[1].rsplit(":", 1)[0]))
 
 
 @case("admin image alias")
