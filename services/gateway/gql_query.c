@@ -487,6 +487,17 @@ static json_t *q_vfolder(gql_exec *ex, const json_t *args)
     return found;
 }
 
+/* Backend.AI's host permissions (allowed_vfolder_hosts' values): the ones
+ * tessera-vfolder checks, in Backend.AI's names. */
+static json_t *q_vfolder_host_permissions(gql_exec *ex, const json_t *args)
+{
+    (void)ex;
+    (void)args;
+    return json_pack("{s:[s,s,s,s,s,s,s,s]}", "vfolder_host_permission_list", "create-vfolder",
+                     "modify-vfolder", "delete-vfolder", "mount-in-session", "upload-file",
+                     "download-file", "invite-others", "set-user-specific-permission");
+}
+
 /* ---- the root ------------------------------------------------------------------ */
 
 #define PAGED                                                                                      \
@@ -617,6 +628,8 @@ const gql_root_field gql_query_fields[] = {
      (const gql_arg_def[]){PAGED, GQL_OPT("domain_name", GQL_STRING),
                            GQL_OPT("access_key", GQL_STRING), GQL_ARGS_END},
      &gql_t_vfolder_list, false, q_vfolder_project_list},
+    {"vfolder_host_permissions", (const gql_arg_def[]){GQL_ARGS_END}, &gql_t_atomic_permissions,
+     false, q_vfolder_host_permissions},
     {"vfolder", (const gql_arg_def[]){GQL_OPT("id", GQL_STRING), GQL_ARGS_END}, &gql_t_vfolder,
      false, q_vfolder},
     {NULL, NULL, NULL, false, NULL},

@@ -314,6 +314,10 @@ const gql_object gql_t_storage_volume_list = {
     "StorageVolumeList", (const gql_field_def[]){GQL_LIST("items", gql_t_storage_volume),
                                                  GQL_F("total_count"), GQL_FIELDS_END}};
 
+const gql_object gql_t_atomic_permissions = {
+    "PredefinedAtomicPermission",
+    (const gql_field_def[]){GQL_F("vfolder_host_permission_list"), GQL_FIELDS_END}};
+
 const gql_object gql_t_vfolder = {
     "VirtualFolder",
     (const gql_field_def[]){

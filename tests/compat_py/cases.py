@@ -1331,7 +1331,7 @@ def _(c):
 
 @case("admin permission list")
 def _(c):
-    c.cli("admin permission list").ok()
+    c.cli("admin permission list").ok(r"mount-in-session")
 
 
 @case("admin license show")

@@ -651,3 +651,9 @@ def test_agent_hardware_metadata_and_container_status_changed(admin, alice_sessi
              % alice_session[0])
     for k in d["compute_session"]["containers"]:
         assert k["status_changed"] == d["compute_session"]["status_changed"]
+
+
+def test_vfolder_host_permissions(alice):
+    client, _ = alice
+    d = data(client, "{ vfolder_host_permissions { vfolder_host_permission_list } }")
+    assert "mount-in-session" in d["vfolder_host_permissions"]["vfolder_host_permission_list"]
