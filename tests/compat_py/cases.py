@@ -205,6 +205,36 @@ class Ctx:
         if r.status_code not in (200, 201):
             raise refused(f"set-up upload: {r.status_code} {r.text[:200]}")
 
+    def event_streams(self):
+        """How many event streams the gateway holds open (its /metrics)."""
+        for line in requests.get(self.gw + "/metrics", timeout=5).text.splitlines():
+            if line.startswith("tessera_gateway_event_streams "):
+                return int(float(line.split()[1]))
+        return -1
+
+    def streams_settled(self, timeout=5):
+        """The count of open event streams once those of earlier cases are
+        gone (a closed one is noticed within a second): the baseline."""
+        deadline = time.monotonic() + timeout
+        n = self.event_streams()
+        while n > 0 and time.monotonic() < deadline:
+            time.sleep(0.2)
+            n = self.event_streams()
+        return n
+
+    def wait_stream_opened(self, before, b, timeout=20):
+        """Until the gateway holds more event streams than before (the
+        command in the background has connected)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.event_streams() > before:
+                return
+            if b.p.poll() is not None:
+                break
+            time.sleep(0.1)
+        out = b.output()
+        raise refused(f"no event stream opened: {out.strip()[-300:]}")
+
     def teardown(self):
         for b in self.bgs:
             b.stop()
@@ -631,9 +661,10 @@ def _(c):
 def _(c):
     """The session's event stream, while a session is made and destroyed."""
     name = c.n("ev")
+    before = c.streams_settled()
     b = c.bg(f"events {name}")
     try:
-        time.sleep(1.5)
+        c.wait_stream_opened(before, b)
         r = c.admin.post("/session", {"image": c.image, "name": name, "enqueueOnly": True,
                                       "config": {"resources": {"cpu": "0.25", "mem": "128m"}}})
         if r.status_code != 201:
@@ -649,9 +680,10 @@ def _(c):
 @case("session events")
 def _(c):
     s = c.running()
+    before = c.streams_settled()
     b = c.bg(f"session events {s['sessionName']} --scope '*'")
     try:
-        time.sleep(1.5)
+        c.wait_stream_opened(before, b)
         c.admin.post(f"/session/{s['sessionUuid']}/rename", {"session_name": s["sessionName"] + "x"})
         c.admin.post(f"/session/{s['sessionUuid']}/rename", {"session_name": s["sessionName"]})
         out = b.stop()
@@ -669,9 +701,10 @@ def _(c):
     if r.status_code != 201:
         raise refused(f"set-up: {r.status_code} {r.text[:200]}")
     c.sessions.add(r.json()["sessionUuid"])
+    before = c.streams_settled()
     b = c.bg(f"session watch {name} --max-wait 30")
     try:
-        time.sleep(1.5)
+        c.wait_stream_opened(before, b)
         c.admin.delete(f"/session/{r.json()['sessionUuid']}")
         b.wait_for(r"session_terminated|terminated", timeout=30)
     finally:

@@ -127,6 +127,7 @@ def test_files_listing(user, sess):  # noqa: F811
 def test_another_users_session_is_not_found(user, other, sess):  # noqa: F811
     assert problem(upload(other, sess, [("src", "x-other.txt", b"x")]), 404)
     problem(other.get(f"/session/{sess}/download", params={"files": "hello.txt"}), 404)
+    problem(other.post(f"/session/{sess}/download", {"files": ["hello.txt"]}), 404)
     problem(other.get(f"/session/{sess}/download_single", params={"file": "hello.txt"}), 404)
     problem(other.get(f"/session/{sess}/files"), 404)
     assert sh(user, sess, "test -e /home/work/x-other.txt; echo $?")[1].strip() == "1"
