@@ -33,24 +33,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(text, data, size);
     text[size] = '\0';
     json_t *items = json_loads(ITEMS, 0, NULL);
-    char why[200];
-    gql_filter *f = gql_filter_parse(text, why, sizeof(why));
+    ts_err err = {{0}};
+    gql_filter *f = gql_filter_parse(text, &err);
     if (f) {
         size_t i;
         json_t *it;
-        json_array_foreach(items, i, it)
-        {
-            char w2[200];
-            (void)gql_filter_match(f, it, w2, sizeof(w2));
-        }
+        json_array_foreach(items, i, it)(void) gql_filter_match(f, it);
         gql_filter_free(f);
-    } else if (!why[0]) {
+    } else if (!err.msg[0]) {
         abort(); /* a refusal says why */
     }
     char *before = json_dumps(items, JSON_COMPACT);
-    if (!gql_order_sort(items, text, why, sizeof(why))) {
+    if (!gql_order_sort(items, text, &err)) {
         char *after = json_dumps(items, JSON_COMPACT);
-        if (!why[0] || strcmp(before, after) != 0) abort();
+        if (!err.msg[0] || strcmp(before, after) != 0) abort();
         free(after);
     } else if (json_array_size(items) != 4) {
         abort();

@@ -262,14 +262,14 @@ static node *_expr(parser *p)
     return l;
 }
 
-gql_filter *gql_filter_parse(const char *text, char *why, size_t why_len)
+gql_filter *gql_filter_parse(const char *text, ts_err *err)
 {
-    why[0] = '\0';
+    err->msg[0] = '\0';
     if (!text || strlen(text) > FILTER_TEXT_MAX) {
-        snprintf(why, why_len, "filter: at most %d bytes", FILTER_TEXT_MAX);
+        ts_err_set(err, "filter: at most %d bytes", FILTER_TEXT_MAX);
         return NULL;
     }
-    parser p = {.s = text, .why = why, .why_len = why_len};
+    parser p = {.s = text, .why = err->msg, .why_len = sizeof(err->msg)};
     node *root = _expr(&p);
     _space(&p);
     if (root && p.s[p.at]) {
@@ -404,10 +404,8 @@ static bool _eval(const node *n, const json_t *item)
     }
 }
 
-bool gql_filter_match(const gql_filter *f, const json_t *item, char *why, size_t why_len)
+bool gql_filter_match(const gql_filter *f, const json_t *item)
 {
-    (void)why;
-    (void)why_len;
     return _eval(f->root, item);
 }
 
@@ -443,21 +441,20 @@ json_t *gql_refine(gql_exec *ex, json_t *all, const json_t *args)
 {
     const char *filter = json_string_value(json_object_get(args, "filter"));
     const char *order = json_string_value(json_object_get(args, "order"));
-    char why[200];
+    ts_err err = {{0}};
     if (filter) {
-        gql_filter *f = gql_filter_parse(filter, why, sizeof(why));
+        gql_filter *f = gql_filter_parse(filter, &err);
         if (!f) {
-            gql_error(ex, "%s", why);
+            gql_error(ex, "%s", err.msg);
             json_decref(all);
             return NULL;
         }
         for (size_t i = json_array_size(all); i-- > 0;)
-            if (!gql_filter_match(f, json_array_get(all, i), why, sizeof(why)))
-                json_array_remove(all, i);
+            if (!gql_filter_match(f, json_array_get(all, i))) json_array_remove(all, i);
         gql_filter_free(f);
     }
-    if (order && !gql_order_sort(all, order, why, sizeof(why))) {
-        gql_error(ex, "%s", why);
+    if (order && !gql_order_sort(all, order, &err)) {
+        gql_error(ex, "%s", err.msg);
         json_decref(all);
         return NULL;
     }
@@ -473,26 +470,25 @@ json_t *gql_refine(gql_exec *ex, json_t *all, const json_t *args)
     return out;
 }
 
-bool gql_order_sort(json_t *items, const char *order, char *why, size_t why_len)
+bool gql_order_sort(json_t *items, const char *order, ts_err *err)
 {
     order_spec o = {.n = 0};
-    parser p = {.s = order, .why = why, .why_len = why_len};
-    why[0] = '\0';
+    parser p = {.s = order, .why = err->msg, .why_len = sizeof(err->msg)};
+    err->msg[0] = '\0';
     if (!order || strlen(order) > FILTER_TEXT_MAX) {
-        snprintf(why, why_len, "order: at most %d bytes", FILTER_TEXT_MAX);
+        ts_err_set(err, "order: at most %d bytes", FILTER_TEXT_MAX);
         return false;
     }
     do {
         if (o.n == ORDER_KEYS_MAX) {
-            snprintf(why, why_len, "order: at most %d fields", ORDER_KEYS_MAX);
+            ts_err_set(err, "order: at most %d fields", ORDER_KEYS_MAX);
             return false;
         }
         order_key *k = &o.keys[o.n++];
         k->desc = _lit(&p, "-");
         if (!k->desc) (void)_lit(&p, "+");
         if (!_word(&p, k->field, sizeof(k->field))) {
-            snprintf(why, why_len, "order: [+|-]field, comma-separated, expected at offset %zu",
-                     p.at);
+            ts_err_set(err, "order: [+|-]field, comma-separated, expected at offset %zu", p.at);
             return false;
         }
         if (_lit(&p, "asc"))
@@ -502,7 +498,7 @@ bool gql_order_sort(json_t *items, const char *order, char *why, size_t why_len)
     } while (_lit(&p, ","));
     _space(&p);
     if (p.s[p.at]) {
-        snprintf(why, why_len, "order: unexpected text at offset %zu", p.at);
+        ts_err_set(err, "order: unexpected text at offset %zu", p.at);
         return false;
     }
     size_t n = json_array_size(items);

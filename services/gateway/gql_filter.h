@@ -25,17 +25,17 @@
 
 typedef struct gql_filter gql_filter;
 
-/* Parse text; NULL with why (a message for the client). */
-gql_filter *gql_filter_parse(const char *text, char *why, size_t why_len);
-/* Whether item (a JSON object) passes; false with why set when a field the
- * filter names is not one of the item's. */
-bool gql_filter_match(const gql_filter *f, const json_t *item, char *why,
-                      size_t why_len) TS_MUST_CHECK;
+/* Parse text; NULL with err (a message for the client: what, and at which
+ * offset). */
+gql_filter *gql_filter_parse(const char *text, ts_err *err);
+/* Whether item (a JSON object) passes; a field it does not have counts as
+ * null. */
+bool gql_filter_match(const gql_filter *f, const json_t *item) TS_MUST_CHECK;
 void gql_filter_free(gql_filter *f);
 
-/* Sort items (an array of objects) in place by order; false with why for
- * a malformed order or an unknown field. */
-bool gql_order_sort(json_t *items, const char *order, char *why, size_t why_len) TS_MUST_CHECK;
+/* Sort items (an array of objects) in place by order (nulls last); false
+ * with err for a malformed order, items then as they were. */
+bool gql_order_sort(json_t *items, const char *order, ts_err *err) TS_MUST_CHECK;
 
 /* A page of all (a whole list of shaped items, consumed) as the root field's
  * args ask: filtered, ordered, then items[offset, offset + limit), as

@@ -25,17 +25,17 @@ static const char *ITEMS =
 static const char *matching(const char *text)
 {
     static char out[256];
-    char why[200];
-    gql_filter *f = gql_filter_parse(text, why, sizeof(why));
+    ts_err err = {{0}};
+    gql_filter *f = gql_filter_parse(text, &err);
     if (!f) {
-        print_error("refused %s: %s\n", text, why);
+        print_error("refused %s: %s\n", text, err.msg);
         fail();
     }
     json_t *items = json_loads(ITEMS, 0, NULL);
     out[0] = '\0';
     size_t i;
     json_t *it;
-    json_array_foreach(items, i, it) if (gql_filter_match(f, it, why, sizeof(why)))
+    json_array_foreach(items, i, it) if (gql_filter_match(f, it))
     {
         if (out[0]) strcat(out, ",");
         strcat(out, json_string_value(json_object_get(it, "name")));
@@ -77,11 +77,11 @@ static void test_matches(void **state)
 
 static void refused(const char *text, const char *needle)
 {
-    char why[200];
-    gql_filter *f = gql_filter_parse(text, why, sizeof(why));
-    if (f || !strstr(why, needle)) {
+    ts_err err = {{0}};
+    gql_filter *f = gql_filter_parse(text, &err);
+    if (f || !strstr(err.msg, needle)) {
         print_error("%s: got %s \"%s\", wanted a refusal with \"%s\"\n", text ? text : "(null)",
-                    f ? "a filter" : "the refusal", why, needle);
+                    f ? "a filter" : "the refusal", err.msg, needle);
         gql_filter_free(f);
         fail();
     }
@@ -123,8 +123,8 @@ static void test_refusals(void **state)
 static char *names_after_order(const char *order, bool *ok)
 {
     json_t *items = json_loads(ITEMS, 0, NULL);
-    char why[200];
-    *ok = gql_order_sort(items, order, why, sizeof(why));
+    ts_err err = {{0}};
+    *ok = gql_order_sort(items, order, &err);
     char *out = calloc(1, 256);
     size_t i;
     json_t *it;
