@@ -714,7 +714,7 @@ def _(c):
 @case("watch")
 def _(c):
     s = c.running()
-    b = c.bg(f"watch {s['sessionName']} --max-wait 3")
+    b = c.bg(f"watch {s['sessionName']} --max-wait 1")
     try:
         b.p.wait(15)
     except Exception:

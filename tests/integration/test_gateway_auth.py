@@ -175,6 +175,21 @@ def test_no_content_type_signed_as_octet_stream(gw, user):
         r.close()
 
 
+def test_websocket_handshake_signed_without_content_type(gw, user):
+    """The client's WebSocket handshakes (stream_pty, stream_execute, app):
+    the signature passes (the session then is not found: 404), a wrong one
+    does not (401)."""
+    ak, sk, _ = user
+    ws = {"Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Version": "13",
+          "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}
+    r = send(gw, "GET", "/stream/session/no-such-session/pty", ak, sk,
+             content_type="application/octet-stream", drop=("Content-Type",), headers=ws)
+    assert r.status_code == 404, r.text
+    assert_refused(send(gw, "GET", "/stream/session/no-such-session/pty", ak, new_key()[1],
+                        content_type="application/octet-stream", drop=("Content-Type",),
+                        headers=ws), msg="signature mismatch")
+
+
 def test_no_content_type_other_media_types_refused(gw, user):
     """Only those two stand for a missing Content-Type; a sent one is signed
     as sent; a wrong secret still fails."""
