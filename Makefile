@@ -198,7 +198,7 @@ test: deps
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory check
 
-check: lint unit asan integration browser compat security $(if $(wildcard $(CUDA_HOME)/include/cuda.h),test-shim,shim-skipped) \
+check: lint unit asan integration browser compat compat-py security $(if $(wildcard $(CUDA_HOME)/include/cuda.h),test-shim,shim-skipped) \
        fuzz-smoke faults-smoke
 
 # `make lint`: the tree is clang-formatted, and its shape holds (tools/structure.py:
@@ -242,6 +242,15 @@ $(COMPAT_DEPS): tests/compat/package-lock.json
 .PHONY: compat
 compat: all $(COMPAT_DEPS)
 	@sh tools/run-compat.sh
+# `make compat-py`: Backend.AI's Python client 24.09.14 (the `backend.ai` CLI and its
+# SDK, unchanged, from BAI_PY_CLIENT: ../shared/clients beside the repository) called
+# command by command, in API and in session mode, against a temporary stack
+# (tests/compat_py, tools/run-compat-py.sh); each outcome is compared with
+# tests/compat_py/expected.txt. Skipped, saying so, when the client is absent.
+BAI_PY_CLIENT ?= $(CURDIR)/../shared/clients/backend.ai-python-24.09
+.PHONY: compat-py
+compat-py: all
+	@BAI_PY_CLIENT="$(BAI_PY_CLIENT)" sh tools/run-compat-py.sh
 # ---- end compatibility suite ------------------------------------------------------
 
 # ---- security suite ------------------------------------------------------------
@@ -318,11 +327,12 @@ FUZZ_SECONDS  ?= 60
 # <name>=<max_len>: fuzz/fuzz_<name>.c
 FUZZ_TARGETS  := config_file=4096 envelope=4096 http_router=2048 cni_conf=4096 svcauth=2048 \
                  http_front=4096 http1=4096 image_ref=1200 exec_req=4096 gql=8192 sso_token=9000 \
-                 ws=4096
+                 ws=4096 gql_filter=1200
 FUZZ_NAMES    := $(foreach t,$(FUZZ_TARGETS),$(firstword $(subst =, ,$(t))))
 FUZZ_BINS     := $(patsubst %,$(BUILD)/fuzz/bin/fuzz_%,$(FUZZ_NAMES))
 FUZZ_COMMON   := common log config config_file envelope http_resp http_router http_server http_request http_workers http_events buf svcauth \
-                 http1 http_front image_ref exec_req deps metrics http_upgrade ws wsframe
+                 http1 http_front image_ref exec_req deps metrics http_upgrade ws wsframe \
+                 http_body_watch net_listen
 FUZZ_LIB_OBJ  := $(patsubst %,$(BUILD)/fuzz/obj/libcommon/%.o,$(FUZZ_COMMON)) \
                  $(patsubst $(BUILD)/gen/%.c,$(BUILD)/fuzz/obj/gen/%.o,$(PROTO_C))
 FUZZ_PKGS     := libmicrohttpd jansson libprotobuf-c libsodium
@@ -347,6 +357,8 @@ $(BUILD)/fuzz/obj/services/%.o: services/%.c | $(PROTO_H)
 $(BUILD)/fuzz/bin/fuzz_cni_conf: $(FUZZ_CNI_OBJ)
 # the gateway's GraphQL document parser (fuzz_gql)
 $(BUILD)/fuzz/bin/fuzz_gql: $(BUILD)/fuzz/obj/services/gateway/gql_parse.o
+# Backend.AI's filter and order arguments of GraphQL lists (fuzz_gql_filter)
+$(BUILD)/fuzz/bin/fuzz_gql_filter: $(BUILD)/fuzz/obj/services/gateway/gql_filter.o
 # tessera-auth's single sign-on tokens (fuzz_sso_token)
 $(BUILD)/fuzz/bin/fuzz_sso_token: $(BUILD)/fuzz/obj/services/auth/sso_token.o
 

@@ -204,6 +204,27 @@ bool ts_uuid_valid(const char *s)
     return true;
 }
 
+bool ts_uuid_normalize(const char *s, char out[TS_UUID_STRLEN])
+{
+    out[0] = '\0';
+    size_t n = s ? strlen(s) : 0;
+    if (n != 36 && n != 32) return false;
+    if (n == 36 && !ts_uuid_valid(s)) return false;
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (c == '-' && n == 36) continue;
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'))) {
+            out[0] = '\0';
+            return false;
+        }
+        if (o == 8 || o == 13 || o == 18 || o == 23) out[o++] = '-';
+        out[o++] = (char)(c >= 'A' && c <= 'F' ? c - 'A' + 'a' : c);
+    }
+    out[o] = '\0';
+    return true;
+}
+
 uint64_t ts_fnv1a(uint64_t h, const void *p, size_t n)
 {
     const unsigned char *b = p;

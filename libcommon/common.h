@@ -70,6 +70,10 @@ void ts_uuid4(char out[TS_UUID_STRLEN]);
  * later sort later (B-tree inserts land at the right edge of an index). */
 void ts_uuid7(char out[TS_UUID_STRLEN]);
 bool ts_uuid_valid(const char *s) TS_MUST_CHECK;
+/* A UUID in its dashed form (36 characters) or as 32 hex digits without
+ * dashes (Backend.AI's clients address folders by uuid.hex) into out, in
+ * the dashed lower-case form; false (out empty) for anything else. */
+bool ts_uuid_normalize(const char *s, char out[TS_UUID_STRLEN]) TS_MUST_CHECK;
 
 /* Copy with truncation, always NUL-terminated; returns strlen(src). */
 size_t ts_strlcpy(char *dst, const char *src, size_t size);

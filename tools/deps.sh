@@ -11,6 +11,10 @@ libarchive-dev libsystemd-dev
 postgresql redis-server docker-registry runc containernetworking-plugins
 prometheus kcat nginx wrk
 python3 python3-pytest python3-requests python3-cryptography
+python3-aiohttp python3-click python3-tqdm python3-humanize python3-tabulate python3-yarl
+python3-multidict python3-attr python3-dateutil python3-appdirs python3-janus python3-rich
+python3-redis python3-typeguard python3-pydantic python3-lark python3-tenacity python3-dotenv
+python3-async-timeout python3-pycryptodome python3-msgpack python3-aiofiles
 systemd curl iproute2 iptables util-linux procps xfsprogs e2fsprogs openssh-client
 busybox-static mmdebstrap
 chromium chromium-driver python3-selenium fonts-dejavu-core"

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -13,6 +14,7 @@
 
 #include "libcommon/log.h"
 #include "libcommon/multipart.h"
+#include "libcommon/token.h"
 #include "services/agent/home_fs.h"
 #include "services/agent/http_api.h"
 
@@ -244,26 +246,51 @@ static void h_download(http_req *req, http_resp *resp, void *ctx)
         json_decref(files);
         return;
     }
-    ts_buf tar = {0};
+    /* POST: Backend.AI 24.09's answer, multipart/mixed with one part per
+     * file, each a ustar of that file (its Python client reads that);
+     * GET: one ustar of them all */
+    bool multipart = strcmp(req->method, "POST") == 0;
+    char boundary[TS_TOKEN_LEN + 1], line[160];
+    ts_token_new(boundary);
+    ts_buf tar = {0}, out = {0};
     bool ok = true;
     json_array_foreach(files, i, f)
     {
         ts_err err = {{0}};
+        size_t left = out.len < KERNEL_FILES_MAX_DOWNLOAD ? KERNEL_FILES_MAX_DOWNLOAD - out.len : 0;
         if (!home_fs_path(json_string_value(f), rel, sizeof(rel), &err) ||
-            !home_fs_tar(&h, rel, &tar, KERNEL_FILES_MAX_DOWNLOAD)) {
+            !home_fs_tar(&h, rel, &tar, multipart ? left : KERNEL_FILES_MAX_DOWNLOAD)) {
             _fs_problem(resp, errno, json_string_value(f));
             ok = false;
             break;
         }
+        if (!multipart) continue;
+        home_fs_tar_end(&tar);
+        snprintf(line, sizeof(line),
+                 "--%s\r\nContent-Type: application/x-tar\r\nContent-Encoding: identity\r\n\r\n",
+                 boundary);
+        ts_buf_append_str(&out, line);
+        ts_buf_append(&out, tar.data, tar.len);
+        ts_buf_append_str(&out, "\r\n");
+        ts_buf_free(&tar);
     }
     home_fs_close(&h);
-    if (ok) {
+    if (ok && multipart) {
+        snprintf(line, sizeof(line), "--%s--\r\n", boundary);
+        ts_buf_append_str(&out, line);
+        char ct[96];
+        snprintf(ct, sizeof(ct), "multipart/mixed; boundary=%s", boundary);
+        TLOG_INFO("files downloaded", "paths=%zu bytes=%zu parts=multipart", json_array_size(files),
+                  out.len);
+        http_reply(resp, 200, ct, out.data, out.len);
+    } else if (ok) {
         home_fs_tar_end(&tar);
         TLOG_INFO("files downloaded", "paths=%zu bytes=%zu", json_array_size(files), tar.len);
         http_reply(resp, 200, "application/x-tar", tar.data, tar.len);
         http_set_header(resp, "Content-Disposition", "attachment; filename=\"files.tar\"");
     }
     ts_buf_free(&tar);
+    ts_buf_free(&out);
     json_decref(files);
 }
 

@@ -16,6 +16,9 @@
     " u.domain_name, u.resource_policy,"                                                           \
     " COALESCE((SELECT array_agg(pm.project_id::text ORDER BY pm.added_at, pm.project_id)"         \
     "   FROM auth.project_members pm WHERE pm.user_id = u.id), '{}'::text[]) AS projects,"         \
+    " COALESCE((SELECT array_agg(pr.name ORDER BY pm.added_at, pm.project_id)"                     \
+    "   FROM auth.project_members pm JOIN auth.projects pr ON pr.id = pm.project_id"               \
+    "   WHERE pm.user_id = u.id), '{}'::text[]) AS project_names,"                                 \
     " u.created_at, u.modified_at"
 #define USER_BY_ID "SELECT " USER_COLUMNS " FROM auth.users u WHERE u.id = $1::uuid"
 

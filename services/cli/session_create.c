@@ -323,7 +323,7 @@ int session_create(cli *c, const session_sub *self, int argc, char **argv)
         _args_free(&a);
         return rc;
     }
-    const char *sname = session_str(answer, "sessionId") ?: name;
+    const char *sname = session_str(answer, "sessionName") ?: name;
     bool created = !json_is_false(json_object_get(answer, "created"));
     if (!created && !c->json) fprintf(stderr, "tessera: reusing the existing session %s\n", sname);
     if (a.enqueue_only && c->json) {

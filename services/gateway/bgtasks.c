@@ -13,11 +13,14 @@
 
 #define BGTASK_TIMEOUT_MS 3000
 
+#define FIRST_EVENT_DELAY_US 200000
+
 typedef struct task_state {
     char id[TS_UUID_STRLEN];
     json_int_t progress, total;
     char *message;
     bool sent;          /* something was sent */
+    int64_t opened_us;  /* when the stream opened (monotonic) */
     pthread_mutex_t mu; /* the handler's first event and the hub's polls */
 } task_state;
 
@@ -72,6 +75,13 @@ static bool _advance_locked(ev_stream *st, task_state *t, const json_t *row)
                                                           : "bgtask_failed";
     bool open = events_send(st, name, d);
     json_decref(d);
+    /* then Backend.AI's server_close: its clients reconnect to a stream that
+     * ends without it (and would follow an ended task for ever) */
+    if (open && ended) {
+        json_t *empty = json_object();
+        open = events_send(st, "server_close", empty);
+        json_decref(empty);
+    }
     t->sent = true;
     t->progress = progress;
     t->total = total;
@@ -91,6 +101,7 @@ static bool _advance(ev_stream *st, task_state *t, const json_t *row)
 static bool _poll(gateway *gw, ev_stream *st, void *state)
 {
     task_state *t = state;
+    if (ts_now_mono_us() - t->opened_us < FIRST_EVENT_DELAY_US) return true;
     json_t *row = NULL;
     int v = _fetch(gw, events_caller(st), t->id, NULL, &row);
     if (v < 0) return true; /* the registry did not answer: try again */
@@ -133,8 +144,12 @@ static void h_events(http_req *req, http_resp *resp, void *ctx)
     task_state *t = ts_calloc(1, sizeof(*t));
     snprintf(t->id, sizeof(t->id), "%s", task);
     pthread_mutex_init(&t->mu, NULL);
-    ev_stream *st = events_open(gw, req, resp, EV_BGTASK, &id, t, _free_state, _poll);
-    if (st && !_advance(st, t, row)) events_end(st);
+    t->opened_us = ts_now_mono_us();
+    /* The first event comes from the hub's polls, at least FIRST_EVENT_DELAY
+     * after the answer's head, not with it: Backend.AI's Python CLI starts a
+     * spinner once the head is in, and an event read at once with the head
+     * ends that spinner before it ever ran (a traceback there). */
+    events_open(gw, req, resp, EV_BGTASK, &id, t, _free_state, _poll);
     json_decref(row);
 }
 

@@ -25,7 +25,7 @@
 #define CORS_ALLOW_METHODS "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"
 #define CORS_ALLOW_HEADERS                                                                         \
     "Authorization, Content-Type, Date, X-BackendAI-Version, X-BackendAI-Date, "                   \
-    "X-BackendAI-Encoded, X-CSRF-Token, X-Request-ID"
+    "X-BackendAI-Encoded, X-BackendAI-SessionID, X-BackendAI-Domain, X-CSRF-Token, X-Request-ID"
 #define CORS_EXPOSE_HEADERS "X-Request-ID, Retry-After, Content-Disposition, Location"
 #define CORS_MAX_AGE "600"
 

@@ -241,6 +241,10 @@ static json_t *_args(gql_exec *ex, const gql_sel *s, const gql_root_field *rf)
             json_decref(out);
             return NULL;
         }
+        if (json_is_null(v)) { /* an explicit null of an optional argument: as if absent */
+            json_decref(v);
+            continue;
+        }
         const char *why = _coerce(d->type, &v);
         if (why) {
             gql_error(ex, "Argument \"%s\" has an invalid value: %s.", a->name, why);

@@ -12,6 +12,7 @@
 #include "gql_mutation.h"
 
 #include "gql_fetch.h"
+#include "gql_shapes.h"
 
 #include "proxy.h"
 
@@ -306,19 +307,7 @@ json_t *gql_m_create_user(gql_exec *ex, const json_t *args)
     json_decref(body);
     if (!called) return NULL;
     json_t *item = NULL;
-    if (o.ok) {
-        item = json_deep_copy(o.body);
-        const char *status = gql_str(item, "status");
-        json_object_set_new(item, "is_active", json_boolean(status && !strcmp(status, "active")));
-        json_object_set_new(item, "need_password_change", json_false());
-        json_t *groups = json_array();
-        size_t i;
-        json_t *p;
-        json_array_foreach(json_object_get(o.body, "projects"), i, p)
-            json_array_append_new(groups, json_pack("{s:O, s:n}", "id", p, "name"));
-        json_object_set_new(item, "groups", groups);
-        json_object_set(item, "uuid", json_object_get(o.body, "id"));
-    }
+    if (o.ok) item = gql_shape_user(ex, o.body); /* groups with their names */
     json_decref(o.body);
     return _result(&o, "user", item);
 }

@@ -26,6 +26,9 @@ RESULT(t_delete_user, "DeleteUser");
 RESULT_ITEM(t_create_domain, "CreateDomain", "domain", gql_t_domain);
 RESULT(t_modify_domain, "ModifyDomain");
 RESULT(t_delete_domain, "DeleteDomain");
+RESULT(t_purge_domain, "PurgeDomain");
+RESULT(t_purge_user, "PurgeUser");
+RESULT(t_purge_group, "PurgeGroup");
 RESULT_ITEM(t_create_group, "CreateGroup", "group", gql_t_group);
 RESULT(t_modify_group, "ModifyGroup");
 RESULT(t_delete_group, "DeleteGroup");
@@ -87,14 +90,22 @@ const gql_root_field gql_mutation_fields[] = {
      &t_modify_user, false, gql_m_modify_user},
     {"delete_user", (const gql_arg_def[]){GQL_REQ("email", GQL_STRING), GQL_ARGS_END},
      &t_delete_user, false, gql_m_delete_user},
+    {"purge_user",
+     (const gql_arg_def[]){GQL_REQ("email", GQL_STRING), GQL_OPT("props", GQL_INPUT), GQL_ARGS_END},
+     &t_purge_user, false, gql_m_delete_user},
     {"create_domain", NAME_PROPS, &t_create_domain, false, gql_m_create_domain},
     {"modify_domain", NAME_PROPS, &t_modify_domain, false, gql_m_modify_domain},
     {"delete_domain", NAME_ONLY, &t_delete_domain, false, gql_m_delete_domain},
+    /* Backend.AI's purges erase what its deletes only deactivate; Tessera's
+     * deletes already end the object (docs/api.md "GraphQL"): the same */
+    {"purge_domain", NAME_ONLY, &t_purge_domain, false, gql_m_delete_domain},
     {"create_group", NAME_PROPS, &t_create_group, false, gql_m_create_group},
     {"modify_group",
      (const gql_arg_def[]){GQL_REQ("gid", GQL_UUID), GQL_REQ("props", GQL_INPUT), GQL_ARGS_END},
      &t_modify_group, false, gql_m_modify_group},
     {"delete_group", (const gql_arg_def[]){GQL_REQ("gid", GQL_UUID), GQL_ARGS_END}, &t_delete_group,
+     false, gql_m_delete_group},
+    {"purge_group", (const gql_arg_def[]){GQL_REQ("gid", GQL_UUID), GQL_ARGS_END}, &t_purge_group,
      false, gql_m_delete_group},
     {"create_keypair_resource_policy", NAME_PROPS, &t_create_kp_policy, false,
      gql_m_create_kp_policy},

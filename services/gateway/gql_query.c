@@ -3,30 +3,39 @@
  * shapes what they answer (gql_shapes.h). */
 #include "gql_query.h"
 
+#include "gql_filter.h"
 #include "gql_schema.h"
 #include "gql_shapes.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+/* A paginated list's page: as the service pages it, or, with Backend.AI's
+ * filter or order, the whole list (up to LEGACY_LIST_MAX) filtered, ordered
+ * and sliced here (gql_filter.h). q is consumed. */
+static json_t *_paged(gql_exec *ex, const json_t *args, upstream_id u, const char *path, ts_buf *q,
+                      gql_shape_fn shape)
+{
+    if (!json_object_get(args, "filter") && !json_object_get(args, "order"))
+        return gql_list(ex,
+                        gql_page(ex, u, path, q, json_integer_value(json_object_get(args, "limit")),
+                                 json_integer_value(json_object_get(args, "offset"))),
+                        shape);
+    json_t *all = gql_all_shaped(ex, u, path, q, shape);
+    return all ? gql_refine(ex, all, args) : NULL;
+}
+
 /* ---- resolvers: sessions ----------------------------------------------------- */
 
 static json_t *q_compute_session_list(gql_exec *ex, const json_t *args)
 {
-    if (json_object_get(args, "filter") || json_object_get(args, "order")) {
-        gql_error(ex, "filter and order are not supported");
-        return NULL;
-    }
     ts_buf q = {0};
     gql_qs(&q, "all", "true");
     gql_qs(&q, "status", gql_str(args, "status"));
     gql_qs(&q, "owner_access_key", gql_str(args, "access_key"));
     gql_qs(&q, "group_id", gql_str(args, "group_id"));
     gql_qs(&q, "domain_name", gql_str(args, "domain_name"));
-    json_t *page = gql_page(ex, UPSTREAM_REGISTRY, "/v1/sessions", &q,
-                            json_integer_value(json_object_get(args, "limit")),
-                            json_integer_value(json_object_get(args, "offset")));
-    return gql_list(ex, page, gql_shape_session);
+    return _paged(ex, args, UPSTREAM_REGISTRY, "/v1/sessions", &q, gql_shape_session);
 }
 
 static json_t *q_compute_session(gql_exec *ex, const json_t *args)
@@ -89,10 +98,7 @@ static json_t *q_keypair_list(gql_exec *ex, const json_t *args)
         ts_buf_free(&q);
         return NULL;
     }
-    json_t *page = gql_page(ex, UPSTREAM_AUTH, "/v1/admin/keypairs", &q,
-                            json_integer_value(json_object_get(args, "limit")),
-                            json_integer_value(json_object_get(args, "offset")));
-    return gql_list(ex, page, gql_shape_keypair);
+    return _paged(ex, args, UPSTREAM_AUTH, "/v1/admin/keypairs", &q, gql_shape_keypair);
 }
 
 static json_t *q_keypairs(gql_exec *ex, const json_t *args)
@@ -128,17 +134,13 @@ static void _user_filters(const json_t *args, ts_buf *q)
 
 static json_t *q_user_list(gql_exec *ex, const json_t *args)
 {
-    if (json_object_get(args, "filter") || json_object_get(args, "order") ||
-        json_object_get(args, "group_id")) {
-        gql_error(ex, "filter, order and group_id are not supported");
+    if (json_object_get(args, "group_id")) {
+        gql_error(ex, "group_id is not supported");
         return NULL;
     }
     ts_buf q = {0};
     _user_filters(args, &q);
-    json_t *page = gql_page(ex, UPSTREAM_AUTH, "/v1/admin/users", &q,
-                            json_integer_value(json_object_get(args, "limit")),
-                            json_integer_value(json_object_get(args, "offset")));
-    return gql_list(ex, page, gql_shape_user);
+    return _paged(ex, args, UPSTREAM_AUTH, "/v1/admin/users", &q, gql_shape_user);
 }
 
 static json_t *q_users(gql_exec *ex, const json_t *args)
@@ -167,6 +169,19 @@ static json_t *q_groups(gql_exec *ex, const json_t *args)
     gql_qs(&q, "domain", gql_str(args, "domain_name"));
     gql_qs_bool(&q, "is_active", json_object_get(args, "is_active"));
     return gql_all_shaped(ex, UPSTREAM_AUTH, "/v1/admin/projects", &q, gql_shape_group);
+}
+
+/* Backend.AI's projects of one name (in the caller's reach: a user its own
+ * projects, an admin its domain's, a superadmin any domain's). */
+static json_t *q_groups_by_name(gql_exec *ex, const json_t *args)
+{
+    json_t *all = q_groups(ex, args);
+    const char *name = gql_str(args, "name");
+    for (size_t i = json_array_size(all); i-- > 0;) {
+        const char *n = gql_str(json_array_get(all, i), "name");
+        if (!n || strcmp(n, name) != 0) json_array_remove(all, i);
+    }
+    return all;
 }
 
 static json_t *q_group(gql_exec *ex, const json_t *args)
@@ -277,16 +292,9 @@ static json_t *q_agents(gql_exec *ex, const json_t *args)
 
 static json_t *q_agent_list(gql_exec *ex, const json_t *args)
 {
-    if (json_object_get(args, "filter") || json_object_get(args, "order")) {
-        gql_error(ex, "filter and order are not supported");
-        return NULL;
-    }
     ts_buf q = {0};
     _agent_filters(args, &q);
-    json_t *page = gql_page(ex, UPSTREAM_REGISTRY, "/v1/admin/agents", &q,
-                            json_integer_value(json_object_get(args, "limit")),
-                            json_integer_value(json_object_get(args, "offset")));
-    return gql_list(ex, page, gql_shape_agent);
+    return _paged(ex, args, UPSTREAM_REGISTRY, "/v1/admin/agents", &q, gql_shape_agent);
 }
 
 static json_t *q_agent(gql_exec *ex, const json_t *args)
@@ -318,13 +326,19 @@ static json_t *q_scaling_group(gql_exec *ex, const json_t *args)
 
 static json_t *q_resource_presets(gql_exec *ex, const json_t *args)
 {
-    if (json_object_get(args, "filter") || json_object_get(args, "order")) {
-        gql_error(ex, "filter and order are not supported");
-        return NULL;
-    }
     ts_buf none = {0};
-    return gql_all_shaped(ex, UPSTREAM_REGISTRY, "/v1/admin/resource-presets", &none,
-                          gql_shape_preset);
+    json_t *all = gql_all_shaped(ex, UPSTREAM_REGISTRY, "/v1/admin/resource-presets", &none,
+                                 gql_shape_preset);
+    if (!all || (!json_object_get(args, "filter") && !json_object_get(args, "order"))) return all;
+    /* not paged: filtered and ordered in whole */
+    json_t *a = json_deep_copy(args);
+    json_object_set_new(a, "limit", json_integer((json_int_t)json_array_size(all)));
+    json_object_set_new(a, "offset", json_integer(0));
+    json_t *page = gql_refine(ex, all, a);
+    json_decref(a);
+    json_t *items = page ? json_incref(json_object_get(page, "items")) : NULL;
+    json_decref(page);
+    return items;
 }
 
 static json_t *q_resource_preset(gql_exec *ex, const json_t *args)
@@ -344,25 +358,10 @@ static json_t *_volumes(gql_exec *ex)
     return out;
 }
 
-/* items[offset, offset + limit) of a whole list (consumed). */
-static json_t *_slice(json_t *all, const json_t *args)
-{
-    json_int_t limit = json_integer_value(json_object_get(args, "limit"));
-    json_int_t offset = json_integer_value(json_object_get(args, "offset"));
-    json_t *items = json_array();
-    for (json_int_t i = offset < 0 ? 0 : offset;
-         i < (json_int_t)json_array_size(all) && i < offset + limit; i++)
-        json_array_append(items, json_array_get(all, (size_t)i));
-    json_t *out =
-        json_pack("{s:o, s:I}", "items", items, "total_count", (json_int_t)json_array_size(all));
-    json_decref(all);
-    return out;
-}
-
 static json_t *q_storage_volume_list(gql_exec *ex, const json_t *args)
 {
     json_t *all = _volumes(ex);
-    return all ? _slice(all, args) : NULL;
+    return all ? gql_refine(ex, all, args) : NULL;
 }
 
 static json_t *q_storage_volume(gql_exec *ex, const json_t *args)
@@ -382,11 +381,35 @@ static json_t *q_storage_volume(gql_exec *ex, const json_t *args)
     return found;
 }
 
-static json_t *_folders(gql_exec *ex, const json_t *args)
+/* Which folders a vfolder list shows: what the caller may see (admins:
+ * with all=true), or Backend.AI's own, invited and project lists, which
+ * are the caller's own view even for admins. */
+typedef enum { FOLDERS_ALL, FOLDERS_OWN, FOLDERS_INVITED, FOLDERS_PROJECT } folders_scope;
+
+/* Whether a folder of the service's list belongs in scope. */
+static bool _in_scope(const json_t *f, folders_scope scope)
+{
+    const char *own = gql_str(f, "ownership_type");
+    bool group = own && strcmp(own, "group") == 0;
+    bool owner = json_is_true(json_object_get(f, "is_owner"));
+    switch (scope) {
+    case FOLDERS_OWN:
+        return !group && owner;
+    case FOLDERS_INVITED:
+        return !group && !owner;
+    case FOLDERS_PROJECT:
+        return group;
+    default:
+        return true;
+    }
+}
+
+static json_t *_folders_in(gql_exec *ex, const json_t *args, folders_scope scope)
 {
     gql_ctx *c = gql_user(ex);
     ts_buf q = {0};
-    if (c->id->is_admin || strcmp(c->id->role, "user") != 0) gql_qs(&q, "all", "true");
+    if (scope == FOLDERS_ALL && (c->id->is_admin || strcmp(c->id->role, "user") != 0))
+        gql_qs(&q, "all", "true");
     gql_qs(&q, "group_id", gql_str(args, "group_id"));
     char *t = gql_target("/v1/folders", &q);
     json_t *a = gql_get(ex, UPSTREAM_VFOLDER, t);
@@ -397,19 +420,26 @@ static json_t *_folders(gql_exec *ex, const json_t *args)
         gql_error(ex, "unexpected answer from the service");
         return NULL;
     }
+    for (size_t i = json_array_size(a); i-- > 0;)
+        if (!_in_scope(json_array_get(a, i), scope)) json_array_remove(a, i);
     json_t *out = gql_shape_each(ex, a, gql_shape_vfolder);
     json_decref(a);
     return out;
 }
 
-static json_t *q_vfolder_list(gql_exec *ex, const json_t *args)
+static json_t *_folders(gql_exec *ex, const json_t *args)
 {
-    if (json_object_get(args, "filter") || json_object_get(args, "order") ||
-        json_object_get(args, "access_key")) {
-        gql_error(ex, "filter, order and access_key are not supported");
+    return _folders_in(ex, args, FOLDERS_ALL);
+}
+
+/* A page of the folders in scope, narrowed to domain_name. */
+static json_t *_vfolder_page(gql_exec *ex, const json_t *args, folders_scope scope)
+{
+    if (json_object_get(args, "access_key")) {
+        gql_error(ex, "access_key is not supported");
         return NULL;
     }
-    json_t *all = _folders(ex, args);
+    json_t *all = _folders_in(ex, args, scope);
     if (!all) return NULL;
     const char *domain = gql_str(args, "domain_name");
     if (domain)
@@ -417,7 +447,27 @@ static json_t *q_vfolder_list(gql_exec *ex, const json_t *args)
             const char *d = gql_str(json_array_get(all, i), "domain_name");
             if (d && strcmp(d, domain) != 0) json_array_remove(all, i);
         }
-    return _slice(all, args);
+    return gql_refine(ex, all, args);
+}
+
+static json_t *q_vfolder_list(gql_exec *ex, const json_t *args)
+{
+    return _vfolder_page(ex, args, FOLDERS_ALL);
+}
+
+static json_t *q_vfolder_own_list(gql_exec *ex, const json_t *args)
+{
+    return _vfolder_page(ex, args, FOLDERS_OWN);
+}
+
+static json_t *q_vfolder_invited_list(gql_exec *ex, const json_t *args)
+{
+    return _vfolder_page(ex, args, FOLDERS_INVITED);
+}
+
+static json_t *q_vfolder_project_list(gql_exec *ex, const json_t *args)
+{
+    return _vfolder_page(ex, args, FOLDERS_PROJECT);
 }
 
 static json_t *q_vfolder(gql_exec *ex, const json_t *args)
@@ -435,6 +485,17 @@ static json_t *q_vfolder(gql_exec *ex, const json_t *args)
     }
     json_decref(all);
     return found;
+}
+
+/* Backend.AI's host permissions (allowed_vfolder_hosts' values): the ones
+ * tessera-vfolder checks, in Backend.AI's names. */
+static json_t *q_vfolder_host_permissions(gql_exec *ex, const json_t *args)
+{
+    (void)ex;
+    (void)args;
+    return json_pack("{s:[s,s,s,s,s,s,s,s]}", "vfolder_host_permission_list", "create-vfolder",
+                     "modify-vfolder", "delete-vfolder", "mount-in-session", "upload-file",
+                     "download-file", "invite-others", "set-user-specific-permission");
 }
 
 /* ---- the root ------------------------------------------------------------------ */
@@ -511,6 +572,10 @@ const gql_root_field gql_query_fields[] = {
      (const gql_arg_def[]){GQL_OPT("domain_name", GQL_STRING), GQL_OPT("is_active", GQL_BOOLEAN),
                            GQL_OPT("type", GQL_STRING_LIST), GQL_ARGS_END},
      &gql_t_group, true, q_groups},
+    {"groups_by_name",
+     (const gql_arg_def[]){GQL_REQ("name", GQL_STRING), GQL_OPT("domain_name", GQL_STRING),
+                           GQL_ARGS_END},
+     &gql_t_group, true, q_groups_by_name},
     {"group",
      (const gql_arg_def[]){GQL_REQ("id", GQL_UUID), GQL_OPT("domain_name", GQL_STRING),
                            GQL_OPT("type", GQL_STRING_LIST), GQL_ARGS_END},
@@ -551,6 +616,20 @@ const gql_root_field gql_query_fields[] = {
      (const gql_arg_def[]){PAGED, GQL_OPT("domain_name", GQL_STRING), GQL_OPT("group_id", GQL_UUID),
                            GQL_OPT("access_key", GQL_STRING), GQL_ARGS_END},
      &gql_t_vfolder_list, false, q_vfolder_list},
+    {"vfolder_own_list",
+     (const gql_arg_def[]){PAGED, GQL_OPT("domain_name", GQL_STRING),
+                           GQL_OPT("access_key", GQL_STRING), GQL_ARGS_END},
+     &gql_t_vfolder_list, false, q_vfolder_own_list},
+    {"vfolder_invited_list",
+     (const gql_arg_def[]){PAGED, GQL_OPT("domain_name", GQL_STRING),
+                           GQL_OPT("access_key", GQL_STRING), GQL_ARGS_END},
+     &gql_t_vfolder_list, false, q_vfolder_invited_list},
+    {"vfolder_project_list",
+     (const gql_arg_def[]){PAGED, GQL_OPT("domain_name", GQL_STRING),
+                           GQL_OPT("access_key", GQL_STRING), GQL_ARGS_END},
+     &gql_t_vfolder_list, false, q_vfolder_project_list},
+    {"vfolder_host_permissions", (const gql_arg_def[]){GQL_ARGS_END}, &gql_t_atomic_permissions,
+     false, q_vfolder_host_permissions},
     {"vfolder", (const gql_arg_def[]){GQL_OPT("id", GQL_STRING), GQL_ARGS_END}, &gql_t_vfolder,
      false, q_vfolder},
     {NULL, NULL, NULL, false, NULL},

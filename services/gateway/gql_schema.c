@@ -35,6 +35,7 @@ static const gql_object t_compute_container = {"ComputeContainer",
                                                                        GQL_F("status"),
                                                                        GQL_F("status_info"),
                                                                        GQL_J("status_data"),
+                                                                       GQL_F("status_changed"),
                                                                        GQL_F("created_at"),
                                                                        GQL_F("terminated_at"),
                                                                        GQL_F("starts_at"),
@@ -313,6 +314,10 @@ const gql_object gql_t_storage_volume_list = {
     "StorageVolumeList", (const gql_field_def[]){GQL_LIST("items", gql_t_storage_volume),
                                                  GQL_F("total_count"), GQL_FIELDS_END}};
 
+const gql_object gql_t_atomic_permissions = {
+    "PredefinedAtomicPermission",
+    (const gql_field_def[]){GQL_F("vfolder_host_permission_list"), GQL_FIELDS_END}};
+
 const gql_object gql_t_vfolder = {
     "VirtualFolder",
     (const gql_field_def[]){
@@ -333,6 +338,7 @@ const char *const gql_input_types[] = {"KeyPairInput",
                                        "ModifyKeyPairInput",
                                        "UserInput",
                                        "ModifyUserInput",
+                                       "PurgeUserInput",
                                        "DomainInput",
                                        "ModifyDomainInput",
                                        "GroupInput",

@@ -17,7 +17,7 @@ extern const gql_object gql_t_compute_session, gql_t_compute_session_list,
     gql_t_user_list, gql_t_user_connection, gql_t_image, gql_t_agent, gql_t_agent_list, gql_t_group,
     gql_t_domain, gql_t_scaling_group, gql_t_keypair_policy, gql_t_user_policy,
     gql_t_project_policy, gql_t_resource_preset, gql_t_storage_volume, gql_t_storage_volume_list,
-    gql_t_vfolder, gql_t_vfolder_list;
+    gql_t_vfolder, gql_t_vfolder_list, gql_t_atomic_permissions;
 
 /* The names of the input object types (variables may be declared of them). */
 extern const char *const gql_input_types[];

@@ -2,6 +2,7 @@
  * (gql_shapes.h). */
 #include "gql_shapes.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,11 +60,15 @@ static const field_from KERNEL_FIELDS[] = {{"id", "id"},
                                            {"agent", "agent"},
                                            {"container_id", "containerId"},
                                            {NULL, NULL}};
-static const field_from KERNEL_SESSION_FIELDS[] = {
-    {"session_id", "sessionUuid"},        {"image", "image"},
-    {"architecture", "architecture"},     {"created_at", "creationTime"},
-    {"terminated_at", "terminationTime"}, {"starts_at", "startsAt"},
-    {"occupied_slots", "occupiedSlots"},  {NULL, NULL}};
+static const field_from KERNEL_SESSION_FIELDS[] = {{"session_id", "sessionUuid"},
+                                                   {"image", "image"},
+                                                   {"architecture", "architecture"},
+                                                   {"created_at", "creationTime"},
+                                                   {"terminated_at", "terminationTime"},
+                                                   {"starts_at", "startsAt"},
+                                                   {"occupied_slots", "occupiedSlots"},
+                                                   {"status_changed", "statusChangedAt"},
+                                                   {NULL, NULL}};
 
 /* A kernel k of session s as Backend.AI's ComputeContainer. */
 static json_t *_container(const json_t *s, const json_t *k)
@@ -214,10 +219,15 @@ json_t *gql_shape_user(gql_exec *ex, const json_t *u)
     _copy(o, "id", u, "id");
     _copy(o, "uuid", u, "id");
     json_t *groups = json_array();
+    const json_t *names = json_object_get(u, "project_names");
     size_t i;
     json_t *p;
     json_array_foreach(json_object_get(u, "projects"), i, p)
-        json_array_append_new(groups, json_pack("{s:O, s:n}", "id", p, "name"));
+    {
+        json_t *name = json_array_get(names, i);
+        json_array_append_new(groups, json_pack("{s:O, s:O}", "id", p, "name",
+                                                json_is_string(name) ? name : json_null()));
+    }
     json_object_set_new(o, "groups", groups);
     return o;
 }
@@ -340,6 +350,35 @@ static json_t *_slot_number(const json_t *slots, const char *name)
     return v ? json_real(strtod(v, NULL)) : json_real(0);
 }
 
+/* Backend.AI's hardware_metadata: per device kind (the slot's prefix,
+ * "cuda"), {status, status_info, metadata: {text: text}}, here the count
+ * and model of the agent's devices of that kind. */
+static json_t *_hardware_metadata(const json_t *devices)
+{
+    json_t *out = json_object();
+    size_t i;
+    json_t *d;
+    json_array_foreach(devices, i, d)
+    {
+        const char *slot = gql_str(d, "slot_name");
+        char kind[32];
+        snprintf(kind, sizeof(kind), "%.*s", (int)strcspn(slot ? slot : "device", "."),
+                 slot ? slot : "device");
+        json_t *k = json_object_get(out, kind);
+        if (!k) {
+            k = json_pack("{s:s, s:n, s:{s:s, s:s}}", "status", "healthy", "status_info",
+                          "metadata", "devices", "0", "model",
+                          gql_str(d, "model") ? gql_str(d, "model") : "");
+            json_object_set_new(out, kind, k);
+        }
+        json_t *meta = json_object_get(k, "metadata");
+        char n[24];
+        snprintf(n, sizeof(n), "%ld", strtol(gql_str(meta, "devices"), NULL, 10) + 1);
+        json_object_set_new(meta, "devices", json_string(n));
+    }
+    return out;
+}
+
 json_t *gql_shape_agent(gql_exec *ex, const json_t *a)
 {
     (void)ex;
@@ -354,7 +393,6 @@ json_t *gql_shape_agent(gql_exec *ex, const json_t *a)
                                         {"available_slots", "slots"},
                                         {"occupied_slots", "occupied_slots"},
                                         {"container_count", "kernels"},
-                                        {"hardware_metadata", "devices"},
                                         {NULL, NULL}};
     json_t *o = json_object();
     _copy_all(o, a, fields);
@@ -363,6 +401,7 @@ json_t *gql_shape_agent(gql_exec *ex, const json_t *a)
         json_boolean(strcmp(gql_str(a, "status") ? gql_str(a, "status") : "", "ALIVE") == 0));
     json_object_set_new(o, "auto_terminate_abusing_kernel", json_false());
     json_object_set_new(o, "compute_plugins", json_object());
+    json_object_set_new(o, "hardware_metadata", _hardware_metadata(json_object_get(a, "devices")));
     const json_t *cap = json_object_get(a, "slots"), *used = json_object_get(a, "occupied_slots");
     json_object_set_new(o, "cpu_slots", _slot_number(cap, "cpu"));
     json_object_set_new(o, "mem_slots",
@@ -465,6 +504,7 @@ json_t *gql_shape_vfolder(gql_exec *ex, const json_t *f)
                                         {"group_name", "group_name"},
                                         {"creator", "creator"},
                                         {"quota_scope_id", "quota_scope_id"},
+                                        {"domain_name", "domain_name"},
                                         {"cur_size", "used_bytes"},
                                         {"last_used", "last_used"},
                                         {NULL, NULL}};

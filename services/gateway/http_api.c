@@ -19,7 +19,9 @@
 #include "status.h"
 #include "streams.h"
 #include "verify.h"
+#include "web_payload.h"
 
+#include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -138,12 +140,24 @@ static void h_role(http_req *req, http_resp *resp, void *ctx)
     free(target);
 }
 
+/* POST /auth/update-password: as sent, or Backend.AI's encoded body
+ * decoded (web_payload.h) as its web server does. */
 static void h_update_password(http_req *req, http_resp *resp, void *ctx)
 {
     gateway *gw = ctx;
     gw_identity id;
     if (!verify_request(gw, req, resp, &id)) return;
-    _to_auth(gw, req, resp, "/v1/update-password", &id, req->body, req->body_len);
+    if (!web_payload_encoded(req)) {
+        _to_auth(gw, req, resp, "/v1/update-password", &id, req->body, req->body_len);
+        return;
+    }
+    json_t *body = web_payload_decode(req, resp);
+    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    if (!text) return;
+    _to_auth(gw, req, resp, "/v1/update-password", &id, text, strlen(text));
+    sodium_memzero(text, strlen(text));
+    free(text);
 }
 
 /* Anything under /admin -> auth /v1/admin/... with method, query and body;

@@ -4,6 +4,7 @@
 
 #include "libcommon/log.h"
 #include "proxy.h"
+#include "web_payload.h"
 #include "websession.h"
 
 #include <sodium.h>
@@ -16,9 +17,10 @@
 /* The answer for a live login; with_csrf: with its CSRF token. */
 static json_t *_who(const websession *ws, const cred *c, bool with_csrf)
 {
-    json_t *o = json_pack("{s:b, s:{s:s, s:s, s:s, s:s, s:s}}", "authenticated", 1, "data",
-                          "access_key", c->access_key, "user_id", c->user_id, "username",
-                          ws->username, "role", c->role, "domain", c->domain);
+    json_t *o =
+        json_pack("{s:b, s:{s:s, s:s, s:s, s:s, s:s, s:s}}", "authenticated", 1, "data",
+                  "access_key", c->access_key, "user_id", c->user_id, "username", ws->username,
+                  "role", c->role, "domain", c->domain, "status", c->user_status);
     if (with_csrf) json_object_set_new(o, "csrf_token", json_string(ws->csrf));
     return o;
 }
@@ -72,18 +74,39 @@ static void _start_login(gateway *gw, http_req *req, http_resp *resp, const json
     }
 }
 
+/* A refused login as Backend.AI's web server answers it to its clients:
+ * 200, not authenticated, the reason in data (its SDKs read that, and take
+ * any error status for an unreachable server). */
+static void _refused_as_webserver(http_resp *resp)
+{
+    size_t len = 0;
+    const char *pb = http_resp_body(resp, &len);
+    json_t *p = pb ? json_loadb(pb, len, 0, NULL) : NULL;
+    const char *msg = json_string_value(json_object_get(p, "msg"));
+    http_reply_json(resp, 200,
+                    json_pack("{s:b, s:{s:s, s:s, s:s}}", "authenticated", 0, "data", "type",
+                              "https://api.backend.ai/probs/auth-failed", "title",
+                              "Authentication failed", "details",
+                              msg ? msg : "wrong user name or password"));
+    json_decref(p);
+}
+
 static void h_login(http_req *req, http_resp *resp, void *ctx)
 {
     gateway *gw = ctx;
     if (!websession_origin_ok(gw, req, resp)) return;
+    /* JSON, or Backend.AI's encoded body: either way the request carries
+     * what a form of another site cannot send without a CORS preflight
+     * (a JSON type, a custom header) */
+    bool encoded = web_payload_encoded(req);
     char media[64];
     sign_media_type(http_header(req, "Content-Type"), media, sizeof(media));
-    if (strcmp(media, "application/json") != 0) {
+    if (!encoded && strcmp(media, "application/json") != 0) {
         http_problem(resp, 400, "invalid-api-params", NULL,
                      "send the login as application/json: {\"username\", \"password\"}");
         return;
     }
-    json_t *body = http_json_body(req, resp);
+    json_t *body = encoded ? web_payload_decode(req, resp) : http_json_body(req, resp);
     if (!body) return;
     const char *user, *password, *domain;
     if (!_field(body, "username", true, WEB_LOGIN_NAME_MAX, &user, resp) ||
@@ -101,10 +124,14 @@ static void h_login(http_req *req, http_resp *resp, void *ctx)
     json_decref(ask);
     if (!ok) {
         websession_count(WEBSESSION_LOGIN_FAILED);
+        /* Backend.AI's clients (they send X-BackendAI-Version; the console
+         * does not) read a wrong password from a 200 */
+        if (http_resp_status(resp) == 401 && http_header(req, "X-BackendAI-Version"))
+            _refused_as_webserver(resp);
         json_decref(body);
         return;
     }
-    _start_login(gw, req, resp, got, user, "console login");
+    _start_login(gw, req, resp, got, user, encoded ? "login (encoded)" : "console login");
     json_decref(got);
     json_decref(body);
 }
@@ -226,16 +253,7 @@ static void h_token_login(http_req *req, http_resp *resp, void *ctx)
     } else if (http_resp_status(resp) == 401) {
         /* as the reference: 200, not authenticated, with the reason */
         websession_count(WEBSESSION_LOGIN_FAILED);
-        size_t len = 0;
-        const char *pb = http_resp_body(resp, &len);
-        json_t *p = pb ? json_loadb(pb, len, 0, NULL) : NULL;
-        const char *msg = json_string_value(json_object_get(p, "msg"));
-        http_reply_json(resp, 200,
-                        json_pack("{s:b, s:{s:s, s:s, s:s}}", "authenticated", 0, "data", "type",
-                                  "https://api.backend.ai/probs/auth-failed", "title",
-                                  "Authentication failed", "details",
-                                  msg ? msg : "the token was refused"));
-        json_decref(p);
+        _refused_as_webserver(resp);
     }
     json_decref(got);
 }

@@ -99,7 +99,8 @@ int64_t sessions_create_timeout_ms(const json_t *body)
     if (!eo) eo = json_object_get(body, "enqueue_only");
     if (_truthy(eo)) return SESSIONS_TIMEOUT_MS;
     double wait = _max_wait(body);
-    if (wait < 0 || wait > SESSIONS_MAX_WAIT_S) wait = SESSIONS_MAX_WAIT_S;
+    /* 0 is Backend.AI's "no limit": the registry waits its longest */
+    if (wait <= 0 || wait > SESSIONS_MAX_WAIT_S) wait = SESSIONS_MAX_WAIT_S;
     int64_t ms = (int64_t)ceil(wait + SESSIONS_WAIT_MARGIN_S) * 1000;
     return ms > SESSIONS_TIMEOUT_MS ? ms : SESSIONS_TIMEOUT_MS;
 }
@@ -182,11 +183,15 @@ static void h_files(http_req *req, http_resp *resp, void *ctx)
     _on_session(ctx, req, resp, "", SESSIONS_EXEC_TIMEOUT_MS);
 }
 
-/* GET /session/_/logs?session_name=: Backend.AI's task logs, as text/plain. */
+/* GET /session/_/logs?session_name=: Backend.AI's task logs, as text/plain.
+ * Also its other names for the session: sessionName, task_id and taskId
+ * (Backend.AI's Python client: a session id). */
 static void h_task_logs(http_req *req, http_resp *resp, void *ctx)
 {
-    const char *name = http_query_arg(req, "session_name");
-    if (!name || !*name) name = http_query_arg(req, "sessionName");
+    static const char *const keys[] = {"session_name", "sessionName", "task_id", "taskId"};
+    const char *name = NULL;
+    for (size_t i = 0; i < TS_ARRAY_LEN(keys) && (!name || !*name); i++)
+        name = http_query_arg(req, keys[i]);
     gw_identity id;
     if (!_verify(ctx, req, resp, name && *name ? name : NULL, &id)) return;
     if (!name || !*name) {
@@ -208,6 +213,38 @@ static void h_task_logs(http_req *req, http_resp *resp, void *ctx)
         http_reply(resp, 200, "text/plain; charset=utf-8", json_string_value(logs),
                    json_string_length(logs));
     json_decref(answer);
+}
+
+/* GET /session/{name}/dependency-graph: Backend.AI's graph of the sessions
+ * this one waits for. Tessera has no session dependencies: the session
+ * alone, in Backend.AI's form (status as Python prints its enum, the time
+ * as it prints a datetime), which its CLI's show-graph reads. */
+static void h_dependency_graph(http_req *req, http_resp *resp, void *ctx)
+{
+    gw_identity id;
+    if (!_verify(ctx, req, resp, http_param(req, "name"), &id)) return;
+    char *ename = httpc_escape(http_param(req, "name"));
+    char *target = ts_asprintf("/v1/sessions/%s%s%s", ename, req->query[0] ? "?" : "", req->query);
+    free(ename);
+    json_t *s = NULL;
+    bool ok = proxy_call_json(_registry(ctx), SESSIONS_TIMEOUT_MS, "GET", req, resp, target, &id,
+                              NULL, 200, &s);
+    free(target);
+    if (!ok) return;
+    const char *status = json_string_value(json_object_get(s, "status"));
+    const char *changed = json_string_value(json_object_get(s, "statusChangedAt"));
+    char *kstatus = ts_asprintf("KernelStatus.%s", status ? status : "UNKNOWN");
+    char *when = ts_strdup(changed ? changed : "None");
+    char *t = strchr(when, 'T');
+    if (t) *t = ' ';
+    http_reply_json(resp, 200,
+                    json_pack("{s:O, s:O, s:s, s:s, s:[]}", "session_id",
+                              json_object_get(s, "sessionUuid"), "session_name",
+                              json_object_get(s, "sessionName"), "status", kstatus,
+                              "status_changed", when, "depends_on"));
+    free(kstatus);
+    free(when);
+    json_decref(s);
 }
 
 /* body's "port" as a number (numbers may arrive as strings): 0 when absent, -1
@@ -323,6 +360,7 @@ void sessions_routes(gateway *gw)
         ROUTE("GET", "/_/logs", h_task_logs);
         ROUTE("GET", "/{name}/history", h_same_path);
         ROUTE("GET", "/{name}/status-history", h_same_path);
+        ROUTE("GET", "/{name}/dependency-graph", h_dependency_graph);
         ROUTE("POST", "/{name}/rename", h_same_path);
         ROUTE("POST", "/{name}/start-service", h_start_service);
         ROUTE("POST", "/{name}/shutdown-service", h_same_path);

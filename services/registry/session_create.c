@@ -241,11 +241,14 @@ static json_t *build_limits(json_t *ctx, const char *ak, const char *user_id)
 /* The create's answer from a session's view: created (201) or reused (200). */
 static void reply_created(http_resp *resp, json_t *v, bool created)
 {
-    json_t *out =
-        json_pack("{s:O, s:O, s:O, s:O, s:O, s:b}", "sessionId", json_object_get(v, "sessionId"),
-                  "sessionUuid", json_object_get(v, "sessionUuid"), "status",
-                  json_object_get(v, "status"), "statusInfo", json_object_get(v, "statusInfo"),
-                  "servicePorts", json_object_get(v, "servicePorts"), "created", created);
+    /* sessionId is the UUID, as Backend.AI answers since API v5 (its
+     * Python client parses it as one); the name is sessionName. */
+    json_t *out = json_pack(
+        "{s:O, s:O, s:O, s:O, s:O, s:O, s:b}", "sessionId", json_object_get(v, "sessionUuid"),
+        "sessionUuid", json_object_get(v, "sessionUuid"), "sessionName",
+        json_object_get(v, "sessionName"), "status", json_object_get(v, "status"), "statusInfo",
+        json_object_get(v, "statusInfo"), "servicePorts", json_object_get(v, "servicePorts"),
+        "created", created);
     json_decref(v);
     http_reply_json(resp, created ? 201 : 200, out);
 }

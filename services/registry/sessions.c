@@ -128,7 +128,9 @@ static void reply_history(http_resp *resp, PGconn *conn, const char *id)
     PQclear(r);
 }
 
-/* Backend.AI's status history: {status: when it was last entered}. */
+/* Backend.AI's status history: {status: when it was last entered}, and
+ * the same under "result" with the statuses in lower case, which is what
+ * Backend.AI's Python CLI (`session status-history`) reads. */
 static void reply_status_history(http_resp *resp, PGconn *conn, const char *id)
 {
     const char *p[] = {id};
@@ -137,9 +139,16 @@ static void reply_status_history(http_resp *resp, PGconn *conn, const char *id)
                                " WHERE session_id = $1::uuid GROUP BY status ORDER BY max(at)",
                                1, p);
     if (!r) return;
-    json_t *out = json_object();
-    for (int i = 0; i < PQntuples(r); i++)
-        json_object_set_new(out, PQgetvalue(r, i, 0), pgjson_cell_json(r, i, 1));
+    json_t *out = json_object(), *lower = json_object();
+    for (int i = 0; i < PQntuples(r); i++) {
+        char name[32];
+        ts_strlcpy(name, PQgetvalue(r, i, 0), sizeof(name));
+        json_object_set_new(out, name, pgjson_cell_json(r, i, 1));
+        for (char *c = name; *c; c++)
+            if (*c >= 'A' && *c <= 'Z') *c = (char)(*c - 'A' + 'a');
+        json_object_set_new(lower, name, pgjson_cell_json(r, i, 1));
+    }
+    json_object_set_new(out, "result", lower);
     PQclear(r);
     http_reply_json(resp, 200, out);
 }

@@ -6,6 +6,7 @@
 #include "usage_calc.h"
 #include "usage_hours.h"
 
+#include "libcommon/buf.h"
 #include "libcommon/log.h"
 #include "libcommon/pgjson.h"
 #include "libcommon/slots.h"
@@ -205,7 +206,10 @@ static json_t *c_info(const PGresult *r, int i, const usage_totals *part, bai_us
     json_object_set_new(o, "image_id", json_string(PQgetvalue(r, i, 8)));
     json_object_set_new(o, "image_name", json_string(PQgetvalue(r, i, 8)));
     json_object_set_new(o, "created_at", pgjson_cell_json(r, i, 9));
-    json_object_set_new(o, "terminated_at", pgjson_cell_json(r, i, 10));
+    /* as the reference writes it: str() of the time, "None" while live (its
+     * CLI concatenates the two) */
+    json_object_set_new(o, "terminated_at",
+                        PQgetisnull(r, i, 10) ? json_string("None") : pgjson_cell_json(r, i, 10));
     json_object_set_new(o, "status", pgjson_cell_json(r, i, 11));
     json_object_set_new(o, "status_info", pgjson_cell_json(r, i, 12));
     json_object_set_new(o, "status_changed", pgjson_cell_json(r, i, 13));
@@ -219,16 +223,57 @@ static json_t *c_info(const PGresult *r, int i, const usage_totals *part, bai_us
     return o;
 }
 
+/* group_ids of a JSON body (a list of strings, or one) as comma-separated
+ * text (heap), "" when absent; NULL after a 400. */
+static char *_body_ids(const json_t *body, http_resp *resp)
+{
+    const json_t *v = json_object_get(body, "group_ids");
+    if (!v || json_is_null(v)) return ts_strdup("");
+    if (json_is_string(v)) return ts_strdup(json_string_value(v));
+    ts_buf b = {0};
+    size_t i;
+    json_t *e;
+    json_array_foreach(v, i, e)
+    {
+        if (!json_is_string(e)) {
+            ts_buf_free(&b);
+            http_problem(resp, 400, "invalid-api-params", NULL, "group_ids: a list of project ids");
+            return NULL;
+        }
+        if (i) ts_buf_append_str(&b, ",");
+        ts_buf_append_str(&b, json_string_value(e));
+    }
+    if (!json_is_array(v)) {
+        http_problem(resp, 400, "invalid-api-params", NULL, "group_ids: a list of project ids");
+        return NULL;
+    }
+    return ts_buf_steal(&b, NULL);
+}
+
 static void h_month(http_req *req, http_resp *resp, void *ctx)
 {
     int64_t from, to;
     ts_err err;
-    if (!usage_parse_month(http_query_arg(req, "month"), &from, &to, &err)) {
-        http_problem(resp, 400, "invalid-api-params", NULL, "month: %s", err.msg);
-        return;
+    /* in the query, or (Backend.AI's Python client sends a GET with a JSON
+     * body) in the body */
+    json_t *body = NULL;
+    const char *month = http_query_arg(req, "month"), *ids = http_query_arg(req, "group_ids");
+    char *body_ids = NULL;
+    if (!month && req->body_len) {
+        if (!(body = http_json_body(req, resp))) return;
+        month = json_string_value(json_object_get(body, "month"));
+        if (!ids && !(ids = body_ids = _body_ids(body, resp))) {
+            json_decref(body);
+            return;
+        }
     }
-    char *projects;
-    if (!id_list(resp, "group_ids", http_query_arg(req, "group_ids"), &projects)) return;
+    bool month_ok = usage_parse_month(month, &from, &to, &err);
+    char *projects = NULL;
+    if (!month_ok) http_problem(resp, 400, "invalid-api-params", NULL, "month: %s", err.msg);
+    bool ids_ok = month_ok && id_list(resp, "group_ids", ids, &projects);
+    json_decref(body);
+    free(body_ids);
+    if (!ids_ok) return;
     PGresult *r = admin_rows(ctx, req, resp, from, to, projects);
     free(projects);
     if (!r) return;

@@ -264,6 +264,10 @@ bool create_req_parse(json_t *body, create_req *r, http_resp *resp)
         return false;
     r->max_wait_ms = v * 1000;
     if (!json_object_get(body, "maxWaitSeconds")) r->max_wait_ms = reg_settings.default_wait_ms;
+    /* 0: Backend.AI waits without limit (its clients' default); here as
+     * long as a create may wait */
+    if (v == 0 && json_object_get(body, "maxWaitSeconds"))
+        r->max_wait_ms = reg_settings.max_wait_ms;
     if (r->max_wait_ms > reg_settings.max_wait_ms) r->max_wait_ms = reg_settings.max_wait_ms;
     /* resources */
     slots_clear(&r->slots);

@@ -4,11 +4,12 @@
  * to the folder by files.c.
  *
  * Through the gateway (/folders/... -> /v1/folders/...), caller checked:
- *   GET    /v1/folders/{name}/files?path=          ro   {"items": [...]}
- *   POST   /v1/folders/{name}/mkdir                rw   {path, parents, exist_ok}
+ *   GET    /v1/folders/{name}/files?path=          ro   {"items": [...], "files": legacy}
+ *   POST   /v1/folders/{name}/mkdir                rw   {path (or a list), parents, exist_ok}
  *   POST   /v1/folders/{name}/rename_file          rw   {target_path, new_name}
  *   POST   /v1/folders/{name}/move_file (and move) rw   {src, dst}
  *   DELETE /v1/folders/{name}/delete_files (POST too) wd {files, recursive}
+ *   (each also with a hyphen, rename-file ..., as Backend.AI 24.09 names them)
  *   POST   /v1/folders/{name}/request-upload       rw   (tus.c)
  *   POST   /v1/folders/{name}/request-download     ro   (transfer.c)
  *   POST   /v1/folders/{name}/upload               rw   multipart (upload_form.c)
@@ -21,6 +22,7 @@
 #include "files.h"
 #include "libcommon/log.h"
 #include "libcommon/pgjson.h"
+#include "libcommon/sign.h"
 #include "quota.h"
 #include "request.h"
 #include "sweeper.h"
@@ -30,6 +32,7 @@
 #include "volumes.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -69,6 +72,37 @@ static bool _op_begin(vf_req *x, void *ctx, http_req *req, http_resp *resp, vf_p
            (!keys || vf_req_body(x, keys)) && vf_req_root(x, "open the folder");
 }
 
+/* Backend.AI's legacy form of a listing, which its Python CLI still reads:
+ * "files", the JSON text of [{filename, size, mode ("drwxr-xr-x"), ctime,
+ * atime (0), mtime}] with times in Unix seconds. */
+static json_t *_legacy_files(const json_t *items)
+{
+    json_t *out = json_array();
+    size_t i;
+    json_t *it;
+    json_array_foreach(items, i, it)
+    {
+        const char *type = json_string_value(json_object_get(it, "type"));
+        unsigned long mode = strtoul(json_string_value(json_object_get(it, "mode")), NULL, 8);
+        char fm[11] = "----------";
+        fm[0] = strcmp(type, "DIRECTORY") == 0 ? 'd' : strcmp(type, "SYMLINK") == 0 ? 'l' : '-';
+        for (int b = 0; b < 9; b++)
+            if (mode & (1ul << (8 - b))) fm[1 + b] = "rwxrwxrwx"[b];
+        time_t c = 0, m = 0;
+        if (!sign_parse_date(json_string_value(json_object_get(it, "created")), &c)) c = 0;
+        if (!sign_parse_date(json_string_value(json_object_get(it, "modified")), &m)) m = 0;
+        json_array_append_new(out, json_pack("{s:O, s:O, s:s, s:I, s:i, s:I}", "filename",
+                                             json_object_get(it, "name"), "size",
+                                             json_object_get(it, "size"), "mode", fm, "ctime",
+                                             (json_int_t)c, "atime", 0, "mtime", (json_int_t)m));
+    }
+    char *text = json_dumps(out, JSON_COMPACT);
+    json_decref(out);
+    json_t *s = json_string(text ? text : "[]");
+    free(text);
+    return s;
+}
+
 static void h_files(http_req *req, http_resp *resp, void *ctx)
 {
     vf_req x;
@@ -80,9 +114,56 @@ static void h_files(http_req *req, http_resp *resp, void *ctx)
         if (!vf_fs_list(x.root, path, &items, &err))
             vf_fs_problem(resp, err, "list files", path);
         else
-            http_reply_json(resp, 200, json_pack("{s:o}", "items", items));
+            http_reply_json(resp, 200,
+                            json_pack("{s:o, s:o}", "files", _legacy_files(items), "items", items));
     }
     vf_req_end(&x);
+}
+
+/* mkdir of a list of paths (Backend.AI 24.09; at most 50): Backend.AI's
+ * {"results": {"success": [{item, msg}], "failed": [...]}}, 200 when all
+ * were made, 207 when some were; the first failure's problem when none. */
+static void _mkdir_list(vf_req *x, const json_t *paths, bool parents, bool exist_ok)
+{
+    if (json_array_size(paths) == 0 || json_array_size(paths) > 50) {
+        http_problem(x->resp, 400, "invalid-api-params", NULL, "path: 1 to 50 paths");
+        return;
+    }
+    size_t i;
+    json_t *p;
+    json_array_foreach(paths, i, p) if (!json_is_string(p) || !*json_string_value(p) ||
+                                        strlen(json_string_value(p)) > 4096)
+    {
+        http_problem(x->resp, 400, "invalid-api-params", NULL,
+                     "path[%zu]: a non-empty path of at most 4096 bytes", i);
+        return;
+    }
+    json_t *ok = json_array(), *failed = json_array();
+    int first_err = 0;
+    const char *first_path = NULL;
+    json_array_foreach(paths, i, p)
+    {
+        int err;
+        const char *path = json_string_value(p);
+        if (vf_fs_mkdir(x->root, path, parents, exist_ok, &err)) {
+            json_array_append_new(ok, json_pack("{s:s, s:n}", "item", path, "msg"));
+            continue;
+        }
+        if (!first_err) {
+            first_err = err;
+            first_path = path;
+        }
+        json_array_append_new(failed, json_pack("{s:s, s:s}", "item", path, "msg", strerror(err)));
+    }
+    if (json_array_size(ok) == 0) {
+        vf_fs_problem(x->resp, first_err, "mkdir", first_path);
+        json_decref(ok);
+        json_decref(failed);
+        return;
+    }
+    int status = json_array_size(failed) ? 207 : 200;
+    http_reply_json(x->resp, status,
+                    json_pack("{s:{s:o, s:o}}", "results", "success", ok, "failed", failed));
 }
 
 static void h_mkdir(http_req *req, http_resp *resp, void *ctx)
@@ -92,15 +173,21 @@ static void h_mkdir(http_req *req, http_resp *resp, void *ctx)
     const char *path;
     bool parents = false, exist_ok = false, present;
     int err;
-    if (_op_begin(&x, ctx, req, resp, VF_PERM_RW, keys) &&
-        pgjson_field_str(x.body, "path", true, 1, 4096, &path, resp) &&
-        pgjson_field_bool(x.body, "parents", false, &parents, &present, resp) &&
-        pgjson_field_bool(x.body, "exist_ok", false, &exist_ok, &present, resp)) {
+    if (!_op_begin(&x, ctx, req, resp, VF_PERM_RW, keys) ||
+        !pgjson_field_bool(x.body, "parents", false, &parents, &present, resp) ||
+        !pgjson_field_bool(x.body, "exist_ok", false, &exist_ok, &present, resp))
+        goto out;
+    if (json_is_array(json_object_get(x.body, "path"))) {
+        _mkdir_list(&x, json_object_get(x.body, "path"), parents, exist_ok);
+    } else if (pgjson_field_str(x.body, "path", true, 1, 4096, &path, resp)) {
         if (!vf_fs_mkdir(x.root, path, parents, exist_ok, &err))
             vf_fs_problem(resp, err, "mkdir", path);
         else
-            http_reply_json(resp, 201, json_pack("{s:s}", "path", path));
+            http_reply_json(resp, 201,
+                            json_pack("{s:s, s:{s:[{s:s, s:n}], s:[]}}", "path", path, "results",
+                                      "success", "item", path, "msg", "failed"));
     }
+out:
     vf_req_end(&x);
 }
 
@@ -207,11 +294,17 @@ void vf_files_routes(svc *s)
     http_router *r = svc_router(s);
     http_route(r, "GET", "/v1/folders/{name}/files", h_files, s);
     http_route(r, "POST", "/v1/folders/{name}/mkdir", h_mkdir, s);
+    /* Backend.AI 24.09 names them with hyphens, older releases with
+     * underscores: both are served */
     http_route(r, "POST", "/v1/folders/{name}/rename_file", h_rename_file, s);
+    http_route(r, "POST", "/v1/folders/{name}/rename-file", h_rename_file, s);
     http_route(r, "POST", "/v1/folders/{name}/move_file", h_move_file, s);
+    http_route(r, "POST", "/v1/folders/{name}/move-file", h_move_file, s);
     http_route(r, "POST", "/v1/folders/{name}/move", h_move_file, s);
     http_route(r, "DELETE", "/v1/folders/{name}/delete_files", h_delete_files, s);
     http_route(r, "POST", "/v1/folders/{name}/delete_files", h_delete_files, s);
+    http_route(r, "DELETE", "/v1/folders/{name}/delete-files", h_delete_files, s);
+    http_route(r, "POST", "/v1/folders/{name}/delete-files", h_delete_files, s);
     http_route(r, "POST", "/v1/folders/{name}/request-upload", vf_h_request_upload, s);
     http_route(r, "POST", "/v1/folders/{name}/request-download", vf_h_request_download, s);
     http_route(r, "POST", "/v1/folders/{name}/upload", vf_h_upload_form, s);

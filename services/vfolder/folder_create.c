@@ -5,6 +5,7 @@
 #include "folder_create.h"
 
 #include "events.h"
+#include "libcommon/config.h"
 #include "libcommon/log.h"
 #include "libcommon/pgjson.h"
 #include "quota.h"
@@ -177,6 +178,19 @@ static bool _read_common(json_t *body, const char *host_key, _new_folder *nf, ht
 {
     bool present = false;
     long long quota = 0;
+    /* Backend.AI's clients may send the quota as a size text ("0", "10g") */
+    json_t *qv = json_object_get(body, "quota");
+    if (json_is_string(qv)) {
+        int64_t bytes = 0;
+        if (!cfg_parse_bytes(json_string_value(qv), &bytes) || bytes < 0) {
+            http_problem(resp, 400, "invalid-api-params", NULL,
+                         "\"quota\" must be a byte count (a number, or text like \"10g\")");
+            return false;
+        }
+        json_object_set_new(body, "quota", json_integer(bytes));
+    } else if (json_is_null(qv)) {
+        json_object_del(body, "quota");
+    }
     if (!pgjson_field_str(body, host_key, false, 1, 64, &nf->host, resp) ||
         !pgjson_field_enum(body, "usage_mode", false, "general|data|model", &nf->usage_mode,
                            resp) ||

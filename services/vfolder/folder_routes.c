@@ -157,6 +157,51 @@ void vf_h_info(http_req *req, http_resp *resp, void *ctx)
     vf_req_end(&x);
 }
 
+/* Backend.AI's name-to-id lookup, which its Python client makes before
+ * every operation on a folder by name: the name in the body (name,
+ * vfolder_name, vfolderName; the client sends a GET with a JSON body) or
+ * the query; a folder in the trash is found too (the client restores and
+ * purges by name). */
+void vf_h_id(http_req *req, http_resp *resp, void *ctx)
+{
+    vf_req x;
+    if (!vf_req_begin(&x, ctx, req, resp)) return;
+    static const char *const keys[] = {"name", "vfolder_name", "vfolderName", NULL};
+    const char *name = NULL;
+    if (req->body_len > 0) {
+        if (!vf_req_body(&x, keys)) goto out;
+        for (const char *const *k = keys; *k && !name; k++)
+            if (!pgjson_field_str(x.body, *k, false, 1, 256, &name, resp)) goto out;
+    }
+    for (const char *const *k = keys; *k && !name; k++)
+        name = http_query_arg(req, *k);
+    if (!name || !*name) {
+        http_problem(resp, 400, "invalid-api-params", NULL, "name is required");
+        goto out;
+    }
+    x.name = name;
+    bool found = vf_req_folder(&x, VF_PERM_RO);
+    if (!found && http_resp_status(resp) == 404) /* its answer is replaced */
+        found = vf_resolve_trashed(x.s, &x.c, name, &x.f, resp);
+    if (found) http_reply_json(resp, 200, json_pack("{s:s, s:s}", "id", x.f.id, "name", x.f.name));
+out:
+    vf_req_end(&x);
+}
+
+/* Backend.AI's list of every volume (superadmins): what _/hosts answers
+ * them, which is every configured volume. */
+void vf_h_all_hosts(http_req *req, http_resp *resp, void *ctx)
+{
+    vf_req x;
+    if (!vf_req_begin(&x, ctx, req, resp)) return;
+    bool super = vf_caller_is_superadmin(&x.c);
+    vf_req_end(&x);
+    if (super)
+        vf_h_hosts(req, resp, ctx);
+    else
+        http_problem(resp, 403, "forbidden", NULL, "the list of every volume is for superadmins");
+}
+
 void vf_h_rename(http_req *req, http_resp *resp, void *ctx)
 {
     vf_req x;

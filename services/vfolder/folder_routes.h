@@ -11,6 +11,9 @@
  *        the id and the values now in force
  *   GET  /v1/folders/_/allowed_types          ["user"], and "group" for the
  *        administrators who may create project folders
+ *   GET  /v1/folders/_/id {name} (or ?name=)  {id, name}: Backend.AI's
+ *        lookup its Python client makes first; readable or trashed folders
+ *   GET  /v1/folders/_/all-hosts (all_hosts)  superadmins: as _/hosts
  *
  * The answers come from the model (folders.h); creating is
  * folder_create.h's, deleting trash.h's. */
@@ -26,5 +29,7 @@ void vf_h_info(http_req *req, http_resp *resp, void *ctx);
 void vf_h_rename(http_req *req, http_resp *resp, void *ctx);
 void vf_h_update_options(http_req *req, http_resp *resp, void *ctx);
 void vf_h_allowed_types(http_req *req, http_resp *resp, void *ctx);
+void vf_h_id(http_req *req, http_resp *resp, void *ctx);
+void vf_h_all_hosts(http_req *req, http_resp *resp, void *ctx);
 
 #endif

@@ -206,9 +206,12 @@ static bool _resolve_status(svc *s, const vf_caller *c, const char *name_or_id, 
     if (!conn) return false;
     char *projects = _projects_literal(c);
     bool admin = strcmp(c->role, "admin") == 0;
+    /* an id in either form: Backend.AI's clients send uuid.hex (no dashes) */
+    char id[TS_UUID_STRLEN];
+    bool is_id = ts_uuid_normalize(name_or_id, id);
     const char *params[] = {c->user_id,
                             name_or_id,
-                            ts_uuid_valid(name_or_id) ? name_or_id : NULL,
+                            is_id ? id : NULL,
                             projects,
                             vf_caller_is_superadmin(c) ? "t" : "f",
                             admin ? c->domain_name : NULL,
@@ -225,7 +228,7 @@ static bool _resolve_status(svc *s, const vf_caller *c, const char *name_or_id, 
             int rank;
             vf_perm p = _effective(c, r, i, &via_admin, &rank);
             /* An exact id beats names; then the closest relation. */
-            if (strcmp(_v(r, i, C_ID), name_or_id) == 0 && p != VF_PERM_NONE) rank += 10;
+            if (is_id && strcmp(_v(r, i, C_ID), id) == 0 && p != VF_PERM_NONE) rank += 10;
             if (p != VF_PERM_NONE && rank > best_rank) {
                 best = i;
                 best_rank = rank;

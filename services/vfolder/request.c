@@ -28,7 +28,8 @@ bool vf_req_body(vf_req *x, const char *const *keys)
 
 bool vf_req_folder(vf_req *x, vf_perm need)
 {
-    if (!vf_resolve(x->s, &x->c, http_param(x->req, "name"), need, &x->f, x->resp)) return false;
+    const char *name = x->name ? x->name : http_param(x->req, "name");
+    if (!vf_resolve(x->s, &x->c, name, need, &x->f, x->resp)) return false;
     tlog_ctx_entity("folder", x->f.id);
     return true;
 }

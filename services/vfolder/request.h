@@ -26,16 +26,18 @@ typedef struct vf_req {
     http_req *req;
     http_resp *resp;
     vf_caller c;
-    json_t *body; /* after vf_req_body (owned) */
-    vf_folder f;  /* after vf_req_folder */
-    int root;     /* after vf_req_root: the folder's directory (files.h); -1 */
+    json_t *body;     /* after vf_req_body (owned) */
+    vf_folder f;      /* after vf_req_folder */
+    int root;         /* after vf_req_root: the folder's directory (files.h); -1 */
+    const char *name; /* what vf_req_folder resolves; NULL: the route's {name} */
 } vf_req;
 
 /* The caller of the request (ctx: the svc the route was registered with). */
 bool vf_req_begin(vf_req *x, void *ctx, http_req *req, http_resp *resp) TS_MUST_CHECK;
 /* The JSON body, with no key outside keys (NULL-terminated; NULL: any). */
 bool vf_req_body(vf_req *x, const char *const *keys) TS_MUST_CHECK;
-/* The folder the route's {name} names, with at least permission need. */
+/* The folder the route's {name} (or x->name) names, by name or by id
+ * (dashed or not), with at least permission need. */
 bool vf_req_folder(vf_req *x, vf_perm need) TS_MUST_CHECK;
 /* May the caller do host_perm (VF_HOST_*) on the folder's host? Admins of
  * the folder's domain may. project_hosts: a project folder's project policy

@@ -274,14 +274,16 @@ void vf_h_request_download(http_req *req, http_resp *resp, void *ctx)
 {
     vf_req x;
     if (!vf_req_begin(&x, ctx, req, resp)) return;
-    static const char *const keys[] = {"file", "archive", NULL};
-    const char *file;
+    /* "path": Backend.AI 24.09's name for it, "file" older releases' */
+    static const char *const keys[] = {"file", "path", "archive", NULL};
+    const char *file = NULL;
     bool archive = false, present;
     int fd = -1, err;
     struct stat st;
     if (!vf_req_folder(&x, VF_PERM_RO) ||
         !vf_req_host_allows(&x, VF_HOST_DOWNLOAD, true, "downloading from") ||
-        !vf_req_body(&x, keys) || !pgjson_field_str(x.body, "file", true, 0, 4096, &file, resp) ||
+        !vf_req_body(&x, keys) || !pgjson_field_str(x.body, "path", false, 0, 4096, &file, resp) ||
+        (!file && !pgjson_field_str(x.body, "file", true, 0, 4096, &file, resp)) ||
         !pgjson_field_bool(x.body, "archive", false, &archive, &present, resp) ||
         !vf_req_root(&x, "request-download"))
         goto out;

@@ -15,17 +15,34 @@
 #include <stdio.h>
 #include <string.h>
 
-void vf_h_delete(http_req *req, http_resp *resp, void *ctx)
+/* The folder id a body names ("vfolder_id", "vfolderId" or "id", dashed or
+ * as Backend.AI's clients send it, 32 hex digits) into id; false after a
+ * 400. */
+static bool _body_id(vf_req *x, char id[TS_UUID_STRLEN])
 {
-    vf_req x;
-    if (!vf_req_begin(&x, ctx, req, resp)) return;
-    const vf_folder *f = &x.f;
-    if (!vf_req_folder(&x, VF_PERM_OWNER) ||
-        !vf_req_host_allows(&x, VF_HOST_DELETE, false, "deleting vfolders on") ||
+    static const char *const keys[] = {"vfolder_id", "vfolderId", "id", NULL};
+    if (!vf_req_body(x, NULL)) return false;
+    for (const char *const *k = keys; *k; k++) {
+        json_t *v = json_object_get(x->body, *k);
+        if (!v || json_is_null(v)) continue;
+        if (json_is_string(v) && ts_uuid_normalize(json_string_value(v), id)) return true;
+        http_problem(x->resp, 400, "invalid-api-params", NULL, "%s must be a vfolder id", *k);
+        return false;
+    }
+    http_problem(x->resp, 400, "invalid-api-params", NULL, "vfolder_id (or id) is required");
+    return false;
+}
+
+/* Move x's folder (the route's {name} or x->name) to the trash. */
+static void _trash(vf_req *x, http_req *req, http_resp *resp)
+{
+    const vf_folder *f = &x->f;
+    if (!vf_req_folder(x, VF_PERM_OWNER) ||
+        !vf_req_host_allows(x, VF_HOST_DELETE, false, "deleting vfolders on") ||
         !vf_mount_guard_free(f->id, f->name, req->request_id, resp))
-        goto out;
-    PGconn *conn = pgjson_get(x.s, resp);
-    if (!conn) goto out;
+        return;
+    PGconn *conn = pgjson_get(x->s, resp);
+    if (!conn) return;
     const char *p[] = {f->id};
     bool done = false;
     if (pgjson_begin(conn, resp)) {
@@ -48,14 +65,32 @@ void vf_h_delete(http_req *req, http_resp *resp, void *ctx)
         PQclear(r);
         if (!done) pg_rollback(conn);
     }
-    pgjson_put(x.s, conn);
+    pgjson_put(x->s, conn);
     if (done) {
         char name[2 * VF_NAME_MAX];
         TLOG_INFO("vfolder trashed", "name=%s", tlog_quote(name, sizeof(name), f->name));
-        vf_event_deleted(x.s, req->request_id, f->id, f->name, f->host, x.c.user_id, false);
+        vf_event_deleted(x->s, req->request_id, f->id, f->name, f->host, x->c.user_id, false);
         http_reply(resp, 204, NULL, NULL, 0);
     }
-out:
+}
+
+void vf_h_delete(http_req *req, http_resp *resp, void *ctx)
+{
+    vf_req x;
+    if (!vf_req_begin(&x, ctx, req, resp)) return;
+    _trash(&x, req, resp);
+    vf_req_end(&x);
+}
+
+void vf_h_delete_by_id(http_req *req, http_resp *resp, void *ctx)
+{
+    vf_req x;
+    char id[TS_UUID_STRLEN];
+    if (!vf_req_begin(&x, ctx, req, resp)) return;
+    if (_body_id(&x, id)) {
+        x.name = id;
+        _trash(&x, req, resp);
+    }
     vf_req_end(&x);
 }
 
@@ -114,16 +149,13 @@ static bool _purge(svc *s, PGconn *conn, const char *id, const char *name, const
     return true;
 }
 
-/* The caller, the body and the trashed folder it names by id ("vfolder_id"
- * or "id"), owned or administered by the caller. */
+/* The caller, the body and the trashed folder it names by id (_body_id),
+ * owned or administered by the caller. */
 static bool _begin_trashed(vf_req *x, void *ctx, http_req *req, http_resp *resp)
 {
     if (!vf_req_begin(x, ctx, req, resp)) return false;
-    const char *id = NULL;
-    if (!vf_req_body(x, NULL) || !pgjson_field_uuid(x->body, "vfolder_id", false, &id, resp) ||
-        (!id && !pgjson_field_uuid(x->body, "id", true, &id, resp)) ||
-        !vf_resolve_trashed(x->s, &x->c, id, &x->f, resp))
-        return false;
+    char id[TS_UUID_STRLEN];
+    if (!_body_id(x, id) || !vf_resolve_trashed(x->s, &x->c, id, &x->f, resp)) return false;
     tlog_ctx_entity("folder", x->f.id);
     return true;
 }

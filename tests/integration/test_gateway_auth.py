@@ -154,6 +154,58 @@ def test_missing_content_type_means_application_json(gw, user):
     assert r.status_code == 200, r.text
 
 
+def test_no_content_type_signed_as_octet_stream(gw, user):
+    """Backend.AI's manager signs a request without Content-Type as aiohttp
+    reads it, application/octet-stream: the Python client's WebSocket and
+    event-stream requests are signed so and send no Content-Type."""
+    ak, sk, _ = user
+    r = send(gw, "GET", "/auth/test", ak, sk, content_type="application/octet-stream",
+             drop=("Content-Type",))
+    assert r.status_code == 200, r.text
+    # an event stream signed so opens
+    r = requests.get(gw + "/events/session", stream=True, timeout=10,
+                     headers={k: v for k, v in bai_signer.signed_headers(
+                         ak, sk, "GET", gw + "/events/session",
+                         content_type="application/octet-stream").items()
+                         if k != "Content-Type"})
+    try:
+        assert r.status_code == 200, r.text
+        assert r.headers["Content-Type"].startswith("text/event-stream")
+    finally:
+        r.close()
+
+
+def test_websocket_handshake_signed_without_content_type(gw, user):
+    """The client's WebSocket handshakes (stream_pty, stream_execute, app):
+    the signature passes (the session then is not found: 404), a wrong one
+    does not (401)."""
+    ak, sk, _ = user
+    ws = {"Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Version": "13",
+          "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}
+    r = send(gw, "GET", "/stream/session/no-such-session/pty", ak, sk,
+             content_type="application/octet-stream", drop=("Content-Type",), headers=ws)
+    assert r.status_code == 404, r.text
+    assert_refused(send(gw, "GET", "/stream/session/no-such-session/pty", ak, new_key()[1],
+                        content_type="application/octet-stream", drop=("Content-Type",),
+                        headers=ws), msg="signature mismatch")
+
+
+def test_no_content_type_other_media_types_refused(gw, user):
+    """Only those two stand for a missing Content-Type; a sent one is signed
+    as sent; a wrong secret still fails."""
+    ak, sk, _ = user
+    assert_refused(send(gw, "GET", "/auth/test", ak, sk, content_type="text/plain",
+                        drop=("Content-Type",)), msg="signature mismatch")
+    assert_refused(send(gw, "GET", "/auth/test", ak, sk, content_type="application/octet-stream",
+                        headers={"Content-Type": "application/json"}), msg="signature mismatch")
+    assert_refused(send(gw, "GET", "/auth/test", ak, sk, content_type="application/json",
+                        headers={"Content-Type": "application/octet-stream"}),
+                   msg="signature mismatch")
+    assert_refused(send(gw, "GET", "/auth/test", ak, new_key()[1],
+                        content_type="application/octet-stream", drop=("Content-Type",)),
+                   msg="signature mismatch")
+
+
 def test_old_v4_version_signs_the_body(gw, user):
     """Before v4.20181215 the body's hash is part of the signature."""
     ak, sk, _ = user

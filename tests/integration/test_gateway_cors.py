@@ -36,7 +36,9 @@ def test_listed_origins(stack, bin_dir, tmp_path, admin):
         assert "POST" in h["Access-Control-Allow-Methods"]
         allowed = {x.strip().lower() for x in h["Access-Control-Allow-Headers"].split(",")}
         assert {"authorization", "content-type", "x-backendai-version", "x-backendai-date",
-                "x-csrf-token"} <= allowed
+                "x-csrf-token", "x-backendai-encoded"} <= allowed
+        # what Backend.AI 24.09's Web-UI adds to every request in session mode
+        assert {"x-backendai-sessionid", "x-backendai-domain"} <= allowed
         assert "Origin" in h["Vary"]
         # an actual signed request from there: its answer is readable by the page
         client = bai_signer.Client(url, admin.access_key, admin.secret_key)

@@ -536,3 +536,124 @@ def test_cli_graphql(stack, bin_dir, tmp_path, alice):
     for args in (["graphql"], ["graphql", "a", "b"], ["graphql", "--var", "novalue", "{ x }"]):
         r = run(bin_dir, env, *args)
         assert r.returncode == 2 and r.stderr.startswith("tessera"), (args, r.stderr)
+
+
+# ---- Backend.AI's Python client (issue 32) ------------------------------------------------------
+
+PAGED = """query($limit: Int!, $offset: Int!, $filter: String, $order: String) {
+  %s(limit: $limit, offset: $offset, filter: $filter, order: $order) {
+    items { %s } total_count } }"""
+
+
+def test_explicit_nulls_count_as_absent(alice, alice_session):
+    """The Python client sends every optional argument, null when unset."""
+    client, _ = alice
+    q = ("query($limit: Int!, $offset: Int!, $filter: String, $order: String, $g: UUID, $ak: String)"
+         " { compute_session_list(limit: $limit, offset: $offset, filter: $filter, order: $order,"
+         " group_id: $g, access_key: $ak) { items { name } total_count } }")
+    d = data(client, q, {"limit": 10, "offset": 0, "filter": None, "order": None, "g": None, "ak": None})
+    assert alice_session[1] in [i["name"] for i in d["compute_session_list"]["items"]]
+    d = data(client, "{ vfolder_list(limit: 5, offset: 0, filter: null, access_key: null) { total_count } }")
+    assert d["vfolder_list"]["total_count"] >= 0
+
+
+def test_filter_and_order(admin, alice, alice_session):
+    client, _ = alice
+    name = alice_session[1]
+    d = data(client, PAGED % ("compute_session_list", "name status"),
+             {"limit": 10, "offset": 0, "filter": f'name == "{name}" & status != "TERMINATED"'})
+    assert [i["name"] for i in d["compute_session_list"]["items"]] == [name]
+    assert d["compute_session_list"]["total_count"] == 1
+    d = data(client, PAGED % ("compute_session_list", "name"),
+             {"limit": 10, "offset": 0, "filter": 'name == "no-such-session"'})
+    assert d["compute_session_list"] == {"items": [], "total_count": 0}
+    # order over a whole list, paged after
+    d = data(admin, PAGED % ("user_list", "email"), {"limit": 100, "offset": 0, "order": "-email"})
+    emails = [i["email"] for i in d["user_list"]["items"]]
+    assert emails == sorted(emails, reverse=True) and len(emails) >= 2
+    d2 = data(admin, PAGED % ("user_list", "email"), {"limit": 1, "offset": 1, "order": "-email"})
+    assert [i["email"] for i in d2["user_list"]["items"]] == emails[1:2]
+    assert d2["user_list"]["total_count"] == d["user_list"]["total_count"]
+    # Backend.AI's enums are upper case: the client lists models with usage_mode == "MODEL"
+    fname = f"gql-model-{TAG}"
+    okj(client.post("/folders", {"name": fname, "usage_mode": "model"}), 201)
+    d = data(client, PAGED % ("vfolder_list", "name usage_mode"),
+             {"limit": 10, "offset": 0, "filter": '(usage_mode == "MODEL")'})
+    assert [(i["name"], i["usage_mode"]) for i in d["vfolder_list"]["items"]] == [(fname, "model")]
+
+
+@pytest.mark.parametrize("arg,value,needle", [
+    ("filter", "name ==", "value expected"),
+    ("filter", 'name ~ "x"', "operator"),
+    ("filter", '(name == "x"', "')'"),
+    ("order", "name,", "order"),
+])
+def test_bad_filter_or_order_is_an_error(alice, arg, value, needle):
+    client, _ = alice
+    body = errors(client, PAGED % ("compute_session_list", "name"), {"limit": 5, "offset": 0, arg: value})
+    assert any(needle in e["message"] for e in body["errors"]), body
+
+
+def test_vfolder_own_invited_project_lists(admin, alice, bob):
+    """vfolder_own_list, vfolder_invited_list, vfolder_project_list: the
+    caller's own view (also for admins), never another user's folders."""
+    a, a_info = alice
+    b, b_info = bob
+    own = f"gql-own-{TAG}"
+    okj(a.post("/folders", {"name": own}), 201)
+    inv = okj(a.post(f"/folders/{own}/invite", {"perm": "ro", "emails": [b_info["email"]]}), 201)
+    okj(b.post("/folders/invitations/accept", {"inv_id": inv["invited_ids"][0]}))
+    names = lambda d, k: [i["name"] for i in d[k]["items"]]  # noqa: E731
+    q = "{ %s(limit: 100, offset: 0) { items { name ownership_type } total_count } }"
+    assert own in names(data(a, q % "vfolder_own_list"), "vfolder_own_list")
+    assert own not in names(data(a, q % "vfolder_invited_list"), "vfolder_invited_list")
+    assert own in names(data(b, q % "vfolder_invited_list"), "vfolder_invited_list")
+    assert own not in names(data(b, q % "vfolder_own_list"), "vfolder_own_list")
+    # the superadmin's own list is its own, not everyone's
+    assert own not in names(data(admin, q % "vfolder_own_list"), "vfolder_own_list")
+    for item in data(a, q % "vfolder_project_list")["vfolder_project_list"]["items"]:
+        assert item["ownership_type"] == "group"
+
+
+def test_groups_by_name_and_user_groups_names(admin, alice):
+    client, info = alice
+    d = data(client, '{ groups_by_name(name: "default") { id name } }')
+    assert [g["name"] for g in d["groups_by_name"]] == ["default"]
+    assert data(client, '{ groups_by_name(name: "no-such-project") { id } }')["groups_by_name"] == []
+    d = data(client, "{ user { email groups { id name } } }")
+    assert {"id": d["user"]["groups"][0]["id"], "name": "default"} in d["user"]["groups"]
+    errors(client, "{ groups_by_name { id } }")
+
+
+def test_purge_user_as_delete(admin):
+    email = f"gql-purge-{TAG}@example.com"
+    r = mutate(admin, "mutation($e: String!, $p: UserInput!) { create_user(email: $e, props: $p) "
+               "{ ok msg user { email groups { name } } } }",
+               {"e": email, "p": {"username": f"gql-purge-{TAG}", "password": "purge-Passw0rd",
+                                  "domain_name": "default", "role": "user"}})
+    assert r["ok"], r
+    r = mutate(admin, "mutation($e: String!, $p: PurgeUserInput) { purge_user(email: $e, props: $p) "
+               "{ ok msg } }", {"e": email, "p": {"purge_shared_vfolders": False}})
+    assert r["ok"], r
+    users = okj(admin.get("/admin/users", params={"q": email}))["items"]
+    assert all(u["status"] == "deleted" for u in users if u["email"] == email)
+
+
+def test_agent_hardware_metadata_and_container_status_changed(admin, alice_session):
+    d = data(admin, "{ agent_list(limit: 5, offset: 0) { items { id hardware_metadata } } }")
+    for a in d["agent_list"]["items"]:
+        hw = json.loads(a["hardware_metadata"]) if isinstance(a["hardware_metadata"], str) \
+            else a["hardware_metadata"]
+        assert isinstance(hw, dict)
+        for kind, v in hw.items():
+            assert set(v) == {"status", "status_info", "metadata"} and isinstance(v["metadata"], dict)
+    d = data(admin, '{ compute_session(id: "%s") { status_changed containers { status_changed } } }'
+             % alice_session[0])
+    for k in d["compute_session"]["containers"]:
+        assert k["status_changed"] == d["compute_session"]["status_changed"]
+
+
+def test_vfolder_host_permissions(alice):
+    client, _ = alice
+    d = data(client, "{ vfolder_host_permissions { vfolder_host_permission_list } }")
+    assert "mount-in-session" in d["vfolder_host_permissions"]["vfolder_host_permission_list"]

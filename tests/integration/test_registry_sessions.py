@@ -258,7 +258,8 @@ def test_names_unique_per_owner_and_reuse(reg):
     assert r.status_code == 201, r.text
     first = r.json()
     assert first["created"] is True and first["status"] == "PENDING"
-    assert first["sessionId"] == n and uuid.UUID(first["sessionUuid"])
+    assert first["sessionName"] == n and first["sessionId"] == first["sessionUuid"]
+    assert uuid.UUID(first["sessionUuid"])
     r = reg.create(body(n))
     assert r.status_code == 409, r.text
     r = reg.create(body(n, reuseIfExists=True))

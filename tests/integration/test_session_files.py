@@ -84,10 +84,19 @@ def test_download_tar_and_single(user, sess):  # noqa: F811
     assert {"dl", "dl/a.txt", "dl/in", "dl/in/b.txt", "dl/link"} <= names, names
     assert tf.extractfile("dl/in/b.txt").read() == b"two"
     assert tf.getmember("dl/link").issym() and tf.getmember("dl/link").linkname == "a.txt"
-    # POST with a JSON body, as Backend.AI's handler also takes
-    r = user.post(f"/session/{sess}/download", {"files": ["dl/in/b.txt"]})
+    # POST with a JSON body, as Backend.AI 24.09 answers it (its Python client
+    # reads that): multipart/mixed, one part per file, each a tar of it
+    r = user.post(f"/session/{sess}/download", {"files": ["dl/in/b.txt", "dl/a.txt"]})
     assert r.status_code == 200
-    assert tarfile.open(fileobj=io.BytesIO(r.content)).extractfile("dl/in/b.txt").read() == b"two"
+    ctype = r.headers["Content-Type"]
+    assert ctype.startswith("multipart/mixed; boundary="), ctype
+    boundary = ctype.split("boundary=", 1)[1].encode()
+    parts = [p for p in r.content.split(b"--" + boundary) if p not in (b"", b"--\r\n")]
+    assert len(parts) == 2, parts
+    tars = [tarfile.open(fileobj=io.BytesIO(p.split(b"\r\n\r\n", 1)[1][:-2])) for p in parts]
+    assert tars[0].getnames() == ["dl/in/b.txt"] and tars[0].extractfile("dl/in/b.txt").read() == b"two"
+    assert tars[1].extractfile("dl/a.txt").read() == b"one"
+    problem(user.post(f"/session/{sess}/download", {"files": ["dl/nope"]}), 404)
 
     r = user.get(f"/session/{sess}/download_single", params={"file": "dl/a.txt"})
     assert r.status_code == 200 and r.content == b"one", r.text
@@ -118,6 +127,7 @@ def test_files_listing(user, sess):  # noqa: F811
 def test_another_users_session_is_not_found(user, other, sess):  # noqa: F811
     assert problem(upload(other, sess, [("src", "x-other.txt", b"x")]), 404)
     problem(other.get(f"/session/{sess}/download", params={"files": "hello.txt"}), 404)
+    problem(other.post(f"/session/{sess}/download", {"files": ["hello.txt"]}), 404)
     problem(other.get(f"/session/{sess}/download_single", params={"file": "hello.txt"}), 404)
     problem(other.get(f"/session/{sess}/files"), 404)
     assert sh(user, sess, "test -e /home/work/x-other.txt; echo $?")[1].strip() == "1"

@@ -135,7 +135,7 @@ def test_launch_with_overrides_stays_pending(alice, image_registered):
                     {"template_id": tid, "name": sname, "starts_at": "1h", "enqueueOnly": True,
                      "config": {"resources": {"cpu": "2", "mem": "512m"}}})
     body = okj(r, 201)
-    assert body["sessionId"] == sname and body["created"] is True and body["status"] == "PENDING"
+    assert body["sessionName"] == sname and body["sessionId"] == body["sessionUuid"] and body["created"] is True and body["status"] == "PENDING"
     info = okj(client.get(f"/session/{sname}"))
     assert info["image"] == image_registered and info["type"] == "batch"
     slots = info["requestedSlots"]

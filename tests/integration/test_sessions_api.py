@@ -125,8 +125,10 @@ def test_create_enqueue_only_answers_at_once(user, image_registered):
     r = create(user, image_registered, sname, config={"resources": {"cpu": "1", "mem": "256m"}})
     assert time.monotonic() - t0 < 5
     body = okj(r, 201)
-    assert body["sessionId"] == sname
+    # as Backend.AI since API v5: sessionId is the UUID, the name is sessionName
+    assert body["sessionName"] == sname
     uuid.UUID(body["sessionUuid"])
+    assert body["sessionId"] == body["sessionUuid"]
     assert body["created"] is True
     assert body["status"] in LIVE
     assert isinstance(body["servicePorts"], list)

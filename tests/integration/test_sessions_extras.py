@@ -67,10 +67,13 @@ def test_status_history(alice, bob, image_registered):
     s = pending(a, image_registered, f"hist-{TAG}")
     try:
         h = okj(a.get(f"/session/hist-{TAG}/status-history"))
-        assert set(h) == {"PENDING"} and h["PENDING"].startswith("20"), h
+        assert set(h) == {"PENDING", "result"} and h["PENDING"].startswith("20"), h
+        # the form Backend.AI's Python CLI reads: lower case under "result"
+        assert h["result"] == {"pending": h["PENDING"]}, h
         okj(a.delete(f"/session/hist-{TAG}"))
         h = okj(a.get(f"/session/{s['sessionUuid']}/status-history"))
         assert {"PENDING", "CANCELLED"} <= set(h) and h["CANCELLED"] >= h["PENDING"], h
+        assert h["result"]["cancelled"] == h["CANCELLED"], h
         problem(b.get(f"/session/{s['sessionUuid']}/status-history"), 404)
     finally:
         a.delete(f"/session/{s['sessionUuid']}")
@@ -95,3 +98,40 @@ def test_config_metadata(gw):
         assert isinstance(m["number_format"]["binary"], bool)
     assert d["mem"]["number_format"]["binary"] is True and d["cuda.shares"]["number_format"]["round_length"] == 2
     assert okj(requests.get(gw + "/config/vfolder-types", timeout=10)) == ["user", "group"]
+
+
+def test_dependency_graph(alice, bob, image_registered):
+    """Backend.AI's GET /session/{name}/dependency-graph, the form its CLI's
+    show-graph reads: the session alone (Tessera has no dependencies)."""
+    a, _ = alice
+    b, _ = bob
+    s = pending(a, image_registered, f"graph-{TAG}")
+    try:
+        for key in (f"graph-{TAG}", s["sessionUuid"]):
+            g = okj(a.get(f"/session/{key}/dependency-graph"))
+            assert g["session_id"] == s["sessionUuid"] and g["session_name"] == f"graph-{TAG}"
+            assert g["status"] == "KernelStatus.PENDING" and g["depends_on"] == []
+            assert g["status_changed"][:4].isdigit() and "T" not in g["status_changed"]
+        problem(b.get(f"/session/graph-{TAG}/dependency-graph"), 404)
+        problem(b.get(f"/session/{s['sessionUuid']}/dependency-graph"), 404)
+        problem(a.get(f"/session/nope-{TAG}/dependency-graph"), 404)
+    finally:
+        a.delete(f"/session/{s['sessionUuid']}")
+
+
+def test_task_logs_by_task_id(alice, bob, image_registered):
+    """GET /session/_/logs names the session by session_name, sessionName,
+    task_id or taskId (Backend.AI's Python client sends its id as taskId)."""
+    a, _ = alice
+    b, _ = bob
+    s = pending(a, image_registered, f"tlog-{TAG}")
+    try:
+        for key, value in (("taskId", s["sessionUuid"]), ("task_id", s["sessionUuid"]),
+                           ("sessionName", f"tlog-{TAG}")):
+            # a PENDING session has no logs yet: the registry's 409, not a 400
+            r = a.get("/session/_/logs", params={key: value})
+            assert r.status_code in (200, 409), (key, r.status_code, r.text)
+        problem(b.get("/session/_/logs", params={"taskId": s["sessionUuid"]}), 404)
+        problem(a.get("/session/_/logs"), 400)
+    finally:
+        a.delete(f"/session/{s['sessionUuid']}")

@@ -450,3 +450,22 @@ def test_domain_admins_do_not_see_superadmins_usage(stack, admin, gw, day_user, 
 ])
 def test_bad_input_is_400(admin, path, params):  # noqa: F811
     problem(admin.get(path, params=params), 400)
+
+
+def test_month_report_takes_a_json_body(admin, users):  # noqa: F811
+    """Backend.AI's Python client sends the month report's arguments as a
+    GET with a JSON body: read there too, checked as in the query; users
+    still get 403."""
+    month = time.strftime("%Y%m", time.gmtime())
+    by_query = okj(admin.get("/resource/usage/month", params={"month": month}))
+    by_body = okj(admin.get("/resource/usage/month", json={"month": month, "group_ids": []}))
+    assert by_body == by_query
+    projects = {g["g_id"] for g in by_query if g["g_id"]}
+    if projects:
+        one = sorted(projects)[0]
+        got = okj(admin.get("/resource/usage/month", json={"month": month, "group_ids": [one]}))
+        assert {g["g_id"] for g in got} == {one}
+    for body in ({"month": "202613"}, {"month": month, "group_ids": ["not-a-uuid"]},
+                 {"month": month, "group_ids": [5]}, {"month": month, "group_ids": {"a": 1}}, {}):
+        problem(admin.get("/resource/usage/month", json=body), 400)
+    problem(users[1].get("/resource/usage/month", json={"month": month}), 403)

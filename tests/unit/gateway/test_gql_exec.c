@@ -214,6 +214,13 @@ static void test_variables(void **state)
     /* a variable not given: the argument counts as absent */
     assert_data("query($n: Int) { books(limit: $n) { id } }", "{}",
                 "{\"books\":[{\"id\":\"b1\"},{\"id\":\"b2\"}]}");
+    /* an explicit null of an optional argument (Backend.AI's Python client
+     * sends filter: null, order: null): as if absent, in a variable or inline */
+    assert_data("query($n: Int) { books(limit: $n) { id } }", "{\"n\": null}",
+                "{\"books\":[{\"id\":\"b1\"},{\"id\":\"b2\"}]}");
+    assert_data("{ books(limit: null) { id } }", NULL,
+                "{\"books\":[{\"id\":\"b1\"},{\"id\":\"b2\"}]}");
+    assert_data("{ echo(v: null) }", NULL, "{\"echo\":null}");
     assert_data("query($v: JSONString) { echo(v: $v) }", "{\"v\": \"{\\\"a\\\": [1]}\"}",
                 "{\"echo\":{\"a\":[1]}}");
     assert_data("query($l: [String]) { echo(l: $l) }", "{\"l\": \"one\"}", "{\"echo\":null}");

@@ -169,7 +169,7 @@ export function Launcher({ user, onClose, onLaunched }) {
       }
       setBusy(true);
       const r = await post('/session', body);
-      onLaunched((r && r.sessionId) || body.name);
+      onLaunched((r && r.sessionName) || body.name);
     } catch (err) {
       const p = err.problem || {};
       setError(p.vfolder ? `${errText(err)} (folder ${p.vfolder})` : errText(err));
