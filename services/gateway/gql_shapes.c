@@ -360,7 +360,8 @@ json_t *gql_shape_agent(gql_exec *ex, const json_t *a)
     _copy_all(o, a, fields);
     /* the agent's flag (false: drained), whatever its status, as the reference */
     json_t *sched = json_object_get(a, "schedulable");
-    json_object_set_new(o, "schedulable", json_boolean(!json_is_boolean(sched) || json_is_true(sched)));
+    json_object_set_new(o, "schedulable",
+                        json_boolean(!json_is_boolean(sched) || json_is_true(sched)));
     json_object_set_new(o, "auto_terminate_abusing_kernel", json_false());
     json_object_set_new(o, "compute_plugins", json_object());
     const json_t *cap = json_object_get(a, "slots"), *used = json_object_get(a, "occupied_slots");

@@ -135,8 +135,7 @@ static void set_schedulable(svc *s, http_req *req, http_resp *resp, bool on)
     m.requested_by = c.access_key;
     ob_agent_event(&ob, id, &m.base);
     ob_flush(&ob);
-    if (was != on)
-        TLOG_INFO(on ? "agent undrained" : "agent drained", "by=%s", c.access_key);
+    if (was != on) TLOG_INFO(on ? "agent undrained" : "agent drained", "by=%s", c.access_key);
     listing l = {.what = "read agent",
                  .sql = list_sql,
                  .params = {NULL, NULL, id},

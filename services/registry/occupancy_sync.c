@@ -58,8 +58,8 @@ bool occupancy_agent_capacity(json_t *slots, json_t *devices, slots_t *total, in
     return true;
 }
 
-bool occupancy_write_agent(const char *id, json_t *slots, json_t *devices, bool alive,
-                           bool drained, ts_err *err)
+bool occupancy_write_agent(const char *id, json_t *slots, json_t *devices, bool alive, bool drained,
+                           ts_err *err)
 {
     slots_t total;
     int32_t cap[OCC_MAX_DEVICES];
@@ -216,7 +216,10 @@ static bool _rebuild_locked(occ *o, occupancy_counts *counts, ts_err *err)
         }
         json_decref(sj);
         bool drained = PQgetvalue(ar, i, 4)[0] == 't';
-        agents[i] = (occ_agent){ab[i].id, &ab[i].total, ab[i].ndev, ab[i].cap,
+        agents[i] = (occ_agent){ab[i].id,
+                                &ab[i].total,
+                                ab[i].ndev,
+                                ab[i].cap,
                                 PQgetvalue(ar, i, 3)[0] == 't' && !drained,
                                 drained ? OCC_DRAIN_ON : OCC_DRAIN_OFF};
     }

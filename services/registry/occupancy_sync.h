@@ -29,8 +29,8 @@ bool occupancy_agent_capacity(json_t *slots, json_t *devices, slots_t *total, in
 /* An agent's capacity to Redis: schedulable when alive (ALIVE) and not
  * drained (registry.agents.schedulable false), and the drained mark the
  * scheduler reads at its start. */
-bool occupancy_write_agent(const char *id, json_t *slots, json_t *devices, bool alive,
-                           bool drained, ts_err *err) TS_MUST_CHECK;
+bool occupancy_write_agent(const char *id, json_t *slots, json_t *devices, bool alive, bool drained,
+                           ts_err *err) TS_MUST_CHECK;
 
 /* Rebuild everything from PostgreSQL now. First the rebuild lock is taken
  * (the scheduler's reservations are refused meanwhile) and the reservations

@@ -126,8 +126,8 @@ void sched_on_agent_drain(sched_svc *x, const char *agent_id, bool drained, cons
         sched_mark_dirty(x, ai->group);
     }
     if (was != drained)
-        TLOG_INFO(drained ? "agent drained: not schedulable" : "agent undrained",
-                  "by=%s known=%s", by && by[0] ? by : "-", a ? "yes" : "no");
+        TLOG_INFO(drained ? "agent drained: not schedulable" : "agent undrained", "by=%s known=%s",
+                  by && by[0] ? by : "-", a ? "yes" : "no");
 }
 
 bool sched_resync_agent(sched_svc *x, const char *agent_id)

@@ -53,10 +53,10 @@ extern sched_config sched_cfg;
 /* ---- inbox: consumer threads -> scheduling thread -------------------------------------- */
 
 typedef enum {
-    EV_ENQUEUED,   /* enq: the decoded SessionEnqueued (owned) */
-    EV_ENDED,      /* session cancelled, terminated or failed: release what it holds */
-    EV_AGENT_UP,   /* agent: AgentStarted or AgentHeartbeat fields */
-    EV_AGENT_DOWN, /* AgentStopped */
+    EV_ENQUEUED,          /* enq: the decoded SessionEnqueued (owned) */
+    EV_ENDED,             /* session cancelled, terminated or failed: release what it holds */
+    EV_AGENT_UP,          /* agent: AgentStarted or AgentHeartbeat fields */
+    EV_AGENT_DOWN,        /* AgentStopped */
     EV_AGENT_SCHEDULABLE, /* AgentSchedulable: agent.id, schedulable (false: drained) */
 } sched_ev_kind;
 
