@@ -39,11 +39,12 @@ import uuid
 import pytest
 
 import suitekit
-from conftest import REPO, dev_stack, wait_until
+from conftest import BIN_DIR, REPO, dev_stack, wait_until
 from test_cli import base_env, js, ok as cli_ok
 from test_sessions_api import _new_user, admin, gw, okj, problem  # noqa: F401
 
-sys.path.insert(0, os.path.join(REPO, "tests", "faults"))
+# after tests/integration (tests/faults has a conftest.py of its own)
+sys.path.append(os.path.join(REPO, "tests", "faults"))
 import faultlib  # noqa: E402
 
 TAG = uuid.uuid4().hex[:6]
@@ -61,8 +62,8 @@ SMALL = {"cpu": "0.25", "mem": "64m"}
 
 @pytest.fixture(scope="module")
 def stack():
-    if not os.path.isdir(os.path.join(REPO, "build", "bin")) and "TESSERA_BIN_DIR" not in os.environ:
-        pytest.skip("build first (make)")
+    if not os.path.isdir(BIN_DIR):
+        pytest.skip(f"{BIN_DIR} does not exist: build first (make)")
     if os.geteuid() != 0:
         pytest.skip("a multi-node stack needs root (network namespaces)")
     with dev_stack("tessera-nl-", **ENV) as env:
