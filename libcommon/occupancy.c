@@ -11,7 +11,8 @@ const char *const occ_scope_tags[OCC_SCOPES] = {"kp:", "user:", "project:", "dom
 
 /* ---- scripts ----------------------------------------------------------------------------- */
 
-/* ARGV: prefix, id, schedulable, caps "slot=n ...", devcaps "dev=n ...". */
+/* ARGV: prefix, id, schedulable, caps "slot=n ...", devcaps "dev=n ...",
+ * drained ("1", "0": the field removed, "": left as it is). */
 static const char SET_AGENT_LUA[] =
     "local key = ARGV[1]..'agent:'..ARGV[2]\n"
     "local newf = {}\n"
@@ -25,6 +26,8 @@ static const char SET_AGENT_LUA[] =
     "end\n"
     "for k, v in pairs(newf) do redis.call('HSET', key, k, v) end\n"
     "redis.call('HSET', key, 'schedulable', ARGV[3])\n"
+    "if ARGV[6] == '1' then redis.call('HSET', key, 'drained', '1')\n"
+    "elseif ARGV[6] == '0' then redis.call('HDEL', key, 'drained') end\n"
     "return 1\n";
 
 /* ARGV: prefix, lock ms. Sets the rebuild lock, deletes the occupancy keys. */
@@ -298,6 +301,7 @@ bool occ_set_agent(occ *o, const occ_agent *ag, ts_err *err)
     for (int i = 0; i < ag->ndev; i++)
         d[i] = (occ_dev){i, ag->dev_cap[i]};
     rds_args_own(&a, occ_enc_devs(d, ag->ndev));
+    rds_args_push(&a, ag->drain == OCC_DRAIN_ON ? "1" : ag->drain == OCC_DRAIN_OFF ? "0" : "");
     redisReply *rep = eval(o, &o->set_agent, &a, err);
     rds_args_free(&a);
     if (!rep) return false;

@@ -67,13 +67,23 @@ typedef struct occ_session {
     const char *limits[OCC_SCOPES]; /* last: positional initializers leave it NULL */
 } occ_session;
 
+/* Whether an agent is drained (<p>agent:<id> field drained: "1" or absent).
+ * Only tessera-registry knows (registry.agents.schedulable); the scheduler's
+ * writes leave the field as it is. */
+typedef enum occ_drain {
+    OCC_DRAIN_KEEP = 0, /* leave the field as it is */
+    OCC_DRAIN_OFF,      /* not drained: the field removed */
+    OCC_DRAIN_ON,       /* drained: "1" */
+} occ_drain;
+
 /* An agent's capacity. */
 typedef struct occ_agent {
     const char *id;
     const slots_t *total; /* cuda.device / cuda.shares included */
     int ndev;
     const int32_t *dev_cap; /* shares quanta per device */
-    bool schedulable;
+    bool schedulable;       /* new reservations allowed (not lost, stopped or drained) */
+    occ_drain drain;        /* last: positional initializers leave it KEEP */
 } occ_agent;
 
 typedef struct occ occ;
@@ -94,7 +104,8 @@ char *occ_enc_devs(const occ_dev *d, int n);
 /* An id usable in keys and encodings: not empty, no blank, no '='. */
 bool occ_plain_id(const char *what, const char *id, ts_err *err) TS_MUST_CHECK;
 
-/* Write an agent's capacity (cap:*, devcap:*, schedulable; occupancy untouched). */
+/* Write an agent's capacity (cap:*, devcap:*, schedulable, and drained unless
+ * OCC_DRAIN_KEEP; occupancy untouched). */
 bool occ_set_agent(occ *o, const occ_agent *a, ts_err *err) TS_MUST_CHECK;
 
 /* Set the rebuild lock (<p>rebuild, expiring after ms): reservations are

@@ -57,10 +57,20 @@ stop_group() {
 }
 
 # Services first, the gateway (the front door) before what it calls; the
-# nodes' agents (agent@node<k>) with the agent.
+# nodes' agents (agent@node<k>) with the agent. A node taken down by
+# deploy/dev/node.sh gets its link back and its agent thawed first, so that
+# the agent stops as any other (a frozen process would hold SIGTERM).
 node_agents=""
 for f in "$RUN"/agent@node*.pid; do
   [ -e "$f" ] && node_agents="$node_agents $(basename "$f" .pid)"
+done
+for f in "$STATE"/nodes/down.*; do
+  [ -e "$f" ] || continue
+  _k=${f##*.}
+  case $_k in ''|*[!0-9]*) continue ;; esac
+  _n=$(nodes_net "$STATE") && ip link set "$(node_veth "$_n" "$_k")" up 2>/dev/null
+  dev_alive "$RUN" "agent@node$_k" && kill -CONT "$(cat "$RUN/agent@node$_k.pid")" 2>/dev/null
+  rm -f "$f"
 done
 # shellcheck disable=SC2086 # names without blanks, split on purpose
 stop_group gateway wsproxy vfolder agent $node_agents scheduler registry auth

@@ -50,6 +50,7 @@ typedef enum admin_verb_kind {
     AV_DEL_MEMBERS, /* DELETE path/ID/members (same body) */
     AV_BODY_POST,   /* POST path {fields}: no id (rg-access add) */
     AV_BODY_DELETE, /* DELETE path {fields} (rg-access remove) */
+    AV_ID_POST,     /* POST path/ID<suffix>, no body -> record (agent drain) */
 } admin_verb_kind;
 
 typedef struct admin_verb {
@@ -57,7 +58,7 @@ typedef struct admin_verb {
     admin_verb_kind kind;
     const char *summary;
     const char *done;   /* past tense for the confirmation line: "revoked" */
-    const char *suffix; /* verbs without an ID: appended to the path ("/scan"), or NULL */
+    const char *suffix; /* appended to the path ("/scan"; AV_ID_POST: after the ID), or NULL */
 } admin_verb;
 
 typedef struct admin_resource {

@@ -62,6 +62,7 @@ static const char *positional_meta(const admin_resource *r, const admin_verb *v,
     case AV_UPDATE:
     case AV_DELETE:
     case AV_MEMBERS:
+    case AV_ID_POST:
         *min = *max = 1;
         return r->id_meta;
     case AV_ADD_MEMBERS:

@@ -75,6 +75,11 @@ static const admin_verb rg_verbs[] = {
 static const admin_verb agent_verbs[] = {
     {"list", AV_LIST, "list agents with their capacity and occupancy", NULL},
     {"get", AV_GET, "show one agent (slots, devices, occupancy, heartbeat)", NULL},
+    {"drain", AV_ID_POST,
+     "drain an agent: no new sessions are placed there, running ones go on (superadmins)",
+     "drained", "/drain"},
+    {"undrain", AV_ID_POST, "let the scheduler place sessions on a drained agent again",
+     "undrained", "/undrain"},
     END,
 };
 
@@ -328,6 +333,7 @@ static const out_column rg_cols[] = {
 static const out_column agent_cols[] = {
     {"ID", "id", OUT_TEXT},
     {"STATUS", "status", OUT_TEXT},
+    {"SCHEDULABLE", "schedulable", OUT_TEXT},
     {"RESOURCE GROUP", "resource_group", OUT_TEXT},
     {"ARCH", "architecture", OUT_TEXT},
     {"KERNELS", "kernels", OUT_TEXT},

@@ -145,10 +145,11 @@ static cli_status run_verb(cli *c, const admin_resource *r, const admin_verb *v,
     char *id = NULL, *path = NULL;
     json_t *body = NULL, *answer = NULL;
     bool has_id = v->kind == AV_GET || v->kind == AV_UPDATE || v->kind == AV_DELETE ||
-                  v->kind == AV_MEMBERS || v->kind == AV_ADD_MEMBERS || v->kind == AV_DEL_MEMBERS;
+                  v->kind == AV_MEMBERS || v->kind == AV_ADD_MEMBERS || v->kind == AV_DEL_MEMBERS ||
+                  v->kind == AV_ID_POST;
     if (has_id) rc = admin_resolve_id(c, r, a->pos[0], &id);
     if (rc == CLI_OK) rc = admin_args_build(c, r, v, a, &body, &path);
-    if (rc == CLI_OK && v->suffix) { /* "/admin/images?q" -> "/admin/images/scan?q" */
+    if (rc == CLI_OK && v->suffix && !has_id) { /* "/admin/images?q" -> "/admin/images/scan?q" */
         size_t n = strcspn(path, "?");
         char *p = ts_asprintf("%.*s%s%s", (int)n, path, v->suffix, path + n);
         free(path);
@@ -158,7 +159,8 @@ static cli_status run_verb(cli *c, const admin_resource *r, const admin_verb *v,
         char *eid = httpc_escape(id);
         bool members = v->kind >= AV_MEMBERS && v->kind <= AV_DEL_MEMBERS;
         char *q = strchr(path, '?');
-        char *p = ts_asprintf("%s/%s%s%s", r->path, eid, members ? "/members" : "", q ? q : "");
+        const char *tail = members ? "/members" : v->suffix ? v->suffix : "";
+        char *p = ts_asprintf("%s/%s%s%s", r->path, eid, tail, q ? q : "");
         free(eid);
         free(path);
         path = p;
@@ -167,7 +169,8 @@ static cli_status run_verb(cli *c, const admin_resource *r, const admin_verb *v,
                                           [AV_CREATE] = "POST",      [AV_UPDATE] = "PATCH",
                                           [AV_DELETE] = "DELETE",    [AV_MEMBERS] = "GET",
                                           [AV_ADD_MEMBERS] = "POST", [AV_DEL_MEMBERS] = "DELETE",
-                                          [AV_BODY_POST] = "POST",   [AV_BODY_DELETE] = "DELETE"};
+                                          [AV_BODY_POST] = "POST",   [AV_BODY_DELETE] = "DELETE",
+                                          [AV_ID_POST] = "POST"};
     if (rc == CLI_OK) rc = client_call(c, methods[v->kind], path, body, true, &answer);
     if (rc == CLI_OK) {
         static const char *const secret[] = {"secret_key", "password", NULL};
@@ -181,6 +184,7 @@ static cli_status run_verb(cli *c, const admin_resource *r, const admin_verb *v,
         case AV_GET:
         case AV_CREATE:
         case AV_UPDATE:
+        case AV_ID_POST:
             if (c->json)
                 out_json(answer);
             else if (answer)

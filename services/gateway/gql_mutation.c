@@ -717,3 +717,50 @@ json_t *gql_m_rescan_images(gql_exec *ex, const json_t *args)
     json_decref(o.body);
     return r;
 }
+
+/* ---- agents ---------------------------------------------------------------------------------- */
+
+static const field_map AGENT_IN[] = {
+    {"schedulable", "schedulable"}, {"scaling_group", "scaling_group"}, {NULL, NULL}};
+
+/* Backend.AI's modify_agent(id, props: {schedulable, scaling_group}):
+ * schedulable (default true, as the reference's input type has it) drains or
+ * undrains the agent (POST /v1/admin/agents/{id}/drain|undrain); a
+ * scaling_group other than the agent's own is refused: an agent's resource
+ * group is its configuration's (agent.resource_group). */
+json_t *gql_m_modify_agent(gql_exec *ex, const json_t *args)
+{
+    json_t *body = _body(ex, json_object_get(args, "props"), "ModifyAgentInput", AGENT_IN);
+    if (!body) return NULL;
+    json_t *sched = json_object_get(body, "schedulable");
+    const char *group = gql_str(body, "scaling_group");
+    bool on = !sched || json_is_null(sched) || json_is_true(sched);
+    char *t = _path("agents", gql_str(args, "id"));
+    json_t *r = NULL;
+    outcome o = {0};
+    if (sched && !json_is_null(sched) && !json_is_boolean(sched)) {
+        r = _fail("schedulable must be true or false");
+    } else if (group) {
+        if (!_call(ex, UPSTREAM_REGISTRY, "GET", t, NULL, MUTATE_TIMEOUT_MS, &o)) goto out;
+        const char *own = gql_str(o.body, "resource_group");
+        if (!o.ok)
+            r = _result(&o, NULL, NULL);
+        else if (!own || strcmp(own, group) != 0)
+            r = _fail("moving an agent to another scaling group is not served: its "
+                      "agent.resource_group setting decides");
+        json_decref(o.body);
+    }
+    if (!r) {
+        char *action = ts_asprintf("%s/%s", t, on ? "undrain" : "drain");
+        bool called = _call(ex, UPSTREAM_REGISTRY, "POST", action, NULL, MUTATE_TIMEOUT_MS, &o);
+        free(action);
+        if (called) {
+            json_decref(o.body);
+            r = _result(&o, NULL, NULL);
+        }
+    }
+out:
+    free(t);
+    json_decref(body);
+    return r;
+}

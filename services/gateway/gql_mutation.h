@@ -8,6 +8,7 @@
 #include "gql_types.h"
 
 json_t *gql_m_create_keypair(gql_exec *ex, const json_t *args);
+json_t *gql_m_modify_agent(gql_exec *ex, const json_t *args);
 json_t *gql_m_modify_keypair(gql_exec *ex, const json_t *args);
 json_t *gql_m_delete_keypair(gql_exec *ex, const json_t *args);
 json_t *gql_m_create_user(gql_exec *ex, const json_t *args);

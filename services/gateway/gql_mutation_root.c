@@ -55,6 +55,7 @@ RESULT(t_assoc_group, "AssociateScalingGroupWithUserGroup");
 RESULT(t_dissoc_group, "DisassociateScalingGroupWithUserGroup");
 RESULT(t_assoc_keypair, "AssociateScalingGroupWithKeyPair");
 RESULT(t_dissoc_keypair, "DisassociateScalingGroupWithKeyPair");
+RESULT(t_modify_agent, "ModifyAgent");
 static const gql_object t_rescan_images = {
     "RescanImages",
     (const gql_field_def[]){GQL_F("ok"), GQL_F("msg"), GQL_F("task_id"), GQL_FIELDS_END}};
@@ -157,5 +158,8 @@ const gql_root_field gql_mutation_fields[] = {
      &t_dissoc_keypair, false, gql_m_dissoc_keypair},
     {"rescan_images", (const gql_arg_def[]){GQL_OPT("registry", GQL_STRING), GQL_ARGS_END},
      &t_rescan_images, false, gql_m_rescan_images},
+    {"modify_agent",
+     (const gql_arg_def[]){GQL_REQ("id", GQL_STRING), GQL_REQ("props", GQL_INPUT), GQL_ARGS_END},
+     &t_modify_agent, false, gql_m_modify_agent},
     {NULL, NULL, NULL, false, NULL},
 };

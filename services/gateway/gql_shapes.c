@@ -396,9 +396,10 @@ json_t *gql_shape_agent(gql_exec *ex, const json_t *a)
                                         {NULL, NULL}};
     json_t *o = json_object();
     _copy_all(o, a, fields);
-    json_object_set_new(
-        o, "schedulable",
-        json_boolean(strcmp(gql_str(a, "status") ? gql_str(a, "status") : "", "ALIVE") == 0));
+    /* the agent's flag (false: drained), whatever its status, as the reference */
+    json_t *sched = json_object_get(a, "schedulable");
+    json_object_set_new(o, "schedulable",
+                        json_boolean(!json_is_boolean(sched) || json_is_true(sched)));
     json_object_set_new(o, "auto_terminate_abusing_kernel", json_false());
     json_object_set_new(o, "compute_plugins", json_object());
     json_object_set_new(o, "hardware_metadata", _hardware_metadata(json_object_get(a, "devices")));

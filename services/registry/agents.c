@@ -9,6 +9,7 @@
 #include "occupancy_sync.h"
 #include "pbutil.h"
 #include "tessera/v1/agent.pb-c.h"
+#include "tessera/v1/agent_cmd.pb-c.h"
 #include "transitions.h"
 
 #include <stdatomic.h>
@@ -34,7 +35,7 @@ static json_t *devices_json(Tessera__V1__DeviceInfo **d, size_t n)
     return arr;
 }
 
-static bool plain_id(const char *s)
+bool agents_plain_id(const char *s)
 {
     if (!s || !*s || strlen(s) > 128) return false;
     for (const char *p = s; *p; p++)
@@ -90,7 +91,7 @@ static const char upsert_sql[] =
     "   ELSE a.status_info END,"
     " status_changed_at = CASE WHEN a.status <> 'ALIVE' THEN now() ELSE a.status_changed_at END,"
     " status = 'ALIVE', last_heartbeat = now(), capacity_fp = EXCLUDED.capacity_fp"
-    " RETURNING slots::text, devices::text";
+    " RETURNING slots::text, devices::text, NOT schedulable";
 
 /* Record an agent as ALIVE and write its capacity to Redis. started: the
  * AgentStarted fields are given (others keep their stored values). */
@@ -100,7 +101,7 @@ static kbus_result agent_alive(const char *id, const char *group, const char *ar
                                Tessera__V1__DeviceInfo **devs, size_t n_devs, bool started,
                                ts_err *err)
 {
-    if (!plain_id(id) || !plain_id(group)) {
+    if (!agents_plain_id(id) || !agents_plain_id(group)) {
         ts_err_set(err, "agent id and resource group must be plain ids");
         return KBUS_REJECT;
     }
@@ -138,8 +139,9 @@ static kbus_result agent_alive(const char *id, const char *group, const char *ar
     if (!r) return KBUS_RETRY;
     json_t *cur_s = json_loads(PQgetvalue(r, 0, 0), 0, NULL);
     json_t *cur_d = json_loads(PQgetvalue(r, 0, 1), 0, NULL);
+    bool drained = PQgetvalue(r, 0, 2)[0] == 't';
     PQclear(r);
-    if (occupancy_write_agent(id, cur_s, cur_d, true, err))
+    if (occupancy_write_agent(id, cur_s, cur_d, true, drained, err))
         res = KBUS_DONE;
     else
         ts_err_prefix(err, "agent %s capacity to Redis", id);
@@ -151,6 +153,33 @@ static kbus_result agent_alive(const char *id, const char *group, const char *ar
 
 /* ---- lost agents ------------------------------------------------------------------------------
  */
+
+/* DestroyKernel for the session's live kernels on the lost agent: they wait
+ * in its command topic, so that an agent that comes back (its node's network
+ * returns, its process thaws or restarts and adopts its containers) removes
+ * them at once; the reconcile pass's orphan check is the backstop. */
+static bool destroy_on_lost(PGconn *conn, outbox *ob, const char *sid, const char *agent_id,
+                            const char *reason, ts_err *err)
+{
+    const char *p[] = {sid, agent_id};
+    PGresult *r = reg_exec(conn,
+                           "SELECT id::text, generation FROM registry.kernels"
+                           " WHERE session_id = $1::uuid AND agent_id = $2"
+                           " AND status NOT IN " SQL_FINAL " ORDER BY cluster_idx",
+                           2, p, err);
+    if (!r) return false;
+    for (int i = 0; i < PQntuples(r); i++) {
+        Tessera__V1__DestroyKernel m = TESSERA__V1__DESTROY_KERNEL__INIT;
+        m.session_id = (char *)sid;
+        m.kernel_id = PQgetvalue(r, i, 0);
+        m.reason = (char *)reason;
+        m.force = true;
+        m.generation = atoi(PQgetvalue(r, i, 1));
+        ob_agent_cmd(ob, agent_id, m.kernel_id, &m.base);
+    }
+    PQclear(r);
+    return true;
+}
 
 /* End every live session with a kernel on the agent. */
 static bool fail_sessions_of(const char *agent_id, ts_err *err)
@@ -181,7 +210,8 @@ static bool fail_sessions_of(const char *agent_id, ts_err *err)
         tlog_ctx_session(sid);
         ok = pg_begin(conn, err) && tr_lock(conn, sid, &s, &found, err);
         if (ok && found && !reg_status_final(s.status)) {
-            ok = reg_run(conn,
+            ok = destroy_on_lost(conn, &ob, sid, agent_id, reason, err) &&
+                 reg_run(conn,
                          "UPDATE registry.kernels SET status = 'ERROR', status_info = $3,"
                          " status_changed_at = now() WHERE session_id = $1::uuid"
                          " AND agent_id = $2 AND status NOT IN " SQL_FINAL,
@@ -214,7 +244,7 @@ static bool mark_lost(const char *agent_id, const char *why, bool announce, ts_e
     PGresult *r = reg_exec(conn,
                            "UPDATE registry.agents SET status = 'LOST', status_info = $2,"
                            " status_changed_at = now() WHERE id = $1 AND status = 'ALIVE'"
-                           " RETURNING slots::text, devices::text",
+                           " RETURNING slots::text, devices::text, NOT schedulable",
                            2, p, err);
     reg_pg_put(conn);
     if (!r) return false;
@@ -223,7 +253,7 @@ static bool mark_lost(const char *agent_id, const char *why, bool announce, ts_e
         json_t *sj = json_loads(PQgetvalue(r, 0, 0), 0, NULL);
         json_t *dj = json_loads(PQgetvalue(r, 0, 1), 0, NULL);
         ts_err e;
-        if (!occupancy_write_agent(agent_id, sj, dj, false, &e))
+        if (!occupancy_write_agent(agent_id, sj, dj, false, PQgetvalue(r, 0, 2)[0] == 't', &e))
             TLOG_WARN("could not mark the agent unschedulable in Redis", "error=\"%s\"", e.msg);
         json_decref(sj);
         json_decref(dj);
@@ -275,7 +305,7 @@ void agents_check_lost(void)
 
 static kbus_result on_stopped(const Tessera__V1__AgentStopped *m, ts_err *reason)
 {
-    if (!plain_id(m->agent_id)) {
+    if (!agents_plain_id(m->agent_id)) {
         ts_err_set(reason, "AgentStopped: bad agent id");
         return KBUS_REJECT;
     }
@@ -290,7 +320,7 @@ static kbus_result on_stopped(const Tessera__V1__AgentStopped *m, ts_err *reason
                                   "UPDATE registry.agents SET status = 'TERMINATED',"
                                   " status_info = $2, status_changed_at = now()"
                                   " WHERE id = $1 AND status <> 'TERMINATED'"
-                                  " RETURNING slots::text, devices::text",
+                                  " RETURNING slots::text, devices::text, NOT schedulable",
                                   2, p, reason)
                        : NULL;
     reg_pg_put(conn);
@@ -299,7 +329,9 @@ static kbus_result on_stopped(const Tessera__V1__AgentStopped *m, ts_err *reason
     if (PQntuples(r) == 1) {
         json_t *sj = json_loads(PQgetvalue(r, 0, 0), 0, NULL);
         json_t *dj = json_loads(PQgetvalue(r, 0, 1), 0, NULL);
-        if (!occupancy_write_agent(m->agent_id, sj, dj, false, reason)) res = KBUS_RETRY;
+        if (!occupancy_write_agent(m->agent_id, sj, dj, false, PQgetvalue(r, 0, 2)[0] == 't',
+                                   reason))
+            res = KBUS_RETRY;
         json_decref(sj);
         json_decref(dj);
         TLOG_INFO("agent stopped", "reason=\"%s\"", m->reason);
@@ -428,7 +460,7 @@ static kbus_result on_agent_event(const kbus_msg *msg, touch_list *t, ts_err *re
     if (!pm) return KBUS_REJECT;
     if (d == &tessera__v1__agent_heartbeat__descriptor) {
         Tessera__V1__AgentHeartbeat *m = (Tessera__V1__AgentHeartbeat *)pm;
-        if (!plain_id(m->agent_id)) { /* the full path says why */
+        if (!agents_plain_id(m->agent_id)) { /* the full path says why */
             kbus_result res = heartbeat_full(m, reason);
             protobuf_c_message_free_unpacked(pm, NULL);
             return res;

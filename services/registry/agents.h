@@ -16,7 +16,9 @@
  * registry.agent_lost_timeout become LOST, unschedulable in Redis; the
  * registry publishes AgentStopped{reason "lost"}; every live session with a
  * kernel there ends in ERROR "agent <id> lost" (SessionFailed: the scheduler
- * releases its slots; its kernels on other agents get DestroyKernel). */
+ * releases its slots; its kernels on other agents get DestroyKernel, and so
+ * do its kernels on the lost agent: the commands wait in its topic for its
+ * return). The agents' schedulable flag (drain) is agents_drain.h's. */
 #ifndef REGISTRY_AGENTS_H
 #define REGISTRY_AGENTS_H
 
@@ -25,5 +27,8 @@
 bool agents_start(svc *s, ts_err *err) TS_MUST_CHECK;
 void agents_stop(void);
 void agents_check_lost(void);
+/* An agent id or resource group name the registry accepts: 1..128 of
+ * letters, digits, '-', '_', '.', ':'. */
+bool agents_plain_id(const char *s) TS_MUST_CHECK;
 
 #endif

@@ -58,7 +58,7 @@ bool occupancy_agent_capacity(json_t *slots, json_t *devices, slots_t *total, in
     return true;
 }
 
-bool occupancy_write_agent(const char *id, json_t *slots, json_t *devices, bool schedulable,
+bool occupancy_write_agent(const char *id, json_t *slots, json_t *devices, bool alive, bool drained,
                            ts_err *err)
 {
     slots_t total;
@@ -67,8 +67,12 @@ bool occupancy_write_agent(const char *id, json_t *slots, json_t *devices, bool 
     if (!occupancy_agent_capacity(slots, devices, &total, cap, &ndev, err)) return false;
     occ *o = occupancy_handle(err);
     if (!o) return false;
-    occ_agent a = {
-        .id = id, .total = &total, .ndev = ndev, .dev_cap = cap, .schedulable = schedulable};
+    occ_agent a = {.id = id,
+                   .total = &total,
+                   .ndev = ndev,
+                   .dev_cap = cap,
+                   .schedulable = alive && !drained,
+                   .drain = drained ? OCC_DRAIN_ON : OCC_DRAIN_OFF};
     return occ_set_agent(o, &a, err);
 }
 
@@ -99,7 +103,7 @@ static int gpu_index(const agent_buf *a, const char *device_id)
 }
 
 static const char agents_sql[] =
-    "SELECT id, slots::text, devices::text, status = 'ALIVE' FROM registry.agents"
+    "SELECT id, slots::text, devices::text, status = 'ALIVE', NOT schedulable FROM registry.agents"
     " WHERE status = 'ALIVE' OR id IN (SELECT agent_id FROM registry.kernels"
     "   WHERE holds_slots AND agent_id IS NOT NULL) ORDER BY id";
 
@@ -211,8 +215,13 @@ static bool _rebuild_locked(occ *o, occupancy_counts *counts, ts_err *err)
             ab[i].ndev = 0;
         }
         json_decref(sj);
-        agents[i] = (occ_agent){ab[i].id, &ab[i].total, ab[i].ndev, ab[i].cap,
-                                PQgetvalue(ar, i, 3)[0] == 't'};
+        bool drained = PQgetvalue(ar, i, 4)[0] == 't';
+        agents[i] = (occ_agent){ab[i].id,
+                                &ab[i].total,
+                                ab[i].ndev,
+                                ab[i].cap,
+                                PQgetvalue(ar, i, 3)[0] == 't' && !drained,
+                                drained ? OCC_DRAIN_ON : OCC_DRAIN_OFF};
     }
     occ_kernel *ks = ts_calloc((size_t)nk + 1, sizeof(*ks));
     slots_t *kslots = ts_calloc((size_t)nk + 1, sizeof(*kslots));

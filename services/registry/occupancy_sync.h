@@ -6,7 +6,8 @@
  * lacks the <p>occupancy marker that every rebuild writes (FLUSHALL, a Redis
  * restart without persistence), or lacks the agent:<id> hash of an ALIVE
  * agent. Then the truth is written again: every agent that is ALIVE or is
- * named by a kernel holding slots (its capacity; schedulable only when ALIVE)
+ * named by a kernel holding slots (its capacity; schedulable only when ALIVE
+ * and not drained)
  * and every kernel with holds_slots (the reservation the scheduler made, with
  * its owner's usage scopes). The registry also rebuilds once at start-up. */
 #ifndef REGISTRY_OCCUPANCY_SYNC_H
@@ -25,7 +26,10 @@ occ *occupancy_handle(ts_err *err);
 bool occupancy_agent_capacity(json_t *slots, json_t *devices, slots_t *total, int32_t *dev_cap,
                               int *ndev, ts_err *err) TS_MUST_CHECK;
 
-bool occupancy_write_agent(const char *id, json_t *slots, json_t *devices, bool schedulable,
+/* An agent's capacity to Redis: schedulable when alive (ALIVE) and not
+ * drained (registry.agents.schedulable false), and the drained mark the
+ * scheduler reads at its start. */
+bool occupancy_write_agent(const char *id, json_t *slots, json_t *devices, bool alive, bool drained,
                            ts_err *err) TS_MUST_CHECK;
 
 /* Rebuild everything from PostgreSQL now. First the rebuild lock is taken

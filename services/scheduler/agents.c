@@ -33,9 +33,9 @@ void sched_on_agent_up(sched_svc *x, const sched_agent_msg *m)
     bool is_new = ai == NULL;
     if (ai && strcmp(ai->group, m->group) != 0) {
         /* moved to another resource group: its occupancy goes with it */
-        sched_group *old = sched_engine_group(x->e, ai->group);
+        sched_group *old = ai->group[0] ? sched_engine_group(x->e, ai->group) : NULL;
         if (old) TS_IGNORE(sched_group_remove_agent(old, m->id)); /* false: not there anyway */
-        TLOG_INFO("agent moved", "from=%s to=%s", ai->group, m->group);
+        if (ai->group[0]) TLOG_INFO("agent moved", "from=%s to=%s", ai->group, m->group);
         is_new = true;
     }
     if (!sched_ensure_group(x, m->group)) return;
@@ -45,11 +45,13 @@ void sched_on_agent_up(sched_svc *x, const sched_agent_msg *m)
         atomic_fetch_add(&x->st.agents, 1);
     }
     ts_strlcpy(ai->group, m->group, sizeof(ai->group));
+    /* (a group of "" is a drain mark that came before the agent: not a move) */
     if (m->arch[0]) ts_strlcpy(ai->arch, m->arch, sizeof(ai->arch));
     if (!ai->arch[0]) ts_strlcpy(ai->arch, sched_cfg.default_architecture, sizeof(ai->arch));
     sched_group *g = sched_engine_group(x->e, m->group);
     sched_agent *a = sched_group_agent(g, m->id);
-    sched_agent_spec spec = {.id = m->id, .arch = ai->arch, .total = m->total, .schedulable = true};
+    sched_agent_spec spec = {
+        .id = m->id, .arch = ai->arch, .total = m->total, .schedulable = !ai->drained};
     if (m->has_devices || !a) {
         spec.ndev = m->ndev;
         memcpy(spec.dev_cap, m->dev_cap, sizeof(spec.dev_cap));
@@ -59,7 +61,7 @@ void sched_on_agent_up(sched_svc *x, const sched_agent_msg *m)
         spec.ndev = a->ndev;
         memcpy(spec.dev_cap, a->dev_cap, sizeof(spec.dev_cap));
     }
-    bool changed = is_new || !a || ai->stopped || !a->schedulable;
+    bool changed = is_new || !a || ai->stopped || a->schedulable == ai->drained;
     slots_t before_total;
     int32_t before_cap[SCHED_MAX_DEVICES];
     int before_ndev = 0;
@@ -74,6 +76,7 @@ void sched_on_agent_up(sched_svc *x, const sched_agent_msg *m)
         return;
     }
     a = sched_group_agent(g, m->id);
+    a->drained = ai->drained;
     if (!changed)
         changed = !slots_equal(&before_total, &a->total) || before_ndev != a->ndev ||
                   memcmp(before_cap, a->dev_cap, sizeof(int32_t) * (size_t)a->ndev) != 0;
@@ -98,6 +101,33 @@ void sched_on_agent_down(sched_svc *x, const char *agent_id, const char *reason)
     sched_group_set_schedulable(g, a, false);
     write_capacity(x, a);
     TLOG_INFO("agent stopped: not schedulable", "reason=\"%s\"", reason);
+}
+
+void sched_on_agent_drain(sched_svc *x, const char *agent_id, bool drained, const char *by)
+{
+    sched_agent_info *ai = strmap_get(x->agents, agent_id);
+    if (!ai) {
+        if (!drained) return;
+        /* Before its first announcement (events of two producers): the mark
+         * waits for it. */
+        ai = ts_calloc(1, sizeof(*ai));
+        strmap_put(x->agents, agent_id, ai);
+        atomic_fetch_add(&x->st.agents, 1);
+    }
+    bool was = ai->drained;
+    ai->drained = drained;
+    sched_group *g = NULL;
+    sched_agent *a = ai->group[0] ? find_agent(x, agent_id, &g) : NULL;
+    if (a && g) {
+        a->drained = drained;
+        bool on = !drained && !ai->stopped;
+        if (a->schedulable != on) sched_group_set_schedulable(g, a, on);
+        write_capacity(x, a);
+        sched_mark_dirty(x, ai->group);
+    }
+    if (was != drained)
+        TLOG_INFO(drained ? "agent drained: not schedulable" : "agent undrained", "by=%s known=%s",
+                  by && by[0] ? by : "-", a ? "yes" : "no");
 }
 
 bool sched_resync_agent(sched_svc *x, const char *agent_id)

@@ -14,6 +14,11 @@
 void sched_on_agent_up(sched_svc *x, const sched_agent_msg *m);
 /* AgentStopped: not schedulable (its kernels keep their slots). */
 void sched_on_agent_down(sched_svc *x, const char *agent_id, const char *reason);
+/* AgentSchedulable (or the drained mark read from Redis at start-up):
+ * drained, the agent is not schedulable until undrained, whatever its
+ * heartbeats say; its kernels keep their slots. An agent not known yet keeps
+ * the mark for its first announcement. */
+void sched_on_agent_drain(sched_svc *x, const char *agent_id, bool drained, const char *by);
 /* One agent's occupancy from Redis into the model; false when the agent is
  * unknown or Redis could not say (logged). */
 bool sched_resync_agent(sched_svc *x, const char *agent_id) TS_MUST_CHECK;

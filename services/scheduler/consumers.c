@@ -377,6 +377,18 @@ static kbus_result on_agent_event(const kbus_msg *msg, void *ctx, ts_err *reason
             ts_strlcpy(ev->agent.id, st->agent_id, sizeof(ev->agent.id));
             ts_strlcpy(ev->reason, st->reason, sizeof(ev->reason));
         }
+    } else if (strcmp(type, "tessera.v1.AgentSchedulable") == 0) {
+        pm = envelope_payload(msg->env, &tessera__v1__agent_schedulable__descriptor, reason);
+        ev->kind = EV_AGENT_SCHEDULABLE;
+        Tessera__V1__AgentSchedulable *as = (Tessera__V1__AgentSchedulable *)pm;
+        if (!pm || !plain(as->agent_id)) {
+            if (pm) ts_err_set(reason, "AgentSchedulable: bad agent_id");
+            res = KBUS_REJECT;
+        } else {
+            ts_strlcpy(ev->agent.id, as->agent_id, sizeof(ev->agent.id));
+            ev->schedulable = as->schedulable;
+            ts_strlcpy(ev->reason, as->requested_by, sizeof(ev->reason));
+        }
     } else {
         ts_err_set(reason, "unexpected event type '%s' on %s", type, msg->topic);
         res = KBUS_REJECT;

@@ -271,6 +271,10 @@ static const char *explain_designated(const rg *r, const sched_session *s, char 
                  r->name);
         return "no_agent";
     }
+    if (!a->schedulable && a->drained) {
+        snprintf(reason, size, "designated agent %s is drained", s->agent);
+        return "agent_drained";
+    }
     if (!a->schedulable || (s->arch[0] && strcmp(a->arch, s->arch) != 0)) {
         snprintf(reason, size, "designated agent %s %s", s->agent,
                  a->schedulable ? "has another architecture" : "is not schedulable");

@@ -577,6 +577,7 @@ bool sched_group_uncommit(sched_group *g, sched_agent *a, const slots_t *req,
 
 typedef struct survey {
     int agents;          /* schedulable, of the architecture */
+    int drained;         /* not schedulable because drained */
     int fit_total;       /* agents whose capacity could hold req at all */
     int fit_held;        /* agents that fit now but are held for another session */
     slots_t max_free;    /* per slot, the most free on one usable agent */
@@ -588,7 +589,10 @@ typedef struct survey {
 
 static void survey_agent(survey *s, const sched_agent *a, const slots_t *req, const char *sid)
 {
-    if (!a->schedulable) return;
+    if (!a->schedulable) {
+        s->drained += a->drained;
+        return;
+    }
     s->agents++;
     sched_agent empty = *a;
     slots_clear(&empty.used);
@@ -629,8 +633,11 @@ sched_fit sched_group_explain(const sched_group *g, const slots_t *req, const ch
     }
     char a1[SLOT_FMT_MAX], a2[SLOT_FMT_MAX], a3[SLOT_FMT_MAX];
     if (s.agents == 0) {
-        snprintf(reason, size, "no schedulable agent%s%s in resource group %s",
-                 arch && arch[0] ? " for architecture " : "", arch && arch[0] ? arch : "", g->name);
+        char drained[48] = "";
+        if (s.drained) snprintf(drained, sizeof(drained), " (%d drained)", s.drained);
+        snprintf(reason, size, "no schedulable agent%s%s in resource group %s%s",
+                 arch && arch[0] ? " for architecture " : "", arch && arch[0] ? arch : "", g->name,
+                 drained);
         return SCHED_FIT_NO_AGENT;
     }
     if (s.fit_total == 0) {

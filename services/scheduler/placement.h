@@ -60,6 +60,7 @@ typedef struct sched_agent {
     int32_t dev_cap[SCHED_MAX_DEVICES];
     int32_t dev_used[SCHED_MAX_DEVICES];
     bool schedulable;
+    bool drained;                    /* not schedulable: a superadmin drained it */
     char reserved_for[SCHED_ID_MAX]; /* an aged session holds it ("" = nobody) */
     /* index (placement.c) */
     struct sched_pool *pool;

@@ -28,6 +28,10 @@ static void load_agent(void *ctx, const char *id, const sched_agent_info *ai)
     int ndev;
     ts_err err;
     if (!resv_read_agent(l->x->v, id, &total, &used, &ndev, dc, du, &err)) return;
+    bool drained = false;
+    if (!resv_read_drained(l->x->v, id, &drained, &err))
+        TLOG_WARN("drained mark not read: taken as not drained", "agent=%s error=\"%s\"", id,
+                  err.msg);
     sched_agent_msg m;
     memset(&m, 0, sizeof(m));
     ts_strlcpy(m.id, id, sizeof(m.id));
@@ -48,6 +52,8 @@ static void load_agent(void *ctx, const char *id, const sched_agent_info *ai)
             snprintf(m.dev_id[d], SCHED_ID_MAX, "%d", d);
     }
     sched_log_agent(id);
+    /* the mark first: the agent enters the model drained */
+    if (drained) sched_on_agent_drain(l->x, id, true, "redis");
     sched_on_agent_up(l->x, &m);
     tlog_ctx_clear();
     l->n++;

@@ -256,6 +256,18 @@ bool resv_read_agent(resv *v, const char *id, slots_t *total, slots_t *used, int
     return true;
 }
 
+bool resv_read_drained(resv *v, const char *id, bool *drained, ts_err *err)
+{
+    char *key = occ_key(v->occ, OCC_KEY_AGENT, id);
+    const char *argv[3] = {"HGET", key, "drained"};
+    redisReply *rep = rds_command(v->r, 3, argv, NULL, err);
+    free(key);
+    if (!rep) return false;
+    *drained = rep->type == REDIS_REPLY_STRING && strcmp(rep->str, "1") == 0;
+    freeReplyObject(rep);
+    return true;
+}
+
 bool resv_read_usage(resv *v, const char *usage_id, int *sessions, slots_t *used, ts_err *err)
 {
     char *key = occ_key(v->occ, OCC_KEY_USAGE, usage_id);

@@ -58,6 +58,8 @@ void resv_free(resv *v);
 /* Write an agent's capacity (cap:*, devcap:*, schedulable; occupancy untouched):
  * occ_set_agent. */
 bool resv_set_agent(resv *v, const resv_agent *a, ts_err *err) TS_MUST_CHECK;
+/* Whether the registry marked the agent drained (agent:<id> field drained). */
+bool resv_read_drained(resv *v, const char *id, bool *drained, ts_err *err) TS_MUST_CHECK;
 /* Read an agent's capacity and occupancy (dev arrays of SLOTS/32 entries). */
 bool resv_read_agent(resv *v, const char *id, slots_t *total, slots_t *used, int *ndev,
                      int32_t dev_cap[32], int32_t dev_used[32], ts_err *err) TS_MUST_CHECK;

@@ -25,7 +25,7 @@ static void free_info(void *p)
 /* One inbox event, with the session or agent it is about in the log context. */
 static void apply(sched_svc *x, sched_ev *ev)
 {
-    if (ev->kind == EV_AGENT_UP || ev->kind == EV_AGENT_DOWN)
+    if (ev->kind == EV_AGENT_UP || ev->kind == EV_AGENT_DOWN || ev->kind == EV_AGENT_SCHEDULABLE)
         sched_log_agent(ev->agent.id);
     else
         sched_log_session(ev->session_id);
@@ -42,6 +42,9 @@ static void apply(sched_svc *x, sched_ev *ev)
         break;
     case EV_AGENT_DOWN:
         sched_on_agent_down(x, ev->agent.id, ev->reason);
+        break;
+    case EV_AGENT_SCHEDULABLE:
+        sched_on_agent_drain(x, ev->agent.id, !ev->schedulable, ev->reason);
         break;
     }
     tlog_ctx_clear();

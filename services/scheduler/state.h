@@ -53,10 +53,11 @@ extern sched_config sched_cfg;
 /* ---- inbox: consumer threads -> scheduling thread -------------------------------------- */
 
 typedef enum {
-    EV_ENQUEUED,   /* enq: the decoded SessionEnqueued (owned) */
-    EV_ENDED,      /* session cancelled, terminated or failed: release what it holds */
-    EV_AGENT_UP,   /* agent: AgentStarted or AgentHeartbeat fields */
-    EV_AGENT_DOWN, /* AgentStopped */
+    EV_ENQUEUED,          /* enq: the decoded SessionEnqueued (owned) */
+    EV_ENDED,             /* session cancelled, terminated or failed: release what it holds */
+    EV_AGENT_UP,          /* agent: AgentStarted or AgentHeartbeat fields */
+    EV_AGENT_DOWN,        /* AgentStopped */
+    EV_AGENT_SCHEDULABLE, /* AgentSchedulable: agent.id, schedulable (false: drained) */
 } sched_ev_kind;
 
 /* An agent's announced capacity (from AgentStarted or AgentHeartbeat). */
@@ -78,7 +79,8 @@ typedef struct sched_ev {
     char reason[128];
     Tessera__V1__SessionEnqueued *enq;
     sched_agent_msg agent;
-    int64_t at_us; /* when the consumer got it (monotonic) */
+    bool schedulable; /* EV_AGENT_SCHEDULABLE */
+    int64_t at_us;    /* when the consumer got it (monotonic) */
 } sched_ev;
 
 /* ---- the scheduler's records --------------------------------------------------------------- */
@@ -117,6 +119,7 @@ typedef struct sched_agent_info {
     int ndev;
     char dev_id[SCHED_MAX_DEVICES][SCHED_ID_MAX];
     bool stopped;
+    bool drained; /* AgentSchedulable false (Redis: agent:<id> drained, the registry's) */
 } sched_agent_info;
 
 typedef struct sched_stats {

@@ -205,6 +205,27 @@ def test_the_agents_page_shows_a_gpu_share_on_its_device(boss_page, console_url,
     assert d.find_element(By.CSS_SELECTOR, card) == node
 
 
+def test_a_superadmin_drains_and_undrains_an_agent(boss_page, console_url, admin):
+    d = boss_page
+    agent_id = admin.get("/admin/agents", params={"status": "ALIVE"}).json()["items"][0]["id"]
+    card = f"[data-agent=\"{agent_id}\"]"
+    go(d, console_url, "/admin/agents")
+    el(d, card)
+    assert not d.find_elements(By.CSS_SELECTOR, f"{card} [data-test=agent-drained]")
+    try:
+        click(d, f"{card} [data-test=agent-drain]")
+        confirm(d)
+        el(d, f"{card} [data-test=agent-drained]")
+        assert admin.get(f"/admin/agents/{agent_id}").json()["schedulable"] is False
+        text_in(d, f"{card} [data-test=agent-drain]", "Undrain")
+        click(d, f"{card} [data-test=agent-drain]")
+        wait_until(lambda: not d.find_elements(By.CSS_SELECTOR, f"{card} [data-test=agent-drained]"),
+                   timeout=15, message="the drained badge to go")
+        assert admin.get(f"/admin/agents/{agent_id}").json()["schedulable"] is True
+    finally:
+        admin.post(f"/admin/agents/{agent_id}/undrain", {})
+
+
 # ---- all sessions ----------------------------------------------------------------------------
 
 def test_force_terminate_from_all_sessions(boss_page, console_url, alice, gpu_session):

@@ -29,6 +29,7 @@ EXPECTED = {
     "rg-access": {"list", "add", "remove"},
     "resource-preset": {"list", "get", "create", "update", "delete"},
     "access-log": {"list"},
+    "agent": {"list", "get", "drain", "undrain"},
 }
 COMMANDS = ["version", "status", "login", "logout", "whoami", "password", "user-config",
             "ssh-keypair", "admin", "resource", "scaling-groups", "graphql"]

@@ -705,6 +705,44 @@ static void test_designated_agent(void **state)
     sched_engine_free(e);
 }
 
+/* A drained agent takes nothing new, and the reasons say so. */
+static void test_drained_agents(void **state)
+{
+    (void)state;
+    sched_engine *e = engine(SCHED_FIFO, SCHED_CONCENTRATED, "cpu=2 mem=16g", 2);
+    sched_group *g = sched_engine_group(e, "default");
+    sched_agent *a1 = sched_group_agent(g, "a1"), *a2 = sched_group_agent(g, "a2");
+    a1->drained = true;
+    sched_group_set_schedulable(g, a1, false);
+    sched_session *d = mk("to-a1", &ALICE, "cpu=1", 0);
+    ts_strlcpy(d->agent, "a1", sizeof(d->agent));
+    enq(e, d);
+    enq(e, mk("any", &BOB, "cpu=1", 0));
+    rec r = {0};
+    assert_int_equal(sched_engine_pass(e, "default", 0, NULL, on_outcome, &r, NULL), 1);
+    assert_string_equal(r.scheduled[0], "any");
+    assert_string_equal(r.agent[0], "a2"); /* concentrated would take a1 first */
+    sched_session *s = sched_queue_find(sched_engine_queue(e, "default"), "to-a1");
+    assert_non_null(s);
+    assert_string_equal(s->reason_code, "agent_drained");
+    assert_string_equal(s->reason, "designated agent a1 is drained");
+    /* every agent drained: the group's reason counts them */
+    a2->drained = true;
+    sched_group_set_schedulable(g, a2, false);
+    char why[SCHED_REASON_MAX];
+    slots_t req = S("cpu=1");
+    assert_int_equal(sched_group_explain(g, &req, "", "x", why, sizeof(why)), SCHED_FIT_NO_AGENT);
+    assert_string_equal(why, "no schedulable agent in resource group default (2 drained)");
+    /* undrained: the designated session goes there */
+    a1->drained = false;
+    sched_group_set_schedulable(g, a1, true);
+    memset(&r, 0, sizeof(r));
+    assert_int_equal(sched_engine_pass(e, "default", 0, NULL, on_outcome, &r, NULL), 1);
+    assert_string_equal(r.scheduled[0], "to-a1");
+    assert_string_equal(r.agent[0], "a1");
+    sched_engine_free(e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -723,6 +761,7 @@ int main(void)
         cmocka_unit_test(test_multi_kernel_all_or_nothing),
         cmocka_unit_test(test_reserve_hook_refusal_rolls_back),
         cmocka_unit_test(test_designated_agent),
+        cmocka_unit_test(test_drained_agents),
     };
     return cmocka_run_group_tests_name("sched_placement", tests, NULL, NULL);
 }

@@ -226,6 +226,29 @@ static void test_reserve_release_idempotent(void **state)
     set_agent(v, "a1", "cpu=4 mem=16g", 2);
     assert_int_equal(hget(r, "agent:a1", "cap:cpu"), 4000);
     assert_int_equal(hget(r, "agent:a1", "devcap:1"), 100);
+    /* the drained mark: the registry sets and clears it, the scheduler's
+     * writes (OCC_DRAIN_KEEP) leave it */
+    {
+        slots_t total = S("cpu=4 mem=16g");
+        ts_err err = {{0}};
+        bool drained = true;
+        assert_true(resv_read_drained(v, "a1", &drained, &err));
+        assert_false(drained);
+        resv_agent d = {"a1", &total, 0, NULL, false, OCC_DRAIN_ON};
+        assert_true(resv_set_agent(v, &d, &err));
+        assert_true(resv_read_drained(v, "a1", &drained, &err));
+        assert_true(drained);
+        assert_int_equal(hget(r, "agent:a1", "schedulable"), 0);
+        set_agent(v, "a1", "cpu=4 mem=16g", 2); /* KEEP */
+        assert_true(resv_read_drained(v, "a1", &drained, &err));
+        assert_true(drained);
+        d.schedulable = true;
+        d.drain = OCC_DRAIN_OFF;
+        assert_true(resv_set_agent(v, &d, &err));
+        assert_true(resv_read_drained(v, "a1", &drained, &err));
+        assert_false(drained);
+        set_agent(v, "a1", "cpu=4 mem=16g", 2);
+    }
     one o;
     mk_one(&o, "s1", "k1", "a1", "cpu=1 mem=1g cuda.shares=0.5", 0, 50);
     assert_int_equal(reserve1(v, &o, NULL), RESV_OK);

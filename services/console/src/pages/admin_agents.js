@@ -1,10 +1,12 @@
 // Admin · Agents: every node with its capacity and occupancy per slot type
-// (CPU, memory, each GPU with its fractional shares), status, heartbeat and
-// the sessions on it. Refreshes every 3 s, keeping what it shows meanwhile.
-import { get } from '../api.js';
-import { AdminTabs, Bar } from '../admin.js';
+// (CPU, memory, each GPU with its fractional shares), status, heartbeat,
+// whether it is drained and the sessions on it; superadmins drain and
+// undrain it (POST /admin/agents/{id}/drain|undrain). Refreshes every 3 s,
+// keeping what it shows meanwhile.
+import { enc, get, post } from '../api.js';
+import { AdminTabs, Bar, isSuperadmin } from '../admin.js';
 import { LIVE_STATUSES } from '../resources.js';
-import { html, ErrorBanner, Loading, StatusBadge, fmtAge, fmtBytes, fmtSlots, fmtTime, slotLabel, useData } from '../ui.js';
+import { html, ErrorBanner, Loading, StatusBadge, confirmAction, fmtAge, fmtBytes, fmtSlots, fmtTime, slotLabel, toast, useAction, useData } from '../ui.js';
 
 const num = (v) => { const n = Number(v); return Number.isFinite(n) ? n : 0; };
 const round2 = (v) => String(Math.round(v * 100) / 100);
@@ -21,7 +23,24 @@ async function load() {
 const sessionsOn = (sessions, id) =>
   (sessions || []).filter((s) => (s.kernels || []).some((k) => k.agent === id));
 
-function AgentCard({ a, sessions, now }) {
+// Drained: a superadmin took it out of placement (schedulable false).
+export const isDrained = (a) => !!a && a.schedulable === false;
+
+function DrainButton({ a, onDone }) {
+  const [busy, run] = useAction();
+  const drained = isDrained(a);
+  const click = () => run(async () => {
+    if (!drained && !(await confirmAction({ title: `Drain ${a.id}?`, confirmLabel: 'Drain',
+      message: 'No new sessions will be placed on this agent; the sessions running there go on until they end.' }))) return;
+    await post(`/admin/agents/${enc(a.id)}/${drained ? 'undrain' : 'drain'}`);
+    toast(`${a.id} ${drained ? 'undrained' : 'drained'}`);
+    onDone();
+  });
+  return html`<button type="button" class="btn small" data-test="agent-drain" disabled=${busy}
+    onClick=${click}>${drained ? 'Undrain' : 'Drain'}</button>`;
+}
+
+function AgentCard({ a, sessions, now, su, onChanged }) {
   const slots = a.slots || {};
   const occ = a.occupied_slots || {};
   const gpus = (a.devices || []).filter((d) => d.slot_name === 'cuda.device');
@@ -30,8 +49,10 @@ function AgentCard({ a, sessions, now }) {
   const hb = a.last_heartbeat ? now - new Date(a.last_heartbeat).getTime() : NaN;
   return html`<section class="card agent-card" data-agent=${a.id} data-agent-status=${a.status} aria-labelledby=${'agent-' + a.id}>
     <div class="toolbar spread">
-      <h2 id=${'agent-' + a.id}><span class="mono">${a.id}</span> <${StatusBadge} status=${a.status} /></h2>
-      <span class="muted small" title=${fmtTime(a.last_heartbeat)}>heartbeat ${Number.isFinite(hb) ? fmtAge(Math.max(0, hb)) + ' ago' : '–'}</span>
+      <h2 id=${'agent-' + a.id}><span class="mono">${a.id}</span> <${StatusBadge} status=${a.status} />
+        ${isDrained(a) && html` <span class="badge warn" data-test="agent-drained" title="No new sessions are placed here">drained</span>`}</h2>
+      <span class="toolbar"><span class="muted small" title=${fmtTime(a.last_heartbeat)}>heartbeat ${Number.isFinite(hb) ? fmtAge(Math.max(0, hb)) + ' ago' : '–'}</span>
+        ${su && html`<${DrainButton} a=${a} onDone=${onChanged} />`}</span>
     </div>
     <p class="muted small agent-meta">${[a.hostname || '–', html`<span class="mono">${a.addr || '–'}</span>`, `group ${a.resource_group || '–'}`,
       a.architecture, a.runtime, a.version && 'v' + a.version].filter(Boolean).map((x, i) => html`${i ? ' · ' : ''}${x}`)}</p>
@@ -57,18 +78,20 @@ function AgentCard({ a, sessions, now }) {
   </section>`;
 }
 
-export function AdminAgentsPage() {
+export function AdminAgentsPage({ user }) {
   const { data, error, loading, reload } = useData(load, [], { interval: 3000 });
   const agents = (data && data.agents) || [];
   const alive = agents.filter((a) => a.status === 'ALIVE').length;
+  const drained = agents.filter(isDrained).length;
   return html`<section class="page">
     <div class="page-head"><h1>Admin</h1>
-      <div class="toolbar"><span class="muted small" role="status">${data ? `${alive} of ${agents.length} agents alive · updated ${new Date(data.at).toLocaleTimeString()}` : ''}</span>
+      <div class="toolbar"><span class="muted small" role="status">${data ? `${alive} of ${agents.length} agents alive${drained ? ` · ${drained} drained` : ''} · updated ${new Date(data.at).toLocaleTimeString()}` : ''}</span>
         <button type="button" class="btn" onClick=${() => reload(true)}>Refresh</button></div></div>
     <${AdminTabs} current="agents" />
     <${ErrorBanner} error=${error} onRetry=${() => reload()} />
     ${loading && !data && html`<${Loading} label="Loading agents…" />`}
     ${data && !agents.length && html`<p class="empty">No agent has registered.</p>`}
-    <div class="grid">${agents.map((a) => html`<${AgentCard} key=${a.id} a=${a} sessions=${data.sessions} now=${data.at} />`)}</div>
+    <div class="grid">${agents.map((a) => html`<${AgentCard} key=${a.id} a=${a} sessions=${data.sessions} now=${data.at}
+      su=${isSuperadmin(user)} onChanged=${() => reload(true)} />`)}</div>
   </section>`;
 }
