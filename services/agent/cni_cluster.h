@@ -16,7 +16,10 @@
  *           learning for the rest; the interfaces' MTU is this node's
  *           interface's less VXLAN's 50 bytes;
  *   the kernel's port on that bridge (no isolation: the kernels of one
- *           session are one layer-2 network), a static address.
+ *           session are one layer-2 network), a static address;
+ *   FORWARD -i <bridge> -o <bridge> -j ACCEPT while the bridge is there
+ *           (br_netfilter hands bridged frames to the host's iptables,
+ *           whose FORWARD policy may be DROP).
  * Nothing else is on the bridge, the host routes nothing into it, and a
  * kernel can neither reach a node's address (agent.cni_deny, its INPUT
  * chain) nor send VXLAN itself, so no other session reaches the network.

@@ -491,6 +491,42 @@ static void _bootstrap(kernels *ks, krec *k, const Tessera__V1__CreateKernel *cm
     exec_result_free(&r);
 }
 
+/* A cluster kernel's sshd on Backend.AI's port 2200, where the image has
+ * one (OpenSSH's /usr/sbin/sshd, else dropbear): a host key of its own in
+ * /tmp/.tessera-sshd, key logins only (the session's keypair is in every
+ * kernel's authorized_keys, docs/sessions.md "Cluster sessions"),
+ * detached. Nothing when the image has none; a failure is logged. */
+static const char SSHD_SCRIPT[] =
+    "d=/tmp/.tessera-sshd\n"
+    "if [ -x /usr/sbin/sshd ]; then\n"
+    "  mkdir -p $d && chmod 700 $d || exit 3\n"
+    "  [ -f $d/key ] || ssh-keygen -q -t ed25519 -N '' -f $d/key || exit 4\n"
+    "  exec /usr/sbin/sshd -p 2200 -h $d/key -o PidFile=$d/pid -o PasswordAuthentication=no "
+    "-o KbdInteractiveAuthentication=no -o StrictModes=no -o UsePAM=no </dev/null >$d/log 2>&1\n"
+    "fi\n"
+    "for b in /usr/sbin/dropbear /usr/bin/dropbear /opt/kernel/dropbear; do\n"
+    "  [ -x $b ] || continue\n"
+    "  mkdir -p $d && chmod 700 $d || exit 3\n"
+    "  k=$(dirname $b)/dropbearkey; [ -x $k ] || k=dropbearkey\n"
+    "  [ -f $d/key ] || $k -t ed25519 -f $d/key >/dev/null 2>&1 || exit 4\n"
+    "  exec $b -r $d/key -p 2200 -s -P $d/pid </dev/null >$d/log 2>&1\n"
+    "done\n"
+    "exit 0\n";
+
+static void _sshd(kernels *ks, krec *k, const Tessera__V1__CreateKernel *cmd)
+{
+    if (!cmd->cluster || cmd->session_type == TESSERA__V1__SESSION_TYPE__SESSION_TYPE_BATCH) return;
+    const char *argv[] = {"/bin/sh", "-c", SSHD_SCRIPT, NULL};
+    exec_result r;
+    ts_err err = {{0}};
+    if (!runtime_exec(ks->o.rt, k->id, argv, NULL, BOOTSTRAP_TIMEOUT_MS, 4096, &r, &err)) {
+        TLOG_DEBUG("no cluster sshd", "error=\"%s\"", err.msg);
+        return;
+    }
+    if (r.exit_code != 0) TLOG_WARN("cluster sshd did not start", "exit_code=%d", r.exit_code);
+    exec_result_free(&r);
+}
+
 /* The kernel runs: its host ports recorded, "running" saved, KernelStarted. */
 static void _running(kernels *ks, krec *k, create_plan *p, const kernel_status *st)
 {
@@ -550,6 +586,7 @@ static void _create(kernels *ks, krec *k, const Tessera__V1__CreateKernel *cmd)
     }
     _running(ks, k, &p, &st);
     _plan_free(&p);
+    _sshd(ks, k, cmd);
     _bootstrap(ks, k, cmd);
 }
 

@@ -113,9 +113,13 @@ static bool _get_named(cli *c, const session_sub *self, int argc, char **argv, c
 }
 
 static const out_column kernel_cols[] = {
-    {"KERNEL", "id", OUT_TEXT},     {"ROLE", "role", OUT_TEXT},
-    {"AGENT", "agent", OUT_TEXT},   {"STATUS", "status", OUT_TEXT},
-    {"EXIT", "exitCode", OUT_TEXT}, {"STATUS INFO", "statusInfo", OUT_TEXT},
+    {"NAME", "name", OUT_TEXT},
+    {"KERNEL", "id", OUT_TEXT},
+    {"ROLE", "role", OUT_TEXT},
+    {"AGENT", "agent", OUT_TEXT},
+    {"STATUS", "status", OUT_TEXT},
+    {"EXIT", "exitCode", OUT_TEXT},
+    {"STATUS INFO", "statusInfo", OUT_TEXT},
     {NULL, NULL, OUT_TEXT},
 };
 

@@ -88,6 +88,19 @@ int session_exec(cli *c, const session_sub *self, int argc, char **argv)
     if (!session_words(c, self, argc, argv, "+k:h", -2, "NAME -- COMMAND", &rc)) return rc;
     const char *name = argv[optind];
     int first = optind + 1;
+    /* --kernel may follow NAME too (`exec NAME --kernel sub1 -- CMD`) */
+    while (first < argc && strcmp(argv[first], "--") != 0) {
+        const char *a = argv[first];
+        if ((strcmp(a, "--kernel") == 0 || strcmp(a, "-k") == 0) && first + 1 < argc) {
+            c->kernel = argv[first + 1];
+            first += 2;
+        } else if (strncmp(a, "--kernel=", 9) == 0) {
+            c->kernel = a + 9;
+            first++;
+        } else {
+            break;
+        }
+    }
     if (first < argc && strcmp(argv[first], "--") == 0) first++;
     if (first >= argc) return cli_usage("session", self->name, "%s is missing", "COMMAND");
     if (!client_has_keys(c)) return CLI_FAIL;
