@@ -505,6 +505,20 @@ def inject(netns_path, addrs, vni, count):
     assert p.returncode == 0, p.stderr
 
 
+def test_a_restart_keeps_the_kernels_on_their_nodes_and_their_network(admin_clusters, multi):
+    """PATCH (restart): every kernel again on its node, with its name and
+    address; the network is made again where its last kernel went."""
+    sname, i, _ = multi
+    okj(admin_clusters.patch(f"/session/{sname}"), 200, 204)
+    wait_until(lambda: info(admin_clusters, sname)["status"] == "RUNNING", timeout=60,
+               message="the session RUNNING again")
+    after = info(admin_clusters, sname)
+    assert [(k["id"], k["name"], k["agent"]) for k in after["kernels"]] == \
+        [(k["id"], k["name"], k["agent"]) for k in i["kernels"]]
+    serve_names(admin_clusters, sname, NAMES3)
+    assert_all_reach_all(admin_clusters, sname, NAMES3)
+
+
 def test_destroy_leaves_nothing_on_any_node(stack, admin_clusters, multi):
     """Last of the multi-node tests: after the destroy, every node is as it was
     before the session (links, VXLAN forwarding entries, iptables rules, kernel
