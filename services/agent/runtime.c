@@ -381,6 +381,16 @@ bool runtime_usage(runtime *rt, const char *id, kernel_usage *out, ts_err *err)
             out->net_rx_bytes = _read_counter(host_if, "tx_bytes");
             out->net_tx_bytes = _read_counter(host_if, "rx_bytes");
         }
+        /* a cluster kernel's eth1 too (cni_cluster.h): its bridge is the
+         * configuration's */
+        json_t *cc =
+            st.cluster_result && st.cluster_conf ? json_loads(st.cluster_conf, 0, NULL) : NULL;
+        const char *br = json_string_value(json_object_get(cc, "bridge"));
+        if (br && cni_result_host_if(st.cluster_result, br, host_if, sizeof(host_if))) {
+            out->net_rx_bytes += _read_counter(host_if, "tx_bytes");
+            out->net_tx_bytes += _read_counter(host_if, "rx_bytes");
+        }
+        json_decref(cc);
         out->started_ms = _started_ms(st.init_pid);
         rts_state_free(&st);
     }
