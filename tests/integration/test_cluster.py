@@ -548,6 +548,10 @@ def test_a_single_node_cluster_session(stack, admin_clusters, small_image):
         assert_cluster_env(admin_clusters, sname, ["main1", "sub1"], "single-node")
     finally:
         admin_clusters.delete(f"/session/{sname}")
+        kdir = os.path.join(stack["TESSERA_STATE_DIR"], "node3", "agent", "kernels")
+        kids = {k["id"] for k in info(admin_clusters, sname)["kernels"]}
+        wait_until(lambda: not kids & set(os.listdir(kdir)), timeout=30,
+                   message="the single-node cluster session's kernels gone from node3")
 
 
 def test_a_kernel_that_cannot_start_ends_the_session_in_error(stack, admin_clusters, small_image,
