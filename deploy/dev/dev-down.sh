@@ -201,7 +201,32 @@ net_cleanup() {
   fi
   rm -rf "/run/tessera-agent/netfilter/$_net"
   ip link delete "$_net" type bridge 2>/dev/null
+  cluster_cleanup "$_net"
   return 0
+}
+
+# The cluster networks of the agent of network $1 (services/agent/cni_cluster.h):
+# bridges tc<6 hex: session's id><6 hex: the network's hash> and their VXLAN
+# devices tv..., with their FORWARD rules (comment tessera-cluster:<bridge>),
+# left by kernels of a killed agent. The hash is FNV-1a's low 24 bits of the
+# network name, which only the low 24 bits of the offset and prime decide.
+cluster_cleanup() {
+  _h=$((0x222325))
+  for _b in $(printf '%s' "$1" | od -An -tu1); do
+    _h=$(((( _h ^ _b) * 0x1b3) & 0xffffff))
+  done
+  _sfx=$(printf '%06x' "$_h")
+  for _l in $(ip -o link show 2>/dev/null | awk -F': ' '{ sub(/@.*/, "", $2); print $2 }' |
+    grep -E "^t[cv][0-9a-f]{6}$_sfx\$"); do
+    ip link delete "$_l" 2>/dev/null
+  done
+  if command -v iptables-save >/dev/null 2>&1; then
+    iptables-save -t filter 2>/dev/null | grep -E "^-A FORWARD .*tessera-cluster:tc[0-9a-f]{6}$_sfx" |
+      while IFS= read -r _r; do
+        # shellcheck disable=SC2086 # the rule's words as iptables-save wrote them
+        eval "iptables -w -D ${_r#-A }" 2>/dev/null
+      done
+  fi
 }
 [ -f "$STATE/agent/cni_network" ] && net_cleanup "$(cat "$STATE/agent/cni_network")"
 nodes_down "$STATE" || echo "dev-down: the node network is kept (a node's agent still runs)" >&2

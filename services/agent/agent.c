@@ -330,6 +330,7 @@ bool agent_start(svc *s, ts_err *err)
                        .cni_subnet = c->cni_subnet,
                        .cni_portmap = a->cni_portmap,
                        .cni_bridge = a->cni_bridge,
+                       .vxlan_port = c->cluster_vxlan_port,
                        .port_pool_start = lo,
                        .port_pool_end = hi,
                        .log_cap_bytes = c->log_cap};

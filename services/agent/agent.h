@@ -40,7 +40,8 @@ typedef struct agent_config {
     int64_t mem; /* 0 = host memory minus mem_reserve */
     int64_t mem_reserve;
     int64_t shm;
-    int64_t rootfs_size; /* a kernel's disk when its CreateKernel names none; 0 = no limit */
+    int64_t rootfs_size;    /* a kernel's disk when its CreateKernel names none; 0 = no limit */
+    int cluster_vxlan_port; /* UDP port of cluster sessions' VXLAN (cni_cluster.h) */
     int64_t destroy_grace_ms;
     int64_t exited_retention_ms;
     bool destroy_on_stop;         /* destroy every kernel on a graceful stop (dev stacks) */

@@ -279,6 +279,7 @@ static json_t *_mounts(const bundle_params *p, ts_err *err)
         json_array_append_new(m, oci_mount(buf, "bind", src, "rbind,rprivate,nosuid,nodev"));
     }
     json_array_append_new(m, oci_bind("/home/work", p->home_dir, false));
+    if (p->config_dir) json_array_append_new(m, oci_bind("/home/config", p->config_dir, true));
     term_app_mount(m, s->term_path);
     for (int i = 0; i < s->n_mounts; i++) {
         const bind_mount *b = &s->mounts[i];

@@ -9,6 +9,7 @@
  *              rlimits.
  *   mounts     proc, /dev tmpfs, devpts, /dev/shm (shm_bytes), mqueue, sysfs
  *              ro, cgroup ro, /etc/{hosts,hostname,resolv.conf}, /home/work,
+ *              /home/config (read-only; a cluster session's SSH keypair),
  *              the spec's bind mounts (nosuid,nodev; ro where asked).
  *   linux      namespaces pid, ipc, uts, mount, network (the CNI netns path),
  *              with userns: user (the path the agent made, userns.h), uid and
@@ -39,6 +40,7 @@ typedef struct bundle_params {
     const char *cgroups_path; /* /tessera/<id> */
     const char *home_dir;     /* host dir mounted at /home/work */
     const char *etc_dir;      /* host dir with hosts, hostname, resolv.conf */
+    const char *config_dir;   /* host dir mounted read-only at /home/config; NULL: none */
     const userns_map *userns; /* the containers' user namespace; NULL: none */
     const char *userns_path;  /* the kernel's user namespace (userns_ns_create) */
 } bundle_params;

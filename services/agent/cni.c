@@ -324,9 +324,8 @@ static json_t *_portmap_conf(const cni_conf *c, const char *plugin, const kernel
     return j;
 }
 
-/* Run one plugin (a path, or a name in bin_dir); *out gets its stdout on success. */
-static bool _plugin(const cni_conf *c, const char *plugin, const char *cmd, const char *kernel_id,
-                    const char *netns, json_t *conf, char **out, ts_err *err)
+bool cni_plugin_run(const cni_conf *c, const char *plugin, const char *cmd, const char *kernel_id,
+                    const char *netns, const char *ifname, json_t *conf, char **out, ts_err *err)
 {
     char *stdin_data = json_dumps(conf, JSON_COMPACT);
     const char *type = _type_of(plugin);
@@ -338,7 +337,8 @@ static bool _plugin(const cni_conf *c, const char *plugin, const char *cmd, cons
     const char *path = getenv("PATH");
     char *e_syspath =
         ts_asprintf("PATH=%s", path && *path ? path : "/usr/sbin:/usr/bin:/sbin:/bin");
-    const char *envp[] = {e_cmd, e_id, e_ns, "CNI_IFNAME=eth0", e_path, e_syspath, NULL};
+    char *e_if = ts_asprintf("CNI_IFNAME=%s", ifname);
+    const char *envp[] = {e_cmd, e_id, e_ns, e_if, e_path, e_syspath, NULL};
     const char *argv[] = {bin, NULL};
     proc_opts o = {.argv = argv,
                    .envp = envp,
@@ -369,6 +369,7 @@ static bool _plugin(const cni_conf *c, const char *plugin, const char *cmd, cons
     free(e_cmd);
     free(e_id);
     free(e_ns);
+    free(e_if);
     free(e_path);
     free(e_syspath);
     return ok;
@@ -683,7 +684,7 @@ bool cni_add(const cni_conf *c, const char *kernel_id, const char *session_id, c
     if (!_network_once(c, err)) return false;
     json_t *bc = _bridge_conf(c, c->bridge);
     char *res = NULL;
-    bool ok = _plugin(c, c->bridge, "ADD", kernel_id, netns, bc, &res, err);
+    bool ok = cni_plugin_run(c, c->bridge, "ADD", kernel_id, netns, "eth0", bc, &res, err);
     json_decref(bc);
     if (!ok) return false;
     attached a;
@@ -699,7 +700,7 @@ bool cni_add(const cni_conf *c, const char *kernel_id, const char *session_id, c
     if (ok) ok = _rules(c, true, kernel_id, session_id, &a, err);
     if (ok && n_ports > 0) {
         json_t *pc = _portmap_conf(c, c->portmap, ports, n_ports, res);
-        ok = _plugin(c, c->portmap, "ADD", kernel_id, netns, pc, NULL, err);
+        ok = cni_plugin_run(c, c->portmap, "ADD", kernel_id, netns, "eth0", pc, NULL, err);
         json_decref(pc);
     }
     if (!ok) {
@@ -722,7 +723,7 @@ bool cni_del(const cni_conf *c, const char *kernel_id, const char *netns, const 
     if (n_ports > 0) {
         const char *pm = portmap && access(portmap, X_OK) == 0 ? portmap : c->portmap;
         json_t *pc = _portmap_conf(c, pm, ports, n_ports, prev_result);
-        if (!_plugin(c, pm, "DEL", kernel_id, netns, pc, NULL, err)) ok = false;
+        if (!cni_plugin_run(c, pm, "DEL", kernel_id, netns, "eth0", pc, NULL, err)) ok = false;
         json_decref(pc);
     }
     /* before the bridge plugin frees the address */
@@ -745,7 +746,7 @@ bool cni_del(const cni_conf *c, const char *kernel_id, const char *netns, const 
         if (p) json_object_set_new(bc, "prevResult", p);
     }
     ts_err e2 = {{0}};
-    if (!_plugin(c, br, "DEL", kernel_id, netns, bc, NULL, &e2)) {
+    if (!cni_plugin_run(c, br, "DEL", kernel_id, netns, "eth0", bc, NULL, &e2)) {
         if (ok) *err = e2;
         ok = false;
     }

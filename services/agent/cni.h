@@ -27,6 +27,8 @@
 
 #include "container.h"
 
+#include <jansson.h>
+
 typedef struct cni_conf {
     const char *bin_dir;  /* /usr/lib/cni */
     const char *network;  /* network and bridge name */
@@ -34,6 +36,11 @@ typedef struct cni_conf {
     const char *data_dir; /* <state>/cni */
     const char *portmap;  /* path of the port plugin (cni_plugin_locate) */
     const char *bridge;   /* path of the bridge plugin (cni_plugin_locate) */
+    /* a cluster session's network (cni_cluster.h): tessera-bridge's path
+     * (whatever the bridge plugin is; NULL: cluster kernels fail) and the
+     * VXLAN port between the nodes */
+    const char *cluster_bridge;
+    int vxlan_port;
 } cni_conf;
 
 /* The network's policy, for every network of the process (the agent sets
@@ -78,6 +85,13 @@ bool cni_network_remove(const char *network, const char *subnet, ts_err *err) TS
  * executable file, or NULL with err set (naming the option). */
 char *cni_plugin_locate(const char *option, const char *plugin, const char *ours,
                         const char *bin_dir, ts_err *err);
+
+/* Run one plugin (a path, or a name in bin_dir) for the kernel's interface
+ * ifname (CNI_IFNAME) with conf on stdin; *out (may be NULL) gets its
+ * stdout on success; a plugin's error JSON becomes err. */
+bool cni_plugin_run(const cni_conf *c, const char *plugin, const char *cmd, const char *kernel_id,
+                    const char *netns, const char *ifname, json_t *conf, char **out,
+                    ts_err *err) TS_MUST_CHECK;
 
 /* The host end of the kernel's veth pair from its CNI ADD result (the
  * interface that is neither the bridge `network` nor in the sandbox); false

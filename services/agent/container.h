@@ -30,7 +30,11 @@ typedef struct runtime_opts {
     const char *cni_portmap; /* path of the port plugin; NULL: <cni_bin_dir>/portmap */
     const char *cni_bridge;  /* path of the bridge plugin; NULL: <cni_bin_dir>/bridge */
     const char *sup_path;    /* tessera-sup; NULL: the one beside this program */
-    int port_pool_start;     /* host ports for services: [start, end] */
+    /* tessera-bridge for cluster sessions' networks (cni_cluster.h); NULL:
+     * cni_bridge when it is that, else the one beside this program */
+    const char *cni_cluster_bridge;
+    int vxlan_port;      /* UDP port of the cluster networks' VXLAN (0: 4789) */
+    int port_pool_start; /* host ports for services: [start, end] */
     int port_pool_end;
     int64_t log_cap_bytes; /* per kernel */
     /* The containers' user namespace (userns.h); NULL: none, and kernels
@@ -46,6 +50,26 @@ typedef struct bind_mount {
     const char *container_path; /* "/home/work/<name>" */
     bool read_only;
 } bind_mount;
+
+/* A kernel of a session of several kernels: its second interface (eth1) on
+ * the session's own network (cni_cluster.h), the names of the others in its
+ * /etc/hosts, the session's SSH keypair at /home/config/ssh. */
+typedef struct kernel_peer {
+    const char *hostname; /* main1, sub1, ... */
+    const char *address;  /* on the session's network, "a.b.c.d/len" */
+} kernel_peer;
+
+typedef struct kernel_cluster {
+    uint32_t vni;               /* the session's network id (1 to 16777215) */
+    const char *address;        /* this kernel's, "a.b.c.d/len" */
+    const char *local;          /* this node's address for the overlay; NULL: no remotes */
+    const char *const *remotes; /* the other nodes with kernels of the session */
+    int n_remotes;
+    const kernel_peer *peers; /* every kernel of the session, this one too */
+    int n_peers;
+    const char *ssh_private_key; /* /home/config/ssh/id_cluster (NULL: no keypair) */
+    const char *ssh_public_key;  /* /home/config/ssh/id_cluster.pub */
+} kernel_cluster;
 
 typedef struct kernel_spec {
     const char *kernel_id;
@@ -63,8 +87,9 @@ typedef struct kernel_spec {
     int n_mounts;
     const int *service_ports; /* container ports to publish */
     int n_service_ports;
-    bool batch;       /* true: the command's exit ends the kernel */
-    int cluster_size; /* kernels of the session; <= 1: no peers to reach */
+    bool batch;                    /* true: the command's exit ends the kernel */
+    int cluster_size;              /* kernels of the session; <= 1: no peers to reach */
+    const kernel_cluster *cluster; /* NULL: none (a kernel alone in its session) */
     /* the most the kernel may write on this node, its root file system's
      * changes and /home/work (runtime_disk.h); 0: no limit */
     int64_t disk_bytes;

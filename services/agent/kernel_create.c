@@ -5,8 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
+#include "libcommon/cluster_names.h"
 #include "libcommon/log.h"
 #include "services/agent/image_pull.h"
 #include "services/agent/runtime_destroy.h"
@@ -282,18 +284,29 @@ static int _cluster_size(const Tessera__V1__CreateKernel *cmd)
     return cmd->cluster_size > 0 ? cmd->cluster_size : 1;
 }
 
+/* Backend.AI's cluster variables (the registry sends them too, and its
+ * environ wins): the kernel's name and role, its one-based index among the
+ * kernels of its role, its session-wide rank, every kernel's name. */
 static void _plan_env(kernels *ks, create_plan *p, const Tessera__V1__CreateKernel *cmd)
 {
     const char *role = _role(cmd);
     int size = _cluster_size(cmd);
+    char host[CLUSTER_NAME_MAX];
+    char *hosts = cluster_hosts(size), *replicas = cluster_replicas(size);
     _env_add(p, "BACKENDAI_SESSION_ID=%s", cmd->session_id);
     _env_add(p, "BACKENDAI_KERNEL_ID=%s", cmd->kernel_id);
     _env_add(p, "BACKENDAI_ACCESS_KEY=%s", cmd->access_key);
     _env_add(p, "BACKENDAI_KERNEL_IMAGE=%s", cmd->image);
     _env_add(p, "BACKENDAI_CLUSTER_ROLE=%s", role);
-    _env_add(p, "BACKENDAI_CLUSTER_IDX=%d", cmd->cluster_idx);
+    _env_add(p, "BACKENDAI_CLUSTER_IDX=%d", cluster_role_index(role, cmd->cluster_idx));
+    _env_add(p, "BACKENDAI_CLUSTER_LOCAL_RANK=%d", cmd->cluster_idx);
     _env_add(p, "BACKENDAI_CLUSTER_SIZE=%d", size);
-    _env_add(p, "BACKENDAI_CLUSTER_HOST=%s%d", role, cmd->cluster_idx + 1);
+    _env_add(p, "BACKENDAI_CLUSTER_HOST=%s",
+             cluster_hostname(role, cmd->cluster_idx, host, sizeof(host)));
+    _env_add(p, "BACKENDAI_CLUSTER_HOSTS=%s", hosts);
+    _env_add(p, "BACKENDAI_CLUSTER_REPLICAS=%s", replicas);
+    free(hosts);
+    free(replicas);
     _env_add(p, "TESSERA_AGENT_ID=%s", ks->o.agent_id);
     _env_add(p, "TESSERA_CLUSTER_ROLE=%s", role);
     _env_add(p, "TESSERA_CLUSTER_IDX=%d", cmd->cluster_idx);
@@ -356,6 +369,63 @@ static void _interactive_entry(image_info *info, bool batch)
 
 /* ---- the task ----------------------------------------------------------------------- */
 
+#define KERNEL_MAX_PEERS 64
+
+/* The kernel's cluster (CreateKernel.cluster) as the runtime takes it: the
+ * peers, the other nodes that run some of them, this node's address among
+ * theirs (cni_cluster.h). Nothing without one. */
+static bool _cluster(kernels *ks, krec *k, const Tessera__V1__CreateKernel *cmd, kernel_cluster *kc,
+                     kernel_peer *peers, const char **remotes, ts_err *err)
+{
+    memset(kc, 0, sizeof(*kc));
+    const Tessera__V1__ClusterInfo *ci = cmd->cluster;
+    if (!ci) return true;
+    if (ci->n_peers < 2 || ci->n_peers > KERNEL_MAX_PEERS) {
+        ts_err_set(err, "cluster: %zu kernels (2 to %d)", ci->n_peers, KERNEL_MAX_PEERS);
+        return false;
+    }
+    const char *self_addr = NULL;
+    for (size_t i = 0; i < ci->n_peers; i++) {
+        const Tessera__V1__ClusterInfo__Peer *pe = ci->peers[i];
+        peers[i] = (kernel_peer){.hostname = pe->hostname, .address = pe->address};
+        if (strcasecmp(pe->kernel_id, k->id) == 0) {
+            kc->address = pe->address;
+            kc->local = pe->node_addr;
+        }
+        if (strcmp(pe->agent_id, ks->o.agent_id) == 0) {
+            if (!self_addr || !*self_addr) self_addr = pe->node_addr;
+            continue;
+        }
+        bool seen = !pe->node_addr[0];
+        for (int j = 0; j < kc->n_remotes && !seen; j++)
+            seen = strcmp(remotes[j], pe->node_addr) == 0;
+        if (!pe->node_addr[0]) {
+            ts_err_set(err, "cluster: the node of kernel %s (agent %s) is unknown", pe->hostname,
+                       pe->agent_id);
+            return false;
+        }
+        if (!seen) remotes[kc->n_remotes++] = pe->node_addr;
+    }
+    if (!kc->address) {
+        ts_err_set(err, "cluster: the kernel is not among its session's kernels");
+        return false;
+    }
+    if (kc->n_remotes > 0 && (!kc->local || !*kc->local)) kc->local = self_addr;
+    if (kc->n_remotes > 0 && (!kc->local || !*kc->local)) {
+        ts_err_set(err, "cluster: this node's address (the agent's announced addr) is unknown");
+        return false;
+    }
+    kc->vni = ci->vni;
+    kc->peers = peers;
+    kc->n_peers = (int)ci->n_peers;
+    kc->remotes = remotes;
+    kc->ssh_private_key = ci->ssh_private_key;
+    kc->ssh_public_key = ci->ssh_public_key;
+    TLOG_INFO("cluster kernel", "host=%s address=%s vni=%u remotes=%d", ci->hostname, kc->address,
+              kc->vni, kc->n_remotes);
+    return true;
+}
+
 static bool _start(kernels *ks, krec *k, const Tessera__V1__CreateKernel *cmd, image_info *info,
                    create_plan *p, kernel_status *st, ts_err *err)
 {
@@ -365,12 +435,17 @@ static bool _start(kernels *ks, krec *k, const Tessera__V1__CreateKernel *cmd, i
     for (int i = 0; i < p->n_ports; i++)
         cports[i] = p->ports[i].container_port;
     const char *argv[] = {"/bin/sh", "-c", cmd->startup_command, NULL};
-    char hostname[64];
-    snprintf(hostname, sizeof(hostname), "%s%d", _role(cmd), cmd->cluster_idx + 1);
+    char hostname[CLUSTER_NAME_MAX];
+    cluster_hostname(_role(cmd), cmd->cluster_idx, hostname, sizeof(hostname));
+    kernel_cluster kc;
+    kernel_peer peers[KERNEL_MAX_PEERS];
+    const char *remotes[KERNEL_MAX_PEERS];
+    if (!_cluster(ks, k, cmd, &kc, peers, remotes, err)) return false;
     kernel_spec spec = {
         .kernel_id = k->id,
         .session_id = k->session_id,
         .cluster_size = _cluster_size(cmd),
+        .cluster = cmd->cluster ? &kc : NULL,
         .hostname = hostname,
         .image = info,
         .cpu_cores = slots_get(&p->slots, SLOT_CPU) / 1000.0,
@@ -413,6 +488,42 @@ static void _bootstrap(kernels *ks, krec *k, const Tessera__V1__CreateKernel *cm
         return;
     }
     if (r.exit_code != 0) TLOG_WARN("bootstrap script failed", "exit_code=%d", r.exit_code);
+    exec_result_free(&r);
+}
+
+/* A cluster kernel's sshd on Backend.AI's port 2200, where the image has
+ * one (OpenSSH's /usr/sbin/sshd, else dropbear): a host key of its own in
+ * /tmp/.tessera-sshd, key logins only (the session's keypair is in every
+ * kernel's authorized_keys, docs/sessions.md "Cluster sessions"),
+ * detached. Nothing when the image has none; a failure is logged. */
+static const char SSHD_SCRIPT[] =
+    "d=/tmp/.tessera-sshd\n"
+    "if [ -x /usr/sbin/sshd ]; then\n"
+    "  mkdir -p $d && chmod 700 $d || exit 3\n"
+    "  [ -f $d/key ] || ssh-keygen -q -t ed25519 -N '' -f $d/key || exit 4\n"
+    "  exec /usr/sbin/sshd -p 2200 -h $d/key -o PidFile=$d/pid -o PasswordAuthentication=no "
+    "-o KbdInteractiveAuthentication=no -o StrictModes=no -o UsePAM=no </dev/null >$d/log 2>&1\n"
+    "fi\n"
+    "for b in /usr/sbin/dropbear /usr/bin/dropbear /opt/kernel/dropbear; do\n"
+    "  [ -x $b ] || continue\n"
+    "  mkdir -p $d && chmod 700 $d || exit 3\n"
+    "  k=$(dirname $b)/dropbearkey; [ -x $k ] || k=dropbearkey\n"
+    "  [ -f $d/key ] || $k -t ed25519 -f $d/key >/dev/null 2>&1 || exit 4\n"
+    "  exec $b -r $d/key -p 2200 -s -P $d/pid </dev/null >$d/log 2>&1\n"
+    "done\n"
+    "exit 0\n";
+
+static void _sshd(kernels *ks, krec *k, const Tessera__V1__CreateKernel *cmd)
+{
+    if (!cmd->cluster || cmd->session_type == TESSERA__V1__SESSION_TYPE__SESSION_TYPE_BATCH) return;
+    const char *argv[] = {"/bin/sh", "-c", SSHD_SCRIPT, NULL};
+    exec_result r;
+    ts_err err = {{0}};
+    if (!runtime_exec(ks->o.rt, k->id, argv, NULL, BOOTSTRAP_TIMEOUT_MS, 4096, &r, &err)) {
+        TLOG_DEBUG("no cluster sshd", "error=\"%s\"", err.msg);
+        return;
+    }
+    if (r.exit_code != 0) TLOG_WARN("cluster sshd did not start", "exit_code=%d", r.exit_code);
     exec_result_free(&r);
 }
 
@@ -475,6 +586,7 @@ static void _create(kernels *ks, krec *k, const Tessera__V1__CreateKernel *cmd)
     }
     _running(ks, k, &p, &st);
     _plan_free(&p);
+    _sshd(ks, k, cmd);
     _bootstrap(ks, k, cmd);
 }
 

@@ -15,7 +15,7 @@ static char *id, *resource_group, *state_dir, *runc_path, *cni_bin_dir, *cni_net
     *advertise_addr, *cuda_shim_path, *cuda_driver_libs, *nvml_library, *term_path, *userns;
 static int64_t log_cap, heartbeat_interval_ms, mock_gpus, mock_gpu_memory, max_parallel_pulls,
     pull_retries, pull_timeout_ms, mem, mem_reserve, shm, destroy_grace_ms, exited_retention_ms,
-    exec_timeout_ms, exec_output_cap, userns_base, userns_size, rootfs_size;
+    exec_timeout_ms, exec_output_cap, userns_base, userns_size, rootfs_size, cluster_vxlan_port;
 static char *cni_publish_addrs, *cni_publish_from, *cni_host_ports, *cni_deny, *cni_outbound;
 static double cpu;
 static bool destroy_on_stop, cuda_shim;
@@ -56,6 +56,9 @@ static const cfg_option agent_options[] = {
      "networks (CIDRs, comma-separated) kernels never reach, e.g. management networks"},
     {"agent.cni_outbound", CFG_ENUM, &cni_outbound, "nat", 0, 0, "nat|routed|none", false, NULL,
      "kernels' traffic to other hosts: nat (masqueraded), routed (their own addresses) or none"},
+    {"agent.cluster_vxlan_port", CFG_INT, &cluster_vxlan_port, "4789", 1, 65535, NULL, false, NULL,
+     "UDP port of the VXLAN between the nodes that carries cluster sessions' networks (the same "
+     "on every agent; only the nodes may reach it: docs/agent.md, \"The cluster network\")"},
     {"agent.port_range", CFG_STRING, &port_range, "30000-30999", 0, 0, NULL, false, NULL,
      "host ports for kernels' service ports, low-high"},
     {"agent.log_cap", CFG_BYTES, &log_cap, "10m", 4096, 1073741824.0, NULL, false, NULL,
@@ -156,6 +159,7 @@ static bool agent_routes(svc *s, ts_err *err)
         .mem_reserve = mem_reserve,
         .shm = shm,
         .rootfs_size = rootfs_size,
+        .cluster_vxlan_port = (int)cluster_vxlan_port,
         .destroy_grace_ms = destroy_grace_ms,
         .exited_retention_ms = exited_retention_ms,
         .destroy_on_stop = destroy_on_stop,

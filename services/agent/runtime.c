@@ -50,12 +50,24 @@ runtime *runtime_new(const runtime_opts *opts, ts_err *err)
     rt->sup_path = opts->sup_path && *opts->sup_path ? ts_strdup(opts->sup_path)
                                                      : proc_sibling_path("tessera-sup", NULL);
     rt->log_cap = opts->log_cap_bytes > 0 ? opts->log_cap_bytes : (10LL << 20);
+    const char *cb = opts->cni_cluster_bridge;
+    if (!cb || !*cb) {
+        const char *slash = strrchr(rt->cni_bridge, '/');
+        if (strcmp(slash ? slash + 1 : rt->cni_bridge, "tessera-bridge") == 0) cb = rt->cni_bridge;
+    }
+    rt->cni_cluster = cb && *cb ? ts_strdup(cb) : proc_sibling_path("tessera-bridge", NULL);
+    if (rt->cni_cluster && access(rt->cni_cluster, X_OK) != 0) {
+        free(rt->cni_cluster);
+        rt->cni_cluster = NULL;
+    }
     rt->cni = (cni_conf){.bin_dir = rt->cni_bin,
                          .network = rt->cni_net,
                          .subnet = rt->cni_subnet,
                          .data_dir = rt->cni_data,
                          .portmap = rt->cni_portmap,
-                         .bridge = rt->cni_bridge};
+                         .bridge = rt->cni_bridge,
+                         .cluster_bridge = rt->cni_cluster,
+                         .vxlan_port = opts->vxlan_port > 0 ? opts->vxlan_port : 4789};
     cg_io_accounting(); /* cgroup v1: block I/O counts for runtime_usage */
     rdisk_setup(rt);
     bool ok = true;
@@ -123,6 +135,7 @@ void runtime_free(runtime *rt)
     free(rt->cni_portmap_legacy);
     free(rt->cni_bridge);
     free(rt->cni_bridge_legacy);
+    free(rt->cni_cluster);
     free(rt->sup_path);
     free(rt->mkfs);
     free(rt);
@@ -201,7 +214,7 @@ bool runtime_status(runtime *rt, const char *id, kernel_status *out, ts_err *err
     ts_strlcpy(out->ip, st.ip, sizeof(out->ip));
     memcpy(out->ports, st.ports, sizeof(st.ports[0]) * (size_t)st.n_ports);
     out->n_ports = st.n_ports;
-    free(st.cni_result);
+    rts_state_free(&st);
     char rel[128], hint[160];
     rts_cg_rel(id, rel, sizeof(rel));
     rts_cg_hint(id, hint, sizeof(hint));
@@ -368,8 +381,18 @@ bool runtime_usage(runtime *rt, const char *id, kernel_usage *out, ts_err *err)
             out->net_rx_bytes = _read_counter(host_if, "tx_bytes");
             out->net_tx_bytes = _read_counter(host_if, "rx_bytes");
         }
+        /* a cluster kernel's eth1 too (cni_cluster.h): its bridge is the
+         * configuration's */
+        json_t *cc =
+            st.cluster_result && st.cluster_conf ? json_loads(st.cluster_conf, 0, NULL) : NULL;
+        const char *br = json_string_value(json_object_get(cc, "bridge"));
+        if (br && cni_result_host_if(st.cluster_result, br, host_if, sizeof(host_if))) {
+            out->net_rx_bytes += _read_counter(host_if, "tx_bytes");
+            out->net_tx_bytes += _read_counter(host_if, "rx_bytes");
+        }
+        json_decref(cc);
         out->started_ms = _started_ms(st.init_pid);
-        free(st.cni_result);
+        rts_state_free(&st);
     }
     return true;
 }

@@ -11,6 +11,7 @@
 #include "libcommon/log.h"
 #include "libcommon/proc.h"
 #include "services/agent/cgroups.h"
+#include "services/agent/cni_cluster.h"
 #include "services/agent/overlay.h"
 #include "services/agent/runtime_disk.h"
 #include "services/agent/runtime_state.h"
@@ -111,13 +112,19 @@ static void _supervisor(teardown *t)
     }
 }
 
-/* 3. The network: CNI DEL (veth, lease, iptables rules), then the netns. */
+/* 3. The network: CNI DEL (the cluster network's interface, veth, lease,
+ *    iptables rules), then the netns. */
 static void _network(teardown *t)
 {
     const kstate *st = &t->st;
     ts_err e;
     struct stat sb;
     bool netns_exists = stat(t->netns, &sb) == 0;
+    /* the cluster network first: its bridge goes with the session's last
+     * kernel here, also when the namespace is gone */
+    if (t->have && st->cluster_conf &&
+        !cni_cluster_del(&t->rt->cni, t->id, t->netns, st->cluster_conf, st->cluster_result, &e))
+        _note(t, "cluster network: %s", e.msg);
     if (t->have && (st->cni_result || netns_exists)) {
         if (!cni_del(&t->rt->cni, t->id, t->netns, st->ports, st->n_ports, st->cni_result,
                      st->bridge, st->portmap, &e))
@@ -192,7 +199,7 @@ static bool _teardown(runtime *rt, const char *id, const destroy_opts *o, ts_err
     _network(&t);
     int64_t t_net = ts_now_mono_us();
     _files(&t);
-    if (t.have) free(t.st.cni_result);
+    if (t.have) rts_state_free(&t.st);
     TLOG_DEBUG("kernel torn down",
                "term_us=%lld delete_us=%lld supervisor_us=%lld net_us=%lld rest_us=%lld",
                (long long)(t_term - t0), (long long)(t_del - t_term), (long long)(t_sup - t_del),

@@ -103,7 +103,7 @@ bool runtime_listeners(runtime *rt, const char *id, int port, pid_t *pids, int m
         ts_err_set(err, "kernel %s has no state on this agent", id);
         return false;
     }
-    free(st.cni_result);
+    rts_state_free(&st);
     if (st.init_pid <= 0) {
         ts_err_set(err, "kernel %s is not running", id);
         return false;

@@ -12,6 +12,7 @@
 
 #include "libcommon/log.h"
 #include "services/agent/bundle.h"
+#include "services/agent/cni_cluster.h"
 #include "services/agent/overlay.h"
 #include "services/agent/runtime_destroy.h"
 #include "services/agent/runtime_disk.h"
@@ -101,13 +102,21 @@ static void _free_paths(char **paths, int n)
 }
 
 /* /etc/hosts of the container. Rewritten in place once the address is known:
- * the container's bind mount holds this inode. */
-static bool _write_hosts(const char *dir, const char *hostname, const char *ip, ts_err *err)
+ * the container's bind mount holds this inode. A kernel of a cluster names
+ * every kernel of its session (itself too) at its address on the session's
+ * network. */
+static bool _write_hosts(const char *dir, const char *hostname, const char *ip,
+                         const kernel_cluster *cl, ts_err *err)
 {
-    char buf[1024];
+    char buf[8192];
     int n = snprintf(buf, sizeof(buf),
                      "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n");
-    if (ip && *ip) n += snprintf(buf + n, sizeof(buf) - (size_t)n, "%s\t%s\n", ip, hostname);
+    if (ip && *ip && !cl) n += snprintf(buf + n, sizeof(buf) - (size_t)n, "%s\t%s\n", ip, hostname);
+    for (int i = 0; cl && i < cl->n_peers && n < (int)sizeof(buf) - 128; i++) {
+        const char *a = cl->peers[i].address;
+        n += snprintf(buf + n, sizeof(buf) - (size_t)n, "%.*s\t%s\n", (int)strcspn(a, "/"), a,
+                      cl->peers[i].hostname);
+    }
     char *path = ts_asprintf("%s/hosts", dir);
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     bool ok = fd >= 0 && write(fd, buf, (size_t)n) == n;
@@ -120,9 +129,9 @@ static bool _write_hosts(const char *dir, const char *hostname, const char *ip, 
 /* /etc/hosts (no address yet), /etc/hostname, /etc/resolv.conf. The host's
  * resolver minus loopback name servers (unreachable from the container's
  * netns); none left: public ones, as Docker does. */
-static bool _write_etc(const char *dir, const char *hostname, ts_err *err)
+static bool _write_etc(const char *dir, const char *hostname, const kernel_cluster *cl, ts_err *err)
 {
-    if (!_write_hosts(dir, hostname, NULL, err)) return false;
+    if (!_write_hosts(dir, hostname, NULL, cl, err)) return false;
     char buf[4096];
     char *path = ts_asprintf("%s/hostname", dir);
     snprintf(buf, sizeof(buf), "%s\n", hostname);
@@ -162,17 +171,24 @@ typedef struct cni_job {
     const char *id, *session, *netns;
     const kernel_ports *ports;
     int n_ports;
+    const char *cluster_conf; /* NULL: no cluster network */
     bool ok;
-    char *result;
+    char *result, *cluster_result;
     char ip[64];
     ts_err err;
 } cni_job;
 
+/* The kernel's network, then its cluster session's (cni_cluster.h). */
 static void *_cni_job_run(void *arg)
 {
     cni_job *j = arg;
     j->ok = cni_add(&j->rt->cni, j->id, j->session, j->netns, j->ports, j->n_ports, &j->result,
                     j->ip, sizeof(j->ip), &j->err);
+    if (j->ok && j->cluster_conf) {
+        j->ok = cni_cluster_add(&j->rt->cni, j->id, j->netns, j->cluster_conf, &j->cluster_result,
+                                &j->err);
+        if (!j->ok) ts_err_prefix(&j->err, "cluster network");
+    }
     return NULL;
 }
 
@@ -189,7 +205,8 @@ typedef struct start {
     kstate st;
     char rel[128], netns[256];
     char rootfs[600], etc[600], home[600];
-    bool kept_disk; /* the disk (and /home/work) of the previous generation */
+    char config[600]; /* mounted at /home/config (the cluster's SSH keypair); "": none */
+    bool kept_disk;   /* the disk (and /home/work) of the previous generation */
     cni_job job;
     bool job_started;
     char **stage_paths; /* vfolders staged for runc (userns), or NULL */
@@ -248,6 +265,11 @@ static bool _prepare(start *s, ts_err *err)
         }
         s->st.n_ports = n;
     }
+    /* the cluster network's configuration before it exists: a failed start's
+     * teardown removes what its ADD made */
+    if (s->spec->cluster &&
+        !cni_cluster_conf(&s->rt->cni, s->spec->cluster, &s->st.cluster_conf, err))
+        return false;
     return _save(s, err);
 }
 
@@ -265,13 +287,46 @@ static bool _network_begin(start *s, ts_err *err)
                        .session = spec->cluster_size > 1 ? spec->session_id : NULL,
                        .netns = s->netns,
                        .ports = s->st.ports,
-                       .n_ports = s->st.n_ports};
+                       .n_ports = s->st.n_ports,
+                       .cluster_conf = s->st.cluster_conf};
     int rc = pthread_create(&s->job.thread, NULL, _cni_job_run, &s->job);
     if (rc != 0) {
         ts_err_set(err, "pthread_create: %s", strerror(rc));
         return false;
     }
     s->job_started = true;
+    return true;
+}
+
+/* A cluster session's SSH keypair where Backend.AI's kernels find it,
+ * /home/config/ssh/id_cluster and id_cluster.pub (read-only, the user's),
+ * from <disk>/config. */
+static bool _write_config(start *s, uid_t uid, gid_t gid, ts_err *err)
+{
+    const kernel_cluster *cl = s->spec->cluster;
+    if (!cl || !cl->ssh_private_key || !*cl->ssh_private_key) return true;
+    runtime *rt = s->rt;
+    char dir[700], ssh[700], path[720];
+    snprintf(dir, sizeof(dir), "%s/" RDISK_DIR "/config", s->kdir);
+    snprintf(ssh, sizeof(ssh), "%s/ssh", dir);
+    if ((mkdir(dir, 0755) != 0 && errno != EEXIST) || (mkdir(ssh, 0700) != 0 && errno != EEXIST)) {
+        ts_err_set(err, "mkdir %s: %s", ssh, strerror(errno));
+        return false;
+    }
+    if (!userns_own(rt->userns, dir, 0, 0, 0755, err) ||
+        !userns_own(rt->userns, ssh, uid, gid, 0700, err))
+        return false;
+    const char *keys[][2] = {{"id_cluster", cl->ssh_private_key},
+                             {"id_cluster.pub", cl->ssh_public_key ? cl->ssh_public_key : ""}};
+    for (size_t i = 0; i < TS_ARRAY_LEN(keys); i++) {
+        snprintf(path, sizeof(path), "%s/%s", ssh, keys[i][0]);
+        if (!rts_write_file(path, keys[i][1], strlen(keys[i][1]))) {
+            ts_err_set(err, "write %s: %s", path, strerror(errno));
+            return false;
+        }
+        if (!userns_own(rt->userns, path, uid, gid, i == 0 ? 0600 : 0644, err)) return false;
+    }
+    ts_strlcpy(s->config, dir, sizeof(s->config));
     return true;
 }
 
@@ -297,11 +352,13 @@ static bool _files(start *s, ts_err *err)
                        .work = RDISK_DIR "/work",
                        .empty = "empty"};
     if (!overlay_mount(&ov, err)) return false;
-    if (!_write_etc(s->etc, s->hostname, err) || !_own_etc(rt, s->etc, err)) return false;
+    if (!_write_etc(s->etc, s->hostname, spec->cluster, err) || !_own_etc(rt, s->etc, err))
+        return false;
     uid_t uid = 0;
     gid_t gid = 0;
     if (!bundle_process_user(s->rootfs, spec->image, rt->userns, &uid, &gid, err)) return false;
     if (!userns_own(rt->userns, s->home, uid, gid, 0755, err)) return false;
+    if (!_write_config(s, uid, gid, err)) return false;
     int seeded = home_fs_seed(s->home, spec->home_files, spec->n_home_files);
     if (spec->n_home_files) TLOG_INFO("home files", "written=%d of=%d", seeded, spec->n_home_files);
     kernel_spec staged;
@@ -324,6 +381,7 @@ static bool _files(start *s, ts_err *err)
                             .cgroups_path = cgp,
                             .home_dir = s->home,
                             .etc_dir = s->etc,
+                            .config_dir = s->config[0] ? s->config : NULL,
                             .userns = rt->userns,
                             .userns_path = s->userns_path};
         ok = bundle_write(bundle, &bp, err);
@@ -340,6 +398,7 @@ static bool _network_end(start *s, bool ok, ts_err *err)
     if (s->job_started) {
         pthread_join(s->job.thread, NULL);
         s->st.cni_result = s->job.result;
+        s->st.cluster_result = s->job.cluster_result;
         ts_strlcpy(s->st.ip, s->job.ip, sizeof(s->st.ip));
         if (ok && !s->job.ok) {
             *err = s->job.err;
@@ -347,7 +406,7 @@ static bool _network_end(start *s, bool ok, ts_err *err)
         }
     }
     if (!_save(s, ok ? err : &(ts_err){{0}})) ok = false;
-    return ok && _write_hosts(s->etc, s->hostname, s->st.ip, err);
+    return ok && _write_hosts(s->etc, s->hostname, s->st.ip, s->spec->cluster, err);
 }
 
 /* The supervisor runs the container; the host's copies of staged mounts go
@@ -414,7 +473,7 @@ bool runtime_start(runtime *rt, const kernel_spec *spec, kernel_status *out, ts_
     bool ok = _start(&s, err);
     int64_t t_end = ts_now_mono_us();
     free(s.userns_path);
-    free(s.st.cni_result);
+    rts_state_free(&s.st);
     free(s.kdir);
     if (!ok) {
         ts_err_prefix(err, "start kernel %s", id);

@@ -166,6 +166,10 @@ bool rts_state_save(runtime *rt, const char *id, const kernel_spec *spec, const 
     json_object_set_new(j, "cni_portmap", json_string(s->portmap));
     json_object_set_new(j, "cni_bridge", json_string(s->bridge));
     if (s->cni_result) json_object_set_new(j, "cni_result", json_loads(s->cni_result, 0, NULL));
+    if (s->cluster_conf)
+        json_object_set_new(j, "cluster_conf", json_loads(s->cluster_conf, 0, NULL));
+    if (s->cluster_result)
+        json_object_set_new(j, "cluster_result", json_loads(s->cluster_result, 0, NULL));
     char *text = json_dumps(j, JSON_COMPACT);
     json_decref(j);
     char *path = rts_kpath(rt, id, "state.json");
@@ -196,6 +200,9 @@ bool rts_state_load(runtime *rt, const char *id, kstate *s)
     }
     json_t *cr = json_object_get(j, "cni_result");
     if (cr) s->cni_result = json_dumps(cr, JSON_COMPACT);
+    json_t *cc = json_object_get(j, "cluster_conf"), *cl = json_object_get(j, "cluster_result");
+    if (cc) s->cluster_conf = json_dumps(cc, JSON_COMPACT);
+    if (cl) s->cluster_result = json_dumps(cl, JSON_COMPACT);
     /* no key: written by an agent from before agent.cni_portmap, which ran
      * Debian's portmap */
     ts_strlcpy(s->portmap,
@@ -212,6 +219,14 @@ bool rts_state_load(runtime *rt, const char *id, kstate *s)
     s->keepalive = json_is_true(json_object_get(j, "keepalive"));
     json_decref(j);
     return true;
+}
+
+void rts_state_free(kstate *s)
+{
+    free(s->cni_result);
+    free(s->cluster_conf);
+    free(s->cluster_result);
+    s->cni_result = s->cluster_conf = s->cluster_result = NULL;
 }
 
 /* ---- runc ------------------------------------------------------------------------ */

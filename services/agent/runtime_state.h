@@ -21,7 +21,7 @@
 
 struct runtime {
     char *state_dir, *kernels_dir, *runc, *cni_bin, *cni_net, *cni_subnet, *cni_data, *cni_portmap,
-        *cni_portmap_legacy, *cni_bridge, *cni_bridge_legacy, *sup_path;
+        *cni_portmap_legacy, *cni_bridge, *cni_bridge_legacy, *sup_path, *cni_cluster;
     int64_t log_cap;
     port_pool *ports;
     cni_conf cni;
@@ -69,9 +69,11 @@ typedef struct kstate {
     char ip[64];
     kernel_ports ports[16];
     int n_ports;
-    char *cni_result;  /* heap or NULL */
-    char portmap[512]; /* the port plugin the kernel's CNI ADD ran */
-    char bridge[512];  /* the bridge plugin the kernel's CNI ADD ran */
+    char *cni_result;     /* heap or NULL */
+    char portmap[512];    /* the port plugin the kernel's CNI ADD ran */
+    char bridge[512];     /* the bridge plugin the kernel's CNI ADD ran */
+    char *cluster_conf;   /* heap or NULL: its cluster network's configuration (cni_cluster.h) */
+    char *cluster_result; /* heap or NULL: that network's ADD result */
     pid_t init_pid, sup_pid;
     unsigned long long sup_start;
     bool batch;
@@ -81,8 +83,10 @@ typedef struct kstate {
 /* Write the kernel's state.json (spec may be NULL: no session, cluster size). */
 bool rts_state_save(runtime *rt, const char *id, const kernel_spec *spec,
                     const kstate *s) TS_MUST_CHECK;
-/* Read it back; false when there is none (free s->cni_result after a true). */
+/* Read it back; false when there is none (rts_state_free after a true). */
 bool rts_state_load(runtime *rt, const char *id, kstate *s) TS_MUST_CHECK;
+/* The heap parts of s. */
+void rts_state_free(kstate *s);
 
 /* ---- runc ---- */
 

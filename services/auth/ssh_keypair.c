@@ -5,7 +5,7 @@
 
 #include "admin.h"
 #include "libcommon/log.h"
-#include "ssh_keys.h"
+#include "libcommon/ssh_keys.h"
 
 #include <stdlib.h>
 #include <string.h>

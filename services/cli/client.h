@@ -27,7 +27,8 @@ typedef enum cli_status {
 
 typedef struct cli {
     config_creds creds;
-    bool json; /* --json: print the API's JSON instead of tables */
+    bool json;          /* --json: print the API's JSON instead of tables */
+    const char *kernel; /* --kernel: a cluster session's kernel (main1, sub1, ...) */
     httpc *http;
 } cli;
 

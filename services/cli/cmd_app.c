@@ -19,6 +19,7 @@
 typedef struct app_req {
     cli *c;
     const char *session, *app;
+    const char *kernel; /* NULL: the main kernel */
     long port;
 } app_req;
 
@@ -28,6 +29,7 @@ static cli_status _start_service(const app_req *r, json_t **answer)
     json_t *body = json_object();
     if (r->app) json_object_set_new(body, "app", json_string(r->app));
     if (r->port) json_object_set_new(body, "port", json_integer(r->port));
+    if (r->kernel) json_object_set_new(body, "kernel", json_string(r->kernel));
     char *e = httpc_escape(r->session);
     char *path = ts_asprintf("/session/%s/start-service", e);
     free(e);
@@ -43,6 +45,7 @@ static cli_status _stop(const app_req *r)
     char *e = httpc_escape(r->session);
     char *path = ts_asprintf("/session/%s/shutdown-service", e);
     free(e);
+    if (r->kernel) client_query_add(&path, "kernel", r->kernel);
     json_t *body = json_pack("{s:s}", "service_name", r->app), *answer = NULL;
     cli_status rc = client_call(r->c, "POST", path, body, true, &answer);
     free(path);
@@ -112,18 +115,25 @@ static cli_status _bind(const cli_command *self, const app_req *r, const char *s
 int cmd_app(cli *c, const cli_command *self, int argc, char **argv)
 {
     static const struct option longopts[] = {
-        {"port", required_argument, NULL, 'p'}, {"bind", required_argument, NULL, 'b'},
-        {"stop", no_argument, NULL, 'S'},       {"json", no_argument, NULL, 'J'},
-        {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0},
+        {"port", required_argument, NULL, 'p'},
+        {"bind", required_argument, NULL, 'b'},
+        {"stop", no_argument, NULL, 'S'},
+        {"json", no_argument, NULL, 'J'},
+        {"kernel", required_argument, NULL, 'k'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
+    const char *kernel = NULL;
     long port = 0;
     bool stop = false;
     const char *bind_spec = NULL;
     int opt;
     optind = 0;
     opterr = 0;
-    while ((opt = getopt_long(argc, argv, ":p:b:h", longopts, NULL)) != -1) {
-        if (opt == 'h') {
+    while ((opt = getopt_long(argc, argv, ":p:b:k:h", longopts, NULL)) != -1) {
+        if (opt == 'k') {
+            kernel = optarg;
+        } else if (opt == 'h') {
             cli_command_help(self, stdout);
             return CLI_OK;
         } else if (opt == 'J') {
@@ -153,8 +163,11 @@ int cmd_app(cli *c, const cli_command *self, int argc, char **argv)
                          "--stop takes the APP by its name, without --port or --bind");
     if (!client_has_keys(c)) return CLI_FAIL;
 
-    app_req r = {
-        .c = c, .session = argv[optind], .app = left == 2 ? argv[optind + 1] : NULL, .port = port};
+    app_req r = {.c = c,
+                 .session = argv[optind],
+                 .app = left == 2 ? argv[optind + 1] : NULL,
+                 .kernel = kernel,
+                 .port = port};
     if (stop) return _stop(&r);
     if (bind_spec) return _bind(self, &r, bind_spec);
     json_t *answer = NULL;

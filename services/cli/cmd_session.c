@@ -100,21 +100,26 @@ static bool _get_named(cli *c, const session_sub *self, int argc, char **argv, c
                        json_t **answer, cli_status *rc)
 {
     *answer = NULL;
-    if (!session_words(c, self, argc, argv, "h", 1, "NAME", rc)) return false;
+    if (!session_words(c, self, argc, argv, "k:h", 1, "NAME", rc)) return false;
     if (!client_has_keys(c)) {
         *rc = CLI_FAIL;
         return false;
     }
     char *path = session_path(argv[optind], suffix);
+    session_kernel_query(c, &path);
     *rc = client_call(c, "GET", path, NULL, true, answer);
     free(path);
     return *rc == CLI_OK;
 }
 
 static const out_column kernel_cols[] = {
-    {"KERNEL", "id", OUT_TEXT},     {"ROLE", "role", OUT_TEXT},
-    {"AGENT", "agent", OUT_TEXT},   {"STATUS", "status", OUT_TEXT},
-    {"EXIT", "exitCode", OUT_TEXT}, {"STATUS INFO", "statusInfo", OUT_TEXT},
+    {"NAME", "name", OUT_TEXT},
+    {"KERNEL", "id", OUT_TEXT},
+    {"ROLE", "role", OUT_TEXT},
+    {"AGENT", "agent", OUT_TEXT},
+    {"STATUS", "status", OUT_TEXT},
+    {"EXIT", "exitCode", OUT_TEXT},
+    {"STATUS INFO", "statusInfo", OUT_TEXT},
     {NULL, NULL, OUT_TEXT},
 };
 
@@ -265,6 +270,10 @@ static int sub_interrupt(cli *c, const session_sub *self, int argc, char **argv)
 
 /* ---- the table ----------------------------------------------------------------------------- */
 
+#define KERNEL_OPT                                                                                 \
+    "  -k, --kernel KERNEL          the kernel of a cluster session: main1 (the default),\n"       \
+    "                               sub1, sub2, ... or a kernel id\n"
+
 static const session_sub subcommands[] = {
     {"create", "create a session and wait until it runs, showing its progress",
      "tessera session create IMAGE [OPTIONS]\n       tessera session create --template ID "
@@ -276,7 +285,11 @@ static const session_sub subcommands[] = {
      "  -t, --type TYPE              interactive (default), batch or inference\n"
      "  -g, --group PROJECT          project (group) name (default: default)\n"
      "      --resource-group GROUP   resource group (scaling group)\n"
-     "      --agent ID               put every kernel on agent ID (superadmins; agentList)\n"
+     "      --agent ID               put every kernel on agent ID (superadmins; agentList);\n"
+     "                               once per kernel: kernel i on the i-th (multi-node)\n"
+     "      --cluster-size N         N kernels (main1, sub1, ...; default 1)\n"
+     "      --cluster-mode MODE      single-node (default: every kernel on one agent) or\n"
+     "                               multi-node (kernels on several agents)\n"
      "  -r, --resources SLOTS        e.g. cpu=1,mem=1g,cuda.shares=0.5 (repeatable)\n"
      "  -e, --env NAME=VALUE         an environment variable (repeatable)\n"
      "      --startup-command CMD    the command a batch session runs\n"
@@ -302,25 +315,26 @@ static const session_sub subcommands[] = {
      "      --owner ACCESS_KEY       a session of another keypair (admins)\n"},
     {"restart", "restart a running session's kernels (mounts and work dir kept)",
      "tessera session restart NAME", sub_restart, false, ""},
-    {"logs", "print a session's container logs (stdout and stderr)", "tessera session logs NAME",
-     sub_logs, false, ""},
+    {"logs", "print a session's container logs (stdout and stderr)",
+     "tessera session logs NAME [--kernel KERNEL]", sub_logs, false, KERNEL_OPT},
     {"exec", "run a command in a session (batch mode); exits with its exit code",
-     "tessera session exec NAME -- COMMAND [ARGS...]", session_exec, false,
-     "  (one COMMAND word is a shell command line as it is; several are quoted each)\n"},
+     "tessera session exec NAME [--kernel KERNEL] -- COMMAND [ARGS...]", session_exec, false,
+     KERNEL_OPT "  (one COMMAND word is a shell command line as it is; several are quoted each)\n"},
     {"run", "run code with the image's runtime (query mode); exits with its exit code",
-     "tessera session run NAME CODE", session_run, false, ""},
+     "tessera session run NAME CODE [--kernel KERNEL]", session_run, false, KERNEL_OPT},
     {"history", "show a session's status history with times and reasons",
      "tessera session history NAME", sub_history, false, ""},
     {"upload", "copy local files into a running session's /home/work",
-     "tessera session upload NAME FILE...", session_upload, false,
+     "tessera session upload NAME FILE... [--kernel KERNEL]", session_upload, false,
+     KERNEL_OPT
      "  (each FILE lands at /home/work/<its base name>; at most 1 MiB in all by default,\n"
      "   the gateway's http.max_body)\n"},
     {"download", "copy files or directories out of a running session's /home/work",
-     "tessera session download NAME PATH... [-o DIR]", session_download, false,
-     "  -o, --output DIR             unpack into DIR (default: the current directory)\n"
-     "  (PATH is relative to /home/work; directories come with everything in them)\n"},
+     "tessera session download NAME PATH... [-o DIR] [--kernel KERNEL]", session_download, false,
+     KERNEL_OPT "  -o, --output DIR             unpack into DIR (default: the current directory)\n"
+                "  (PATH is relative to /home/work; directories come with everything in them)\n"},
     {"files", "list a directory of a running session's /home/work",
-     "tessera session files NAME [PATH]", session_files, false, ""},
+     "tessera session files NAME [PATH] [--kernel KERNEL]", session_files, false, KERNEL_OPT},
     {"rename", "give a live session a new name (unique among your live sessions)",
      "tessera session rename NAME NEW_NAME", sub_rename, false, ""},
     {"interrupt", "interrupt the code a session runs through execute streams (SIGINT)",

@@ -59,7 +59,7 @@ static const cli_command commands[] = {
     {"session-template", "keep session templates and list, show, change or delete them",
      NULL /* its own --help at every level */, cmd_session_template},
     {"app", "open an app of a running session (Jupyter, a terminal, ...): prints its URL",
-     "tessera app SESSION APP [--port PORT] [--json]\n"
+     "tessera app SESSION APP [--port PORT] [--kernel KERNEL] [--json]\n"
      "       tessera app SESSION APP --bind [HOST:]PORT\n"
      "       tessera app SESSION APP --stop\n\n"
      "Options:\n"
@@ -69,6 +69,8 @@ static const cli_command commands[] = {
      "                           127.0.0.1; PORT 0 picks a free one) and tunnel each\n"
      "                           connection to the app through tessera-wsproxy, until\n"
      "                           Ctrl-C\n"
+     "  -k, --kernel KERNEL      the app of that kernel of a cluster session: main1 (the\n"
+     "                           default), sub1, sub2, ... or a kernel id\n"
      "      --stop               stop the app instead: its processes end (SIGTERM, then\n"
      "                           SIGKILL after 5 s) and open connections close; it can\n"
      "                           be opened again later\n"

@@ -32,6 +32,8 @@ bool session_next_opt(session_opts *o, int *opt)
             o->help = true;
         } else if (*opt == 'J') { /* --json */
             o->c->json = true;
+        } else if (*opt == 'k') { /* --kernel, where the subcommand takes it */
+            o->c->kernel = optarg;
         } else if (*opt == '?' || *opt == ':') {
             o->status = cli_usage("session", o->sub->name,
                                   *opt == ':' ? "missing value for '%s'" : "unknown option '%s'",
@@ -66,15 +68,27 @@ bool session_words(cli *c, const session_sub *sub, int argc, char **argv, const 
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
+    static const struct option with_kernel[] = {
+        {"json", no_argument, NULL, 'J'},
+        {"kernel", required_argument, NULL, 'k'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
     session_opts o;
     int opt;
-    session_opts_init(&o, c, sub, argc, argv, shortopts, longopts);
+    session_opts_init(&o, c, sub, argc, argv, shortopts,
+                      strchr(shortopts, 'k') ? with_kernel : longopts);
     while (session_next_opt(&o, &opt)) {
     }
     *status = o.status;
     if (session_opts_stop(&o)) return false;
     *status = session_positionals(&o, n, what);
     return *status == CLI_OK;
+}
+
+void session_kernel_query(const cli *c, char **path)
+{
+    if (c->kernel && *c->kernel) client_query_add(path, "kernel", c->kernel);
 }
 
 char *session_path(const char *name, const char *suffix)

@@ -14,7 +14,8 @@
 typedef cli_command session_sub;
 
 /* Reading a subcommand's options with getopt_long: --json ('J') sets
- * c->json and --help ('h') prints the help, both here. */
+ * c->json, --kernel ('k', where a subcommand takes it) c->kernel, and --help
+ * ('h') prints the help, all here. */
 typedef struct session_opts {
     cli *c;
     const session_sub *sub;
@@ -40,7 +41,8 @@ bool session_opts_stop(const session_opts *o) TS_MUST_CHECK;
  * them in the error ("NAME"). CLI_OK or CLI_USAGE (printed). */
 cli_status session_positionals(const session_opts *o, int n, const char *what);
 
-/* For a subcommand with no options of its own (--json, --help): read them,
+/* For a subcommand with no options of its own (--json, --help, and --kernel
+ * when shortopts has "k:"): read them,
  * then n words as session_positionals. False with the status the subcommand
  * ends with (CLI_OK after the help); true: the words start at
  * argv[optind]. */
@@ -49,6 +51,9 @@ bool session_words(cli *c, const session_sub *sub, int argc, char **argv, const 
 
 /* "/session/<escaped name>" + suffix (may be NULL) (heap). */
 char *session_path(const char *name, const char *suffix);
+/* ?kernel=<c->kernel> added to path (heap, replaced) when --kernel was
+ * given: the kernel of a cluster session a request is for. */
+void session_kernel_query(const cli *c, char **path);
 /* A string member of an answer, or NULL. */
 const char *session_str(const json_t *o, const char *key);
 /* 2 * nbytes (<= 16) random hex digits into out. */

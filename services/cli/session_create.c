@@ -15,14 +15,17 @@
 
 /* The options, as the request's parts. */
 typedef struct create_args {
-    const char *name, *type, *group, *rgroup, *startup, *template_id, *agent;
+    const char *name, *type, *group, *rgroup, *startup, *template_id, *cluster_mode;
+    long cluster_size; /* 0: not given */
     bool enqueue_only, reuse;
+    json_t *agents; /* --agent, in order */
     double max_wait;
     json_t *slots, *env, *mounts, *mount_map, *pports;
 } create_args;
 
 static void _args_free(create_args *a)
 {
+    json_decref(a->agents);
     json_decref(a->slots);
     json_decref(a->env);
     json_decref(a->mounts);
@@ -141,7 +144,22 @@ static cli_status _option(const session_sub *self, int opt, const char *arg, cre
         a->template_id = arg;
         break;
     case 'A':
-        a->agent = arg;
+        json_array_append_new(a->agents, json_string(arg));
+        break;
+    case 'C': {
+        long n = strtol(arg, &end, 10);
+        if (end == arg || *end || n < 1 || n > 64)
+            return cli_usage("session", self->name,
+                             "--cluster-size needs a number of kernels from 1 to 64, not '%s'",
+                             arg);
+        a->cluster_size = n;
+        break;
+    }
+    case 'M':
+        if (strcmp(arg, "single-node") != 0 && strcmp(arg, "multi-node") != 0)
+            return cli_usage("session", self->name,
+                             "--cluster-mode is single-node or multi-node, not '%s'", arg);
+        a->cluster_mode = arg;
         break;
     }
     return CLI_OK;
@@ -164,7 +182,9 @@ static json_t *_body(const create_args *a, const char *image, const char *name)
     if (a->type) json_object_set_new(body, "type", json_string(a->type));
     if (a->group) json_object_set_new(body, "group_name", json_string(a->group));
     if (a->startup) json_object_set_new(body, "startupCommand", json_string(a->startup));
-    if (a->agent) json_object_set_new(body, "agentList", json_pack("[s]", a->agent));
+    if (json_array_size(a->agents)) json_object_set(body, "agentList", a->agents);
+    if (a->cluster_size) json_object_set_new(body, "cluster_size", json_integer(a->cluster_size));
+    if (a->cluster_mode) json_object_set_new(body, "cluster_mode", json_string(a->cluster_mode));
     json_object_set_new(body, "enqueueOnly", json_true());
     if (a->reuse) json_object_set_new(body, "reuseIfExists", json_true());
     return body;
@@ -272,6 +292,8 @@ int session_create(cli *c, const session_sub *self, int argc, char **argv)
         {"group", required_argument, NULL, 'g'},
         {"resource-group", required_argument, NULL, 'R'},
         {"agent", required_argument, NULL, 'A'},
+        {"cluster-size", required_argument, NULL, 'C'},
+        {"cluster-mode", required_argument, NULL, 'M'},
         {"resources", required_argument, NULL, 'r'},
         {"env", required_argument, NULL, 'e'},
         {"startup-command", required_argument, NULL, 'S'},
@@ -286,6 +308,7 @@ int session_create(cli *c, const session_sub *self, int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     create_args a = {.max_wait = DEFAULT_MAX_WAIT_S,
+                     .agents = json_array(),
                      .slots = json_object(),
                      .env = json_object(),
                      .mounts = json_array(),

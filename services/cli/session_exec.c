@@ -61,6 +61,7 @@ static int _execute(cli *c, const char *name, json_t *body)
     session_random_hex(rid, 8);
     json_object_set_new(body, "runId", json_string(rid));
     char *path = session_path(name, NULL);
+    session_kernel_query(c, &path);
     json_t *answer = NULL;
     cli_status rc = client_call(c, "POST", path, body, true, &answer);
     free(path);
@@ -84,9 +85,22 @@ static int _execute(cli *c, const char *name, json_t *body)
 int session_exec(cli *c, const session_sub *self, int argc, char **argv)
 {
     cli_status rc;
-    if (!session_words(c, self, argc, argv, "+h", -2, "NAME -- COMMAND", &rc)) return rc;
+    if (!session_words(c, self, argc, argv, "+k:h", -2, "NAME -- COMMAND", &rc)) return rc;
     const char *name = argv[optind];
     int first = optind + 1;
+    /* --kernel may follow NAME too (`exec NAME --kernel sub1 -- CMD`) */
+    while (first < argc && strcmp(argv[first], "--") != 0) {
+        const char *a = argv[first];
+        if ((strcmp(a, "--kernel") == 0 || strcmp(a, "-k") == 0) && first + 1 < argc) {
+            c->kernel = argv[first + 1];
+            first += 2;
+        } else if (strncmp(a, "--kernel=", 9) == 0) {
+            c->kernel = a + 9;
+            first++;
+        } else {
+            break;
+        }
+    }
     if (first < argc && strcmp(argv[first], "--") == 0) first++;
     if (first >= argc) return cli_usage("session", self->name, "%s is missing", "COMMAND");
     if (!client_has_keys(c)) return CLI_FAIL;
@@ -114,7 +128,7 @@ int session_exec(cli *c, const session_sub *self, int argc, char **argv)
 int session_run(cli *c, const session_sub *self, int argc, char **argv)
 {
     cli_status rc;
-    if (!session_words(c, self, argc, argv, "h", 2, "NAME CODE", &rc)) return rc;
+    if (!session_words(c, self, argc, argv, "k:h", 2, "NAME CODE", &rc)) return rc;
     if (!client_has_keys(c)) return CLI_FAIL;
     json_t *body = json_pack("{s:s, s:s}", "mode", "query", "code", argv[optind + 1]);
     int status = _execute(c, argv[optind], body);

@@ -40,7 +40,7 @@ static bool _slurp(const char *path, ts_buf *b)
 int session_upload(cli *c, const session_sub *self, int argc, char **argv)
 {
     cli_status rc;
-    if (!session_words(c, self, argc, argv, "h", -2, "NAME FILE...", &rc)) return rc;
+    if (!session_words(c, self, argc, argv, "k:h", -2, "NAME FILE...", &rc)) return rc;
     if (!client_has_keys(c)) return CLI_FAIL;
     const char *name = argv[optind];
     unsigned char rnd[12];
@@ -68,6 +68,7 @@ int session_upload(cli *c, const session_sub *self, int argc, char **argv)
     free(tail);
     char *ct = ts_asprintf("multipart/form-data; boundary=%s", boundary);
     char *path = session_path(name, "/upload");
+    session_kernel_query(c, &path);
     httpc_resp r;
     rc = client_call_raw(c, "POST", path, ct, body.data, body.len, true, &r);
     if (rc == CLI_OK) {
@@ -116,10 +117,11 @@ static cli_status _untar(const char *dir, const char *data, size_t len)
 int session_download(cli *c, const session_sub *self, int argc, char **argv)
 {
     static const struct option longopts[] = {{"output", required_argument, NULL, 'o'},
+                                             {"kernel", required_argument, NULL, 'k'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     session_opts o;
-    session_opts_init(&o, c, self, argc, argv, "o:h", longopts);
+    session_opts_init(&o, c, self, argc, argv, "o:k:h", longopts);
     const char *dir = ".";
     int opt;
     while (session_next_opt(&o, &opt))
@@ -129,6 +131,7 @@ int session_download(cli *c, const session_sub *self, int argc, char **argv)
     if (rc != CLI_OK) return rc;
     if (!client_has_keys(c)) return CLI_FAIL;
     char *path = session_path(argv[optind], "/download");
+    session_kernel_query(c, &path);
     for (int i = optind + 1; i < argc; i++)
         client_query_add(&path, "files", argv[i]);
     httpc_resp r;
@@ -150,10 +153,11 @@ static const out_column file_cols[] = {
 int session_files(cli *c, const session_sub *self, int argc, char **argv)
 {
     cli_status rc;
-    if (!session_words(c, self, argc, argv, "Jh", -1, "NAME [PATH]", &rc)) return rc;
+    if (!session_words(c, self, argc, argv, "Jk:h", -1, "NAME [PATH]", &rc)) return rc;
     if (argc - optind > 2) return cli_usage("session", self->name, "too many arguments");
     char *path = session_path(argv[optind], "/files");
     if (argc - optind == 2) client_query_add(&path, "path", argv[optind + 1]);
+    session_kernel_query(c, &path);
     json_t *answer = NULL;
     rc = client_call(c, "GET", path, NULL, true, &answer);
     free(path);

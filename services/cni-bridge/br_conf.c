@@ -189,6 +189,78 @@ static bool _routes(json_t *ipam, br_conf *c, cnip_error *e)
     return true;
 }
 
+/* ipam.type "static": addresses [{address: "a.b.c.d/len"}], one IPv4
+ * address; no gateway, no routes of ours. */
+static bool _static(json_t *ipam, br_conf *c, cnip_error *e)
+{
+    json_t *as = json_object_get(ipam, "addresses");
+    const char *addr = NULL;
+    if (json_is_array(as) && json_array_size(as) == 1 && json_is_object(json_array_get(as, 0)) &&
+        !_opt_str(json_array_get(as, 0), "address", "ipam.addresses[0].", &addr, e))
+        return false;
+    struct in_addr a;
+    int prefix;
+    if (!addr || !br_parse_cidr(addr, &a, &prefix) || prefix < 8 || prefix > 30) {
+        cnip_error_set(e, CNIP_E_CONFIG, "invalid network config",
+                       "ipam.addresses: want one address [{\"address\": \"a.b.c.d/len\"}], "
+                       "len 8 to 30 (IPv4 only)");
+        return false;
+    }
+    uint32_t net = ntohl(a.s_addr) & _mask(prefix), h = ntohl(a.s_addr);
+    if (h == net || h == (net | ~_mask(prefix))) {
+        cnip_error_set(e, CNIP_E_CONFIG, "invalid network config",
+                       "ipam.addresses[0].address %.40s is not a host address", addr);
+        return false;
+    }
+    c->subnet.s_addr = htonl(net);
+    c->prefix = prefix;
+    c->range_start = c->range_end = a;
+    c->gateway.s_addr = 0;
+    c->static_ipam = true;
+    return true;
+}
+
+/* vxlan: {name, vni, port, local, remotes}; absent: none. */
+static bool _vxlan(json_t *root, br_conf *c, cnip_error *e)
+{
+    json_t *v = json_object_get(root, "vxlan");
+    if (!v || json_is_null(v)) return true;
+    br_vxlan *x = &c->vxlan;
+    const char *name;
+    bool set;
+    json_t *vni = json_object_get(v, "vni"), *port = json_object_get(v, "port");
+    json_t *remotes = json_object_get(v, "remotes");
+    if (!json_is_object(v) || !_opt_str(v, "name", "vxlan.", &name, e) ||
+        !_opt_ip(v, "local", "vxlan.", &x->local, &set, e))
+        return false;
+    if (!name || !*name || strlen(name) >= IF_NAMESIZE || strpbrk(name, "/ \t\n:") || !set ||
+        !json_is_integer(vni) || json_integer_value(vni) < 1 ||
+        json_integer_value(vni) > 16777215 ||
+        (port && (!json_is_integer(port) || json_integer_value(port) < 1 ||
+                  json_integer_value(port) > 65535)) ||
+        !json_is_array(remotes) || json_array_size(remotes) > BR_MAX_REMOTES) {
+        cnip_error_set(e, CNIP_E_CONFIG, "invalid network config",
+                       "vxlan: want {name (an interface name), vni (1 to 16777215), port (1 to "
+                       "65535), local (IPv4), remotes (at most %d IPv4 addresses)}",
+                       BR_MAX_REMOTES);
+        return false;
+    }
+    snprintf(x->name, sizeof(x->name), "%s", name);
+    x->vni = (uint32_t)json_integer_value(vni);
+    x->port = port ? (int)json_integer_value(port) : 4789;
+    for (size_t i = 0; i < json_array_size(remotes); i++) {
+        const char *r = json_string_value(json_array_get(remotes, i));
+        if (!r || inet_pton(AF_INET, r, &x->remotes[x->n_remotes]) != 1) {
+            cnip_error_set(e, CNIP_E_CONFIG, "invalid network config",
+                           "vxlan.remotes[%zu]: not an IPv4 address", i);
+            return false;
+        }
+        x->n_remotes++;
+    }
+    x->on = true;
+    return true;
+}
+
 static bool _ipam(json_t *root, cnip_cmd cmd, br_conf *c, cnip_error *e)
 {
     json_t *ipam = json_object_get(root, "ipam");
@@ -203,10 +275,11 @@ static bool _ipam(json_t *root, cnip_cmd cmd, br_conf *c, cnip_error *e)
     }
     const char *type, *dir;
     if (!_opt_str(ipam, "type", "ipam.", &type, e)) return false;
-    if (!type || strcmp(type, "host-local") != 0) {
+    bool is_static = type && strcmp(type, "static") == 0;
+    if (!type || (strcmp(type, "host-local") != 0 && !is_static)) {
         cnip_error_set(e, CNIP_E_CONFIG, "invalid network config",
                        "ipam.type %.40s: tessera-bridge keeps addresses as host-local does; want "
-                       "\"host-local\"",
+                       "\"host-local\" (or \"static\" with one address)",
                        type ? type : "(missing)");
         return false;
     }
@@ -220,7 +293,8 @@ static bool _ipam(json_t *root, cnip_cmd cmd, br_conf *c, cnip_error *e)
         return false;
     }
     snprintf(c->data_dir, sizeof(c->data_dir), "%s", dir);
-    if (!_range(ipam, c, e) || !_routes(ipam, c, e)) return false;
+    if (is_static ? !_static(ipam, c, e) : (!_range(ipam, c, e) || !_routes(ipam, c, e)))
+        return false;
     c->has_ipam = true;
     return true;
 }
@@ -234,7 +308,7 @@ bool br_conf_parse(const char *text, size_t len, cnip_cmd cmd, br_conf *c, cnip_
     bool ok = false;
     const char *bridge;
     json_t *mtu = json_object_get(root, "mtu");
-    bool masq = false;
+    bool masq = false, netfilter = true;
     if (!_opt_str(root, "bridge", "", &bridge, e)) {
     } else if (bridge && (!*bridge || strlen(bridge) >= IF_NAMESIZE || strchr(bridge, '/') ||
                           strpbrk(bridge, " \t\n:") || strcmp(bridge, ".") == 0 ||
@@ -252,7 +326,9 @@ bool br_conf_parse(const char *text, size_t len, cnip_cmd cmd, br_conf *c, cnip_
                !_opt_bool(root, "hairpinMode", &c->hairpin, e) ||
                !_opt_bool(root, "portIsolation", &c->port_isolation, e) ||
                !_opt_bool(root, "disableIPv6", &c->disable_ipv6, e) ||
-               !_opt_bool(root, "ipMasq", &masq, e)) {
+               !_opt_bool(root, "ipMasq", &masq, e) ||
+               !_opt_bool(root, "bridgeNetfilter", &netfilter, e) ||
+               !_opt_bool(root, "removeIdleBridge", &c->remove_idle, e) || !_vxlan(root, c, e)) {
     } else if (masq) {
         cnip_error_set(e, CNIP_E_CONFIG, "invalid network config",
                        "ipMasq is not supported by tessera-bridge: masquerade the subnet outside "
@@ -261,7 +337,14 @@ bool br_conf_parse(const char *text, size_t len, cnip_cmd cmd, br_conf *c, cnip_
         snprintf(c->bridge, sizeof(c->bridge), "%s", bridge ? bridge : "cni0");
         c->mtu = mtu ? (int)json_integer_value(mtu) : 0;
         if (c->default_route) c->is_gateway = true;
+        c->no_netfilter = !netfilter;
         ok = _ipam(root, cmd, c, e);
+        if (ok && c->static_ipam && (c->is_gateway || c->port_isolation)) {
+            cnip_error_set(e, CNIP_E_CONFIG, "invalid network config",
+                           "ipam.type static: a network without a gateway (isGateway, "
+                           "isDefaultGateway and portIsolation false)");
+            ok = false;
+        }
     }
     json_decref(root);
     return ok;

@@ -31,7 +31,25 @@
  *                 /var/lib/cni/networks)
  * The addresses are kept as host-local keeps them (br_ipam.h), so a host can
  * move between this plugin and Debian's bridge + host-local. Other keys are
- * ignored, as CNI plugins do. */
+ * ignored, as CNI plugins do.
+ *
+ * A cluster session's network (ours; the agent's second interface of a
+ * kernel of a session of several kernels, docs/agent.md "The cluster
+ * network"):
+ *   ipam          type "static" (the reference plugin's shape): `addresses`
+ *                 [{address: "a.b.c.d/len"}], one IPv4 address, no lease
+ *                 store, no gateway; `dataDir` holds the lock below
+ *   bridgeNetfilter  (default true) false: the bridge's frames skip the
+ *                 host's iptables (nf_call_iptables 0; set when it is made)
+ *   removeIdleBridge  (default false) DEL removes the bridge, and its
+ *                 VXLAN device, once no other port is left on it
+ *   vxlan         {name, vni, port, local, remotes: [...]}: a VXLAN device
+ *                 (learning) on the bridge, its UDP from `local` to `port`
+ *                 of each remote, which gets broadcasts (a flood entry in
+ *                 its FDB); none when there are no remotes
+ * The ADD and DEL of such networks hold an exclusive lock
+ * (<dataDir>/cluster.lock), so that a bridge another DEL is removing is
+ * never joined. */
 #ifndef BR_CONF_H
 #define BR_CONF_H
 
@@ -50,6 +68,18 @@ enum {
 };
 
 #define BR_MAX_ROUTES 16
+#define BR_MAX_REMOTES 64
+
+/* A VXLAN device on the bridge (vxlan.on), to other nodes. */
+typedef struct br_vxlan {
+    bool on;
+    char name[IF_NAMESIZE];
+    uint32_t vni; /* 1 to 16777215 */
+    int port;     /* UDP, host order */
+    struct in_addr local;
+    struct in_addr remotes[BR_MAX_REMOTES];
+    int n_remotes;
+} br_vxlan;
 
 typedef struct br_route {
     struct in_addr dst, gw; /* gw 0: through the range's gateway */
@@ -70,6 +100,11 @@ typedef struct br_conf {
     br_route routes[BR_MAX_ROUTES];
     int n_routes;
     char data_dir[512];
+    /* a cluster session's network (ours, above) */
+    bool static_ipam;  /* ipam.type "static": the one address is range_start */
+    bool no_netfilter; /* bridgeNetfilter: false */
+    bool remove_idle;  /* removeIdleBridge */
+    br_vxlan vxlan;
 } br_conf;
 
 /* Parse and check stdin for cmd (not CNIP_VERSION). false with e set. */

@@ -205,8 +205,8 @@ static bool _set_mac(br_nl *n, int ifindex, const unsigned char mac[6], ts_err *
     return false;
 }
 
-bool br_nl_bridge_ensure(br_nl *n, const char *name, int mtu, bool fixed_mac, int *index,
-                         ts_err *err)
+bool br_nl_bridge_ensure(br_nl *n, const char *name, int mtu, bool fixed_mac, bool no_netfilter,
+                         int *index, ts_err *err)
 {
     char kind[32];
     int idx = 0;
@@ -226,6 +226,14 @@ bool br_nl_bridge_ensure(br_nl *n, const char *name, int mtu, bool fixed_mac, in
         }
         struct rtattr *li = _nest(&m, IFLA_LINKINFO);
         _attr(&m, IFLA_INFO_KIND, "bridge", 6);
+        if (no_netfilter) {
+            struct rtattr *data = _nest(&m, IFLA_INFO_DATA);
+            unsigned char off = 0;
+            _attr(&m, IFLA_BR_NF_CALL_IPTABLES, &off, sizeof(off));
+            _attr(&m, IFLA_BR_NF_CALL_IP6TABLES, &off, sizeof(off));
+            _attr(&m, IFLA_BR_NF_CALL_ARPTABLES, &off, sizeof(off));
+            _nest_end(&m, data);
+        }
         _nest_end(&m, li);
         int rc = _talk(n, &m, NULL);
         if (rc != 0 && rc != EEXIST) { /* EEXIST: another ADD made it meanwhile */
@@ -409,6 +417,126 @@ bool br_nl_route_add(br_nl *n, int ifindex, struct in_addr dst, int prefix, stru
     inet_ntop(AF_INET, &gw, g, sizeof(g));
     ts_err_set(err, "add route %s/%d via %s: %s", d, prefix, g, strerror(rc));
     return false;
+}
+
+bool br_nl_vxlan_ensure(br_nl *n, const br_vxlan_spec *x, int master, int *index, ts_err *err)
+{
+    char kind[32];
+    int idx = 0;
+    *index = 0;
+    if (!br_nl_link_get(n, x->name, &idx, kind, sizeof(kind), err)) return false;
+    if (idx == 0) {
+        msg m;
+        _start(&m, RTM_NEWLINK, NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL);
+        struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC};
+        _put(&m, &ifi, sizeof(ifi));
+        _attr(&m, IFLA_IFNAME, x->name, strlen(x->name) + 1);
+        if (x->mtu > 0) _attr(&m, IFLA_MTU, &x->mtu, sizeof(x->mtu));
+        struct rtattr *li = _nest(&m, IFLA_LINKINFO);
+        _attr(&m, IFLA_INFO_KIND, "vxlan", 5);
+        struct rtattr *data = _nest(&m, IFLA_INFO_DATA);
+        uint32_t vni = x->vni;
+        uint16_t port = htons((uint16_t)x->port);
+        unsigned char learning = 1;
+        _attr(&m, IFLA_VXLAN_ID, &vni, sizeof(vni));
+        _attr(&m, IFLA_VXLAN_LOCAL, &x->local, sizeof(x->local));
+        _attr(&m, IFLA_VXLAN_PORT, &port, sizeof(port));
+        _attr(&m, IFLA_VXLAN_LEARNING, &learning, sizeof(learning));
+        _nest_end(&m, data);
+        _nest_end(&m, li);
+        int rc = _talk(n, &m, NULL);
+        if (rc != 0 && rc != EEXIST) {
+            ts_err_set(err, "create VXLAN device %s (id %u, port %d): %s", x->name, x->vni, x->port,
+                       strerror(rc));
+            return false;
+        }
+        if (!br_nl_link_get(n, x->name, &idx, kind, sizeof(kind), err)) return false;
+        if (idx == 0) {
+            ts_err_set(err, "VXLAN device %s: gone right after it was created", x->name);
+            return false;
+        }
+    }
+    if (strcmp(kind, "vxlan") != 0) {
+        ts_err_set(err, "link %s exists and is not a VXLAN device (%s)", x->name,
+                   kind[0] ? kind : "no kind");
+        return false;
+    }
+    msg m;
+    _start(&m, RTM_NEWLINK, NLM_F_ACK);
+    struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC, .ifi_index = idx};
+    _put(&m, &ifi, sizeof(ifi));
+    _attr(&m, IFLA_MASTER, &master, sizeof(master));
+    int rc = _talk(n, &m, NULL);
+    if (rc != 0) {
+        ts_err_set(err, "attach VXLAN device %s to the bridge: %s", x->name, strerror(rc));
+        return false;
+    }
+    if (!br_nl_link_up(n, idx, err)) return false;
+    *index = idx;
+    return true;
+}
+
+bool br_nl_fdb_flood(br_nl *n, int ifindex, struct in_addr remote, ts_err *err)
+{
+    msg m;
+    _start(&m, RTM_NEWNEIGH, NLM_F_ACK | NLM_F_CREATE | NLM_F_APPEND);
+    struct ndmsg nd = {.ndm_family = AF_BRIDGE,
+                       .ndm_ifindex = ifindex,
+                       .ndm_state = NUD_PERMANENT | NUD_NOARP,
+                       .ndm_flags = NTF_SELF};
+    _put(&m, &nd, sizeof(nd));
+    static const unsigned char zero[6] = {0};
+    _attr(&m, NDA_LLADDR, zero, sizeof(zero));
+    _attr(&m, NDA_DST, &remote, sizeof(remote));
+    int rc = _talk(n, &m, NULL);
+    if (rc == 0 || rc == EEXIST) return true;
+    char ip[INET_ADDRSTRLEN];
+    inet_ntop(AF_INET, &remote, ip, sizeof(ip));
+    ts_err_set(err, "add the flood entry to %s on link %d: %s", ip, ifindex, strerror(rc));
+    return false;
+}
+
+bool br_nl_ports(br_nl *n, int master, int except, int *count, ts_err *err)
+{
+    msg m;
+    *count = 0;
+    _start(&m, RTM_GETLINK, NLM_F_DUMP);
+    struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC};
+    _put(&m, &ifi, sizeof(ifi));
+    uint32_t mask = RTEXT_FILTER_SKIP_STATS;
+    _attr(&m, IFLA_EXT_MASK, &mask, sizeof(mask));
+    m.h.nlmsg_seq = ++n->seq;
+    struct sockaddr_nl sa = {.nl_family = AF_NETLINK};
+    if (sendto(n->fd, m.buf, m.h.nlmsg_len, 0, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        ts_err_set(err, "list links: %s", strerror(errno));
+        return false;
+    }
+    static char buf[65536];
+    for (;;) {
+        ssize_t k = recv(n->fd, buf, sizeof(buf), 0);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) {
+            ts_err_set(err, "list links: %s", k < 0 ? strerror(errno) : "no answer");
+            return false;
+        }
+        for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, (unsigned)k);
+             h = NLMSG_NEXT(h, k)) {
+            if (h->nlmsg_seq != n->seq) continue;
+            if (h->nlmsg_type == NLMSG_DONE) return true;
+            if (h->nlmsg_type == NLMSG_ERROR) {
+                const struct nlmsgerr *e = NLMSG_DATA(h);
+                ts_err_set(err, "list links: %s", strerror(-e->error));
+                return false;
+            }
+            if (h->nlmsg_type != RTM_NEWLINK) continue;
+            const struct ifinfomsg *got = NLMSG_DATA(h);
+            int len = (int)IFLA_PAYLOAD(h);
+            for (struct rtattr *a = IFLA_RTA(got); RTA_OK(a, len); a = RTA_NEXT(a, len))
+                if (a->rta_type == IFLA_MASTER && *(const int *)RTA_DATA(a) == master &&
+                    got->ifi_index != except)
+                    (*count)++;
+        }
+    }
 }
 
 bool br_nl_link_del(br_nl *n, const char *name, ts_err *err)

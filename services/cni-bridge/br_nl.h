@@ -30,8 +30,10 @@ bool br_nl_link_get(br_nl *n, const char *name, int *index, char *kind, size_t k
  * come and go, flushing the bridge's neighbour entries, permanent ones
  * too, and the containers' ARP entry of the gateway; an existing bridge
  * whose MAC still follows its ports gets its current one fixed. */
-bool br_nl_bridge_ensure(br_nl *n, const char *name, int mtu, bool fixed_mac, int *index,
-                         ts_err *err) TS_MUST_CHECK;
+bool br_nl_bridge_ensure(br_nl *n, const char *name, int mtu, bool fixed_mac, bool no_netfilter,
+                         int *index, ts_err *err) TS_MUST_CHECK;
+/* no_netfilter: a bridge made here passes its frames by the host's
+ * iptables, ip6tables and arptables (nf_call_* 0). */
 /* Add an IPv4 address (one already there is not an error). */
 bool br_nl_addr_add(br_nl *n, int ifindex, struct in_addr a, int prefix, ts_err *err) TS_MUST_CHECK;
 /* A veth pair, both ends down: host (in this namespace, a port of master)
@@ -58,6 +60,24 @@ bool br_nl_link_up(br_nl *n, int ifindex, ts_err *err) TS_MUST_CHECK;
  * (one already there is not an error). */
 bool br_nl_route_add(br_nl *n, int ifindex, struct in_addr dst, int prefix, struct in_addr gw,
                      ts_err *err) TS_MUST_CHECK;
+/* A VXLAN device (learning on, UDP from local to port, id vni), made if
+ * there is none (an existing link of that name that is not one is an
+ * error), a port of master, up; *index its index. */
+typedef struct br_vxlan_spec {
+    const char *name;
+    uint32_t vni;
+    int port;
+    struct in_addr local;
+    int mtu; /* 0: the kernel's */
+} br_vxlan_spec;
+bool br_nl_vxlan_ensure(br_nl *n, const br_vxlan_spec *x, int master, int *index,
+                        ts_err *err) TS_MUST_CHECK;
+/* A flood entry on VXLAN device ifindex: broadcast and unknown frames go
+ * to remote too (bridge fdb append 00:00:00:00:00:00 dev ... dst remote);
+ * one there already is not an error. */
+bool br_nl_fdb_flood(br_nl *n, int ifindex, struct in_addr remote, ts_err *err) TS_MUST_CHECK;
+/* How many links are ports of master, except link except (0: none). */
+bool br_nl_ports(br_nl *n, int master, int except, int *count, ts_err *err) TS_MUST_CHECK;
 /* Delete the link; one that is not there is not an error. */
 bool br_nl_link_del(br_nl *n, const char *name, ts_err *err) TS_MUST_CHECK;
 

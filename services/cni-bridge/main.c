@@ -29,7 +29,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "services/cni-bridge/br_conf.h"
@@ -81,6 +83,70 @@ static bool _enter(int ns_fd, const char *path, cnip_error *e)
     return false;
 }
 
+/* A cluster network's ADD and DEL (a static address, a VXLAN device, or a
+ * bridge removed when idle) hold <dataDir>/cluster.lock: a bridge a DEL is
+ * removing is never joined. -1 when c is no such network; false (e set)
+ * when the lock cannot be had. */
+static bool _cluster_lock(const br_conf *c, int *fd, cnip_error *e)
+{
+    *fd = -1;
+    if (!c->static_ipam && !c->vxlan.on && !c->remove_idle) return true;
+    char path[600];
+    snprintf(path, sizeof(path), "%s", c->data_dir[0] ? c->data_dir : "/run");
+    (void)mkdir(path, 0700); /* may exist; the open below says if it is unusable */
+    snprintf(path, sizeof(path), "%s/cluster.lock", c->data_dir[0] ? c->data_dir : "/run");
+    *fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (*fd < 0 || flock(*fd, LOCK_EX) != 0) {
+        cnip_error_set(e, CNIP_E_IO, "cannot lock the cluster networks", "%s: %s", path,
+                       strerror(errno));
+        if (*fd >= 0) close(*fd);
+        *fd = -1;
+        return false;
+    }
+    return true;
+}
+
+/* The VXLAN device on the bridge and a flood entry per remote node. */
+static bool _vxlan(br_nl *host, const br_conf *c, int br_idx, cnip_error *e)
+{
+    if (!c->vxlan.on || c->vxlan.n_remotes == 0) return true;
+    ts_err err = {{0}};
+    br_vxlan_spec x = {.name = c->vxlan.name,
+                       .vni = c->vxlan.vni,
+                       .port = c->vxlan.port,
+                       .local = c->vxlan.local,
+                       .mtu = c->mtu};
+    int idx = 0;
+    if (!br_nl_vxlan_ensure(host, &x, br_idx, &idx, &err))
+        return _nl_fail(e, "cannot set up the VXLAN device", &err);
+    if (c->disable_ipv6 && !br_sys_ipv6_off(c->vxlan.name, &err))
+        return _sys_fail(e, "cannot turn IPv6 off on the VXLAN device", &err);
+    for (int i = 0; i < c->vxlan.n_remotes; i++)
+        if (!br_nl_fdb_flood(host, idx, c->vxlan.remotes[i], &err))
+            return _nl_fail(e, "cannot reach the other nodes through the VXLAN device", &err);
+    return true;
+}
+
+/* removeIdleBridge: the bridge and its VXLAN device go once no other port
+ * is left on it. */
+static bool _remove_idle(br_nl *host, const br_conf *c, cnip_error *e)
+{
+    ts_err err = {{0}};
+    int br_idx = 0, vx_idx = 0, ports = 0;
+    if (!br_nl_link_get(host, c->bridge, &br_idx, NULL, 0, &err))
+        return _nl_fail(e, "cannot read the bridge", &err);
+    if (br_idx == 0) return true;
+    if (c->vxlan.on && !br_nl_link_get(host, c->vxlan.name, &vx_idx, NULL, 0, &err))
+        return _nl_fail(e, "cannot read the VXLAN device", &err);
+    if (!br_nl_ports(host, br_idx, vx_idx, &ports, &err))
+        return _nl_fail(e, "cannot list the bridge's ports", &err);
+    if (ports > 0) return true;
+    if ((c->vxlan.on && !br_nl_link_del(host, c->vxlan.name, &err)) ||
+        !br_nl_link_del(host, c->bridge, &err))
+        return _nl_fail(e, "cannot remove the idle bridge", &err);
+    return true;
+}
+
 /* The host end of the pair, with a fresh name; the container end ifname. */
 static bool _veth(br_nl *nl, const br_conf *c, int br_idx, const char *ifname, int ns_fd, added *a,
                   cnip_error *e)
@@ -125,9 +191,11 @@ static bool _add(const br_conf *c, const char *cid, const char *netns, const cha
     bool ok = !c->is_gateway || _ip_forward_on(e);
     int br_idx = 0;
     if (ok) {
-        if (!br_nl_bridge_ensure(&host, c->bridge, c->mtu, c->port_isolation, &br_idx, &err))
+        if (!br_nl_bridge_ensure(&host, c->bridge, c->mtu, c->port_isolation, c->no_netfilter,
+                                 &br_idx, &err))
             ok = _nl_fail(e, "cannot set up the bridge", &err);
     }
+    if (ok) ok = _vxlan(&host, c, br_idx, e);
     if (ok && c->is_gateway && !br_nl_addr_add(&host, br_idx, c->gateway, c->prefix, &err))
         ok = _nl_fail(e, "cannot give the bridge its gateway address", &err);
     if (ok && c->disable_ipv6 && !br_sys_ipv6_off(c->bridge, &err))
@@ -136,7 +204,9 @@ static bool _add(const br_conf *c, const char *cid, const char *netns, const cha
         ok = _sys_fail(e, "cannot turn proxy ARP on on the bridge", &err);
     br_ipam store;
     bool leased = false;
-    if (ok && br_ipam_open(&store, c, e)) {
+    if (ok && c->static_ipam) {
+        a->ip = c->range_start;
+    } else if (ok && br_ipam_open(&store, c, e)) {
         ok = br_ipam_alloc(&store, c, cid, ifname, &a->ip, &leased, e);
         br_ipam_close(&store);
     } else {
@@ -224,7 +294,8 @@ static void _print_result(const br_conf *c, const char *netns, const char *ifnam
     inet_ntop(AF_INET, &a->ip, ip, sizeof(ip));
     inet_ntop(AF_INET, &c->gateway, gw, sizeof(gw));
     snprintf(cidr, sizeof(cidr), "%s/%d", ip, c->prefix);
-    json_t *ips = json_pack("{s:s, s:s, s:i}", "address", cidr, "gateway", gw, "interface", 2);
+    json_t *ips = json_pack("{s:s, s:i}", "address", cidr, "interface", 2);
+    if (c->gateway.s_addr) json_object_set_new(ips, "gateway", json_string(gw));
     if (old) json_object_set_new(ips, "version", json_string("4"));
     json_t *routes = json_array();
     for (int i = 0; i < c->n_routes; i++) {
@@ -252,7 +323,7 @@ static bool _del(const br_conf *c, const char *cid, const char *netns, const cha
                  cnip_error *e)
 {
     ts_err err = {{0}};
-    if (c->has_ipam) {
+    if (c->has_ipam && !c->static_ipam) {
         br_ipam store;
         if (!br_ipam_open(&store, c, e)) return false;
         struct in_addr ip;
@@ -275,16 +346,33 @@ static bool _del(const br_conf *c, const char *cid, const char *netns, const cha
         (void)br_ipam_release(&store, cid, ifname);
         br_ipam_close(&store);
     }
-    if (!netns || !*netns) return true;
-    int ns_fd = open(netns, O_RDONLY | O_CLOEXEC);
-    if (ns_fd < 0) return true; /* the namespace is gone, and its interfaces with it */
-    bool ok = _enter(ns_fd, netns, e);
-    close(ns_fd);
-    br_nl cont;
-    if (ok && !br_nl_open(&cont, &err)) return _nl_fail(e, "cannot open a netlink socket", &err);
-    if (ok && !br_nl_link_del(&cont, ifname, &err))
-        ok = _nl_fail(e, "cannot delete the container's interface", &err);
-    if (ok) br_nl_close(&cont);
+    /* removeIdleBridge: the host's socket, opened before entering the
+     * container's namespace, sees the bridge once the interface is gone */
+    int lock = -1;
+    br_nl host = {.fd = -1};
+    if (c->remove_idle &&
+        (!_cluster_lock(c, &lock, e) ||
+         (!br_nl_open(&host, &err) && !_nl_fail(e, "cannot open a netlink socket", &err)))) {
+        if (lock >= 0) close(lock);
+        return false;
+    }
+    bool ok = true;
+    int ns_fd = netns && *netns ? open(netns, O_RDONLY | O_CLOEXEC) : -1;
+    if (ns_fd >= 0) { /* else the namespace is gone, and its interfaces with it */
+        ok = _enter(ns_fd, netns, e);
+        close(ns_fd);
+        br_nl cont;
+        if (ok && !br_nl_open(&cont, &err)) {
+            ok = _nl_fail(e, "cannot open a netlink socket", &err);
+        } else if (ok) {
+            if (!br_nl_link_del(&cont, ifname, &err))
+                ok = _nl_fail(e, "cannot delete the container's interface", &err);
+            br_nl_close(&cont);
+        }
+    }
+    if (ok && c->remove_idle) ok = _remove_idle(&host, c, e);
+    br_nl_close(&host);
+    if (lock >= 0) close(lock);
     return ok;
 }
 
@@ -293,9 +381,12 @@ static bool _check(const br_conf *c, const char *cid, const char *netns, const c
 {
     br_ipam store;
     struct in_addr ip;
-    if (!br_ipam_open(&store, c, e)) return false;
-    bool leased = br_ipam_find(&store, cid, ifname, &ip);
-    br_ipam_close(&store);
+    bool leased = c->static_ipam; /* a static address has no lease */
+    if (!leased) {
+        if (!br_ipam_open(&store, c, e)) return false;
+        leased = br_ipam_find(&store, cid, ifname, &ip);
+        br_ipam_close(&store);
+    }
     if (!leased) {
         cnip_error_set(e, BR_E_MISSING, "no address leased", "network %s has no lease for %s/%s",
                        c->name, cid, ifname);
@@ -349,7 +440,11 @@ static bool _parse_cb(void *self, const cnip_request *r, const char *text, size_
 static bool _add_cb(void *self, const cnip_request *r, cnip_error *e)
 {
     bridge *b = self;
-    return _add(&b->c, r->cid, r->netns, r->ifname, &b->a, e);
+    int lock;
+    if (!_cluster_lock(&b->c, &lock, e)) return false;
+    bool ok = _add(&b->c, r->cid, r->netns, r->ifname, &b->a, e);
+    if (lock >= 0) close(lock);
+    return ok;
 }
 
 static bool _del_cb(void *self, const cnip_request *r, cnip_error *e)

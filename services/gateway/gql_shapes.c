@@ -3,6 +3,8 @@
 #include "gql_shapes.h"
 
 #include <stdio.h>
+#include "libcommon/cluster_names.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -76,11 +78,16 @@ static json_t *_container(const json_t *s, const json_t *k)
     json_t *o = json_object();
     _copy_all(o, k, KERNEL_FIELDS);
     _copy_all(o, s, KERNEL_SESSION_FIELDS);
-    char *host = ts_asprintf("%s%lld", gql_str(k, "role") ? gql_str(k, "role") : "main",
-                             (long long)json_integer_value(json_object_get(k, "idx")) + 1);
+    char host[CLUSTER_NAME_MAX];
+    int idx = (int)json_integer_value(json_object_get(k, "idx"));
+    cluster_hostname(gql_str(k, "role"), idx, host, sizeof(host));
+    /* Backend.AI's cluster_idx is one-based among the kernels of a role;
+     * local_rank the session-wide zero-based index (the stored one) */
+    json_object_set_new(o, "idx", json_integer(cluster_role_index(gql_str(k, "role"), idx)));
+    json_object_set_new(o, "cluster_idx",
+                        json_integer(cluster_role_index(gql_str(k, "role"), idx)));
     json_object_set_new(o, "hostname", json_string(host));
     json_object_set_new(o, "cluster_hostname", json_string(host));
-    free(host);
     _set_registry(o, gql_str(s, "image"));
     json_object_set_new(o, "preopen_ports", json_array());
     /* the kernel's latest sample (the registry's session view, which is

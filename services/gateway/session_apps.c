@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static upstream *_registry(gateway *gw)
 {
@@ -59,13 +60,54 @@ static const json_t *_find_port(const json_t *ports, const char *app, json_int_t
     return NULL;
 }
 
-/* The agent starts the app of session sid unless it is listening (registry
- * POST /v1/sessions/{id}/apps/{app}/start); false with the problem in resp. */
+/* The kernel of info named kernel (its name, main1, sub1, ..., or its id),
+ * or NULL. */
+static const json_t *_kernel(const json_t *info, const char *kernel)
+{
+    size_t i;
+    const json_t *k;
+    json_array_foreach(json_object_get(info, "kernels"), i, k)
+    {
+        const char *n = json_string_value(json_object_get(k, "name"));
+        const char *kid = json_string_value(json_object_get(k, "id"));
+        if ((n && strcmp(n, kernel) == 0) || (kid && strcasecmp(kid, kernel) == 0)) return k;
+    }
+    return NULL;
+}
+
+/* A kernel's stored service ports ([{name, protocol, container_port,
+ * host_port}]) in servicePorts' shape, at its host. New reference. */
+static json_t *_kernel_ports(const json_t *k)
+{
+    json_t *out = json_array();
+    const char *host = json_string_value(json_object_get(k, "host"));
+    size_t i;
+    const json_t *p;
+    json_array_foreach(json_object_get(k, "servicePorts"), i, p)
+    {
+        json_t *hp = json_array();
+        json_int_t h = json_integer_value(json_object_get(p, "host_port"));
+        if (h > 0) json_array_append_new(hp, json_integer(h));
+        json_array_append_new(out, json_pack("{s:O, s:O, s:[O], s:o, s:s}", "name",
+                                             json_object_get(p, "name"), "protocol",
+                                             json_object_get(p, "protocol"), "container_ports",
+                                             json_object_get(p, "container_port"), "host_ports", hp,
+                                             "host", host ? host : ""));
+    }
+    return out;
+}
+
+/* The agent starts the app of session sid (of its kernel named kernel, NULL:
+ * the main one) unless it is listening (registry POST
+ * /v1/sessions/{id}/apps/{app}/start); false with the problem in resp. */
 static bool _start_app(gateway *gw, http_req *req, http_resp *resp, const gw_identity *id,
-                       const char *sid, const char *app)
+                       const char *sid, const char *app, const char *kernel)
 {
     char *esid = httpc_escape(sid), *eapp = httpc_escape(app);
-    char *target = ts_asprintf("/v1/sessions/%s/apps/%s/start", esid, eapp);
+    char *ek = kernel ? httpc_escape(kernel) : NULL;
+    char *target = ts_asprintf("/v1/sessions/%s/apps/%s/start%s%s", esid, eapp,
+                               ek ? "?kernel=" : "", ek ? ek : "");
+    free(ek);
     free(esid);
     free(eapp);
     json_t *r = NULL;
@@ -76,12 +118,36 @@ static bool _start_app(gateway *gw, http_req *req, http_resp *resp, const gw_ide
     return ok;
 }
 
+static bool _start_found(gateway *gw, http_req *req, http_resp *resp, const gw_identity *id,
+                         const char *sid, const char *sname, const char *kernel, const json_t *p,
+                         const char *app, json_int_t port, session_app *out);
+
 bool session_apps_start(gateway *gw, http_req *req, http_resp *resp, const gw_identity *id,
-                        const json_t *info, const char *app, json_int_t port, session_app *out)
+                        const json_t *info, const char *kernel, const char *app, json_int_t port,
+                        session_app *out)
 {
     const char *sid = json_string_value(json_object_get(info, "sessionUuid"));
     const char *sname = json_string_value(json_object_get(info, "sessionName"));
-    const json_t *p = _find_port(json_object_get(info, "servicePorts"), app, port);
+    if (kernel && !*kernel) kernel = NULL;
+    const json_t *k = kernel ? _kernel(info, kernel) : NULL;
+    if (kernel && !k) {
+        http_problem(resp, 404, "kernel-not-found", NULL,
+                     "session %s has no kernel %s (main1, sub1, ... or a kernel id)",
+                     sname ? sname : "?", kernel);
+        return false;
+    }
+    json_t *kports = k ? _kernel_ports(k) : NULL;
+    const json_t *p = _find_port(k ? kports : json_object_get(info, "servicePorts"), app, port);
+    bool ok = _start_found(gw, req, resp, id, sid, sname, kernel, p, app, port, out);
+    json_decref(kports);
+    return ok;
+}
+
+/* session_apps_start once the port p is found (NULL: none). */
+static bool _start_found(gateway *gw, http_req *req, http_resp *resp, const gw_identity *id,
+                         const char *sid, const char *sname, const char *kernel, const json_t *p,
+                         const char *app, json_int_t port, session_app *out)
+{
     const char *pname = json_string_value(json_object_get(p, "name"));
     const char *host = json_string_value(json_object_get(p, "host"));
     json_int_t host_port = json_integer_value(json_array_get(json_object_get(p, "host_ports"), 0));
@@ -103,7 +169,7 @@ bool session_apps_start(gateway *gw, http_req *req, http_resp *resp, const gw_id
                      pname ? pname : "?", sname);
         return false;
     }
-    if (!_start_app(gw, req, resp, id, sid, pname)) return false;
+    if (!_start_app(gw, req, resp, id, sid, pname, kernel)) return false;
     memset(out, 0, sizeof(*out));
     snprintf(out->sid, sizeof(out->sid), "%s", sid);
     snprintf(out->name, sizeof(out->name), "%s", pname);

@@ -34,11 +34,12 @@ typedef struct session_app {
 } session_app;
 
 /* The app named app (else the one on container port port > 0) of the RUNNING
- * session in info, started: true with *out; false with the problem in resp
- * (404 no such service port, 409 not published yet or cannot be started,
- * the registry's or the agent's answer). */
+ * session in info, of its kernel named kernel (main1, sub1, ... or a kernel
+ * id; NULL or "": the main kernel), started: true with *out; false with the
+ * problem in resp (404 no such kernel or service port, 409 not published
+ * yet or cannot be started, the registry's or the agent's answer). */
 bool session_apps_start(gateway *gw, http_req *req, http_resp *resp, const gw_identity *id,
-                        const json_t *info, const char *app, json_int_t port,
+                        const json_t *info, const char *kernel, const char *app, json_int_t port,
                         session_app *out) TS_MUST_CHECK;
 
 /* The session's apps in Backend.AI's shape (get_stream_apps): [{name,

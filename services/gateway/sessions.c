@@ -280,6 +280,15 @@ static void h_start_service(http_req *req, http_resp *resp, void *ctx)
         return;
     }
     const char *app = json_string_value(app_v);
+    const json_t *kernel_v = json_object_get(body, "kernel");
+    if (kernel_v && !json_is_null(kernel_v) && !json_is_string(kernel_v)) {
+        http_problem(resp, 400, "invalid-api-params", NULL,
+                     "kernel must be a string (main1, sub1, ... or a kernel id)");
+        json_decref(body);
+        return;
+    }
+    const char *kernel = json_string_value(kernel_v);
+    if (!kernel) kernel = http_query_arg(req, "kernel");
     json_int_t port = _port_arg(body);
     if (port < 0 || ((!app || !*app) && port == 0)) {
         http_problem(resp, 400, "invalid-api-params", NULL,
@@ -293,7 +302,7 @@ static void h_start_service(http_req *req, http_resp *resp, void *ctx)
     session_app sa;
     if (session_apps_running(ctx, req, resp, &id, http_param(req, "name"), "apps can be opened",
                              &info) &&
-        session_apps_start(ctx, req, resp, &id, info, app, port, &sa)) {
+        session_apps_start(ctx, req, resp, &id, info, kernel, app, port, &sa)) {
         char *tgt = strchr(sa.host, ':') ? ts_asprintf("[%s]:%d", sa.host, sa.host_port)
                                          : ts_asprintf("%s:%d", sa.host, sa.host_port);
         json_t *route = json_pack("{s:s, s:s, s:s, s:s, s:s}", "user_id", id.user_id, "session_id",

@@ -337,7 +337,8 @@ static bool _admit(gateway *gw, http_req *req, http_resp *resp, gw_identity *id,
     if (!session_apps_running(gw, req, resp, id, http_param(req, "name"), "streams can be opened",
                               &info))
         return false;
-    bool ok = session_apps_start(gw, req, resp, id, info, app, port, out);
+    bool ok =
+        session_apps_start(gw, req, resp, id, info, http_query_arg(req, "kernel"), app, port, out);
     json_decref(info);
     return ok;
 }

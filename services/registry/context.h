@@ -34,6 +34,7 @@ typedef struct reg_config {
     char *vfolder_url;
     int64_t vfolder_timeout_ms;
     int64_t usage_sample_retention_ms;
+    char *cluster_subnet;
 } reg_config;
 
 /* The options (main.c's table says what each means and its default). */

@@ -3,6 +3,7 @@
 
 #include "libcommon/home_path.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,6 +51,49 @@ json_t *home_files_from_context(const json_t *ctx)
         free(line);
     }
     return out;
+}
+
+void home_files_add_cluster(json_t *files, const char *public_key)
+{
+    if (!public_key || !*public_key) return;
+    size_t i;
+    json_t *e;
+    bool keys = false, config = false;
+    size_t n = strlen(public_key);
+    const char *nl = public_key[n - 1] == '\n' ? "" : "\n";
+    json_array_foreach(files, i, e)
+    {
+        const char *path = json_string_value(json_object_get(e, "path"));
+        if (path && strcmp(path, HOME_FILES_SSH_CONFIG) == 0) config = true;
+        if (!path || strcmp(path, HOME_FILES_AUTHORIZED_KEYS) != 0) continue;
+        const char *data = json_string_value(json_object_get(e, "data"));
+        size_t dn = data ? strlen(data) : 0;
+        char *both = malloc(dn + n + 3);
+        snprintf(both, dn + n + 3, "%s%s%s%s", data ? data : "",
+                 dn && data[dn - 1] != '\n' ? "\n" : "", public_key, nl);
+        json_object_set_new(e, "data", json_string(both));
+        free(both);
+        keys = true;
+    }
+    if (!keys) {
+        char *line = malloc(n + 2);
+        snprintf(line, n + 2, "%s%s", public_key, nl);
+        json_array_append_new(files,
+                              json_pack("{s:s, s:i, s:s}", "path", HOME_FILES_AUTHORIZED_KEYS,
+                                        "mode", MODE_KEYS, "data", line));
+        free(line);
+    }
+    /* as Backend.AI's kernel runner writes it (one entry per role) */
+    if (!config)
+        json_array_append_new(files,
+                              json_pack("{s:s, s:i, s:s}", "path", HOME_FILES_SSH_CONFIG, "mode",
+                                        MODE_KEYS, "data",
+                                        "Host main*\n\tPort 2200\n\tStrictHostKeyChecking no\n"
+                                        "\tUserKnownHostsFile /dev/null\n"
+                                        "\tIdentityFile /home/config/ssh/id_cluster\n"
+                                        "Host sub*\n\tPort 2200\n\tStrictHostKeyChecking no\n"
+                                        "\tUserKnownHostsFile /dev/null\n"
+                                        "\tIdentityFile /home/config/ssh/id_cluster\n"));
 }
 
 Tessera__V1__HomeFile **home_files_pb(arena *a, const char *text, size_t *n)

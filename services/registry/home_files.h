@@ -15,12 +15,19 @@
 #include <jansson.h>
 
 #define HOME_FILES_AUTHORIZED_KEYS ".ssh/authorized_keys"
+#define HOME_FILES_SSH_CONFIG ".ssh/config"
 
 /* The stored array for a session of the owner whose session context is ctx
  * (its "dotfiles" [{path, perm: "644", data}] and "ssh_public_key"); a new
  * reference. Entries with a path or permission auth would not have stored
  * are left out. */
 json_t *home_files_from_context(const json_t *ctx);
+
+/* A cluster session's: its SSH public key added to .ssh/authorized_keys
+ * (made when there is none), and .ssh/config naming the other kernels'
+ * port 2200 and the session's key (/home/config/ssh/id_cluster) unless a
+ * dotfile has that path (docs/sessions.md, "Cluster sessions"). */
+void home_files_add_cluster(json_t *files, const char *public_key);
 
 /* The stored array's text -> HomeFile list (in a; *n entries). */
 Tessera__V1__HomeFile **home_files_pb(arena *a, const char *text, size_t *n);

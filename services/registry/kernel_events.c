@@ -7,6 +7,7 @@
 #include "kernel_steps.h"
 #include "libcommon/log.h"
 #include "pbutil.h"
+#include "session_cluster.h"
 #include "tessera/v1/kernel.pb-c.h"
 #include "tessera/v1/session.pb-c.h"
 
@@ -24,6 +25,7 @@ typedef struct kernel_row {
     char agent_id[136];
     int cluster_idx;
     int generation;
+    char name[40]; /* main1, sub1, ... */
     bool found;
 } kernel_row;
 
@@ -37,8 +39,8 @@ static bool lock_kernel(PGconn *conn, const sess *s, const char *kernel_id, cons
     const char *p[] = {kernel_id, s->id};
     PGresult *r = reg_exec(
         conn,
-        "SELECT status, coalesce(agent_id, ''), cluster_idx, generation FROM registry.kernels"
-        " WHERE id = $1::uuid AND session_id = $2::uuid FOR UPDATE",
+        "SELECT status, coalesce(agent_id, ''), cluster_idx, generation, " SESSION_KERNEL_NAME_SQL
+        " FROM registry.kernels k WHERE id = $1::uuid AND session_id = $2::uuid FOR UPDATE",
         2, p, err);
     if (!r) return false;
     if (PQntuples(r) == 1) {
@@ -46,6 +48,7 @@ static bool lock_kernel(PGconn *conn, const sess *s, const char *kernel_id, cons
         ts_strlcpy(k->agent_id, PQgetvalue(r, 0, 1), sizeof(k->agent_id));
         k->cluster_idx = atoi(PQgetvalue(r, 0, 2));
         k->generation = atoi(PQgetvalue(r, 0, 3));
+        ts_strlcpy(k->name, PQgetvalue(r, 0, 4), sizeof(k->name));
         k->found = !agent_id || !agent_id[0] || strcmp(k->agent_id, agent_id) == 0;
         if (!k->found)
             TLOG_WARN("kernel event from another agent ignored", "agent=%s holder=%s", agent_id,
@@ -55,6 +58,18 @@ static bool lock_kernel(PGconn *conn, const sess *s, const char *kernel_id, cons
     }
     PQclear(r);
     return true;
+}
+
+/* How a reason names a kernel: its id; in a session of several kernels its
+ * name and node too ("kernel sub1 (<id>) on node2"). */
+static void kernel_label(const sess *s, const kernel_row *k, const char *kernel_id, char *buf,
+                         size_t size)
+{
+    if (s->cluster_size > 1 && k->name[0])
+        snprintf(buf, size, "kernel %s (%s)%s%s", k->name, kernel_id, k->agent_id[0] ? " on " : "",
+                 k->agent_id);
+    else
+        snprintf(buf, size, "kernel %s", kernel_id);
 }
 
 static bool in(const char *status, const char *const *set)
@@ -276,9 +291,13 @@ static kbus_result apply_exited(PGconn *conn, outbox *ob, sess *s, const void *m
                 !tr_terminate(conn, ob, s, "batch-finished", why, "system", err))
                 return db_failed();
         } else if (!batch) {
-            char why[400];
-            snprintf(why, sizeof(why), "kernel %s %s", m->kernel_id, info);
-            if ((m->exit_code != 0 && !tr_set_result(conn, s, "FAILURE", m->exit_code, err)) ||
+            /* one kernel of a cluster leaves the others without it: a failure
+             * whatever its code */
+            char why[480];
+            kernel_label(s, &k, m->kernel_id, why, sizeof(why));
+            snprintf(why + strlen(why), sizeof(why) - strlen(why), " %s", info);
+            bool failed = m->exit_code != 0 || s->cluster_size > 1;
+            if ((failed && !tr_set_result(conn, s, "FAILURE", m->exit_code, err)) ||
                 !tr_terminate(conn, ob, s, "kernel-exited", why, "system", err))
                 return db_failed();
         }
@@ -346,8 +365,9 @@ static kbus_result apply_terminated(PGconn *conn, outbox *ob, sess *s, const voi
         return KBUS_DONE;
     }
     /* A kernel ended on its own while the session was starting or running. */
-    char why[512];
-    snprintf(why, sizeof(why), "kernel %s terminated: %s", m->kernel_id, info);
+    char why[600];
+    kernel_label(s, &k, m->kernel_id, why, sizeof(why));
+    snprintf(why + strlen(why), sizeof(why) - strlen(why), " terminated: %s", info);
     if (!tr_destroy_kernels(conn, ob, s, "a kernel of the session failed", true, "TERMINATING",
                             err) ||
         !tr_end(conn, ob, s, ST_ERROR, why, error_code_of(info), m->kernel_id, m->agent_id, NULL,

@@ -13,6 +13,7 @@
 #include "lifecycle.h"
 #include "occupancy_sync.h"
 #include "reconcile.h"
+#include "session_cluster.h"
 #include "usage_store.h"
 
 #include <sodium.h>
@@ -98,6 +99,11 @@ static const cfg_option registry_options[] = {
      3600000, 3650 * 86400000.0, NULL, false, NULL,
      "how long usage samples (registry.usage_samples) are kept; per-session totals are kept for "
      "good (docs/usage.md)"},
+    {"registry.cluster_subnet", CFG_STRING, &reg_settings.cluster_subnet, "10.254.0.0/24", 0, 0,
+     NULL, false, NULL,
+     "the network of a cluster session's kernels (each session its own, closed to the others): "
+     "the kernel of cluster index i gets its i+1-th address (main1 the first); a /25 or larger, "
+     "overlapping no agent's agent.cni_subnet (docs/sessions.md, \"Cluster sessions\")"},
     {NULL},
 };
 
@@ -113,6 +119,7 @@ static bool registry_setup(svc *s, ts_err *err)
         ts_err_prefix(err, "registry.default_slots");
         return false;
     }
+    if (!session_cluster_subnet_valid(reg_settings.cluster_subnet, err)) return false;
     registry_routes(s);
     return true;
 }

@@ -14,6 +14,7 @@
 #include "libcommon/pg.h"
 #include "libcommon/pgjson.h"
 #include "mounts.h"
+#include "session_cluster.h"
 #include "session_enqueued.h"
 #include "session_view.h"
 #include "validation.h"
@@ -271,36 +272,45 @@ static const char insert_sql[] =
     " domain_name, type, image, architecture, resource_group, status, status_info, starts_at,"
     " priority, cluster_size, cluster_mode, requested_slots, resource_opts, mounts, environ,"
     " startup_command, bootstrap_script, idle_timeout, limits, preopen_ports, home_files,"
-    " max_lifetime, rootfs_size, designated_agent)"
+    " max_lifetime, rootfs_size, designated_agent, cluster_vni, cluster_ssh_public,"
+    " cluster_ssh_private)"
     " VALUES ($1::uuid, $2, $3, $4::uuid, $5::uuid, $6, $7, $8, $9, $10, $11, 'PENDING',"
     " 'waiting to be scheduled', to_timestamp($12::bigint / 1000.0), $13::int, $14::int, $15,"
     " $16::jsonb, $17::jsonb, $18::jsonb, $19::jsonb, $20, $21, $22::int, $23::jsonb, $24::jsonb,"
-    " $25::jsonb, $26::int, $27::bigint, $28)";
+    " $25::jsonb, $26::int, $27::bigint, $28, $29::int, $30, $31)";
 
-/* agentList: superadmins only, and an agent alive in the session's resource
- * group (the scheduler places every kernel there, docs/sessions.md). */
+/* agentList: superadmins only, and agents alive in the session's resource
+ * group (the scheduler places every kernel there, or each kernel on its
+ * own, docs/sessions.md). */
 static bool check_designated(PGconn *conn, const reg_caller *c, const create_req *cr,
                              http_resp *resp)
 {
-    if (!cr->agent) return true;
+    if (!cr->agent && cr->n_agents == 0) return true;
     if (!caller_is_superadmin(c)) {
         http_problem(resp, 403, "forbidden", NULL,
                      "only superadmins may designate the agent of a session (agentList)");
         return false;
     }
-    const char *p[] = {cr->agent, cr->resource_group};
-    PGresult *r = pgjson_query(conn, resp, "designated agent",
-                               "SELECT 1 FROM registry.agents WHERE id = $1 AND resource_group = $2"
-                               " AND status = 'ALIVE'",
-                               2, p);
-    if (!r) return false;
-    bool found = PQntuples(r) == 1;
-    PQclear(r);
-    if (!found)
-        http_problem(resp, 400, "invalid-api-params", NULL,
-                     "agentList: %s is no alive agent of resource group %s", cr->agent,
-                     cr->resource_group);
-    return found;
+    int n = cr->n_agents ? cr->n_agents : 1;
+    for (int i = 0; i < n; i++) {
+        const char *agent = cr->n_agents ? cr->agents[i] : cr->agent;
+        const char *p[] = {agent, cr->resource_group};
+        PGresult *r =
+            pgjson_query(conn, resp, "designated agent",
+                         "SELECT 1 FROM registry.agents WHERE id = $1 AND resource_group = $2"
+                         " AND status = 'ALIVE'",
+                         2, p);
+        if (!r) return false;
+        bool found = PQntuples(r) == 1;
+        PQclear(r);
+        if (!found) {
+            http_problem(resp, 400, "invalid-api-params", NULL,
+                         "agentList: %s is no alive agent of resource group %s", agent,
+                         cr->resource_group);
+            return false;
+        }
+    }
+    return true;
 }
 
 /* starts_at -> Unix ms (NULL text when none): ISO-8601 (through PostgreSQL) or a delay. */
@@ -344,6 +354,7 @@ void session_create_reply(svc *s, http_req *req, http_resp *resp, json_t *body)
     image_info im = {0};
     waiter *w = NULL;
     json_t *resolved = NULL;
+    cluster_new cl = {{0}};
     if (!create_req_parse(body, &cr, resp)) goto out;
     bool other = cr.owner_access_key &&
                  strcmp(cr.owner_access_key, http_header(req, "X-Tessera-Caller-Access-Key")
@@ -460,7 +471,9 @@ void session_create_reply(svc *s, http_req *req, http_resp *resp, json_t *body)
                             json_string(slot_format(SLOT_MEM, cr.shmem, b, sizeof(b))));
     }
     json_t *limits = build_limits(owner, owner_ak, jstr(ouser, "id"));
+    if (!session_cluster_new(conn, cr.cluster_size, sid, &cl, resp)) goto out;
     json_t *home = home_files_from_context(owner);
+    home_files_add_cluster(home, cl.ssh_public);
     char *ks = json_dumps(kslots, JSON_COMPACT), *ts = json_dumps(tslots, JSON_COMPACT),
          *ro = json_dumps(ropts, JSON_COMPACT), *mt = json_dumps(resolved, JSON_COMPACT),
          *et = json_dumps(cr.environ, JSON_COMPACT), *lt = json_dumps(limits, JSON_COMPACT),
@@ -511,11 +524,26 @@ void session_create_reply(svc *s, http_req *req, http_resp *resp, json_t *body)
                         hf,
                         lifetime,
                         rootfs,
-                        cr.agent};
+                        cr.agent,
+                        NULL,
+                        NULL,
+                        NULL};
     bool ok = pgjson_begin(conn, resp);
+    ip[28] = cl.ssh_public ? cl.vni : NULL;
+    ip[29] = cl.ssh_public;
+    ip[30] = cl.ssh_private;
     if (ok) {
-        PGresult *ir = pg_exec_cached(conn, insert_sql, 28, ip);
+        PGresult *ir = pg_exec_cached(conn, insert_sql, 31, ip);
         ok = PQresultStatus(ir) == PGRES_COMMAND_OK;
+        const char *constraint = ok ? NULL : PQresultErrorField(ir, PG_DIAG_CONSTRAINT_NAME);
+        if (!ok && strcmp(pgjson_sqlstate(ir), "23505") == 0 && constraint &&
+            strcmp(constraint, "sessions_live_cluster_vni") == 0) {
+            pg_rollback(conn);
+            http_problem(resp, 503, "service-unavailable", NULL,
+                         "the session's cluster network id was taken meanwhile; try again");
+            PQclear(ir);
+            goto free_text;
+        }
         if (!ok && strcmp(pgjson_sqlstate(ir), "23505") == 0) {
             pg_rollback(conn);
             if (cr.reuse)
@@ -533,12 +561,13 @@ void session_create_reply(svc *s, http_req *req, http_resp *resp, json_t *body)
         char kid[TS_UUID_STRLEN], idx[16];
         ts_uuid4(kid);
         snprintf(idx, sizeof(idx), "%d", i);
-        const char *kp[] = {kid, sid, i == 0 ? "main" : "sub", idx, ks};
+        const char *kp[] = {kid, sid, i == 0 ? "main" : "sub",
+                            idx, ks,  cr.n_agents ? cr.agents[i] : NULL};
         PGresult *kr = pgjson_query(conn, resp, "create kernel",
                                     "INSERT INTO registry.kernels (id, session_id, cluster_role,"
-                                    " cluster_idx, status, slots) VALUES ($1::uuid, $2::uuid, $3,"
-                                    " $4::int, 'PENDING', $5::jsonb)",
-                                    5, kp);
+                                    " cluster_idx, status, slots, designated_agent) VALUES"
+                                    " ($1::uuid, $2::uuid, $3, $4::int, 'PENDING', $5::jsonb, $6)",
+                                    6, kp);
         ok = kr != NULL;
         if (kr) PQclear(kr);
     }
@@ -556,8 +585,12 @@ void session_create_reply(svc *s, http_req *req, http_resp *resp, json_t *body)
     else
         pg_rollback(conn);
     if (!ok) goto free_text;
-    TLOG_INFO("session enqueued", "name=%s owner=%s group=%s image=%s agent=%s", cr.name, owner_ak,
-              cr.resource_group, cr.image, cr.agent ? cr.agent : "");
+    TLOG_INFO("session enqueued",
+              "name=%s owner=%s group=%s image=%s agent=%s cluster_size=%d cluster_mode=%s "
+              "cluster_vni=%s",
+              cr.name, owner_ak, cr.resource_group, cr.image,
+              cr.agent ? cr.agent : (cr.n_agents ? "per-kernel" : ""), cr.cluster_size,
+              cr.cluster_mode, cl.ssh_public ? cl.vni : "");
     /* wait registration before the scheduler can see it */
     if (!cr.enqueue_only && cr.max_wait_ms > 0)
         w = waiters_add(sid, (int)reg_settings.max_waiting_creates);
@@ -586,6 +619,7 @@ free_text:
     free(pt);
     free(hf);
 out:
+    session_cluster_new_free(&cl);
     image_info_free(&im);
     json_decref(resolved);
     json_decref(owner);

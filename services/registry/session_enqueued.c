@@ -23,7 +23,8 @@ static const char enqueue_sql[] =
     " coalesce((extract(epoch FROM s.starts_at) * 1000)::bigint, 0),"
     " (extract(epoch FROM s.created_at) * 1000)::bigint, s.limits::text,"
     " (SELECT json_agg(json_build_object('id', k.id, 'role', k.cluster_role, 'idx', k.cluster_idx,"
-    "   'slots', k.slots) ORDER BY k.cluster_idx)::text FROM registry.kernels k"
+    "   'slots', k.slots, 'agent', k.designated_agent) ORDER BY k.cluster_idx)::text"
+    "   FROM registry.kernels k"
     "   WHERE k.session_id = s.id), s.status, coalesce(s.designated_agent, '')"
     " FROM registry.sessions s WHERE s.id = $1::uuid";
 
@@ -75,6 +76,7 @@ bool session_enqueued_publish(PGconn *conn, const char *session_id, const char *
         kr->cluster_role = ar_str(&a, jstr(k, "role"));
         kr->cluster_idx = (int32_t)json_integer_value(json_object_get(k, "idx"));
         kr->slots = pb_slots(&a, json_object_get(k, "slots"), &kr->n_slots);
+        kr->designated_agent = ar_str(&a, jstr(k, "agent"));
         m.kernels[i] = kr;
     }
     m.n_limits = json_array_size(limits);

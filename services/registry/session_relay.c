@@ -1,5 +1,6 @@
 /* session_relay.c: execute, logs and app starts of a session, relayed to the
- * agent that runs its main kernel (the agent's internal HTTP API, docs/internal-api.md).
+ * agent that runs its main kernel, or the kernel ?kernel= names (main1,
+ * sub1, ... or a kernel id) (the agent's internal HTTP API, docs/internal-api.md).
  * The registry only finds the kernel and its agent; the agent runs the code,
  * caps output and time, and answers in Backend.AI's shape, which is relayed
  * as it is. Files (upload, download, download_single, files) go the same
@@ -8,6 +9,7 @@
 #include "session_relay.h"
 
 #include "caller.h"
+#include "session_cluster.h"
 #include "sessions.h"
 
 #include "libcommon/exec_req.h"
@@ -27,23 +29,30 @@ typedef struct main_kernel {
     char agent_url[256];
 } main_kernel;
 
-/* The running main kernel of session id and its agent's base URL; false after
- * a problem answer. */
-static bool find_main_kernel(PGconn *conn, http_resp *resp, const char *id, main_kernel *out)
+/* The running kernel of session id a request names (?kernel= or
+ * ?kernel_id=: a kernel name such as sub1, or a kernel id; none: the main
+ * kernel) and its agent's base URL; false after a problem answer. */
+static bool find_kernel(PGconn *conn, http_resp *resp, const char *id, const char *name,
+                        main_kernel *out)
 {
-    const char *p[] = {id};
+    const char *p[] = {id, name && *name ? name : NULL};
     PGresult *r = pgjson_query(
-        conn, resp, "find main kernel",
-        "SELECT s.status, k.id::text, k.status, coalesce(a.addr, ''), coalesce(k.agent_id, '')"
-        " FROM registry.sessions s"
+        conn, resp, "find kernel",
+        "SELECT s.status, k.id::text, k.status, coalesce(a.addr, ''), coalesce(k.agent_id, ''),"
+        " " SESSION_KERNEL_NAME_SQL " FROM registry.sessions s"
         " LEFT JOIN registry.kernels k ON k.session_id = s.id"
         " LEFT JOIN registry.agents a ON a.id = k.agent_id"
-        " WHERE s.id = $1::uuid ORDER BY (k.cluster_role = 'main') DESC, k.cluster_idx LIMIT 1",
-        1, p);
+        " WHERE s.id = $1::uuid AND ($2::text IS NULL OR k.id::text = lower($2)"
+        "  OR " SESSION_KERNEL_NAME_SQL " = $2)"
+        " ORDER BY (k.cluster_role = 'main') DESC, k.cluster_idx LIMIT 1",
+        2, p);
     if (!r) return false;
     bool ok = false;
     const char *session_status = PQntuples(r) ? PQgetvalue(r, 0, 0) : "";
-    if (PQntuples(r) != 1 || PQgetisnull(r, 0, 1)) {
+    if (PQntuples(r) != 1 && name && *name) {
+        http_problem(resp, 404, "kernel-not-found", NULL,
+                     "session %s has no kernel %s (main1, sub1, ... or a kernel id)", id, name);
+    } else if (PQntuples(r) != 1 || PQgetisnull(r, 0, 1)) {
         http_problem(resp, 404, "session-not-found", NULL, "session %s has no kernel", id);
     } else if (strcmp(session_status, "RUNNING") != 0) {
         http_problem(resp, 409, "invalid-session-state", "Session is not running",
@@ -67,6 +76,27 @@ static bool find_main_kernel(PGconn *conn, http_resp *resp, const char *id, main
     return ok;
 }
 
+/* The query without its kernel= and kernel_id= arguments (the registry's,
+ * not the agent's); heap. */
+static char *agent_query(const char *q)
+{
+    char *out = ts_strdup("");
+    while (q && *q) {
+        size_t n = strcspn(q, "&");
+        size_t k = strcspn(q, "=&");
+        bool ours =
+            (k == 6 && strncmp(q, "kernel", 6) == 0) || (k == 9 && strncmp(q, "kernel_id", 9) == 0);
+        if (n && !ours) {
+            char *next = ts_asprintf("%s%s%.*s", out, *out ? "&" : "", (int)n, q);
+            free(out);
+            out = next;
+        }
+        q += n;
+        if (*q == '&') q++;
+    }
+    return out;
+}
+
 /* pass_problems: the agent's own 5xx problem answers are relayed as they are
  * (an app start says why it failed); otherwise a 5xx becomes a 502. */
 static void relay(http_req *req, http_resp *resp, svc *s, const char *method, const char *what,
@@ -77,16 +107,20 @@ static void relay(http_req *req, http_resp *resp, svc *s, const char *method, co
     PGconn *conn = pgjson_get(s, resp);
     char id[TS_UUID_STRLEN];
     main_kernel k;
+    const char *kname = http_query_arg(req, "kernel");
+    if (!kname || !*kname) kname = http_query_arg(req, "kernel_id");
     bool found =
-        conn && sessions_find(conn, req, resp, &c, id) && find_main_kernel(conn, resp, id, &k);
+        conn && sessions_find(conn, req, resp, &c, id) && find_kernel(conn, resp, id, kname, &k);
     pgjson_put(s, conn);
     caller_free(&c);
     if (!found) return;
 
     /* The query and the body's own Content-Type travel as they came (an
      * upload is multipart/form-data), and a download keeps its file name. */
+    char *query = agent_query(req->query);
     char *url = ts_asprintf("%s/v1/kernels/%s/%s%s%s", k.agent_url, k.kernel_id, what,
-                            req->query[0] ? "?" : "", req->query);
+                            query[0] ? "?" : "", query);
+    free(query);
     const char *ct = http_header(req, "Content-Type");
     char *ct_line = ts_asprintf("Content-Type: %s", ct && *ct ? ct : "application/json");
     const char *headers[] = {ct_line, NULL};

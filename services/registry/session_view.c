@@ -2,6 +2,7 @@
 #include "session_view.h"
 
 #include "libcommon/pgjson.h"
+#include "session_cluster.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +15,8 @@ const char session_view_sql[] =
     " s.group_name, s.user_id::text AS user_id, s.access_key, s.resource_group, s.cluster_size,"
     " s.cluster_mode, s.priority, s.result, s.exit_code,"
     " (SELECT coalesce(json_agg(json_build_object('id', k.id, 'role', k.cluster_role,"
-    "    'idx', k.cluster_idx, 'agent', k.agent_id, 'status', k.status,"
+    "    'idx', k.cluster_idx, 'name', " SESSION_KERNEL_NAME_SQL ", 'agent', k.agent_id,"
+    "    'status', k.status,"
     "    'statusInfo', k.status_info, 'containerId', k.container_id,"
     "    'exitCode', k.exit_code, 'host', k.kernel_host, 'servicePorts', k.service_ports)"
     "    ORDER BY k.cluster_idx), '[]'::json)"

@@ -4,8 +4,10 @@
 
 #include "db_common.h"
 #include "home_files.h"
+#include "libcommon/cluster_names.h"
 #include "libcommon/log.h"
 #include "pbutil.h"
+#include "session_cluster.h"
 #include "tessera/v1/agent_cmd.pb-c.h"
 #include "tessera/v1/session.pb-c.h"
 #include "usage_store.h"
@@ -279,10 +281,13 @@ bool tr_finish(PGconn *conn, outbox *ob, sess *s, ts_err *err)
     " k.generation, s.preopen_ports::text, s.id::text, s.home_files::text,"                        \
     " coalesce(i.label_overrides::text, '{}'),"                                                    \
     " coalesce((SELECT c.url LIKE 'http://%' FROM registry.container_registries c"                 \
-    "   WHERE c.hostname = split_part(s.image, '/', 1)), false), s.rootfs_size"                    \
+    "   WHERE c.hostname = split_part(s.image, '/', 1)), false), "                                 \
+    "s.rootfs_size, " SESSION_CLUSTER_COLUMN ", s.cluster_mode"                                    \
     " FROM registry.kernels k JOIN registry.sessions s ON s.id = k.session_id"                     \
     " LEFT JOIN registry.images i ON i.reference = s.image"
 #define KERNELS_COL_SESSION 25
+#define KERNELS_COL_CLUSTER 30
+#define KERNELS_COL_MODE 31
 
 static const char kernels_sql[] =
     KERNELS_COLS " WHERE k.session_id = $1::uuid AND k.agent_id IS NOT NULL"
@@ -323,16 +328,28 @@ static Tessera__V1__CreateKernel__EnvironEntry **environ_of(arena *a, const char
         env = json_object();
     }
     const char *kid = PQgetvalue(r, i, 0), *role = PQgetvalue(r, i, 1);
-    char host[32];
-    snprintf(host, sizeof(host), "%s%d", role, atoi(PQgetvalue(r, i, 2)) + 1);
+    int idx = atoi(PQgetvalue(r, i, 2)), size = atoi(PQgetvalue(r, i, 9));
+    char host[CLUSTER_NAME_MAX], num[16], rank[16];
+    cluster_hostname(role, idx, host, sizeof(host));
+    snprintf(num, sizeof(num), "%d", cluster_role_index(role, idx));
+    snprintf(rank, sizeof(rank), "%d", idx);
+    char *hosts = cluster_hosts(size), *replicas = cluster_replicas(size);
     env_put(env, "BACKENDAI_SESSION_ID", session_id);
     env_put(env, "TESSERA_SESSION_ID", session_id);
     env_put(env, "BACKENDAI_KERNEL_ID", kid);
     env_put(env, "BACKENDAI_SESSION_NAME", PQgetvalue(r, i, 18));
+    /* Backend.AI's: the role, its one-based index among the kernels of
+     * that role, the session-wide zero-based rank, every kernel's name */
     env_put(env, "BACKENDAI_CLUSTER_ROLE", role);
-    env_put(env, "BACKENDAI_CLUSTER_IDX", PQgetvalue(r, i, 2));
+    env_put(env, "BACKENDAI_CLUSTER_IDX", num);
+    env_put(env, "BACKENDAI_CLUSTER_LOCAL_RANK", rank);
     env_put(env, "BACKENDAI_CLUSTER_SIZE", PQgetvalue(r, i, 9));
     env_put(env, "BACKENDAI_CLUSTER_HOST", host);
+    env_put(env, "BACKENDAI_CLUSTER_HOSTS", hosts);
+    env_put(env, "BACKENDAI_CLUSTER_REPLICAS", replicas);
+    env_put(env, "BACKENDAI_CLUSTER_MODE", PQgetvalue(r, i, KERNELS_COL_MODE));
+    free(hosts);
+    free(replicas);
     env_put(env, "BACKENDAI_ACCESS_KEY", PQgetvalue(r, i, 14));
     env_put(env, "BACKENDAI_USER_UUID", PQgetvalue(r, i, 20));
     env_put(env, "BACKENDAI_PROJECT_ID", PQgetvalue(r, i, 21));
@@ -436,6 +453,9 @@ static void create_kernel_cmd(outbox *ob, PGresult *r, int i)
     m.image_label_overrides = labels_of(&a, PQgetvalue(r, i, 27), &m.n_image_label_overrides);
     m.image_plain_http = PQgetvalue(r, i, 28)[0] == 't';
     m.rootfs_size = strtoll(PQgetvalue(r, i, 29), NULL, 10);
+    m.cluster = session_cluster_info(
+        &a, PQgetisnull(r, i, KERNELS_COL_CLUSTER) ? NULL : PQgetvalue(r, i, KERNELS_COL_CLUSTER),
+        m.kernel_id);
     ob_agent_cmd(ob, m.agent_id, m.kernel_id, &m.base);
     json_decref(slots);
     json_decref(devs);

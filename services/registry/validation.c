@@ -172,28 +172,57 @@ bool session_environ_valid(json_t *env, const char *field, http_resp *resp)
     return true;
 }
 
-/* agentList / agent_list: null, [], or one agent id (every kernel goes there). */
-static bool agent_list_field(json_t *body, const char **out, http_resp *resp)
+/* agentList / agent_list: null, [], one agent id (every kernel goes there),
+ * or one per kernel (kernel i to the i-th; checked against cluster_size and
+ * cluster_mode by agent_list_check). */
+static bool agent_list_field(json_t *body, create_req *r, http_resp *resp)
 {
     static const char *const names[] = {"agentList", "agent_list", NULL};
-    *out = NULL;
+    r->agent = NULL;
+    r->n_agents = 0;
     for (const char *const *n = names; *n; n++) {
         json_t *v = json_object_get(body, *n);
         if (!v || json_is_null(v)) continue;
         if (!json_is_array(v)) return bad(resp, *n, "must be a list of agent ids");
-        if (json_array_size(v) == 0) return true;
-        if (json_array_size(v) > 1)
-            return bad(resp, *n,
-                       "names more than one agent: every kernel of a session goes to one "
-                       "designated agent");
-        const char *id = json_string_value(json_array_get(v, 0));
-        bool ok = id && isalnum((unsigned char)id[0]) && strlen(id) < 64 &&
-                  strlen(id) == json_string_length(json_array_get(v, 0));
-        for (const char *p = id; ok && *p; p++)
-            ok = isalnum((unsigned char)*p) || strchr("_.:-", *p);
-        if (!ok) return bad(resp, *n, "must hold an agent id (letters, digits, '_.:-', < 64)");
-        *out = id;
+        if (json_array_size(v) > CREATE_MAX_AGENTS)
+            return bad(resp, *n, "names more agents than a session has kernels (at most 64)");
+        for (size_t i = 0; i < json_array_size(v); i++) {
+            const char *id = json_string_value(json_array_get(v, i));
+            bool ok = id && isalnum((unsigned char)id[0]) && strlen(id) < 64 &&
+                      strlen(id) == json_string_length(json_array_get(v, i));
+            for (const char *p = id; ok && *p; p++)
+                ok = isalnum((unsigned char)*p) || strchr("_.:-", *p);
+            if (!ok) return bad(resp, *n, "must hold agent ids (letters, digits, '_.:-', < 64)");
+            r->agents[r->n_agents++] = id;
+        }
         return true;
+    }
+    return true;
+}
+
+/* One agent (or the same one for every kernel): the session's designated
+ * agent; several: one per kernel of a multi-node session. */
+static bool agent_list_check(create_req *r, http_resp *resp)
+{
+    bool same = true;
+    for (int i = 1; i < r->n_agents; i++)
+        same &= strcmp(r->agents[i], r->agents[0]) == 0;
+    if (r->n_agents == 0) return true;
+    if (same) {
+        r->agent = r->agents[0];
+        r->n_agents = 0;
+        return true;
+    }
+    if (strcmp(r->cluster_mode, "multi-node") != 0)
+        return bad(resp, "agentList",
+                   "names several agents: a single-node session goes to one agent "
+                   "(cluster_mode multi-node places its kernels on several)");
+    if (r->n_agents != r->cluster_size) {
+        http_problem(resp, 400, "invalid-api-params", NULL,
+                     "\"agentList\" names %d agents: name one (every kernel there) or one per "
+                     "kernel (cluster_size %d)",
+                     r->n_agents, r->cluster_size);
+        return false;
     }
     return true;
 }
@@ -247,7 +276,7 @@ bool create_req_parse(json_t *body, create_req *r, http_resp *resp)
     if (!*r->group) r->group = "default";
     if (r->owner_access_key && !*r->owner_access_key) r->owner_access_key = NULL;
     if (r->starts_at && !*r->starts_at) r->starts_at = NULL;
-    if (!agent_list_field(body, &r->agent, resp)) return false;
+    if (!agent_list_field(body, r, resp)) return false;
     /* the resource group: in config, or at the top level */
     const char *rg = NULL;
     if (config && !str_field(config, n_rg, 64, NULL, &rg, resp)) return false;
@@ -255,6 +284,7 @@ bool create_req_parse(json_t *body, create_req *r, http_resp *resp)
     r->resource_group = rg && *rg ? rg : "default";
     if (!int_field(body, "cluster_size", 1, 64, 1, &v, resp)) return false;
     r->cluster_size = (int)v;
+    if (!agent_list_check(r, resp)) return false;
     if (!int_field(body, "priority", 0, 100, 0, &v, resp)) return false;
     r->priority = (int)v;
     if (!bool_field(body, "enqueueOnly", &r->enqueue_only, resp) ||

@@ -9,6 +9,8 @@
 #include "libcommon/svc.h"
 #include "libcommon/slots.h"
 
+#define CREATE_MAX_AGENTS 64
+
 typedef struct create_req {
     const char *image;          /* image or legacy lang */
     const char *name;           /* name or clientSessionToken */
@@ -22,13 +24,15 @@ typedef struct create_req {
     const char *cluster_mode;     /* single-node | multi-node */
     const char *starts_at;        /* ISO-8601 or a delay ("30s", "10m"); NULL: none */
     const char *agent;            /* agentList's one agent: designated (superadmin); NULL: none */
-    slots_t slots;                /* config.resources, per kernel */
-    uint32_t explicit_slots;      /* mask of slots the request named */
-    int64_t shmem;                /* config.resource_opts.shmem, bytes (-1: none) */
-    json_t *environ;              /* {"K": "V"} (owned) */
-    json_t *mounts;               /* config.mounts: distinct vfolder names (owned) */
-    json_t *mount_map;            /* config.mount_map: {name: path}, keys in mounts (owned) */
-    json_t *preopen_ports;        /* config.preopen_ports: distinct ports (owned) */
+    const char *agents[CREATE_MAX_AGENTS]; /* agentList's agent of each kernel (multi-node) */
+    int n_agents;                          /* 0: none per kernel */
+    slots_t slots;                         /* config.resources, per kernel */
+    uint32_t explicit_slots;               /* mask of slots the request named */
+    int64_t shmem;                         /* config.resource_opts.shmem, bytes (-1: none) */
+    json_t *environ;                       /* {"K": "V"} (owned) */
+    json_t *mounts;                        /* config.mounts: distinct vfolder names (owned) */
+    json_t *mount_map;     /* config.mount_map: {name: path}, keys in mounts (owned) */
+    json_t *preopen_ports; /* config.preopen_ports: distinct ports (owned) */
     int cluster_size;
     int priority;
     bool enqueue_only, reuse;

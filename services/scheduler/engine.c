@@ -252,22 +252,23 @@ typedef struct memo {
     char reason[SCHED_REASON_MAX];
 } memo;
 
-/* The agent a designated session must go to, when it may take sessions of
- * this architecture now (NULL otherwise). */
-static sched_agent *designated(const rg *r, const sched_session *s)
+/* The agent id must go to, when it may take sessions of this architecture
+ * now (NULL otherwise). */
+static sched_agent *designated(const rg *r, const sched_session *s, const char *id)
 {
-    sched_agent *a = sched_group_agent(r->group, s->agent);
+    sched_agent *a = sched_group_agent(r->group, id);
     if (!a || !a->schedulable || (s->arch[0] && strcmp(a->arch, s->arch) != 0)) return NULL;
     return a;
 }
 
-/* Why a designated session does not fit on its agent. */
-static const char *explain_designated(const rg *r, const sched_session *s, char *reason,
-                                      size_t size)
+/* Why a designated session (or kernel: want, its request) does not fit on
+ * its agent id. */
+static const char *explain_designated(const rg *r, const sched_session *s, const char *id,
+                                      const slots_t *want, char *reason, size_t size)
 {
-    sched_agent *a = sched_group_agent(r->group, s->agent);
+    sched_agent *a = sched_group_agent(r->group, id);
     if (!a) {
-        snprintf(reason, size, "designated agent %s is not alive in resource group %s", s->agent,
+        snprintf(reason, size, "designated agent %s is not alive in resource group %s", id,
                  r->name);
         return "no_agent";
     }
@@ -276,44 +277,53 @@ static const char *explain_designated(const rg *r, const sched_session *s, char 
         return "agent_drained";
     }
     if (!a->schedulable || (s->arch[0] && strcmp(a->arch, s->arch) != 0)) {
-        snprintf(reason, size, "designated agent %s %s", s->agent,
+        snprintf(reason, size, "designated agent %s %s", id,
                  a->schedulable ? "has another architecture" : "is not schedulable");
         return "no_agent";
     }
     char x[SLOT_FMT_MAX], y[SLOT_FMT_MAX];
-    int sh = slots_short(&s->total, &a->total);
+    int sh = slots_short(want, &a->total);
     if (sh >= 0) {
         snprintf(reason, size, "requested %s %s is more than designated agent %s has (%s)",
-                 slot_name(sh), slot_format(sh, s->total.v[sh], x, sizeof(x)), s->agent,
+                 slot_name(sh), slot_format(sh, want->v[sh], x, sizeof(x)), id,
                  slot_format(sh, slots_get(&a->total, sh), y, sizeof(y)));
         return "too_big";
     }
     if (a->reserved_for[0] && strcmp(a->reserved_for, s->id) != 0) {
-        snprintf(reason, size, "designated agent %s is held for a session waiting longer",
-                 s->agent);
+        snprintf(reason, size, "designated agent %s is held for a session waiting longer", id);
         return "held_for_aged_session";
     }
     slots_t free = a->total;
     ts_err err;
-    sh = slots_sub(&free, &a->used, &err) ? slots_short(&s->total, &free) : -1;
+    sh = slots_sub(&free, &a->used, &err) ? slots_short(want, &free) : -1;
     if (sh >= 0)
         snprintf(reason, size, "not enough %s on designated agent %s (%s requested, %s free)",
-                 slot_name(sh), s->agent, slot_format(sh, s->total.v[sh], x, sizeof(x)),
+                 slot_name(sh), id, slot_format(sh, want->v[sh], x, sizeof(x)),
                  slot_format(sh, slots_get(&free, sh), y, sizeof(y)));
     else
-        snprintf(reason, size, "not enough room on designated agent %s (its GPU devices)",
-                 s->agent);
+        snprintf(reason, size, "not enough room on designated agent %s (its GPU devices)", id);
     return "no_capacity";
 }
 
-/* Place every kernel of s (all or nothing); on failure *failed says which request. */
-static bool place_session(rg *r, sched_session *s, sched_kplace *k, const slots_t **failed)
+/* Whether a kernel of s names an agent of its own. */
+static bool per_kernel_agents(const sched_session *s)
+{
+    for (int i = 0; i < s->nkernels; i++)
+        if (s->kernels[i].agent[0]) return true;
+    return false;
+}
+
+/* Place every kernel of s (all or nothing); on failure *failed says which
+ * request and *failed_kernel which kernel (-1: the session as a whole). */
+static bool place_session(rg *r, sched_session *s, sched_kplace *k, const slots_t **failed,
+                          int *failed_kernel)
 {
     sched_group *g = r->group;
     sched_agent *only = NULL;
     int n = s->nkernels;
+    *failed_kernel = -1;
     if (s->agent[0]) { /* designated: every kernel on that agent, or none placed */
-        only = designated(r, s);
+        only = designated(r, s, s->agent);
         if (!only) {
             *failed = &s->total;
             return false;
@@ -328,7 +338,12 @@ static bool place_session(rg *r, sched_session *s, sched_kplace *k, const slots_
     }
     for (int i = 0; i < n; i++) {
         k[i].kernel = &s->kernels[i];
-        if (!sched_group_place(g, &s->kernels[i].slots, s->arch, s->id, only, &k[i].pick)) {
+        /* a kernel of its own agent (a multi-node session's per-kernel agentList) */
+        sched_agent *mine = only;
+        bool own = !only && s->kernels[i].agent[0];
+        if (own) mine = designated(r, s, s->kernels[i].agent);
+        if ((own && !mine) ||
+            !sched_group_place(g, &s->kernels[i].slots, s->arch, s->id, mine, &k[i].pick)) {
             for (int j = i - 1; j >= 0; j--) {
                 ts_err err;
                 if (!sched_group_uncommit(g, k[j].pick.agent, &k[j].kernel->slots, k[j].pick.dev,
@@ -336,6 +351,7 @@ static bool place_session(rg *r, sched_session *s, sched_kplace *k, const slots_
                     ts_panic("rollback: %s", err.msg);
             }
             *failed = only ? &s->total : &s->kernels[i].slots;
+            if (own) *failed_kernel = i;
             return false;
         }
         sched_group_commit(g, &k[i].pick, &s->kernels[i].slots);
@@ -398,7 +414,8 @@ int sched_engine_pass(sched_engine *e, const char *group, int64_t now_ms, sched_
         }
         /* a shape that failed anywhere fails again; a designated session's
          * failure is its agent's only */
-        bool one_shape = (!s->multi_node || s->nkernels == 1) && !s->agent[0];
+        bool one_shape =
+            (!s->multi_node || s->nkernels == 1) && !s->agent[0] && !per_kernel_agents(s);
         const memo *hit = NULL;
         if (one_shape && !s->held_agent[0])
             for (int i = 0; i < nmemo && !hit; i++)
@@ -409,7 +426,8 @@ int sched_engine_pass(sched_engine *e, const char *group, int64_t now_ms, sched_
             k = ts_realloc(k, sizeof(*k) * (size_t)kcap);
         }
         const slots_t *failed = NULL;
-        if (!hit && place_session(r, s, k, &failed)) {
+        int failed_kernel = -1;
+        if (!hit && place_session(r, s, k, &failed, &failed_kernel)) {
             ts_err err = {{0}};
             if (reserve && !reserve(ctx, r->name, s, k, s->nkernels, &err)) {
                 rollback(r, k, s->nkernels);
@@ -440,7 +458,10 @@ int sched_engine_pass(sched_engine *e, const char *group, int64_t now_ms, sched_
             code = hit->code;
             ts_strlcpy(reason, hit->reason, sizeof(reason));
         } else if (s->agent[0]) {
-            code = explain_designated(r, s, reason, sizeof(reason));
+            code = explain_designated(r, s, s->agent, &s->total, reason, sizeof(reason));
+        } else if (failed_kernel >= 0) {
+            const sched_kreq *kr = &s->kernels[failed_kernel];
+            code = explain_designated(r, s, kr->agent, &kr->slots, reason, sizeof(reason));
         } else {
             sched_fit f =
                 sched_group_explain(r->group, failed, s->arch, s->id, reason, sizeof(reason));
@@ -455,7 +476,7 @@ int sched_engine_pass(sched_engine *e, const char *group, int64_t now_ms, sched_
         }
         if (!s->first_skipped_ms) s->first_skipped_ms = now_ms;
         if (r->policy.aging_ms > 0 && now_ms - s->first_skipped_ms >= r->policy.aging_ms &&
-            !s->held_agent[0] && !s->agent[0] &&
+            !s->held_agent[0] && !s->agent[0] && !per_kernel_agents(s) &&
             sched_group_held_count(r->group) < r->policy.max_held && strcmp(code, "too_big") != 0 &&
             strcmp(code, "no_agent") != 0) {
             const slots_t *want = one_shape ? &s->total : &s->kernels[0].slots;

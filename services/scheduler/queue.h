@@ -17,6 +17,7 @@ const char *sched_order_name(sched_order o);
 typedef struct sched_kreq {
     char kernel_id[SCHED_ID_MAX];
     slots_t slots;
+    char agent[SCHED_ID_MAX]; /* this kernel on this agent ("" = the session's rule) */
 } sched_kreq;
 
 /* A pending session. The identity fields are the caller's to fill; the state

@@ -54,6 +54,12 @@ static sched_session *session_from_enqueued(const Tessera__V1__SessionEnqueued *
             return NULL;
         }
         ts_strlcpy(s->kernels[i].kernel_id, kid, SCHED_ID_MAX);
+        if (strlen(kr->designated_agent) >= SCHED_ID_MAX) {
+            ts_err_set(err, "session %s: kernel %s: designated agent too long", m->session_id, kid);
+            sched_session_free(s);
+            return NULL;
+        }
+        ts_strlcpy(s->kernels[i].agent, kr->designated_agent, SCHED_ID_MAX);
         slots_clear(&s->kernels[i].slots);
         for (size_t j = 0; j < kr->n_slots; j++) {
             int id;

@@ -226,7 +226,8 @@ def test_create_waits_with_progress_then_destroy(bin_dir, admin, image):
         info = js(bin_dir, admin, "session", "info", sname)
         assert info["status"] == "RUNNING"
         out = ok(bin_dir, admin, "session", "info", sname)
-        assert re.search(r"^KERNEL\s+ROLE\s+AGENT\s+STATUS", out, re.M)
+        assert re.search(r"^NAME\s+KERNEL\s+ROLE\s+AGENT\s+STATUS", out, re.M)
+        assert re.search(r"^main1\s", out, re.M), out
     finally:
         ok(bin_dir, admin, "session", "destroy", sname)
     wait_until(lambda: js(bin_dir, admin, "session", "info", sname)["status"] == "TERMINATED",

@@ -22,6 +22,7 @@ of its own, the control plane on the node network's address.
   bridge or rule behind (checked by the fixture)."""
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -32,7 +33,8 @@ import uuid
 import pytest
 import requests
 
-from conftest import REPO, parse_services_file, wait_until
+import suitekit
+from conftest import REPO, kernel_leftovers, parse_services_file, wait_until
 from test_apps import start_when_listening
 from test_sessions_api import _new_user, admin, gw, image, image_registered, okj, problem  # noqa: F401
 from test_streams import Pty
@@ -270,6 +272,322 @@ def test_a_kernel_on_a_node_reaches_no_platform_port_and_no_host_service(stack, 
         socket.create_connection((cp, sport), timeout=2).close()
     finally:
         sentinel.close()
+
+
+# ---- cluster sessions (docs/sessions.md, "Cluster sessions") ------------------------------------
+
+HTTP_PORT = 5555
+NAMES3 = ["main1", "sub1", "sub2"]
+
+
+@pytest.fixture(scope="module")
+def small_image(stack, admin):  # noqa: F811
+    """The busybox test image with small minimum slots (kernels of several
+    sessions fit the nodes' shared cores)."""
+    out = os.path.join(stack["TESSERA_STATE_DIR"], "cluster-image")
+    try:
+        ref = suitekit.push_busybox_image(stack, out, "tessera/cluster-test", TAG, "cluster")
+    except RuntimeError as e:
+        pytest.fail(str(e), pytrace=False)
+    okj(admin.post("/admin/images", {"reference": ref}), 200, 201)
+    return ref
+
+
+@pytest.fixture(scope="module")
+def admin_clusters(stack, admin):  # noqa: F811
+    """The superadmin's keypair may run sessions of up to 4 kernels."""
+    policy = f"cluster-{TAG}"
+    okj(admin.post("/admin/keypair-resource-policies",
+                   {"name": policy, "max_containers_per_session": 4}), 200, 201)
+    okj(admin.patch(f"/admin/keypairs/{admin.access_key}", {"resource_policy": policy}))
+    return admin
+
+
+def node_state(stack):
+    """Per node: its links (name and kind) and iptables rules (counters left
+    out), and the kernel dirs of its agent. (Compared before a session and
+    after it, with a kernel of the `sessions` fixture on every node: the
+    node's own bridge and shared chains, made for its first kernel, stay.)"""
+    state = {}
+    for k in range(1, NODES + 1):
+        ns = node(stack, k)["netns"]
+        links = subprocess.run(["ip", "-n", ns, "-o", "-d", "link", "show"], capture_output=True,
+                               text=True, timeout=10).stdout
+        names = sorted(line.split(":")[1].strip().split("@")[0] for line in links.splitlines())
+        rules = subprocess.run(["ip", "netns", "exec", ns, "iptables-save"], capture_output=True,
+                               text=True, timeout=10).stdout
+        rules = sorted(re.sub(r"\[\d+:\d+\]", "", r) for r in rules.splitlines() if not r.startswith("#"))
+        fdb = subprocess.run(["bridge", "-n", ns, "fdb", "show"], capture_output=True, text=True,
+                             timeout=10).stdout
+        kdir = os.path.join(stack["TESSERA_STATE_DIR"], f"node{k}", "agent", "kernels")
+        state[k] = {"links": names, "rules": rules, "kernels": sorted(os.listdir(kdir)),
+                    "vxlan_fdb": sorted(f for f in fdb.splitlines() if " dst " in f)}
+    return state
+
+
+def wait_nodes_back(stack, before, timeout, what):
+    """Every node as it was (node_state) within timeout; else fail naming the
+    differences."""
+    deadline = time.monotonic() + timeout
+    while True:
+        now = node_state(stack)
+        if now == before:
+            return
+        if time.monotonic() >= deadline:
+            diff = {k: {part: {"gone": sorted(set(before[k][part]) - set(now[k][part])),
+                               "new": sorted(set(now[k][part]) - set(before[k][part]))}
+                        for part in now[k] if now[k][part] != before[k][part]}
+                    for k in now if now[k] != before[k]}
+            pytest.fail(f"{what}: the nodes differ from before: {json.dumps(diff, indent=1)}",
+                        pytrace=False)
+        time.sleep(0.2)
+
+
+def in_kernel(client, sname, kernel, cmd, timeout=60):
+    """cmd in the session's kernel of that name (?kernel=): (exit code, stdout)."""
+    r = client.post(f"/session/{sname}?kernel={kernel}", {"mode": "batch", "options": {"exec": cmd}},
+                    timeout=timeout + 20)
+    res = okj(r)["result"]
+    return res["exitCode"], "".join(t for kk, t in res["console"] if kk == "stdout")
+
+
+def serve_names(client, sname, names):
+    """busybox httpd in each kernel on HTTP_PORT, serving its name and 200 kB."""
+    for n in names:
+        code, out = in_kernel(client, sname, n, f"mkdir -p /tmp/www2 && echo {n} > /tmp/www2/name && "
+                              "head -c 200000 /dev/zero > /tmp/www2/big && "
+                              f"busybox httpd -p {HTTP_PORT} -h /tmp/www2 && echo up")
+        assert code == 0 and "up" in out, (n, out)
+
+
+def assert_all_reach_all(client, sname, names):
+    for a in names:
+        for b in names:
+            code, out = in_kernel(client, sname, a, f"timeout 10 wget -q -O- http://{b}:{HTTP_PORT}/name && "
+                                  f"timeout 10 wget -q -O- http://{b}:{HTTP_PORT}/big | wc -c")
+            assert code == 0 and out.split() == [b, "200000"], f"{a} -> {b}: {code} {out!r}"
+
+
+def assert_cluster_env(client, sname, names, mode):
+    for i, n in enumerate(names):
+        code, out = in_kernel(client, sname, n, "env | grep ^BACKENDAI_CLUSTER_ | sort; hostname")
+        env = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+        role = "main" if i == 0 else "sub"
+        assert env == {"BACKENDAI_CLUSTER_HOST": n, "BACKENDAI_CLUSTER_HOSTS": ",".join(names),
+                       "BACKENDAI_CLUSTER_IDX": "1" if i == 0 else str(i),
+                       "BACKENDAI_CLUSTER_LOCAL_RANK": str(i), "BACKENDAI_CLUSTER_MODE": mode,
+                       "BACKENDAI_CLUSTER_REPLICAS": f"main:1,sub:{len(names) - 1}",
+                       "BACKENDAI_CLUSTER_ROLE": role, "BACKENDAI_CLUSTER_SIZE": str(len(names))}, (n, out)
+        assert out.splitlines()[-1] == n
+
+
+@pytest.fixture(scope="module")
+def multi(stack, admin_clusters, small_image, sessions):
+    """A multi-node session of three kernels over two nodes: main1 and sub2 on
+    node1, sub1 on node2 (a per-kernel agentList). Yields (name, info, the
+    nodes' state before it)."""
+    before = node_state(stack)
+    sname = f"mn-{TAG}"
+    body = {"image": small_image, "name": sname, "maxWaitSeconds": 60, "cluster_size": 3,
+            "cluster_mode": "multi-node", "agentList": ["node1", "node2", "node1"],
+            "config": {"resources": {"cpu": "0.25", "mem": "64m"}}}
+    r = admin_clusters.post("/session", body, timeout=75)
+    assert r.status_code == 201, r.text
+    try:
+        i = info(admin_clusters, sname)
+        assert i["status"] == "RUNNING", i
+        yield sname, i, before
+    finally:
+        admin_clusters.delete(f"/session/{sname}")
+
+
+def test_a_multi_node_session_places_each_kernel_on_its_node(multi):
+    _, i, _ = multi
+    assert i["clusterSize"] == 3 and i["clusterMode"] == "multi-node"
+    assert [(k["name"], k["role"], k["agent"], k["status"]) for k in i["kernels"]] == [
+        ("main1", "main", "node1", "RUNNING"), ("sub1", "sub", "node2", "RUNNING"),
+        ("sub2", "sub", "node1", "RUNNING")], i["kernels"]
+
+
+def test_every_kernel_reaches_every_other_by_name(admin_clusters, multi):
+    sname = multi[0]
+    serve_names(admin_clusters, sname, NAMES3)
+    assert_all_reach_all(admin_clusters, sname, NAMES3)
+
+
+def test_the_cluster_environment_and_ssh_keypair(admin_clusters, multi):
+    sname = multi[0]
+    assert_cluster_env(admin_clusters, sname, NAMES3, "multi-node")
+    pubs = set()
+    for n in NAMES3:
+        code, out = in_kernel(admin_clusters, sname, n,
+                              "stat -c '%a %U' /home/config/ssh/id_cluster; head -1 /home/config/ssh/id_cluster; "
+                              "cat /home/config/ssh/id_cluster.pub; grep -c \"$(cat /home/config/ssh/id_cluster.pub)\" "
+                              "/home/work/.ssh/authorized_keys; grep -c 'Port 2200' /home/work/.ssh/config")
+        lines = out.splitlines()
+        assert code == 0 and lines[0].startswith("600 ") and "OPENSSH PRIVATE KEY" in lines[1], (n, out)
+        assert lines[2].startswith("ssh-ed25519 ") and lines[3] == "1" and lines[4] == "2", (n, out)
+        pubs.add(lines[2])
+    assert len(pubs) == 1, pubs
+
+
+def test_execute_logs_and_files_address_a_kernel_by_name(admin_clusters, multi):
+    sname, i, _ = multi
+    code, out = in_kernel(admin_clusters, sname, "sub1", "echo in-$(hostname) > /home/work/where.txt; hostname")
+    assert code == 0 and out.strip() == "sub1"
+    ids = {k["name"]: k["id"] for k in i["kernels"]}
+    code, out = in_kernel(admin_clusters, sname, ids["sub2"], "hostname")  # a kernel id works too
+    assert out.strip() == "sub2"
+    # no kernel named: main1
+    r = okj(admin_clusters.post(f"/session/{sname}", {"mode": "batch", "options": {"exec": "hostname"}}, timeout=80))
+    assert "".join(t for kk, t in r["result"]["console"] if kk == "stdout").strip() == "main1"
+    f = okj(admin_clusters.get(f"/session/{sname}/files", params={"path": ".", "kernel": "sub1"}))
+    assert "where.txt" in json.dumps(f), f
+    f = okj(admin_clusters.get(f"/session/{sname}/files", params={"path": "."}))
+    assert "where.txt" not in json.dumps(f), f
+    okj(admin_clusters.get(f"/session/{sname}/logs", params={"kernel": "sub1"}))
+    problem(admin_clusters.get(f"/session/{sname}/logs", params={"kernel": "sub7"}), 404)
+
+
+def test_another_session_cannot_reach_the_overlay(stack, admin_clusters, multi, sessions):
+    """From the kernel of another session on node1 (root in its netns): no
+    connection to the cluster's addresses, and VXLAN frames it sends to the
+    nodes do not reach the overlay (the control: the same frames sent from a
+    node itself do)."""
+    sname, i, _ = multi
+    kid = info(admin_clusters, sessions[1])["kernels"][0]["id"]
+    got = probe(f"/run/netns/tessera-{kid}", [f"10.254.0.{n}:{HTTP_PORT}" for n in (1, 2, 3)])
+    assert not any(got.values()), got
+    ids = {k["name"]: k["id"] for k in i["kernels"]}
+    with open(os.path.join(stack["TESSERA_STATE_DIR"], "node1", "agent", "kernels", ids["main1"],
+                           "state.json"), encoding="utf-8") as f:
+        vni = json.load(f)["cluster_conf"]["vxlan"]["vni"]
+    target = ids["sub1"]  # on node2
+
+    def rx():
+        out = subprocess.run(["nsenter", f"--net=/run/netns/tessera-{target}", "cat", "/proc/net/dev"],
+                             capture_output=True, text=True, timeout=10).stdout
+        line = [x for x in out.splitlines() if x.strip().startswith("eth1:")][0]
+        return int(line.split(":", 1)[1].split()[1])
+
+    n2 = node(stack, 2)["addr"]
+    before = rx()
+    inject(f"/run/netns/tessera-{kid}", [n2, node(stack, 1)["addr"]], vni, 50)
+    time.sleep(0.5)
+    assert rx() - before < 10, "VXLAN frames from another session's kernel reached the overlay"
+    before = rx()
+    inject(f"/run/netns/{node(stack, 1)['netns']}", [n2], vni, 50)  # the control
+    time.sleep(0.5)
+    assert rx() - before >= 50, "the control's frames did not arrive: the check proves nothing"
+
+
+def inject(netns_path, addrs, vni, count):
+    """count VXLAN-encapsulated broadcast UDP frames with the given id, sent
+    from a network namespace to each address's VXLAN port."""
+    code = ("import socket, struct, sys\n"
+            "vni, count = int(sys.argv[1]), int(sys.argv[2])\n"
+            "ip = struct.pack('!BBHHHBBH4s4s', 0x45, 0, 34, 0, 0, 64, 17, 0,"
+            " socket.inet_aton('10.254.0.99'), socket.inet_aton('10.254.0.255'))\n"
+            "s = sum(struct.unpack('!10H', ip)); s = (s >> 16) + (s & 0xffff); s += s >> 16\n"
+            "ip = ip[:10] + struct.pack('!H', ~s & 0xffff) + ip[12:]\n"
+            "frame = b'\\xff' * 6 + b'\\x02\\x00\\x00\\x00\\x00\\x63' + b'\\x08\\x00' + ip +"
+            " struct.pack('!HHHH', 6000, 6000, 14, 0) + b'inject'\n"
+            "hdr = struct.pack('!B3sI', 0x08, b'\\0\\0\\0', vni << 8)\n"
+            "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+            "for a in sys.argv[3:]:\n"
+            "    for _ in range(count):\n"
+            "        try:\n"
+            "            s.sendto(hdr + frame, (a, 4789))\n"
+            "        except OSError:\n"
+            "            pass\n")
+    p = subprocess.run(["nsenter", f"--net={netns_path}", sys.executable, "-c", code, str(vni), str(count),
+                        *addrs], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+
+
+def test_a_restart_keeps_the_kernels_on_their_nodes_and_their_network(admin_clusters, multi):
+    """PATCH (restart): every kernel again on its node, with its name and
+    address; the network is made again where its last kernel went."""
+    sname, i, _ = multi
+    okj(admin_clusters.patch(f"/session/{sname}"), 200, 204)
+    wait_until(lambda: info(admin_clusters, sname)["status"] == "RUNNING", timeout=60,
+               message="the session RUNNING again")
+    after = info(admin_clusters, sname)
+    assert [(k["id"], k["name"], k["agent"]) for k in after["kernels"]] == \
+        [(k["id"], k["name"], k["agent"]) for k in i["kernels"]]
+    serve_names(admin_clusters, sname, NAMES3)
+    assert_all_reach_all(admin_clusters, sname, NAMES3)
+
+
+def test_destroy_leaves_nothing_on_any_node(stack, admin_clusters, multi):
+    """Last of the multi-node tests: after the destroy, every node is as it was
+    before the session (links, VXLAN forwarding entries, iptables rules, kernel
+    dirs)."""
+    sname, i, before = multi
+    kids = {k["id"] for k in i["kernels"]}
+    okj(admin_clusters.delete(f"/session/{sname}"), 200, 204)
+    wait_until(lambda: info(admin_clusters, sname)["status"] == "TERMINATED", timeout=30,
+               message="the session TERMINATED")
+    wait_nodes_back(stack, before, 20, "after the destroy")
+    assert not [x for x in kernel_leftovers(kids)], kernel_leftovers(kids)
+
+
+def test_a_single_node_cluster_session(stack, admin_clusters, small_image):
+    """cluster_size 2 on one node: sub1 resolves and answers from main1 and back."""
+    sname = f"sn-{TAG}"
+    body = {"image": small_image, "name": sname, "maxWaitSeconds": 60, "cluster_size": 2,
+            "agentList": ["node3"], "config": {"resources": {"cpu": "0.25", "mem": "64m"}}}
+    r = admin_clusters.post("/session", body, timeout=75)
+    assert r.status_code == 201, r.text
+    try:
+        i = info(admin_clusters, sname)
+        assert i["status"] == "RUNNING" and i["clusterMode"] == "single-node", i
+        assert [(k["name"], k["agent"]) for k in i["kernels"]] == [("main1", "node3"), ("sub1", "node3")]
+        serve_names(admin_clusters, sname, ["main1", "sub1"])
+        assert_all_reach_all(admin_clusters, sname, ["main1", "sub1"])
+        assert_cluster_env(admin_clusters, sname, ["main1", "sub1"], "single-node")
+    finally:
+        admin_clusters.delete(f"/session/{sname}")
+        kdir = os.path.join(stack["TESSERA_STATE_DIR"], "node3", "agent", "kernels")
+        kids = {k["id"] for k in info(admin_clusters, sname)["kernels"]}
+        wait_until(lambda: not kids & set(os.listdir(kdir)), timeout=30,
+                   message="the single-node cluster session's kernels gone from node3")
+
+
+def test_a_kernel_that_cannot_start_ends_the_session_in_error(stack, admin_clusters, small_image,
+                                                              sessions):
+    """node2 has no free host port: sub1 cannot start there. The session ends
+    in ERROR with sub1's reason, and nothing of it is left on any node."""
+    ports = os.path.join(stack["TESSERA_STATE_DIR"], "node2", "agent", "ports")
+    lo, hi = (int(x) for x in subprocess.run(
+        ["sh", "-c", f". {REPO}/deploy/dev/nodes.sh; node_port_range 0 2"], capture_output=True,
+        text=True, timeout=10).stdout.strip().split("-"))
+    taken = []
+    for p in range(lo, hi + 1):
+        path = os.path.join(ports, str(p))
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            continue
+        os.write(fd, b"test-blocker\n")
+        os.close(fd)
+        taken.append(path)
+    before = node_state(stack)
+    sname = f"fail-{TAG}"
+    try:
+        body = {"image": small_image, "name": sname, "maxWaitSeconds": 60, "cluster_size": 3,
+                "cluster_mode": "multi-node", "agentList": ["node1", "node2", "node3"],
+                "config": {"resources": {"cpu": "0.25", "mem": "64m"}}}
+        r = admin_clusters.post("/session", body, timeout=75)
+        assert r.status_code == 201, r.text
+        i = wait_until(lambda: (lambda x: x if x["status"] == "ERROR" else None)(info(admin_clusters, sname)),
+                       timeout=60, message="the session in ERROR")
+        assert "sub1" in i["statusInfo"] and "node2" in i["statusInfo"] and "port" in i["statusInfo"], i
+        wait_nodes_back(stack, before, 30, "after the ERROR")
+    finally:
+        for path in taken:
+            os.unlink(path)
+        admin_clusters.delete(f"/session/{sname}")
 
 
 # ---- node agents killed ----------------------------------------------------------------------

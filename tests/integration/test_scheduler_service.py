@@ -553,3 +553,41 @@ def test_two_schedulers_hold_limits_together(mini):
     wait_until(lambda: len(held(even)) == 2 and not set(held(even)) & set(first), 20,
                message="two more AKC sessions placed after two ended")
     mini.invariant()
+
+
+def test_multi_node_kernels_on_their_agents_through_a_restart_and_a_race(mini):
+    """A multi-node session whose kernels each name an agent (a per-kernel
+    agentList, docs/sessions.md "Cluster sessions"): every kernel goes to its
+    own agent in one SessionScheduled, or none does. One of its agents is
+    full at first: the session waits, saying why, through a SIGKILLed
+    scheduler's restart (its pending record keeps the agents), and is placed
+    whole once that agent frees, by one of two schedulers racing for it."""
+    s = mini.scheduler("r1")
+    mini.simagent(3, 0, "mn-", "cl", cpu="2", mem="8g")
+    wait_agents(s, 3)
+    mini.publish("SessionEnqueued", enqueued("fill", "cl", [("fill-k", {"cpu": "2"})]) |
+                 {"designated_agent": "mn-1"})
+    wait_until(lambda: mini.keys("alloc:fill-k"), 30, message="mn-1 full")
+    mn = enqueued("mn", "cl", [("mn-k0", {"cpu": "1"}), ("mn-k1", {"cpu": "1"}), ("mn-k2", {"cpu": "1"})])
+    mn["cluster_mode"] = "multi-node"
+    for k, agent in zip(mn["kernels"], ["mn-0", "mn-1", "mn-0"]):
+        k["designated_agent"] = agent
+    mini.publish("SessionEnqueued", mn)
+    ev = [e["payload"] for e in mini.events(type_="SessionUnschedulable", timeout=20, idle=2)
+          if e["payload"]["session_id"] == "mn"]
+    assert ev and ev[0]["reason_code"] == "no_capacity" and "designated agent mn-1" in ev[0]["reason"], ev
+    assert mini.keys("alloc:mn-*") == [], "nothing of it placed while one kernel cannot be"
+    s.send_signal(signal.SIGKILL)
+    s.wait()
+    a, b = mini.scheduler("r2"), mini.scheduler("r3")
+    wait_agents(a, 3)
+    wait_agents(b, 3)
+    mini.publish("SessionTerminated", {"session_id": "fill", "reason": "done"})
+    placed = scheduled_of(mini.events(type_="SessionScheduled", timeout=30, idle=3))
+    assert "mn" in placed, placed
+    assert {k["kernel_id"]: k["agent_id"] for k in placed["mn"]["kernels"]} == {
+        "mn-k0": "mn-0", "mn-k1": "mn-1", "mn-k2": "mn-0"}, placed["mn"]
+    assert sorted(mini.keys("alloc:mn-*")) == ["alloc:mn-k0", "alloc:mn-k1", "alloc:mn-k2"]
+    assert mini.hgetall("agent:mn-0").get("used:cpu") == "2000"
+    assert mini.keys("sched:pending:*") == []
+    mini.invariant()

@@ -3,9 +3,12 @@
  * agent.cni_bin_dir, or an absolute path), and anything else, or a file that
  * is not an executable, is refused with the reason and the option;
  * agent.cni_publish_addrs gives the addresses published ports answer on, and
- * a bad network option is refused by name. (The plugins themselves
+ * a bad network option is refused by name; a cluster session's network
+ * configuration (cni_cluster.h: names, static address, VXLAN to the other
+ * nodes, refusals). (The plugins themselves
  * run in test_runtime.c and tests/integration/test_portmap.py.) */
 #include "services/agent/cni.h"
+#include "services/agent/cni_cluster.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -126,11 +129,80 @@ static void test_publish_addrs(void **state)
     assert_non_null(strstr(err.msg, "agent.cni_publish_addrs"));
 }
 
+static void test_cluster_conf(void **state)
+{
+    (void)state;
+    cni_conf c = {.network = "tsnet245c1",
+                  .subnet = "10.217.245.0/24",
+                  .data_dir = "/var/lib/x/cni",
+                  .cluster_bridge = "/usr/bin/true",
+                  .vxlan_port = 4790};
+    kernel_peer peers[] = {{"main1", "10.254.0.1/24"}, {"sub1", "10.254.0.2/24"}};
+    const char *remotes[] = {"10.215.245.12"};
+    kernel_cluster k = {.vni = 1,
+                        .address = "10.254.0.1/24",
+                        .local = "127.0.0.1",
+                        .remotes = remotes,
+                        .n_remotes = 1,
+                        .peers = peers,
+                        .n_peers = 2};
+    char *conf = NULL;
+    ts_err err = {{0}};
+    assert_true(cni_cluster_conf(&c, &k, &conf, &err));
+    json_t *j = json_loads(conf, 0, NULL);
+    /* the suffix: FNV-1a of the network name, as dev-down.sh computes it */
+    assert_string_equal(json_string_value(json_object_get(j, "bridge")), "tc000001e8e880");
+    assert_string_equal(json_string_value(json_object_get(j, "type")), "tessera-bridge");
+    assert_true(json_is_false(json_object_get(j, "isGateway")));
+    assert_true(json_is_false(json_object_get(j, "bridgeNetfilter")));
+    assert_true(json_is_true(json_object_get(j, "removeIdleBridge")));
+    json_t *ipam = json_object_get(j, "ipam");
+    assert_string_equal(json_string_value(json_object_get(ipam, "type")), "static");
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(ipam, "addresses"), 0), "address")),
+                        "10.254.0.1/24");
+    assert_string_equal(json_string_value(json_object_get(ipam, "dataDir")),
+                        "/var/lib/x/cni/networks");
+    json_t *vx = json_object_get(j, "vxlan");
+    assert_string_equal(json_string_value(json_object_get(vx, "name")), "tv000001e8e880");
+    assert_int_equal(json_integer_value(json_object_get(vx, "vni")), 1);
+    assert_int_equal(json_integer_value(json_object_get(vx, "port")), 4790);
+    assert_string_equal(json_string_value(json_object_get(vx, "local")), "127.0.0.1");
+    assert_string_equal(json_string_value(json_array_get(json_object_get(vx, "remotes"), 0)),
+                        "10.215.245.12");
+    /* loopback's MTU less VXLAN's 50 */
+    assert_true(json_integer_value(json_object_get(j, "mtu")) > 1000);
+    json_decref(j);
+    free(conf);
+    /* one node: a device named (a DEL removes whatever an ADD made), no remotes, no MTU */
+    k.n_remotes = 0;
+    assert_true(cni_cluster_conf(&c, &k, &conf, &err));
+    j = json_loads(conf, 0, NULL);
+    assert_int_equal(json_array_size(json_object_get(json_object_get(j, "vxlan"), "remotes")), 0);
+    assert_null(json_object_get(j, "mtu"));
+    json_decref(j);
+    free(conf);
+    /* refused */
+    k.address = "10.217.245.9/24";
+    assert_false(cni_cluster_conf(&c, &k, &conf, &err));
+    assert_non_null(strstr(err.msg, "overlaps this agent's agent.cni_subnet 10.217.245.0/24"));
+    k.address = "10.254.0.1";
+    assert_false(cni_cluster_conf(&c, &k, &conf, &err));
+    k.address = "10.254.0.1/24";
+    k.vni = 0;
+    assert_false(cni_cluster_conf(&c, &k, &conf, &err));
+    k.vni = 1;
+    c.cluster_bridge = NULL;
+    assert_false(cni_cluster_conf(&c, &k, &conf, &err));
+    assert_non_null(strstr(err.msg, "tessera-bridge"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_portmap_locate),
         cmocka_unit_test(test_publish_addrs),
+        cmocka_unit_test(test_cluster_conf),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

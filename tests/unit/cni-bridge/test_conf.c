@@ -4,7 +4,8 @@
  * every bad one refused with the CNI error code and a message naming what
  * is wrong; leases in host-local's layout (content, reuse, the gateway
  * skipped, wrap-around, exhaustion, release, an older host-local lease);
- * portIsolation and disableIPv6 (off unless asked for). The
+ * portIsolation and disableIPv6 (off unless asked for); a cluster session's
+ * network (a static address, VXLAN, bridgeNetfilter, removeIdleBridge). The
  * plugin itself runs in test_runtime.c (real namespaces, beside
  * Debian's bridge). */
 #include "services/cni-bridge/br_conf.h"
@@ -326,12 +327,97 @@ static void test_store_unwritable(void **state)
     assert_non_null(strstr(e.details, "/proc/self/no-such-dir/lease-test"));
 }
 
+#define CLUSTER_CONF(ipam, vxlan)                                                                  \
+    "{\"cniVersion\":\"1.0.0\",\"name\":\"tc000001abcdef\",\"type\":\"tessera-bridge\","           \
+    "\"bridge\":\"tc000001abcdef\",\"isGateway\":false,\"ipMasq\":false,\"disableIPv6\":true,"     \
+    "\"bridgeNetfilter\":false,\"removeIdleBridge\":true,\"mtu\":1450," vxlan "\"ipam\":" ipam "}"
+#define STATIC_IPAM(addr)                                                                          \
+    "{\"type\":\"static\",\"addresses\":[{\"address\":\"" addr "\"}],\"dataDir\":\"/tmp/x\"}"
+#define VXLAN(body) "\"vxlan\":{" body "},"
+
+/* A cluster session's network (br_conf.h): a static address, no gateway,
+ * the bridge kept from iptables and removed when idle, a VXLAN device to
+ * the other nodes; every bad one refused naming what is wrong. */
+static void test_cluster_conf(void **state)
+{
+    (void)state;
+    br_conf c;
+    cnip_error e;
+    assert_true(parse(CLUSTER_CONF(STATIC_IPAM("10.254.0.3/24"),
+                                   VXLAN("\"name\":\"tv000001abcdef\",\"vni\":1,\"port\":4790,"
+                                         "\"local\":\"10.215.1.11\",\"remotes\":[\"10.215.1.12\","
+                                         "\"10.215.1.13\"]")),
+                      CNIP_ADD, &c, &e));
+    assert_true(c.static_ipam && c.has_ipam && c.no_netfilter && c.remove_idle);
+    assert_false(c.is_gateway || c.port_isolation || c.hairpin);
+    assert_string_equal(ip(c.range_start), "10.254.0.3");
+    assert_string_equal(ip(c.subnet), "10.254.0.0");
+    assert_int_equal(c.prefix, 24);
+    assert_int_equal(c.gateway.s_addr, 0);
+    assert_int_equal(c.n_routes, 0);
+    assert_int_equal(c.mtu, 1450);
+    assert_true(c.vxlan.on);
+    assert_string_equal(c.vxlan.name, "tv000001abcdef");
+    assert_int_equal(c.vxlan.vni, 1);
+    assert_int_equal(c.vxlan.port, 4790);
+    assert_string_equal(ip(c.vxlan.local), "10.215.1.11");
+    assert_int_equal(c.vxlan.n_remotes, 2);
+    assert_string_equal(ip(c.vxlan.remotes[1]), "10.215.1.13");
+    /* no remotes, no port: the default port, a device only named (made only
+     * with remotes, so that a DEL finds what an ADD made) */
+    assert_true(parse(
+        CLUSTER_CONF(STATIC_IPAM("10.254.0.1/24"), VXLAN("\"name\":\"tv1\",\"vni\":16777215,"
+                                                         "\"local\":\"0.0.0.0\",\"remotes\":[]")),
+        CNIP_DEL, &c, &e));
+    assert_int_equal(c.vxlan.port, 4789);
+    assert_int_equal(c.vxlan.n_remotes, 0);
+    /* the agent's network keeps its defaults */
+    assert_true(parse(AGENT_CONF(""), CNIP_ADD, &c, &e));
+    assert_false(c.static_ipam || c.no_netfilter || c.remove_idle || c.vxlan.on);
+    /* refused */
+    refused(CLUSTER_CONF(STATIC_IPAM("10.254.0.0/24"), ""), CNIP_ADD, CNIP_E_CONFIG,
+            "not a host address");
+    refused(CLUSTER_CONF(STATIC_IPAM("10.254.0.255/24"), ""), CNIP_ADD, CNIP_E_CONFIG,
+            "not a host address");
+    refused(CLUSTER_CONF(STATIC_IPAM("10.254.0.2"), ""), CNIP_ADD, CNIP_E_CONFIG, "addresses");
+    refused(CLUSTER_CONF("{\"type\":\"static\",\"addresses\":[]}", ""), CNIP_ADD, CNIP_E_CONFIG,
+            "addresses");
+    refused(CLUSTER_CONF(STATIC_IPAM("fd00::2/64"), ""), CNIP_ADD, CNIP_E_CONFIG, "IPv4 only");
+    static const char *const bad_vxlan[] = {
+        VXLAN("\"name\":\"tv1\",\"vni\":0,\"local\":\"10.0.0.1\",\"remotes\":[]"),
+        VXLAN("\"name\":\"tv1\",\"vni\":16777216,\"local\":\"10.0.0.1\",\"remotes\":[]"),
+        VXLAN("\"name\":\"tv1\",\"vni\":1,\"port\":0,\"local\":\"10.0.0.1\",\"remotes\":[]"),
+        VXLAN("\"name\":\"tv1/x\",\"vni\":1,\"local\":\"10.0.0.1\",\"remotes\":[]"),
+        VXLAN("\"name\":\"tv0123456789abcdef\",\"vni\":1,\"local\":\"10.0.0.1\","
+              "\"remotes\":[]"),
+        VXLAN("\"name\":\"tv1\",\"vni\":1,\"remotes\":[]"),
+        VXLAN("\"name\":\"tv1\",\"vni\":1,\"local\":\"10.0.0.1\""),
+    };
+    for (size_t i = 0; i < sizeof(bad_vxlan) / sizeof(bad_vxlan[0]); i++) {
+        char text[1024];
+        snprintf(text, sizeof(text), CLUSTER_CONF(STATIC_IPAM("10.254.0.3/24"), "%s"),
+                 bad_vxlan[i]);
+        refused(text, CNIP_ADD, CNIP_E_CONFIG, "vxlan");
+    }
+    refused(CLUSTER_CONF(STATIC_IPAM("10.254.0.3/24"),
+                         VXLAN("\"name\":\"tv1\",\"vni\":1,\"local\":\"10.0.0.1\","
+                               "\"remotes\":[\"nope\"]")),
+            CNIP_ADD, CNIP_E_CONFIG, "vxlan.remotes[0]");
+    /* a static address has no gateway of its own */
+    refused("{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"type\":\"tessera-bridge\",\"bridge\":"
+            "\"b\",\"isGateway\":true,\"ipam\":" STATIC_IPAM("10.254.0.3/24") "}",
+            CNIP_ADD, CNIP_E_CONFIG, "without a gateway");
+    refused("{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"type\":\"tessera-bridge\",\"bridge\":"
+            "\"b\",\"bridgeNetfilter\":\"no\",\"ipam\":" STATIC_IPAM("10.254.0.3/24") "}",
+            CNIP_ADD, CNIP_E_CONFIG, "bridgeNetfilter");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_agent_conf),       cmocka_unit_test(test_older_shape_and_defaults),
         cmocka_unit_test(test_bad_conf),         cmocka_unit_test(test_leases),
-        cmocka_unit_test(test_store_unwritable),
+        cmocka_unit_test(test_store_unwritable), cmocka_unit_test(test_cluster_conf),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,7 +2,8 @@
  * (home_files.c): the owner's dotfiles with their permissions, the SSH public
  * key as .ssh/authorized_keys (0600, ending in a newline) unless a dotfile
  * has that path, entries auth would not have stored left out, and the stored
- * array turned into CreateKernel.home_files. */
+ * array turned into CreateKernel.home_files; a cluster session's public key
+ * added to authorized_keys and its .ssh/config. */
 #include "services/registry/home_files.h"
 
 #include <setjmp.h>
@@ -84,11 +85,56 @@ static void test_dotfile_wins_and_nothing(void **state)
     ar_free(&a);
 }
 
+static const char *data_of(const json_t *files, const char *path)
+{
+    size_t i;
+    const json_t *e;
+    json_array_foreach(files, i, e)
+    {
+        if (strcmp(json_string_value(json_object_get(e, "path")), path) == 0)
+            return json_string_value(json_object_get(e, "data"));
+    }
+    return NULL;
+}
+
+static void test_cluster_keys(void **state)
+{
+    (void)state;
+    /* the owner's key first, the session's after it */
+    json_t *ctx = json_loads("{\"ssh_public_key\": \"ssh-ed25519 AAAA me\"}", 0, NULL);
+    json_t *f = home_files_from_context(ctx);
+    home_files_add_cluster(f, "ssh-ed25519 BBBB tessera-cluster-x");
+    assert_string_equal(data_of(f, ".ssh/authorized_keys"),
+                        "ssh-ed25519 AAAA me\nssh-ed25519 BBBB tessera-cluster-x\n");
+    const char *cfg = data_of(f, ".ssh/config");
+    assert_non_null(cfg);
+    assert_non_null(strstr(cfg, "Host main*\n\tPort 2200\n"));
+    assert_non_null(strstr(cfg, "Host sub*\n\tPort 2200\n"));
+    assert_non_null(strstr(cfg, "IdentityFile /home/config/ssh/id_cluster\n"));
+    json_decref(f);
+    json_decref(ctx);
+    /* no key of the owner's: the session's alone, 0600; a dotfile .ssh/config wins */
+    ctx = json_loads("{\"dotfiles\": [{\"path\": \".ssh/config\", \"perm\": \"600\", \"data\": "
+                     "\"mine\"}]}",
+                     0, NULL);
+    f = home_files_from_context(ctx);
+    home_files_add_cluster(f, "ssh-ed25519 BBBB c\n");
+    assert_string_equal(data_of(f, ".ssh/authorized_keys"), "ssh-ed25519 BBBB c\n");
+    assert_string_equal(data_of(f, ".ssh/config"), "mine");
+    assert_int_equal(json_array_size(f), 2);
+    /* none: nothing added */
+    home_files_add_cluster(f, NULL);
+    assert_int_equal(json_array_size(f), 2);
+    json_decref(f);
+    json_decref(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_from_context),
         cmocka_unit_test(test_dotfile_wins_and_nothing),
+        cmocka_unit_test(test_cluster_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

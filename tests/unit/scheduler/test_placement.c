@@ -740,6 +740,51 @@ static void test_drained_agents(void **state)
     assert_int_equal(sched_engine_pass(e, "default", 0, NULL, on_outcome, &r, NULL), 1);
     assert_string_equal(r.scheduled[0], "to-a1");
     assert_string_equal(r.agent[0], "a1");
+/* A multi-node session of n kernels, kernel i on agents[i] ("": any). */
+static sched_session *mk_kernels(const char *id, int n, const char *const *agents)
+{
+    sched_session *m = sched_session_new(id, n);
+    ts_strlcpy(m->user_id, "u", sizeof(m->user_id));
+    m->multi_node = true;
+    for (int i = 0; i < n; i++) {
+        snprintf(m->kernels[i].kernel_id, SCHED_ID_MAX, "%s-k%d", id, i);
+        m->kernels[i].slots = S("cpu=1");
+        ts_strlcpy(m->kernels[i].agent, agents[i], SCHED_ID_MAX);
+    }
+    ts_err err = {{0}};
+    if (!sched_session_finish(m, &err)) fail_msg("%s", err.msg);
+    return m;
+}
+
+/* agentList with one agent per kernel: each kernel on its own, all or none;
+ * a kernel whose agent cannot take it says why in that agent's words. */
+static void test_agent_per_kernel(void **state)
+{
+    (void)state;
+    sched_engine *e = engine(SCHED_FIFO, SCHED_CONCENTRATED, "cpu=2 mem=16g", 3);
+    enq(e, mk_kernels("pk", 3, (const char *const[]){"a1", "a2", "a1"}));
+    enq(e, mk_kernels("full", 2, (const char *const[]){"a3", "a1"}));
+    enq(e, mk_kernels("gone", 2, (const char *const[]){"", "nope"}));
+    rec r = {0};
+    assert_int_equal(sched_engine_pass(e, "default", 0, NULL, on_outcome, &r, NULL), 1);
+    assert_string_equal(r.scheduled[0], "pk");
+    sched_group *g = sched_engine_group(e, "default");
+    assert_int_equal(slots_get(&sched_group_agent(g, "a1")->used, SLOT_CPU), 2000);
+    assert_int_equal(slots_get(&sched_group_agent(g, "a2")->used, SLOT_CPU), 1000);
+    assert_int_equal(slots_get(&sched_group_agent(g, "a3")->used, SLOT_CPU), 0); /* rolled back */
+    sched_queue *q = sched_engine_queue(e, "default");
+    sched_session *f = sched_queue_find(q, "full"), *n = sched_queue_find(q, "gone");
+    assert_string_equal(f->reason_code, "no_capacity");
+    assert_non_null(strstr(f->reason, "designated agent a1"));
+    assert_string_equal(n->reason_code, "no_agent");
+    assert_non_null(strstr(n->reason, "designated agent nope"));
+    /* a1 frees: the session goes, both kernels at once */
+    assert_true(sched_engine_release(e, "pk-k0"));
+    memset(&r, 0, sizeof(r));
+    assert_int_equal(sched_engine_pass(e, "default", 0, NULL, on_outcome, &r, NULL), 1);
+    assert_string_equal(r.scheduled[0], "full");
+    assert_string_equal(r.agent[0], "a3");
+    assert_int_equal(slots_get(&sched_group_agent(g, "a1")->used, SLOT_CPU), 2000);
     sched_engine_free(e);
 }
 
@@ -762,6 +807,7 @@ int main(void)
         cmocka_unit_test(test_reserve_hook_refusal_rolls_back),
         cmocka_unit_test(test_designated_agent),
         cmocka_unit_test(test_drained_agents),
+        cmocka_unit_test(test_agent_per_kernel),
     };
     return cmocka_run_group_tests_name("sched_placement", tests, NULL, NULL);
 }

@@ -55,6 +55,14 @@ async function loadChoices(user) {
   };
 }
 
+// "3" -> 3; 0 when it is no number of kernels from 1 to 64.
+export function clusterSize(text) {
+  const t = String(text ?? '').trim();
+  if (!/^[0-9]{1,2}$/.test(t)) return 0;
+  const n = Number(t);
+  return n >= 1 && n <= 64 ? n : 0;
+}
+
 function parseEnv(text) {
   const env = {};
   for (const raw of text.split('\n')) {
@@ -73,6 +81,7 @@ export function Launcher({ user, onClose, onLaunched }) {
   const [f, setF] = useState({
     image: '', name: '', type: 'interactive', startup: '', startsAt: '', project: '', group: '',
     preset: 'small', cpu: '1', mem: '1g', gpuKind: '', gpu: '', shmem: '', env: '', ports: '',
+    clusterSize: '1', clusterMode: 'single-node',
   });
   useEffect(() => {
     if (ch && ch.projects.length && !f.project) {
@@ -108,11 +117,13 @@ export function Launcher({ user, onClose, onLaunched }) {
     setF({ ...f, preset: p.name, cpu: p.cpu, mem: p.mem, shmem: p.shmem ?? f.shmem, gpuKind: p.gpuKind || '', gpu: p.gpu || '' });
   };
 
+  // The session's total: per kernel x the cluster size.
+  const kernels = clusterSize(f.clusterSize) || 1;
   const requested = useMemo(() => {
-    const r = { cpu: Number(f.cpu), mem: parseBytes(f.mem) };
-    if (f.gpuKind && f.gpu) r[f.gpuKind] = Number(f.gpu);
+    const r = { cpu: Number(f.cpu) * kernels, mem: parseBytes(f.mem) * kernels };
+    if (f.gpuKind && f.gpu) r[f.gpuKind] = Number(f.gpu) * kernels;
     return r;
-  }, [f.cpu, f.mem, f.gpuKind, f.gpu]);
+  }, [f.cpu, f.mem, f.gpuKind, f.gpu, kernels]);
 
   const problems = [];
   const left = cp && (cp.scaling_group_remaining || cp.keypair_remaining) ? slotsToNumbers(cp.scaling_group_remaining || cp.keypair_remaining) : ch && ch.left;
@@ -120,6 +131,8 @@ export function Launcher({ user, onClose, onLaunched }) {
     if (left) for (const [k, v] of Object.entries(requested)) {
       if (Number.isFinite(v) && left[k] !== undefined && v > left[k]) problems.push(`${slotLabel(k)}: ${fmtSlot(k, v)} asked, ${fmtSlot(k, left[k])} left${cp ? '' : ' under your policy'}`);
     }
+    const maxC = ch.policy && ch.policy.max_containers_per_session;
+    if (maxC && kernels > maxC) problems.push(`Your policy allows ${maxC} kernel${maxC === 1 ? '' : 's'} per session.`);
     if (ch.policy && ch.policy.max_concurrent_sessions != null && ch.liveCount >= ch.policy.max_concurrent_sessions) problems.push(`You already run ${ch.liveCount} of ${ch.policy.max_concurrent_sessions} sessions: this one will wait.`);
     const img = ch.imageList && ch.imageList.find((i) => i.ref === f.image);
     if (img) for (const [k, v] of Object.entries(img.min)) {
@@ -142,6 +155,8 @@ export function Launcher({ user, onClose, onLaunched }) {
       if (f.name && !/^[A-Za-z0-9_.-]{1,64}$/.test(f.name)) throw new Error('A name is 1 to 64 letters, digits, “_”, “-” or “.”.');
       if (!(Number(f.cpu) > 0)) throw new Error('CPU must be a positive number.');
       if (!(parseBytes(f.mem) > 0)) throw new Error('Memory must be an amount such as 512m or 4g.');
+      const size = clusterSize(f.clusterSize);
+      if (!size) throw new Error('The cluster size is a number of kernels from 1 to 64.');
       const resources = { cpu: f.cpu.trim(), mem: f.mem.trim() };
       if (f.gpuKind && f.gpu) resources[f.gpuKind] = f.gpu.trim();
       const config = { resources };
@@ -160,6 +175,7 @@ export function Launcher({ user, onClose, onLaunched }) {
       if (ports.some((p) => !Number.isInteger(p) || p < 1024 || p > 65535)) throw new Error('Extra ports are numbers from 1024 to 65535.');
       if (ports.length) config.preopen_ports = ports;
       const body = { image: f.image.trim(), type: f.type, enqueueOnly: true, config };
+      if (size > 1) { body.cluster_size = size; body.cluster_mode = f.clusterMode; }
       body.name = f.name.trim() || 's-' + Math.random().toString(36).slice(2, 8);
       if (f.project) body.group_name = f.project;
       if (f.type === 'batch') {
@@ -237,6 +253,16 @@ export function Launcher({ user, onClose, onLaunched }) {
           <div class="field"><label for="launch-shmem">Shared memory <span class="muted">(optional)</span></label>
             <input id="launch-shmem" value=${f.shmem} onInput=${set('shmem')} placeholder="64m" /></div>
         </div>
+        <div class="row2">
+          <div class="field"><label for="launch-cluster-size">Kernels <span class="muted">(cluster size)</span></label>
+            <input id="launch-cluster-size" inputmode="numeric" value=${f.clusterSize} onInput=${set('clusterSize')} /></div>
+          <div class="field"><label for="launch-cluster-mode">Cluster mode</label>
+            <select id="launch-cluster-mode" value=${f.clusterMode} onChange=${set('clusterMode')} disabled=${kernels < 2}>
+              <option value="single-node">Single node (every kernel on one node)</option>
+              <option value="multi-node">Multi node (kernels on several nodes)</option>
+            </select></div>
+        </div>
+        ${kernels > 1 && html`<p class="hint" data-test="launch-cluster-hint">${kernels} kernels, main1, sub1${kernels > 2 ? ' … sub' + (kernels - 1) : ''}, each with the resources below, reaching each other by name.</p>`}
         ${hasCuda && hasCuda.length > 0 && html`<div class="row2">
           <div class="field"><label for="launch-gpu-kind">GPU</label>
             <select id="launch-gpu-kind" value=${f.gpuKind} onChange=${(e) => setF({ ...f, gpuKind: e.currentTarget.value, preset: '' })}>

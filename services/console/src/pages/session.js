@@ -95,9 +95,10 @@ export function SessionPage({ name }) {
         <section class="card" aria-labelledby="s-apps"><h2 id="s-apps">Apps</h2><${Apps} s=${s} /></section>
         <section class="card" aria-labelledby="s-hist"><h2 id="s-hist">Status history</h2><${History} name=${name} status=${s.status} /></section>
         ${s.kernels && s.kernels.length > 0 && html`<section class="card" aria-labelledby="s-kern"><h2 id="s-kern">Kernels</h2>
-          <div class="table-wrap"><table><thead><tr><th scope="col">Role</th><th scope="col">Status</th><th scope="col">Agent</th><th scope="col">Exit</th></tr></thead>
-          <tbody>${s.kernels.map((k) => html`<tr key=${k.id}><td>${k.role}${k.idx != null ? ' #' + k.idx : ''}</td><td><${StatusBadge} status=${k.status} />
-            ${k.statusInfo && html`<div class="small muted">${k.statusInfo}</div>`}</td><td class="small">${k.agent || '–'}</td><td>${k.exitCode ?? '–'}</td></tr>`)}</tbody></table></div>
+          ${s.clusterSize > 1 && html`<p class="small muted" data-test="cluster-mode">${s.clusterMode === 'multi-node' ? 'Multi node' : 'Single node'} cluster of ${s.clusterSize} kernels: each reaches the others by name.</p>`}
+          <div class="table-wrap"><table data-test="kernels"><thead><tr><th scope="col">Kernel</th><th scope="col">Role</th><th scope="col">Status</th><th scope="col">Node</th><th scope="col">Exit</th></tr></thead>
+          <tbody>${s.kernels.map((k) => html`<tr key=${k.id} data-kernel=${k.name || k.id}><td class="mono">${k.name || (k.role + (k.idx != null ? ' #' + k.idx : ''))}</td><td>${k.role}</td><td><${StatusBadge} status=${k.status} />
+            ${k.statusInfo && html`<div class="small muted">${k.statusInfo}</div>`}</td><td class="small" data-test="kernel-node">${k.agent || '–'}</td><td>${k.exitCode ?? '–'}</td></tr>`)}</tbody></table></div>
         </section>`}
       </div>
       <section class="card wide-card" aria-labelledby="s-logs"><h2 id="s-logs">Container logs</h2><${Logs} name=${name} /></section>`}

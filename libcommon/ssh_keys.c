@@ -1,7 +1,7 @@
 /* ssh_keys.c: OpenSSH key formats (see ssh_keys.h). The wire encoding is
  * RFC 4251's (uint32 big-endian lengths before strings); the private key
  * container is OpenSSH's PROTOCOL.key ("openssh-key-v1"). */
-#include "ssh_keys.h"
+#include "libcommon/ssh_keys.h"
 
 #include <sodium.h>
 #include <stdlib.h>

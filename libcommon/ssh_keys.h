@@ -2,8 +2,8 @@
  * /auth/ssh-keypair: ed25519 keys made with libsodium, and the check that an
  * uploaded public key is the one its private key holds. No network, no
  * database: pure functions. */
-#ifndef AUTH_SSH_KEYS_H
-#define AUTH_SSH_KEYS_H
+#ifndef TESSERA_SSH_KEYS_H
+#define TESSERA_SSH_KEYS_H
 
 #include "libcommon/common.h"
 

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "services/auth/ssh_keys.h"
+#include "libcommon/ssh_keys.h"
 
 #include <stdlib.h>
 #include <string.h>
