@@ -2,9 +2,9 @@
  * (gql_shapes.h). */
 #include "gql_shapes.h"
 
-#include <stdio.h>
 #include "libcommon/cluster_names.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
