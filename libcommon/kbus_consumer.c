@@ -232,6 +232,23 @@ int kbus_consumer_partitions(kbus_consumer *c)
     return n;
 }
 
+bool kbus_consumer_assignment(kbus_consumer *c, const char *topic, bool *owned, int max, int *n)
+{
+    rd_kafka_topic_partition_list_t *parts = NULL;
+    if (!c || rd_kafka_assignment(c->rk, &parts) != RD_KAFKA_RESP_ERR_NO_ERROR || !parts)
+        return false;
+    memset(owned, 0, sizeof(*owned) * (size_t)max);
+    *n = 0;
+    for (int i = 0; i < parts->cnt; i++) {
+        const rd_kafka_topic_partition_t *tp = &parts->elems[i];
+        if (strcmp(tp->topic, topic) != 0 || tp->partition < 0 || tp->partition >= max) continue;
+        if (!owned[tp->partition]) (*n)++;
+        owned[tp->partition] = true;
+    }
+    rd_kafka_topic_partition_list_destroy(parts);
+    return true;
+}
+
 static void *_close_main(void *arg)
 {
     kbus_consumer *c = arg;

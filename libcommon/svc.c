@@ -50,6 +50,7 @@ static struct {
     char *log_level;
     char *instance;
     char *http_listen;
+    char *http_shared_listen;
     int64_t http_max_body;
     int64_t http_threads;
     int64_t http_idle_timeout_ms;
@@ -83,6 +84,9 @@ static cfg_option g_common_table[] = {
      "instance name in logs and events (default: the host name)"},
     {"http.listen", CFG_STRING, &g_common.http_listen, NULL /* per service */, 0, 0, NULL, false,
      NULL, "address the HTTP server listens on, host:port"},
+    {"http.shared_listen", CFG_STRING, &g_common.http_shared_listen, "", 0, 0, NULL, false, NULL,
+     "an address shared with the service's other instances on this host (SO_REUSEPORT), joined "
+     "once ready, left when draining; empty: none (docs/operations.md, \"Replicas\")"},
     {"http.max_body", CFG_BYTES, &g_common.http_max_body, "1m", 1024, 1073741824.0, NULL, false,
      NULL, "largest request body accepted (larger: 413)"},
     {"http.threads", CFG_INT, &g_common.http_threads, "4", 1, 256, NULL, false, NULL,
@@ -774,8 +778,14 @@ int svc_main(int argc, char **argv, const svc_spec *spec)
         goto out;
     }
     atomic_store(&s->started, true);
+    const char *shared = g_common.http_shared_listen;
+    if (*shared && !http_server_share(s->http, shared, &err)) {
+        TLOG_ERROR("start-up failed", "step=http shared_listen=%s error=\"%s\"", shared, err.msg);
+        rc = 1;
+        goto out;
+    }
     notify("READY=1");
-    TLOG_INFO("ready", "");
+    TLOG_INFO("ready", "shared_listen=%s", shared);
 
     wait_for_stop(spec, &schema, config_path, &set);
 out:

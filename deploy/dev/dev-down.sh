@@ -72,8 +72,11 @@ for f in "$STATE"/nodes/down.*; do
   dev_alive "$RUN" "agent@node$_k" && kill -CONT "$(cat "$RUN/agent@node$_k.pid")" 2>/dev/null
   rm -f "$f"
 done
+# The replicas of gateway, wsproxy, scheduler and registry (<svc>@<k>) with
+# their service.
 # shellcheck disable=SC2086 # names without blanks, split on purpose
-stop_group gateway wsproxy vfolder agent $node_agents scheduler registry auth
+stop_group $(dev_instances "$RUN" gateway wsproxy) vfolder agent $node_agents \
+  $(dev_instances "$RUN" scheduler registry) auth
 stop_group oci-registry
 stop_group devbus
 stop_group redis
