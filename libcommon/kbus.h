@@ -164,6 +164,9 @@ void kbus_consumers_stop(kbus_consumer *const *cs, int n);
 /* True once the group has assigned this consumer at least one partition (for
  * readiness: a broadcast consumer sees events only from then on). */
 bool kbus_consumer_assigned(kbus_consumer *c) TS_MUST_CHECK;
+/* True once the group gave this consumer an assignment, even an empty one
+ * (a member of a group with more members than partitions): it takes part. */
+bool kbus_consumer_joined(kbus_consumer *c) TS_MUST_CHECK;
 /* Partitions assigned to this consumer now (0 when none or unknown). */
 int kbus_consumer_partitions(kbus_consumer *c);
 /* The partitions of topic assigned to this consumer now, as a set over

@@ -507,10 +507,10 @@ start_service() {
     for t in scheduler devbus; do
       case " $SERVICES " in *" $t "*) ;; *) continue ;; esac
       if [ "$REPLICAS" -gt 1 ] && dev_replicated "$t"; then
-        k=1
-        while [ "$k" -le "$REPLICAS" ]; do
-          targets="$targets${targets:+,}$t@$k=$(url_of "$t@$k")"
-          k=$((k + 1))
+        _r=1 # not k: the caller's loop runs over k
+        while [ "$_r" -le "$REPLICAS" ]; do
+          targets="$targets${targets:+,}$t@$_r=$(url_of "$t@$_r")"
+          _r=$((_r + 1))
         done
       else
         targets="$targets${targets:+,}$t=$(url_of "$t")"
