@@ -71,6 +71,7 @@ void sched_ownership_check(sched_svc *x, int64_t now_ms)
         }
         memcpy(x->owned, owned, sizeof(owned));
         x->n_owned = n;
+        atomic_store(&x->st.partitions, n);
         x->n_partitions = count;
         x->owned_known = true;
         char list[256];

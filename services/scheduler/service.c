@@ -198,6 +198,9 @@ static void collect(FILE *out, void *ctx)
         {"tessera_scheduler_sessions_partitions_assigned", "gauge",
          "1 when the tessera.session.v1 consumer has partitions of its group.",
          kbus_consumer_assigned(x->c_sessions) ? 1 : 0},
+        {"tessera_scheduler_sessions_partitions", "gauge",
+         "Partitions of tessera.session.v1 this instance holds (its pending sessions' share).",
+         (double)atomic_load(&st->partitions)},
         {"tessera_scheduler_redis_lost", "gauge",
          "1 while Redis lacks the scheduler's data (no passes run).", x->redis_lost ? 1 : 0},
     };

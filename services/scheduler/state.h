@@ -129,7 +129,7 @@ typedef struct sched_stats {
         refused, passes, sweeps, resyncs, redis_losses, rebuilds, agents_events, latency_count,
         handed_over, taken_over;
     _Atomic uint64_t latency_us_sum, pass_us_sum;
-    _Atomic int64_t pending, held_sessions, agents;
+    _Atomic int64_t pending, held_sessions, agents, partitions;
 } sched_stats;
 
 typedef struct sched_batch sched_batch; /* sessions.c: the reservations of a pass */

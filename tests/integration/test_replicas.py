@@ -17,9 +17,9 @@ service's one address (SO_REUSEPORT; docs/operations.md, "Replicas").
   wsproxy at once, during a stream of creates (some waiting for RUNNING),
   reads, destroys, app requests through wsproxy (with a cookie and with a
   link token issued before the kill) and console requests (a login's
-  cookie): they stay down DOWN_S (longer than the bus's session timeout,
-  so their partitions move to the survivors), then restart.sh starts them
-  again. Nothing is lost beyond the requests in flight:
+  cookie): they stay down until the group moved their partitions to the
+  survivors (the bus's session timeout, about 10 s on the development bus)
+  and DOWN_AFTER_TAKEOVER_S more, then restart.sh starts them again. Nothing is lost beyond the requests in flight:
     * a request is *in flight* at a kill when it was sent before the kill
       (or within KILL_GRACE_S after it: the time the kernel takes to close
       the killed process's sockets) and not answered before it; such a
@@ -65,8 +65,9 @@ PASSWORD = "replicas-Passw0rd"
 SMALL = {"cpu": "0.1", "mem": "32m"}
 WAIT_BOUND_S = 12      # a waiting create on a quiet stack: answered RUNNING within this
 TAKEOVER_S = 40        # bus session timeout (6 s) + rebalance + a sweep + the start
+PARTITIONS = 3         # of each topic on the development bus (devbus.partitions)
 WARM_S = 4
-DOWN_S = 10
+DOWN_AFTER_TAKEOVER_S = 4  # down that long once the survivors have the dead ones' partitions
 AFTER_S = 6
 KILL_GRACE_S = 0.5
 REQUEST_TIMEOUT_S = 20
@@ -445,7 +446,12 @@ def test_kill_one_instance_of_each_during_load(stack, tenant, image, resident, c
         time.sleep(WARM_S)
         for svc in REPLICATED:
             kills.append(kill9(stack, f"{svc}@1"))
-        time.sleep(DOWN_S)
+        # the group evicts the dead members (the bus's session timeout) and
+        # the survivors take their partitions: scheduler@2 all of them
+        wait_until(lambda: metric(url_of(stack, "scheduler@2"), "tessera_scheduler_sessions_partitions")
+                   == PARTITIONS, TAKEOVER_S, interval=0.5,
+                   message="scheduler@2 to take every partition")
+        time.sleep(DOWN_AFTER_TAKEOVER_S)
         t_restart = time.monotonic()
 
         def start(name):
