@@ -27,6 +27,6 @@
 void sched_ownership_check(sched_svc *x, int64_t now_ms);
 /* Whether the session is on one of this instance's partitions (true while
  * none is known: a single instance before its first assignment). */
-bool sched_owns(sched_svc *x, const char *session_id);
+bool sched_owns(sched_svc *x, const char *session_id) TS_MUST_CHECK;
 
 #endif
