@@ -74,7 +74,7 @@ for f in "$STATE"/nodes/down.*; do
 done
 # The replicas of gateway, wsproxy, scheduler and registry (<svc>@<k>) with
 # their service.
-# shellcheck disable=SC2086 # names without blanks, split on purpose
+# shellcheck disable=SC2086,SC2046 # names without blanks, split on purpose
 stop_group $(dev_instances "$RUN" gateway wsproxy) vfolder agent $node_agents \
   $(dev_instances "$RUN" scheduler registry) auth
 stop_group oci-registry

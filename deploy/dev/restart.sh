@@ -37,7 +37,7 @@ TIMEOUT=${TESSERA_DEV_TIMEOUT:-60}
 
 say() { echo "restart: $*"; }
 die() { echo "restart: $*" >&2; exit 1; }
-usage() { sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 
 [ $# -ge 1 ] || usage
 NAME=$1; shift

@@ -521,7 +521,9 @@ def test_kill_one_instance_of_each_during_load(stack, tenant, image, resident, c
     assert not drift, drift
     bad_c, missing = faultlib.converge(lambda: faultlib.check_containers(stack))
     assert not bad_c and not missing, (bad_c, missing)
-    print(f"\nreplicas: {len(load.rows)} requests, {len(in_flight_failed)} failed in flight, "
+    n_in_flight = sum(1 for r in load.rows if any(r["t0"] <= tk + KILL_GRACE_S and r["t1"] >= tk for tk in kills))
+    print(f"\nreplicas: {len(load.rows)} requests, {n_in_flight} in flight at a kill, "
+          f"{len(in_flight_failed)} of them failed, "
           f"{len(load.created)} sessions created")
 
 
