@@ -11,7 +11,9 @@
 
 bool sched_owns(sched_svc *x, const char *session_id)
 {
-    if (!x->owned_known || x->n_partitions <= 0) return true;
+    if (!x->owned_known) return true;
+    if (x->n_owned == 0) return false;
+    if (x->n_partitions <= 0) return true;
     int p = kbus_key_partition(session_id, x->n_partitions);
     return p >= 0 && p < SCHED_MAX_PARTITIONS && x->owned[p];
 }
@@ -55,16 +57,16 @@ void sched_ownership_check(sched_svc *x, int64_t now_ms)
 {
     bool owned[SCHED_MAX_PARTITIONS];
     int n;
-    if (!x->c_sessions ||
-        !kbus_consumer_assignment(x->c_sessions, SCHED_TOPIC_SESSION, owned, SCHED_MAX_PARTITIONS,
-                                  &n) ||
-        n == 0)
+    if (!x->c_sessions || !kbus_consumer_assignment(x->c_sessions, SCHED_TOPIC_SESSION, owned,
+                                                    SCHED_MAX_PARTITIONS, &n))
         return;
+    /* none: not joined yet, or (joined) none to spare for this instance */
+    if (n == 0 && !kbus_consumer_joined(x->c_sessions)) return;
     bool changed = !x->owned_known || memcmp(owned, x->owned, sizeof(owned)) != 0;
     if (changed) {
         ts_err err = {{0}};
-        int count;
-        if (!kbus_topic_partitions(x->bus, SCHED_TOPIC_SESSION, 2000, &count, &err)) {
+        int count = x->n_partitions;
+        if (n > 0 && !kbus_topic_partitions(x->bus, SCHED_TOPIC_SESSION, 2000, &count, &err)) {
             TLOG_WARN("partitions of the sessions topic unknown: ownership unchanged",
                       "error=\"%s\"", err.msg);
             return;

@@ -6,7 +6,9 @@
  * queue. The partition is the producer's (kbus_key_partition of the id).
  *
  * At every sweep (scheduling thread), with the consumer's assignment read
- * (an empty one, as in the middle of a rebalance, changes nothing):
+ * (an empty one before the consumer first joined changes nothing; after,
+ * it means none: more instances than partitions, or the middle of a
+ * rebalance, whose next assignment takes them back):
  *   - a queued session whose partition is no longer this instance's leaves
  *     the queue (its pending record stays in Redis: the new owner takes it);
  *   - when the assignment changed, and every scheduler.resync_interval, the
