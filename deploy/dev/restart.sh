@@ -83,10 +83,15 @@ pid_dying() {
 started() {
   echo "$2" >"$RUN/$1.pid"
   dev_starttime "$2" >"$RUN/$1.start" 2>/dev/null || true
-  # the services file: the same line with the new pid
+  # the services file: the same line with the new pid; under a lock, as
+  # several restarts may run at once (one instance of each replicated
+  # service), each with a temporary file of its own
   if [ -f "$STATE/services" ]; then
-    awk -v n="$1" -v p="$2" '$1 == n { $2 = p } { print }' "$STATE/services" >"$STATE/services.tmp" &&
-      mv "$STATE/services.tmp" "$STATE/services"
+    (
+      flock 9 || true
+      awk -v n="$1" -v p="$2" '$1 == n { $2 = p } { print }' "$STATE/services" >"$STATE/services.tmp.$$" &&
+        mv "$STATE/services.tmp.$$" "$STATE/services"
+    ) 9>"$RUN/services.lock"
   fi
 }
 url_of() { awk -v n="$1" '$1 == n { print $3 }' "$STATE/services" 2>/dev/null; }
