@@ -166,6 +166,25 @@ static void _jumps(FILE *f, const pm_conf *c, const char *chain, const char *com
     }
 }
 
+/* The container's jump lines ("-A TESSERA-HP-DNAT ...", as recorded) put
+ * first in the chain ("-I TESSERA-HP-DNAT 1 ..."): a host port handed out
+ * again goes to its new container even where a rule of an earlier one was
+ * left behind (a DEL that never came), which would otherwise match first. */
+static void _jumps_first(FILE *f, const char *jumps)
+{
+    const char *a = "-A " PM_CHAIN_DNAT " ";
+    size_t alen = strlen(a);
+    for (const char *j = jumps; *j;) {
+        const char *nl = strchr(j, '\n');
+        size_t n = nl ? (size_t)(nl - j) : strlen(j);
+        if (n > alen && strncmp(j, a, alen) == 0)
+            fprintf(f, "-I " PM_CHAIN_DNAT " 1 %.*s\n", (int)(n - alen), j + alen);
+        else
+            fprintf(f, "%.*s\n", (int)n, j);
+        j += n + (nl ? 1 : 0);
+    }
+}
+
 char *pm_plan_add(const pm_conf *c, const char *cid, const ipt_table *t)
 {
     plan p;
@@ -199,7 +218,9 @@ char *pm_plan_add(const pm_conf *c, const char *cid, const ipt_table *t)
     /* the container's: old jumps out, its chain (flushed above) filled, new jumps */
     (void)_delete_jumps(f, t, p.chain, p.comment);
     _container_rules(f, c, p.chain);
-    _jumps(f, c, p.chain, p.comment);
+    char *jumps = pm_jump_lines(c, cid);
+    _jumps_first(f, jumps);
+    free(jumps);
     fputs("COMMIT\n", f);
     return _plan_close(&p);
 }
@@ -220,7 +241,7 @@ char *pm_plan_add_fast(const pm_conf *c, const char *cid, const char *jumps)
     FILE *f = _plan_open(&p, c->name, cid);
     fprintf(f, "*nat\n:%s - [0:0]\n", p.chain);
     _container_rules(f, c, p.chain);
-    fputs(jumps, f);
+    _jumps_first(f, jumps);
     fputs("COMMIT\n", f);
     return _plan_close(&p);
 }

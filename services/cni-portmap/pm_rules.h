@@ -48,10 +48,12 @@ char *pm_plan_add(const pm_conf *c, const char *cid, const ipt_table *t);
  * removed. NULL when the table has none of them (nothing to do). */
 char *pm_plan_del(const char *net, const char *cid, const ipt_table *t);
 /* Fast paths: ADD and DEL without iptables-save (main.c decides when).
- * pm_jump_lines: the container's "-A TESSERA-HP-DNAT ..." lines, as ADD
- * appends them (heap; what the record of the container keeps).
+ * pm_jump_lines: the container's "-A TESSERA-HP-DNAT ..." lines (heap;
+ * what the record of the container keeps; ADD inserts them first in the
+ * chain, "-I TESSERA-HP-DNAT 1 ...", so that the newest mapping of a host
+ * port wins over a rule an earlier container left).
  * pm_plan_add_fast: the container's chain declared and filled and those
- * jumps appended, trusting that the shared chains and their entry rules are
+ * jumps inserted, trusting that the shared chains and their entry rules are
  * there and the container has no jumps yet; iptables-restore refuses it
  * when a shared chain is missing.
  * pm_plan_del_fast: those jumps deleted ("-D", exactly as recorded) and the

@@ -390,6 +390,24 @@ def test_two_containers_on_one_network(network):
     assert network.portmap("CHECK", c2, [{"hostPort": p2, "containerPort": 8080}]).returncode == 0
 
 
+def test_a_port_handed_out_again_goes_to_its_new_container(network):
+    """A DEL that never came leaves the first container's rules for a host
+    port; the agent's pool may hand that port to another container, whose
+    jump comes first and so wins (both servers still answer here)."""
+    c1, c2 = network.add("one"), network.add("two")
+    p = PORTS[0] + 6
+    assert network.portmap("ADD", c1, [{"hostPort": p, "containerPort": 8080}]).returncode == 0
+    assert (fetch("127.0.0.1", p) or "").startswith("tcp one ")
+    assert network.portmap("ADD", c2, [{"hostPort": p, "containerPort": 8080}]).returncode == 0
+    assert (fetch("127.0.0.1", p) or "").startswith("tcp two ")
+    jumps = [l for l in nat_lines() if l.startswith("-A TESSERA-HP-DNAT ")]
+    first = next(i for i, l in enumerate(jumps) if c2 in l)
+    assert first < next(i for i, l in enumerate(jumps) if c1 in l), jumps
+    # the first container's DEL leaves the second's mapping alone
+    assert network.portmap("DEL", c1, []).returncode == 0
+    assert (fetch("127.0.0.1", p) or "").startswith("tcp two ")
+
+
 def test_runs_at_once_stay_consistent(network):
     """Eight ADDs at once, then eight DELs at once (the flock serialises them)."""
     cids = [f"tstpm-par{i}-{uuid.uuid4().hex[:6]}" for i in range(8)]

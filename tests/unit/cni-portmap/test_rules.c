@@ -173,12 +173,12 @@ static void test_add_on_empty_table(void **state)
              ch);
     assert_non_null(strstr(p, line));
     snprintf(line, sizeof(line),
-             "-A TESSERA-HP-DNAT -p tcp -m comment --comment \"tessera-portmap:" NET ":" CID
+             "-I TESSERA-HP-DNAT 1 -p tcp -m comment --comment \"tessera-portmap:" NET ":" CID
              "\" -m multiport --dports 39555 -j %s\n",
              ch);
     assert_non_null(strstr(p, line));
     snprintf(line, sizeof(line),
-             "-A TESSERA-HP-DNAT -p udp -m comment --comment \"tessera-portmap:" NET ":" CID
+             "-I TESSERA-HP-DNAT 1 -p udp -m comment --comment \"tessera-portmap:" NET ":" CID
              "\" -m multiport --dports 39557 -j %s\n",
              ch);
     assert_non_null(strstr(p, line));
@@ -229,7 +229,8 @@ static void test_add_again_keeps_shared_chains(void **state)
              "\" -m multiport --dports 39555 -j %s\n",
              ch);
     assert_non_null(strstr(p, line));
-    assert_int_equal(count(p, "-A TESSERA-HP-DNAT "), 1);
+    assert_int_equal(count(p, "-I TESSERA-HP-DNAT 1 "), 1);
+    assert_null(strstr(p, "-A TESSERA-HP-DNAT "));
     assert_int_equal(count(p, "-j DNAT"), 1);
     /* the other container's jump and Debian portmap's rules are left alone */
     assert_null(strstr(p, "other"));
@@ -252,11 +253,11 @@ static void test_multiport_chunks(void **state)
     pm_conf c = conf(maps, true);
     ipt_table t = table("");
     char *p = pm_plan_add(&c, CID, &t);
-    assert_int_equal(count(p, "-A TESSERA-HP-DNAT -p tcp "), 2);
+    assert_int_equal(count(p, "-I TESSERA-HP-DNAT 1 -p tcp "), 2);
     assert_non_null(strstr(p, "--dports 40000,40001,40002,40003,40004,40005,40006,40007,40008,"
                               "40009,40010,40011,40012,40013,40014 -j "));
     assert_non_null(strstr(p, "--dports 40015,40016,40017,40018,40019 -j "));
-    assert_int_equal(count(p, "-A TESSERA-HP-DNAT -p udp "), 1);
+    assert_int_equal(count(p, "-I TESSERA-HP-DNAT 1 -p udp "), 1);
     assert_non_null(strstr(p, "-p udp -m comment --comment \"tessera-portmap:" NET ":" CID
                               "\" -m multiport --dports 40000 -j "));
     assert_int_equal(count(p, "-j DNAT"), 22);
@@ -366,6 +367,40 @@ static void test_check(void **state)
     ipt_table_free(&t);
 }
 
+/* The fast paths: the record keeps "-A" jump lines; ADD puts them first in
+ * the chain (a stale rule for the same host port cannot shadow them), DEL
+ * deletes exactly them. */
+static void test_fast_paths_put_jumps_first(void **state)
+{
+    (void)state;
+    pm_conf c = conf("[{\"hostPort\":39555,\"containerPort\":8080}]", true);
+    char ch[PM_CHAIN_LEN], line[512];
+    pm_chain_name(NET, CID, ch);
+    char *jumps = pm_jump_lines(&c, CID);
+    snprintf(line, sizeof(line),
+             "-A TESSERA-HP-DNAT -p tcp -m comment --comment \"tessera-portmap:" NET ":" CID
+             "\" -m multiport --dports 39555 -j %s\n",
+             ch);
+    assert_string_equal(jumps, line);
+    char *add = pm_plan_add_fast(&c, CID, jumps);
+    snprintf(line, sizeof(line),
+             "-I TESSERA-HP-DNAT 1 -p tcp -m comment --comment \"tessera-portmap:" NET ":" CID
+             "\" -m multiport --dports 39555 -j %s\n",
+             ch);
+    assert_non_null(strstr(add, line));
+    assert_null(strstr(add, "-A TESSERA-HP-DNAT"));
+    char *del = pm_plan_del_fast(NET, CID, jumps);
+    snprintf(line, sizeof(line),
+             "-D TESSERA-HP-DNAT -p tcp -m comment --comment \"tessera-portmap:" NET ":" CID
+             "\" -m multiport --dports 39555 -j %s\n",
+             ch);
+    assert_non_null(strstr(del, line));
+    free(del);
+    free(add);
+    free(jumps);
+    pm_conf_free(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -374,6 +409,7 @@ int main(void)
         cmocka_unit_test(test_add_on_empty_table),
         cmocka_unit_test(test_add_again_keeps_shared_chains),
         cmocka_unit_test(test_multiport_chunks),
+        cmocka_unit_test(test_fast_paths_put_jumps_first),
         cmocka_unit_test(test_del),
         cmocka_unit_test(test_check),
     };
