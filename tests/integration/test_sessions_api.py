@@ -405,6 +405,11 @@ def test_execute_batch_and_query(user, running):
     r = okj(user.post(f"/session/{running}", {"mode": "batch", "options": {"exec": "exit 3"}},
                       timeout=80))
     assert r["result"]["exitCode"] == 3
+    # output that is not UTF-8 (an overlong NUL, a surrogate): a '?' for each
+    # such byte, the rest as it was
+    r = okj(user.post(f"/session/{running}", {"mode": "batch", "options": {
+        "exec": r"printf 'a\300\200b\355\240\200c\n'"}}, timeout=80))
+    assert ["stdout", "a??b???c\n"] in r["result"]["console"], r["result"]["console"]
 
 
 def test_execute_on_a_pending_session_is_refused(user, image_registered):
