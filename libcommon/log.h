@@ -5,7 +5,14 @@
  * request_id=...
  *
  * The level check happens before the arguments are evaluated. Per-thread context
- * (request id, session, kernel, agent) is appended to every line while set. */
+ * (request id, session, kernel, agent) is appended to every line while set.
+ *
+ * kvfmt is printf's, with one difference: every %s stays one logfmt value,
+ * whatever text it holds (an error message above all). key=%s is quoted and
+ * escaped when the text has a space, '"', '=', '\' or a control byte
+ * (error="no \"x\" here"); key="%s" is escaped; a value tlog_quote made
+ * is written as it is. A %s that is only part of a value (key=%s:%d) is the
+ * caller's to quote. A line cut at its size limit still closes its quote. */
 #ifndef TESSERA_LOG_H
 #define TESSERA_LOG_H
 
@@ -48,7 +55,9 @@ void tlog_ctx_access_key(const char *access_key);
 void tlog_ctx_entity(const char *key, const char *value);
 void tlog_ctx_clear(void);
 
-/* Quote a value for logfmt into buf ("a b" -> "\"a b\""); returns buf. */
+/* Quote a value for logfmt into buf ("a b" -> "\"a b\""; '"' and '\'
+ * escaped, newline, CR, tab as \n \r \t, other control bytes as '?');
+ * returns buf. */
 const char *tlog_quote(char *buf, size_t size, const char *value);
 
 /* Redirect output (tests); NULL restores stderr. */

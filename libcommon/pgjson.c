@@ -182,6 +182,12 @@ static json_t *text_array_json(const char *v)
     return arr;
 }
 
+const char *pgjson_str(const json_t *obj, const char *key)
+{
+    const char *v = json_string_value(json_object_get(obj, key));
+    return v ? v : "";
+}
+
 json_t *pgjson_cell_json(const PGresult *r, int row, int col)
 {
     if (PQgetisnull(r, row, col)) return json_null();

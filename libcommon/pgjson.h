@@ -57,6 +57,10 @@ json_t *pgjson_row_json(const PGresult *r, int row);
 json_t *pgjson_rows_json(const PGresult *r);
 /* The value of one cell as JSON, by the same rules. */
 json_t *pgjson_cell_json(const PGresult *r, int row, int col);
+/* The string member key of obj, or "" when obj has none (missing, null, not
+ * a string, obj not an object): for reading rows and building messages
+ * whose strings are never NULL. */
+const char *pgjson_str(const json_t *obj, const char *key);
 
 /* ---- paging ------------------------------------------------------------ */
 

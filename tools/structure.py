@@ -13,6 +13,10 @@ Three rules (docs/testing.md, "Structure"):
    code is not tracked, so it is not counted.
 3. Every bool function a header declares is TS_MUST_CHECK (the error
    convention of libcommon/common.h; tools/must_check.py --fix adds it).
+4. No object of libcommon, services or tests/tools calls a C library function
+   that keeps hidden state between calls (strtok, gmtime, localtime ...:
+   HIDDEN_STATE): the services run them on concurrent threads; the _r
+   variants take the state as an argument.
 
 --graph FOLDER prints that folder's dependency edges instead (to plan a split).
 Exits 1 when a rule is broken, 0 otherwise.
@@ -67,7 +71,17 @@ def object_files(build):
                         yield rel, path
 
 
-def call_edges(build, edges, why):
+# C library functions that keep their state (or their result) in hidden static
+# storage, unsafe on concurrent threads; strerror and strsignal are not here:
+# glibc 2.32 made them thread-safe.
+HIDDEN_STATE = {'strtok', 'gmtime', 'localtime', 'ctime', 'asctime', 'inet_ntoa', 'getpwnam',
+                'getpwuid', 'getgrnam', 'getgrgid', 'gethostbyname', 'gethostbyaddr', 'getlogin',
+                'ttyname', 'ptsname', 'tmpnam', 'ecvt', 'fcvt', 'getmntent', 'crypt', 'drand48',
+                'lrand48', 'mrand48'}
+HIDDEN_STATE_DIRS = ('libcommon', 'services', os.path.join('tests', 'tools'))
+
+
+def call_edges(build, edges, why, hidden_state):
     defined = {}
     undefined = collections.defaultdict(set)
     for rel, path in object_files(build):
@@ -81,6 +95,9 @@ def call_edges(build, edges, why):
             elif len(parts) == 2 and parts[0] == 'U':
                 undefined[rel].add(parts[1])
     for a, syms in undefined.items():
+        if a.startswith(HIDDEN_STATE_DIRS):
+            for s in sorted(syms & HIDDEN_STATE):
+                hidden_state.append((a, s))
         for s in sorted(syms):
             b = defined.get((os.path.dirname(a), s))
             if b and b != a:
@@ -146,7 +163,8 @@ def main():
         return 1
     edges, why = collections.defaultdict(set), {}
     include_edges(files, edges, why)
-    call_edges(args.build, edges, why)
+    hidden_state = []
+    call_edges(args.build, edges, why, hidden_state)
 
     if args.graph:
         folder = args.graph.rstrip('/')
@@ -183,11 +201,14 @@ def main():
                 for m in must_check.unmarked(fh.read()):
                     print(f'unchecked: {f}: bool {m.group(1)}() is not TS_MUST_CHECK')
                     bad += 1
+    for rel, sym in sorted(hidden_state):
+        print(f'hidden state: {rel}.c calls {sym}() (not safe on concurrent threads; use {sym}_r)')
+        bad += 1
     if bad:
         print(f'structure: {bad} problem(s)')
         return 1
     print(f'structure: {len(files)} files, no cycle, none over {args.max_lines} lines, '
-          'every bool function TS_MUST_CHECK')
+          'every bool function TS_MUST_CHECK, no C library call with hidden state')
     return 0
 
 

@@ -6,6 +6,7 @@
 
 #include "libcommon/exec_req.h"
 #include "libcommon/log.h"
+#include "libcommon/utf8.h"
 #include "services/agent/app_start.h"
 
 #define LOGS_DEFAULT_MAX (1 << 20)
@@ -18,12 +19,9 @@ static json_t *_text(const char *b, size_t n)
     char *c = ts_malloc(n + 1);
     size_t i = 0;
     while (i < n) {
-        unsigned char x = (unsigned char)b[i];
-        size_t len = x < 0x80 ? 1 : (x >> 5) == 6 ? 2 : (x >> 4) == 14 ? 3 : (x >> 3) == 30 ? 4 : 0;
-        bool ok = len > 0 && i + len <= n;
-        for (size_t k = 1; ok && k < len; k++)
-            ok = ((unsigned char)b[i + k] >> 6) == 2;
-        if (ok && x != 0) {
+        uint32_t cp;
+        size_t len = utf8_decode(b + i, n - i, &cp);
+        if (len && cp != 0) {
             memcpy(c + i, b + i, len);
             i += len;
         } else {

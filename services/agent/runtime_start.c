@@ -126,9 +126,29 @@ static bool _write_hosts(const char *dir, const char *hostname, const char *ip,
     return ok;
 }
 
-/* /etc/hosts (no address yet), /etc/hostname, /etc/resolv.conf. The host's
- * resolver minus loopback name servers (unreachable from the container's
- * netns); none left: public ones, as Docker does. */
+void rts_resolv_conf(char *host, char *buf, size_t size)
+{
+    size_t len = 0;
+    bool ns = false;
+    buf[0] = '\0';
+    char *save = NULL;
+    for (char *line = host ? strtok_r(host, "\n", &save) : NULL; line;
+         line = strtok_r(NULL, "\n", &save)) {
+        if (strncmp(line, "nameserver", 10) == 0) {
+            const char *a = line + 10;
+            while (*a == ' ' || *a == '\t')
+                a++;
+            if (strncmp(a, "127.", 4) == 0 || strcmp(a, "::1") == 0) continue;
+            ns = true;
+        }
+        int n = snprintf(buf + len, size - len, "%s\n", line);
+        if (n < 0 || (size_t)n >= size - len) break;
+        len += (size_t)n;
+    }
+    if (!ns) snprintf(buf + len, size - len, "nameserver 8.8.8.8\nnameserver 8.8.4.4\n");
+}
+
+/* /etc/hosts (no address yet), /etc/hostname, /etc/resolv.conf. */
 static bool _write_etc(const char *dir, const char *hostname, const kernel_cluster *cl, ts_err *err)
 {
     if (!_write_hosts(dir, hostname, NULL, cl, err)) return false;
@@ -138,25 +158,8 @@ static bool _write_etc(const char *dir, const char *hostname, const kernel_clust
     bool ok = rts_write_file(path, buf, strlen(buf));
     free(path);
     char *host = rts_read_file("/etc/resolv.conf", 16384);
-    size_t len = 0;
-    bool ns = false;
-    buf[0] = '\0';
-    if (host) {
-        for (char *line = strtok(host, "\n"); line; line = strtok(NULL, "\n")) {
-            if (strncmp(line, "nameserver", 10) == 0) {
-                const char *a = line + 10;
-                while (*a == ' ' || *a == '\t')
-                    a++;
-                if (strncmp(a, "127.", 4) == 0 || strcmp(a, "::1") == 0) continue;
-                ns = true;
-            }
-            int n = snprintf(buf + len, sizeof(buf) - len, "%s\n", line);
-            if (n < 0 || (size_t)n >= sizeof(buf) - len) break;
-            len += (size_t)n;
-        }
-        free(host);
-    }
-    if (!ns) snprintf(buf + len, sizeof(buf) - len, "nameserver 8.8.8.8\nnameserver 8.8.4.4\n");
+    rts_resolv_conf(host, buf, sizeof(buf));
+    free(host);
     path = ts_asprintf("%s/resolv.conf", dir);
     ok = ok && rts_write_file(path, buf, strlen(buf));
     free(path);

@@ -22,4 +22,10 @@
 bool runtime_start(runtime *rt, const kernel_spec *spec, kernel_status *out,
                    ts_err *err) TS_MUST_CHECK;
 
+/* The container's /etc/resolv.conf (into buf) from the host's text (NULL:
+ * none; cut into lines in place): the host's resolver minus loopback name
+ * servers (unreachable from the container's netns); none left: public ones,
+ * as Docker does. Safe on concurrent starts. */
+void rts_resolv_conf(char *host, char *buf, size_t size);
+
 #endif

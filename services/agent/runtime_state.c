@@ -236,7 +236,9 @@ void rts_runc_log_error(const char *log_path, char *buf, size_t size)
     buf[0] = '\0';
     char *text = rts_read_file(log_path, 1 << 16);
     if (!text) return;
-    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+    /* strtok_r: starts run on concurrent workers */
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
         json_t *j = json_loads(line, 0, NULL);
         const char *lvl = json_string_value(json_object_get(j, "level"));
         const char *msg = json_string_value(json_object_get(j, "msg"));

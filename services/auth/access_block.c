@@ -8,7 +8,7 @@
  * bytes; text its UTF-8 bytes. */
 #include "access_block.h"
 
-#include "utf8.h"
+#include "libcommon/utf8.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +31,7 @@ const char *access_record_invalid(const Tessera__V1__ApiAccess *a)
     const char *const text[] = {a->access_key, a->user_id, a->client_addr,
                                 a->method,     a->path,    a->request_id};
     for (size_t i = 0; i < TS_ARRAY_LEN(text); i++)
-        if (text[i] && !auth_utf8_valid(text[i])) return "a text field is not valid UTF-8";
+        if (text[i] && !utf8_valid(text[i])) return "a text field is not valid UTF-8";
     return NULL;
 }
 

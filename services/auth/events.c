@@ -2,6 +2,7 @@
 #include "events.h"
 
 #include "libcommon/log.h"
+#include "libcommon/pgjson.h"
 #include "tessera/v1/auth.pb-c.h"
 
 #include <stdatomic.h>
@@ -40,24 +41,17 @@ static void publish(svc *s, const char *key, const ProtobufCMessage *m, const ch
                bus ? err.msg : "no bus");
 }
 
-/* A string member of obj, or "" (the generated code needs non-NULL strings). */
-static char *str_of(json_t *obj, const char *key)
-{
-    const char *v = json_string_value(json_object_get(obj, key));
-    return (char *)(v ? v : "");
-}
-
 void events_user_changed(svc *s, const char *request_id, auth_change change, json_t *user)
 {
     Tessera__V1__UserChanged m = TESSERA__V1__USER_CHANGED__INIT;
-    m.user_id = str_of(user, "id");
+    m.user_id = (char *)pgjson_str(user, "id");
     m.change = (Tessera__V1__ChangeKind)change;
-    m.email = str_of(user, "email");
-    m.username = str_of(user, "username");
-    m.domain_name = str_of(user, "domain_name");
-    m.role = str_of(user, "role");
-    m.status = str_of(user, "status");
-    m.resource_policy = str_of(user, "resource_policy");
+    m.email = (char *)pgjson_str(user, "email");
+    m.username = (char *)pgjson_str(user, "username");
+    m.domain_name = (char *)pgjson_str(user, "domain_name");
+    m.role = (char *)pgjson_str(user, "role");
+    m.status = (char *)pgjson_str(user, "status");
+    m.resource_policy = (char *)pgjson_str(user, "resource_policy");
     publish(s, m.user_id, &m.base, request_id);
 }
 
@@ -75,11 +69,11 @@ void events_keypair_revoked(svc *s, const char *request_id, const char *access_k
 void events_keypair_changed(svc *s, const char *request_id, json_t *keypair, const char *changed_by)
 {
     Tessera__V1__KeypairChanged m = TESSERA__V1__KEYPAIR_CHANGED__INIT;
-    m.access_key = str_of(keypair, "access_key");
-    m.user_id = str_of(keypair, "user_id");
+    m.access_key = (char *)pgjson_str(keypair, "access_key");
+    m.user_id = (char *)pgjson_str(keypair, "user_id");
     m.is_active = json_is_true(json_object_get(keypair, "is_active"));
     m.is_admin = json_is_true(json_object_get(keypair, "is_admin"));
-    m.resource_policy = str_of(keypair, "resource_policy");
+    m.resource_policy = (char *)pgjson_str(keypair, "resource_policy");
     m.rate_limit = (int32_t)json_integer_value(json_object_get(keypair, "rate_limit"));
     m.changed_by = (char *)(changed_by ? changed_by : "system");
     publish(s, m.access_key, &m.base, request_id);
@@ -144,9 +138,9 @@ void events_domain_changed(svc *s, const char *request_id, auth_change change,
 void events_project_changed(svc *s, const char *request_id, auth_change change, json_t *project)
 {
     Tessera__V1__ProjectChanged m = TESSERA__V1__PROJECT_CHANGED__INIT;
-    m.project_id = str_of(project, "id");
-    m.name = str_of(project, "name");
-    m.domain_name = str_of(project, "domain_name");
+    m.project_id = (char *)pgjson_str(project, "id");
+    m.name = (char *)pgjson_str(project, "name");
+    m.domain_name = (char *)pgjson_str(project, "domain_name");
     m.change = (Tessera__V1__ChangeKind)change;
     m.is_active = json_is_true(json_object_get(project, "is_active"));
     publish(s, m.project_id, &m.base, request_id);

@@ -4,7 +4,7 @@
 #include "limits.h"
 
 #include "db_util.h"
-#include "utf8.h"
+#include "libcommon/utf8.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -15,7 +15,7 @@
 
 bool limits_name_ok(const char *name)
 {
-    if (!name || !*name || !auth_utf8_valid(name)) return false;
+    if (!name || !*name || !utf8_valid(name)) return false;
     size_t len = strlen(name), n = db_utf8_len(name);
     if (n > 64) return false;
     if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0) return false;
@@ -185,7 +185,7 @@ bool limits_field_slots(json_t *obj, const char *key, char **out, http_resp *res
             ts_strlcpy(q, slot, sizeof(q));
             http_problem(resp, 400, "invalid-api-params", NULL,
                          "\"%s\": \"%s\" is not a slot name (like cpu, mem, cuda.device)", key,
-                         auth_utf8_valid(q) ? q : "?");
+                         utf8_valid(q) ? q : "?");
             json_decref(norm);
             return false;
         }

@@ -57,18 +57,6 @@ static json_t *_literal(const gql_value *v, const json_t *vars)
     return json_null();
 }
 
-static bool _uuid_text(const char *s)
-{
-    if (strlen(s) != 36) return false;
-    for (int i = 0; i < 36; i++) {
-        bool dash = i == 8 || i == 13 || i == 18 || i == 23;
-        char c = s[i];
-        bool hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-        if (dash ? c != '-' : !hex) return false;
-    }
-    return true;
-}
-
 /* Check (and normalize) *v for type; NULL or an error message. */
 static const char *_coerce(gql_scalar type, json_t **v)
 {
@@ -107,7 +95,7 @@ static const char *_coerce(gql_scalar type, json_t **v)
     case GQL_BOOLEAN:
         return json_is_boolean(x) ? NULL : "Boolean cannot represent a non boolean value";
     case GQL_UUID:
-        return json_is_string(x) && _uuid_text(json_string_value(x)) ? NULL : "not a valid UUID";
+        return json_is_string(x) && ts_uuid_valid(json_string_value(x)) ? NULL : "not a valid UUID";
     case GQL_JSONSTRING:
         if (json_is_string(x)) {
             json_t *p = json_loads(json_string_value(x), JSON_DECODE_ANY, NULL);

@@ -17,6 +17,8 @@
  * character; quoted source text is clipped whole characters at a time. */
 #include "gql_parse.h"
 
+#include "libcommon/utf8.h"
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,31 +130,13 @@ static TS_PRINTF(3, 4) bool _fail(parser *p, size_t pos, const char *fmt, ...)
     return false;
 }
 
-/* The code point at s (n > 0 bytes left): its length in bytes, or 0 when
- * s is not valid UTF-8 (overlong forms, surrogates, past U+10FFFF). */
-static int _utf8(const char *str, size_t n, uint32_t *cp)
-{
-    static const uint32_t least[] = {0, 0, 0x80, 0x800, 0x10000};
-    const unsigned char *s = (const unsigned char *)str;
-    static const int len_of[16] = {1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 2, 2, 3, 4};
-    int len = s[0] > 0xF4 ? 0 : len_of[s[0] >> 4]; /* C0, C1: overlong, refused below */
-    if (!len || n < (size_t)len) return 0;
-    *cp = len == 1 ? s[0] : s[0] & (0x7Fu >> len);
-    for (int k = 1; k < len; k++) {
-        if ((s[k] & 0xC0) != 0x80) return 0;
-        *cp = *cp << 6 | (s[k] & 0x3Fu);
-    }
-    if (*cp < least[len] || *cp > 0x10FFFF || (*cp >= 0xD800 && *cp <= 0xDFFF)) return 0;
-    return len;
-}
-
 /* The character at i as graphql-js prints it: "c" when printable ASCII
  * ('"' for a quote), U+XXXX otherwise, <EOF> past the end. */
 static const char *_char_desc(const parser *p, size_t i, char buf[16])
 {
     uint32_t cp;
     if (i >= p->len) return "<EOF>";
-    if (!_utf8(p->src + i, p->len - i, &cp)) return "invalid UTF-8";
+    if (!utf8_decode(p->src + i, p->len - i, &cp)) return "invalid UTF-8";
     if (cp == '"') return "'\"'";
     if (cp >= 0x20 && cp < 0x7F)
         snprintf(buf, 16, "\"%c\"", (char)cp);
@@ -169,11 +153,11 @@ static bool _char(parser *p, size_t i, size_t *len, const char *what)
 {
     uint32_t cp;
     char b[16];
-    int k = _utf8(p->src + i, p->len - i, &cp);
+    size_t k = utf8_decode(p->src + i, p->len - i, &cp);
     if (!k) return _fail(p, i, SE "Invalid UTF-8 in the source.");
     if ((cp < 0x20 && !memchr("\t\n\r", (int)cp, 3)) || cp == 0x7F)
         return _fail(p, i, SE "%s: %s.", what, _char_desc(p, i, b));
-    *len = (size_t)k;
+    *len = k;
     return true;
 }
 

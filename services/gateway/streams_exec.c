@@ -2,6 +2,7 @@
 #include "streams_exec.h"
 
 #include "libcommon/log.h"
+#include "libcommon/utf8.h"
 
 #include <poll.h>
 #include <stdio.h>
@@ -71,47 +72,23 @@ void exec_plan_free(exec_plan *p)
 
 /* ---- console ------------------------------------------------------------------------ */
 
-/* The length of the UTF-8 sequence that starts with b (0: not a lead byte). */
-static size_t _seq_len(uint8_t b)
-{
-    if (b < 0x80) return 1;
-    if (b >= 0xC2 && b <= 0xDF) return 2;
-    if (b >= 0xE0 && b <= 0xEF) return 3;
-    if (b >= 0xF0 && b <= 0xF4) return 4;
-    return 0;
-}
-
-static bool _seq_ok(const uint8_t *p, size_t k)
-{
-    for (size_t i = 1; i < k; i++)
-        if ((p[i] & 0xC0) != 0x80) return false;
-    if (k == 3 && p[0] == 0xE0 && p[1] < 0xA0) return false;  /* overlong */
-    if (k == 3 && p[0] == 0xED && p[1] >= 0xA0) return false; /* surrogates */
-    if (k == 4 && p[0] == 0xF0 && p[1] < 0x90) return false;
-    if (k == 4 && p[0] == 0xF4 && p[1] >= 0x90) return false;
-    return true;
-}
-
-/* Valid UTF-8 of p into out; returns how many bytes were taken (an incomplete
- * sequence at the end stays unless final). */
+/* Valid UTF-8 of p into out, U+FFFD for each byte that is not; returns how
+ * many bytes were taken (a character cut short at the end stays unless
+ * final). */
 static size_t _utf8(const uint8_t *p, size_t n, ts_buf *out, bool final)
 {
     size_t i = 0;
     while (i < n) {
-        size_t k = _seq_len(p[i]);
-        if (k > 0 && i + k > n) {
-            bool prefix_ok = true;
-            for (size_t j = i + 1; j < n; j++)
-                if ((p[j] & 0xC0) != 0x80) prefix_ok = false;
-            if (prefix_ok && !final) break;
-            k = 0;
-        }
-        if (k == 0 || !_seq_ok(p + i, k)) {
+        const char *c = (const char *)p + i;
+        uint32_t cp;
+        size_t k = utf8_decode(c, n - i, &cp);
+        if (!k && !final && utf8_partial(c, n - i)) break;
+        if (!k) {
             ts_buf_append(out, "\xEF\xBF\xBD", 3);
             i++;
             continue;
         }
-        ts_buf_append(out, p + i, k);
+        ts_buf_append(out, c, k);
         i += k;
     }
     return i;

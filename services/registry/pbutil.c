@@ -1,6 +1,8 @@
 /* pbutil.c: see pbutil.h. */
 #include "pbutil.h"
 
+#include "libcommon/pgjson.h"
+
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,12 +34,6 @@ void ar_free(arena *a)
         free(a->p[i]);
     free(a->p);
     memset(a, 0, sizeof(*a));
-}
-
-static const char *jstr(json_t *o, const char *k)
-{
-    const char *v = json_string_value(json_object_get(o, k));
-    return v ? v : "";
 }
 
 Tessera__V1__SlotAmount **pb_slots(arena *a, json_t *obj, size_t *n)
@@ -94,9 +90,9 @@ Tessera__V1__DeviceAllocation **pb_devs(arena *a, json_t *arr, size_t *n)
         json_t *o = json_array_get(arr, i);
         Tessera__V1__DeviceAllocation *d = ar_alloc(a, sizeof(*d));
         tessera__v1__device_allocation__init(d);
-        d->device_id = ar_str(a, jstr(o, "device_id"));
-        d->slot_name = ar_str(a, jstr(o, "slot_name"));
-        d->amount = ar_str(a, jstr(o, "amount"));
+        d->device_id = ar_str(a, pgjson_str(o, "device_id"));
+        d->slot_name = ar_str(a, pgjson_str(o, "slot_name"));
+        d->amount = ar_str(a, pgjson_str(o, "amount"));
         v[i] = d;
     }
     return v;
@@ -119,8 +115,8 @@ Tessera__V1__ServicePort **pb_ports(arena *a, json_t *arr, size_t *n)
         json_t *o = json_array_get(arr, i);
         Tessera__V1__ServicePort *p = ar_alloc(a, sizeof(*p));
         tessera__v1__service_port__init(p);
-        p->name = ar_str(a, jstr(o, "name"));
-        p->protocol = ar_str(a, jstr(o, "protocol"));
+        p->name = ar_str(a, pgjson_str(o, "name"));
+        p->protocol = ar_str(a, pgjson_str(o, "protocol"));
         p->container_port = (int32_t)json_integer_value(json_object_get(o, "container_port"));
         p->host_port = (int32_t)json_integer_value(json_object_get(o, "host_port"));
         v[i] = p;

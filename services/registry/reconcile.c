@@ -7,6 +7,7 @@
 #include "libcommon/httpc.h"
 #include "libcommon/log.h"
 #include "libcommon/metrics.h"
+#include "libcommon/pgjson.h"
 #include "occupancy_sync.h"
 #include "pbutil.h"
 #include "repairs.h"
@@ -80,12 +81,6 @@ static json_t *view_find(const agent_view *v, const char *kernel_id)
     return NULL;
 }
 
-static const char *jstr(json_t *o, const char *name)
-{
-    const char *s = json_string_value(json_object_get(o, name));
-    return s ? s : "";
-}
-
 static int jint(json_t *o, const char *name, int dflt)
 {
     json_t *v = json_object_get(o, name);
@@ -146,7 +141,7 @@ static void send_terminated(const krow *k, const char *agent_id, json_t *v, cons
                             repair_kind kind)
 {
     char reason[400];
-    const char *agent_reason = v ? jstr(v, "reason") : "";
+    const char *agent_reason = v ? pgjson_str(v, "reason") : "";
     snprintf(reason, sizeof(reason), "reconcile: %s%s%s", why, *agent_reason ? ": " : "",
              agent_reason);
     Tessera__V1__KernelTerminated m = TESSERA__V1__KERNEL_TERMINATED__INIT;
@@ -167,7 +162,7 @@ static void send_exited(const krow *k, const char *agent_id, json_t *v)
     m.kernel_id = (char *)k->id;
     m.agent_id = (char *)agent_id;
     m.exit_code = jint(v, "exit_code", -1);
-    m.reason = (char *)jstr(v, "reason");
+    m.reason = (char *)pgjson_str(v, "reason");
     m.generation = jint(v, "generation", k->generation);
     repairs_record(RK_KERNEL_EXITED, k->session_id, k->id, agent_id,
                    "the agent reports the kernel exited; its KernelExited was not applied");
@@ -259,7 +254,7 @@ static bool starting(const char *st)
  * NULL when the agent has none). */
 static void check_kernel(const krow *k, const char *agent_id, const agent_view *av, json_t *v)
 {
-    const char *vst = v ? jstr(v, "status") : "";
+    const char *vst = v ? pgjson_str(v, "status") : "";
     int vgen = v ? jint(v, "generation", 0) : -1;
     /* the agent's record is of this generation (or a newer one) */
     bool current = v && vgen >= k->generation;
@@ -301,12 +296,12 @@ static void check_orphans(const char *agent_id, const agent_view *av, PGresult *
     json_t *v;
     json_array_foreach(av->kernels, i, v)
     {
-        const char *id = jstr(v, "kernel_id"), *st = jstr(v, "status");
+        const char *id = pgjson_str(v, "kernel_id"), *st = pgjson_str(v, "status");
         if (strcmp(st, "terminated") == 0 || strcmp(st, "terminating") == 0) continue;
         /* Only a registry's session ids are UUIDs: a kernel of any other
          * session (made by hand through the agent's command topic) is not
          * one the registry ended or lost, and not its to reclaim. */
-        if (!ts_uuid_valid(jstr(v, "session_id"))) continue;
+        if (!ts_uuid_valid(pgjson_str(v, "session_id"))) continue;
         bool known = false;
         for (int r = 0; r < PQntuples(live) && !known; r++)
             known = strcasecmp(PQgetvalue(live, r, 0), id) == 0;
@@ -351,7 +346,7 @@ static void check_orphans(const char *agent_id, const agent_view *av, PGresult *
                 live_now = strcasecmp(PQgetvalue(r, row, 0), ids[x]) == 0;
             if (live_now || !confirmed("orphan", ids[x])) continue;
             Tessera__V1__DestroyKernel m = TESSERA__V1__DESTROY_KERNEL__INIT;
-            m.session_id = (char *)jstr(vs[x], "session_id");
+            m.session_id = (char *)pgjson_str(vs[x], "session_id");
             m.kernel_id = (char *)ids[x];
             m.reason = "reconcile: no live kernel in the registry";
             m.force = true;

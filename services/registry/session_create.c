@@ -24,12 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *jstr(json_t *o, const char *k)
-{
-    const char *v = json_string_value(json_object_get(o, k));
-    return v ? v : "";
-}
-
 static void fmt_slot(int id, int64_t v, char *buf, size_t size)
 {
     slot_format(id, v, buf, size);
@@ -229,10 +223,11 @@ static json_t *build_limits(json_t *ctx, const char *ak, const char *user_id)
     json_array_append_new(l, json_pack("{s:s, s:s, s:o}", "scope", "user", "id", user_id,
                                        "max_slots", json_object()));
     if (json_is_object(project))
-        json_array_append_new(l, json_pack("{s:s, s:s, s:o}", "scope", "project", "id",
-                                           jstr(project, "id"), "max_slots", slots_to_json(&b)));
+        json_array_append_new(l,
+                              json_pack("{s:s, s:s, s:o}", "scope", "project", "id",
+                                        pgjson_str(project, "id"), "max_slots", slots_to_json(&b)));
     json_array_append_new(l, json_pack("{s:s, s:s, s:o}", "scope", "domain", "id",
-                                       jstr(domain, "name"), "max_slots", slots_to_json(&c)));
+                                       pgjson_str(domain, "name"), "max_slots", slots_to_json(&c)));
     return l;
 }
 
@@ -373,7 +368,7 @@ void session_create_reply(svc *s, http_req *req, http_resp *resp, json_t *body)
                              cr.owner_access_key);
             goto out;
         }
-        const char *od = jstr(json_object_get(owner, "user"), "domain_name");
+        const char *od = pgjson_str(json_object_get(owner, "user"), "domain_name");
         if (!caller_is_superadmin(&c) && strcmp(od, c.domain) != 0) {
             http_problem(resp, 403, "forbidden", NULL,
                          "a domain administrator may create sessions only for its domain");
@@ -392,11 +387,11 @@ void session_create_reply(svc *s, http_req *req, http_resp *resp, json_t *body)
         owner = json_incref(c.ctx);
     }
     json_t *ouser = json_object_get(owner, "user");
-    const char *owner_ak = jstr(owner, "access_key");
-    const char *owner_domain = jstr(ouser, "domain_name");
+    const char *owner_ak = pgjson_str(owner, "access_key");
+    const char *owner_domain = pgjson_str(ouser, "domain_name");
     /* A session without a script of its own runs its owner keypair's
      * (Backend.AI's user-config bootstrap script, from the context). */
-    const char *own_script = jstr(owner, "bootstrap_script");
+    const char *own_script = pgjson_str(owner, "bootstrap_script");
     if (!*cr.bootstrap_script && own_script) cr.bootstrap_script = own_script;
     if (cr.domain && strcmp(cr.domain, owner_domain) != 0) {
         http_problem(resp, 400, "invalid-api-params", NULL,
@@ -470,7 +465,7 @@ void session_create_reply(svc *s, http_req *req, http_resp *resp, json_t *body)
         json_object_set_new(ropts, "shmem",
                             json_string(slot_format(SLOT_MEM, cr.shmem, b, sizeof(b))));
     }
-    json_t *limits = build_limits(owner, owner_ak, jstr(ouser, "id"));
+    json_t *limits = build_limits(owner, owner_ak, pgjson_str(ouser, "id"));
     if (!session_cluster_new(conn, cr.cluster_size, sid, &cl, resp)) goto out;
     json_t *home = home_files_from_context(owner);
     home_files_add_cluster(home, cl.ssh_public);
@@ -500,9 +495,9 @@ void session_create_reply(svc *s, http_req *req, http_resp *resp, json_t *body)
     const char *ip[] = {sid,
                         cr.name,
                         owner_ak,
-                        jstr(ouser, "id"),
-                        json_is_object(project) ? jstr(project, "id") : NULL,
-                        json_is_object(project) ? jstr(project, "name") : cr.group,
+                        pgjson_str(ouser, "id"),
+                        json_is_object(project) ? pgjson_str(project, "id") : NULL,
+                        json_is_object(project) ? pgjson_str(project, "name") : cr.group,
                         owner_domain,
                         cr.type,
                         cr.image,

@@ -4,17 +4,12 @@
 #include "context.h"
 #include "db_common.h"
 #include "libcommon/log.h"
+#include "libcommon/pgjson.h"
 #include "pbutil.h"
 #include "tessera/v1/session.pb-c.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-static const char *jstr(json_t *o, const char *k)
-{
-    const char *v = json_string_value(json_object_get(o, k));
-    return v ? v : "";
-}
 
 static const char enqueue_sql[] =
     "SELECT s.id::text, s.name, s.type, s.access_key, s.user_id::text,"
@@ -72,11 +67,11 @@ bool session_enqueued_publish(PGconn *conn, const char *session_id, const char *
         json_t *k = json_array_get(kernels, i);
         Tessera__V1__SessionEnqueued__KernelRequest *kr = ar_alloc(&a, sizeof(*kr));
         tessera__v1__session_enqueued__kernel_request__init(kr);
-        kr->kernel_id = ar_str(&a, jstr(k, "id"));
-        kr->cluster_role = ar_str(&a, jstr(k, "role"));
+        kr->kernel_id = ar_str(&a, pgjson_str(k, "id"));
+        kr->cluster_role = ar_str(&a, pgjson_str(k, "role"));
         kr->cluster_idx = (int32_t)json_integer_value(json_object_get(k, "idx"));
         kr->slots = pb_slots(&a, json_object_get(k, "slots"), &kr->n_slots);
-        kr->designated_agent = ar_str(&a, jstr(k, "agent"));
+        kr->designated_agent = ar_str(&a, pgjson_str(k, "agent"));
         m.kernels[i] = kr;
     }
     m.n_limits = json_array_size(limits);
@@ -85,8 +80,8 @@ bool session_enqueued_publish(PGconn *conn, const char *session_id, const char *
         json_t *l = json_array_get(limits, i);
         Tessera__V1__ScopeLimits *sl = ar_alloc(&a, sizeof(*sl));
         tessera__v1__scope_limits__init(sl);
-        sl->scope = ar_str(&a, jstr(l, "scope"));
-        sl->id = ar_str(&a, jstr(l, "id"));
+        sl->scope = ar_str(&a, pgjson_str(l, "scope"));
+        sl->id = ar_str(&a, pgjson_str(l, "id"));
         sl->max_concurrent_sessions =
             (int32_t)json_integer_value(json_object_get(l, "max_concurrent_sessions"));
         sl->max_pending_sessions =

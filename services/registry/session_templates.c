@@ -15,12 +15,6 @@
 #define TEMPLATES_PER_CALL 16
 #define TEMPLATES_PER_OWNER 200
 
-static const char *_str(const json_t *o, const char *k)
-{
-    const char *v = json_string_value(json_object_get(o, k));
-    return v ? v : "";
-}
-
 /* A UUID in either form Backend.AI answers: canonical, or 32 hex digits. */
 static bool _id_ok(const char *id)
 {
@@ -58,7 +52,7 @@ json_t *session_templates_find(PGconn *conn, http_resp *resp, const reg_caller *
     if (!r) return NULL;
     json_t *row = PQntuples(r) == 1 ? pgjson_row_json(r, 0) : NULL;
     PQclear(r);
-    if (row && !_may_reach(c, _str(row, "user_uuid"), _str(row, "domain_name"))) {
+    if (row && !_may_reach(c, pgjson_str(row, "user_uuid"), pgjson_str(row, "domain_name"))) {
         json_decref(row);
         row = NULL;
     }
@@ -87,7 +81,7 @@ static bool _owner(http_req *req, http_resp *resp, const reg_caller *c, const ch
             http_problem(resp, 400, "invalid-api-params", NULL, "unknown owner_access_key %s", oak);
         return false;
     }
-    const char *od = _str(json_object_get(*owner, "user"), "domain_name");
+    const char *od = pgjson_str(json_object_get(*owner, "user"), "domain_name");
     const char *why = NULL;
     if (!caller_is_superadmin(c) && strcmp(od, c->domain) != 0)
         why = "a domain administrator may keep templates only for its domain";
@@ -109,10 +103,10 @@ static bool _project(http_req *req, http_resp *resp, const char *ak, const char 
     json_t *ctx = NULL;
     if (!context_get(req, resp, ak, group, &ctx)) return false;
     json_t *p = json_object_get(ctx, "project");
-    bool ok = json_is_object(p) && ts_uuid_valid(_str(p, "id"));
+    bool ok = json_is_object(p) && ts_uuid_valid(pgjson_str(p, "id"));
     if (ok) {
-        ts_strlcpy(id, _str(p, "id"), TS_UUID_STRLEN);
-        ts_strlcpy(name, _str(p, "name"), size);
+        ts_strlcpy(id, pgjson_str(p, "id"), TS_UUID_STRLEN);
+        ts_strlcpy(name, pgjson_str(p, "name"), size);
     } else {
         http_problem(resp, 400, "invalid-api-params", NULL, "unknown group %s", group);
     }
@@ -199,7 +193,7 @@ static bool _item(http_req *req, http_resp *resp, json_t *it, size_t i, const ch
     char where[48];
     snprintf(where, sizeof(where), "payload[%zu]", i);
     json_t *uu = json_object_get(it, "user_uuid");
-    if (uu && !json_is_null(uu) && strcmp(_str(it, "user_uuid"), owner_id) != 0) {
+    if (uu && !json_is_null(uu) && strcmp(pgjson_str(it, "user_uuid"), owner_id) != 0) {
         http_problem(resp, 400, "invalid-api-params", NULL,
                      "%s.user_uuid: the owner is the caller (or owner_access_key's keypair)",
                      where);
@@ -216,7 +210,7 @@ static bool _item(http_req *req, http_resp *resp, json_t *it, size_t i, const ch
     if (!(out->template = template_spec_check(json_object_get(it, "template"), where, resp)))
         return false;
     out->name = json_is_string(nm) ? json_string_value(nm)
-                                   : _str(json_object_get(out->template, "metadata"), "name");
+                                   : pgjson_str(json_object_get(out->template, "metadata"), "name");
     const char *g = json_string_value(json_object_get(it, "group_id"));
     return _project(req, resp, owner_ak, g && *g ? g : def_group, out->project_id,
                     out->project_name, sizeof(out->project_name));
@@ -233,7 +227,7 @@ static bool _store(PGconn *conn, http_resp *resp, const json_t *owner, tpl_item 
                    json_t *answer)
 {
     json_t *user = json_object_get(owner, "user");
-    const char *uid = _str(user, "id");
+    const char *uid = pgjson_str(user, "id");
     const char *cp[] = {uid};
     PGresult *r = pgjson_query(conn, resp, "count session templates",
                                "SELECT (SELECT count(*) FROM registry.session_templates"
@@ -253,10 +247,15 @@ static bool _store(PGconn *conn, http_resp *resp, const json_t *owner, tpl_item 
         char id[TS_UUID_STRLEN];
         ts_uuid4(id);
         char *text = json_dumps(items[i].template, JSON_COMPACT);
-        const char *p[] = {
-            id,  _str(user, "domain_name"), items[i].project_id,       items[i].project_name,
-            uid, _str(user, "email"),       _str(owner, "access_key"), items[i].name,
-            text};
+        const char *p[] = {id,
+                           pgjson_str(user, "domain_name"),
+                           items[i].project_id,
+                           items[i].project_name,
+                           uid,
+                           pgjson_str(user, "email"),
+                           pgjson_str(owner, "access_key"),
+                           items[i].name,
+                           text};
         r = pgjson_query(conn, resp, "create session template", insert_sql, 9, p);
         free(text);
         if (!r) return false;
@@ -287,15 +286,16 @@ static void h_create(http_req *req, http_resp *resp, void *ctx)
         goto out;
     json_t *ouser = json_object_get(owner, "user");
     const char *dom = json_string_value(json_object_get(body, "domain"));
-    if (dom && *dom && strcmp(dom, _str(ouser, "domain_name")) != 0) {
+    if (dom && *dom && strcmp(dom, pgjson_str(ouser, "domain_name")) != 0) {
         http_problem(resp, 400, "invalid-api-params", NULL,
-                     "domain %s is not the owner's domain (%s)", dom, _str(ouser, "domain_name"));
+                     "domain %s is not the owner's domain (%s)", dom,
+                     pgjson_str(ouser, "domain_name"));
         goto out;
     }
     const char *group = _body_group(body);
     for (; n < json_array_size(items); n++)
-        if (!_item(req, resp, json_array_get(items, n), n, _str(owner, "access_key"),
-                   _str(ouser, "id"), group ? group : "default", &parsed[n])) {
+        if (!_item(req, resp, json_array_get(items, n), n, pgjson_str(owner, "access_key"),
+                   pgjson_str(ouser, "id"), group ? group : "default", &parsed[n])) {
             n++;
             goto out;
         }
@@ -303,7 +303,7 @@ static void h_create(http_req *req, http_resp *resp, void *ctx)
     answer = json_array();
     if (_store(conn, resp, owner, parsed, n, answer) && pgjson_commit(conn, resp)) {
         TLOG_INFO("session templates created", "count=%zu owner=%s by=%s", n,
-                  _str(owner, "access_key"), c.access_key);
+                  pgjson_str(owner, "access_key"), c.access_key);
         http_reply_json(resp, 200, json_incref(answer));
     } else {
         pg_rollback(conn);
@@ -410,7 +410,8 @@ static void h_update(http_req *req, http_resp *resp, void *ctx)
     }
     pgjson_put(s, conn); /* not held while auth is asked */
     conn = NULL;
-    if (!_item(req, resp, it, 0, _str(row, "access_key"), _str(row, "user_uuid"), group, &item) ||
+    if (!_item(req, resp, it, 0, pgjson_str(row, "access_key"), pgjson_str(row, "user_uuid"), group,
+               &item) ||
         !(conn = pgjson_get(s, resp)))
         goto out;
     char *text = json_dumps(item.template, JSON_COMPACT);
@@ -456,7 +457,7 @@ static void h_delete(http_req *req, http_resp *resp, void *ctx)
                          "DELETE FROM registry.session_templates WHERE id = $1::uuid", 1, p);
         if (r) {
             PQclear(r);
-            TLOG_INFO("session template deleted", "owner=%s by=%s", _str(row, "access_key"),
+            TLOG_INFO("session template deleted", "owner=%s by=%s", pgjson_str(row, "access_key"),
                       c.access_key);
             http_reply_json(resp, 200, json_pack("{s:b}", "success", true));
         }

@@ -4,7 +4,8 @@ launcher with a folder mounted, see it RUNNING, type a command into the
 terminal app and read its answer off the terminal's screen, upload a file
 and download it back byte for byte, share a folder with a second user who
 accepts it, destroy the session, log out, and find the old cookie refused.
-Each page is photographed (conftest.shot). The tests run in file order and
+Each page is photographed (conftest.shot); the account page and the narrow
+window are checked for what they show. The tests run in file order and
 build on each other (one person's browser for the module)."""
 import os
 import time
@@ -168,9 +169,16 @@ def test_share_a_folder_with_a_second_user_who_accepts(page, console_url, folder
     assert folder in names
 
 
-def test_my_account(page, console_url):
+def test_my_account(page, console_url, alice):
+    """The account page says who is signed in, with which keypair, and lists
+    that keypair as this login's."""
     go(page, console_url, "/account")
-    el(page, "[data-test=logout]")
+    el(page, "[data-test=logout-here]")
+    you = el(page, "[aria-labelledby=acc-me] dl.info").text
+    assert alice.email.split("@")[0] in you, you
+    assert alice.api.access_key in you, you
+    row = el(page, f"[data-keypair=\"{alice.api.access_key}\"]")
+    assert "this login" in row.text and "active" in row.text, row.text
     shot(page, "account")
 
 
@@ -191,10 +199,20 @@ def test_destroy_the_session(page, console_url, alice):
 
 
 def test_narrow_window(page, console_url):
+    """In a phone-wide window nothing scrolls sideways, the navigation folds
+    behind the menu button and opens from it."""
     page.set_window_size(420, 860)
     try:
         go(page, console_url, "/sessions")
-        el(page, "[data-test=launch]")
+        launch = el(page, "[data-test=launch]")
+        width = page.execute_script("return window.innerWidth")
+        assert launch.rect["x"] >= 0 and launch.rect["x"] + launch.rect["width"] <= width, launch.rect
+        assert page.execute_script("return document.documentElement.scrollWidth") <= width
+        sessions_link = el(page, "[data-nav=sessions]", visible=False)
+        assert not sessions_link.is_displayed(), "the navigation shows beside a narrow page"
+        click(page, ".menu-toggle")
+        wait_until(sessions_link.is_displayed, timeout=5, message="the menu button to open the navigation")
+        assert el(page, ".menu-toggle").get_attribute("aria-expanded") == "true"
         shot(page, "narrow")
     finally:
         page.set_window_size(1280, 800)

@@ -261,16 +261,7 @@ def _text(results, kind="stdout"):
     return "".join(t for r in results for k, t in (r.get("console") or []) if k == kind)
 
 
-def _exec_supported(user, sess):  # noqa: F811
-    e = Exec(user, sess, {"mode": "query", "code": "echo probe"})
-    res = e.results(timeout=10)
-    e.s.close()
-    if not res or res[-1]["status"] != "finished":
-        pytest.skip("the session's tessera-term has no /exec yet")
-
-
 def test_execute_query_and_stderr(user, sess):  # noqa: F811
-    _exec_supported(user, sess)
     e = Exec(user, sess, {"mode": "query", "code": "echo hi"})
     res = e.results()
     assert res[-1]["status"] == "finished" and res[-1]["exitCode"] == 0, res
@@ -286,7 +277,6 @@ def test_execute_query_and_stderr(user, sess):  # noqa: F811
 
 
 def test_execute_batch_with_build(user, sess):  # noqa: F811
-    _exec_supported(user, sess)
     e = Exec(user, sess, {"mode": "batch", "code": "",
                           "options": {"build": f"echo built > /tmp/b-{TAG}",
                                       "exec": f"cat /tmp/b-{TAG}"}})
@@ -306,7 +296,6 @@ def test_execute_batch_with_build(user, sess):  # noqa: F811
 
 
 def test_execute_input(user, sess):  # noqa: F811
-    _exec_supported(user, sess)
     # head waits in read(2); the shell's own `read` polls its stdin first
     for code in ("head -n 1 | sed 's/^/got-/'", "read x; echo got-$x; read y; echo got2-$y"):
         e = Exec(user, sess, {"mode": "query", "code": code})
@@ -327,7 +316,6 @@ def test_execute_input(user, sess):  # noqa: F811
 
 
 def test_execute_output_is_batched(user, sess):  # noqa: F811
-    _exec_supported(user, sess)
     e = Exec(user, sess, {"mode": "query",
                           "code": "i=0; while [ $i -lt 20 ]; do echo n$i; i=$((i+1)); "
                                   "sleep 0.05; done"})
@@ -347,7 +335,6 @@ def _count(user, sess, pattern):  # noqa: F811
 
 
 def test_execute_interrupt(user, other, sess):  # noqa: F811
-    _exec_supported(user, sess)
     e = Exec(user, sess, {"mode": "query", "code": f"sleep 60 # intr-{TAG}"})
     time.sleep(1.5)
     problem(other.post(f"/session/{sess}/interrupt"), 404)
@@ -361,7 +348,6 @@ def test_execute_interrupt(user, other, sess):  # noqa: F811
 
 
 def test_execute_closed_early_leaves_no_process(user, sess):  # noqa: F811
-    _exec_supported(user, sess)
     mark = f"sleep {1000 + int(TAG, 16) % 9000}"
     e = Exec(user, sess, {"mode": "query", "code": mark})
     time.sleep(1.5)
@@ -386,7 +372,6 @@ def test_cli_session_interrupt(user, other, sess):  # noqa: F811
     import os
     import subprocess
     from conftest import BIN_DIR
-    _exec_supported(user, sess)
     cli = os.path.join(BIN_DIR, "tessera")
 
     def run(client, *args):
@@ -462,7 +447,6 @@ def test_max_streams_and_interrupt_per_instance(stack, bin_dir, tmp_path, user, 
     import signal
     import bai_signer
     from conftest import second_gateway
-    _exec_supported(user, sess)
     with second_gateway(stack, bin_dir, tmp_path / "gw-streams.log", "it-streams",
                         TESSERA_GATEWAY_MAX_STREAMS="1") as (url, proc):
         u2 = bai_signer.Client(url, user.access_key, user.secret_key)

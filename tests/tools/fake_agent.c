@@ -190,7 +190,9 @@ static void cmd_scheduled(char **w, int n)
         p->cluster_idx = i - 3;
         p->slots = amounts(cur_slots, &p->n_slots);
         p->devices = calloc(32, sizeof(*p->devices));
-        for (char *d = devs ? strtok(devs, ",") : NULL; d; d = strtok(NULL, ",")) {
+        char *save = NULL;
+        for (char *d = devs ? strtok_r(devs, ",", &save) : NULL; d;
+             d = strtok_r(NULL, ",", &save)) {
             Tessera__V1__DeviceAllocation *a = calloc(1, sizeof(*a));
             tessera__v1__device_allocation__init(a);
             char *c = strchr(d, ':');
@@ -239,8 +241,9 @@ static void cmd_kernel(char **w, int n)
         m.kernel_host = n > 4 ? w[4] : "127.0.0.1";
         m.service_ports = calloc(16, sizeof(*m.service_ports));
         char *spec = n > 5 ? strdup(w[5]) : NULL;
-        for (char *e = spec ? strtok(spec, ",") : NULL; e && m.n_service_ports < 16;
-             e = strtok(NULL, ",")) {
+        char *save = NULL;
+        for (char *e = spec ? strtok_r(spec, ",", &save) : NULL; e && m.n_service_ports < 16;
+             e = strtok_r(NULL, ",", &save)) {
             Tessera__V1__ServicePort *p = calloc(1, sizeof(*p));
             tessera__v1__service_port__init(p);
             char *f[4] = {0};
