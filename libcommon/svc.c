@@ -4,6 +4,7 @@
 #include "libcommon/depinfo.h"
 #include "libcommon/deps.h"
 #include "libcommon/log.h"
+#include "libcommon/plaintext.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -71,6 +72,11 @@ static struct {
     int64_t kafka_session_timeout_ms;
     int64_t kafka_pause_max_backoff_ms;
     int64_t kafka_message_timeout_ms;
+    char *kafka_security_protocol;
+    char *kafka_ssl_ca_file;
+    bool kafka_allow_plaintext;
+    bool pg_allow_plaintext;
+    bool redis_allow_plaintext;
     char *svcauth_key_file;
     char *svcauth_trust_file;
     int64_t svcauth_max_skew_ms;
@@ -119,6 +125,10 @@ static const cfg_option g_pg_table[] = {
     {"pg.prepare", CFG_BOOL, &g_common.pg_prepare, "true", 0, 0, NULL, false, NULL,
      "prepare each distinct statement once per connection (false behind a connection pooler "
      "that does not keep named prepared statements)"},
+    {"pg.allow_plaintext", CFG_BOOL, &g_common.pg_allow_plaintext, "false", 0, 0, NULL, false, NULL,
+     "allow pg.dsn to name another host without TLS (an sslmode other than require, verify-ca "
+     "or verify-full); otherwise start-up refuses it (docs/operations.md, \"Several hosts: "
+     "encryption\")"},
     {NULL},
 };
 
@@ -127,6 +137,10 @@ static const cfg_option g_redis_table[] = {
      NULL, "Redis URL: redis://[:password@]host:port[/db] or unix:///path"},
     {"redis.timeout", CFG_DURATION, &g_common.redis_timeout_ms, "2s", 10, 60000, NULL, false, NULL,
      "Redis connect and command timeout"},
+    {"redis.allow_plaintext", CFG_BOOL, &g_common.redis_allow_plaintext, "false", 0, 0, NULL, false,
+     NULL,
+     "allow redis.url to name another host (the client has no TLS: reach a Redis elsewhere "
+     "through a local TLS tunnel on 127.0.0.1); otherwise start-up refuses it"},
     {NULL},
 };
 
@@ -160,6 +174,17 @@ static const cfg_option g_kafka_table[] = {
      NULL, false, NULL,
      "how long a produced event may wait for the brokers before it is given up (0: never; "
      "events wait in memory until the brokers are back)"},
+    {"kafka.security_protocol", CFG_ENUM, &g_common.kafka_security_protocol, "plaintext", 0, 0,
+     "plaintext|ssl", false, NULL,
+     "ssl: TLS to every broker, its certificate checked against kafka.ssl_ca_file and the "
+     "address it is reached at"},
+    {"kafka.ssl_ca_file", CFG_STRING, &g_common.kafka_ssl_ca_file, "", 0, 0, NULL, false, NULL,
+     "PEM file of the CA(s) that sign the brokers' certificates (with "
+     "kafka.security_protocol=ssl; empty: the system's)"},
+    {"kafka.allow_plaintext", CFG_BOOL, &g_common.kafka_allow_plaintext, "false", 0, 0, NULL, false,
+     NULL,
+     "allow kafka.bootstrap to name another host with kafka.security_protocol=plaintext; "
+     "otherwise start-up refuses it"},
     {NULL},
 };
 
@@ -470,9 +495,24 @@ static void fill_instance(void)
 
 /* ---- start-up steps ------------------------------------------------------ */
 
+/* Plain text to another host only where it is allowed (plaintext.h). */
+static bool check_plaintext(const svc_spec *spec, ts_err *err)
+{
+    if ((spec->needs & SVC_NEEDS_PG) &&
+        !plaintext_check_pg(g_common.pg_dsn, g_common.pg_allow_plaintext, err))
+        return false;
+    if ((spec->needs & SVC_NEEDS_REDIS) &&
+        !plaintext_check_redis(g_common.redis_url, g_common.redis_allow_plaintext, err))
+        return false;
+    return !(spec->needs & SVC_NEEDS_KAFKA) ||
+           plaintext_check_kafka(g_common.kafka_bootstrap, g_common.kafka_security_protocol,
+                                 g_common.kafka_allow_plaintext, err);
+}
+
 static bool connect_deps(svc *s, ts_err *err)
 {
     const svc_spec *spec = s->spec;
+    if (!check_plaintext(spec, err)) return false;
     if (spec->needs & SVC_NEEDS_PG) {
         s->pg = pg_pool_new(g_common.pg_dsn, (int)g_common.pg_pool_size,
                             (int)g_common.pg_connect_timeout_ms, g_common.pg_prepare, err);
@@ -513,6 +553,8 @@ static bool connect_deps(svc *s, ts_err *err)
             .session_timeout_ms = (int)g_common.kafka_session_timeout_ms,
             .pause_max_backoff_ms = (int)g_common.kafka_pause_max_backoff_ms,
             .message_timeout_ms = (int)g_common.kafka_message_timeout_ms,
+            .security_protocol = g_common.kafka_security_protocol,
+            .ssl_ca_file = g_common.kafka_ssl_ca_file,
         };
         s->bus = kbus_new(&o, err);
         if (!s->bus) {
