@@ -75,8 +75,8 @@ done
 # shellcheck disable=SC2086 # names without blanks, split on purpose
 stop_group gateway wsproxy vfolder agent $node_agents scheduler registry auth
 stop_group oci-registry
-stop_group devbus
-stop_group redis
+stop_group bus-tls devbus
+stop_group redis-tunnel redis
 
 # PostgreSQL: pg_ctl knows the server from its data dir, even without our pid file.
 PGDATA=$STATE/pg

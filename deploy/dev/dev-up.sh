@@ -26,6 +26,16 @@
 #                         namespace on a bridge of its own with an agent in it
 #                         (agent@node1 ..), the control plane listening on the
 #                         bridge's address (deploy/dev/nodes.sh)
+#   TESSERA_DEV_TLS       on|off: TLS between the processes (default on with
+#                         TESSERA_DEV_NODES > 1, off with one node): a CA and
+#                         certificates in <state>/tls (deploy/dev/tls.sh),
+#                         PostgreSQL with ssl (sslmode=verify-full), Redis on
+#                         its TLS port only (a stunnel tunnel on 127.0.0.1 for
+#                         the services), the bus behind a TLS terminator
+#                         (stunnel; kafka.security_protocol=ssl). off with
+#                         nodes is the explicit choice of plain text between
+#                         hosts (kafka.allow_plaintext). docs/operations.md,
+#                         "Several hosts: encryption".
 #   TESSERA_DEV_PG_OPTIONS more PostgreSQL server options, appended to the
 #                         stack's own ("-c wal_init_zero=off -c ..."); read
 #                         when PostgreSQL starts
@@ -59,6 +69,8 @@ unset NOTIFY_SOCKET || true
 . "$(dirname "$0")/lib.sh"
 # shellcheck source=deploy/dev/nodes.sh
 . "$(dirname "$0")/nodes.sh"
+# shellcheck source=deploy/dev/tls.sh
+. "$(dirname "$0")/tls.sh"
 
 say() { echo "dev-up: $*"; }
 die() { echo "dev-up: $*" >&2; exit 1; }
@@ -92,8 +104,21 @@ if [ "$NODES" -gt 1 ]; then
   for c in ip nsenter iptables; do command -v $c >/dev/null 2>&1 || die "$c is missing: run tools/deps.sh"; done
 fi
 
+# ---- TLS -----------------------------------------------------------------------
+TLS=${TESSERA_DEV_TLS:-}
+if [ -z "$TLS" ]; then if [ "$NODES" -gt 1 ]; then TLS=on; else TLS=off; fi; fi
+case $TLS in on|off) ;; *) die "TESSERA_DEV_TLS must be on or off, not '$TLS'" ;; esac
+# the TLS helpers: redis-tunnel (the services' Redis, 127.0.0.1, to Redis's TLS
+# port) and, with the bus, bus-tls (the mock brokers' TLS terminator)
+TLS_PROCS=""
+if [ "$TLS" = on ]; then
+  for c in openssl stunnel4; do command -v $c >/dev/null 2>&1 || die "$c is missing (TESSERA_DEV_TLS=on): run tools/deps.sh"; done
+  TLS_PROCS="redis-tunnel"
+  case " $SERVICES " in *" devbus "*) TLS_PROCS="$TLS_PROCS bus-tls" ;; esac
+fi
+
 # ---- already up? ---------------------------------------------------------------
-expected="postgres redis oci-registry $PROCS"
+expected="postgres redis $TLS_PROCS oci-registry $PROCS"
 up=""; down=""; any=no
 for n in $expected; do
   if [ -f "$RUN/$n.pid" ] && dev_alive "$RUN" "$n"; then up="$up $n"; any=yes; else down="$down $n"; fi
@@ -128,7 +153,7 @@ echo "$NODES" >"$STATE/nodes/count"
 set -- $(python3 -c '
 import socket
 socks = []
-for _ in range(12):
+for _ in range(13):
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.bind(("127.0.0.1", 0))
     socks.append(s)
@@ -136,11 +161,11 @@ print(" ".join(str(s.getsockname()[1]) for s in socks))
 for s in socks:
     s.close()
 ')
-[ $# -eq 12 ] || die "could not pick free ports"
+[ $# -eq 13 ] || die "could not pick free ports"
 PG_PORT=$1 REDIS_PORT=$2 OCI_PORT=$3 DEVBUS_PORT=$4 AUTH_PORT=$5 REGISTRY_PORT=$6
 SCHEDULER_PORT=$7 AGENT_PORT=$8 VFOLDER_PORT=$9
 shift 9
-WSPROXY_PORT=$1 GATEWAY_PORT=$2 WSPROXY_APP_PORT=$3
+WSPROXY_PORT=$1 GATEWAY_PORT=$2 WSPROXY_APP_PORT=$3 REDIS_TLS_PORT=$4
 
 # HOST: where the internal services, the bus and the OCI registry listen;
 # PUBLIC: the gateway and wsproxy's apps (browsers, the CLI). Both 127.0.0.1
@@ -164,9 +189,19 @@ if [ "$NODES" -gt 1 ]; then
   done
 fi
 APPS_URL="http://*.apps.localhost:$WSPROXY_APP_PORT"
-PG_DSN="postgresql://tessera@127.0.0.1:$PG_PORT/tessera?sslmode=disable"
+# TLS: the stack's CA and the control plane's certificate (for 127.0.0.1 and
+# the control plane's address); every client checks it (verify-full).
+TLSDIR=$STATE/tls
+PG_SSL=sslmode=disable
+if [ "$TLS" = on ]; then
+  if [ "$HOST" = 127.0.0.1 ]; then tls_make_certs "$TLSDIR" 127.0.0.1 || die "could not make the certificates in $TLSDIR"
+  else tls_make_certs "$TLSDIR" 127.0.0.1 "$HOST" || die "could not make the certificates in $TLSDIR"; fi
+  if [ "$(id -u)" -eq 0 ]; then tls_pg_copy "$TLSDIR" postgres; else tls_pg_copy "$TLSDIR" ""; fi
+  PG_SSL="sslmode=verify-full&sslrootcert=$(tls_uri_escape "$TLSDIR/ca.crt")"
+fi
+PG_DSN="postgresql://tessera@127.0.0.1:$PG_PORT/tessera?$PG_SSL"
 REDIS_URL="redis://127.0.0.1:$REDIS_PORT/0"
-CP_PG_DSN="postgresql://tessera@$HOST:$PG_PORT/tessera?sslmode=disable"
+CP_PG_DSN="postgresql://tessera@$HOST:$PG_PORT/tessera?$PG_SSL"
 CP_REDIS_URL="redis://$HOST:$REDIS_PORT/0"
 OCI="$HOST:$OCI_PORT"
 
@@ -242,10 +277,31 @@ fi
 if [ -f "$PGDATA/postmaster.pid" ] && ! asp "$PGBIN/pg_ctl" -D "$PGDATA" status >/dev/null 2>&1; then
   rm -f "$PGDATA/postmaster.pid"
 fi
+# Who may connect (rewritten at each start): trust from this host, as
+# initdb's; with TLS over TLS only (hostnossl: refused). The nodes need no
+# PostgreSQL.
+{
+  echo "# generated by deploy/dev/dev-up.sh at each start"
+  echo "local all all trust"
+  echo "local replication all trust"
+  if [ "$TLS" = on ]; then
+    echo "hostnossl all all all reject"
+    hba=hostssl
+  else
+    hba=host
+  fi
+  echo "$hba all all 127.0.0.1/32 trust"
+  echo "$hba all all ::1/128 trust"
+} >"$STATE/pg_hba.conf.tmp"
+asp sh -c 'cat >"$1"' sh "$PGDATA/pg_hba.conf" <"$STATE/pg_hba.conf.tmp"
+rm -f "$STATE/pg_hba.conf.tmp"
+PG_TLS_OPTIONS=""
+[ "$TLS" = off ] ||
+  PG_TLS_OPTIONS="-c ssl=on -c ssl_cert_file=$TLSDIR/pg/server.crt -c ssl_key_file=$TLSDIR/pg/server.key"
 # fsync off and friends: a throwaway development database. The start command
 # goes to cmd/postgres (restart.sh postgres starts it the same way).
 set -- "$PGBIN/pg_ctl" -D "$PGDATA" -l "$LOGS/postgres.log" -w -t 60 -s \
-  -o "-p $PG_PORT -k $PGSOCK -c listen_addresses=$(echo "$LISTEN_ADDRS" | tr ' ' ',') -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200 -c log_lock_waits=on ${TESSERA_DEV_PG_OPTIONS:-}" \
+  -o "-p $PG_PORT -k $PGSOCK -c listen_addresses=$(echo "$LISTEN_ADDRS" | tr ' ' ',') -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200 -c log_lock_waits=on $PG_TLS_OPTIONS ${TESSERA_DEV_PG_OPTIONS:-}" \
   start
 [ "$(id -u)" -ne 0 ] || set -- runuser -u postgres -- "$@"
 record_cmd postgres "$@"
@@ -263,9 +319,36 @@ psql_ -tAc "SELECT 1 FROM pg_database WHERE datname = 'tessera'" | grep -q 1 ||
 
 # ---- Redis ---------------------------------------------------------------------
 mkdir -p "$STATE/redis"
-# shellcheck disable=SC2086 # one or two addresses, split on purpose
-launch redis redis-server --bind $LISTEN_ADDRS --port "$REDIS_PORT" --save "" --appendonly no \
-  --daemonize no --dir "$STATE/redis" --logfile ""
+if [ "$TLS" = on ]; then
+  # TLS only (port 0: no plain port), on both addresses; the services' client
+  # (hiredis 0.14) has no TLS: they reach it through redis-tunnel, a stunnel
+  # client on 127.0.0.1:REDIS_PORT that checks the certificate.
+  # shellcheck disable=SC2086 # one or two addresses, split on purpose
+  launch redis redis-server --bind $LISTEN_ADDRS --port 0 --tls-port "$REDIS_TLS_PORT" \
+    --tls-cert-file "$TLSDIR/server.crt" --tls-key-file "$TLSDIR/server.key" \
+    --tls-ca-cert-file "$TLSDIR/ca.crt" --tls-auth-clients no --save "" --appendonly no \
+    --daemonize no --dir "$STATE/redis" --logfile ""
+  cat >"$TLSDIR/redis-tunnel.conf" <<EOF
+; generated by deploy/dev/dev-up.sh: the services' Redis (plain, 127.0.0.1)
+; to Redis's TLS port, the certificate checked against the stack's CA
+foreground = yes
+pid =
+syslog = no
+debug = notice
+[redis]
+client = yes
+accept = 127.0.0.1:$REDIS_PORT
+connect = 127.0.0.1:$REDIS_TLS_PORT
+CAfile = $TLSDIR/ca.crt
+verifyChain = yes
+checkIP = 127.0.0.1
+EOF
+  launch redis-tunnel stunnel4 "$TLSDIR/redis-tunnel.conf"
+else
+  # shellcheck disable=SC2086 # one or two addresses, split on purpose
+  launch redis redis-server --bind $LISTEN_ADDRS --port "$REDIS_PORT" --save "" --appendonly no \
+    --daemonize no --dir "$STATE/redis" --logfile ""
+fi
 deadline=$(( $(now) + 20 ))
 until python3 - "$REDIS_PORT" <<'EOF' 2>/dev/null
 import socket, sys
@@ -275,6 +358,7 @@ sys.exit(0 if s.recv(16).startswith(b"+PONG") else 1)
 EOF
 do
   dev_alive "$RUN" redis || { tail_log redis; die "Redis exited"; }
+  [ "$TLS" = off ] || dev_alive "$RUN" redis-tunnel || { tail_log redis-tunnel; die "the Redis tunnel (stunnel) exited"; }
   [ "$(now)" -lt "$deadline" ] || { tail_log redis; die "Redis did not answer PING in 20 s"; }
   sleep 0.1
 done
@@ -282,8 +366,13 @@ done
 # ---- tessera-devbus (Kafka mock cluster) -------------------------------------------
 KAFKA=""
 case " $SERVICES " in *" devbus "*)
+  # with TLS the brokers listen on 127.0.0.2 and bus-tls on the address they
+  # advertise, the same ports
+  BUS_LISTEN=""
+  [ "$TLS" = off ] || BUS_LISTEN=127.0.0.2
   launch devbus env "TESSERA_HTTP_LISTEN=$HOST:$DEVBUS_PORT" \
     "TESSERA_SERVICE_INSTANCE=dev-devbus" "TESSERA_DEVBUS_BROKER_ADDR=$HOST" \
+    "TESSERA_DEVBUS_LISTEN_ADDR=$BUS_LISTEN" \
     "TESSERA_DEVBUS_BOOTSTRAP_FILE=$RUN/devbus.bootstrap" \
     "$BIN/tessera-devbus"
   deadline=$(( $(now) + 30 ))
@@ -293,6 +382,35 @@ case " $SERVICES " in *" devbus "*)
     sleep 0.1
   done
   KAFKA=$(head -n 1 "$RUN/devbus.bootstrap")
+  if [ "$TLS" = on ]; then
+    {
+      echo "; generated by deploy/dev/dev-up.sh: TLS in front of each mock broker"
+      echo "foreground = yes"
+      echo "pid ="
+      echo "syslog = no"
+      echo "debug = notice"
+      for hp in $(echo "$KAFKA" | tr ',' ' '); do
+        echo "[broker-${hp##*:}]"
+        echo "accept = $hp"
+        echo "connect = $BUS_LISTEN:${hp##*:}"
+        echo "cert = $TLSDIR/server.crt"
+        echo "key = $TLSDIR/server.key"
+      done
+    } >"$TLSDIR/bus-tls.conf"
+    launch bus-tls stunnel4 "$TLSDIR/bus-tls.conf"
+    deadline=$(( $(now) + 20 ))
+    until python3 -c '
+import socket, sys
+for hp in sys.argv[1].split(","):
+    h, p = hp.rsplit(":", 1)
+    socket.create_connection((h, int(p)), timeout=1).close()
+' "$KAFKA" 2>/dev/null
+    do
+      dev_alive "$RUN" bus-tls || { tail_log bus-tls; die "the bus's TLS terminator (stunnel) exited"; }
+      [ "$(now)" -lt "$deadline" ] || { tail_log bus-tls; die "the bus's TLS terminator did not listen in 20 s"; }
+      sleep 0.1
+    done
+  fi
   ;;
 esac
 
@@ -425,6 +543,14 @@ start_service() {
     "TESSERA_SERVICE_AUTH_KEY_FILE=$KEYS/$s.key" \
     "TESSERA_SERVICE_AUTH_TRUST_FILE=$KEYS/trusted"
   [ -z "$KAFKA" ] || set -- "$@" "TESSERA_KAFKA_BOOTSTRAP=$KAFKA" "KAFKA_BOOTSTRAP=$KAFKA"
+  # TLS to the bus; without it, a bus on the node network is plain text
+  # between hosts, which the services refuse unless told (TESSERA_DEV_TLS=off
+  # is that choice)
+  if [ "$TLS" = on ]; then
+    set -- "$@" "TESSERA_KAFKA_SECURITY_PROTOCOL=ssl" "TESSERA_KAFKA_SSL_CA_FILE=$TLSDIR/ca.crt"
+  elif [ "$NODES" -gt 1 ]; then
+    set -- "$@" "TESSERA_KAFKA_ALLOW_PLAINTEXT=true"
+  fi
   # wsproxy: its app proxy on a port of its own, the same after a restart
   # (deploy/dev/restart.sh), so that app links handed out stay valid. Each
   # app on a host name of its own, <hash>.apps.localhost (Chromium, Firefox
@@ -532,6 +658,18 @@ done
   # the nodes (TESSERA_DEV_NODES > 1): the node network, each node's name,
   # address, network namespace and agent URL
   echo "export TESSERA_DEV_NODES=$(q "$NODES")"
+  echo "export TESSERA_DEV_TLS=$(q "$TLS")"
+  if [ "$TLS" = on ]; then
+    echo "export TESSERA_TLS_CA_FILE=$(q "$TLSDIR/ca.crt")"
+    echo "export TESSERA_TLS_CERT_FILE=$(q "$TLSDIR/server.crt")"
+    echo "export TESSERA_TLS_KEY_FILE=$(q "$TLSDIR/server.key")"
+    echo "export TESSERA_REDIS_TLS_URL=$(q "rediss://$HOST:$REDIS_TLS_PORT/0")"
+    echo "export PGSSLMODE='verify-full' PGSSLROOTCERT=$(q "$TLSDIR/ca.crt")"
+    if [ -n "$KAFKA" ]; then
+      echo "export TESSERA_KAFKA_SECURITY_PROTOCOL='ssl'"
+      echo "export TESSERA_KAFKA_SSL_CA_FILE=$(q "$TLSDIR/ca.crt")"
+    fi
+  fi
   if [ "$NODES" -gt 1 ]; then
     echo "export TESSERA_NODE_NETWORK=$(q "$(nodes_bridge "$NODE_NET")")"
     echo "export TESSERA_NODE_SUBNET=$(q "$(nodes_subnet "$NODE_NET")")"
@@ -552,6 +690,7 @@ mv "$STATE/env.tmp" "$STATE/env"
 {
   echo "postgres $(cat "$RUN/postgres.pid") $PG_DSN"
   echo "redis $(cat "$RUN/redis.pid") $REDIS_URL"
+  for t in $TLS_PROCS; do echo "$t $(cat "$RUN/$t.pid") tls"; done
   echo "oci-registry $(cat "$RUN/oci-registry.pid") http://$OCI"
   for s in $PROCS; do echo "$s $(cat "$RUN/$s.pid") $(url_of "$s")"; done
 } >"$STATE/services.tmp"
