@@ -2,6 +2,7 @@
 #include "libcommon/svc.h"
 
 #include "libcommon/depinfo.h"
+#include "libcommon/httpc.h"
 #include "libcommon/deps.h"
 #include "libcommon/log.h"
 #include "libcommon/plaintext.h"
@@ -78,6 +79,7 @@ static struct {
     bool pg_allow_plaintext;
     bool redis_allow_plaintext;
     char *svcauth_key_file;
+    char *http_ca_file;
     char *svcauth_trust_file;
     int64_t svcauth_max_skew_ms;
 } g_common;
@@ -93,6 +95,9 @@ static cfg_option g_common_table[] = {
      NULL, "largest request body accepted (larger: 413)"},
     {"http.threads", CFG_INT, &g_common.http_threads, "4", 1, 256, NULL, false, NULL,
      "HTTP worker threads"},
+    {"http.ca_file", CFG_STRING, &g_common.http_ca_file, "", 0, 0, NULL, false, NULL,
+     "PEM file of the CA(s) this service's calls to other services trust for https:// URLs "
+     "(an agent's https addr: agent.advertise_addr); empty = the system's"},
     {"http.idle_timeout", CFG_DURATION, &g_common.http_idle_timeout_ms, "60s", 1000, 3600000, NULL,
      false, NULL, "idle keep-alive connections are closed after this"},
     {"http.header_timeout", CFG_DURATION, &g_common.http_header_timeout_ms, "10s", 1000, 600000,
@@ -431,6 +436,7 @@ static void collect_kafka(FILE *out, void *ctx)
  * configuration that leaves a service unable to call or to be called. */
 static bool load_service_auth(const svc_spec *spec, ts_err *err)
 {
+    if (!httpc_set_ca_file(g_common.http_ca_file, err)) return false;
     bool needs_trust = false;
     for (size_t i = 0; !spec->public_api && i < spec->n_access; i++)
         needs_trust = needs_trust || spec->access[i].callers != SVCAUTH_PUBLIC;

@@ -12,6 +12,8 @@
 #                            TLS terminator)
 #   pg/server.crt, .key      a copy for PostgreSQL (its key must belong to the
 #                            user that runs it, 0600)
+#   node<k>.crt, .key        node k's (TESSERA_DEV_NODES > 1), for its address:
+#                            its agent's TLS terminator (agent-tls@node<k>)
 # A server certificate made for other addresses (a stack of nodes after one of
 # one node, or another node network) is made again.
 
@@ -28,40 +30,47 @@ tls_san() {
   echo "$_san"
 }
 
-# tls_make_certs DIR ADDR...: the CA (once) and the server certificate for
-# ADDR... in DIR; prints nothing on success, openssl's complaint otherwise.
+# tls_make_certs DIR ADDR...: the CA (once) and the control plane's
+# certificate (server) for ADDR... in DIR; prints nothing on success,
+# openssl's complaint otherwise.
 tls_make_certs() {
   _td=$1
   shift
   mkdir -p "$_td"
   chmod 0755 "$_td"
-  _log=$_td/openssl.log
-  : >"$_log"
+  : >"$_td/openssl.log"
   if [ ! -s "$_td/ca.crt" ] || [ ! -s "$_td/ca.key" ]; then
-    rm -f "$_td/ca.crt" "$_td/ca.key" "$_td/server.crt" "$_td/server.key"
-    (umask 077 && openssl ecparam -name prime256v1 -genkey -noout -out "$_td/ca.key") >>"$_log" 2>&1 &&
+    rm -f "$_td"/*.crt "$_td"/*.key
+    (umask 077 && openssl ecparam -name prime256v1 -genkey -noout -out "$_td/ca.key") >>"$_td/openssl.log" 2>&1 &&
       openssl req -x509 -new -key "$_td/ca.key" -sha256 -days 3650 \
         -subj "/CN=Tessera development CA $(hostname)" \
         -addext "basicConstraints=critical,CA:TRUE" \
         -addext "keyUsage=critical,keyCertSign,cRLSign" \
-        -out "$_td/ca.crt" >>"$_log" 2>&1 || { cat "$_log" >&2; return 1; }
+        -out "$_td/ca.crt" >>"$_td/openssl.log" 2>&1 || { cat "$_td/openssl.log" >&2; return 1; }
   fi
+  tls_make_leaf "$_td" server "$@"
+}
+
+# tls_make_leaf DIR NAME ADDR...: DIR/NAME.crt and NAME.key, signed by DIR's
+# CA, for ADDR...; kept when it exists for the same addresses.
+tls_make_leaf() {
+  _td=$1 _tn=$2
+  shift 2
   _want=$(tls_san "$@")
-  if [ -s "$_td/server.crt" ] && [ -s "$_td/server.key" ] && [ "$(cat "$_td/server.san" 2>/dev/null)" = "$_want" ] &&
-    openssl verify -CAfile "$_td/ca.crt" "$_td/server.crt" >/dev/null 2>&1; then
+  if [ -s "$_td/$_tn.crt" ] && [ -s "$_td/$_tn.key" ] && [ "$(cat "$_td/$_tn.san" 2>/dev/null)" = "$_want" ] &&
+    openssl verify -CAfile "$_td/ca.crt" "$_td/$_tn.crt" >/dev/null 2>&1; then
     return 0
   fi
-  rm -f "$_td/server.crt" "$_td/server.key" "$_td/server.csr"
-  (umask 077 && openssl ecparam -name prime256v1 -genkey -noout -out "$_td/server.key") >>"$_log" 2>&1 &&
-    openssl req -new -key "$_td/server.key" -subj "/CN=tessera-control-plane" \
-      -out "$_td/server.csr" >>"$_log" 2>&1 &&
+  rm -f "$_td/$_tn.crt" "$_td/$_tn.key" "$_td/$_tn.csr"
+  (umask 077 && openssl ecparam -name prime256v1 -genkey -noout -out "$_td/$_tn.key") >>"$_td/openssl.log" 2>&1 &&
+    openssl req -new -key "$_td/$_tn.key" -subj "/CN=tessera-$_tn" -out "$_td/$_tn.csr" >>"$_td/openssl.log" 2>&1 &&
     printf 'subjectAltName=%s\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyAgreement\nextendedKeyUsage=serverAuth\n' \
-      "$_want" >"$_td/server.ext" &&
-    openssl x509 -req -in "$_td/server.csr" -CA "$_td/ca.crt" -CAkey "$_td/ca.key" -CAcreateserial \
-      -days 825 -sha256 -extfile "$_td/server.ext" -out "$_td/server.crt" >>"$_log" 2>&1 ||
-    { cat "$_log" >&2; return 1; }
-  echo "$_want" >"$_td/server.san"
-  rm -f "$_td/server.csr"
+      "$_want" >"$_td/$_tn.ext" &&
+    openssl x509 -req -in "$_td/$_tn.csr" -CA "$_td/ca.crt" -CAkey "$_td/ca.key" -CAcreateserial \
+      -days 825 -sha256 -extfile "$_td/$_tn.ext" -out "$_td/$_tn.crt" >>"$_td/openssl.log" 2>&1 ||
+    { cat "$_td/openssl.log" >&2; return 1; }
+  echo "$_want" >"$_td/$_tn.san"
+  rm -f "$_td/$_tn.csr" "$_td/$_tn.ext"
 }
 
 # tls_pg_copy DIR OWNER: DIR/pg/server.{crt,key} for PostgreSQL, owned by

@@ -28,7 +28,8 @@ static const cfg_option agent_options[] = {
     {"agent.state_dir", CFG_STRING, &state_dir, "/var/lib/tessera/agent", 0, 0, NULL, false, NULL,
      "kernels, image cache, host port leases, CNI leases, kernel metadata"},
     {"agent.advertise_addr", CFG_STRING, &advertise_addr, "", 0, 0, NULL, false, NULL,
-     "host:port others reach the agent's HTTP API and kernel ports at (default: as bound)"},
+     "host:port others reach the agent's HTTP API and kernel ports at (default: as bound); "
+     "https://host:port where a TLS terminator on the node answers for the agent"},
     {"agent.runc", CFG_STRING, &runc_path, "runc", 0, 0, NULL, false, NULL,
      "OCI runtime binary (runc; a name is looked up in PATH)"},
     {"agent.cni_bin_dir", CFG_STRING, &cni_bin_dir, "/usr/lib/cni", 0, 0, NULL, false, NULL,
