@@ -18,7 +18,7 @@
 #include <stdbool.h>
 
 /* host (no port) is 127.0.0.0/8, ::1, "localhost" or a Unix socket path. */
-bool plaintext_host_is_local(const char *host);
+bool plaintext_host_is_local(const char *host) TS_MUST_CHECK;
 
 /* pg.dsn (a libpq URI or key=value string): true when every host it names
  * is local or its sslmode is require, verify-ca or verify-full, or allow. */
