@@ -237,7 +237,11 @@ typedef struct http_server http_server;
 http_server *http_server_start(const http_server_opts *opts, http_router *router, ts_err *err);
 /* The port actually bound (useful with port 0). */
 int http_server_port(const http_server *s);
-/* Stop accepting new connections; in-flight requests finish. */
+/* Listen on addr too, an address other processes share (SO_REUSEPORT: the
+ * kernel spreads new connections over every process listening on it; see
+ * net_listen_open_shared), e.g. once the service is ready. At most once. */
+bool http_server_share(http_server *s, const char *addr, ts_err *err) TS_MUST_CHECK;
+/* Stop accepting new connections (on every address); in-flight requests finish. */
 void http_server_quiesce(http_server *s);
 /* Requests being handled right now. */
 int http_server_inflight(const http_server *s);

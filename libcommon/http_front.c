@@ -162,6 +162,11 @@ struct http_front {
     pthread_t thread;
     bool listening, accept_paused;
     int64_t accept_resume_ms;
+    /* the listening sockets: o.listen_fd first, then those added later
+     * (http_front_add_listener: a shared address joined once ready) */
+    int lfd[HTTP_FRONT_MAX_LISTENERS];
+    atomic_int n_lfd;  /* entries published (set under mu) */
+    int n_lfd_watched; /* entries in the epoll set (front thread only) */
     atomic_bool stopping, quiescing;
     flist waiting, lingering;
     char *peek;
@@ -170,7 +175,7 @@ struct http_front {
     size_t n_handed, cap_handed;
 };
 
-static char k_listen_tag, k_wake_tag;
+static char k_wake_tag;
 
 static void list_push(flist *l, fconn *c)
 {
@@ -298,25 +303,46 @@ static void expire_waiting(http_front *f, fconn *c)
         conn_close(f, c);
 }
 
+/* A listener's epoll tag: its index in f->lfd, as a pointer into it. */
+static bool is_listener(http_front *f, void *p)
+{
+    return p >= (void *)&f->lfd[0] && p < (void *)&f->lfd[HTTP_FRONT_MAX_LISTENERS];
+}
+
 static void set_listening(http_front *f, bool on)
 {
     if (on == f->listening) return;
-    if (on) {
-        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &k_listen_tag};
-        if (epoll_ctl(f->ep, EPOLL_CTL_ADD, f->o.listen_fd, &ev) != 0) return;
-    } else {
-        epoll_ctl(f->ep, EPOLL_CTL_DEL, f->o.listen_fd, NULL);
+    int n = f->n_lfd_watched;
+    for (int i = 0; i < n; i++) {
+        if (on) {
+            struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &f->lfd[i]};
+            if (epoll_ctl(f->ep, EPOLL_CTL_ADD, f->lfd[i], &ev) != 0 && i == 0) return;
+        } else {
+            epoll_ctl(f->ep, EPOLL_CTL_DEL, f->lfd[i], NULL);
+        }
     }
     f->listening = on;
 }
 
-static void accept_some(http_front *f)
+/* Listeners added since the last look (front thread). */
+static void watch_new_listeners(http_front *f)
+{
+    int n = atomic_load(&f->n_lfd);
+    while (f->n_lfd_watched < n) {
+        int i = f->n_lfd_watched++;
+        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &f->lfd[i]};
+        if (f->listening && epoll_ctl(f->ep, EPOLL_CTL_ADD, f->lfd[i], &ev) != 0)
+            TLOG_WARN("http front: a listener not watched", "error=\"%s\"", strerror(errno));
+    }
+}
+
+static void accept_some(http_front *f, int lfd)
 {
     for (int i = 0; i < ACCEPT_BATCH; i++) {
         fconn *c = ts_calloc(1, sizeof(*c));
         c->addr_len = sizeof(c->addr);
-        c->fd = accept4(f->o.listen_fd, (struct sockaddr *)&c->addr, &c->addr_len,
-                        SOCK_NONBLOCK | SOCK_CLOEXEC);
+        c->fd =
+            accept4(lfd, (struct sockaddr *)&c->addr, &c->addr_len, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (c->fd < 0) {
             int e = errno;
             free(c);
@@ -362,6 +388,7 @@ static void take_handed(http_front *f)
         linger_start(f, c, false);
     }
     free(fds);
+    if (!atomic_load(&f->quiescing)) watch_new_listeners(f);
     if (atomic_load(&f->quiescing)) {
         set_listening(f, false);
         f->accept_paused = false;
@@ -395,8 +422,8 @@ static void *front_main(void *arg)
         int n = epoll_wait(f->ep, evs, (int)TS_ARRAY_LEN(evs), next_timeout(f, now));
         for (int i = 0; i < n; i++) {
             void *p = evs[i].data.ptr;
-            if (p == &k_listen_tag) {
-                if (f->listening) accept_some(f);
+            if (is_listener(f, p)) {
+                if (f->listening) accept_some(f, *(int *)p);
             } else if (p == &k_wake_tag) {
                 take_handed(f);
             } else {
@@ -430,6 +457,9 @@ http_front *http_front_start(const http_front_opts *opts, ts_err *err)
     pthread_mutex_init(&f->mu, NULL);
     f->ep = epoll_create1(EPOLL_CLOEXEC);
     f->wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    f->lfd[0] = opts->listen_fd;
+    atomic_store(&f->n_lfd, 1);
+    f->n_lfd_watched = 1;
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &k_wake_tag};
     if (f->ep < 0 || f->wake < 0 || epoll_ctl(f->ep, EPOLL_CTL_ADD, f->wake, &ev) != 0) {
         ts_err_set(err, "http front: epoll: %s", strerror(errno));
@@ -460,6 +490,22 @@ static void wake(http_front *f)
     uint64_t one = 1;
     if (write(f->wake, &one, sizeof(one)) < 0 && errno != EAGAIN)
         TLOG_WARN("http front: wake-up lost", "error=\"%s\"", strerror(errno));
+}
+
+bool http_front_add_listener(http_front *f, int fd, ts_err *err)
+{
+    pthread_mutex_lock(&f->mu);
+    int n = atomic_load(&f->n_lfd);
+    if (n >= HTTP_FRONT_MAX_LISTENERS) {
+        pthread_mutex_unlock(&f->mu);
+        ts_err_set(err, "http front: at most %d listeners", HTTP_FRONT_MAX_LISTENERS);
+        return false;
+    }
+    f->lfd[n] = fd;
+    atomic_store(&f->n_lfd, n + 1);
+    pthread_mutex_unlock(&f->mu);
+    wake(f);
+    return true;
 }
 
 void http_front_quiesce(http_front *f)

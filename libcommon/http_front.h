@@ -63,6 +63,8 @@ bool http_front_write_all(int fd, const char *data, size_t len, int timeout_ms) 
 
 typedef struct http_front http_front;
 
+#define HTTP_FRONT_MAX_LISTENERS 4
+
 typedef struct http_front_opts {
     int listen_fd; /* listening, non-blocking; stays the caller's */
     int header_timeout_ms;
@@ -76,6 +78,10 @@ typedef struct http_front_opts {
 } http_front_opts;
 
 http_front *http_front_start(const http_front_opts *opts, ts_err *err) TS_MUST_CHECK;
+/* Accept on fd too (listening, non-blocking; stays the caller's) from the
+ * front thread's next turn; any thread. False when the front has
+ * HTTP_FRONT_MAX_LISTENERS already. */
+bool http_front_add_listener(http_front *f, int fd, ts_err *err) TS_MUST_CHECK;
 /* Stop accepting; connections already accepted are still judged. */
 void http_front_quiesce(http_front *f);
 /* Take fd (an answer has been written on it): half-close it, read and drop

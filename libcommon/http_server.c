@@ -63,6 +63,7 @@ struct http_server {
     http_body_watch *bodies; /* 408 for a body that stalls (http.body_timeout) */
     char server_header[80];
     int listen_fd;
+    int shared_fd; /* http_server_share's listener, or -1 */
     int port;
     bool quiesced;
     atomic_int inflight; /* from the first header callback until MHD says done */
@@ -668,6 +669,7 @@ http_server *http_server_start(const http_server_opts *opts, http_router *router
     s->router = router;
     s->stream_router = http_stream_router_of(router, false);
     s->listen_fd = fd;
+    s->shared_fd = -1;
     s->on_complete = opts->on_complete;
     s->on_complete_ctx = opts->on_complete_ctx;
     s->guard = opts->guard;
@@ -740,6 +742,19 @@ int http_server_port(const http_server *s)
     return s->port;
 }
 
+bool http_server_share(http_server *s, const char *addr, ts_err *err)
+{
+    ts_assert(s->shared_fd < 0); /* at most once */
+    int fd = net_listen_open_shared(addr, err);
+    if (fd < 0) return false;
+    if (!http_front_add_listener(s->front, fd, err)) {
+        close(fd);
+        return false;
+    }
+    s->shared_fd = fd;
+    return true;
+}
+
 void http_server_quiesce(http_server *s)
 {
     if (!s || s->quiesced) return;
@@ -749,6 +764,7 @@ void http_server_quiesce(http_server *s)
     /* The front's thread may still look at the fd until stop: shut it down now
      * (no more connections are accepted, connects are refused), close it then. */
     shutdown(s->listen_fd, SHUT_RDWR);
+    if (s->shared_fd >= 0) shutdown(s->shared_fd, SHUT_RDWR);
     TLOG_INFO("http quiesced", "port=%d inflight=%d", s->port, http_server_inflight(s));
 }
 
@@ -765,6 +781,7 @@ void http_server_stop(http_server *s)
     MHD_stop_daemon(s->daemon);
     http_body_watch_free(s->bodies);
     close(s->listen_fd);
+    if (s->shared_fd >= 0) close(s->shared_fd);
     http_workers_free(s->workers);
     free(s);
 }

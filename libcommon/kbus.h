@@ -76,6 +76,9 @@ bool kbus_ping(kbus *bus, int timeout_ms, ts_err *err) TS_MUST_CHECK;
  * brokers do not answer or do not know the topic. */
 bool kbus_topic_partitions(kbus *bus, const char *topic, int timeout_ms, int *count,
                            ts_err *err) TS_MUST_CHECK;
+/* The partition of count that the producer's partitioner (murmur2_random,
+ * as Kafka's Java client) gives a message keyed key (not NULL). */
+int kbus_key_partition(const char *key, int count);
 
 typedef enum kbus_result {
     KBUS_DONE,   /* effect is durable: store the offset */
@@ -163,8 +166,16 @@ void kbus_consumers_stop(kbus_consumer *const *cs, int n);
 /* True once the group has assigned this consumer at least one partition (for
  * readiness: a broadcast consumer sees events only from then on). */
 bool kbus_consumer_assigned(kbus_consumer *c) TS_MUST_CHECK;
+/* True once the group gave this consumer an assignment, even an empty one
+ * (a member of a group with more members than partitions): it takes part. */
+bool kbus_consumer_joined(kbus_consumer *c) TS_MUST_CHECK;
 /* Partitions assigned to this consumer now (0 when none or unknown). */
 int kbus_consumer_partitions(kbus_consumer *c);
+/* The partitions of topic assigned to this consumer now, as a set over
+ * [0, max): owned[p] true; *n: how many. False when the assignment cannot
+ * be read (then owned is untouched). */
+bool kbus_consumer_assignment(kbus_consumer *c, const char *topic, bool *owned, int max,
+                              int *n) TS_MUST_CHECK;
 
 /* For a handler whose message carries several records (e.g. an
  * ApiAccessBatch): dead-letter one of them, value (e.g. that record in an

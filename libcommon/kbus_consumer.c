@@ -66,6 +66,34 @@ static void _handle(kbus_consumer *c, const rd_kafka_message_t *m)
     envelope_free(env);
 }
 
+/* The group's assignments, as librdkafka applies them without a callback,
+ * noting the first one (kbus_consumer_joined). */
+static void _rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                       rd_kafka_topic_partition_list_t *parts, void *opaque)
+{
+    kbus_consumer *c = opaque;
+    bool cooperative = strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE") == 0;
+    rd_kafka_error_t *e = NULL;
+    rd_kafka_resp_err_t re = RD_KAFKA_RESP_ERR_NO_ERROR;
+    if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+        if (cooperative)
+            e = rd_kafka_incremental_assign(rk, parts);
+        else
+            re = rd_kafka_assign(rk, parts);
+        atomic_store(&c->joined, true);
+    } else if (cooperative) {
+        e = rd_kafka_incremental_unassign(rk, parts);
+    } else {
+        re = rd_kafka_assign(rk, NULL);
+    }
+    if (e) {
+        TLOG_WARN("kafka rebalance", "group=%s error=\"%s\"", c->group, rd_kafka_error_string(e));
+        rd_kafka_error_destroy(e);
+    } else if (re) {
+        TLOG_WARN("kafka rebalance", "group=%s error=%s", c->group, rd_kafka_err2name(re));
+    }
+}
+
 static void *_consume_main(void *arg)
 {
     kbus_consumer *c = arg;
@@ -127,11 +155,15 @@ static kbus_consumer *_consume(kbus *bus, const char *group, const char *const *
         return NULL;
     }
     kbus_conf_logging(conf);
+    kbus_consumer *c = ts_calloc(1, sizeof(*c));
+    rd_kafka_conf_set_opaque(conf, c);
+    rd_kafka_conf_set_rebalance_cb(conf, _rebalance);
 
     char errstr[512];
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
     if (!rk) {
         rd_kafka_conf_destroy(conf);
+        free(c);
         ts_err_set(err, "kafka consumer %s: %s", group, errstr);
         return NULL;
     }
@@ -151,10 +183,10 @@ static kbus_consumer *_consume(kbus *bus, const char *group, const char *const *
     if (e) {
         ts_err_set(err, "kafka consumer %s: subscribe %s: %s", group, names, rd_kafka_err2str(e));
         rd_kafka_destroy(rk);
+        free(c);
         return NULL;
     }
 
-    kbus_consumer *c = ts_calloc(1, sizeof(*c));
     c->bus = bus;
     c->rk = rk;
     c->group = ts_strdup(group);
@@ -222,6 +254,11 @@ bool kbus_consumer_assigned(kbus_consumer *c)
     return assigned;
 }
 
+bool kbus_consumer_joined(kbus_consumer *c)
+{
+    return c && atomic_load(&c->joined);
+}
+
 int kbus_consumer_partitions(kbus_consumer *c)
 {
     if (!c) return 0;
@@ -230,6 +267,23 @@ int kbus_consumer_partitions(kbus_consumer *c)
     int n = parts->cnt;
     rd_kafka_topic_partition_list_destroy(parts);
     return n;
+}
+
+bool kbus_consumer_assignment(kbus_consumer *c, const char *topic, bool *owned, int max, int *n)
+{
+    rd_kafka_topic_partition_list_t *parts = NULL;
+    if (!c || rd_kafka_assignment(c->rk, &parts) != RD_KAFKA_RESP_ERR_NO_ERROR || !parts)
+        return false;
+    memset(owned, 0, sizeof(*owned) * (size_t)max);
+    *n = 0;
+    for (int i = 0; i < parts->cnt; i++) {
+        const rd_kafka_topic_partition_t *tp = &parts->elems[i];
+        if (strcmp(tp->topic, topic) != 0 || tp->partition < 0 || tp->partition >= max) continue;
+        if (!owned[tp->partition]) (*n)++;
+        owned[tp->partition] = true;
+    }
+    rd_kafka_topic_partition_list_destroy(parts);
+    return true;
 }
 
 static void *_close_main(void *arg)

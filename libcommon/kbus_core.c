@@ -422,3 +422,11 @@ void kbus_collect(FILE *out, kbus *bus)
     metrics_gauge(out, "tessera_kafka_consumers_paused", "Consumers paused on a dependency now.",
                   st.paused_now);
 }
+
+int kbus_key_partition(const char *key, int count)
+{
+    if (count <= 1) return 0;
+    /* librdkafka's own partitioner (the topic handle and opaques are not
+     * used when there is a key) */
+    return (int)rd_kafka_msg_partitioner_murmur2_random(NULL, key, strlen(key), count, NULL, NULL);
+}

@@ -60,6 +60,7 @@ struct kbus_consumer {
     void *ctx;
     pthread_t thread;
     atomic_bool stop;
+    atomic_bool joined; /* the group gave it an assignment (maybe empty) */
 };
 
 #endif

@@ -52,10 +52,15 @@ too_long:
     return false;
 }
 
-int net_listen_open(const char *addr, ts_err *err)
+static int open_listener(const char *addr, bool shared, ts_err *err)
 {
     char host[256], port[8];
     if (!net_listen_parse(addr, host, sizeof(host), port, sizeof(port), err)) return -1;
+    if (shared && atol(port) == 0) {
+        ts_err_set(err, "listen %s: a shared address needs its port (0 would pick one of its own)",
+                   addr);
+        return -1;
+    }
     struct addrinfo hints = {.ai_family = AF_UNSPEC,
                              .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
@@ -73,10 +78,19 @@ int net_listen_open(const char *addr, ts_err *err)
     }
     int one = 1;
     (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (shared && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0) {
+        ts_err_set(err, "listen %s: SO_REUSEPORT: %s", addr, strerror(errno));
+        close(fd);
+        freeaddrinfo(res);
+        return -1;
+    }
     if (bind(fd, res->ai_addr, res->ai_addrlen) != 0) {
         int e = errno;
         ts_err_set(err, "listen %s: %s", addr,
-                   e == EADDRINUSE      ? "address already in use (is another server running?)"
+                   e == EADDRINUSE && shared
+                       ? "address in use by a socket that does not share it (SO_REUSEPORT), or "
+                         "by another user's"
+                   : e == EADDRINUSE    ? "address already in use (is another server running?)"
                    : e == EADDRNOTAVAIL ? "address not available on this host"
                                         : strerror(e));
         close(fd);
@@ -90,6 +104,16 @@ int net_listen_open(const char *addr, ts_err *err)
         return -1;
     }
     return fd;
+}
+
+int net_listen_open(const char *addr, ts_err *err)
+{
+    return open_listener(addr, false, err);
+}
+
+int net_listen_open_shared(const char *addr, ts_err *err)
+{
+    return open_listener(addr, true, err);
 }
 
 int net_bound_port(int fd)

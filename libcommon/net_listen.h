@@ -12,6 +12,10 @@ bool net_listen_parse(const char *addr, char *host, size_t hsize, char *port, si
 /* A non-blocking, close-on-exec socket bound to addr (SO_REUSEADDR) and
  * listening; -1 with err (an address in use says so). */
 int net_listen_open(const char *addr, ts_err *err);
+/* The same with SO_REUSEPORT: several processes (of one user) listen on
+ * addr together and the kernel spreads new connections over them; the
+ * others must share it too (a plain listener on addr: in use). */
+int net_listen_open_shared(const char *addr, ts_err *err);
 /* The port fd is bound to (0 when it cannot be read). */
 int net_bound_port(int fd);
 

@@ -677,8 +677,14 @@ int svc_main(int argc, char **argv, const svc_spec *spec)
         goto out;
     }
     atomic_store(&s->started, true);
+    const char *shared = svc_opts.http_shared_listen;
+    if (*shared && !http_server_share(s->http, shared, &err)) {
+        TLOG_ERROR("start-up failed", "step=http shared_listen=%s error=\"%s\"", shared, err.msg);
+        rc = 1;
+        goto out;
+    }
     notify("READY=1");
-    TLOG_INFO("ready", "");
+    TLOG_INFO("ready", "shared_listen=%s", shared);
 
     wait_for_stop(spec, &schema, config_path, &set);
 out:

@@ -11,6 +11,9 @@ cfg_option svc_common_table[] = {
      "instance name in logs and events (default: the host name)"},
     {"http.listen", CFG_STRING, &svc_opts.http_listen, NULL /* per service */, 0, 0, NULL, false,
      NULL, "address the HTTP server listens on, host:port"},
+    {"http.shared_listen", CFG_STRING, &svc_opts.http_shared_listen, "", 0, 0, NULL, false, NULL,
+     "an address shared with the service's other instances on this host (SO_REUSEPORT), joined "
+     "once ready, left when draining; empty: none (docs/operations.md, \"Replicas\")"},
     {"http.max_body", CFG_BYTES, &svc_opts.http_max_body, "1m", 1024, 1073741824.0, NULL, false,
      NULL, "largest request body accepted (larger: 413)"},
     {"http.threads", CFG_INT, &svc_opts.http_threads, "4", 1, 256, NULL, false, NULL,

@@ -13,6 +13,7 @@ typedef struct svc_options {
     char *log_level;
     char *instance;
     char *http_listen;
+    char *http_shared_listen;
     int64_t http_max_body;
     int64_t http_threads;
     int64_t http_idle_timeout_ms;

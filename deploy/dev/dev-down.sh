@@ -72,8 +72,11 @@ for f in "$STATE"/nodes/down.*; do
   dev_alive "$RUN" "agent@node$_k" && kill -CONT "$(cat "$RUN/agent@node$_k.pid")" 2>/dev/null
   rm -f "$f"
 done
-# shellcheck disable=SC2086 # names without blanks, split on purpose
-stop_group gateway wsproxy vfolder agent $node_agents scheduler registry auth
+# The replicas of gateway, wsproxy, scheduler and registry (<svc>@<k>) with
+# their service.
+# shellcheck disable=SC2086,SC2046 # names without blanks, split on purpose
+stop_group $(dev_instances "$RUN" gateway wsproxy) vfolder agent $node_agents \
+  $(dev_instances "$RUN" scheduler registry) auth
 # the nodes' agents' TLS terminators (TESSERA_DEV_TLS), in their namespaces
 node_tls=""
 for f in "$RUN"/agent-tls@node*.pid; do
@@ -189,16 +192,26 @@ net_cleanup() {
         for (i = 3; i < NF; i++)
           if ($i == "--comment" && q($(i+1)) == "tessera:" net) nat[++nn] = "-D" substr($0, 3)
       }
+      table == "nat" && /^-A TESSERA-HP-DNAT / {
+        mine = 0
+        for (i = 3; i < NF; i++) {
+          if ($i == "--comment" && index(q($(i+1)), "tessera-portmap:" net ":") == 1) mine = 1
+          if ($i == "-j" && mine) hp[$(i+1)] = 1
+        }
+        if (mine) nat[++nn] = "-D" substr($0, 3)
+      }
       END {
         own["TESSERA-IN-" net] = own["TESSERA-FWD-" net] = own["TESSERA-SES-" net] = 1
         for (c in sess) own[c] = 1
         for (c in own) if (c in have) { flush = flush "-F " c "\n"; gone = gone "-X " c "\n" }
+        for (c in hp) { nflush = nflush "-F " c "\n"; ngone = ngone "-X " c "\n" }
         if (!nd && flush == "" && !nn) exit
         print "*filter"
         for (i = 1; i <= nd; i++) print del[i]
         printf "%s%s", flush, gone
         print "COMMIT"; print "*nat"
         for (i = 1; i <= nn; i++) print nat[i]
+        printf "%s%s", nflush, ngone
         print "COMMIT"
       }')
     if [ -n "$_rules" ]; then
@@ -207,6 +220,10 @@ net_cleanup() {
     fi
   fi
   rm -rf "/run/tessera-agent/netfilter/$_net"
+  rm -f "/run/tessera-portmap/verified.$_net"
+  grep -l "tessera-portmap:$_net:" /run/tessera-portmap/* 2>/dev/null | while IFS= read -r _f; do
+    rm -f "$_f"
+  done
   ip link delete "$_net" type bridge 2>/dev/null
   cluster_cleanup "$_net"
   return 0
@@ -235,6 +252,8 @@ cluster_cleanup() {
       done
   fi
 }
+# the kernels a killed agent left (runc's containers, network namespaces)
+dev_alive "$RUN" agent || kernels_cleanup "$STATE/agent"
 [ -f "$STATE/agent/cni_network" ] && net_cleanup "$(cat "$STATE/agent/cni_network")"
 nodes_down "$STATE" || echo "dev-down: the node network is kept (a node's agent still runs)" >&2
 

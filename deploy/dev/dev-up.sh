@@ -36,6 +36,13 @@
 #                         nodes is the explicit choice of plain text between
 #                         hosts (kafka.allow_plaintext). docs/operations.md,
 #                         "Several hosts: encryption".
+#   TESSERA_DEV_REPLICAS  instances of each of gateway, registry, scheduler and
+#                         wsproxy (default 1, as ever); N > 1 (at most 4):
+#                         processes <svc>@1 .. <svc>@N, each on a port of its
+#                         own (its /readyz, /metrics; <state>/services) and all
+#                         on the service's one address (SO_REUSEPORT:
+#                         http.shared_listen, wsproxy.listen_shared), which the
+#                         env file names (docs/operations.md, "Replicas")
 #   TESSERA_DEV_PG_OPTIONS more PostgreSQL server options, appended to the
 #                         stack's own ("-c wal_init_zero=off -c ..."); read
 #                         when PostgreSQL starts
@@ -84,17 +91,26 @@ command -v redis-server >/dev/null 2>&1 || die "redis-server is missing: run too
 command -v docker-registry >/dev/null 2>&1 || die "docker-registry is missing: run tools/deps.sh"
 PGBIN=$(pg_bindir) || die "PostgreSQL server binaries not found: run tools/deps.sh"
 
-# ---- nodes ---------------------------------------------------------------------
+# ---- nodes and replicas --------------------------------------------------------
 # PROCS: the Tessera processes by name; with nodes, the agent is one per node
-# (agent@node1 ..).
+# (agent@node1 ..); with replicas, each replicated service one per instance
+# (gateway@1 ..).
 NODES=${TESSERA_DEV_NODES:-1}
 case $NODES in ''|*[!0-9]*) die "TESSERA_DEV_NODES must be a number, not '$NODES'" ;; esac
 if [ "$NODES" -lt 1 ] || [ "$NODES" -gt "$NODES_MAX" ]; then die "TESSERA_DEV_NODES must be 1 to $NODES_MAX"; fi
+REPLICAS=${TESSERA_DEV_REPLICAS:-1}
+case $REPLICAS in ''|*[!0-9]*) die "TESSERA_DEV_REPLICAS must be a number, not '$REPLICAS'" ;; esac
+if [ "$REPLICAS" -lt 1 ] || [ "$REPLICAS" -gt "$REPLICAS_MAX" ]; then
+  die "TESSERA_DEV_REPLICAS must be 1 to $REPLICAS_MAX"
+fi
 PROCS=""
 for s in $SERVICES; do
   if [ "$s" = agent ] && [ "$NODES" -gt 1 ]; then
     k=1
     while [ "$k" -le "$NODES" ]; do PROCS="$PROCS agent@node$k"; k=$((k + 1)); done
+  elif [ "$REPLICAS" -gt 1 ] && dev_replicated "$s"; then
+    k=1
+    while [ "$k" -le "$REPLICAS" ]; do PROCS="$PROCS $s@$k"; k=$((k + 1)); done
   else
     PROCS="$PROCS $s"
   fi
@@ -119,6 +135,16 @@ if [ "$TLS" = on ]; then
   for p in $PROCS; do
     case $p in agent@node*) TLS_PROCS="$TLS_PROCS agent-tls@${p#agent@}" ;; esac
   done
+fi
+
+# Replicas share their service's address through SO_REUSEPORT. A listener
+# that goes (a kill, a drain) resets the connections still in its accept
+# queue unless the kernel hands them to another listener of the address:
+# net.ipv4.tcp_migrate_req (Linux 5.14; it concerns only such shared
+# addresses, so it is turned on for good).
+if [ "$REPLICAS" -gt 1 ] && [ -w /proc/sys/net/ipv4/tcp_migrate_req ] &&
+   [ "$(cat /proc/sys/net/ipv4/tcp_migrate_req)" = 0 ]; then
+  echo 1 >/proc/sys/net/ipv4/tcp_migrate_req && say "net.ipv4.tcp_migrate_req set to 1 (replicas)"
 fi
 
 # ---- already up? ---------------------------------------------------------------
@@ -149,27 +175,46 @@ rm -f "$RUN"/*.pid "$RUN"/*.start "$RUN/devbus.bootstrap" "$STATE/env" "$STATE/s
 nodes_down "$STATE" || die "could not remove the node network of a previous run (see above)"
 mkdir -p "$STATE/nodes"
 echo "$NODES" >"$STATE/nodes/count"
+echo "$REPLICAS" >"$STATE/replicas"
 
 # ---- ports ---------------------------------------------------------------------
 # Ask the kernel for distinct free loopback ports: bind them all at once (so no
-# two are the same), then release them for the processes to take.
+# two are the same), then release them for the processes to take. With
+# replicas, one more per instance of each replicated service (its own
+# http.listen; the service's port above is the one they share).
+NPORTS=13
+[ "$REPLICAS" -eq 1 ] || NPORTS=$((13 + 4 * REPLICAS))
 # shellcheck disable=SC2046 # the ports are numbers, split on purpose
 set -- $(python3 -c '
-import socket
+import socket, sys
 socks = []
-for _ in range(13):
+for _ in range(int(sys.argv[1])):
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.bind(("127.0.0.1", 0))
     socks.append(s)
 print(" ".join(str(s.getsockname()[1]) for s in socks))
 for s in socks:
     s.close()
-')
-[ $# -eq 13 ] || die "could not pick free ports"
+' "$NPORTS")
+[ $# -eq "$NPORTS" ] || die "could not pick free ports"
 PG_PORT=$1 REDIS_PORT=$2 OCI_PORT=$3 DEVBUS_PORT=$4 AUTH_PORT=$5 REGISTRY_PORT=$6
 SCHEDULER_PORT=$7 AGENT_PORT=$8 VFOLDER_PORT=$9
 shift 9
 WSPROXY_PORT=$1 GATEWAY_PORT=$2 WSPROXY_APP_PORT=$3 REDIS_TLS_PORT=$4
+shift 4
+# INSTANCE_PORTS: "<svc>@<k>=<port>" per instance, in the order of
+# REPLICATED_SERVICES
+INSTANCE_PORTS=""
+if [ "$REPLICAS" -gt 1 ]; then
+  for s in $REPLICATED_SERVICES; do
+    k=1
+    while [ "$k" -le "$REPLICAS" ]; do
+      INSTANCE_PORTS="$INSTANCE_PORTS $s@$k=$1"
+      shift
+      k=$((k + 1))
+    done
+  done
+fi
 
 # HOST: where the internal services, the bus and the OCI registry listen;
 # PUBLIC: the gateway and wsproxy's apps (browsers, the CLI). Both 127.0.0.1
@@ -479,13 +524,14 @@ port_of() {
     devbus) echo "$DEVBUS_PORT" ;; auth) echo "$AUTH_PORT" ;; registry) echo "$REGISTRY_PORT" ;;
     scheduler) echo "$SCHEDULER_PORT" ;; agent|agent@*) echo "$AGENT_PORT" ;;
     vfolder) echo "$VFOLDER_PORT" ;; wsproxy) echo "$WSPROXY_PORT" ;; gateway) echo "$GATEWAY_PORT" ;;
+    *@[0-9]*) for _ip in $INSTANCE_PORTS; do [ "${_ip%%=*}" != "$1" ] || echo "${_ip#*=}"; done ;;
   esac
 }
 # host_of NAME: the address a process listens on (a node's agent: the node's;
 # "agent" with nodes: node 1's)
 host_of() {
   case $1 in
-    gateway) echo "$PUBLIC" ;;
+    gateway|gateway@*) echo "$PUBLIC" ;;
     agent@node*) node_addr "$NODE_NET" "${1#agent@node}" ;;
     agent) if [ "$NODES" -gt 1 ]; then node_addr "$NODE_NET" 1; else echo "$HOST"; fi ;;
     *) echo "$HOST" ;;
@@ -529,11 +575,14 @@ for s in gateway auth registry scheduler agent vfolder wsproxy; do
 done
 mv "$KEYS/trusted.tmp" "$KEYS/trusted"
 
-# start_service SERVICE [NODE]: launch one Tessera process; the agent of node
-# NODE (agent@node<NODE>) in that node's network namespace.
+# start_service SERVICE [NODE [INSTANCE]]: launch one Tessera process; the
+# agent of node NODE (agent@node<NODE>) in that node's network namespace;
+# instance INSTANCE of a replicated service (<svc>@<INSTANCE>) on its own
+# port and, shared with the others, the service's.
 start_service() {
-  s=$1 node=${2:-}
+  s=$1 node=${2:-} inst=${3:-}
   name=$s sdir=$STATE/$s pg=$PG_DSN redis=$REDIS_URL
+  [ -z "$inst" ] || name=$s@$inst
   if [ -n "$node" ]; then
     # a node reaches the control plane over the node network only
     name=agent@node$node sdir=$STATE/node$node/agent pg=$CP_PG_DSN redis=$CP_REDIS_URL
@@ -544,7 +593,7 @@ start_service() {
   # (agent: bundles and image cache; vfolder: its volumes) puts them.
   svc_state_var="TESSERA_$(echo "$s" | tr '[:lower:]' '[:upper:]')_STATE_DIR"
   set -- env "$svc_state_var=$sdir" \
-    "TESSERA_HTTP_LISTEN=$(host_of "$name"):$(port_of "$s")" \
+    "TESSERA_HTTP_LISTEN=$(host_of "$name"):$(port_of "$name")" \
     "TESSERA_SERVICE_INSTANCE=dev-$(echo "$name" | tr @ -)" \
     "TESSERA_SHUTDOWN_DRAIN_TIMEOUT=${TESSERA_SHUTDOWN_DRAIN_TIMEOUT:-5s}" \
     "TESSERA_KAFKA_FETCH_WAIT=${TESSERA_KAFKA_FETCH_WAIT:-10ms}" \
@@ -568,6 +617,12 @@ start_service() {
       "TESSERA_HTTP_CA_FILE=$TLSDIR/ca.crt"
   elif [ "$NODES" -gt 1 ]; then
     set -- "$@" "TESSERA_KAFKA_ALLOW_PLAINTEXT=true"
+  fi
+  # an instance: its own port above, and the service's, shared with the
+  # other instances (SO_REUSEPORT), where its clients reach it
+  if [ -n "$inst" ]; then
+    set -- "$@" "TESSERA_HTTP_SHARED_LISTEN=$(host_of "$s"):$(port_of "$s")"
+    [ "$s" != wsproxy ] || set -- "$@" "TESSERA_WSPROXY_LISTEN_SHARED=true"
   fi
   # wsproxy: its app proxy on a port of its own, the same after a restart
   # (deploy/dev/restart.sh), so that app links handed out stay valid. Each
@@ -594,7 +649,16 @@ start_service() {
   if [ "$s" = gateway ]; then
     targets=""
     for t in scheduler devbus; do
-      case " $SERVICES " in *" $t "*) targets="$targets${targets:+,}$t=$(url_of "$t")" ;; esac
+      case " $SERVICES " in *" $t "*) ;; *) continue ;; esac
+      if [ "$REPLICAS" -gt 1 ] && dev_replicated "$t"; then
+        _r=1 # not k: the caller's loop runs over k
+        while [ "$_r" -le "$REPLICAS" ]; do
+          targets="$targets${targets:+,}$t@$_r=$(url_of "$t@$_r")"
+          _r=$((_r + 1))
+        done
+      else
+        targets="$targets${targets:+,}$t=$(url_of "$t")"
+      fi
     done
     set -- "$@" "TESSERA_GATEWAY_STATUS_TARGETS=$targets"
   fi
@@ -670,6 +734,9 @@ for s in $SERVICES; do
   if [ "$s" = agent ] && [ "$NODES" -gt 1 ]; then
     k=1
     while [ "$k" -le "$NODES" ]; do start_service agent "$k"; k=$((k + 1)); done
+  elif [ "$REPLICAS" -gt 1 ] && dev_replicated "$s"; then
+    k=1
+    while [ "$k" -le "$REPLICAS" ]; do start_service "$s" "" "$k"; k=$((k + 1)); done
   else
     start_service "$s"
   fi
@@ -711,6 +778,14 @@ done
       echo "export TESSERA_KAFKA_SSL_CA_FILE=$(q "$TLSDIR/ca.crt")"
     fi
   fi
+  # the replicas (TESSERA_DEV_REPLICAS > 1): each instance's own URL (the
+  # service's URL above is the address they share)
+  echo "export TESSERA_DEV_REPLICAS=$(q "$REPLICAS")"
+  for n in $PROCS; do
+    case $n in *@[0-9]*)
+      echo "export TESSERA_$(echo "${n%@*}" | tr '[:lower:]' '[:upper:]')_${n#*@}_URL=$(q "$(url_of "$n")")" ;;
+    esac
+  done
   if [ "$NODES" -gt 1 ]; then
     echo "export TESSERA_NODE_NETWORK=$(q "$(nodes_bridge "$NODE_NET")")"
     echo "export TESSERA_NODE_SUBNET=$(q "$(nodes_subnet "$NODE_NET")")"

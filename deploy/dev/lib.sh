@@ -34,3 +34,23 @@ now() { date +%s; }
 dev_curl() {
   if [ -s "$STATE/tls/ca.crt" ]; then curl --cacert "$STATE/tls/ca.crt" "$@"; else curl "$@"; fi
 }
+
+# The services a stack may run several instances of (TESSERA_DEV_REPLICAS):
+# <svc>@1 .. <svc>@N, one port each, all listening on the service's address
+# too. At most REPLICAS_MAX.
+# shellcheck disable=SC2034 # read by dev-up.sh
+REPLICAS_MAX=4
+REPLICATED_SERVICES="gateway registry scheduler wsproxy"
+dev_replicated() { case " $REPLICATED_SERVICES " in *" $1 "*) return 0 ;; esac; return 1; }
+# dev_instances RUN NAME...: each NAME, and for a replicated one its
+# instances recorded in RUN (NAME@1 ..), in order.
+dev_instances() {
+  _ir=$1; shift
+  for _in in "$@"; do
+    echo "$_in"
+    dev_replicated "$_in" || continue
+    for _if in "$_ir/$_in"@[0-9]*.pid; do
+      [ -e "$_if" ] && basename "$_if" .pid
+    done
+  done
+}

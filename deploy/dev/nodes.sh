@@ -114,7 +114,20 @@ nodes_kernels_cleanup() {
   dev_alive "$1/run" "agent@node$2" && return 0
   _nd=$1/node$2
   [ -d "$_nd" ] || return 0
-  for _kd in "$_nd"/agent/kernels/*; do
+  kernels_cleanup "$_nd/agent"
+  # mount points under the node's dir, deepest first (mountinfo's 5th field,
+  # octal escapes for blanks)
+  awk -v d="$_nd/" '{ p = $5; gsub(/\\040/, " ", p); if (index(p, d) == 1) print length(p) " " p }' \
+    /proc/self/mountinfo | sort -rn | cut -d' ' -f2- | while IFS= read -r _mp; do
+    umount -l "$_mp" 2>/dev/null
+  done
+  return 0
+}
+
+# kernels_cleanup AGENT_DIR: what the kernels of a killed agent (state dir
+# AGENT_DIR) left outside it: runc's containers, cgroups, network namespaces.
+kernels_cleanup() {
+  for _kd in "$1"/kernels/*; do
     [ -d "$_kd" ] || continue
     _kid=$(basename "$_kd")
     case $_kid in ''|*[!A-Za-z0-9_.-]*) continue ;; esac
@@ -126,12 +139,6 @@ nodes_kernels_cleanup() {
       umount "/run/netns/tessera-$_kid" 2>/dev/null
       rm -f "/run/netns/tessera-$_kid"
     fi
-  done
-  # mount points under the node's dir, deepest first (mountinfo's 5th field,
-  # octal escapes for blanks)
-  awk -v d="$_nd/" '{ p = $5; gsub(/\\040/, " ", p); if (index(p, d) == 1) print length(p) " " p }' \
-    /proc/self/mountinfo | sort -rn | cut -d' ' -f2- | while IFS= read -r _mp; do
-    umount -l "$_mp" 2>/dev/null
   done
   return 0
 }

@@ -9,7 +9,10 @@
 #   NAME       gateway auth registry scheduler agent vfolder wsproxy (Tessera
 #              services), agent@node<k> (node k's agent in a stack with
 #              TESSERA_DEV_NODES > 1: restarted in the node's network
-#              namespace), redis, oci-registry, postgres; or bus: the devbus's
+#              namespace), <svc>@<k> (instance k of gateway, registry,
+#              scheduler or wsproxy in a stack with TESSERA_DEV_REPLICAS > 1:
+#              the others go on serving the service's address), redis,
+#              oci-registry, postgres; or bus: the devbus's
 #              mock brokers are taken down and brought up again (SIGUSR1 /
 #              SIGUSR2 to tessera-devbus, docs/testing.md "tessera-devbus"),
 #              the process and its messages stay. devbus itself is refused:
@@ -34,7 +37,7 @@ TIMEOUT=${TESSERA_DEV_TIMEOUT:-60}
 
 say() { echo "restart: $*"; }
 die() { echo "restart: $*" >&2; exit 1; }
-usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 
 [ $# -ge 1 ] || usage
 NAME=$1; shift
@@ -53,6 +56,7 @@ case $DOWN in ''|*[!0-9.]*) die "--down needs a number of seconds, not '$DOWN'" 
 case $NAME in
   gateway|auth|registry|scheduler|agent|vfolder|wsproxy|redis|oci-registry|postgres|bus) ;;
   agent@node[1-9]|agent@node[1-9][0-9]) ;;
+  gateway@[1-9]|registry@[1-9]|scheduler@[1-9]|wsproxy@[1-9]) ;;
   devbus) die "devbus is not restarted: its process holds the only copy of the bus's messages (a real cluster keeps them); take its brokers down instead: restart.sh bus --down SECONDS" ;;
   -h|--help) usage ;;
   *) die "unknown process '$NAME' (see --help)" ;;
@@ -79,10 +83,15 @@ pid_dying() {
 started() {
   echo "$2" >"$RUN/$1.pid"
   dev_starttime "$2" >"$RUN/$1.start" 2>/dev/null || true
-  # the services file: the same line with the new pid
+  # the services file: the same line with the new pid; under a lock, as
+  # several restarts may run at once (one instance of each replicated
+  # service), each with a temporary file of its own
   if [ -f "$STATE/services" ]; then
-    awk -v n="$1" -v p="$2" '$1 == n { $2 = p } { print }' "$STATE/services" >"$STATE/services.tmp" &&
-      mv "$STATE/services.tmp" "$STATE/services"
+    (
+      flock 9 || true
+      awk -v n="$1" -v p="$2" '$1 == n { $2 = p } { print }' "$STATE/services" >"$STATE/services.tmp.$$" &&
+        mv "$STATE/services.tmp.$$" "$STATE/services"
+    ) 9>"$RUN/services.lock"
   fi
 }
 url_of() { awk -v n="$1" '$1 == n { print $3 }' "$STATE/services" 2>/dev/null; }
@@ -144,6 +153,11 @@ CMD=$STATE/cmd/$NAME
 if [ "$NAME" = agent ] && [ ! -s "$CMD" ] && [ -s "$STATE/cmd/agent@node1" ]; then
   die "this stack's agents run on its nodes: restart one with restart.sh agent@node<k> (see $STATE/services)"
 fi
+case $NAME in gateway|registry|scheduler|wsproxy)
+  if [ ! -s "$CMD" ] && [ -s "$STATE/cmd/$NAME@1" ]; then
+    die "this stack runs replicas of $NAME: restart one with restart.sh $NAME@<k> (see $STATE/services)"
+  fi ;;
+esac
 [ -s "$CMD" ] || die "$CMD is missing (a stack started by an older dev-up.sh, or $NAME was not started)"
 if dev_alive "$RUN" "$NAME"; then
   pid=$(cat "$RUN/$NAME.pid")

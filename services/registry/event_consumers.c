@@ -55,18 +55,18 @@ bool reg_consumers_start_batch(reg_consumers *rc, svc *s, const char *group,
 
 bool reg_consumers_check(svc *s, void *ctx, ts_err *err)
 {
+    (void)s;
     reg_consumers *rc = ctx;
     if (atomic_load(&rc->settled)) return true;
-    int want;
-    if (!kbus_topic_partitions(svc_bus(s), rc->topic, 1000, &want, err)) return false;
-    int have = 0;
+    /* Joined: the group assigned the topic's partitions among its members,
+     * this process's consumers and the other registry instances' (alone,
+     * they have every partition). */
     for (int i = 0; i < rc->n; i++)
-        have += kbus_consumer_partitions(rc->c[i]);
-    if (have < want) {
-        ts_err_set(err, "%s: %d of %d partitions assigned to the registry's consumers", rc->topic,
-                   have, want);
-        return false;
-    }
+        if (!kbus_consumer_joined(rc->c[i])) {
+            ts_err_set(err, "%s: the registry's consumers have not joined their group yet",
+                       rc->topic);
+            return false;
+        }
     atomic_store(&rc->settled, true);
     return true;
 }

@@ -15,6 +15,7 @@
 #include "reconcile.h"
 #include "session_cluster.h"
 #include "usage_store.h"
+#include "waiters.h"
 
 #include <sodium.h>
 #include <stdlib.h>
@@ -154,7 +155,7 @@ static bool registry_start(svc *s, ts_err *err)
         return false;
     }
     if (!authc_start(s, err) || !agents_start(s, err) || !lifecycle_start(s, err) ||
-        !usage_store_start(s, err))
+        !usage_store_start(s, err) || !waiters_feed_start(err))
         return false;
     reconcile_register_metrics(s);
     return housekeeping_start(err);
@@ -164,6 +165,7 @@ static void registry_stop(svc *s)
 {
     (void)s;
     housekeeping_stop();
+    waiters_feed_stop();
     usage_store_stop();
     lifecycle_stop();
     agents_stop();

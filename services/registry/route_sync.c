@@ -208,6 +208,46 @@ static bool restore(PGconn *conn, const char *old_epoch, const char *cur_epoch, 
     return true;
 }
 
+/* Sessions that ended (or went) with rows here: their routes removed in
+ * wsproxy again (the removal at their end may have been lost: a registry
+ * killed with it queued, a wsproxy instance killed with the call in
+ * flight), then their rows; a session wsproxy did not answer for keeps its
+ * rows for the next cleanup. Then the expired rows. */
+static bool cleanup(PGconn *conn, ts_err *err)
+{
+    static __thread httpc *c;
+    if (!c) c = httpc_new_internal(CALL_TIMEOUT_MS);
+    PGresult *r = reg_exec(conn,
+                           "SELECT DISTINCT r.session_id::text FROM registry.app_routes r"
+                           " WHERE NOT EXISTS (SELECT 1 FROM registry.sessions s"
+                           "   WHERE s.id = r.session_id AND s.status NOT IN ('TERMINATING', "
+                           "'TERMINATED', 'CANCELLED', 'ERROR'))",
+                           0, NULL, err);
+    if (!r) return false;
+    bool ok = true;
+    for (int i = 0; ok && i < PQntuples(r); i++) {
+        const char *sid = PQgetvalue(r, i, 0);
+        char *url = ts_asprintf("%s/v1/sessions/%s/routes", reg_settings.wsproxy_url, sid);
+        long status = 0;
+        json_t *answer = NULL;
+        ts_err call = {{0}};
+        bool removed = httpc_json(c, "DELETE", url, NULL, NULL, &status, &answer, &call) &&
+                       (status == 200 || status == 404);
+        json_decref(answer);
+        free(url);
+        const char *p[] = {sid};
+        if (removed)
+            ok = reg_run(conn, "DELETE FROM registry.app_routes WHERE session_id = $1::uuid", 1, p,
+                         err);
+        else
+            TLOG_WARN("app routes of an ended session not removed (next cleanup)",
+                      "session=%s status=%ld error=\"%s\"", sid, status, call.msg);
+    }
+    PQclear(r);
+    return ok &&
+           reg_run(conn, "DELETE FROM registry.app_routes WHERE expires_at < now()", 0, NULL, err);
+}
+
 void route_sync_pass(void)
 {
     static __thread unsigned passes;
@@ -235,12 +275,7 @@ void route_sync_pass(void)
              reg_run(conn, "UPDATE registry.route_sync SET epoch = $1 WHERE id = 1", 1, p, &err);
     }
     ok = ok && copy_journal(rd, conn, last_id, &err);
-    if (ok && ++passes % CLEANUP_EVERY == 0)
-        ok = reg_run(conn,
-                     "DELETE FROM registry.app_routes r WHERE r.expires_at < now()"
-                     " OR NOT EXISTS (SELECT 1 FROM registry.sessions s WHERE s.id = r.session_id"
-                     "   AND s.status IN " ROUTES_LIVE ")",
-                     0, NULL, &err);
+    if (ok && ++passes % CLEANUP_EVERY == 0) ok = cleanup(conn, &err);
     if (!ok) TLOG_WARN("route sync failed", "error=\"%s\"", err.msg);
     reg_pg_put(conn);
 }

@@ -12,7 +12,9 @@
  *      them as they were and makes the epoch); sessions that ended meanwhile
  *      get their routes removed again; one repair (kind routes_restored) per
  *      session;
- *   3. now and then deletes rows of sessions no longer RUNNING and expired ones.
+ *   3. now and then (every 30 passes) removes the routes of sessions that
+ *      ended (TERMINATING or final, or gone) in wsproxy again, a backstop for
+ *      a removal lost at their end, and then their rows; and expired rows.
  * The registry reads the journal and the epoch in its own Redis (redis.url):
  * wsproxy must use the same one. Routes stored in the last interval before
  * a loss, not yet copied, are lost with it. */

@@ -249,9 +249,39 @@ static void republish(sched_svc *x, sched_rec *rec, Tessera__V1__SessionEnqueued
     sched_store_unpersist_later(x, rec->id);
 }
 
+typedef struct held_of {
+    sched_svc *x;
+    const char *session_id;
+} held_of;
+
+static void load_alloc_of(void *ctx, const sched_alloc_rec *a)
+{
+    held_of *h = ctx;
+    if (strcmp(a->session_id, h->session_id) == 0) load_alloc(h->x, a);
+}
+
+/* A session this instance does not know that holds slots per Redis (another
+ * instance reserved it, and may have died before the bus acknowledged its
+ * SessionScheduled): its allocations as a record, adopted into the model.
+ * *rec NULL when it holds none. */
+static bool adopt_held(sched_svc *x, const char *sid, sched_rec **rec, ts_err *err)
+{
+    *rec = NULL;
+    bool held;
+    if (!sched_store_exists(x, "sess:", sid, &held, err)) return false;
+    if (!held) return true;
+    held_of h = {x, sid};
+    if (!sched_store_each_alloc(x, load_alloc_of, &h, NULL, err)) return false;
+    *rec = strmap_get(x->recs, sid);
+    if (*rec) adopt_rec(x, *rec);
+    return true;
+}
+
 /* One pending record of a session that has not ended. */
 static bool load_one_pending(sched_svc *x, const char *sid, pending_fate *fate, ts_err *err)
 {
+    sched_rec *rec = strmap_get(x->recs, sid);
+    if (!rec && !adopt_held(x, sid, &rec, err)) return false;
     Tessera__V1__SessionEnqueued *m;
     if (!sched_store_get_pending(x, sid, &m, err)) return false;
     if (!m) {
@@ -260,7 +290,6 @@ static bool load_one_pending(sched_svc *x, const char *sid, pending_fate *fate, 
         *fate = PENDING_DROPPED;
         return true;
     }
-    sched_rec *rec = strmap_get(x->recs, sid);
     if (rec && rec->state == REC_HELD) {
         republish(x, rec, m);
         *fate = PENDING_REPUBLISHED;
@@ -271,13 +300,27 @@ static bool load_one_pending(sched_svc *x, const char *sid, pending_fate *fate, 
     return true;
 }
 
-static bool load_pending(sched_svc *x, ts_err *err)
+/* Known here already: queued, or placed by this instance (its record has
+ * the event; adopted allocations have none until republished). */
+static bool known(sched_svc *x, const char *sid)
 {
-    char **sids;
-    size_t n;
-    if (!sched_store_pending_ids(x, &sids, &n, err)) return false;
+    sched_rec *rec = strmap_get(x->recs, sid);
+    return rec && (rec->state == REC_PENDING || rec->enq);
+}
+
+bool sched_recovery_take_pending(sched_svc *x, bool (*owns)(sched_svc *x, const char *id),
+                                 int *taken, ts_err *err)
+{
+    *taken = 0;
+    char **all;
+    size_t nall;
+    if (!sched_store_pending_ids(x, &all, &nall, err)) return false;
+    const char **sids = ts_calloc(nall + 1, sizeof(*sids));
+    size_t n = 0;
+    for (size_t i = 0; i < nall; i++)
+        if (owns(x, all[i]) && !known(x, all[i])) sids[n++] = all[i];
     bool *dead = ts_calloc(n + 1, sizeof(*dead));
-    bool ok = sched_store_ended(x, (const char *const *)sids, n, dead, err);
+    bool ok = n == 0 || sched_store_ended(x, sids, n, dead, err);
     int count[3] = {0, 0, 0};
     for (size_t i = 0; ok && i < n; i++) {
         sched_log_session(sids[i]);
@@ -290,9 +333,14 @@ static bool load_pending(sched_svc *x, ts_err *err)
     }
     tlog_ctx_clear();
     free(dead);
-    sched_store_free_ids(sids, n);
-    TLOG_INFO("pending sessions loaded from Redis", "queued=%d republished_scheduled=%d dropped=%d",
-              count[PENDING_QUEUED], count[PENDING_REPUBLISHED], count[PENDING_DROPPED]);
+    free(sids);
+    sched_store_free_ids(all, nall);
+    sched_store_unpersist_flush(x);
+    *taken = count[PENDING_QUEUED] + count[PENDING_REPUBLISHED];
+    if (n)
+        TLOG_INFO("pending sessions taken from Redis",
+                  "queued=%d republished_scheduled=%d dropped=%d", count[PENDING_QUEUED],
+                  count[PENDING_REPUBLISHED], count[PENDING_DROPPED]);
     return ok;
 }
 
@@ -300,10 +348,10 @@ bool sched_recovery_load(sched_svc *x, ts_err *err)
 {
     if (!sched_store_set_alive(x, err) || !load_agents(x, err) || !load_allocs(x, err))
         return false;
-    /* adoption added what agent:* already counts: take Redis's occupancy as it is */
+    /* adoption added what agent:* already counts: take Redis's occupancy as it is;
+     * the pending records come once the group gave this instance partitions
+     * (ownership.h) */
     sched_resync_all(x);
-    if (!load_pending(x, err)) return false;
-    sched_store_unpersist_flush(x);
     return true;
 }
 

@@ -13,8 +13,10 @@
  *   session id, nkernels, nusage, (usage id, limit)..., per kernel: kernel, agent, slots, devs.
  * A limit ("sessions=3 cpu=4000", "" = none) is checked against usage:<id>
  * before anything is reserved (mode check): what every scheduler instance
- * placed counts. Returns one string per session: "ok", "exists",
- * "refused:limit:<usage id>:<what>" or "refused:<why>". */
+ * placed counts. Returns one string per session: "ok", "exists" (every
+ * kernel reserved already, by this session, on the agents asked: a retry),
+ * "taken" (every kernel reserved by this session, but elsewhere: another
+ * instance placed it), "refused:limit:<usage id>:<what>" or "refused:<why>". */
 static const char RESERVE_LUA[] =
     "local P, mode, nsess = ARGV[1], ARGV[2], tonumber(ARGV[3])\n"
     "local i, out = 4, {}\n"
@@ -37,18 +39,21 @@ static const char RESERVE_LUA[] =
     "  end\n"
     "  local verdict\n"
     "  if locked then verdict = 'refused:occupancy is being rebuilt' end\n"
-    "  local existing = 0\n"
+    "  local existing, elsewhere = 0, false\n"
     "  if not verdict then\n"
     "    for k = 1, nk do\n"
-    "      local owner = redis.call('HGET', P..'alloc:'..ks[k].id, 'session')\n"
+    "      local f = redis.call('HMGET', P..'alloc:'..ks[k].id, 'session', 'agent')\n"
+    "      local owner = f[1]\n"
     "      if owner then\n"
     "        existing = existing + 1\n"
+    "        if f[2] ~= ks[k].agent then elsewhere = true end\n"
     "        if owner ~= sid then verdict = 'refused:kernel '..ks[k].id..' is reserved by "
     "session '..owner end\n"
     "      end\n"
     "    end\n"
     "  end\n"
-    "  if not verdict and existing == nk then verdict = 'exists'\n"
+    "  if not verdict and existing == nk and elsewhere then verdict = 'taken'\n"
+    "  elseif not verdict and existing == nk then verdict = 'exists'\n"
     "  elseif not verdict and existing > 0 then\n"
     "    verdict = 'refused:some kernels of session '..sid..' are reserved already'\n"
     "  end\n"
@@ -191,6 +196,8 @@ static bool run_reserve(resv *v, const char *mode, const resv_session *s, int n,
             out[i].status = RESV_OK;
         } else if (strcmp(r, "exists") == 0) {
             out[i].status = RESV_EXISTS;
+        } else if (strcmp(r, "taken") == 0) {
+            out[i].status = RESV_TAKEN;
         } else {
             out[i].status = RESV_REFUSED;
             ts_strlcpy(out[i].reason, strncmp(r, "refused:", 8) == 0 ? r + 8 : r,

@@ -39,7 +39,9 @@ typedef occ_kernel resv_kernel; /* kernel_id, agent_id, slots, ndev, dev */
 /* One session to reserve: its owner's ids (NULL or "" = none) and its kernels. */
 typedef occ_session resv_session;
 
-typedef enum { RESV_OK = 0, RESV_EXISTS, RESV_REFUSED } resv_status;
+/* RESV_TAKEN: the session's kernels are reserved already, on other agents
+ * than asked: another scheduler instance placed it (and publishes it). */
+typedef enum { RESV_OK = 0, RESV_EXISTS, RESV_REFUSED, RESV_TAKEN } resv_status;
 
 typedef struct resv_result {
     resv_status status;

@@ -35,6 +35,9 @@ bool sched_reserve_redis(void *ctx, const char *group, const sched_session *s,
     if (ok && res.status == RESV_REFUSED) {
         ts_err_set(err, "%s", res.reason);
         ok = false;
+    } else if (ok && res.status == RESV_TAKEN) {
+        ts_err_set(err, "session %s was placed elsewhere by another scheduler instance", s->id);
+        ok = false;
     }
     free(kb);
     free(db);

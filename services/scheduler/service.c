@@ -6,6 +6,7 @@
 #include "services/scheduler/agents.h"
 #include "services/scheduler/consumers.h"
 #include "services/scheduler/groups.h"
+#include "services/scheduler/ownership.h"
 #include "services/scheduler/recovery.h"
 #include "services/scheduler/sessions.h"
 #include "services/scheduler/shared_limits.h"
@@ -55,6 +56,7 @@ static void sweep(sched_svc *x, int64_t now)
     atomic_fetch_add(&x->st.sweeps, 1);
     sched_recovery_check_loss(x);
     if (x->redis_lost) return;
+    sched_ownership_check(x, now);
     if (now >= x->next_resync_ms) {
         x->next_resync_ms = now + sched_cfg.resync_interval_ms;
         sched_resync_all(x);
@@ -174,6 +176,12 @@ static void collect(FILE *out, void *ctx)
          (double)atomic_load(&st->rebuilds)},
         {"tessera_scheduler_agent_events_total", "counter", "tessera.agent.v1 events handled.",
          (double)atomic_load(&st->agents_events)},
+        {"tessera_scheduler_handed_over_total", "counter",
+         "Queued sessions left to another instance (their partition went there).",
+         (double)atomic_load(&st->handed_over)},
+        {"tessera_scheduler_taken_over_total", "counter",
+         "Pending sessions taken from Redis: after a start-up, or from another instance.",
+         (double)atomic_load(&st->taken_over)},
         {"tessera_scheduler_queue_latency_seconds_total", "counter",
          "Sum over scheduled sessions of the time from the event's arrival to the reservation.",
          (double)atomic_load(&st->latency_us_sum) / 1e6},
@@ -190,6 +198,9 @@ static void collect(FILE *out, void *ctx)
         {"tessera_scheduler_sessions_partitions_assigned", "gauge",
          "1 when the tessera.session.v1 consumer has partitions of its group.",
          kbus_consumer_assigned(x->c_sessions) ? 1 : 0},
+        {"tessera_scheduler_sessions_partitions", "gauge",
+         "Partitions of tessera.session.v1 this instance holds (its pending sessions' share).",
+         (double)atomic_load(&st->partitions)},
         {"tessera_scheduler_redis_lost", "gauge",
          "1 while Redis lacks the scheduler's data (no passes run).", x->redis_lost ? 1 : 0},
     };

@@ -330,9 +330,12 @@ static void batch_flush(sched_svc *x)
     for (int i = 0; i < b->n; i++) {
         sched_rec *rec = b->rec[i];
         sched_log_session(rec->id);
-        if (b->res[i].status == RESV_REFUSED) {
+        if (b->res[i].status == RESV_REFUSED || b->res[i].status == RESV_TAKEN) {
             atomic_fetch_add(&x->st.refused, 1);
-            TLOG_INFO("reservation refused", "reason=\"%s\"", b->res[i].reason);
+            if (b->res[i].status == RESV_TAKEN)
+                TLOG_INFO("session placed by another instance: left to it", "");
+            else
+                TLOG_INFO("reservation refused", "reason=\"%s\"", b->res[i].reason);
             if (strncmp(b->res[i].reason, "limit:", 6) == 0) sched_limits_refused(x, rec);
             for (int k = 0; k < rec->nk; k++) {
                 /* rolled back here: false only when the model never held it */
@@ -360,11 +363,19 @@ static void batch_flush(sched_svc *x)
             /* logged; the periodic resync comes back to it */
             TS_IGNORE(sched_resync_agent(x, resync[i]));
         }
-    for (int i = 0; i < b->n; i++)
+    for (int i = 0; i < b->n; i++) {
         if (b->res[i].status == RESV_REFUSED) {
             sched_log_session(b->rec[i]->id);
             requeue(x, b->rec[i]);
+        } else if (b->res[i].status == RESV_TAKEN) {
+            /* The instance that reserved it publishes SessionScheduled and
+             * deletes its pending record; should it die first, the owner of
+             * the session's partition finds the record holding slots and
+             * publishes what Redis holds (ownership.h). */
+            atomic_fetch_sub(&x->st.pending, 1);
+            sched_rec_drop(x, b->rec[i]);
         }
+    }
     tlog_ctx_clear();
     free(resync);
     for (int i = 0; i < b->n; i++)

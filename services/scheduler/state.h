@@ -14,7 +14,8 @@
  *   agents.c     agent events -> the model      (groups, store)
  *   sessions.c   session events, the passes     (groups, store, publisher,
  *                                                shared_limits, agents)
- *   recovery.c   start-up and Redis loss        (all of the above) */
+ *   recovery.c   start-up and Redis loss        (all of the above)
+ *   ownership.c  which pending sessions are this instance's (recovery) */
 #ifndef TESSERA_SCHED_STATE_H
 #define TESSERA_SCHED_STATE_H
 
@@ -30,6 +31,7 @@
 #define SCHED_TOPIC_SESSION "tessera.session.v1"
 #define SCHED_TOPIC_AGENT "tessera.agent.v1"
 #define SCHED_SESSIONS_GROUP "tessera-scheduler.sessions"
+#define SCHED_MAX_PARTITIONS 256 /* of tessera.session.v1 */
 
 /* Options (main.c's table fills it). */
 typedef struct sched_config {
@@ -124,9 +126,10 @@ typedef struct sched_agent_info {
 
 typedef struct sched_stats {
     _Atomic uint64_t enqueued, duplicates, ended, released, scheduled, unschedulable_published,
-        refused, passes, sweeps, resyncs, redis_losses, rebuilds, agents_events, latency_count;
+        refused, passes, sweeps, resyncs, redis_losses, rebuilds, agents_events, latency_count,
+        handed_over, taken_over;
     _Atomic uint64_t latency_us_sum, pass_us_sum;
-    _Atomic int64_t pending, held_sessions, agents;
+    _Atomic int64_t pending, held_sessions, agents, partitions;
 } sched_stats;
 
 typedef struct sched_batch sched_batch; /* sessions.c: the reservations of a pass */
@@ -163,6 +166,12 @@ typedef struct sched_svc {
     bool redis_lost;
     int64_t lost_since_ms;
     int64_t next_sweep_ms, next_resync_ms;
+    /* ownership.c: the partitions of tessera.session.v1 the group gave this
+     * instance (known once it had some), and the topic's partition count */
+    bool owned[SCHED_MAX_PARTITIONS];
+    int n_owned, n_partitions;
+    bool owned_known;
+    int64_t next_take_ms;
     sched_stats st;
 } sched_svc;
 

@@ -17,6 +17,7 @@
 
 static struct {
     char *listen;
+    bool listen_shared;
     char *public_url;
     int64_t workers;
     int64_t token_ttl_ms;
@@ -39,6 +40,13 @@ static bool g_subdomain_mode;
 static const cfg_option g_options[] = {
     {"wsproxy.listen", CFG_STRING, &g_opt.listen, "127.0.0.1:0", 0, 0, NULL, false, NULL,
      "address the app proxy listens on, host:port (port 0: a free one, see GET /v1/info)"},
+    {.name = "wsproxy.listen_shared",
+     .type = CFG_BOOL,
+     .dst = &g_opt.listen_shared,
+     .def = "false",
+     .help = "share wsproxy.listen (a fixed port) with the other wsproxy instances on this host: "
+             "the kernel spreads connections over them all (SO_REUSEPORT); false: a second "
+             "wsproxy on the port refuses to start (docs/operations.md, \"Replicas\")"},
     {"wsproxy.public_url", CFG_STRING, &g_opt.public_url, "", 0, 0, NULL, false, NULL,
      "base URL browsers use to reach the proxy; its '*' puts each app on a host name of its own "
      "(https://*.apps.example.com); empty: http://*.apps.localhost:<port of wsproxy.listen>, "
@@ -169,6 +177,7 @@ static bool on_start(svc *s, ts_err *err)
     const char *pub = g_opt.public_url ? g_opt.public_url : "";
     proxy_config cfg = {
         .listen = g_opt.listen,
+        .listen_shared = g_opt.listen_shared,
         .workers = workers,
         .max_header = (size_t)g_opt.max_header,
         .buffer_size = (size_t)g_opt.buffer_size,

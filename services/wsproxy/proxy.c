@@ -71,7 +71,9 @@ static int bind_one(const struct addrinfo *ai, bool reuseport, ts_err *err)
 
 /* One SO_REUSEPORT listener per worker on the same port. A plain bind first
  * proves the port is free: SO_REUSEPORT alone would quietly share a port
- * with another wsproxy of the same user. */
+ * with another wsproxy of the same user. Unless the port is shared on
+ * purpose (listen_shared: the instances of a replicated wsproxy), which
+ * needs a fixed port. */
 static bool bind_listeners(proxy *p, ts_err *err)
 {
     char host[128], port[16];
@@ -86,18 +88,27 @@ static bool bind_listeners(proxy *p, ts_err *err)
         ts_err_set(err, "wsproxy.listen %s: %s", p->cfg.listen, gai_strerror(rc));
         return false;
     }
-    int probe = bind_one(res, false, err);
-    if (probe < 0) {
-        ts_err_prefix(err, "wsproxy.listen %s", p->cfg.listen);
+    int bound_port = atoi(port);
+    if (p->cfg.listen_shared && bound_port == 0) {
+        ts_err_set(err, "wsproxy.listen %s: wsproxy.listen_shared needs a fixed port",
+                   p->cfg.listen);
         freeaddrinfo(res);
         return false;
     }
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof(ss);
-    getsockname(probe, (struct sockaddr *)&ss, &sl);
-    int bound_port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+    if (!p->cfg.listen_shared) {
+        int probe = bind_one(res, false, err);
+        if (probe < 0) {
+            ts_err_prefix(err, "wsproxy.listen %s", p->cfg.listen);
+            freeaddrinfo(res);
+            return false;
+        }
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof(ss);
+        getsockname(probe, (struct sockaddr *)&ss, &sl);
+        bound_port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
                                                     : ((struct sockaddr_in *)&ss)->sin_port);
-    close(probe);
+        close(probe);
+    }
     /* The same port for everyone (port 0 picked one). */
     if (res->ai_family == AF_INET6)
         ((struct sockaddr_in6 *)res->ai_addr)->sin6_port = htons((uint16_t)bound_port);

@@ -8,6 +8,7 @@
 
 typedef struct proxy_config {
     const char *listen;         /* host:port; port 0 picks a free one */
+    bool listen_shared;         /* other processes may listen there too (fixed port) */
     int workers;                /* >= 1 */
     size_t max_header;          /* largest request head; larger: 431 */
     size_t buffer_size;         /* per direction per connection */

@@ -365,6 +365,22 @@ static void conn_run(conn *c)
     }
 }
 
+/* What a failed connect to the app (its SO_ERROR) says to the client. */
+static const char *connect_error(int soerr)
+{
+    switch (soerr) {
+    case ECONNREFUSED:
+        return "the app refused the connection";
+    case EHOSTUNREACH:
+    case ENETUNREACH:
+        return "the app's address is unreachable";
+    case ETIMEDOUT:
+        return "connecting to the app timed out";
+    default:
+        return "cannot connect to the app";
+    }
+}
+
 static void on_event(conn *c, int kind, uint32_t events)
 {
     if (kind == TAG_CLIENT) {
@@ -380,7 +396,7 @@ static void on_event(conn *c, int kind, uint32_t events)
             socklen_t pl = sizeof(peer);
             getsockopt(c->ufd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
             if (soerr != 0) {
-                upstream_failed(c, 502, "the app refused the connection");
+                upstream_failed(c, 502, connect_error(soerr));
                 conn_run(c);
                 return;
             }

@@ -230,11 +230,14 @@ def kernel_leftovers(kernel_ids):
 
 
 def _run_script(script, state_dir, timeout, **extra):
-    """Run a deploy/dev script on state_dir. A stack has one node unless extra
-    says otherwise (a TESSERA_DEV_NODES of the caller's shell is not for the
-    tests: they assume one agent on 127.0.0.1, cluster_stack aside)."""
+    """Run a deploy/dev script on state_dir. A stack has one node and one
+    instance of each service unless extra says otherwise (a TESSERA_DEV_NODES
+    or TESSERA_DEV_REPLICAS of the caller's shell is not for the tests: they
+    assume one agent on 127.0.0.1, cluster_stack aside, and one process per
+    service, replicated_stack aside)."""
     env = dict(os.environ, **extra)
     env["TESSERA_DEV_NODES"] = extra.get("TESSERA_DEV_NODES", "1")
+    env["TESSERA_DEV_REPLICAS"] = extra.get("TESSERA_DEV_REPLICAS", "1")
     env["TESSERA_STATE_DIR"] = state_dir
     env.setdefault("TESSERA_BIN_DIR", BIN_DIR)
     return subprocess.run(

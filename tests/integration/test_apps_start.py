@@ -24,12 +24,15 @@ from test_apps import _running
 from test_sessions_api import admin, gw, image, image_registered, other, problem, user  # noqa: F401
 
 TAG = uuid.uuid4().hex[:6]
+# sessions of this module whose ports a failure's message shows: name -> client
+_SHOWN = {}
 
 
 @pytest.fixture(scope="module")
 def term_session(user, image_registered):  # noqa: F811
     sname = f"term-{TAG}"
     _running(user, image_registered, sname)
+    _SHOWN[sname] = user
     yield sname
     user.delete(f"/session/{sname}")
 
@@ -53,8 +56,30 @@ def _ws_open(url, path="/ws"):
         assert chunk, head
         head += chunk
     status = head.split(b"\r\n", 1)[0]
-    assert b" 101 " in status, head
+    assert b" 101 " in status, (head, _host_view())
     return s, head.split(b"\r\n\r\n", 1)[1]
+
+
+def _host_view():
+    """What the host holds for the apps' ports (for a failure's message): the
+    DNAT rules to container ports 7681 and 9000, and the bridges' neighbours."""
+    def run(*argv):
+        try:
+            return subprocess.run(argv, capture_output=True, text=True, timeout=10).stdout
+        except (OSError, subprocess.SubprocessError) as e:
+            return f"{argv[0]}: {e}"
+    nat = [line for line in run("iptables-save", "-t", "nat").splitlines()
+           if "DNAT --to-destination" in line and re.search(r":(7681|9000)$", line)]
+    neigh = [line for line in run("ip", "-4", "neigh", "show").splitlines() if "tsdev" in line]
+    ports = []
+    for sname, client in _SHOWN.items():
+        try:
+            info = client.get(f"/session/{sname}").json()
+            ports.append(f"{sname}: {info.get('status')} {info.get('servicePorts')}")
+        except Exception as e:  # noqa: BLE001 - a message, not a check
+            ports.append(f"{sname}: {e!r}")
+    return "\n".join(["host DNAT to 7681/9000:"] + nat + ["neighbours:"] + neigh +
+                     ["sessions' ports:"] + ports)
 
 
 def _read_until(frames, pattern, timeout=15):
@@ -157,6 +182,7 @@ def test_exec_through_the_app_url(user, term_session):  # noqa: F811
 def test_destroy_closes_the_terminal(user, image_registered):  # noqa: F811
     sname = f"term2-{TAG}"
     _running(user, image_registered, sname)
+    _SHOWN[sname] = user
     try:
         r = user.post(f"/session/{sname}/start-service", {"app": "ttyd"}, timeout=40)
         assert r.status_code == 200, r.text

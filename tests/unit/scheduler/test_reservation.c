@@ -264,6 +264,14 @@ static void test_reserve_release_idempotent(void **state)
     assert_int_equal(reserve1(v, &o, NULL), RESV_EXISTS);
     assert_int_equal(hget(r, "agent:a1", "used:cpu"), 1000);
     assert_int_equal(hget(r, "usage:kp:AK1", "sessions"), 1);
+    /* the same session placed elsewhere by another scheduler instance:
+     * "taken", no effect (that instance publishes its own placement) */
+    set_agent(v, "a2", "cpu=4 mem=16g", 2);
+    one elsewhere;
+    mk_one(&elsewhere, "s1", "k1", "a2", "cpu=1 mem=1g cuda.shares=0.5", 0, 50);
+    assert_int_equal(reserve1(v, &elsewhere, NULL), RESV_TAKEN);
+    assert_int_equal(hget(r, "agent:a2", "used:cpu"), 0);
+    assert_int_equal(hget(r, "usage:kp:AK1", "sessions"), 1);
     /* the kernel under another session: refused */
     one other;
     mk_one(&other, "s2", "k1", "a1", "cpu=1", 0, 0);
