@@ -285,3 +285,19 @@ def test_dev_tls_takes_on_or_off(tmp_path):
     r = subprocess.run(["sh", os.path.join(REPO, "deploy", "dev", "dev-up.sh")], env=env, capture_output=True,
                        text=True, timeout=60)
     assert r.returncode != 0 and "TESSERA_DEV_TLS must be on or off, not 'yes'" in r.stderr, r.stderr
+
+
+def test_plain_text_between_nodes_is_the_explicit_choice_tls_off():
+    """TESSERA_DEV_TLS=off with nodes: the stack comes up in plain text, and
+    only because every service is told kafka.allow_plaintext."""
+    if os.geteuid() != 0:
+        pytest.skip("a multi-node stack needs root (network namespaces)")
+    from conftest import dev_stack  # noqa: PLC0415 - the fixture's helper, used directly here
+    with dev_stack("tessera-plain-", TESSERA_DEV_NODES="2", TESSERA_DEV_TLS="off") as env:
+        assert env["TESSERA_DEV_TLS"] == "off" and "TESSERA_TLS_CA_FILE" not in env
+        assert env["TESSERA_NODE_1_AGENT_URL"].startswith("http://")
+        state = env["TESSERA_STATE_DIR"]
+        for name in ["registry", "scheduler", "agent@node1", "agent@node2"]:
+            with open(os.path.join(state, "cmd", name), encoding="utf-8") as f:
+                cmd = f.read()
+            assert "TESSERA_KAFKA_ALLOW_PLAINTEXT=true" in cmd and "SECURITY_PROTOCOL" not in cmd, name
