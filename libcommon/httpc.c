@@ -19,8 +19,9 @@
 struct httpc {
     CURL *curl;
     int timeout_ms;
-    bool sign;        /* httpc_new_internal */
-    bool internal_ca; /* trust http.ca_file: httpc_new_internal, httpc_trust_internal */
+    bool sign;           /* httpc_new_internal */
+    bool internal_ca;    /* trust http.ca_file: httpc_new_internal, httpc_trust_internal */
+    const char *ca_file; /* httpc_use_ca_file */
 };
 
 static pthread_once_t g_curl_once = PTHREAD_ONCE_INIT;
@@ -74,6 +75,11 @@ httpc *httpc_new_internal(int timeout_ms)
     c->sign = true;
     c->internal_ca = true;
     return c;
+}
+
+void httpc_use_ca_file(httpc *c, const char *path)
+{
+    c->ca_file = path && *path ? path : NULL;
 }
 
 void httpc_trust_internal(httpc *c)
@@ -220,7 +226,10 @@ bool httpc_request_ex(httpc *c, const httpc_call *call, const char *method, cons
     }
     curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-    if (c->internal_ca && g_ca_file) curl_easy_setopt(h, CURLOPT_CAINFO, g_ca_file);
+    if (c->ca_file)
+        curl_easy_setopt(h, CURLOPT_CAINFO, c->ca_file);
+    else if (c->internal_ca && g_ca_file)
+        curl_easy_setopt(h, CURLOPT_CAINFO, g_ca_file);
     /* the target goes out as written: it is what a signature covers */
     curl_easy_setopt(h, CURLOPT_PATH_AS_IS, 1L);
 

@@ -259,6 +259,9 @@ REDIS_URL="redis://127.0.0.1:$REDIS_PORT/0"
 CP_PG_DSN="postgresql://tessera@$HOST:$PG_PORT/tessera?$PG_SSL"
 CP_REDIS_URL="redis://$HOST:$REDIS_PORT/0"
 OCI="$HOST:$OCI_PORT"
+# the OCI registry: https with TLS (the server certificate), else plain HTTP
+OCI_SCHEME=http
+[ "$TLS" = off ] || OCI_SCHEME=https
 
 # started NAME PID: record a process as soon as it exists, so that dev-down can
 # stop it even when a later step fails.
@@ -488,12 +491,13 @@ storage:
       enabled: false
 http:
   addr: $OCI
+$(if [ "$TLS" = on ]; then printf '  tls:\n    certificate: %s\n    key: %s\n' "$TLSDIR/server.crt" "$TLSDIR/server.key"; fi)
   headers:
     X-Content-Type-Options: [nosniff]
 EOF
 launch oci-registry docker-registry serve "$STATE/oci-registry.yml"
 deadline=$(( $(now) + 30 ))
-until [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://$OCI/v2/" 2>/dev/null)" = 200 ]; do
+until [ "$(dev_curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$OCI_SCHEME://$OCI/v2/" 2>/dev/null)" = 200 ]; do
   dev_alive "$RUN" oci-registry || { tail_log oci-registry; die "docker-registry exited"; }
   [ "$(now)" -lt "$deadline" ] || { tail_log oci-registry; die "docker-registry did not answer GET /v2/ in 30 s"; }
   sleep 0.1
@@ -511,8 +515,16 @@ if [ -x /bin/busybox ]; then
     python3 "$repo/tools/oci-image.py" busybox "$IMAGE_CACHE/busybox" >>"$LOGS/images.log" 2>&1 ||
       { tail_log images; die "building the busybox image failed"; }
   fi
-  python3 "$repo/tools/oci-image.py" push "$IMAGE_CACHE/busybox" "$OCI/tessera/busybox:latest" --insecure \
-    >>"$LOGS/images.log" 2>&1 || { tail_log images; die "pushing the busybox image to $OCI failed"; }
+  if [ "$TLS" = on ]; then
+    # https, the certificate checked against the stack's CA (Python's default
+    # context reads SSL_CERT_FILE)
+    SSL_CERT_FILE="$TLSDIR/ca.crt" python3 "$repo/tools/oci-image.py" push "$IMAGE_CACHE/busybox" \
+      "$OCI/tessera/busybox:latest" >>"$LOGS/images.log" 2>&1 ||
+      { tail_log images; die "pushing the busybox image to $OCI failed"; }
+  else
+    python3 "$repo/tools/oci-image.py" push "$IMAGE_CACHE/busybox" "$OCI/tessera/busybox:latest" --insecure \
+      >>"$LOGS/images.log" 2>&1 || { tail_log images; die "pushing the busybox image to $OCI failed"; }
+  fi
   DEMO_IMAGE="$OCI/tessera/busybox:latest"
 else
   say "warning: /bin/busybox is missing (tools/deps.sh installs busybox-static): no demo image"
@@ -614,7 +626,8 @@ start_service() {
   # is that choice)
   if [ "$TLS" = on ]; then
     set -- "$@" "TESSERA_KAFKA_SECURITY_PROTOCOL=ssl" "TESSERA_KAFKA_SSL_CA_FILE=$TLSDIR/ca.crt" \
-      "TESSERA_HTTP_CA_FILE=$TLSDIR/ca.crt"
+      "TESSERA_HTTP_CA_FILE=$TLSDIR/ca.crt" "TESSERA_OCI_PLAIN_HTTP=false" \
+      "TESSERA_OCI_CA_FILE=$TLSDIR/ca.crt" "TESSERA_AGENT_REGISTRY_CA_FILE=$TLSDIR/ca.crt"
   elif [ "$NODES" -gt 1 ]; then
     set -- "$@" "TESSERA_KAFKA_ALLOW_PLAINTEXT=true"
   fi
@@ -695,7 +708,9 @@ start_service() {
   fi
   if [ "$s" = agent ]; then
     set -- "$@" "TESSERA_AGENT_MOCK_GPUS=${TESSERA_DEV_MOCK_GPUS:-2}" "TESSERA_AGENT_MOCK_GPU_MEMORY=16g" \
-      "TESSERA_AGENT_INSECURE_REGISTRIES=$OCI" "TESSERA_AGENT_DESTROY_ON_STOP=true"
+      "TESSERA_AGENT_DESTROY_ON_STOP=true"
+    # the development registry speaks plain HTTP, or https with TLS
+    [ "$TLS" = on ] || set -- "$@" "TESSERA_AGENT_INSECURE_REGISTRIES=$OCI"
     # the CUDA shim the build made (build/lib), or an installed one (lib/tessera);
     # without one (no CUDA toolkit at build time) GPU kernels run without it
     shim="$(dirname "$BIN")/lib/libtessera-cuda.so"
@@ -807,7 +822,7 @@ mv "$STATE/env.tmp" "$STATE/env"
   echo "postgres $(cat "$RUN/postgres.pid") $PG_DSN"
   echo "redis $(cat "$RUN/redis.pid") $REDIS_URL"
   for t in $TLS_PROCS; do echo "$t $(cat "$RUN/$t.pid") tls"; done
-  echo "oci-registry $(cat "$RUN/oci-registry.pid") http://$OCI"
+  echo "oci-registry $(cat "$RUN/oci-registry.pid") $OCI_SCHEME://$OCI"
   for s in $PROCS; do echo "$s $(cat "$RUN/$s.pid") $(url_of "$s")"; done
 } >"$STATE/services.tmp"
 mv "$STATE/services.tmp" "$STATE/services"
