@@ -289,6 +289,8 @@ def test_a_missing_ca_file_is_a_clear_start_up_error(bin_dir, tmp_path):
     notpem.write_text("hello\n")
     r = run_agent(bin_dir, tmp_path, TESSERA_HTTP_CA_FILE=str(notpem))
     assert r.returncode != 0 and "no PEM certificate" in r.stderr, r.stderr
+    r = run_agent(bin_dir, tmp_path, TESSERA_AGENT_REGISTRY_CA_FILE="/nonexistent/ca.crt")
+    assert r.returncode != 0 and "agent.registry_ca_file /nonexistent/ca.crt: No such file" in r.stderr, r.stderr
 
 
 def test_plaintext_to_another_host_needs_its_setting(bin_dir, tmp_path):
