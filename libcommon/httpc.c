@@ -7,7 +7,9 @@
 #include "libcommon/svcauth.h"
 
 #include <curl/curl.h>
+#include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -17,10 +19,39 @@
 struct httpc {
     CURL *curl;
     int timeout_ms;
-    bool sign; /* httpc_new_internal */
+    bool sign;           /* httpc_new_internal */
+    bool internal_ca;    /* trust http.ca_file: httpc_new_internal, httpc_trust_internal */
+    const char *ca_file; /* httpc_use_ca_file */
 };
 
 static pthread_once_t g_curl_once = PTHREAD_ONCE_INIT;
+static char *g_ca_file; /* httpc_set_ca_file: internal clients' trust anchors */
+
+bool httpc_set_ca_file(const char *path, ts_err *err)
+{
+    if (!path || !*path) {
+        free(g_ca_file);
+        g_ca_file = NULL;
+        return true;
+    }
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        ts_err_set(err, "http.ca_file %s: %s", path, strerror(errno));
+        return false;
+    }
+    char line[64] = "";
+    bool pem = false;
+    while (!pem && fgets(line, sizeof(line), f))
+        pem = strncmp(line, "-----BEGIN CERTIFICATE-----", 27) == 0;
+    fclose(f);
+    if (!pem) {
+        ts_err_set(err, "http.ca_file %s: no PEM certificate in it", path);
+        return false;
+    }
+    free(g_ca_file);
+    g_ca_file = ts_strdup(path);
+    return true;
+}
 
 static void curl_init_once(void)
 {
@@ -42,7 +73,18 @@ httpc *httpc_new_internal(int timeout_ms)
 {
     httpc *c = httpc_new(timeout_ms);
     c->sign = true;
+    c->internal_ca = true;
     return c;
+}
+
+void httpc_use_ca_file(httpc *c, const char *path)
+{
+    c->ca_file = path && *path ? path : NULL;
+}
+
+void httpc_trust_internal(httpc *c)
+{
+    c->internal_ca = true;
 }
 
 void httpc_free(httpc *c)
@@ -184,6 +226,10 @@ bool httpc_request_ex(httpc *c, const httpc_call *call, const char *method, cons
     }
     curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    if (c->ca_file)
+        curl_easy_setopt(h, CURLOPT_CAINFO, c->ca_file);
+    else if (c->internal_ca && g_ca_file)
+        curl_easy_setopt(h, CURLOPT_CAINFO, g_ca_file);
     /* the target goes out as written: it is what a signature covers */
     curl_easy_setopt(h, CURLOPT_PATH_AS_IS, 1L);
 

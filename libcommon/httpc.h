@@ -37,6 +37,19 @@ httpc *httpc_new(int timeout_ms);
  * X-Tessera-Caller-Access-Key among the headers included. Use httpc_new for
  * anything else (an OCI registry), which must not see the credential. */
 httpc *httpc_new_internal(int timeout_ms);
+/* The CA certificates (PEM file) that internal clients (httpc_new_internal)
+ * trust for https:// URLs, e.g. an agent's https addr, instead of the
+ * system's; NULL or "" = the system's. Set once at start-up (http.ca_file),
+ * before any call; false when the file cannot be read. */
+bool httpc_set_ca_file(const char *path, ts_err *err) TS_MUST_CHECK;
+/* An unsigned client (httpc_new) that calls Tessera services all the same
+ * (the gateway's status probes): trust http.ca_file as internal ones do. */
+void httpc_trust_internal(httpc *c);
+/* This client trusts the CA certificates in path (PEM) for https:// URLs
+ * instead of the system's (the registry's client of an OCI registry with a
+ * certificate of the cluster's CA: oci.ca_file); NULL or "" = the system's.
+ * path must outlive c. */
+void httpc_use_ca_file(httpc *c, const char *path);
 void httpc_free(httpc *c);
 
 /* headers: NULL-terminated "Name: value" strings, may be NULL. body may be NULL.

@@ -37,19 +37,21 @@
 #define KBUS_TOPIC_DLQ "tessera.dlq.v1"
 
 typedef struct kbus_opts {
-    const char *bootstrap;     /* "host:port,host:port" */
-    const char *service;       /* producer name in envelopes, client.id */
-    const char *instance;      /* instance id (hostname or configured) */
-    int linger_ms;             /* producer linger; 0..1000 */
-    int max_attempts;          /* consumer: tries before a message goes to the DLQ (>= 1) */
-    int retry_backoff_ms;      /* consumer: wait between tries */
-    int fetch_wait_ms;         /* consumer: fetch.wait.max.ms; 0 = 100 */
-    int control_fetch_wait_ms; /* the same for control-path consumers
-                                * (kbus_consume_control, kbus_batch_opts.control);
-                                * 0 = fetch_wait_ms */
-    int session_timeout_ms;    /* consumer: session.timeout.ms; 0 = 6000 */
-    int pause_max_backoff_ms;  /* consumer: longest wait between tries while paused; 0 = 5000 */
-    int message_timeout_ms;    /* producer: message.timeout.ms; 0 = never give up */
+    const char *bootstrap;         /* "host:port,host:port" */
+    const char *service;           /* producer name in envelopes, client.id */
+    const char *instance;          /* instance id (hostname or configured) */
+    int linger_ms;                 /* producer linger; 0..1000 */
+    int max_attempts;              /* consumer: tries before a message goes to the DLQ (>= 1) */
+    int retry_backoff_ms;          /* consumer: wait between tries */
+    int fetch_wait_ms;             /* consumer: fetch.wait.max.ms; 0 = 100 */
+    int control_fetch_wait_ms;     /* the same for control-path consumers
+                                    * (kbus_consume_control, kbus_batch_opts.control);
+                                    * 0 = fetch_wait_ms */
+    int session_timeout_ms;        /* consumer: session.timeout.ms; 0 = 6000 */
+    int pause_max_backoff_ms;      /* consumer: longest wait between tries while paused; 0 = 5000 */
+    int message_timeout_ms;        /* producer: message.timeout.ms; 0 = never give up */
+    const char *security_protocol; /* security.protocol: "plaintext" (NULL) or "ssl" */
+    const char *ssl_ca_file;       /* ssl.ca.location with ssl; NULL or "" = the system's */
 } kbus_opts;
 
 typedef struct kbus kbus;

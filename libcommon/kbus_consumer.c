@@ -136,7 +136,7 @@ static kbus_consumer *_consume(kbus *bus, const char *group, const char *const *
     snprintf(fetch_wait, sizeof(fetch_wait), "%d", wait_ms);
     snprintf(session_timeout, sizeof(session_timeout), "%d", bus->session_timeout_ms);
     char *client_id = ts_asprintf("%s/%s", bus->producer_name, group);
-    bool ok = kbus_conf_set(conf, "bootstrap.servers", bus->bootstrap, err) &&
+    bool ok = kbus_conf_connect(bus, conf, err) &&
               kbus_conf_set(conf, "client.id", client_id, err) &&
               kbus_conf_set(conf, "group.id", group, err) &&
               kbus_conf_set(conf, "enable.auto.offset.store", "false", err) &&

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 /* ---- configuration and logging ------------------------------------------- */
@@ -24,6 +25,16 @@ bool kbus_conf_set(rd_kafka_conf_t *conf, const char *name, const char *value, t
         return false;
     }
     return true;
+}
+
+bool kbus_conf_connect(const kbus *bus, rd_kafka_conf_t *conf, ts_err *err)
+{
+    if (!kbus_conf_set(conf, "bootstrap.servers", bus->bootstrap, err)) return false;
+    if (!bus->security_protocol) return true;
+    if (!kbus_conf_set(conf, "security.protocol", bus->security_protocol, err)) return false;
+    /* the broker's certificate must name the address it is reached at */
+    if (!kbus_conf_set(conf, "ssl.endpoint.identification.algorithm", "https", err)) return false;
+    return !bus->ssl_ca_file || kbus_conf_set(conf, "ssl.ca.location", bus->ssl_ca_file, err);
 }
 
 /* librdkafka uses syslog levels: 0..3 errors, 4 warnings, 5 notices, 6 info,
@@ -134,6 +145,19 @@ kbus *kbus_new(const kbus_opts *opts, ts_err *err)
     }
     kbus *bus = ts_calloc(1, sizeof(*bus));
     bus->bootstrap = ts_strdup(opts->bootstrap);
+    if (opts->security_protocol && opts->security_protocol[0] &&
+        strcasecmp(opts->security_protocol, "plaintext") != 0)
+        bus->security_protocol = ts_strdup(opts->security_protocol);
+    if (bus->security_protocol && opts->ssl_ca_file && opts->ssl_ca_file[0]) {
+        if (access(opts->ssl_ca_file, R_OK) != 0) {
+            ts_err_set(err, "kafka.ssl_ca_file %s: %s", opts->ssl_ca_file, strerror(errno));
+            free(bus->bootstrap);
+            free(bus->security_protocol);
+            free(bus);
+            return NULL;
+        }
+        bus->ssl_ca_file = ts_strdup(opts->ssl_ca_file);
+    }
     bus->producer_name = ts_asprintf("%s/%s", opts->service ? opts->service : "tessera",
                                      opts->instance && opts->instance[0] ? opts->instance : "0");
     bus->max_attempts = opts->max_attempts >= 1 ? opts->max_attempts : 1;
@@ -150,7 +174,7 @@ kbus *kbus_new(const kbus_opts *opts, ts_err *err)
     snprintf(linger, sizeof(linger), "%d", opts->linger_ms);
     snprintf(msg_timeout, sizeof(msg_timeout), "%d",
              opts->message_timeout_ms > 0 ? opts->message_timeout_ms : 0);
-    if (!kbus_conf_set(conf, "bootstrap.servers", opts->bootstrap, err) ||
+    if (!kbus_conf_connect(bus, conf, err) ||
         !kbus_conf_set(conf, "client.id", bus->producer_name, err) ||
         !kbus_conf_set(conf, "enable.idempotence", "true", err) ||
         !kbus_conf_set(conf, "partitioner", "murmur2_random", err) ||
@@ -176,12 +200,15 @@ kbus *kbus_new(const kbus_opts *opts, ts_err *err)
         rd_kafka_destroy(bus->rk);
         goto fail;
     }
-    TLOG_INFO("kafka producer ready", "bootstrap=%s client=%s linger_ms=%d", bus->bootstrap,
-              bus->producer_name, opts->linger_ms);
+    TLOG_INFO("kafka producer ready", "bootstrap=%s client=%s linger_ms=%d security_protocol=%s",
+              bus->bootstrap, bus->producer_name, opts->linger_ms,
+              bus->security_protocol ? bus->security_protocol : "plaintext");
     return bus;
 fail:
     pthread_mutex_destroy(&bus->pause_mu);
     free(bus->bootstrap);
+    free(bus->security_protocol);
+    free(bus->ssl_ca_file);
     free(bus->producer_name);
     free(bus);
     return NULL;
@@ -199,6 +226,8 @@ void kbus_close(kbus *bus, int timeout_ms)
     rd_kafka_destroy(bus->rk);
     pthread_mutex_destroy(&bus->pause_mu);
     free(bus->bootstrap);
+    free(bus->security_protocol);
+    free(bus->ssl_ca_file);
     free(bus->producer_name);
     free(bus);
 }

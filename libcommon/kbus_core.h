@@ -14,7 +14,9 @@
 struct kbus {
     rd_kafka_t *rk; /* the producer */
     char *bootstrap;
-    char *producer_name; /* "<service>/<instance>" */
+    char *security_protocol; /* NULL = plaintext */
+    char *ssl_ca_file;       /* NULL = librdkafka's default */
+    char *producer_name;     /* "<service>/<instance>" */
     int max_attempts;
     int retry_backoff_ms;
     int fetch_wait_ms;
@@ -34,6 +36,9 @@ struct kbus {
 /* Set name=value on conf; false with err naming the property. */
 bool kbus_conf_set(rd_kafka_conf_t *conf, const char *name, const char *value,
                    ts_err *err) TS_MUST_CHECK;
+/* Set the bus's bootstrap servers and TLS settings (security.protocol,
+ * ssl.ca.location) on conf: every client of the bus connects alike. */
+bool kbus_conf_connect(const kbus *bus, rd_kafka_conf_t *conf, ts_err *err) TS_MUST_CHECK;
 /* Route librdkafka's log and error callbacks into TLOG. */
 void kbus_conf_logging(rd_kafka_conf_t *conf);
 

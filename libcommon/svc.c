@@ -2,8 +2,11 @@
 #include "libcommon/svc.h"
 
 #include "libcommon/depinfo.h"
+#include "libcommon/httpc.h"
 #include "libcommon/deps.h"
 #include "libcommon/log.h"
+#include "libcommon/plaintext.h"
+#include "libcommon/svc_options.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -45,128 +48,6 @@ struct svc {
     void *data;
 };
 
-/* The common options every service has; the dependency ones only where needed. */
-static struct {
-    char *log_level;
-    char *instance;
-    char *http_listen;
-    char *http_shared_listen;
-    int64_t http_max_body;
-    int64_t http_threads;
-    int64_t http_idle_timeout_ms;
-    int64_t http_header_timeout_ms;
-    int64_t http_body_timeout_ms;
-    int64_t drain_timeout_ms;
-    char *pg_dsn;
-    int64_t pg_pool_size;
-    int64_t pg_connect_timeout_ms;
-    bool pg_prepare;
-    char *redis_url;
-    int64_t redis_timeout_ms;
-    char *kafka_bootstrap;
-    int64_t kafka_linger_ms;
-    int64_t kafka_max_attempts;
-    int64_t kafka_retry_backoff_ms;
-    int64_t kafka_fetch_wait_ms;
-    int64_t kafka_control_fetch_wait_ms;
-    int64_t kafka_session_timeout_ms;
-    int64_t kafka_pause_max_backoff_ms;
-    int64_t kafka_message_timeout_ms;
-    char *svcauth_key_file;
-    char *svcauth_trust_file;
-    int64_t svcauth_max_skew_ms;
-} g_common;
-
-static cfg_option g_common_table[] = {
-    {"log.level", CFG_ENUM, &g_common.log_level, "info", 0, 0, "debug|info|warn|error", true, NULL,
-     "lowest level written to the log"},
-    {"service.instance", CFG_STRING, &g_common.instance, "", 0, 0, NULL, false, NULL,
-     "instance name in logs and events (default: the host name)"},
-    {"http.listen", CFG_STRING, &g_common.http_listen, NULL /* per service */, 0, 0, NULL, false,
-     NULL, "address the HTTP server listens on, host:port"},
-    {"http.shared_listen", CFG_STRING, &g_common.http_shared_listen, "", 0, 0, NULL, false, NULL,
-     "an address shared with the service's other instances on this host (SO_REUSEPORT), joined "
-     "once ready, left when draining; empty: none (docs/operations.md, \"Replicas\")"},
-    {"http.max_body", CFG_BYTES, &g_common.http_max_body, "1m", 1024, 1073741824.0, NULL, false,
-     NULL, "largest request body accepted (larger: 413)"},
-    {"http.threads", CFG_INT, &g_common.http_threads, "4", 1, 256, NULL, false, NULL,
-     "HTTP worker threads"},
-    {"http.idle_timeout", CFG_DURATION, &g_common.http_idle_timeout_ms, "60s", 1000, 3600000, NULL,
-     false, NULL, "idle keep-alive connections are closed after this"},
-    {"http.header_timeout", CFG_DURATION, &g_common.http_header_timeout_ms, "10s", 1000, 600000,
-     NULL, false, NULL,
-     "a new connection's first request head must be complete within this (else 408)"},
-    {"http.body_timeout", CFG_DURATION, &g_common.http_body_timeout_ms, "60s", 1000, 3600000, NULL,
-     false, NULL,
-     "a request body (up to http.max_body) must be complete within this of its head (else 408)"},
-    {"shutdown.drain_timeout", CFG_DURATION, &g_common.drain_timeout_ms, "10s", 0, 600000, NULL,
-     false, NULL, "on SIGTERM, how long in-flight requests may take to finish"},
-    {"service_auth.key_file", CFG_STRING, &g_common.svcauth_key_file, "", 0, 0, NULL, true, NULL,
-     "this service's own key (0600), which signs its calls to other services; make one with "
-     "--new-service-key FILE (docs/operations.md, \"Service credentials\")"},
-    {"service_auth.trust_file", CFG_STRING, &g_common.svcauth_trust_file, "", 0, 0, NULL, true,
-     NULL, "the public keys of the services that may call this one: \"<service> <key>\" lines"},
-    {"service_auth.max_skew", CFG_DURATION, &g_common.svcauth_max_skew_ms, "30s", 1000, 600000,
-     NULL, true, NULL,
-     "how far a signed internal call's time may be from this host's clock (and how long its "
-     "signature is remembered against replays)"},
-    {NULL},
-};
-
-static const cfg_option g_pg_table[] = {
-    {"pg.dsn", CFG_STRING, &g_common.pg_dsn, "postgresql://tessera@127.0.0.1:5432/tessera", 0, 0,
-     NULL, false, NULL, "PostgreSQL connection string (libpq URI or key=value)"},
-    {"pg.pool_size", CFG_INT, &g_common.pg_pool_size, "4", 1, 256, NULL, false, NULL,
-     "PostgreSQL connections kept open"},
-    {"pg.connect_timeout", CFG_DURATION, &g_common.pg_connect_timeout_ms, "30s", 0, 3600000, NULL,
-     false, NULL, "how long start-up retries connecting to PostgreSQL"},
-    {"pg.prepare", CFG_BOOL, &g_common.pg_prepare, "true", 0, 0, NULL, false, NULL,
-     "prepare each distinct statement once per connection (false behind a connection pooler "
-     "that does not keep named prepared statements)"},
-    {NULL},
-};
-
-static const cfg_option g_redis_table[] = {
-    {"redis.url", CFG_STRING, &g_common.redis_url, "redis://127.0.0.1:6379/0", 0, 0, NULL, false,
-     NULL, "Redis URL: redis://[:password@]host:port[/db] or unix:///path"},
-    {"redis.timeout", CFG_DURATION, &g_common.redis_timeout_ms, "2s", 10, 60000, NULL, false, NULL,
-     "Redis connect and command timeout"},
-    {NULL},
-};
-
-static const cfg_option g_kafka_table[] = {
-    {"kafka.bootstrap", CFG_STRING, &g_common.kafka_bootstrap, "127.0.0.1:9092", 0, 0, NULL, false,
-     "KAFKA_BOOTSTRAP", "Kafka bootstrap servers, host:port[,host:port]"},
-    {"kafka.linger", CFG_DURATION, &g_common.kafka_linger_ms, "2ms", 0, 1000, NULL, false, NULL,
-     "producer linger: how long to batch before sending"},
-    {"kafka.max_attempts", CFG_INT, &g_common.kafka_max_attempts, "5", 1, 100, NULL, false, NULL,
-     "tries of a failing event before it goes to tessera.dlq.v1"},
-    {"kafka.retry_backoff", CFG_DURATION, &g_common.kafka_retry_backoff_ms, "200ms", 0, 60000, NULL,
-     false, NULL, "wait between tries of a failing event"},
-    {"kafka.fetch_wait", CFG_DURATION, &g_common.kafka_fetch_wait_ms, "100ms", 1, 10000, NULL,
-     false, NULL,
-     "longest a broker may hold a fetch with nothing new (a real broker answers as soon as a "
-     "message arrives; librdkafka's mock cluster waits it out, so the dev stack uses 10ms)"},
-    {"kafka.control_fetch_wait", CFG_DURATION, &g_common.kafka_control_fetch_wait_ms, "0ms", 0,
-     10000, NULL, false, NULL,
-     "kafka.fetch_wait for the consumers a user waits on (session and kernel events, agent "
-     "commands); 0 = kafka.fetch_wait (the dev stack uses 3ms: each hop of a create waits for it "
-     "on the mock cluster)"},
-    {"kafka.session_timeout", CFG_DURATION, &g_common.kafka_session_timeout_ms, "6s", 2000, 3600000,
-     NULL, false, NULL,
-     "consumer group session timeout: a member silent this long is evicted and its partitions "
-     "go to the others (6s is the least a default Kafka broker accepts)"},
-    {"kafka.pause_max_backoff", CFG_DURATION, &g_common.kafka_pause_max_backoff_ms, "5s", 100,
-     600000, NULL, false, NULL,
-     "while a dependency (PostgreSQL, Redis, the brokers) is down, a consumer pauses on its "
-     "message and tries again, backing off from kafka.retry_backoff up to this"},
-    {"kafka.message_timeout", CFG_DURATION, &g_common.kafka_message_timeout_ms, "0ms", 0, 86400000,
-     NULL, false, NULL,
-     "how long a produced event may wait for the brokers before it is given up (0: never; "
-     "events wait in memory until the brokers are back)"},
-    {NULL},
-};
-
 /* ---- accessors ---------------------------------------------------------- */
 
 const svc_spec *svc_spec_of(svc *s)
@@ -176,7 +57,7 @@ const svc_spec *svc_spec_of(svc *s)
 const char *svc_instance(svc *s)
 {
     (void)s;
-    return g_common.instance;
+    return svc_opts.instance;
 }
 http_router *svc_router(svc *s)
 {
@@ -197,7 +78,7 @@ pg_pool *svc_pg(svc *s)
 const char *svc_redis_url(svc *s)
 {
     (void)s;
-    return g_common.redis_url;
+    return svc_opts.redis_url;
 }
 void *svc_data(svc *s)
 {
@@ -231,7 +112,7 @@ void svc_add_dependency(svc *s, const char *name, svc_dep_fn fn, void *ctx)
 const char *svc_listen(svc *s)
 {
     (void)s;
-    return g_common.http_listen;
+    return svc_opts.http_listen;
 }
 
 static void rds_key_free(void *p)
@@ -247,7 +128,7 @@ rds *svc_redis(svc *s, ts_err *err)
     }
     rds *r = pthread_getspecific(s->rds_key);
     if (r) return r;
-    r = rds_connect(g_common.redis_url, (int)g_common.redis_timeout_ms, err);
+    r = rds_connect(svc_opts.redis_url, (int)svc_opts.redis_timeout_ms, err);
     if (r) pthread_setspecific(s->rds_key, r);
     return r;
 }
@@ -410,30 +291,31 @@ static void collect_kafka(FILE *out, void *ctx)
  * configuration that leaves a service unable to call or to be called. */
 static bool load_service_auth(const svc_spec *spec, ts_err *err)
 {
+    if (!httpc_set_ca_file(svc_opts.http_ca_file, err)) return false;
     bool needs_trust = false;
     for (size_t i = 0; !spec->public_api && i < spec->n_access; i++)
         needs_trust = needs_trust || spec->access[i].callers != SVCAUTH_PUBLIC;
-    if (spec->calls_services && !*g_common.svcauth_key_file) {
+    if (spec->calls_services && !*svc_opts.svcauth_key_file) {
         ts_err_set(err,
                    "service_auth.key_file is not set: tessera-%s signs its calls to other "
                    "services with its own key (make one with tessera-%s --new-service-key FILE)",
                    spec->name, spec->name);
         return false;
     }
-    if (needs_trust && !*g_common.svcauth_trust_file) {
+    if (needs_trust && !*svc_opts.svcauth_trust_file) {
         ts_err_set(err,
                    "service_auth.trust_file is not set: tessera-%s accepts internal calls only "
                    "from services whose public keys it lists",
                    spec->name);
         return false;
     }
-    if (!svcauth_load(spec->name, g_common.svcauth_key_file,
-                      needs_trust ? g_common.svcauth_trust_file : "", g_common.svcauth_max_skew_ms,
+    if (!svcauth_load(spec->name, svc_opts.svcauth_key_file,
+                      needs_trust ? svc_opts.svcauth_trust_file : "", svc_opts.svcauth_max_skew_ms,
                       err))
         return false;
     if (needs_trust && svcauth_trusted_keys() == 0) {
         ts_err_set(err, "%s lists no service key: nobody could call tessera-%s",
-                   g_common.svcauth_trust_file, spec->name);
+                   svc_opts.svcauth_trust_file, spec->name);
         return false;
     }
     return true;
@@ -465,21 +347,36 @@ static void usage(const svc_spec *spec, const cfg_schema *schema, FILE *out)
 
 static void fill_instance(void)
 {
-    if (g_common.instance && g_common.instance[0]) return;
+    if (svc_opts.instance && svc_opts.instance[0]) return;
     char host[256] = "localhost";
     gethostname(host, sizeof(host) - 1);
-    free(g_common.instance);
-    g_common.instance = ts_strdup(host);
+    free(svc_opts.instance);
+    svc_opts.instance = ts_strdup(host);
 }
 
 /* ---- start-up steps ------------------------------------------------------ */
 
+/* Plain text to another host only where it is allowed (plaintext.h). */
+static bool check_plaintext(const svc_spec *spec, ts_err *err)
+{
+    if ((spec->needs & SVC_NEEDS_PG) &&
+        !plaintext_check_pg(svc_opts.pg_dsn, svc_opts.pg_allow_plaintext, err))
+        return false;
+    if ((spec->needs & SVC_NEEDS_REDIS) &&
+        !plaintext_check_redis(svc_opts.redis_url, svc_opts.redis_allow_plaintext, err))
+        return false;
+    return !(spec->needs & SVC_NEEDS_KAFKA) ||
+           plaintext_check_kafka(svc_opts.kafka_bootstrap, svc_opts.kafka_security_protocol,
+                                 svc_opts.kafka_allow_plaintext, err);
+}
+
 static bool connect_deps(svc *s, ts_err *err)
 {
     const svc_spec *spec = s->spec;
+    if (!check_plaintext(spec, err)) return false;
     if (spec->needs & SVC_NEEDS_PG) {
-        s->pg = pg_pool_new(g_common.pg_dsn, (int)g_common.pg_pool_size,
-                            (int)g_common.pg_connect_timeout_ms, g_common.pg_prepare, err);
+        s->pg = pg_pool_new(svc_opts.pg_dsn, (int)svc_opts.pg_pool_size,
+                            (int)svc_opts.pg_connect_timeout_ms, svc_opts.pg_prepare, err);
         if (!s->pg) {
             ts_err_prefix(err, "PostgreSQL");
             return false;
@@ -499,28 +396,30 @@ static bool connect_deps(svc *s, ts_err *err)
     if (spec->needs & SVC_NEEDS_REDIS) {
         /* Connect once now so a wrong URL fails start-up with its reason. */
         if (!svc_redis(s, err)) {
-            ts_err_prefix(err, "Redis %s", g_common.redis_url);
+            ts_err_prefix(err, "Redis %s", svc_opts.redis_url);
             return false;
         }
         svc_add_check(s, "redis", check_redis, NULL);
     }
     if (spec->needs & SVC_NEEDS_KAFKA) {
         kbus_opts o = {
-            .bootstrap = g_common.kafka_bootstrap,
+            .bootstrap = svc_opts.kafka_bootstrap,
             .service = spec->name,
-            .instance = g_common.instance,
-            .linger_ms = (int)g_common.kafka_linger_ms,
-            .max_attempts = (int)g_common.kafka_max_attempts,
-            .retry_backoff_ms = (int)g_common.kafka_retry_backoff_ms,
-            .fetch_wait_ms = (int)g_common.kafka_fetch_wait_ms,
-            .control_fetch_wait_ms = (int)g_common.kafka_control_fetch_wait_ms,
-            .session_timeout_ms = (int)g_common.kafka_session_timeout_ms,
-            .pause_max_backoff_ms = (int)g_common.kafka_pause_max_backoff_ms,
-            .message_timeout_ms = (int)g_common.kafka_message_timeout_ms,
+            .instance = svc_opts.instance,
+            .linger_ms = (int)svc_opts.kafka_linger_ms,
+            .max_attempts = (int)svc_opts.kafka_max_attempts,
+            .retry_backoff_ms = (int)svc_opts.kafka_retry_backoff_ms,
+            .fetch_wait_ms = (int)svc_opts.kafka_fetch_wait_ms,
+            .control_fetch_wait_ms = (int)svc_opts.kafka_control_fetch_wait_ms,
+            .session_timeout_ms = (int)svc_opts.kafka_session_timeout_ms,
+            .pause_max_backoff_ms = (int)svc_opts.kafka_pause_max_backoff_ms,
+            .message_timeout_ms = (int)svc_opts.kafka_message_timeout_ms,
+            .security_protocol = svc_opts.kafka_security_protocol,
+            .ssl_ca_file = svc_opts.kafka_ssl_ca_file,
         };
         s->bus = kbus_new(&o, err);
         if (!s->bus) {
-            ts_err_prefix(err, "Kafka %s", g_common.kafka_bootstrap);
+            ts_err_prefix(err, "Kafka %s", svc_opts.kafka_bootstrap);
             return false;
         }
         svc_add_check(s, "kafka", check_kafka, NULL);
@@ -565,8 +464,8 @@ static void wait_for_stop(const svc_spec *spec, const cfg_schema *schema, const 
             if (!cfg_reload(schema, config_path, &restart, &err)) {
                 TLOG_ERROR("config reload failed; keeping the old values", "error=\"%s\"", err.msg);
             } else {
-                if (!tlog_set_level(g_common.log_level))
-                    TLOG_WARN("bad log level after reload", "level=%s", g_common.log_level);
+                if (!tlog_set_level(svc_opts.log_level))
+                    TLOG_WARN("bad log level after reload", "level=%s", svc_opts.log_level);
                 if (!load_service_auth(spec, &err))
                     TLOG_ERROR("service credentials not reloaded; keeping the old ones",
                                "error=\"%s\"", err.msg);
@@ -587,7 +486,7 @@ static void drain(svc *s)
     notify("STOPPING=1");
     if (s->http) {
         http_server_quiesce(s->http);
-        int64_t deadline = ts_now_mono_ms() + g_common.drain_timeout_ms;
+        int64_t deadline = ts_now_mono_ms() + svc_opts.drain_timeout_ms;
         while (http_server_inflight(s->http) > 0 && ts_now_mono_ms() < deadline)
             usleep(10000);
         if (http_server_inflight(s->http) > 0)
@@ -621,13 +520,13 @@ int svc_main(int argc, char **argv, const svc_spec *spec)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    g_common_table[2].def = spec->default_listen;
+    svc_common_table[2].def = spec->default_listen;
     const cfg_option *tables[6];
     int nt = 0;
-    tables[nt++] = g_common_table;
-    if (spec->needs & SVC_NEEDS_PG) tables[nt++] = g_pg_table;
-    if (spec->needs & SVC_NEEDS_REDIS) tables[nt++] = g_redis_table;
-    if (spec->needs & SVC_NEEDS_KAFKA) tables[nt++] = g_kafka_table;
+    tables[nt++] = svc_common_table;
+    if (spec->needs & SVC_NEEDS_PG) tables[nt++] = svc_pg_table;
+    if (spec->needs & SVC_NEEDS_REDIS) tables[nt++] = svc_redis_table;
+    if (spec->needs & SVC_NEEDS_KAFKA) tables[nt++] = svc_kafka_table;
     if (spec->options) tables[nt++] = spec->options;
     tables[nt] = NULL;
     cfg_schema schema = {.service = spec->name, .tables = tables};
@@ -694,7 +593,7 @@ int svc_main(int argc, char **argv, const svc_spec *spec)
         return 2;
     }
     fill_instance();
-    if (!tlog_set_level(g_common.log_level)) ts_panic("log.level passed validation but is unknown");
+    if (!tlog_set_level(svc_opts.log_level)) ts_panic("log.level passed validation but is unknown");
     if (!load_service_auth(spec, &err)) {
         fprintf(stderr, "tessera-%s: configuration error: %s\n", spec->name, err.msg);
         cfg_free(&schema);
@@ -711,12 +610,12 @@ int svc_main(int argc, char **argv, const svc_spec *spec)
         cfg_free(&schema);
         return 0;
     }
-    tlog_init(spec->name, g_common.instance);
+    tlog_init(spec->name, svc_opts.instance);
 
     svc *s = ts_calloc(1, sizeof(*s));
     s->spec = spec;
     s->start_wall_ms = ts_now_wall_ms();
-    snprintf(s->producer, sizeof(s->producer), "%s/%s", spec->name, g_common.instance);
+    snprintf(s->producer, sizeof(s->producer), "%s/%s", spec->name, svc_opts.instance);
     pthread_key_create(&s->rds_key, rds_key_free);
     s->router = http_router_new();
     s->metrics = metrics_new();
@@ -740,12 +639,12 @@ int svc_main(int argc, char **argv, const svc_spec *spec)
         goto out;
     }
     http_server_opts hopts = {
-        .listen = g_common.http_listen,
-        .max_body = (size_t)g_common.http_max_body,
-        .threads = (int)g_common.http_threads,
-        .conn_timeout_s = (int)(g_common.http_idle_timeout_ms / 1000),
-        .header_timeout_ms = (int)g_common.http_header_timeout_ms,
-        .body_timeout_ms = (int)g_common.http_body_timeout_ms,
+        .listen = svc_opts.http_listen,
+        .max_body = (size_t)svc_opts.http_max_body,
+        .threads = (int)svc_opts.http_threads,
+        .conn_timeout_s = (int)(svc_opts.http_idle_timeout_ms / 1000),
+        .header_timeout_ms = (int)svc_opts.http_header_timeout_ms,
+        .body_timeout_ms = (int)svc_opts.http_body_timeout_ms,
         .service = spec->name,
         .on_complete = on_complete,
         .on_complete_ctx = s,
@@ -760,12 +659,12 @@ int svc_main(int argc, char **argv, const svc_spec *spec)
     }
     s->http = http_server_start(&hopts, s->router, &err);
     if (!s->http) {
-        TLOG_ERROR("start-up failed", "step=http listen=%s error=\"%s\"", g_common.http_listen,
+        TLOG_ERROR("start-up failed", "step=http listen=%s error=\"%s\"", svc_opts.http_listen,
                    err.msg);
         rc = 1;
         goto out;
     }
-    TLOG_INFO("serving HTTP", "listen=%s port=%d version=%s", g_common.http_listen,
+    TLOG_INFO("serving HTTP", "listen=%s port=%d version=%s", svc_opts.http_listen,
               http_server_port(s->http), TESSERA_VERSION);
     if (!connect_deps(s, &err)) {
         TLOG_ERROR("start-up failed", "step=dependencies error=\"%s\"", err.msg);
@@ -778,7 +677,7 @@ int svc_main(int argc, char **argv, const svc_spec *spec)
         goto out;
     }
     atomic_store(&s->started, true);
-    const char *shared = g_common.http_shared_listen;
+    const char *shared = svc_opts.http_shared_listen;
     if (*shared && !http_server_share(s->http, shared, &err)) {
         TLOG_ERROR("start-up failed", "step=http shared_listen=%s error=\"%s\"", shared, err.msg);
         rc = 1;

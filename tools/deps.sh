@@ -7,7 +7,7 @@ set -eu
 PKGS="build-essential pkg-config clang clang-format libclang-rt-14-dev
 librdkafka-dev libmicrohttpd-dev libjansson-dev libprotobuf-c-dev protobuf-c-compiler
 libpq-dev libhiredis-dev libcmocka-dev libcurl4-openssl-dev libsodium-dev
-libarchive-dev libsystemd-dev
+libarchive-dev libsystemd-dev openssl stunnel4
 postgresql redis-server docker-registry runc containernetworking-plugins
 prometheus kcat nginx wrk
 python3 python3-pytest python3-requests python3-cryptography

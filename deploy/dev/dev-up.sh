@@ -26,6 +26,16 @@
 #                         namespace on a bridge of its own with an agent in it
 #                         (agent@node1 ..), the control plane listening on the
 #                         bridge's address (deploy/dev/nodes.sh)
+#   TESSERA_DEV_TLS       on|off: TLS between the processes (default on with
+#                         TESSERA_DEV_NODES > 1, off with one node): a CA and
+#                         certificates in <state>/tls (deploy/dev/tls.sh),
+#                         PostgreSQL with ssl (sslmode=verify-full), Redis on
+#                         its TLS port only (a stunnel tunnel on 127.0.0.1 for
+#                         the services), the bus behind a TLS terminator
+#                         (stunnel; kafka.security_protocol=ssl). off with
+#                         nodes is the explicit choice of plain text between
+#                         hosts (kafka.allow_plaintext). docs/operations.md,
+#                         "Several hosts: encryption".
 #   TESSERA_DEV_REPLICAS  instances of each of gateway, registry, scheduler and
 #                         wsproxy (default 1, as ever); N > 1 (at most 4):
 #                         processes <svc>@1 .. <svc>@N, each on a port of its
@@ -66,6 +76,8 @@ unset NOTIFY_SOCKET || true
 . "$(dirname "$0")/lib.sh"
 # shellcheck source=deploy/dev/nodes.sh
 . "$(dirname "$0")/nodes.sh"
+# shellcheck source=deploy/dev/tls.sh
+. "$(dirname "$0")/tls.sh"
 
 say() { echo "dev-up: $*"; }
 die() { echo "dev-up: $*" >&2; exit 1; }
@@ -108,6 +120,23 @@ if [ "$NODES" -gt 1 ]; then
   for c in ip nsenter iptables; do command -v $c >/dev/null 2>&1 || die "$c is missing: run tools/deps.sh"; done
 fi
 
+# ---- TLS -----------------------------------------------------------------------
+TLS=${TESSERA_DEV_TLS:-}
+if [ -z "$TLS" ]; then if [ "$NODES" -gt 1 ]; then TLS=on; else TLS=off; fi; fi
+case $TLS in on|off) ;; *) die "TESSERA_DEV_TLS must be on or off, not '$TLS'" ;; esac
+# the TLS helpers: redis-tunnel (the services' Redis, 127.0.0.1, to Redis's TLS
+# port) and, with the bus, bus-tls (the mock brokers' TLS terminator)
+TLS_PROCS=""
+if [ "$TLS" = on ]; then
+  for c in openssl stunnel4; do command -v $c >/dev/null 2>&1 || die "$c is missing (TESSERA_DEV_TLS=on): run tools/deps.sh"; done
+  TLS_PROCS="redis-tunnel"
+  case " $SERVICES " in *" devbus "*) TLS_PROCS="$TLS_PROCS bus-tls" ;; esac
+  # each node's agent behind a TLS terminator in its namespace
+  for p in $PROCS; do
+    case $p in agent@node*) TLS_PROCS="$TLS_PROCS agent-tls@${p#agent@}" ;; esac
+  done
+fi
+
 # Replicas share their service's address through SO_REUSEPORT. A listener
 # that goes (a kill, a drain) resets the connections still in its accept
 # queue unless the kernel hands them to another listener of the address:
@@ -119,7 +148,7 @@ if [ "$REPLICAS" -gt 1 ] && [ -w /proc/sys/net/ipv4/tcp_migrate_req ] &&
 fi
 
 # ---- already up? ---------------------------------------------------------------
-expected="postgres redis oci-registry $PROCS"
+expected="postgres redis $TLS_PROCS oci-registry $PROCS"
 up=""; down=""; any=no
 for n in $expected; do
   if [ -f "$RUN/$n.pid" ] && dev_alive "$RUN" "$n"; then up="$up $n"; any=yes; else down="$down $n"; fi
@@ -129,7 +158,7 @@ if [ "$any" = yes ]; then
     notready=""
     while read -r n _ url; do
       case " $SERVICES " in *" $n "*) ;; *) continue ;; esac
-      [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$url/readyz" 2>/dev/null)" = 200 ] ||
+      [ "$(dev_curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$url/readyz" 2>/dev/null)" = 200 ] ||
         notready="$notready $n"
     done <"$STATE/services"
     [ -z "$notready" ] ||
@@ -153,8 +182,8 @@ echo "$REPLICAS" >"$STATE/replicas"
 # two are the same), then release them for the processes to take. With
 # replicas, one more per instance of each replicated service (its own
 # http.listen; the service's port above is the one they share).
-NPORTS=12
-[ "$REPLICAS" -eq 1 ] || NPORTS=$((12 + 4 * REPLICAS))
+NPORTS=13
+[ "$REPLICAS" -eq 1 ] || NPORTS=$((13 + 4 * REPLICAS))
 # shellcheck disable=SC2046 # the ports are numbers, split on purpose
 set -- $(python3 -c '
 import socket, sys
@@ -171,8 +200,8 @@ for s in socks:
 PG_PORT=$1 REDIS_PORT=$2 OCI_PORT=$3 DEVBUS_PORT=$4 AUTH_PORT=$5 REGISTRY_PORT=$6
 SCHEDULER_PORT=$7 AGENT_PORT=$8 VFOLDER_PORT=$9
 shift 9
-WSPROXY_PORT=$1 GATEWAY_PORT=$2 WSPROXY_APP_PORT=$3
-shift 3
+WSPROXY_PORT=$1 GATEWAY_PORT=$2 WSPROXY_APP_PORT=$3 REDIS_TLS_PORT=$4
+shift 4
 # INSTANCE_PORTS: "<svc>@<k>=<port>" per instance, in the order of
 # REPLICATED_SERVICES
 INSTANCE_PORTS=""
@@ -209,11 +238,30 @@ if [ "$NODES" -gt 1 ]; then
   done
 fi
 APPS_URL="http://*.apps.localhost:$WSPROXY_APP_PORT"
-PG_DSN="postgresql://tessera@127.0.0.1:$PG_PORT/tessera?sslmode=disable"
+# TLS: the stack's CA and the control plane's certificate (for 127.0.0.1 and
+# the control plane's address); every client checks it (verify-full).
+TLSDIR=$STATE/tls
+PG_SSL=sslmode=disable
+if [ "$TLS" = on ]; then
+  if [ "$HOST" = 127.0.0.1 ]; then tls_make_certs "$TLSDIR" 127.0.0.1 || die "could not make the certificates in $TLSDIR"
+  else tls_make_certs "$TLSDIR" 127.0.0.1 "$HOST" || die "could not make the certificates in $TLSDIR"; fi
+  if [ "$(id -u)" -eq 0 ]; then tls_pg_copy "$TLSDIR" postgres; else tls_pg_copy "$TLSDIR" ""; fi
+  k=1
+  while [ "$NODES" -gt 1 ] && [ "$k" -le "$NODES" ]; do
+    tls_make_leaf "$TLSDIR" "node$k" "$(node_addr "$NODE_NET" "$k")" ||
+      die "could not make node $k's certificate in $TLSDIR"
+    k=$((k + 1))
+  done
+  PG_SSL="sslmode=verify-full&sslrootcert=$(tls_uri_escape "$TLSDIR/ca.crt")"
+fi
+PG_DSN="postgresql://tessera@127.0.0.1:$PG_PORT/tessera?$PG_SSL"
 REDIS_URL="redis://127.0.0.1:$REDIS_PORT/0"
-CP_PG_DSN="postgresql://tessera@$HOST:$PG_PORT/tessera?sslmode=disable"
+CP_PG_DSN="postgresql://tessera@$HOST:$PG_PORT/tessera?$PG_SSL"
 CP_REDIS_URL="redis://$HOST:$REDIS_PORT/0"
 OCI="$HOST:$OCI_PORT"
+# the OCI registry: https with TLS (the server certificate), else plain HTTP
+OCI_SCHEME=http
+[ "$TLS" = off ] || OCI_SCHEME=https
 
 # started NAME PID: record a process as soon as it exists, so that dev-down can
 # stop it even when a later step fails.
@@ -287,10 +335,31 @@ fi
 if [ -f "$PGDATA/postmaster.pid" ] && ! asp "$PGBIN/pg_ctl" -D "$PGDATA" status >/dev/null 2>&1; then
   rm -f "$PGDATA/postmaster.pid"
 fi
+# Who may connect (rewritten at each start): trust from this host, as
+# initdb's; with TLS over TLS only (hostnossl: refused). The nodes need no
+# PostgreSQL.
+{
+  echo "# generated by deploy/dev/dev-up.sh at each start"
+  echo "local all all trust"
+  echo "local replication all trust"
+  if [ "$TLS" = on ]; then
+    echo "hostnossl all all all reject"
+    hba=hostssl
+  else
+    hba=host
+  fi
+  echo "$hba all all 127.0.0.1/32 trust"
+  echo "$hba all all ::1/128 trust"
+} >"$STATE/pg_hba.conf.tmp"
+asp sh -c 'cat >"$1"' sh "$PGDATA/pg_hba.conf" <"$STATE/pg_hba.conf.tmp"
+rm -f "$STATE/pg_hba.conf.tmp"
+PG_TLS_OPTIONS=""
+[ "$TLS" = off ] ||
+  PG_TLS_OPTIONS="-c ssl=on -c ssl_cert_file=$TLSDIR/pg/server.crt -c ssl_key_file=$TLSDIR/pg/server.key"
 # fsync off and friends: a throwaway development database. The start command
 # goes to cmd/postgres (restart.sh postgres starts it the same way).
 set -- "$PGBIN/pg_ctl" -D "$PGDATA" -l "$LOGS/postgres.log" -w -t 60 -s \
-  -o "-p $PG_PORT -k $PGSOCK -c listen_addresses=$(echo "$LISTEN_ADDRS" | tr ' ' ',') -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200 -c log_lock_waits=on ${TESSERA_DEV_PG_OPTIONS:-}" \
+  -o "-p $PG_PORT -k $PGSOCK -c listen_addresses=$(echo "$LISTEN_ADDRS" | tr ' ' ',') -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200 -c log_lock_waits=on $PG_TLS_OPTIONS ${TESSERA_DEV_PG_OPTIONS:-}" \
   start
 [ "$(id -u)" -ne 0 ] || set -- runuser -u postgres -- "$@"
 record_cmd postgres "$@"
@@ -308,9 +377,36 @@ psql_ -tAc "SELECT 1 FROM pg_database WHERE datname = 'tessera'" | grep -q 1 ||
 
 # ---- Redis ---------------------------------------------------------------------
 mkdir -p "$STATE/redis"
-# shellcheck disable=SC2086 # one or two addresses, split on purpose
-launch redis redis-server --bind $LISTEN_ADDRS --port "$REDIS_PORT" --save "" --appendonly no \
-  --daemonize no --dir "$STATE/redis" --logfile ""
+if [ "$TLS" = on ]; then
+  # TLS only (port 0: no plain port), on both addresses; the services' client
+  # (hiredis 0.14) has no TLS: they reach it through redis-tunnel, a stunnel
+  # client on 127.0.0.1:REDIS_PORT that checks the certificate.
+  # shellcheck disable=SC2086 # one or two addresses, split on purpose
+  launch redis redis-server --bind $LISTEN_ADDRS --port 0 --tls-port "$REDIS_TLS_PORT" \
+    --tls-cert-file "$TLSDIR/server.crt" --tls-key-file "$TLSDIR/server.key" \
+    --tls-ca-cert-file "$TLSDIR/ca.crt" --tls-auth-clients no --save "" --appendonly no \
+    --daemonize no --dir "$STATE/redis" --logfile ""
+  cat >"$TLSDIR/redis-tunnel.conf" <<EOF
+; generated by deploy/dev/dev-up.sh: the services' Redis (plain, 127.0.0.1)
+; to Redis's TLS port, the certificate checked against the stack's CA
+foreground = yes
+pid =
+syslog = no
+debug = notice
+[redis]
+client = yes
+accept = 127.0.0.1:$REDIS_PORT
+connect = 127.0.0.1:$REDIS_TLS_PORT
+CAfile = $TLSDIR/ca.crt
+verifyChain = yes
+checkIP = 127.0.0.1
+EOF
+  launch redis-tunnel stunnel4 "$TLSDIR/redis-tunnel.conf"
+else
+  # shellcheck disable=SC2086 # one or two addresses, split on purpose
+  launch redis redis-server --bind $LISTEN_ADDRS --port "$REDIS_PORT" --save "" --appendonly no \
+    --daemonize no --dir "$STATE/redis" --logfile ""
+fi
 deadline=$(( $(now) + 20 ))
 until python3 - "$REDIS_PORT" <<'EOF' 2>/dev/null
 import socket, sys
@@ -320,6 +416,7 @@ sys.exit(0 if s.recv(16).startswith(b"+PONG") else 1)
 EOF
 do
   dev_alive "$RUN" redis || { tail_log redis; die "Redis exited"; }
+  [ "$TLS" = off ] || dev_alive "$RUN" redis-tunnel || { tail_log redis-tunnel; die "the Redis tunnel (stunnel) exited"; }
   [ "$(now)" -lt "$deadline" ] || { tail_log redis; die "Redis did not answer PING in 20 s"; }
   sleep 0.1
 done
@@ -327,8 +424,13 @@ done
 # ---- tessera-devbus (Kafka mock cluster) -------------------------------------------
 KAFKA=""
 case " $SERVICES " in *" devbus "*)
+  # with TLS the brokers listen on 127.0.0.2 and bus-tls on the address they
+  # advertise, the same ports
+  BUS_LISTEN=""
+  [ "$TLS" = off ] || BUS_LISTEN=127.0.0.2
   launch devbus env "TESSERA_HTTP_LISTEN=$HOST:$DEVBUS_PORT" \
     "TESSERA_SERVICE_INSTANCE=dev-devbus" "TESSERA_DEVBUS_BROKER_ADDR=$HOST" \
+    "TESSERA_DEVBUS_LISTEN_ADDR=$BUS_LISTEN" \
     "TESSERA_DEVBUS_BOOTSTRAP_FILE=$RUN/devbus.bootstrap" \
     "$BIN/tessera-devbus"
   deadline=$(( $(now) + 30 ))
@@ -338,6 +440,35 @@ case " $SERVICES " in *" devbus "*)
     sleep 0.1
   done
   KAFKA=$(head -n 1 "$RUN/devbus.bootstrap")
+  if [ "$TLS" = on ]; then
+    {
+      echo "; generated by deploy/dev/dev-up.sh: TLS in front of each mock broker"
+      echo "foreground = yes"
+      echo "pid ="
+      echo "syslog = no"
+      echo "debug = notice"
+      for hp in $(echo "$KAFKA" | tr ',' ' '); do
+        echo "[broker-${hp##*:}]"
+        echo "accept = $hp"
+        echo "connect = $BUS_LISTEN:${hp##*:}"
+        echo "cert = $TLSDIR/server.crt"
+        echo "key = $TLSDIR/server.key"
+      done
+    } >"$TLSDIR/bus-tls.conf"
+    launch bus-tls stunnel4 "$TLSDIR/bus-tls.conf"
+    deadline=$(( $(now) + 20 ))
+    until python3 -c '
+import socket, sys
+for hp in sys.argv[1].split(","):
+    h, p = hp.rsplit(":", 1)
+    socket.create_connection((h, int(p)), timeout=1).close()
+' "$KAFKA" 2>/dev/null
+    do
+      dev_alive "$RUN" bus-tls || { tail_log bus-tls; die "the bus's TLS terminator (stunnel) exited"; }
+      [ "$(now)" -lt "$deadline" ] || { tail_log bus-tls; die "the bus's TLS terminator did not listen in 20 s"; }
+      sleep 0.1
+    done
+  fi
   ;;
 esac
 
@@ -360,12 +491,13 @@ storage:
       enabled: false
 http:
   addr: $OCI
+$(if [ "$TLS" = on ]; then printf '  tls:\n    certificate: %s\n    key: %s\n' "$TLSDIR/server.crt" "$TLSDIR/server.key"; fi)
   headers:
     X-Content-Type-Options: [nosniff]
 EOF
 launch oci-registry docker-registry serve "$STATE/oci-registry.yml"
 deadline=$(( $(now) + 30 ))
-until [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://$OCI/v2/" 2>/dev/null)" = 200 ]; do
+until [ "$(dev_curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$OCI_SCHEME://$OCI/v2/" 2>/dev/null)" = 200 ]; do
   dev_alive "$RUN" oci-registry || { tail_log oci-registry; die "docker-registry exited"; }
   [ "$(now)" -lt "$deadline" ] || { tail_log oci-registry; die "docker-registry did not answer GET /v2/ in 30 s"; }
   sleep 0.1
@@ -383,8 +515,16 @@ if [ -x /bin/busybox ]; then
     python3 "$repo/tools/oci-image.py" busybox "$IMAGE_CACHE/busybox" >>"$LOGS/images.log" 2>&1 ||
       { tail_log images; die "building the busybox image failed"; }
   fi
-  python3 "$repo/tools/oci-image.py" push "$IMAGE_CACHE/busybox" "$OCI/tessera/busybox:latest" --insecure \
-    >>"$LOGS/images.log" 2>&1 || { tail_log images; die "pushing the busybox image to $OCI failed"; }
+  if [ "$TLS" = on ]; then
+    # https, the certificate checked against the stack's CA (Python's default
+    # context reads SSL_CERT_FILE)
+    SSL_CERT_FILE="$TLSDIR/ca.crt" python3 "$repo/tools/oci-image.py" push "$IMAGE_CACHE/busybox" \
+      "$OCI/tessera/busybox:latest" >>"$LOGS/images.log" 2>&1 ||
+      { tail_log images; die "pushing the busybox image to $OCI failed"; }
+  else
+    python3 "$repo/tools/oci-image.py" push "$IMAGE_CACHE/busybox" "$OCI/tessera/busybox:latest" --insecure \
+      >>"$LOGS/images.log" 2>&1 || { tail_log images; die "pushing the busybox image to $OCI failed"; }
+  fi
   DEMO_IMAGE="$OCI/tessera/busybox:latest"
 else
   say "warning: /bin/busybox is missing (tools/deps.sh installs busybox-static): no demo image"
@@ -409,7 +549,14 @@ host_of() {
     *) echo "$HOST" ;;
   esac
 }
-url_of() { echo "http://$(host_of "$1"):$(port_of "$1")"; }
+# url_of NAME: where clients reach a process; with TLS, a node's agent answers
+# on https (its TLS terminator, agent-tls@node<k>)
+url_of() {
+  case "$TLS $1" in
+    "on agent@node"*) echo "https://$(host_of "$1"):$(port_of "$1")" ;;
+    *) echo "http://$(host_of "$1"):$(port_of "$1")" ;;
+  esac
+}
 
 # Single sign-on (docs/console.md "Single sign-on"): the HS256 secret the
 # development stack shares with a token issuer (tests mint tokens with it;
@@ -474,6 +621,16 @@ start_service() {
     "TESSERA_SERVICE_AUTH_KEY_FILE=$KEYS/$s.key" \
     "TESSERA_SERVICE_AUTH_TRUST_FILE=$KEYS/trusted"
   [ -z "$KAFKA" ] || set -- "$@" "TESSERA_KAFKA_BOOTSTRAP=$KAFKA" "KAFKA_BOOTSTRAP=$KAFKA"
+  # TLS to the bus; without it, a bus on the node network is plain text
+  # between hosts, which the services refuse unless told (TESSERA_DEV_TLS=off
+  # is that choice)
+  if [ "$TLS" = on ]; then
+    set -- "$@" "TESSERA_KAFKA_SECURITY_PROTOCOL=ssl" "TESSERA_KAFKA_SSL_CA_FILE=$TLSDIR/ca.crt" \
+      "TESSERA_HTTP_CA_FILE=$TLSDIR/ca.crt" "TESSERA_OCI_PLAIN_HTTP=false" \
+      "TESSERA_OCI_CA_FILE=$TLSDIR/ca.crt" "TESSERA_AGENT_REGISTRY_CA_FILE=$TLSDIR/ca.crt"
+  elif [ "$NODES" -gt 1 ]; then
+    set -- "$@" "TESSERA_KAFKA_ALLOW_PLAINTEXT=true"
+  fi
   # an instance: its own port above, and the service's, shared with the
   # other instances (SO_REUSEPORT), where its clients reach it
   if [ -n "$inst" ]; then
@@ -527,6 +684,13 @@ start_service() {
     # its kernels reach neither the control plane nor the other nodes
     # (agent.cni_deny), and only the control plane's address reaches their
     # published ports (the gateway and wsproxy: agent.cni_publish_from)
+    # with TLS it listens on the namespace's 127.0.0.1 only and
+    # agent-tls@node<k> (stunnel, node<k>.crt) on the node's address, the same
+    # port; it advertises https://<node address>:<port>
+    if [ "$TLS" = on ]; then
+      set -- "$@" "TESSERA_HTTP_LISTEN=127.0.0.1:$(port_of agent)" \
+        "TESSERA_AGENT_ADVERTISE_ADDR=$(url_of "$name")"
+    fi
     set -- "$@" "TESSERA_AGENT_ID=node$node" \
       "TESSERA_AGENT_CNI_NETWORK=$(node_cni_network "$NODE_NET" "$node")" \
       "TESSERA_AGENT_CNI_SUBNET=$(node_cni_subnet "$NODE_NET" "$node")" \
@@ -544,7 +708,9 @@ start_service() {
   fi
   if [ "$s" = agent ]; then
     set -- "$@" "TESSERA_AGENT_MOCK_GPUS=${TESSERA_DEV_MOCK_GPUS:-2}" "TESSERA_AGENT_MOCK_GPU_MEMORY=16g" \
-      "TESSERA_AGENT_INSECURE_REGISTRIES=$OCI" "TESSERA_AGENT_DESTROY_ON_STOP=true"
+      "TESSERA_AGENT_DESTROY_ON_STOP=true"
+    # the development registry speaks plain HTTP, or https with TLS
+    [ "$TLS" = on ] || set -- "$@" "TESSERA_AGENT_INSECURE_REGISTRIES=$OCI"
     # the CUDA shim the build made (build/lib), or an installed one (lib/tessera);
     # without one (no CUDA toolkit at build time) GPU kernels run without it
     shim="$(dirname "$BIN")/lib/libtessera-cuda.so"
@@ -557,6 +723,22 @@ start_service() {
     "TESSERA_VFOLDER_DEFAULT_HOST=local"
   if [ -n "$node" ]; then
     launch "$name" nsenter "--net=/run/netns/$(node_netns "$NODE_NET" "$node")" "$@" "$BIN/tessera-$s"
+    if [ "$TLS" = on ]; then
+      {
+        echo "; generated by deploy/dev/dev-up.sh: TLS in front of agent@node$node"
+        echo "foreground = yes"
+        echo "pid ="
+        echo "syslog = no"
+        echo "debug = notice"
+        echo "[agent]"
+        echo "accept = $(host_of "$name"):$(port_of agent)"
+        echo "connect = 127.0.0.1:$(port_of agent)"
+        echo "cert = $TLSDIR/node$node.crt"
+        echo "key = $TLSDIR/node$node.key"
+      } >"$TLSDIR/agent-tls-node$node.conf"
+      launch "agent-tls@node$node" nsenter "--net=/run/netns/$(node_netns "$NODE_NET" "$node")" \
+        stunnel4 "$TLSDIR/agent-tls-node$node.conf"
+    fi
   else
     launch "$name" "$@" "$BIN/tessera-$s"
   fi
@@ -599,6 +781,18 @@ done
   # the nodes (TESSERA_DEV_NODES > 1): the node network, each node's name,
   # address, network namespace and agent URL
   echo "export TESSERA_DEV_NODES=$(q "$NODES")"
+  echo "export TESSERA_DEV_TLS=$(q "$TLS")"
+  if [ "$TLS" = on ]; then
+    echo "export TESSERA_TLS_CA_FILE=$(q "$TLSDIR/ca.crt")"
+    echo "export TESSERA_TLS_CERT_FILE=$(q "$TLSDIR/server.crt")"
+    echo "export TESSERA_TLS_KEY_FILE=$(q "$TLSDIR/server.key")"
+    echo "export TESSERA_REDIS_TLS_URL=$(q "rediss://$HOST:$REDIS_TLS_PORT/0")"
+    echo "export PGSSLMODE='verify-full' PGSSLROOTCERT=$(q "$TLSDIR/ca.crt")"
+    if [ -n "$KAFKA" ]; then
+      echo "export TESSERA_KAFKA_SECURITY_PROTOCOL='ssl'"
+      echo "export TESSERA_KAFKA_SSL_CA_FILE=$(q "$TLSDIR/ca.crt")"
+    fi
+  fi
   # the replicas (TESSERA_DEV_REPLICAS > 1): each instance's own URL (the
   # service's URL above is the address they share)
   echo "export TESSERA_DEV_REPLICAS=$(q "$REPLICAS")"
@@ -627,7 +821,8 @@ mv "$STATE/env.tmp" "$STATE/env"
 {
   echo "postgres $(cat "$RUN/postgres.pid") $PG_DSN"
   echo "redis $(cat "$RUN/redis.pid") $REDIS_URL"
-  echo "oci-registry $(cat "$RUN/oci-registry.pid") http://$OCI"
+  for t in $TLS_PROCS; do echo "$t $(cat "$RUN/$t.pid") tls"; done
+  echo "oci-registry $(cat "$RUN/oci-registry.pid") $OCI_SCHEME://$OCI"
   for s in $PROCS; do echo "$s $(cat "$RUN/$s.pid") $(url_of "$s")"; done
 } >"$STATE/services.tmp"
 mv "$STATE/services.tmp" "$STATE/services"
@@ -643,7 +838,7 @@ while [ -n "$pending" ]; do
       tail_log "$s"
       die "see $LOGS/$s.log; stop the rest with deploy/dev/dev-down.sh"
     fi
-    code=$(curl -s -o "$RUN/readyz.$s" -w '%{http_code}' --max-time 2 "$(url_of "$s")/readyz" 2>/dev/null) || true
+    code=$(dev_curl -s -o "$RUN/readyz.$s" -w '%{http_code}' --max-time 2 "$(url_of "$s")/readyz" 2>/dev/null) || true
     [ "$code" = 200 ] || still="$still $s"
   done
   pending=$still

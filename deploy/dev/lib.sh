@@ -28,6 +28,12 @@ dev_alive() {
 # pid_running PID: exists and is not a zombie.
 pid_running() { _rst=$(dev_stat "$1") && [ -n "$_rst" ] && [ "${_rst%% *}" != Z ]; }
 now() { date +%s; }
+# dev_curl ARGS...: curl, trusting the stack's CA when it has one (TLS: the
+# nodes' agents answer on https, docs/operations.md "Several hosts:
+# encryption"); $STATE is the caller's.
+dev_curl() {
+  if [ -s "$STATE/tls/ca.crt" ]; then curl --cacert "$STATE/tls/ca.crt" "$@"; else curl "$@"; fi
+}
 
 # The services a stack may run several instances of (TESSERA_DEV_REPLICAS):
 # <svc>@1 .. <svc>@N, one port each, all listening on the service's address

@@ -111,7 +111,7 @@ if [ "$how" = frozen ] && dev_alive "$RUN" "$NAME"; then
   say "node $K up: link $VETH up, $NAME thawed"
   url=$(awk -v n="$NAME" '$1 == n { print $3 }' "$STATE/services" 2>/dev/null)
   deadline=$(( $(now) + TIMEOUT ))
-  until [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$url/readyz" 2>/dev/null)" = 200 ]; do
+  until [ "$(dev_curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$url/readyz" 2>/dev/null)" = 200 ]; do
     [ "$(now)" -lt "$deadline" ] || die "$NAME is not ready after ${TIMEOUT} s (left running)"
     sleep 0.2
   done

@@ -201,9 +201,9 @@ sys.exit(0 if s.recv(16).startswith(b"+PONG") else 1)
 EOF
       ;;
     oci-registry)
-      [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$(url_of oci-registry)/v2/" 2>/dev/null)" = 200 ] && break ;;
+      [ "$(dev_curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$(url_of oci-registry)/v2/" 2>/dev/null)" = 200 ] && break ;;
     *)
-      [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$(url_of "$NAME")/readyz" 2>/dev/null)" = 200 ] && break ;;
+      [ "$(dev_curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$(url_of "$NAME")/readyz" 2>/dev/null)" = 200 ] && break ;;
   esac
   [ "$(now)" -lt "$deadline" ] || { tail_log "$NAME"; die "$NAME is not ready after ${TIMEOUT} s (left running)"; }
   sleep 0.1

@@ -150,6 +150,16 @@ static void _advertise(agent *a)
 {
     char host[256] = "", port[16] = "";
     const char *adv = a->cfg.advertise_addr;
+    /* a scheme, if given, is kept: https:// where a TLS terminator on the
+     * node answers for this agent (docs/operations.md, "Several hosts:
+     * encryption") */
+    const char *scheme = "http://";
+    if (adv && strncmp(adv, "https://", 8) == 0) {
+        scheme = "https://";
+        adv += 8;
+    } else if (adv && strncmp(adv, "http://", 7) == 0) {
+        adv += 7;
+    }
     if (adv && *adv) {
         const char *colon = strrchr(adv, ':');
         if (colon) {
@@ -168,7 +178,7 @@ static void _advertise(agent *a)
     if (!host[0] || strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0)
         ts_strlcpy(host, a->node.hostname, sizeof(host));
     bool v6 = strchr(host, ':') != NULL;
-    snprintf(a->addr, sizeof(a->addr), "http://%s%s%s%s%s", v6 ? "[" : "", host, v6 ? "]" : "",
+    snprintf(a->addr, sizeof(a->addr), "%s%s%s%s%s%s", scheme, v6 ? "[" : "", host, v6 ? "]" : "",
              port[0] ? ":" : "", port);
     ts_strlcpy(a->kernel_host, host, sizeof(a->kernel_host));
 }

@@ -4,6 +4,7 @@
  * dependencies and the health endpoints come from libcommon/svc.c. */
 #include "libcommon/svc.h"
 #include "services/agent/agent.h"
+#include "services/agent/oci_client.h"
 
 /* where `make install` puts the shim (PREFIX/lib/tessera) */
 #ifndef TESSERA_SHIM_PATH
@@ -12,7 +13,8 @@
 
 static char *id, *resource_group, *state_dir, *runc_path, *cni_bin_dir, *cni_network, *cni_subnet,
     *cni_portmap, *cni_bridge, *port_range, *insecure_registries, *registry_auth_file,
-    *advertise_addr, *cuda_shim_path, *cuda_driver_libs, *nvml_library, *term_path, *userns;
+    *registry_ca_file, *advertise_addr, *cuda_shim_path, *cuda_driver_libs, *nvml_library,
+    *term_path, *userns;
 static int64_t log_cap, heartbeat_interval_ms, mock_gpus, mock_gpu_memory, max_parallel_pulls,
     pull_retries, pull_timeout_ms, mem, mem_reserve, shm, destroy_grace_ms, exited_retention_ms,
     exec_timeout_ms, exec_output_cap, userns_base, userns_size, rootfs_size, cluster_vxlan_port;
@@ -28,7 +30,8 @@ static const cfg_option agent_options[] = {
     {"agent.state_dir", CFG_STRING, &state_dir, "/var/lib/tessera/agent", 0, 0, NULL, false, NULL,
      "kernels, image cache, host port leases, CNI leases, kernel metadata"},
     {"agent.advertise_addr", CFG_STRING, &advertise_addr, "", 0, 0, NULL, false, NULL,
-     "host:port others reach the agent's HTTP API and kernel ports at (default: as bound)"},
+     "host:port others reach the agent's HTTP API and kernel ports at (default: as bound); "
+     "https://host:port where a TLS terminator on the node answers for the agent"},
     {"agent.runc", CFG_STRING, &runc_path, "runc", 0, 0, NULL, false, NULL,
      "OCI runtime binary (runc; a name is looked up in PATH)"},
     {"agent.cni_bin_dir", CFG_STRING, &cni_bin_dir, "/usr/lib/cni", 0, 0, NULL, false, NULL,
@@ -81,6 +84,9 @@ static const cfg_option agent_options[] = {
      " empty: none); absent or failing: utilisation is not measured"},
     {"agent.insecure_registries", CFG_STRING, &insecure_registries, "", 0, 0, NULL, false, NULL,
      "image registries (host:port, comma-separated) reached over plain HTTP"},
+    {"agent.registry_ca_file", CFG_STRING, &registry_ca_file, "", 0, 0, NULL, false, NULL,
+     "PEM file of the CA(s) that https:// image registries' certificates are checked against "
+     "(a registry with a certificate of the cluster's own CA); empty = the system's"},
     {"agent.registry_auth_file", CFG_STRING, &registry_auth_file, "", 0, 0, NULL, false, NULL,
      "Docker-style config.json with registry credentials (none if empty)"},
     {"agent.max_parallel_pulls", CFG_INT, &max_parallel_pulls, "2", 1, 64, NULL, false, NULL,
@@ -128,6 +134,7 @@ static const cfg_option agent_options[] = {
 
 static bool agent_routes(svc *s, ts_err *err)
 {
+    if (!oci_client_set_ca_file(registry_ca_file, err)) return false;
     agent_config c = {
         .id = id,
         .resource_group = resource_group,

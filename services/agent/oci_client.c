@@ -116,6 +116,20 @@ struct oci_client {
 };
 
 static pthread_once_t g_curl_once = PTHREAD_ONCE_INIT;
+static char *g_ca_file; /* oci_client_set_ca_file */
+
+bool oci_client_set_ca_file(const char *path, ts_err *err)
+{
+    free(g_ca_file);
+    g_ca_file = NULL;
+    if (!path || !*path) return true;
+    if (access(path, R_OK) != 0) {
+        ts_err_set(err, "agent.registry_ca_file %s: %s", path, strerror(errno));
+        return false;
+    }
+    g_ca_file = ts_strdup(path);
+    return true;
+}
 static void _curl_init(void)
 {
     CURLcode rc = curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -372,6 +386,7 @@ static bool _perform(oci_client *c, const req *q, sink *s, resp *r, ts_err *err)
     curl_easy_setopt(h, CURLOPT_SHARE, c->share);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
     curl_easy_setopt(h, CURLOPT_USERAGENT, "tessera-agent/" TESSERA_VERSION);
+    if (g_ca_file) curl_easy_setopt(h, CURLOPT_CAINFO, g_ca_file);
     curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
     curl_easy_setopt(h, CURLOPT_MAXREDIRS, 5L);
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");

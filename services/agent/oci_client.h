@@ -39,6 +39,11 @@ typedef struct oci_client_opts {
 typedef struct oci_client oci_client;
 
 oci_client *oci_client_new(const oci_client_opts *opts);
+/* The CA certificates (PEM file) every client trusts for https:// registries
+ * instead of the system's (agent.registry_ca_file); NULL or "" = the
+ * system's. Set once at start-up, before any pull; false when the file cannot
+ * be read. */
+bool oci_client_set_ca_file(const char *path, ts_err *err) TS_MUST_CHECK;
 void oci_client_free(oci_client *c);
 
 typedef struct oci_manifest {

@@ -16,6 +16,7 @@ typedef struct reg_config {
     int64_t largest_agent_cache_ms;
     char *oci_registry;
     bool oci_plain_http;
+    char *oci_ca_file;
     int64_t oci_timeout_ms;
     int64_t agent_lost_timeout_ms;
     int64_t lost_check_interval_ms;

@@ -45,6 +45,9 @@ static const cfg_option registry_options[] = {
      "reach the built-in registry (oci.registry) and unregistered hosts over http:// "
      "(development); false: https://. Registered registries follow their URL's scheme; an "
      "http:// one can be registered only while this is true"},
+    {"oci.ca_file", CFG_STRING, &reg_settings.oci_ca_file, "", 0, 0, NULL, false, NULL,
+     "PEM file of the CA(s) that https:// OCI registries' certificates are checked against "
+     "(a registry with a certificate of the cluster's own CA); empty = the system's"},
     {"oci.timeout", CFG_DURATION, &reg_settings.oci_timeout_ms, "10s", 100, 600000, NULL, false,
      NULL, "time limit of a request to an OCI registry"},
     {"registry.agent_lost_timeout", CFG_DURATION, &reg_settings.agent_lost_timeout_ms, "30s", 1000,

@@ -21,7 +21,10 @@ static __thread httpc *t_client;
 
 static httpc *client(void)
 {
-    if (!t_client) t_client = httpc_new((int)reg_settings.oci_timeout_ms);
+    if (!t_client) {
+        t_client = httpc_new((int)reg_settings.oci_timeout_ms);
+        httpc_use_ca_file(t_client, reg_settings.oci_ca_file);
+    }
     return t_client;
 }
 

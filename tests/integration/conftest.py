@@ -116,6 +116,18 @@ def free_port():
         return s.getsockname()[1]
 
 
+def tls_settings(stack):
+    """A stack with TLS (TESSERA_DEV_TLS=on): the settings a service started
+    by a test needs to reach its bus and the agents; else none."""
+    if stack.get("TESSERA_DEV_TLS") != "on":
+        return {}
+    out = {"TESSERA_HTTP_CA_FILE": stack["TESSERA_TLS_CA_FILE"]}
+    for k in ("TESSERA_KAFKA_SECURITY_PROTOCOL", "TESSERA_KAFKA_SSL_CA_FILE"):
+        if k in stack:
+            out[k] = stack[k]
+    return out
+
+
 @contextlib.contextmanager
 def second_gateway(stack, bin_dir, log_path, instance, **options):
     """Another tessera-gateway in front of the stack's services, with options
@@ -135,6 +147,7 @@ def second_gateway(stack, bin_dir, log_path, instance, **options):
                TESSERA_WSPROXY_URL=stack["TESSERA_WSPROXY_URL"],
                TESSERA_SERVICE_AUTH_KEY_FILE=os.path.join(stack["TESSERA_SERVICE_KEYS_DIR"],
                                                           "gateway.key"),
+               **tls_settings(stack),
                **options)
     log = open(log_path, "wb")
     p = subprocess.Popen([os.path.join(bin_dir, "tessera-gateway")], env=env, stdout=log,

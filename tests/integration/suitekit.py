@@ -39,8 +39,12 @@ def push_busybox_image(stack, out, repo, tag, marker, adds=()):
     if r.returncode != 0:
         raise RuntimeError(f"oci-image.py busybox failed: {r.stderr}")
     ref = f"{stack['TESSERA_OCI_REGISTRY']}/{repo}:{tag}"
-    r = subprocess.run([sys.executable, tool, "push", out, ref, "--insecure"],
-                       capture_output=True, text=True, timeout=120)
+    # a stack with TLS (TESSERA_DEV_TLS=on) serves its registry on https with
+    # its own CA (Python's default context reads SSL_CERT_FILE)
+    tls = stack.get("TESSERA_DEV_TLS") == "on"
+    env = dict(os.environ, SSL_CERT_FILE=stack["TESSERA_TLS_CA_FILE"]) if tls else None
+    r = subprocess.run([sys.executable, tool, "push", out, ref] + ([] if tls else ["--insecure"]),
+                       capture_output=True, text=True, timeout=120, env=env)
     if r.returncode != 0:
         raise RuntimeError(f"oci-image.py push failed: {r.stderr}")
     return ref

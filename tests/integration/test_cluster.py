@@ -98,6 +98,8 @@ def platform_ports(stack):
                                                           for k in range(1, NODES + 1))):
             ports.add(int(hostport.rsplit(":", 1)[1]))
     ports |= {int(b.rsplit(":", 1)[1]) for b in stack["KAFKA_BOOTSTRAP"].split(",")}
+    if stack.get("TESSERA_REDIS_TLS_URL"):  # Redis's TLS port (TESSERA_DEV_TLS)
+        ports.add(int(stack["TESSERA_REDIS_TLS_URL"].rsplit(":", 1)[1].split("/")[0]))
     return sorted(ports)
 
 
@@ -151,21 +153,31 @@ def test_each_agent_runs_in_its_node_namespace_over_the_node_network(stack, admi
         n = node(stack, k)
         a = agents[n["name"]]
         assert a["status"] == "ALIVE" and a["addr"] == n["url"], a
-        assert n["url"].startswith(f"http://{n['addr']}:")
+        # with TLS (the default with nodes, test_tls.py) it answers on https
+        # through its terminator; it listens on its namespace's 127.0.0.1
+        tls = stack.get("TESSERA_DEV_TLS") == "on"
+        assert n["url"].startswith(f"{'https' if tls else 'http'}://{n['addr']}:")
+        agent_port = int(n["url"].rsplit(":", 1)[1])
+        own_listen = f"TESSERA_HTTP_LISTEN=127.0.0.1:{agent_port}"
         pid = agent_pid(stack, k)
         assert os.stat(f"/proc/{pid}/ns/net").st_ino == os.stat(f"/run/netns/{n['netns']}").st_ino
         with open(f"/proc/{pid}/environ", "rb") as f:
             environ = f.read().decode().split("\0")
         with open(os.path.join(stack["TESSERA_STATE_DIR"], "cmd", f"agent@node{k}"), encoding="utf-8") as f:
             cmd = f.read()
-        for text in environ + [cmd]:
+        for text in environ + [cmd.replace(own_listen, "")]:
+            if tls and text == own_listen:
+                continue
             assert "127.0.0.1" not in text and "localhost" not in text, text
         # the namespace's connections: to the control plane, none to loopback
         remotes = set()
         with open(f"/proc/{pid}/net/tcp", encoding="utf-8") as f:
             for line in f.read().splitlines()[1:]:
-                rem, st = line.split()[2], line.split()[3]
-                if st == "01":  # ESTABLISHED
+                loc, rem, st = line.split()[1], line.split()[2], line.split()[3]
+                # (the TLS terminator's connections to the agent: on the
+                # namespace's loopback, to or from the agent's own port)
+                own = {int(loc.split(":")[1], 16), int(rem.split(":")[1], 16)} & {agent_port}
+                if st == "01" and not own:  # ESTABLISHED
                     ip = socket.inet_ntoa(bytes.fromhex(rem.split(":")[0])[::-1])
                     remotes.add(ip)
         assert cp in remotes and not any(r.startswith("127.") for r in remotes), remotes

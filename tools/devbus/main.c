@@ -10,6 +10,12 @@
  * bind() below), and advertise that address. Per-agent command topics
  * (tessera.agent.cmd.<agent-id>) are created on first use.
  *
+ * The mock brokers speak plain Kafka only (librdkafka's mock cluster has no
+ * TLS listener). For a bus with TLS (deploy/dev/dev-up.sh with
+ * TESSERA_DEV_TLS=on) devbus.listen_addr puts the brokers on another address
+ * (127.0.0.2) while they keep advertising devbus.broker_addr, where a TLS
+ * terminator (stunnel) listens on the same ports and forwards to them.
+ *
  * Faults (tests/faults, deploy/dev/restart.sh bus): SIGUSR1 takes every mock
  * broker down (connections closed, new ones refused; the messages stay in
  * this process), SIGUSR2 brings them up again. A signal, not an HTTP route:
@@ -36,7 +42,7 @@
 #include <unistd.h>
 
 static int64_t opt_brokers, opt_partitions;
-static char *opt_bootstrap_file, *opt_broker_addr;
+static char *opt_bootstrap_file, *opt_broker_addr, *opt_listen_addr;
 
 static const cfg_option devbus_options[] = {
     {"devbus.brokers", CFG_INT, &opt_brokers, "3", 1, 9, NULL, false, NULL,
@@ -48,6 +54,10 @@ static const cfg_option devbus_options[] = {
     {"devbus.broker_addr", CFG_STRING, &opt_broker_addr, "127.0.0.1", 0, 0, NULL, false, NULL,
      "IPv4 address of this host the mock brokers listen on and advertise (clients in other "
      "network namespaces or on other hosts need one they reach)"},
+    {"devbus.listen_addr", CFG_STRING, &opt_listen_addr, "", 0, 0, NULL, false, NULL,
+     "IPv4 address the mock brokers listen on when it is not devbus.broker_addr (they still "
+     "advertise devbus.broker_addr, where a TLS terminator listens on the same ports and "
+     "forwards here); empty = devbus.broker_addr"},
     {NULL},
 };
 
@@ -65,24 +75,62 @@ static atomic_bool brokers_up = true;
 /* librdkafka 2.0.2's mock brokers bind 127.0.0.1 port 0 and advertise the
  * address getsockname() then gives; nothing chooses another. This process's
  * bind() (which librdkafka's calls reach: an executable's definition comes
- * first) puts such a bind on devbus.broker_addr instead while the cluster is
- * made (rebind_to set), so the brokers listen and are advertised there. Any
- * other bind is passed on unchanged. */
-static struct in_addr rebind_addr;
-static atomic_bool rebind_to;
+ * first) puts such a bind on the listen address instead while the cluster is
+ * made (rebind_to set), so the brokers listen there. When the listen address
+ * is not the advertised one (devbus.listen_addr), getsockname() reports the
+ * advertised address for the brokers' ports (they are advertised there), and
+ * bind() maps a broker's advertised address back to the listen address (a
+ * broker brought up again after SIGUSR1 binds its recorded address). Any
+ * other bind or getsockname is passed on unchanged. */
+#define DEVBUS_MAX_PORTS 16
+static struct in_addr rebind_addr; /* where the brokers listen */
+static struct in_addr advert_addr; /* what they advertise */
+static atomic_bool rebind_to;      /* while the cluster is made */
+static atomic_bool masquerade;     /* rebind_addr != advert_addr */
+static _Atomic uint16_t broker_ports[DEVBUS_MAX_PORTS];
+static atomic_int broker_port_count;
+
+static bool _is_broker_port(uint16_t port)
+{
+    int n = atomic_load(&broker_port_count);
+    for (int i = 0; i < n && i < DEVBUS_MAX_PORTS; i++)
+        if (atomic_load(&broker_ports[i]) == port) return true;
+    return false;
+}
 
 int bind(int fd, const struct sockaddr *addr, socklen_t len)
 {
     struct sockaddr_in in;
-    if (atomic_load(&rebind_to) && addr && len >= (socklen_t)sizeof(in) &&
-        addr->sa_family == AF_INET) {
+    if (addr && len >= (socklen_t)sizeof(in) && addr->sa_family == AF_INET) {
         memcpy(&in, addr, sizeof(in));
-        if (in.sin_port == 0 && in.sin_addr.s_addr == htonl(INADDR_LOOPBACK)) {
+        bool made = atomic_load(&rebind_to) && in.sin_port == 0 &&
+                    in.sin_addr.s_addr == htonl(INADDR_LOOPBACK);
+        bool again = atomic_load(&masquerade) && in.sin_port != 0 &&
+                     in.sin_addr.s_addr == advert_addr.s_addr && _is_broker_port(in.sin_port);
+        if (made || again) {
             in.sin_addr = rebind_addr;
             return (int)syscall(SYS_bind, fd, (const struct sockaddr *)&in, (socklen_t)sizeof(in));
         }
     }
     return (int)syscall(SYS_bind, fd, addr, len);
+}
+
+int getsockname(int fd, struct sockaddr *addr, socklen_t *len)
+{
+    int rc = (int)syscall(SYS_getsockname, fd, addr, len);
+    if (rc != 0 || !atomic_load(&masquerade) || !addr || !len) return rc;
+    struct sockaddr_in in;
+    if (*len < (socklen_t)sizeof(in) || addr->sa_family != AF_INET) return rc;
+    memcpy(&in, addr, sizeof(in));
+    if (in.sin_addr.s_addr != rebind_addr.s_addr) return rc;
+    if (atomic_load(&rebind_to) && !_is_broker_port(in.sin_port)) {
+        int i = atomic_fetch_add(&broker_port_count, 1);
+        if (i < DEVBUS_MAX_PORTS) atomic_store(&broker_ports[i], in.sin_port);
+    }
+    if (!_is_broker_port(in.sin_port)) return rc;
+    in.sin_addr = advert_addr;
+    memcpy(addr, &in, sizeof(in));
+    return rc;
 }
 static pthread_t control_thread;
 static bool control_running;
@@ -214,13 +262,18 @@ static bool devbus_start(svc *s, ts_err *err)
         return false;
     }
     const char *baddr = opt_broker_addr && *opt_broker_addr ? opt_broker_addr : "127.0.0.1";
-    if (inet_pton(AF_INET, baddr, &rebind_addr) != 1) {
-        ts_err_set(err, "devbus.broker_addr: '%s' is not an IPv4 address", baddr);
+    const char *laddr = opt_listen_addr && *opt_listen_addr ? opt_listen_addr : baddr;
+    if (inet_pton(AF_INET, baddr, &advert_addr) != 1 ||
+        inet_pton(AF_INET, laddr, &rebind_addr) != 1) {
+        ts_err_set(err, "devbus.broker_addr '%s' or devbus.listen_addr '%s' is not an IPv4 address",
+                   baddr, laddr);
         rd_kafka_destroy(host_rk);
         host_rk = NULL;
         return false;
     }
-    atomic_store(&rebind_to, rebind_addr.s_addr != htonl(INADDR_LOOPBACK));
+    atomic_store(&masquerade, rebind_addr.s_addr != advert_addr.s_addr);
+    atomic_store(&rebind_to,
+                 rebind_addr.s_addr != htonl(INADDR_LOOPBACK) || atomic_load(&masquerade));
     mcluster = rd_kafka_mock_cluster_new(host_rk, (int)opt_brokers);
     atomic_store(&rebind_to, false);
     if (!mcluster) {
@@ -257,8 +310,9 @@ static bool devbus_start(svc *s, ts_err *err)
     control_running = true;
     svc_add_check(s, "mock-cluster", check_cluster, NULL);
     metrics_add(svc_metrics(s), collect, NULL);
-    TLOG_INFO("mock kafka cluster up", "bootstrap=%s brokers=%d partitions=%d topics=%zu file=%s",
-              bootstrap, (int)opt_brokers, (int)opt_partitions, TS_ARRAY_LEN(devbus_topics),
+    TLOG_INFO("mock kafka cluster up",
+              "bootstrap=%s listen_addr=%s brokers=%d partitions=%d topics=%zu file=%s", bootstrap,
+              laddr, (int)opt_brokers, (int)opt_partitions, TS_ARRAY_LEN(devbus_topics),
               opt_bootstrap_file ? opt_bootstrap_file : "");
     return true;
 }
