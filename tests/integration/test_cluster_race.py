@@ -113,10 +113,24 @@ def stack():
         yield env
 
 
+def wait_agents(stack, admin):  # noqa: F811
+    """Until the three agents are ALIVE in the registry with their capacity,
+    and Redis has it (the registry learns of an agent from its events, a
+    moment after dev-up found it ready)."""
+    def ready():
+        agents = {a["id"]: a for a in okj(admin.get("/admin/agents"))["items"]}
+        redis = redis_look(stack)[0]
+        return all(agents.get(f"node{k}", {}).get("status") == "ALIVE"
+                   and int(redis.get(f"node{k}", {}).get("cap:cpu", -1)) == AGENT_CPU_Q
+                   for k in range(1, NODES + 1))
+    wait_until(ready, timeout=30, interval=0.5, message="the three agents ALIVE, their capacity in Redis")
+
+
 @pytest.fixture(scope="module")
 def image(stack, admin):  # noqa: F811
     """The busybox test image (minimum slots below a kernel's), and room
     in the superadmin's policy for every session at once."""
+    wait_agents(stack, admin)
     out = os.path.join(stack["TESSERA_STATE_DIR"], "race-image")
     try:
         # no service ports but the terminal's: a node's pool of 100 host
@@ -477,7 +491,7 @@ def test_the_agents_offer_what_the_stack_was_told(stack, admin):  # noqa: F811
     commands (restart.sh replays them)."""
     assert stack["TESSERA_DEV_AGENT_CPU"] == ENV["TESSERA_DEV_AGENT_CPU"]
     assert stack["TESSERA_DEV_AGENT_MEM"] == ENV["TESSERA_DEV_AGENT_MEM"]
-    agents = {a["id"]: a for a in okj(admin.get("/admin/agents"))["items"]}
+    wait_agents(stack, admin)
     look = redis_look(stack)
     for k in range(1, NODES + 1):
         with open(os.path.join(stack["TESSERA_STATE_DIR"], "cmd", f"agent@node{k}"), encoding="utf-8") as f:
@@ -486,7 +500,6 @@ def test_the_agents_offer_what_the_stack_was_told(stack, admin):  # noqa: F811
         assert f"TESSERA_AGENT_MEM={AGENT_MEM}" in cmd, cmd
         h = look[0][f"node{k}"]
         assert (int(h["cap:cpu"]), int(h["cap:mem"])) == (AGENT_CPU_Q, AGENT_MEM), h
-        assert agents[f"node{k}"]["status"] == "ALIVE", agents[f"node{k}"]
 
 
 def test_cluster_sessions_race_for_half_the_room(stack, admin, image):  # noqa: F811
@@ -511,6 +524,7 @@ def test_cluster_sessions_race_for_half_the_room(stack, admin, image):  # noqa: 
     first = [n for n in names if st[n]["status"] == "RUNNING"]
     # the pending ones wait for room, saying so
     reasons = {st[n]["status_info"] for n in waiting}
+    print(f"the pending sessions' reasons: {sorted(reasons)}")
     assert all(r.startswith("not enough") for r in reasons), reasons
     check_settled(stack, names)
 
