@@ -43,6 +43,10 @@
 #                         on the service's one address (SO_REUSEPORT:
 #                         http.shared_listen, wsproxy.listen_shared), which the
 #                         env file names (docs/operations.md, "Replicas")
+#   TESSERA_DEV_AGENT_CPU, TESSERA_DEV_AGENT_MEM
+#                         what every agent offers to kernels (agent.cpu,
+#                         agent.mem: "2", "4g"; default: the host's); kept by
+#                         restart.sh (<state>/cmd) and named in <state>/env
 #   TESSERA_DEV_PG_OPTIONS more PostgreSQL server options, appended to the
 #                         stack's own ("-c wal_init_zero=off -c ..."); read
 #                         when PostgreSQL starts
@@ -707,6 +711,8 @@ start_service() {
       "TESSERA_AGENT_PORT_RANGE=$((20000 + (AGENT_PORT % 100) * 100))-$((20099 + (AGENT_PORT % 100) * 100))"
   fi
   if [ "$s" = agent ]; then
+    [ -z "${TESSERA_DEV_AGENT_CPU:-}" ] || set -- "$@" "TESSERA_AGENT_CPU=$TESSERA_DEV_AGENT_CPU"
+    [ -z "${TESSERA_DEV_AGENT_MEM:-}" ] || set -- "$@" "TESSERA_AGENT_MEM=$TESSERA_DEV_AGENT_MEM"
     set -- "$@" "TESSERA_AGENT_MOCK_GPUS=${TESSERA_DEV_MOCK_GPUS:-2}" "TESSERA_AGENT_MOCK_GPU_MEMORY=16g" \
       "TESSERA_AGENT_DESTROY_ON_STOP=true"
     # the development registry speaks plain HTTP, or https with TLS
@@ -796,6 +802,9 @@ done
   # the replicas (TESSERA_DEV_REPLICAS > 1): each instance's own URL (the
   # service's URL above is the address they share)
   echo "export TESSERA_DEV_REPLICAS=$(q "$REPLICAS")"
+  # the agents' capacity when limited (TESSERA_DEV_AGENT_CPU / _MEM)
+  [ -z "${TESSERA_DEV_AGENT_CPU:-}" ] || echo "export TESSERA_DEV_AGENT_CPU=$(q "$TESSERA_DEV_AGENT_CPU")"
+  [ -z "${TESSERA_DEV_AGENT_MEM:-}" ] || echo "export TESSERA_DEV_AGENT_MEM=$(q "$TESSERA_DEV_AGENT_MEM")"
   for n in $PROCS; do
     case $n in *@[0-9]*)
       echo "export TESSERA_$(echo "${n%@*}" | tr '[:lower:]' '[:upper:]')_${n#*@}_URL=$(q "$(url_of "$n")")" ;;

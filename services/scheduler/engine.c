@@ -359,6 +359,23 @@ static bool place_session(rg *r, sched_session *s, sched_kplace *k, const slots_
     return true;
 }
 
+/* A multi-node session whose kernel `failed` (its request) did not fit after
+ * the kernels before it were placed, all of the same request: how many
+ * were placed (so each fits alone, only not all at once); 0 otherwise. The
+ * group's explanation of one kernel would then wrongly say that no agent
+ * has room for one. */
+static int placed_before(const sched_session *s, const slots_t *failed)
+{
+    if (!s->multi_node) return 0;
+    for (int i = 1; i < s->nkernels; i++) {
+        if (&s->kernels[i].slots != failed) continue;
+        for (int j = 0; j < i; j++)
+            if (!slots_equal(&s->kernels[j].slots, failed)) return 0;
+        return i;
+    }
+    return 0;
+}
+
 static void rollback(rg *r, sched_kplace *k, int n)
 {
     for (int j = n - 1; j >= 0; j--) {
@@ -453,6 +470,7 @@ int sched_engine_pass(sched_engine *e, const char *group, int64_t now_ms, sched_
         /* it does not fit now: explain, remember the shape, age */
         const char *code;
         char reason[SCHED_REASON_MAX];
+        int placed;
         if (hit) {
             st->memo_hits++;
             code = hit->code;
@@ -462,6 +480,12 @@ int sched_engine_pass(sched_engine *e, const char *group, int64_t now_ms, sched_
         } else if (failed_kernel >= 0) {
             const sched_kreq *kr = &s->kernels[failed_kernel];
             code = explain_designated(r, s, kr->agent, &kr->slots, reason, sizeof(reason));
+        } else if ((placed = placed_before(s, failed)) > 0) {
+            code = "no_capacity";
+            snprintf(reason, sizeof(reason),
+                     "not enough room in resource group %s for the %d kernels of the session at "
+                     "once (%d fit)",
+                     r->name, s->nkernels, placed);
         } else {
             sched_fit f =
                 sched_group_explain(r->group, failed, s->arch, s->id, reason, sizeof(reason));

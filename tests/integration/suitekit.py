@@ -23,11 +23,12 @@ def integration_conftest():
     return mod
 
 
-def push_busybox_image(stack, out, repo, tag, marker, adds=()):
+def push_busybox_image(stack, out, repo, tag, marker, adds=(), labels=()):
     """Build the busybox test image into out (tools/oci-image.py busybox, with
-    small minimum slots so that many kernels fit a 2-core machine, and files
-    `adds` as "SRC:DEST"), push it to the stack's OCI registry as
-    <registry>/<repo>:<tag>. Its reference; RuntimeError saying why not."""
+    small minimum slots so that many kernels fit a 2-core machine, files
+    `adds` as "SRC:DEST" and more labels as "KEY=VALUE"), push it to the
+    stack's OCI registry as <registry>/<repo>:<tag>. Its reference;
+    RuntimeError saying why not."""
     tool = os.path.join(REPO, "tools", "oci-image.py")
     cmd = [sys.executable, tool, "busybox", out, "--marker", marker]
     for a in adds:
@@ -35,6 +36,8 @@ def push_busybox_image(stack, out, repo, tag, marker, adds=()):
     cmd += ["--label", "ai.backend.resource.min.cpu=0.1",
             "--label", "ai.backend.resource.min.mem=32m",
             "--label", f"org.opencontainers.image.title={repo}"]
+    for label in labels:
+        cmd += ["--label", label]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     if r.returncode != 0:
         raise RuntimeError(f"oci-image.py busybox failed: {r.stderr}")

@@ -1,6 +1,7 @@
 /* test_engine_pinning.c: sessions pinned to agents (agentList: one agent
- * for every kernel, or one per kernel of a multi-node session) and drained
- * agents, through the scheduler's engine. */
+ * for every kernel, or one per kernel of a multi-node session), drained
+ * agents, and a multi-node session with room for only some of its kernels,
+ * through the scheduler's engine. */
 #include "services/scheduler/engine.h"
 #include "tests/unit/scheduler/sched_fixture.h"
 
@@ -155,12 +156,42 @@ static void test_agent_per_kernel(void **state)
     sched_engine_free(e);
 }
 
+/* A multi-node session whose kernels each fit somewhere, but not all at
+ * once, waits saying so (not that no agent has room for one kernel). */
+static void test_multi_node_room_for_some_kernels(void **state)
+{
+    (void)state;
+    sched_engine *e = engine(SCHED_FIFO, SCHED_CONCENTRATED, "cpu=1 mem=16g", 2);
+    enq(e, mk("one", &ALICE, "cpu=1", 0));
+    enq(e, mk_kernels("two", 2, (const char *const[]){"", ""}));
+    rec r = {0};
+    assert_int_equal(sched_engine_pass(e, "default", 0, NULL, on_outcome, &r, NULL), 1);
+    assert_string_equal(r.scheduled[0], "one");
+    sched_session *t = sched_queue_find(sched_engine_queue(e, "default"), "two");
+    assert_non_null(t);
+    assert_string_equal(t->reason_code, "no_capacity");
+    assert_string_equal(t->reason, "not enough room in resource group default for the 2 kernels "
+                                   "of the session at once (1 fit)");
+    sched_group *g = sched_engine_group(e, "default");
+    /* the kernel placed before the refusal rolled back: only "one" holds */
+    assert_int_equal(slots_get(&sched_group_agent(g, "a1")->used, SLOT_CPU) +
+                         slots_get(&sched_group_agent(g, "a2")->used, SLOT_CPU),
+                     1000);
+    /* room for both: placed */
+    assert_true(sched_engine_release(e, "one-k0"));
+    memset(&r, 0, sizeof(r));
+    assert_int_equal(sched_engine_pass(e, "default", 0, NULL, on_outcome, &r, NULL), 1);
+    assert_string_equal(r.scheduled[0], "two");
+    sched_engine_free(e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_designated_agent),
         cmocka_unit_test(test_drained_agents),
         cmocka_unit_test(test_agent_per_kernel),
+        cmocka_unit_test(test_multi_node_room_for_some_kernels),
     };
     return cmocka_run_group_tests_name("sched_pinning", tests, NULL, NULL);
 }
