@@ -308,14 +308,15 @@ def test_check_presets_follow_a_session(alice, bob, image_registered):
                             "config": {"resources": {"cpu": "1", "mem": "256m"}}})
     okj(r, 201)
     try:
+        group_use = lambda c: sum(float(g["using"]["cpu"]) for g in c["scaling_groups"].values())  # noqa: E731
+        # the keypair counts the session from its creation, the resource group
+        # once the scheduler has placed it (the agents' occupancy): both
         during = wait_until(
-            lambda: (lambda c: c if cpu(c) >= cpu(before) + 1 else None)(
+            lambda: (lambda c: c if cpu(c) >= cpu(before) + 1 and group_use(c) >= 1 else None)(
                 check(a, {"group": "default"})),
-            timeout=30, message="alice's keypair_using to count the session")
+            timeout=30, message="alice's keypair_using and the group's use to count the session")
         assert float(during["keypair_using"]["mem"]) >= float(before["keypair_using"]["mem"]) + (256 << 20)
         assert cpu(during["tessera_scopes"]["user"], "using") >= cpu(before) + 1
-        group_use = sum(float(g["using"]["cpu"]) for g in during["scaling_groups"].values())
-        assert group_use >= 1
         assert check(b, {"group": "default"})["keypair_using"] == bob_before["keypair_using"]
     finally:
         a.delete(f"/session/{sname}")
