@@ -198,8 +198,16 @@ test: deps
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory check
 
-check: lint unit asan integration browser compat compat-py security $(if $(wildcard $(CUDA_HOME)/include/cuda.h),test-shim,shim-skipped) \
-       fuzz-smoke faults-smoke
+# `make check`: every tier, in two lanes (tools/run-check.sh): the integration
+# tier, the longest, in the background (its output in build/check/background.log,
+# printed whole when it ends), the others one after another meanwhile; a table
+# of each tier's result and minutes at the end. Every tier runs even after one
+# failed. CHECK_LANES=1: all in one lane, in this order.
+CHECK_BG := integration
+CHECK_FG := lint unit browser compat compat-py security faults-smoke asan \
+            $(if $(wildcard $(CUDA_HOME)/include/cuda.h),test-shim,shim-skipped) fuzz-smoke
+check: all
+	@MAKE="$(MAKE)" sh tools/run-check.sh "$(CHECK_BG)" "$(CHECK_FG)"
 
 # `make lint`: the tree is clang-formatted, and its shape holds (tools/structure.py:
 # no include or call cycle between a folder's files, no C file over 800 lines,

@@ -255,6 +255,7 @@ cluster_cleanup() {
 # the kernels a killed agent left (runc's containers, network namespaces)
 dev_alive "$RUN" agent || kernels_cleanup "$STATE/agent"
 [ -f "$STATE/agent/cni_network" ] && net_cleanup "$(cat "$STATE/agent/cni_network")"
+dev_alive "$RUN" agent || dev_slot_release "$STATE"
 nodes_down "$STATE" || echo "dev-down: the node network is kept (a node's agent still runs)" >&2
 
 # Mounts an agent that was killed (or that could not destroy a kernel) left

@@ -702,13 +702,14 @@ start_service() {
       "TESSERA_AGENT_CNI_DENY=169.254.0.0/16,$(nodes_subnet "$NODE_NET")" \
       "TESSERA_AGENT_CNI_PUBLISH_FROM=$HOST/32"
   elif [ "$s" = agent ]; then
-    n=$((AGENT_PORT % 250))
-    # dev-down.sh removes this network's rules and bridge when the agent
-    # could not (its published ports answer on 127.0.0.1, the address the
-    # agent is bound to and wsproxy connects to)
+    # the stack's slot (lib.sh, dev_slot_claim): its own network and host
+    # ports. dev-down.sh removes this network's rules and bridge when the
+    # agent could not (its published ports answer on 127.0.0.1, the address
+    # the agent is bound to and wsproxy connects to)
+    n=$(dev_slot_claim "$STATE" $((AGENT_PORT % 100))) || die "could not claim an agent slot (see above)"
     echo "tsdev$n" >"$STATE/agent/cni_network"
     set -- "$@" "TESSERA_AGENT_CNI_NETWORK=tsdev$n" "TESSERA_AGENT_CNI_SUBNET=10.214.$n.0/24" \
-      "TESSERA_AGENT_PORT_RANGE=$((20000 + (AGENT_PORT % 100) * 100))-$((20099 + (AGENT_PORT % 100) * 100))"
+      "TESSERA_AGENT_PORT_RANGE=$((20000 + n * 100))-$((20099 + n * 100))"
   fi
   if [ "$s" = agent ]; then
     [ -z "${TESSERA_DEV_AGENT_CPU:-}" ] || set -- "$@" "TESSERA_AGENT_CPU=$TESSERA_DEV_AGENT_CPU"

@@ -150,18 +150,27 @@ class Redis:
         return dict(zip(flat[0::2], flat[1::2]))
 
 
-def runc_containers(state_dir):
-    """{container id: status} of the runc containers whose bundle is under this
-    stack's state dir (other stacks on the machine share runc's root)."""
-    r = subprocess.run(["runc", "list", "--format", "json"], capture_output=True, text=True,
-                       timeout=30)
+def runc_list():
+    """runc's containers on this host (every stack's: they share runc's root),
+    as `runc list --format json` gives them."""
+    for _ in range(20):
+        r = subprocess.run(["runc", "list", "--format", "json"], capture_output=True, text=True,
+                           timeout=30)
+        # a container removed (by any stack) while runc lists them fails the listing
+        if r.returncode == 0 or "no such file or directory" not in r.stderr:
+            break
+        time.sleep(0.05)
     if r.returncode != 0:
         raise RuntimeError(f"runc list: {r.stderr.strip()}")
-    out = {}
-    for c in json.loads(r.stdout or "null") or []:
-        if (c.get("bundle") or "").startswith(state_dir.rstrip("/") + "/"):
-            out[c["id"]] = c.get("status", "")
-    return out
+    return json.loads(r.stdout or "null") or []
+
+
+def runc_containers(state_dir):
+    """{container id: status} of the runc containers whose bundle is under this
+    stack's state dir."""
+    prefix = state_dir.rstrip("/") + "/"
+    return {c["id"]: c.get("status", "") for c in runc_list()
+            if (c.get("bundle") or "").startswith(prefix)}
 
 
 # ---- slots: PostgreSQL's text amounts -> Redis's integer quanta (docs/scheduler.md) ----------

@@ -237,7 +237,13 @@ def kernel_leftovers(kernel_ids):
                 if os.path.isdir(os.path.join(base, ctrl, "tessera", kid)):
                     found.append(f"cgroup {ctrl}/tessera/{kid}")
     if shutil.which("runc"):
-        out = subprocess.run(["runc", "list", "-q"], capture_output=True, text=True, timeout=30)
+        for _ in range(20):
+            out = subprocess.run(["runc", "list", "-q"], capture_output=True, text=True, timeout=30)
+            # a container removed (by any stack) while runc lists them fails the listing
+            if out.returncode == 0 or "no such file or directory" not in out.stderr:
+                break
+            time.sleep(0.05)
+        assert out.returncode == 0, f"runc list: {out.stderr.strip()}"
         found += [f"runc container {c}" for c in out.stdout.split() if c in kernel_ids]
     return found
 

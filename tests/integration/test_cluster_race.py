@@ -208,15 +208,8 @@ def pg_look(psql):
 def node_containers(stack):
     """node k -> {container id: status} of this stack's runc containers
     whose bundle is in node k's agent state dir."""
-    for _ in range(20):
-        r = subprocess.run(["runc", "list", "--format", "json"], capture_output=True, text=True, timeout=30)
-        # a container removed while runc lists them fails the listing
-        if r.returncode == 0 or "no such file or directory" not in r.stderr:
-            break
-        time.sleep(0.05)
-    assert r.returncode == 0, r.stderr
     out = {k: {} for k in range(1, NODES + 1)}
-    for c in json.loads(r.stdout or "null") or []:
+    for c in faultlib.runc_list():
         for k in out:
             if (c.get("bundle") or "").startswith(os.path.join(stack["TESSERA_STATE_DIR"], f"node{k}") + "/"):
                 out[k][c["id"]] = c.get("status", "")

@@ -29,7 +29,6 @@ The cross-node cluster session is a `cluster_mode` multi-node session of
 three kernels placed one per node by the roundrobin selector; its kernels do
 not need to reach each other here (the overlay between nodes is other
 work). A stack of its own: about 2 minutes with its start."""
-import json
 import os
 import subprocess
 import sys
@@ -136,8 +135,7 @@ def containers(stack, node=None):
     if node is None:
         return c
     prefix = os.path.join(state, f"node{node}") + "/"
-    r = subprocess.run(["runc", "list", "--format", "json"], capture_output=True, text=True, timeout=30)
-    bundles = {x["id"]: x.get("bundle", "") for x in json.loads(r.stdout or "null") or []}
+    bundles = {x["id"]: x.get("bundle", "") for x in faultlib.runc_list()}
     return {k: v for k, v in c.items() if bundles.get(k, "").startswith(prefix)}
 
 
