@@ -633,14 +633,15 @@ all: $(SUP_BIN)
 # ---- bench-wsproxy ---------------------------------------------------------------
 # tessera-term: the built-in terminal app the agent mounts into
 # images without one. Static, no libcommon: services/wsproxy/term/*.c with
-# libcommon's wsframe.c and http1.c (no other libcommon, no libc beyond). Built by `make all`.
+# libcommon's wsframe.c and http1.c (no other libcommon; beyond libc, only
+# libsodium's base64, which wsframe.c uses). Built by `make all`.
 TERM_BIN := $(BUILD)/bin/tessera-term
 TERM_SRC := $(wildcard services/wsproxy/term/*.c) libcommon/wsframe.c libcommon/http1.c
 $(TERM_BIN): $(TERM_SRC) $(wildcard services/wsproxy/term/*.h) libcommon/wsframe.h \
 		libcommon/http1.h
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@ (static)"
-	$(Q)$(CC) -std=gnu11 -g -O2 -static -D_GNU_SOURCE -I. $(WARN) -o $@ $(TERM_SRC)
+	$(Q)$(CC) -std=gnu11 -g -O2 -static -D_GNU_SOURCE -I. $(WARN) -o $@ $(TERM_SRC) -lsodium
 all: $(TERM_BIN)
 # its /proc parsers' unit test links term_proc.c alone (the pattern rule of
 # tests/wsproxy/ links services/wsproxy/*.c, not term/)

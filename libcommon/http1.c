@@ -161,7 +161,8 @@ static bool parse_length(const char *v, size_t n, uint64_t *out)
     return true;
 }
 
-/* Fields after the start line; framing facts collected. */
+/* Fields after the start line; framing facts collected.
+ * Long: one pass over the header fields; the framing facts it collects are the loop's state. */
 static bool parse_fields(const char *buf, size_t head_len, size_t pos, h1_msg *m, bool request)
 {
     int n_cl = 0, n_te = 0, n_host = 0;
@@ -422,6 +423,8 @@ static int hexval(int ch)
     return -1;
 }
 
+/* Long: one state machine over the bytes of a chunked body (size, extensions, data, CRLF,
+ * trailers). */
 h1c_result h1_chunked_feed(h1_chunked *c, const char *p, size_t len, size_t *consumed,
                            void (*on_data)(void *ctx, const char *p, size_t n), void *ctx)
 {

@@ -170,6 +170,8 @@ void proc_spawnattr_init(posix_spawnattr_t *at, bool own_group)
     if (own_group) posix_spawnattr_setpgroup(at, 0);
 }
 
+/* Long: one poll loop over the child's pidfd, its pipes and its deadline; the kill and drain state
+ * is the loop's own. */
 bool proc_run(const proc_opts *o, exec_result *r, ts_err *err)
 {
     memset(r, 0, sizeof(*r));

@@ -124,33 +124,16 @@ static const char *quantum_text(int id, char *buf, size_t size)
 
 #define I128_LIMIT ((__int128)1 << 120)
 
-bool slot_parse(int id, const char *text, int64_t *out, ts_err *err)
+/* The mantissa at *pp: digits [. digits], at most 36 significant; *frac
+ * counts the digits after the point. *pp moves past it. */
+static bool _mantissa(const char **pp, const char *end, __int128 *out, int *frac, const char *name,
+                      const char *text, ts_err *err)
 {
-    const char *name = slot_name(id);
-    if (id < 0 || id >= slot_count()) {
-        ts_err_set(err, "slot id %d is not registered", id);
-        return false;
-    }
-    if (!text) text = "";
-    const char *s = text, *end = text + strlen(text);
-    while (s < end && isspace((unsigned char)*s))
-        s++;
-    while (end > s && isspace((unsigned char)end[-1]))
-        end--;
-    if (s == end) {
-        ts_err_set(err, "%s: empty amount", name);
-        return false;
-    }
-    if (*s == '-') {
-        ts_err_set(err, "%s: negative amount '%s' (amounts are >= 0)", name, text);
-        return false;
-    }
-    if (*s == '+') s++;
-    /* mantissa: digits [. digits] */
     __int128 m = 0;
-    int frac = 0, ndigits = 0, sig = 0;
+    int ndigits = 0, sig = 0;
     bool in_frac = false;
-    const char *p = s;
+    const char *p = *pp;
+    *frac = 0;
     for (; p < end; p++) {
         if (*p == '.' && !in_frac) {
             in_frac = true;
@@ -158,7 +141,7 @@ bool slot_parse(int id, const char *text, int64_t *out, ts_err *err)
         }
         if (!isdigit((unsigned char)*p)) break;
         ndigits++;
-        if (in_frac) frac++;
+        if (in_frac) (*frac)++;
         if (m == 0 && *p == '0') continue; /* leading zeros */
         if (++sig > 36) {
             ts_err_set(err, "%s: amount '%s' has too many digits", name, text);
@@ -170,43 +153,57 @@ bool slot_parse(int id, const char *text, int64_t *out, ts_err *err)
         ts_err_set(err, "%s: '%s' is not an amount", name, text);
         return false;
     }
-    /* exponent: e[+-]digits, only when a digit follows (so "1e" stays exa-bytes) */
-    int exp10 = 0;
-    if (p < end && (*p == 'e' || *p == 'E')) {
-        const char *q = p + 1;
-        int sign = 1;
-        if (q < end && (*q == '+' || *q == '-')) sign = *q++ == '-' ? -1 : 1;
-        if (q < end && isdigit((unsigned char)*q)) {
-            int e = 0;
-            for (; q < end && isdigit((unsigned char)*q); q++)
-                if (e < 10000) e = e * 10 + (*q - '0');
-            exp10 = sign * e;
-            p = q;
-        }
+    *out = m;
+    *pp = p;
+    return true;
+}
+
+/* The exponent at *pp: e[+-]digits, only when a digit follows (so "1e"
+ * stays exa-bytes); 0 and *pp unmoved when there is none. */
+static int _exponent(const char **pp, const char *end)
+{
+    const char *p = *pp;
+    if (p >= end || (*p != 'e' && *p != 'E')) return 0;
+    const char *q = p + 1;
+    int sign = 1;
+    if (q < end && (*q == '+' || *q == '-')) sign = *q++ == '-' ? -1 : 1;
+    if (q >= end || !isdigit((unsigned char)*q)) return 0;
+    int e = 0;
+    for (; q < end && isdigit((unsigned char)*q); q++)
+        if (e < 10000) e = e * 10 + (*q - '0');
+    *pp = q;
+    return sign * e;
+}
+
+/* The unit from p to end (mem only; none is 1). */
+static bool _unit(int id, const char *p, const char *end, int64_t *mult, const char *name,
+                  const char *text, ts_err *err)
+{
+    *mult = 1;
+    if (p >= end) return true;
+    size_t ulen = (size_t)(end - p);
+    int64_t u = mem_unit(p, ulen);
+    if (id != SLOT_MEM) {
+        if (u)
+            ts_err_set(err, "%s: unit '%.*s' in '%s' is only allowed for mem", name, (int)ulen, p,
+                       text);
+        else
+            ts_err_set(err, "%s: '%s' is not an amount", name, text);
+        return false;
     }
-    /* unit */
-    int64_t mult = 1;
-    if (p < end) {
-        size_t ulen = (size_t)(end - p);
-        int64_t u = mem_unit(p, ulen);
-        if (id != SLOT_MEM) {
-            if (u)
-                ts_err_set(err, "%s: unit '%.*s' in '%s' is only allowed for mem", name, (int)ulen,
-                           p, text);
-            else
-                ts_err_set(err, "%s: '%s' is not an amount", name, text);
-            return false;
-        }
-        if (!u) {
-            ts_err_set(err, "%s: unknown unit '%.*s' in '%s' (use b, k, m, g, t, p, e)", name,
-                       (int)ulen, p, text);
-            return false;
-        }
-        mult = u;
+    if (!u) {
+        ts_err_set(err, "%s: unknown unit '%.*s' in '%s' (use b, k, m, g, t, p, e)", name,
+                   (int)ulen, p, text);
+        return false;
     }
-    mult *= slot_per_unit(id);
-    /* value = m * 10^(exp10 - frac) * mult, exactly */
-    int shift = exp10 - frac;
+    *mult = u;
+    return true;
+}
+
+/* m * 10^shift * mult, exactly, in quanta. */
+static bool _scale(int id, __int128 m, int shift, int64_t mult, int64_t *out, const char *name,
+                   const char *text, ts_err *err)
+{
     __int128 v = m;
     if (v != 0) {
         for (; shift > 0; shift--) {
@@ -241,6 +238,39 @@ bool slot_parse(int id, const char *text, int64_t *out, ts_err *err)
 too_large:
     ts_err_set(err, "%s: amount '%s' is too large", name, text);
     return false;
+}
+
+bool slot_parse(int id, const char *text, int64_t *out, ts_err *err)
+{
+    const char *name = slot_name(id);
+    if (id < 0 || id >= slot_count()) {
+        ts_err_set(err, "slot id %d is not registered", id);
+        return false;
+    }
+    if (!text) text = "";
+    const char *s = text, *end = text + strlen(text);
+    while (s < end && isspace((unsigned char)*s))
+        s++;
+    while (end > s && isspace((unsigned char)end[-1]))
+        end--;
+    if (s == end) {
+        ts_err_set(err, "%s: empty amount", name);
+        return false;
+    }
+    if (*s == '-') {
+        ts_err_set(err, "%s: negative amount '%s' (amounts are >= 0)", name, text);
+        return false;
+    }
+    if (*s == '+') s++;
+    __int128 m;
+    int frac;
+    int64_t mult;
+    const char *p = s;
+    if (!_mantissa(&p, end, &m, &frac, name, text, err)) return false;
+    int exp10 = _exponent(&p, end);
+    if (!_unit(id, p, end, &mult, name, text, err)) return false;
+    /* value = m * 10^(exp10 - frac) * mult * quanta per unit, exactly */
+    return _scale(id, m, exp10 - frac, mult * slot_per_unit(id), out, name, text, err);
 }
 
 bool slot_parse_json(int id, const json_t *value, int64_t *out, ts_err *err)

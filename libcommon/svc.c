@@ -508,6 +508,8 @@ static void drain(svc *s)
     }
 }
 
+/* Long: the runtime's steps in order (docs/architecture.md, "The service runtime"); to be split by
+ * step once the branches changing svc.c land (issue 33). */
 int svc_main(int argc, char **argv, const svc_spec *spec)
 {
     /* Block the signals we wait for before any thread exists, so every thread

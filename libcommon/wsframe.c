@@ -1,6 +1,7 @@
-/* wsframe.c: SHA-1 (FIPS 180-4), base64 and RFC 6455 frame headers (wsframe.h). */
+/* wsframe.c: SHA-1 (FIPS 180-4), base64 (libsodium's) and RFC 6455 frame headers (wsframe.h). */
 #include "libcommon/wsframe.h"
 
+#include <sodium.h>
 #include <string.h>
 
 static uint32_t rol(uint32_t x, int n)
@@ -69,43 +70,23 @@ void wsf_sha1(const void *data, size_t len, uint8_t out[20])
     }
 }
 
-static const char k_b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
 size_t wsf_base64(const uint8_t *in, size_t len, char *out)
 {
-    size_t o = 0, i = 0;
-    for (; i + 3 <= len; i += 3) {
-        uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
-        out[o++] = k_b64[v >> 18];
-        out[o++] = k_b64[(v >> 12) & 63];
-        out[o++] = k_b64[(v >> 6) & 63];
-        out[o++] = k_b64[v & 63];
-    }
-    if (len - i == 1) {
-        uint32_t v = (uint32_t)in[i] << 16;
-        out[o++] = k_b64[v >> 18];
-        out[o++] = k_b64[(v >> 12) & 63];
-        out[o++] = '=';
-        out[o++] = '=';
-    } else if (len - i == 2) {
-        uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8;
-        out[o++] = k_b64[v >> 18];
-        out[o++] = k_b64[(v >> 12) & 63];
-        out[o++] = k_b64[(v >> 6) & 63];
-        out[o++] = '=';
-    }
-    out[o] = '\0';
-    return o;
+    sodium_bin2base64(out, sodium_base64_ENCODED_LEN(len, sodium_base64_VARIANT_ORIGINAL), in, len,
+                      sodium_base64_VARIANT_ORIGINAL);
+    return strlen(out);
 }
 
 bool wsf_key_valid(const char *key, size_t len)
 {
-    if (len != 24 || key[22] != '=' || key[23] != '=') return false;
-    for (size_t i = 0; i < 22; i++)
-        if (!strchr(k_b64, key[i]) || key[i] == '\0') return false;
-    /* 16 bytes: the last character before "==" carries 2 bits, the rest zero. */
-    const char *pos = strchr(k_b64, key[21]);
-    return ((pos - k_b64) & 15) == 0;
+    /* 16 bytes, padded: the decoder refuses other lengths, other characters
+     * and stray low bits in the last character before "==". */
+    uint8_t raw[16];
+    size_t got = 0;
+    return len == 24 &&
+           sodium_base642bin(raw, sizeof(raw), key, len, NULL, &got, NULL,
+                             sodium_base64_VARIANT_ORIGINAL) == 0 &&
+           got == sizeof(raw);
 }
 
 void wsf_accept(const char *key, size_t len, char out[WSF_ACCEPT_LEN + 1])

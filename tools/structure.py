@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""structure.py [--build DIR] [--max-lines N] [--graph FOLDER]: check the shape of the tree.
+"""structure.py [--build DIR] [--max-lines N] [--max-function-lines N] [--graph FOLDER]:
+check the shape of the tree.
 
-Three rules (docs/testing.md, "Structure"):
+The rules (docs/testing.md, "Structure"):
 
 1. No cycle between the files of a folder. A file's module is its path without
    the extension (x.c and x.h are one module, x). Module a depends on module b
@@ -18,12 +19,32 @@ Three rules (docs/testing.md, "Structure"):
    HIDDEN_STATE): the services run them on concurrent threads; the _r
    variants take the state as an argument.
 
+5. docs/architecture.md's map names every module. In the table after "The
+   folders", a row's first column names folders (`services/x/`) and its third
+   column names their modules in backticks: a plain name `x` is module x, a
+   pattern `x_*` the modules it matches, and `_y` right after a name `x` is
+   module x_y (`netfilter` (`_plan`) names netfilter and netfilter_plan);
+   backticked text that is not a plain name (a path, a file of another kind,
+   a route) names no module. Every module directly in a listed folder but
+   main must be named, and every name must be a module of the folder or of a
+   folder under it (nothing named that is gone). A row that says "`x.h` is its
+   table of contents" delegates the first rule to that header: its first
+   comment names every module of the folder as x.c or x.h, and names nothing
+   else.
+6. No function of a tracked .c file is longer than MAX_FUNCTION_LINES (100)
+   lines, from the '{' that opens its body to the '}' that closes it, unless
+   the comment right above it has a line that starts with `Long:` and gives
+   the reason (`/* Long: ... */`, or ` * Long: ...` in a longer comment).
+   Functions are found in the clang-formatted text (functions()): a body
+   opens with '{' alone at column 0 and closes with the next '}' at column 0.
+
 --graph FOLDER prints that folder's dependency edges instead (to plan a split).
 Exits 1 when a rule is broken, 0 otherwise.
 """
 import argparse
 import importlib.util
 import collections
+import fnmatch
 import os
 import re
 import subprocess
@@ -149,10 +170,165 @@ def cycles(edges):
     return found
 
 
+# Rule 5: the map of the tree in docs/architecture.md names every module.
+MAP_DOC = os.path.join('docs', 'architecture.md')
+TICK_RE = re.compile(r'`([^`]+)`')
+NAME_RE = re.compile(r'^[A-Za-z0-9_-]+\*?$')
+TOC_RE = re.compile(r'`([A-Za-z0-9_-]+\.h)` is its table of contents')
+TOC_NAME_RE = re.compile(r'(?<![\w/.-])([A-Za-z0-9_-]+)\.[ch]\b')
+
+
+def folder_table(text):
+    """The rows of the table after 'The folders:' as (folders, names cell)."""
+    lines = text.split('\n')
+    start = next(i for i, line in enumerate(lines) if line.startswith('The folders'))
+    while not lines[start].endswith(':'):
+        start += 1
+    rows = []
+    for line in lines[start + 1:]:
+        if not line.strip():
+            if rows:
+                break
+            continue
+        if not line.startswith('|'):
+            break
+        cells = [c.strip() for c in line.strip('|').split('|')]
+        if len(cells) < 3 or cells[0] in ('folder', '---'):
+            continue
+        rows.append(([t for t in TICK_RE.findall(cells[0]) if t.endswith('/')], cells[2]))
+    return rows
+
+
+def row_names(cell):
+    """The module names a cell gives: `x`, patterns `x_*`, and suffixes `_y` of
+    the name before them (`netfilter` (`_plan`) is netfilter and netfilter_plan).
+    Backticked text that is not a plain name (a path, a file of another kind, a
+    route) names no module."""
+    names, last = [], None
+    for tok in TICK_RE.findall(cell):
+        if not NAME_RE.match(tok):
+            continue
+        if tok.startswith('_') and last:
+            names.append(last + tok)
+        else:
+            names.append(tok)
+            last = tok
+    return names
+
+
+def named(mod, names):
+    return any(fnmatch.fnmatchcase(mod, n) for n in names)
+
+
+def map_problems(files, doc_text=None, toc_text=None):
+    """Rule 5 over the tracked files; doc_text and toc_text stand for
+    docs/architecture.md and the table-of-contents header when given."""
+    if doc_text is None:
+        with open(MAP_DOC) as fh:
+            doc_text = fh.read()
+    rows = folder_table(doc_text)
+    problems = []
+    for folders, cell in rows:
+        names = row_names(cell)
+        own, under = set(), set()
+        for folder in folders:
+            folder = folder.rstrip('/')
+            if not os.path.isdir(folder):
+                problems.append(f'{MAP_DOC}: folder {folder}/ is not in the tree')
+                continue
+            for f in files:
+                if f.startswith(folder + '/'):
+                    mod = os.path.basename(module(f))
+                    under.add(mod)
+                    if os.path.dirname(f) == folder and mod != 'main':
+                        own.add((folder, mod))
+        toc = TOC_RE.search(cell)
+        for folder, mod in sorted(own):
+            if not toc and not named(mod, names):
+                problems.append(f'{MAP_DOC}: the row of {folder}/ does not name its module {mod}')
+        for n in names:
+            if not any(fnmatch.fnmatchcase(m, n) for m in under):
+                problems.append(f'{MAP_DOC}: the row of {" ".join(folders)} names {n}, '
+                                'no module there')
+        if toc and len(folders) == 1:
+            problems += toc_problems(os.path.join(folders[0].rstrip('/'), toc.group(1)), files,
+                                     toc_text)
+    return problems
+
+
+def toc_problems(header, files, text=None):
+    """A folder's table of contents: the header's first comment names every
+    module of its folder as x.c or x.h, and nothing that is not one."""
+    folder = os.path.dirname(header)
+    if text is None:
+        with open(header) as fh:
+            text = fh.read()
+    start, end = text.find('/*'), text.find('*/')
+    listed = set(TOC_NAME_RE.findall(text[start:end]))
+    mods = {os.path.basename(module(f)) for f in files if os.path.dirname(f) == folder}
+    problems = [f'{header}: its table of contents does not name {m}.c' for m in sorted(mods - listed)]
+    problems += [f'{header}: its table of contents names {m}, no module of {folder}/'
+                 for m in sorted(listed - mods)]
+    return problems
+
+
+# Rule 6: no function over MAX_FUNCTION_LINES lines without a reason above it.
+MAX_FUNCTION_LINES = 100
+FUNC_NAME_RE = re.compile(r'([A-Za-z_]\w*)\s*\(')
+LONG_REASON_RE = re.compile(r'^\s*(?:/\*|\*)\s*Long: \S')
+
+
+def functions(text):
+    """(name, first line, length, reason) of each function definition of
+    clang-formatted C: its body opens with a '{' alone at column 0 and closes
+    with the next '}' at column 0 (.clang-format: BreakBeforeBraces: Linux).
+    The length counts the lines from that '{' to that '}'. The signature is
+    the lines above the '{' up to a blank line, a preprocessor line, or one
+    that ends a declaration, a body or a comment; the reason is a line of the
+    comment right above the signature that starts with `Long:`."""
+    lines = text.split('\n')
+    out, i = [], 0
+    while i < len(lines):
+        if lines[i] != '{':
+            i += 1
+            continue
+        j = i - 1
+        while (j >= 0 and lines[j].strip() and not lines[j].startswith(('}', '#'))
+               and not lines[j].rstrip().endswith((';', '*/', '{'))):
+            j -= 1
+        m = FUNC_NAME_RE.search(' '.join(lines[j + 1:i]))
+        reason = False
+        if j >= 0 and lines[j].rstrip().endswith('*/'):
+            k = j
+            while k >= 0:
+                reason = reason or bool(LONG_REASON_RE.match(lines[k]))
+                if lines[k].lstrip().startswith('/*'):
+                    break
+                k -= 1
+        k = i + 1
+        while k < len(lines) and not lines[k].startswith('}'):
+            k += 1
+        out.append((m.group(1) if m else '?', j + 2, k - i + 1, reason))
+        i = k + 1
+    return out
+
+
+def long_functions(files, limit):
+    found = []
+    for f in files:
+        if f.endswith('.c'):
+            with open(f, errors='replace') as fh:
+                for name, line, n, reason in functions(fh.read()):
+                    if n > limit and not reason:
+                        found.append((n, f, line, name))
+    return sorted(found, reverse=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--build', default='build')
     ap.add_argument('--max-lines', type=int, default=800)
+    ap.add_argument('--max-function-lines', type=int, default=MAX_FUNCTION_LINES)
     ap.add_argument('--graph', metavar='FOLDER')
     args = ap.parse_args()
     os.chdir(subprocess.run(['git', 'rev-parse', '--show-toplevel'], capture_output=True,
@@ -204,11 +380,20 @@ def main():
     for rel, sym in sorted(hidden_state):
         print(f'hidden state: {rel}.c calls {sym}() (not safe on concurrent threads; use {sym}_r)')
         bad += 1
+    for n, f, line, name in long_functions(files, args.max_function_lines):
+        print(f'long function: {f}:{line}: {name}() is {n} lines (over '
+              f'{args.max_function_lines}, and no "Long:" reason above it)')
+        bad += 1
+    for p in map_problems(files):
+        print(f'map: {p}')
+        bad += 1
     if bad:
         print(f'structure: {bad} problem(s)')
         return 1
     print(f'structure: {len(files)} files, no cycle, none over {args.max_lines} lines, '
-          'every bool function TS_MUST_CHECK, no C library call with hidden state')
+          'every bool function TS_MUST_CHECK, no C library call with hidden state, '
+          f'no function over {args.max_function_lines} lines without a reason, '
+          'every module on the map')
     return 0
 
 

@@ -261,6 +261,7 @@ static int check_only(const char *redis_url)
     return inv == INV_OK ? 0 : 1;
 }
 
+/* Long: the benchmark's one run in order: start, submit, wait, report. */
 int main(void)
 {
     tlog_init("bench", "bench");

@@ -276,6 +276,8 @@ bool agent_setup(svc *s, const agent_config *cfg, ts_err *err)
     return true;
 }
 
+/* Long: the agent's start-up steps in order, each a few lines; to be split by step once agent.c's
+ * TLS change lands (issue 33). */
 bool agent_start(svc *s, ts_err *err)
 {
     agent *a = svc_data(s);

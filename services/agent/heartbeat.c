@@ -51,6 +51,8 @@ void node_proto_fill(const node_info *n, node_proto *p)
     p->n_devices = (size_t)n->n_devices;
 }
 
+/* Long: one heartbeat message built field by field (node, slots, devices, kernels) and freed at one
+ * exit. */
 static void _beat(heartbeat *hb)
 {
     kernel_view *views = NULL;

@@ -192,6 +192,8 @@ static json_t *_manifest_by_digest(image_store *s, oci_client *rc, const image_r
     return image_store_blob_json(s, digest, err);
 }
 
+/* Long: the four steps of a pull, numbered below; they share the manifest, the progress callback
+ * and one cleanup. */
 image_info *image_pull(image_store *s, const char *reference, image_progress_fn progress, void *ctx,
                        ts_err *err)
 {

@@ -21,7 +21,9 @@ extern char **environ;
 /* Start tessera-sup (services/agent/sup/main.c) for the kernel and wait for it
  * to report: posix_spawn (no copy of the agent's address space); the process
  * started forks the supervisor, hands its pid over on a pipe and exits, and
- * is reaped here at once. */
+ * is reaped here at once.
+ * Long: the spawn's steps in order (pipes, file actions, posix_spawn, the report read), every
+ * failure closing the same descriptors. */
 bool sup_spawn(runtime *rt, const char *id, pid_t *init_pid, pid_t *sup_pid, ts_err *err)
 {
     char *kdir = rts_kdir(rt, id);

@@ -222,10 +222,10 @@ static bool parse_filters(http_req *req, log_filters *f, http_resp *resp)
 
 static void h_query(http_req *req, http_resp *resp, void *ctx)
 {
-    db_page pg;
+    pgjson_page pg;
     log_filters f = {{0}};
     admin_req a;
-    if (!db_page_parse(req, resp, &pg) || !parse_filters(req, &f, resp) ||
+    if (!pgjson_page_parse(req, resp, &pg) || !parse_filters(req, &f, resp) ||
         !admin_begin(&a, ctx, req, resp, ADMIN_ANY, NULL))
         return;
     bool super = caller_is_superadmin(&a.c), admin = caller_is_admin(&a.c);

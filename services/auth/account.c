@@ -29,22 +29,22 @@ static void h_update_full_name(http_req *req, http_resp *resp, void *ctx)
     static const char *const keys[] = {"email", "full_name", NULL};
     const char *email, *full_name;
     admin_req a;
-    if (!db_only_keys(body, keys, resp) ||
-        !db_field_str(body, "email", true, 1, 254, &email, resp) ||
-        !db_field_str(body, "full_name", true, 0, FULL_NAME_MAX, &full_name, resp) ||
+    if (!pgjson_only_keys(body, keys, resp) ||
+        !pgjson_field_str(body, "email", true, 1, 254, &email, resp) ||
+        !pgjson_field_str(body, "full_name", true, 0, FULL_NAME_MAX, &full_name, resp) ||
         !admin_begin(&a, ctx, req, resp, ADMIN_ANY, NULL)) {
         json_decref(body);
         return;
     }
     if (_own_email(&a, email)) {
         const char *p[] = {a.c.user_id, full_name};
-        PGresult *r = db_query(a.conn, resp, "update full name",
-                               "UPDATE auth.users SET full_name = $2, modified_at = now()"
-                               " WHERE id = $1::uuid RETURNING " EVENTS_USER_COLUMNS,
-                               2, p);
+        PGresult *r = pgjson_query(a.conn, resp, "update full name",
+                                   "UPDATE auth.users SET full_name = $2, modified_at = now()"
+                                   " WHERE id = $1::uuid RETURNING " EVENTS_USER_COLUMNS,
+                                   2, p);
         if (r) {
             if (PQntuples(r) == 1) {
-                json_t *user = db_row_json(r, 0);
+                json_t *user = pgjson_row_json(r, 0);
                 events_user_changed(a.s, req->request_id, AUTH_CHANGE_UPDATED, user);
                 json_decref(user);
             }
@@ -63,13 +63,13 @@ static void h_update_full_name(http_req *req, http_resp *resp, void *ctx)
 static bool _password_ok(admin_req *a, const char *password)
 {
     const char *p[] = {a->c.user_id};
-    PGresult *r = db_query(a->conn, a->resp, "read password",
-                           "SELECT password_hash FROM auth.users WHERE id = $1::uuid", 1, p);
+    PGresult *r = pgjson_query(a->conn, a->resp, "read password",
+                               "SELECT password_hash FROM auth.users WHERE id = $1::uuid", 1, p);
     if (!r) return false;
-    db_put(a->s, a->conn);
+    pgjson_put(a->s, a->conn);
     bool ok = PQntuples(r) == 1 && password_verify(PQgetvalue(r, 0, 0), password);
     PQclear(r);
-    a->conn = db_get(a->s, a->resp);
+    a->conn = pgjson_get(a->s, a->resp);
     if (!a->conn) return false; /* 503 answered */
     if (!ok) http_problem(a->resp, 401, "auth-failed", NULL, "the password is wrong");
     return ok;
@@ -79,10 +79,10 @@ static bool _password_ok(admin_req *a, const char *password)
 static bool _not_last_superadmin(admin_req *a)
 {
     if (!caller_is_superadmin(&a->c)) return true;
-    PGresult *r = db_query(a->conn, a->resp, "count superadmins",
-                           "SELECT count(*) FROM auth.users"
-                           " WHERE role = 'superadmin' AND status = 'active'",
-                           0, NULL);
+    PGresult *r = pgjson_query(a->conn, a->resp, "count superadmins",
+                               "SELECT count(*) FROM auth.users"
+                               " WHERE role = 'superadmin' AND status = 'active'",
+                               0, NULL);
     if (!r) return false;
     bool ok = strcmp(PQgetvalue(r, 0, 0), "1") != 0;
     PQclear(r);
@@ -100,10 +100,10 @@ static void h_signout(http_req *req, http_resp *resp, void *ctx)
     static const char *const keys[] = {"email", "username", "password", NULL};
     const char *email, *username, *password;
     admin_req a;
-    if (!db_only_keys(body, keys, resp) ||
-        !db_field_str(body, "email", false, 1, 254, &email, resp) ||
-        !db_field_str(body, "username", false, 1, 254, &username, resp) ||
-        !db_field_str(body, "password", true, 1, PASSWORD_MAX, &password, resp)) {
+    if (!pgjson_only_keys(body, keys, resp) ||
+        !pgjson_field_str(body, "email", false, 1, 254, &email, resp) ||
+        !pgjson_field_str(body, "username", false, 1, 254, &username, resp) ||
+        !pgjson_field_str(body, "password", true, 1, PASSWORD_MAX, &password, resp)) {
         json_decref(body);
         return;
     }
@@ -119,17 +119,17 @@ static void h_signout(http_req *req, http_resp *resp, void *ctx)
     }
     PGresult *keys_r = NULL;
     if (_own_email(&a, email) && _password_ok(&a, password) && _not_last_superadmin(&a) &&
-        db_begin(a.conn, resp)) {
+        pgjson_begin(a.conn, resp)) {
         if (!users_retire(&a, a.c.user_id, "inactive", &keys_r)) {
             pg_rollback(a.conn);
-        } else if (db_commit(a.conn, resp)) {
+        } else if (pgjson_commit(a.conn, resp)) {
             const char *p[] = {a.c.user_id};
-            PGresult *u = db_query(a.conn, NULL, "reload user",
-                                   "SELECT " EVENTS_USER_COLUMNS " FROM auth.users"
-                                   " WHERE id = $1::uuid",
-                                   1, p);
+            PGresult *u = pgjson_query(a.conn, NULL, "reload user",
+                                       "SELECT " EVENTS_USER_COLUMNS " FROM auth.users"
+                                       " WHERE id = $1::uuid",
+                                       1, p);
             if (u && PQntuples(u) == 1) {
-                json_t *user = db_row_json(u, 0);
+                json_t *user = pgjson_row_json(u, 0);
                 events_user_changed(a.s, req->request_id, AUTH_CHANGE_UPDATED, user);
                 json_decref(user);
             }

@@ -9,7 +9,7 @@ bool admin_begin(admin_req *a, svc *s, http_req *req, http_resp *resp, admin_nee
                  const char *refusal)
 {
     *a = (admin_req){.s = s, .req = req, .resp = resp};
-    a->conn = db_get(s, resp);
+    a->conn = pgjson_get(s, resp);
     if (!a->conn) return false;
     bool ok = caller_resolve(a->conn, req, resp, &a->c);
     if (ok && ((need == ADMIN_ADMIN && !caller_is_admin(&a->c)) ||
@@ -23,7 +23,7 @@ bool admin_begin(admin_req *a, svc *s, http_req *req, http_resp *resp, admin_nee
 
 void admin_end(admin_req *a)
 {
-    if (a->conn) db_put(a->s, a->conn);
+    if (a->conn) pgjson_put(a->s, a->conn);
     a->conn = NULL;
 }
 
@@ -42,7 +42,7 @@ bool admin_query_bool(http_req *req, http_resp *resp, const char *name, const ch
 }
 
 void admin_reply_page(admin_req *a, const char *what, const char *count_sql, const char *page_sql,
-                      int n, const char *const *filters, const db_page *pg)
+                      int n, const char *const *filters, const pgjson_page *pg)
 {
     pgjson_reply_page(a->conn, a->resp, what, count_sql, page_sql, n, filters, pg);
 }

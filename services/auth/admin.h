@@ -24,7 +24,7 @@
 #define AUTH_ADMIN_H
 
 #include "caller.h"
-#include "db_util.h"
+#include "libcommon/pgjson.h"
 #include "events.h"
 #include "libcommon/svc.h"
 
@@ -60,7 +60,7 @@ bool admin_query_bool(http_req *req, http_resp *resp, const char *name,
 
 /* One page of a list (pgjson_reply_page on the request's connection). */
 void admin_reply_page(admin_req *a, const char *what, const char *count_sql, const char *page_sql,
-                      int n, const char *const *filters, const db_page *pg);
+                      int n, const char *const *filters, const pgjson_page *pg);
 
 /* The event a change of one row publishes (after it committed). */
 typedef void (*admin_publish_fn)(admin_req *a, auth_change change, json_t *row);

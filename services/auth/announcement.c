@@ -11,8 +11,8 @@ static void h_get(http_req *req, http_resp *resp, void *ctx)
 {
     admin_req a;
     if (!admin_begin(&a, ctx, req, resp, ADMIN_ANY, NULL)) return;
-    PGresult *r = db_query(a.conn, resp, "read announcement",
-                           "SELECT enabled, message FROM auth.announcement", 0, NULL);
+    PGresult *r = pgjson_query(a.conn, resp, "read announcement",
+                               "SELECT enabled, message FROM auth.announcement", 0, NULL);
     if (r) {
         bool one = PQntuples(r) == 1;
         http_reply_json(resp, 200,
@@ -31,8 +31,8 @@ static void h_set(http_req *req, http_resp *resp, void *ctx)
     bool enabled = false, has_enabled;
     json_t *m = json_object_get(body, "message");
     admin_req a;
-    if (!db_only_keys(body, keys, resp) ||
-        !db_field_bool(body, "enabled", false, &enabled, &has_enabled, resp))
+    if (!pgjson_only_keys(body, keys, resp) ||
+        !pgjson_field_bool(body, "enabled", false, &enabled, &has_enabled, resp))
         goto out;
     if (m && !json_is_null(m) && !json_is_string(m)) {
         http_problem(resp, 400, "invalid-api-params", NULL, "message must be a string or null");
@@ -53,12 +53,13 @@ static void h_set(http_req *req, http_resp *resp, void *ctx)
                      "only superadmins change the announcement"))
         goto out;
     const char *p[] = {enabled ? "true" : "false", message, a.c.user_id};
-    PGresult *r = db_query(a.conn, resp, "store announcement",
-                           "INSERT INTO auth.announcement (id, enabled, message, modified_by)"
-                           " VALUES (true, $1::bool, $2, $3::uuid) ON CONFLICT (id) DO UPDATE SET"
-                           " enabled = EXCLUDED.enabled, message = EXCLUDED.message,"
-                           " modified_by = EXCLUDED.modified_by, modified_at = now()",
-                           3, p);
+    PGresult *r =
+        pgjson_query(a.conn, resp, "store announcement",
+                     "INSERT INTO auth.announcement (id, enabled, message, modified_by)"
+                     " VALUES (true, $1::bool, $2, $3::uuid) ON CONFLICT (id) DO UPDATE SET"
+                     " enabled = EXCLUDED.enabled, message = EXCLUDED.message,"
+                     " modified_by = EXCLUDED.modified_by, modified_at = now()",
+                     3, p);
     if (r) {
         PQclear(r);
         TLOG_INFO("announcement set", "enabled=%s bytes=%zu", p[0], strlen(message));

@@ -2,7 +2,7 @@
  * scoping rules (see caller.h). */
 #include "caller.h"
 
-#include "db_util.h"
+#include "libcommon/pgjson.h"
 #include "libcommon/log.h"
 
 #include <string.h>
@@ -32,7 +32,7 @@ bool caller_resolve(PGconn *conn, http_req *req, http_resp *resp, auth_caller *o
         return false;
     }
     const char *params[] = {id, ak};
-    PGresult *r = db_query(conn, resp, "resolve caller", resolve_sql, 2, params);
+    PGresult *r = pgjson_query(conn, resp, "resolve caller", resolve_sql, 2, params);
     if (!r) return false;
     bool ok = false;
     if (PQntuples(r) != 1) {

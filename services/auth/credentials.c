@@ -3,7 +3,7 @@
  * miss path. */
 #include "credentials.h"
 
-#include "db_util.h"
+#include "libcommon/pgjson.h"
 #include "libcommon/log.h"
 
 #include <stdlib.h>
@@ -31,10 +31,10 @@ static void h_credentials(http_req *req, http_resp *resp, void *ctx)
         return;
     }
     tlog_ctx_access_key(ak);
-    PGconn *conn = db_get(s, resp);
+    PGconn *conn = pgjson_get(s, resp);
     if (!conn) return;
     const char *p[] = {ak};
-    PGresult *r = db_query(conn, resp, "read credentials", sql, 1, p);
+    PGresult *r = pgjson_query(conn, resp, "read credentials", sql, 1, p);
     if (r) {
         if (PQntuples(r) != 1) {
             http_problem(resp, 404, "not-found", NULL, "unknown access key");
@@ -53,7 +53,7 @@ static void h_credentials(http_req *req, http_resp *resp, void *ctx)
         }
         PQclear(r);
     }
-    db_put(s, conn);
+    pgjson_put(s, conn);
 }
 
 void credentials_routes(svc *s)

@@ -69,10 +69,10 @@ static admin_resource domains = {
 
 static void h_list(http_req *req, http_resp *resp, void *ctx)
 {
-    db_page pg;
+    pgjson_page pg;
     const char *active;
     admin_req a;
-    if (!db_page_parse(req, resp, &pg) || !admin_query_bool(req, resp, "is_active", &active) ||
+    if (!pgjson_page_parse(req, resp, &pg) || !admin_query_bool(req, resp, "is_active", &active) ||
         !admin_begin_for(&a, ctx, req, resp))
         return;
     const char *filters[] = {caller_is_superadmin(&a.c) ? NULL : a.c.domain_name, active};
@@ -110,7 +110,7 @@ static void h_write(http_req *req, http_resp *resp, void *ctx)
     limits_fields f = {0};
     if (create ? write_allowed(&a, true, NULL) : (name = visible_name(&a, r)) != NULL)
         body = http_json_body(req, resp);
-    if (body && db_only_keys(body, create ? keys : keys + 1, resp) &&
+    if (body && pgjson_only_keys(body, create ? keys : keys + 1, resp) &&
         (create ? limits_field_name(body, "name", true, &name, resp)
                 : write_allowed(&a, false, body)) &&
         limits_fields_parse(body, &f, resp)) {

@@ -25,15 +25,15 @@ static json_t *load_visible(admin_req *a, const char *ak, char owner_domain[AUTH
     json_t *k = NULL;
     if (ak && strlen(ak) == 20) {
         const char *p[] = {ak};
-        PGresult *r = db_query(a->conn, a->resp, "read keypair",
-                               "SELECT " KEYPAIR_COLUMNS ", u.domain_name AS owner_domain,"
-                               " u.role AS owner_role FROM auth.keypairs k"
-                               " JOIN auth.users u ON u.id = k.user_id WHERE k.access_key = $1",
-                               1, p);
+        PGresult *r = pgjson_query(a->conn, a->resp, "read keypair",
+                                   "SELECT " KEYPAIR_COLUMNS ", u.domain_name AS owner_domain,"
+                                   " u.role AS owner_role FROM auth.keypairs k"
+                                   " JOIN auth.users u ON u.id = k.user_id WHERE k.access_key = $1",
+                                   1, p);
         if (!r) return NULL;
         if (PQntuples(r) == 1 && caller_can_see_user(&a->c, PQgetvalue(r, 0, 1),
                                                      PQgetvalue(r, 0, 9), PQgetvalue(r, 0, 10))) {
-            k = db_row_json(r, 0);
+            k = pgjson_row_json(r, 0);
             json_object_del(k, "owner_domain");
             json_object_del(k, "owner_role");
             ts_strlcpy(owner_domain, PQgetvalue(r, 0, 9), AUTH_NAME_MAX);
@@ -87,8 +87,8 @@ static const char page_sql[] =
 
 static void h_list(http_req *req, http_resp *resp, void *ctx)
 {
-    db_page page;
-    if (!db_page_parse(req, resp, &page)) return;
+    pgjson_page page;
+    if (!pgjson_page_parse(req, resp, &page)) return;
     const char *user = admin_query_arg(req, "user");
     if (user && !ts_uuid_valid(user)) {
         http_problem(resp, 400, "invalid-api-params", NULL, "user must be a user id (UUID)");
@@ -122,8 +122,8 @@ static bool insert_keypair(PGconn *conn, http_resp *resp, const char *user_id, b
                                    " COALESCE($6::int, 1000))",
                                    6, NULL, p, NULL, NULL, 0);
         bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
-        bool dup = !ok && strcmp(db_sqlstate(r), "23505") == 0;
-        if (!ok && !dup) db_problem(resp, r, "issue keypair");
+        bool dup = !ok && strcmp(pgjson_sqlstate(r), "23505") == 0;
+        if (!ok && !dup) pgjson_problem(resp, r, "issue keypair");
         PQclear(r);
         if (ok) return true;
         if (!dup) return false;
@@ -147,8 +147,8 @@ static bool load_owner(PGconn *conn, http_resp *resp, const char *user_id, char 
 {
     const char *p[] = {user_id};
     PGresult *r =
-        db_query(conn, resp, "read user",
-                 "SELECT domain_name, role, status FROM auth.users WHERE id = $1::uuid", 1, p);
+        pgjson_query(conn, resp, "read user",
+                     "SELECT domain_name, role, status FROM auth.users WHERE id = $1::uuid", 1, p);
     if (!r) return false;
     *found = PQntuples(r) == 1;
     if (*found) {
@@ -192,11 +192,11 @@ static void h_issue(http_req *req, http_resp *resp, void *ctx)
     long long rate = 1000;
     bool has_rate, is_admin = false, has_admin;
     admin_req a;
-    if (!body || !db_only_keys(body, keys, resp) ||
-        !db_field_uuid(body, "user_id", false, &user_id, resp) ||
-        !db_field_str(body, "resource_policy", false, 1, 64, &policy, resp) ||
-        !db_field_int(body, "rate_limit", false, 0, RATE_LIMIT_MAX, &rate, &has_rate, resp) ||
-        !db_field_bool(body, "is_admin", false, &is_admin, &has_admin, resp) ||
+    if (!body || !pgjson_only_keys(body, keys, resp) ||
+        !pgjson_field_uuid(body, "user_id", false, &user_id, resp) ||
+        !pgjson_field_str(body, "resource_policy", false, 1, 64, &policy, resp) ||
+        !pgjson_field_int(body, "rate_limit", false, 0, RATE_LIMIT_MAX, &rate, &has_rate, resp) ||
+        !pgjson_field_bool(body, "is_admin", false, &is_admin, &has_admin, resp) ||
         !admin_begin(&a, ctx, req, resp, ADMIN_ADMIN, "only administrators issue keypairs")) {
         json_decref(body);
         return;
@@ -246,11 +246,12 @@ static bool parse_change(json_t *body, keypair_change *ch, http_resp *resp)
 {
     static const char *const keys[] = {"is_active", "is_admin", "resource_policy", "rate_limit",
                                        NULL};
-    if (!db_only_keys(body, keys, resp) ||
-        !db_field_bool(body, "is_active", false, &ch->is_active, &ch->has_active, resp) ||
-        !db_field_bool(body, "is_admin", false, &ch->is_admin, &ch->has_admin, resp) ||
-        !db_field_str(body, "resource_policy", false, 1, 64, &ch->policy, resp) ||
-        !db_field_int(body, "rate_limit", false, 0, RATE_LIMIT_MAX, &ch->rate, &ch->has_rate, resp))
+    if (!pgjson_only_keys(body, keys, resp) ||
+        !pgjson_field_bool(body, "is_active", false, &ch->is_active, &ch->has_active, resp) ||
+        !pgjson_field_bool(body, "is_admin", false, &ch->is_admin, &ch->has_admin, resp) ||
+        !pgjson_field_str(body, "resource_policy", false, 1, 64, &ch->policy, resp) ||
+        !pgjson_field_int(body, "rate_limit", false, 0, RATE_LIMIT_MAX, &ch->rate, &ch->has_rate,
+                          resp))
         return false;
     snprintf(ch->rate_s, sizeof(ch->rate_s), "%lld", ch->rate);
     return true;
@@ -296,7 +297,7 @@ static void h_patch(http_req *req, http_resp *resp, void *ctx)
         const char *p[] = {ak, ch.has_active ? (ch.is_active ? "t" : "f") : NULL,
                            ch.has_admin ? (ch.is_admin ? "t" : "f") : NULL, ch.policy,
                            ch.has_rate ? ch.rate_s : NULL};
-        r = db_query(a.conn, resp, "update keypair", update_sql, 5, p);
+        r = pgjson_query(a.conn, resp, "update keypair", update_sql, 5, p);
     }
     if (r && (after = reload(&a, ak))) {
         bool was_active = json_is_true(json_object_get(before, "is_active"));
@@ -324,11 +325,11 @@ static void h_revoke(http_req *req, http_resp *resp, void *ctx)
     char role[AUTH_NAME_MAX];
     json_t *before = load_managed(&a, ak, "only administrators revoke keypairs", role), *after;
     const char *p[] = {ak};
-    PGresult *r = before ? db_query(a.conn, resp, "revoke keypair",
-                                    "UPDATE auth.keypairs SET is_active = false,"
-                                    " revoked_at = COALESCE(revoked_at, now())"
-                                    " WHERE access_key = $1",
-                                    1, p)
+    PGresult *r = before ? pgjson_query(a.conn, resp, "revoke keypair",
+                                        "UPDATE auth.keypairs SET is_active = false,"
+                                        " revoked_at = COALESCE(revoked_at, now())"
+                                        " WHERE access_key = $1",
+                                        1, p)
                          : NULL;
     if (r && (after = reload(&a, ak))) {
         /* Published also for a keypair that was only deactivated before: a

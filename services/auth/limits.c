@@ -3,7 +3,7 @@
  * the same way (see limits.h). */
 #include "limits.h"
 
-#include "db_util.h"
+#include "libcommon/pgjson.h"
 #include "libcommon/utf8.h"
 
 #include <math.h>
@@ -16,7 +16,7 @@
 bool limits_name_ok(const char *name)
 {
     if (!name || !*name || !utf8_valid(name)) return false;
-    size_t len = strlen(name), n = db_utf8_len(name);
+    size_t len = strlen(name), n = pgjson_utf8_len(name);
     if (n > 64) return false;
     if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0) return false;
     if (name[0] == ' ' || name[len - 1] == ' ') return false;
@@ -28,7 +28,7 @@ bool limits_name_ok(const char *name)
 bool limits_field_name(json_t *obj, const char *key, bool required, const char **out,
                        http_resp *resp)
 {
-    if (!db_field_str(obj, key, required, 1, 64, out, resp)) return false;
+    if (!pgjson_field_str(obj, key, required, 1, 64, out, resp)) return false;
     if (*out && !limits_name_ok(*out)) {
         http_problem(
             resp, 400, "invalid-api-params", NULL,
@@ -279,9 +279,9 @@ bool limits_field_vfolder_hosts(json_t *obj, const char *key, char **out, http_r
 bool limits_fields_parse(json_t *body, limits_fields *f, http_resp *resp)
 {
     bool active, present;
-    if (!db_field_str(body, "description", false, 0, LIMITS_DESCRIPTION_MAX, &f->description,
-                      resp) ||
-        !db_field_bool(body, "is_active", false, &active, &present, resp) ||
+    if (!pgjson_field_str(body, "description", false, 0, LIMITS_DESCRIPTION_MAX, &f->description,
+                          resp) ||
+        !pgjson_field_bool(body, "is_active", false, &active, &present, resp) ||
         !limits_field_slots(body, "total_resource_slots", &f->slots, resp) ||
         !limits_field_vfolder_hosts(body, "allowed_vfolder_hosts", &f->hosts, resp))
         return false;

@@ -44,7 +44,7 @@ bool limits_field_vfolder_hosts(json_t *obj, const char *key, char **out,
  * allowed), no control characters, no '/', not "." or "..", no leading or
  * trailing space. */
 bool limits_name_ok(const char *name) TS_MUST_CHECK;
-/* db_field_str plus limits_name_ok (a 400 problem naming key when not). */
+/* pgjson_field_str plus limits_name_ok (a 400 problem naming key when not). */
 bool limits_field_name(json_t *obj, const char *key, bool required, const char **out,
                        http_resp *resp) TS_MUST_CHECK;
 

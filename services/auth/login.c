@@ -7,7 +7,7 @@
 
 #include "admin.h"
 #include "caller.h"
-#include "db_util.h"
+#include "libcommon/pgjson.h"
 #include "events.h"
 #include "libcommon/log.h"
 #include "password.h"
@@ -63,7 +63,7 @@ static void record_failure(PGconn *conn, const char *user_id)
     snprintf(fails, sizeof(fails), "%d", opts.lockout_failures);
     snprintf(ms, sizeof(ms), "%lld", (long long)opts.lockout_ms);
     const char *p[] = {user_id, fails, ms};
-    PGresult *r = db_query(conn, NULL, "record failed login", failure_sql, 3, p);
+    PGresult *r = pgjson_query(conn, NULL, "record failed login", failure_sql, 3, p);
     if (!r) {
         TLOG_ERROR("could not record a failed login", "");
         return;
@@ -88,12 +88,12 @@ static void h_authorize(http_req *req, http_resp *resp, void *ctx)
     static const char *const keys[] = {"type",     "domain",      "username",
                                        "password", "client_addr", NULL};
     const char *type, *domain, *username, *password, *client_addr;
-    if (!db_only_keys(body, keys, resp) ||
-        !db_field_enum(body, "type", false, "keypair", &type, resp) ||
-        !db_field_str(body, "domain", false, 1, 64, &domain, resp) ||
-        !db_field_str(body, "username", true, 1, 254, &username, resp) ||
-        !db_field_str(body, "password", true, 1, PASSWORD_MAX, &password, resp) ||
-        !db_field_str(body, "client_addr", false, 0, 128, &client_addr, resp)) {
+    if (!pgjson_only_keys(body, keys, resp) ||
+        !pgjson_field_enum(body, "type", false, "keypair", &type, resp) ||
+        !pgjson_field_str(body, "domain", false, 1, 64, &domain, resp) ||
+        !pgjson_field_str(body, "username", true, 1, 254, &username, resp) ||
+        !pgjson_field_str(body, "password", true, 1, PASSWORD_MAX, &password, resp) ||
+        !pgjson_field_str(body, "client_addr", false, 0, 128, &client_addr, resp)) {
         json_decref(body);
         return;
     }
@@ -101,13 +101,13 @@ static void h_authorize(http_req *req, http_resp *resp, void *ctx)
     char qaddr[160];
     tlog_quote(qaddr, sizeof(qaddr), client_addr ? client_addr : req->client_addr);
 
-    PGconn *conn = db_get(s, resp);
+    PGconn *conn = pgjson_get(s, resp);
     if (!conn) {
         json_decref(body);
         return;
     }
     const char *p[] = {username};
-    PGresult *u = db_query(conn, resp, "find user", find_user_sql, 1, p);
+    PGresult *u = pgjson_query(conn, resp, "find user", find_user_sql, 1, p);
     if (!u) goto out;
     bool found = PQntuples(u) == 1;
     if (found) tlog_ctx_user(PQgetvalue(u, 0, 0));
@@ -120,9 +120,9 @@ static void h_authorize(http_req *req, http_resp *resp, void *ctx)
      * may wait for a hashing slot: give the connection back meanwhile (a
      * PGresult outlives its connection), so that logins never starve the
      * gateway's credential lookups of connections. */
-    db_put(s, conn);
+    pgjson_put(s, conn);
     bool pw_ok = password_verify(found ? PQgetvalue(u, 0, 1) : NULL, password);
-    conn = db_get(s, resp);
+    conn = pgjson_get(s, resp);
     if (!conn) goto out_u;
     bool domain_ok = found && strcmp(PQgetvalue(u, 0, 4), domain) == 0;
     if (!pw_ok || !domain_ok) {
@@ -138,14 +138,14 @@ static void h_authorize(http_req *req, http_resp *resp, void *ctx)
         goto out_u;
     }
     const char *ip[] = {uid};
-    PGresult *r = db_query(conn, resp, "reset failed logins", success_sql, 1, ip);
+    PGresult *r = pgjson_query(conn, resp, "reset failed logins", success_sql, 1, ip);
     if (!r) goto out_u;
     PQclear(r);
     login_grant(conn, resp, uid, PQgetvalue(u, 0, 3), status, NULL, "login", qaddr);
 out_u:
     PQclear(u);
 out:
-    if (conn) db_put(s, conn);
+    if (conn) pgjson_put(s, conn);
     json_decref(body);
 }
 
@@ -164,10 +164,10 @@ static void h_role(http_req *req, http_resp *resp, void *ctx)
     PGresult *r = NULL;
     if (group) {
         const char *p[] = {group, a.c.user_id};
-        r = db_query(a.conn, resp, "membership",
-                     "SELECT 1 FROM auth.project_members"
-                     " WHERE project_id = $1::uuid AND user_id = $2::uuid",
-                     2, p);
+        r = pgjson_query(a.conn, resp, "membership",
+                         "SELECT 1 FROM auth.project_members"
+                         " WHERE project_id = $1::uuid AND user_id = $2::uuid",
+                         2, p);
         if (r && PQntuples(r) == 1) group_role = json_string("user");
     }
     if (!group || r)
@@ -191,14 +191,14 @@ static void h_update_password(http_req *req, http_resp *resp, void *ctx)
     if (!body) return;
     static const char *const keys[] = {"old_password", "new_password", "new_password2", NULL};
     const char *old_pw, *new_pw, *new_pw2;
-    if (!db_only_keys(body, keys, resp) ||
-        !db_field_str(body, "old_password", true, 1, PASSWORD_MAX, &old_pw, resp) ||
-        !db_field_str(body, "new_password", true, 1, PASSWORD_MAX, &new_pw, resp) ||
-        !db_field_str(body, "new_password2", true, 1, PASSWORD_MAX, &new_pw2, resp)) {
+    if (!pgjson_only_keys(body, keys, resp) ||
+        !pgjson_field_str(body, "old_password", true, 1, PASSWORD_MAX, &old_pw, resp) ||
+        !pgjson_field_str(body, "new_password", true, 1, PASSWORD_MAX, &new_pw, resp) ||
+        !pgjson_field_str(body, "new_password2", true, 1, PASSWORD_MAX, &new_pw2, resp)) {
         json_decref(body);
         return;
     }
-    PGconn *conn = db_get(s, resp);
+    PGconn *conn = pgjson_get(s, resp);
     if (!conn) {
         json_decref(body);
         return;
@@ -216,11 +216,11 @@ static void h_update_password(http_req *req, http_resp *resp, void *ctx)
         goto out;
     }
     const char *p[] = {c.user_id};
-    PGresult *r = db_query(conn, resp, "read password",
-                           "SELECT password_hash FROM auth.users WHERE id = $1::uuid", 1, p);
+    PGresult *r = pgjson_query(conn, resp, "read password",
+                               "SELECT password_hash FROM auth.users WHERE id = $1::uuid", 1, p);
     if (!r) goto out;
     /* Two argon2id computations: without holding a connection. */
-    db_put(s, conn);
+    pgjson_put(s, conn);
     conn = NULL;
     bool ok = PQntuples(r) == 1 && password_verify(PQgetvalue(r, 0, 0), old_pw);
     PQclear(r);
@@ -233,15 +233,15 @@ static void h_update_password(http_req *req, http_resp *resp, void *ctx)
         http_problem(resp, 503, "service-unavailable", NULL, "could not hash the password");
         goto out;
     }
-    conn = db_get(s, resp);
+    conn = pgjson_get(s, resp);
     if (!conn) goto out;
     const char *up[] = {c.user_id, hash};
-    r = db_query(conn, resp, "update password",
-                 "UPDATE auth.users SET password_hash = $2, password_changed_at = now(),"
-                 " modified_at = now() WHERE id = $1::uuid RETURNING " EVENTS_USER_COLUMNS,
-                 2, up);
+    r = pgjson_query(conn, resp, "update password",
+                     "UPDATE auth.users SET password_hash = $2, password_changed_at = now(),"
+                     " modified_at = now() WHERE id = $1::uuid RETURNING " EVENTS_USER_COLUMNS,
+                     2, up);
     if (!r) goto out;
-    json_t *user = PQntuples(r) == 1 ? db_row_json(r, 0) : NULL;
+    json_t *user = PQntuples(r) == 1 ? pgjson_row_json(r, 0) : NULL;
     PQclear(r);
     if (user) {
         events_user_changed(s, req->request_id, AUTH_CHANGE_UPDATED, user);
@@ -250,7 +250,7 @@ static void h_update_password(http_req *req, http_resp *resp, void *ctx)
     TLOG_INFO("password changed", "");
     http_reply_json(resp, 200, json_object());
 out:
-    db_put(s, conn);
+    pgjson_put(s, conn);
     json_decref(body);
 }
 

@@ -1,7 +1,7 @@
 /* login_grant.c: the answer of a login that succeeded (login_grant.h). */
 #include "login_grant.h"
 
-#include "db_util.h"
+#include "libcommon/pgjson.h"
 #include "libcommon/log.h"
 
 static const char keypair_sql[] =
@@ -12,7 +12,7 @@ void login_grant(PGconn *conn, http_resp *resp, const char *uid, const char *rol
                  const char *status, const char *email, const char *how, const char *qaddr)
 {
     const char *ip[] = {uid};
-    PGresult *k = db_query(conn, resp, "find keypair", keypair_sql, 1, ip);
+    PGresult *k = pgjson_query(conn, resp, "find keypair", keypair_sql, 1, ip);
     if (!k) return;
     if (PQntuples(k) != 1) {
         http_problem(resp, 401, "auth-failed", NULL, "this user has no active keypair");

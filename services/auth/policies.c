@@ -72,7 +72,7 @@ static bool int_param(json_t *body, const char *key, long long min, long long ma
 {
     long long v;
     bool present;
-    if (!db_field_int(body, key, false, min, max, &v, &present, resp)) return false;
+    if (!pgjson_field_int(body, key, false, min, max, &v, &present, resp)) return false;
     if (present) {
         snprintf(buf, 24, "%lld", v);
         *slot = buf;
@@ -98,7 +98,7 @@ static bool keypair_params(json_t *body, bool create, policy_params *p, http_res
                                               "allowed_vfolder_hosts",
                                               "max_rootfs_size",
                                               NULL};
-    if (!db_only_keys(body, create ? create_keys : create_keys + 1, resp)) return false;
+    if (!pgjson_only_keys(body, create ? create_keys : create_keys + 1, resp)) return false;
     if (!limits_field_slots(body, "total_resource_slots", &p->slots, resp) ||
         !limits_field_vfolder_hosts(body, "allowed_vfolder_hosts", &p->hosts, resp) ||
         !int_param(body, "max_concurrent_sessions", 0, 1000000, p->ints[0], &p->v[2], resp) ||
@@ -127,7 +127,7 @@ static bool user_params(json_t *body, bool create, policy_params *p, http_resp *
 {
     static const char *const create_keys[] = {"name", "max_vfolder_count", "max_quota_scope_size",
                                               NULL};
-    if (!db_only_keys(body, create ? create_keys : create_keys + 1, resp)) return false;
+    if (!pgjson_only_keys(body, create ? create_keys : create_keys + 1, resp)) return false;
     return int_param(body, "max_vfolder_count", 0, INT32_MAX, p->ints[0], &p->v[1], resp) &&
            int_param(body, "max_quota_scope_size", 0, INT64_MAX, p->ints[1], &p->v[2], resp);
 }
@@ -183,8 +183,8 @@ static void publish(admin_req *a, const policy_kind *k, auth_change change, json
  * with status; or roll back (404 when no row). */
 static void finish(admin_req *a, const policy_kind *k, PGresult *r, int status, auth_change change)
 {
-    if (r && PQntuples(r) == 1 && db_commit(a->conn, a->resp)) {
-        json_t *row = db_row_json(r, 0);
+    if (r && PQntuples(r) == 1 && pgjson_commit(a->conn, a->resp)) {
+        json_t *row = pgjson_row_json(r, 0);
         publish(a, k, change, row);
         http_reply_json(a->resp, status, row);
         return;
@@ -198,8 +198,8 @@ static void finish(admin_req *a, const policy_kind *k, PGresult *r, int status, 
 static void h_list(http_req *req, http_resp *resp, void *ctx)
 {
     const policy_kind *k = ctx;
-    db_page pg;
-    if (!db_page_parse(req, resp, &pg)) return;
+    pgjson_page pg;
+    if (!pgjson_page_parse(req, resp, &pg)) return;
     const char *prefix = admin_query_arg(req, "name");
     if (prefix && !limits_name_ok(prefix)) {
         http_problem(resp, 400, "invalid-api-params", NULL, "name must be a valid policy name");
@@ -227,12 +227,13 @@ static void h_write(http_req *req, http_resp *resp, void *ctx)
     if (ok && create) ok = limits_field_name(body, "name", true, &name, resp);
     if (ok && !create) ok = (name = visible_name(&a, &k->res)) != NULL;
     if (ok && create) tlog_ctx_entity("policy", name);
-    if (ok && db_begin(a.conn, resp)) {
+    if (ok && pgjson_begin(a.conn, resp)) {
         p.v[0] = name;
         const char *what = k->res.noun;
-        PGresult *ins = create ? db_query(a.conn, resp, what, k->insert_sql, 1, p.v) : NULL;
-        PGresult *r =
-            (!create || ins) ? db_query(a.conn, resp, what, k->update_sql, k->n_params, p.v) : NULL;
+        PGresult *ins = create ? pgjson_query(a.conn, resp, what, k->insert_sql, 1, p.v) : NULL;
+        PGresult *r = (!create || ins)
+                          ? pgjson_query(a.conn, resp, what, k->update_sql, k->n_params, p.v)
+                          : NULL;
         finish(&a, k, r, create ? 201 : 200, create ? AUTH_CHANGE_CREATED : AUTH_CHANGE_UPDATED);
         PQclear(ins);
         PQclear(r);
@@ -253,11 +254,11 @@ static void h_delete(http_req *req, http_resp *resp, void *ctx)
     const char *name = visible_name(&a, &k->res), *what = k->res.noun;
     if (name && strcmp(name, "default") == 0) {
         http_problem(resp, 409, "conflict", NULL, "the default %s cannot be deleted", what);
-    } else if (name && db_begin(a.conn, resp)) {
-        PGresult *u = db_query(a.conn, resp, what, k->in_use_sql, 1, &name);
+    } else if (name && pgjson_begin(a.conn, resp)) {
+        PGresult *u = pgjson_query(a.conn, resp, what, k->in_use_sql, 1, &name);
         long long users = u ? atoll(PQgetvalue(u, 0, 0)) : 0;
         PGresult *r =
-            u && users == 0 ? db_query(a.conn, resp, what, k->res.delete_sql, 1, &name) : NULL;
+            u && users == 0 ? pgjson_query(a.conn, resp, what, k->res.delete_sql, 1, &name) : NULL;
         if (u && users > 0)
             http_problem(resp, 409, "conflict", NULL, "the %s is used by %lld %s", what, users,
                          k->users);

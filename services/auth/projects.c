@@ -88,7 +88,7 @@ static const char *find_project(admin_req *a, bool lock, char *domain, size_t si
         return NULL;
     }
     const char *params[] = {id};
-    PGresult *r = db_query(
+    PGresult *r = pgjson_query(
         a->conn, a->resp, "find project",
         lock ? lock_sql : "SELECT domain_name FROM auth.projects WHERE id = $1::uuid", 1, params);
     if (!r) return NULL;
@@ -127,9 +127,9 @@ static admin_resource projects = {
 
 static void h_list(http_req *req, http_resp *resp, void *ctx)
 {
-    db_page pg;
+    pgjson_page pg;
     const char *active, *domain = admin_query_arg(req, "domain");
-    if (!db_page_parse(req, resp, &pg) || !admin_query_bool(req, resp, "is_active", &active))
+    if (!pgjson_page_parse(req, resp, &pg) || !admin_query_bool(req, resp, "is_active", &active))
         return;
     if (domain && !limits_name_ok(domain)) {
         http_problem(resp, 400, "invalid-api-params", NULL, "domain must be a domain name");
@@ -166,8 +166,9 @@ static bool _policy_known(PGconn *conn, const char *name, http_resp *resp)
 {
     if (!name) return true;
     const char *p[] = {name};
-    PGresult *r = db_query(conn, resp, "read project resource policy",
-                           "SELECT 1 FROM auth.project_resource_policies WHERE name = $1", 1, p);
+    PGresult *r =
+        pgjson_query(conn, resp, "read project resource policy",
+                     "SELECT 1 FROM auth.project_resource_policies WHERE name = $1", 1, p);
     if (!r) return false;
     bool ok = PQntuples(r) == 1;
     PQclear(r);
@@ -193,7 +194,7 @@ static void h_write(http_req *req, http_resp *resp, void *ctx)
     const char *id = create ? new_id : find_project(&a, false, NULL, 0), *domain = NULL;
     json_t *body = id ? http_json_body(req, resp) : NULL;
     project_fields f = {0};
-    if (body && db_only_keys(body, create ? keys : keys + 1, resp) &&
+    if (body && pgjson_only_keys(body, create ? keys : keys + 1, resp) &&
         (!create || limits_field_name(body, "domain_name", false, &domain, resp)) &&
         parse_fields(body, create, &f, resp) && _policy_known(a.conn, f.policy, resp)) {
         if (create && !domain) domain = a.c.domain_name; /* default: the caller's domain */
@@ -222,9 +223,9 @@ static void h_write(http_req *req, http_resp *resp, void *ctx)
 
 static void h_members_list(http_req *req, http_resp *resp, void *ctx)
 {
-    db_page pg;
+    pgjson_page pg;
     admin_req a;
-    if (!db_page_parse(req, resp, &pg) || !admin_begin_for(&a, ctx, req, resp)) return;
+    if (!pgjson_page_parse(req, resp, &pg) || !admin_begin_for(&a, ctx, req, resp)) return;
     const char *id = find_project(&a, false, NULL, 0);
     const char *filters[] = {id, caller_is_superadmin(&a.c) ? "true" : "false"};
     if (id)
@@ -237,7 +238,7 @@ static void h_members_list(http_req *req, http_resp *resp, void *ctx)
 static bool parse_member_body(json_t *body, char **list_text, bool *by_email, http_resp *resp)
 {
     static const char *const keys[] = {"user_ids", "emails", NULL};
-    if (!db_only_keys(body, keys, resp)) return false;
+    if (!pgjson_only_keys(body, keys, resp)) return false;
     json_t *ids = json_object_get(body, "user_ids"), *emails = json_object_get(body, "emails");
     if (!!ids == !!emails) {
         http_problem(resp, 400, "invalid-api-params", NULL,
@@ -282,8 +283,8 @@ static bool resolve_members(admin_req *a, const char *id, const char *domain, co
 {
     const char *params[] = {list, domain, caller_is_superadmin(&a->c) ? "true" : "false",
                             removing ? "true" : "false", id};
-    PGresult *res = db_query(a->conn, a->resp, "resolve users",
-                             by_email ? resolve_emails_sql : resolve_ids_sql, 5, params);
+    PGresult *res = pgjson_query(a->conn, a->resp, "resolve users",
+                                 by_email ? resolve_emails_sql : resolve_ids_sql, 5, params);
     bool ok = res != NULL;
     for (int i = 0; ok && i < PQntuples(res); i++) {
         if (PQgetisnull(res, i, 1)) {
@@ -340,16 +341,16 @@ static void h_members_change(http_req *req, http_resp *resp, void *ctx)
     json_t *body = http_json_body(req, resp), *wanted = json_array();
     char *list = NULL, *wanted_s = NULL, domain[AUTH_NAME_MAX];
     bool by_email = false;
-    if (body && parse_member_body(body, &list, &by_email, resp) && db_begin(a.conn, resp)) {
+    if (body && parse_member_body(body, &list, &by_email, resp) && pgjson_begin(a.conn, resp)) {
         const char *id = find_project(&a, true, domain, sizeof(domain));
         PGresult *chg = NULL;
         if (id && resolve_members(&a, id, domain, list, by_email, removing, wanted)) {
             wanted_s = json_dumps(wanted, JSON_COMPACT);
             const char *params[] = {id, wanted_s};
-            chg = db_query(a.conn, resp, removing ? "remove members" : "add members",
-                           removing ? remove_sql : add_sql, 2, params);
+            chg = pgjson_query(a.conn, resp, removing ? "remove members" : "add members",
+                               removing ? remove_sql : add_sql, 2, params);
         }
-        if (chg && db_commit(a.conn, resp))
+        if (chg && pgjson_commit(a.conn, resp))
             reply_members(&a, id, chg, wanted, removing);
         else if (!chg)
             pg_rollback(a.conn);

@@ -84,8 +84,8 @@ static bool scope_id_form(const char *type, const char *id, char *out, size_t si
 
 static void h_list(http_req *req, http_resp *resp, void *ctx)
 {
-    db_page pg;
-    if (!db_page_parse(req, resp, &pg)) return;
+    pgjson_page pg;
+    if (!pgjson_page_parse(req, resp, &pg)) return;
     const char *rg = admin_query_arg(req, "resource_group");
     const char *type = admin_query_arg(req, "scope_type");
     const char *id = admin_query_arg(req, "scope_id");
@@ -128,10 +128,10 @@ static bool parse_entry(json_t *body, rg_entry *e, http_resp *resp)
 {
     static const char *const keys[] = {"resource_group", "scope_type", "scope_id", NULL};
     const char *id;
-    if (!db_only_keys(body, keys, resp) ||
+    if (!pgjson_only_keys(body, keys, resp) ||
         !limits_field_name(body, "resource_group", true, &e->rg, resp) ||
-        !db_field_enum(body, "scope_type", true, "domain|project|keypair", &e->type, resp) ||
-        !db_field_str(body, "scope_id", true, 1, 64, &id, resp))
+        !pgjson_field_enum(body, "scope_type", true, "domain|project|keypair", &e->type, resp) ||
+        !pgjson_field_str(body, "scope_id", true, 1, 64, &id, resp))
         return false;
     if (!scope_id_form(e->type, id, e->id, sizeof(e->id))) {
         http_problem(resp, 400, "invalid-api-params", NULL, "scope_id must be %s",
@@ -150,7 +150,7 @@ static bool scope_allowed(PGconn *conn, const auth_caller *c, const rg_entry *e,
                           http_resp *resp)
 {
     const char *params[] = {e->type, e->id, strcmp(e->type, "project") == 0 ? e->id : NULL};
-    PGresult *r = db_query(conn, resp, "find scope", scope_sql, 3, params);
+    PGresult *r = pgjson_query(conn, resp, "find scope", scope_sql, 3, params);
     if (!r) return false;
     bool found = PQntuples(r) == 1, ok = true;
     if (caller_is_superadmin(c)) {
@@ -180,8 +180,8 @@ static void h_change(http_req *req, http_resp *resp, void *ctx)
     if (body && parse_entry(body, &e, resp) && scope_allowed(a.conn, &a.c, &e, !removing, resp)) {
         tlog_ctx_entity("resource_group", e.rg);
         const char *params[] = {e.rg, e.type, e.id};
-        PGresult *r = db_query(a.conn, resp, removing ? "revoke access" : "grant access",
-                               removing ? delete_sql : insert_sql, 3, params);
+        PGresult *r = pgjson_query(a.conn, resp, removing ? "revoke access" : "grant access",
+                                   removing ? delete_sql : insert_sql, 3, params);
         bool changed = r && atoi(PQcmdTuples(r)) > 0;
         if (changed) events_rg_access_changed(a.s, req->request_id, e.rg, e.type, e.id, !removing);
         if (r && removing) {
@@ -189,9 +189,9 @@ static void h_change(http_req *req, http_resp *resp, void *ctx)
                             json_pack("{s:s, s:s, s:s, s:b}", "resource_group", e.rg, "scope_type",
                                       e.type, "scope_id", e.id, "removed", changed));
         } else if (r) {
-            PGresult *g = db_query(a.conn, resp, "grant access", get_sql, 3, params);
+            PGresult *g = pgjson_query(a.conn, resp, "grant access", get_sql, 3, params);
             if (g && PQntuples(g) == 1)
-                http_reply_json(resp, changed ? 201 : 200, db_row_json(g, 0));
+                http_reply_json(resp, changed ? 201 : 200, pgjson_row_json(g, 0));
             else if (g)
                 http_problem(resp, 409, "conflict", NULL, "revoked concurrently; try again");
             PQclear(g);

@@ -3,7 +3,7 @@
  * the allowed resource groups. */
 #include "session_context.h"
 
-#include "db_util.h"
+#include "libcommon/pgjson.h"
 #include "libcommon/log.h"
 
 #include <string.h>
@@ -71,9 +71,11 @@ static const char lookup_id_sql[] = LOOKUP_SELECT " WHERE u.id = $1::uuid";
 
 static json_t *col(const PGresult *r, const char *name)
 {
-    return db_cell_json(r, 0, PQfnumber(r, name));
+    return pgjson_cell_json(r, 0, PQfnumber(r, name));
 }
 
+/* Long: one answer made of several queries on one connection (keypair, policy, groups, projects,
+ * ...), freed at one exit. */
 static void h_context(http_req *req, http_resp *resp, void *ctx)
 {
     svc *s = ctx;
@@ -89,10 +91,10 @@ static void h_context(http_req *req, http_resp *resp, void *ctx)
     }
     tlog_ctx_access_key(ak);
     if (group) tlog_ctx_entity("project", group);
-    PGconn *conn = db_get(s, resp);
+    PGconn *conn = pgjson_get(s, resp);
     if (!conn) return;
     const char *p1[] = {ak};
-    PGresult *k = db_query(conn, resp, "read keypair", key_sql, 1, p1);
+    PGresult *k = pgjson_query(conn, resp, "read keypair", key_sql, 1, p1);
     PGresult *pr = NULL, *g = NULL, *pj = NULL, *sa = NULL;
     json_t *body = NULL;
     if (!k) goto out;
@@ -107,7 +109,7 @@ static void h_context(http_req *req, http_resp *resp, void *ctx)
     const char *project_id = NULL;
     if (group) {
         const char *p2[] = {domain, group, user_id, ts_uuid_valid(group) ? "true" : "false"};
-        pr = db_query(conn, resp, "read project", project_sql, 4, p2);
+        pr = pgjson_query(conn, resp, "read project", project_sql, 4, p2);
         if (!pr) goto out_project;
         if (PQntuples(pr) != 1) {
             http_problem(resp, 404, "not-found", NULL, "project %s not found in domain %s", group,
@@ -122,18 +124,18 @@ static void h_context(http_req *req, http_resp *resp, void *ctx)
             goto out_project;
         }
         json_decref(project);
-        project = db_row_json(pr, 0);
+        project = pgjson_row_json(pr, 0);
         project_id = PQgetvalue(pr, 0, 0);
     }
     const char *p3[] = {domain, project_id, ak};
-    g = db_query(conn, resp, "read resource group access", groups_sql, 3, p3);
+    g = pgjson_query(conn, resp, "read resource group access", groups_sql, 3, p3);
     if (!g) goto out_project;
     const char *p4[] = {user_id};
-    pj = db_query(conn, resp, "read memberships", projects_sql, 1, p4);
+    pj = pgjson_query(conn, resp, "read memberships", projects_sql, 1, p4);
     if (!pj) goto out_project;
     if (strcmp(role, "admin") == 0) {
         const char *p5[] = {domain};
-        sa = db_query(conn, resp, "read the domain's superadmins", superadmins_sql, 1, p5);
+        sa = pgjson_query(conn, resp, "read the domain's superadmins", superadmins_sql, 1, p5);
         if (!sa) goto out_project;
     }
     json_t *groups = json_array();
@@ -163,8 +165,8 @@ static void h_context(http_req *req, http_resp *resp, void *ctx)
                      col(k, "is_admin"), "user", user, "domain", dom, "project", project,
                      "keypair_policy", policy, "user_total_resource_slots", json_object(),
                      "allowed_resource_groups", groups, "user_policy", user_policy,
-                     "allowed_vfolder_hosts", vfolder_hosts, "projects", db_rows_json(pj));
-    if (sa) json_object_set_new(body, "domain_superadmins", db_cell_json(sa, 0, 0));
+                     "allowed_vfolder_hosts", vfolder_hosts, "projects", pgjson_rows_json(pj));
+    if (sa) json_object_set_new(body, "domain_superadmins", pgjson_cell_json(sa, 0, 0));
     /* user_config.h: run in its sessions that bring no script of their own */
     json_object_set_new(body, "bootstrap_script", col(k, "bootstrap_script"));
     /* written into its sessions' home directories (user_config.h, ssh_keypair.h) */
@@ -181,7 +183,7 @@ out:
     if (g) PQclear(g);
     if (pj) PQclear(pj);
     if (sa) PQclear(sa);
-    db_put(s, conn);
+    pgjson_put(s, conn);
 }
 
 static void h_user_lookup(http_req *req, http_resp *resp, void *ctx)
@@ -200,19 +202,19 @@ static void h_user_lookup(http_req *req, http_resp *resp, void *ctx)
         return;
     }
     tlog_ctx_entity("target_user", id ? id : email);
-    PGconn *conn = db_get(s, resp);
+    PGconn *conn = pgjson_get(s, resp);
     if (!conn) return;
     const char *p[] = {id ? id : email};
-    PGresult *r = db_query(conn, resp, "look up user", id ? lookup_id_sql : lookup_sql, 1, p);
+    PGresult *r = pgjson_query(conn, resp, "look up user", id ? lookup_id_sql : lookup_sql, 1, p);
     if (r) {
         if (PQntuples(r) != 1)
             http_problem(resp, 404, "not-found", NULL, "no user with %s %s", id ? "id" : "email",
                          p[0]);
         else
-            http_reply_json(resp, 200, db_row_json(r, 0));
+            http_reply_json(resp, 200, pgjson_row_json(r, 0));
         PQclear(r);
     }
-    db_put(s, conn);
+    pgjson_put(s, conn);
 }
 
 void session_context_routes(svc *s)

@@ -22,7 +22,7 @@ static const char store_sql[] =
 static void _store(admin_req *a, const char *pub, const char *priv, const char *what)
 {
     const char *p[] = {a->c.access_key, pub, priv};
-    PGresult *r = db_query(a->conn, a->resp, "store ssh keypair", store_sql, 3, p);
+    PGresult *r = pgjson_query(a->conn, a->resp, "store ssh keypair", store_sql, 3, p);
     if (!r) return;
     PQclear(r);
     user_config_changed(a); /* the public key goes into new sessions */
@@ -75,7 +75,7 @@ static void h_upload(http_req *req, http_resp *resp, void *ctx)
     if (!body) return;
     static const char *const keys[] = {"pubkey", "privkey", NULL};
     json_t *jpub = json_object_get(body, "pubkey"), *jpriv = json_object_get(body, "privkey");
-    if (!db_only_keys(body, keys, resp)) goto out;
+    if (!pgjson_only_keys(body, keys, resp)) goto out;
     if (!json_is_string(jpub) || !json_is_string(jpriv)) {
         http_problem(resp, 400, "invalid-api-params", NULL,
                      "pubkey and privkey (strings, OpenSSH formats) are required");

@@ -1,7 +1,7 @@
 /* sso_login.c: the single sign-on login (sso_login.h). */
 #include "sso_login.h"
 
-#include "db_util.h"
+#include "libcommon/pgjson.h"
 #include "libcommon/log.h"
 #include "login_grant.h"
 #include "sso_token.h"
@@ -67,9 +67,9 @@ void sso_login_authorize(svc *s, http_req *req, http_resp *resp, json_t *body)
 {
     static const char *const keys[] = {"type", "token", "client_addr", NULL};
     const char *token, *client_addr;
-    if (!db_only_keys(body, keys, resp) ||
-        !db_field_str(body, "token", true, 1, SSO_TOKEN_MAX, &token, resp) ||
-        !db_field_str(body, "client_addr", false, 0, 128, &client_addr, resp))
+    if (!pgjson_only_keys(body, keys, resp) ||
+        !pgjson_field_str(body, "token", true, 1, SSO_TOKEN_MAX, &token, resp) ||
+        !pgjson_field_str(body, "client_addr", false, 0, 128, &client_addr, resp))
         return;
     char qaddr[160];
     tlog_quote(qaddr, sizeof(qaddr), client_addr ? client_addr : req->client_addr);
@@ -85,14 +85,14 @@ void sso_login_authorize(svc *s, http_req *req, http_resp *resp, json_t *body)
         http_problem(resp, 401, "auth-failed", NULL, "%s", err.msg);
         return;
     }
-    PGconn *conn = db_get(s, resp);
+    PGconn *conn = pgjson_get(s, resp);
     if (!conn) return;
     char exp[24];
     snprintf(exp, sizeof(exp), "%lld", (long long)cl.exp);
     const char *up[] = {cl.jti, exp};
-    PGresult *used = db_query(conn, resp, "record token", use_sql, 2, up);
+    PGresult *used = pgjson_query(conn, resp, "record token", use_sql, 2, up);
     const char *ep[] = {cl.email};
-    PGresult *u = used ? db_query(conn, resp, "find user", user_sql, 1, ep) : NULL;
+    PGresult *u = used ? pgjson_query(conn, resp, "find user", user_sql, 1, ep) : NULL;
     if (!used || !u) {
         /* the problem is set */
     } else if (PQntuples(used) != 1) {
@@ -112,5 +112,5 @@ void sso_login_authorize(svc *s, http_req *req, http_resp *resp, json_t *body)
     }
     if (used) PQclear(used);
     if (u) PQclear(u);
-    db_put(s, conn);
+    pgjson_put(s, conn);
 }

@@ -23,7 +23,7 @@ char *user_config_column(admin_req *a, const char *column, const char *what)
     char *sql = ts_asprintf("SELECT COALESCE(%s, '') FROM auth.keypair_configs"
                             " WHERE access_key = $1",
                             column);
-    PGresult *r = db_query(a->conn, a->resp, what, sql, 1, p);
+    PGresult *r = pgjson_query(a->conn, a->resp, what, sql, 1, p);
     free(sql);
     if (!r) return NULL;
     char *v = ts_strdup(PQntuples(r) == 1 ? PQgetvalue(r, 0, 0) : "");
@@ -53,12 +53,13 @@ static bool _text_field(json_t *body, const char *key, size_t max, const char **
 void user_config_changed(admin_req *a)
 {
     const char *p[] = {a->c.access_key};
-    PGresult *r = db_query(a->conn, NULL, "read keypair",
-                           "SELECT access_key, user_id::text AS user_id, is_active, is_admin,"
-                           " resource_policy, rate_limit FROM auth.keypairs WHERE access_key = $1",
-                           1, p);
+    PGresult *r =
+        pgjson_query(a->conn, NULL, "read keypair",
+                     "SELECT access_key, user_id::text AS user_id, is_active, is_admin,"
+                     " resource_policy, rate_limit FROM auth.keypairs WHERE access_key = $1",
+                     1, p);
     if (r && PQntuples(r) == 1) {
-        json_t *k = db_row_json(r, 0);
+        json_t *k = pgjson_row_json(r, 0);
         events_keypair_changed(a->s, a->req->request_id, k, a->c.user_id);
         json_decref(k);
     }
@@ -84,18 +85,18 @@ static void h_script_set(http_req *req, http_resp *resp, void *ctx)
     static const char *const keys[] = {"script", NULL};
     const char *script;
     admin_req a;
-    if (!db_only_keys(body, keys, resp) ||
+    if (!pgjson_only_keys(body, keys, resp) ||
         !_text_field(body, "script", USER_CONFIG_TEXT_MAX, &script, resp) ||
         !user_config_begin(&a, ctx, req, resp)) {
         json_decref(body);
         return;
     }
     const char *p[] = {a.c.access_key, script};
-    PGresult *r = db_query(a.conn, resp, "store bootstrap script",
-                           "INSERT INTO auth.keypair_configs (access_key, bootstrap_script)"
-                           " VALUES ($1, $2) ON CONFLICT (access_key) DO UPDATE SET"
-                           " bootstrap_script = EXCLUDED.bootstrap_script, modified_at = now()",
-                           2, p);
+    PGresult *r = pgjson_query(a.conn, resp, "store bootstrap script",
+                               "INSERT INTO auth.keypair_configs (access_key, bootstrap_script)"
+                               " VALUES ($1, $2) ON CONFLICT (access_key) DO UPDATE SET"
+                               " bootstrap_script = EXCLUDED.bootstrap_script, modified_at = now()",
+                               2, p);
     if (r) {
         PQclear(r);
         user_config_changed(&a);
@@ -136,12 +137,12 @@ static const char *_path_arg(http_req *req, http_resp *resp, json_t **body, bool
 static json_t *_load(admin_req *a, bool for_update)
 {
     const char *p[] = {a->c.access_key};
-    PGresult *r = db_query(a->conn, a->resp, "read dotfiles",
-                           for_update ? "SELECT dotfiles::text FROM auth.keypair_configs"
-                                        " WHERE access_key = $1 FOR UPDATE"
-                                      : "SELECT dotfiles::text FROM auth.keypair_configs"
-                                        " WHERE access_key = $1",
-                           1, p);
+    PGresult *r = pgjson_query(a->conn, a->resp, "read dotfiles",
+                               for_update ? "SELECT dotfiles::text FROM auth.keypair_configs"
+                                            " WHERE access_key = $1 FOR UPDATE"
+                                          : "SELECT dotfiles::text FROM auth.keypair_configs"
+                                            " WHERE access_key = $1",
+                               1, p);
     if (!r) return NULL;
     json_t *list = PQntuples(r) == 1 ? json_loads(PQgetvalue(r, 0, 0), 0, NULL) : json_array();
     PQclear(r);
@@ -214,11 +215,11 @@ static bool _store(admin_req *a, json_t *list)
         return false;
     }
     const char *p[] = {a->c.access_key, text};
-    PGresult *r = db_query(a->conn, a->resp, "store dotfiles",
-                           "INSERT INTO auth.keypair_configs (access_key, dotfiles)"
-                           " VALUES ($1, $2::jsonb) ON CONFLICT (access_key) DO UPDATE SET"
-                           " dotfiles = EXCLUDED.dotfiles, modified_at = now()",
-                           2, p);
+    PGresult *r = pgjson_query(a->conn, a->resp, "store dotfiles",
+                               "INSERT INTO auth.keypair_configs (access_key, dotfiles)"
+                               " VALUES ($1, $2::jsonb) ON CONFLICT (access_key) DO UPDATE SET"
+                               " dotfiles = EXCLUDED.dotfiles, modified_at = now()",
+                               2, p);
     free(text);
     if (!r) return false;
     PQclear(r);
@@ -235,11 +236,11 @@ static void _dotfile_write(http_req *req, http_resp *resp, svc *s, bool create)
     const char *path, *data, *perm, *owner;
     const char *why = NULL;
     admin_req a;
-    if (!db_only_keys(body, keys, resp) ||
-        !db_field_str(body, "path", true, 1, HOME_PATH_MAX, &path, resp) ||
+    if (!pgjson_only_keys(body, keys, resp) ||
+        !pgjson_field_str(body, "path", true, 1, HOME_PATH_MAX, &path, resp) ||
         !_text_field(body, "data", USER_CONFIG_TEXT_MAX, &data, resp) ||
-        !db_field_str(body, "permission", true, 3, 3, &perm, resp) ||
-        !db_field_str(body, "owner_access_key", false, 20, 20, &owner, resp))
+        !pgjson_field_str(body, "permission", true, 3, 3, &perm, resp) ||
+        !pgjson_field_str(body, "owner_access_key", false, 20, 20, &owner, resp))
         goto out;
     if ((why = home_path_problem(path))) {
         http_problem(resp, 400, "invalid-api-params", NULL, "%s", why);
@@ -255,7 +256,7 @@ static void _dotfile_write(http_req *req, http_resp *resp, svc *s, bool create)
         /* Backend.AI lets superadmins act on another keypair's; we do not. */
         http_problem(resp, 403, "forbidden", NULL,
                      "owner_access_key must be the signing keypair's own");
-    } else if (db_begin(a.conn, resp)) {
+    } else if (pgjson_begin(a.conn, resp)) {
         json_t *list = _load(&a, true);
         ssize_t i = list ? _find(list, path) : -1;
         bool ok = list != NULL;
@@ -272,7 +273,7 @@ static void _dotfile_write(http_req *req, http_resp *resp, svc *s, bool create)
                 json_array_set_new(list, (size_t)i, e);
             else
                 json_array_append_new(list, e);
-            ok = _store(&a, list) && db_commit(a.conn, resp);
+            ok = _store(&a, list) && pgjson_commit(a.conn, resp);
         }
         if (ok) {
             user_config_changed(&a);
@@ -311,7 +312,7 @@ static void h_dotfiles_delete(http_req *req, http_resp *resp, void *ctx)
         goto out;
     }
     if (!user_config_begin(&a, ctx, req, resp)) goto out;
-    if (db_begin(a.conn, resp)) {
+    if (pgjson_begin(a.conn, resp)) {
         json_t *list = _load(&a, true);
         ssize_t i = list ? _find(list, path) : -1;
         bool ok = false;
@@ -319,7 +320,7 @@ static void h_dotfiles_delete(http_req *req, http_resp *resp, void *ctx)
             http_problem(resp, 404, "not-found", NULL, "no dotfile %s", path);
         } else if (list) {
             json_array_remove(list, (size_t)i);
-            ok = _store(&a, list) && db_commit(a.conn, resp);
+            ok = _store(&a, list) && pgjson_commit(a.conn, resp);
         }
         if (ok) {
             user_config_changed(&a);

@@ -33,9 +33,9 @@ static json_t *load_visible(admin_req *a, const char *id)
     json_t *u = NULL;
     if (id && ts_uuid_valid(id)) {
         const char *p[] = {id};
-        PGresult *r = db_query(a->conn, a->resp, "read user", USER_BY_ID, 1, p);
+        PGresult *r = pgjson_query(a->conn, a->resp, "read user", USER_BY_ID, 1, p);
         if (!r) return NULL;
-        if (PQntuples(r) == 1) u = db_row_json(r, 0);
+        if (PQntuples(r) == 1) u = pgjson_row_json(r, 0);
         PQclear(r);
     }
     if (u && !caller_can_see_user(&a->c, id, json_string_value(json_object_get(u, "domain_name")),
@@ -77,8 +77,8 @@ static const char page_sql[] = "SELECT " USER_COLUMNS LIST_WHERE
 
 static void h_list(http_req *req, http_resp *resp, void *ctx)
 {
-    db_page page;
-    if (!db_page_parse(req, resp, &page)) return;
+    pgjson_page page;
+    if (!pgjson_page_parse(req, resp, &page)) return;
     const char *domain = admin_query_arg(req, "domain");
     const char *role = admin_query_arg(req, "role");
     const char *status = admin_query_arg(req, "status");
@@ -128,8 +128,8 @@ static bool parse_fields(json_t *body, bool create, user_fields *f, http_resp *r
     static const char *const keys[] = {"projects",    "email",           "username", "password",
                                        "full_name",   "description",     "role",     "status",
                                        "domain_name", "resource_policy", NULL};
-    if (!db_only_keys(body, create ? keys : keys + 1, resp) ||
-        !db_field_str(body, "email", create, 3, 254, &f->email, resp))
+    if (!pgjson_only_keys(body, create ? keys : keys + 1, resp) ||
+        !pgjson_field_str(body, "email", create, 3, 254, &f->email, resp))
         return false;
     const char *at = f->email ? strchr(f->email, '@') : NULL, *e = f->email;
     if (e &&
@@ -137,14 +137,16 @@ static bool parse_fields(json_t *body, bool create, user_fields *f, http_resp *r
         http_problem(resp, 400, "invalid-api-params", NULL, "\"email\" is not an email address");
         return false;
     }
-    return db_field_str(body, "username", create, 1, 64, &f->username, resp) &&
-           db_field_str(body, "password", create, PASSWORD_MIN, PASSWORD_MAX, &f->password, resp) &&
-           db_field_str(body, "full_name", false, 0, FULL_NAME_MAX, &f->full_name, resp) &&
-           db_field_str(body, "description", false, 0, DESCRIPTION_MAX, &f->description, resp) &&
-           db_field_enum(body, "role", false, "superadmin|admin|user", &f->role, resp) &&
-           db_field_enum(body, "status", false, "active|inactive", &f->status, resp) &&
-           db_field_str(body, "domain_name", false, 1, 64, &f->domain, resp) &&
-           db_field_str(body, "resource_policy", false, 1, 64, &f->policy, resp);
+    return pgjson_field_str(body, "username", create, 1, 64, &f->username, resp) &&
+           pgjson_field_str(body, "password", create, PASSWORD_MIN, PASSWORD_MAX, &f->password,
+                            resp) &&
+           pgjson_field_str(body, "full_name", false, 0, FULL_NAME_MAX, &f->full_name, resp) &&
+           pgjson_field_str(body, "description", false, 0, DESCRIPTION_MAX, &f->description,
+                            resp) &&
+           pgjson_field_enum(body, "role", false, "superadmin|admin|user", &f->role, resp) &&
+           pgjson_field_enum(body, "status", false, "active|inactive", &f->status, resp) &&
+           pgjson_field_str(body, "domain_name", false, 1, 64, &f->domain, resp) &&
+           pgjson_field_str(body, "resource_policy", false, 1, 64, &f->policy, resp);
 }
 
 /* The password's hash into hash (when one is given); false after a 503. */
@@ -191,11 +193,11 @@ static bool add_memberships(PGconn *conn, http_resp *resp, const char *user_id,
     const char *p[] = {projects, domain};
     const char *ip[] = {projects, user_id};
     PGresult *r =
-        db_query(conn, resp, "check projects",
-                 "SELECT count(DISTINCT x) = (SELECT count(*) FROM auth.projects"
-                 "   WHERE id IN (SELECT DISTINCT unnest($1::uuid[])) AND domain_name = $2)"
-                 " FROM unnest($1::uuid[]) x",
-                 2, p);
+        pgjson_query(conn, resp, "check projects",
+                     "SELECT count(DISTINCT x) = (SELECT count(*) FROM auth.projects"
+                     "   WHERE id IN (SELECT DISTINCT unnest($1::uuid[])) AND domain_name = $2)"
+                     " FROM unnest($1::uuid[]) x",
+                     2, p);
     if (!r) return false;
     bool ok = PQgetvalue(r, 0, 0)[0] == 't';
     PQclear(r);
@@ -204,10 +206,10 @@ static bool add_memberships(PGconn *conn, http_resp *resp, const char *user_id,
                      "\"projects\" names a project that does not exist in domain %s", domain);
         return false;
     }
-    r = db_query(conn, resp, "add memberships",
-                 "INSERT INTO auth.project_members (project_id, user_id)"
-                 " SELECT DISTINCT unnest($1::uuid[]), $2::uuid ON CONFLICT DO NOTHING",
-                 2, ip);
+    r = pgjson_query(conn, resp, "add memberships",
+                     "INSERT INTO auth.project_members (project_id, user_id)"
+                     " SELECT DISTINCT unnest($1::uuid[]), $2::uuid ON CONFLICT DO NOTHING",
+                     2, ip);
     if (!r) return false;
     PQclear(r);
     return true;
@@ -216,8 +218,8 @@ static bool add_memberships(PGconn *conn, http_resp *resp, const char *user_id,
 static bool domain_exists(PGconn *conn, http_resp *resp, const char *domain)
 {
     const char *p[] = {domain};
-    PGresult *r = db_query(conn, resp, "check domain",
-                           "SELECT 1 FROM auth.domains WHERE name = $1 AND is_active", 1, p);
+    PGresult *r = pgjson_query(conn, resp, "check domain",
+                               "SELECT 1 FROM auth.domains WHERE name = $1 AND is_active", 1, p);
     if (!r) return false;
     bool ok = PQntuples(r) == 1;
     PQclear(r);
@@ -243,11 +245,12 @@ static bool insert_user(admin_req *a, const char *id, const user_fields *f, cons
                        f->status,
                        f->domain,
                        f->policy};
-    PGresult *r = db_query(a->conn, a->resp, "create user",
-                           "INSERT INTO auth.users (id, email, username, full_name, description,"
-                           " password_hash, role, status, domain_name, resource_policy)"
-                           " VALUES ($1::uuid, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-                           10, p);
+    PGresult *r =
+        pgjson_query(a->conn, a->resp, "create user",
+                     "INSERT INTO auth.users (id, email, username, full_name, description,"
+                     " password_hash, role, status, domain_name, resource_policy)"
+                     " VALUES ($1::uuid, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+                     10, p);
     if (!r) return false;
     PQclear(r);
     char ak[21];
@@ -280,10 +283,10 @@ static void h_create(http_req *req, http_resp *resp, void *ctx)
                          : "only administrators create users");
     } else if (domain_exists(a.conn, resp, f.domain) &&
                /* Hashing takes ~0.1 s: before the transaction, not inside it. */
-               hash_password(f.password, hash, resp) && db_begin(a.conn, resp)) {
+               hash_password(f.password, hash, resp) && pgjson_begin(a.conn, resp)) {
         if (!insert_user(&a, id, &f, hash, projects)) {
             pg_rollback(a.conn);
-        } else if (db_commit(a.conn, resp)) {
+        } else if (pgjson_commit(a.conn, resp)) {
             tlog_ctx_entity("target_user", id);
             json_t *user = reload(&a, id, AUTH_CHANGE_CREATED, true);
             TLOG_INFO("user created", "domain=%s role=%s", f.domain, f.role);
@@ -366,7 +369,7 @@ static void h_patch(http_req *req, http_resp *resp, void *ctx)
         hash_password(f.password, hash, resp)) {
         const char *p[] = {id,     f.email,  f.username, f.full_name, f.description,
                            f.role, f.status, f.domain,   f.policy,    f.password ? hash : NULL};
-        PGresult *r = db_query(a.conn, resp, "update user", update_sql, 10, p);
+        PGresult *r = pgjson_query(a.conn, resp, "update user", update_sql, 10, p);
         json_t *user = r ? reload(&a, id, AUTH_CHANGE_UPDATED, json_object_size(body) > 0) : NULL;
         if (user) http_reply_json(resp, 200, user);
         PQclear(r);
@@ -383,16 +386,16 @@ static void h_patch(http_req *req, http_resp *resp, void *ctx)
 bool users_retire(admin_req *a, const char *id, const char *status, PGresult **keys)
 {
     const char *p[] = {id, status};
-    PGresult *r = db_query(a->conn, a->resp, "retire user",
-                           "UPDATE auth.users SET status = $2, modified_at = now()"
-                           " WHERE id = $1::uuid",
-                           2, p);
+    PGresult *r = pgjson_query(a->conn, a->resp, "retire user",
+                               "UPDATE auth.users SET status = $2, modified_at = now()"
+                               " WHERE id = $1::uuid",
+                               2, p);
     if (!r) return false;
     PQclear(r);
-    *keys = db_query(a->conn, a->resp, "revoke keypairs",
-                     "UPDATE auth.keypairs SET is_active = false, revoked_at = now()"
-                     " WHERE user_id = $1::uuid AND is_active RETURNING access_key",
-                     1, p);
+    *keys = pgjson_query(a->conn, a->resp, "revoke keypairs",
+                         "UPDATE auth.keypairs SET is_active = false, revoked_at = now()"
+                         " WHERE user_id = $1::uuid AND is_active RETURNING access_key",
+                         1, p);
     return *keys != NULL;
 }
 
@@ -411,10 +414,10 @@ static void h_delete(http_req *req, http_resp *resp, void *ctx)
         http_problem(resp, 403, "forbidden", NULL, "only administrators delete users");
     } else if (strcmp(a.c.user_id, id) == 0) {
         http_problem(resp, 403, "forbidden", NULL, "you cannot delete yourself");
-    } else if (db_begin(a.conn, resp)) {
+    } else if (pgjson_begin(a.conn, resp)) {
         if (!users_retire(&a, id, "deleted", &keys)) {
             pg_rollback(a.conn);
-        } else if (db_commit(a.conn, resp)) {
+        } else if (pgjson_commit(a.conn, resp)) {
             json_t *user = reload(&a, id, AUTH_CHANGE_DELETED, true);
             for (int i = 0; user && i < PQntuples(keys); i++)
                 events_keypair_revoked(a.s, req->request_id, PQgetvalue(keys, i, 0), id,

@@ -162,6 +162,8 @@ static void admin_usage_help(FILE *out)
                  "A session across the period's edge counts with its share of the time.\n");
 }
 
+/* Long: one command: its flags, the request, and the two table shapes its answers take (a month's,
+ * a period's). */
 int cli_admin_usage(cli *c, int argc, char **argv)
 {
     if (argc < 2 || cli_is_help(argv[1])) {

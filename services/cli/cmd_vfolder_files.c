@@ -112,6 +112,8 @@ static char *_cache_file(const cli *c, const char *name, const char *remote, con
     return path;
 }
 
+/* Long: one resumable upload: an earlier run's upload found, or a new one made, then the chunks
+ * from its offset; the offset and the URL are shared state. */
 static cli_status _cmd_upload(cli *c, int argc, char **argv, int retries)
 {
     if (argc < 3 || argc > 4) {
@@ -402,6 +404,7 @@ static cli_status _simple(cli *c, const char *name, const char *method, const ch
 
 /* ---- dispatch ------------------------------------------------------------------------------ */
 
+/* Long: getopt once, then one branch per subcommand. */
 cli_status cmd_vfolder_files(cli *c, int argc, char **argv)
 {
     static const struct option longopts[] = {{"retries", required_argument, NULL, 'R'},

@@ -172,6 +172,8 @@ static bool _veth(br_nl *nl, const br_conf *c, int br_idx, const char *ifname, i
     return _nl_fail(e, "cannot create the veth pair", &err);
 }
 
+/* Long: the ADD's steps in order, with one undo at the end for whatever they made (the veth pair,
+ * the lease). */
 static bool _add(const br_conf *c, const char *cid, const char *netns, const char *ifname, added *a,
                  cnip_error *e)
 {

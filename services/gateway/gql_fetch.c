@@ -5,6 +5,7 @@
 
 #include "libcommon/httpc.h"
 
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,24 +162,11 @@ json_t *gql_list(gql_exec *ex, json_t *page, gql_shape_fn shape)
 
 /* ---- Relay ---------------------------------------------------------------- */
 
-static const char B64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
 static char *_b64(const char *s)
 {
-    size_t n = strlen(s);
-    char *out = malloc(4 * ((n + 2) / 3) + 1);
-    if (!out) ts_panic("out of memory");
-    size_t o = 0;
-    for (size_t i = 0; i < n; i += 3) {
-        unsigned v = (unsigned char)s[i] << 16;
-        if (i + 1 < n) v |= (unsigned char)s[i + 1] << 8;
-        if (i + 2 < n) v |= (unsigned char)s[i + 2];
-        out[o++] = B64[(v >> 18) & 63];
-        out[o++] = B64[(v >> 12) & 63];
-        out[o++] = i + 1 < n ? B64[(v >> 6) & 63] : '=';
-        out[o++] = i + 2 < n ? B64[v & 63] : '=';
-    }
-    out[o] = 0;
+    size_t n = strlen(s), cap = sodium_base64_ENCODED_LEN(n, sodium_base64_VARIANT_ORIGINAL);
+    char *out = ts_malloc(cap);
+    sodium_bin2base64(out, cap, (const unsigned char *)s, n, sodium_base64_VARIANT_ORIGINAL);
     return out;
 }
 
@@ -200,24 +188,9 @@ static json_int_t _cursor_offset(const char *cursor)
     char raw[32];
     size_t n = 0, len = strlen(cursor);
     if (len == 0 || len % 4 || len > 28) return -1;
-    for (size_t i = 0; i < len; i += 4) {
-        unsigned v = 0;
-        int pad = 0;
-        for (size_t j = 0; j < 4; j++) {
-            char ch = cursor[i + j];
-            const char *at = ch ? strchr(B64, ch) : NULL;
-            if (ch == '=' && i + 4 == len && j >= 2) {
-                pad++;
-                v <<= 6;
-                continue;
-            }
-            if (!at || pad) return -1;
-            v = (v << 6) | (unsigned)(at - B64);
-        }
-        raw[n++] = (char)(v >> 16);
-        if (pad < 2) raw[n++] = (char)(v >> 8);
-        if (pad < 1) raw[n++] = (char)v;
-    }
+    if (sodium_base642bin((unsigned char *)raw, sizeof(raw) - 1, cursor, len, NULL, &n, NULL,
+                          sodium_base64_VARIANT_ORIGINAL) != 0)
+        return -1;
     raw[n] = 0;
     if (strncmp(raw, "cursor:", 7) != 0 || !raw[7] || strlen(raw) != n) return -1;
     json_int_t off = 0;

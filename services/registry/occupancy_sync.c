@@ -177,7 +177,9 @@ static bool _lock_settled(occ *o, int settle_ms, int *left, ts_err *err)
     return false;
 }
 
-/* The rebuild itself, under the lock (occ_rebuild removes it). */
+/* The rebuild itself, under the lock (occ_rebuild removes it).
+ * Long: one snapshot of both tables, then Redis rewritten from it in one pass, the lock removed on
+ * every way out. */
 static bool _rebuild_locked(occ *o, occupancy_counts *counts, ts_err *err)
 {
     PGconn *conn = reg_pg_get(err);
@@ -362,6 +364,28 @@ unsigned long occupancy_rebuilds(void)
 
 /* ---- reservations against live kernels ------------------------------------------------------ */
 
+/* Release the reservations of stale (kernels of al without a live kernel,
+ * suspected twice) and record each one released. */
+static void _release_stale(occ *o, const occ_alloc *al, size_t na, const char **stale, int ns)
+{
+    ts_err err = {{0}};
+    bool *released = ts_calloc((size_t)ns, sizeof(*released));
+    if (!occ_release(o, stale, ns, released, NULL, &err)) {
+        TLOG_WARN("occupancy verify: release failed", "error=\"%s\"", err.msg);
+    } else {
+        for (int i = 0; i < ns; i++) {
+            if (!released[i]) continue;
+            const occ_alloc *a = NULL;
+            for (size_t j = 0; j < na && !a; j++)
+                if (al[j].kernel_id == stale[i]) a = &al[j];
+            repairs_record(RK_RESERVATION_STALE, a ? a->session_id : NULL, stale[i],
+                           a ? a->agent_id : NULL,
+                           "a reservation in Redis without a live kernel: released");
+        }
+    }
+    free(released);
+}
+
 void occupancy_verify(void)
 {
     ts_err err = {{0}};
@@ -441,23 +465,7 @@ void occupancy_verify(void)
                            PQgetvalue(holders, r, 2), lost_why);
         }
     }
-    if (ns > 0) {
-        bool *released = ts_calloc((size_t)ns, sizeof(*released));
-        if (!occ_release(o, stale, ns, released, NULL, &err)) {
-            TLOG_WARN("occupancy verify: release failed", "error=\"%s\"", err.msg);
-        } else {
-            for (int i = 0; i < ns; i++) {
-                if (!released[i]) continue;
-                const occ_alloc *a = NULL;
-                for (size_t j = 0; j < na && !a; j++)
-                    if (al[j].kernel_id == stale[i]) a = &al[j];
-                repairs_record(RK_RESERVATION_STALE, a ? a->session_id : NULL, stale[i],
-                               a ? a->agent_id : NULL,
-                               "a reservation in Redis without a live kernel: released");
-            }
-        }
-        free(released);
-    }
+    if (ns > 0) _release_stale(o, al, na, stale, ns);
     if (lost && !occupancy_rebuild(&err))
         TLOG_ERROR("occupancy rebuild failed", "error=\"%s\"", err.msg);
     free(stale);

@@ -1,7 +1,7 @@
 /* registry.h: tessera-registry's table of contents, and the shared basics in
  * one include (context.h: configuration and service handle; db_common.h:
- * statuses, database and Redis helpers). Modules (one concern each; each x.c
- * has its contract in x.h):
+ * statuses, database and Redis helpers). Modules (one concern each; each has
+ * its contract in its header; `make lint` checks that this list names them all):
  *
  *   wiring
  *     main.c             options, set-up, start and stop (nothing calls it)
@@ -10,10 +10,13 @@
  *     lifecycle.c        the session and kernel consumer groups
  *     event_consumers.c  consumer groups of registry.event_consumers consumers
  *     housekeeping.c     the periodic work, on two threads
+ *     bgtasks.c          background tasks: long work answered at once with a task id
  *   the session API (HTTP)
  *     session_create.c   POST /v1/sessions: parse, validate, insert, enqueue, wait
  *     validation.c       the create body (Backend.AI's shape) -> create_req
  *     largest_agent.c    per group, the largest agent's slots (cached) for the create
+ *     session_cluster.c  a cluster session's network id and SSH keypair, made at create
+ *     home_files.c       the owner's dotfiles and SSH keypair for a new kernel's /home/work
  *     mounts.c           vfolder mounts: resolved by tessera-vfolder, who mounts a folder
  *     images.c, oci.c    images: found (auto-registered) for a create; admin API;
  *                        registration from the OCI registry
@@ -64,6 +67,10 @@
  *     usage_store.c      tessera.usage.v1 consumer: samples and per-session totals, pruning
  *     usage_calc.c       totals, month split, dates (pure)
  *     usage_api.c        GET /v1/usage, /v1/resource/usage/month|period, live figures
+ *     usage_hours.c      what each session used per UTC hour
+ *     usage_live.c       a live kernel's latest sample as Backend.AI's live_stat
+ *     usage_stats.c      Backend.AI's monthly usage series (/resource/stats/.../month)
+ *     usage_bai.c        Backend.AI's usage reports, per session
  *     repairs.c          the repairs' record (log, counters) and their confirmation */
 #ifndef REGISTRY_H
 #define REGISTRY_H

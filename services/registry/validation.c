@@ -227,6 +227,7 @@ static bool agent_list_check(create_req *r, http_resp *resp)
     return true;
 }
 
+/* Long: one short block per field of the create body, in the body's order. */
 bool create_req_parse(json_t *body, create_req *r, http_resp *resp)
 {
     memset(r, 0, sizeof(*r));

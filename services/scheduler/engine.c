@@ -404,6 +404,8 @@ static void not_scheduled(const rg *r, sched_session *s, const char *code, const
     }
 }
 
+/* Long: one pass over a group's queue; the shapes that failed, the agents held and the stats are
+ * shared by every branch of its loop. */
 int sched_engine_pass(sched_engine *e, const char *group, int64_t now_ms, sched_reserve_fn reserve,
                       sched_outcome_fn outcome, void *ctx, sched_pass_stats *stats)
 {

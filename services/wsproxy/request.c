@@ -100,7 +100,8 @@ static bool wants_html(const h1_msg *m)
     return a && a->value_len >= 9 && memmem(a->value, a->value_len, "text/html", 9) != NULL;
 }
 
-/* A complete request head is at cin.rd: decide and set the request going. */
+/* A complete request head is at cin.rd: decide and set the request going.
+ * Long: a request head's steps in order; to be split once the wsproxy changes of issue 33 land. */
 static void handle_request(conn *c, size_t head_len)
 {
     worker *w = c->w;

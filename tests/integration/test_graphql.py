@@ -10,6 +10,7 @@ follows the REST API: a user reads only its own sessions, keypairs, user
 record and folders, whatever the query asks, and may not read admin lists;
 malformed or hostile documents are refused at once with a GraphQL error,
 never a 5xx."""
+import base64
 import json
 import time
 import uuid
@@ -174,6 +175,27 @@ def test_relay_connection(admin, alice_session):
                          "{ edges { node { row_id } } } }", {"a": after})
         assert d2["compute_session_nodes"]["edges"][0]["node"]["row_id"] != c["edges"][0]["node"]["row_id"]
     errors(admin, 'query { compute_session_nodes(after: "bm90LWEtY3Vyc29y") { count } }')
+
+
+def test_relay_cursor_bad_input(admin, alice_session):
+    """A cursor is standard, padded base64 of "cursor:<offset>" as the server
+    writes it; anything else is an error naming the argument."""
+    q = "query($a: String) { compute_session_nodes(first: 1, after: $a) { count } }"
+    good = base64.b64encode(b"cursor:0").decode()
+    assert good == "Y3Vyc29yOjA="
+    assert data(admin, q, {"a": good})["compute_session_nodes"]["count"] >= 1
+    for bad in ["Y3Vyc29yOjA",                             # no padding
+                "Y3Vyc29yOjB=",                            # stray low bits: not canonical
+                "Y3Vy=29yOjA=",                            # padding inside
+                "Y3Vy c29yOjA",                            # a blank
+                "Y3Vyc29yOjA=Y3Vy",                        # something after the padding
+                "Y3Vyc29y_jA=",                            # the URL-safe alphabet
+                base64.b64encode(b"cursor:").decode(),     # no offset
+                base64.b64encode(b"cursor:1\x00").decode(),  # a NUL inside
+                base64.b64encode(b"cursor:-1").decode(),   # not a number
+                base64.b64encode(b"offset:1").decode()]:   # not a cursor
+        body = errors(admin, q, {"a": bad})
+        assert "after: not a cursor of this connection" in body["errors"][0]["message"], (bad, body)
 
 
 # ---- the language ------------------------------------------------------------------------------

@@ -69,7 +69,9 @@ static void _sup_write(int fd, const char *s)
     logs_write_all(fd, s, strlen(s));
 }
 
-/* Runs in the supervisor process; ready (fd 3) gets "OK <init pid>" or "ERR <why>". */
+/* Runs in the supervisor process; ready (fd 3) gets "OK <init pid>" or "ERR <why>".
+ * Long: the supervisor's life in order (detach, start runc, report, reap until init ends); it never
+ * returns. */
 TS_NORETURN static void _supervise(const sup_args *a)
 {
     const int ready = 3;

@@ -368,6 +368,8 @@ static void check_host_closed(const char *gw_mac)
     reaches(&g_a1, "answered", "raw %s 8080 %s %s", g_a2.ip, gw_mac, g_a1.ip);
 }
 
+/* Long: one scenario on the same kernels and rules: each check starts from the state the one before
+ * left. */
 static void test_isolation(void **state)
 {
     (void)state;

@@ -151,6 +151,8 @@ static void assert_no_leftovers(const char *id)
 
 /* ---- tests ------------------------------------------------------------------ */
 
+/* Long: one kernel started once, then each property of exec checked in turn (a kernel per check
+ * costs seconds each). */
 static void test_interactive_exec(void **state)
 {
     (void)state;

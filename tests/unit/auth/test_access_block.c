@@ -135,6 +135,8 @@ static int64_t be64(const char *p)
     return (int64_t)v;
 }
 
+/* Long: one encoded COPY stream read field by field in order; the reader's position is the test's
+ * state. */
 static void test_copy_format(void **state)
 {
     (void)state;

@@ -54,6 +54,36 @@ static void test_base64(void **state)
     assert_string_equal(out, "Zm8=");
     wsf_base64((const uint8_t *)"foobar", 6, out);
     assert_string_equal(out, "Zm9vYmFy");
+    /* the standard alphabet's last two characters, not the URL-safe ones */
+    assert_int_equal(wsf_base64((const uint8_t *)"\xfb\xff\xbf", 3, out), 4);
+    assert_string_equal(out, "+/+/");
+    /* a SHA-1 digest fills WSF_ACCEPT_LEN exactly */
+    uint8_t d[20];
+    memset(d, 0xff, sizeof(d));
+    char acc[WSF_ACCEPT_LEN + 1];
+    assert_int_equal(wsf_base64(d, sizeof(d), acc), WSF_ACCEPT_LEN);
+    assert_string_equal(acc, "//////////////////////////8=");
+}
+
+/* What a Sec-WebSocket-Key may not be: anything but the padded base64 of
+ * exactly 16 bytes in the standard alphabet. */
+static void test_key_bad_input(void **state)
+{
+    (void)state;
+    assert_true(wsf_key_valid("AAAAAAAAAAAAAAAAAAAAAA==", 24));
+    assert_true(wsf_key_valid("+/+/+/+/+/+/+/+/+/+/+w==", 24));
+    assert_false(wsf_key_valid("-_-_-_-_-_-_-_-_-_-_-w==", 24));     /* URL-safe alphabet */
+    assert_false(wsf_key_valid("AAAAAAAAAAAAAAAAAAAAAAAA", 24));     /* 18 bytes, no padding */
+    assert_false(wsf_key_valid("AAAAAAAAAAAAAAAAAAAAAAA=", 24));     /* 17 bytes */
+    assert_false(wsf_key_valid("AAAAAAAAAAAAAAAAAAAAAA=A", 24));     /* padding inside */
+    assert_false(wsf_key_valid("AAAAAAAAAAAAAAAAAAAA A==", 24));     /* a blank */
+    assert_false(wsf_key_valid("AAAAAAAAAAAAAAAAAAAAAB==", 24));     /* stray low bits */
+    assert_false(wsf_key_valid("AAAAAAAAAAAAAAAAAAAAAA==", 23));     /* cut short */
+    assert_false(wsf_key_valid("AAAAAAAAAAAAAAAAAAAAAAAAAAAA", 28)); /* too long */
+    char nul[25];
+    memcpy(nul, "AAAAAAAAAAAAAAAAAAAAAA==", 25);
+    nul[5] = '\0';
+    assert_false(wsf_key_valid(nul, 24)); /* a NUL inside */
 }
 
 static void test_handshake_key(void **state)
@@ -115,9 +145,8 @@ static void test_frames(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_sha1),
-        cmocka_unit_test(test_base64),
-        cmocka_unit_test(test_handshake_key),
+        cmocka_unit_test(test_sha1),          cmocka_unit_test(test_base64),
+        cmocka_unit_test(test_key_bad_input), cmocka_unit_test(test_handshake_key),
         cmocka_unit_test(test_frames),
     };
     return cmocka_run_group_tests_name("libcommon_wsframe", tests, NULL, NULL);
