@@ -51,8 +51,38 @@ void node_proto_fill(const node_info *n, node_proto *p)
     p->n_devices = (size_t)n->n_devices;
 }
 
-/* Long: one heartbeat message built field by field (node, slots, devices, kernels) and freed at one
- * exit. */
+/* A kernel's slot amounts as messages (at most SLOTS_MAX), the text of each
+ * in amt; returns how many. */
+static size_t _slot_amounts(const slots_t *slots, Tessera__V1__SlotAmount *sa,
+                            Tessera__V1__SlotAmount **sap, char (*amt)[SLOT_FMT_MAX])
+{
+    size_t ns = 0;
+    for (int id = 0; id < slot_count() && ns < SLOTS_MAX; id++) {
+        if (!((slots->mask >> id) & 1u)) continue;
+        Tessera__V1__SlotAmount *s = &sa[ns];
+        tessera__v1__slot_amount__init(s);
+        s->name = (char *)slot_name(id);
+        s->amount = slot_format(id, slots->v[id], amt[ns], SLOT_FMT_MAX);
+        sap[ns] = s;
+        ns++;
+    }
+    return ns;
+}
+
+/* A kernel's device parts as messages (v->n_devices of them). */
+static void _device_parts(const kernel_view *v, Tessera__V1__DeviceAllocation *da,
+                          Tessera__V1__DeviceAllocation **dap)
+{
+    for (int d = 0; d < v->n_devices; d++) {
+        Tessera__V1__DeviceAllocation *x = &da[d];
+        tessera__v1__device_allocation__init(x);
+        x->device_id = (char *)v->devices[d].device_id;
+        x->slot_name = (char *)v->devices[d].slot_name;
+        x->amount = (char *)v->devices[d].amount;
+        dap[d] = x;
+    }
+}
+
 static void _beat(heartbeat *hb)
 {
     kernel_view *views = NULL;
@@ -94,27 +124,11 @@ static void _beat(heartbeat *hb)
         tessera__v1__agent_heartbeat__allocation__init(a);
         a->kernel_id = (char *)v->kernel_id;
         a->session_id = (char *)v->session_id;
-        size_t base = (size_t)i * SLOTS_MAX, ns = 0;
-        for (int id = 0; id < slot_count() && ns < SLOTS_MAX; id++) {
-            if (!((v->slots.mask >> id) & 1u)) continue;
-            Tessera__V1__SlotAmount *s = &sa[base + ns];
-            tessera__v1__slot_amount__init(s);
-            s->name = (char *)slot_name(id);
-            s->amount = slot_format(id, v->slots.v[id], amt[base + ns], SLOT_FMT_MAX);
-            sap[base + ns] = s;
-            ns++;
-        }
-        a->n_slots = ns;
+        size_t base = (size_t)i * SLOTS_MAX;
+        a->n_slots = _slot_amounts(&v->slots, &sa[base], &sap[base], &amt[base]);
         a->slots = &sap[base];
         size_t dbase = (size_t)i * KERNEL_MAX_DEVICES;
-        for (int d = 0; d < v->n_devices; d++) {
-            Tessera__V1__DeviceAllocation *x = &da[dbase + (size_t)d];
-            tessera__v1__device_allocation__init(x);
-            x->device_id = (char *)v->devices[d].device_id;
-            x->slot_name = (char *)v->devices[d].slot_name;
-            x->amount = (char *)v->devices[d].amount;
-            dap[dbase + (size_t)d] = x;
-        }
+        _device_parts(v, &da[dbase], &dap[dbase]);
         a->n_devices = (size_t)v->n_devices;
         a->devices = &dap[dbase];
         allocp[n_alloc++] = a;

@@ -227,7 +227,35 @@ static bool agent_list_check(create_req *r, http_resp *resp)
     return true;
 }
 
-/* Long: one short block per field of the create body, in the body's order. */
+/* config.resources and config.resource_opts.shmem. */
+static bool config_resources(json_t *config, create_req *r, http_resp *resp)
+{
+    slots_clear(&r->slots);
+    json_t *res = config ? json_object_get(config, "resources") : NULL;
+    if (res && !json_is_null(res)) {
+        if (!json_is_object(res)) return bad(resp, "config.resources", "must be an object");
+        ts_err err = {{0}};
+        if (!slots_from_json(&r->slots, res, &err)) {
+            http_problem(resp, 400, "invalid-api-params", NULL, "config.resources: %s", err.msg);
+            return false;
+        }
+        r->explicit_slots = r->slots.mask;
+    }
+    json_t *opts = config ? json_object_get(config, "resource_opts") : NULL;
+    if (opts && !json_is_null(opts) && !json_is_object(opts))
+        return bad(resp, "config.resource_opts", "must be an object");
+    json_t *shmem = json_is_object(opts) ? json_object_get(opts, "shmem") : NULL;
+    if (shmem && !json_is_null(shmem)) {
+        ts_err err = {{0}};
+        if (!slot_parse_json(SLOT_MEM, shmem, &r->shmem, &err)) {
+            http_problem(resp, 400, "invalid-api-params", NULL, "config.resource_opts.shmem: %s",
+                         err.msg + (strncmp(err.msg, "mem: ", 5) == 0 ? 5 : 0));
+            return false;
+        }
+    }
+    return true;
+}
+
 bool create_req_parse(json_t *body, create_req *r, http_resp *resp)
 {
     memset(r, 0, sizeof(*r));
@@ -300,30 +328,7 @@ bool create_req_parse(json_t *body, create_req *r, http_resp *resp)
     if (v == 0 && json_object_get(body, "maxWaitSeconds"))
         r->max_wait_ms = reg_settings.max_wait_ms;
     if (r->max_wait_ms > reg_settings.max_wait_ms) r->max_wait_ms = reg_settings.max_wait_ms;
-    /* resources */
-    slots_clear(&r->slots);
-    json_t *res = config ? json_object_get(config, "resources") : NULL;
-    if (res && !json_is_null(res)) {
-        if (!json_is_object(res)) return bad(resp, "config.resources", "must be an object");
-        ts_err err = {{0}};
-        if (!slots_from_json(&r->slots, res, &err)) {
-            http_problem(resp, 400, "invalid-api-params", NULL, "config.resources: %s", err.msg);
-            return false;
-        }
-        r->explicit_slots = r->slots.mask;
-    }
-    json_t *opts = config ? json_object_get(config, "resource_opts") : NULL;
-    if (opts && !json_is_null(opts) && !json_is_object(opts))
-        return bad(resp, "config.resource_opts", "must be an object");
-    json_t *shmem = json_is_object(opts) ? json_object_get(opts, "shmem") : NULL;
-    if (shmem && !json_is_null(shmem)) {
-        ts_err err = {{0}};
-        if (!slot_parse_json(SLOT_MEM, shmem, &r->shmem, &err)) {
-            http_problem(resp, 400, "invalid-api-params", NULL, "config.resource_opts.shmem: %s",
-                         err.msg + (strncmp(err.msg, "mem: ", 5) == 0 ? 5 : 0));
-            return false;
-        }
-    }
+    if (!config_resources(config, r, resp)) return false;
     /* environ */
     json_t *env = config ? json_object_get(config, "environ") : NULL;
     r->environ = env && !json_is_null(env) ? json_deep_copy(env) : json_object();
