@@ -162,8 +162,49 @@ static void admin_usage_help(FILE *out)
                  "A session across the period's edge counts with its share of the time.\n");
 }
 
-/* Long: one command: its flags, the request, and the two table shapes its answers take (a month's,
- * a period's). */
+/* The answer as a table of sessions: a month's c_infos, a period's sessions. */
+static void usage_table(json_t *answer, bool month)
+{
+    json_t *rows = json_array();
+    size_t i;
+    json_t *g;
+    json_array_foreach(answer, i, g)
+    {
+        json_t *list = json_object_get(g, month ? "c_infos" : "sessions");
+        const char *k;
+        json_t *v;
+        size_t j;
+        json_t *t;
+        if (month) {
+            json_array_foreach(list, j, t) json_array_append(rows, t);
+        } else {
+            json_object_foreach(list, k, v)
+            {
+                json_t *row = json_deep_copy(v);
+                json_object_set(row, "name", json_object_get(v, "session_name"));
+                json_object_set(row, "group_name", json_object_get(g, "project_name"));
+                json_array_append_new(rows, row);
+            }
+        }
+    }
+    json_array_foreach(rows, i, g)
+    {
+        json_t *ts = json_object_get(g, "tessera");
+        char b[32];
+        snprintf(b, sizeof(b), "%.1f", json_number_value(json_object_get(ts, "cpu_seconds")));
+        json_object_set_new(g, "cpu_s", json_string(b));
+        snprintf(b, sizeof(b), "%.3f", json_number_value(json_object_get(ts, "gpu_hours")));
+        json_object_set_new(g, "gpu_h", json_string(b));
+    }
+    out_column cols[] = {
+        {"SESSION", "name", OUT_TEXT},          {"PROJECT", "group_name", OUT_TEXT},
+        {"ACCESS KEY", "access_key", OUT_TEXT}, {"STATUS", "status", OUT_TEXT},
+        {"CPU-SECONDS", "cpu_s", OUT_TEXT},     {"GPU-HOURS", "gpu_h", OUT_TEXT},
+        {"CREATED", "created_at", OUT_TIME},    {NULL, NULL, OUT_TEXT}};
+    out_table(cols, rows);
+    json_decref(rows);
+}
+
 int cli_admin_usage(cli *c, int argc, char **argv)
 {
     if (argc < 2 || cli_is_help(argv[1])) {
@@ -233,45 +274,7 @@ int cli_admin_usage(cli *c, int argc, char **argv)
         json_decref(answer);
         return CLI_OK;
     }
-    /* a table of sessions: month's c_infos, period's sessions */
-    json_t *rows = json_array();
-    size_t i;
-    json_t *g;
-    json_array_foreach(answer, i, g)
-    {
-        json_t *list = json_object_get(g, month ? "c_infos" : "sessions");
-        const char *k;
-        json_t *v;
-        size_t j;
-        json_t *t;
-        if (month) {
-            json_array_foreach(list, j, t) json_array_append(rows, t);
-        } else {
-            json_object_foreach(list, k, v)
-            {
-                json_t *row = json_deep_copy(v);
-                json_object_set(row, "name", json_object_get(v, "session_name"));
-                json_object_set(row, "group_name", json_object_get(g, "project_name"));
-                json_array_append_new(rows, row);
-            }
-        }
-    }
-    json_array_foreach(rows, i, g)
-    {
-        json_t *ts = json_object_get(g, "tessera");
-        char b[32];
-        snprintf(b, sizeof(b), "%.1f", json_number_value(json_object_get(ts, "cpu_seconds")));
-        json_object_set_new(g, "cpu_s", json_string(b));
-        snprintf(b, sizeof(b), "%.3f", json_number_value(json_object_get(ts, "gpu_hours")));
-        json_object_set_new(g, "gpu_h", json_string(b));
-    }
-    out_column cols[] = {
-        {"SESSION", "name", OUT_TEXT},          {"PROJECT", "group_name", OUT_TEXT},
-        {"ACCESS KEY", "access_key", OUT_TEXT}, {"STATUS", "status", OUT_TEXT},
-        {"CPU-SECONDS", "cpu_s", OUT_TEXT},     {"GPU-HOURS", "gpu_h", OUT_TEXT},
-        {"CREATED", "created_at", OUT_TIME},    {NULL, NULL, OUT_TEXT}};
-    out_table(cols, rows);
-    json_decref(rows);
+    usage_table(answer, month);
     json_decref(answer);
     return CLI_OK;
 }

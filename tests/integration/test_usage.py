@@ -392,7 +392,7 @@ def test_usage_by_day_is_what_was_used_that_day(stack, admin, gw, day_user, tmp_
 
 
 def test_domain_admins_do_not_see_superadmins_usage(stack, admin, gw, day_user, image_registered,
-                                                   tmp_path):  # noqa: F811
+                                                   tmp_path, bin_dir):  # noqa: F811
     """A domain admin reads its domain's usage but, as with sessions, never
     its superadmins': not in GET /usage (JSON, CSV, by day), nor in
     Backend.AI's month and period reports."""
@@ -423,6 +423,14 @@ def test_domain_admins_do_not_see_superadmins_usage(stack, admin, gw, day_user, 
     seen = {k for p in period for k in p["sessions"]}
     assert sid in seen and su_sid not in seen, seen
     assert su_user not in str(period) and su_user not in str(month)
+    # the CLI's reports: a table of the domain's sessions, the superadmin's left out
+    env = base_env(tmp_path, TESSERA_GATEWAY_URL=gw, TESSERA_ACCESS_KEY=da.access_key,
+                   TESSERA_SECRET_KEY=da.secret_key)
+    for args in (("month", ymd[:7].replace("-", "")),
+                 ("period", "--from", ymd.replace("-", ""), "--to", ymd.replace("-", ""))):
+        out = cli_ok(bin_dir, env, "admin", "usage", *args)
+        assert "SESSION" in out and "CPU-SECONDS" in out, out
+        assert a.access_key in out and admin.access_key not in out, out
 
 
 @pytest.mark.parametrize("path,params", [
