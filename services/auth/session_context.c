@@ -74,8 +74,51 @@ static json_t *col(const PGresult *r, const char *name)
     return pgjson_cell_json(r, 0, PQfnumber(r, name));
 }
 
-/* Long: one answer made of several queries on one connection (keypair, policy, groups, projects,
- * ...), freed at one exit. */
+/* The context's answer from the keypair's row k, the project (held, not
+ * taken), the resource groups g, the memberships pj and, for a domain admin,
+ * the domain's superadmins sa. */
+static json_t *context_body(PGresult *k, json_t *project, PGresult *g, PGresult *pj, PGresult *sa)
+{
+    json_t *groups = json_array();
+    for (int i = 0; i < PQntuples(g); i++)
+        json_array_append_new(groups, json_string(PQgetvalue(g, i, 0)));
+    json_t *user =
+        json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}", "id", col(k, "id"), "email", col(k, "email"),
+                  "username", col(k, "username"), "role", col(k, "role"), "status",
+                  col(k, "status"), "domain_name", col(k, "domain_name"));
+    json_t *dom =
+        json_pack("{s:o, s:o, s:o}", "name", col(k, "domain_name"), "is_active",
+                  col(k, "domain_active"), "total_resource_slots", col(k, "domain_slots"));
+    json_t *policy = json_pack(
+        "{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "name", col(k, "policy"),
+        "total_resource_slots", col(k, "kp_slots"), "max_concurrent_sessions",
+        col(k, "max_concurrent_sessions"), "max_containers_per_session",
+        col(k, "max_containers_per_session"), "max_pending_session_count",
+        col(k, "max_pending_session_count"), "max_session_lifetime", col(k, "max_session_lifetime"),
+        "idle_timeout", col(k, "idle_timeout"), "max_rootfs_size", col(k, "max_rootfs_size"));
+    json_t *user_policy = json_pack("{s:o, s:o, s:o}", "name", col(k, "user_policy"),
+                                    "max_vfolder_count", col(k, "max_vfolder_count"),
+                                    "max_quota_scope_size", col(k, "max_quota_scope_size"));
+    json_t *vfolder_hosts = json_pack("{s:o, s:o}", "keypair", col(k, "kp_vfolder_hosts"), "domain",
+                                      col(k, "domain_vfolder_hosts"));
+    json_t *body =
+        json_pack("{s:o, s:o, s:o, s:o, s:o, s:O, s:o, s:o, s:o, s:o, s:o, s:o}", "access_key",
+                  col(k, "access_key"), "is_active", col(k, "is_active"), "is_admin",
+                  col(k, "is_admin"), "user", user, "domain", dom, "project", project,
+                  "keypair_policy", policy, "user_total_resource_slots", json_object(),
+                  "allowed_resource_groups", groups, "user_policy", user_policy,
+                  "allowed_vfolder_hosts", vfolder_hosts, "projects", pgjson_rows_json(pj));
+    if (sa) json_object_set_new(body, "domain_superadmins", pgjson_cell_json(sa, 0, 0));
+    /* user_config.h: run in its sessions that bring no script of their own */
+    json_object_set_new(body, "bootstrap_script", col(k, "bootstrap_script"));
+    /* written into its sessions' home directories (user_config.h, ssh_keypair.h) */
+    json_t *dotfiles = json_loads(PQgetvalue(k, 0, PQfnumber(k, "dotfiles")), 0, NULL);
+    json_object_set_new(body, "dotfiles", json_is_array(dotfiles) ? dotfiles : json_array());
+    if (!json_is_array(dotfiles)) json_decref(dotfiles);
+    json_object_set_new(body, "ssh_public_key", col(k, "ssh_public_key"));
+    return body;
+}
+
 static void h_context(http_req *req, http_resp *resp, void *ctx)
 {
     svc *s = ctx;
@@ -138,42 +181,7 @@ static void h_context(http_req *req, http_resp *resp, void *ctx)
         sa = pgjson_query(conn, resp, "read the domain's superadmins", superadmins_sql, 1, p5);
         if (!sa) goto out_project;
     }
-    json_t *groups = json_array();
-    for (int i = 0; i < PQntuples(g); i++)
-        json_array_append_new(groups, json_string(PQgetvalue(g, i, 0)));
-    json_t *user =
-        json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}", "id", col(k, "id"), "email", col(k, "email"),
-                  "username", col(k, "username"), "role", col(k, "role"), "status",
-                  col(k, "status"), "domain_name", col(k, "domain_name"));
-    json_t *dom =
-        json_pack("{s:o, s:o, s:o}", "name", col(k, "domain_name"), "is_active",
-                  col(k, "domain_active"), "total_resource_slots", col(k, "domain_slots"));
-    json_t *policy = json_pack(
-        "{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "name", col(k, "policy"),
-        "total_resource_slots", col(k, "kp_slots"), "max_concurrent_sessions",
-        col(k, "max_concurrent_sessions"), "max_containers_per_session",
-        col(k, "max_containers_per_session"), "max_pending_session_count",
-        col(k, "max_pending_session_count"), "max_session_lifetime", col(k, "max_session_lifetime"),
-        "idle_timeout", col(k, "idle_timeout"), "max_rootfs_size", col(k, "max_rootfs_size"));
-    json_t *user_policy = json_pack("{s:o, s:o, s:o}", "name", col(k, "user_policy"),
-                                    "max_vfolder_count", col(k, "max_vfolder_count"),
-                                    "max_quota_scope_size", col(k, "max_quota_scope_size"));
-    json_t *vfolder_hosts = json_pack("{s:o, s:o}", "keypair", col(k, "kp_vfolder_hosts"), "domain",
-                                      col(k, "domain_vfolder_hosts"));
-    body = json_pack("{s:o, s:o, s:o, s:o, s:o, s:O, s:o, s:o, s:o, s:o, s:o, s:o}", "access_key",
-                     col(k, "access_key"), "is_active", col(k, "is_active"), "is_admin",
-                     col(k, "is_admin"), "user", user, "domain", dom, "project", project,
-                     "keypair_policy", policy, "user_total_resource_slots", json_object(),
-                     "allowed_resource_groups", groups, "user_policy", user_policy,
-                     "allowed_vfolder_hosts", vfolder_hosts, "projects", pgjson_rows_json(pj));
-    if (sa) json_object_set_new(body, "domain_superadmins", pgjson_cell_json(sa, 0, 0));
-    /* user_config.h: run in its sessions that bring no script of their own */
-    json_object_set_new(body, "bootstrap_script", col(k, "bootstrap_script"));
-    /* written into its sessions' home directories (user_config.h, ssh_keypair.h) */
-    json_t *dotfiles = json_loads(PQgetvalue(k, 0, PQfnumber(k, "dotfiles")), 0, NULL);
-    json_object_set_new(body, "dotfiles", json_is_array(dotfiles) ? dotfiles : json_array());
-    if (!json_is_array(dotfiles)) json_decref(dotfiles);
-    json_object_set_new(body, "ssh_public_key", col(k, "ssh_public_key"));
+    body = context_body(k, project, g, pj, sa);
     http_reply_json(resp, 200, body);
 out_project:
     json_decref(project);
