@@ -100,8 +100,6 @@ def test_plain_text_between_nodes_is_the_explicit_choice_tls_off():
     only because every service is told kafka.allow_plaintext. First in the
     module: before the module's stack of nodes exists (two stacks of nodes
     at once failed here once, not understood yet)."""
-    if os.geteuid() != 0:
-        pytest.skip("a multi-node stack needs root (network namespaces)")
     from conftest import dev_stack  # noqa: PLC0415 - the fixture's helper, used directly here
     with dev_stack("tessera-plain-", TESSERA_DEV_NODES="2", TESSERA_DEV_TLS="off") as env:
         assert env["TESSERA_DEV_TLS"] == "off" and "TESSERA_TLS_CA_FILE" not in env
