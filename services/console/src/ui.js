@@ -135,15 +135,19 @@ export function Toasts() {
 export function Modal({ title, onClose, children, wide }) {
   const ref = useRef(null);
   const titleId = useRef('dlg-' + Math.random().toString(36).slice(2)).current;
+  // Escape calls the onClose of the latest render, not the first one's: the
+  // key handler stays installed for the dialog's life (focus goes back once).
+  const closeRef = useRef(onClose);
+  closeRef.current = onClose;
   useEffect(() => {
     const prev = document.activeElement;
     const el = ref.current;
     const first = el && el.querySelector('input:not([type=hidden]), select, textarea, button:not(.dialog-close)');
     if (first) first.focus();
     const onKey = (e) => {
-      if (e.key === 'Escape' && onClose) {
+      if (e.key === 'Escape' && closeRef.current) {
         e.stopPropagation();
-        onClose();
+        closeRef.current();
       }
       if (e.key === 'Tab' && el) {
         // keep focus inside the dialog
@@ -243,10 +247,15 @@ export function useData(fn, deps = [], { interval = 0 } = {}) {
       }, interval);
     return () => {
       alive.current = false;
+      // a counter, not an element: bumping it drops the answers still on the way
+      // eslint-disable-next-line react-hooks/exhaustive-deps
       seq.current++;
       if (t) clearInterval(t);
     };
-  }, deps);
+    // The caller's deps say when to load again (fn is read through fnRef, so it
+    // is never stale); a new interval restarts the polling. reload is stable.
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [...deps, interval]);
   return { ...state, reload };
 }
 

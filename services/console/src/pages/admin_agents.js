@@ -92,7 +92,7 @@ function AgentCard({ a, sessions, now, su, onChanged }) {
     ${a.occupied_slots === null && html`<p class="warn small">Occupancy unknown (Redis did not answer).</p>`}
     <${Bar} label="CPU" test="cpu" used=${num(occ.cpu)} cap=${num(slots.cpu)} />
     <${Bar} label="Memory" test="mem" used=${num(occ.mem)} cap=${num(slots.mem)} fmt=${fmtBytes} />
-    ${gpus.map((d, i) => {
+    ${gpus.map((d) => {
       const cap = num(d.shares_capacity) || num(d.capacity) || 1;
       return html`<${Bar} key=${d.device_id} test=${'gpu-' + d.device_id}
         label=${html`GPU ${d.device_id} <span class="muted small">${[d.model, d.memory_bytes && fmtBytes(d.memory_bytes), d.mock && !/mock/i.test(d.model || '') && 'mock'].filter(Boolean).join(' · ')}</span>`}

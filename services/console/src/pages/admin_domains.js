@@ -316,9 +316,10 @@ export function AdminDomainsPage({ user }) {
   const [editing, setEditing] = useState(null);
   const [domain, setDomain] = useState(user.domain || 'default');
   const list = items(data);
+  // items() keeps the list's identity while data stays the same.
   useEffect(() => {
     if (list.length && !list.some((d) => d.name === domain)) setDomain(list[0].name);
-  }, [data]);
+  }, [list, domain]);
   const setActive = async (d, active) => {
     if (
       !active &&

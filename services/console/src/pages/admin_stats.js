@@ -109,7 +109,7 @@ function useWidth(ref, initial) {
     const ro = new ResizeObserver(measure);
     ro.observe(el);
     return () => ro.disconnect();
-  }, []);
+  }, [ref]);
   return w;
 }
 
