@@ -697,18 +697,22 @@ console-skipped:
 # devDependencies pinned by package-lock.json, installed with the build's
 # (CONSOLE_DEPS), so after the first `npm ci` they run offline.
 CONSOLE_JS  := '*.js' '*.mjs' 'src/**/*.js' 'test/**/*.js'
+# Both remember the files they found clean (by content) under node_modules/.cache,
+# so a second run checks only what changed.
+CONSOLE_PRETTIER_CACHE := --cache --cache-location node_modules/.cache/prettier/.prettier-cache
+CONSOLE_ESLINT_CACHE   := --cache --cache-strategy content --cache-location node_modules/.cache/eslint/
 CONSOLE_NPM := $(shell command -v npm 2>/dev/null)
 .PHONY: console-lint console-fmt console-unit console-need-npm
 console-need-npm:
 	$(if $(CONSOLE_NPM),,@echo "console: npm not found: run tools/deps.sh (node and npm)" >&2; exit 1)
 console-lint: console-need-npm $(CONSOLE_DEPS)
-	@cd services/console && node_modules/.bin/prettier --check --log-level warn $(CONSOLE_JS) && \
-	  node_modules/.bin/eslint --max-warnings 0 . && \
+	@cd services/console && node_modules/.bin/prettier --check --log-level warn $(CONSOLE_PRETTIER_CACHE) $(CONSOLE_JS) && \
+	  node_modules/.bin/eslint --max-warnings 0 $(CONSOLE_ESLINT_CACHE) . && \
 	  echo "console-lint: the console's JavaScript is formatted (Prettier) and ESLint finds nothing"
 console-fmt: console-need-npm $(CONSOLE_DEPS)
-	cd services/console && node_modules/.bin/prettier --write --log-level warn $(CONSOLE_JS)
+	cd services/console && node_modules/.bin/prettier --write --log-level warn $(CONSOLE_PRETTIER_CACHE) $(CONSOLE_JS)
 console-unit: console-need-npm $(CONSOLE_DEPS)
-	@cd services/console && node --test test/*.test.js
+	@cd services/console && node --test --test-reporter=spec test/*.test.js
 all: $(if $(shell command -v npm 2>/dev/null),console,console-skipped)
 # `make install` puts the built console where the gateway looks by default
 # (<bindir>/../share/tessera/console, docs/console-serving.md).
