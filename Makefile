@@ -211,16 +211,19 @@ check: all
 
 # `make lint`: the tree is clang-formatted, and its shape holds (tools/structure.py:
 # no include or call cycle between a folder's files, no C file over 800 lines,
-# every bool function TS_MUST_CHECK). Needs the objects of `make all`.
+# every bool function TS_MUST_CHECK). Needs the objects of `make all`. The
+# console's JavaScript is checked too (console-lint: Prettier and ESLint).
 .PHONY: lint structure
-lint: fmt-check structure
+lint: fmt-check structure console-lint
 structure: all
 	@python3 tools/structure.py --build $(BUILD)
 
 shim-skipped:
 	@echo "test-shim: skipped: no CUDA toolkit at $(CUDA_HOME) (cuda.h)"
 
-unit: $(UNIT_BINS)
+# The console's unit tests (console-unit) run with the C ones, once: not again
+# in the sanitizer build of `make asan`.
+unit: $(UNIT_BINS) $(if $(SAN),,console-unit)
 	@sh tools/run-unit.sh $(UNIT_BINS)
 
 integration: all
@@ -315,7 +318,7 @@ install: all
 	if [ -f $(SHIM_LIB) ]; then install -d $(DESTDIR)$(PREFIX)/lib/tessera && \
 	  install -m 0644 $(SHIM_LIB) $(DESTDIR)$(PREFIX)/lib/tessera/; fi
 
-fmt:
+fmt: console-fmt
 	clang-format -i $$(git ls-files '*.c' '*.h')
 
 fmt-check:
@@ -694,6 +697,30 @@ $(CONSOLE_DIR)/index.html: $(CONSOLE_SRC) $(CONSOLE_DEPS)
 	$(Q)cd services/console && node build.mjs --out $(abspath $(CONSOLE_DIR))
 console-skipped:
 	@echo "  SKIP    web console (npm not found: install node and npm, then make console)"
+# `make console-lint` (part of `make lint`): the console's JavaScript is formatted
+# as Prettier writes it (.prettierrc.json) and ESLint finds nothing
+# (eslint.config.js), warnings included. `make console-fmt` (part of `make fmt`)
+# formats it. `make console-unit` (part of `make unit`): its unit tests
+# (services/console/test/*.test.js) with Node's own test runner. The tools are
+# devDependencies pinned by package-lock.json, installed with the build's
+# (CONSOLE_DEPS), so after the first `npm ci` they run offline.
+CONSOLE_JS  := '*.js' '*.mjs' 'src/**/*.js' 'test/**/*.js'
+# Both remember the files they found clean (by content) under node_modules/.cache,
+# so a second run checks only what changed.
+CONSOLE_PRETTIER_CACHE := --cache --cache-location node_modules/.cache/prettier/.prettier-cache
+CONSOLE_ESLINT_CACHE   := --cache --cache-strategy content --cache-location node_modules/.cache/eslint/
+CONSOLE_NPM := $(shell command -v npm 2>/dev/null)
+.PHONY: console-lint console-fmt console-unit console-need-npm
+console-need-npm:
+	$(if $(CONSOLE_NPM),,@echo "console: npm not found: run tools/deps.sh (node and npm)" >&2; exit 1)
+console-lint: console-need-npm $(CONSOLE_DEPS)
+	@cd services/console && node_modules/.bin/prettier --check --log-level warn $(CONSOLE_PRETTIER_CACHE) $(CONSOLE_JS) && \
+	  node_modules/.bin/eslint --max-warnings 0 $(CONSOLE_ESLINT_CACHE) . && \
+	  echo "console-lint: the console's JavaScript is formatted (Prettier) and ESLint finds nothing"
+console-fmt: console-need-npm $(CONSOLE_DEPS)
+	cd services/console && node_modules/.bin/prettier --write --log-level warn $(CONSOLE_PRETTIER_CACHE) $(CONSOLE_JS)
+console-unit: console-need-npm $(CONSOLE_DEPS)
+	@cd services/console && node --test --test-reporter=spec test/*.test.js
 all: $(if $(shell command -v npm 2>/dev/null),console,console-skipped)
 # `make install` puts the built console where the gateway looks by default
 # (<bindir>/../share/tessera/console, docs/console-serving.md).
