@@ -501,7 +501,10 @@ def test_kill_one_instance_of_each_during_load(stack, tenant, image, resident, c
         r = by_id.get(sid)
         if r is None:
             lost.append(f"{name}: created (201), unknown to PostgreSQL")
-        elif r["status"] == "ERROR" or (sid not in ran and r["status"] != "CANCELLED"):
+        elif r["status"] == "ERROR" or (sid not in ran and r["status"] != "CANCELLED" and not (
+                # destroyed by the load before it ran (a busy machine: still PREPARING)
+                name in load.destroyed and r["status"] == "TERMINATED"
+                and r["status_info"] == "user-requested")):
             lost.append(f"{name}: {r['status']} ({r['status_info']})")
     assert not lost, lost
     assert sum(1 for sid in load.created.values() if sid in ran) >= 3
