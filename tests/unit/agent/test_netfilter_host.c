@@ -467,7 +467,8 @@ static void test_isolation(void **state)
     int rules0 = our_lines();
     box_add(&g_c1, "c1", "", 0);
     assert_int_equal(our_lines(), rules0);
-    char *c1_rules = out_of("iptables-save | grep -c -F -e '%s/' -e '%s ' || true", g_c1.ip, g_c1.ip);
+    char *c1_rules =
+        out_of("iptables-save | grep -c -F -e '%s/' -e '%s ' || true", g_c1.ip, g_c1.ip);
     assert_int_equal(atoi(c1_rules), 0);
     free(c1_rules);
     reaches(&g_c1, "fail", "tcp %s 8080", g_a1.ip);
