@@ -249,7 +249,7 @@ http_server *http_server_start(const http_server_opts *opts, http_router *router
 /* The port actually bound (useful with port 0). */
 int http_server_port(const http_server *s);
 /* Whether the listener speaks TLS (http_server_opts.tls_cert_file). */
-bool http_server_tls(const http_server *s);
+bool http_server_tls(const http_server *s) TS_MUST_CHECK;
 /* Listen on addr too, an address other processes share (SO_REUSEPORT: the
  * kernel spreads new connections over every process listening on it; see
  * net_listen_open_shared), e.g. once the service is ready. At most once. */

@@ -1,9 +1,8 @@
 /* http_server.c: the libmicrohttpd glue. Owns the listen socket, collects the
  * request body under the size limit, builds the http_req a handler sees (raw
  * target, request id, client address), turns the http_resp into an MHD
- * response, and keeps the counters. The request object itself (accessors,
- * local requests, streaming routes' registration, streamed bodies) is
- * http_request.c.
+ * response (a streamed body's: http_mhd.c), and keeps the counters. The request object itself
+ * (accessors, local requests, streaming routes' registration, streamed bodies) is http_request.c.
  *
  * Streaming (http.h): streaming routes live in a second, private router (the
  * "stream router") tied to the public one. When a request's headers are in,
@@ -22,6 +21,7 @@
 #include "libcommon/http_request.h"
 #include "libcommon/http_body_watch.h"
 #include "libcommon/http_front.h"
+#include "libcommon/http_mhd.h"
 #include "libcommon/http_tls.h"
 #include "libcommon/http_upgrade.h"
 #include "libcommon/http_workers.h"
@@ -108,53 +108,6 @@ typedef struct req_ctx {
     struct http_req_impl impl;
 } req_ctx;
 
-typedef struct reader_box {
-    body_src src;
-} reader_box;
-
-static ssize_t reader_cb(void *cls, uint64_t pos, char *buf, size_t max)
-{
-    reader_box *b = cls;
-    long n = b->src.read(b->src.cls, pos, buf, max);
-    if (n == HTTP_READ_SUSPENDED) return 0; /* http_events.c: called again once resumed */
-    if (n == 0) return MHD_CONTENT_READER_END_OF_STREAM;
-    if (n < 0) return MHD_CONTENT_READER_END_WITH_ERROR;
-    return (ssize_t)n;
-}
-
-static void reader_free(void *cls)
-{
-    reader_box *b = cls;
-    http_src_release(&b->src);
-    free(b);
-}
-
-/* The MHD response for a streamed body (the source moves into it), or NULL. */
-static struct MHD_Response *src_response(struct http_req_impl *impl, body_src *src)
-{
-    struct MHD_Response *mr = NULL;
-    if (src->kind == SRC_UPGRADE) {
-        mr = http_upgrade_response(impl, src);
-    } else if (src->kind == SRC_FD) {
-        if (src->len == 0) {
-            mr = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
-        } else {
-            mr = MHD_create_response_from_fd_at_offset64(src->len, src->fd, src->offset);
-            if (mr) src->fd = -1; /* MHD closes it */
-        }
-        http_src_release(src);
-    } else if (src->kind == SRC_READER) {
-        reader_box *b = ts_calloc(1, sizeof(*b));
-        b->src = *src;
-        memset(src, 0, sizeof(*src));
-        mr = MHD_create_response_from_callback(b->src.len == HTTP_SIZE_UNKNOWN ? MHD_SIZE_UNKNOWN
-                                                                               : b->src.len,
-                                               64 * 1024, reader_cb, b, reader_free);
-        if (!mr) reader_free(b);
-    }
-    return mr;
-}
-
 /* ---- answering ------------------------------------------------------------- */
 
 static void account(http_server *s, int status, int64_t dur)
@@ -236,7 +189,7 @@ static enum MHD_Result send_resp(http_server *s, req_ctx *rc, struct MHD_Connect
     const char *body = http_resp_body(resp, &len);
     body_src *src = http_src_current(&rc->impl, resp);
     struct MHD_Response *mr =
-        src ? src_response(&rc->impl, src)
+        src ? http_mhd_response(&rc->impl, src)
             : MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
     http_src_release(&rc->impl.src); /* a replaced source goes unsent */
     if (!mr) {
@@ -267,10 +220,6 @@ static enum MHD_Result send_resp(http_server *s, req_ctx *rc, struct MHD_Connect
  * response before the body ended, so the problem answer is written on the
  * socket here, a duplicate of the socket lingers in the front (half-closed,
  * drained, closed when the client closes) and libmicrohttpd drops its own. */
-/* Set by refuse_now: libmicrohttpd's log line about the MHD_NO that follows
- * (on the same thread) says nothing new. */
-static __thread bool t_refused_now;
-
 static enum MHD_Result refuse_now(http_server *s, req_ctx *rc, struct MHD_Connection *conn,
                                   const char *url, const char *method, int status, const char *msg)
 {
@@ -286,7 +235,7 @@ static enum MHD_Result refuse_now(http_server *s, req_ctx *rc, struct MHD_Connec
     mark_answered(s, rc, &req, status);
     free(path);
     free(query);
-    t_refused_now = true;
+    http_mhd_log_quiet_once(); /* its line about the MHD_NO says nothing new */
     return MHD_NO;
 }
 
@@ -640,28 +589,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     return r;
 }
 
-static void on_mhd_log(void *cls, const char *fmt, va_list ap)
-{
-    (void)cls;
-    char msg[512], q[600];
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    if (t_refused_now) {
-        t_refused_now = false;
-        if (strncmp(msg, "Application reported internal error", 35) == 0) return;
-    }
-    size_t n = strlen(msg);
-    while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
-        msg[--n] = '\0';
-    /* a client that goes away mid-request (or after a 408 for a stalled
-     * body), or whose TLS handshake fails, is the client's business */
-    if (strstr(msg, "detected connection closure") || strstr(msg, "handshake") ||
-        strstr(msg, "TLS fatal alert")) {
-        TLOG_DEBUG("libmicrohttpd", "detail=%s", tlog_quote(q, sizeof(q), msg));
-        return;
-    }
-    TLOG_WARN("libmicrohttpd", "detail=%s", tlog_quote(q, sizeof(q), msg));
-}
-
 /* ---- start and stop --------------------------------------------------------- */
 
 /* The front judged a connection's first head fine: libmicrohttpd takes it. */
@@ -680,18 +607,9 @@ static void front_refused(int status, void *ctx)
     account(ctx, status, 0);
 }
 
-/* libmicrohttpd aborts on broken invariants of its own; say so in our log
- * first, so the line before the core dump names the cause. */
-static void mhd_panic(void *cls, const char *file, unsigned int line, const char *reason)
-{
-    (void)cls;
-    ts_panic_at(file ? file : "libmicrohttpd", (int)line, "libmicrohttpd: %s",
-                reason ? reason : "internal error");
-}
-
 http_server *http_server_start(const http_server_opts *opts, http_router *router, ts_err *err)
 {
-    MHD_set_panic_func(mhd_panic, NULL);
+    MHD_set_panic_func(http_mhd_panic, NULL);
     if (!opts || !router) {
         ts_err_set(err, "http server: no options or no router");
         return NULL;
@@ -747,7 +665,7 @@ http_server *http_server_start(const http_server_opts *opts, http_router *router
     };
     if (s->tls.cert_pem) flags |= MHD_USE_TLS;
     s->daemon = MHD_start_daemon(
-        flags, 0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
+        flags, 0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, http_mhd_log, s,
         MHD_OPTION_ARRAY, s->tls.cert_pem ? tls_opts : &tls_opts[TS_ARRAY_LEN(tls_opts) - 1],
         MHD_OPTION_THREAD_POOL_SIZE, threads > 1 ? threads : 0u, MHD_OPTION_CONNECTION_TIMEOUT,
         timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY_LIMIT,

@@ -31,6 +31,6 @@ void http_tls_free(http_tls *t);
 /* The first byte a client sent on a TLS listener: true when it opens a TLS
  * record (a handshake, 0x16); false for anything else, such as the first
  * letter of a plain HTTP request. */
-bool http_tls_hello_byte(unsigned char first);
+bool http_tls_hello_byte(unsigned char first) TS_MUST_CHECK;
 
 #endif
