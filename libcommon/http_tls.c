@@ -89,6 +89,14 @@ bool http_tls_load(const char *cert_file, const char *key_file, http_tls *out, t
         http_tls_free(out);
         return false;
     }
+    if (_has_block(out->key_pem, "ENCRYPTED PRIVATE KEY")) {
+        ts_err_set(err,
+                   "http.tls_key %s: the key is encrypted (a passphrase); the service needs it "
+                   "unencrypted, readable by its user only (openssl pkey -in KEY -out KEY.plain)",
+                   key_file);
+        http_tls_free(out);
+        return false;
+    }
     return true;
 }
 

@@ -391,6 +391,12 @@ static void test_bad_files_refused(void **state)
     expect_refused(g_cert, g_cert, "no PEM private key", NULL); /* a certificate as the key */
     expect_refused(g_key, g_key, "no PEM certificate", NULL);
     expect_refused(g_cert, g_other_key, "does not match the certificate", g_other_key);
+    char enc[160], cmd[512];
+    path_in(enc, sizeof(enc), "enc.key");
+    snprintf(cmd, sizeof(cmd), "openssl pkey -in %s -aes256 -passout pass:x -out %s 2>/dev/null",
+             g_key, enc);
+    assert_int_equal(system(cmd), 0);
+    expect_refused(g_cert, enc, "the key is encrypted", enc);
     /* neither: plain HTTP */
     ts_err err = {{0}};
     http_server *s = start_tls("", NULL, &err);
