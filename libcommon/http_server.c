@@ -1,8 +1,9 @@
 /* http_server.c: the libmicrohttpd glue. Owns the listen socket, collects the
  * request body under the size limit, builds the http_req a handler sees (raw
  * target, request id, client address), turns the http_resp into an MHD
- * response (a streamed body's: http_mhd.c), and keeps the counters. The request object itself
- * (accessors, local requests, streaming routes' registration, streamed bodies) is http_request.c.
+ * response (a streamed body's: http_mhd.c), and keeps the counters. The
+ * request object itself (accessors, local requests, streaming routes'
+ * registration, streamed bodies) is http_request.c.
  *
  * Streaming (http.h): streaming routes live in a second, private router (the
  * "stream router") tied to the public one. When a request's headers are in,
