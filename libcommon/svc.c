@@ -115,6 +115,13 @@ const char *svc_listen(svc *s)
     return svc_opts.http_listen;
 }
 
+bool svc_http_tls(svc *s)
+{
+    (void)s;
+    return svc_opts.http_tls_cert && *svc_opts.http_tls_cert && svc_opts.http_tls_key &&
+           *svc_opts.http_tls_key;
+}
+
 static void rds_key_free(void *p)
 {
     rds_free(p);
@@ -368,6 +375,25 @@ static bool check_plaintext(const svc_spec *spec, ts_err *err)
     return !(spec->needs & SVC_NEEDS_KAFKA) ||
            plaintext_check_kafka(svc_opts.kafka_bootstrap, svc_opts.kafka_security_protocol,
                                  svc_opts.kafka_allow_plaintext, err);
+}
+
+static bool _set(const char *v)
+{
+    return v && *v;
+}
+
+/* An internal listener on an address that is not loopback serves TLS, or
+ * plain text there is allowed (plaintext.h); the gateway's public one is not
+ * checked (a load balancer in front often terminates TLS). */
+static bool check_http_plaintext(const svc_spec *spec, ts_err *err)
+{
+    if (spec->public_api) return true;
+    /* one set without the other: http_server_start says what is wrong */
+    bool tls = _set(svc_opts.http_tls_cert) || _set(svc_opts.http_tls_key);
+    return plaintext_check_http("http.listen", svc_opts.http_listen, tls,
+                                svc_opts.http_allow_plaintext, err) &&
+           plaintext_check_http("http.shared_listen", svc_opts.http_shared_listen, tls,
+                                svc_opts.http_allow_plaintext, err);
 }
 
 static bool connect_deps(svc *s, ts_err *err)
@@ -646,6 +672,8 @@ int svc_main(int argc, char **argv, const svc_spec *spec)
         .header_timeout_ms = (int)svc_opts.http_header_timeout_ms,
         .body_timeout_ms = (int)svc_opts.http_body_timeout_ms,
         .service = spec->name,
+        .tls_cert_file = svc_opts.http_tls_cert,
+        .tls_key_file = svc_opts.http_tls_key,
         .on_complete = on_complete,
         .on_complete_ctx = s,
     };
@@ -656,6 +684,12 @@ int svc_main(int argc, char **argv, const svc_spec *spec)
     } else if (spec->public_guard) {
         hopts.guard = public_guard;
         hopts.guard_ctx = s;
+    }
+    if (!check_http_plaintext(spec, &err)) {
+        TLOG_ERROR("start-up failed", "step=http listen=%s error=\"%s\"", svc_opts.http_listen,
+                   err.msg);
+        rc = 1;
+        goto out;
     }
     s->http = http_server_start(&hopts, s->router, &err);
     if (!s->http) {

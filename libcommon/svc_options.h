@@ -42,6 +42,9 @@ typedef struct svc_options {
     bool redis_allow_plaintext;
     char *svcauth_key_file;
     char *http_ca_file;
+    char *http_tls_cert;
+    char *http_tls_key;
+    bool http_allow_plaintext;
     char *svcauth_trust_file;
     int64_t svcauth_max_skew_ms;
 } svc_options;
