@@ -90,8 +90,14 @@ $$(BUILD)/gen/$(3)/migrations.c: $$($(1)_SQL) tools/embed-migrations.sh
 $(2): $$($(1)_OBJ) $$(COMMON_LIB)
 	@mkdir -p $$(dir $$@)
 	@echo "  LD      $$@"
-	$(Q)$$(CC) $$(LDFLAGS) -o $$@ $$($(1)_OBJ) $$(COMMON_LIB) $$(LDLIBS) $$($(1)_LIBS)
+	$(Q)$$(CC) $$(LDFLAGS) -o $$@ $$($(1)_OBJ) $$(COMMON_LIB) $$(or $$($(1)_LDLIBS),$$(LDLIBS)) $$($(1)_LIBS)
 endef
+# tessera-devbus links librdkafka statically: it sets the mock cluster's log cap
+# through the library's own (unexported) lookups (tools/devbus/retention.h).
+# librdkafka.a's own dependencies by soname: Debian ships lz4, zstd and sasl2
+# without their -dev links here.
+devbus_LDLIBS = $(filter-out -lrdkafka,$(LDLIBS)) -Wl,-Bstatic -lrdkafka -Wl,-Bdynamic \
+                -l:liblz4.so.1 -l:libzstd.so.1 -l:libsasl2.so.2 -lssl -lcrypto -lz -ldl -lm
 $(foreach s,$(DAEMONS),$(eval $(call service_rules,$(s),$(BUILD)/bin/tessera-$(s),services/$(s))))
 $(foreach s,$(DEVTOOLS),$(eval $(call service_rules,$(s),$(BUILD)/bin/tessera-$(s),tools/$(s))))
 $(eval $(call service_rules,cli,$(CLI_BIN),services/cli))

@@ -44,6 +44,8 @@ typedef struct svc_options {
     char *http_ca_file;
     char *svcauth_trust_file;
     int64_t svcauth_max_skew_ms;
+    int64_t deps_down_after_failures;
+    int64_t deps_down_after_ms;
 } svc_options;
 
 extern svc_options svc_opts;
