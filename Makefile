@@ -525,6 +525,9 @@ $(BENCH_E2E_BIN): $(BUILD)/obj/bench/scheduler/bench_e2e.o $(BENCH_SCHED_WORKLOA
 	@echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(BENCH_SCHED_WORKLOAD) $(SCHED_LIB_OBJ) $(COMMON_LIB) $(LDLIBS)
 
+# built by `make all` too: tests/integration/test_bench_scheduler_smoke.py runs
+# the bench small in the integration tier
+all: $(BENCH_E2E_BIN)
 .PHONY: bench-scheduler
 bench-scheduler: $(BENCH_E2E_BIN) $(BUILD)/bin/tessera-scheduler $(BUILD)/bin/tessera-simagent \
                  $(BUILD)/bin/tessera-devbus $(BUILD)/bin/tessera-auth $(BUILD)/bin/tessera-registry \
