@@ -16,12 +16,15 @@ import subprocess
 import threading
 import time
 
+import requests
+
 from conftest import wait_until
 from test_scheduler_service import enqueued, free_port, metric, mini, scheduled_of, wait_agents  # noqa: F401
 
 SESSIONS = 200
 DELAY_S = 2.5  # past the scheduler's redis.timeout (2 s)
-EVERY = 7      # one client->Redis chunk in EVERY is held DELAY_S
+# one client->Redis chunk in EVERY is held DELAY_S
+EVERY = int(os.environ.get("TESSERA_TEST_SLOW_EVERY", "3"))
 
 
 class SlowProxy:
@@ -88,7 +91,6 @@ class SlowProxy:
 
 def labelled(url, name, label):
     """The sample of name{label} on url's /metrics (None when absent)."""
-    import requests
     for line in requests.get(url + "/metrics", timeout=5).text.splitlines():
         if line.startswith(name + "{") and label in line:
             return float(line.split()[-1])
@@ -106,7 +108,6 @@ def test_backlog_drains_while_redis_answers_slowly(mini):
                "TESSERA_LOG_LEVEL": "info"}
         p = mini.start("scheduler-slow", [os.path.join(mini.bin, "tessera-scheduler")], env)
         p.url = url = f"http://127.0.0.1:{port}"
-        import requests
         wait_until(lambda: p.poll() is None and
                    requests.get(url + "/readyz", timeout=2).status_code == 200, 30,
                    message="scheduler ready")
@@ -128,13 +129,14 @@ def test_backlog_drains_while_redis_answers_slowly(mini):
         ev = scheduled_of(mini.events(type_="SessionScheduled", count=SESSIONS, timeout=75))
         proxy.slow.clear()
         assert len(ev) == SESSIONS, f"{SESSIONS - len(ev)} sessions not scheduled"
-        # the slowness was real: commands timed out, Redis was failing ...
-        assert proxy.delayed > 0
-        assert labelled(url, "tessera_dependency_failures_total", 'dependency="redis"') > 0
-        # ... and never taken for an outage: no pause, nothing dead-lettered
-        assert labelled(url, "tessera_dependency_outages_total", 'dependency="redis"') == 0
+        # no pause, nothing dead-lettered ...
         assert metric(url, "tessera_kafka_consumer_pauses_total") == 0
         assert metric(url, "tessera_kafka_dead_lettered_total") == 0
+        # ... though the slowness was real: commands timed out, Redis was
+        # failing, never taken for an outage
+        assert proxy.delayed > 0
+        assert labelled(url, "tessera_dependency_failures_total", 'dependency="redis"') > 0
+        assert labelled(url, "tessera_dependency_outages_total", 'dependency="redis"') == 0
         assert metric(url, "tessera_kafka_offset_resets_total") == 0
         assert mini.dlq("slow") == []
         # every placement is held exactly once in Redis
