@@ -528,6 +528,59 @@ static void test_slow_dependency_neither_pauses_nor_dead_letters(void **state)
         &(deps_policy){.failures = DEPS_DEFAULT_FAILURES, .window_ms = DEPS_DEFAULT_WINDOW_MS});
 }
 
+static kbus_result count_done(const kbus_msg *msgs, size_t n, void *ctx, ts_err *reason)
+{
+    (void)msgs, (void)reason;
+    atomic_fetch_add((atomic_int *)ctx, (int)n);
+    return KBUS_DONE;
+}
+
+/* A group whose committed position the broker dropped (librdkafka's mock
+ * keeps 5 MiB a partition) resumes elsewhere: the skipped messages are lost
+ * to it, and the bus counts that (an error in the log too). */
+static void test_truncated_position_is_counted(void **state)
+{
+    fixture *f = *state;
+    static const char *const topics[] = {"t.batch", NULL};
+    kbus_batch_opts bo = {.max_messages = 100, .max_wait_ms = 100};
+    atomic_int n = 0;
+    ts_err err = {{0}};
+    produce(f, 0, NULL, false);
+    kbus_consumer *c = kbus_consume_batch(f->bus, "g.trunc", topics, &bo, count_done, &n, &err);
+    assert_non_null(c);
+    wait_settled(f, 1, 0);
+    kbus_consumer_stop(c);
+    assert_int_equal(committed(f, "g.trunc"), 1);
+    kbus_stats st;
+    kbus_get_stats(f->bus, &st);
+    assert_int_equal(st.offset_resets, 0);
+    /* 8 MiB behind the group's position, one record at a time */
+    size_t big = 128 * 1024;
+    char *path = malloc(big + 1);
+    memset(path, 'p', big);
+    path[big] = 0;
+    for (int i = 0; i < 64; i++) {
+        Tessera__V1__ApiAccess a = TESSERA__V1__API_ACCESS__INIT;
+        a.method = "GET";
+        a.path = path;
+        size_t len = 0;
+        uint8_t *buf = envelope_pack(&a.base, "test/1", NULL, NULL, &len);
+        assert_true(kbus_produce_raw(f->bus, "t.batch", "k", buf, len, &err));
+        free(buf);
+        assert_true(kbus_flush(f->bus, 5000));
+    }
+    free(path);
+    c = kbus_consume_batch(f->bus, "g.trunc", topics, &bo, count_done, &n, &err);
+    assert_non_null(c);
+    for (int i = 0; i < 300; i++) {
+        kbus_get_stats(f->bus, &st);
+        if (st.offset_resets > 0) break;
+        usleep(100 * 1000);
+    }
+    kbus_consumer_stop(c);
+    assert_true(st.offset_resets >= 1);
+}
+
 /* The probe is asked only about a KBUS_RETRY: with everything up, a flaky
  * record still goes to the DLQ after max_attempts. */
 static void test_retry_with_deps_up_still_dead_letters(void **state)
@@ -558,6 +611,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_wait_is_never_dead_lettered, setup, teardown),
         cmocka_unit_test_setup_teardown(test_slow_dependency_neither_pauses_nor_dead_letters, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_truncated_position_is_counted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_retry_with_deps_up_still_dead_letters, setup,
                                         teardown),
     };
