@@ -534,6 +534,13 @@ bench-scheduler: $(BENCH_E2E_BIN) $(BUILD)/bin/tessera-scheduler $(BUILD)/bin/te
                  $(BUILD)/bin/tessera-gateway $(BUILD)/bin/tessera-busctl
 	@TESSERA_BIN_DIR=$(abspath $(BUILD))/bin BENCH_E2E=$(abspath $(BENCH_E2E_BIN)) \
 	  sh bench/scheduler/run.sh
+# `make bench-scheduler-smoke`: the API path small (100 agents, 2,000 sessions),
+# what tests/integration/test_bench_scheduler_smoke.py runs in `make test`.
+.PHONY: bench-scheduler-smoke
+bench-scheduler-smoke: all
+	@TESSERA_BIN_DIR=$(abspath $(BUILD))/bin BENCH_E2E=$(abspath $(BENCH_E2E_BIN)) \
+	  BENCH_VIA=api BENCH_AGENTS=100 BENCH_API_SESSIONS=2000 BENCH_USERS=5 BENCH_CLIENTS=8 \
+	  BENCH_TIMEOUT=180 sh bench/scheduler/run.sh
 # ---- end bench-scheduler -------------------------------------------------------
 
 # ---- registry test tools ---------------------------------------------------------
