@@ -469,9 +469,12 @@ def reasons(created, ns, pending, statuses, ev, inv, allocs, sess, holding, hold
                    "tessera_kafka_offset_resets_total)"
                    % (statuses or "none", "" if ev is None else
                       ", the scheduler published %d SessionScheduled" % len(ev)))
-    elif ns < created:
-        out.append("%d of %d sessions were not recorded as scheduled within %d s (%d still "
-                   "PENDING; statuses: %s)" % (created - ns, created, TIMEOUT, pending, statuses))
+    elif ev is not None and ns < len(ev):
+        # sessions left PENDING for want of room are not a gap: the scheduler
+        # published no placement for them
+        out.append("%d of the %d placements the scheduler published were not recorded by the "
+                   "registry within %d s (%d still PENDING; statuses: %s)"
+                   % (len(ev) - ns, len(ev), TIMEOUT, pending, statuses))
     if ev is not None and not ev and created:
         out.append("no SessionScheduled published after the release was found on "
                    "tessera.session.v1")
