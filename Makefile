@@ -90,8 +90,14 @@ $$(BUILD)/gen/$(3)/migrations.c: $$($(1)_SQL) tools/embed-migrations.sh
 $(2): $$($(1)_OBJ) $$(COMMON_LIB)
 	@mkdir -p $$(dir $$@)
 	@echo "  LD      $$@"
-	$(Q)$$(CC) $$(LDFLAGS) -o $$@ $$($(1)_OBJ) $$(COMMON_LIB) $$(LDLIBS) $$($(1)_LIBS)
+	$(Q)$$(CC) $$(LDFLAGS) -o $$@ $$($(1)_OBJ) $$(COMMON_LIB) $$(or $$($(1)_LDLIBS),$$(LDLIBS)) $$($(1)_LIBS)
 endef
+# tessera-devbus links librdkafka statically: it sets the mock cluster's log cap
+# through the library's own (unexported) lookups (tools/devbus/retention.h).
+# librdkafka.a's own dependencies by soname: Debian ships lz4, zstd and sasl2
+# without their -dev links here.
+devbus_LDLIBS = $(filter-out -lrdkafka,$(LDLIBS)) -Wl,-Bstatic -lrdkafka -Wl,-Bdynamic \
+                -l:liblz4.so.1 -l:libzstd.so.1 -l:libsasl2.so.2 -lssl -lcrypto -lz -ldl -lm
 $(foreach s,$(DAEMONS),$(eval $(call service_rules,$(s),$(BUILD)/bin/tessera-$(s),services/$(s))))
 $(foreach s,$(DEVTOOLS),$(eval $(call service_rules,$(s),$(BUILD)/bin/tessera-$(s),tools/$(s))))
 $(eval $(call service_rules,cli,$(CLI_BIN),services/cli))
@@ -530,12 +536,22 @@ $(BENCH_E2E_BIN): $(BUILD)/obj/bench/scheduler/bench_e2e.o $(BENCH_SCHED_WORKLOA
 	@echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(BENCH_SCHED_WORKLOAD) $(SCHED_LIB_OBJ) $(COMMON_LIB) $(LDLIBS)
 
+# built by `make all` too: tests/integration/test_bench_scheduler_smoke.py runs
+# the bench small in the integration tier
+all: $(BENCH_E2E_BIN)
 .PHONY: bench-scheduler
 bench-scheduler: $(BENCH_E2E_BIN) $(BUILD)/bin/tessera-scheduler $(BUILD)/bin/tessera-simagent \
                  $(BUILD)/bin/tessera-devbus $(BUILD)/bin/tessera-auth $(BUILD)/bin/tessera-registry \
                  $(BUILD)/bin/tessera-gateway $(BUILD)/bin/tessera-busctl
 	@TESSERA_BIN_DIR=$(abspath $(BUILD))/bin BENCH_E2E=$(abspath $(BENCH_E2E_BIN)) \
 	  sh bench/scheduler/run.sh
+# `make bench-scheduler-smoke`: the API path small (100 agents, 2,000 sessions),
+# what tests/integration/test_bench_scheduler_smoke.py runs in `make test`.
+.PHONY: bench-scheduler-smoke
+bench-scheduler-smoke: all
+	@TESSERA_BIN_DIR=$(abspath $(BUILD))/bin BENCH_E2E=$(abspath $(BENCH_E2E_BIN)) \
+	  BENCH_VIA=api BENCH_AGENTS=100 BENCH_API_SESSIONS=2000 BENCH_USERS=5 BENCH_CLIENTS=8 \
+	  BENCH_TIMEOUT=180 sh bench/scheduler/run.sh
 # ---- end bench-scheduler -------------------------------------------------------
 
 # ---- registry test tools ---------------------------------------------------------

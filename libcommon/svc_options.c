@@ -50,6 +50,26 @@ cfg_option svc_common_table[] = {
      NULL, true, NULL,
      "how far a signed internal call's time may be from this host's clock (and how long its "
      "signature is remembered against replays)"},
+    {.name = "deps.down_after_failures",
+     .type = CFG_INT,
+     .dst = &svc_opts.deps_down_after_failures,
+     .def = "3",
+     .min = 1,
+     .max = 1000,
+     .reloadable = true,
+     .help = "a dependency (PostgreSQL, Redis, the bus) is judged down, and bus consumers "
+             "pause, only after this many connection-level failures (refused, reset, timed "
+             "out) in a row, and deps.down_after without an answer (docs/reliability.md)"},
+    {.name = "deps.down_after",
+     .type = CFG_DURATION,
+     .dst = &svc_opts.deps_down_after_ms,
+     .def = "5s",
+     .min = 0,
+     .max = 600000,
+     .reloadable = true,
+     .help = "how long a dependency must fail without one answer, since the first failure "
+             "in a row, before it is judged down (a slow answer that timed out is not an "
+             "outage)"},
     {NULL},
 };
 

@@ -47,6 +47,8 @@ typedef struct svc_options {
     bool http_allow_plaintext;
     char *svcauth_trust_file;
     int64_t svcauth_max_skew_ms;
+    int64_t deps_down_after_failures;
+    int64_t deps_down_after_ms;
 } svc_options;
 
 extern svc_options svc_opts;
