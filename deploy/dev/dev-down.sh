@@ -77,13 +77,6 @@ done
 # shellcheck disable=SC2086,SC2046 # names without blanks, split on purpose
 stop_group $(dev_instances "$RUN" gateway wsproxy) vfolder agent $node_agents \
   $(dev_instances "$RUN" scheduler registry) auth
-# the nodes' agents' TLS terminators (TESSERA_DEV_TLS), in their namespaces
-node_tls=""
-for f in "$RUN"/agent-tls@node*.pid; do
-  [ -e "$f" ] && node_tls="$node_tls $(basename "$f" .pid)"
-done
-# shellcheck disable=SC2086 # names without blanks, split on purpose
-[ -z "$node_tls" ] || stop_group $node_tls
 stop_group oci-registry
 stop_group bus-tls devbus
 stop_group redis-tunnel redis

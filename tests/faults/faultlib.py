@@ -262,18 +262,28 @@ def build_image(stack, workdir):
         raise SetupError(str(e)) from e
 
 
-def new_tenant(admin, recorder, prefix):
-    """A user of the default domain and project with a keypair: its Client."""
+TENANT_PASSWORD = "faults-Passw0rd"
+
+
+def new_tenant(admin, recorder, prefix, make_client=None):
+    """A user of the default domain and project (password TENANT_PASSWORD)
+    with a keypair: its Client, or make_client(endpoint, access key, secret
+    key)'s; .email is the user's."""
     uname = f"{prefix}-{TAG}-{uuid.uuid4().hex[:4]}"
     u = okj(admin.post("/admin/users", {"email": f"{uname}@example.com", "username": uname,
-                                        "password": "faults-Passw0rd", "role": "user"}), 200, 201)
+                                        "password": TENANT_PASSWORD, "role": "user"}), 200, 201)
     k = okj(admin.post("/admin/keypairs", {"user_id": u["id"]}), 200, 201)
     projects = okj(admin.get("/admin/projects", params={"limit": 1000}))["items"]
     default = [p for p in projects if p["name"] == "default" and p["domain_name"] == u["domain_name"]]
     if not default:
         raise SetupError("no default project")
     okj(admin.post(f"/admin/projects/{default[0]['id']}/members", {"user_ids": [u["id"]]}), 200, 201)
-    return Client(admin.endpoint, k["access_key"], k["secret_key"], recorder)
+    if make_client:
+        c = make_client(admin.endpoint, k["access_key"], k["secret_key"])
+    else:
+        c = Client(admin.endpoint, k["access_key"], k["secret_key"], recorder)
+    c.email = f"{uname}@example.com"
+    return c
 
 
 # ---- the load -------------------------------------------------------------------------------

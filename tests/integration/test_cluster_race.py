@@ -42,7 +42,7 @@ import pytest
 import requests
 
 import suitekit
-from conftest import BIN_DIR, REPO, dev_stack, wait_until
+from conftest import REPO, dev_stack, wait_until
 from test_sessions_api import admin, gw, okj  # noqa: F401
 
 # after tests/integration (tests/faults has a conftest.py of its own)
@@ -97,10 +97,6 @@ return {all('agent:*', 'hash'), all('alloc:*', 'hash'), all('sess:*', 'string')}
 
 @pytest.fixture(scope="module")
 def stack():
-    if not os.path.isdir(BIN_DIR):
-        pytest.skip(f"{BIN_DIR} does not exist: build first (make)")
-    if os.geteuid() != 0:
-        pytest.skip("a multi-node stack needs root (network namespaces)")
     with dev_stack("tessera-race-", **ENV) as env:
         yield env
 
