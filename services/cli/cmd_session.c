@@ -11,6 +11,7 @@
 #include "services/cli/session_exec.h"
 #include "services/cli/session_files.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -123,6 +124,30 @@ static const out_column kernel_cols[] = {
     {NULL, NULL, OUT_TEXT},
 };
 
+/* The idle checker's state (idleChecks.network_timeout) as a line: "reclaimed
+ * in 12 min unless used (idle timeout 600 s)", or "not checked" when the
+ * session has no idle deadline (not RUNNING, not interactive, timeout 0). */
+static void _idle_text(const json_t *checks, char *buf, size_t size)
+{
+    const json_t *net = json_object_get(checks, "network_timeout");
+    const json_t *left = json_object_get(net, "remaining");
+    if (!json_is_number(left)) {
+        snprintf(buf, size, "not checked");
+        return;
+    }
+    long long s = (long long)json_number_value(left);
+    long long timeout =
+        (long long)json_integer_value(json_object_get(json_object_get(net, "extra"), "timeout"));
+    char when[48];
+    if (s < 120)
+        snprintf(when, sizeof(when), "%lld s", s);
+    else if (s < 7200)
+        snprintf(when, sizeof(when), "%lld min", s / 60);
+    else
+        snprintf(when, sizeof(when), "%lld h %lld min", s / 3600, s % 3600 / 60);
+    snprintf(buf, size, "reclaimed in %s unless used (idle timeout %lld s)", when, timeout);
+}
+
 static int sub_info(cli *c, const session_sub *self, int argc, char **argv)
 {
     json_t *info;
@@ -130,7 +155,10 @@ static int sub_info(cli *c, const session_sub *self, int argc, char **argv)
     if (_get_named(c, self, argc, argv, NULL, &info, &rc) && c->json) {
         out_json(info);
     } else if (info) {
-        static const char *const hide[] = {"kernels", NULL};
+        static const char *const hide[] = {"kernels", "idleChecks", NULL};
+        char idle[128];
+        _idle_text(json_object_get(info, "idleChecks"), idle, sizeof(idle));
+        json_object_set_new(info, "idle", json_string(idle));
         out_record(info, hide);
         json_t *kernels = json_object_get(info, "kernels");
         if (json_array_size(kernels)) {

@@ -88,6 +88,9 @@ bool tr_set(PGconn *conn, outbox *ob, sess *s, const char *to, const char *reaso
     if (!reg_run(conn,
                  "WITH u AS (UPDATE registry.sessions SET status = $2, status_info = $3,"
                  "   status_changed_at = now(),"
+                 /* idle reclamation counts from each RUNNING (idle_network.h) */
+                 "   idle_deadline = CASE WHEN $2 = 'RUNNING' AND type = 'interactive'"
+                 "     AND idle_timeout > 0 THEN now() + make_interval(secs => idle_timeout) END,"
                  "   terminated_at = CASE WHEN $4::bool THEN now() ELSE terminated_at END,"
                  "   occupied_slots = CASE WHEN $4::bool THEN '{}'::jsonb ELSE occupied_slots END"
                  "   WHERE id = $1::uuid RETURNING id),"

@@ -27,7 +27,7 @@ export const KINDS = {
       ['max_concurrent_sessions', 'Concurrent sessions', 'how many sessions a keypair may have running at once; 0 or empty = no limit', 0, noneIf0],
       ['max_pending_session_count', 'Pending sessions', 'how many sessions may wait in the queue at once; empty = no limit', null, noneIf0],
       ['max_containers_per_session', 'Containers per session', 'the most containers (kernels) one session may have; at least 1', 1, String],
-      ['idle_timeout', 'Idle timeout', 'seconds a session may stay idle before it is ended; 0 or empty = never. Stored and handed to the agent, but not enforced yet: idle sessions are not ended', 0, (v) => noneIf0(v, seconds)],
+      ['idle_timeout', 'Idle timeout', 'seconds an interactive session may go unused (no app traffic, stream or exec) before it is ended; 0 or empty = never; taken when a session is created', 0, (v) => noneIf0(v, seconds)],
       ['max_session_lifetime', 'Session lifetime', 'seconds a session may stay RUNNING, busy or not, before it is terminated; 0 or empty = no limit. Taken when a session is created', 0, (v) => noneIf0(v, seconds)],
       ['max_rootfs_size', 'Container disk', 'the most bytes each container may write on its node, its root file system and /home/work together (k/m/g/t: 50g; at least 16m); writes past it fail as on a full disk. 0 or empty = the agent’s own limit (agent.rootfs_size, 32g by default). Taken when a session is created', 0, (v) => (v === null || v === undefined || Number(v) === 0 ? 'agent’s default' : fmtBytes(v)), 'bytes'],
     ],

@@ -1,0 +1,144 @@
+/* idle_network.c: see idle_network.h. */
+#include "idle_network.h"
+
+#include "db_common.h"
+#include "libcommon/log.h"
+#include "session_sweep.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+/* The sessions due, oldest deadline first (the partial index). */
+static const char DUE_SQL[] = "SELECT s.id::text, s.idle_timeout FROM registry.sessions s"
+                              " WHERE s.idle_deadline IS NOT NULL AND s.idle_deadline < now()"
+                              " AND s.status = 'RUNNING'"
+                              " ORDER BY s.idle_deadline LIMIT 100";
+
+bool idle_mark_active(const char *session_id, ts_err *err)
+{
+    rds *r = reg_redis(err);
+    if (!r) return false;
+    char key[128], now[24];
+    snprintf(key, sizeof(key), IDLE_LAST_ACCESS_KEY, session_id);
+    snprintf(now, sizeof(now), "%lld", (long long)ts_now_wall_ms());
+    const char *argv[] = {"SET", key, now, "EX", "2592000"}; /* as wsproxy: 30 days */
+    redisReply *rep = rds_command(r, 5, argv, NULL, err);
+    if (!rep) return false;
+    bool ok = rep->type != REDIS_REPLY_ERROR;
+    if (!ok) ts_err_set(err, "SET %s: %s", key, rep->str);
+    freeReplyObject(rep);
+    return ok;
+}
+
+bool idle_last_access(const char *session_id, int64_t *ms, ts_err *err)
+{
+    *ms = 0;
+    rds *r = reg_redis(err);
+    if (!r) return false;
+    char key[128];
+    snprintf(key, sizeof(key), IDLE_LAST_ACCESS_KEY, session_id);
+    const char *argv[] = {"GET", key};
+    redisReply *rep = rds_command(r, 2, argv, NULL, err);
+    if (!rep) return false;
+    bool ok = rep->type != REDIS_REPLY_ERROR;
+    if (!ok) ts_err_set(err, "GET %s: %s", key, rep->str);
+    if (rep->type == REDIS_REPLY_STRING) *ms = strtoll(rep->str, NULL, 10);
+    freeReplyObject(rep);
+    return ok;
+}
+
+json_t *idle_checks_json(int64_t deadline_ms, int64_t last_ms, int timeout_s, int64_t now_ms)
+{
+    json_t *remaining = json_null(), *extra = json_null();
+    if (deadline_ms > 0 && timeout_s > 0) {
+        int64_t end = deadline_ms;
+        if (last_ms > 0 && last_ms + (int64_t)timeout_s * 1000 > end)
+            end = last_ms + (int64_t)timeout_s * 1000;
+        remaining = json_real(end > now_ms ? (double)(end - now_ms) / 1000.0 : 0.0);
+        extra = json_pack("{s:i}", "timeout", timeout_s);
+    }
+    return json_pack("{s:{s:o,s:s,s:o}}", "network_timeout", "remaining", remaining,
+                     "remaining_time_type", "expire_after", "extra", extra);
+}
+
+void idle_checks_refine(json_t *checks, const char *session_id)
+{
+    json_t *net = json_object_get(checks, "network_timeout");
+    json_t *remaining = json_object_get(net, "remaining");
+    int64_t timeout_ms =
+        json_integer_value(json_object_get(json_object_get(net, "extra"), "timeout")) * 1000;
+    if (!json_is_number(remaining) || timeout_ms <= 0) return;
+    int64_t last = 0;
+    ts_err err = {{0}};
+    if (!idle_last_access(session_id, &last, &err)) {
+        TLOG_WARN("idle check: last use unknown", "error=\"%s\"", err.msg);
+        return;
+    }
+    double left = (double)(last + timeout_ms - ts_now_wall_ms()) / 1000.0;
+    if (last > 0 && left > json_number_value(remaining))
+        json_object_set_new(net, "remaining", json_real(left));
+}
+
+static void reason(const PGresult *r, int row, char *buf, size_t size)
+{
+    snprintf(buf, size, "idle: no app traffic or exec for %s s", PQgetvalue(r, row, 1));
+}
+
+/* Under the row lock: still past its deadline with no use since? A use since
+ * pushes the deadline instead. */
+static bool still_idle(PGconn *conn, sess *s, bool *due, ts_err *err)
+{
+    *due = false;
+    const char *p[] = {s->id};
+    PGresult *r =
+        reg_exec(conn,
+                 "SELECT idle_timeout, (extract(epoch FROM idle_deadline) * 1000)::bigint,"
+                 " (extract(epoch FROM now()) * 1000)::bigint FROM registry.sessions"
+                 " WHERE id = $1::uuid AND idle_deadline IS NOT NULL",
+                 1, p, err);
+    if (!r) return false;
+    if (PQntuples(r) != 1) {
+        PQclear(r);
+        return true;
+    }
+    int64_t timeout_ms = strtoll(PQgetvalue(r, 0, 0), NULL, 10) * 1000;
+    int64_t deadline = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
+    int64_t now = strtoll(PQgetvalue(r, 0, 2), NULL, 10);
+    PQclear(r);
+    if (deadline > now) return true; /* another instance pushed it meanwhile */
+    int64_t last = 0;
+    ts_err rerr = {{0}};
+    if (!idle_last_access(s->id, &last, &rerr)) {
+        /* not measured is not idle: the next sweep asks again */
+        TLOG_WARN("idle check: last use unknown", "error=\"%s\"", rerr.msg);
+        return true;
+    }
+    if (last + timeout_ms <= now) {
+        *due = true;
+        return true;
+    }
+    char next[24];
+    snprintf(next, sizeof(next), "%lld", (long long)(last + timeout_ms));
+    const char *u[] = {s->id, next};
+    return reg_run(conn,
+                   "UPDATE registry.sessions SET idle_deadline = to_timestamp($2::bigint / 1000.0)"
+                   " WHERE id = $1::uuid AND idle_deadline IS NOT NULL",
+                   2, u, err);
+}
+
+static bool terminate(PGconn *conn, outbox *ob, sess *s, const char *why, ts_err *err)
+{
+    return tr_terminate(conn, ob, s, why, why, "registry", err);
+}
+
+bool idle_network_sweep(int *ended)
+{
+    static const session_sweep_spec spec = {.what = "idle network timeout",
+                                            .sql = DUE_SQL,
+                                            .status = ST_RUNNING,
+                                            .done_msg = "idle session reclaimed",
+                                            .reason = reason,
+                                            .due = still_idle,
+                                            .end = terminate};
+    return session_sweep(&spec, ended);
+}
