@@ -47,18 +47,34 @@ bool idle_last_access(const char *session_id, int64_t *ms, ts_err *err)
     return ok;
 }
 
-json_t *idle_checks_json(int64_t deadline_ms, int64_t last_ms, int timeout_s, int64_t now_ms)
+/* One checker's report: seconds from now to end (null when end is 0), extra. */
+static json_t *report(int64_t end, int64_t now_ms, json_t *extra)
 {
-    json_t *remaining = json_null(), *extra = json_null();
-    if (deadline_ms > 0 && timeout_s > 0) {
-        int64_t end = deadline_ms;
-        if (last_ms > 0 && last_ms + (int64_t)timeout_s * 1000 > end)
-            end = last_ms + (int64_t)timeout_s * 1000;
+    json_t *remaining = json_null();
+    if (end > 0)
         remaining = json_real(end > now_ms ? (double)(end - now_ms) / 1000.0 : 0.0);
-        extra = json_pack("{s:i}", "timeout", timeout_s);
+    else {
+        json_decref(extra);
+        extra = json_null();
     }
-    return json_pack("{s:{s:o,s:s,s:o}}", "network_timeout", "remaining", remaining,
-                     "remaining_time_type", "expire_after", "extra", extra);
+    return json_pack("{s:o,s:s,s:o}", "remaining", remaining, "remaining_time_type", "expire_after",
+                     "extra", extra);
+}
+
+json_t *idle_checks_json(const idle_inputs *in)
+{
+    int64_t net_end = 0;
+    if (in->deadline_ms > 0 && in->timeout_s > 0) {
+        net_end = in->deadline_ms;
+        if (in->last_ms > 0 && in->last_ms + (int64_t)in->timeout_s * 1000 > net_end)
+            net_end = in->last_ms + (int64_t)in->timeout_s * 1000;
+    }
+    int64_t life_end = in->max_lifetime_s > 0 ? in->lifetime_end_ms : 0;
+    return json_pack(
+        "{s:o,s:o}", "network_timeout",
+        report(net_end, in->now_ms, json_pack("{s:i}", "timeout", in->timeout_s)),
+        "session_lifetime",
+        report(life_end, in->now_ms, json_pack("{s:i}", "max_lifetime", in->max_lifetime_s)));
 }
 
 void idle_checks_refine(json_t *checks, const char *session_id)

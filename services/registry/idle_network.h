@@ -46,13 +46,24 @@ bool idle_mark_active(const char *session_id, ts_err *err) TS_MUST_CHECK;
  * Redis failed. */
 bool idle_last_access(const char *session_id, int64_t *ms, ts_err *err) TS_MUST_CHECK;
 
-/* Backend.AI's idle_checks of a session: {"network_timeout": {"remaining":
- * seconds left (>= 0) or null when the checker does not apply,
- * "remaining_time_type": "expire_after", "extra": {"timeout": idle_timeout}
- * or null}}. deadline_ms: the stored deadline (0: none), last_ms: its last
- * use (0: unknown), timeout_s: its idle_timeout, now_ms: the time now. New
- * reference. */
-json_t *idle_checks_json(int64_t deadline_ms, int64_t last_ms, int timeout_s, int64_t now_ms);
+/* What a session's idle report is made of (Unix ms; 0: none). */
+typedef struct idle_inputs {
+    int64_t now_ms;
+    int64_t deadline_ms;     /* the stored idle deadline */
+    int64_t last_ms;         /* its last use */
+    int timeout_s;           /* its idle_timeout */
+    int64_t lifetime_end_ms; /* first RUNNING + max_lifetime (session_lifetime.h) */
+    int max_lifetime_s;
+} idle_inputs;
+
+/* Backend.AI's idle_checks of a session, one object per checker, each
+ * {"remaining": seconds left (>= 0) or null when the checker does not apply,
+ * "remaining_time_type": "expire_after", "extra": null or}:
+ *   network_timeout   extra {"timeout": idle_timeout}; the later of the
+ *                     deadline and last use + idle_timeout
+ *   session_lifetime  extra {"max_lifetime": N}; until the lifetime ends
+ * New reference. */
+json_t *idle_checks_json(const idle_inputs *in);
 /* checks (idle_checks_json's, made without the last use) with the
  * session's last use from Redis counted (unchanged when Redis fails). */
 void idle_checks_refine(json_t *checks, const char *session_id);

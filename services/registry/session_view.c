@@ -16,7 +16,12 @@ const char session_view_sql[] =
     " s.group_name, s.user_id::text AS user_id, s.access_key, s.resource_group, s.cluster_size,"
     " s.cluster_mode, s.priority, s.result, s.exit_code, s.idle_timeout,"
     " (extract(epoch FROM s.idle_deadline) * 1000)::bigint AS idle_deadline_ms,"
-    " (extract(epoch FROM now()) * 1000)::bigint AS now_ms,"
+    " (extract(epoch FROM now()) * 1000)::bigint AS now_ms, s.max_lifetime,"
+    /* the history is read only for a RUNNING session with a lifetime */
+    " CASE WHEN s.status = 'RUNNING' AND s.max_lifetime > 0 THEN"
+    "  (extract(epoch FROM (SELECT min(h.at) FROM registry.session_status_history h"
+    "   WHERE h.session_id = s.id AND h.status = 'RUNNING')) * 1000)::bigint"
+    "  + s.max_lifetime * 1000::bigint END AS lifetime_end_ms,"
     " (SELECT coalesce(json_agg(json_build_object('id', k.id, 'role', k.cluster_role,"
     "    'idx', k.cluster_idx, 'name', " SESSION_KERNEL_NAME_SQL ", 'agent', k.agent_id,"
     "    'status', k.status,"
@@ -105,10 +110,12 @@ json_t *session_view_json(const PGresult *r, int row)
                                      json_string_value(json_object_get(main, "host"))));
     json_object_set_new(o, "kernels", kernels);
     /* the stored deadline; a single session's view adds its last use */
-    json_object_set_new(o, "idleChecks",
-                        idle_checks_json(int_col(r, row, "idle_deadline_ms"), 0,
-                                         (int)int_col(r, row, "idle_timeout"),
-                                         int_col(r, row, "now_ms")));
+    idle_inputs in = {.now_ms = int_col(r, row, "now_ms"),
+                      .deadline_ms = int_col(r, row, "idle_deadline_ms"),
+                      .timeout_s = (int)int_col(r, row, "idle_timeout"),
+                      .lifetime_end_ms = int_col(r, row, "lifetime_end_ms"),
+                      .max_lifetime_s = (int)int_col(r, row, "max_lifetime")};
+    json_object_set_new(o, "idleChecks", idle_checks_json(&in));
     return o;
 }
 

@@ -28,11 +28,11 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 RESTART = os.path.join(REPO, "deploy", "dev", "restart.sh")
 
 
-def _idle_user(admin, gw, prefix, timeout=IDLE):  # noqa: F811
+def _idle_user(admin, gw, prefix, timeout=IDLE, **policy_extra):  # noqa: F811
     client, user = _new_user(admin, gw, prefix)
     policy = f"{prefix}-{TAG}-{uuid.uuid4().hex[:4]}"
-    okj(admin.post("/admin/keypair-resource-policies", {"name": policy, "idle_timeout": timeout}),
-        200, 201)
+    okj(admin.post("/admin/keypair-resource-policies",
+                   {"name": policy, "idle_timeout": timeout, **policy_extra}), 200, 201)
     okj(admin.patch(f"/admin/keypairs/{client.access_key}", {"resource_policy": policy}))
     client.user = user
     return client
@@ -79,6 +79,7 @@ def test_an_idle_session_is_reclaimed_with_its_reason(admin, gw, image_registere
                        TESSERA_ACCESS_KEY=client.access_key, TESSERA_SECRET_KEY=client.secret_key)
         out = cli_ok(bin_dir, env, "session", "info", sname)
         assert "reclaimed in" in out and f"idle timeout {IDLE} s" in out, out
+        assert _remaining(info) is not None and info["idleChecks"]["session_lifetime"]["remaining"] is None
 
         wait_until(lambda: _status(client, sid) in ("TERMINATING", "TERMINATED"),
                    timeout=IDLE + 30, message="the idle session to be reclaimed")
@@ -123,13 +124,23 @@ def test_an_exec_every_few_seconds_keeps_it(admin, gw, image_registered):  # noq
         client.delete(f"/session/{stream}")
 
 
-def test_idle_timeout_zero_is_never_idle(admin, gw, image_registered):  # noqa: F811
-    client = _idle_user(admin, gw, "idle-z", timeout=0)
+def test_idle_timeout_zero_is_never_idle(admin, gw, image_registered, stack, bin_dir,  # noqa: F811
+                                         tmp_path):
+    """0: never idle; the session's lifetime shows as the session_lifetime
+    checker (Backend.AI's), in the API and the CLI."""
+    client = _idle_user(admin, gw, "idle-z", timeout=0, max_session_lifetime=300)
     sname = f"idle-z-{TAG}"
     try:
         sid = _running(client, image_registered, sname)["sessionUuid"]
         info = okj(client.get(f"/session/{sid}"))
         assert _remaining(info) is None and info["idleChecks"]["network_timeout"]["extra"] is None
+        life = info["idleChecks"]["session_lifetime"]
+        assert 280 < life["remaining"] <= 300 and life["extra"] == {"max_lifetime": 300}, life
+        assert life["remaining_time_type"] == "expire_after"
+        env = base_env(tmp_path, TESSERA_GATEWAY_URL=stack["TESSERA_GATEWAY_URL"],
+                       TESSERA_ACCESS_KEY=client.access_key, TESSERA_SECRET_KEY=client.secret_key)
+        out = cli_ok(bin_dir, env, "session", "info", sname)
+        assert "not checked" in out and "(max lifetime 300 s)" in out, out
         time.sleep(4)
         assert _status(client, sid) == "RUNNING"
     finally:
