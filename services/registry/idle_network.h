@@ -26,7 +26,7 @@
 #ifndef REGISTRY_IDLE_NETWORK_H
 #define REGISTRY_IDLE_NETWORK_H
 
-#include "libcommon/common.h"
+#include "libcommon/svc.h"
 
 #include <jansson.h>
 #include <stdint.h>
@@ -37,6 +37,10 @@
 /* Terminate the sessions idle past their deadline, push the others' (*ended:
  * how many ended); false on a database error (logged). */
 bool idle_network_sweep(int *ended) TS_MUST_CHECK;
+
+/* tessera_registry_idle_reclaimed_total{checker} and
+ * tessera_registry_idle_deadlines_pushed_total on s's /metrics. */
+void idle_network_register_metrics(svc *s);
 
 /* Record use of the session now (the registry's own relays, the gateway's
  * streams); false with err when Redis failed. */

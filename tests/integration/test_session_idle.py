@@ -9,6 +9,7 @@ session info`; a registry killed mid-countdown neither forgets the session
 nor ends it twice. The activity route refuses another user's session."""
 import json
 import os
+import re
 import subprocess
 import time
 import uuid
@@ -54,6 +55,18 @@ def _ran(client, sid):
             sum(1 for r in rows if r["status"] == "TERMINATING"))
 
 
+def _metric(stack, pattern):
+    import requests
+    text = requests.get(stack["TESSERA_REGISTRY_URL"] + "/metrics", timeout=10).text
+    m = re.search(r"^" + pattern + r" (\d+)", text, re.M)
+    assert m, pattern
+    return int(m.group(1))
+
+
+RECLAIMED = r'tessera_registry_idle_reclaimed_total\{checker="network_timeout"\}'
+PUSHED = "tessera_registry_idle_deadlines_pushed_total"
+
+
 def _remaining(info):
     return info["idleChecks"]["network_timeout"]["remaining"]
 
@@ -62,6 +75,7 @@ def test_an_idle_session_is_reclaimed_with_its_reason(admin, gw, image_registere
                                                       tmp_path):
     client = _idle_user(admin, gw, "idle-a")
     sname = f"idle-a-{TAG}"
+    reclaimed = _metric(stack, RECLAIMED)
     try:
         sid = _running(client, image_registered, sname)["sessionUuid"]
         info = okj(client.get(f"/session/{sname}"))
@@ -88,6 +102,7 @@ def test_an_idle_session_is_reclaimed_with_its_reason(admin, gw, image_registere
         ran, ends = _ran(client, sid)
         assert IDLE <= ran < IDLE + 10, ran
         assert ends == 1
+        assert _metric(stack, RECLAIMED) == reclaimed + 1
         wait_until(lambda: _status(client, sid) == "TERMINATED", timeout=60)
         # an ended session is not checked any more
         assert _remaining(okj(client.get(f"/session/{sid}"))) is None
@@ -95,9 +110,10 @@ def test_an_idle_session_is_reclaimed_with_its_reason(admin, gw, image_registere
         client.delete(f"/session/{sname}")
 
 
-def test_an_exec_every_few_seconds_keeps_it(admin, gw, image_registered):  # noqa: F811
+def test_an_exec_every_few_seconds_keeps_it(admin, gw, image_registered, stack):  # noqa: F811
     client = _idle_user(admin, gw, "idle-b")
     rest, stream = f"idle-b-{TAG}", f"idle-s-{TAG}"
+    pushed = _metric(stack, PUSHED)
     try:
         a = _running(client, image_registered, rest)["sessionUuid"]
         b = _running(client, image_registered, stream)["sessionUuid"]
@@ -115,6 +131,8 @@ def test_an_exec_every_few_seconds_keeps_it(admin, gw, image_registered):  # noq
             time.sleep(2)
         # used a moment ago: most of the timeout is left
         assert _remaining(okj(client.get(f"/session/{a}"))) > IDLE / 2
+        # the deadlines passed and were moved on (two sessions, 2.5 timeouts)
+        assert _metric(stack, PUSHED) >= pushed + 2
         # left alone, both go
         for sid in (a, b):
             wait_until(lambda: _status(client, sid) in ("TERMINATING", "TERMINATED"),
