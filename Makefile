@@ -90,8 +90,14 @@ $$(BUILD)/gen/$(3)/migrations.c: $$($(1)_SQL) tools/embed-migrations.sh
 $(2): $$($(1)_OBJ) $$(COMMON_LIB)
 	@mkdir -p $$(dir $$@)
 	@echo "  LD      $$@"
-	$(Q)$$(CC) $$(LDFLAGS) -o $$@ $$($(1)_OBJ) $$(COMMON_LIB) $$(LDLIBS) $$($(1)_LIBS)
+	$(Q)$$(CC) $$(LDFLAGS) -o $$@ $$($(1)_OBJ) $$(COMMON_LIB) $$(or $$($(1)_LDLIBS),$$(LDLIBS)) $$($(1)_LIBS)
 endef
+# tessera-devbus links librdkafka statically: it sets the mock cluster's log cap
+# through the library's own (unexported) lookups (tools/devbus/retention.h).
+# librdkafka.a's own dependencies by soname: Debian ships lz4, zstd and sasl2
+# without their -dev links here.
+devbus_LDLIBS = $(filter-out -lrdkafka,$(LDLIBS)) -Wl,-Bstatic -lrdkafka -Wl,-Bdynamic \
+                -l:liblz4.so.1 -l:libzstd.so.1 -l:libsasl2.so.2 -lssl -lcrypto -lz -ldl -lm
 $(foreach s,$(DAEMONS),$(eval $(call service_rules,$(s),$(BUILD)/bin/tessera-$(s),services/$(s))))
 $(foreach s,$(DEVTOOLS),$(eval $(call service_rules,$(s),$(BUILD)/bin/tessera-$(s),tools/$(s))))
 $(eval $(call service_rules,cli,$(CLI_BIN),services/cli))
@@ -198,21 +204,32 @@ test: deps
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory check
 
-check: lint unit asan integration browser compat compat-py security $(if $(wildcard $(CUDA_HOME)/include/cuda.h),test-shim,shim-skipped) \
-       fuzz-smoke faults-smoke
+# `make check`: every tier, in two lanes (tools/run-check.sh): the integration
+# tier, the longest, in the background (its output in build/check/background.log,
+# printed whole when it ends), the others one after another meanwhile; a table
+# of each tier's result and minutes at the end. Every tier runs even after one
+# failed. CHECK_LANES=1: all in one lane, in this order.
+CHECK_BG := integration
+CHECK_FG := lint unit browser compat compat-py security faults-smoke asan \
+            $(if $(wildcard $(CUDA_HOME)/include/cuda.h),test-shim,shim-skipped) fuzz-smoke
+check: all
+	@MAKE="$(MAKE)" sh tools/run-check.sh "$(CHECK_BG)" "$(CHECK_FG)"
 
 # `make lint`: the tree is clang-formatted, and its shape holds (tools/structure.py:
 # no include or call cycle between a folder's files, no C file over 800 lines,
-# every bool function TS_MUST_CHECK). Needs the objects of `make all`.
+# every bool function TS_MUST_CHECK). Needs the objects of `make all`. The
+# console's JavaScript is checked too (console-lint: Prettier and ESLint).
 .PHONY: lint structure
-lint: fmt-check structure
+lint: fmt-check structure console-lint
 structure: all
 	@python3 tools/structure.py --build $(BUILD)
 
 shim-skipped:
 	@echo "test-shim: skipped: no CUDA toolkit at $(CUDA_HOME) (cuda.h)"
 
-unit: $(UNIT_BINS)
+# The console's unit tests (console-unit) run with the C ones, once: not again
+# in the sanitizer build of `make asan`.
+unit: $(UNIT_BINS) $(if $(SAN),,console-unit)
 	@sh tools/run-unit.sh $(UNIT_BINS)
 
 integration: all
@@ -307,7 +324,7 @@ install: all
 	if [ -f $(SHIM_LIB) ]; then install -d $(DESTDIR)$(PREFIX)/lib/tessera && \
 	  install -m 0644 $(SHIM_LIB) $(DESTDIR)$(PREFIX)/lib/tessera/; fi
 
-fmt:
+fmt: console-fmt
 	clang-format -i $$(git ls-files '*.c' '*.h')
 
 fmt-check:
@@ -519,12 +536,22 @@ $(BENCH_E2E_BIN): $(BUILD)/obj/bench/scheduler/bench_e2e.o $(BENCH_SCHED_WORKLOA
 	@echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(BENCH_SCHED_WORKLOAD) $(SCHED_LIB_OBJ) $(COMMON_LIB) $(LDLIBS)
 
+# built by `make all` too: tests/integration/test_bench_scheduler_smoke.py runs
+# the bench small in the integration tier
+all: $(BENCH_E2E_BIN)
 .PHONY: bench-scheduler
 bench-scheduler: $(BENCH_E2E_BIN) $(BUILD)/bin/tessera-scheduler $(BUILD)/bin/tessera-simagent \
                  $(BUILD)/bin/tessera-devbus $(BUILD)/bin/tessera-auth $(BUILD)/bin/tessera-registry \
                  $(BUILD)/bin/tessera-gateway $(BUILD)/bin/tessera-busctl
 	@TESSERA_BIN_DIR=$(abspath $(BUILD))/bin BENCH_E2E=$(abspath $(BENCH_E2E_BIN)) \
 	  sh bench/scheduler/run.sh
+# `make bench-scheduler-smoke`: the API path small (100 agents, 2,000 sessions),
+# what tests/integration/test_bench_scheduler_smoke.py runs in `make test`.
+.PHONY: bench-scheduler-smoke
+bench-scheduler-smoke: all
+	@TESSERA_BIN_DIR=$(abspath $(BUILD))/bin BENCH_E2E=$(abspath $(BENCH_E2E_BIN)) \
+	  BENCH_VIA=api BENCH_AGENTS=100 BENCH_API_SESSIONS=2000 BENCH_USERS=5 BENCH_CLIENTS=8 \
+	  BENCH_TIMEOUT=180 sh bench/scheduler/run.sh
 # ---- end bench-scheduler -------------------------------------------------------
 
 # ---- registry test tools ---------------------------------------------------------
@@ -686,6 +713,30 @@ $(CONSOLE_DIR)/index.html: $(CONSOLE_SRC) $(CONSOLE_DEPS)
 	$(Q)cd services/console && node build.mjs --out $(abspath $(CONSOLE_DIR))
 console-skipped:
 	@echo "  SKIP    web console (npm not found: install node and npm, then make console)"
+# `make console-lint` (part of `make lint`): the console's JavaScript is formatted
+# as Prettier writes it (.prettierrc.json) and ESLint finds nothing
+# (eslint.config.js), warnings included. `make console-fmt` (part of `make fmt`)
+# formats it. `make console-unit` (part of `make unit`): its unit tests
+# (services/console/test/*.test.js) with Node's own test runner. The tools are
+# devDependencies pinned by package-lock.json, installed with the build's
+# (CONSOLE_DEPS), so after the first `npm ci` they run offline.
+CONSOLE_JS  := '*.js' '*.mjs' 'src/**/*.js' 'test/**/*.js'
+# Both remember the files they found clean (by content) under node_modules/.cache,
+# so a second run checks only what changed.
+CONSOLE_PRETTIER_CACHE := --cache --cache-location node_modules/.cache/prettier/.prettier-cache
+CONSOLE_ESLINT_CACHE   := --cache --cache-strategy content --cache-location node_modules/.cache/eslint/
+CONSOLE_NPM := $(shell command -v npm 2>/dev/null)
+.PHONY: console-lint console-fmt console-unit console-need-npm
+console-need-npm:
+	$(if $(CONSOLE_NPM),,@echo "console: npm not found: run tools/deps.sh (node and npm)" >&2; exit 1)
+console-lint: console-need-npm $(CONSOLE_DEPS)
+	@cd services/console && node_modules/.bin/prettier --check --log-level warn $(CONSOLE_PRETTIER_CACHE) $(CONSOLE_JS) && \
+	  node_modules/.bin/eslint --max-warnings 0 $(CONSOLE_ESLINT_CACHE) . && \
+	  echo "console-lint: the console's JavaScript is formatted (Prettier) and ESLint finds nothing"
+console-fmt: console-need-npm $(CONSOLE_DEPS)
+	cd services/console && node_modules/.bin/prettier --write --log-level warn $(CONSOLE_PRETTIER_CACHE) $(CONSOLE_JS)
+console-unit: console-need-npm $(CONSOLE_DEPS)
+	@cd services/console && node --test --test-reporter=spec test/*.test.js
 all: $(if $(shell command -v npm 2>/dev/null),console,console-skipped)
 # `make install` puts the built console where the gateway looks by default
 # (<bindir>/../share/tessera/console, docs/console-serving.md).

@@ -4,44 +4,90 @@
 #include "libcommon/log.h"
 #include "libcommon/metrics.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 
 static const char *const g_names[DEP_COUNT] = {"postgresql", "redis", "kafka"};
 
 static struct {
-    _Atomic int64_t down_since_ms; /* monotonic; 0 = up */
-    _Atomic uint64_t outages;
+    _Atomic int streak;            /* consecutive failures; 0: the last contact answered */
+    _Atomic int64_t first_fail_ms; /* monotonic, the streak's first failure */
+    _Atomic int64_t down_since_ms; /* monotonic; 0 = not down */
+    _Atomic uint64_t outages, failures;
 } g_dep[DEP_COUNT];
+
+/* Changes of state (rare) take the lock; reads do not. */
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic int g_failures = DEPS_DEFAULT_FAILURES;
+static _Atomic int g_window_ms = DEPS_DEFAULT_WINDOW_MS;
+
+void deps_set_policy(const deps_policy *policy)
+{
+    if (!policy) return;
+    atomic_store(&g_failures, policy->failures < 1 ? 1 : policy->failures);
+    atomic_store(&g_window_ms, policy->window_ms < 0 ? 0 : policy->window_ms);
+}
+
+void deps_get_policy(deps_policy *out)
+{
+    out->failures = atomic_load(&g_failures);
+    out->window_ms = atomic_load(&g_window_ms);
+}
 
 const char *deps_name(deps_id dep)
 {
     return dep < DEP_COUNT ? g_names[dep] : "?";
 }
 
-void deps_mark_down(deps_id dep, const char *why)
+void deps_failed(deps_id dep, const char *why)
 {
-    if (dep >= DEP_COUNT || atomic_load(&g_dep[dep].down_since_ms) != 0) return;
-    int64_t expected = 0, now = ts_now_mono_ms();
-    if (!atomic_compare_exchange_strong(&g_dep[dep].down_since_ms, &expected, now ? now : 1))
-        return;
-    atomic_fetch_add(&g_dep[dep].outages, 1);
+    if (dep >= DEP_COUNT) return;
+    atomic_fetch_add(&g_dep[dep].failures, 1);
+    int64_t now = ts_now_mono_ms();
     char q[600];
-    TLOG_WARN("dependency unavailable", "dependency=%s error=%s", g_names[dep],
-              tlog_quote(q, sizeof(q), why ? why : ""));
+    pthread_mutex_lock(&g_mu);
+    int streak = atomic_fetch_add(&g_dep[dep].streak, 1) + 1;
+    if (streak == 1) {
+        atomic_store(&g_dep[dep].first_fail_ms, now);
+        TLOG_INFO("dependency did not answer", "dependency=%s error=%s", g_names[dep],
+                  tlog_quote(q, sizeof(q), why ? why : ""));
+    }
+    int64_t failing_ms = now - atomic_load(&g_dep[dep].first_fail_ms);
+    if (atomic_load(&g_dep[dep].down_since_ms) == 0 && streak >= atomic_load(&g_failures) &&
+        failing_ms >= atomic_load(&g_window_ms)) {
+        atomic_store(&g_dep[dep].down_since_ms, now ? now : 1);
+        atomic_fetch_add(&g_dep[dep].outages, 1);
+        TLOG_WARN("dependency unavailable", "dependency=%s failures=%d failing_ms=%lld error=%s",
+                  g_names[dep], streak, (long long)failing_ms,
+                  tlog_quote(q, sizeof(q), why ? why : ""));
+    }
+    pthread_mutex_unlock(&g_mu);
 }
 
-void deps_mark_up(deps_id dep)
+void deps_answered(deps_id dep)
 {
-    if (dep >= DEP_COUNT || atomic_load(&g_dep[dep].down_since_ms) == 0) return;
+    if (dep >= DEP_COUNT || atomic_load(&g_dep[dep].streak) == 0) return;
+    pthread_mutex_lock(&g_mu);
+    int streak = atomic_exchange(&g_dep[dep].streak, 0);
     int64_t since = atomic_exchange(&g_dep[dep].down_since_ms, 0);
+    int64_t now = ts_now_mono_ms();
     if (since)
         TLOG_INFO("dependency available again", "dependency=%s down_ms=%lld", g_names[dep],
-                  (long long)(ts_now_mono_ms() - since));
+                  (long long)(now - since));
+    else if (streak > 0)
+        TLOG_INFO("dependency answers again", "dependency=%s failures=%d failing_ms=%lld",
+                  g_names[dep], streak, (long long)(now - atomic_load(&g_dep[dep].first_fail_ms)));
+    pthread_mutex_unlock(&g_mu);
 }
 
 bool deps_is_down(deps_id dep)
 {
     return dep < DEP_COUNT && atomic_load(&g_dep[dep].down_since_ms) != 0;
+}
+
+bool deps_is_failing(deps_id dep)
+{
+    return dep < DEP_COUNT && atomic_load(&g_dep[dep].streak) != 0;
 }
 
 const char *deps_down(void)
@@ -51,19 +97,48 @@ const char *deps_down(void)
     return NULL;
 }
 
+const char *deps_failing(void)
+{
+    const char *down = deps_down();
+    if (down) return down;
+    for (int i = 0; i < DEP_COUNT; i++)
+        if (atomic_load(&g_dep[i].streak) != 0) return g_names[i];
+    return NULL;
+}
+
+void deps_reset(void)
+{
+    pthread_mutex_lock(&g_mu);
+    for (int i = 0; i < DEP_COUNT; i++) {
+        atomic_store(&g_dep[i].streak, 0);
+        atomic_store(&g_dep[i].down_since_ms, 0);
+        atomic_store(&g_dep[i].outages, 0);
+        atomic_store(&g_dep[i].failures, 0);
+    }
+    pthread_mutex_unlock(&g_mu);
+}
+
 void deps_collect(FILE *out, void *ctx)
 {
     unsigned mask = ctx ? *(const unsigned *)ctx : ~0u;
     metrics_family(out, "tessera_dependency_up", "gauge",
-                   "1 when the dependency answered the last time it was used, else 0");
+                   "0 while the dependency is judged down (deps.down_after_failures failures "
+                   "in a row over deps.down_after without an answer), else 1");
     for (int i = 0; i < DEP_COUNT; i++)
         if (mask & (1u << i))
             fprintf(out, "tessera_dependency_up{dependency=\"%s\"} %d\n", g_names[i],
                     atomic_load(&g_dep[i].down_since_ms) == 0);
     metrics_family(out, "tessera_dependency_outages_total", "counter",
-                   "times the dependency was seen going down");
+                   "times the dependency was judged down");
     for (int i = 0; i < DEP_COUNT; i++)
         if (mask & (1u << i))
             fprintf(out, "tessera_dependency_outages_total{dependency=\"%s\"} %llu\n", g_names[i],
                     (unsigned long long)atomic_load(&g_dep[i].outages));
+    metrics_family(out, "tessera_dependency_failures_total", "counter",
+                   "connection-level failures (refused, reset, timed out) talking to the "
+                   "dependency, outage or not");
+    for (int i = 0; i < DEP_COUNT; i++)
+        if (mask & (1u << i))
+            fprintf(out, "tessera_dependency_failures_total{dependency=\"%s\"} %llu\n", g_names[i],
+                    (unsigned long long)atomic_load(&g_dep[i].failures));
 }

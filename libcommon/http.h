@@ -200,7 +200,10 @@ char *http_local_stream_body(http_req *req, const http_resp *resp, size_t *len);
  * closed or used after that. release(cls) is called instead of on_upgraded
  * when the upgrade never happens (another reply replaced it, the client went
  * away first, a local request); may be NULL. Only on a server started with
- * upgrades (every http_server is). */
+ * upgrades (every http_server is). On a TLS listener fd is one end of a
+ * socket pair (AF_UNIX) whose other end libmicrohttpd carries over the TLS
+ * session: read, write, poll and shutdown work as on the TCP socket; TCP
+ * socket options do not apply (setting them fails harmlessly). */
 typedef struct http_upgraded http_upgraded;
 typedef void (*http_on_upgraded)(int fd, const char *extra, size_t extra_len, void *cls,
                                  http_upgraded *handle);
@@ -220,6 +223,14 @@ typedef struct http_server_opts {
     int header_timeout_ms;
     int body_timeout_ms;
     const char *service; /* for logs and the Server header */
+    /* PEM files (http_tls.h): both set, the listener speaks TLS only; both
+     * NULL or empty, plain HTTP; anything else, or a file that is not PEM,
+     * and start fails saying which. Under TLS the first request head is not
+     * judged by the front (http_front.h) and header_timeout does not apply
+     * after the first byte: libmicrohttpd parses the heads, and its idle
+     * timeout (conn_timeout_s) closes slow ones. */
+    const char *tls_cert_file;
+    const char *tls_key_file;
     /* Called after each response is queued (status, handling time), on the
      * worker thread, with the request still valid; may be NULL. */
     void (*on_complete)(const http_req *req, int status, int64_t latency_us, void *ctx);
@@ -237,6 +248,8 @@ typedef struct http_server http_server;
 http_server *http_server_start(const http_server_opts *opts, http_router *router, ts_err *err);
 /* The port actually bound (useful with port 0). */
 int http_server_port(const http_server *s);
+/* Whether the listener speaks TLS (http_server_opts.tls_cert_file). */
+bool http_server_tls(const http_server *s) TS_MUST_CHECK;
 /* Listen on addr too, an address other processes share (SO_REUSEPORT: the
  * kernel spreads new connections over every process listening on it; see
  * net_listen_open_shared), e.g. once the service is ready. At most once. */

@@ -7,6 +7,7 @@
 #include "libcommon/http_front.h"
 #include "libcommon/http.h"
 #include "libcommon/http1.h"
+#include "libcommon/http_tls.h"
 #include "libcommon/log.h"
 
 #include <errno.h>
@@ -261,6 +262,15 @@ static void refuse(http_front *f, fconn *c, int status, const char *reason)
     linger_start(f, c, true);
 }
 
+/* The connection goes to libmicrohttpd. */
+static void hand_off(http_front *f, fconn *c)
+{
+    epoll_ctl(f->ep, EPOLL_CTL_DEL, c->fd, NULL);
+    list_unlink(&f->waiting, c);
+    f->o.handoff(c->fd, (const struct sockaddr *)&c->addr, c->addr_len, f->o.ctx);
+    free(c);
+}
+
 static void judge(http_front *f, fconn *c, bool peer_closed)
 {
     ssize_t n;
@@ -275,6 +285,14 @@ static void judge(http_front *f, fconn *c, bool peer_closed)
         conn_close(f, c);
         return;
     }
+    if (f->o.tls) {
+        if (!http_tls_hello_byte((unsigned char)f->peek[0])) {
+            refuse(f, c, 400, "this port speaks TLS only: use https://");
+            return;
+        }
+        hand_off(f, c);
+        return;
+    }
     http_front_verdict v;
     switch (http_front_check(f->peek, (size_t)n, &f->o.limits, &v)) {
     case HTTP_FRONT_MORE:
@@ -286,10 +304,7 @@ static void judge(http_front *f, fconn *c, bool peer_closed)
     case HTTP_FRONT_OK:
         break;
     }
-    epoll_ctl(f->ep, EPOLL_CTL_DEL, c->fd, NULL);
-    list_unlink(&f->waiting, c);
-    f->o.handoff(c->fd, (const struct sockaddr *)&c->addr, c->addr_len, f->o.ctx);
-    free(c);
+    hand_off(f, c);
 }
 
 /* The head did not come in time: 408 when something came, else just close. */

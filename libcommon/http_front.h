@@ -18,7 +18,14 @@
  *
  * Only the first request of a connection passes here: later requests on a
  * kept-alive connection are parsed by libmicrohttpd alone (docs/api.md, "Bad
- * input", says what it still answers in HTML). */
+ * input", says what it still answers in HTML).
+ *
+ * A TLS listener (opts.tls): the bytes are ciphertext, so no head is judged.
+ * The front looks at the first byte only: a TLS handshake record goes to
+ * libmicrohttpd as it is (its TLS session, then its own parsing of every
+ * head); anything else, such as a plain HTTP request, gets 400 problem JSON
+ * in plain text ("this port speaks TLS: use https://") and is closed. The
+ * header timeout covers that first byte only (no byte in time: closed). */
 #ifndef TESSERA_HTTP_FRONT_H
 #define TESSERA_HTTP_FRONT_H
 
@@ -68,6 +75,7 @@ typedef struct http_front http_front;
 typedef struct http_front_opts {
     int listen_fd; /* listening, non-blocking; stays the caller's */
     int header_timeout_ms;
+    bool tls; /* the listener speaks TLS: judge the first byte only (above) */
     http_front_limits limits;
     const char *server; /* Server header of the answers given here */
     /* A connection whose first head is fine: the callee owns fd from now on. */

@@ -236,9 +236,9 @@ void http_problem(http_resp *resp, int status, const char *kind, const char *tit
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     if (status < 400 || status > 599) status = 500;
-    /* A failure while a dependency is known to be down is that outage, not a
+    /* A failure while a dependency fails to answer is that outage, not a
      * fault of the request or a bug: the client may try again later. */
-    const char *down = status == 500 ? deps_down() : NULL;
+    const char *down = status == 500 ? deps_failing() : NULL;
     if (down) {
         size_t used = strlen(msg);
         snprintf(msg + used, sizeof(msg) - used, " (%s is unavailable)", down);

@@ -1,9 +1,9 @@
 /* http_server.c: the libmicrohttpd glue. Owns the listen socket, collects the
  * request body under the size limit, builds the http_req a handler sees (raw
  * target, request id, client address), turns the http_resp into an MHD
- * response, and keeps the counters. The request object itself (accessors,
- * local requests, streaming routes' registration, streamed bodies) is
- * http_request.c.
+ * response (a streamed body's: http_mhd.c), and keeps the counters. The
+ * request object itself (accessors, local requests, streaming routes'
+ * registration, streamed bodies) is http_request.c.
  *
  * Streaming (http.h): streaming routes live in a second, private router (the
  * "stream router") tied to the public one. When a request's headers are in,
@@ -11,10 +11,19 @@
  * feeds it the body chunk by chunk. The public router holds an adapter under
  * the same pattern, so 405 answers list the method and local dispatch works.
  * Streamed response bodies (a file descriptor or a reader) hang off the
- * request until the response is built. */
+ * request until the response is built.
+ *
+ * TLS (http_tls.h): libmicrohttpd runs the TLS sessions (GnuTLS), the front
+ * hands it each connection after its first byte (http_front.h), and nothing
+ * is written on a connection's socket outside libmicrohttpd: a chunked body
+ * over http.max_body gets its 413 once the body is in (read and dropped up
+ * to DISCARD_LIMIT, then the connection is cut), and a body that stalls
+ * (http.body_timeout) has its connection shut down without the 408. */
 #include "libcommon/http_request.h"
 #include "libcommon/http_body_watch.h"
 #include "libcommon/http_front.h"
+#include "libcommon/http_mhd.h"
+#include "libcommon/http_tls.h"
 #include "libcommon/http_upgrade.h"
 #include "libcommon/http_workers.h"
 #include "libcommon/buf.h"
@@ -66,6 +75,7 @@ struct http_server {
     int shared_fd; /* http_server_share's listener, or -1 */
     int port;
     bool quiesced;
+    http_tls tls;        /* cert_pem NULL: plain HTTP */
     atomic_int inflight; /* from the first header callback until MHD says done */
     void (*on_complete)(const http_req *req, int status, int64_t latency_us, void *ctx);
     void *on_complete_ctx;
@@ -83,6 +93,7 @@ typedef struct req_ctx {
     size_t discarded;
     bool started, answered, counted;
     bool watched;       /* its body is in s->bodies (until claimed) */
+    bool too_large;     /* TLS: a chunked body went over max_body; 413 at its end */
     const char *method; /* libmicrohttpd's, for the request's life */
     const char *url;
     http_body_entry body_watch;
@@ -97,53 +108,6 @@ typedef struct req_ctx {
     char client_addr[INET6_ADDRSTRLEN];
     struct http_req_impl impl;
 } req_ctx;
-
-typedef struct reader_box {
-    body_src src;
-} reader_box;
-
-static ssize_t reader_cb(void *cls, uint64_t pos, char *buf, size_t max)
-{
-    reader_box *b = cls;
-    long n = b->src.read(b->src.cls, pos, buf, max);
-    if (n == HTTP_READ_SUSPENDED) return 0; /* http_events.c: called again once resumed */
-    if (n == 0) return MHD_CONTENT_READER_END_OF_STREAM;
-    if (n < 0) return MHD_CONTENT_READER_END_WITH_ERROR;
-    return (ssize_t)n;
-}
-
-static void reader_free(void *cls)
-{
-    reader_box *b = cls;
-    http_src_release(&b->src);
-    free(b);
-}
-
-/* The MHD response for a streamed body (the source moves into it), or NULL. */
-static struct MHD_Response *src_response(struct http_req_impl *impl, body_src *src)
-{
-    struct MHD_Response *mr = NULL;
-    if (src->kind == SRC_UPGRADE) {
-        mr = http_upgrade_response(impl, src);
-    } else if (src->kind == SRC_FD) {
-        if (src->len == 0) {
-            mr = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
-        } else {
-            mr = MHD_create_response_from_fd_at_offset64(src->len, src->fd, src->offset);
-            if (mr) src->fd = -1; /* MHD closes it */
-        }
-        http_src_release(src);
-    } else if (src->kind == SRC_READER) {
-        reader_box *b = ts_calloc(1, sizeof(*b));
-        b->src = *src;
-        memset(src, 0, sizeof(*src));
-        mr = MHD_create_response_from_callback(b->src.len == HTTP_SIZE_UNKNOWN ? MHD_SIZE_UNKNOWN
-                                                                               : b->src.len,
-                                               64 * 1024, reader_cb, b, reader_free);
-        if (!mr) reader_free(b);
-    }
-    return mr;
-}
 
 /* ---- answering ------------------------------------------------------------- */
 
@@ -226,7 +190,7 @@ static enum MHD_Result send_resp(http_server *s, req_ctx *rc, struct MHD_Connect
     const char *body = http_resp_body(resp, &len);
     body_src *src = http_src_current(&rc->impl, resp);
     struct MHD_Response *mr =
-        src ? src_response(&rc->impl, src)
+        src ? http_mhd_response(&rc->impl, src)
             : MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
     http_src_release(&rc->impl.src); /* a replaced source goes unsent */
     if (!mr) {
@@ -257,10 +221,6 @@ static enum MHD_Result send_resp(http_server *s, req_ctx *rc, struct MHD_Connect
  * response before the body ended, so the problem answer is written on the
  * socket here, a duplicate of the socket lingers in the front (half-closed,
  * drained, closed when the client closes) and libmicrohttpd drops its own. */
-/* Set by refuse_now: libmicrohttpd's log line about the MHD_NO that follows
- * (on the same thread) says nothing new. */
-static __thread bool t_refused_now;
-
 static enum MHD_Result refuse_now(http_server *s, req_ctx *rc, struct MHD_Connection *conn,
                                   const char *url, const char *method, int status, const char *msg)
 {
@@ -276,7 +236,7 @@ static enum MHD_Result refuse_now(http_server *s, req_ctx *rc, struct MHD_Connec
     mark_answered(s, rc, &req, status);
     free(path);
     free(query);
-    t_refused_now = true;
+    http_mhd_log_quiet_once(); /* its line about the MHD_NO says nothing new */
     return MHD_NO;
 }
 
@@ -509,6 +469,10 @@ static void expire_body(http_body_entry *e, void *ctx)
     http_server *s = ctx;
     req_ctx *rc = e->owner;
     TLOG_INFO("http request body too slow", "request_id=%s", rc->request_id);
+    if (s->tls.cert_pem) { /* no answer outside the TLS session: libmicrohttpd sees the end */
+        shutdown(e->fd, SHUT_RDWR);
+        return;
+    }
     if (!http_front_answer(s->front, e->fd, 408,
                            "request body not received in time (http.body_timeout)", rc->request_id,
                            s->server_header))
@@ -535,6 +499,23 @@ static bool body_ours(http_server *s, req_ctx *rc, size_t *size, enum MHD_Result
     rc->watched = true; /* on_completed counts the 408 */
     *drop = MHD_NO;
     return false;
+}
+
+/* A chunked body over max_body on a TLS listener: the rest is read and
+ * dropped (up to DISCARD_LIMIT, then the connection is cut) and the 413 goes
+ * out at its end, through libmicrohttpd (answer_too_large counts it). */
+static enum MHD_Result too_large_later(http_server *s, req_ctx *rc, size_t n)
+{
+    if (!rc->too_large) {
+        rc->too_large = true;
+        ts_buf_free(&rc->body);
+    }
+    rc->discarded += n;
+    if (rc->discarded <= DISCARD_LIMIT) return MHD_YES;
+    atomic_fetch_add(&s->too_large, 1);
+    TLOG_INFO("http request body too large; closing", "max_body=%zu request_id=%s", s->max_body,
+              rc->request_id);
+    return MHD_NO;
 }
 
 static enum MHD_Result serve(http_server *s, struct MHD_Connection *conn, const char *url,
@@ -573,10 +554,12 @@ static enum MHD_Result serve(http_server *s, struct MHD_Connection *conn, const 
         watch_body(s, rc, conn);
         return MHD_YES;
     }
+    if (rc->too_large && !*upload_data_size) return answer_too_large(s, rc, conn, url, method);
     if (*upload_data_size) {
         size_t n = *upload_data_size;
         *upload_data_size = 0;
-        if (rc->body.len + n > s->max_body) { /* chunked: no Content-Length said so */
+        if (rc->too_large || rc->body.len + n > s->max_body) { /* chunked */
+            if (s->tls.cert_pem) return too_large_later(s, rc, n);
             atomic_fetch_add(&s->too_large, 1);
             TLOG_INFO("http request body too large", "method=%s max_body=%zu request_id=%s", method,
                       s->max_body, rc->request_id);
@@ -607,27 +590,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     return r;
 }
 
-static void on_mhd_log(void *cls, const char *fmt, va_list ap)
-{
-    (void)cls;
-    char msg[512], q[600];
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    if (t_refused_now) {
-        t_refused_now = false;
-        if (strncmp(msg, "Application reported internal error", 35) == 0) return;
-    }
-    size_t n = strlen(msg);
-    while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
-        msg[--n] = '\0';
-    /* a client that goes away mid-request (or after a 408 for a stalled
-     * body) is the client's business */
-    if (strstr(msg, "detected connection closure")) {
-        TLOG_DEBUG("libmicrohttpd", "detail=%s", tlog_quote(q, sizeof(q), msg));
-        return;
-    }
-    TLOG_WARN("libmicrohttpd", "detail=%s", tlog_quote(q, sizeof(q), msg));
-}
-
 /* ---- start and stop --------------------------------------------------------- */
 
 /* The front judged a connection's first head fine: libmicrohttpd takes it. */
@@ -646,26 +608,23 @@ static void front_refused(int status, void *ctx)
     account(ctx, status, 0);
 }
 
-/* libmicrohttpd aborts on broken invariants of its own; say so in our log
- * first, so the line before the core dump names the cause. */
-static void mhd_panic(void *cls, const char *file, unsigned int line, const char *reason)
-{
-    (void)cls;
-    ts_panic_at(file ? file : "libmicrohttpd", (int)line, "libmicrohttpd: %s",
-                reason ? reason : "internal error");
-}
-
 http_server *http_server_start(const http_server_opts *opts, http_router *router, ts_err *err)
 {
-    MHD_set_panic_func(mhd_panic, NULL);
+    MHD_set_panic_func(http_mhd_panic, NULL);
     if (!opts || !router) {
         ts_err_set(err, "http server: no options or no router");
         return NULL;
     }
+    http_tls tls;
+    if (!http_tls_load(opts->tls_cert_file, opts->tls_key_file, &tls, err)) return NULL;
     int fd = net_listen_open(opts->listen, err);
-    if (fd < 0) return NULL;
+    if (fd < 0) {
+        http_tls_free(&tls);
+        return NULL;
+    }
 
     http_server *s = ts_calloc(1, sizeof(*s));
+    s->tls = tls;
     s->router = router;
     s->stream_router = http_stream_router_of(router, false);
     s->listen_fd = fd;
@@ -686,6 +645,7 @@ http_server *http_server_start(const http_server_opts *opts, http_router *router
     int body_ms = opts->body_timeout_ms > 0 ? opts->body_timeout_ms : DEFAULT_BODY_TIMEOUT_MS;
     s->bodies = http_body_watch_start((int64_t)body_ms * 1000, expire_body, s, err);
     if (!s->bodies) {
+        http_tls_free(&s->tls);
         close(fd);
         http_workers_free(s->workers);
         free(s);
@@ -693,17 +653,36 @@ http_server *http_server_start(const http_server_opts *opts, http_router *router
     }
 
     /* libmicrohttpd gets connections from the front (http_front.h), not a
-     * listening socket of its own. */
+     * listening socket of its own. Under TLS it keeps the PEM pointers: they
+     * live in s until stop. */
+    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG |
+                     MHD_USE_NO_LISTEN_SOCKET | MHD_ALLOW_SUSPEND_RESUME |
+                     MHD_ALLOW_UPGRADE /* http_upgrade.c */;
+    struct MHD_OptionItem tls_opts[] = {
+        {MHD_OPTION_HTTPS_MEM_KEY, 0, s->tls.key_pem},
+        {MHD_OPTION_HTTPS_MEM_CERT, 0, s->tls.cert_pem},
+        {MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)HTTP_TLS_PRIORITIES},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    if (s->tls.cert_pem) flags |= MHD_USE_TLS;
     s->daemon = MHD_start_daemon(
-        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET |
-            MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE /* http_upgrade.c */,
-        0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
+        flags, 0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, http_mhd_log, s,
+        MHD_OPTION_ARRAY, s->tls.cert_pem ? tls_opts : &tls_opts[TS_ARRAY_LEN(tls_opts) - 1],
         MHD_OPTION_THREAD_POOL_SIZE, threads > 1 ? threads : 0u, MHD_OPTION_CONNECTION_TIMEOUT,
         timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY_LIMIT,
         MHD_OPTION_URI_LOG_CALLBACK, on_uri, s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
         MHD_OPTION_END);
     if (!s->daemon) {
-        ts_err_set(err, "listen %s: libmicrohttpd did not start (see its log line)", opts->listen);
+        if (s->tls.cert_pem)
+            ts_err_set(err,
+                       "listen %s: libmicrohttpd did not start TLS with http.tls_cert %s and "
+                       "http.tls_key %s (the key does not match the certificate, or GnuTLS "
+                       "cannot use them: see its log line)",
+                       opts->listen, opts->tls_cert_file, opts->tls_key_file);
+        else
+            ts_err_set(err, "listen %s: libmicrohttpd did not start (see its log line)",
+                       opts->listen);
+        http_tls_free(&s->tls);
         close(fd);
         http_body_watch_free(s->bodies);
         http_workers_free(s->workers);
@@ -713,6 +692,7 @@ http_server *http_server_start(const http_server_opts *opts, http_router *router
     http_front_opts fo = {
         .listen_fd = fd,
         .header_timeout_ms = header_ms,
+        .tls = s->tls.cert_pem != NULL,
         .limits = {.max_line = FRONT_MAX_LINE, .max_head = FRONT_MAX_HEAD},
         .server = s->server_header,
         .handoff = front_handoff,
@@ -725,6 +705,7 @@ http_server *http_server_start(const http_server_opts *opts, http_router *router
         http_body_watch_stop(s->bodies);
         MHD_stop_daemon(s->daemon);
         http_body_watch_free(s->bodies);
+        http_tls_free(&s->tls);
         close(fd);
         http_workers_free(s->workers);
         free(s);
@@ -732,14 +713,21 @@ http_server *http_server_start(const http_server_opts *opts, http_router *router
     }
     s->port = net_bound_port(s->listen_fd);
     TLOG_INFO("http listening",
-              "listen=%s port=%d threads=%u max_body=%zu header_timeout_ms=%d body_timeout_ms=%lld",
-              opts->listen, s->port, threads, s->max_body, header_ms, (long long)body_ms);
+              "listen=%s port=%d tls=%s threads=%u max_body=%zu header_timeout_ms=%d "
+              "body_timeout_ms=%lld",
+              opts->listen, s->port, s->tls.cert_pem ? "on" : "off", threads, s->max_body,
+              header_ms, (long long)body_ms);
     return s;
 }
 
 int http_server_port(const http_server *s)
 {
     return s->port;
+}
+
+bool http_server_tls(const http_server *s)
+{
+    return s->tls.cert_pem != NULL;
 }
 
 bool http_server_share(http_server *s, const char *addr, ts_err *err)
@@ -783,6 +771,7 @@ void http_server_stop(http_server *s)
     close(s->listen_fd);
     if (s->shared_fd >= 0) close(s->shared_fd);
     http_workers_free(s->workers);
+    http_tls_free(&s->tls);
     free(s);
 }
 

@@ -18,10 +18,13 @@
  * checks) fails, the consumer pauses on that message: it waits, backing off up
  * to pause_max_backoff_ms, until the probe passes (or, for KBUS_WAIT, for the
  * backoff), then hands the same message again; those tries are not counted
- * against max_attempts. kbus_paused() says how many consumers are paused now
- * (readiness, metrics). A pause longer than max.poll.interval.ms (5 min) makes
- * the group hand the partition to another member; the message is then applied
- * again there, which handlers, being at-least-once, already allow.
+ * against max_attempts. The probe fails only for a dependency judged down
+ * (deps.h: failures in a row over a window); a KBUS_RETRY while one is only
+ * failing (a slow answer that timed out) is tried again after one
+ * retry_backoff_ms, not counted and not a pause. kbus_paused() says how many consumers are paused
+ * now (readiness, metrics). A pause longer than max.poll.interval.ms (5 min) makes the group hand
+ * the partition to another member; the message is then applied again there, which handlers, being
+ * at-least-once, already allow.
  *
  * Producer: a record waits in the local queue while the brokers are down
  * (message.timeout.ms = kafka.message_timeout; 0, the default, waits for ever)
@@ -191,9 +194,12 @@ bool kbus_dead_letter_part(const kbus_msg *msg, const void *value, size_t len,
 /* Counters for /metrics. */
 typedef struct kbus_stats {
     uint64_t produced, produce_errors, consumed, handled, retried, dead_lettered;
-    uint64_t pauses;     /* times a consumer paused on a dependency */
-    uint64_t paused_ms;  /* time spent paused, all consumers */
-    uint64_t paused_now; /* consumers paused now */
+    uint64_t pauses;        /* times a consumer paused on a dependency */
+    uint64_t paused_ms;     /* time spent paused, all consumers */
+    uint64_t paused_now;    /* consumers paused now */
+    uint64_t slow_retries;  /* tries repeated uncounted while a dependency failed (deps.h) */
+    uint64_t offset_resets; /* consumer positions moved by the broker's log: messages skipped
+                             * (process-wide) */
 } kbus_stats;
 void kbus_get_stats(kbus *bus, kbus_stats *out);
 

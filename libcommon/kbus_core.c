@@ -41,9 +41,20 @@ bool kbus_conf_connect(const kbus *bus, rd_kafka_conf_t *conf, ts_err *err)
  * 7 debug. Notices are mostly connection chatter: keep them at debug so a
  * healthy service logs nothing from here. Connection failures (facility FAIL)
  * also reach _error_cb, which logs them once: debug here. */
+static _Atomic uint64_t g_offset_resets;
+
 static void _log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
 {
     char q[600];
+    /* A consumer whose position the broker no longer holds (Offset out of
+     * range: the log was truncated under it) jumps to auto.offset.reset:
+     * the messages in between are never handled. */
+    if (level <= 4 && strcmp(fac, "OFFSET") == 0 && strstr(buf, "offset reset")) {
+        atomic_fetch_add(&g_offset_resets, 1);
+        TLOG_ERROR("kafka consumer position reset: messages skipped", "client=%s detail=%s",
+                   rd_kafka_name(rk), tlog_quote(q, sizeof(q), buf));
+        return;
+    }
     int tl = level <= 2                               ? TLOG_LEVEL_ERROR
              : level == 3 && strcmp(fac, "FAIL") != 0 ? TLOG_LEVEL_ERROR
              : level == 4                             ? TLOG_LEVEL_WARN
@@ -109,7 +120,7 @@ static void _dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
                   rd_kafka_err2name(m->err));
     } else {
         atomic_fetch_add(&bus->produced, 1);
-        deps_mark_up(DEP_KAFKA);
+        deps_answered(DEP_KAFKA);
     }
     produce_wait *w = m->_private;
     if (w) {
@@ -370,17 +381,17 @@ bool kbus_ping(kbus *bus, int timeout_ms, ts_err *err)
     rd_kafka_resp_err_t e = rd_kafka_metadata(bus->rk, 0, NULL, &md, timeout_ms);
     if (e) {
         ts_err_set(err, "kafka %s: metadata: %s", bus->bootstrap, rd_kafka_err2str(e));
-        deps_mark_down(DEP_KAFKA, err ? err->msg : rd_kafka_err2str(e));
+        deps_failed(DEP_KAFKA, err ? err->msg : rd_kafka_err2str(e));
         return false;
     }
     int brokers = md->broker_cnt;
     rd_kafka_metadata_destroy(md);
     if (brokers <= 0) {
         ts_err_set(err, "kafka %s: no brokers in metadata", bus->bootstrap);
-        deps_mark_down(DEP_KAFKA, "no brokers in metadata");
+        deps_failed(DEP_KAFKA, "no brokers in metadata");
         return false;
     }
-    deps_mark_up(DEP_KAFKA);
+    deps_answered(DEP_KAFKA);
     return true;
 }
 
@@ -395,6 +406,8 @@ void kbus_get_stats(kbus *bus, kbus_stats *out)
     out->pauses = atomic_load(&bus->pauses);
     out->paused_ms = atomic_load(&bus->paused_ms);
     out->paused_now = atomic_load(&bus->paused_now);
+    out->slow_retries = atomic_load(&bus->slow_retries);
+    out->offset_resets = atomic_load(&g_offset_resets);
 }
 
 void kbus_collect(FILE *out, kbus *bus)
@@ -421,6 +434,14 @@ void kbus_collect(FILE *out, kbus *bus)
                    (double)st.paused_ms / 1000);
     metrics_gauge(out, "tessera_kafka_consumers_paused", "Consumers paused on a dependency now.",
                   st.paused_now);
+    metrics_counter(out, "tessera_kafka_slow_retries_total",
+                    "Handler tries repeated without counting them (and without a pause) because "
+                    "a dependency was failing but not judged down.",
+                    st.slow_retries);
+    metrics_counter(out, "tessera_kafka_offset_resets_total",
+                    "Consumer positions the broker no longer held (log truncated under them): "
+                    "the messages skipped were lost to this service.",
+                    st.offset_resets);
 }
 
 int kbus_key_partition(const char *key, int count)

@@ -31,6 +31,7 @@ struct kbus {
     pthread_mutex_t pause_mu; /* guards pause_why */
     char pause_why[256];
     _Atomic uint64_t pauses, paused_ms, paused_now;
+    _Atomic uint64_t slow_retries; /* tries repeated, not counted: a dependency failing */
 };
 
 /* Set name=value on conf; false with err naming the property. */

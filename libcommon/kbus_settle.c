@@ -2,6 +2,7 @@
  * handler's retries, pauses while a dependency is down, and the DLQ. */
 #include "libcommon/kbus_settle.h"
 
+#include "libcommon/deps.h"
 #include "libcommon/kbus_dlq.h"
 #include "libcommon/log.h"
 
@@ -83,7 +84,19 @@ kbus_hold kbus_consumer_hold(kbus_consumer *c, kbus_result r, const char *why, i
     if (r != KBUS_WAIT && r != KBUS_RETRY) return KBUS_HOLD_NONE;
     ts_err down = {{0}};
     bool probe_failed = bus->probe && !bus->probe(bus->probe_ctx, &down);
-    if (r == KBUS_RETRY && !probe_failed) return KBUS_HOLD_NONE;
+    if (r == KBUS_RETRY && !probe_failed) {
+        /* A dependency that is slow or failing but not judged down (deps.h):
+         * neither a pause nor a counted try; one backoff, then again. */
+        const char *failing = deps_failing();
+        if (!failing) return KBUS_HOLD_NONE;
+        atomic_fetch_add(&bus->slow_retries, 1);
+        char q[600];
+        TLOG_DEBUG("handler retries, not counted: a dependency is slow",
+                   "group=%s dependency=%s handler_reason=%s", c->group, failing,
+                   tlog_quote(q, sizeof(q), why));
+        int backoff = bus->retry_backoff_ms > 0 ? bus->retry_backoff_ms : 100;
+        return kbus_consumer_nap(c, backoff) ? KBUS_HOLD_WAITED : KBUS_HOLD_STOPPED;
+    }
     const char *what = probe_failed ? down.msg : why;
     char q[600], d[600];
     if (*waits == 0 || *waits % 20 == 0)

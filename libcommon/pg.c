@@ -75,13 +75,13 @@ bool pg_reconnect(PGconn *conn, ts_err *err)
     PQreset(conn);
     if (PQstatus(conn) == CONNECTION_OK) {
         atomic_fetch_add(&g_reconnects, 1);
-        deps_mark_up(DEP_POSTGRESQL);
+        deps_answered(DEP_POSTGRESQL);
         return true;
     }
     atomic_fetch_add(&g_reconnect_failures, 1);
     char reason[512];
     clean_message(PQerrorMessage(conn), NULL, reason, sizeof(reason));
-    deps_mark_down(DEP_POSTGRESQL, reason);
+    deps_failed(DEP_POSTGRESQL, reason);
     ts_err_set(err, "reconnect to PostgreSQL failed: %s", reason);
     return false;
 }
@@ -104,12 +104,12 @@ bool pg_after_statement(PGconn *conn, const char *sql, int before, const PGresul
 {
     if (PQstatus(conn) == CONNECTION_OK) {
         /* The server answered (an error result is the statement's own). */
-        if (!pg_unavailable(conn, res)) deps_mark_up(DEP_POSTGRESQL);
+        if (!pg_unavailable(conn, res)) deps_answered(DEP_POSTGRESQL);
         return false;
     }
     char reason[512];
     clean_message(PQerrorMessage(conn), NULL, reason, sizeof(reason));
-    deps_mark_down(DEP_POSTGRESQL, reason);
+    deps_failed(DEP_POSTGRESQL, reason);
     if (before != PQTRANS_IDLE || !retry_safe(sql)) return false;
     if (!pg_reconnect(conn, NULL)) return false;
     atomic_fetch_add(&g_retries, 1);
@@ -216,7 +216,7 @@ PGconn *pg_connect_backoff(const char *dsn, int max_wait_ms, ts_err *err)
         PGconn *conn = PQconnectdbParams(keys, vals, 1);
         if (conn && PQstatus(conn) == CONNECTION_OK) {
             PQsetNoticeProcessor(conn, log_notice, NULL);
-            deps_mark_up(DEP_POSTGRESQL);
+            deps_answered(DEP_POSTGRESQL);
             if (attempt > 1)
                 TLOG_INFO("postgres connected", "target=%s attempts=%d", target, attempt);
             return conn;
@@ -224,7 +224,7 @@ PGconn *pg_connect_backoff(const char *dsn, int max_wait_ms, ts_err *err)
         clean_message(conn ? PQerrorMessage(conn) : "out of memory", password, reason,
                       sizeof(reason));
         PQfinish(conn);
-        deps_mark_down(DEP_POSTGRESQL, reason);
+        deps_failed(DEP_POSTGRESQL, reason);
         left = deadline - ts_now_mono_ms();
         if (left <= 0) {
             ts_err_set(err, "cannot connect to PostgreSQL %s after %d attempts in %lld ms: %s",

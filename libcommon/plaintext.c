@@ -129,3 +129,21 @@ bool plaintext_check_kafka(const char *bootstrap, const char *protocol, bool all
                remote, protocol && protocol[0] ? protocol : "plaintext");
     return false;
 }
+
+bool plaintext_check_http(const char *option, const char *listen, bool tls, bool allow, ts_err *err)
+{
+    if (tls || allow || !listen || !*listen) return true;
+    char remote[256];
+    /* ":port" binds every address: not loopback */
+    if (listen[0] == ':') {
+        ts_strlcpy(remote, "(every address)", sizeof(remote));
+    } else if (!_first_remote(listen, true, remote, sizeof(remote))) {
+        return true;
+    }
+    ts_err_set(err,
+               "%s = %s binds %s, not a loopback address, with plain HTTP: serve TLS there "
+               "(http.tls_cert and http.tls_key), bind 127.0.0.1, or set "
+               "http.allow_plaintext=true (docs/operations.md, \"Several hosts: encryption\")",
+               option, listen, remote);
+    return false;
+}

@@ -10,7 +10,13 @@
  *   (disable, allow and prefer may fall back to plain text);
  * - Kafka: kafka.security_protocol ssl (or sasl_ssl);
  * - Redis: the client library (hiredis 0.14) has no TLS: a Redis elsewhere
- *   is reached through a local TLS tunnel (stunnel) on a loopback address. */
+ *   is reached through a local TLS tunnel (stunnel) on a loopback address.
+ *
+ * The same goes for the HTTP listener of an internal service: http.listen
+ * (and http.shared_listen) on an address that is not loopback (a wildcard
+ * counts as not loopback) needs http.tls_cert/http.tls_key, or
+ * http.allow_plaintext. The gateway's public listener is not checked: it is
+ * often behind a load balancer that terminates TLS. */
 #pragma once
 
 #include "libcommon/common.h"
@@ -32,3 +38,9 @@ bool plaintext_check_redis(const char *url, bool allow, ts_err *err) TS_MUST_CHE
  * when the protocol is ssl or sasl_ssl, every host is local, or allow. */
 bool plaintext_check_kafka(const char *bootstrap, const char *protocol, bool allow,
                            ts_err *err) TS_MUST_CHECK;
+
+/* An HTTP listen address ("host:port", ":port", "[v6]:port"): true when its
+ * host is local, tls (the listener serves TLS), or allow. option names the
+ * setting in the message ("http.listen"). */
+bool plaintext_check_http(const char *option, const char *listen, bool tls, bool allow,
+                          ts_err *err) TS_MUST_CHECK;

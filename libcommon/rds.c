@@ -212,7 +212,7 @@ static bool open_context(rds *r, ts_err *err)
     if (!r->c || r->c->err) {
         ts_err_set(err, "cannot connect to Redis at %s: %s", where,
                    r->c ? r->c->errstr : "out of memory");
-        deps_mark_down(DEP_REDIS, err ? err->msg : "cannot connect");
+        deps_failed(DEP_REDIS, err ? err->msg : "cannot connect");
         drop(r);
         return false;
     }
@@ -237,7 +237,7 @@ static bool open_context(rds *r, ts_err *err)
         ts_err_prefix(err, "Redis at %s", where);
         drop(r);
     } else {
-        deps_mark_up(DEP_REDIS);
+        deps_answered(DEP_REDIS);
     }
     return ok;
 }
@@ -279,7 +279,7 @@ redisReply *rds_command(rds *r, int argc, const char **argv, const size_t *argvl
         errno = 0;
         redisReply *rep = redisCommandArgv(r->c, argc, argv, argvlen);
         if (rep) {
-            deps_mark_up(DEP_REDIS);
+            deps_answered(DEP_REDIS);
             return rep;
         }
         int code = r->c->err, saved = errno;
@@ -288,12 +288,12 @@ redisReply *rds_command(rds *r, int argc, const char **argv, const size_t *argvl
         drop(r); /* a context that failed is unusable */
         if (code == REDIS_ERR_IO && (saved == EAGAIN || saved == EWOULDBLOCK)) {
             ts_err_set(err, "Redis %s at %s: timed out after %d ms", argv[0], where, r->timeout_ms);
-            deps_mark_down(DEP_REDIS, err ? err->msg : "timed out");
+            deps_failed(DEP_REDIS, err ? err->msg : "timed out");
             return NULL;
         }
         if ((code != REDIS_ERR_IO && code != REDIS_ERR_EOF) || attempt == 1) {
             ts_err_set(err, "Redis %s at %s: %s", argv[0], where, why);
-            deps_mark_down(DEP_REDIS, why);
+            deps_failed(DEP_REDIS, why);
             return NULL;
         }
         TLOG_WARN("redis connection lost, reconnecting", "addr=%s error=\"%s\"", where, why);

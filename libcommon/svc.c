@@ -115,6 +115,13 @@ const char *svc_listen(svc *s)
     return svc_opts.http_listen;
 }
 
+bool svc_http_tls(svc *s)
+{
+    (void)s;
+    return svc_opts.http_tls_cert && *svc_opts.http_tls_cert && svc_opts.http_tls_key &&
+           *svc_opts.http_tls_key;
+}
+
 static void rds_key_free(void *p)
 {
     rds_free(p);
@@ -173,23 +180,25 @@ static bool check_consumers(svc *s, void *ctx, ts_err *err)
     return false;
 }
 
-/* The bus consumers' probe: the dependency checks of /readyz. */
+/* The bus consumers' probe: the dependency checks of /readyz, failing only
+ * for a dependency judged down (deps.h). A check that failed while its
+ * dependency is still only failing (slow, within the window) passes: the
+ * consumer repeats its try instead of pausing (kbus.h). */
+static bool _probe_one(bool ok, deps_id dep, ts_err *err)
+{
+    if (ok || !deps_is_down(dep)) return true;
+    ts_err_prefix(err, "%s", deps_name(dep));
+    return false;
+}
+
 static bool probe_deps(void *ctx, ts_err *err)
 {
     svc *s = ctx;
-    if (s->pg && !check_pg(s, NULL, err)) {
-        ts_err_prefix(err, "postgresql");
+    if (s->pg && !_probe_one(check_pg(s, NULL, err), DEP_POSTGRESQL, err)) return false;
+    if ((s->spec->needs & SVC_NEEDS_REDIS) &&
+        !_probe_one(check_redis(s, NULL, err), DEP_REDIS, err))
         return false;
-    }
-    if ((s->spec->needs & SVC_NEEDS_REDIS) && !check_redis(s, NULL, err)) {
-        ts_err_prefix(err, "redis");
-        return false;
-    }
-    if (s->bus && !check_kafka(s, NULL, err)) {
-        ts_err_prefix(err, "kafka");
-        return false;
-    }
-    return true;
+    return !s->bus || _probe_one(check_kafka(s, NULL, err), DEP_KAFKA, err);
 }
 
 static void h_readyz(http_req *req, http_resp *resp, void *ctx)
@@ -370,6 +379,25 @@ static bool check_plaintext(const svc_spec *spec, ts_err *err)
                                  svc_opts.kafka_allow_plaintext, err);
 }
 
+static bool _set(const char *v)
+{
+    return v && *v;
+}
+
+/* An internal listener on an address that is not loopback serves TLS, or
+ * plain text there is allowed (plaintext.h); the gateway's public one is not
+ * checked (a load balancer in front often terminates TLS). */
+static bool check_http_plaintext(const svc_spec *spec, ts_err *err)
+{
+    if (spec->public_api) return true;
+    /* one set without the other: http_server_start says what is wrong */
+    bool tls = _set(svc_opts.http_tls_cert) || _set(svc_opts.http_tls_key);
+    return plaintext_check_http("http.listen", svc_opts.http_listen, tls,
+                                svc_opts.http_allow_plaintext, err) &&
+           plaintext_check_http("http.shared_listen", svc_opts.http_shared_listen, tls,
+                                svc_opts.http_allow_plaintext, err);
+}
+
 static bool connect_deps(svc *s, ts_err *err)
 {
     const svc_spec *spec = s->spec;
@@ -442,6 +470,12 @@ static void on_complete(const http_req *req, int status, int64_t latency_us, voi
     if (s->spec->on_request) s->spec->on_request(s, req, status, latency_us);
 }
 
+static void apply_deps_policy(void)
+{
+    deps_set_policy(&(deps_policy){.failures = (int)svc_opts.deps_down_after_failures,
+                                   .window_ms = (int)svc_opts.deps_down_after_ms});
+}
+
 static void notify(const char *state)
 {
     sd_notify(0, state);
@@ -466,6 +500,7 @@ static void wait_for_stop(const svc_spec *spec, const cfg_schema *schema, const 
             } else {
                 if (!tlog_set_level(svc_opts.log_level))
                     TLOG_WARN("bad log level after reload", "level=%s", svc_opts.log_level);
+                apply_deps_policy();
                 if (!load_service_auth(spec, &err))
                     TLOG_ERROR("service credentials not reloaded; keeping the old ones",
                                "error=\"%s\"", err.msg);
@@ -594,6 +629,7 @@ int svc_main(int argc, char **argv, const svc_spec *spec)
     }
     fill_instance();
     if (!tlog_set_level(svc_opts.log_level)) ts_panic("log.level passed validation but is unknown");
+    apply_deps_policy();
     if (!load_service_auth(spec, &err)) {
         fprintf(stderr, "tessera-%s: configuration error: %s\n", spec->name, err.msg);
         cfg_free(&schema);
@@ -646,6 +682,8 @@ int svc_main(int argc, char **argv, const svc_spec *spec)
         .header_timeout_ms = (int)svc_opts.http_header_timeout_ms,
         .body_timeout_ms = (int)svc_opts.http_body_timeout_ms,
         .service = spec->name,
+        .tls_cert_file = svc_opts.http_tls_cert,
+        .tls_key_file = svc_opts.http_tls_key,
         .on_complete = on_complete,
         .on_complete_ctx = s,
     };
@@ -656,6 +694,12 @@ int svc_main(int argc, char **argv, const svc_spec *spec)
     } else if (spec->public_guard) {
         hopts.guard = public_guard;
         hopts.guard_ctx = s;
+    }
+    if (!check_http_plaintext(spec, &err)) {
+        TLOG_ERROR("start-up failed", "step=http listen=%s error=\"%s\"", svc_opts.http_listen,
+                   err.msg);
+        rc = 1;
+        goto out;
     }
     s->http = http_server_start(&hopts, s->router, &err);
     if (!s->http) {

@@ -94,6 +94,8 @@ typedef json_t *(*svc_dep_fn)(svc *s, void *ctx);
 void svc_add_dependency(svc *s, const char *name, svc_dep_fn fn, void *ctx);
 /* The http.listen address ("127.0.0.1:8090"). */
 const char *svc_listen(svc *s);
+/* Whether http.listen serves TLS (http.tls_cert and http.tls_key set). */
+bool svc_http_tls(svc *s) TS_MUST_CHECK;
 
 /* The producer name used in envelopes: "<service>/<instance>". */
 const char *svc_producer(svc *s);

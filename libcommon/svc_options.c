@@ -21,6 +21,16 @@ cfg_option svc_common_table[] = {
     {"http.ca_file", CFG_STRING, &svc_opts.http_ca_file, "", 0, 0, NULL, false, NULL,
      "PEM file of the CA(s) this service's calls to other services trust for https:// URLs "
      "(an agent's https addr: agent.advertise_addr); empty = the system's"},
+    {"http.tls_cert", CFG_STRING, &svc_opts.http_tls_cert, "", 0, 0, NULL, false, NULL,
+     "PEM file of the certificate (chain) the HTTP listener serves TLS with; with http.tls_key "
+     "the listener speaks https only (TLS 1.2+); empty: plain HTTP"},
+    {"http.tls_key", CFG_STRING, &svc_opts.http_tls_key, "", 0, 0, NULL, false, NULL,
+     "PEM file of http.tls_cert's private key (0600); set both or neither"},
+    {"http.allow_plaintext", CFG_BOOL, &svc_opts.http_allow_plaintext, "false", 0, 0, NULL, false,
+     NULL,
+     "allow http.listen (or http.shared_listen) on an address that is not loopback without TLS; "
+     "otherwise start-up refuses it (the gateway's public listener is not checked: "
+     "docs/operations.md, \"Several hosts: encryption\")"},
     {"http.idle_timeout", CFG_DURATION, &svc_opts.http_idle_timeout_ms, "60s", 1000, 3600000, NULL,
      false, NULL, "idle keep-alive connections are closed after this"},
     {"http.header_timeout", CFG_DURATION, &svc_opts.http_header_timeout_ms, "10s", 1000, 600000,
@@ -40,6 +50,26 @@ cfg_option svc_common_table[] = {
      NULL, true, NULL,
      "how far a signed internal call's time may be from this host's clock (and how long its "
      "signature is remembered against replays)"},
+    {.name = "deps.down_after_failures",
+     .type = CFG_INT,
+     .dst = &svc_opts.deps_down_after_failures,
+     .def = "3",
+     .min = 1,
+     .max = 1000,
+     .reloadable = true,
+     .help = "a dependency (PostgreSQL, Redis, the bus) is judged down, and bus consumers "
+             "pause, only after this many connection-level failures (refused, reset, timed "
+             "out) in a row, and deps.down_after without an answer (docs/reliability.md)"},
+    {.name = "deps.down_after",
+     .type = CFG_DURATION,
+     .dst = &svc_opts.deps_down_after_ms,
+     .def = "5s",
+     .min = 0,
+     .max = 600000,
+     .reloadable = true,
+     .help = "how long a dependency must fail without one answer, since the first failure "
+             "in a row, before it is judged down (a slow answer that timed out is not an "
+             "outage)"},
     {NULL},
 };
 

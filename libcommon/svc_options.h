@@ -42,8 +42,13 @@ typedef struct svc_options {
     bool redis_allow_plaintext;
     char *svcauth_key_file;
     char *http_ca_file;
+    char *http_tls_cert;
+    char *http_tls_key;
+    bool http_allow_plaintext;
     char *svcauth_trust_file;
     int64_t svcauth_max_skew_ms;
+    int64_t deps_down_after_failures;
+    int64_t deps_down_after_ms;
 } svc_options;
 
 extern svc_options svc_opts;

@@ -405,9 +405,13 @@ def run(image, reqs, kinds, owner, users, base=0):
         row("release -> first SessionScheduled", "%.2f s" % (ev[0] / 1e3 - release))
         row("release -> last SessionScheduled", "%.2f s (%d published)" % (sspan, len(ev)))
         row("first -> last SessionScheduled", "%.2f s" % ((ev[-1] - ev[0]) / 1e3))
-        row("release -> last SCHEDULED (registry)", "%.2f s" % (last_sched - release))
-        row("release -> SCHEDULED p50 / p99",
-            "%.1f / %.1f ms" % (from_release[ns // 2] * 1e3, from_release[ns * 99 // 100] * 1e3))
+        if ns:
+            row("release -> last SCHEDULED (registry)", "%.2f s" % (last_sched - release))
+            row("release -> SCHEDULED p50 / p99",
+                "%.1f / %.1f ms" % (from_release[ns // 2] * 1e3,
+                                    from_release[ns * 99 // 100] * 1e3))
+        else:
+            row("release -> last SCHEDULED (registry)", "none recorded")
         print()
         row("API enqueue rate (creates/s)", "%.0f" % (created / enq_s))
         row("backlog placements/s, scheduler",
@@ -426,7 +430,7 @@ def run(image, reqs, kinds, owner, users, base=0):
         print()
     elif BACKLOG:
         row("SessionScheduled after the release", "none found on tessera.session.v1")
-    else:
+    elif ns:
         row("first PENDING -> last SCHEDULED", "%.2f s" % span)
         row("placements per second", "%.0f" % (ns / span if span > 0 else 0))
     if lat:
@@ -448,8 +452,45 @@ def run(image, reqs, kinds, owner, users, base=0):
         print("refused:", e)
     if chk.returncode not in (0, 1):
         print(chk.stdout, chk.stderr)
+    for why in reasons(created, ns, pending, statuses, ev if BACKLOG else None, inv, allocs, sess,
+                       holding, holding_run, errors):
+        print("reason:", why)
     return 0 if okall else 1
 
 
+def reasons(created, ns, pending, statuses, ev, inv, allocs, sess, holding, holding_run, errors):
+    """Why the run is not a clean measure, one line each (empty: it is)."""
+    out = []
+    if errors:
+        out.append("%d of %d creates were refused by the API" % (len(errors), N))
+    if created and ns == 0:
+        out.append("the registry recorded no placement (statuses: %s)%s; see the registry's and "
+                   "the scheduler's logs (consumers paused? messages skipped: "
+                   "tessera_kafka_offset_resets_total)"
+                   % (statuses or "none", "" if ev is None else
+                      ", the scheduler published %d SessionScheduled" % len(ev)))
+    elif ev is not None and ns < len(ev):
+        # sessions left PENDING for want of room are not a gap: the scheduler
+        # published no placement for them
+        out.append("%d of the %d placements the scheduler published were not recorded by the "
+                   "registry within %d s (%d still PENDING; statuses: %s)"
+                   % (len(ev) - ns, len(ev), TIMEOUT, pending, statuses))
+    if ev is not None and not ev and created:
+        out.append("no SessionScheduled published after the release was found on "
+                   "tessera.session.v1")
+    if inv != "ok":
+        out.append("invariant check (Redis reservations = occupancy): %s" % inv)
+    if ns and not allocs == sess == holding == holding_run == ns:
+        out.append("counts differ: %d alloc:*, %d sess:*, %d kernels holding slots (%d of this "
+                   "run), %d scheduled" % (allocs, sess, holding, holding_run, ns))
+    return out
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except subprocess.CalledProcessError as e:
+        sys.exit("bench_api: %s failed (exit %d): %s"
+                 % (e.cmd[0], e.returncode, (e.stderr or "").strip()[-500:]))
+    except (OSError, http.client.HTTPException, subprocess.TimeoutExpired) as e:
+        sys.exit("bench_api: %s: %s" % (type(e).__name__, e))

@@ -77,13 +77,6 @@ done
 # shellcheck disable=SC2086,SC2046 # names without blanks, split on purpose
 stop_group $(dev_instances "$RUN" gateway wsproxy) vfolder agent $node_agents \
   $(dev_instances "$RUN" scheduler registry) auth
-# the nodes' agents' TLS terminators (TESSERA_DEV_TLS), in their namespaces
-node_tls=""
-for f in "$RUN"/agent-tls@node*.pid; do
-  [ -e "$f" ] && node_tls="$node_tls $(basename "$f" .pid)"
-done
-# shellcheck disable=SC2086 # names without blanks, split on purpose
-[ -z "$node_tls" ] || stop_group $node_tls
 stop_group oci-registry
 stop_group bus-tls devbus
 stop_group redis-tunnel redis
@@ -255,6 +248,7 @@ cluster_cleanup() {
 # the kernels a killed agent left (runc's containers, network namespaces)
 dev_alive "$RUN" agent || kernels_cleanup "$STATE/agent"
 [ -f "$STATE/agent/cni_network" ] && net_cleanup "$(cat "$STATE/agent/cni_network")"
+dev_alive "$RUN" agent || dev_slot_release "$STATE"
 nodes_down "$STATE" || echo "dev-down: the node network is kept (a node's agent still runs)" >&2
 
 # Mounts an agent that was killed (or that could not destroy a kernel) left

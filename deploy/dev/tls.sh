@@ -13,7 +13,7 @@
 #   pg/server.crt, .key      a copy for PostgreSQL (its key must belong to the
 #                            user that runs it, 0600)
 #   node<k>.crt, .key        node k's (TESSERA_DEV_NODES > 1), for its address:
-#                            its agent's TLS terminator (agent-tls@node<k>)
+#                            its agent's own https listener (http.tls_cert)
 # A server certificate made for other addresses (a stack of nodes after one of
 # one node, or another node network) is made again.
 

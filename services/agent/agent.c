@@ -150,10 +150,11 @@ static void _advertise(agent *a)
 {
     char host[256] = "", port[16] = "";
     const char *adv = a->cfg.advertise_addr;
-    /* a scheme, if given, is kept: https:// where a TLS terminator on the
-     * node answers for this agent (docs/operations.md, "Several hosts:
+    /* a scheme, if given, is kept (https:// where a TLS terminator on the
+     * node answers for this agent); without one, https:// when the agent's
+     * own listener serves TLS (docs/operations.md, "Several hosts:
      * encryption") */
-    const char *scheme = "http://";
+    const char *scheme = a->cfg.http_tls ? "https://" : "http://";
     if (adv && strncmp(adv, "https://", 8) == 0) {
         scheme = "https://";
         adv += 8;

@@ -29,6 +29,7 @@ typedef struct agent_config {
     const char *insecure_registries; /* "host:port,host:port" reached over plain HTTP */
     const char *registry_auth_file;  /* Docker-style config.json, or "" */
     const char *advertise_addr;      /* "host:port" of the HTTP API; "" = as bound */
+    bool http_tls;                   /* http.listen serves TLS: advertised as https:// */
     int64_t log_cap;
     int64_t heartbeat_interval_ms;
     int64_t mock_gpus;

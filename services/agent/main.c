@@ -154,6 +154,7 @@ static bool agent_routes(svc *s, ts_err *err)
         .insecure_registries = insecure_registries,
         .registry_auth_file = registry_auth_file,
         .advertise_addr = advertise_addr,
+        .http_tls = svc_http_tls(s),
         .log_cap = log_cap,
         .heartbeat_interval_ms = heartbeat_interval_ms,
         .mock_gpus = mock_gpus,

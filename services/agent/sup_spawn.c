@@ -34,9 +34,15 @@ bool sup_spawn(runtime *rt, const char *id, pid_t *init_pid, pid_t *sup_pid, ts_
     rts_cg_rel(id, rel, sizeof(rel));
     if (!cg_path("memory", rel, "memory.oom_control", oom_file, sizeof(oom_file)))
         oom_file[0] = '\0';
-    const char *argv[] = {rt->sup_path, kdir,           cap,      oom_file, rt->runc,   "--log",
-                          log_file,     "--log-format", "json",   "run",    "--detach", "--bundle",
-                          bundle,       "--pid-file",   pid_file, id,       NULL};
+    /* --no-new-keyring: no session keyring per kernel. Each would be charged
+     * to the kernels' one host user, whose key quota (kernel.keys.maxkeys,
+     * 200 by default) then capped a node at about 200 kernels. The kernel
+     * inherits tessera-sup's, which it cannot use: the seccomp profile
+     * refuses add_key, request_key and keyctl (docs/agent.md). */
+    const char *argv[] = {
+        rt->sup_path, kdir,           cap,          oom_file, rt->runc,   "--log",
+        log_file,     "--log-format", "json",       "run",    "--detach", "--no-new-keyring",
+        "--bundle",   bundle,         "--pid-file", pid_file, id,         NULL};
     int rp[2], sp[2];
     if (pipe2(rp, O_CLOEXEC) < 0) {
         ts_err_set(err, "pipe: %s", strerror(errno));

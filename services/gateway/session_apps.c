@@ -2,6 +2,7 @@
 #include "session_apps.h"
 
 #include "libcommon/httpc.h"
+#include "libcommon/service_ports.h"
 #include "proxy.h"
 
 #include <stdio.h>
@@ -75,28 +76,6 @@ static const json_t *_kernel(const json_t *info, const char *kernel)
     return NULL;
 }
 
-/* A kernel's stored service ports ([{name, protocol, container_port,
- * host_port}]) in servicePorts' shape, at its host. New reference. */
-static json_t *_kernel_ports(const json_t *k)
-{
-    json_t *out = json_array();
-    const char *host = json_string_value(json_object_get(k, "host"));
-    size_t i;
-    const json_t *p;
-    json_array_foreach(json_object_get(k, "servicePorts"), i, p)
-    {
-        json_t *hp = json_array();
-        json_int_t h = json_integer_value(json_object_get(p, "host_port"));
-        if (h > 0) json_array_append_new(hp, json_integer(h));
-        json_array_append_new(out, json_pack("{s:O, s:O, s:[O], s:o, s:s}", "name",
-                                             json_object_get(p, "name"), "protocol",
-                                             json_object_get(p, "protocol"), "container_ports",
-                                             json_object_get(p, "container_port"), "host_ports", hp,
-                                             "host", host ? host : ""));
-    }
-    return out;
-}
-
 /* The agent starts the app of session sid (of its kernel named kernel, NULL:
  * the main one) unless it is listening (registry POST
  * /v1/sessions/{id}/apps/{app}/start); false with the problem in resp. */
@@ -136,7 +115,9 @@ bool session_apps_start(gateway *gw, http_req *req, http_resp *resp, const gw_id
                      sname ? sname : "?", kernel);
         return false;
     }
-    json_t *kports = k ? _kernel_ports(k) : NULL;
+    json_t *kports = k ? service_ports_view(json_object_get(k, "servicePorts"),
+                                            json_string_value(json_object_get(k, "host")))
+                       : NULL;
     const json_t *p = _find_port(k ? kports : json_object_get(info, "servicePorts"), app, port);
     bool ok = _start_found(gw, req, resp, id, sid, sname, kernel, p, app, port, out);
     json_decref(kports);

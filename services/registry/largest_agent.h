@@ -7,7 +7,10 @@
  * A cached answer only ever lets a request through: the caller asks again
  * with fresh = true before it refuses one, so a newly started larger agent is
  * never a false refusal. A request let through on an older answer (the large
- * agent went away) waits PENDING, where the scheduler says why. */
+ * agent went away) waits PENDING, where the scheduler says why.
+ * A drained agent counts (schedulable is not read): a session only it could
+ * hold is not refused but waits PENDING, the scheduler's reason naming the
+ * drain, since an undrain makes it placeable. */
 #ifndef REGISTRY_LARGEST_AGENT_H
 #define REGISTRY_LARGEST_AGENT_H
 

@@ -3,6 +3,7 @@
 
 #include "idle_network.h"
 #include "libcommon/pgjson.h"
+#include "libcommon/service_ports.h"
 #include "session_cluster.h"
 
 #include <stdlib.h>
@@ -41,25 +42,6 @@ static int64_t int_col(const PGresult *r, int row, const char *name)
 {
     int c = PQfnumber(r, name);
     return c < 0 || PQgetisnull(r, row, c) ? 0 : strtoll(PQgetvalue(r, row, c), NULL, 10);
-}
-
-json_t *session_view_ports(json_t *stored, const char *host)
-{
-    json_t *out = json_array();
-    size_t i;
-    json_t *p;
-    json_array_foreach(stored, i, p)
-    {
-        json_t *hp = json_array();
-        json_int_t h = json_integer_value(json_object_get(p, "host_port"));
-        if (h > 0) json_array_append_new(hp, json_integer(h));
-        json_array_append_new(out, json_pack("{s:O, s:O, s:[O], s:o, s:s}", "name",
-                                             json_object_get(p, "name"), "protocol",
-                                             json_object_get(p, "protocol"), "container_ports",
-                                             json_object_get(p, "container_port"), "host_ports", hp,
-                                             "host", host ? host : ""));
-    }
-    return out;
 }
 
 /* The view's keys in order and their columns; NULL: the computed servicePorts. */
@@ -106,7 +88,7 @@ json_t *session_view_json(const PGresult *r, int row)
             o, view_fields[i].key,
             view_fields[i].col
                 ? col(r, row, view_fields[i].col)
-                : session_view_ports(json_object_get(main, "servicePorts"),
+                : service_ports_view(json_object_get(main, "servicePorts"),
                                      json_string_value(json_object_get(main, "host"))));
     json_object_set_new(o, "kernels", kernels);
     /* the stored deadline; a single session's view adds its last use */

@@ -25,7 +25,4 @@ json_t *session_view_json(const PGresult *r, int row);
 json_t *session_view_one(PGconn *conn, http_resp *resp, const char *where, int n,
                          const char *const *params);
 
-/* Backend.AI's servicePorts from a stored ports array. */
-json_t *session_view_ports(json_t *stored, const char *host);
-
 #endif

@@ -1,8 +1,10 @@
 """console_page.py: what the browser tests do on the console's pages:
 wait for an element, click, read text, pick from a <select>, navigate by
 hash route, log in, read a session's status from the list."""
+import time
+
 import pytest
-from selenium.common.exceptions import TimeoutException
+from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.support.ui import WebDriverWait
@@ -21,10 +23,21 @@ def el(d, css, timeout=20, visible=True):
 
 
 def click(d, css, timeout=20):
-    e = WebDriverWait(d, timeout).until(EC.element_to_be_clickable((By.CSS_SELECTOR, css)))
-    d.execute_script("arguments[0].scrollIntoView({block: 'center'})", e)
-    e.click()
-    return e
+    """Click css once it is clickable. An element the page re-rendered
+    between finding and clicking (a list filtered as one types) is found
+    again, until timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        e = WebDriverWait(d, max(1, deadline - time.monotonic())).until(
+            EC.element_to_be_clickable((By.CSS_SELECTOR, css)))
+        try:
+            d.execute_script("arguments[0].scrollIntoView({block: 'center'})", e)
+            e.click()
+            return e
+        except StaleElementReferenceException:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.1)
 
 
 def text_in(d, css, text, timeout=30):

@@ -150,18 +150,27 @@ class Redis:
         return dict(zip(flat[0::2], flat[1::2]))
 
 
-def runc_containers(state_dir):
-    """{container id: status} of the runc containers whose bundle is under this
-    stack's state dir (other stacks on the machine share runc's root)."""
-    r = subprocess.run(["runc", "list", "--format", "json"], capture_output=True, text=True,
-                       timeout=30)
+def runc_list():
+    """runc's containers on this host (every stack's: they share runc's root),
+    as `runc list --format json` gives them."""
+    for _ in range(20):
+        r = subprocess.run(["runc", "list", "--format", "json"], capture_output=True, text=True,
+                           timeout=30)
+        # a container removed (by any stack) while runc lists them fails the listing
+        if r.returncode == 0 or "no such file or directory" not in r.stderr:
+            break
+        time.sleep(0.05)
     if r.returncode != 0:
         raise RuntimeError(f"runc list: {r.stderr.strip()}")
-    out = {}
-    for c in json.loads(r.stdout or "null") or []:
-        if (c.get("bundle") or "").startswith(state_dir.rstrip("/") + "/"):
-            out[c["id"]] = c.get("status", "")
-    return out
+    return json.loads(r.stdout or "null") or []
+
+
+def runc_containers(state_dir):
+    """{container id: status} of the runc containers whose bundle is under this
+    stack's state dir."""
+    prefix = state_dir.rstrip("/") + "/"
+    return {c["id"]: c.get("status", "") for c in runc_list()
+            if (c.get("bundle") or "").startswith(prefix)}
 
 
 # ---- slots: PostgreSQL's text amounts -> Redis's integer quanta (docs/scheduler.md) ----------
@@ -253,18 +262,28 @@ def build_image(stack, workdir):
         raise SetupError(str(e)) from e
 
 
-def new_tenant(admin, recorder, prefix):
-    """A user of the default domain and project with a keypair: its Client."""
+TENANT_PASSWORD = "faults-Passw0rd"
+
+
+def new_tenant(admin, recorder, prefix, make_client=None):
+    """A user of the default domain and project (password TENANT_PASSWORD)
+    with a keypair: its Client, or make_client(endpoint, access key, secret
+    key)'s; .email is the user's."""
     uname = f"{prefix}-{TAG}-{uuid.uuid4().hex[:4]}"
     u = okj(admin.post("/admin/users", {"email": f"{uname}@example.com", "username": uname,
-                                        "password": "faults-Passw0rd", "role": "user"}), 200, 201)
+                                        "password": TENANT_PASSWORD, "role": "user"}), 200, 201)
     k = okj(admin.post("/admin/keypairs", {"user_id": u["id"]}), 200, 201)
     projects = okj(admin.get("/admin/projects", params={"limit": 1000}))["items"]
     default = [p for p in projects if p["name"] == "default" and p["domain_name"] == u["domain_name"]]
     if not default:
         raise SetupError("no default project")
     okj(admin.post(f"/admin/projects/{default[0]['id']}/members", {"user_ids": [u["id"]]}), 200, 201)
-    return Client(admin.endpoint, k["access_key"], k["secret_key"], recorder)
+    if make_client:
+        c = make_client(admin.endpoint, k["access_key"], k["secret_key"])
+    else:
+        c = Client(admin.endpoint, k["access_key"], k["secret_key"], recorder)
+    c.email = f"{uname}@example.com"
+    return c
 
 
 # ---- the load -------------------------------------------------------------------------------

@@ -29,7 +29,6 @@ The cross-node cluster session is a `cluster_mode` multi-node session of
 three kernels placed one per node by the roundrobin selector; its kernels do
 not need to reach each other here (the overlay between nodes is other
 work). A stack of its own: about 2 minutes with its start."""
-import json
 import os
 import subprocess
 import sys
@@ -39,7 +38,7 @@ import uuid
 import pytest
 
 import suitekit
-from conftest import BIN_DIR, REPO, dev_stack, wait_until
+from conftest import REPO, dev_stack, wait_until
 from test_cli import base_env, js, ok as cli_ok
 from test_sessions_api import _new_user, admin, gw, okj, problem  # noqa: F401
 
@@ -62,10 +61,6 @@ SMALL = {"cpu": "0.25", "mem": "64m"}
 
 @pytest.fixture(scope="module")
 def stack():
-    if not os.path.isdir(BIN_DIR):
-        pytest.skip(f"{BIN_DIR} does not exist: build first (make)")
-    if os.geteuid() != 0:
-        pytest.skip("a multi-node stack needs root (network namespaces)")
     with dev_stack("tessera-nl-", **ENV) as env:
         yield env
 
@@ -136,8 +131,7 @@ def containers(stack, node=None):
     if node is None:
         return c
     prefix = os.path.join(state, f"node{node}") + "/"
-    r = subprocess.run(["runc", "list", "--format", "json"], capture_output=True, text=True, timeout=30)
-    bundles = {x["id"]: x.get("bundle", "") for x in json.loads(r.stdout or "null") or []}
+    bundles = {x["id"]: x.get("bundle", "") for x in faultlib.runc_list()}
     return {k: v for k, v in c.items() if bundles.get(k, "").startswith(prefix)}
 
 

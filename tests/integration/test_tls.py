@@ -4,7 +4,8 @@ TLS on by default (TESSERA_DEV_TLS, deploy/dev/tls.sh).
 
 - every service talks to the bus with kafka.security_protocol=ssl, to
   PostgreSQL with sslmode=verify-full, to Redis through its TLS tunnel; each
-  node's agent answers on https only and is registered with an https addr;
+  node's agent serves https itself (http.tls_cert: the node's certificate,
+  no TLS terminator in front) and is registered with an https addr;
 - each TLS port refuses a plain-text client (the bus's brokers, Redis's TLS
   port, PostgreSQL, the agents), and a client that trusts another CA fails
   verification while one with the stack's CA passes it (the OCI registry too) (the certificates
@@ -12,9 +13,11 @@ TLS on by default (TESSERA_DEV_TLS, deploy/dev/tls.sh).
 - a capture of a node's network interface while a session on that node
   executes a command holds none of the command's text nor its output (and
   the capture does see plain text when there is some);
-- bad input: a missing kafka.ssl_ca_file or http.ca_file is a clear start-up
-  error, and a plain-text peer on another host is refused unless its
-  allow_plaintext setting is set; TESSERA_DEV_TLS takes on or off only."""
+- bad input: a missing kafka.ssl_ca_file or http.ca_file, or a bad
+  http.tls_cert/http.tls_key, is a clear start-up error, and a plain-text
+  peer on another host (or an internal HTTP listener off loopback without
+  TLS) is refused unless its allow_plaintext setting is set; TESSERA_DEV_TLS
+  takes on or off only."""
 import os
 import socket
 import ssl
@@ -100,8 +103,6 @@ def test_plain_text_between_nodes_is_the_explicit_choice_tls_off():
     only because every service is told kafka.allow_plaintext. First in the
     module: before the module's stack of nodes exists (two stacks of nodes
     at once failed here once, not understood yet)."""
-    if os.geteuid() != 0:
-        pytest.skip("a multi-node stack needs root (network namespaces)")
     from conftest import dev_stack  # noqa: PLC0415 - the fixture's helper, used directly here
     with dev_stack("tessera-plain-", TESSERA_DEV_NODES="2", TESSERA_DEV_TLS="off") as env:
         assert env["TESSERA_DEV_TLS"] == "off" and "TESSERA_TLS_CA_FILE" not in env
@@ -111,6 +112,8 @@ def test_plain_text_between_nodes_is_the_explicit_choice_tls_off():
             with open(os.path.join(state, "cmd", name), encoding="utf-8") as f:
                 cmd = f.read()
             assert "TESSERA_KAFKA_ALLOW_PLAINTEXT=true" in cmd and "SECURITY_PROTOCOL" not in cmd, name
+            # plain HTTP on the node network's addresses: the explicit choice too
+            assert "TESSERA_HTTP_ALLOW_PLAINTEXT=true" in cmd and "TESSERA_HTTP_TLS_CERT" not in cmd, name
 
 
 
@@ -127,8 +130,31 @@ def test_a_stack_of_nodes_runs_with_tls(stack, admin):  # noqa: F811
         assert "TESSERA_KAFKA_SECURITY_PROTOCOL=ssl" in cmd, name
         assert f"TESSERA_KAFKA_SSL_CA_FILE={stack['TESSERA_TLS_CA_FILE']}" in cmd, name
         assert f"TESSERA_HTTP_CA_FILE={stack['TESSERA_TLS_CA_FILE']}" in cmd, name
-    for t in ["redis-tunnel", "bus-tls"] + [f"agent-tls@node{k}" for k in range(1, NODES + 1)]:
+    for t in ["redis-tunnel", "bus-tls"]:
         assert t in procs, procs
+    # each agent serves TLS itself with its node's certificate: no terminator
+    # in front of it, and the certificate on its port is node<k>.crt
+    tlsdir = os.path.dirname(stack["TESSERA_TLS_CA_FILE"])
+    assert not [p for p in procs if p.startswith("agent-tls")], procs
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True).stdout
+    assert "agent-tls-node" not in ps, ps
+    for k in range(1, NODES + 1):
+        crt = os.path.join(tlsdir, f"node{k}.crt")
+        with open(os.path.join(state, "cmd", f"agent@node{k}"), encoding="utf-8") as f:
+            cmd = f.read()
+        assert f"TESSERA_HTTP_TLS_CERT={crt}" in cmd and "TESSERA_HTTP_ALLOW_PLAINTEXT" not in cmd, cmd
+        host, port = hostport(stack[f"TESSERA_NODE_{k}_AGENT_URL"])
+        ctx = ssl.create_default_context(cafile=stack["TESSERA_TLS_CA_FILE"])
+        with socket.create_connection((host, port), timeout=5) as raw:
+            with ctx.wrap_socket(raw, server_hostname=host) as s:
+                served = s.getpeercert(binary_form=True)
+                s.sendall(f"GET /healthz HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
+                answer = b""
+                while chunk := s.recv(4096):
+                    answer += chunk
+        with open(crt, encoding="ascii") as f:
+            assert served == ssl.PEM_cert_to_DER_cert(f.read()), k
+        assert answer.startswith(b"HTTP/1.1 ") and b"Server: tessera-agent" in answer, answer[:300]
     # every agent is registered at https, on its node's address
     agents = {a["id"]: a for a in okj(admin.get("/admin/agents"))["items"]}
     for k in range(1, NODES + 1):
@@ -157,6 +183,10 @@ def test_every_tls_port_refuses_a_plaintext_client(stack):
         got = plain_exchange(host, port, req)
         if name == "oci":  # Go's TLS server says so in plain text, and nothing else
             assert got.startswith(b"HTTP/1.0 400") and b"HTTPS server" in got, got
+            continue
+        if name.startswith("agent@"):  # the agent too (http_front.h): a 400 saying so, no answer
+            assert got.startswith(b"HTTP/1.1 400") and b"use https://" in got, (name, got)
+            assert b"healthz" not in got and b'"ok"' not in got, (name, got)
             continue
         # nothing, or a TLS alert record (0x15): never an answer in the clear
         assert not got or got[0] == 0x15, (name, got[:64])
@@ -217,7 +247,7 @@ def capture(stack, k, seconds, path):
 def test_a_capture_on_a_node_shows_no_plaintext(stack, admin, image_registered, tmp_path):  # noqa: F811
     token = f"tlsprobe{TAG}"
     # the capture sees plain text where there is some: the token sent in the
-    # clear to the node's agent port (refused by its TLS terminator)
+    # clear to the node's agent port (refused by its TLS listener)
     node_addr = stack["TESSERA_NODE_1_ADDR"]
     _, agent_port = hostport(stack["TESSERA_NODE_1_AGENT_URL"])
     probe_path = tmp_path / "probe.bin"
@@ -303,6 +333,32 @@ def test_plaintext_to_another_host_needs_its_setting(bin_dir, tmp_path):
                         "TESSERA_REDIS_URL": "redis://10.255.255.1:6379/0"}, "redis.allow_plaintext")]:
         r = run_service(bin_dir, tmp_path, "registry", **env)
         assert r.returncode != 0 and want in r.stderr, r.stderr
+
+
+def test_bad_tls_files_are_a_clear_start_up_error(bin_dir, tmp_path):
+    crt, key = tmp_path / "a.crt", tmp_path / "a.key"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                    "-days", "1", "-subj", "/CN=127.0.0.1", "-keyout", str(key), "-out", str(crt)],
+                   check=True, capture_output=True)
+    notpem = tmp_path / "not.pem"
+    notpem.write_text("hello\n")
+    for env, want in [({"TESSERA_HTTP_TLS_CERT": str(crt)}, "http.tls_cert is set but http.tls_key is not"),
+                      ({"TESSERA_HTTP_TLS_CERT": "/nonexistent/a.crt", "TESSERA_HTTP_TLS_KEY": str(key)},
+                       "http.tls_cert /nonexistent/a.crt: cannot be read"),
+                      ({"TESSERA_HTTP_TLS_CERT": str(notpem), "TESSERA_HTTP_TLS_KEY": str(key)},
+                       "no PEM certificate"),
+                      ({"TESSERA_HTTP_TLS_CERT": str(crt), "TESSERA_HTTP_TLS_KEY": str(crt)},
+                       "no PEM private key")]:
+        r = run_agent(bin_dir, tmp_path, **env)
+        assert r.returncode != 0 and want in r.stderr, (env, r.stderr)
+        assert "step=http" in r.stderr, r.stderr
+
+
+def test_a_plain_http_listener_off_loopback_needs_its_setting(bin_dir, tmp_path):
+    r = run_agent(bin_dir, tmp_path, TESSERA_HTTP_LISTEN="0.0.0.0:0")
+    assert r.returncode != 0, r.stderr
+    assert "http.listen = 0.0.0.0:0" in r.stderr and "http.allow_plaintext" in r.stderr, r.stderr
+    assert "http.tls_cert" in r.stderr, r.stderr
 
 
 def test_dev_tls_takes_on_or_off(tmp_path):

@@ -26,6 +26,7 @@ _it = suitekit.integration_conftest()
 
 # Fixtures and helpers of the integration tests, for this suite's tests.
 stack = _it.stack
+cluster_stack = _it.cluster_stack  # test_node_network.py
 bin_dir = _it.bin_dir
 wait_until = _it.wait_until
 parse_env_file = _it.parse_env_file

@@ -16,6 +16,10 @@
  * (127.0.0.2) while they keep advertising devbus.broker_addr, where a TLS
  * terminator (stunnel) listens on the same ports and forwards to them.
  *
+ * Each partition of the pre-created topics keeps devbus.retention bytes of
+ * messages (retention.h): the mock's own cap, 5 MiB, dropped messages a
+ * consumer under load had not read yet.
+ *
  * Faults (tests/faults, deploy/dev/restart.sh bus): SIGUSR1 takes every mock
  * broker down (connections closed, new ones refused; the messages stay in
  * this process), SIGUSR2 brings them up again. A signal, not an HTTP route:
@@ -24,6 +28,7 @@
  * /metrics shows tessera_devbus_brokers_up. */
 #include "libcommon/log.h"
 #include "libcommon/svc.h"
+#include "retention.h"
 
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
@@ -41,7 +46,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-static int64_t opt_brokers, opt_partitions;
+static int64_t opt_brokers, opt_partitions, opt_retention;
 static char *opt_bootstrap_file, *opt_broker_addr, *opt_listen_addr;
 
 static const cfg_option devbus_options[] = {
@@ -49,6 +54,15 @@ static const cfg_option devbus_options[] = {
      "number of mock brokers"},
     {"devbus.partitions", CFG_INT, &opt_partitions, "3", 1, 64, NULL, false, NULL,
      "partitions of each pre-created topic"},
+    {.name = "devbus.retention",
+     .type = CFG_BYTES,
+     .dst = &opt_retention,
+     .def = "256m",
+     .min = 0,
+     .max = 68719476736.0,
+     .help = "messages kept on each partition of the pre-created topics, read or not (in "
+             "memory; the oldest go beyond it); 0 = the mock cluster's own 5 MiB, which a "
+             "consumer a few seconds behind under load overruns (docs/events.md)"},
     {"devbus.bootstrap_file", CFG_STRING, &opt_bootstrap_file, NULL, 0, 0, NULL, false, NULL,
      "file to write the bootstrap address to (written atomically; optional)"},
     {"devbus.broker_addr", CFG_STRING, &opt_broker_addr, "127.0.0.1", 0, 0, NULL, false, NULL,
@@ -291,6 +305,12 @@ static bool devbus_start(svc *s, ts_err *err)
             cleanup();
             return false;
         }
+        if (opt_retention > 0 && !devbus_set_retention(mcluster, devbus_topics[i],
+                                                       (int)opt_partitions, opt_retention, err)) {
+            ts_err_prefix(err, "devbus.retention");
+            cleanup();
+            return false;
+        }
     }
     bootstrap = ts_strdup(rd_kafka_mock_cluster_bootstraps(mcluster));
     if (opt_bootstrap_file && opt_bootstrap_file[0] &&
@@ -310,10 +330,12 @@ static bool devbus_start(svc *s, ts_err *err)
     control_running = true;
     svc_add_check(s, "mock-cluster", check_cluster, NULL);
     metrics_add(svc_metrics(s), collect, NULL);
-    TLOG_INFO("mock kafka cluster up",
-              "bootstrap=%s listen_addr=%s brokers=%d partitions=%d topics=%zu file=%s", bootstrap,
-              laddr, (int)opt_brokers, (int)opt_partitions, TS_ARRAY_LEN(devbus_topics),
-              opt_bootstrap_file ? opt_bootstrap_file : "");
+    TLOG_INFO(
+        "mock kafka cluster up",
+        "bootstrap=%s listen_addr=%s brokers=%d partitions=%d topics=%zu retention_bytes=%lld "
+        "file=%s",
+        bootstrap, laddr, (int)opt_brokers, (int)opt_partitions, TS_ARRAY_LEN(devbus_topics),
+        (long long)opt_retention, opt_bootstrap_file ? opt_bootstrap_file : "");
     return true;
 }
 

@@ -28,8 +28,10 @@ export function AdminTabs({ current }) {
     if (a && a.scrollIntoView) a.scrollIntoView({ inline: 'nearest', block: 'nearest' });
   }, [current]);
   return html`<nav class="tabs" aria-label="Admin" data-test="admin-tabs" ref=${ref}>
-    ${ADMIN_TABS.map(([k, l]) => html`<a href=${'#/admin/' + k} data-admin-tab=${k}
-      aria-current=${current === k ? 'page' : undefined}>${l}</a>`)}
+    ${ADMIN_TABS.map(
+      ([k, l]) => html`<a href=${'#/admin/' + k} data-admin-tab=${k}
+      aria-current=${current === k ? 'page' : undefined}>${l}</a>`,
+    )}
   </nav>`;
 }
 

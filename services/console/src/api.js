@@ -14,13 +14,21 @@ export class ApiError extends Error {
   }
 }
 
-export function setCsrf(token) { csrfToken = token || null; }
-export function setLoginEndedHandler(fn) { onLoginEnded = fn; }
+export function setCsrf(token) {
+  csrfToken = token || null;
+}
+export function setLoginEndedHandler(fn) {
+  onLoginEnded = fn;
+}
 
 async function readBody(res) {
   const text = await res.text();
   if (!text) return null;
-  try { return JSON.parse(text); } catch { return text; }
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
 }
 
 async function send(method, url, body, headers = {}) {
@@ -46,14 +54,20 @@ async function send(method, url, body, headers = {}) {
 
 // Session mode (Backend.AI's webserver).
 export const server = {
-  login: (username, password, domain) => send('POST', '/server/login', domain ? { username, password, domain } : { username, password }),
+  login: (username, password, domain) =>
+    send('POST', '/server/login', domain ? { username, password, domain } : { username, password }),
   // POST: a browser always sends Origin with it, which the gateway wants
   // before it hands out the CSRF token (a GET carries none on plain HTTP)
   check: () => send('POST', '/server/login-check'),
   // single sign-on: the token from the URL, or {} for the sToken cookie
   tokenLogin: (token) => send('POST', '/server/token-login', token ? { sToken: token } : {}),
   logout: (everywhere = false) =>
-    send('POST', '/server/logout', everywhere ? { everywhere: true } : {}, csrfToken ? { 'X-CSRF-Token': csrfToken } : {}),
+    send(
+      'POST',
+      '/server/logout',
+      everywhere ? { everywhere: true } : {},
+      csrfToken ? { 'X-CSRF-Token': csrfToken } : {},
+    ),
 };
 
 // An API call: api('GET', '/session', {query: {status: 'RUNNING'}}).

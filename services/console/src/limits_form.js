@@ -13,8 +13,16 @@ export const SLOT_FIELDS = [
   ['cuda.shares', 'GPU shares', 'cuda.shares: fractions of a GPU: 2.5'],
 ];
 
-export const VFOLDER_PERMS = ['create-vfolder', 'modify-vfolder', 'delete-vfolder', 'mount-in-session',
-  'upload-file', 'download-file', 'invite-others', 'set-user-specific-permission'];
+export const VFOLDER_PERMS = [
+  'create-vfolder',
+  'modify-vfolder',
+  'delete-vfolder',
+  'mount-in-session',
+  'upload-file',
+  'download-file',
+  'invite-others',
+  'set-user-specific-permission',
+];
 
 // {slot: stored amount} -> {slot: input text} ("34359738368" -> "32g").
 export function slotsToForm(slots) {
@@ -45,22 +53,29 @@ export const fmtLimits = (slots) => {
 
 // One text field per slot, with its unit; empty = no limit on that slot.
 export function SlotsFields({ idPrefix, value, onChange, disabled, legend = 'Total resource slots', help }) {
-  const keys = [...SLOT_FIELDS.map(([k]) => k), ...Object.keys(value || {}).filter((k) => !SLOT_FIELDS.some(([s]) => s === k))];
+  const keys = [
+    ...SLOT_FIELDS.map(([k]) => k),
+    ...Object.keys(value || {}).filter((k) => !SLOT_FIELDS.some(([s]) => s === k)),
+  ];
   const label = (k) => (SLOT_FIELDS.find(([s]) => s === k) || [k, k])[1];
   const unit = (k) => (SLOT_FIELDS.find(([s]) => s === k) || [k, k, 'amount'])[2];
   return html`<fieldset class="slots-fields"><legend>${legend}</legend>
     ${help && html`<p class="hint">${help}</p>`}
-    <div class="slot-grid">${keys.map((k) => html`<div class="field" key=${k}>
+    <div class="slot-grid">${keys.map(
+      (k) => html`<div class="field" key=${k}>
       <label for=${`${idPrefix}-slot-${k}`}>${label(k)}</label>
       <input id=${`${idPrefix}-slot-${k}`} data-slot=${k} value=${(value && value[k]) || ''} placeholder="no limit" disabled=${disabled}
         onInput=${(e) => onChange({ ...value, [k]: e.currentTarget.value })} />
-      <p class="hint">${unit(k)}</p></div>`)}</div>
+      <p class="hint">${unit(k)}</p></div>`,
+    )}</div>
   </fieldset>`;
 }
 
 // allowed_vfolder_hosts as lines "host: perm, perm" (an empty text: {}).
 export function hostsToText(hosts) {
-  return Object.entries(hosts || {}).map(([h, p]) => `${h}: ${(p || []).join(', ')}`).join('\n');
+  return Object.entries(hosts || {})
+    .map(([h, p]) => `${h}: ${(p || []).join(', ')}`)
+    .join('\n');
 }
 
 export function hostsFromText(text) {
@@ -71,7 +86,11 @@ export function hostsFromText(text) {
     const i = line.indexOf(':');
     if (i <= 0) throw new Error(`Storage hosts: “${line}” is not “host: permission, ...”`);
     const host = line.slice(0, i).trim();
-    const perms = line.slice(i + 1).split(',').map((p) => p.trim()).filter(Boolean);
+    const perms = line
+      .slice(i + 1)
+      .split(',')
+      .map((p) => p.trim())
+      .filter(Boolean);
     const bad = perms.find((p) => !VFOLDER_PERMS.includes(p));
     if (bad) throw new Error(`Storage hosts: “${bad}” is not a permission (${VFOLDER_PERMS.join(', ')})`);
     out[host] = perms;

@@ -46,8 +46,12 @@ export async function keypairPolicy(user) {
     if (!name) return { error: new Error('the keypair names no resource policy') };
     try {
       return { name, policy: await get('/admin/keypair-resource-policies/' + enc(name)) };
-    } catch (error) { return { name, error }; }
-  } catch (error) { return { error }; }
+    } catch (error) {
+      return { name, error };
+    }
+  } catch (error) {
+    return { error };
+  }
 }
 
 // Resource groups with their free capacity (admins), from the ALIVE agents.
@@ -57,7 +61,8 @@ export async function resourceGroups() {
     get('/admin/agents', { status: 'ALIVE', limit: 1000 }).catch(() => ({ items: [] })),
   ]);
   return ((groups && groups.items) || []).map((g) => {
-    const capacity = {}, occupied = {};
+    const capacity = {},
+      occupied = {};
     let n = 0;
     for (const a of (agents && agents.items) || []) {
       if (a.resource_group !== g.name) continue;
@@ -72,7 +77,11 @@ export async function resourceGroups() {
 }
 
 export async function slotTypes() {
-  try { return (await get('/config/resource-slots')) || {}; } catch { return { cpu: 'count', mem: 'bytes' }; }
+  try {
+    return (await get('/config/resource-slots')) || {};
+  } catch {
+    return { cpu: 'count', mem: 'bytes' };
+  }
 }
 
 // Remaining = policy limit - occupied, per slot with a limit.
@@ -91,7 +100,10 @@ export function remaining(policy, used) {
 // Slot amounts there are decimal text, "Infinity" where nothing limits.
 export const slotsToNumbers = (slots) => {
   const out = {};
-  for (const [k, v] of Object.entries(slots || {})) { const n = Number(v); if (!Number.isNaN(n)) out[k] = n; }
+  for (const [k, v] of Object.entries(slots || {})) {
+    const n = Number(v);
+    if (!Number.isNaN(n)) out[k] = n;
+  }
   return out;
 };
 
@@ -113,6 +125,12 @@ export async function allowedGroups(project) {
 export function bytesForInput(v) {
   const n = Number(v);
   if (!Number.isFinite(n) || n <= 0) return v == null ? '' : String(v);
-  for (const [u, m] of [['t', 2 ** 40], ['g', 2 ** 30], ['m', 2 ** 20], ['k', 2 ** 10]]) if (n % m === 0) return n / m + u;
+  for (const [u, m] of [
+    ['t', 2 ** 40],
+    ['g', 2 ** 30],
+    ['m', 2 ** 20],
+    ['k', 2 ** 10],
+  ])
+    if (n % m === 0) return n / m + u;
   return String(n);
 }

@@ -10,13 +10,19 @@ export function fmtBytes(n) {
   n = typeof n === 'string' && /[a-z]/i.test(n) ? parseBytes(n) : Number(n);
   if (!Number.isFinite(n)) return '–';
   let i = 0;
-  while (Math.abs(n) >= 1024 && i < UNITS.length - 1) { n /= 1024; i++; }
+  while (Math.abs(n) >= 1024 && i < UNITS.length - 1) {
+    n /= 1024;
+    i++;
+  }
   return `${i ? n.toFixed(n < 10 ? 1 : 0) : n} ${UNITS[i]}`;
 }
 
 // "1g", "512m", "2048" (bytes) -> bytes; NaN when malformed.
 export function parseBytes(s) {
-  const m = String(s ?? '').trim().toLowerCase().match(/^(\d+(?:\.\d+)?)\s*([kmgtp]?)i?b?$/);
+  const m = String(s ?? '')
+    .trim()
+    .toLowerCase()
+    .match(/^(\d+(?:\.\d+)?)\s*([kmgtp]?)i?b?$/);
   if (!m) return NaN;
   return Math.round(Number(m[1]) * 1024 ** ' kmgtp'.indexOf(m[2] || ' '));
 }
@@ -86,8 +92,11 @@ export function Meter({ used, limit, fmt = (v) => String(v), label }) {
   const pct = has ? Math.min(100, (u / l) * 100) : 0;
   return html`<div class="meter-row">
     <div class="meter-label"><span>${label}</span><span>${fmt(u)}${has ? ` / ${fmt(l)}` : ' (no limit)'}</span></div>
-    ${has && html`<div class=${'meter' + (pct >= 90 ? ' hot' : '')} role="progressbar" aria-label=${label}
-      aria-valuemin="0" aria-valuemax="100" aria-valuenow=${Math.round(pct)}><span style=${{ width: pct + '%' }}></span></div>`}
+    ${
+      has &&
+      html`<div class=${'meter' + (pct >= 90 ? ' hot' : '')} role="progressbar" aria-label=${label}
+      aria-valuemin="0" aria-valuemax="100" aria-valuenow=${Math.round(pct)}><span style=${{ width: pct + '%' }}></span></div>`
+    }
   </div>`;
 }
 
@@ -108,12 +117,17 @@ function dismissToast(id) {
 }
 export function Toasts() {
   const [list, setList] = useState(toasts);
-  useEffect(() => { toastListeners.add(setList); return () => toastListeners.delete(setList); }, []);
+  useEffect(() => {
+    toastListeners.add(setList);
+    return () => toastListeners.delete(setList);
+  }, []);
   return html`<div class="toasts">
-    ${list.map((t) => html`<div key=${t.id} class=${'toast ' + t.kind} role=${t.kind === 'error' ? 'alert' : 'status'}>
+    ${list.map(
+      (t) => html`<div key=${t.id} class=${'toast ' + t.kind} role=${t.kind === 'error' ? 'alert' : 'status'}>
       <span>${t.message}</span>
       <button type="button" class="btn small ghost" aria-label="Dismiss" onClick=${() => dismissToast(t.id)}>×</button>
-    </div>`)}
+    </div>`,
+    )}
   </div>`;
 }
 
@@ -121,24 +135,46 @@ export function Toasts() {
 export function Modal({ title, onClose, children, wide }) {
   const ref = useRef(null);
   const titleId = useRef('dlg-' + Math.random().toString(36).slice(2)).current;
+  // Escape calls the onClose of the latest render, not the first one's: the
+  // key handler stays installed for the dialog's life (focus goes back once).
+  const closeRef = useRef(onClose);
+  closeRef.current = onClose;
   useEffect(() => {
     const prev = document.activeElement;
     const el = ref.current;
     const first = el && el.querySelector('input:not([type=hidden]), select, textarea, button:not(.dialog-close)');
     if (first) first.focus();
     const onKey = (e) => {
-      if (e.key === 'Escape' && onClose) { e.stopPropagation(); onClose(); }
-      if (e.key === 'Tab' && el) { // keep focus inside the dialog
-        const f = [...el.querySelectorAll('a[href], button:not([disabled]), input:not([disabled]), select:not([disabled]), textarea:not([disabled])')];
+      if (e.key === 'Escape' && closeRef.current) {
+        e.stopPropagation();
+        closeRef.current();
+      }
+      if (e.key === 'Tab' && el) {
+        // keep focus inside the dialog
+        const f = [
+          ...el.querySelectorAll(
+            'a[href], button:not([disabled]), input:not([disabled]), select:not([disabled]), textarea:not([disabled])',
+          ),
+        ];
         if (!f.length) return;
-        if (e.shiftKey && document.activeElement === f[0]) { e.preventDefault(); f[f.length - 1].focus(); }
-        else if (!e.shiftKey && document.activeElement === f[f.length - 1]) { e.preventDefault(); f[0].focus(); }
+        if (e.shiftKey && document.activeElement === f[0]) {
+          e.preventDefault();
+          f[f.length - 1].focus();
+        } else if (!e.shiftKey && document.activeElement === f[f.length - 1]) {
+          e.preventDefault();
+          f[0].focus();
+        }
       }
     };
     document.addEventListener('keydown', onKey);
-    return () => { document.removeEventListener('keydown', onKey); if (prev && prev.focus) prev.focus(); };
+    return () => {
+      document.removeEventListener('keydown', onKey);
+      if (prev && prev.focus) prev.focus();
+    };
   }, []);
-  return html`<div class="modal-backdrop" onMouseDown=${(e) => { if (e.target === e.currentTarget && onClose) onClose(); }}>
+  return html`<div class="modal-backdrop" onMouseDown=${(e) => {
+    if (e.target === e.currentTarget && onClose) onClose();
+  }}>
     <div class=${'modal' + (wide ? ' wide' : '')} role="dialog" aria-modal="true" aria-labelledby=${titleId} ref=${ref}>
       <header class="modal-head">
         <h2 id=${titleId}>${title}</h2>
@@ -166,7 +202,10 @@ function closeConfirm(answer) {
 }
 export function ConfirmHost() {
   const [st, setSt] = useState(confirmState);
-  useEffect(() => { confirmListeners.add(setSt); return () => confirmListeners.delete(setSt); }, []);
+  useEffect(() => {
+    confirmListeners.add(setSt);
+    return () => confirmListeners.delete(setSt);
+  }, []);
   if (!st) return null;
   return html`<${Modal} title=${st.title || 'Are you sure?'} onClose=${() => closeConfirm(false)}>
     ${st.message && html`<p>${st.message}</p>`}
@@ -202,9 +241,21 @@ export function useData(fn, deps = [], { interval = 0 } = {}) {
     setState({ data: undefined, error: null, loading: true });
     reload(true);
     let t = null;
-    if (interval) t = setInterval(() => { if (!document.hidden) reload(true); }, interval);
-    return () => { alive.current = false; seq.current++; if (t) clearInterval(t); };
-  }, deps);
+    if (interval)
+      t = setInterval(() => {
+        if (!document.hidden) reload(true);
+      }, interval);
+    return () => {
+      alive.current = false;
+      // a counter, not an element: bumping it drops the answers still on the way
+      // eslint-disable-next-line react-hooks/exhaustive-deps
+      seq.current++;
+      if (t) clearInterval(t);
+    };
+    // The caller's deps say when to load again (fn is read through fnRef, so it
+    // is never stale); a new interval restarts the polling. reload is stable.
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [...deps, interval]);
   return { ...state, reload };
 }
 
@@ -213,7 +264,14 @@ export function useAction() {
   const [busy, setBusy] = useState(false);
   const run = useCallback(async (fn, { onError = toastError } = {}) => {
     setBusy(true);
-    try { return await fn(); } catch (e) { onError(e); return undefined; } finally { setBusy(false); }
+    try {
+      return await fn();
+    } catch (e) {
+      onError(e);
+      return undefined;
+    } finally {
+      setBusy(false);
+    }
   }, []);
   return [busy, run];
 }
@@ -224,7 +282,10 @@ export async function openInNewTab(urlPromise) {
   const w = window.open('about:blank', '_blank');
   try {
     const url = await urlPromise;
-    if (w) { w.opener = null; w.location.href = url; } else window.open(url, '_blank', 'noopener');
+    if (w) {
+      w.opener = null;
+      w.location.href = url;
+    } else window.open(url, '_blank', 'noopener');
   } catch (e) {
     if (w) w.close();
     throw e;
@@ -235,4 +296,6 @@ export async function openInNewTab(urlPromise) {
 // attribute out when the value equals the text (option.value reads the text
 // then), and tests select options by [value=...].
 export const Opt = ({ value, children }) =>
-  html`<option value=${value} ref=${(el) => { if (el && el.getAttribute('value') !== value) el.setAttribute('value', value); }}>${children}</option>`;
+  html`<option value=${value} ref=${(el) => {
+    if (el && el.getAttribute('value') !== value) el.setAttribute('value', value);
+  }}>${children}</option>`;

@@ -335,7 +335,7 @@ static void test_problem_during_outage(void **state)
 {
     (void)state;
     http_resp *resp = http_resp_new();
-    deps_mark_down(DEP_POSTGRESQL, "connection refused");
+    deps_failed(DEP_POSTGRESQL, "connection refused");
     http_problem(resp, 500, "internal-server-error", NULL, "database error");
     assert_int_equal(http_resp_status(resp), 503);
     assert_string_equal(http_resp_header(resp, "Retry-After"), "5");
@@ -346,7 +346,7 @@ static void test_problem_during_outage(void **state)
     /* other statuses are left alone */
     http_problem(resp, 404, "not-found", NULL, "no such session");
     assert_int_equal(http_resp_status(resp), 404);
-    deps_mark_up(DEP_POSTGRESQL);
+    deps_answered(DEP_POSTGRESQL);
     http_resp_free(resp);
     resp = http_resp_new();
     http_problem(resp, 500, "internal-server-error", NULL, "database error");

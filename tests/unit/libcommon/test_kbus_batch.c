@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "libcommon/deps.h"
 #include "libcommon/envelope.h"
 #include "libcommon/kbus.h"
 #include "tessera/v1/audit.pb-c.h"
@@ -483,6 +484,103 @@ static void test_wait_is_never_dead_lettered(void **state)
     assert_int_equal(committed(f, "g.wait"), N_RECORDS);
 }
 
+/* A batch handler whose Redis call timed out (the client reports it to
+ * deps.h) while the probe passes: Redis is failing, not down. */
+static kbus_result slow_then_done(const kbus_msg *msgs, size_t n, void *ctx, ts_err *reason)
+{
+    (void)msgs, (void)n;
+    outage *o = ctx;
+    atomic_fetch_add(&o->calls, 1);
+    if (atomic_fetch_sub(&o->waits_left, 1) > 0) {
+        deps_failed(DEP_REDIS, "Redis EVALSHA: timed out after 2000 ms");
+        ts_err_set(reason, "redis: timed out");
+        return KBUS_RETRY;
+    }
+    deps_answered(DEP_REDIS);
+    return KBUS_DONE;
+}
+
+/* Slow, not out: while a dependency fails but is not judged down, a retry is
+ * repeated past max_attempts (2 here) without a pause and without the DLQ. */
+static void test_slow_dependency_neither_pauses_nor_dead_letters(void **state)
+{
+    fixture *f = *state;
+    deps_reset();
+    deps_set_policy(&(deps_policy){.failures = 3, .window_ms = 3600 * 1000});
+    outage o = {.down = false, .waits_left = 6};
+    kbus_set_probe(f->bus, outage_probe, &o);
+    produce_records(f, -1, -1, -1);
+    static const char *const topics[] = {"t.batch", NULL};
+    kbus_batch_opts bo = {.max_messages = 100, .max_wait_ms = 100};
+    ts_err err = {{0}};
+    kbus_consumer *c = kbus_consume_batch(f->bus, "g.slow", topics, &bo, slow_then_done, &o, &err);
+    assert_non_null(c);
+    wait_settled(f, N_RECORDS, 0);
+    kbus_consumer_stop(c);
+    kbus_stats st;
+    kbus_get_stats(f->bus, &st);
+    assert_int_equal(st.dead_lettered, 0);
+    assert_int_equal(st.pauses, 0);
+    assert_true(st.slow_retries >= 6);
+    assert_false(deps_is_failing(DEP_REDIS));
+    assert_int_equal(committed(f, "g.slow"), N_RECORDS);
+    deps_set_policy(
+        &(deps_policy){.failures = DEPS_DEFAULT_FAILURES, .window_ms = DEPS_DEFAULT_WINDOW_MS});
+}
+
+static kbus_result count_done(const kbus_msg *msgs, size_t n, void *ctx, ts_err *reason)
+{
+    (void)msgs, (void)reason;
+    atomic_fetch_add((atomic_int *)ctx, (int)n);
+    return KBUS_DONE;
+}
+
+/* A group whose committed position the broker dropped (librdkafka's mock
+ * keeps 5 MiB a partition) resumes elsewhere: the skipped messages are lost
+ * to it, and the bus counts that (an error in the log too). */
+static void test_truncated_position_is_counted(void **state)
+{
+    fixture *f = *state;
+    static const char *const topics[] = {"t.batch", NULL};
+    kbus_batch_opts bo = {.max_messages = 100, .max_wait_ms = 100};
+    atomic_int n = 0;
+    ts_err err = {{0}};
+    produce(f, 0, NULL, false);
+    kbus_consumer *c = kbus_consume_batch(f->bus, "g.trunc", topics, &bo, count_done, &n, &err);
+    assert_non_null(c);
+    wait_settled(f, 1, 0);
+    kbus_consumer_stop(c);
+    assert_int_equal(committed(f, "g.trunc"), 1);
+    kbus_stats st;
+    kbus_get_stats(f->bus, &st);
+    assert_int_equal(st.offset_resets, 0);
+    /* 8 MiB behind the group's position, one record at a time */
+    size_t big = 128 * 1024;
+    char *path = malloc(big + 1);
+    memset(path, 'p', big);
+    path[big] = 0;
+    for (int i = 0; i < 64; i++) {
+        Tessera__V1__ApiAccess a = TESSERA__V1__API_ACCESS__INIT;
+        a.method = "GET";
+        a.path = path;
+        size_t len = 0;
+        uint8_t *buf = envelope_pack(&a.base, "test/1", NULL, NULL, &len);
+        assert_true(kbus_produce_raw(f->bus, "t.batch", "k", buf, len, &err));
+        free(buf);
+        assert_true(kbus_flush(f->bus, 5000));
+    }
+    free(path);
+    c = kbus_consume_batch(f->bus, "g.trunc", topics, &bo, count_done, &n, &err);
+    assert_non_null(c);
+    for (int i = 0; i < 300; i++) {
+        kbus_get_stats(f->bus, &st);
+        if (st.offset_resets > 0) break;
+        usleep(100 * 1000);
+    }
+    kbus_consumer_stop(c);
+    assert_true(st.offset_resets >= 1);
+}
+
 /* The probe is asked only about a KBUS_RETRY: with everything up, a flaky
  * record still goes to the DLQ after max_attempts. */
 static void test_retry_with_deps_up_still_dead_letters(void **state)
@@ -511,6 +609,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bad_options, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outage_pauses_not_dead_letters, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wait_is_never_dead_lettered, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_slow_dependency_neither_pauses_nor_dead_letters, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_truncated_position_is_counted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_retry_with_deps_up_still_dead_letters, setup,
                                         teardown),
     };

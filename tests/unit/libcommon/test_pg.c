@@ -351,11 +351,14 @@ static void test_pg_retry_only_safe_statements(void **state)
 }
 
 /* While the server is down the pool says so at once (no hang), deps.h
- * records the outage, and both recover when it is back. */
+ * records the outage, and both recover when it is back. The policy here calls
+ * one failure an outage (test_deps.c covers the window). */
 static void test_pg_outage_is_noted(void **state)
 {
     (void)state;
     NEED_PG();
+    deps_reset();
+    deps_set_policy(&(deps_policy){.failures = 1, .window_ms = 0});
     ts_err err = {{0}};
     pg_pool *p = pg_pool_new(T.dsn, 2, 5000, true, &err);
     if (!p) fail_msg("pool: %s", err.msg);
@@ -386,7 +389,10 @@ static void test_pg_outage_is_noted(void **state)
     if (!pg_pool_ping(p, &err)) fail_msg("ping after start: %s", err.msg);
     assert_false(deps_is_down(DEP_POSTGRESQL));
     if (deps_down()) fail_msg("still down: %s", deps_down());
+    assert_false(deps_is_failing(DEP_POSTGRESQL));
     pg_pool_free(p);
+    deps_set_policy(
+        &(deps_policy){.failures = DEPS_DEFAULT_FAILURES, .window_ms = DEPS_DEFAULT_WINDOW_MS});
 }
 
 typedef struct holder {

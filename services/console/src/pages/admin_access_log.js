@@ -16,7 +16,10 @@ export const statusClass = (s) => {
   const n = Number(s);
   return n >= 500 ? 'http-5xx' : n >= 400 ? 'http-4xx' : n >= 300 ? 'http-3xx' : n >= 200 ? 'http-2xx' : 'http-other';
 };
-const fmtMs = (us) => { const n = Number(us); return Number.isFinite(n) ? (n / 1000).toFixed(n < 10000 ? 2 : n < 1000000 ? 1 : 0) : '–'; };
+const fmtMs = (us) => {
+  const n = Number(us);
+  return Number.isFinite(n) ? (n / 1000).toFixed(n < 10000 ? 2 : n < 1000000 ? 1 : 0) : '–';
+};
 
 export function AdminAccessLogPage() {
   const [form, setForm] = useState(EMPTY);
@@ -31,15 +34,30 @@ export function AdminAccessLogPage() {
       const r = await get('/admin/access-log', { ...f, limit: PAGE, offset });
       if (my !== seq.current) return;
       const page = (r && r.items) || [];
-      setSt((s) => ({ items: offset ? [...s.items, ...page] : page, total: r && r.total, loading: false, error: null, more: false, done: page.length < PAGE }));
+      setSt((s) => ({
+        items: offset ? [...s.items, ...page] : page,
+        total: r && r.total,
+        loading: false,
+        error: null,
+        more: false,
+        done: page.length < PAGE,
+      }));
     } catch (error) {
       if (my === seq.current) setSt((s) => ({ ...s, loading: false, error, more: false }));
     }
   };
-  useEffect(() => { load(filters, 0); }, [filters]);
+  useEffect(() => {
+    load(filters, 0);
+  }, [filters]);
 
-  const apply = (e) => { e.preventDefault(); setFilters({ ...form, method: form.method.toUpperCase() }); };
-  const reset = () => { setForm(EMPTY); setFilters(EMPTY); };
+  const apply = (e) => {
+    e.preventDefault();
+    setFilters({ ...form, method: form.method.toUpperCase() });
+  };
+  const reset = () => {
+    setForm(EMPTY);
+    setFilters(EMPTY);
+  };
   const field = (k, label, attrs = {}) => html`<div class="field">
     <label for=${'al-' + k}>${label}</label>
     <input id=${'al-' + k} value=${form[k]} onInput=${(e) => setForm({ ...form, [k]: e.currentTarget.value })} ...${attrs} /></div>`;
@@ -69,10 +87,15 @@ export function AdminAccessLogPage() {
     <${ErrorBanner} error=${error} onRetry=${() => load(filters, 0)} />
     ${loading && !items.length && html`<${Loading} label="Loading the access log…" />`}
     ${!loading && !error && !items.length && html`<p class="empty" data-test="access-empty">No requests match.</p>`}
-    ${items.length > 0 && html`<div class="table-wrap"><table class="access-log" data-test="access-table">
+    ${
+      items.length > 0 &&
+      html`<div class="table-wrap"><table class="access-log" data-test="access-table">
       <thead><tr><th scope="col">Time</th><th scope="col">Request</th><th scope="col">Status</th>
         <th scope="col" class="num">Latency (ms)</th><th scope="col">Access key</th><th scope="col">User</th><th scope="col">Client</th></tr></thead>
-      <tbody>${items.map((r) => html`<tr key=${r.event_id} data-access-row=${r.event_id} data-method=${r.method} data-status=${r.status} data-path=${r.path}>
+      <tbody>${items.map(
+        (
+          r,
+        ) => html`<tr key=${r.event_id} data-access-row=${r.event_id} data-method=${r.method} data-status=${r.status} data-path=${r.path}>
         <td class="small nowrap" title=${r.occurred_at}>${fmtTime(r.occurred_at)}</td>
         <td class="small"><span class="mono method">${r.method}</span> <span class="mono path">${r.path}</span>
           ${r.request_id && html`<div class="muted mono">${r.request_id}</div>`}</td>
@@ -80,11 +103,17 @@ export function AdminAccessLogPage() {
         <td class="num mono small" data-latency-ms=${Number(r.latency_us) / 1000}>${fmtMs(r.latency_us)}</td>
         <td class="mono small">${r.access_key || '–'}</td>
         <td class="mono small">${r.user_id || '–'}</td>
-        <td class="mono small">${r.client_addr || '–'}</td></tr>`)}</tbody></table></div>
+        <td class="mono small">${r.client_addr || '–'}</td></tr>`,
+      )}</tbody></table></div>
       <div class="toolbar spread load-more">
         <span class="muted small" data-test="access-count">${items.length} of ${total ?? '?'} records, newest first.</span>
-        ${!st.done && (total === null || total === undefined || items.length < total) && html`<button type="button" class="btn" data-test="access-more"
-          disabled=${loading} onClick=${() => load(filters, items.length)}>${st.more ? 'Loading…' : 'Load more'}</button>`}
-      </div>`}
+        ${
+          !st.done &&
+          (total === null || total === undefined || items.length < total) &&
+          html`<button type="button" class="btn" data-test="access-more"
+          disabled=${loading} onClick=${() => load(filters, items.length)}>${st.more ? 'Loading…' : 'Load more'}</button>`
+        }
+      </div>`
+    }
   </section>`;
 }

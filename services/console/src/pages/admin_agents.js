@@ -6,9 +6,26 @@
 import { enc, get, post } from '../api.js';
 import { AdminTabs, Bar, isSuperadmin } from '../admin.js';
 import { LIVE_STATUSES } from '../resources.js';
-import { html, ErrorBanner, Loading, StatusBadge, confirmAction, fmtAge, fmtBytes, fmtSlots, fmtTime, slotLabel, toast, useAction, useData } from '../ui.js';
+import {
+  html,
+  ErrorBanner,
+  Loading,
+  StatusBadge,
+  confirmAction,
+  fmtAge,
+  fmtBytes,
+  fmtSlots,
+  fmtTime,
+  slotLabel,
+  toast,
+  useAction,
+  useData,
+} from '../ui.js';
 
-const num = (v) => { const n = Number(v); return Number.isFinite(n) ? n : 0; };
+const num = (v) => {
+  const n = Number(v);
+  return Number.isFinite(n) ? n : 0;
+};
 const round2 = (v) => String(Math.round(v * 100) / 100);
 
 async function load() {
@@ -20,8 +37,7 @@ async function load() {
 }
 
 // Sessions with a kernel on agent id.
-const sessionsOn = (sessions, id) =>
-  (sessions || []).filter((s) => (s.kernels || []).some((k) => k.agent === id));
+const sessionsOn = (sessions, id) => (sessions || []).filter((s) => (s.kernels || []).some((k) => k.agent === id));
 
 // Drained: a superadmin took it out of placement (schedulable false).
 export const isDrained = (a) => !!a && a.schedulable === false;
@@ -29,13 +45,21 @@ export const isDrained = (a) => !!a && a.schedulable === false;
 function DrainButton({ a, onDone }) {
   const [busy, run] = useAction();
   const drained = isDrained(a);
-  const click = () => run(async () => {
-    if (!drained && !(await confirmAction({ title: `Drain ${a.id}?`, confirmLabel: 'Drain',
-      message: 'No new sessions will be placed on this agent; the sessions running there go on until they end.' }))) return;
-    await post(`/admin/agents/${enc(a.id)}/${drained ? 'undrain' : 'drain'}`);
-    toast(`${a.id} ${drained ? 'undrained' : 'drained'}`);
-    onDone();
-  });
+  const click = () =>
+    run(async () => {
+      if (
+        !drained &&
+        !(await confirmAction({
+          title: `Drain ${a.id}?`,
+          confirmLabel: 'Drain',
+          message: 'No new sessions will be placed on this agent; the sessions running there go on until they end.',
+        }))
+      )
+        return;
+      await post(`/admin/agents/${enc(a.id)}/${drained ? 'undrain' : 'drain'}`);
+      toast(`${a.id} ${drained ? 'undrained' : 'drained'}`);
+      onDone();
+    });
   return html`<button type="button" class="btn small" data-test="agent-drain" disabled=${busy}
     onClick=${click}>${drained ? 'Undrain' : 'Drain'}</button>`;
 }
@@ -54,27 +78,45 @@ function AgentCard({ a, sessions, now, su, onChanged }) {
       <span class="toolbar"><span class="muted small" title=${fmtTime(a.last_heartbeat)}>heartbeat ${Number.isFinite(hb) ? fmtAge(Math.max(0, hb)) + ' ago' : '–'}</span>
         ${su && html`<${DrainButton} a=${a} onDone=${onChanged} />`}</span>
     </div>
-    <p class="muted small agent-meta">${[a.hostname || '–', html`<span class="mono">${a.addr || '–'}</span>`, `group ${a.resource_group || '–'}`,
-      a.architecture, a.runtime, a.version && 'v' + a.version].filter(Boolean).map((x, i) => html`${i ? ' · ' : ''}${x}`)}</p>
+    <p class="muted small agent-meta">${[
+      a.hostname || '–',
+      html`<span class="mono">${a.addr || '–'}</span>`,
+      `group ${a.resource_group || '–'}`,
+      a.architecture,
+      a.runtime,
+      a.version && 'v' + a.version,
+    ]
+      .filter(Boolean)
+      .map((x, i) => html`${i ? ' · ' : ''}${x}`)}</p>
     ${a.status_info && html`<p class=${'small ' + (a.status === 'ALIVE' ? 'muted' : 'warn')}>${a.status_info}</p>`}
     ${a.occupied_slots === null && html`<p class="warn small">Occupancy unknown (Redis did not answer).</p>`}
     <${Bar} label="CPU" test="cpu" used=${num(occ.cpu)} cap=${num(slots.cpu)} />
     <${Bar} label="Memory" test="mem" used=${num(occ.mem)} cap=${num(slots.mem)} fmt=${fmtBytes} />
-    ${gpus.map((d, i) => {
+    ${gpus.map((d) => {
       const cap = num(d.shares_capacity) || num(d.capacity) || 1;
       return html`<${Bar} key=${d.device_id} test=${'gpu-' + d.device_id}
         label=${html`GPU ${d.device_id} <span class="muted small">${[d.model, d.memory_bytes && fmtBytes(d.memory_bytes), d.mock && !/mock/i.test(d.model || '') && 'mock'].filter(Boolean).join(' · ')}</span>`}
         used=${num(d.occupied_shares)} cap=${cap} fmt=${round2} />`;
     })}
-    ${!gpus.length && slots['cuda.shares'] !== undefined && html`<${Bar} label="GPU shares" test="cuda.shares"
-      used=${num(occ['cuda.shares'])} cap=${num(slots['cuda.shares'])} fmt=${round2} />`}
+    ${
+      !gpus.length &&
+      slots['cuda.shares'] !== undefined &&
+      html`<${Bar} label="GPU shares" test="cuda.shares"
+      used=${num(occ['cuda.shares'])} cap=${num(slots['cuda.shares'])} fmt=${round2} />`
+    }
     ${other.map((k) => html`<${Bar} key=${k} label=${slotLabel(k)} test=${k} used=${num(occ[k])} cap=${num(slots[k])} />`)}
     <h3 class="sub">Sessions on it (${sessions ? mine.length : '?'})</h3>
-    ${sessions === null ? html`<p class="muted small">The session list was refused.</p>`
-      : mine.length ? html`<ul class="plain-list agent-sessions">${mine.map((s) => html`<li key=${s.sessionUuid} data-agent-session=${s.sessionId}>
+    ${
+      sessions === null
+        ? html`<p class="muted small">The session list was refused.</p>`
+        : mine.length
+          ? html`<ul class="plain-list agent-sessions">${mine.map(
+              (s) => html`<li key=${s.sessionUuid} data-agent-session=${s.sessionId}>
           <span><span class="mono">${s.sessionId}</span> <${StatusBadge} status=${s.status} /></span>
-          <span class="small muted">${fmtSlots(s.occupiedSlots && Object.keys(s.occupiedSlots).length ? s.occupiedSlots : s.requestedSlots)}</span></li>`)}</ul>`
-      : html`<p class="muted small">None.</p>`}
+          <span class="small muted">${fmtSlots(s.occupiedSlots && Object.keys(s.occupiedSlots).length ? s.occupiedSlots : s.requestedSlots)}</span></li>`,
+            )}</ul>`
+          : html`<p class="muted small">None.</p>`
+    }
   </section>`;
 }
 
@@ -91,7 +133,9 @@ export function AdminAgentsPage({ user }) {
     <${ErrorBanner} error=${error} onRetry=${() => reload()} />
     ${loading && !data && html`<${Loading} label="Loading agents…" />`}
     ${data && !agents.length && html`<p class="empty">No agent has registered.</p>`}
-    <div class="grid">${agents.map((a) => html`<${AgentCard} key=${a.id} a=${a} sessions=${data.sessions} now=${data.at}
-      su=${isSuperadmin(user)} onChanged=${() => reload(true)} />`)}</div>
+    <div class="grid">${agents.map(
+      (a) => html`<${AgentCard} key=${a.id} a=${a} sessions=${data.sessions} now=${data.at}
+      su=${isSuperadmin(user)} onChanged=${() => reload(true)} />`,
+    )}</div>
   </section>`;
 }

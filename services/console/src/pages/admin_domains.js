@@ -4,17 +4,41 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, enc, get, post } from '../api.js';
 import { AdminTabs, isSuperadmin } from '../admin.js';
-import { HostsField, SlotsFields, fmtHosts, fmtLimits, hostsFromText, hostsToText, slotsFromForm, slotsToForm } from '../limits_form.js';
-import { html, ErrorBanner, Loading, Modal, Opt, confirmAction, errText, fmtTime, toast, toastError, useData } from '../ui.js';
+import {
+  HostsField,
+  SlotsFields,
+  fmtHosts,
+  fmtLimits,
+  hostsFromText,
+  hostsToText,
+  slotsFromForm,
+  slotsToForm,
+} from '../limits_form.js';
+import {
+  html,
+  ErrorBanner,
+  Loading,
+  Modal,
+  Opt,
+  confirmAction,
+  errText,
+  fmtTime,
+  toast,
+  toastError,
+  useData,
+} from '../ui.js';
 
 const items = (r) => (r && r.items) || [];
-const ActiveBadge = ({ on }) => html`<span class=${'badge ' + (on ? 'st-running' : 'st-terminated')}>${on ? 'active' : 'inactive'}</span>`;
+const ActiveBadge = ({ on }) =>
+  html`<span class=${'badge ' + (on ? 'st-running' : 'st-terminated')}>${on ? 'active' : 'inactive'}</span>`;
 
 // The fields of a domain or a project shared by both forms.
 function limitsState(rec) {
   return {
-    description: (rec && rec.description) || '', is_active: rec ? !!rec.is_active : true,
-    slots: slotsToForm(rec && rec.total_resource_slots), hosts: hostsToText(rec && rec.allowed_vfolder_hosts),
+    description: (rec && rec.description) || '',
+    is_active: rec ? !!rec.is_active : true,
+    slots: slotsToForm(rec && rec.total_resource_slots),
+    hosts: hostsToText(rec && rec.allowed_vfolder_hosts),
   };
 }
 
@@ -27,8 +51,10 @@ function limitsBody(f, rec, { withHosts = true } = {}) {
   const norm = (o) => Object.fromEntries(Object.entries(o || {}).sort());
   if (body.description === (rec.description || '')) delete body.description;
   if (body.is_active === !!rec.is_active) delete body.is_active;
-  if (same(norm(slotsFromForm(slotsToForm(rec.total_resource_slots))), norm(body.total_resource_slots))) delete body.total_resource_slots;
-  if (withHosts && same(norm(rec.allowed_vfolder_hosts), norm(body.allowed_vfolder_hosts))) delete body.allowed_vfolder_hosts;
+  if (same(norm(slotsFromForm(slotsToForm(rec.total_resource_slots))), norm(body.total_resource_slots)))
+    delete body.total_resource_slots;
+  if (withHosts && same(norm(rec.allowed_vfolder_hosts), norm(body.allowed_vfolder_hosts)))
+    delete body.allowed_vfolder_hosts;
   return body;
 }
 
@@ -52,14 +78,21 @@ function DomainForm({ user, domain, onClose, onSaved }) {
       }
       toast(`${creating ? 'Created' : 'Saved'} domain ${creating ? name.trim() : domain.name}`);
       onSaved();
-    } catch (x) { setErr(errText(x)); } finally { setBusy(false); }
+    } catch (x) {
+      setErr(errText(x));
+    } finally {
+      setBusy(false);
+    }
   };
   return html`<${Modal} title=${creating ? 'New domain' : `Edit domain ${domain.name}`} onClose=${onClose} wide>
     <form class="form" onSubmit=${submit} noValidate data-test="domain-form">
       ${!su && html`<p class="banner info" role="status">As a domain admin you may change the description only.</p>`}
-      ${creating && html`<div class="field"><label for="domain-name">Name</label>
+      ${
+        creating &&
+        html`<div class="field"><label for="domain-name">Name</label>
         <input id="domain-name" value=${name} onInput=${(e) => setName(e.currentTarget.value)} />
-        <p class="hint">1 to 64 characters, no “/”; users log in naming it. It cannot be renamed later.</p></div>`}
+        <p class="hint">1 to 64 characters, no “/”; users log in naming it. It cannot be renamed later.</p></div>`
+      }
       <div class="field"><label for="domain-description">Description</label>
         <input id="domain-description" value=${f.description} onInput=${(e) => setF({ ...f, description: e.currentTarget.value })} /></div>
       <div class="field"><span class="label">State</span><label class="inline"><input id="domain-active" type="checkbox" checked=${f.is_active} disabled=${!su}
@@ -78,7 +111,10 @@ function DomainForm({ user, domain, onClose, onSaved }) {
 function ProjectForm({ domain, project, policies, onClose, onSaved }) {
   const creating = !project;
   const [name, setName] = useState('');
-  const [f, setF] = useState(() => ({ ...limitsState(project), resource_policy: (project && project.resource_policy) || 'default' }));
+  const [f, setF] = useState(() => ({
+    ...limitsState(project),
+    resource_policy: (project && project.resource_policy) || 'default',
+  }));
   const [err, setErr] = useState(null);
   const [busy, setBusy] = useState(false);
   const submit = async (e) => {
@@ -92,14 +128,21 @@ function ProjectForm({ domain, project, policies, onClose, onSaved }) {
       else if (Object.keys(body).length) await api('PATCH', '/admin/projects/' + enc(project.id), { body });
       toast(`${creating ? 'Created' : 'Saved'} project ${creating ? name.trim() : project.name}`);
       onSaved();
-    } catch (x) { setErr(errText(x)); } finally { setBusy(false); }
+    } catch (x) {
+      setErr(errText(x));
+    } finally {
+      setBusy(false);
+    }
   };
   const names = policies.length ? policies.map((p) => p.name) : [f.resource_policy];
   return html`<${Modal} title=${creating ? `New project in ${domain}` : `Edit project ${project.name}`} onClose=${onClose} wide>
     <form class="form" onSubmit=${submit} noValidate data-test="project-form">
-      ${creating && html`<div class="field"><label for="project-name">Name</label>
+      ${
+        creating &&
+        html`<div class="field"><label for="project-name">Name</label>
         <input id="project-name" value=${name} onInput=${(e) => setName(e.currentTarget.value)} />
-        <p class="hint">Unique in the domain; sessions name it as <code>group_name</code>.</p></div>`}
+        <p class="hint">Unique in the domain; sessions name it as <code>group_name</code>.</p></div>`
+      }
       <div class="field"><label for="project-description">Description</label>
         <input id="project-description" value=${f.description} onInput=${(e) => setF({ ...f, description: e.currentTarget.value })} /></div>
       <div class="row2">
@@ -130,31 +173,61 @@ function MembersDialog({ project, onClose }) {
   const add = async (e) => {
     e.preventDefault();
     setErr(null);
-    const list = emails.split(/[\s,;]+/).map((x) => x.trim()).filter(Boolean);
-    if (!list.length) { setErr('Name at least one e-mail address.'); return; }
+    const list = emails
+      .split(/[\s,;]+/)
+      .map((x) => x.trim())
+      .filter(Boolean);
+    if (!list.length) {
+      setErr('Name at least one e-mail address.');
+      return;
+    }
     setBusy(true);
     try {
       const r = await post(path, { emails: list });
-      toast(`${(r && r.added ? r.added.length : list.length)} added to ${project.name}`);
+      toast(`${r && r.added ? r.added.length : list.length} added to ${project.name}`);
       setEmails('');
       reload(true);
-    } catch (x) { setErr(errText(x)); } finally { setBusy(false); }
+    } catch (x) {
+      setErr(errText(x));
+    } finally {
+      setBusy(false);
+    }
   };
   const remove = async (m) => {
-    if (!(await confirmAction({ title: `Remove ${m.email} from ${project.name}?`, message: 'The user can no longer start sessions in this project or use its folders.', confirmLabel: 'Remove', danger: true }))) return;
-    try { await api('DELETE', path, { body: { user_ids: [m.id] } }); toast(`${m.email} removed`); reload(true); } catch (x) { toastError(x); }
+    if (
+      !(await confirmAction({
+        title: `Remove ${m.email} from ${project.name}?`,
+        message: 'The user can no longer start sessions in this project or use its folders.',
+        confirmLabel: 'Remove',
+        danger: true,
+      }))
+    )
+      return;
+    try {
+      await api('DELETE', path, { body: { user_ids: [m.id] } });
+      toast(`${m.email} removed`);
+      reload(true);
+    } catch (x) {
+      toastError(x);
+    }
   };
   const list = items(data);
   return html`<${Modal} title=${`Members of ${project.name}`} onClose=${onClose} wide>
     <${ErrorBanner} error=${error} onRetry=${() => reload()} />
     ${loading && !data && html`<${Loading} label="Loading members…" />`}
-    ${data && (list.length ? html`<div class="table-wrap"><table data-test="members"><thead><tr><th scope="col">User</th><th scope="col">Role</th>
+    ${
+      data &&
+      (list.length
+        ? html`<div class="table-wrap"><table data-test="members"><thead><tr><th scope="col">User</th><th scope="col">Role</th>
       <th scope="col">Status</th><th scope="col">Added</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
-      <tbody>${list.map((m) => html`<tr key=${m.id} data-member=${m.email}>
+      <tbody>${list.map(
+        (m) => html`<tr key=${m.id} data-member=${m.email}>
         <th scope="row">${m.email}<div class="muted small">${m.username}${m.full_name ? ' · ' + m.full_name : ''}</div></th>
         <td>${m.role}</td><td>${m.status}</td><td class="small">${fmtTime(m.added_at)}</td>
-        <td class="actions"><button type="button" class="btn small danger" data-test="remove-member" onClick=${() => remove(m)}>Remove</button></td></tr>`)}</tbody></table></div>`
-      : html`<p class="empty">No members yet.</p>`)}
+        <td class="actions"><button type="button" class="btn small danger" data-test="remove-member" onClick=${() => remove(m)}>Remove</button></td></tr>`,
+      )}</tbody></table></div>`
+        : html`<p class="empty">No members yet.</p>`)
+    }
     <form class="form" onSubmit=${add} noValidate>
       <div class="field"><label for="member-emails">Add users by e-mail</label>
         <input id="member-emails" value=${emails} placeholder="ada@example.com, bob@example.com" onInput=${(e) => setEmails(e.currentTarget.value)} />
@@ -172,13 +245,24 @@ function ProjectsSection({ user, domain, policies }) {
   const [members, setMembers] = useState(null);
   const list = items(data);
   const setActive = async (p, active) => {
-    if (!active && !(await confirmAction({ title: `Deactivate project ${p.name}?`, message: 'No new sessions may start in it; running ones keep running. Activate it again with Edit.', confirmLabel: 'Deactivate', danger: true }))) return;
+    if (
+      !active &&
+      !(await confirmAction({
+        title: `Deactivate project ${p.name}?`,
+        message: 'No new sessions may start in it; running ones keep running. Activate it again with Edit.',
+        confirmLabel: 'Deactivate',
+        danger: true,
+      }))
+    )
+      return;
     try {
       if (active) await api('PATCH', '/admin/projects/' + enc(p.id), { body: { is_active: true } });
       else await api('DELETE', '/admin/projects/' + enc(p.id));
       toast(`Project ${p.name} ${active ? 'activated' : 'deactivated'}`);
       reload(true);
-    } catch (x) { toastError(x); }
+    } catch (x) {
+      toastError(x);
+    }
   };
   return html`<section class="card span-all" data-test="projects">
     <div class="toolbar spread"><h2>Projects in ${domain}</h2>
@@ -186,9 +270,12 @@ function ProjectsSection({ user, domain, policies }) {
     <${ErrorBanner} error=${error} onRetry=${() => reload()} />
     ${loading && !data && html`<${Loading} label="Loading projects…" />`}
     ${data && !list.length && html`<p class="empty">No projects in ${domain}.</p>`}
-    ${list.length > 0 && html`<div class="table-wrap"><table class="projects"><thead><tr><th scope="col">Project</th><th scope="col">State</th>
+    ${
+      list.length > 0 &&
+      html`<div class="table-wrap"><table class="projects"><thead><tr><th scope="col">Project</th><th scope="col">State</th>
       <th scope="col">Resource limits</th><th scope="col">Policy</th><th scope="col">Storage hosts</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
-      <tbody>${list.map((p) => html`<tr key=${p.id} data-project-row=${p.name} data-project-id=${p.id}>
+      <tbody>${list.map(
+        (p) => html`<tr key=${p.id} data-project-row=${p.name} data-project-id=${p.id}>
         <th scope="row">${p.name}${p.description && html`<div class="muted small">${p.description}</div>`}</th>
         <td data-active=${String(!!p.is_active)}><${ActiveBadge} on=${p.is_active} /></td>
         <td class="small">${fmtLimits(p.total_resource_slots)}</td><td class="small">${p.resource_policy}</td>
@@ -196,12 +283,29 @@ function ProjectsSection({ user, domain, policies }) {
         <td class="actions">
           <button type="button" class="btn small" data-test="project-members" onClick=${() => setMembers(p)}>Members</button>
           <button type="button" class="btn small" data-test="edit-project" onClick=${() => setEditing({ project: p })}>Edit</button>
-          ${p.is_active ? html`<button type="button" class="btn small danger" data-test="deactivate-project" onClick=${() => setActive(p, false)}>Deactivate</button>`
-            : html`<button type="button" class="btn small" data-test="activate-project" onClick=${() => setActive(p, true)}>Activate</button>`}</td>
-      </tr>`)}</tbody></table></div>`}
-    ${editing && html`<${ProjectForm} user=${user} domain=${domain} project=${editing.project} policies=${policies}
-      onClose=${() => setEditing(null)} onSaved=${() => { setEditing(null); reload(true); }} />`}
-    ${members && html`<${MembersDialog} project=${members} onClose=${() => { setMembers(null); reload(true); }} />`}
+          ${
+            p.is_active
+              ? html`<button type="button" class="btn small danger" data-test="deactivate-project" onClick=${() => setActive(p, false)}>Deactivate</button>`
+              : html`<button type="button" class="btn small" data-test="activate-project" onClick=${() => setActive(p, true)}>Activate</button>`
+          }</td>
+      </tr>`,
+      )}</tbody></table></div>`
+    }
+    ${
+      editing &&
+      html`<${ProjectForm} user=${user} domain=${domain} project=${editing.project} policies=${policies}
+      onClose=${() => setEditing(null)} onSaved=${() => {
+        setEditing(null);
+        reload(true);
+      }} />`
+    }
+    ${
+      members &&
+      html`<${MembersDialog} project=${members} onClose=${() => {
+        setMembers(null);
+        reload(true);
+      }} />`
+    }
   </section>`;
 }
 
@@ -212,15 +316,29 @@ export function AdminDomainsPage({ user }) {
   const [editing, setEditing] = useState(null);
   const [domain, setDomain] = useState(user.domain || 'default');
   const list = items(data);
-  useEffect(() => { if (list.length && !list.some((d) => d.name === domain)) setDomain(list[0].name); }, [data]);
+  // items() keeps the list's identity while data stays the same.
+  useEffect(() => {
+    if (list.length && !list.some((d) => d.name === domain)) setDomain(list[0].name);
+  }, [list, domain]);
   const setActive = async (d, active) => {
-    if (!active && !(await confirmAction({ title: `Deactivate domain ${d.name}?`, message: 'Its users can no longer log in or start sessions until it is activated again.', confirmLabel: 'Deactivate', danger: true }))) return;
+    if (
+      !active &&
+      !(await confirmAction({
+        title: `Deactivate domain ${d.name}?`,
+        message: 'Its users can no longer log in or start sessions until it is activated again.',
+        confirmLabel: 'Deactivate',
+        danger: true,
+      }))
+    )
+      return;
     try {
       if (active) await api('PATCH', '/admin/domains/' + enc(d.name), { body: { is_active: true } });
       else await api('DELETE', '/admin/domains/' + enc(d.name));
       toast(`Domain ${d.name} ${active ? 'activated' : 'deactivated'}`);
       reload(true);
-    } catch (x) { toastError(x); }
+    } catch (x) {
+      toastError(x);
+    }
   };
   return html`<section class="page">
     <div class="page-head"><h1>Admin</h1>
@@ -231,9 +349,12 @@ export function AdminDomainsPage({ user }) {
     ${loading && !data && html`<${Loading} label="Loading domains…" />`}
     ${data && !list.length && html`<p class="empty">No domains.</p>`}
     <div class="grid">
-    ${list.length > 0 && html`<section class="card span-all"><h2>Domains</h2><div class="table-wrap"><table class="domains"><thead><tr><th scope="col">Domain</th><th scope="col">State</th>
+    ${
+      list.length > 0 &&
+      html`<section class="card span-all"><h2>Domains</h2><div class="table-wrap"><table class="domains"><thead><tr><th scope="col">Domain</th><th scope="col">State</th>
       <th scope="col">Resource limits</th><th scope="col">Storage hosts</th><th scope="col">Created</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
-      <tbody>${list.map((d) => html`<tr key=${d.name} data-domain=${d.name} class=${d.name === domain ? 'selected' : ''}>
+      <tbody>${list.map(
+        (d) => html`<tr key=${d.name} data-domain=${d.name} class=${d.name === domain ? 'selected' : ''}>
         <th scope="row">${d.name}${d.description && html`<div class="muted small">${d.description}</div>`}</th>
         <td data-active=${String(!!d.is_active)}><${ActiveBadge} on=${d.is_active} /></td>
         <td class="small">${fmtLimits(d.total_resource_slots)}</td><td class="small">${fmtHosts(d.allowed_vfolder_hosts)}</td>
@@ -241,11 +362,23 @@ export function AdminDomainsPage({ user }) {
         <td class="actions">
           ${d.name !== domain && html`<button type="button" class="btn small" data-test="show-projects" onClick=${() => setDomain(d.name)}>Projects</button>`}
           <button type="button" class="btn small" data-test="edit-domain" onClick=${() => setEditing({ domain: d })}>Edit</button>
-          ${su && (d.is_active ? html`<button type="button" class="btn small danger" data-test="deactivate-domain" onClick=${() => setActive(d, false)}>Deactivate</button>`
-            : html`<button type="button" class="btn small" data-test="activate-domain" onClick=${() => setActive(d, true)}>Activate</button>`)}</td>
-      </tr>`)}</tbody></table></div></section>`}
+          ${
+            su &&
+            (d.is_active
+              ? html`<button type="button" class="btn small danger" data-test="deactivate-domain" onClick=${() => setActive(d, false)}>Deactivate</button>`
+              : html`<button type="button" class="btn small" data-test="activate-domain" onClick=${() => setActive(d, true)}>Activate</button>`)
+          }</td>
+      </tr>`,
+      )}</tbody></table></div></section>`
+    }
     ${data && list.length > 0 && html`<${ProjectsSection} key=${domain} user=${user} domain=${domain} policies=${pols.data || []} />`}
     </div>
-    ${editing && html`<${DomainForm} user=${user} domain=${editing.domain} onClose=${() => setEditing(null)} onSaved=${() => { setEditing(null); reload(true); }} />`}
+    ${
+      editing &&
+      html`<${DomainForm} user=${user} domain=${editing.domain} onClose=${() => setEditing(null)} onSaved=${() => {
+        setEditing(null);
+        reload(true);
+      }} />`
+    }
   </section>`;
 }

@@ -5,17 +5,34 @@ import { useState } from 'preact/hooks';
 import { api, enc, get, post } from '../api.js';
 import { AdminTabs, Bar, isSuperadmin } from '../admin.js';
 import { resourceGroups } from '../resources.js';
-import { html, ErrorBanner, Loading, Modal, Opt, confirmAction, errText, fmtBytes, fmtTime, slotLabel, toast, toastError, useData } from '../ui.js';
+import {
+  html,
+  ErrorBanner,
+  Loading,
+  Modal,
+  Opt,
+  confirmAction,
+  errText,
+  fmtBytes,
+  fmtTime,
+  slotLabel,
+  toast,
+  toastError,
+  useData,
+} from '../ui.js';
 
 const TYPES = ['interactive', 'batch', 'inference'];
 
 function GroupForm({ group, onClose, onSaved }) {
   const creating = !group;
   const [f, setF] = useState(() => ({
-    name: group ? group.name : '', description: (group && group.description) || '',
-    scheduler: group ? group.scheduler : 'fifo', agent_selector: group ? group.agent_selector : 'concentrated',
+    name: group ? group.name : '',
+    description: (group && group.description) || '',
+    scheduler: group ? group.scheduler : 'fifo',
+    agent_selector: group ? group.agent_selector : 'concentrated',
     types: new Set(group ? group.allowed_session_types || [] : ['interactive', 'batch']),
-    pending_timeout: group ? String(group.pending_timeout ?? 0) : '0', is_active: group ? !!group.is_active : true,
+    pending_timeout: group ? String(group.pending_timeout ?? 0) : '0',
+    is_active: group ? !!group.is_active : true,
   }));
   const [err, setErr] = useState(null);
   const [busy, setBusy] = useState(false);
@@ -24,22 +41,41 @@ function GroupForm({ group, onClose, onSaved }) {
     e.preventDefault();
     setErr(null);
     const t = Number(f.pending_timeout);
-    if (!Number.isInteger(t) || t < 0) { setErr('The pending timeout is a whole number of seconds (0: none).'); return; }
-    if (!f.types.size) { setErr('Allow at least one session type.'); return; }
-    const body = { description: f.description, scheduler: f.scheduler, agent_selector: f.agent_selector,
-      allowed_session_types: TYPES.filter((x) => f.types.has(x)), pending_timeout: t, is_active: f.is_active };
+    if (!Number.isInteger(t) || t < 0) {
+      setErr('The pending timeout is a whole number of seconds (0: none).');
+      return;
+    }
+    if (!f.types.size) {
+      setErr('Allow at least one session type.');
+      return;
+    }
+    const body = {
+      description: f.description,
+      scheduler: f.scheduler,
+      agent_selector: f.agent_selector,
+      allowed_session_types: TYPES.filter((x) => f.types.has(x)),
+      pending_timeout: t,
+      is_active: f.is_active,
+    };
     setBusy(true);
     try {
       if (creating) await post('/admin/resource-groups', { name: f.name.trim(), ...body });
       else await api('PATCH', '/admin/resource-groups/' + enc(group.name), { body });
       toast(`${creating ? 'Created' : 'Saved'} ${creating ? f.name.trim() : group.name}`);
       onSaved();
-    } catch (x) { setErr(errText(x)); } finally { setBusy(false); }
+    } catch (x) {
+      setErr(errText(x));
+    } finally {
+      setBusy(false);
+    }
   };
   return html`<${Modal} title=${creating ? 'New resource group' : `Edit ${group.name}`} onClose=${onClose}>
     <form class="form" onSubmit=${submit} noValidate data-test="group-form">
-      ${creating && html`<div class="field"><label for="group-name">Name</label>
-        <input id="group-name" value=${f.name} onInput=${set('name')} /></div>`}
+      ${
+        creating &&
+        html`<div class="field"><label for="group-name">Name</label>
+        <input id="group-name" value=${f.name} onInput=${set('name')} /></div>`
+      }
       <div class="field"><label for="group-description">Description</label>
         <input id="group-description" value=${f.description} onInput=${set('description')} /></div>
       <div class="row2">
@@ -48,8 +84,14 @@ function GroupForm({ group, onClose, onSaved }) {
         <div class="field"><label for="group-selector">Agent selector</label>
           <select id="group-selector" value=${f.agent_selector} onChange=${set('agent_selector')}>${['concentrated', 'dispersed', 'roundrobin'].map((v) => html`<${Opt} value=${v}>${v}<//>`)}</select></div>
       </div>
-      <fieldset><legend>Session types</legend><div class="radios">${TYPES.map((x) => html`<label><input type="checkbox" data-session-type=${x}
-        checked=${f.types.has(x)} onChange=${() => { const s = new Set(f.types); s.has(x) ? s.delete(x) : s.add(x); setF({ ...f, types: s }); }} /> ${x}</label>`)}</div></fieldset>
+      <fieldset><legend>Session types</legend><div class="radios">${TYPES.map(
+        (x) => html`<label><input type="checkbox" data-session-type=${x}
+        checked=${f.types.has(x)} onChange=${() => {
+          const s = new Set(f.types);
+          s.has(x) ? s.delete(x) : s.add(x);
+          setF({ ...f, types: s });
+        }} /> ${x}</label>`,
+      )}</div></fieldset>
       <div class="row2">
         <div class="field"><label for="group-timeout">Pending timeout (s, 0: none)</label>
           <input id="group-timeout" inputmode="numeric" value=${f.pending_timeout} onInput=${set('pending_timeout')} /></div>
@@ -64,7 +106,11 @@ function GroupForm({ group, onClose, onSaved }) {
 }
 
 // ---- resource-group access: which domains, projects and keypairs may use a group
-const SCOPES = [['domain', 'Domain'], ['project', 'Project'], ['keypair', 'Keypair']];
+const SCOPES = [
+  ['domain', 'Domain'],
+  ['project', 'Project'],
+  ['keypair', 'Keypair'],
+];
 const items = (r) => (r && r.items) || [];
 
 // The scopes an admin may name (the API scopes these lists to a domain
@@ -80,7 +126,10 @@ async function loadScopes() {
   return {
     domain: domains.map((d) => ({ id: d.name, label: d.name })),
     project: projects.map((p) => ({ id: p.id, label: `${p.name} (${p.domain_name})` })),
-    keypair: keypairs.map((k) => ({ id: k.access_key, label: `${k.access_key}${email[k.user_id] ? ' · ' + email[k.user_id] : ''}` })),
+    keypair: keypairs.map((k) => ({
+      id: k.access_key,
+      label: `${k.access_key}${email[k.user_id] ? ' · ' + email[k.user_id] : ''}`,
+    })),
   };
 }
 
@@ -94,44 +143,76 @@ function AccessDialog({ group, rows, scopes, onClose, onChanged }) {
   const [scope, setScope] = useState('');
   const [err, setErr] = useState(null);
   const [busy, setBusy] = useState(false);
-  const choices = ((scopes.data && scopes.data[type]) || []).filter((c) => !rows.some((a) => a.scope_type === type && a.scope_id === c.id));
+  const choices = ((scopes.data && scopes.data[type]) || []).filter(
+    (c) => !rows.some((a) => a.scope_type === type && a.scope_id === c.id),
+  );
   const grant = async (e) => {
     e.preventDefault();
     setErr(null);
-    if (!scope) { setErr(`Choose a ${type} first.`); return; }
+    if (!scope) {
+      setErr(`Choose a ${type} first.`);
+      return;
+    }
     setBusy(true);
     try {
       await post('/admin/resource-group-access', { resource_group: group.name, scope_type: type, scope_id: scope });
       toast(`${group.name}: granted to ${scopeLabel({ scope_type: type, scope_id: scope }, scopes.data)}`);
       setScope('');
       onChanged();
-    } catch (x) { setErr(errText(x)); } finally { setBusy(false); }
+    } catch (x) {
+      setErr(errText(x));
+    } finally {
+      setBusy(false);
+    }
   };
   const revoke = async (a) => {
     const what = scopeLabel(a, scopes.data);
-    if (!(await confirmAction({ title: `Revoke ${what}?`, message: `New sessions of ${what} can no longer use ${group.name} (unless another grant allows them); running sessions keep running.`, confirmLabel: 'Revoke', danger: true }))) return;
+    if (
+      !(await confirmAction({
+        title: `Revoke ${what}?`,
+        message: `New sessions of ${what} can no longer use ${group.name} (unless another grant allows them); running sessions keep running.`,
+        confirmLabel: 'Revoke',
+        danger: true,
+      }))
+    )
+      return;
     try {
-      await api('DELETE', '/admin/resource-group-access', { body: { resource_group: group.name, scope_type: a.scope_type, scope_id: a.scope_id } });
+      await api('DELETE', '/admin/resource-group-access', {
+        body: { resource_group: group.name, scope_type: a.scope_type, scope_id: a.scope_id },
+      });
       toast(`${group.name}: ${what} revoked`);
       onChanged();
-    } catch (x) { toastError(x); }
+    } catch (x) {
+      toastError(x);
+    }
   };
   return html`<${Modal} title=${`Who may use ${group.name}`} onClose=${onClose} wide>
     <p class="muted small">A session may run in this group when its keypair, its user's domain or its project is granted here.</p>
-    ${group.name === 'default' && html`<p class="banner info" role="status"><span class="banner-text">While no grant names <code>default</code>, everyone may use it;
-      once one does, only the scopes granted here may.</span></p>`}
+    ${
+      group.name === 'default' &&
+      html`<p class="banner info" role="status"><span class="banner-text">While no grant names <code>default</code>, everyone may use it;
+      once one does, only the scopes granted here may.</span></p>`
+    }
     ${scopes.error && html`<${ErrorBanner} error=${scopes.error} />`}
-    ${rows.length ? html`<div class="table-wrap"><table data-test="access-rows"><thead><tr><th scope="col">Scope</th><th scope="col">Who</th>
+    ${
+      rows.length
+        ? html`<div class="table-wrap"><table data-test="access-rows"><thead><tr><th scope="col">Scope</th><th scope="col">Who</th>
       <th scope="col">Domain</th><th scope="col">Granted</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
-      <tbody>${rows.map((a) => html`<tr key=${a.scope_type + a.scope_id} data-access=${a.scope_type + ':' + a.scope_id}>
+      <tbody>${rows.map(
+        (a) => html`<tr key=${a.scope_type + a.scope_id} data-access=${a.scope_type + ':' + a.scope_id}>
         <td>${a.scope_type}</td><th scope="row">${scopeLabel(a, scopes.data).slice(a.scope_type.length + 1)}</th>
         <td>${a.domain_name || '–'}</td><td class="small">${fmtTime(a.created_at)}</td>
-        <td class="actions"><button type="button" class="btn small danger" data-test="revoke-access" onClick=${() => revoke(a)}>Revoke</button></td></tr>`)}</tbody></table></div>`
-      : html`<p class="empty">${group.name === 'default' ? 'No grant names it: everyone may use it.' : 'Nobody is granted this group yet.'}</p>`}
+        <td class="actions"><button type="button" class="btn small danger" data-test="revoke-access" onClick=${() => revoke(a)}>Revoke</button></td></tr>`,
+      )}</tbody></table></div>`
+        : html`<p class="empty">${group.name === 'default' ? 'No grant names it: everyone may use it.' : 'Nobody is granted this group yet.'}</p>`
+    }
     <form class="form" onSubmit=${grant} noValidate>
       <div class="grant-row">
         <div class="field"><label for="access-scope-type">Grant to</label>
-          <select id="access-scope-type" value=${type} onChange=${(e) => { setType(e.currentTarget.value); setScope(''); }}>
+          <select id="access-scope-type" value=${type} onChange=${(e) => {
+            setType(e.currentTarget.value);
+            setScope('');
+          }}>
             ${SCOPES.map(([v, l]) => html`<${Opt} value=${v}>${l}<//>`)}</select></div>
         <div class="field"><label for="access-scope">${SCOPES.find(([v]) => v === type)[1]}</label>
           <select id="access-scope" value=${scope} disabled=${!scopes.data} onChange=${(e) => setScope(e.currentTarget.value)}>
@@ -153,7 +234,10 @@ export function AdminGroupsPage({ user }) {
   const [granting, setGranting] = useState(null);
   const su = isSuperadmin(user);
   const rowsOf = (g) => items(access.data).filter((a) => a.resource_group === g.name);
-  const openAccess = (g) => { scopes.reload(true); setGranting(g.name); };
+  const openAccess = (g) => {
+    scopes.reload(true);
+    setGranting(g.name);
+  };
   const groups = data || [];
   return html`<section class="page">
     <div class="page-head"><h1>Admin</h1>
@@ -163,7 +247,8 @@ export function AdminGroupsPage({ user }) {
     <${ErrorBanner} error=${access.error} onRetry=${() => access.reload()} />
     ${loading && !data && html`<${Loading} label="Loading resource groups…" />`}
     ${data && !groups.length && html`<p class="empty">No resource groups.</p>`}
-    <div class="grid">${groups.map((g) => html`<section class="card" key=${g.name} data-group=${g.name}>
+    <div class="grid">${groups.map(
+      (g) => html`<section class="card" key=${g.name} data-group=${g.name}>
       <div class="toolbar spread"><h2>${g.name} <span class=${'badge ' + (g.is_active ? 'st-running' : 'st-terminated')}>${g.is_active ? 'active' : 'inactive'}</span></h2>
         <div class="toolbar"><button type="button" class="btn small" data-test="group-access" onClick=${() => openAccess(g)}>Access</button>
         ${su && html`<button type="button" class="btn small" data-test="edit-group" onClick=${() => setEditing({ group: g })}>Edit</button>`}</div></div>
@@ -172,14 +257,41 @@ export function AdminGroupsPage({ user }) {
         <dt>Session types</dt><dd>${(g.allowed_session_types || []).join(', ') || '–'}</dd>
         <dt>Pending timeout</dt><dd>${g.pending_timeout ? g.pending_timeout + ' s' : 'none'}</dd>
         <dt>Agents alive</dt><dd data-group-agents=${g.agentCount}>${g.agentCount}</dd>
-        <dt>May use it</dt><dd data-group-access=${rowsOf(g).length}>${access.data ? (rowsOf(g).length ? html`<ul class="access-list">${rowsOf(g).map((a) => html`<li key=${a.scope_type + a.scope_id}
-          data-access=${a.scope_type + ':' + a.scope_id}>${scopeLabel(a, scopes.data)}</li>`)}</ul>` : g.name === 'default' ? 'everyone (no grant names it)' : 'nobody granted') : '…'}</dd></dl>
-      ${Object.keys(g.capacity).length > 0 && html`<h3 class="sub">In use</h3>
-        ${Object.keys(g.capacity).filter((k) => k !== 'cuda.device' || !g.capacity['cuda.shares']).map((k) => html`<${Bar} key=${k} label=${slotLabel(k)} test=${k}
-          used=${g.occupied[k] || 0} cap=${g.capacity[k]} fmt=${k === 'mem' ? fmtBytes : undefined} />`)}`}
-    </section>`)}</div>
-    ${granting && html`<${AccessDialog} group=${groups.find((g) => g.name === granting) || { name: granting }} rows=${rowsOf({ name: granting })} scopes=${scopes}
-      onClose=${() => setGranting(null)} onChanged=${() => access.reload(true)} />`}
-    ${editing && html`<${GroupForm} group=${editing.group} onClose=${() => setEditing(null)} onSaved=${() => { setEditing(null); reload(true); }} />`}
+        <dt>May use it</dt><dd data-group-access=${rowsOf(g).length}>${
+          access.data
+            ? rowsOf(g).length
+              ? html`<ul class="access-list">${rowsOf(g).map(
+                  (a) => html`<li key=${a.scope_type + a.scope_id}
+          data-access=${a.scope_type + ':' + a.scope_id}>${scopeLabel(a, scopes.data)}</li>`,
+                )}</ul>`
+              : g.name === 'default'
+                ? 'everyone (no grant names it)'
+                : 'nobody granted'
+            : '…'
+        }</dd></dl>
+      ${
+        Object.keys(g.capacity).length > 0 &&
+        html`<h3 class="sub">In use</h3>
+        ${Object.keys(g.capacity)
+          .filter((k) => k !== 'cuda.device' || !g.capacity['cuda.shares'])
+          .map(
+            (k) => html`<${Bar} key=${k} label=${slotLabel(k)} test=${k}
+          used=${g.occupied[k] || 0} cap=${g.capacity[k]} fmt=${k === 'mem' ? fmtBytes : undefined} />`,
+          )}`
+      }
+    </section>`,
+    )}</div>
+    ${
+      granting &&
+      html`<${AccessDialog} group=${groups.find((g) => g.name === granting) || { name: granting }} rows=${rowsOf({ name: granting })} scopes=${scopes}
+      onClose=${() => setGranting(null)} onChanged=${() => access.reload(true)} />`
+    }
+    ${
+      editing &&
+      html`<${GroupForm} group=${editing.group} onClose=${() => setEditing(null)} onSaved=${() => {
+        setEditing(null);
+        reload(true);
+      }} />`
+    }
   </section>`;
 }

@@ -4,7 +4,19 @@
 import { useState } from 'preact/hooks';
 import { api, enc, get, post } from '../api.js';
 import { AdminTabs, isSuperadmin } from '../admin.js';
-import { html, ErrorBanner, Loading, confirmAction, errText, fmtSlot, fmtTime, slotLabel, toast, toastError, useData } from '../ui.js';
+import {
+  html,
+  ErrorBanner,
+  Loading,
+  confirmAction,
+  errText,
+  fmtSlot,
+  fmtTime,
+  slotLabel,
+  toast,
+  toastError,
+  useData,
+} from '../ui.js';
 
 // {slot: amount} as "CPU 2 · Memory 1.0 GiB"; null when nothing is set.
 function slotsText(slots) {
@@ -29,14 +41,21 @@ function RegisterForm({ onDone }) {
     e.preventDefault();
     const r = ref.trim();
     setErr(null);
-    if (!r) { setErr('Type an image reference, e.g. registry.example.com/team/python:3.12.'); return; }
+    if (!r) {
+      setErr('Type an image reference, e.g. registry.example.com/team/python:3.12.');
+      return;
+    }
     setBusy(true);
     try {
       const img = await post('/admin/images', { reference: r });
       toast(`${img.reference || r} registered`);
       setRef('');
       onDone(img);
-    } catch (x) { setErr(registerError(x, r)); } finally { setBusy(false); }
+    } catch (x) {
+      setErr(registerError(x, r));
+    } finally {
+      setBusy(false);
+    }
   };
   return html`<form class="register-image" onSubmit=${submit} noValidate data-test="register-form">
     <div class="field"><label for="image-reference">Register an image from its registry</label>
@@ -53,8 +72,10 @@ function RegisterForm({ onDone }) {
 
 function Apps({ ports }) {
   if (!ports || !ports.length) return html`<span class="muted">–</span>`;
-  return html`<ul class="access-list">${ports.map((p) => html`<li key=${p.name} data-app=${p.name}>
-    <strong>${p.name}</strong> <span class="muted">${p.protocol || ''}${p.container_port ? ' ' + p.container_port : ''}</span></li>`)}</ul>`;
+  return html`<ul class="access-list">${ports.map(
+    (p) => html`<li key=${p.name} data-app=${p.name}>
+    <strong>${p.name}</strong> <span class="muted">${p.protocol || ''}${p.container_port ? ' ' + p.container_port : ''}</span></li>`,
+  )}</ul>`;
 }
 
 export function AdminImagesPage({ user }) {
@@ -66,12 +87,32 @@ export function AdminImagesPage({ user }) {
 
   const doScan = async () => {
     setScan({ busy: true });
-    try { const r = await post('/admin/images/scan', {}); setScan(r); reload(true); }
-    catch (e) { setScan(null); toastError(e); }
+    try {
+      const r = await post('/admin/images/scan', {});
+      setScan(r);
+      reload(true);
+    } catch (e) {
+      setScan(null);
+      toastError(e);
+    }
   };
   const remove = async (img) => {
-    if (!(await confirmAction({ title: `Delete ${img.reference}?`, message: 'It is no longer offered in the launcher. Running sessions keep it; the registry keeps its layers.', confirmLabel: 'Delete', danger: true }))) return;
-    try { await api('DELETE', '/admin/images/' + enc(img.reference)); toast(`${img.reference} deleted`); reload(true); } catch (e) { toastError(e); }
+    if (
+      !(await confirmAction({
+        title: `Delete ${img.reference}?`,
+        message: 'It is no longer offered in the launcher. Running sessions keep it; the registry keeps its layers.',
+        confirmLabel: 'Delete',
+        danger: true,
+      }))
+    )
+      return;
+    try {
+      await api('DELETE', '/admin/images/' + enc(img.reference));
+      toast(`${img.reference} deleted`);
+      reload(true);
+    } catch (e) {
+      toastError(e);
+    }
   };
 
   return html`<section class="page">
@@ -82,15 +123,24 @@ export function AdminImagesPage({ user }) {
         ${su && html`<button type="button" class="btn" data-test="scan-images" disabled=${scan && scan.busy} onClick=${doScan}>${scan && scan.busy ? 'Scanning…' : 'Scan registries'}</button>`}
       </div></div>
     <${AdminTabs} current="images" />
-    ${su ? html`<${RegisterForm} onDone=${() => reload(true)} />`
-      : html`<p class="muted small">Only superadmins register, scan and delete images; you see what is registered.</p>`}
-    ${scan && !scan.busy && html`<div class=${'banner ' + ((scan.failed || []).length ? 'error' : 'success')} role="status" data-test="scan-result">
+    ${
+      su
+        ? html`<${RegisterForm} onDone=${() => reload(true)} />`
+        : html`<p class="muted small">Only superadmins register, scan and delete images; you see what is registered.</p>`
+    }
+    ${
+      scan &&
+      !scan.busy &&
+      html`<div class=${'banner ' + ((scan.failed || []).length ? 'error' : 'success')} role="status" data-test="scan-result">
       <span class="banner-text">Scan: ${(scan.registered || []).length} registered${(scan.failed || []).length ? `, ${scan.failed.length} failed: ` + scan.failed.map((f) => `${f.reference} (${f.error})`).join('; ') : ''}.</span>
-      <button type="button" class="btn small ghost" aria-label="Dismiss" onClick=${() => setScan(null)}>×</button></div>`}
+      <button type="button" class="btn small ghost" aria-label="Dismiss" onClick=${() => setScan(null)}>×</button></div>`
+    }
     <${ErrorBanner} error=${error} onRetry=${() => reload()} />
     ${loading && !data && html`<${Loading} label="Loading images…" />`}
     ${data && !list.length && html`<p class="empty">No images${q ? ' match' : ' are registered'}.</p>`}
-    ${list.length > 0 && html`<div class="table-wrap"><table class="images">
+    ${
+      list.length > 0 &&
+      html`<div class="table-wrap"><table class="images">
       <thead><tr><th scope="col">Image</th><th scope="col">Resources</th><th scope="col">Apps</th><th scope="col">Registered</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
       <tbody>${list.map((i) => {
         const min = slotsText(i.min_slots);
@@ -104,6 +154,7 @@ export function AdminImagesPage({ user }) {
         <td class="small">${fmtTime(i.registered_at)}</td>
         <td class="actions">${su && html`<button type="button" class="btn small danger" data-test="delete-image" onClick=${() => remove(i)}>Delete</button>`}</td>
       </tr>`;
-      })}</tbody></table></div>`}
+      })}</tbody></table></div>`
+    }
   </section>`;
 }

@@ -34,16 +34,26 @@ const DEPS = [
 async function load() {
   const [root, ready, status, agents] = await Promise.all([
     openGet('/').then((r) => r.data),
-    openGet('/readyz').then((r) => r.data, (e) => ({ status: 'unreachable', checks: {}, error: e.message })),
-    get('/admin/status').then((r) => ({ ok: r }), (e) => ({ error: errText(e) })),
-    get('/admin/agents', { limit: 1000 }).then((r) => (r && r.items) || [], () => null),
+    openGet('/readyz').then(
+      (r) => r.data,
+      (e) => ({ status: 'unreachable', checks: {}, error: e.message }),
+    ),
+    get('/admin/status').then(
+      (r) => ({ ok: r }),
+      (e) => ({ error: errText(e) }),
+    ),
+    get('/admin/agents', { limit: 1000 }).then(
+      (r) => (r && r.items) || [],
+      () => null,
+    ),
   ]);
   return { root, ready, status, agents, at: Date.now() };
 }
 
-const Health = ({ v }) => v === 'ok'
-  ? html`<span data-health="ok"><span class="badge st-running">ok</span></span>`
-  : html`<span data-health="failed"><span class="badge st-error">failed</span> <span class="small">${v}</span></span>`;
+const Health = ({ v }) =>
+  v === 'ok'
+    ? html`<span data-health="ok"><span class="badge st-running">ok</span></span>`
+    : html`<span data-health="failed"><span class="badge st-error">failed</span> <span class="small">${v}</span></span>`;
 
 const BAD = { color: 'var(--danger)' };
 
@@ -61,12 +71,16 @@ function Services({ st }) {
     <span data-test="platform-status" data-status=${st.status}><span class=${'badge ' + (st.status === 'ok' ? 'st-running' : 'st-error')}>${st.status === 'ok' ? 'all ready' : st.status}</span></span></h2>
     ${st.agents_error && html`<p class="banner error" role="alert">The agents could not be listed: ${st.agents_error}</p>`}
     <div class="table-wrap"><table><thead><tr><th scope="col">Service</th><th scope="col">Address</th><th scope="col">Version</th><th scope="col">State</th><th scope="col">Latency</th></tr></thead>
-      <tbody>${st.services.map((s) => html`<tr key=${s.kind + s.service} data-service=${s.service} data-kind=${s.kind} data-state=${s.state} style=${s.state === 'unreachable' ? BAD : null}>
+      <tbody>${st.services.map(
+        (
+          s,
+        ) => html`<tr key=${s.kind + s.service} data-service=${s.service} data-kind=${s.kind} data-state=${s.state} style=${s.state === 'unreachable' ? BAD : null}>
         <th scope="row">${s.kind === 'agent' ? html`<span class="muted small">agent </span>` : ''}<span class="mono">${s.service}</span></th>
         <td class="mono small">${s.address || '–'}</td>
         <td class="mono" data-version=${s.service}>${s.version || '–'}</td>
         <td><${ServiceState} s=${s} /></td>
-        <td class="small">${s.latency_ms == null ? '–' : `${s.latency_ms} ms`}</td></tr>`)}</tbody></table></div>
+        <td class="small">${s.latency_ms == null ? '–' : `${s.latency_ms} ms`}</td></tr>`,
+      )}</tbody></table></div>
     <p class="muted small">Each service’s <code>/healthz</code> and <code>/readyz</code>, probed by the gateway at once within ${st.timeout_ms / 1000} s, read every 10 s (as <code>tessera status --all</code>).</p>
   </section>`;
 }
@@ -92,9 +106,11 @@ function GatewayHealth({ ready, why }) {
     <p class="banner error" role="alert" data-test="status-refused">Every service’s state could not be read: ${why}</p>
     ${ready.error && html`<p class="banner error" role="alert">${ready.error}</p>`}
     <div class="table-wrap"><table><thead><tr><th scope="col">Check</th><th scope="col">What it is</th><th scope="col">State</th></tr></thead>
-      <tbody>${checks.map(([k, v]) => html`<tr key=${k} data-check=${k}>
+      <tbody>${checks.map(
+        ([k, v]) => html`<tr key=${k} data-check=${k}>
         <th scope="row">${what(k)[0]}</th><td class="muted small">${what(k)[1]}</td>
-        <td><${Health} v=${v} /></td></tr>`)}</tbody></table></div>
+        <td><${Health} v=${v} /></td></tr>`,
+      )}</tbody></table></div>
     <p class="muted small">As <code>tessera status</code> shows it: the gateway’s <code>/readyz</code>, read every 10 s.</p>
   </section>`;
 }
@@ -108,10 +124,15 @@ export function AdminInfoPage() {
     <${AdminTabs} current="info" />
     <${ErrorBanner} error=${error} onRetry=${() => reload()} />
     ${loading && !data && html`<${Loading} label="Reading the platform's state…" />`}
-    ${data && html`<div class="grid info-grid">
+    ${
+      data &&
+      html`<div class="grid info-grid">
       ${st && html`<${Services} st=${st} />`}
-      ${st ? html`<${Dependencies} deps=${st.dependencies || {}} />`
-        : html`<${GatewayHealth} ready=${data.ready} why=${data.status.error} />`}
+      ${
+        st
+          ? html`<${Dependencies} deps=${st.dependencies || {}} />`
+          : html`<${GatewayHealth} ready=${data.ready} why=${data.status.error} />`
+      }
       <div class="stack">
       <section class="card" aria-labelledby="info-ver"><h2 id="info-ver">Versions</h2>
         <dl class="info" data-test="versions">
@@ -123,15 +144,22 @@ export function AdminInfoPage() {
         <p class="muted small">The services are released together: each answers its version at <code>/healthz</code> on its own address.</p>
       </section>
       <section class="card" aria-labelledby="info-agents"><h2 id="info-agents">Agents</h2>
-        ${data.agents === null ? html`<p class="muted small">The agent list was refused.</p>`
-          : !data.agents.length ? html`<p class="muted small">No agent has registered.</p>`
-          : html`<div class="table-wrap"><table><thead><tr><th scope="col">Agent</th><th scope="col">Status</th><th scope="col">Version</th><th scope="col">Heartbeat</th></tr></thead>
-            <tbody>${data.agents.map((a) => html`<tr key=${a.id} data-info-agent=${a.id}>
+        ${
+          data.agents === null
+            ? html`<p class="muted small">The agent list was refused.</p>`
+            : !data.agents.length
+              ? html`<p class="muted small">No agent has registered.</p>`
+              : html`<div class="table-wrap"><table><thead><tr><th scope="col">Agent</th><th scope="col">Status</th><th scope="col">Version</th><th scope="col">Heartbeat</th></tr></thead>
+            <tbody>${data.agents.map(
+              (a) => html`<tr key=${a.id} data-info-agent=${a.id}>
               <th scope="row" class="mono">${a.id}<div class="muted small">${a.hostname || ''}</div></th>
               <td><${StatusBadge} status=${a.status} /></td><td class="mono">${a.version || '–'}</td>
-              <td class="small">${a.last_heartbeat ? fmtAge(Math.max(0, data.at - new Date(a.last_heartbeat).getTime())) + ' ago' : '–'}</td></tr>`)}</tbody></table></div>`}
+              <td class="small">${a.last_heartbeat ? fmtAge(Math.max(0, data.at - new Date(a.last_heartbeat).getTime())) + ' ago' : '–'}</td></tr>`,
+            )}</tbody></table></div>`
+        }
       </section>
       </div>
-    </div>`}
+    </div>`
+    }
   </section>`;
 }

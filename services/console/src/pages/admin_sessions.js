@@ -5,7 +5,19 @@ import { useState } from 'preact/hooks';
 import { api, enc, get } from '../api.js';
 import { AdminTabs } from '../admin.js';
 import { ALL_STATUSES, LIVE_STATUSES, isLive } from '../resources.js';
-import { html, ErrorBanner, Loading, Opt, StatusBadge, confirmAction, fmtAge, fmtSlots, toast, toastError, useData } from '../ui.js';
+import {
+  html,
+  ErrorBanner,
+  Loading,
+  Opt,
+  StatusBadge,
+  confirmAction,
+  fmtAge,
+  fmtSlots,
+  toast,
+  toastError,
+  useData,
+} from '../ui.js';
 
 const STATUS_FILTERS = [['live', 'Active'], ['', 'All'], ...ALL_STATUSES.map((s) => [s, s])];
 const agentsOf = (s) => [...new Set((s.kernels || []).map((k) => k.agent).filter(Boolean))];
@@ -14,13 +26,18 @@ async function forceTerminate(s, owner) {
   const ok = await confirmAction({
     title: `Force-terminate ${s.sessionId}?`,
     message: `The session of ${owner} is ended at once, without waiting for its agent. Files in mounted folders are kept.`,
-    confirmLabel: 'Force-terminate', danger: true });
+    confirmLabel: 'Force-terminate',
+    danger: true,
+  });
   if (!ok) return false;
   try {
     const r = await api('DELETE', '/session/' + enc(s.sessionUuid), { query: { forced: 'true' } });
     toast(`Session ${s.sessionId}: ${(r && r.status) || 'terminated'}`);
     return true;
-  } catch (e) { toastError(e); return false; }
+  } catch (e) {
+    toastError(e);
+    return false;
+  }
 }
 
 export function AdminSessionsPage() {
@@ -29,15 +46,33 @@ export function AdminSessionsPage() {
   const [project, setProject] = useState('');
   const [agent, setAgent] = useState('');
   const st = status === 'live' ? LIVE_STATUSES.join(',') : status;
-  const { data, error, loading, reload } = useData(() => get('/session', { all: 'true', status: st, limit: 1000 }), [st], { interval: 3000 });
-  const users = useData(() => get('/admin/users', { limit: 1000 }).then((r) => (r && r.items) || [], () => []), []);
+  const { data, error, loading, reload } = useData(
+    () => get('/session', { all: 'true', status: st, limit: 1000 }),
+    [st],
+    { interval: 3000 },
+  );
+  const users = useData(
+    () =>
+      get('/admin/users', { limit: 1000 }).then(
+        (r) => (r && r.items) || [],
+        () => [],
+      ),
+    [],
+  );
   const all = (data && data.items) || [];
-  const email = (s) => { const u = (users.data || []).find((x) => x.id === s.userId); return u ? u.email : (s.accessKey || s.userId || '–'); };
+  const email = (s) => {
+    const u = (users.data || []).find((x) => x.id === s.userId);
+    return u ? u.email : s.accessKey || s.userId || '–';
+  };
   const owners = [...new Map(all.map((s) => [s.userId, email(s)])).entries()].sort((a, b) => a[1].localeCompare(b[1]));
   const projects = [...new Set(all.map((s) => s.groupName).filter(Boolean))].sort();
   const agents = [...new Set(all.flatMap(agentsOf))].sort();
-  const shown = all.filter((s) => (!userF || s.userId === userF) && (!project || s.groupName === project)
-    && (!agent || agentsOf(s).includes(agent)));
+  const shown = all.filter(
+    (s) =>
+      (!userF || s.userId === userF) &&
+      (!project || s.groupName === project) &&
+      (!agent || agentsOf(s).includes(agent)),
+  );
 
   const sel = (id, label, value, set, opts) => html`<label class="inline">${label}
     <select id=${id} value=${value} onChange=${(e) => set(e.currentTarget.value)}>
@@ -56,10 +91,13 @@ export function AdminSessionsPage() {
     <${ErrorBanner} error=${error} onRetry=${() => reload()} />
     ${loading && !data && html`<${Loading} label="Loading sessions…" />`}
     ${data && !shown.length && html`<p class="empty">No sessions match.</p>`}
-    ${shown.length > 0 && html`<div class="table-wrap"><table class="sessions admin-sessions">
+    ${
+      shown.length > 0 &&
+      html`<div class="table-wrap"><table class="sessions admin-sessions">
       <thead><tr><th scope="col">Name</th><th scope="col">Owner</th><th scope="col">Status</th><th scope="col">Age</th>
         <th scope="col">Resources</th><th scope="col">Project</th><th scope="col">Agent</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
-      <tbody>${shown.map((s) => html`<tr key=${s.sessionUuid} data-session=${s.sessionId} data-session-uuid=${s.sessionUuid}>
+      <tbody>${shown.map(
+        (s) => html`<tr key=${s.sessionUuid} data-session=${s.sessionId} data-session-uuid=${s.sessionUuid}>
         <th scope="row">${s.sessionId}<div class="muted small">${s.type}${s.scalingGroup ? ' · ' + s.scalingGroup : ''} · <span class="mono">${s.image}</span></div></th>
         <td class="small">${email(s)}<div class="muted">${s.domainName || ''}</div></td>
         <td data-status=${s.status}><${StatusBadge} status=${s.status} />
@@ -68,10 +106,17 @@ export function AdminSessionsPage() {
         <td class="small">${fmtSlots(isLive(s.status) && s.occupiedSlots && Object.keys(s.occupiedSlots).length ? s.occupiedSlots : s.requestedSlots)}</td>
         <td>${s.groupName || '–'}</td>
         <td class="small mono">${agentsOf(s).join(', ') || '–'}</td>
-        <td class="actions">${isLive(s.status) && html`<button type="button" class="btn small danger" data-test="force-terminate"
+        <td class="actions">${
+          isLive(s.status) &&
+          html`<button type="button" class="btn small danger" data-test="force-terminate"
           aria-label=${'Force-terminate ' + s.sessionId}
-          onClick=${async () => { if (await forceTerminate(s, email(s))) reload(true); }}>Force-terminate</button>`}</td>
-      </tr>`)}</tbody></table></div>
-      <p class="muted small">${shown.length} of ${data.total ?? all.length} sessions${data.total > all.length ? ` (the newest ${all.length} read)` : ''}.</p>`}
+          onClick=${async () => {
+            if (await forceTerminate(s, email(s))) reload(true);
+          }}>Force-terminate</button>`
+        }</td>
+      </tr>`,
+      )}</tbody></table></div>
+      <p class="muted small">${shown.length} of ${data.total ?? all.length} sessions${data.total > all.length ? ` (the newest ${all.length} read)` : ''}.</p>`
+    }
   </section>`;
 }

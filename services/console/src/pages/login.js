@@ -13,14 +13,18 @@ export function LoginPage({ message, onLoggedIn }) {
 
   const submit = async (e) => {
     e.preventDefault();
-    if (!username || !password) { setError('Enter your user name or e-mail and your password.'); return; }
+    if (!username || !password) {
+      setError('Enter your user name or e-mail and your password.');
+      return;
+    }
     setBusy(true);
     setError(null);
     try {
       const r = await server.login(username.trim(), password, domain.trim());
       if (r && r.authenticated) {
         setPassword('');
-        if (domain.trim()) localStorage.setItem('tessera-login-domain', domain.trim()); else localStorage.removeItem('tessera-login-domain');
+        if (domain.trim()) localStorage.setItem('tessera-login-domain', domain.trim());
+        else localStorage.removeItem('tessera-login-domain');
         onLoggedIn(r);
         return;
       }
@@ -28,7 +32,9 @@ export function LoginPage({ message, onLoggedIn }) {
     } catch (err) {
       if (err.status === 429) {
         const s = Number(err.retryAfter);
-        setError(`${errText(err)}${Number.isFinite(s) && s > 0 ? ` Try again in ${s >= 120 ? Math.ceil(s / 60) + ' minutes' : s + ' seconds'}.` : ''}`);
+        setError(
+          `${errText(err)}${Number.isFinite(s) && s > 0 ? ` Try again in ${s >= 120 ? Math.ceil(s / 60) + ' minutes' : s + ' seconds'}.` : ''}`,
+        );
       } else if (err.status === 401) {
         setError(errText(err) || 'Wrong user name or password.');
       } else setError(errText(err));

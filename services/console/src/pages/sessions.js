@@ -2,19 +2,39 @@
 import { useState } from 'preact/hooks';
 import { api, enc, get } from '../api.js';
 import { ALL_STATUSES, LIVE_STATUSES, idleSummary, isLive } from '../resources.js';
-import { Opt, html, ErrorBanner, Loading, StatusBadge, confirmAction, fmtAge, fmtSlots, toast, toastError, useData } from '../ui.js';
+import {
+  Opt,
+  html,
+  ErrorBanner,
+  Loading,
+  StatusBadge,
+  confirmAction,
+  fmtAge,
+  fmtSlots,
+  toast,
+  toastError,
+  useData,
+} from '../ui.js';
 import { Launcher } from './launcher.js';
 
 const FILTERS = [['', 'All'], ['live', 'Active'], ...ALL_STATUSES.map((s) => [s, s])];
 
 export async function destroySession(name) {
-  const ok = await confirmAction({ title: `Destroy session ${name}?`, message: 'Its processes are stopped and its containers removed. Files in mounted folders are kept.', confirmLabel: 'Destroy', danger: true });
+  const ok = await confirmAction({
+    title: `Destroy session ${name}?`,
+    message: 'Its processes are stopped and its containers removed. Files in mounted folders are kept.',
+    confirmLabel: 'Destroy',
+    danger: true,
+  });
   if (!ok) return false;
   try {
     const r = await api('DELETE', '/session/' + enc(name));
     toast(`Session ${name}: ${(r && r.status) || 'destroyed'}`);
     return true;
-  } catch (e) { toastError(e); return false; }
+  } catch (e) {
+    toastError(e);
+    return false;
+  }
 }
 
 function Progress({ name, onDone }) {
@@ -37,11 +57,19 @@ export function SessionsPage({ user, query }) {
   const [launching, setLaunching] = useState([]);
   const showLauncher = query.get('launch') === '1';
   const status = filter === 'live' ? LIVE_STATUSES.join(',') : filter;
-  const { data, error, loading, reload } = useData(() => get('/session', { status, limit: 100 }), [status], { interval: 3000 });
+  const { data, error, loading, reload } = useData(() => get('/session', { status, limit: 100 }), [status], {
+    interval: 3000,
+  });
   const items = (data && data.items) || [];
 
-  const closeLauncher = () => { location.hash = '#/sessions'; };
-  const launched = (name) => { setLaunching((l) => [name, ...l.filter((n) => n !== name)]); closeLauncher(); reload(true); };
+  const closeLauncher = () => {
+    location.hash = '#/sessions';
+  };
+  const launched = (name) => {
+    setLaunching((l) => [name, ...l.filter((n) => n !== name)]);
+    closeLauncher();
+    reload(true);
+  };
 
   return html`<section class="page">
     <div class="page-head">
@@ -59,10 +87,13 @@ export function SessionsPage({ user, query }) {
     <${ErrorBanner} error=${error} onRetry=${() => reload()} />
     ${loading && !data && html`<${Loading} label="Loading sessions…" />`}
     ${data && !items.length && html`<p class="empty">No sessions${filter ? ' with this status' : ''}.</p>`}
-    ${items.length > 0 && html`<div class="table-wrap"><table class="sessions">
+    ${
+      items.length > 0 &&
+      html`<div class="table-wrap"><table class="sessions">
       <thead><tr><th scope="col">Name</th><th scope="col">Status</th><th scope="col">Age</th>
         <th scope="col">Resources</th><th scope="col">Image</th><th scope="col">Project</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
-      <tbody>${items.map((s) => html`<tr key=${s.sessionUuid || s.sessionId} data-session=${s.sessionId}>
+      <tbody>${items.map(
+        (s) => html`<tr key=${s.sessionUuid || s.sessionId} data-session=${s.sessionId}>
         <th scope="row"><a href=${'#/sessions/' + enc(s.sessionId)}>${s.sessionId}</a>
           <div class="muted small">${s.type}${s.scalingGroup ? ' · ' + s.scalingGroup : ''}</div></th>
         <td data-status=${s.status}><${StatusBadge} status=${s.status} />
@@ -72,12 +103,20 @@ export function SessionsPage({ user, query }) {
         <td class="small">${fmtSlots(isLive(s.status) && s.occupiedSlots && Object.keys(s.occupiedSlots).length ? s.occupiedSlots : s.requestedSlots)}</td>
         <td class="small mono">${s.image}</td>
         <td>${s.groupName || '–'}</td>
-        <td class="actions">${isLive(s.status) && s.status !== 'TERMINATING' && html`<button type="button" class="btn small danger"
+        <td class="actions">${
+          isLive(s.status) &&
+          s.status !== 'TERMINATING' &&
+          html`<button type="button" class="btn small danger"
           data-test="destroy" aria-label=${'Destroy ' + s.sessionId}
-          onClick=${async () => { if (await destroySession(s.sessionId)) reload(true); }}>Destroy</button>`}</td>
-      </tr>`)}</tbody>
+          onClick=${async () => {
+            if (await destroySession(s.sessionId)) reload(true);
+          }}>Destroy</button>`
+        }</td>
+      </tr>`,
+      )}</tbody>
     </table></div>
-    ${data.total > items.length && html`<p class="muted small">Showing the newest ${items.length} of ${data.total}.</p>`}`}
+    ${data.total > items.length && html`<p class="muted small">Showing the newest ${items.length} of ${data.total}.</p>`}`
+    }
     ${showLauncher && html`<${Launcher} user=${user} onClose=${closeLauncher} onLaunched=${launched} />`}
   </section>`;
 }
