@@ -6,21 +6,6 @@ export const LIVE_STATUSES = ['PENDING', 'SCHEDULED', 'PREPARING', 'PULLING', 'R
 export const ALL_STATUSES = [...LIVE_STATUSES, 'TERMINATED', 'CANCELLED', 'ERROR'];
 export const isLive = (s) => LIVE_STATUSES.includes(s);
 
-// A session's idle checkers (GET /session/{name}'s idleChecks, Backend.AI's
-// idle_checks; docs/api.md "Idle") in words: { idle: "reclaimed in 12 min",
-// lifetime: "ends in 2h 5m" }, each null when that checker does not apply.
-export function idleSummary(checks) {
-  const left = (c) => (c && typeof c.remaining === 'number' ? Math.max(0, c.remaining) : null);
-  const words = (s) => (s < 120 ? `${Math.floor(s)} s` : s < 7200 ? `${Math.floor(s / 60)} min` : `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`);
-  const net = left(checks && checks.network_timeout);
-  const life = left(checks && checks.session_lifetime);
-  return {
-    idle: net === null ? null : `reclaimed in ${words(net)} unless used`,
-    idleTimeout: net === null ? null : checks.network_timeout.extra && checks.network_timeout.extra.timeout,
-    lifetime: life === null ? null : `ends in ${words(life)}`,
-  };
-}
-
 export async function liveSessions() {
   const r = await get('/session', { status: LIVE_STATUSES.join(','), limit: 100 });
   return (r && r.items) || [];

@@ -1,7 +1,8 @@
 // One session: info, apps, status history, logs; restart and destroy.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, enc, get, post } from '../api.js';
-import { idleSummary, isLive } from '../resources.js';
+import { idleSummary } from '../idle.js';
+import { isLive } from '../resources.js';
 import {
   html,
   ErrorBanner,

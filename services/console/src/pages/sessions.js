@@ -1,7 +1,8 @@
 // Sessions: a list that refreshes itself, a status filter, the launcher.
 import { useState } from 'preact/hooks';
 import { api, enc, get } from '../api.js';
-import { ALL_STATUSES, LIVE_STATUSES, idleSummary, isLive } from '../resources.js';
+import { idleSummary } from '../idle.js';
+import { ALL_STATUSES, LIVE_STATUSES, isLive } from '../resources.js';
 import {
   Opt,
   html,
