@@ -249,18 +249,11 @@ def test_idle_reclamation_ends_a_session_once(stack, admin, image):
     """Both registries sweep the idle deadlines (docs/sessions.md, "Idle
     reclamation"): an idle session is terminated once (one TERMINATING in
     its history, one reclaim counted over both instances), with its reason."""
+    client = faultlib.new_tenant(admin, None, "rp-idle", make_client=bai_signer.Client)
     uname = f"rp-idle-{TAG}"
-    u = faultlib.okj(admin.post("/admin/users", {"email": f"{uname}@example.com", "username": uname,
-                                                 "password": PASSWORD, "role": "user"}), 200, 201)
-    k = faultlib.okj(admin.post("/admin/keypairs", {"user_id": u["id"]}), 200, 201)
-    projects = faultlib.okj(admin.get("/admin/projects", params={"limit": 1000}))["items"]
-    default = [p for p in projects if p["name"] == "default" and p["domain_name"] == u["domain_name"]]
-    faultlib.okj(admin.post(f"/admin/projects/{default[0]['id']}/members",
-                            {"user_ids": [u["id"]]}), 200, 201)
     faultlib.okj(admin.post("/admin/keypair-resource-policies",
                             {"name": uname, "idle_timeout": 5}), 200, 201)
-    faultlib.okj(admin.patch(f"/admin/keypairs/{k['access_key']}", {"resource_policy": uname}))
-    client = bai_signer.Client(stack["TESSERA_GATEWAY_URL"], k["access_key"], k["secret_key"])
+    faultlib.okj(admin.patch(f"/admin/keypairs/{client.access_key}", {"resource_policy": uname}))
     urls = [url_of(stack, "registry@1"), url_of(stack, "registry@2")]
     before = sum(metric(url, "tessera_registry_idle_reclaimed_total", 'checker="network_timeout"')
                  for url in urls)
