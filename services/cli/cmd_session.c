@@ -11,6 +11,7 @@
 #include "services/cli/session_exec.h"
 #include "services/cli/session_files.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -123,6 +124,50 @@ static const out_column kernel_cols[] = {
     {NULL, NULL, OUT_TEXT},
 };
 
+/* "12 min": seconds as the idle lines show them. */
+static void _duration(double secs, char *buf, size_t size)
+{
+    long long s = (long long)secs;
+    if (s < 120)
+        snprintf(buf, size, "%lld s", s);
+    else if (s < 7200)
+        snprintf(buf, size, "%lld min", s / 60);
+    else
+        snprintf(buf, size, "%lld h %lld min", s / 3600, s % 3600 / 60);
+}
+
+/* The idle checkers' state (idleChecks) as the record's lines: idle
+ * "reclaimed in 12 min unless used (idle timeout 600 s)" or "not checked"
+ * (not RUNNING, not interactive, timeout 0); lifetime "ends in 2 h 5 min
+ * (max lifetime 7200 s)" or "none". */
+static void _idle_lines(json_t *info)
+{
+    const json_t *checks = json_object_get(info, "idleChecks");
+    const json_t *net = json_object_get(checks, "network_timeout");
+    const json_t *life = json_object_get(checks, "session_lifetime");
+    char when[48], line[160];
+    const json_t *left = json_object_get(net, "remaining");
+    if (json_is_number(left)) {
+        _duration(json_number_value(left), when, sizeof(when));
+        snprintf(line, sizeof(line), "reclaimed in %s unless used (idle timeout %lld s)", when,
+                 (long long)json_integer_value(
+                     json_object_get(json_object_get(net, "extra"), "timeout")));
+    } else {
+        snprintf(line, sizeof(line), "not checked");
+    }
+    json_object_set_new(info, "idle", json_string(line));
+    left = json_object_get(life, "remaining");
+    if (json_is_number(left)) {
+        _duration(json_number_value(left), when, sizeof(when));
+        snprintf(line, sizeof(line), "ends in %s (max lifetime %lld s)", when,
+                 (long long)json_integer_value(
+                     json_object_get(json_object_get(life, "extra"), "max_lifetime")));
+    } else {
+        snprintf(line, sizeof(line), "none");
+    }
+    json_object_set_new(info, "lifetime", json_string(line));
+}
+
 static int sub_info(cli *c, const session_sub *self, int argc, char **argv)
 {
     json_t *info;
@@ -130,7 +175,8 @@ static int sub_info(cli *c, const session_sub *self, int argc, char **argv)
     if (_get_named(c, self, argc, argv, NULL, &info, &rc) && c->json) {
         out_json(info);
     } else if (info) {
-        static const char *const hide[] = {"kernels", NULL};
+        static const char *const hide[] = {"kernels", "idleChecks", NULL};
+        _idle_lines(info);
         out_record(info, hide);
         json_t *kernels = json_object_get(info, "kernels");
         if (json_array_size(kernels)) {

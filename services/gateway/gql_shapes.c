@@ -131,6 +131,7 @@ static const field_from SESSION_FIELDS[] = {{"id", "sessionUuid"},
                                             {"occupied_slots", "occupiedSlots"},
                                             {"occupying_slots", "occupiedSlots"},
                                             {"requested_slots", "requestedSlots"},
+                                            {"idle_checks", "idleChecks"},
                                             {NULL, NULL}};
 
 json_t *gql_shape_session(gql_exec *ex, const json_t *s)

@@ -4,6 +4,7 @@
 #include "libcommon/log.h"
 #include "libcommon/ws.h"
 #include "session_apps.h"
+#include "stream_activity.h"
 #include "streams_exec.h"
 #include "verify.h"
 
@@ -29,9 +30,10 @@ typedef struct stream {
     session_app app;
     ws_conn *client; /* on the upgraded socket (WS_SERVER) */
     http_upgraded *handle;
-    ws_conn *term; /* ST_PTY: tessera-term's /ws */
-    int tcp;       /* ST_TUNNEL: the app's port */
-    exec_ctl ctl;  /* ST_EXEC */
+    ws_conn *term;       /* ST_PTY: tessera-term's /ws */
+    int tcp;             /* ST_TUNNEL: the app's port */
+    exec_ctl ctl;        /* ST_EXEC */
+    stream_activity act; /* the idle checker's (stream_activity.h) */
     struct stream *next;
 } stream;
 
@@ -154,6 +156,7 @@ static pump _pump(stream *s, ws_conn *c, bool from_client,
         ws_next r = ws_conn_next(c, &op, &d, &n, &code);
         if (r == WS_NEXT_NONE) return PUMP_OK;
         if (r == WS_NEXT_MESSAGE) {
+            if (from_client) stream_activity_note(&s->act);
             if (!on_msg(s, op, d, n)) return PUMP_END;
             continue;
         }
@@ -246,6 +249,7 @@ static void *_stream_thread(void *arg)
 {
     stream *s = arg;
     tlog_ctx_entity("session", s->app.sid);
+    stream_activity_flush(&s->act, true);
     switch (s->kind) {
     case ST_PTY:
         _serve_pty(s);
@@ -257,6 +261,8 @@ static void *_stream_thread(void *arg)
         _serve_tunnel(s);
         break;
     }
+    /* its end (an execute's result) is use too */
+    stream_activity_flush(&s->act, true);
     pthread_mutex_lock(&g_lock);
     for (stream **p = &g_list; *p; p = &(*p)->next) {
         if (*p == s) {
@@ -343,7 +349,8 @@ static bool _admit(gateway *gw, http_req *req, http_resp *resp, gw_identity *id,
     return ok;
 }
 
-static stream *_reserve(gateway *gw, http_resp *resp, stream_kind kind, const session_app *app)
+static stream *_reserve(gateway *gw, http_resp *resp, stream_kind kind, const session_app *app,
+                        const gw_identity *id)
 {
     if (atomic_fetch_add(&g_open, 1) >= gw->max_streams || atomic_load(&g_stopping)) {
         atomic_fetch_sub(&g_open, 1);
@@ -358,6 +365,7 @@ static stream *_reserve(gateway *gw, http_resp *resp, stream_kind kind, const se
     s->kind = kind;
     s->app = *app;
     s->tcp = -1;
+    stream_activity_init(&s->act, gw, id, app->sid);
     exec_ctl_init(&s->ctl);
     return s;
 }
@@ -379,7 +387,7 @@ static void _h_term(http_req *req, http_resp *resp, gateway *gw, stream_kind kin
     session_app app;
     char accept[WSF_ACCEPT_LEN + 1];
     if (!_admit(gw, req, resp, &id, TERM_APP, 0, &app, accept)) return;
-    stream *s = _reserve(gw, resp, kind, &app);
+    stream *s = _reserve(gw, resp, kind, &app, &id);
     if (!s) return;
     if (kind == ST_PTY && !(s->term = _pty_open(s))) {
         http_problem(resp, 502, "bad-gateway", NULL,
@@ -422,7 +430,7 @@ static void h_proxy(http_req *req, http_resp *resp, void *ctx)
     session_app sa;
     char accept[WSF_ACCEPT_LEN + 1];
     if (!_admit(gw, req, resp, &id, app, port, &sa, accept)) return;
-    stream *s = _reserve(gw, resp, ST_TUNNEL, &sa);
+    stream *s = _reserve(gw, resp, ST_TUNNEL, &sa, &id);
     if (!s) return;
     ts_err err = {{0}};
     s->tcp = ws_tcp_connect(sa.host, sa.host_port, CONNECT_TIMEOUT_MS, &err);

@@ -21,6 +21,14 @@
 /* SQL lists. */
 #define SQL_FINAL "('TERMINATED', 'CANCELLED', 'ERROR')"
 
+/* Idle reclamation (idle_network.h): the SET clause of a status change of registry.sessions to the
+ * status the SQL expression st names: the idle deadline counts from a RUNNING, and is NULL in any
+ * other status. Every statement that moves a session to or from RUNNING includes it (tr_set,
+ * kernel_steps.c's batch RUNNING). */
+#define IDLE_DEADLINE_SET(st)                                                                      \
+    "idle_deadline = CASE WHEN " st " = 'RUNNING' AND type = 'interactive'"                        \
+    " AND idle_timeout > 0 THEN now() + make_interval(secs => idle_timeout) END"
+
 /* TERMINATED, CANCELLED or ERROR (of a session or a kernel). */
 bool reg_status_final(const char *status) TS_MUST_CHECK;
 

@@ -5,6 +5,7 @@
 #include "context.h"
 #include "occupancy_sync.h"
 #include "pending_timeout.h"
+#include "idle_network.h"
 #include "session_lifetime.h"
 #include "reconcile.h"
 #include "route_sync.h"
@@ -79,6 +80,7 @@ static void *loop(void *arg)
             TS_IGNORE(pending_timeout_sweep(&cancelled));
             int ended; /* likewise */
             TS_IGNORE(session_lifetime_sweep(&ended));
+            TS_IGNORE(idle_network_sweep(&ended));
             next_pending = now + reg_settings.pending_check_interval_ms;
         }
         if (now >= next_prune) {

@@ -34,11 +34,15 @@ static const char started_sql[] =
     " RETURNING k.id::text";
 
 /* The sessions whose one kernel now runs: RUNNING, with their history rows. */
+/* (clang-format cannot lay out a macro between string literals) */
+/* clang-format off */
 static const char running_sql[] =
     "WITH u AS (UPDATE registry.sessions SET status = 'RUNNING', status_info = '',"
-    "   status_changed_at = now() WHERE id = ANY($1::uuid[]) RETURNING id)"
+    "   status_changed_at = now(), " IDLE_DEADLINE_SET("'RUNNING'")
+    "   WHERE id = ANY($1::uuid[]) RETURNING id)"
     " INSERT INTO registry.session_status_history (session_id, status, reason)"
     " SELECT id, 'RUNNING', '' FROM u ORDER BY id";
+/* clang-format on */
 
 static const char *kernel_of(const kernel_step *st)
 {

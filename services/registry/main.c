@@ -12,6 +12,7 @@
 #include "libcommon/log.h"
 #include "lifecycle.h"
 #include "occupancy_sync.h"
+#include "idle_network.h"
 #include "reconcile.h"
 #include "session_cluster.h"
 #include "usage_store.h"
@@ -161,6 +162,7 @@ static bool registry_start(svc *s, ts_err *err)
         !usage_store_start(s, err) || !waiters_feed_start(err))
         return false;
     reconcile_register_metrics(s);
+    idle_network_register_metrics(s);
     return housekeeping_start(err);
 }
 

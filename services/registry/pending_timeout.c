@@ -28,7 +28,11 @@ static bool cancel(PGconn *conn, outbox *ob, sess *s, const char *why, ts_err *e
 bool pending_timeout_sweep(int *cancelled)
 {
     /* the scheduler may have placed it since the query: only PENDING ends here */
-    static const session_sweep_spec spec = {"pending timeout",           OVERDUE_SQL, ST_PENDING,
-                                            "pending session timed out", reason,      cancel};
+    static const session_sweep_spec spec = {.what = "pending timeout",
+                                            .sql = OVERDUE_SQL,
+                                            .status = ST_PENDING,
+                                            .done_msg = "pending session timed out",
+                                            .reason = reason,
+                                            .end = cancel};
     return session_sweep(&spec, cancelled);
 }

@@ -27,8 +27,11 @@ static bool terminate(PGconn *conn, outbox *ob, sess *s, const char *why, ts_err
 bool session_lifetime_sweep(int *ended)
 {
     /* it may have ended or be restarting since the query: only RUNNING ends here */
-    static const session_sweep_spec spec = {
-        "session lifetime", OVERDUE_SQL, ST_RUNNING, "session reached its lifetime", reason,
-        terminate};
+    static const session_sweep_spec spec = {.what = "session lifetime",
+                                            .sql = OVERDUE_SQL,
+                                            .status = ST_RUNNING,
+                                            .done_msg = "session reached its lifetime",
+                                            .reason = reason,
+                                            .end = terminate};
     return session_sweep(&spec, ended);
 }

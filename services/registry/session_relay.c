@@ -9,6 +9,7 @@
 #include "session_relay.h"
 
 #include "caller.h"
+#include "idle_network.h"
 #include "session_cluster.h"
 #include "sessions.h"
 
@@ -114,6 +115,10 @@ static void relay(http_req *req, http_resp *resp, svc *s, const char *method, co
     pgjson_put(s, conn);
     caller_free(&c);
     if (!found) return;
+    /* Use for the idle checker: all but reading the logs (a console may poll them). */
+    ts_err aerr = {{0}};
+    if (strcmp(what, "logs") != 0 && !idle_mark_active(id, &aerr))
+        TLOG_WARN("activity not recorded", "error=\"%s\"", aerr.msg);
 
     /* The query and the body's own Content-Type travel as they came (an
      * upload is multipart/form-data), and a download keeps its file name. */

@@ -16,6 +16,8 @@ static bool end_one(const session_sweep_spec *spec, PGconn *conn, const char *si
     bool found = false;
     bool ok = pg_begin(conn, err) && tr_lock(conn, sid, &s, &found, err);
     *ended = ok && found && strcmp(s.status, spec->status) == 0;
+    if (*ended && spec->due) ok = spec->due(conn, &s, ended, err);
+    *ended = *ended && ok;
     if (*ended) ok = spec->end(conn, &ob, &s, reason, err);
     if (ok && pg_commit(conn, err)) {
         ob_flush(&ob);

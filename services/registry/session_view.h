@@ -6,7 +6,9 @@
  * kernel: [{name, protocol, container_ports, host_ports, host}]),
  * domainName, groupId, groupName, userId, accessKey, scalingGroup,
  * resourceGroup, clusterSize, clusterMode, priority, result, exitCode,
- * kernels: [{id, role, idx, agent, status, statusInfo, containerId, exitCode}]. */
+ * kernels: [{id, role, idx, agent, status, statusInfo, containerId, exitCode}],
+ * idleChecks (Backend.AI's idle_checks, idle_network.h: from the stored
+ * deadline; idle_checks_refine adds the last use). */
 #ifndef REGISTRY_SESSION_VIEW_H
 #define REGISTRY_SESSION_VIEW_H
 

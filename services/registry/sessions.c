@@ -4,6 +4,7 @@
 
 #include "caller.h"
 #include "db_common.h"
+#include "idle_network.h"
 #include "libcommon/log.h"
 #include "libcommon/pgjson.h"
 #include "listing.h"
@@ -89,6 +90,7 @@ static void reply_view(http_resp *resp, PGconn *conn, const char *id, json_t *ex
     const char *p[] = {id};
     json_t *v = session_view_one(conn, resp, "s.id = $1::uuid", 1, p);
     if (v) {
+        idle_checks_refine(json_object_get(v, "idleChecks"), id);
         if (extra) json_object_update(v, extra);
         http_reply_json(resp, 200, v);
     }
@@ -210,6 +212,25 @@ out:
 static void h_get(http_req *req, http_resp *resp, void *ctx)
 {
     on_session(req, resp, ctx, reply_info);
+}
+
+static void activity(http_resp *resp, PGconn *conn, const char *id)
+{
+    (void)conn;
+    ts_err err = {{0}};
+    if (idle_mark_active(id, &err)) {
+        http_reply(resp, 204, NULL, NULL, 0);
+        return;
+    }
+    TLOG_WARN("activity not recorded", "error=\"%s\"", err.msg);
+    http_problem(resp, 503, "service-unavailable", NULL, "activity cannot be recorded now");
+}
+
+/* Use of the session outside the registry (the gateway's streams): the idle
+ * checker counts it (idle_network.h). */
+static void h_activity(http_req *req, http_resp *resp, void *ctx)
+{
+    on_session(req, resp, ctx, activity);
 }
 
 static void h_history(http_req *req, http_resp *resp, void *ctx)
@@ -370,4 +391,5 @@ void sessions_routes(svc *s)
     http_route(r, "GET", "/v1/sessions/{id}/history", h_history, s);
     http_route(r, "GET", "/v1/sessions/{id}/status-history", h_status_history, s);
     http_route(r, "POST", "/v1/sessions/{id}/rename", h_rename, s);
+    http_route(r, "POST", "/v1/sessions/{id}/activity", h_activity, s);
 }

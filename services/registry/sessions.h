@@ -7,6 +7,9 @@
  *   DELETE /v1/sessions/{name-or-id}?forced=&owner_access_key=   destroy / cancel
  *   PATCH  /v1/sessions/{name-or-id}?owner_access_key=       restart
  *   GET    /v1/sessions/{name-or-id}/history?owner_access_key=
+ *   POST   /v1/sessions/{name-or-id}/activity   the session was used (the
+ *                                              gateway's streams; 204): the
+ *                                              idle checker counts it
  *   POST   /v1/sessions/{name-or-id}/execute, GET .../logs,
  *          POST .../apps/{app}/start           relayed to the main kernel's
  *                                              agent (session_relay.h)

@@ -80,23 +80,28 @@ bool tr_lock_many(PGconn *conn, const char *const *ids, size_t n, sess *out, boo
     return true;
 }
 
+/* tr_set's statement: the status (and the idle deadline it implies), the
+ * kernels' slots when final, and the history row. */
+/* (clang-format cannot lay out a macro between string literals) */
+/* clang-format off */
+static const char set_sql[] =
+    "WITH u AS (UPDATE registry.sessions SET status = $2, status_info = $3,"
+    " status_changed_at = now(), " IDLE_DEADLINE_SET("$2") ","
+    " terminated_at = CASE WHEN $4::bool THEN now() ELSE terminated_at END,"
+    " occupied_slots = CASE WHEN $4::bool THEN '{}'::jsonb ELSE occupied_slots END"
+    " WHERE id = $1::uuid RETURNING id),"
+    " k AS (UPDATE registry.kernels SET holds_slots = false"
+    "   WHERE $4::bool AND session_id = $1::uuid AND holds_slots)"
+    " INSERT INTO registry.session_status_history (session_id, status, reason)"
+    " SELECT id, $2, $3 FROM u";
+/* clang-format on */
+
 bool tr_set(PGconn *conn, outbox *ob, sess *s, const char *to, const char *reason, ts_err *err)
 {
     bool final = reg_status_final(to);
     const char *p[] = {s->id, to, reason ? reason : "", final ? "true" : "false"};
-    /* the status, the kernels' slots when final, and the history row: one statement */
-    if (!reg_run(conn,
-                 "WITH u AS (UPDATE registry.sessions SET status = $2, status_info = $3,"
-                 "   status_changed_at = now(),"
-                 "   terminated_at = CASE WHEN $4::bool THEN now() ELSE terminated_at END,"
-                 "   occupied_slots = CASE WHEN $4::bool THEN '{}'::jsonb ELSE occupied_slots END"
-                 "   WHERE id = $1::uuid RETURNING id),"
-                 " k AS (UPDATE registry.kernels SET holds_slots = false"
-                 "   WHERE $4::bool AND session_id = $1::uuid AND holds_slots)"
-                 " INSERT INTO registry.session_status_history (session_id, status, reason)"
-                 " SELECT id, $2, $3 FROM u",
-                 4, p, err))
-        return false;
+    /* one statement */
+    if (!reg_run(conn, set_sql, 4, p, err)) return false;
     /* its wall time per status, for usage accounting (docs/usage.md) */
     if (final && !usage_store_session_end(conn, s->id, err)) return false;
     tr_moved(ob, s, to, reason);

@@ -393,7 +393,7 @@ bool routes_touch(rds *rd, const char *session_id, int64_t now_ms, int64_t set_t
     snprintf(skey, sizeof(skey), "session:%s:routes", session_id);
     snprintf(now, sizeof(now), "%lld", (long long)now_ms);
     snprintf(ttl, sizeof(ttl), "%lld", (long long)set_ttl_ms);
-    const char *a1[] = {"SET", lkey, now, "EX", "86400"};
+    const char *a1[] = {"SET", lkey, now, "EX", ROUTES_LAST_ACCESS_TTL_S};
     redisReply *rep = rds_command(rd, 5, a1, NULL, err);
     if (!rep) return false;
     freeReplyObject(rep);

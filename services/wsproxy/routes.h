@@ -92,7 +92,10 @@ bool routes_revocations_wait(rds *rd, char last_id[64], int block_ms, char (*out
                              int max, int *count, ts_err *err) TS_MUST_CHECK;
 /* Whether the session still has its routes set. */
 bool routes_session_alive(rds *rd, const char *session_id, bool *alive, ts_err *err) TS_MUST_CHECK;
-/* Record use: last_access = now_ms (kept a day) and slide the set's TTL. */
+/* How long last_access is kept: the idle checker (the registry's
+ * idle_network.h) reads it up to an idle_timeout after the use. */
+#define ROUTES_LAST_ACCESS_TTL_S "2592000"
+/* Record use: last_access = now_ms (kept 30 days) and slide the set's TTL. */
 bool routes_touch(rds *rd, const char *session_id, int64_t now_ms, int64_t set_ttl_ms,
                   ts_err *err) TS_MUST_CHECK;
 

@@ -182,6 +182,18 @@ def test_my_account(page, console_url, alice):
     shot(page, "account")
 
 
+def test_the_session_shows_when_idle_reclamation_ends_it(page, console_url, alice):
+    """Under the default policy (idle_timeout 3600 s) a RUNNING session shows
+    the time left before it is reclaimed unless used, on its page and in the
+    list (docs/sessions.md "Idle reclamation")."""
+    go(page, console_url, f"/sessions/{SESSION}")
+    idle = el(page, "[data-test=idle]").text
+    assert "reclaimed in" in idle and "unless used" in idle and "idle timeout 3600 s" in idle, idle
+    go(page, console_url, "/sessions")
+    row = el(page, f"[data-session=\"{SESSION}\"] [data-test=idle]")
+    assert row.text.startswith("idle: reclaimed in"), row.text
+
+
 def test_destroy_the_session(page, console_url, alice):
     go(page, console_url, f"/sessions/{SESSION}")
     click(page, "[data-test=destroy]")

@@ -6,6 +6,7 @@ service's one address (SO_REUSEPORT; docs/operations.md, "Replicas").
 - both instances serve: fresh connections to a service's address reach
   each instance (its own /metrics counts them); both schedulers hold
   partitions of tessera.session.v1, both registries' consumers joined;
+- idle reclamation with two registries ends an idle session once;
 - a create that waits for RUNNING (maxWaitSeconds) is answered once the
   session runs, whichever registry committed RUNNING (the other instance's
   commit reaches the waiting one through the status stream);
@@ -242,6 +243,33 @@ def test_a_waiting_create_is_answered_when_the_session_runs(stack, tenant, image
                         f"{r.json()['status']} after {took:.1f} s")
     assert not slow, f"waiting creates not answered when RUNNING (bound {WAIT_BOUND_S} s): {slow}"
     destroy_all(stack, client, client.access_key)
+
+
+def test_idle_reclamation_ends_a_session_once(stack, admin, image):
+    """Both registries sweep the idle deadlines (docs/sessions.md, "Idle
+    reclamation"): an idle session is terminated once (one TERMINATING in
+    its history, one reclaim counted over both instances), with its reason."""
+    client = faultlib.new_tenant(admin, None, "rp-idle", make_client=bai_signer.Client)
+    uname = f"rp-idle-{TAG}"
+    faultlib.okj(admin.post("/admin/keypair-resource-policies",
+                            {"name": uname, "idle_timeout": 5}), 200, 201)
+    faultlib.okj(admin.patch(f"/admin/keypairs/{client.access_key}", {"resource_policy": uname}))
+    urls = [url_of(stack, "registry@1"), url_of(stack, "registry@2")]
+    before = sum(metric(url, "tessera_registry_idle_reclaimed_total", 'checker="network_timeout"')
+                 for url in urls)
+    r = client.post("/session", {"image": image, "name": uname, "maxWaitSeconds": 60,
+                                 "config": {"resources": SMALL}}, timeout=90)
+    assert r.status_code == 201 and r.json()["status"] == "RUNNING", r.text
+    sid = r.json()["sessionUuid"]
+    wait_until(lambda: client.get(f"/session/{sid}").json()["status"] == "TERMINATED", timeout=60,
+               message="the idle session to be reclaimed")
+    info = client.get(f"/session/{sid}").json()
+    assert "idle: no app traffic or exec for 5 s" in info["statusInfo"], info
+    rows = client.get(f"/session/{sid}/history").json()["items"]
+    assert [r["status"] for r in rows].count("TERMINATING") == 1, rows
+    after = sum(metric(url, "tessera_registry_idle_reclaimed_total", 'checker="network_timeout"')
+                for url in urls)
+    assert after == before + 1
 
 
 def test_pending_sessions_move_to_the_surviving_scheduler(stack, tenant, image):

@@ -737,6 +737,30 @@ def test_last_access_and_metrics(env):
     assert bad.status_code == 400
 
 
+def test_tunnel_bytes_are_use_a_silent_tunnel_is_not(env):
+    """The idle checker's input: the client's bytes on an upgraded connection
+    mark session:<id>:last_access; an open tunnel that moves nothing does not."""
+    px = env["shared"]
+    sid = new_session()
+    r = px.route(sid, app="ssh", protocol="tcp", target=env["tcp"])
+    tok = r["url"].split("token=")[1]
+    key = f"session:{sid}:last_access"
+    with px.connect() as c:
+        c.sendall(f"GET /v1/tcp?token={tok} HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\n"
+                  f"Upgrade: tessera-tcp\r\n\r\n".encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += c.recv(1)
+        assert head.startswith(b"HTTP/1.1 101")
+        opened = int(wait_until(lambda: redis_cli(env, "GET", key), timeout=5, message="last_access"))
+        time.sleep(2.5)  # silent: the mark stays where the request put it
+        assert int(redis_cli(env, "GET", key)) == opened
+        c.sendall(b"ping\n")
+        assert recv_exact(c, 5) == b"ping\n"
+        wait_until(lambda: int(redis_cli(env, "GET", key)) >= opened + 2000, timeout=5,
+                   message="last_access to follow the tunnel's bytes")
+
+
 def test_route_api_needs_the_right_service(env):
     """Whoever reaches the route API without the gateway's credential opens
     nothing: no credential 401, the registry's credential 403 (it only revokes),

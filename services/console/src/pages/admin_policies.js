@@ -79,7 +79,7 @@ export const KINDS = {
       [
         'idle_timeout',
         'Idle timeout',
-        'seconds a session may stay idle before it is ended; 0 or empty = never. Stored and handed to the agent, but not enforced yet: idle sessions are not ended',
+        'seconds an interactive session may go unused (no app traffic, stream or exec) before it is ended; 0 or empty = never; taken when a session is created',
         0,
         (v) => noneIf0(v, seconds),
       ],

@@ -1,6 +1,7 @@
 // Sessions: a list that refreshes itself, a status filter, the launcher.
 import { useState } from 'preact/hooks';
 import { api, enc, get } from '../api.js';
+import { idleSummary } from '../idle.js';
 import { ALL_STATUSES, LIVE_STATUSES, isLive } from '../resources.js';
 import {
   Opt,
@@ -97,7 +98,8 @@ export function SessionsPage({ user, query }) {
         <th scope="row"><a href=${'#/sessions/' + enc(s.sessionId)}>${s.sessionId}</a>
           <div class="muted small">${s.type}${s.scalingGroup ? ' · ' + s.scalingGroup : ''}</div></th>
         <td data-status=${s.status}><${StatusBadge} status=${s.status} />
-          ${s.statusInfo && html`<div class="muted small status-info">${s.statusInfo}</div>`}</td>
+          ${s.statusInfo && html`<div class="muted small status-info">${s.statusInfo}</div>`}
+          ${idleSummary(s.idleChecks).idle && html`<div class="muted small" data-test="idle">idle: ${idleSummary(s.idleChecks).idle}</div>`}</td>
         <td>${fmtAge(s.age)}</td>
         <td class="small">${fmtSlots(isLive(s.status) && s.occupiedSlots && Object.keys(s.occupiedSlots).length ? s.occupiedSlots : s.requestedSlots)}</td>
         <td class="small mono">${s.image}</td>
