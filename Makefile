@@ -349,7 +349,7 @@ FUZZ_NAMES    := $(foreach t,$(FUZZ_TARGETS),$(firstword $(subst =, ,$(t))))
 FUZZ_BINS     := $(patsubst %,$(BUILD)/fuzz/bin/fuzz_%,$(FUZZ_NAMES))
 FUZZ_COMMON   := common log config config_file envelope http_resp http_router http_server http_request http_workers http_events buf svcauth \
                  http1 http_front image_ref exec_req deps metrics http_upgrade ws wsframe \
-                 http_body_watch net_listen utf8
+                 http_body_watch net_listen utf8 http_tls http_mhd
 FUZZ_LIB_OBJ  := $(patsubst %,$(BUILD)/fuzz/obj/libcommon/%.o,$(FUZZ_COMMON)) \
                  $(patsubst $(BUILD)/gen/%.c,$(BUILD)/fuzz/obj/gen/%.o,$(PROTO_C))
 FUZZ_PKGS     := libmicrohttpd jansson libprotobuf-c libsodium

@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+import unittest.mock
 
 from conftest import BIN_DIR, REPO
 
@@ -42,11 +43,14 @@ def test_api_bench_smoke_records_every_placement():
 
 
 def _bench_api():
-    os.environ.setdefault("BACKEND_ENDPOINT", "http://127.0.0.1:1")
+    """bench_api.py as a module (it reads BACKEND_ENDPOINT when loaded: one
+    for the load only, so that no later stack's processes inherit it)."""
     spec = importlib.util.spec_from_file_location(
         "bench_api", os.path.join(REPO, "bench", "scheduler", "bench_api.py"))
     mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    with unittest.mock.patch.dict(os.environ, {"BACKEND_ENDPOINT": os.environ.get(
+            "BACKEND_ENDPOINT", "http://127.0.0.1:1")}):
+        spec.loader.exec_module(mod)
     return mod
 
 

@@ -21,7 +21,10 @@ import requests
 from conftest import wait_until
 from test_scheduler_service import enqueued, free_port, metric, mini, scheduled_of, wait_agents  # noqa: F401
 
-SESSIONS = 200
+SESSIONS = 100
+# a bound on the drain, not a speed target (that is `make bench-scheduler`'s):
+# the test's other lane and its own CPU hog share two cores
+DRAIN_BOUND_S = 240
 DELAY_S = 2.5  # past the scheduler's redis.timeout (2 s)
 # one client->Redis chunk in EVERY is held DELAY_S
 EVERY = int(os.environ.get("TESSERA_TEST_SLOW_EVERY", "3"))
@@ -126,7 +129,7 @@ def test_backlog_drains_while_redis_answers_slowly(mini):
         r = mini.busctl("publish", "-t", "tessera.session.v1", input="\n".join(lines) + "\n", timeout=120)
         assert r.returncode == 0, r.stderr
 
-        ev = scheduled_of(mini.events(type_="SessionScheduled", count=SESSIONS, timeout=75))
+        ev = scheduled_of(mini.events(type_="SessionScheduled", count=SESSIONS, timeout=DRAIN_BOUND_S))
         proxy.slow.clear()
         assert len(ev) == SESSIONS, f"{SESSIONS - len(ev)} sessions not scheduled"
         # no pause, nothing dead-lettered ...
