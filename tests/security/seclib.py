@@ -189,6 +189,13 @@ class Session:
             raise SetupError(f"execute {command!r} in {self.name}: {res.get('status')} {err[-500:]}")
         return res.get("exitCode"), out, err
 
+    def published(self, app):
+        """The host port the app's first port is published on, or None."""
+        for sp in self.info.get("servicePorts") or []:
+            if sp.get("name") == app and sp.get("host_ports"):
+                return sp["host_ports"][0]
+        return None
+
     def probe(self, *args, timeout=60):
         """Run the probe in the session; its JSON answer."""
         cmd = " ".join([PROBE_IN_IMAGE] + [sh_quote(a) for a in args])

@@ -40,13 +40,6 @@ class Net:
     pass
 
 
-def _published(session, app):
-    for sp in session.info.get("servicePorts") or []:
-        if sp.get("name") == app and sp.get("host_ports"):
-            return sp["host_ports"][0]
-    return None
-
-
 @pytest.fixture(scope="module")
 def net(stack, sessions):
     """The host's side, nothing executed in a container: both kernels' network
@@ -64,7 +57,7 @@ def net(stack, sessions):
     n.ports = seclib.platform_ports(stack)
     n.listening = {p for ports in n.ports.values() for p in ports if seclib.host_connects("127.0.0.1", p)}
     n.sentinel = seclib.Sentinel()
-    n.pub_b = _published(n.b, "tcpecho")
+    n.pub_b = n.b.published("tcpecho")
     yield n
     n.sentinel.close()
 

@@ -112,13 +112,6 @@ def _session_on(admin, tenant, image, name, agent):
     raise seclib.SetupError(f"session {name} not RUNNING on {agent} after 120 s")
 
 
-def _published(session, app):
-    for sp in session.info.get("servicePorts") or []:
-        if sp.get("name") == app and sp.get("host_ports"):
-            return sp["host_ports"][0]
-    return None
-
-
 @pytest.fixture(scope="module")
 def cl(cluster_stack, probe_bin):
     """The three-node stack's side: tenants, sessions a (node2) and b (node3),
@@ -146,7 +139,7 @@ def cl(cluster_stack, probe_bin):
         n.cp_ports = {name: ports for name, ports in n.cp_ports.items() if ports}
         n.node = node
         n.node_ports = {k: _ns_listening(v["netns"]) for k, v in node.items()}
-        n.pub_b = _published(n.b, "tcpecho")
+        n.pub_b = n.b.published("tcpecho")
         controls = {f"{n.cp}:{p}" for ports in n.cp_ports.values() for p in ports}
         controls |= {f"{v['addr']}:{p}" for k, v in node.items() for p in n.node_ports[k]}
         n.control = _ns_connects(node[PROBE_NODE]["netns"], controls)
