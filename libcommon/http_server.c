@@ -608,25 +608,11 @@ static void front_refused(int status, void *ctx)
     account(ctx, status, 0);
 }
 
-/* Long: the server's start-up steps in order (TLS material, the listener, the
- * server record and its workers, the body watch, libmicrohttpd's daemon, the
- * front), each failure undoing the steps before it; to be split by step
- * (issue 33). */
-http_server *http_server_start(const http_server_opts *opts, http_router *router, ts_err *err)
+/* The server record for opts around the loaded TLS material and the
+ * listening socket (both its own from here on), with its workers. */
+static http_server *server_new(const http_server_opts *opts, http_router *router, http_tls tls,
+                               int fd, unsigned threads)
 {
-    MHD_set_panic_func(http_mhd_panic, NULL);
-    if (!opts || !router) {
-        ts_err_set(err, "http server: no options or no router");
-        return NULL;
-    }
-    http_tls tls;
-    if (!http_tls_load(opts->tls_cert_file, opts->tls_key_file, &tls, err)) return NULL;
-    int fd = net_listen_open(opts->listen, err);
-    if (fd < 0) {
-        http_tls_free(&tls);
-        return NULL;
-    }
-
     http_server *s = ts_calloc(1, sizeof(*s));
     s->tls = tls;
     s->router = router;
@@ -640,25 +626,17 @@ http_server *http_server_start(const http_server_opts *opts, http_router *router
     s->max_body = opts->max_body ? opts->max_body : DEFAULT_MAX_BODY;
     snprintf(s->server_header, sizeof(s->server_header), "tessera-%s",
              opts->service && *opts->service ? opts->service : "http");
-    unsigned threads = opts->threads > 1 ? (unsigned)opts->threads : 1;
     s->workers = http_workers_new(threads);
+    return s;
+}
+
+/* libmicrohttpd's daemon. It gets connections from the front (http_front.h),
+ * not a listening socket of its own. Under TLS it keeps the PEM pointers:
+ * they live in s until stop. */
+static bool start_daemon(http_server *s, const http_server_opts *opts, unsigned threads,
+                         ts_err *err)
+{
     unsigned timeout = opts->conn_timeout_s > 0 ? (unsigned)opts->conn_timeout_s : 60;
-
-    int header_ms =
-        opts->header_timeout_ms > 0 ? opts->header_timeout_ms : DEFAULT_HEADER_TIMEOUT_MS;
-    int body_ms = opts->body_timeout_ms > 0 ? opts->body_timeout_ms : DEFAULT_BODY_TIMEOUT_MS;
-    s->bodies = http_body_watch_start((int64_t)body_ms * 1000, expire_body, s, err);
-    if (!s->bodies) {
-        http_tls_free(&s->tls);
-        close(fd);
-        http_workers_free(s->workers);
-        free(s);
-        return NULL;
-    }
-
-    /* libmicrohttpd gets connections from the front (http_front.h), not a
-     * listening socket of its own. Under TLS it keeps the PEM pointers: they
-     * live in s until stop. */
     unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG |
                      MHD_USE_NO_LISTEN_SOCKET | MHD_ALLOW_SUSPEND_RESUME |
                      MHD_ALLOW_UPGRADE /* http_upgrade.c */;
@@ -676,25 +654,23 @@ http_server *http_server_start(const http_server_opts *opts, http_router *router
         timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY_LIMIT,
         MHD_OPTION_URI_LOG_CALLBACK, on_uri, s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
         MHD_OPTION_END);
-    if (!s->daemon) {
-        if (s->tls.cert_pem)
-            ts_err_set(err,
-                       "listen %s: libmicrohttpd did not start TLS with http.tls_cert %s and "
-                       "http.tls_key %s (the key does not match the certificate, or GnuTLS "
-                       "cannot use them: see its log line)",
-                       opts->listen, opts->tls_cert_file, opts->tls_key_file);
-        else
-            ts_err_set(err, "listen %s: libmicrohttpd did not start (see its log line)",
-                       opts->listen);
-        http_tls_free(&s->tls);
-        close(fd);
-        http_body_watch_free(s->bodies);
-        http_workers_free(s->workers);
-        free(s);
-        return NULL;
-    }
+    if (s->daemon) return true;
+    if (s->tls.cert_pem)
+        ts_err_set(err,
+                   "listen %s: libmicrohttpd did not start TLS with http.tls_cert %s and "
+                   "http.tls_key %s (the key does not match the certificate, or GnuTLS "
+                   "cannot use them: see its log line)",
+                   opts->listen, opts->tls_cert_file, opts->tls_key_file);
+    else
+        ts_err_set(err, "listen %s: libmicrohttpd did not start (see its log line)", opts->listen);
+    return false;
+}
+
+/* The front that reads each connection's first head (http_front.h). */
+static bool start_front(http_server *s, const http_server_opts *opts, int header_ms, ts_err *err)
+{
     http_front_opts fo = {
-        .listen_fd = fd,
+        .listen_fd = s->listen_fd,
         .header_timeout_ms = header_ms,
         .tls = s->tls.cert_pem != NULL,
         .limits = {.max_line = FRONT_MAX_LINE, .max_head = FRONT_MAX_HEAD},
@@ -704,15 +680,36 @@ http_server *http_server_start(const http_server_opts *opts, http_router *router
         .ctx = s,
     };
     s->front = http_front_start(&fo, err);
-    if (!s->front) {
-        ts_err_prefix(err, "listen %s", opts->listen);
-        http_body_watch_stop(s->bodies);
-        MHD_stop_daemon(s->daemon);
-        http_body_watch_free(s->bodies);
-        http_tls_free(&s->tls);
-        close(fd);
-        http_workers_free(s->workers);
-        free(s);
+    if (!s->front) ts_err_prefix(err, "listen %s", opts->listen);
+    return s->front != NULL;
+}
+
+/* The start-up steps in order: TLS material, the listener, the server record
+ * and its workers, the body watch, libmicrohttpd's daemon, the front. A
+ * failure stops what the steps before it started (http_server_stop). */
+http_server *http_server_start(const http_server_opts *opts, http_router *router, ts_err *err)
+{
+    MHD_set_panic_func(http_mhd_panic, NULL);
+    if (!opts || !router) {
+        ts_err_set(err, "http server: no options or no router");
+        return NULL;
+    }
+    http_tls tls;
+    if (!http_tls_load(opts->tls_cert_file, opts->tls_key_file, &tls, err)) return NULL;
+    int fd = net_listen_open(opts->listen, err);
+    if (fd < 0) {
+        http_tls_free(&tls);
+        return NULL;
+    }
+    unsigned threads = opts->threads > 1 ? (unsigned)opts->threads : 1;
+    http_server *s = server_new(opts, router, tls, fd, threads);
+    int header_ms =
+        opts->header_timeout_ms > 0 ? opts->header_timeout_ms : DEFAULT_HEADER_TIMEOUT_MS;
+    int body_ms = opts->body_timeout_ms > 0 ? opts->body_timeout_ms : DEFAULT_BODY_TIMEOUT_MS;
+    s->bodies = http_body_watch_start((int64_t)body_ms * 1000, expire_body, s, err);
+    if (!s->bodies || !start_daemon(s, opts, threads, err) ||
+        !start_front(s, opts, header_ms, err)) {
+        http_server_stop(s);
         return NULL;
     }
     s->port = net_bound_port(s->listen_fd);
@@ -770,7 +767,7 @@ void http_server_stop(http_server *s)
     if (!s) return;
     http_body_watch_stop(s->bodies); /* before the front it answers through */
     http_front_stop(s->front);
-    MHD_stop_daemon(s->daemon);
+    if (s->daemon) MHD_stop_daemon(s->daemon);
     http_body_watch_free(s->bodies);
     close(s->listen_fd);
     if (s->shared_fd >= 0) close(s->shared_fd);

@@ -543,22 +543,18 @@ static void drain(svc *s)
     }
 }
 
-/* Long: the runtime's steps in order (docs/architecture.md, "The service runtime"); to be split by
- * step once the branches changing svc.c land (issue 33). */
-int svc_main(int argc, char **argv, const svc_spec *spec)
-{
-    /* Block the signals we wait for before any thread exists, so every thread
-     * inherits the mask and only sigwaitinfo sees them. */
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
-    signal(SIGPIPE, SIG_IGN);
+/* What the command line asked for. */
+typedef struct svc_args {
+    const char *config_path; /* --config or TESSERA_CONFIG; NULL: none */
+    bool check_only;         /* --check-config */
+    bool print_effective;    /* --print-config */
+} svc_args;
 
+/* The option tables this service reads: the common ones, those of its
+ * dependencies, its own. tables holds at least 6. */
+static void build_schema(const svc_spec *spec, const cfg_option **tables, cfg_schema *schema)
+{
     svc_common_table[2].def = spec->default_listen;
-    const cfg_option *tables[6];
     int nt = 0;
     tables[nt++] = svc_common_table;
     if (spec->needs & SVC_NEEDS_PG) tables[nt++] = svc_pg_table;
@@ -566,8 +562,14 @@ int svc_main(int argc, char **argv, const svc_spec *spec)
     if (spec->needs & SVC_NEEDS_KAFKA) tables[nt++] = svc_kafka_table;
     if (spec->options) tables[nt++] = spec->options;
     tables[nt] = NULL;
-    cfg_schema schema = {.service = spec->name, .tables = tables};
+    *schema = (cfg_schema){.service = spec->name, .tables = tables};
+}
 
+/* The command line into a; false when it was answered here (--help,
+ * --version, a key, an error) with *rc the exit code. */
+static bool parse_args(int argc, char **argv, const svc_spec *spec, const cfg_schema *schema,
+                       svc_args *a, int *rc)
+{
     enum { OPT_CHECK = 256, OPT_PRINT, OPT_EXAMPLE, OPT_NEW_KEY, OPT_PUBLIC_KEY };
     static const struct option longopts[] = {
         {"new-service-key", required_argument, NULL, OPT_NEW_KEY},
@@ -580,76 +582,89 @@ int svc_main(int argc, char **argv, const svc_spec *spec)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const char *config_path = getenv("TESSERA_CONFIG");
-    bool check_only = false, print_effective = false;
+    *a = (svc_args){.config_path = getenv("TESSERA_CONFIG")};
+    *rc = 0;
     int opt;
     while ((opt = getopt_long(argc, argv, "c:Vh", longopts, NULL)) != -1) {
         switch (opt) {
         case 'c':
-            config_path = optarg;
+            a->config_path = optarg;
             break;
         case OPT_CHECK:
-            check_only = true;
+            a->check_only = true;
             break;
         case OPT_PRINT:
-            print_effective = true;
+            a->print_effective = true;
             break;
         case OPT_EXAMPLE:
-            cfg_print_example(&schema, stdout);
-            return 0;
+            cfg_print_example(schema, stdout);
+            return false;
         case OPT_NEW_KEY:
         case OPT_PUBLIC_KEY: {
             ts_err kerr = {{0}};
             bool ok = opt == OPT_NEW_KEY ? svcauth_new_key(spec->name, optarg, stdout, &kerr)
                                          : svcauth_public_line(optarg, stdout, &kerr);
             if (!ok) fprintf(stderr, "tessera-%s: %s\n", spec->name, kerr.msg);
-            return ok ? 0 : 1;
+            *rc = ok ? 0 : 1;
+            return false;
         }
         case 'V':
             printf("tessera-%s %s\n", spec->name, TESSERA_VERSION);
-            return 0;
+            return false;
         case 'h':
-            usage(spec, &schema, stdout);
-            return 0;
+            usage(spec, schema, stdout);
+            return false;
         default:
             fprintf(stderr, "tessera-%s: try --help\n", spec->name);
-            return 2;
+            *rc = 2;
+            return false;
         }
     }
     if (optind < argc) {
         fprintf(stderr, "tessera-%s: unexpected argument '%s'; try --help\n", spec->name,
                 argv[optind]);
-        return 2;
+        *rc = 2;
+        return false;
     }
-    if (config_path && !config_path[0]) config_path = NULL;
+    if (a->config_path && !a->config_path[0]) a->config_path = NULL;
+    return true;
+}
 
+/* The configuration loaded and applied (log level, dependency policy,
+ * service credentials); false when the process ends here (an error,
+ * --check-config, --print-config) with *rc the exit code. */
+static bool load_config(const svc_spec *spec, cfg_schema *schema, const svc_args *a, int *rc)
+{
     tlog_init(spec->name, NULL);
     ts_err err = {{0}};
-    if (!cfg_load(&schema, config_path, &err)) {
+    if (!cfg_load(schema, a->config_path, &err)) {
         fprintf(stderr, "tessera-%s: configuration error: %s\n", spec->name, err.msg);
-        return 2;
+        *rc = 2;
+        return false;
     }
     fill_instance();
     if (!tlog_set_level(svc_opts.log_level)) ts_panic("log.level passed validation but is unknown");
     apply_deps_policy();
+    *rc = 0;
     if (!load_service_auth(spec, &err)) {
         fprintf(stderr, "tessera-%s: configuration error: %s\n", spec->name, err.msg);
-        cfg_free(&schema);
-        return 2;
+        *rc = 2;
+    } else if (a->check_only) {
+        printf("tessera-%s: configuration OK%s%s\n", spec->name, a->config_path ? " in " : "",
+               a->config_path ? a->config_path : "");
+    } else if (a->print_effective) {
+        cfg_print_effective(schema, stdout);
+    } else {
+        tlog_init(spec->name, svc_opts.instance);
+        return true;
     }
-    if (check_only) {
-        printf("tessera-%s: configuration OK%s%s\n", spec->name, config_path ? " in " : "",
-               config_path ? config_path : "");
-        cfg_free(&schema);
-        return 0;
-    }
-    if (print_effective) {
-        cfg_print_effective(&schema, stdout);
-        cfg_free(&schema);
-        return 0;
-    }
-    tlog_init(spec->name, svc_opts.instance);
+    cfg_free(schema);
+    return false;
+}
 
+/* The service record with its router, metrics and health routes. */
+static svc *svc_new(const svc_spec *spec)
+{
     svc *s = ts_calloc(1, sizeof(*s));
     s->spec = spec;
     s->start_wall_ms = ts_now_wall_ms();
@@ -669,13 +684,14 @@ int svc_main(int argc, char **argv, const svc_spec *spec)
     http_route(s->router, "GET", "/healthz", h_healthz, s);
     http_route(s->router, "GET", "/readyz", h_readyz, s);
     http_route(s->router, "GET", "/metrics", h_metrics, s);
+    return s;
+}
 
-    int rc = 0;
-    if (spec->routes && !spec->routes(s, &err)) {
-        TLOG_ERROR("start-up failed", "step=routes error=\"%s\"", err.msg);
-        rc = 1;
-        goto out;
-    }
+/* The HTTP server on http.listen, guarded by service credentials (internal
+ * services) or the spec's public guard. */
+static bool start_http(svc *s, ts_err *err)
+{
+    const svc_spec *spec = s->spec;
     http_server_opts hopts = {
         .listen = svc_opts.http_listen,
         .max_body = (size_t)svc_opts.http_max_body,
@@ -697,43 +713,74 @@ int svc_main(int argc, char **argv, const svc_spec *spec)
         hopts.guard = public_guard;
         hopts.guard_ctx = s;
     }
-    if (!check_http_plaintext(spec, &err)) {
-        TLOG_ERROR("start-up failed", "step=http listen=%s error=\"%s\"", svc_opts.http_listen,
-                   err.msg);
-        rc = 1;
-        goto out;
-    }
-    s->http = http_server_start(&hopts, s->router, &err);
-    if (!s->http) {
-        TLOG_ERROR("start-up failed", "step=http listen=%s error=\"%s\"", svc_opts.http_listen,
-                   err.msg);
-        rc = 1;
-        goto out;
-    }
+    if (!check_http_plaintext(spec, err)) return false;
+    s->http = http_server_start(&hopts, s->router, err);
+    if (!s->http) return false;
     TLOG_INFO("serving HTTP", "listen=%s port=%d version=%s", svc_opts.http_listen,
               http_server_port(s->http), TESSERA_VERSION);
+    return true;
+}
+
+/* The start-up steps in order (docs/architecture.md, "The service
+ * runtime"): the spec's routes, HTTP, the dependencies, the spec's start,
+ * the shared listener. A failure is logged with its step. */
+static bool start_service(svc *s)
+{
+    const svc_spec *spec = s->spec;
+    ts_err err = {{0}};
+    if (spec->routes && !spec->routes(s, &err)) {
+        TLOG_ERROR("start-up failed", "step=routes error=\"%s\"", err.msg);
+        return false;
+    }
+    if (!start_http(s, &err)) {
+        TLOG_ERROR("start-up failed", "step=http listen=%s error=\"%s\"", svc_opts.http_listen,
+                   err.msg);
+        return false;
+    }
     if (!connect_deps(s, &err)) {
         TLOG_ERROR("start-up failed", "step=dependencies error=\"%s\"", err.msg);
-        rc = 1;
-        goto out;
+        return false;
     }
     if (spec->start && !spec->start(s, &err)) {
         TLOG_ERROR("start-up failed", "step=start error=\"%s\"", err.msg);
-        rc = 1;
-        goto out;
+        return false;
     }
     atomic_store(&s->started, true);
     const char *shared = svc_opts.http_shared_listen;
     if (*shared && !http_server_share(s->http, shared, &err)) {
         TLOG_ERROR("start-up failed", "step=http shared_listen=%s error=\"%s\"", shared, err.msg);
-        rc = 1;
-        goto out;
+        return false;
     }
     notify("READY=1");
     TLOG_INFO("ready", "shared_listen=%s", shared);
+    return true;
+}
 
-    wait_for_stop(spec, &schema, config_path, &set);
-out:
+int svc_main(int argc, char **argv, const svc_spec *spec)
+{
+    /* Block the signals we wait for before any thread exists, so every thread
+     * inherits the mask and only sigwaitinfo sees them. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    const cfg_option *tables[6];
+    cfg_schema schema;
+    build_schema(spec, tables, &schema);
+    svc_args args;
+    int rc;
+    if (!parse_args(argc, argv, spec, &schema, &args, &rc) ||
+        !load_config(spec, &schema, &args, &rc))
+        return rc;
+    svc *s = svc_new(spec);
+    if (start_service(s))
+        wait_for_stop(spec, &schema, args.config_path, &set);
+    else
+        rc = 1;
     drain(s);
     TLOG_INFO("stopped", "exit_code=%d", rc);
     http_router_free(s->router);

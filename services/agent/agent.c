@@ -277,13 +277,11 @@ bool agent_setup(svc *s, const agent_config *cfg, ts_err *err)
     return true;
 }
 
-/* Long: the agent's start-up steps in order, each a few lines; to be split by step once agent.c's
- * TLS change lands (issue 33). */
-bool agent_start(svc *s, ts_err *err)
+/* Step 1: the state directory, the host's networking, the node's resources,
+ * the user namespace and the GPUs. */
+static bool _start_node(agent *a, ts_err *err)
 {
-    agent *a = svc_data(s);
     const agent_config *c = &a->cfg;
-    tlog_ctx_agent(a->id);
     if (mkdir(c->state_dir, 0750) != 0 && access(c->state_dir, W_OK) != 0) {
         ts_err_set(err, "agent.state_dir %s is not usable", c->state_dir);
         return false;
@@ -324,7 +322,13 @@ bool agent_start(svc *s, ts_err *err)
                    a->gpu.shim_path, why);
         return false;
     }
+    return true;
+}
 
+/* Step 2: the container runtime with its CNI plugins and port pool. */
+static bool _start_runtime(agent *a, ts_err *err)
+{
+    const agent_config *c = &a->cfg;
     int lo = 0, hi = 0;
     if (!_port_range(c->port_range, &lo, &hi, err)) return false;
     /* every kernel publishes at least the ttyd port: no port plugin, no kernels */
@@ -355,7 +359,14 @@ bool agent_start(svc *s, ts_err *err)
     else
         TLOG_WARN("kernel disk sizes not enforced: kernels write without a limit", "why=\"%s\"",
                   dwhy);
+    return true;
+}
 
+/* Step 3: the image stores (one for TLS registries, one for the insecure
+ * ones, agent.insecure_registries). */
+static bool _start_images(agent *a, ts_err *err)
+{
+    const agent_config *c = &a->cfg;
     char *cache = ts_asprintf("%s/images", c->state_dir);
     image_store_opts io = {.cache_dir = cache,
                            .layer_id_base = a->userns_on ? a->userns.base : 0,
@@ -370,8 +381,15 @@ bool agent_start(svc *s, ts_err *err)
     io.insecure_http = true;
     a->insecure_store = a->store ? image_store_new(&io, err) : NULL;
     free(cache);
-    if (!a->store || !a->insecure_store) return false;
+    return a->store && a->insecure_store;
+}
 
+/* Step 4: the addresses the agent advertises, the kernels' network rules and
+ * the terminal app. */
+static bool _start_network(agent *a, ts_err *err)
+{
+    const agent_config *c = &a->cfg;
+    char why[600];
     _advertise(a);
     /* the network's rules before any kernel's ADD (and again after a restart:
      * what was lost or changed while the agent was down is back) */
@@ -400,6 +418,13 @@ bool agent_start(svc *s, ts_err *err)
         TLOG_INFO("terminal app", "term_path=%s", a->term_path);
     else
         TLOG_WARN("no terminal app: kernels get no ttyd", "error=\"%s\"", terr.msg);
+    return true;
+}
+
+/* Step 5: the kernel manager, with the usage sampler it reads. */
+static bool _start_kernels(svc *s, agent *a, ts_err *err)
+{
+    const agent_config *c = &a->cfg;
     kernels_opts ko = {.agent_id = a->id,
                        .state_dir = c->state_dir,
                        .kernel_host = a->kernel_host,
@@ -423,11 +448,15 @@ bool agent_start(svc *s, ts_err *err)
     }
     ko.usage = a->usage;
     a->ks = kernels_new(&ko, err);
-    if (!a->ks) return false;
+    return a->ks != NULL;
+}
 
+/* Step 6: AgentStarted on the bus, with the kernels adopted from a run before. */
+static bool _announce(svc *s, agent *a, ts_err *err)
+{
+    const agent_config *c = &a->cfg;
     char **adopted = NULL;
     int n_adopted = kernel_adopt(a->ks, &adopted);
-
     node_proto np;
     node_proto_fill(&a->node, &np);
     Tessera__V1__AgentStarted m = TESSERA__V1__AGENT_STARTED__INIT;
@@ -454,7 +483,14 @@ bool agent_start(svc *s, ts_err *err)
     }
     TLOG_INFO("agent started", "addr=%s resource_group=%s adopted=%d", a->addr, c->resource_group,
               n_adopted);
+    return true;
+}
 
+/* Step 7: the kernels' loops, the heartbeat, the command consumer and the
+ * API's view of the agent. */
+static bool _start_loops(svc *s, agent *a, ts_err *err)
+{
+    const agent_config *c = &a->cfg;
     if (!kernels_start(a->ks, err)) return false;
     heartbeat_opts ho = {.bus = svc_bus(s),
                          .agent_id = a->id,
@@ -467,7 +503,6 @@ bool agent_start(svc *s, ts_err *err)
                          .usage = a->usage};
     a->hb = heartbeat_start(&ho, err);
     if (!a->hb) return false;
-
     char group[200];
     snprintf(group, sizeof(group), CMD_GROUP_PREFIX "%s", a->id);
     const char *topics[] = {a->cmd_topic, NULL};
@@ -483,6 +518,17 @@ bool agent_start(svc *s, ts_err *err)
                               .ks = a->ks,
                               .exec_timeout_ms = c->exec_timeout_ms,
                               .exec_output_cap = c->exec_output_cap};
+    return true;
+}
+
+bool agent_start(svc *s, ts_err *err)
+{
+    agent *a = svc_data(s);
+    tlog_ctx_agent(a->id);
+    if (!_start_node(a, err) || !_start_runtime(a, err) || !_start_images(a, err) ||
+        !_start_network(a, err) || !_start_kernels(s, a, err) || !_announce(s, a, err) ||
+        !_start_loops(s, a, err))
+        return false;
     atomic_store(&a->started, true);
     return true;
 }

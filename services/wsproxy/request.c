@@ -100,116 +100,141 @@ static bool wants_html(const h1_msg *m)
     return a && a->value_len >= 9 && memmem(a->value, a->value_len, "text/html", 9) != NULL;
 }
 
-/* A complete request head is at cin.rd: decide and set the request going.
- * Long: a request head's steps in order; to be split once the wsproxy changes of issue 33 land. */
-static void handle_request(conn *c, size_t head_len)
+/* The head parsed into m and what the connection keeps of it (the request's
+ * flags, a WebSocket's accept key); false: answered (400 and the like). */
+static bool parse_head(conn *c, const char *head, size_t head_len, h1_msg *m)
 {
     worker *w = c->w;
-    worker_log_end(w); /* a new request: its route is not known yet */
-    h1_msg m;
-    const char *head = c->cin.p + c->cin.rd;
-    atomic_fetch_add_explicit(&w->st.requests, 1, memory_order_relaxed);
-    c->req_html = false;
-    if (!h1_parse_request(head, head_len, &m)) {
+    if (!h1_parse_request(head, head_len, m)) {
         atomic_fetch_add_explicit(&w->st.bad_requests, 1, memory_order_relaxed);
-        TLOG_INFO("bad request", "client=%s status=%d reason=\"%s\"", c->client_ip, m.err_status,
-                  m.err_reason);
-        conn_reply(c, m.err_status, m.err_reason, NULL, false);
-        return;
+        TLOG_INFO("bad request", "client=%s status=%d reason=\"%s\"", c->client_ip, m->err_status,
+                  m->err_reason);
+        conn_reply(c, m->err_status, m->err_reason, NULL, false);
+        return false;
     }
-    c->req_html = wants_html(&m);
-    c->req_head_method = h1_span_eq(m.method, m.method_len, "HEAD");
-    c->req_keepalive = m.keep_alive;
-    c->req_http10 = m.minor == 0;
-    c->req_upgrade = m.upgrade != NULL;
-    c->req_ws = m.upgrade && h1_span_eq(m.upgrade, m.upgrade_len, "websocket");
-    c->req_tcp = m.upgrade && h1_span_eq(m.upgrade, m.upgrade_len, "tessera-tcp");
+    c->req_html = wants_html(m);
+    c->req_head_method = h1_span_eq(m->method, m->method_len, "HEAD");
+    c->req_keepalive = m->keep_alive;
+    c->req_http10 = m->minor == 0;
+    c->req_upgrade = m->upgrade != NULL;
+    c->req_ws = m->upgrade && h1_span_eq(m->upgrade, m->upgrade_len, "websocket");
+    c->req_tcp = m->upgrade && h1_span_eq(m->upgrade, m->upgrade_len, "tessera-tcp");
     c->resp_started = false;
     c->resend_tries = 0;
     if (c->req_ws) {
-        const h1_header *k = h1_find(&m, "sec-websocket-key");
+        const h1_header *k = h1_find(m, "sec-websocket-key");
         if (!k || !wsf_key_valid(k->value, k->value_len)) {
             conn_reply(c, 400, "bad Sec-WebSocket-Key", NULL, false);
-            return;
+            return false;
         }
         wsf_accept(k->value, k->value_len, c->ws_accept);
     }
-    bool no_body = m.body == H1_BODY_NONE;
+    return true;
+}
 
-    acc_decision d;
-    access_decide(w, &m, &d);
-    if (d.res != ACC_OK) {
-        free(d.set_cookie);
+/* The access decision (access.h) and the route's protocol against the
+ * request's; false: refused and answered (d->set_cookie freed). */
+static bool admit(conn *c, const h1_msg *m, size_t head_len, acc_decision *d)
+{
+    worker *w = c->w;
+    access_decide(w, m, d);
+    if (d->res != ACC_OK) {
+        free(d->set_cookie);
         atomic_fetch_add_explicit(&w->st.auth_refused, 1, memory_order_relaxed);
         TLOG_INFO("app access refused", "client=%s result=%s why=\"%s\"", c->client_ip,
-                  access_result_name(d.res), d.why);
-        conn_reply(c, access_status(d.res), NULL, NULL, no_body && m.keep_alive);
+                  access_result_name(d->res), d->why);
+        conn_reply(c, access_status(d->res), NULL, NULL, m->body == H1_BODY_NONE && m->keep_alive);
         if (c->local_keepalive) wbuf_consume(&c->cin, head_len);
-        return;
+        return false;
     }
-    bool tcp_route = d.rt.proto == ROUTE_TCP;
+    bool tcp_route = d->rt.proto == ROUTE_TCP;
     if (tcp_route != c->req_tcp) {
-        free(d.set_cookie);
+        free(d->set_cookie);
         conn_reply(c, 400,
                    tcp_route ? "a TCP app: connect with Upgrade: tessera-tcp (tessera app --bind)"
                              : "Upgrade: tessera-tcp is for TCP apps only",
                    NULL, false);
-        return;
+        return false;
     }
-    /* Same app as the kept-alive upstream connection? */
-    bool same_target = c->ufd >= 0 && strcmp(c->u_host, d.rt.host) == 0 && c->u_port == d.rt.port;
-    if (c->has_route && strcmp(c->rt.session_id, d.rt.session_id) != 0) same_target = false;
-    c->rt = d.rt;
+    return true;
+}
+
+/* The connection takes the decision's route; true when it is the app of the
+ * kept-alive upstream connection. */
+static bool take_route(conn *c, const acc_decision *d)
+{
+    worker *w = c->w;
+    bool same_target = c->ufd >= 0 && strcmp(c->u_host, d->rt.host) == 0 && c->u_port == d->rt.port;
+    if (c->has_route && strcmp(c->rt.session_id, d->rt.session_id) != 0) same_target = false;
+    c->rt = d->rt;
     c->has_route = true;
     c->seen_ms = w->now_ms;
     worker_log_route(w, &c->rt);
     worker_touch(w, c->rt.session_id);
+    return same_target;
+}
 
-    if (d.via_token && !tcp_route && !c->req_upgrade && no_body && wants_html(&m) &&
-        (h1_span_eq(m.method, m.method_len, "GET") || c->req_head_method)) {
-        /* A browser opening the link: set the cookie, drop the token from the
-         * address bar; only ever to a path of our own origin. */
-        char loc[4096];
-        if (tok_redirect_location(m.target, m.target_len, loc, sizeof(loc)) == 0) strcpy(loc, "/");
-        char *hdrs = ts_asprintf("Location: %s\r\n%s", loc, d.set_cookie ? d.set_cookie : "");
-        free(d.set_cookie);
-        conn_reply(c, 302, NULL, hdrs, m.keep_alive);
-        free(hdrs);
-        if (c->local_keepalive) wbuf_consume(&c->cin, head_len);
-        return;
-    }
-    free(c->set_cookie);
-    c->set_cookie = d.set_cookie;
+/* A browser opening a token link: answered with the cookie set and a
+ * redirect that drops the token from the address bar, only ever to a path of
+ * our own origin. False (nothing sent) for any other request. */
+static bool redirect_browser(conn *c, const h1_msg *m, size_t head_len, acc_decision *d)
+{
+    if (!d->via_token || d->rt.proto == ROUTE_TCP || c->req_upgrade || m->body != H1_BODY_NONE ||
+        !c->req_html || !(h1_span_eq(m->method, m->method_len, "GET") || c->req_head_method))
+        return false;
+    char loc[4096];
+    if (tok_redirect_location(m->target, m->target_len, loc, sizeof(loc)) == 0) strcpy(loc, "/");
+    char *hdrs = ts_asprintf("Location: %s\r\n%s", loc, d->set_cookie ? d->set_cookie : "");
+    free(d->set_cookie);
+    d->set_cookie = NULL;
+    conn_reply(c, 302, NULL, hdrs, m->keep_alive);
+    free(hdrs);
+    if (c->local_keepalive) wbuf_consume(&c->cin, head_len);
+    return true;
+}
 
-    if (!same_target) {
-        conn_close_upstream(c);
-        ts_strlcpy(c->u_host, d.rt.host, sizeof(c->u_host));
-        c->u_port = d.rt.port;
-        if (!upstream_connect(c)) {
-            upstream_failed(c, 502, "cannot connect to the app");
-            return;
-        }
-    } else {
+/* The upstream connection to the route's app: the kept-alive one when it is
+ * the same app, a new one otherwise; false: answered 502. */
+static bool connect_app(conn *c, bool same_target)
+{
+    if (same_target) {
         c->u_reused = true;
+        return true;
     }
-    c->dn = DN_HEAD;
-    if (tcp_route) {
-        /* Our 101 once connected (to_upstream sees the connection). */
-        wbuf_consume(&c->cin, head_len);
-        c->up = UP_TUNNEL;
-        c->dn = DN_TUNNEL;
-        c->resp_started = false;
-        c->tcp_wait = true;
-        atomic_fetch_add_explicit(&w->st.tcp_tunnels, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&w->st.tunnels, 1, memory_order_relaxed);
-        if (!c->u_connecting) upstream_tcp_connected(c);
-        return;
+    conn_close_upstream(c);
+    ts_strlcpy(c->u_host, c->rt.host, sizeof(c->u_host));
+    c->u_port = c->rt.port;
+    if (!upstream_connect(c)) {
+        upstream_failed(c, 502, "cannot connect to the app");
+        return false;
     }
+    return true;
+}
+
+/* A TCP app: the head is ours; our 101 goes once connected (to_upstream sees
+ * the connection). */
+static void start_tunnel(conn *c, size_t head_len)
+{
+    worker *w = c->w;
+    wbuf_consume(&c->cin, head_len);
+    c->up = UP_TUNNEL;
+    c->dn = DN_TUNNEL;
+    c->resp_started = false;
+    c->tcp_wait = true;
+    atomic_fetch_add_explicit(&w->st.tcp_tunnels, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&w->st.tunnels, 1, memory_order_relaxed);
+    if (!c->u_connecting) upstream_tcp_connected(c);
+}
+
+/* The rewritten head queued for the app (kept for a resend when there is no
+ * body), then the body as the head frames it. */
+static void forward_head(conn *c, const h1_msg *m, size_t head_len)
+{
     size_t hl;
-    char *uh = rewrite_request(c, &m, &hl);
+    char *uh = rewrite_request(c, m, &hl);
     free(c->resend);
     c->resend = NULL;
-    if (no_body) {
+    if (m->body == H1_BODY_NONE) {
         c->resend = ts_malloc(hl);
         memcpy(c->resend, uh, hl);
         c->resend_len = hl;
@@ -218,11 +243,33 @@ static void handle_request(conn *c, size_t head_len)
     wbuf_consume(&c->cin, head_len);
     c->head_scan = 0;
     c->up = UP_SEND;
-    c->up_body = m.body;
-    c->up_fwd = m.body == H1_BODY_LENGTH ? m.content_length : 0;
+    c->up_body = m->body;
+    c->up_fwd = m->body == H1_BODY_LENGTH ? m->content_length : 0;
     c->up_chunk_done = false;
     h1_chunked_init(&c->up_ch);
     if (c->deadline_kind != DL_CONNECT) c->deadline_kind = DL_NONE;
+}
+
+/* A complete request head is at cin.rd: decide and set the request going. */
+static void handle_request(conn *c, size_t head_len)
+{
+    worker *w = c->w;
+    worker_log_end(w); /* a new request: its route is not known yet */
+    atomic_fetch_add_explicit(&w->st.requests, 1, memory_order_relaxed);
+    c->req_html = false;
+    h1_msg m;
+    acc_decision d;
+    if (!parse_head(c, c->cin.p + c->cin.rd, head_len, &m) || !admit(c, &m, head_len, &d)) return;
+    bool same_target = take_route(c, &d);
+    if (redirect_browser(c, &m, head_len, &d)) return;
+    free(c->set_cookie);
+    c->set_cookie = d.set_cookie;
+    if (!connect_app(c, same_target)) return;
+    c->dn = DN_HEAD;
+    if (c->rt.proto == ROUTE_TCP)
+        start_tunnel(c, head_len);
+    else
+        forward_head(c, &m, head_len);
 }
 
 void request_try_head(conn *c)
