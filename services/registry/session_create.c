@@ -17,6 +17,7 @@
 #include "session_cluster.h"
 #include "session_enqueued.h"
 #include "session_view.h"
+#include "sql_row.h"
 #include "validation.h"
 #include "waiters.h"
 
@@ -262,18 +263,6 @@ static void reply_existing(http_resp *resp, PGconn *conn, const char *ak, const 
                      name);
 }
 
-static const char insert_sql[] =
-    "INSERT INTO registry.sessions (id, name, access_key, user_id, project_id, group_name,"
-    " domain_name, type, image, architecture, resource_group, status, status_info, starts_at,"
-    " priority, cluster_size, cluster_mode, requested_slots, resource_opts, mounts, environ,"
-    " startup_command, bootstrap_script, idle_timeout, limits, preopen_ports, home_files,"
-    " max_lifetime, rootfs_size, designated_agent, cluster_vni, cluster_ssh_public,"
-    " cluster_ssh_private)"
-    " VALUES ($1::uuid, $2, $3, $4::uuid, $5::uuid, $6, $7, $8, $9, $10, $11, 'PENDING',"
-    " 'waiting to be scheduled', to_timestamp($12::bigint / 1000.0), $13::int, $14::int, $15,"
-    " $16::jsonb, $17::jsonb, $18::jsonb, $19::jsonb, $20, $21, $22::int, $23::jsonb, $24::jsonb,"
-    " $25::jsonb, $26::int, $27::bigint, $28, $29::int, $30, $31)";
-
 /* agentList: superadmins only, and agents alive in the session's resource
  * group (the scheduler places every kernel there, or each kernel on its
  * own, docs/sessions.md). */
@@ -340,289 +329,393 @@ static bool starts_at_ms(PGconn *conn, const create_req *cr, char *out, size_t s
     return ok;
 }
 
-/* Long: to be split by step (parse, validate, insert, enqueue, wait); session_create.c is being
- * changed on another branch (issue 33). */
-void session_create_reply(svc *s, http_req *req, http_resp *resp, json_t *body)
-{
+/* One create's state, from the parsed body to the answer: each step below
+ * reads it and fills in its part; create_free releases it. */
+typedef struct create {
+    svc *s;
+    http_req *req;
+    http_resp *resp;
     create_req cr;
-    reg_caller c = {0};
-    json_t *owner = NULL;
-    PGconn *conn = NULL;
-    image_info im = {0};
-    waiter *w = NULL;
-    json_t *resolved = NULL;
-    cluster_new cl = {{0}};
-    if (!create_req_parse(body, &cr, resp)) goto out;
-    bool other = cr.owner_access_key &&
-                 strcmp(cr.owner_access_key, http_header(req, "X-Tessera-Caller-Access-Key")
-                                                 ? http_header(req, "X-Tessera-Caller-Access-Key")
-                                                 : "") != 0;
-    if (!caller_get(req, resp, other ? NULL : cr.group, &c)) goto out;
-    if (other) {
-        if (!caller_is_admin(&c)) {
-            http_problem(resp, 403, "forbidden", NULL,
-                         "only administrators may create sessions for another keypair");
-            goto out;
-        }
-        if (!context_get(req, resp, cr.owner_access_key, cr.group, &owner)) {
-            if (http_resp_status(resp) == 404)
-                http_problem(resp, 400, "invalid-api-params", NULL, "unknown owner_access_key %s",
-                             cr.owner_access_key);
-            goto out;
-        }
-        const char *od = pgjson_str(json_object_get(owner, "user"), "domain_name");
-        if (!caller_is_superadmin(&c) && strcmp(od, c.domain) != 0) {
-            http_problem(resp, 403, "forbidden", NULL,
-                         "a domain administrator may create sessions only for its domain");
-            goto out;
-        }
-        if (!caller_is_superadmin(&c) && context_is_superadmin(owner)) {
-            http_problem(resp, 403, "forbidden", NULL,
-                         "a domain administrator may not create sessions for a superadmin");
-            goto out;
-        }
-        if (!json_is_true(json_object_get(owner, "is_active"))) {
-            http_problem(resp, 400, "invalid-api-params", NULL, "owner_access_key is not active");
-            goto out;
-        }
-    } else {
-        owner = json_incref(c.ctx);
+    reg_caller c;
+    json_t *owner;            /* the owner's context (tessera-auth) */
+    const char *owner_ak;     /* in owner */
+    const char *owner_domain; /* in owner */
+    PGconn *conn;
+    image_info im;
+    json_t *resolved; /* the mounts as stored */
+    slots_t total;    /* per kernel x cluster size */
+    char starts[24];  /* starts_at in Unix ms, when has_starts */
+    bool has_starts;
+    char sid[TS_UUID_STRLEN];
+    cluster_new cl;
+} create;
+
+static void create_free(create *x)
+{
+    session_cluster_new_free(&x->cl);
+    image_info_free(&x->im);
+    json_decref(x->resolved);
+    json_decref(x->owner);
+    caller_free(&x->c);
+    create_req_free(&x->cr);
+    pgjson_put(x->s, x->conn);
+}
+
+/* owner_access_key: an administrator creating for another keypair of its
+ * domain (a superadmin: any, but for no superadmin unless one itself). */
+static bool owner_of_other(create *x)
+{
+    const create_req *cr = &x->cr;
+    http_resp *resp = x->resp;
+    if (!caller_is_admin(&x->c)) {
+        http_problem(resp, 403, "forbidden", NULL,
+                     "only administrators may create sessions for another keypair");
+        return false;
     }
-    json_t *ouser = json_object_get(owner, "user");
-    const char *owner_ak = pgjson_str(owner, "access_key");
-    const char *owner_domain = pgjson_str(ouser, "domain_name");
+    if (!context_get(x->req, resp, cr->owner_access_key, cr->group, &x->owner)) {
+        if (http_resp_status(resp) == 404)
+            http_problem(resp, 400, "invalid-api-params", NULL, "unknown owner_access_key %s",
+                         cr->owner_access_key);
+        return false;
+    }
+    const char *od = pgjson_str(json_object_get(x->owner, "user"), "domain_name");
+    if (!caller_is_superadmin(&x->c) && strcmp(od, x->c.domain) != 0) {
+        http_problem(resp, 403, "forbidden", NULL,
+                     "a domain administrator may create sessions only for its domain");
+        return false;
+    }
+    if (!caller_is_superadmin(&x->c) && context_is_superadmin(x->owner)) {
+        http_problem(resp, 403, "forbidden", NULL,
+                     "a domain administrator may not create sessions for a superadmin");
+        return false;
+    }
+    if (!json_is_true(json_object_get(x->owner, "is_active"))) {
+        http_problem(resp, 400, "invalid-api-params", NULL, "owner_access_key is not active");
+        return false;
+    }
+    return true;
+}
+
+/* Step 1: the caller and the session's owner (the caller, or the keypair of
+ * owner_access_key), with the owner's bootstrap script and domain. */
+static bool resolve_owner(create *x)
+{
+    create_req *cr = &x->cr;
+    const char *me = http_header(x->req, "X-Tessera-Caller-Access-Key");
+    bool other = cr->owner_access_key && strcmp(cr->owner_access_key, me ? me : "") != 0;
+    if (!caller_get(x->req, x->resp, other ? NULL : cr->group, &x->c)) return false;
+    if (other) {
+        if (!owner_of_other(x)) return false;
+    } else {
+        x->owner = json_incref(x->c.ctx);
+    }
+    x->owner_ak = pgjson_str(x->owner, "access_key");
+    x->owner_domain = pgjson_str(json_object_get(x->owner, "user"), "domain_name");
     /* A session without a script of its own runs its owner keypair's
      * (Backend.AI's user-config bootstrap script, from the context). */
-    const char *own_script = pgjson_str(owner, "bootstrap_script");
-    if (!*cr.bootstrap_script && own_script) cr.bootstrap_script = own_script;
-    if (cr.domain && strcmp(cr.domain, owner_domain) != 0) {
-        http_problem(resp, 400, "invalid-api-params", NULL,
-                     "domain %s is not the owner's domain (%s)", cr.domain, owner_domain);
-        goto out;
+    const char *own_script = pgjson_str(x->owner, "bootstrap_script");
+    if (!*cr->bootstrap_script && own_script) cr->bootstrap_script = own_script;
+    if (cr->domain && strcmp(cr->domain, x->owner_domain) != 0) {
+        http_problem(x->resp, 400, "invalid-api-params", NULL,
+                     "domain %s is not the owner's domain (%s)", cr->domain, x->owner_domain);
+        return false;
     }
-    if (!(conn = pgjson_get(s, resp))) goto out;
-    if (!check_group(conn, owner, &cr, resp) || !check_designated(conn, &c, &cr, resp)) goto out;
-    /* the image */
+    return true;
+}
+
+/* Step 2: the image, registered; the vfolder mounts resolved for the owner
+ * (what is stored is what the kernels get, CreateKernel, at the first start
+ * and every restart). */
+static bool resolve_image_and_mounts(create *x)
+{
+    create_req *cr = &x->cr;
     bool found = false;
     ts_err err = {{0}};
-    if (!images_find(conn, cr.image, &im, &found, &err)) {
+    if (!images_find(x->conn, cr->image, &x->im, &found, &err)) {
         TLOG_ERROR("image lookup failed", "error=\"%s\"", err.msg);
-        http_problem(resp, 500, "internal-server-error", NULL, "image lookup failed");
-        goto out;
+        http_problem(x->resp, 500, "internal-server-error", NULL, "image lookup failed");
+        return false;
     }
     if (!found) {
-        http_problem(resp, 400, "invalid-api-params", NULL, "unknown image %s: register it first",
-                     cr.image);
-        goto out;
+        http_problem(x->resp, 400, "invalid-api-params", NULL,
+                     "unknown image %s: register it first", cr->image);
+        return false;
     }
-    /* vfolder mounts, resolved for the owner; what is stored is what the
-     * kernels get (CreateKernel), at the first start and every restart */
-    if (json_array_size(cr.mounts) > 0) {
-        if (!mounts_resolve(owner_ak, cr.mounts, cr.mount_map, req->request_id, &resolved, resp))
-            goto out;
-    } else {
-        resolved = json_array();
+    if (json_array_size(cr->mounts) == 0) {
+        x->resolved = json_array();
+        return true;
     }
-    if (!apply_minimums(&cr, im.min_slots, im.max_slots, resp)) goto out;
-    /* totals: per kernel x cluster size */
-    slots_t total;
-    slots_clear(&total);
-    for (int i = 0; i < cr.cluster_size; i++)
-        if (!slots_add(&total, &cr.slots, &err)) {
-            http_problem(resp, 400, "invalid-api-params", NULL, "config.resources: %s", err.msg);
-            goto out;
+    return mounts_resolve(x->owner_ak, cr->mounts, cr->mount_map, x->req->request_id, &x->resolved,
+                          x->resp);
+}
+
+/* Step 3: the resources (the image's bounds, the totals, the policies and
+ * limits, the largest agent) and starts_at. */
+static bool check_resources(create *x)
+{
+    create_req *cr = &x->cr;
+    ts_err err = {{0}};
+    if (!apply_minimums(cr, x->im.min_slots, x->im.max_slots, x->resp)) return false;
+    slots_clear(&x->total);
+    for (int i = 0; i < cr->cluster_size; i++)
+        if (!slots_add(&x->total, &cr->slots, &err)) {
+            http_problem(x->resp, 400, "invalid-api-params", NULL, "config.resources: %s", err.msg);
+            return false;
         }
-    if (!check_policy(owner, &cr, &total, resp)) goto out;
-    bool single = strcmp(cr.cluster_mode, "single-node") == 0;
-    if (!check_agents(conn, &cr, single ? &total : &cr.slots, resp)) goto out;
-    char starts[24];
-    bool has_starts = false;
-    if (!starts_at_ms(conn, &cr, starts, sizeof(starts), &has_starts, resp)) goto out;
-    /* name in use? */
-    const char *np[] = {owner_ak, cr.name};
-    PGresult *r = pgjson_query(conn, resp, "check session name",
+    if (!check_policy(x->owner, cr, &x->total, x->resp)) return false;
+    bool single = strcmp(cr->cluster_mode, "single-node") == 0;
+    return check_agents(x->conn, cr, single ? &x->total : &cr->slots, x->resp) &&
+           starts_at_ms(x->conn, cr, x->starts, sizeof(x->starts), &x->has_starts, x->resp);
+}
+
+/* Step 4: no live session of the owner has the name (reuseIfExists: that
+ * one is the answer). */
+static bool check_name(create *x)
+{
+    const char *np[] = {x->owner_ak, x->cr.name};
+    PGresult *r = pgjson_query(x->conn, x->resp, "check session name",
                                "SELECT 1 FROM registry.sessions WHERE access_key = $1 AND name = $2"
                                " AND status NOT IN " SQL_FINAL,
                                2, np);
-    if (!r) goto out;
+    if (!r) return false;
     bool exists = PQntuples(r) > 0;
     PQclear(r);
-    if (exists) {
-        if (cr.reuse)
-            reply_existing(resp, conn, owner_ak, cr.name);
-        else
-            http_problem(resp, 409, "already-exists", NULL,
-                         "a live session named %s already exists (reuseIfExists to reuse it)",
-                         cr.name);
-        goto out;
-    }
-    /* insert */
-    char sid[TS_UUID_STRLEN];
-    ts_uuid4(sid);
-    tlog_ctx_session(sid);
-    json_t *kslots = slots_to_json(&cr.slots), *tslots = slots_to_json(&total);
+    if (!exists) return true;
+    if (x->cr.reuse)
+        reply_existing(x->resp, x->conn, x->owner_ak, x->cr.name);
+    else
+        http_problem(x->resp, 409, "already-exists", NULL,
+                     "a live session named %s already exists (reuseIfExists to reuse it)",
+                     x->cr.name);
+    return false;
+}
+
+/* The text of the session row's values that the create's state does not
+ * hold as text; session_text_free releases it. */
+typedef struct session_text {
+    char *kernel_slots, *total_slots, *resource_opts, *mounts, *environ, *limits, *preopen_ports,
+        *home_files;
+    char priority[16], cluster_size[16], idle_timeout[24], max_lifetime[24], rootfs_size[24];
+} session_text;
+
+/* j as compact JSON text (malloc'd); j is released. */
+static char *dump_json(json_t *j)
+{
+    char *t = json_dumps(j, JSON_COMPACT);
+    json_decref(j);
+    return t;
+}
+
+/* The keypair policy's integer key; below zero counts as zero when clamp. */
+static void policy_int(json_t *policy, const char *key, bool clamp, char *buf, size_t size)
+{
+    json_int_t v = json_integer_value(json_object_get(policy, key));
+    snprintf(buf, size, "%lld", (long long)(clamp && v < 0 ? 0 : v));
+}
+
+static void session_text_fill(const create *x, session_text *t)
+{
+    const create_req *cr = &x->cr;
+    json_t *policy = json_object_get(x->owner, "keypair_policy");
     json_t *ropts = json_object();
-    if (cr.shmem >= 0) {
+    if (cr->shmem >= 0) {
         char b[SLOT_FMT_MAX];
         json_object_set_new(ropts, "shmem",
-                            json_string(slot_format(SLOT_MEM, cr.shmem, b, sizeof(b))));
+                            json_string(slot_format(SLOT_MEM, cr->shmem, b, sizeof(b))));
     }
-    json_t *limits = build_limits(owner, owner_ak, pgjson_str(ouser, "id"));
-    if (!session_cluster_new(conn, cr.cluster_size, sid, &cl, resp)) goto out;
-    json_t *home = home_files_from_context(owner);
-    home_files_add_cluster(home, cl.ssh_public);
-    char *ks = json_dumps(kslots, JSON_COMPACT), *ts = json_dumps(tslots, JSON_COMPACT),
-         *ro = json_dumps(ropts, JSON_COMPACT), *mt = json_dumps(resolved, JSON_COMPACT),
-         *et = json_dumps(cr.environ, JSON_COMPACT), *lt = json_dumps(limits, JSON_COMPACT),
-         *pt = json_dumps(cr.preopen_ports, JSON_COMPACT), *hf = json_dumps(home, JSON_COMPACT);
-    json_decref(home);
-    json_decref(kslots);
-    json_decref(tslots);
-    json_decref(ropts);
-    json_decref(limits);
-    json_t *project = json_object_get(owner, "project");
-    char prio[16], size[16], idle[16], lifetime[16], rootfs[24];
-    snprintf(prio, sizeof(prio), "%d", cr.priority);
-    snprintf(size, sizeof(size), "%d", cr.cluster_size);
-    snprintf(idle, sizeof(idle), "%lld",
-             (long long)json_integer_value(
-                 json_object_get(json_object_get(owner, "keypair_policy"), "idle_timeout")));
-    json_int_t max_life = json_integer_value(
-        json_object_get(json_object_get(owner, "keypair_policy"), "max_session_lifetime"));
-    snprintf(lifetime, sizeof(lifetime), "%lld", (long long)(max_life > 0 ? max_life : 0));
+    json_t *home = home_files_from_context(x->owner);
+    home_files_add_cluster(home, x->cl.ssh_public);
+    t->kernel_slots = dump_json(slots_to_json(&cr->slots));
+    t->total_slots = dump_json(slots_to_json(&x->total));
+    t->resource_opts = dump_json(ropts);
+    t->mounts = json_dumps(x->resolved, JSON_COMPACT);
+    t->environ = json_dumps(cr->environ, JSON_COMPACT);
+    t->limits = dump_json(
+        build_limits(x->owner, x->owner_ak, pgjson_str(json_object_get(x->owner, "user"), "id")));
+    t->preopen_ports = json_dumps(cr->preopen_ports, JSON_COMPACT);
+    t->home_files = dump_json(home);
+    snprintf(t->priority, sizeof(t->priority), "%d", cr->priority);
+    snprintf(t->cluster_size, sizeof(t->cluster_size), "%d", cr->cluster_size);
+    policy_int(policy, "idle_timeout", false, t->idle_timeout, sizeof(t->idle_timeout));
+    policy_int(policy, "max_session_lifetime", true, t->max_lifetime, sizeof(t->max_lifetime));
     /* the kernels' disk size (CreateKernel.rootfs_size; 0: the agent's own) */
-    json_int_t max_rootfs = json_integer_value(
-        json_object_get(json_object_get(owner, "keypair_policy"), "max_rootfs_size"));
-    snprintf(rootfs, sizeof(rootfs), "%lld", (long long)(max_rootfs > 0 ? max_rootfs : 0));
-    const char *ip[] = {sid,
-                        cr.name,
-                        owner_ak,
-                        pgjson_str(ouser, "id"),
-                        json_is_object(project) ? pgjson_str(project, "id") : NULL,
-                        json_is_object(project) ? pgjson_str(project, "name") : cr.group,
-                        owner_domain,
-                        cr.type,
-                        cr.image,
-                        im.architecture,
-                        cr.resource_group,
-                        has_starts ? starts : NULL,
-                        prio,
-                        size,
-                        cr.cluster_mode,
-                        ts,
-                        ro,
-                        mt,
-                        et,
-                        cr.startup_command,
-                        cr.bootstrap_script,
-                        idle,
-                        lt,
-                        pt,
-                        hf,
-                        lifetime,
-                        rootfs,
-                        cr.agent,
-                        NULL,
-                        NULL,
-                        NULL};
-    bool ok = pgjson_begin(conn, resp);
-    ip[28] = cl.ssh_public ? cl.vni : NULL;
-    ip[29] = cl.ssh_public;
-    ip[30] = cl.ssh_private;
-    if (ok) {
-        PGresult *ir = pg_exec_cached(conn, insert_sql, 31, ip);
-        ok = PQresultStatus(ir) == PGRES_COMMAND_OK;
-        const char *constraint = ok ? NULL : PQresultErrorField(ir, PG_DIAG_CONSTRAINT_NAME);
-        if (!ok && strcmp(pgjson_sqlstate(ir), "23505") == 0 && constraint &&
-            strcmp(constraint, "sessions_live_cluster_vni") == 0) {
-            pg_rollback(conn);
-            http_problem(resp, 503, "service-unavailable", NULL,
+    policy_int(policy, "max_rootfs_size", true, t->rootfs_size, sizeof(t->rootfs_size));
+}
+
+static void session_text_free(session_text *t)
+{
+    free(t->kernel_slots);
+    free(t->total_slots);
+    free(t->resource_opts);
+    free(t->mounts);
+    free(t->environ);
+    free(t->limits);
+    free(t->preopen_ports);
+    free(t->home_files);
+}
+
+/* The registry.sessions row of the create, column by column (sql_row.h). */
+static void session_row(const create *x, const session_text *t, sql_row *r)
+{
+    const create_req *cr = &x->cr;
+    json_t *user = json_object_get(x->owner, "user");
+    json_t *project = json_object_get(x->owner, "project");
+    bool has_project = json_is_object(project);
+    sql_row_set(r, "id", "?::uuid", x->sid);
+    sql_row_set(r, "name", NULL, cr->name);
+    sql_row_set(r, "access_key", NULL, x->owner_ak);
+    sql_row_set(r, "user_id", "?::uuid", pgjson_str(user, "id"));
+    sql_row_set(r, "project_id", "?::uuid", has_project ? pgjson_str(project, "id") : NULL);
+    sql_row_set(r, "group_name", NULL, has_project ? pgjson_str(project, "name") : cr->group);
+    sql_row_set(r, "domain_name", NULL, x->owner_domain);
+    sql_row_set(r, "type", NULL, cr->type);
+    sql_row_set(r, "image", NULL, cr->image);
+    sql_row_set(r, "architecture", NULL, x->im.architecture);
+    sql_row_set(r, "resource_group", NULL, cr->resource_group);
+    sql_row_set(r, "status", NULL, "PENDING");
+    sql_row_set(r, "status_info", NULL, "waiting to be scheduled");
+    sql_row_set(r, "starts_at", "to_timestamp(?::bigint / 1000.0)",
+                x->has_starts ? x->starts : NULL);
+    sql_row_set(r, "priority", "?::int", t->priority);
+    sql_row_set(r, "cluster_size", "?::int", t->cluster_size);
+    sql_row_set(r, "cluster_mode", NULL, cr->cluster_mode);
+    sql_row_set(r, "requested_slots", "?::jsonb", t->total_slots);
+    sql_row_set(r, "resource_opts", "?::jsonb", t->resource_opts);
+    sql_row_set(r, "mounts", "?::jsonb", t->mounts);
+    sql_row_set(r, "environ", "?::jsonb", t->environ);
+    sql_row_set(r, "startup_command", NULL, cr->startup_command);
+    sql_row_set(r, "bootstrap_script", NULL, cr->bootstrap_script);
+    sql_row_set(r, "idle_timeout", "?::int", t->idle_timeout);
+    sql_row_set(r, "limits", "?::jsonb", t->limits);
+    sql_row_set(r, "preopen_ports", "?::jsonb", t->preopen_ports);
+    sql_row_set(r, "home_files", "?::jsonb", t->home_files);
+    sql_row_set(r, "max_lifetime", "?::int", t->max_lifetime);
+    sql_row_set(r, "rootfs_size", "?::bigint", t->rootfs_size);
+    sql_row_set(r, "designated_agent", NULL, cr->agent);
+    sql_row_set(r, "cluster_vni", "?::int", x->cl.ssh_public ? x->cl.vni : NULL);
+    sql_row_set(r, "cluster_ssh_public", NULL, x->cl.ssh_public);
+    sql_row_set(r, "cluster_ssh_private", NULL, x->cl.ssh_private);
+}
+
+/* The session row in the open transaction; false after a problem answer
+ * (or the existing session's, reuseIfExists), the transaction rolled back
+ * where the insert broke it. */
+static bool insert_session_row(create *x, const session_text *t)
+{
+    sql_row row = {0};
+    session_row(x, t, &row);
+    const char *params[SQL_ROW_MAX];
+    char *sql = sql_row_insert(&row, "registry.sessions", params);
+    PGresult *ir = pg_exec_cached(x->conn, sql, row.n, params);
+    free(sql);
+    bool ok = PQresultStatus(ir) == PGRES_COMMAND_OK;
+    const char *constraint = ok ? NULL : PQresultErrorField(ir, PG_DIAG_CONSTRAINT_NAME);
+    if (!ok && strcmp(pgjson_sqlstate(ir), "23505") == 0) {
+        pg_rollback(x->conn);
+        if (constraint && strcmp(constraint, "sessions_live_cluster_vni") == 0)
+            http_problem(x->resp, 503, "service-unavailable", NULL,
                          "the session's cluster network id was taken meanwhile; try again");
-            PQclear(ir);
-            goto free_text;
-        }
-        if (!ok && strcmp(pgjson_sqlstate(ir), "23505") == 0) {
-            pg_rollback(conn);
-            if (cr.reuse)
-                reply_existing(resp, conn, owner_ak, cr.name);
-            else
-                http_problem(resp, 409, "already-exists", NULL,
-                             "a live session named %s already exists", cr.name);
-            PQclear(ir);
-            goto free_text;
-        }
-        if (!ok) pgjson_problem(resp, ir, "create session");
-        PQclear(ir);
+        else if (x->cr.reuse)
+            reply_existing(x->resp, x->conn, x->owner_ak, x->cr.name);
+        else
+            http_problem(x->resp, 409, "already-exists", NULL,
+                         "a live session named %s already exists", x->cr.name);
+    } else if (!ok) {
+        pgjson_problem(x->resp, ir, "create session");
+        pg_rollback(x->conn);
     }
-    for (int i = 0; ok && i < cr.cluster_size; i++) {
+    PQclear(ir);
+    return ok;
+}
+
+/* The session's kernels (PENDING, the first one main) and its first
+ * history row, in the open transaction. */
+static bool insert_kernels_and_history(create *x, const char *kernel_slots)
+{
+    const create_req *cr = &x->cr;
+    for (int i = 0; i < cr->cluster_size; i++) {
         char kid[TS_UUID_STRLEN], idx[16];
         ts_uuid4(kid);
         snprintf(idx, sizeof(idx), "%d", i);
-        const char *kp[] = {kid, sid, i == 0 ? "main" : "sub",
-                            idx, ks,  cr.n_agents ? cr.agents[i] : NULL};
-        PGresult *kr = pgjson_query(conn, resp, "create kernel",
+        const char *kp[] = {kid, x->sid,       i == 0 ? "main" : "sub",
+                            idx, kernel_slots, cr->n_agents ? cr->agents[i] : NULL};
+        PGresult *kr = pgjson_query(x->conn, x->resp, "create kernel",
                                     "INSERT INTO registry.kernels (id, session_id, cluster_role,"
                                     " cluster_idx, status, slots, designated_agent) VALUES"
                                     " ($1::uuid, $2::uuid, $3, $4::int, 'PENDING', $5::jsonb, $6)",
                                     6, kp);
-        ok = kr != NULL;
-        if (kr) PQclear(kr);
+        if (!kr) return false;
+        PQclear(kr);
     }
-    if (ok) {
-        const char *hp[] = {sid};
-        PGresult *hr = pgjson_query(conn, resp, "history",
-                                    "INSERT INTO registry.session_status_history (session_id,"
-                                    " status, reason) VALUES ($1::uuid, 'PENDING', 'enqueued')",
-                                    1, hp);
-        ok = hr != NULL;
-        if (hr) PQclear(hr);
-    }
-    if (ok)
-        ok = pgjson_commit(conn, resp);
-    else
-        pg_rollback(conn);
-    if (!ok) goto free_text;
+    const char *hp[] = {x->sid};
+    PGresult *hr = pgjson_query(x->conn, x->resp, "history",
+                                "INSERT INTO registry.session_status_history (session_id,"
+                                " status, reason) VALUES ($1::uuid, 'PENDING', 'enqueued')",
+                                1, hp);
+    if (hr) PQclear(hr);
+    return hr != NULL;
+}
+
+/* Step 5: the session PENDING with its cluster, its kernels and a history
+ * row, in one transaction. */
+static bool insert_session(create *x)
+{
+    ts_uuid4(x->sid);
+    tlog_ctx_session(x->sid);
+    if (!session_cluster_new(x->conn, x->cr.cluster_size, x->sid, &x->cl, x->resp)) return false;
+    session_text t = {0};
+    session_text_fill(x, &t);
+    bool ok = false;
+    if (!pgjson_begin(x->conn, x->resp))
+        pg_rollback(x->conn);
+    else if (insert_session_row(x, &t) && !(ok = insert_kernels_and_history(x, t.kernel_slots)))
+        pg_rollback(x->conn);
+    if (ok) ok = pgjson_commit(x->conn, x->resp);
+    session_text_free(&t);
+    return ok;
+}
+
+/* Step 6: SessionEnqueued published; unless enqueueOnly, RUNNING or an end
+ * awaited up to maxWaitSeconds; the session's view is the answer. */
+static void enqueue_and_reply(create *x)
+{
+    const create_req *cr = &x->cr;
     TLOG_INFO("session enqueued",
               "name=%s owner=%s group=%s image=%s agent=%s cluster_size=%d cluster_mode=%s "
               "cluster_vni=%s",
-              cr.name, owner_ak, cr.resource_group, cr.image,
-              cr.agent ? cr.agent : (cr.n_agents ? "per-kernel" : ""), cr.cluster_size,
-              cr.cluster_mode, cl.ssh_public ? cl.vni : "");
+              cr->name, x->owner_ak, cr->resource_group, cr->image,
+              cr->agent ? cr->agent : (cr->n_agents ? "per-kernel" : ""), cr->cluster_size,
+              cr->cluster_mode, x->cl.ssh_public ? x->cl.vni : "");
     /* wait registration before the scheduler can see it */
-    if (!cr.enqueue_only && cr.max_wait_ms > 0)
-        w = waiters_add(sid, (int)reg_settings.max_waiting_creates);
-    if (!session_enqueued_publish(conn, sid, req->request_id, &err))
+    waiter *w = NULL;
+    if (!cr->enqueue_only && cr->max_wait_ms > 0)
+        w = waiters_add(x->sid, (int)reg_settings.max_waiting_creates);
+    ts_err err = {{0}};
+    if (!session_enqueued_publish(x->conn, x->sid, x->req->request_id, &err))
         TLOG_WARN("SessionEnqueued not published yet (retried by the housekeeping)", "error=\"%s\"",
                   err.msg);
-    char reached[16] = "";
     if (w) {
+        char reached[16] = "";
         /* Do not hold a connection while waiting. */
-        pgjson_put(s, conn);
-        conn = NULL;
-        waiters_wait(w, ts_now_mono_ms() + cr.max_wait_ms, reached, sizeof(reached));
-        w = NULL;
-        if (!(conn = pgjson_get(s, resp))) goto free_text;
+        pgjson_put(x->s, x->conn);
+        x->conn = NULL;
+        waiters_wait(w, ts_now_mono_ms() + cr->max_wait_ms, reached, sizeof(reached));
+        if (!(x->conn = pgjson_get(x->s, x->resp))) return;
     }
-    const char *vp[] = {sid};
-    json_t *v = session_view_one(conn, resp, "s.id = $1::uuid", 1, vp);
-    if (v) reply_created(resp, v, true);
-free_text:
-    free(ks);
-    free(ts);
-    free(ro);
-    free(mt);
-    free(et);
-    free(lt);
-    free(pt);
-    free(hf);
-out:
-    session_cluster_new_free(&cl);
-    image_info_free(&im);
-    json_decref(resolved);
-    json_decref(owner);
-    caller_free(&c);
-    create_req_free(&cr);
-    pgjson_put(s, conn);
+    const char *vp[] = {x->sid};
+    json_t *v = session_view_one(x->conn, x->resp, "s.id = $1::uuid", 1, vp);
+    if (v) reply_created(x->resp, v, true);
+}
+
+void session_create_reply(svc *s, http_req *req, http_resp *resp, json_t *body)
+{
+    create x = {.s = s, .req = req, .resp = resp};
+    if (create_req_parse(body, &x.cr, resp) && resolve_owner(&x) &&
+        (x.conn = pgjson_get(s, resp)) != NULL && check_group(x.conn, x.owner, &x.cr, resp) &&
+        check_designated(x.conn, &x.c, &x.cr, resp) && resolve_image_and_mounts(&x) &&
+        check_resources(&x) && check_name(&x) && insert_session(&x))
+        enqueue_and_reply(&x);
+    create_free(&x);
 }
 
 static void h_create(http_req *req, http_resp *resp, void *ctx)
