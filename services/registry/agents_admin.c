@@ -65,7 +65,7 @@ static json_t *agent_row(const PGresult *r, int row)
 static void h_agents(http_req *req, http_resp *resp, void *ctx)
 {
     const char *id = http_param(req, "id");
-    reg_caller c;
+    ts_caller c;
     if (!caller_get_admin(req, resp, false, "agents", &c)) return;
     if (id) tlog_ctx_agent(id);
     char missing[200];
@@ -90,7 +90,7 @@ static void h_agents(http_req *req, http_resp *resp, void *ctx)
 static void set_schedulable(svc *s, http_req *req, http_resp *resp, bool on)
 {
     const char *id = http_param(req, "id");
-    reg_caller c;
+    ts_caller c;
     if (!caller_get_admin(req, resp, true, "agents", &c)) return;
     if (!agents_plain_id(id)) {
         http_problem(resp, 400, "invalid-api-params", NULL,

@@ -96,7 +96,7 @@ static void h_get(http_req *req, http_resp *resp, void *ctx)
         http_problem(resp, 400, "invalid-api-params", NULL, "a task id is a UUID");
         return;
     }
-    reg_caller c;
+    ts_caller c;
     if (!caller_get(req, resp, NULL, &c)) return;
     tlog_ctx_entity("task", id);
     PGconn *conn = pgjson_get(s, resp);

@@ -71,13 +71,13 @@ static json_t *_groups(json_t *allowed, const char *sgroup, http_resp *resp)
 
 /* The owner scopes: limits from the context, usage, remaining; kp_rem = the
  * minimum of every scope's remaining. */
-static bool _scopes(PGconn *conn, http_resp *resp, const reg_caller *c, const json_t *ctx,
+static bool _scopes(PGconn *conn, http_resp *resp, const ts_caller *c, const json_t *ctx,
                     scope sc[OCC_SCOPES], budget_t *kp_rem, bool *from_redis)
 {
     const json_t *project = json_object_get(ctx, "project");
     const json_t *domain = json_object_get(ctx, "domain");
     const char *pid = json_string_value(json_object_get(project, "id"));
-    const char *ids[OCC_SCOPES] = {c->access_key, c->user_id, pid, c->domain};
+    const char *ids[OCC_SCOPES] = {c->access_key, c->user_id, pid, c->domain_name};
     _limit(&sc[OCC_SCOPE_KEYPAIR].limit,
            json_object_get(json_object_get(ctx, "keypair_policy"), "total_resource_slots"),
            "keypair");
@@ -97,7 +97,7 @@ static bool _scopes(PGconn *conn, http_resp *resp, const reg_caller *c, const js
 }
 
 /* "scaling_groups", "scaling_group_remaining" and the agents' free slots. */
-static bool _per_group(PGconn *conn, http_resp *resp, const reg_caller *c, json_t *groups,
+static bool _per_group(PGconn *conn, http_resp *resp, const ts_caller *c, json_t *groups,
                        const budget_t *kp_rem, json_t *out, agent_free **agents, size_t *nagents)
 {
     size_t ng = json_array_size(groups);
@@ -192,7 +192,7 @@ static void _scopes_json(json_t *out, const scope sc[OCC_SCOPES], const json_t *
 static void h_check(http_req *req, http_resp *resp, void *ctx)
 {
     svc *s = ctx;
-    reg_caller c;
+    ts_caller c;
     if (!caller_get(req, resp, NULL, &c)) return;
     json_t *body = NULL, *kctx = NULL, *allowed = NULL, *groups = NULL, *out = NULL;
     const char *group = NULL, *sgroup = NULL;

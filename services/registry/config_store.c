@@ -100,7 +100,7 @@ static bool related(char **segs, int n, const char *const *other, int m)
 /* ---- the caller and the body ------------------------------------------------------------ */
 
 typedef struct creq {
-    reg_caller c;
+    ts_caller c;
     json_t *body;
     PGconn *conn;
     const char *key;

@@ -59,7 +59,7 @@ json_t *creg_list(PGconn *conn, http_resp *resp)
 static void h_docker_registries(http_req *req, http_resp *resp, void *ctx)
 {
     svc *s = ctx;
-    reg_caller c;
+    ts_caller c;
     if (!caller_get(req, resp, NULL, &c)) return;
     PGconn *conn = NULL;
     json_t *regs = NULL;

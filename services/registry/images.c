@@ -209,7 +209,7 @@ void image_info_free(image_info *im)
  * superadmins change them. */
 static void h_list(http_req *req, http_resp *resp, void *ctx)
 {
-    reg_caller c;
+    ts_caller c;
     if (!caller_get(req, resp, NULL, &c)) return;
     listing l = {.what = "list images",
                  .sql = "SELECT *, count(*) OVER () AS total FROM (" SELECT_IMAGES ") i"
@@ -226,7 +226,7 @@ static void h_get(http_req *req, http_resp *resp, void *ctx)
 static void h_register(http_req *req, http_resp *resp, void *ctx)
 {
     svc *s = ctx;
-    reg_caller c;
+    ts_caller c;
     if (!caller_get_admin(req, resp, true, "images", &c)) return;
     static const char *const keys[] = {"reference", "architecture", "labels",
                                        "digest",    "command",      NULL};
@@ -408,7 +408,7 @@ out:
 }
 
 /* POST /v1/admin/images/scan?background=true: 202 {"task_id"} at once. */
-static void _scan_background(http_req *req, http_resp *resp, const reg_caller *c, const char *host)
+static void _scan_background(http_req *req, http_resp *resp, const ts_caller *c, const char *host)
 {
     scan_job *j = ts_calloc(1, sizeof(*j));
     j->host = host ? ts_strdup(host) : NULL;
@@ -437,7 +437,7 @@ static void _scan_background(http_req *req, http_resp *resp, const reg_caller *c
 static void h_scan(http_req *req, http_resp *resp, void *ctx)
 {
     svc *s = ctx;
-    reg_caller c;
+    ts_caller c;
     if (!caller_get_admin(req, resp, true, "images", &c)) return;
     json_t *body = req->body_len ? http_json_body(req, resp) : json_object();
     const char *host = NULL;

@@ -62,7 +62,7 @@ void listing_reply_one(http_resp *resp, PGconn *conn, const listing_one *q, cons
 void listing_admin_get(svc *s, http_req *req, http_resp *resp, const char *what,
                        const listing_one *q, const char *param, bool everyone)
 {
-    reg_caller c;
+    ts_caller c;
     if (everyone ? !caller_get(req, resp, NULL, &c) : !caller_get_admin(req, resp, false, what, &c))
         return;
     const char *key = http_param(req, param);
@@ -76,7 +76,7 @@ void listing_admin_get(svc *s, http_req *req, http_resp *resp, const char *what,
 void listing_admin_delete(svc *s, http_req *req, http_resp *resp, const char *what,
                           const listing_one *q, const char *param)
 {
-    reg_caller c;
+    ts_caller c;
     if (!caller_get_admin(req, resp, true, what, &c)) return;
     const char *p[] = {http_param(req, param)};
     tlog_ctx_entity(q->entity, p[0]);

@@ -485,7 +485,7 @@ void occupancy_verify(void)
 static void h_recalculate(http_req *req, http_resp *resp, void *ctx)
 {
     (void)ctx;
-    reg_caller c;
+    ts_caller c;
     if (!caller_get(req, resp, NULL, &c)) return;
     bool super = caller_is_superadmin(&c);
     caller_free(&c);

@@ -14,6 +14,7 @@
  *   the session API (HTTP)
  *     session_create.c   POST /v1/sessions: parse, validate, insert, enqueue, wait
  *     validation.c       the create body (Backend.AI's shape) -> create_req
+ *     sql_row.c          an INSERT built from named columns (the session row)
  *     largest_agent.c    per group, the largest agent's slots (cached) for the create
  *     session_cluster.c  a cluster session's network id and SSH keypair, made at create
  *     home_files.c       the owner's dotfiles and SSH keypair for a new kernel's /home/work
@@ -28,7 +29,7 @@
  *     session_relay.c    execute, logs and app starts relayed to the agent
  *     session_view.c     a session as Backend.AI's camelCase JSON
  *     listing.c          paged lists and single rows as the API answers them
- *     caller.c           who calls (X-Tessera-Caller*), through auth_client.c
+ *     caller.c           who calls (libcommon/caller.h's ts_caller), through auth_client.c
  *     auth_client.c      tessera-auth's session contexts (libcommon/authctx.h: cached for
  *                        registry.context_cache_ttl, dropped on tessera.auth.v1 events)
  *   the session lifecycle (events)

@@ -22,7 +22,7 @@ static const listing_one group_row = {
 
 static void h_list(http_req *req, http_resp *resp, void *ctx)
 {
-    reg_caller c;
+    ts_caller c;
     if (!caller_get_admin(req, resp, false, "resource groups", &c)) return;
     listing l = {.what = "list resource groups",
                  .sql = SELECT_GROUPS ", count(*) OVER () AS total"
@@ -142,7 +142,7 @@ static void h_write(http_req *req, http_resp *resp, void *ctx)
 {
     svc *s = ctx;
     const char *name = http_param(req, "name");
-    reg_caller c;
+    ts_caller c;
     if (!caller_get_admin(req, resp, true, "resource groups", &c)) return;
     if (name) tlog_ctx_entity("resource_group", name);
     json_t *body = http_json_body(req, resp);
@@ -174,7 +174,7 @@ out:
 static void h_delete(http_req *req, http_resp *resp, void *ctx)
 {
     svc *s = ctx;
-    reg_caller c;
+    ts_caller c;
     if (!caller_get_admin(req, resp, true, "resource groups", &c)) return;
     const char *name = http_param(req, "name");
     tlog_ctx_entity("resource_group", name);

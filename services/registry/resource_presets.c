@@ -34,7 +34,7 @@ json_t *resource_presets_all(PGconn *conn, http_resp *resp)
 static void h_public_list(http_req *req, http_resp *resp, void *ctx)
 {
     svc *s = ctx;
-    reg_caller c;
+    ts_caller c;
     if (!caller_get(req, resp, NULL, &c)) return;
     PGconn *conn = pgjson_get(s, resp);
     json_t *rows = conn ? resource_presets_all(conn, resp) : NULL;
@@ -48,7 +48,7 @@ static void h_public_list(http_req *req, http_resp *resp, void *ctx)
 /* GET /v1/admin/resource-presets: everyone authenticated reads. */
 static void h_list(http_req *req, http_resp *resp, void *ctx)
 {
-    reg_caller c;
+    ts_caller c;
     if (!caller_get(req, resp, NULL, &c)) return;
     listing l = {.what = "list resource presets",
                  .sql = SELECT_PRESETS ", count(*) OVER () AS total"
@@ -62,7 +62,7 @@ static void h_list(http_req *req, http_resp *resp, void *ctx)
 static void h_get(http_req *req, http_resp *resp, void *ctx)
 {
     svc *s = ctx;
-    reg_caller c;
+    ts_caller c;
     if (!caller_get(req, resp, NULL, &c)) return;
     const char *name = http_param(req, "name");
     tlog_ctx_entity("resource_preset", name);
@@ -182,7 +182,7 @@ static void h_write(http_req *req, http_resp *resp, void *ctx)
 {
     svc *s = ctx;
     const char *name = http_param(req, "name");
-    reg_caller c;
+    ts_caller c;
     if (!caller_get_admin(req, resp, true, "resource presets", &c)) return;
     if (name) tlog_ctx_entity("resource_preset", name);
     json_t *body = http_json_body(req, resp);

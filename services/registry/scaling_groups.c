@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-bool scaling_groups_context(http_req *req, http_resp *resp, const reg_caller *c, const char *group,
+bool scaling_groups_context(http_req *req, http_resp *resp, const ts_caller *c, const char *group,
                             json_t **ctx)
 {
     *ctx = NULL;
@@ -78,7 +78,7 @@ static const char *_query_group(http_req *req)
 static void h_list(http_req *req, http_resp *resp, void *ctx)
 {
     svc *s = ctx;
-    reg_caller c;
+    ts_caller c;
     if (!caller_get(req, resp, NULL, &c)) return;
     json_t *kctx = NULL, *names = NULL;
     PGconn *conn = NULL;
@@ -106,7 +106,7 @@ out:
 static void h_wsproxy_version(http_req *req, http_resp *resp, void *ctx)
 {
     svc *s = ctx;
-    reg_caller c;
+    ts_caller c;
     if (!caller_get(req, resp, NULL, &c)) return;
     const char *name = http_param(req, "name");
     tlog_ctx_entity("resource_group", name);

@@ -20,7 +20,7 @@ void scaling_groups_routes(svc *s);
 /* The caller's context for project group (NULL or "": *ctx is a new
  * reference to c's own context). false after a problem answer: 404 unknown
  * project, 403 not a member, 400 a malformed name, 503 auth unreachable. */
-bool scaling_groups_context(http_req *req, http_resp *resp, const reg_caller *c, const char *group,
+bool scaling_groups_context(http_req *req, http_resp *resp, const ts_caller *c, const char *group,
                             json_t **ctx) TS_MUST_CHECK;
 
 /* The active resource groups the context allows, ordered by name: a JSON

@@ -266,7 +266,7 @@ static void reply_existing(http_resp *resp, PGconn *conn, const char *ak, const 
 /* agentList: superadmins only, and agents alive in the session's resource
  * group (the scheduler places every kernel there, or each kernel on its
  * own, docs/sessions.md). */
-static bool check_designated(PGconn *conn, const reg_caller *c, const create_req *cr,
+static bool check_designated(PGconn *conn, const ts_caller *c, const create_req *cr,
                              http_resp *resp)
 {
     if (!cr->agent && cr->n_agents == 0) return true;
@@ -336,7 +336,7 @@ typedef struct create {
     http_req *req;
     http_resp *resp;
     create_req cr;
-    reg_caller c;
+    ts_caller c;
     json_t *owner;            /* the owner's context (tessera-auth) */
     const char *owner_ak;     /* in owner */
     const char *owner_domain; /* in owner */
@@ -379,7 +379,7 @@ static bool owner_of_other(create *x)
         return false;
     }
     const char *od = pgjson_str(json_object_get(x->owner, "user"), "domain_name");
-    if (!caller_is_superadmin(&x->c) && strcmp(od, x->c.domain) != 0) {
+    if (!caller_is_superadmin(&x->c) && strcmp(od, x->c.domain_name) != 0) {
         http_problem(resp, 403, "forbidden", NULL,
                      "a domain administrator may create sessions only for its domain");
         return false;

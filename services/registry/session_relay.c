@@ -103,7 +103,7 @@ static char *agent_query(const char *q)
 static void relay(http_req *req, http_resp *resp, svc *s, const char *method, const char *what,
                   bool pass_problems)
 {
-    reg_caller c;
+    ts_caller c;
     if (!caller_get(req, resp, NULL, &c)) return;
     PGconn *conn = pgjson_get(s, resp);
     char id[TS_UUID_STRLEN];

@@ -27,10 +27,10 @@ static bool _id_ok(const char *id)
 }
 
 /* Whether the caller reaches a template of user_id in domain. */
-static bool _may_reach(const reg_caller *c, const char *user_id, const char *domain)
+static bool _may_reach(const ts_caller *c, const char *user_id, const char *domain)
 {
     if (caller_is_superadmin(c) || strcmp(c->user_id, user_id) == 0) return true;
-    if (strcmp(c->role, "admin") != 0 || strcmp(c->domain, domain) != 0) return false;
+    if (strcmp(c->role, "admin") != 0 || strcmp(c->domain_name, domain) != 0) return false;
     return !caller_hides_user(c, user_id);
 }
 
@@ -39,7 +39,7 @@ static bool _may_reach(const reg_caller *c, const char *user_id, const char *dom
     " project_id::text AS group_id, domain_name, project_name, access_key"                         \
     " FROM registry.session_templates WHERE id = $1::uuid"
 
-json_t *session_templates_find(PGconn *conn, http_resp *resp, const reg_caller *c, const char *id)
+json_t *session_templates_find(PGconn *conn, http_resp *resp, const ts_caller *c, const char *id)
 {
     if (!_id_ok(id)) {
         http_problem(resp, 400, "invalid-api-params", NULL,
@@ -63,7 +63,7 @@ json_t *session_templates_find(PGconn *conn, http_resp *resp, const reg_caller *
 /* ---- the write's parts ------------------------------------------------------------------- */
 
 /* The owner's context: the caller's, or (administrators) owner_access_key's. */
-static bool _owner(http_req *req, http_resp *resp, const reg_caller *c, const char *oak,
+static bool _owner(http_req *req, http_resp *resp, const ts_caller *c, const char *oak,
                    json_t **owner)
 {
     *owner = NULL;
@@ -83,7 +83,7 @@ static bool _owner(http_req *req, http_resp *resp, const reg_caller *c, const ch
     }
     const char *od = pgjson_str(json_object_get(*owner, "user"), "domain_name");
     const char *why = NULL;
-    if (!caller_is_superadmin(c) && strcmp(od, c->domain) != 0)
+    if (!caller_is_superadmin(c) && strcmp(od, c->domain_name) != 0)
         why = "a domain administrator may keep templates only for its domain";
     else if (!caller_is_superadmin(c) && context_is_superadmin(*owner))
         why = "a domain administrator may not keep templates for a superadmin";
@@ -274,7 +274,7 @@ static bool _store(PGconn *conn, http_resp *resp, const json_t *owner, tpl_item 
 static void h_create(http_req *req, http_resp *resp, void *ctx)
 {
     svc *s = ctx;
-    reg_caller c;
+    ts_caller c;
     if (!caller_get(req, resp, NULL, &c)) return;
     json_t *body = http_json_body(req, resp), *owner = NULL, *items = NULL, *answer = NULL;
     tpl_item parsed[TEMPLATES_PER_CALL] = {{0}};
@@ -328,7 +328,7 @@ static bool _truthy(const char *v)
 static void h_list(http_req *req, http_resp *resp, void *ctx)
 {
     svc *s = ctx;
-    reg_caller c;
+    ts_caller c;
     if (!caller_get(req, resp, NULL, &c)) return;
     const char *group = http_query_arg(req, "group_id");
     if (!group) group = http_query_arg(req, "groupId");
@@ -342,7 +342,7 @@ static void h_list(http_req *req, http_resp *resp, void *ctx)
     bool all = _truthy(http_query_arg(req, "all")) && caller_is_admin(&c);
     char *supers = caller_hidden_users(&c);
     const char *p[] = {c.user_id, all ? "true" : "false",
-                       caller_is_superadmin(&c) ? NULL : c.domain, supers, group};
+                       caller_is_superadmin(&c) ? NULL : c.domain_name, supers, group};
     PGconn *conn = pgjson_get(s, resp);
     PGresult *r =
         conn
@@ -370,7 +370,7 @@ static void h_list(http_req *req, http_resp *resp, void *ctx)
 static void h_get(http_req *req, http_resp *resp, void *ctx)
 {
     svc *s = ctx;
-    reg_caller c;
+    ts_caller c;
     if (!caller_get(req, resp, NULL, &c)) return;
     const char *fmt = http_query_arg(req, "format");
     PGconn *conn = NULL;
@@ -393,7 +393,7 @@ static void h_get(http_req *req, http_resp *resp, void *ctx)
 static void h_update(http_req *req, http_resp *resp, void *ctx)
 {
     svc *s = ctx;
-    reg_caller c;
+    ts_caller c;
     if (!caller_get(req, resp, NULL, &c)) return;
     json_t *body = http_json_body(req, resp), *items = NULL, *row = NULL;
     tpl_item item = {0};
@@ -446,7 +446,7 @@ out:
 static void h_delete(http_req *req, http_resp *resp, void *ctx)
 {
     svc *s = ctx;
-    reg_caller c;
+    ts_caller c;
     if (!caller_get(req, resp, NULL, &c)) return;
     PGconn *conn = pgjson_get(s, resp);
     json_t *row = conn ? session_templates_find(conn, resp, &c, http_param(req, "id")) : NULL;

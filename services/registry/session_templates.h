@@ -38,6 +38,6 @@ void session_templates_routes(svc *s);
 /* The template id (either UUID form) the caller may reach, as
  * {"template", "project_name", "name", ...}; NULL after a problem answer
  * (404 for one it may not reach, 400 for an id that is not a UUID). */
-json_t *session_templates_find(PGconn *conn, http_resp *resp, const reg_caller *c, const char *id);
+json_t *session_templates_find(PGconn *conn, http_resp *resp, const ts_caller *c, const char *id);
 
 #endif

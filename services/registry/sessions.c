@@ -24,12 +24,12 @@
  * superadmin's things), so the owner's current role is read (auth's cached
  * context). False with resp unset when not allowed; false with resp set when
  * the owner's role could not be read (auth's answer, e.g. 503). */
-static bool may_access(http_req *req, http_resp *resp, const reg_caller *c, const char *user_id,
+static bool may_access(http_req *req, http_resp *resp, const ts_caller *c, const char *user_id,
                        const char *domain, const char *owner_ak)
 {
     if (caller_is_superadmin(c)) return true;
     if (strcmp(c->user_id, user_id) == 0) return true;
-    if (strcmp(c->role, "admin") != 0 || strcmp(c->domain, domain) != 0) return false;
+    if (strcmp(c->role, "admin") != 0 || strcmp(c->domain_name, domain) != 0) return false;
     json_t *owner = NULL;
     http_resp *scratch = http_resp_new();
     bool got = context_get(req, scratch, owner_ak, NULL, &owner);
@@ -47,7 +47,7 @@ static bool may_access(http_req *req, http_resp *resp, const reg_caller *c, cons
     return !super;
 }
 
-bool sessions_find(PGconn *conn, http_req *req, http_resp *resp, const reg_caller *c,
+bool sessions_find(PGconn *conn, http_req *req, http_resp *resp, const ts_caller *c,
                    char id[TS_UUID_STRLEN])
 {
     const char *key = http_param(req, "id");
@@ -102,7 +102,7 @@ typedef void (*session_fn)(http_resp *resp, PGconn *conn, const char *id);
 
 static void on_session(http_req *req, http_resp *resp, svc *s, session_fn fn)
 {
-    reg_caller c;
+    ts_caller c;
     if (!caller_get(req, resp, NULL, &c)) return;
     PGconn *conn = pgjson_get(s, resp);
     char id[TS_UUID_STRLEN];
@@ -166,7 +166,7 @@ static void h_status_history(http_req *req, http_resp *resp, void *ctx)
 static void h_rename(http_req *req, http_resp *resp, void *ctx)
 {
     svc *s = ctx;
-    reg_caller c;
+    ts_caller c;
     if (!caller_get(req, resp, NULL, &c)) return;
     json_t *body = NULL;
     const char *name = http_query_arg(req, "name");
@@ -240,14 +240,14 @@ static void h_history(http_req *req, http_resp *resp, void *ctx)
 
 static void h_list(http_req *req, http_resp *resp, void *ctx)
 {
-    reg_caller c;
+    ts_caller c;
     if (!caller_get(req, resp, NULL, &c)) return;
     const char *owner = http_query_arg(req, "owner");
     if (!owner) owner = http_query_arg(req, "owner_access_key");
     if (owner && !*owner) owner = NULL;
     /* users: their own sessions; a user asking for another owner gets none */
     const char *user = caller_is_admin(&c) ? NULL : c.user_id;
-    const char *domain = strcmp(c.role, "admin") == 0 ? c.domain : NULL;
+    const char *domain = strcmp(c.role, "admin") == 0 ? c.domain_name : NULL;
     const char *status = http_query_arg(req, "status");
     const char *type = http_query_arg(req, "type");
     /* narrowing to a project or a domain (GraphQL's compute_session_list) */
@@ -291,7 +291,7 @@ static void h_list(http_req *req, http_resp *resp, void *ctx)
 
 typedef enum { ACT_DESTROY, ACT_RESTART } action;
 
-static bool act(PGconn *conn, outbox *ob, sess *se, action a, bool forced, const reg_caller *c,
+static bool act(PGconn *conn, outbox *ob, sess *se, action a, bool forced, const ts_caller *c,
                 http_resp *resp, ts_err *err)
 {
     if (reg_status_final(se->status)) {
@@ -334,7 +334,7 @@ static bool act(PGconn *conn, outbox *ob, sess *se, action a, bool forced, const
 
 static void h_action(http_req *req, http_resp *resp, svc *s, action a)
 {
-    reg_caller c;
+    ts_caller c;
     if (!caller_get(req, resp, NULL, &c)) return;
     const char *fq = http_query_arg(req, "forced");
     bool forced = fq && (!strcmp(fq, "true") || !strcmp(fq, "1") || !strcmp(fq, "yes"));

@@ -34,7 +34,7 @@ void sessions_routes(svc *s);
 /* Resolve {name-or-id} (route parameter "id") to a session id the caller may
  * access, and name it in the thread's log context; false after a problem
  * answer (404 also for sessions the caller may not see). */
-bool sessions_find(PGconn *conn, http_req *req, http_resp *resp, const reg_caller *c,
+bool sessions_find(PGconn *conn, http_req *req, http_resp *resp, const ts_caller *c,
                    char id[TS_UUID_STRLEN]) TS_MUST_CHECK;
 
 #endif

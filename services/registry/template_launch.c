@@ -15,7 +15,7 @@ static void h_create_from_template(http_req *req, http_resp *resp, void *ctx)
     svc *s = ctx;
     json_t *body = http_json_body(req, resp);
     if (!body) return;
-    reg_caller c;
+    ts_caller c;
     if (!caller_get(req, resp, NULL, &c)) {
         json_decref(body);
         return;

@@ -17,13 +17,13 @@
 
 #define DAY_MS USAGE_DAY_MS
 
-void usage_scope_of(const reg_caller *c, usage_scope *out)
+void usage_scope_of(const ts_caller *c, usage_scope *out)
 {
     out->user_id[0] = out->domain[0] = 0;
     out->hidden = caller_hidden_users(c);
     if (caller_is_superadmin(c)) return;
     if (caller_is_admin(c))
-        ts_strlcpy(out->domain, c->domain, sizeof(out->domain));
+        ts_strlcpy(out->domain, c->domain_name, sizeof(out->domain));
     else
         ts_strlcpy(out->user_id, c->user_id, sizeof(out->user_id));
 }
@@ -381,7 +381,7 @@ static void h_usage(http_req *req, http_resp *resp, void *ctx)
     const bucket_kind *k;
     size_t nb;
     if (!bucket_arg(req, resp, from, to, &k, &nb)) return;
-    reg_caller c;
+    ts_caller c;
     if (!caller_get(req, resp, NULL, &c)) return;
     usage_scope sc;
     usage_scope_of(&c, &sc);

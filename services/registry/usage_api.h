@@ -29,7 +29,7 @@ typedef struct usage_scope {
     char domain[260];
     char *hidden;
 } usage_scope;
-void usage_scope_of(const reg_caller *c, usage_scope *out);
+void usage_scope_of(const ts_caller *c, usage_scope *out);
 void usage_scope_free(usage_scope *sc);
 
 /* {"live": {...}, "lastStat": {...}} of the session's latest sample per

@@ -140,7 +140,7 @@ static PGresult *query_rows(svc *s, http_resp *resp, int64_t from, int64_t to,
  * usage_scope_free after true). */
 static bool admin_scope(http_req *req, http_resp *resp, usage_scope *sc)
 {
-    reg_caller c;
+    ts_caller c;
     if (!caller_get(req, resp, NULL, &c)) return false;
     bool admin = caller_is_admin(&c);
     if (admin) usage_scope_of(&c, sc);

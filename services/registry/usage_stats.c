@@ -131,7 +131,7 @@ static void _answer(svc *s, http_resp *resp, const char *user_id)
 
 static void h_user_month(http_req *req, http_resp *resp, void *ctx)
 {
-    reg_caller c;
+    ts_caller c;
     if (!caller_get(req, resp, NULL, &c)) return;
     char uid[TS_UUID_STRLEN];
     ts_strlcpy(uid, c.user_id, sizeof(uid));
@@ -141,7 +141,7 @@ static void h_user_month(http_req *req, http_resp *resp, void *ctx)
 
 static void h_admin_month(http_req *req, http_resp *resp, void *ctx)
 {
-    reg_caller c;
+    ts_caller c;
     if (!caller_get(req, resp, NULL, &c)) return;
     bool super = caller_is_superadmin(&c);
     caller_free(&c);

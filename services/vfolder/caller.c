@@ -2,7 +2,6 @@
  * and the volume policies (see caller.h and folders.h). */
 #include "caller.h"
 
-#include "libcommon/authctx.h"
 #include "libcommon/httpc.h"
 #include "libcommon/log.h"
 #include "volumes.h"
@@ -78,92 +77,14 @@ bool vf_auth_project(const char *access_key, const char *group, const char *requ
     return authctx_get(_auth(), access_key, group, request_id, status, out, err);
 }
 
-/* Why a context is refused (NULL: it is not). */
-static const char *_refusal(const json_t *ctx, const char *user_id)
-{
-    const json_t *user = json_object_get(ctx, "user");
-    static const char *const needed[] = {"id", "role", "domain_name", "email"};
-    for (size_t i = 0; i < TS_ARRAY_LEN(needed); i++)
-        if (!json_is_string(json_object_get(user, needed[i])))
-            return "malformed context from tessera-auth";
-    switch (authctx_check(ctx, user_id)) {
-    case AUTHCTX_NOT_CALLERS:
-        return "the access key is not the caller's";
-    case AUTHCTX_KEY_INACTIVE:
-        return "the keypair is not active";
-    case AUTHCTX_USER_INACTIVE:
-        return "the user is not active";
-    case AUTHCTX_ACTIVE:
-        break;
-    }
-    return NULL;
-}
-
-/* The context of access_key into out; user_id: the caller's (a forwarded
- * request: refusals are 401) or NULL (a look-up by key: 404/403). */
-static bool _fill(http_req *req, http_resp *resp, const char *access_key, const char *user_id,
-                  vf_caller *out)
-{
-    long status = 0;
-    json_t *ctx = NULL;
-    ts_err err = {{0}};
-    if (!authctx_get(_auth(), access_key, NULL, req->request_id, &status, &ctx, &err)) {
-        char q[600];
-        TLOG_WARN("auth unreachable", "error=%s", tlog_quote(q, sizeof(q), err.msg));
-        http_problem(resp, 503, "service-unavailable", NULL, "%s", err.msg);
-        return false;
-    }
-    if (status == 404) {
-        json_decref(ctx);
-        http_problem(resp, user_id ? 401 : 404, user_id ? "auth-failed" : "not-found", NULL,
-                     "unknown access key");
-        return false;
-    }
-    if (status != 200 || !json_is_object(ctx)) {
-        json_decref(ctx);
-        http_problem(resp, 503, "service-unavailable", NULL,
-                     "tessera-auth answered %ld to the session-context look-up", status);
-        return false;
-    }
-    const char *why = _refusal(ctx, user_id);
-    if (why) {
-        json_decref(ctx);
-        http_problem(resp, user_id ? 401 : 403, user_id ? "auth-failed" : "forbidden", NULL, "%s",
-                     why);
-        return false;
-    }
-    memset(out, 0, sizeof(*out));
-    ts_strlcpy(out->user_id, authctx_user_field(ctx, "id"), sizeof(out->user_id));
-    ts_strlcpy(out->access_key, access_key, sizeof(out->access_key));
-    ts_strlcpy(out->email, authctx_user_field(ctx, "email"), sizeof(out->email));
-    ts_strlcpy(out->role, authctx_user_field(ctx, "role"), sizeof(out->role));
-    ts_strlcpy(out->domain_name, authctx_user_field(ctx, "domain_name"), sizeof(out->domain_name));
-    out->ctx = ctx;
-    return true;
-}
-
-bool vf_caller_get(svc *s, http_req *req, http_resp *resp, vf_caller *out)
+bool vf_caller_get(svc *s, http_req *req, http_resp *resp, ts_caller *out)
 {
     (void)s;
-    memset(out, 0, sizeof(*out));
-    const char *id, *ak;
-    switch (authctx_caller_of(req, &id, &ak)) {
-    case AUTHCTX_CALLER_NONE:
-        http_problem(resp, 401, "auth-failed", NULL,
-                     "no authenticated caller (this endpoint needs a signed request)");
-        return false;
-    case AUTHCTX_CALLER_BAD_KEY:
-        http_problem(resp, 401, "auth-failed", NULL, "missing or malformed caller access key");
-        return false;
-    case AUTHCTX_CALLER_OK:
-        break;
-    }
-    tlog_ctx_user(id);
-    return _fill(req, resp, ak, id, out);
+    return caller_from_request(_auth(), req, resp, NULL, out);
 }
 
 bool vf_caller_for_key(svc *s, http_req *req, http_resp *resp, const char *access_key,
-                       vf_caller *out)
+                       ts_caller *out)
 {
     (void)s;
     memset(out, 0, sizeof(*out));
@@ -172,41 +93,30 @@ bool vf_caller_for_key(svc *s, http_req *req, http_resp *resp, const char *acces
                      "access_key must be an access key (20 characters)");
         return false;
     }
-    return _fill(req, resp, access_key, NULL, out);
-}
-
-void vf_caller_free(vf_caller *c)
-{
-    json_decref(c->ctx);
-    c->ctx = NULL;
-}
-
-bool vf_caller_is_superadmin(const vf_caller *c)
-{
-    return strcmp(c->role, "superadmin") == 0;
-}
-
-bool vf_caller_admin_of(const vf_caller *c, const char *domain_name)
-{
-    if (vf_caller_is_superadmin(c)) return true;
-    return strcmp(c->role, "admin") == 0 && domain_name && strcmp(c->domain_name, domain_name) == 0;
-}
-
-bool vf_caller_admin_over(const vf_caller *c, const char *domain_name, const char *owner_user_id)
-{
-    if (!vf_caller_admin_of(c, domain_name)) return false;
-    if (vf_caller_is_superadmin(c) || !owner_user_id) return true;
-    size_t i;
-    json_t *id;
-    json_array_foreach(json_object_get(c->ctx, "domain_superadmins"), i, id)
-    {
-        const char *v = json_string_value(id);
-        if (v && strcmp(v, owner_user_id) == 0) return false;
+    json_t *ctx = NULL;
+    if (!caller_context(_auth(), req, resp, access_key, NULL, &ctx)) return false;
+    const char *why = caller_context_refusal(ctx, NULL);
+    if (why) {
+        json_decref(ctx);
+        http_problem(resp, 403, "forbidden", NULL, "%s", why);
+        return false;
     }
+    caller_take_context(out, access_key, ctx);
     return true;
 }
 
-const json_t *vf_caller_project(const vf_caller *c, const char *project_id)
+bool vf_caller_admin_of(const ts_caller *c, const char *domain_name)
+{
+    if (caller_is_superadmin(c)) return true;
+    return strcmp(c->role, "admin") == 0 && domain_name && strcmp(c->domain_name, domain_name) == 0;
+}
+
+bool vf_caller_admin_over(const ts_caller *c, const char *domain_name, const char *owner_user_id)
+{
+    return vf_caller_admin_of(c, domain_name) && !caller_hides_user(c, owner_user_id);
+}
+
+const json_t *vf_caller_project(const ts_caller *c, const char *project_id)
 {
     size_t i;
     json_t *p;
@@ -219,23 +129,23 @@ const json_t *vf_caller_project(const vf_caller *c, const char *project_id)
     return NULL;
 }
 
-bool vf_caller_in_project(const vf_caller *c, const char *project_id)
+bool vf_caller_in_project(const ts_caller *c, const char *project_id)
 {
     return vf_caller_project(c, project_id) != NULL;
 }
 
-static int64_t _policy_int(const vf_caller *c, const char *key)
+static int64_t _policy_int(const ts_caller *c, const char *key)
 {
     json_t *v = json_object_get(json_object_get(c->ctx, "user_policy"), key);
     return json_is_integer(v) && json_integer_value(v) > 0 ? json_integer_value(v) : 0;
 }
 
-int64_t vf_caller_max_vfolder_count(const vf_caller *c)
+int64_t vf_caller_max_vfolder_count(const ts_caller *c)
 {
     return _policy_int(c, "max_vfolder_count");
 }
 
-int64_t vf_caller_max_quota_scope_size(const vf_caller *c)
+int64_t vf_caller_max_quota_scope_size(const ts_caller *c)
 {
     return _policy_int(c, "max_quota_scope_size");
 }
@@ -266,7 +176,7 @@ static void _merge(json_t *dst, const json_t *src)
     }
 }
 
-json_t *vf_caller_allowed_hosts(const vf_caller *c, const json_t *project_hosts)
+json_t *vf_caller_allowed_hosts(const ts_caller *c, const json_t *project_hosts)
 {
     json_t *out = json_object();
     const json_t *hosts = json_object_get(c->ctx, "allowed_vfolder_hosts");
@@ -287,10 +197,10 @@ json_t *vf_caller_allowed_hosts(const vf_caller *c, const json_t *project_hosts)
     return out;
 }
 
-bool vf_caller_host_allows(const vf_caller *c, const json_t *project_hosts, const char *host,
+bool vf_caller_host_allows(const ts_caller *c, const json_t *project_hosts, const char *host,
                            const char *perm_name)
 {
-    if (vf_caller_is_superadmin(c)) return true;
+    if (caller_is_superadmin(c)) return true;
     json_t *all = vf_caller_allowed_hosts(c, project_hosts);
     bool ok = false;
     size_t i;

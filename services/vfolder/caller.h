@@ -1,4 +1,4 @@
-/* caller.h: who calls tessera-vfolder (vf_caller) and what the
+/* caller.h: who calls tessera-vfolder (ts_caller, libcommon/caller.h) and what the
  * policies let it do with volumes. The gateway forwards the verified caller
  * in X-Tessera-Caller and X-Tessera-Caller-Access-Key; we own no users, so
  * each request asks tessera-auth's GET /v1/session-context for the keypair's
@@ -10,36 +10,23 @@
 #define VFOLDER_CALLER_H
 
 #include "context.h"
+#include "libcommon/caller.h"
 #include "libcommon/svc.h"
 
 #include <jansson.h>
 
-/* The caller of a forwarded request: X-Tessera-Caller (user id) and
- * X-Tessera-Caller-Access-Key, resolved through tessera-auth's
- * GET /v1/session-context on every request (we own no users). */
-typedef struct vf_caller {
-    char user_id[TS_UUID_STRLEN];
-    char access_key[24];
-    char email[VF_EMAIL_MAX];
-    char role[16]; /* "superadmin", "admin" (domain admin) or "user" */
-    char domain_name[VF_NAME_MAX];
-    json_t *ctx; /* auth's session context (owned): projects, policies, hosts */
-} vf_caller;
-
 /* From the request headers. False after a problem answer: 401 (no or bad
  * caller, inactive key or user, key not the user's), 503 (auth unreachable). */
-bool vf_caller_get(svc *s, http_req *req, http_resp *resp, vf_caller *out) TS_MUST_CHECK;
-void vf_caller_free(vf_caller *c);
-bool vf_caller_is_superadmin(const vf_caller *c) TS_MUST_CHECK;
+bool vf_caller_get(svc *s, http_req *req, http_resp *resp, ts_caller *out) TS_MUST_CHECK;
 /* Superadmin, or an admin of that domain. */
-bool vf_caller_admin_of(const vf_caller *c, const char *domain_name) TS_MUST_CHECK;
+bool vf_caller_admin_of(const ts_caller *c, const char *domain_name) TS_MUST_CHECK;
 /* As vf_caller_admin_of, for a folder of that domain owned by user
  * owner_user_id (NULL: a project's): a domain admin is no admin over a
  * superadmin's folder (auth's context lists the domain's superadmins). */
-bool vf_caller_admin_over(const vf_caller *c, const char *domain_name,
+bool vf_caller_admin_over(const ts_caller *c, const char *domain_name,
                           const char *owner_user_id) TS_MUST_CHECK;
 /* Is the caller a member of the project (id)? From the context's "projects". */
-bool vf_caller_in_project(const vf_caller *c, const char *project_id) TS_MUST_CHECK;
+bool vf_caller_in_project(const ts_caller *c, const char *project_id) TS_MUST_CHECK;
 
 /* vfolder.context_cache_ttl, vfolder.context_cache_entries. */
 extern const cfg_option vf_caller_options[];
@@ -53,7 +40,7 @@ void vf_caller_stop(void);
  * session owner's key). Same answers as vf_caller_get, without the header
  * check; 404 from auth becomes 404 "unknown access key". */
 bool vf_caller_for_key(svc *s, http_req *req, http_resp *resp, const char *access_key,
-                       vf_caller *out) TS_MUST_CHECK;
+                       ts_caller *out) TS_MUST_CHECK;
 
 /* Backend.AI host permission names (allowed_vfolder_hosts values). */
 #define VF_HOST_CREATE "create-vfolder"
@@ -69,15 +56,15 @@ bool vf_caller_for_key(svc *s, http_req *req, http_resp *resp, const char *acces
  * policy's, the domain's and (project_hosts, may be NULL) the project's.
  * When no policy names any host and vfolder.open_hosts is on, every
  * configured volume with every permission. New reference. */
-json_t *vf_caller_allowed_hosts(const vf_caller *c, const json_t *project_hosts);
+json_t *vf_caller_allowed_hosts(const ts_caller *c, const json_t *project_hosts);
 /* May the caller do perm_name on host? (superadmins: always.) */
-bool vf_caller_host_allows(const vf_caller *c, const json_t *project_hosts, const char *host,
+bool vf_caller_host_allows(const ts_caller *c, const json_t *project_hosts, const char *host,
                            const char *perm_name) TS_MUST_CHECK;
 /* The member project of the context by id (NULL when not a member). */
-const json_t *vf_caller_project(const vf_caller *c, const char *project_id);
+const json_t *vf_caller_project(const ts_caller *c, const char *project_id);
 /* The user policy's limits (0 = unlimited). */
-int64_t vf_caller_max_vfolder_count(const vf_caller *c);
-int64_t vf_caller_max_quota_scope_size(const vf_caller *c);
+int64_t vf_caller_max_vfolder_count(const ts_caller *c);
+int64_t vf_caller_max_quota_scope_size(const ts_caller *c);
 
 /* tessera-auth's GET /v1/user-lookup?email=: *status 200 with *out the user
  * ({"id", "email", "domain_name", "status", "projects": [ids]}), 404, or 0

@@ -22,7 +22,7 @@
  * (allowed_vfolder_hosts, max_quota_scope_size; a new reference). Members are
  * found in the context; admins of other projects through auth's
  * session-context?group=. */
-static bool _find_project(http_req *req, http_resp *resp, const vf_caller *c, const char *group,
+static bool _find_project(http_req *req, http_resp *resp, const ts_caller *c, const char *group,
                           char project_id[TS_UUID_STRLEN], json_t **project)
 {
     size_t i;
@@ -79,7 +79,7 @@ typedef struct _new_folder {
 /* Insert the row and make the directory, under the owner's advisory lock
  * (count limit without races). Sends the problem and returns false; on
  * success fills f (the caller is the creator). */
-static bool _insert_folder(svc *s, http_resp *resp, const vf_caller *c, const _new_folder *nf,
+static bool _insert_folder(svc *s, http_resp *resp, const ts_caller *c, const _new_folder *nf,
                            vf_folder *f)
 {
     const vf_volume *vol = vf_volume_find(nf->host);
@@ -211,7 +211,7 @@ static bool _read_common(json_t *body, const char *host_key, _new_folder *nf, ht
 
 /* The owner's limits: the project's policy (project: the context's project
  * object) or the caller's user policy. */
-static void _owner_limits(_new_folder *nf, const vf_caller *c, const json_t *project)
+static void _owner_limits(_new_folder *nf, const ts_caller *c, const json_t *project)
 {
     json_t *pmax = json_object_get(project, "max_quota_scope_size");
     json_t *pcount = json_object_get(project, "max_vfolder_count");
@@ -225,7 +225,7 @@ static void _owner_limits(_new_folder *nf, const vf_caller *c, const json_t *pro
 
 /* May the caller create folders on host (project_hosts: the project's policy
  * counts too)? False after a 403. */
-static bool _may_create_on(const vf_caller *c, const json_t *project_hosts, const char *host,
+static bool _may_create_on(const ts_caller *c, const json_t *project_hosts, const char *host,
                            http_resp *resp)
 {
     if (vf_caller_host_allows(c, project_hosts, host, VF_HOST_CREATE)) return true;

@@ -69,7 +69,7 @@ void vf_h_hosts(http_req *req, http_resp *resp, void *ctx)
 {
     vf_req x;
     if (!vf_req_begin(&x, ctx, req, resp)) return;
-    bool super = vf_caller_is_superadmin(&x.c);
+    bool super = caller_is_superadmin(&x.c);
     json_t *allowed_map = vf_caller_allowed_hosts(&x.c, NULL);
     json_t *allowed = json_array(), *info = json_object();
     for (size_t i = 0; i < vf_volume_count(); i++) {
@@ -125,7 +125,7 @@ void vf_h_volumes(http_req *req, http_resp *resp, void *ctx)
         json_t *items = json_array();
         for (size_t i = 0; i < vf_volume_count(); i++)
             json_array_append_new(
-                items, _volume_json(vf_volume_at(i), acct, vf_caller_is_superadmin(&x.c)));
+                items, _volume_json(vf_volume_at(i), acct, caller_is_superadmin(&x.c)));
         http_reply_json(resp, 200, json_pack("{s:o}", "volumes", items));
     }
     json_decref(acct);
@@ -194,7 +194,7 @@ void vf_h_all_hosts(http_req *req, http_resp *resp, void *ctx)
 {
     vf_req x;
     if (!vf_req_begin(&x, ctx, req, resp)) return;
-    bool super = vf_caller_is_superadmin(&x.c);
+    bool super = caller_is_superadmin(&x.c);
     vf_req_end(&x);
     if (super)
         vf_h_hosts(req, resp, ctx);

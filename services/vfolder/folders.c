@@ -94,7 +94,7 @@ static void _row_folder(const PGresult *r, int i, vf_folder *f)
 
 /* The caller's effective permission on row i and how it comes:
  * rank 4 owner, 3 shared/invited, 2 project member, 1 admin only, 0 none. */
-static vf_perm _effective(const vf_caller *c, const PGresult *r, int i, bool *via_admin, int *rank)
+static vf_perm _effective(const ts_caller *c, const PGresult *r, int i, bool *via_admin, int *rank)
 {
     bool user_owned = strcmp(_v(r, i, C_OWNERSHIP), "user") == 0;
     const char *owner = _v(r, i, user_owned ? C_USER : C_GROUP);
@@ -122,7 +122,7 @@ static vf_perm _effective(const vf_caller *c, const PGresult *r, int i, bool *vi
 
 /* A uuid[] literal of the ids in the context's array `key` (its strings, or
  * its objects' "id"). */
-static char *_ctx_ids_literal(const vf_caller *c, const char *key)
+static char *_ctx_ids_literal(const ts_caller *c, const char *key)
 {
     size_t n = json_array_size(json_object_get(c->ctx, key));
     char *out = ts_malloc(n * TS_UUID_STRLEN + 3), *o = out;
@@ -144,13 +144,13 @@ static char *_ctx_ids_literal(const vf_caller *c, const char *key)
 }
 
 /* The caller's projects as a PostgreSQL uuid[] literal "{a,b}" (heap). */
-static char *_projects_literal(const vf_caller *c)
+static char *_projects_literal(const ts_caller *c)
 {
     return _ctx_ids_literal(c, "projects");
 }
 
 /* The JSON answer for a folder (list and info), as the caller sees it. */
-static json_t *_folder_json(const vf_caller *c, const PGresult *r, int i)
+static json_t *_folder_json(const ts_caller *c, const PGresult *r, int i)
 {
     bool via_admin;
     int rank;
@@ -194,7 +194,7 @@ static const char resolve_sql[] =
     " ORDER BY v.created_at, v.id";
 
 /* The best candidate in status `status` (see vf_resolve). */
-static bool _resolve_status(svc *s, const vf_caller *c, const char *name_or_id, const char *status,
+static bool _resolve_status(svc *s, const ts_caller *c, const char *name_or_id, const char *status,
                             vf_perm need, vf_folder *out, http_resp *resp)
 {
     memset(out, 0, sizeof(*out));
@@ -213,7 +213,7 @@ static bool _resolve_status(svc *s, const vf_caller *c, const char *name_or_id, 
                             name_or_id,
                             is_id ? id : NULL,
                             projects,
-                            vf_caller_is_superadmin(c) ? "t" : "f",
+                            caller_is_superadmin(c) ? "t" : "f",
                             admin ? c->domain_name : NULL,
                             status};
     PGresult *r = pgjson_query(conn, resp, "resolve vfolder", resolve_sql, 7, params);
@@ -261,13 +261,13 @@ static bool _resolve_status(svc *s, const vf_caller *c, const char *name_or_id, 
     return ok;
 }
 
-bool vf_resolve(svc *s, const vf_caller *caller, const char *name_or_id, vf_perm need,
+bool vf_resolve(svc *s, const ts_caller *caller, const char *name_or_id, vf_perm need,
                 vf_folder *out, http_resp *resp)
 {
     return _resolve_status(s, caller, name_or_id, "ready", need, out, resp);
 }
 
-bool vf_resolve_trashed(svc *s, const vf_caller *caller, const char *id, vf_folder *out,
+bool vf_resolve_trashed(svc *s, const ts_caller *caller, const char *id, vf_folder *out,
                         http_resp *resp)
 {
     return _resolve_status(s, caller, id, "trash", VF_PERM_OWNER, out, resp);
@@ -329,7 +329,7 @@ bool vf_folder_by_id(svc *s, const char *id, vf_folder *out, ts_err *err)
 
 /* ---- answers ------------------------------------------------------------------------ */
 
-json_t *vf_folder_json(svc *s, const vf_caller *caller, const char *id, http_resp *resp)
+json_t *vf_folder_json(svc *s, const ts_caller *caller, const char *id, http_resp *resp)
 {
     PGconn *conn = pgjson_get(s, resp);
     if (!conn) return NULL;
@@ -347,7 +347,7 @@ json_t *vf_folder_json(svc *s, const vf_caller *caller, const char *id, http_res
     return o;
 }
 
-json_t *vf_folder_list(svc *s, const vf_caller *caller, bool all, const char *project_id,
+json_t *vf_folder_list(svc *s, const ts_caller *caller, bool all, const char *project_id,
                        bool trash, http_resp *resp)
 {
     PGconn *conn = pgjson_get(s, resp);
@@ -358,7 +358,7 @@ json_t *vf_folder_list(svc *s, const vf_caller *caller, bool all, const char *pr
     const char *params[] = {caller->user_id,
                             projects,
                             all ? "t" : "f",
-                            vf_caller_is_superadmin(caller) ? NULL : caller->domain_name,
+                            caller_is_superadmin(caller) ? NULL : caller->domain_name,
                             project_id,
                             hidden,
                             trash ? "trash" : "ready"};
@@ -384,7 +384,7 @@ json_t *vf_folder_list(svc *s, const vf_caller *caller, bool all, const char *pr
     return arr;
 }
 
-const json_t *vf_folder_project_hosts(const vf_caller *caller, const vf_folder *f)
+const json_t *vf_folder_project_hosts(const ts_caller *caller, const vf_folder *f)
 {
     return f->ownership == VF_OWNER_PROJECT
                ? json_object_get(vf_caller_project(caller, f->owner_id), "allowed_vfolder_hosts")

@@ -4,15 +4,15 @@
  * Every handler that works on a folder begins here (request.h wraps the
  * steps):
  *
- *     vf_caller c;
+ *     ts_caller c;
  *     if (!vf_caller_get(s, req, resp, &c)) return;          // 401/503 sent
  *     vf_folder f;
  *     if (!vf_resolve(s, &c, http_param(req, "name"), VF_PERM_RW, &f, resp)) {
- *         vf_caller_free(&c);                                 // 404/403 sent
+ *         caller_free(&c);                                 // 404/403 sent
  *         return;
  *     }
  *     ... work under f.host_path (confined: files.h) ...
- *     vf_caller_free(&c);
+ *     caller_free(&c);
  *
  * The model reads folders; it changes none. Creating, trashing, sharing and
  * accounting are the modules above it (folder_create.c, trash.c,
@@ -69,11 +69,11 @@ typedef struct vf_folder {
  * caller's effective permission is at least `need`. False after a problem
  * answer: 404 vfolder-not-found (absent, or invisible to the caller), 403
  * forbidden (visible but not enough permission), 500/503. */
-bool vf_resolve(svc *s, const vf_caller *caller, const char *name_or_id, vf_perm need,
+bool vf_resolve(svc *s, const ts_caller *caller, const char *name_or_id, vf_perm need,
                 vf_folder *out, http_resp *resp) TS_MUST_CHECK;
 /* The same for a folder in the trash, by id, that the caller owns or
  * administers (purge, restore). */
-bool vf_resolve_trashed(svc *s, const vf_caller *caller, const char *id, vf_folder *out,
+bool vf_resolve_trashed(svc *s, const ts_caller *caller, const char *id, vf_folder *out,
                         http_resp *resp) TS_MUST_CHECK;
 
 /* A ready folder by id with no caller (token-authorized transfers): perm is
@@ -85,7 +85,7 @@ bool vf_folder_read(PGconn *conn, http_resp *resp, const char *id, vf_folder *ou
 
 /* The JSON answer for folder id (create, clone, info) as the caller sees
  * it; NULL after a problem answer. */
-json_t *vf_folder_json(svc *s, const vf_caller *caller, const char *id, http_resp *resp);
+json_t *vf_folder_json(svc *s, const ts_caller *caller, const char *id, http_resp *resp);
 /* The ready folders the caller sees (GET /folders): its own, those shared
  * with it, its projects'; all: every folder of the domain it administers
  * (all of them for a superadmin) but its superadmins' user folders;
@@ -93,13 +93,13 @@ json_t *vf_folder_json(svc *s, const vf_caller *caller, const char *id, http_res
  * instead of the ready ones (not the folders shared with it: their owners
  * restore or purge them). A JSON array; NULL after a problem
  * answer. */
-json_t *vf_folder_list(svc *s, const vf_caller *caller, bool all, const char *project_id,
+json_t *vf_folder_list(svc *s, const ts_caller *caller, bool all, const char *project_id,
                        bool trash, http_resp *resp);
 
 /* A project folder's project policy hosts as the caller's context has them
  * (allowed_vfolder_hosts; NULL for a user folder or a project the caller is
  * not a member of). */
-const json_t *vf_folder_project_hosts(const vf_caller *caller, const vf_folder *f);
+const json_t *vf_folder_project_hosts(const ts_caller *caller, const vf_folder *f);
 
 /* A folder name (1..64 code points; no '/', '\\', control characters,
  * "."/"..", "_", edge spaces or reserved home-directory names). False after

@@ -130,7 +130,7 @@ static bool _names_ok(const json_t *names, const json_t *map, http_resp *resp)
 /* May the caller mount f (its own, shared with it or its project's; not
  * through admin rights alone), where the policies allow mounting from its
  * host? False after a 403 naming it. */
-static bool _mountable(const vf_caller *c, const vf_folder *f, const char *name, http_resp *resp)
+static bool _mountable(const ts_caller *c, const vf_folder *f, const char *name, http_resp *resp)
 {
     if (f->via_admin) {
         _mount_problem(resp, 403, "forbidden", name,
@@ -198,7 +198,7 @@ void vf_h_mounts_resolve(http_req *req, http_resp *resp, void *ctx)
     const char *ak = NULL;
     json_t *names = json_object_get(body, "names");
     json_t *map = json_object_get(body, "mount_map");
-    vf_caller c = {0};
+    ts_caller c = {0};
     json_t *out = NULL;
     if (!pgjson_only_keys(body, keys, resp) ||
         !pgjson_field_str(body, "access_key", true, 20, 20, &ak, resp) ||
@@ -234,5 +234,5 @@ void vf_h_mounts_resolve(http_req *req, http_resp *resp, void *ctx)
 done:
     json_decref(out);
     json_decref(body);
-    vf_caller_free(&c);
+    caller_free(&c);
 }

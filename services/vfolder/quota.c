@@ -205,7 +205,7 @@ bool vf_quota_forget(PGconn *conn, const char *vfolder_id, ts_err *err)
     return true;
 }
 
-int64_t vf_quota_scope_limit(const vf_caller *c, const vf_folder *f)
+int64_t vf_quota_scope_limit(const ts_caller *c, const vf_folder *f)
 {
     if (f->ownership == VF_OWNER_USER)
         return strcmp(f->owner_id, c->user_id) == 0 ? vf_caller_max_quota_scope_size(c) : -1;
@@ -215,7 +215,7 @@ int64_t vf_quota_scope_limit(const vf_caller *c, const vf_folder *f)
     return json_is_integer(v) && json_integer_value(v) > 0 ? json_integer_value(v) : 0;
 }
 
-void vf_quota_scope_refresh(svc *s, const vf_caller *c, const vf_folder *f)
+void vf_quota_scope_refresh(svc *s, const ts_caller *c, const vf_folder *f)
 {
     int64_t limit = vf_quota_scope_limit(c, f);
     if (limit < 0) return;

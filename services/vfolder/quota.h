@@ -45,10 +45,10 @@ bool vf_quota_scope_touch(PGconn *conn, const char *scope_id, int64_t limit,
  * policy's for the caller's own folders, the project resource policy's for
  * the folders of a project the caller is a member of; -1 when the context
  * does not say (someone else's folder). */
-int64_t vf_quota_scope_limit(const vf_caller *c, const vf_folder *f);
+int64_t vf_quota_scope_limit(const ts_caller *c, const vf_folder *f);
 /* Bring f's scope limit up to date with the owner's policy (when the
  * context tells it; a failure is logged, the old limit stays). */
-void vf_quota_scope_refresh(svc *s, const vf_caller *c, const vf_folder *f);
+void vf_quota_scope_refresh(svc *s, const ts_caller *c, const vf_folder *f);
 /* Charge bytes of an existing tree (clone) to a folder and its scope; the
  * same all-or-nothing check as vf_quota_reserve. */
 vf_quota_rc vf_quota_charge(svc *s, const char *vfolder_id, int64_t bytes, const char *request_id,

@@ -70,5 +70,5 @@ void vf_req_end(vf_req *x)
     x->root = -1;
     json_decref(x->body);
     x->body = NULL;
-    vf_caller_free(&x->c);
+    caller_free(&x->c);
 }

@@ -25,7 +25,7 @@ typedef struct vf_req {
     svc *s;
     http_req *req;
     http_resp *resp;
-    vf_caller c;
+    ts_caller c;
     json_t *body;     /* after vf_req_body (owned) */
     vf_folder f;      /* after vf_req_folder */
     int root;         /* after vf_req_root: the folder's directory (files.h); -1 */
