@@ -14,12 +14,21 @@
 static int64_t g_cache_ttl_ms, g_cache_entries;
 
 const cfg_option vf_caller_options[] = {
-    {"vfolder.context_cache_ttl", CFG_DURATION, &g_cache_ttl_ms, "0", 0, 3600000, NULL, false, NULL,
-     "how long a caller's session context (auth's 200 answer) is reused, dropped sooner on "
-     "tessera.auth.v1 events; 0: no cache, no consumer, auth is asked on every request"},
-    {"vfolder.context_cache_entries", CFG_INT, &g_cache_entries, "4096", 1, 1000000, NULL, false,
-     NULL, "session contexts kept at most; a new one evicts the least recently used"},
-    {NULL},
+    {.name = "vfolder.context_cache_ttl",
+     .type = CFG_DURATION,
+     .dst = &g_cache_ttl_ms,
+     .def = "0",
+     .max = 3600000,
+     .help = "how long a caller's session context (auth's 200 answer) is reused, dropped sooner on "
+             "tessera.auth.v1 events; 0: no cache, no consumer, auth is asked on every request"},
+    {.name = "vfolder.context_cache_entries",
+     .type = CFG_INT,
+     .dst = &g_cache_entries,
+     .def = "4096",
+     .min = 1,
+     .max = 1000000,
+     .help = "session contexts kept at most; a new one evicts the least recently used"},
+    {0},
 };
 
 static authctx *g_auth;

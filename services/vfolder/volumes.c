@@ -32,12 +32,15 @@ static size_t g_n;
 char *vf_file_owner;
 
 const cfg_option vf_volume_options[] = {
-    {"vfolder.file_owner", CFG_STRING, &vf_file_owner, VF_FILE_OWNER_DEFAULT, 0, 0, NULL, false,
-     NULL,
-     "uid:gid on the volumes of what tessera-vfolder creates in folders (folder directories, "
-     "mkdir, uploads, clones): the sessions' root, so it must match the agents' user namespace "
-     "(agent.userns_base; 1000:1000 for agents with agent.userns = off); \"\": as created"},
-    {NULL},
+    {.name = "vfolder.file_owner",
+     .type = CFG_STRING,
+     .dst = &vf_file_owner,
+     .def = VF_FILE_OWNER_DEFAULT,
+     .help =
+         "uid:gid on the volumes of what tessera-vfolder creates in folders (folder directories, "
+         "mkdir, uploads, clones): the sessions' root, so it must match the agents' user namespace "
+         "(agent.userns_base; 1000:1000 for agents with agent.userns = off); \"\": as created"},
+    {0},
 };
 
 /* ---- ownership ------------------------------------------------------------------ */
