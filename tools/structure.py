@@ -10,8 +10,10 @@ The rules (docs/testing.md, "Structure"):
    file refers to a symbol that b's object defines (read with nm from the built
    objects under DIR/obj and DIR/shim/obj: run `make` first). A cycle is
    printed with every edge inside it and why the edge is there.
-2. No C file (.c, .h) tracked by git is longer than N lines (800). Generated
-   code is not tracked, so it is not counted.
+2. No C file (.c, .h) tracked by git is longer than N lines (1,500, the style
+   guide's limit: a file holds one concern in a few hundred lines and is split
+   by concept past 1,500, never by a count).
+   Generated code is not tracked, so it is not counted.
 3. Every bool function a header declares is TS_MUST_CHECK (the error
    convention of libcommon/common.h; tools/must_check.py --fix adds it).
 4. No object of libcommon, services or tests/tools calls a C library function
@@ -327,7 +329,7 @@ def long_functions(files, limit):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--build', default='build')
-    ap.add_argument('--max-lines', type=int, default=800)
+    ap.add_argument('--max-lines', type=int, default=1500)
     ap.add_argument('--max-function-lines', type=int, default=MAX_FUNCTION_LINES)
     ap.add_argument('--graph', metavar='FOLDER')
     args = ap.parse_args()
