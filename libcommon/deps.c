@@ -118,27 +118,49 @@ void deps_reset(void)
     pthread_mutex_unlock(&g_mu);
 }
 
+/* The values of deps_collect's families, by dependency. */
+static unsigned long long dep_up(int i)
+{
+    return atomic_load(&g_dep[i].down_since_ms) == 0;
+}
+
+static unsigned long long dep_outages(int i)
+{
+    return (unsigned long long)atomic_load(&g_dep[i].outages);
+}
+
+static unsigned long long dep_failures(int i)
+{
+    return (unsigned long long)atomic_load(&g_dep[i].failures);
+}
+
 void deps_collect(FILE *out, void *ctx)
 {
+    static const struct {
+        const char *name, *type, *help;
+        unsigned long long (*value)(int dep);
+    } families[] = {
+        {.name = "tessera_dependency_up",
+         .type = "gauge",
+         .help = "0 while the dependency is judged down (deps.down_after_failures failures in a "
+                 "row over deps.down_after without an answer), else 1",
+         .value = dep_up},
+        {.name = "tessera_dependency_outages_total",
+         .type = "counter",
+         .help = "times the dependency was judged down",
+         .value = dep_outages},
+        {.name = "tessera_dependency_failures_total",
+         .type = "counter",
+         .help = "connection-level failures (refused, reset, timed out) talking to the "
+                 "dependency, outage or not",
+         .value = dep_failures},
+    };
     unsigned mask = ctx ? *(const unsigned *)ctx : ~0u;
-    metrics_family(out, "tessera_dependency_up", "gauge",
-                   "0 while the dependency is judged down (deps.down_after_failures failures "
-                   "in a row over deps.down_after without an answer), else 1");
-    for (int i = 0; i < DEP_COUNT; i++)
-        if (mask & (1u << i))
-            fprintf(out, "tessera_dependency_up{dependency=\"%s\"} %d\n", g_names[i],
-                    atomic_load(&g_dep[i].down_since_ms) == 0);
-    metrics_family(out, "tessera_dependency_outages_total", "counter",
-                   "times the dependency was judged down");
-    for (int i = 0; i < DEP_COUNT; i++)
-        if (mask & (1u << i))
-            fprintf(out, "tessera_dependency_outages_total{dependency=\"%s\"} %llu\n", g_names[i],
-                    (unsigned long long)atomic_load(&g_dep[i].outages));
-    metrics_family(out, "tessera_dependency_failures_total", "counter",
-                   "connection-level failures (refused, reset, timed out) talking to the "
-                   "dependency, outage or not");
-    for (int i = 0; i < DEP_COUNT; i++)
-        if (mask & (1u << i))
-            fprintf(out, "tessera_dependency_failures_total{dependency=\"%s\"} %llu\n", g_names[i],
-                    (unsigned long long)atomic_load(&g_dep[i].failures));
+    for (size_t f = 0; f < TS_ARRAY_LEN(families); f++) {
+        metrics_family(out, families[f].name, families[f].type, families[f].help);
+        for (int i = 0; i < DEP_COUNT; i++)
+            if (mask & (1u << i))
+                fprintf(out, "%s{dependency=\"%s\"} %llu\n", families[f].name, g_names[i],
+                        families[f].value(i));
+    }
 }
