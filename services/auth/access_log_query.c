@@ -226,7 +226,7 @@ static void h_query(http_req *req, http_resp *resp, void *ctx)
     log_filters f = {{0}};
     admin_req a;
     if (!pgjson_page_parse(req, resp, &pg) || !parse_filters(req, &f, resp) ||
-        !admin_begin(&a, ctx, req, resp, ADMIN_ANY, NULL))
+        !admin_begin(&a, ctx, req, resp, REQ_ANY, NULL))
         return;
     bool super = caller_is_superadmin(&a.c), admin = caller_is_admin(&a.c);
     const char *filters[] = {f.v[0],

@@ -15,7 +15,7 @@
 static bool _own_email(const admin_req *a, const char *email)
 {
     if (strcasecmp(email, a->c.email) == 0) return true;
-    http_problem(a->resp, 403, "forbidden", NULL, "not the account owner: %s is not your email",
+    http_problem(a->fr.resp, 403, "forbidden", NULL, "not the account owner: %s is not your email",
                  email);
     return false;
 }
@@ -32,20 +32,20 @@ static void h_update_full_name(http_req *req, http_resp *resp, void *ctx)
     if (!pgjson_only_keys(body, keys, resp) ||
         !pgjson_field_str(body, "email", true, 1, 254, &email, resp) ||
         !pgjson_field_str(body, "full_name", true, 0, FULL_NAME_MAX, &full_name, resp) ||
-        !admin_begin(&a, ctx, req, resp, ADMIN_ANY, NULL)) {
+        !admin_begin(&a, ctx, req, resp, REQ_ANY, NULL)) {
         json_decref(body);
         return;
     }
     if (_own_email(&a, email)) {
         const char *p[] = {a.c.user_id, full_name};
-        PGresult *r = pgjson_query(a.conn, resp, "update full name",
+        PGresult *r = pgjson_query(a.fr.conn, resp, "update full name",
                                    "UPDATE auth.users SET full_name = $2, modified_at = now()"
                                    " WHERE id = $1::uuid RETURNING " EVENTS_USER_COLUMNS,
                                    2, p);
         if (r) {
             if (PQntuples(r) == 1) {
                 json_t *user = pgjson_row_json(r, 0);
-                events_user_changed(a.s, req->request_id, AUTH_CHANGE_UPDATED, user);
+                events_user_changed(a.fr.s, req->request_id, AUTH_CHANGE_UPDATED, user);
                 json_decref(user);
             }
             TLOG_INFO("full name changed", "");
@@ -63,15 +63,15 @@ static void h_update_full_name(http_req *req, http_resp *resp, void *ctx)
 static bool _password_ok(admin_req *a, const char *password)
 {
     const char *p[] = {a->c.user_id};
-    PGresult *r = pgjson_query(a->conn, a->resp, "read password",
+    PGresult *r = pgjson_query(a->fr.conn, a->fr.resp, "read password",
                                "SELECT password_hash FROM auth.users WHERE id = $1::uuid", 1, p);
     if (!r) return false;
-    pgjson_put(a->s, a->conn);
+    pgjson_put(a->fr.s, a->fr.conn);
     bool ok = PQntuples(r) == 1 && password_verify(PQgetvalue(r, 0, 0), password);
     PQclear(r);
-    a->conn = pgjson_get(a->s, a->resp);
-    if (!a->conn) return false; /* 503 answered */
-    if (!ok) http_problem(a->resp, 401, "auth-failed", NULL, "the password is wrong");
+    a->fr.conn = pgjson_get(a->fr.s, a->fr.resp);
+    if (!a->fr.conn) return false; /* 503 answered */
+    if (!ok) http_problem(a->fr.resp, 401, "auth-failed", NULL, "the password is wrong");
     return ok;
 }
 
@@ -79,7 +79,7 @@ static bool _password_ok(admin_req *a, const char *password)
 static bool _not_last_superadmin(admin_req *a)
 {
     if (!caller_is_superadmin(&a->c)) return true;
-    PGresult *r = pgjson_query(a->conn, a->resp, "count superadmins",
+    PGresult *r = pgjson_query(a->fr.conn, a->fr.resp, "count superadmins",
                                "SELECT count(*) FROM auth.users"
                                " WHERE role = 'superadmin' AND status = 'active'",
                                0, NULL);
@@ -87,7 +87,7 @@ static bool _not_last_superadmin(admin_req *a)
     bool ok = strcmp(PQgetvalue(r, 0, 0), "1") != 0;
     PQclear(r);
     if (!ok)
-        http_problem(a->resp, 409, "conflict", NULL,
+        http_problem(a->fr.resp, 409, "conflict", NULL,
                      "the last active superadmin cannot sign out (make another one first)");
     return ok;
 }
@@ -113,30 +113,30 @@ static void h_signout(http_req *req, http_resp *resp, void *ctx)
         json_decref(body);
         return;
     }
-    if (!admin_begin(&a, ctx, req, resp, ADMIN_ANY, NULL)) {
+    if (!admin_begin(&a, ctx, req, resp, REQ_ANY, NULL)) {
         json_decref(body);
         return;
     }
     PGresult *keys_r = NULL;
     if (_own_email(&a, email) && _password_ok(&a, password) && _not_last_superadmin(&a) &&
-        pgjson_begin(a.conn, resp)) {
+        pgjson_begin(a.fr.conn, resp)) {
         if (!users_retire(&a, a.c.user_id, "inactive", &keys_r)) {
-            pg_rollback(a.conn);
-        } else if (pgjson_commit(a.conn, resp)) {
+            pg_rollback(a.fr.conn);
+        } else if (pgjson_commit(a.fr.conn, resp)) {
             const char *p[] = {a.c.user_id};
-            PGresult *u = pgjson_query(a.conn, NULL, "reload user",
+            PGresult *u = pgjson_query(a.fr.conn, NULL, "reload user",
                                        "SELECT " EVENTS_USER_COLUMNS " FROM auth.users"
                                        " WHERE id = $1::uuid",
                                        1, p);
             if (u && PQntuples(u) == 1) {
                 json_t *user = pgjson_row_json(u, 0);
-                events_user_changed(a.s, req->request_id, AUTH_CHANGE_UPDATED, user);
+                events_user_changed(a.fr.s, req->request_id, AUTH_CHANGE_UPDATED, user);
                 json_decref(user);
             }
             if (u) PQclear(u);
             for (int i = 0; i < PQntuples(keys_r); i++)
-                events_keypair_revoked(a.s, req->request_id, PQgetvalue(keys_r, i, 0), a.c.user_id,
-                                       "user-deactivated", a.c.user_id);
+                events_keypair_revoked(a.fr.s, req->request_id, PQgetvalue(keys_r, i, 0),
+                                       a.c.user_id, "user-deactivated", a.c.user_id);
             TLOG_INFO("user signed out (deactivated)", "keypairs_revoked=%d", PQntuples(keys_r));
             http_reply_json(resp, 200, json_object());
         }

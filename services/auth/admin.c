@@ -5,26 +5,20 @@
 #include <stdio.h>
 #include <string.h>
 
-bool admin_begin(admin_req *a, svc *s, http_req *req, http_resp *resp, admin_need need,
+bool admin_begin(admin_req *a, svc *s, http_req *req, http_resp *resp, req_need need,
                  const char *refusal)
 {
-    *a = (admin_req){.s = s, .req = req, .resp = resp};
-    a->conn = pgjson_get(s, resp);
-    if (!a->conn) return false;
-    bool ok = caller_resolve(a->conn, req, resp, &a->c);
-    if (ok && ((need == ADMIN_ADMIN && !caller_is_admin(&a->c)) ||
-               (need == ADMIN_SUPERADMIN && !caller_is_superadmin(&a->c)))) {
-        http_problem(resp, 403, "forbidden", NULL, "%s", refusal);
-        ok = false;
-    }
+    memset(&a->c, 0, sizeof(a->c));
+    req_frame_begin(&a->fr, s, req, resp);
+    bool ok = req_frame_conn(&a->fr) && caller_resolve(a->fr.conn, req, resp, &a->c) &&
+              req_frame_role(&a->fr, a->c.role, need, refusal);
     if (!ok) admin_end(a);
     return ok;
 }
 
 void admin_end(admin_req *a)
 {
-    if (a->conn) pgjson_put(a->s, a->conn);
-    a->conn = NULL;
+    req_frame_end(&a->fr);
 }
 
 const char *admin_query_arg(http_req *req, const char *name)
@@ -44,22 +38,22 @@ bool admin_query_bool(http_req *req, http_resp *resp, const char *name, const ch
 void admin_reply_page(admin_req *a, const char *what, const char *count_sql, const char *page_sql,
                       int n, const char *const *filters, const pgjson_page *pg)
 {
-    pgjson_reply_page(a->conn, a->resp, what, count_sql, page_sql, n, filters, pg);
+    pgjson_reply_page(a->fr.conn, a->fr.resp, what, count_sql, page_sql, n, filters, pg);
 }
 
 void admin_change_row(admin_req *a, const char *what, const char *sql, int n,
                       const char *const *params, int status, auth_change change,
                       admin_publish_fn publish, const char *missing)
 {
-    json_t *row = pgjson_query_one(a->conn, a->resp, what, sql, n, params, missing);
+    json_t *row = pgjson_query_one(a->fr.conn, a->fr.resp, what, sql, n, params, missing);
     if (!row) return;
     publish(a, change, row);
-    http_reply_json(a->resp, status, row);
+    http_reply_json(a->fr.resp, status, row);
 }
 
 bool admin_begin_for(admin_req *a, const admin_resource *r, http_req *req, http_resp *resp)
 {
-    return admin_begin(a, r->s, req, resp, ADMIN_ADMIN, r->refusal);
+    return admin_begin(a, r->s, req, resp, REQ_ADMIN, r->refusal);
 }
 
 void admin_not_found(const admin_resource *r, http_resp *resp)
@@ -76,7 +70,8 @@ void admin_h_get(http_req *req, http_resp *resp, void *resource)
     char what[96], missing[96];
     snprintf(what, sizeof(what), "get %s", r->noun);
     snprintf(missing, sizeof(missing), "no such %s", r->noun);
-    json_t *row = key ? pgjson_query_one(a.conn, resp, what, r->get_sql, 1, &key, missing) : NULL;
+    json_t *row =
+        key ? pgjson_query_one(a.fr.conn, resp, what, r->get_sql, 1, &key, missing) : NULL;
     if (row) http_reply_json(resp, 200, row);
     admin_end(&a);
 }

@@ -11,9 +11,9 @@
  *     static void h_thing(http_req *req, http_resp *resp, void *ctx)
  *     {
  *         admin_req a;
- *         if (!admin_begin(&a, ctx, req, resp, ADMIN_ADMIN, "only admins may ..."))
+ *         if (!admin_begin(&a, ctx, req, resp, REQ_ADMIN, "only admins may ..."))
  *             return;                          // 503, 401 or 403 answered
- *         ... a.conn, a.c (the caller) ...   // answers once, problems included
+ *         ... a.fr.conn, a.c (the caller) ...   // answers once, problems included
  *         admin_end(&a);
  *     }
  *
@@ -25,29 +25,21 @@
 
 #include "caller.h"
 #include "libcommon/pgjson.h"
+#include "libcommon/req_frame.h"
 #include "events.h"
 #include "libcommon/svc.h"
 
-/* Who a handler serves; the others get 403. */
-typedef enum admin_need {
-    ADMIN_ANY,        /* every active caller (the handler scopes what it shows) */
-    ADMIN_ADMIN,      /* superadmins and domain admins */
-    ADMIN_SUPERADMIN, /* superadmins */
-} admin_need;
-
-/* One request being served. */
+/* One request being served: the frame (libcommon/req_frame.h) and the
+ * caller. */
 typedef struct admin_req {
-    svc *s;
-    http_req *req;
-    http_resp *resp;
-    PGconn *conn;
+    req_frame fr;  /* fr.conn: the pooled connection */
     auth_caller c; /* resolved; its user id is in the log context */
 } admin_req;
 
 /* A pooled connection (503 when none), the caller (401 when it does not
  * resolve) and the role check (403 saying refusal). False after that problem
  * answer, with nothing to release; true: admin_end releases. */
-bool admin_begin(admin_req *a, svc *s, http_req *req, http_resp *resp, admin_need need,
+bool admin_begin(admin_req *a, svc *s, http_req *req, http_resp *resp, req_need need,
                  const char *refusal) TS_MUST_CHECK;
 void admin_end(admin_req *a);
 

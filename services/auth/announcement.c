@@ -10,8 +10,8 @@
 static void h_get(http_req *req, http_resp *resp, void *ctx)
 {
     admin_req a;
-    if (!admin_begin(&a, ctx, req, resp, ADMIN_ANY, NULL)) return;
-    PGresult *r = pgjson_query(a.conn, resp, "read announcement",
+    if (!admin_begin(&a, ctx, req, resp, REQ_ANY, NULL)) return;
+    PGresult *r = pgjson_query(a.fr.conn, resp, "read announcement",
                                "SELECT enabled, message FROM auth.announcement", 0, NULL);
     if (r) {
         bool one = PQntuples(r) == 1;
@@ -49,12 +49,12 @@ static void h_set(http_req *req, http_resp *resp, void *ctx)
                      "an enabled announcement needs a message");
         goto out;
     }
-    if (!admin_begin(&a, ctx, req, resp, ADMIN_SUPERADMIN,
+    if (!admin_begin(&a, ctx, req, resp, REQ_SUPERADMIN,
                      "only superadmins change the announcement"))
         goto out;
     const char *p[] = {enabled ? "true" : "false", message, a.c.user_id};
     PGresult *r =
-        pgjson_query(a.conn, resp, "store announcement",
+        pgjson_query(a.fr.conn, resp, "store announcement",
                      "INSERT INTO auth.announcement (id, enabled, message, modified_by)"
                      " VALUES (true, $1::bool, $2, $3::uuid) ON CONFLICT (id) DO UPDATE SET"
                      " enabled = EXCLUDED.enabled, message = EXCLUDED.message,"

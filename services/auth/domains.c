@@ -37,7 +37,7 @@ static const char update_sql[] =
 /* DomainChanged for a changed row (committed). */
 static void publish(admin_req *a, auth_change change, json_t *row)
 {
-    events_domain_changed(a->s, a->req->request_id, change,
+    events_domain_changed(a->fr.s, a->fr.req->request_id, change,
                           json_string_value(json_object_get(row, "name")),
                           json_is_true(json_object_get(row, "is_active")));
 }
@@ -45,9 +45,9 @@ static void publish(admin_req *a, auth_change change, json_t *row)
 /* The {name} parameter when the caller may see that domain; else a 404. */
 static const char *visible_name(admin_req *a, const admin_resource *r)
 {
-    const char *name = http_param(a->req, "name");
+    const char *name = http_param(a->fr.req, "name");
     if (!limits_name_ok(name) || !caller_can_see_domain(&a->c, name)) {
-        admin_not_found(r, a->resp);
+        admin_not_found(r, a->fr.resp);
         return NULL;
     }
     tlog_ctx_entity("domain", name);
@@ -92,7 +92,7 @@ static bool write_allowed(admin_req *a, bool create, json_t *body)
     else if (json_object_size(body) > 1 ||
              (json_object_size(body) == 1 && !json_object_get(body, "description")))
         why = "domain admins may change only their domain's description";
-    if (why) http_problem(a->resp, 403, "forbidden", NULL, "%s", why);
+    if (why) http_problem(a->fr.resp, 403, "forbidden", NULL, "%s", why);
     return !why;
 }
 

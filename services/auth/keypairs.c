@@ -25,7 +25,7 @@ static json_t *load_visible(admin_req *a, const char *ak, char owner_domain[AUTH
     json_t *k = NULL;
     if (ak && strlen(ak) == 20) {
         const char *p[] = {ak};
-        PGresult *r = pgjson_query(a->conn, a->resp, "read keypair",
+        PGresult *r = pgjson_query(a->fr.conn, a->fr.resp, "read keypair",
                                    "SELECT " KEYPAIR_COLUMNS ", u.domain_name AS owner_domain,"
                                    " u.role AS owner_role FROM auth.keypairs k"
                                    " JOIN auth.users u ON u.id = k.user_id WHERE k.access_key = $1",
@@ -41,7 +41,7 @@ static json_t *load_visible(admin_req *a, const char *ak, char owner_domain[AUTH
         }
         PQclear(r);
     }
-    if (!k) http_problem(a->resp, 404, "not-found", NULL, "no such keypair");
+    if (!k) http_problem(a->fr.resp, 404, "not-found", NULL, "no such keypair");
     if (k) tlog_ctx_entity("keypair", ak);
     return k;
 }
@@ -54,7 +54,7 @@ static json_t *load_managed(admin_req *a, const char *ak, const char *refusal,
     char domain[AUTH_NAME_MAX];
     json_t *k = load_visible(a, ak, domain, owner_role);
     if (k && !caller_can_manage_user(&a->c, domain, owner_role)) {
-        http_problem(a->resp, 403, "forbidden", NULL, "%s", refusal);
+        http_problem(a->fr.resp, 403, "forbidden", NULL, "%s", refusal);
         json_decref(k);
         k = NULL;
     }
@@ -64,7 +64,7 @@ static json_t *load_managed(admin_req *a, const char *ak, const char *refusal,
 static json_t *reload(admin_req *a, const char *ak)
 {
     const char *p[] = {ak};
-    return pgjson_query_one(a->conn, a->resp, "read keypair",
+    return pgjson_query_one(a->fr.conn, a->fr.resp, "read keypair",
                             "SELECT " KEYPAIR_COLUMNS
                             " FROM auth.keypairs k WHERE k.access_key = $1",
                             1, p, "no such keypair");
@@ -97,7 +97,7 @@ static void h_list(http_req *req, http_resp *resp, void *ctx)
     const char *active;
     if (!admin_query_bool(req, resp, "is_active", &active)) return;
     admin_req a;
-    if (!admin_begin(&a, ctx, req, resp, ADMIN_ANY, NULL)) return;
+    if (!admin_begin(&a, ctx, req, resp, REQ_ANY, NULL)) return;
     bool super = caller_is_superadmin(&a.c);
     const char *filters[] = {user, super ? NULL : a.c.domain_name, super ? "f" : "t",
                              caller_is_admin(&a.c) ? NULL : a.c.user_id, active};
@@ -166,16 +166,16 @@ static bool issue_allowed(admin_req *a, const char *user_id, bool is_admin)
 {
     char domain[AUTH_NAME_MAX], role[AUTH_NAME_MAX], status[AUTH_NAME_MAX];
     bool found;
-    if (!load_owner(a->conn, a->resp, user_id, domain, role, status, sizeof(domain), &found))
+    if (!load_owner(a->fr.conn, a->fr.resp, user_id, domain, role, status, sizeof(domain), &found))
         return false;
     if (!found || !caller_can_see_user(&a->c, user_id, domain, role)) {
-        http_problem(a->resp, 404, "not-found", NULL, "no such user");
+        http_problem(a->fr.resp, 404, "not-found", NULL, "no such user");
     } else if (!caller_can_manage_user(&a->c, domain, role)) {
-        http_problem(a->resp, 403, "forbidden", NULL, "you cannot issue keypairs for this user");
+        http_problem(a->fr.resp, 403, "forbidden", NULL, "you cannot issue keypairs for this user");
     } else if (strcmp(status, "deleted") == 0) {
-        http_problem(a->resp, 400, "invalid-api-params", NULL, "the user is deleted");
+        http_problem(a->fr.resp, 400, "invalid-api-params", NULL, "the user is deleted");
     } else if (is_admin && strcmp(role, "user") == 0) {
-        http_problem(a->resp, 400, "invalid-api-params", NULL,
+        http_problem(a->fr.resp, 400, "invalid-api-params", NULL,
                      "is_admin keypairs belong to administrators (the user's role is user)");
     } else {
         return true;
@@ -197,7 +197,7 @@ static void h_issue(http_req *req, http_resp *resp, void *ctx)
         !pgjson_field_str(body, "resource_policy", false, 1, 64, &policy, resp) ||
         !pgjson_field_int(body, "rate_limit", false, 0, RATE_LIMIT_MAX, &rate, &has_rate, resp) ||
         !pgjson_field_bool(body, "is_admin", false, &is_admin, &has_admin, resp) ||
-        !admin_begin(&a, ctx, req, resp, ADMIN_ADMIN, "only administrators issue keypairs")) {
+        !admin_begin(&a, ctx, req, resp, REQ_ADMIN, "only administrators issue keypairs")) {
         json_decref(body);
         return;
     }
@@ -206,7 +206,7 @@ static void h_issue(http_req *req, http_resp *resp, void *ctx)
     snprintf(rate_s, sizeof(rate_s), "%lld", rate);
     json_t *k = NULL;
     if (issue_allowed(&a, user_id, is_admin) &&
-        insert_keypair(a.conn, resp, user_id, is_admin, policy ? policy : "default", rate_s, ak,
+        insert_keypair(a.fr.conn, resp, user_id, is_admin, policy ? policy : "default", rate_s, ak,
                        sk)) {
         tlog_ctx_entity("keypair", ak);
         k = reload(&a, ak);
@@ -226,7 +226,7 @@ static void h_issue(http_req *req, http_resp *resp, void *ctx)
 static void h_get(http_req *req, http_resp *resp, void *ctx)
 {
     admin_req a;
-    if (!admin_begin(&a, ctx, req, resp, ADMIN_ANY, NULL)) return;
+    if (!admin_begin(&a, ctx, req, resp, REQ_ANY, NULL)) return;
     char d[AUTH_NAME_MAX], r[AUTH_NAME_MAX];
     json_t *k = load_visible(&a, http_param(req, "access_key"), d, r);
     if (k) http_reply_json(resp, 200, k);
@@ -285,7 +285,7 @@ static void h_patch(http_req *req, http_resp *resp, void *ctx)
     keypair_change ch = {0};
     admin_req a;
     if (!body || !parse_change(body, &ch, resp) ||
-        !admin_begin(&a, ctx, req, resp, ADMIN_ANY, NULL)) {
+        !admin_begin(&a, ctx, req, resp, REQ_ANY, NULL)) {
         json_decref(body);
         return;
     }
@@ -297,16 +297,17 @@ static void h_patch(http_req *req, http_resp *resp, void *ctx)
         const char *p[] = {ak, ch.has_active ? (ch.is_active ? "t" : "f") : NULL,
                            ch.has_admin ? (ch.is_admin ? "t" : "f") : NULL, ch.policy,
                            ch.has_rate ? ch.rate_s : NULL};
-        r = pgjson_query(a.conn, resp, "update keypair", update_sql, 5, p);
+        r = pgjson_query(a.fr.conn, resp, "update keypair", update_sql, 5, p);
     }
     if (r && (after = reload(&a, ak))) {
         bool was_active = json_is_true(json_object_get(before, "is_active"));
         bool now_active = json_is_true(json_object_get(after, "is_active"));
         const char *user_id = json_string_value(json_object_get(after, "user_id"));
         if (was_active && !now_active)
-            events_keypair_revoked(a.s, req->request_id, ak, user_id, "deactivated", a.c.user_id);
+            events_keypair_revoked(a.fr.s, req->request_id, ak, user_id, "deactivated",
+                                   a.c.user_id);
         else if (json_object_size(body) > 0 && !json_equal(before, after))
-            events_keypair_changed(a.s, req->request_id, after, a.c.user_id);
+            events_keypair_changed(a.fr.s, req->request_id, after, a.c.user_id);
         http_reply_json(resp, 200, after);
     }
     PQclear(r);
@@ -320,12 +321,12 @@ static void h_patch(http_req *req, http_resp *resp, void *ctx)
 static void h_revoke(http_req *req, http_resp *resp, void *ctx)
 {
     admin_req a;
-    if (!admin_begin(&a, ctx, req, resp, ADMIN_ANY, NULL)) return;
+    if (!admin_begin(&a, ctx, req, resp, REQ_ANY, NULL)) return;
     const char *ak = http_param(req, "access_key");
     char role[AUTH_NAME_MAX];
     json_t *before = load_managed(&a, ak, "only administrators revoke keypairs", role), *after;
     const char *p[] = {ak};
-    PGresult *r = before ? pgjson_query(a.conn, resp, "revoke keypair",
+    PGresult *r = before ? pgjson_query(a.fr.conn, resp, "revoke keypair",
                                         "UPDATE auth.keypairs SET is_active = false,"
                                         " revoked_at = COALESCE(revoked_at, now())"
                                         " WHERE access_key = $1",
@@ -334,7 +335,7 @@ static void h_revoke(http_req *req, http_resp *resp, void *ctx)
     if (r && (after = reload(&a, ak))) {
         /* Published also for a keypair that was only deactivated before: a
          * replayed revocation is harmless to caches. */
-        events_keypair_revoked(a.s, req->request_id, ak,
+        events_keypair_revoked(a.fr.s, req->request_id, ak,
                                json_string_value(json_object_get(after, "user_id")), "deleted",
                                a.c.user_id);
         TLOG_INFO("keypair revoked", "");

@@ -159,12 +159,12 @@ static void h_role(http_req *req, http_resp *resp, void *ctx)
         return;
     }
     admin_req a;
-    if (!admin_begin(&a, ctx, req, resp, ADMIN_ANY, NULL)) return;
+    if (!admin_begin(&a, ctx, req, resp, REQ_ANY, NULL)) return;
     json_t *group_role = json_null();
     PGresult *r = NULL;
     if (group) {
         const char *p[] = {group, a.c.user_id};
-        r = pgjson_query(a.conn, resp, "membership",
+        r = pgjson_query(a.fr.conn, resp, "membership",
                          "SELECT 1 FROM auth.project_members"
                          " WHERE project_id = $1::uuid AND user_id = $2::uuid",
                          2, p);

@@ -58,9 +58,9 @@ struct policy_kind {
 /* The {name} parameter when it can be a policy name; else a 404. */
 static const char *visible_name(admin_req *a, const admin_resource *r)
 {
-    const char *name = http_param(a->req, "name");
+    const char *name = http_param(a->fr.req, "name");
     if (!limits_name_ok(name)) {
-        admin_not_found(r, a->resp);
+        admin_not_found(r, a->fr.resp);
         return NULL;
     }
     tlog_ctx_entity("policy", name);
@@ -171,26 +171,26 @@ static void publish(admin_req *a, const policy_kind *k, auth_change change, json
     const char *name = json_string_value(json_object_get(row, "name"));
     if (k == &keypair_kind)
         events_policy_changed(
-            a->s, a->req->request_id, name, k->kind, change,
+            a->fr.s, a->fr.req->request_id, name, k->kind, change,
             change == AUTH_CHANGE_DELETED ? NULL : json_object_get(row, "total_resource_slots"),
             (int)json_integer_value(json_object_get(row, "max_concurrent_sessions")),
             (int)json_integer_value(json_object_get(row, "max_session_lifetime")));
     else
-        events_policy_changed(a->s, a->req->request_id, name, k->kind, change, NULL, 0, 0);
+        events_policy_changed(a->fr.s, a->fr.req->request_id, name, k->kind, change, NULL, 0, 0);
 }
 
 /* r, one row or none, inside the transaction: commit, publish and answer it
  * with status; or roll back (404 when no row). */
 static void finish(admin_req *a, const policy_kind *k, PGresult *r, int status, auth_change change)
 {
-    if (r && PQntuples(r) == 1 && pgjson_commit(a->conn, a->resp)) {
+    if (r && PQntuples(r) == 1 && pgjson_commit(a->fr.conn, a->fr.resp)) {
         json_t *row = pgjson_row_json(r, 0);
         publish(a, k, change, row);
-        http_reply_json(a->resp, status, row);
+        http_reply_json(a->fr.resp, status, row);
         return;
     }
-    if (r && PQntuples(r) != 1) admin_not_found(&k->res, a->resp);
-    pg_rollback(a->conn);
+    if (r && PQntuples(r) != 1) admin_not_found(&k->res, a->fr.resp);
+    pg_rollback(a->fr.conn);
 }
 
 /* ---- handlers ------------------------------------------------------------ */
@@ -219,7 +219,7 @@ static void h_write(http_req *req, http_resp *resp, void *ctx)
     const policy_kind *k = ctx;
     bool create = strcmp(req->method, "POST") == 0;
     admin_req a;
-    if (!admin_begin(&a, k->res.s, req, resp, ADMIN_SUPERADMIN, k->write_refusal)) return;
+    if (!admin_begin(&a, k->res.s, req, resp, REQ_SUPERADMIN, k->write_refusal)) return;
     json_t *body = http_json_body(req, resp);
     policy_params p = {{0}};
     const char *name = NULL;
@@ -227,12 +227,12 @@ static void h_write(http_req *req, http_resp *resp, void *ctx)
     if (ok && create) ok = limits_field_name(body, "name", true, &name, resp);
     if (ok && !create) ok = (name = visible_name(&a, &k->res)) != NULL;
     if (ok && create) tlog_ctx_entity("policy", name);
-    if (ok && pgjson_begin(a.conn, resp)) {
+    if (ok && pgjson_begin(a.fr.conn, resp)) {
         p.v[0] = name;
         const char *what = k->res.noun;
-        PGresult *ins = create ? pgjson_query(a.conn, resp, what, k->insert_sql, 1, p.v) : NULL;
+        PGresult *ins = create ? pgjson_query(a.fr.conn, resp, what, k->insert_sql, 1, p.v) : NULL;
         PGresult *r = (!create || ins)
-                          ? pgjson_query(a.conn, resp, what, k->update_sql, k->n_params, p.v)
+                          ? pgjson_query(a.fr.conn, resp, what, k->update_sql, k->n_params, p.v)
                           : NULL;
         finish(&a, k, r, create ? 201 : 200, create ? AUTH_CHANGE_CREATED : AUTH_CHANGE_UPDATED);
         PQclear(ins);
@@ -250,15 +250,16 @@ static void h_delete(http_req *req, http_resp *resp, void *ctx)
 {
     const policy_kind *k = ctx;
     admin_req a;
-    if (!admin_begin(&a, k->res.s, req, resp, ADMIN_SUPERADMIN, k->write_refusal)) return;
+    if (!admin_begin(&a, k->res.s, req, resp, REQ_SUPERADMIN, k->write_refusal)) return;
     const char *name = visible_name(&a, &k->res), *what = k->res.noun;
     if (name && strcmp(name, "default") == 0) {
         http_problem(resp, 409, "conflict", NULL, "the default %s cannot be deleted", what);
-    } else if (name && pgjson_begin(a.conn, resp)) {
-        PGresult *u = pgjson_query(a.conn, resp, what, k->in_use_sql, 1, &name);
+    } else if (name && pgjson_begin(a.fr.conn, resp)) {
+        PGresult *u = pgjson_query(a.fr.conn, resp, what, k->in_use_sql, 1, &name);
         long long users = u ? atoll(PQgetvalue(u, 0, 0)) : 0;
-        PGresult *r =
-            u && users == 0 ? pgjson_query(a.conn, resp, what, k->res.delete_sql, 1, &name) : NULL;
+        PGresult *r = u && users == 0
+                          ? pgjson_query(a.fr.conn, resp, what, k->res.delete_sql, 1, &name)
+                          : NULL;
         if (u && users > 0)
             http_problem(resp, 409, "conflict", NULL, "the %s is used by %lld %s", what, users,
                          k->users);

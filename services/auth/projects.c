@@ -82,20 +82,20 @@ static const char remove_sql[] =
  * lock, the project row is locked (inside a transaction). */
 static const char *find_project(admin_req *a, bool lock, char *domain, size_t size)
 {
-    const char *id = http_param(a->req, "id");
+    const char *id = http_param(a->fr.req, "id");
     if (!id || !ts_uuid_valid(id)) {
-        http_problem(a->resp, 404, "not-found", NULL, MISSING);
+        http_problem(a->fr.resp, 404, "not-found", NULL, MISSING);
         return NULL;
     }
     const char *params[] = {id};
     PGresult *r = pgjson_query(
-        a->conn, a->resp, "find project",
+        a->fr.conn, a->fr.resp, "find project",
         lock ? lock_sql : "SELECT domain_name FROM auth.projects WHERE id = $1::uuid", 1, params);
     if (!r) return NULL;
     bool ok = PQntuples(r) == 1 && caller_can_see_domain(&a->c, PQgetvalue(r, 0, 0));
     if (ok && domain) ts_strlcpy(domain, PQgetvalue(r, 0, 0), size);
     PQclear(r);
-    if (!ok) http_problem(a->resp, 404, "not-found", NULL, MISSING);
+    if (!ok) http_problem(a->fr.resp, 404, "not-found", NULL, MISSING);
     if (ok) tlog_ctx_entity("project", id);
     return ok ? id : NULL;
 }
@@ -109,7 +109,7 @@ static const char *visible_project(admin_req *a, const admin_resource *r)
 /* ProjectChanged for a changed row (committed). */
 static void publish(admin_req *a, auth_change change, json_t *row)
 {
-    events_project_changed(a->s, a->req->request_id, change, row);
+    events_project_changed(a->fr.s, a->fr.req->request_id, change, row);
 }
 
 /* DELETE deactivates; members and folders stay. */
@@ -136,7 +136,7 @@ static void h_list(http_req *req, http_resp *resp, void *ctx)
         return;
     }
     admin_req a;
-    if (!admin_begin(&a, ((admin_resource *)ctx)->s, req, resp, ADMIN_ANY, NULL)) return;
+    if (!admin_begin(&a, ((admin_resource *)ctx)->s, req, resp, REQ_ANY, NULL)) return;
     if (domain && !caller_can_see_domain(&a.c, domain)) {
         http_problem(resp, 403, "forbidden", NULL, "you may list only your own domain's projects");
     } else {
@@ -196,7 +196,7 @@ static void h_write(http_req *req, http_resp *resp, void *ctx)
     project_fields f = {0};
     if (body && pgjson_only_keys(body, create ? keys : keys + 1, resp) &&
         (!create || limits_field_name(body, "domain_name", false, &domain, resp)) &&
-        parse_fields(body, create, &f, resp) && _policy_known(a.conn, f.policy, resp)) {
+        parse_fields(body, create, &f, resp) && _policy_known(a.fr.conn, f.policy, resp)) {
         if (create && !domain) domain = a.c.domain_name; /* default: the caller's domain */
         const limits_fields *l = &f.limits;
         const char *v[] = {id,           f.name,   domain,   l->description,
@@ -283,14 +283,14 @@ static bool resolve_members(admin_req *a, const char *id, const char *domain, co
 {
     const char *params[] = {list, domain, caller_is_superadmin(&a->c) ? "true" : "false",
                             removing ? "true" : "false", id};
-    PGresult *res = pgjson_query(a->conn, a->resp, "resolve users",
+    PGresult *res = pgjson_query(a->fr.conn, a->fr.resp, "resolve users",
                                  by_email ? resolve_emails_sql : resolve_ids_sql, 5, params);
     bool ok = res != NULL;
     for (int i = 0; ok && i < PQntuples(res); i++) {
         if (PQgetisnull(res, i, 1)) {
             char q[300];
             ts_strlcpy(q, PQgetvalue(res, i, 0), sizeof(q));
-            http_problem(a->resp, 400, "invalid-api-params", NULL,
+            http_problem(a->fr.resp, 400, "invalid-api-params", NULL,
                          "%s \"%s\" is not a user of the project's domain \"%s\"",
                          by_email ? "email" : "user id", q, domain);
             ok = false;
@@ -324,8 +324,8 @@ static void reply_members(admin_req *a, const char *id, PGresult *chg, json_t *w
     }
     json_decref(seen);
     if (json_array_size(changed) > 0)
-        events_project_members_changed(a->s, a->req->request_id, id, changed, removing);
-    http_reply_json(a->resp, 200,
+        events_project_members_changed(a->fr.s, a->fr.req->request_id, id, changed, removing);
+    http_reply_json(a->fr.resp, 200,
                     json_pack("{s:s, s:o, s:o}", "project_id", id, removing ? "removed" : "added",
                               changed, "unchanged", same));
 }
@@ -341,19 +341,19 @@ static void h_members_change(http_req *req, http_resp *resp, void *ctx)
     json_t *body = http_json_body(req, resp), *wanted = json_array();
     char *list = NULL, *wanted_s = NULL, domain[AUTH_NAME_MAX];
     bool by_email = false;
-    if (body && parse_member_body(body, &list, &by_email, resp) && pgjson_begin(a.conn, resp)) {
+    if (body && parse_member_body(body, &list, &by_email, resp) && pgjson_begin(a.fr.conn, resp)) {
         const char *id = find_project(&a, true, domain, sizeof(domain));
         PGresult *chg = NULL;
         if (id && resolve_members(&a, id, domain, list, by_email, removing, wanted)) {
             wanted_s = json_dumps(wanted, JSON_COMPACT);
             const char *params[] = {id, wanted_s};
-            chg = pgjson_query(a.conn, resp, removing ? "remove members" : "add members",
+            chg = pgjson_query(a.fr.conn, resp, removing ? "remove members" : "add members",
                                removing ? remove_sql : add_sql, 2, params);
         }
-        if (chg && pgjson_commit(a.conn, resp))
+        if (chg && pgjson_commit(a.fr.conn, resp))
             reply_members(&a, id, chg, wanted, removing);
         else if (!chg)
-            pg_rollback(a.conn);
+            pg_rollback(a.fr.conn);
         PQclear(chg);
     }
     free(wanted_s);

@@ -112,7 +112,7 @@ static void h_list(http_req *req, http_resp *resp, void *ctx)
         id = id_form;
     }
     admin_req a;
-    if (!admin_begin(&a, ctx, req, resp, ADMIN_ADMIN, REFUSAL)) return;
+    if (!admin_begin(&a, ctx, req, resp, REQ_ADMIN, REFUSAL)) return;
     const char *filters[] = {rg, type, id, caller_is_superadmin(&a.c) ? NULL : a.c.domain_name};
     admin_reply_page(&a, "list resource-group access", count_sql, page_sql, 4, filters, &pg);
     admin_end(&a);
@@ -174,22 +174,24 @@ static void h_change(http_req *req, http_resp *resp, void *ctx)
 {
     bool removing = strcmp(req->method, "DELETE") == 0;
     admin_req a;
-    if (!admin_begin(&a, ctx, req, resp, ADMIN_ADMIN, REFUSAL)) return;
+    if (!admin_begin(&a, ctx, req, resp, REQ_ADMIN, REFUSAL)) return;
     json_t *body = http_json_body(req, resp);
     rg_entry e = {0};
-    if (body && parse_entry(body, &e, resp) && scope_allowed(a.conn, &a.c, &e, !removing, resp)) {
+    if (body && parse_entry(body, &e, resp) &&
+        scope_allowed(a.fr.conn, &a.c, &e, !removing, resp)) {
         tlog_ctx_entity("resource_group", e.rg);
         const char *params[] = {e.rg, e.type, e.id};
-        PGresult *r = pgjson_query(a.conn, resp, removing ? "revoke access" : "grant access",
+        PGresult *r = pgjson_query(a.fr.conn, resp, removing ? "revoke access" : "grant access",
                                    removing ? delete_sql : insert_sql, 3, params);
         bool changed = r && atoi(PQcmdTuples(r)) > 0;
-        if (changed) events_rg_access_changed(a.s, req->request_id, e.rg, e.type, e.id, !removing);
+        if (changed)
+            events_rg_access_changed(a.fr.s, req->request_id, e.rg, e.type, e.id, !removing);
         if (r && removing) {
             http_reply_json(resp, 200,
                             json_pack("{s:s, s:s, s:s, s:b}", "resource_group", e.rg, "scope_type",
                                       e.type, "scope_id", e.id, "removed", changed));
         } else if (r) {
-            PGresult *g = pgjson_query(a.conn, resp, "grant access", get_sql, 3, params);
+            PGresult *g = pgjson_query(a.fr.conn, resp, "grant access", get_sql, 3, params);
             if (g && PQntuples(g) == 1)
                 http_reply_json(resp, changed ? 201 : 200, pgjson_row_json(g, 0));
             else if (g)

@@ -22,12 +22,12 @@ static const char store_sql[] =
 static void _store(admin_req *a, const char *pub, const char *priv, const char *what)
 {
     const char *p[] = {a->c.access_key, pub, priv};
-    PGresult *r = pgjson_query(a->conn, a->resp, "store ssh keypair", store_sql, 3, p);
+    PGresult *r = pgjson_query(a->fr.conn, a->fr.resp, "store ssh keypair", store_sql, 3, p);
     if (!r) return;
     PQclear(r);
     user_config_changed(a); /* the public key goes into new sessions */
     TLOG_INFO("ssh keypair stored", "how=%s", what);
-    http_reply_json(a->resp, 200,
+    http_reply_json(a->fr.resp, 200,
                     json_pack("{s:s, s:s}", "ssh_public_key", pub, "ssh_private_key", priv));
 }
 

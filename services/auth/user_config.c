@@ -11,7 +11,7 @@
 
 bool user_config_begin(admin_req *a, svc *s, http_req *req, http_resp *resp)
 {
-    if (!admin_begin(a, s, req, resp, ADMIN_ANY, NULL)) return false;
+    if (!admin_begin(a, s, req, resp, REQ_ANY, NULL)) return false;
     if (caller_has_access_key(&a->c, resp)) return true;
     admin_end(a);
     return false;
@@ -23,7 +23,7 @@ char *user_config_column(admin_req *a, const char *column, const char *what)
     char *sql = ts_asprintf("SELECT COALESCE(%s, '') FROM auth.keypair_configs"
                             " WHERE access_key = $1",
                             column);
-    PGresult *r = pgjson_query(a->conn, a->resp, what, sql, 1, p);
+    PGresult *r = pgjson_query(a->fr.conn, a->fr.resp, what, sql, 1, p);
     free(sql);
     if (!r) return NULL;
     char *v = ts_strdup(PQntuples(r) == 1 ? PQgetvalue(r, 0, 0) : "");
@@ -54,13 +54,13 @@ void user_config_changed(admin_req *a)
 {
     const char *p[] = {a->c.access_key};
     PGresult *r =
-        pgjson_query(a->conn, NULL, "read keypair",
+        pgjson_query(a->fr.conn, NULL, "read keypair",
                      "SELECT access_key, user_id::text AS user_id, is_active, is_admin,"
                      " resource_policy, rate_limit FROM auth.keypairs WHERE access_key = $1",
                      1, p);
     if (r && PQntuples(r) == 1) {
         json_t *k = pgjson_row_json(r, 0);
-        events_keypair_changed(a->s, a->req->request_id, k, a->c.user_id);
+        events_keypair_changed(a->fr.s, a->fr.req->request_id, k, a->c.user_id);
         json_decref(k);
     }
     if (r) PQclear(r);
@@ -92,7 +92,7 @@ static void h_script_set(http_req *req, http_resp *resp, void *ctx)
         return;
     }
     const char *p[] = {a.c.access_key, script};
-    PGresult *r = pgjson_query(a.conn, resp, "store bootstrap script",
+    PGresult *r = pgjson_query(a.fr.conn, resp, "store bootstrap script",
                                "INSERT INTO auth.keypair_configs (access_key, bootstrap_script)"
                                " VALUES ($1, $2) ON CONFLICT (access_key) DO UPDATE SET"
                                " bootstrap_script = EXCLUDED.bootstrap_script, modified_at = now()",
@@ -137,7 +137,7 @@ static const char *_path_arg(http_req *req, http_resp *resp, json_t **body, bool
 static json_t *_load(admin_req *a, bool for_update)
 {
     const char *p[] = {a->c.access_key};
-    PGresult *r = pgjson_query(a->conn, a->resp, "read dotfiles",
+    PGresult *r = pgjson_query(a->fr.conn, a->fr.resp, "read dotfiles",
                                for_update ? "SELECT dotfiles::text FROM auth.keypair_configs"
                                             " WHERE access_key = $1 FOR UPDATE"
                                           : "SELECT dotfiles::text FROM auth.keypair_configs"
@@ -148,7 +148,7 @@ static json_t *_load(admin_req *a, bool for_update)
     PQclear(r);
     if (!json_is_array(list)) {
         json_decref(list);
-        http_problem(a->resp, 500, "internal-error", NULL, "stored dotfiles are not a list");
+        http_problem(a->fr.resp, 500, "internal-error", NULL, "stored dotfiles are not a list");
         return NULL;
     }
     return list;
@@ -202,20 +202,20 @@ static void h_dotfiles_get(http_req *req, http_resp *resp, void *ctx)
 static bool _store(admin_req *a, json_t *list)
 {
     if (json_array_size(list) > USER_CONFIG_DOTFILES_MAX) {
-        http_problem(a->resp, 400, "invalid-api-params", NULL, "at most %d dotfiles per keypair",
+        http_problem(a->fr.resp, 400, "invalid-api-params", NULL, "at most %d dotfiles per keypair",
                      USER_CONFIG_DOTFILES_MAX);
         return false;
     }
     char *text = json_dumps(list, JSON_COMPACT);
     if (!text || strlen(text) > USER_CONFIG_TEXT_MAX) {
-        http_problem(a->resp, 400, "invalid-api-params", NULL,
+        http_problem(a->fr.resp, 400, "invalid-api-params", NULL,
                      "the dotfiles of a keypair may have up to %d bytes in all (JSON)",
                      USER_CONFIG_TEXT_MAX);
         free(text);
         return false;
     }
     const char *p[] = {a->c.access_key, text};
-    PGresult *r = pgjson_query(a->conn, a->resp, "store dotfiles",
+    PGresult *r = pgjson_query(a->fr.conn, a->fr.resp, "store dotfiles",
                                "INSERT INTO auth.keypair_configs (access_key, dotfiles)"
                                " VALUES ($1, $2::jsonb) ON CONFLICT (access_key) DO UPDATE SET"
                                " dotfiles = EXCLUDED.dotfiles, modified_at = now()",
@@ -256,7 +256,7 @@ static void _dotfile_write(http_req *req, http_resp *resp, svc *s, bool create)
         /* Backend.AI lets superadmins act on another keypair's; we do not. */
         http_problem(resp, 403, "forbidden", NULL,
                      "owner_access_key must be the signing keypair's own");
-    } else if (pgjson_begin(a.conn, resp)) {
+    } else if (pgjson_begin(a.fr.conn, resp)) {
         json_t *list = _load(&a, true);
         ssize_t i = list ? _find(list, path) : -1;
         bool ok = list != NULL;
@@ -273,7 +273,7 @@ static void _dotfile_write(http_req *req, http_resp *resp, svc *s, bool create)
                 json_array_set_new(list, (size_t)i, e);
             else
                 json_array_append_new(list, e);
-            ok = _store(&a, list) && pgjson_commit(a.conn, resp);
+            ok = _store(&a, list) && pgjson_commit(a.fr.conn, resp);
         }
         if (ok) {
             user_config_changed(&a);
@@ -281,7 +281,7 @@ static void _dotfile_write(http_req *req, http_resp *resp, svc *s, bool create)
                       strlen(data));
             http_reply_json(resp, 200, json_object());
         } else {
-            pg_rollback(a.conn);
+            pg_rollback(a.fr.conn);
         }
         json_decref(list);
     }
@@ -312,7 +312,7 @@ static void h_dotfiles_delete(http_req *req, http_resp *resp, void *ctx)
         goto out;
     }
     if (!user_config_begin(&a, ctx, req, resp)) goto out;
-    if (pgjson_begin(a.conn, resp)) {
+    if (pgjson_begin(a.fr.conn, resp)) {
         json_t *list = _load(&a, true);
         ssize_t i = list ? _find(list, path) : -1;
         bool ok = false;
@@ -320,14 +320,14 @@ static void h_dotfiles_delete(http_req *req, http_resp *resp, void *ctx)
             http_problem(resp, 404, "not-found", NULL, "no dotfile %s", path);
         } else if (list) {
             json_array_remove(list, (size_t)i);
-            ok = _store(&a, list) && pgjson_commit(a.conn, resp);
+            ok = _store(&a, list) && pgjson_commit(a.fr.conn, resp);
         }
         if (ok) {
             user_config_changed(&a);
             TLOG_INFO("dotfile deleted", "path=%s", path);
             http_reply_json(resp, 200, json_pack("{s:b}", "success", 1));
         } else {
-            pg_rollback(a.conn);
+            pg_rollback(a.fr.conn);
         }
         json_decref(list);
     }

@@ -28,7 +28,7 @@ void user_config_routes(svc *s);
  * signed caller (a login without a keypair gets the problem). */
 bool user_config_begin(admin_req *a, svc *s, http_req *req, http_resp *resp) TS_MUST_CHECK;
 /* A column of the caller keypair's settings (a constant name) as text, ""
- * when unset (heap); NULL after a problem in a->resp. */
+ * when unset (heap); NULL after a problem in a->fr.resp. */
 char *user_config_column(admin_req *a, const char *column, const char *what);
 /* After a committed change of the caller keypair's settings that its session
  * context shows (bootstrap script, dotfiles, SSH public key): the contexts

@@ -33,7 +33,7 @@ static json_t *load_visible(admin_req *a, const char *id)
     json_t *u = NULL;
     if (id && ts_uuid_valid(id)) {
         const char *p[] = {id};
-        PGresult *r = pgjson_query(a->conn, a->resp, "read user", USER_BY_ID, 1, p);
+        PGresult *r = pgjson_query(a->fr.conn, a->fr.resp, "read user", USER_BY_ID, 1, p);
         if (!r) return NULL;
         if (PQntuples(r) == 1) u = pgjson_row_json(r, 0);
         PQclear(r);
@@ -43,7 +43,7 @@ static json_t *load_visible(admin_req *a, const char *id)
         json_decref(u);
         u = NULL;
     }
-    if (!u) http_problem(a->resp, 404, "not-found", NULL, "no such user");
+    if (!u) http_problem(a->fr.resp, 404, "not-found", NULL, "no such user");
     if (u) tlog_ctx_entity("target_user", id);
     return u;
 }
@@ -54,8 +54,8 @@ static json_t *reload(admin_req *a, const char *id, auth_change change, bool pub
 {
     const char *p[] = {id};
     json_t *user =
-        pgjson_query_one(a->conn, a->resp, "read user", USER_BY_ID, 1, p, "no such user");
-    if (user && publish) events_user_changed(a->s, a->req->request_id, change, user);
+        pgjson_query_one(a->fr.conn, a->fr.resp, "read user", USER_BY_ID, 1, p, "no such user");
+    if (user && publish) events_user_changed(a->fr.s, a->fr.req->request_id, change, user);
     return user;
 }
 
@@ -99,7 +99,7 @@ static void h_list(http_req *req, http_resp *resp, void *ctx)
         return;
     }
     admin_req a;
-    if (!admin_begin(&a, ctx, req, resp, ADMIN_ANY, NULL)) return;
+    if (!admin_begin(&a, ctx, req, resp, REQ_ANY, NULL)) return;
     /* Scope: superadmin everything; admin its domain without superadmins;
      * user only itself. */
     bool super = caller_is_superadmin(&a.c);
@@ -246,7 +246,7 @@ static bool insert_user(admin_req *a, const char *id, const user_fields *f, cons
                        f->domain,
                        f->policy};
     PGresult *r =
-        pgjson_query(a->conn, a->resp, "create user",
+        pgjson_query(a->fr.conn, a->fr.resp, "create user",
                      "INSERT INTO auth.users (id, email, username, full_name, description,"
                      " password_hash, role, status, domain_name, resource_policy)"
                      " VALUES ($1::uuid, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
@@ -254,8 +254,8 @@ static bool insert_user(admin_req *a, const char *id, const user_fields *f, cons
     if (!r) return false;
     PQclear(r);
     char ak[21];
-    return (!projects || add_memberships(a->conn, a->resp, id, projects, f->domain)) &&
-           keypairs_issue_main(a->conn, a->resp, id, strcmp(f->role, "user") != 0, ak);
+    return (!projects || add_memberships(a->fr.conn, a->fr.resp, id, projects, f->domain)) &&
+           keypairs_issue_main(a->fr.conn, a->fr.resp, id, strcmp(f->role, "user") != 0, ak);
 }
 
 static void h_create(http_req *req, http_resp *resp, void *ctx)
@@ -265,7 +265,7 @@ static void h_create(http_req *req, http_resp *resp, void *ctx)
     char *projects = NULL;
     admin_req a;
     if (!body || !parse_fields(body, true, &f, resp) || !parse_projects(body, &projects, resp) ||
-        !admin_begin(&a, ctx, req, resp, ADMIN_ANY, NULL)) {
+        !admin_begin(&a, ctx, req, resp, REQ_ANY, NULL)) {
         free(projects);
         json_decref(body);
         return;
@@ -281,12 +281,12 @@ static void h_create(http_req *req, http_resp *resp, void *ctx)
                      caller_is_admin(&a.c)
                          ? "domain admins create users of their own domain, never superadmins"
                          : "only administrators create users");
-    } else if (domain_exists(a.conn, resp, f.domain) &&
+    } else if (domain_exists(a.fr.conn, resp, f.domain) &&
                /* Hashing takes ~0.1 s: before the transaction, not inside it. */
-               hash_password(f.password, hash, resp) && pgjson_begin(a.conn, resp)) {
+               hash_password(f.password, hash, resp) && pgjson_begin(a.fr.conn, resp)) {
         if (!insert_user(&a, id, &f, hash, projects)) {
-            pg_rollback(a.conn);
-        } else if (pgjson_commit(a.conn, resp)) {
+            pg_rollback(a.fr.conn);
+        } else if (pgjson_commit(a.fr.conn, resp)) {
             tlog_ctx_entity("target_user", id);
             json_t *user = reload(&a, id, AUTH_CHANGE_CREATED, true);
             TLOG_INFO("user created", "domain=%s role=%s", f.domain, f.role);
@@ -303,7 +303,7 @@ static void h_create(http_req *req, http_resp *resp, void *ctx)
 static void h_get(http_req *req, http_resp *resp, void *ctx)
 {
     admin_req a;
-    if (!admin_begin(&a, ctx, req, resp, ADMIN_ANY, NULL)) return;
+    if (!admin_begin(&a, ctx, req, resp, REQ_ANY, NULL)) return;
     json_t *u = load_visible(&a, http_param(req, "id"));
     if (u) http_reply_json(resp, 200, u);
     admin_end(&a);
@@ -338,9 +338,9 @@ static bool patch_allowed(admin_req *a, const char *id, json_t *target, json_t *
     else if (strcmp(a->c.user_id, id) == 0 && ((f->role && strcmp(f->role, t_role) != 0) ||
                                                (f->status && strcmp(f->status, "active") != 0)))
         why = "you cannot change your own role or status";
-    if (why) http_problem(a->resp, 403, "forbidden", NULL, "%s", why);
+    if (why) http_problem(a->fr.resp, 403, "forbidden", NULL, "%s", why);
     return !why && (!f->domain || strcmp(f->domain, t_domain) == 0 ||
-                    domain_exists(a->conn, a->resp, f->domain));
+                    domain_exists(a->fr.conn, a->fr.resp, f->domain));
 }
 
 static const char update_sql[] =
@@ -358,7 +358,7 @@ static void h_patch(http_req *req, http_resp *resp, void *ctx)
     user_fields f = {0};
     admin_req a;
     if (!body || !parse_fields(body, false, &f, resp) ||
-        !admin_begin(&a, ctx, req, resp, ADMIN_ANY, NULL)) {
+        !admin_begin(&a, ctx, req, resp, REQ_ANY, NULL)) {
         json_decref(body);
         return;
     }
@@ -369,7 +369,7 @@ static void h_patch(http_req *req, http_resp *resp, void *ctx)
         hash_password(f.password, hash, resp)) {
         const char *p[] = {id,     f.email,  f.username, f.full_name, f.description,
                            f.role, f.status, f.domain,   f.policy,    f.password ? hash : NULL};
-        PGresult *r = pgjson_query(a.conn, resp, "update user", update_sql, 10, p);
+        PGresult *r = pgjson_query(a.fr.conn, resp, "update user", update_sql, 10, p);
         json_t *user = r ? reload(&a, id, AUTH_CHANGE_UPDATED, json_object_size(body) > 0) : NULL;
         if (user) http_reply_json(resp, 200, user);
         PQclear(r);
@@ -386,13 +386,13 @@ static void h_patch(http_req *req, http_resp *resp, void *ctx)
 bool users_retire(admin_req *a, const char *id, const char *status, PGresult **keys)
 {
     const char *p[] = {id, status};
-    PGresult *r = pgjson_query(a->conn, a->resp, "retire user",
+    PGresult *r = pgjson_query(a->fr.conn, a->fr.resp, "retire user",
                                "UPDATE auth.users SET status = $2, modified_at = now()"
                                " WHERE id = $1::uuid",
                                2, p);
     if (!r) return false;
     PQclear(r);
-    *keys = pgjson_query(a->conn, a->resp, "revoke keypairs",
+    *keys = pgjson_query(a->fr.conn, a->fr.resp, "revoke keypairs",
                          "UPDATE auth.keypairs SET is_active = false, revoked_at = now()"
                          " WHERE user_id = $1::uuid AND is_active RETURNING access_key",
                          1, p);
@@ -402,7 +402,7 @@ bool users_retire(admin_req *a, const char *id, const char *status, PGresult **k
 static void h_delete(http_req *req, http_resp *resp, void *ctx)
 {
     admin_req a;
-    if (!admin_begin(&a, ctx, req, resp, ADMIN_ANY, NULL)) return;
+    if (!admin_begin(&a, ctx, req, resp, REQ_ANY, NULL)) return;
     const char *id = http_param(req, "id");
     json_t *target = load_visible(&a, id);
     PGresult *keys = NULL;
@@ -414,13 +414,13 @@ static void h_delete(http_req *req, http_resp *resp, void *ctx)
         http_problem(resp, 403, "forbidden", NULL, "only administrators delete users");
     } else if (strcmp(a.c.user_id, id) == 0) {
         http_problem(resp, 403, "forbidden", NULL, "you cannot delete yourself");
-    } else if (pgjson_begin(a.conn, resp)) {
+    } else if (pgjson_begin(a.fr.conn, resp)) {
         if (!users_retire(&a, id, "deleted", &keys)) {
-            pg_rollback(a.conn);
-        } else if (pgjson_commit(a.conn, resp)) {
+            pg_rollback(a.fr.conn);
+        } else if (pgjson_commit(a.fr.conn, resp)) {
             json_t *user = reload(&a, id, AUTH_CHANGE_DELETED, true);
             for (int i = 0; user && i < PQntuples(keys); i++)
-                events_keypair_revoked(a.s, req->request_id, PQgetvalue(keys, i, 0), id,
+                events_keypair_revoked(a.fr.s, req->request_id, PQgetvalue(keys, i, 0), id,
                                        "user-deleted", a.c.user_id);
             TLOG_INFO("user deleted", "keypairs_revoked=%d", PQntuples(keys));
             if (user) http_reply_json(resp, 200, user);

@@ -13,7 +13,7 @@ void users_routes(svc *s);
 
 /* Inside a transaction: user id's status set (deleted, inactive) and its
  * active keypairs revoked, their access keys in *keys (the caller clears
- * it and publishes the changes). False after a problem in a->resp. */
+ * it and publishes the changes). False after a problem in a->fr.resp. */
 bool users_retire(admin_req *a, const char *id, const char *status, PGresult **keys) TS_MUST_CHECK;
 
 #endif

@@ -5,6 +5,7 @@
 #include "db_common.h"
 #include "libcommon/log.h"
 
+#include <stdio.h>
 #include <string.h>
 
 bool context_get(http_req *req, http_resp *resp, const char *access_key, const char *group,
@@ -37,14 +38,28 @@ char *caller_hidden_users(const ts_caller *c)
     return reg_uuid_array(ids, n);
 }
 
+bool reg_req_begin(reg_req *x, void *ctx, http_req *req, http_resp *resp, req_need need,
+                   const char *refusal)
+{
+    memset(&x->c, 0, sizeof(x->c));
+    req_frame_begin(&x->fr, ctx, req, resp);
+    return caller_get(req, resp, NULL, &x->c) && req_frame_role(&x->fr, x->c.role, need, refusal);
+}
+
+void reg_req_end(reg_req *x)
+{
+    req_frame_end(&x->fr);
+    caller_free(&x->c);
+}
+
 bool caller_get_admin(http_req *req, http_resp *resp, bool write, const char *what, ts_caller *c)
 {
-    if (!caller_get(req, resp, NULL, c)) return false;
-    bool ok = write ? caller_is_superadmin(c) : caller_is_admin(c);
-    if (!ok) {
-        http_problem(resp, 403, "forbidden", NULL, "only %s may %s %s",
-                     write ? "superadmins" : "administrators", write ? "change" : "list", what);
-        caller_free(c);
-    }
+    char refusal[200];
+    snprintf(refusal, sizeof(refusal), "only %s may %s %s",
+             write ? "superadmins" : "administrators", write ? "change" : "list", what);
+    reg_req x;
+    bool ok = reg_req_begin(&x, NULL, req, resp, write ? REQ_SUPERADMIN : REQ_ADMIN, refusal);
+    *c = x.c; /* the caller is c's now */
+    if (!ok) caller_free(c);
     return ok;
 }

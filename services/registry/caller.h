@@ -11,6 +11,7 @@
 #define REGISTRY_CALLER_H
 
 #include "libcommon/caller.h"
+#include "libcommon/req_frame.h"
 #include "registry.h"
 
 /* Resolve the caller; with group, the context also resolves that project
@@ -22,6 +23,28 @@ bool caller_get(http_req *req, http_resp *resp, const char *group, ts_caller *ou
  * false returned. */
 bool caller_get_admin(http_req *req, http_resp *resp, bool write, const char *what,
                       ts_caller *c) TS_MUST_CHECK;
+
+/* One request served for a caller: the frame (libcommon/req_frame.h) and
+ * the caller.
+ *
+ *     reg_req x;
+ *     if (reg_req_begin(&x, ctx, req, resp, REQ_SUPERADMIN, "only superadmins may ...") &&
+ *         req_frame_body(&x.fr, keys) && req_frame_conn(&x.fr)) {
+ *         ... x.c, x.fr.body, x.fr.conn ...
+ *     }
+ *     reg_req_end(&x);
+ */
+typedef struct reg_req {
+    req_frame fr;
+    ts_caller c;
+} reg_req;
+
+/* The frame, the caller (caller_get, without a group) and its role against
+ * need (403 saying refusal). False after the problem answer; reg_req_end
+ * releases either way. */
+bool reg_req_begin(reg_req *x, void *ctx, http_req *req, http_resp *resp, req_need need,
+                   const char *refusal) TS_MUST_CHECK;
+void reg_req_end(reg_req *x);
 
 /* Whether a keypair context (caller_get's ctx, context_get's) is a
  * superadmin's. */

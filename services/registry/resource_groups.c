@@ -140,30 +140,30 @@ static PGresult *update_group(PGconn *conn, http_resp *resp, const char *name, c
  * /v1/admin/resource-groups/{name}. */
 static void h_write(http_req *req, http_resp *resp, void *ctx)
 {
-    svc *s = ctx;
     const char *name = http_param(req, "name");
-    ts_caller c;
-    if (!caller_get_admin(req, resp, true, "resource groups", &c)) return;
-    if (name) tlog_ctx_entity("resource_group", name);
-    json_t *body = http_json_body(req, resp);
+    reg_req x;
     rg_fields f = {0};
-    PGconn *conn = NULL;
-    if (!body || !parse_fields(body, !name, &f, resp) || !(conn = pgjson_get(s, resp))) goto out;
+    if (!reg_req_begin(&x, ctx, req, resp, REQ_SUPERADMIN,
+                       "only superadmins may change resource groups"))
+        goto out;
+    if (name) tlog_ctx_entity("resource_group", name);
+    if (!req_frame_body(&x.fr, NULL) || !parse_fields(x.fr.body, !name, &f, resp) ||
+        !req_frame_conn(&x.fr))
+        goto out;
     if (name && f.name && strcmp(f.name, name) != 0) {
         http_problem(resp, 400, "invalid-api-params", NULL, "a resource group cannot be renamed");
         goto out;
     }
     if (!name) tlog_ctx_entity("resource_group", f.name);
-    PGresult *r = name ? update_group(conn, resp, name, &f) : insert_group(conn, resp, &f);
+    PGresult *r =
+        name ? update_group(x.fr.conn, resp, name, &f) : insert_group(x.fr.conn, resp, &f);
     if (r) {
         PQclear(r);
-        listing_reply_one(resp, conn, &group_row, name ? name : f.name, name ? 200 : 201);
+        listing_reply_one(resp, x.fr.conn, &group_row, name ? name : f.name, name ? 200 : 201);
     }
 out:
     free(f.types);
-    json_decref(body);
-    pgjson_put(s, conn);
-    caller_free(&c);
+    reg_req_end(&x);
 }
 
 /* DELETE .../{name} (superadmins): a group no agent serves (but

@@ -158,7 +158,7 @@ static void h_files(http_req *req, http_resp *resp, void *ctx)
 static void _mkdir_list(vf_req *x, const json_t *paths, bool parents, bool exist_ok)
 {
     if (json_array_size(paths) == 0 || json_array_size(paths) > 50) {
-        http_problem(x->resp, 400, "invalid-api-params", NULL, "path: 1 to 50 paths");
+        http_problem(x->fr.resp, 400, "invalid-api-params", NULL, "path: 1 to 50 paths");
         return;
     }
     size_t i;
@@ -166,7 +166,7 @@ static void _mkdir_list(vf_req *x, const json_t *paths, bool parents, bool exist
     json_array_foreach(paths, i, p) if (!json_is_string(p) || !*json_string_value(p) ||
                                         strlen(json_string_value(p)) > 4096)
     {
-        http_problem(x->resp, 400, "invalid-api-params", NULL,
+        http_problem(x->fr.resp, 400, "invalid-api-params", NULL,
                      "path[%zu]: a non-empty path of at most 4096 bytes", i);
         return;
     }
@@ -188,13 +188,13 @@ static void _mkdir_list(vf_req *x, const json_t *paths, bool parents, bool exist
         json_array_append_new(failed, json_pack("{s:s, s:s}", "item", path, "msg", strerror(err)));
     }
     if (json_array_size(ok) == 0) {
-        vf_fs_problem(x->resp, first_err, "mkdir", first_path);
+        vf_fs_problem(x->fr.resp, first_err, "mkdir", first_path);
         json_decref(ok);
         json_decref(failed);
         return;
     }
     int status = json_array_size(failed) ? 207 : 200;
-    http_reply_json(x->resp, status,
+    http_reply_json(x->fr.resp, status,
                     json_pack("{s:{s:o, s:o}}", "results", "success", ok, "failed", failed));
 }
 
@@ -206,12 +206,12 @@ static void h_mkdir(http_req *req, http_resp *resp, void *ctx)
     bool parents = false, exist_ok = false, present;
     int err;
     if (!_op_begin(&x, ctx, req, resp, VF_PERM_RW, keys) ||
-        !pgjson_field_bool(x.body, "parents", false, &parents, &present, resp) ||
-        !pgjson_field_bool(x.body, "exist_ok", false, &exist_ok, &present, resp))
+        !pgjson_field_bool(x.fr.body, "parents", false, &parents, &present, resp) ||
+        !pgjson_field_bool(x.fr.body, "exist_ok", false, &exist_ok, &present, resp))
         goto out;
-    if (json_is_array(json_object_get(x.body, "path"))) {
-        _mkdir_list(&x, json_object_get(x.body, "path"), parents, exist_ok);
-    } else if (pgjson_field_str(x.body, "path", true, 1, 4096, &path, resp)) {
+    if (json_is_array(json_object_get(x.fr.body, "path"))) {
+        _mkdir_list(&x, json_object_get(x.fr.body, "path"), parents, exist_ok);
+    } else if (pgjson_field_str(x.fr.body, "path", true, 1, 4096, &path, resp)) {
         if (!vf_fs_mkdir(x.root, path, parents, exist_ok, &err))
             vf_fs_problem(resp, err, "mkdir", path);
         else
@@ -230,8 +230,8 @@ static void h_rename_file(http_req *req, http_resp *resp, void *ctx)
     const char *target, *name;
     int err;
     if (_op_begin(&x, ctx, req, resp, VF_PERM_RW, keys) &&
-        pgjson_field_str(x.body, "target_path", true, 1, 4096, &target, resp) &&
-        pgjson_field_str(x.body, "new_name", true, 1, 255, &name, resp)) {
+        pgjson_field_str(x.fr.body, "target_path", true, 1, 4096, &target, resp) &&
+        pgjson_field_str(x.fr.body, "new_name", true, 1, 255, &name, resp)) {
         if (!vf_fs_rename(x.root, target, name, &err))
             vf_fs_problem(resp, err, "rename_file", err == EEXIST ? name : target);
         else
@@ -248,8 +248,8 @@ static void h_move_file(http_req *req, http_resp *resp, void *ctx)
     const char *src, *dst;
     int err;
     if (_op_begin(&x, ctx, req, resp, VF_PERM_RW, keys) &&
-        pgjson_field_str(x.body, "src", true, 1, 4096, &src, resp) &&
-        pgjson_field_str(x.body, "dst", true, 1, 4096, &dst, resp)) {
+        pgjson_field_str(x.fr.body, "src", true, 1, 4096, &src, resp) &&
+        pgjson_field_str(x.fr.body, "dst", true, 1, 4096, &dst, resp)) {
         if (!vf_fs_move(x.root, src, dst, &err))
             vf_fs_problem(resp, err, "move_file", err == EEXIST ? dst : src);
         else
@@ -285,15 +285,15 @@ static void h_delete_files(http_req *req, http_resp *resp, void *ctx)
     static const char *const keys[] = {"files", "recursive", NULL};
     bool recursive = false, present;
     if (!_op_begin(&x, ctx, req, resp, VF_PERM_WD, keys) ||
-        !pgjson_field_bool(x.body, "recursive", false, &recursive, &present, resp) ||
-        !_files_ok(json_object_get(x.body, "files"), resp))
+        !pgjson_field_bool(x.fr.body, "recursive", false, &recursive, &present, resp) ||
+        !_files_ok(json_object_get(x.fr.body, "files"), resp))
         goto out;
     int64_t freed_total = 0;
     json_t *deleted = json_array();
     int failed = 0;
     size_t i;
     json_t *v;
-    json_array_foreach(json_object_get(x.body, "files"), i, v)
+    json_array_foreach(json_object_get(x.fr.body, "files"), i, v)
     {
         int64_t freed = 0;
         int err;
@@ -306,7 +306,7 @@ static void h_delete_files(http_req *req, http_resp *resp, void *ctx)
             json_array_append(deleted, v);
         }
     }
-    if (freed_total > 0) vf_quota_release(x.s, &x.f, freed_total);
+    if (freed_total > 0) vf_quota_release(x.fr.s, &x.f, freed_total);
     TLOG_INFO("files deleted", "count=%zu freed=%lld failed_errno=%d", json_array_size(deleted),
               (long long)freed_total, failed);
     if (!failed)

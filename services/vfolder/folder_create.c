@@ -237,8 +237,8 @@ static bool _may_create_on(const ts_caller *c, const json_t *project_hosts, cons
 /* The new folder as info answers it, 201. */
 static void _reply_created(vf_req *x, const vf_folder *f)
 {
-    json_t *o = vf_folder_json(x->s, &x->c, f->id, x->resp);
-    if (o) http_reply_json(x->resp, 201, o);
+    json_t *o = vf_folder_json(x->fr.s, &x->c, f->id, x->fr.resp);
+    if (o) http_reply_json(x->fr.resp, 201, o);
 }
 
 void vf_h_create(http_req *req, http_resp *resp, void *ctx)
@@ -251,11 +251,12 @@ void vf_h_create(http_req *req, http_resp *resp, void *ctx)
                                        "unmanaged_path", NULL};
     _new_folder nf = {.status = "ready"};
     const char *group = NULL, *group_id = NULL, *unmanaged = NULL;
-    if (!vf_req_body(&x, keys) || !pgjson_field_str(x.body, "name", true, 1, 64, &nf.name, resp) ||
-        !vf_name_ok(nf.name, "name", resp) || !_read_common(x.body, "host", &nf, resp) ||
-        !pgjson_field_str(x.body, "group", false, 1, 256, &group, resp) ||
-        !pgjson_field_str(x.body, "group_id", false, 1, 256, &group_id, resp) ||
-        !pgjson_field_str(x.body, "unmanaged_path", false, 0, 4096, &unmanaged, resp))
+    if (!vf_req_body(&x, keys) ||
+        !pgjson_field_str(x.fr.body, "name", true, 1, 64, &nf.name, resp) ||
+        !vf_name_ok(nf.name, "name", resp) || !_read_common(x.fr.body, "host", &nf, resp) ||
+        !pgjson_field_str(x.fr.body, "group", false, 1, 256, &group, resp) ||
+        !pgjson_field_str(x.fr.body, "group_id", false, 1, 256, &group_id, resp) ||
+        !pgjson_field_str(x.fr.body, "unmanaged_path", false, 0, 4096, &unmanaged, resp))
         goto out;
     if (unmanaged && *unmanaged) {
         http_problem(resp, 400, "invalid-api-params", NULL, "unmanaged_path is not supported");
@@ -284,11 +285,11 @@ void vf_h_create(http_req *req, http_resp *resp, void *ctx)
         goto out;
     }
     vf_folder f;
-    if (!_insert_folder(x.s, resp, &x.c, &nf, &f)) goto out;
+    if (!_insert_folder(x.fr.s, resp, &x.c, &nf, &f)) goto out;
     char qname[2 * VF_NAME_MAX];
     TLOG_INFO("vfolder created", "name=%s host=%s owner=%s",
               tlog_quote(qname, sizeof(qname), f.name), f.host, f.owner_id);
-    vf_event_created(x.s, req->request_id, &f, x.c.user_id);
+    vf_event_created(x.fr.s, req->request_id, &f, x.c.user_id);
     _reply_created(&x, &f);
 out:
     json_decref(project);
@@ -315,16 +316,16 @@ void vf_h_clone(http_req *req, http_resp *resp, void *ctx)
                                        "cloneable",   "quota",       NULL};
     _new_folder nf = {.status = "cloning"};
     if (!vf_req_body(&x, keys) ||
-        !pgjson_field_str(x.body, "target_name", true, 1, 64, &nf.name, resp) ||
+        !pgjson_field_str(x.fr.body, "target_name", true, 1, 64, &nf.name, resp) ||
         !vf_name_ok(nf.name, "target_name", resp) ||
-        !_read_common(x.body, "target_host", &nf, resp) || !vf_req_folder(&x, VF_PERM_RO))
+        !_read_common(x.fr.body, "target_host", &nf, resp) || !vf_req_folder(&x, VF_PERM_RO))
         goto out;
     const vf_folder *src = &x.f;
     if (!src->cloneable && !(src->perm == VF_PERM_OWNER && !src->via_admin)) {
         http_problem(resp, 403, "forbidden", NULL, "vfolder %s is not cloneable", src->name);
         goto out;
     }
-    if (!json_object_get(x.body, "usage_mode")) nf.usage_mode = src->usage_mode;
+    if (!json_object_get(x.fr.body, "usage_mode")) nf.usage_mode = src->usage_mode;
     ts_strlcpy(nf.owner_id, x.c.user_id, sizeof(nf.owner_id));
     _owner_limits(&nf, &x.c, NULL);
     if (!_may_create_on(&x.c, NULL, nf.host, resp)) goto out;
@@ -339,13 +340,13 @@ void vf_h_clone(http_req *req, http_resp *resp, void *ctx)
         goto out;
     }
     vf_folder f;
-    if (!_insert_folder(x.s, resp, &x.c, &nf, &f)) goto out;
+    if (!_insert_folder(x.fr.s, resp, &x.c, &nf, &f)) goto out;
     ts_err err = {{0}};
     int64_t bytes = 0;
     vf_quota_rc rc = VF_QUOTA_ERROR;
     bool copied = vf_volume_clone(vf_volume_find(src->host), src->id, vf_volume_find(f.host), f.id,
                                   &bytes, &err);
-    if (copied) rc = vf_quota_charge(x.s, f.id, bytes, req->request_id, &err);
+    if (copied) rc = vf_quota_charge(x.fr.s, f.id, bytes, req->request_id, &err);
     if (!copied || rc != VF_QUOTA_OK) {
         _drop_clone(&x, &f);
         if (!copied) {
@@ -361,7 +362,7 @@ void vf_h_clone(http_req *req, http_resp *resp, void *ctx)
                      "UPDATE vfolder.vfolders SET status = 'ready' WHERE id = $1::uuid", 1, p))
         goto out;
     TLOG_INFO("vfolder cloned", "source=%s bytes=%" PRId64, src->id, bytes);
-    vf_event_created(x.s, req->request_id, &f, x.c.user_id);
+    vf_event_created(x.fr.s, req->request_id, &f, x.c.user_id);
     _reply_created(&x, &f);
 out:
     vf_req_end(&x);

@@ -33,7 +33,7 @@ void vf_h_list(http_req *req, http_resp *resp, void *ctx)
         http_problem(resp, 403, "forbidden", NULL, "all=true is for administrators");
     } else {
         bool trash = status && strcmp(status, "trash") == 0;
-        json_t *arr = vf_folder_list(x.s, &x.c, all, group, trash, resp);
+        json_t *arr = vf_folder_list(x.fr.s, &x.c, all, group, trash, resp);
         if (arr) http_reply_json(resp, 200, arr);
     }
     vf_req_end(&x);
@@ -121,11 +121,11 @@ void vf_h_volumes(http_req *req, http_resp *resp, void *ctx)
     json_t *acct = NULL;
     if (!vf_caller_admin_of(&x.c, x.c.domain_name)) {
         http_problem(resp, 403, "forbidden", NULL, "volume capacity is for administrators");
-    } else if ((acct = _accounting(x.s, resp)) != NULL) {
+    } else if ((acct = _accounting(x.fr.s, resp)) != NULL) {
         json_t *items = json_array();
         for (size_t i = 0; i < vf_volume_count(); i++)
-            json_array_append_new(
-                items, _volume_json(vf_volume_at(i), acct, caller_is_superadmin(&x.c)));
+            json_array_append_new(items,
+                                  _volume_json(vf_volume_at(i), acct, caller_is_superadmin(&x.c)));
         http_reply_json(resp, 200, json_pack("{s:o}", "volumes", items));
     }
     json_decref(acct);
@@ -139,13 +139,13 @@ void vf_h_info(http_req *req, http_resp *resp, void *ctx)
     if (vf_req_folder(&x, VF_PERM_RO)) {
         const vf_folder *f = &x.f;
         /* The owner's current quota scope limit follows its policy. */
-        vf_quota_scope_refresh(x.s, &x.c, f);
-        json_t *o = vf_folder_json(x.s, &x.c, f->id, resp);
+        vf_quota_scope_refresh(x.fr.s, &x.c, f);
+        json_t *o = vf_folder_json(x.fr.s, &x.c, f->id, resp);
         if (o) {
             int64_t used = 0, limit = 0, sused = 0, slimit = 0;
             ts_err err = {{0}};
             if ((!f->via_admin || f->perm >= VF_PERM_OWNER) &&
-                vf_usage(x.s, f, &used, &limit, &sused, &slimit, &err))
+                vf_usage(x.fr.s, f, &used, &limit, &sused, &slimit, &err))
                 json_object_set_new(o, "quota_scope",
                                     json_pack("{s:s, s:I, s:I}", "id", f->quota_scope, "used_bytes",
                                               (json_int_t)sused, "limit_bytes",
@@ -171,7 +171,7 @@ void vf_h_id(http_req *req, http_resp *resp, void *ctx)
     if (req->body_len > 0) {
         if (!vf_req_body(&x, keys)) goto out;
         for (const char *const *k = keys; *k && !name; k++)
-            if (!pgjson_field_str(x.body, *k, false, 1, 256, &name, resp)) goto out;
+            if (!pgjson_field_str(x.fr.body, *k, false, 1, 256, &name, resp)) goto out;
     }
     for (const char *const *k = keys; *k && !name; k++)
         name = http_query_arg(req, *k);
@@ -182,7 +182,7 @@ void vf_h_id(http_req *req, http_resp *resp, void *ctx)
     x.name = name;
     bool found = vf_req_folder(&x, VF_PERM_RO);
     if (!found && http_resp_status(resp) == 404) /* its answer is replaced */
-        found = vf_resolve_trashed(x.s, &x.c, name, &x.f, resp);
+        found = vf_resolve_trashed(x.fr.s, &x.c, name, &x.f, resp);
     if (found) http_reply_json(resp, 200, json_pack("{s:s, s:s}", "id", x.f.id, "name", x.f.name));
 out:
     vf_req_end(&x);
@@ -209,7 +209,7 @@ void vf_h_rename(http_req *req, http_resp *resp, void *ctx)
     const char *new_name = NULL;
     static const char *const keys[] = {"new_name", NULL};
     if (!vf_req_body(&x, keys) ||
-        !pgjson_field_str(x.body, "new_name", true, 1, 64, &new_name, resp) ||
+        !pgjson_field_str(x.fr.body, "new_name", true, 1, 64, &new_name, resp) ||
         !vf_name_ok(new_name, "new_name", resp) || !vf_req_folder(&x, VF_PERM_OWNER) ||
         !vf_req_host_allows(&x, VF_HOST_MODIFY, false, "modifying vfolders on"))
         goto out;
@@ -255,8 +255,8 @@ void vf_h_update_options(http_req *req, http_resp *resp, void *ctx)
     /* Every field checked before the folder is even looked up: bad input
      * changes nothing. */
     if (!vf_req_body(&x, keys) ||
-        !pgjson_field_enum(x.body, "permission", false, "ro|rw|wd", &perm, resp) ||
-        !pgjson_field_bool(x.body, "cloneable", false, &cloneable, &has_cloneable, resp) ||
+        !pgjson_field_enum(x.fr.body, "permission", false, "ro|rw|wd", &perm, resp) ||
+        !pgjson_field_bool(x.fr.body, "cloneable", false, &cloneable, &has_cloneable, resp) ||
         !vf_req_folder(&x, VF_PERM_OWNER) ||
         !vf_req_host_allows(&x, VF_HOST_MODIFY, false, "modifying vfolders on"))
         goto out;

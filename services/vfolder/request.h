@@ -20,13 +20,11 @@
 
 #include "caller.h"
 #include "folders.h"
+#include "libcommon/req_frame.h"
 
 typedef struct vf_req {
-    svc *s;
-    http_req *req;
-    http_resp *resp;
+    req_frame fr; /* the service, request, response; fr.body after vf_req_body */
     ts_caller c;
-    json_t *body;     /* after vf_req_body (owned) */
     vf_folder f;      /* after vf_req_folder */
     int root;         /* after vf_req_root: the folder's directory (files.h); -1 */
     const char *name; /* what vf_req_folder resolves; NULL: the route's {name} */

@@ -12,7 +12,7 @@
  * problem: 404 unknown or invisible, 403 visible without ownership. */
 static bool _owned(vf_req *x, const char *id)
 {
-    if (!vf_resolve(x->s, &x->c, id, VF_PERM_OWNER, &x->f, x->resp)) return false;
+    if (!vf_resolve(x->fr.s, &x->c, id, VF_PERM_OWNER, &x->f, x->fr.resp)) return false;
     tlog_ctx_entity("folder", x->f.id);
     return true;
 }
@@ -28,7 +28,7 @@ void vf_h_shared_list(http_req *req, http_resp *resp, void *ctx)
         http_problem(resp, 400, "invalid-api-params", NULL, "vfolder_id must be a vfolder id");
         goto out;
     }
-    if ((vid && !_owned(&x, vid)) || !(conn = pgjson_get(x.s, resp))) goto out;
+    if ((vid && !_owned(&x, vid)) || !(conn = pgjson_get(x.fr.s, resp))) goto out;
     /* The email of a user who came by invitation is the invitation's; a
      * project folder's override was set by email but keeps only the id. */
     const char *p[] = {vid ? x.f.id : NULL, x.c.user_id};
@@ -58,7 +58,7 @@ void vf_h_shared_list(http_req *req, http_resp *resp, void *ctx)
     PQclear(r);
     http_reply_json(resp, 200, json_pack("{s:o}", "shared", shared));
 out:
-    if (conn) pgjson_put(x.s, conn);
+    if (conn) pgjson_put(x.fr.s, conn);
     vf_req_end(&x);
 }
 
@@ -68,10 +68,10 @@ void vf_h_shared_update(http_req *req, http_resp *resp, void *ctx)
     if (!vf_req_begin(&x, ctx, req, resp)) return;
     static const char *const keys[] = {"vfolder", "user", "perm", "permission", NULL};
     const char *vid, *uid, *perm = NULL, *perm2 = NULL;
-    if (!vf_req_body(&x, keys) || !pgjson_field_uuid(x.body, "vfolder", true, &vid, resp) ||
-        !pgjson_field_uuid(x.body, "user", true, &uid, resp) ||
-        !pgjson_field_enum(x.body, "perm", false, "ro|rw|wd", &perm, resp) ||
-        !pgjson_field_enum(x.body, "permission", false, "ro|rw|wd", &perm2, resp))
+    if (!vf_req_body(&x, keys) || !pgjson_field_uuid(x.fr.body, "vfolder", true, &vid, resp) ||
+        !pgjson_field_uuid(x.fr.body, "user", true, &uid, resp) ||
+        !pgjson_field_enum(x.fr.body, "perm", false, "ro|rw|wd", &perm, resp) ||
+        !pgjson_field_enum(x.fr.body, "permission", false, "ro|rw|wd", &perm2, resp))
         goto out;
     if (perm && perm2) {
         http_problem(resp, 400, "invalid-api-params", NULL,
@@ -81,7 +81,7 @@ void vf_h_shared_update(http_req *req, http_resp *resp, void *ctx)
     if (!perm) perm = perm2;
     if (!_owned(&x, vid)) goto out;
     const char *p[] = {x.f.id, uid, perm};
-    PGconn *conn = pgjson_get(x.s, resp);
+    PGconn *conn = pgjson_get(x.fr.s, resp);
     if (!conn) goto out;
     PGresult *r = perm ? pgjson_query(conn, resp, "change shared permission",
                                       "UPDATE vfolder.permissions SET perm = $3"
@@ -91,7 +91,7 @@ void vf_h_shared_update(http_req *req, http_resp *resp, void *ctx)
                                       "DELETE FROM vfolder.permissions"
                                       " WHERE vfolder_id = $1::uuid AND user_id = $2::uuid",
                                       2, p);
-    pgjson_put(x.s, conn);
+    pgjson_put(x.fr.s, conn);
     if (!r) goto out;
     bool changed = strcmp(PQcmdTuples(r), "0") != 0;
     PQclear(r);
@@ -102,7 +102,7 @@ void vf_h_shared_update(http_req *req, http_resp *resp, void *ctx)
     }
     TLOG_INFO(perm ? "shared permission changed" : "shared permission removed",
               "shared_to=%s perm=%s", uid, perm ? perm : "none");
-    vf_event_shared(x.s, req->request_id, x.f.id, uid, perm, x.c.user_id, NULL, perm == NULL);
+    vf_event_shared(x.fr.s, req->request_id, x.f.id, uid, perm, x.c.user_id, NULL, perm == NULL);
     http_reply_json(resp, 200, json_pack("{s:s}", "msg", "shared vfolder permission updated"));
 out:
     vf_req_end(&x);

@@ -108,14 +108,14 @@ static json_t *_users(vf_req *x, _user_check check)
     json_t *users = json_array();
     size_t i;
     json_t *e;
-    json_array_foreach(json_object_get(x->body, "emails"), i, e)
+    json_array_foreach(json_object_get(x->fr.body, "emails"), i, e)
     {
         json_t *u = NULL;
         const char *why = NULL;
-        if (!_lookup(x->req, x->resp, json_string_value(e), &u) ||
+        if (!_lookup(x->fr.req, x->fr.resp, json_string_value(e), &u) ||
             (check && (why = check(u, &x->f)) != NULL)) {
             if (why)
-                http_problem(x->resp, 400, "invalid-api-params", NULL, "%s %s",
+                http_problem(x->fr.resp, 400, "invalid-api-params", NULL, "%s %s",
                              json_string_value(e), why);
             json_decref(u);
             json_decref(users);
@@ -134,17 +134,17 @@ typedef bool (*_user_change)(vf_req *x, PGconn *conn, json_t *user, void *arg);
  * (nothing changed). */
 static bool _change_all(vf_req *x, json_t *users, _user_change change, void *arg)
 {
-    PGconn *conn = pgjson_get(x->s, x->resp);
+    PGconn *conn = pgjson_get(x->fr.s, x->fr.resp);
     if (!conn) return false;
-    bool ok = pgjson_begin(conn, x->resp);
+    bool ok = pgjson_begin(conn, x->fr.resp);
     if (ok) {
         size_t i;
         json_t *u;
         json_array_foreach(users, i, u) if (ok) ok = change(x, conn, u, arg);
-        if (ok) ok = pgjson_commit(conn, x->resp);
+        if (ok) ok = pgjson_commit(conn, x->fr.resp);
         if (!ok) pg_rollback(conn);
     }
-    pgjson_put(x->s, conn);
+    pgjson_put(x->fr.s, conn);
     return ok;
 }
 
@@ -182,7 +182,7 @@ static bool _invite_one(vf_req *x, PGconn *conn, json_t *u, void *arg)
                        json_string_value(json_object_get(u, "id")),
                        inv->perm};
     PGresult *r = pgjson_query(
-        conn, x->resp, "invite",
+        conn, x->fr.resp, "invite",
         "INSERT INTO vfolder.invitations (id, vfolder_id, inviter_id, inviter_email,"
         " invitee_email, invitee_id, perm) SELECT $1, $2, $3, $4, $5, $6, $7"
         " WHERE NOT EXISTS (SELECT 1 FROM vfolder.permissions WHERE vfolder_id = $2::uuid"
@@ -204,9 +204,9 @@ void vf_h_invite(http_req *req, http_resp *resp, void *ctx)
     _invite inv = {.ids = json_array()};
     json_t *users = NULL;
     const char *field = "emails";
-    if (!vf_req_body(&x, keys) || !_invite_aliases(x.body, &field, resp) ||
-        !pgjson_field_enum(x.body, "perm", false, "ro|rw|wd", &inv.perm, resp) ||
-        !_emails(x.body, field, resp) || !vf_req_folder(&x, VF_PERM_OWNER))
+    if (!vf_req_body(&x, keys) || !_invite_aliases(x.fr.body, &field, resp) ||
+        !pgjson_field_enum(x.fr.body, "perm", false, "ro|rw|wd", &inv.perm, resp) ||
+        !_emails(x.fr.body, field, resp) || !vf_req_folder(&x, VF_PERM_OWNER))
         goto out;
     if (!inv.perm) inv.perm = "rw";
     if (x.f.ownership != VF_OWNER_USER) {
@@ -231,7 +231,7 @@ void vf_h_invitations(http_req *req, http_resp *resp, void *ctx)
 {
     vf_req x;
     if (!vf_req_begin(&x, ctx, req, resp)) return;
-    PGconn *conn = pgjson_get(x.s, resp);
+    PGconn *conn = pgjson_get(x.fr.s, resp);
     if (conn) {
         const char *p[] = {x.c.email};
         PGresult *r = pgjson_query(
@@ -247,7 +247,7 @@ void vf_h_invitations(http_req *req, http_resp *resp, void *ctx)
             http_reply_json(resp, 200, json_pack("{s:o}", "invitations", pgjson_rows_json(r)));
             PQclear(r);
         }
-        pgjson_put(x.s, conn);
+        pgjson_put(x.fr.s, conn);
     }
     vf_req_end(&x);
 }
@@ -258,7 +258,7 @@ static bool _begin_invitation(vf_req *x, void *ctx, http_req *req, http_resp *re
 {
     static const char *const keys[] = {"inv_id", NULL};
     if (!vf_req_begin(x, ctx, req, resp) || !vf_req_body(x, keys) ||
-        !pgjson_field_uuid(x->body, "inv_id", true, id, resp))
+        !pgjson_field_uuid(x->fr.body, "inv_id", true, id, resp))
         return false;
     tlog_ctx_entity("invitation", *id);
     return true;
@@ -275,7 +275,7 @@ static bool _read_invitation(vf_req *x, PGconn *conn, const char *id, _invitatio
 {
     const char *p[] = {id, x->c.email, x->c.user_id};
     PGresult *r =
-        pgjson_query(conn, x->resp, "read invitation",
+        pgjson_query(conn, x->fr.resp, "read invitation",
                      "SELECT i.vfolder_id::text, i.perm, v.name, i.inviter_id::text"
                      " FROM vfolder.invitations i JOIN vfolder.vfolders v ON v.id = i.vfolder_id"
                      " WHERE i.id = $1::uuid AND lower(i.invitee_email) = lower($2)"
@@ -290,7 +290,7 @@ static bool _read_invitation(vf_req *x, PGconn *conn, const char *id, _invitatio
         ts_strlcpy(out->name, PQgetvalue(r, 0, 2), sizeof(out->name));
         ts_strlcpy(out->inviter, PQgetvalue(r, 0, 3), sizeof(out->inviter));
     } else {
-        http_problem(x->resp, 404, "not-found", NULL, "no pending invitation %s for you", id);
+        http_problem(x->fr.resp, 404, "not-found", NULL, "no pending invitation %s for you", id);
     }
     PQclear(r);
     return ok;
@@ -301,7 +301,7 @@ static bool _accept(vf_req *x, PGconn *conn, const char *id, const _invitation *
 {
     /* Backend.AI's rule: you cannot accept a folder named like one of yours. */
     const char *p2[] = {x->c.user_id, inv->name};
-    PGresult *r = pgjson_query(conn, x->resp, "name clash",
+    PGresult *r = pgjson_query(conn, x->fr.resp, "name clash",
                                "SELECT 1 FROM vfolder.vfolders WHERE user_id = $1::uuid"
                                " AND name = $2 AND status NOT IN ('trash', 'purging', 'purged')",
                                2, p2);
@@ -309,12 +309,12 @@ static bool _accept(vf_req *x, PGconn *conn, const char *id, const _invitation *
     bool clash = PQntuples(r) > 0;
     PQclear(r);
     if (clash) {
-        http_problem(x->resp, 409, "already-exists", NULL,
+        http_problem(x->fr.resp, 409, "already-exists", NULL,
                      "you own a vfolder named %s: rename it before accepting", inv->name);
         return false;
     }
     const char *p3[] = {inv->vid, x->c.user_id, inv->perm, id};
-    r = pgjson_query(conn, x->resp, "accept invitation",
+    r = pgjson_query(conn, x->fr.resp, "accept invitation",
                      "WITH a AS (UPDATE vfolder.invitations SET state = 'accepted',"
                      "   invitee_id = $2::uuid, modified_at = now() WHERE id = $4::uuid)"
                      " INSERT INTO vfolder.permissions (vfolder_id, user_id, perm, source)"
@@ -330,7 +330,7 @@ void vf_h_accept(http_req *req, http_resp *resp, void *ctx)
     vf_req x;
     const char *id = NULL;
     PGconn *conn = NULL;
-    if (!_begin_invitation(&x, ctx, req, resp, &id) || !(conn = pgjson_get(x.s, resp))) goto out;
+    if (!_begin_invitation(&x, ctx, req, resp, &id) || !(conn = pgjson_get(x.fr.s, resp))) goto out;
     _invitation inv;
     if (!pgjson_begin(conn, resp)) goto out;
     if (!_read_invitation(&x, conn, id, &inv) || !_accept(&x, conn, id, &inv) ||
@@ -340,10 +340,11 @@ void vf_h_accept(http_req *req, http_resp *resp, void *ctx)
     }
     tlog_ctx_entity("folder", inv.vid);
     TLOG_INFO("invitation accepted", "invitation=%s perm=%s", id, inv.perm);
-    vf_event_shared(x.s, req->request_id, inv.vid, x.c.user_id, inv.perm, inv.inviter, id, false);
+    vf_event_shared(x.fr.s, req->request_id, inv.vid, x.c.user_id, inv.perm, inv.inviter, id,
+                    false);
     http_reply_json(resp, 200, json_object());
 out:
-    if (conn) pgjson_put(x.s, conn);
+    if (conn) pgjson_put(x.fr.s, conn);
     vf_req_end(&x);
 }
 
@@ -354,7 +355,7 @@ void vf_h_reject(http_req *req, http_resp *resp, void *ctx)
     vf_req x;
     const char *id = NULL;
     PGconn *conn = NULL;
-    if (!_begin_invitation(&x, ctx, req, resp, &id) || !(conn = pgjson_get(x.s, resp))) goto out;
+    if (!_begin_invitation(&x, ctx, req, resp, &id) || !(conn = pgjson_get(x.fr.s, resp))) goto out;
     const char *p[] = {id};
     PGresult *r = pgjson_query(conn, resp, "read invitation",
                                "SELECT i.invitee_email, i.inviter_id::text, v.user_id::text,"
@@ -388,7 +389,7 @@ void vf_h_reject(http_req *req, http_resp *resp, void *ctx)
         PQclear(r);
     }
 out:
-    if (conn) pgjson_put(x.s, conn);
+    if (conn) pgjson_put(x.fr.s, conn);
     vf_req_end(&x);
 }
 
@@ -408,7 +409,7 @@ void vf_h_leave(http_req *req, http_resp *resp, void *ctx)
                      "you own vfolder %s: delete it instead of leaving", x.f.name);
         goto out;
     }
-    if (!(conn = pgjson_get(x.s, resp))) goto out;
+    if (!(conn = pgjson_get(x.fr.s, resp))) goto out;
     const char *p[] = {x.f.id, x.c.user_id};
     PGresult *r = pgjson_query(conn, resp, "leave vfolder",
                                "DELETE FROM vfolder.permissions WHERE vfolder_id = $1::uuid"
@@ -416,7 +417,8 @@ void vf_h_leave(http_req *req, http_resp *resp, void *ctx)
                                2, p);
     if (r && strcmp(PQcmdTuples(r), "1") == 0) {
         TLOG_INFO("vfolder left", "");
-        vf_event_shared(x.s, req->request_id, x.f.id, x.c.user_id, NULL, x.c.user_id, NULL, true);
+        vf_event_shared(x.fr.s, req->request_id, x.f.id, x.c.user_id, NULL, x.c.user_id, NULL,
+                        true);
         http_reply_json(resp, 200, json_object());
     } else if (r) {
         http_problem(resp, 400, "invalid-api-params", NULL, "vfolder %s is not shared with you",
@@ -424,7 +426,7 @@ void vf_h_leave(http_req *req, http_resp *resp, void *ctx)
     }
     PQclear(r);
 out:
-    if (conn) pgjson_put(x.s, conn);
+    if (conn) pgjson_put(x.fr.s, conn);
     vf_req_end(&x);
 }
 
@@ -452,12 +454,12 @@ static bool _share_one(vf_req *x, PGconn *conn, json_t *u, void *arg)
     const char *p[] = {x->f.id, json_string_value(json_object_get(u, "id")), sh->perm};
     PGresult *r =
         sh->perm
-            ? pgjson_query(conn, x->resp, "share vfolder",
+            ? pgjson_query(conn, x->fr.resp, "share vfolder",
                            "INSERT INTO vfolder.permissions (vfolder_id, user_id, perm, source)"
                            " VALUES ($1, $2, $3, 'share') ON CONFLICT (vfolder_id, user_id)"
                            " DO UPDATE SET perm = EXCLUDED.perm, source = 'share'",
                            3, p)
-            : pgjson_query(conn, x->resp, "unshare vfolder",
+            : pgjson_query(conn, x->fr.resp, "unshare vfolder",
                            "DELETE FROM vfolder.permissions WHERE vfolder_id = $1::uuid"
                            " AND user_id = $2::uuid",
                            2, p);
@@ -480,10 +482,10 @@ static void _share_or_unshare(http_req *req, http_resp *resp, void *ctx, bool sh
     const char *perm = NULL, *perm2 = NULL;
     _share sh = {.done = json_array()};
     json_t *users = NULL;
-    if (!vf_req_body(&x, share ? share_keys : unshare_keys) || !_emails(x.body, "emails", resp))
+    if (!vf_req_body(&x, share ? share_keys : unshare_keys) || !_emails(x.fr.body, "emails", resp))
         goto out;
-    if (share && (!pgjson_field_enum(x.body, "permission", false, "ro|rw|wd", &perm, resp) ||
-                  !pgjson_field_enum(x.body, "perm", false, "ro|rw|wd", &perm2, resp)))
+    if (share && (!pgjson_field_enum(x.fr.body, "permission", false, "ro|rw|wd", &perm, resp) ||
+                  !pgjson_field_enum(x.fr.body, "perm", false, "ro|rw|wd", &perm2, resp)))
         goto out;
     if (!perm) perm = perm2 ? perm2 : "rw";
     if (!vf_req_folder(&x, VF_PERM_OWNER)) goto out;
@@ -501,8 +503,9 @@ static void _share_or_unshare(http_req *req, http_resp *resp, void *ctx, bool sh
     json_array_foreach(users, i, u)
     {
         if (json_is_true(json_object_get(u, "unchanged"))) continue;
-        vf_event_shared(x.s, req->request_id, x.f.id, json_string_value(json_object_get(u, "id")),
-                        sh.perm, x.c.user_id, NULL, !share);
+        vf_event_shared(x.fr.s, req->request_id, x.f.id,
+                        json_string_value(json_object_get(u, "id")), sh.perm, x.c.user_id, NULL,
+                        !share);
     }
     TLOG_INFO(share ? "vfolder shared" : "vfolder unshared", "users=%zu", json_array_size(sh.done));
     http_reply_json(resp, share ? 201 : 200,

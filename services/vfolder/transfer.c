@@ -257,12 +257,12 @@ void vf_xfer_token_for(vf_token *t, const vf_req *x, vf_token_op op, const char 
 void vf_xfer_issue(vf_req *x, const vf_token *t, const char *url_path)
 {
     char *token = vf_token_sign(t);
-    char *base = vf_xfer_base_url(x->req);
+    char *base = vf_xfer_base_url(x->fr.req);
     char *url = ts_asprintf("%s%s", base, url_path);
     json_t *o =
         json_pack("{s:s, s:s, s:I}", "token", token, "url", url, "expires_at", (json_int_t)t->exp);
     if (t->op == VF_TOKEN_UPLOAD) json_object_set_new(o, "upload_id", json_string(t->id));
-    http_reply_json(x->resp, 200, o);
+    http_reply_json(x->fr.resp, 200, o);
     free(token);
     free(base);
     free(url);
@@ -282,9 +282,10 @@ void vf_h_request_download(http_req *req, http_resp *resp, void *ctx)
     struct stat st;
     if (!vf_req_folder(&x, VF_PERM_RO) ||
         !vf_req_host_allows(&x, VF_HOST_DOWNLOAD, true, "downloading from") ||
-        !vf_req_body(&x, keys) || !pgjson_field_str(x.body, "path", false, 0, 4096, &file, resp) ||
-        (!file && !pgjson_field_str(x.body, "file", true, 0, 4096, &file, resp)) ||
-        !pgjson_field_bool(x.body, "archive", false, &archive, &present, resp) ||
+        !vf_req_body(&x, keys) ||
+        !pgjson_field_str(x.fr.body, "path", false, 0, 4096, &file, resp) ||
+        (!file && !pgjson_field_str(x.fr.body, "file", true, 0, 4096, &file, resp)) ||
+        !pgjson_field_bool(x.fr.body, "archive", false, &archive, &present, resp) ||
         !vf_req_root(&x, "request-download"))
         goto out;
     if (!vf_fs_open(x.root, file, O_PATH, 0, &fd, &err)) {

@@ -23,13 +23,13 @@ static bool _body_id(vf_req *x, char id[TS_UUID_STRLEN])
     static const char *const keys[] = {"vfolder_id", "vfolderId", "id", NULL};
     if (!vf_req_body(x, NULL)) return false;
     for (const char *const *k = keys; *k; k++) {
-        json_t *v = json_object_get(x->body, *k);
+        json_t *v = json_object_get(x->fr.body, *k);
         if (!v || json_is_null(v)) continue;
         if (json_is_string(v) && ts_uuid_normalize(json_string_value(v), id)) return true;
-        http_problem(x->resp, 400, "invalid-api-params", NULL, "%s must be a vfolder id", *k);
+        http_problem(x->fr.resp, 400, "invalid-api-params", NULL, "%s must be a vfolder id", *k);
         return false;
     }
-    http_problem(x->resp, 400, "invalid-api-params", NULL, "vfolder_id (or id) is required");
+    http_problem(x->fr.resp, 400, "invalid-api-params", NULL, "vfolder_id (or id) is required");
     return false;
 }
 
@@ -41,7 +41,7 @@ static void _trash(vf_req *x, http_req *req, http_resp *resp)
         !vf_req_host_allows(x, VF_HOST_DELETE, false, "deleting vfolders on") ||
         !vf_mount_guard_free(f->id, f->name, req->request_id, resp))
         return;
-    PGconn *conn = pgjson_get(x->s, resp);
+    PGconn *conn = pgjson_get(x->fr.s, resp);
     if (!conn) return;
     const char *p[] = {f->id};
     bool done = false;
@@ -65,11 +65,11 @@ static void _trash(vf_req *x, http_req *req, http_resp *resp)
         PQclear(r);
         if (!done) pg_rollback(conn);
     }
-    pgjson_put(x->s, conn);
+    pgjson_put(x->fr.s, conn);
     if (done) {
         char name[2 * VF_NAME_MAX];
         TLOG_INFO("vfolder trashed", "name=%s", tlog_quote(name, sizeof(name), f->name));
-        vf_event_deleted(x->s, req->request_id, f->id, f->name, f->host, x->c.user_id, false);
+        vf_event_deleted(x->fr.s, req->request_id, f->id, f->name, f->host, x->c.user_id, false);
         http_reply(resp, 204, NULL, NULL, 0);
     }
 }
@@ -155,7 +155,7 @@ static bool _begin_trashed(vf_req *x, void *ctx, http_req *req, http_resp *resp)
 {
     if (!vf_req_begin(x, ctx, req, resp)) return false;
     char id[TS_UUID_STRLEN];
-    if (!_body_id(x, id) || !vf_resolve_trashed(x->s, &x->c, id, &x->f, resp)) return false;
+    if (!_body_id(x, id) || !vf_resolve_trashed(x->fr.s, &x->c, id, &x->f, resp)) return false;
     tlog_ctx_entity("folder", x->f.id);
     return true;
 }
@@ -164,13 +164,13 @@ void vf_h_purge(http_req *req, http_resp *resp, void *ctx)
 {
     vf_req x;
     PGconn *conn;
-    if (_begin_trashed(&x, ctx, req, resp) && (conn = pgjson_get(x.s, resp)) != NULL) {
+    if (_begin_trashed(&x, ctx, req, resp) && (conn = pgjson_get(x.fr.s, resp)) != NULL) {
         ts_err err = {{0}};
-        if (_purge(x.s, conn, x.f.id, x.f.name, x.f.host, x.c.user_id, req->request_id, &err))
+        if (_purge(x.fr.s, conn, x.f.id, x.f.name, x.f.host, x.c.user_id, req->request_id, &err))
             http_reply(resp, 204, NULL, NULL, 0);
         else
             http_problem(resp, 409, "conflict", NULL, "purge failed: %s", err.msg);
-        pgjson_put(x.s, conn);
+        pgjson_put(x.fr.s, conn);
     }
     vf_req_end(&x);
 }
@@ -179,7 +179,7 @@ void vf_h_restore(http_req *req, http_resp *resp, void *ctx)
 {
     vf_req x;
     PGconn *conn;
-    if (!_begin_trashed(&x, ctx, req, resp) || !(conn = pgjson_get(x.s, resp))) goto out;
+    if (!_begin_trashed(&x, ctx, req, resp) || !(conn = pgjson_get(x.fr.s, resp))) goto out;
     const char *p[] = {x.f.id};
     if (pgjson_begin(conn, resp)) {
         /* IS NOT DISTINCT FROM: a status test the partial index
@@ -207,7 +207,7 @@ void vf_h_restore(http_req *req, http_resp *resp, void *ctx)
         else
             pg_rollback(conn);
     }
-    pgjson_put(x.s, conn);
+    pgjson_put(x.fr.s, conn);
 out:
     vf_req_end(&x);
 }

@@ -162,8 +162,8 @@ void vf_h_request_upload(http_req *req, http_resp *resp, void *ctx)
     long long max = vf_xcfg.upload_max > 0 ? vf_xcfg.upload_max : INT64_MAX / 2;
     if (!vf_req_folder(&x, VF_PERM_RW) ||
         !vf_req_host_allows(&x, VF_HOST_UPLOAD, true, "uploading to") || !vf_req_body(&x, keys) ||
-        !pgjson_field_str(x.body, "path", true, 1, 4096, &path, resp) ||
-        !pgjson_field_int(x.body, "size", true, 0, max, &size, &present, resp))
+        !pgjson_field_str(x.fr.body, "path", true, 1, 4096, &path, resp) ||
+        !pgjson_field_int(x.fr.body, "size", true, 0, max, &size, &present, resp))
         goto out;
     if (!vf_fs_path_ok(path)) {
         vf_fs_problem(resp, EINVAL, "request-upload", path);
@@ -185,8 +185,8 @@ void vf_h_request_upload(http_req *req, http_resp *resp, void *ctx)
     }
     ts_err qerr = {{0}};
     if (size > 0) {
-        vf_quota_scope_refresh(x.s, &x.c, &x.f); /* the owner's policy may have changed */
-        vf_quota_rc q = vf_quota_reserve(x.s, &x.f, size, &qerr);
+        vf_quota_scope_refresh(x.fr.s, &x.c, &x.f); /* the owner's policy may have changed */
+        vf_quota_rc q = vf_quota_reserve(x.fr.s, &x.f, size, &qerr);
         if (q != VF_QUOTA_OK) {
             vf_quota_problem(resp, q, &x.f, size, &qerr);
             goto out;
@@ -195,7 +195,7 @@ void vf_h_request_upload(http_req *req, http_resp *resp, void *ctx)
     vf_token t;
     vf_xfer_token_for(&t, &x, VF_TOKEN_UPLOAD, path, size, vf_xcfg.upload_ttl_ms);
     if (!_record(&x, &t)) { /* the problem was sent */
-        if (size > 0) vf_quota_release(x.s, &x.f, size);
+        if (size > 0) vf_quota_release(x.fr.s, &x.f, size);
         goto out;
     }
     char url_path[64];

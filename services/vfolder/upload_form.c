@@ -44,28 +44,28 @@ static bool _path_ok(const mp_part *part, size_t i, http_resp *resp)
 static bool _parts(vf_req *x, mp_part *parts, size_t *n, int64_t *total)
 {
     char why[160];
-    mp_rc rc = mp_parse(http_header(x->req, "Content-Type"), x->req->body, x->req->body_len, parts,
-                        MP_MAX_PARTS, n, why, sizeof(why));
+    mp_rc rc = mp_parse(http_header(x->fr.req, "Content-Type"), x->fr.req->body,
+                        x->fr.req->body_len, parts, MP_MAX_PARTS, n, why, sizeof(why));
     if (rc != MP_OK) {
-        http_problem(x->resp, rc == MP_NOT_MULTIPART ? 415 : 400,
+        http_problem(x->fr.resp, rc == MP_NOT_MULTIPART ? 415 : 400,
                      rc == MP_NOT_MULTIPART ? "unsupported-media-type" : "invalid-api-params", NULL,
                      "upload: %s", why);
         return false;
     }
     if (*n == 0) {
-        http_problem(x->resp, 400, "invalid-api-params", NULL,
+        http_problem(x->fr.resp, 400, "invalid-api-params", NULL,
                      "upload: no file: send one or more src parts");
         return false;
     }
     *total = 0;
     for (size_t i = 0; i < *n; i++) {
         if (strcmp(parts[i].name, "src") != 0) {
-            http_problem(x->resp, 400, "invalid-api-params", NULL,
+            http_problem(x->fr.resp, 400, "invalid-api-params", NULL,
                          "upload: unexpected form field %.64s (files are src parts)",
                          parts[i].name);
             return false;
         }
-        if (!_path_ok(&parts[i], i, x->resp)) return false;
+        if (!_path_ok(&parts[i], i, x->fr.resp)) return false;
         *total += (int64_t)parts[i].len;
     }
     return true;
@@ -79,26 +79,26 @@ static bool _store(vf_req *x, int staging, const mp_part *part, int64_t *replace
     ts_uuid4(staged);
     int fd = openat(staging, staged, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) {
-        vf_fs_problem(x->resp, errno, "upload (staging)", part->filename);
+        vf_fs_problem(x->fr.resp, errno, "upload (staging)", part->filename);
         return false;
     }
     bool ok = false;
     ts_err err = {{0}};
     if (!vf_xfer_join_project(&x->f, fd, &err)) {
         TLOG_ERROR("upload staging", "error=\"%s\"", err.msg);
-        http_problem(x->resp, 500, "internal-server-error", NULL, "upload staging: %s", err.msg);
+        http_problem(x->fr.resp, 500, "internal-server-error", NULL, "upload staging: %s", err.msg);
         goto out;
     }
     for (size_t done = 0; done < part->len;) {
         ssize_t w = write(fd, part->data + done, part->len - done);
         if (w < 0 && errno == EINTR) continue;
         if (w <= 0) {
-            vf_fs_problem(x->resp, w < 0 ? errno : EIO, "upload", part->filename);
+            vf_fs_problem(x->fr.resp, w < 0 ? errno : EIO, "upload", part->filename);
             goto out;
         }
         done += (size_t)w;
     }
-    ok = vf_xfer_place(&x->f, staging, staged, fd, part->filename, "upload", replaced, x->resp);
+    ok = vf_xfer_place(&x->f, staging, staged, fd, part->filename, "upload", replaced, x->fr.resp);
 out:
     close(fd);
     if (!ok) (void)unlinkat(staging, staged, 0);
@@ -129,8 +129,8 @@ void vf_h_upload_form(http_req *req, http_resp *resp, void *ctx)
     }
     ts_err qerr = {{0}};
     if (total > 0) {
-        vf_quota_scope_refresh(x.s, &x.c, &x.f);
-        vf_quota_rc q = vf_quota_reserve(x.s, &x.f, total, &qerr);
+        vf_quota_scope_refresh(x.fr.s, &x.c, &x.f);
+        vf_quota_rc q = vf_quota_reserve(x.fr.s, &x.f, total, &qerr);
         if (q != VF_QUOTA_OK) {
             vf_quota_problem(resp, q, &x.f, total, &qerr);
             goto out;
@@ -147,7 +147,7 @@ void vf_h_upload_form(http_req *req, http_resp *resp, void *ctx)
                                               (json_int_t)parts[i].len));
     }
     /* What was replaced, and what a failed part had reserved, go back. */
-    if (replaced_total + reserved > 0) vf_quota_release(x.s, &x.f, replaced_total + reserved);
+    if (replaced_total + reserved > 0) vf_quota_release(x.fr.s, &x.f, replaced_total + reserved);
     TLOG_INFO("legacy upload", "files=%zu of=%zu bytes=%" PRId64 " replaced=%" PRId64,
               json_array_size(done), n, total - reserved, replaced_total);
     if (json_array_size(done) == n)
