@@ -100,9 +100,7 @@ static bool related(char **segs, int n, const char *const *other, int m)
 /* ---- the caller and the body ------------------------------------------------------------ */
 
 typedef struct creq {
-    ts_caller c;
-    json_t *body;
-    PGconn *conn;
+    reg_req x; /* the caller, x.fr.body, x.fr.conn */
     const char *key;
     bool prefix;
     char buf[CONFIG_KEY_MAX + 2];
@@ -113,32 +111,27 @@ typedef struct creq {
 static bool open_req(svc *s, http_req *req, http_resp *resp, creq *q, const char *const *keys)
 {
     memset(q, 0, sizeof(*q));
-    if (!caller_get(req, resp, NULL, &q->c)) return false;
-    if (!caller_is_superadmin(&q->c)) {
-        http_problem(resp, 403, "forbidden", NULL,
-                     "only superadmins may read or change the configuration store");
+    if (!reg_req_begin(&q->x, s, req, resp, REQ_SUPERADMIN,
+                       "only superadmins may read or change the configuration store"))
         return false;
-    }
     bool present = false;
-    if (!(q->body = http_json_body(req, resp)) || !pgjson_only_keys(q->body, keys, resp) ||
-        !pgjson_field_str(q->body, "key", true, 1, 4096, &q->key, resp))
+    if (!req_frame_body(&q->x.fr, keys) ||
+        !pgjson_field_str(q->x.fr.body, "key", true, 1, 4096, &q->key, resp))
         return false;
-    if (json_object_get(q->body, "prefix") &&
-        !pgjson_field_bool(q->body, "prefix", false, &q->prefix, &present, resp))
+    if (json_object_get(q->x.fr.body, "prefix") &&
+        !pgjson_field_bool(q->x.fr.body, "prefix", false, &q->prefix, &present, resp))
         return false;
     ts_err err = {{0}};
     if (!config_key_split(q->key, q->buf, sizeof(q->buf), q->segs, &q->n, &err)) {
         http_problem(resp, 400, "invalid-api-params", NULL, "\"key\": %s", err.msg);
         return false;
     }
-    return (q->conn = pgjson_get(s, resp)) != NULL;
+    return req_frame_conn(&q->x.fr);
 }
 
-static void close_req(svc *s, creq *q)
+static void close_req(creq *q)
 {
-    pgjson_put(s, q->conn);
-    json_decref(q->body);
-    caller_free(&q->c);
+    reg_req_end(&q->x);
 }
 
 static void reply_ok(http_resp *resp)
@@ -181,7 +174,7 @@ static json_t *config_tree(creq *q, http_resp *resp)
     char key[CONFIG_KEY_MAX + 2];
     join(q->segs, q->n, key);
     const char *p[] = {key};
-    PGresult *r = pgjson_query(q->conn, resp, "read settings",
+    PGresult *r = pgjson_query(q->x.fr.conn, resp, "read settings",
                                "SELECT key, value FROM registry.settings WHERE key = $1"
                                " OR left(key, length($1) + 1) = $1 || '/' ORDER BY key",
                                1, p);
@@ -201,7 +194,7 @@ static json_t *config_tree(creq *q, http_resp *resp)
     }
     PQclear(r);
     if (related(q->segs, q->n, REGISTRY_PATH, 3)) {
-        json_t *regs = creg_list(q->conn, resp);
+        json_t *regs = creg_list(q->x.fr.conn, resp);
         if (!regs) {
             json_decref(tree);
             return NULL;
@@ -230,7 +223,7 @@ static void h_get(http_req *req, http_resp *resp, void *ctx)
     json_t *tree = NULL, *node = NULL;
     if (!open_req(ctx, req, resp, &q, keys)) goto out;
     if (strcmp(q.segs[0], "images") == 0) {
-        if (!(tree = image_config_get(q.conn, q.segs, q.n, resp))) goto out;
+        if (!(tree = image_config_get(q.x.fr.conn, q.segs, q.n, resp))) goto out;
         node = tree;
     } else {
         if (!(tree = config_tree(&q, resp))) goto out;
@@ -251,7 +244,7 @@ static void h_get(http_req *req, http_resp *resp, void *ctx)
     http_reply_json(resp, 200, json_pack("{s:o}", "result", result));
 out:
     json_decref(tree);
-    close_req(ctx, &q);
+    close_req(&q);
 }
 
 /* ---- set ---------------------------------------------------------------------------- */
@@ -298,7 +291,7 @@ static bool set_setting(creq *q, char **segs, int n, const char *value, http_res
     char key[CONFIG_KEY_MAX + 2];
     join(segs, n, key);
     const char *p[] = {key, value};
-    PGresult *r = pgjson_query(q->conn, resp, "set setting",
+    PGresult *r = pgjson_query(q->x.fr.conn, resp, "set setting",
                                "INSERT INTO registry.settings (key, value) VALUES ($1, $2)"
                                " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value,"
                                " updated_at = now()",
@@ -332,7 +325,7 @@ static bool set_leaves(creq *q, json_t *leaves, http_resp *resp)
             goto out;
         }
         if (strcmp(segs[0], "images") == 0) {
-            if (!image_config_set(q->conn, segs, n, value, resp)) goto out;
+            if (!image_config_set(q->x.fr.conn, segs, n, value, resp)) goto out;
         } else if (is_registry_key(segs, n)) {
             if (n < 4 || n > 5) {
                 http_problem(resp, 400, "invalid-api-params", NULL,
@@ -351,9 +344,9 @@ static bool set_leaves(creq *q, json_t *leaves, http_resp *resp)
     json_t *fields;
     json_object_foreach(regs, name, fields)
     {
-        if (!creg_set(q->conn, name, fields, resp)) goto out;
+        if (!creg_set(q->x.fr.conn, name, fields, resp)) goto out;
     }
-    PGresult *r = pgjson_query(q->conn, resp, "count settings",
+    PGresult *r = pgjson_query(q->x.fr.conn, resp, "count settings",
                                "SELECT count(*), coalesce(sum(octet_length(value)), 0)"
                                " FROM registry.settings",
                                0, NULL);
@@ -378,7 +371,7 @@ static void h_set(http_req *req, http_resp *resp, void *ctx)
     static const char *const keys[] = {"key", "value", NULL};
     json_t *leaves = json_array();
     if (!open_req(ctx, req, resp, &q, keys)) goto out;
-    json_t *value = json_object_get(q.body, "value");
+    json_t *value = json_object_get(q.x.fr.body, "value");
     if (!value) {
         http_problem(resp, 400, "invalid-api-params", NULL, "\"value\" is required");
         goto out;
@@ -398,17 +391,17 @@ static void h_set(http_req *req, http_resp *resp, void *ctx)
         http_problem(resp, 400, "invalid-api-params", NULL, "%s", err.msg);
         goto out;
     }
-    if (!pgjson_begin(q.conn, resp)) goto out;
+    if (!pgjson_begin(q.x.fr.conn, resp)) goto out;
     if (!set_leaves(&q, leaves, resp)) {
-        pg_rollback(q.conn);
+        pg_rollback(q.x.fr.conn);
         goto out;
     }
-    if (!pgjson_commit(q.conn, resp)) goto out;
+    if (!pgjson_commit(q.x.fr.conn, resp)) goto out;
     TLOG_INFO("config set", "key=%s leaves=%zu", key, json_array_size(leaves));
     reply_ok(resp);
 out:
     json_decref(leaves);
-    close_req(ctx, &q);
+    close_req(&q);
 }
 
 /* ---- delete ------------------------------------------------------------------------- */
@@ -419,12 +412,12 @@ static void h_delete(http_req *req, http_resp *resp, void *ctx)
     static const char *const keys[] = {"key", "prefix", NULL};
     if (!open_req(ctx, req, resp, &q, keys)) goto out;
     if (strcmp(q.segs[0], "images") == 0) {
-        if (!pgjson_begin(q.conn, resp)) goto out;
-        if (!image_config_delete(q.conn, q.segs, q.n, q.prefix, resp)) {
-            pg_rollback(q.conn);
+        if (!pgjson_begin(q.x.fr.conn, resp)) goto out;
+        if (!image_config_delete(q.x.fr.conn, q.segs, q.n, q.prefix, resp)) {
+            pg_rollback(q.x.fr.conn);
             goto out;
         }
-        if (!pgjson_commit(q.conn, resp)) goto out;
+        if (!pgjson_commit(q.x.fr.conn, resp)) goto out;
     } else if (is_registry_key(q.segs, q.n)) {
         if (q.n != 4) {
             http_problem(resp, 400, "invalid-api-params", NULL,
@@ -432,12 +425,12 @@ static void h_delete(http_req *req, http_resp *resp, void *ctx)
                          "config/docker/registry/<host[:port]>");
             goto out;
         }
-        if (!creg_delete(q.conn, q.segs[3], resp)) goto out;
+        if (!creg_delete(q.x.fr.conn, q.segs[3], resp)) goto out;
     } else {
         char key[CONFIG_KEY_MAX + 2];
         join(q.segs, q.n, key);
         const char *p[] = {key, q.prefix ? "t" : "f"};
-        PGresult *r = pgjson_query(q.conn, resp, "delete settings",
+        PGresult *r = pgjson_query(q.x.fr.conn, resp, "delete settings",
                                    "DELETE FROM registry.settings WHERE key = $1 OR ($2::bool"
                                    " AND left(key, length($1) + 1) = $1 || '/')",
                                    2, p);
@@ -447,7 +440,7 @@ static void h_delete(http_req *req, http_resp *resp, void *ctx)
     }
     reply_ok(resp);
 out:
-    close_req(ctx, &q);
+    close_req(&q);
 }
 
 void config_store_routes(svc *s)

@@ -58,17 +58,12 @@ json_t *creg_list(PGconn *conn, http_resp *resp)
  * deprecated listing), superadmins. */
 static void h_docker_registries(http_req *req, http_resp *resp, void *ctx)
 {
-    svc *s = ctx;
-    ts_caller c;
-    if (!caller_get(req, resp, NULL, &c)) return;
-    PGconn *conn = NULL;
+    reg_req x;
     json_t *regs = NULL;
-    if (!caller_is_superadmin(&c)) {
-        http_problem(resp, 403, "forbidden", NULL,
-                     "only superadmins may list container registries");
+    if (!reg_req_begin(&x, ctx, req, resp, REQ_SUPERADMIN,
+                       "only superadmins may list container registries") ||
+        !req_frame_conn(&x.fr) || !(regs = creg_list(x.fr.conn, resp)))
         goto out;
-    }
-    if (!(conn = pgjson_get(s, resp)) || !(regs = creg_list(conn, resp))) goto out;
     json_t *out = json_object();
     const char *name;
     json_t *f;
@@ -76,8 +71,7 @@ static void h_docker_registries(http_req *req, http_resp *resp, void *ctx)
     http_reply_json(resp, 200, out);
 out:
     json_decref(regs);
-    pgjson_put(s, conn);
-    caller_free(&c);
+    reg_req_end(&x);
 }
 
 void creg_routes(svc *s)

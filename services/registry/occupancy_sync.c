@@ -484,16 +484,11 @@ void occupancy_verify(void)
  * "kernels"} written; 503 while placements stay in flight. */
 static void h_recalculate(http_req *req, http_resp *resp, void *ctx)
 {
-    (void)ctx;
-    ts_caller c;
-    if (!caller_get(req, resp, NULL, &c)) return;
-    bool super = caller_is_superadmin(&c);
-    caller_free(&c);
-    if (!super) {
-        http_problem(resp, 403, "forbidden", NULL,
-                     "only superadmins may recalculate the resource occupancy");
-        return;
-    }
+    reg_req x;
+    bool super = reg_req_begin(&x, ctx, req, resp, REQ_SUPERADMIN,
+                               "only superadmins may recalculate the resource occupancy");
+    reg_req_end(&x);
+    if (!super) return;
     occupancy_counts n = {0};
     bool busy = false;
     ts_err err = {{0}};

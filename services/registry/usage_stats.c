@@ -141,14 +141,11 @@ static void h_user_month(http_req *req, http_resp *resp, void *ctx)
 
 static void h_admin_month(http_req *req, http_resp *resp, void *ctx)
 {
-    ts_caller c;
-    if (!caller_get(req, resp, NULL, &c)) return;
-    bool super = caller_is_superadmin(&c);
-    caller_free(&c);
-    if (!super) {
-        http_problem(resp, 403, "forbidden", NULL, "only superadmins read everyone's usage");
-        return;
-    }
+    reg_req x;
+    bool super =
+        reg_req_begin(&x, ctx, req, resp, REQ_SUPERADMIN, "only superadmins read everyone's usage");
+    reg_req_end(&x);
+    if (!super) return;
     _answer(ctx, resp, NULL);
 }
 
