@@ -39,6 +39,10 @@ static const cfg_option scheduler_options[] = {
      "a session that did not fit for this long may hold an agent (0 = never)"},
     {"scheduler.max_held", CFG_INT, &sched_cfg.max_held, "1", 0, 1000, NULL, false, NULL,
      "agents held at once per resource group for aged sessions"},
+    {"scheduler.pass_lookahead", CFG_INT, &sched_cfg.pass_lookahead, "2048", 0, 1000000, NULL,
+     false, NULL,
+     "sessions a scheduling pass considers at most per resource group, in queue order (0 = the "
+     "whole queue); a pass that placed some and stopped there is followed by another"},
     {"scheduler.default_architecture", CFG_STRING, &sched_cfg.default_architecture, "x86_64", 0, 0,
      NULL, false, NULL, "architecture of an agent first seen through a heartbeat"},
     {NULL},
