@@ -59,7 +59,10 @@ def main():
     if api.get("reg_lag_p50_ms") is None:
         reasons.append("registry lag not recorded: no SessionScheduled read back from the bus")
 
-    up = [s for s in samples if s.get("agents") == agents]
+    # from the first sample with every agent registered on (the scheduler,
+    # held during the enqueue, does not answer its /metrics then)
+    t_up = next((s["t"] for s in samples if s.get("agents") == agents), None)
+    up = [s for s in samples if t_up is not None and s["t"] >= t_up]
     ages = [s["hb_oldest_s"] for s in up if s.get("hb_oldest_s") is not None]
     if ages and hb:
         row("heartbeat lag max (oldest ALIVE heartbeat - interval)",
@@ -85,7 +88,7 @@ def main():
             "%s %.0f MiB" % (n, last[n] / 1024) for n in sorted(last)))
     t0 = api.get("t_enqueue_start")
     rel = api.get("release")
-    before = [s for s in samples if t0 and s["t"] < t0 and s.get("agents") == agents]
+    before = [s for s in up if t0 and s["t"] < t0]
     first = samples[0] if samples else None
     for svc in ("scheduler", "registry"):
         if first and before and svc in first["rss"] and svc in before[-1]["rss"]:

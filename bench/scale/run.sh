@@ -12,6 +12,10 @@
 # per queued session; a "reason:" line for each figure not recorded.
 #
 #   BENCH_AGENTS (10000)  BENCH_SESSIONS (200000)  BENCH_HEARTBEAT_INTERVAL (20s)
+#   BENCH_AGENT_LOST_TIMEOUT (the registry's registry.agent_lost_timeout: three
+#     heartbeat intervals, 60s at 20s; its default 30s left 10 s of slack and
+#     a registry behind by more marked agents LOST, whose next heartbeats then
+#     took the costly path: docs/benchmarks.md "Scale")
 #   BENCH_HOG (1: a busy loop pinned to CPU 0 for the whole run; 0 the default)
 #   BENCH_TIMEOUT (bench_api's wait for the placements, seconds: 900)
 #   BENCH_CLIENTS, BENCH_USERS, BENCH_EVENT_CONSUMERS, BENCH_BATCH: as bench-scheduler
@@ -28,6 +32,12 @@ chmod go+x "$DIR"
 AGENTS=${BENCH_AGENTS:-10000}
 SESSIONS=${BENCH_SESSIONS:-200000}
 HB=${BENCH_HEARTBEAT_INTERVAL:-20s}
+case $HB in
+  *ms) lost=$(( ${HB%ms} * 3 ))ms ;;
+  *s) lost=$(( ${HB%s} * 3 ))s ;;
+  *) lost=60s ;;
+esac
+LOST=${BENCH_AGENT_LOST_TIMEOUT:-$lost}
 hog=""
 stop_hog() { [ -z "$hog" ] || kill "$hog" 2>/dev/null || true; hog=""; }
 trap stop_hog EXIT INT TERM
@@ -37,11 +47,12 @@ if [ "${BENCH_HOG:-0}" = 1 ]; then
   echo "bench-scale: CPU hog on CPU 0 (pid $hog)"
 fi
 rm -f "$DIR/samples.jsonl" "$DIR/api.json"
-echo "bench-scale: $AGENTS agents (heartbeat every $HB), $SESSIONS sessions (logs: $DIR)"
+echo "bench-scale: $AGENTS agents (heartbeat every $HB, LOST after $LOST), $SESSIONS sessions (logs: $DIR)"
 rc=0
 env BENCH_VIA=api BENCH_AGENTS="$AGENTS" BENCH_API_SESSIONS="$SESSIONS" BENCH_HEARTBEAT_INTERVAL="$HB" \
   BENCH_API_BACKLOG=1 BENCH_TIMEOUT="${BENCH_TIMEOUT:-900}" BENCH_DIR="$DIR/run" \
   BENCH_SAMPLE="$DIR/samples.jsonl" BENCH_API_RESULT="$DIR/api.json" \
+  TESSERA_REGISTRY_AGENT_LOST_TIMEOUT="$LOST" \
   sh "$repo/bench/scheduler/run.sh" >"$DIR/bench.log" 2>&1 || rc=$?
 stop_hog
 cat "$DIR/bench.log"
