@@ -554,6 +554,26 @@ bench-scheduler-smoke: all
 	  BENCH_TIMEOUT=180 sh bench/scheduler/run.sh
 # ---- end bench-scheduler -------------------------------------------------------
 
+# ---- bench-scale ---------------------------------------------------------------
+# `make bench-scale`: one scheduler and one registry with BENCH_AGENTS (10,000)
+# simulated agents at 500 heartbeats/s and BENCH_SESSIONS (200,000) sessions
+# through the API (bench/scale/run.sh over bench-scheduler's API path);
+# BENCH_HOG=1 adds a CPU hog on one core. docs/benchmarks.md "Scale".
+# `make bench-scale-smoke`: 500 agents, 5,000 sessions (what
+# tests/integration/test_bench_scale_smoke.py runs).
+BENCH_SCALE_DEPS := $(BENCH_E2E_BIN) $(BUILD)/bin/tessera-scheduler $(BUILD)/bin/tessera-simagent \
+                    $(BUILD)/bin/tessera-devbus $(BUILD)/bin/tessera-auth \
+                    $(BUILD)/bin/tessera-registry $(BUILD)/bin/tessera-gateway $(BUILD)/bin/tessera-busctl
+.PHONY: bench-scale bench-scale-smoke
+bench-scale: $(BENCH_SCALE_DEPS)
+	@TESSERA_BIN_DIR=$(abspath $(BUILD))/bin BENCH_E2E=$(abspath $(BENCH_E2E_BIN)) \
+	  sh bench/scale/run.sh
+bench-scale-smoke: $(BENCH_SCALE_DEPS)
+	@TESSERA_BIN_DIR=$(abspath $(BUILD))/bin BENCH_E2E=$(abspath $(BENCH_E2E_BIN)) \
+	  BENCH_AGENTS=500 BENCH_SESSIONS=5000 BENCH_HEARTBEAT_INTERVAL=2s BENCH_USERS=5 \
+	  BENCH_CLIENTS=8 BENCH_TIMEOUT=180 sh bench/scale/run.sh
+# ---- end bench-scale -----------------------------------------------------------
+
 # ---- registry test tools ---------------------------------------------------------
 # tests/tools/fake_agent.c -> $(BUILD)/tests/tools/fake_agent: agent, kernel and
 # placement events on the bus, one per line, for tests/integration/test_registry_*.py.

@@ -353,7 +353,7 @@ def run(image, reqs, kinds, owner, users, base=0):
 
     rows = psql(
         "SELECT extract(epoch FROM (sc.at - pe.at)) * 1000,"
-        " extract(epoch FROM pe.at), extract(epoch FROM sc.at)"
+        " extract(epoch FROM pe.at), extract(epoch FROM sc.at), s.id"
         " FROM registry.sessions s"
         " JOIN LATERAL (SELECT min(at) AS at FROM registry.session_status_history h"
         "   WHERE h.session_id = s.id AND h.status = 'PENDING') pe ON true"
@@ -383,8 +383,13 @@ def run(image, reqs, kinds, owner, users, base=0):
     span = last_sched - first_pending
     if BACKLOG:
         ids = set(psql("SELECT id FROM registry.sessions WHERE name LIKE '%s'" % like).split())
-        ev = sorted(scheduled_events(ids, int(release * 1000) - 1000).values())
+        evmap = scheduled_events(ids, int(release * 1000) - 1000)
+        ev = sorted(evmap.values())
         from_release = sorted(float(r.split()[2]) - release for r in rows)
+        # registry lag: the registry's SCHEDULED after the scheduler published
+        # the session's SessionScheduled (the same machine's clock)
+        reg_lag = sorted(float(r.split()[2]) * 1e3 - evmap[r.split()[3]] for r in rows
+                         if r.split()[3] in evmap)
 
     def row(k, v):
         print("%-44s %s" % (k, v))
@@ -427,6 +432,10 @@ def run(image, reqs, kinds, owner, users, base=0):
             "scheduler %s, registry's record %s"
             % ("met" if sched_rate >= TARGET_RATE else "NOT met",
                "too" if reg_rate >= TARGET_RATE else "NOT (%.0f/s)" % reg_rate))
+        if reg_lag:
+            row("registry lag p50 / p99 / max",
+                "%.0f / %.0f / %.0f ms (SessionScheduled -> SCHEDULED recorded)"
+                % (reg_lag[len(reg_lag) // 2], reg_lag[len(reg_lag) * 99 // 100], reg_lag[-1]))
         print()
     elif BACKLOG:
         row("SessionScheduled after the release", "none found on tessera.session.v1")
@@ -452,9 +461,37 @@ def run(image, reqs, kinds, owner, users, base=0):
         print("refused:", e)
     if chk.returncode not in (0, 1):
         print(chk.stdout, chk.stderr)
-    for why in reasons(created, ns, pending, statuses, ev if BACKLOG else None, inv, allocs, sess,
-                       holding, holding_run, errors):
-        print("reason:", why)
+    why = reasons(created, ns, pending, statuses, ev if BACKLOG else None, inv, allocs, sess,
+                  holding, holding_run, errors)
+    for w in why:
+        print("reason:", w)
+    if os.environ.get("BENCH_API_RESULT"):
+        q = (lambda a, f: a[int(len(a) * f)] if a and int(len(a) * f) < len(a) else
+             (a[-1] if a else None))
+        res = {"sessions": N, "created": created, "refused": len(errors), "enqueue_s": enq_s,
+               "enqueue_rate": created / enq_s if enq_s > 0 else 0, "scheduled": ns,
+               "pending": pending, "statuses": statuses, "invariant": inv, "ok": okall,
+               "reasons": why, "t_enqueue_start": time.time() - (time.monotonic() - t0),
+               "t_enqueue_end": time.time() - (time.monotonic() - t0) + enq_s,
+               "release": release, "backlog": BACKLOG,
+               "post_p50_ms": q(lat_http, 0.5) and q(lat_http, 0.5) * 1e3,
+               "post_p99_ms": q(lat_http, 0.99) and q(lat_http, 0.99) * 1e3}
+        if BACKLOG:
+            res.update({"published": len(ev),
+                        "reg_rate": ns / (last_sched - release) if ns and last_sched > release
+                        else 0,
+                        "sched_rate": len(ev) / (ev[-1] / 1e3 - release) if ev and
+                        ev[-1] / 1e3 > release else 0,
+                        "place_p50_ms": q(from_release, 0.5) and q(from_release, 0.5) * 1e3,
+                        "place_p99_ms": q(from_release, 0.99) and q(from_release, 0.99) * 1e3,
+                        "reg_lag_p50_ms": q(reg_lag, 0.5) if ev else None,
+                        "reg_lag_p99_ms": q(reg_lag, 0.99) if ev else None,
+                        "reg_lag_max_ms": reg_lag[-1] if ev and reg_lag else None})
+        else:
+            res.update({"reg_rate": ns / span if span > 0 else 0,
+                        "place_p50_ms": q(lat, 0.5), "place_p99_ms": q(lat, 0.99)})
+        with open(os.environ["BENCH_API_RESULT"], "w") as f:
+            json.dump(res, f)
     return 0 if okall else 1
 
 

@@ -46,6 +46,12 @@
 #     PostgreSQL and writes its 30 costliest statements of the run to
 #     $BENCH_DIR/pg_stat_statements.txt; it found a cached plan that read
 #     every PENDING session per create: docs/benchmarks-history.md; 0 the default)
+#   BENCH_HEARTBEAT_INTERVAL (the simulated agents' heartbeat interval, 5s;
+#     bench-scale: 20s, 10,000 agents -> 500 heartbeats/s)
+#   BENCH_SAMPLE (api: a file; bench/scale/sample.py appends a sample of the
+#     services' RSS, heartbeat and queue figures to it every 2 s from the
+#     simulated agents' start; bench/scale/run.sh reads it)
+#   BENCH_API_RESULT (api: a file; bench_api.py writes its figures there as JSON)
 #   TESSERA_BIN_DIR  BENCH_E2E
 # run.sh --help prints this.
 set -eu
@@ -83,13 +89,20 @@ start_simagent() {
   env TESSERA_HTTP_LISTEN="127.0.0.1:$3" TESSERA_KAFKA_BOOTSTRAP="$1" KAFKA_BOOTSTRAP="$1" \
     TESSERA_SIMAGENT_COUNT="$AGENTS" \
     TESSERA_SIMAGENT_GPUS=8 TESSERA_SIMAGENT_CPU=64 TESSERA_SIMAGENT_MEM=512g \
-    TESSERA_SIMAGENT_RESOURCE_GROUP="$2" TESSERA_SIMAGENT_HEARTBEAT_INTERVAL=5s \
+    TESSERA_SIMAGENT_RESOURCE_GROUP="$2" \
+    TESSERA_SIMAGENT_HEARTBEAT_INTERVAL="${BENCH_HEARTBEAT_INTERVAL:-5s}" \
     TESSERA_SERVICE_INSTANCE=bench-simagent TESSERA_LOG_LEVEL=warn \
     "$BIN/tessera-simagent" >>"$DIR/simagent.log" 2>&1 &
   pids="$pids $!"
+  if [ -n "${BENCH_SAMPLE:-}" ] && [ -n "$stack" ]; then
+    BENCH_SIMAGENT_URL="http://127.0.0.1:$3" python3 "$repo/bench/scale/sample.py" "$stack" \
+      "$BENCH_SAMPLE" "$!" >>"$DIR/sample.log" 2>&1 &
+    pids="$pids $!"
+  fi
   i=0
   while [ "$(metric "$4" tessera_scheduler_agents)" != "$AGENTS" ]; do
-    i=$((i + 1)); [ $i -lt 600 ] || { echo "the scheduler did not see $AGENTS agents (see $DIR)"; exit 1; }
+    # 60 s, and 1 s more per 100 agents (10,000 take about a minute to register)
+    i=$((i + 1)); [ $i -lt $((600 + AGENTS / 10)) ] || { echo "the scheduler did not see $AGENTS agents (see $DIR)"; exit 1; }
     sleep 0.1
   done
 }
@@ -134,6 +147,7 @@ run_api() {
   env BENCH_E2E="$E2E" BENCH_SESSIONS="${BENCH_API_SESSIONS:-20000}" BENCH_GROUP="${BENCH_GROUP:-default}" \
     BENCH_API_BACKLOG="${BENCH_API_BACKLOG:-1}" BENCH_SCHEDULER_PID="$sched_pid" BENCH_BUSCTL="$BIN/tessera-busctl" \
     BENCH_API_HOLD_REGISTRY="${BENCH_API_HOLD_REGISTRY:-0}" BENCH_REGISTRY_PID="$reg_pid" \
+    BENCH_API_RESULT="${BENCH_API_RESULT:-}" \
     python3 "$here/bench_api.py" || rc=$?
   sched_summary "$TESSERA_SCHEDULER_URL" "$(for n in scheduler registry gateway auth redis postgres devbus; do
     cat "$stack/run/$n.pid" 2>/dev/null; echo; done) $pids"

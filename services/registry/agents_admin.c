@@ -15,15 +15,20 @@
 #include <stdio.h>
 #include <string.h>
 
+/* The page's rows first (the primary key's order: a page reads its offset +
+ * limit entries), their kernels counted for them only; the total counts the
+ * filtered agents alone (count(*) OVER () counted every agent's kernels). */
+#define AGENTS_WHERE                                                                               \
+    " WHERE ($1::text IS NULL OR a.status = $1) AND ($2::text IS NULL OR a.resource_group = $2)"   \
+    " AND ($3::text IS NULL OR a.id = $3)"
 static const char list_sql[] =
     "SELECT id, resource_group, architecture, addr, status, status_info, schedulable, slots,"
     " devices, last_heartbeat, first_contact, status_changed_at, version, hostname, runtime,"
     " (SELECT count(*) FROM registry.kernels k WHERE k.agent_id = a.id AND k.holds_slots)::int"
-    "   AS kernels, count(*) OVER () AS total"
-    " FROM registry.agents a WHERE ($1::text IS NULL OR status = $1)"
-    " AND ($2::text IS NULL OR resource_group = $2)"
-    " AND ($3::text IS NULL OR id = $3)"
-    " ORDER BY id LIMIT $4::bigint OFFSET $5::bigint";
+    "   AS kernels, (SELECT count(*) FROM registry.agents a" AGENTS_WHERE ") AS total"
+    " FROM (SELECT * FROM registry.agents a" AGENTS_WHERE
+    " ORDER BY a.id LIMIT $4::bigint OFFSET $5::bigint) a ORDER BY id";
+#undef AGENTS_WHERE
 
 /* Occupancy from Redis: "occupied_slots" and per-device "occupied_shares". */
 static void add_occupancy(json_t *agent)

@@ -419,7 +419,12 @@ int sched_engine_pass(sched_engine *e, const char *group, int64_t now_ms, sched_
     sched_kplace *k = NULL;
     sched_queue_iter *it = sched_queue_iter_new(r->queue, sched_group_capacity(r->group));
     sched_session *s;
+    int bound = r->policy.lookahead;
     while ((s = sched_queue_iter_next(it))) {
+        if (bound > 0 && st->considered >= bound) { /* s is left for the next pass */
+            st->stopped = true;
+            break;
+        }
         st->considered++;
         sched_verdict v;
         if (!sched_predicates_check(e->accounts, s, now_ms, &v)) {

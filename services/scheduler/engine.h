@@ -16,6 +16,7 @@ typedef struct sched_rg_policy {
     sched_selector selector;
     int64_t aging_ms; /* a session that did not fit for this long may hold an agent; 0 = never */
     int max_held;     /* agents held at once for aged sessions in this group */
+    int lookahead;    /* sessions a pass considers at most, in queue order; 0 = all */
 } sched_rg_policy;
 
 /* One kernel's placement. */
@@ -46,6 +47,7 @@ typedef struct sched_pass_stats {
     int memo_hits; /* skipped: a smaller request of the same shape already failed this pass */
     int refused;   /* placed in memory, refused by the reserve hook */
     int held;      /* agents newly held for aged sessions */
+    bool stopped;  /* stopped at the look-ahead with sessions left unseen */
 } sched_pass_stats;
 
 typedef struct sched_engine sched_engine;
@@ -67,7 +69,11 @@ bool sched_engine_enqueue(sched_engine *e, const char *group, sched_session *s,
 /* Remove a pending session (cancelled). false if it is not pending there. */
 bool sched_engine_cancel(sched_engine *e, const char *group, const char *session_id) TS_MUST_CHECK;
 
-/* One scheduling pass over a group's queue. Returns the number scheduled. */
+/* One scheduling pass over a group's queue: at most the policy's lookahead
+ * sessions (every one considered counts, memo hits too), so its work is
+ * bounded whatever the queue's length; stats->stopped says sessions were left
+ * unseen (the caller runs another pass when this one placed some). Returns
+ * the number scheduled. */
 int sched_engine_pass(sched_engine *e, const char *group, int64_t now_ms, sched_reserve_fn reserve,
                       sched_outcome_fn outcome, void *ctx, sched_pass_stats *stats);
 

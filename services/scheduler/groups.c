@@ -8,8 +8,11 @@
 
 static bool policy_for(const char *group, sched_rg_policy *pol)
 {
-    *pol = (sched_rg_policy){SCHED_FIFO, SCHED_CONCENTRATED, sched_cfg.aging_ms,
-                             (int)sched_cfg.max_held};
+    *pol = (sched_rg_policy){.order = SCHED_FIFO,
+                             .selector = SCHED_CONCENTRATED,
+                             .aging_ms = sched_cfg.aging_ms,
+                             .max_held = (int)sched_cfg.max_held,
+                             .lookahead = (int)sched_cfg.pass_lookahead};
     if (!sched_order_parse(sched_cfg.default_order, &pol->order) ||
         !sched_selector_parse(sched_cfg.default_selector, &pol->selector))
         return false;
@@ -49,8 +52,8 @@ bool sched_ensure_group(sched_svc *x, const char *group)
         TLOG_WARN("resource group not added", "group=%s error=\"%s\"", group, err.msg);
         return false;
     }
-    TLOG_INFO("resource group added", "group=%s order=%s selector=%s", group,
-              sched_order_name(pol.order), sched_selector_name(pol.selector));
+    TLOG_INFO("resource group added", "group=%s order=%s selector=%s lookahead=%d", group,
+              sched_order_name(pol.order), sched_selector_name(pol.selector), pol.lookahead);
     return true;
 }
 

@@ -84,6 +84,13 @@ static const cfg_option scheduler_options[] = {
      .def = "1",
      .max = 1000,
      .help = "agents held at once per resource group for aged sessions"},
+    {.name = "scheduler.pass_lookahead",
+     .type = CFG_INT,
+     .dst = &sched_cfg.pass_lookahead,
+     .def = "2048",
+     .max = 1000000,
+     .help = "sessions a scheduling pass considers at most per resource group, in queue order (0 = "
+             "the whole queue); a pass that placed some and stopped there is followed by another"},
     {.name = "scheduler.default_architecture",
      .type = CFG_STRING,
      .dst = &sched_cfg.default_architecture,

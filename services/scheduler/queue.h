@@ -2,7 +2,12 @@
  * scheduling pass considers them: priority bands (higher first), then within a
  * band fifo (oldest first), lifo (newest first) or drf (dominant resource
  * fairness: the user whose usage in this resource group has the lowest
- * dominant share goes first; that user's own sessions in fifo order). */
+ * dominant share goes first; that user's own sessions in fifo order).
+ *
+ * Costs: push and take O(1) amortized (plus a binary search over the
+ * priority bands); nothing is sorted. An iterator costs what it hands out
+ * (plus, under drf, the band's users per session handed out), never the
+ * length of the queue, so a pass that stops after N sessions did O(N) work. */
 #ifndef TESSERA_SCHED_QUEUE_H
 #define TESSERA_SCHED_QUEUE_H
 
@@ -44,7 +49,8 @@ typedef struct sched_session {
     char held_agent[SCHED_ID_MAX]; /* agent held for it while aged ("" = none) */
     char reason[SCHED_REASON_MAX];
     char reason_code[32];
-    int qpos; /* position in the queue's array (-1 when not queued) */
+    int qpos; /* position in its priority band (-1 when not queued) */
+    int upos; /* position in its user's list in that band (-1 when not queued) */
 } sched_session;
 
 /* A session with n kernels (ids and slots filled by the caller, then
@@ -73,7 +79,8 @@ const slots_t *sched_queue_user_usage(const sched_queue *q, const char *user_id)
 
 /* One pass over the queue in scheduling order. capacity: the group's (DRF).
  * Sessions taken from the queue during the pass are skipped; sessions pushed
- * during the pass are seen by the next one. */
+ * during the pass are seen by the next one. While an iterator is open the
+ * queue is not compacted (positions hold); freeing the last one tidies it. */
 typedef struct sched_queue_iter sched_queue_iter;
 sched_queue_iter *sched_queue_iter_new(sched_queue *q, const slots_t *capacity);
 sched_session *sched_queue_iter_next(sched_queue_iter *it);

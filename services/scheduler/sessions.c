@@ -457,6 +457,9 @@ void sched_run_passes(sched_svc *x)
         sched_pass_stats st;
         (void)sched_engine_pass(x->e, group, now, collect, outcome, x, &st); /* counted in st */
         batch_flush(x);
+        /* stopped at the look-ahead after placing some: the sessions behind
+         * get the next pass now, not at the next sweep */
+        if (st.stopped && st.scheduled > 0) sched_mark_dirty(x, group);
         atomic_fetch_add(&x->st.passes, 1);
         atomic_fetch_add(&x->st.pass_us_sum, (uint64_t)(ts_now_mono_us() - t0));
         if (st.scheduled || st.held)

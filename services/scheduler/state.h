@@ -46,6 +46,7 @@ typedef struct sched_config {
     char *default_selector;
     int64_t aging_ms;
     int64_t max_held;
+    int64_t pass_lookahead;
     char *group_policies;
     char *default_architecture;
 } sched_config;

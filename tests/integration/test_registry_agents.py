@@ -11,13 +11,13 @@ from conftest import wait_until
 from test_registry_sessions import body, kernel_of, name, reg  # noqa: F401 - the fixture
 
 
-def running_session(reg, agent, slots="cpu=1 mem=1g", resources=None):
-    r = reg.create(body(name(), config={"scaling_group": "rgt",
+def running_session(reg, agent, slots="cpu=1 mem=1g", resources=None, group="rgt"):
+    r = reg.create(body(name(), config={"scaling_group": group,
                                         "resources": resources or {"cpu": 1, "mem": "1g"}}))
     assert r.status_code == 201, r.text
     sid = r.json()["sessionUuid"]
     kid = kernel_of(reg, sid)
-    reg.bus(f"slots {slots}", f"scheduled {sid} rgt {kid}={agent}")
+    reg.bus(f"slots {slots}", f"scheduled {sid} {group} {kid}={agent}")
     reg.wait_status(sid, "PREPARING")
     reg.bus(f"kstarted {sid} {kid} {agent} 10.0.0.9")
     reg.wait_status(sid, "RUNNING")
@@ -39,6 +39,32 @@ def test_agents_admin_and_capacity_in_redis(reg):
     reg.bus('heartbeat fa-cap rgt "cpu=6 mem=16g"')
     wait_until(lambda: reg.redis_hash("agent:fa-cap").get("cap:cpu") == "6000", timeout=10,
                message="capacity from the heartbeat")
+
+
+def test_agents_pages_walk_every_agent_once_with_its_kernels(reg):
+    """GET /v1/admin/agents in pages (the page's rows first, their kernels
+    counted for them only): limit 2 walks every agent of a group once, in id
+    order, the same total on each page, kernels counted on the page."""
+    ids = ["fa-pg%d" % i for i in range(5)]
+    for a in ids:
+        reg.agent(a, "rgpage", slots="cpu=4 mem=8g")
+    running_session(reg, "fa-pg3", group="rgpage")
+    seen, totals, offset = [], set(), 0
+    while True:
+        page = reg.call("GET", "/v1/admin/agents?resource_group=rgpage&limit=2&offset=%d" % offset)
+        assert page.status_code == 200, page.text
+        j = page.json()
+        if not j["items"]:
+            break
+        totals.add(j["total"])
+        seen += j["items"]
+        offset += 2
+    assert [a["id"] for a in seen] == ids, seen
+    assert totals == {5}, totals
+    assert {a["id"]: a["kernels"] for a in seen} == {"fa-pg0": 0, "fa-pg1": 0, "fa-pg2": 0,
+                                                    "fa-pg3": 1, "fa-pg4": 0}
+    one = reg.call("GET", "/v1/admin/agents?resource_group=rgpage&status=ALIVE&limit=1").json()
+    assert one["total"] == 5 and len(one["items"]) == 1
 
 
 def heartbeat_counts(reg):

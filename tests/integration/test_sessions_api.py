@@ -178,6 +178,42 @@ def test_list_mine_and_all(admin, user, image_registered):
         destroy_quietly(user, theirs)
 
 
+def test_list_pages_walk_every_session_once(user, other, image_registered):
+    """Pages of GET /session (the page's ids from an index, the view for them
+    only): walked with limit 2 they give each of the caller's sessions once,
+    newest first, the same total on every page, kernels filled in; past the
+    end, no items. Another user's sessions never appear in them."""
+    names = [name("page") for _ in range(5)]
+    theirs = name("pageother")
+    for n in names:
+        okj(create(user, image_registered, n), 201)
+    okj(create(other, image_registered, theirs), 201)
+    try:
+        full = okj(user.get("/session", params={"limit": 1000}))
+        seen, totals, offset = [], set(), 0
+        while True:
+            page = okj(user.get("/session", params={"limit": 2, "offset": offset}))
+            totals.add(page["total"])
+            if not page["items"]:
+                break
+            assert len(page["items"]) <= 2
+            seen += page["items"]
+            offset += 2
+        assert totals <= {full["total"], 0} and full["total"] in totals, totals
+        assert [s["sessionUuid"] for s in seen] == [s["sessionUuid"] for s in full["items"]]
+        assert len({s["sessionUuid"] for s in seen}) == len(seen) == full["total"]
+        created = [s["creationTime"] for s in seen]
+        assert created == sorted(created, reverse=True), created
+        mine = [s for s in seen if s["sessionName"] in names]
+        assert [s["sessionName"] for s in mine] == names[::-1]
+        assert all(s["kernels"] for s in mine), mine
+        assert theirs not in {s["sessionName"] for s in seen}
+    finally:
+        for n in names:
+            destroy_quietly(user, n)
+        destroy_quietly(other, theirs)
+
+
 def test_destroy(user, image_registered):
     sname = name()
     okj(create(user, image_registered, sname), 201)

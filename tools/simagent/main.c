@@ -106,6 +106,7 @@ static struct {
     kbus *bus;
     node *nodes;
     int n;
+    int hb_cur; /* the node whose heartbeat is due next: due times rise along the ring from it */
     char shares_cap[SLOT_FMT_MAX], cpu[SLOT_FMT_MAX], mem[SLOT_FMT_MAX];
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -397,15 +398,21 @@ static void *timer_main(void *arg)
         }
         int64_t next = now + 1000;
         if (g.nheap && g.heap[0].due_ms < next) next = g.heap[0].due_ms;
-        for (int i = 0; i < g.n; i++) {
-            node *n = &g.nodes[i];
-            if (n->next_hb_ms <= now) {
-                publish_heartbeat(n);
-                n->next_hb_ms += opt_hb;
-                if (n->next_hb_ms <= now) n->next_hb_ms = now + opt_hb;
-            }
-            if (n->next_hb_ms < next) next = n->next_hb_ms;
+        /* Heartbeats are due in node order around a ring (spread over the
+         * interval at start, each one interval after its last), so only the
+         * nodes due are touched: a wake costs what it publishes, not g.n
+         * (walking 10,000 nodes at each of 500 wakes a second took 40% of a
+         * core). A node published late is due one interval after now: still
+         * no earlier than the others, which are due within one interval. */
+        for (int k = 0; k < g.n; k++) {
+            node *n = &g.nodes[g.hb_cur];
+            if (n->next_hb_ms > now) break;
+            publish_heartbeat(n);
+            n->next_hb_ms += opt_hb;
+            if (n->next_hb_ms <= now) n->next_hb_ms = now + opt_hb;
+            g.hb_cur = (g.hb_cur + 1) % g.n;
         }
+        if (g.n && g.nodes[g.hb_cur].next_hb_ms < next) next = g.nodes[g.hb_cur].next_hb_ms;
         int64_t wait = next - ts_now_mono_ms();
         if (wait <= 0) continue;
         struct timespec ts;
