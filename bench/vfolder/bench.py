@@ -1,5 +1,11 @@
 """bench/vfolder/bench.py: the measurements of `make bench-vfolder` (run by
-run.sh with the stack and nginx up; see README.md). Prints a table."""
+run.sh with the stack and nginx up; see README.md). Prints a table.
+
+Environment: STATE (the bench's own files), STACK (the stack's state dir:
+env, services; default STATE), NGX_URL, VOLUME and the BENCH_* knobs of
+run.sh. Its folder has a name of its own (bench-<hex>) and is purged at the
+end, so that it leaves nothing behind on a stack that outlives it."""
+import atexit
 import os
 import shlex
 import statistics
@@ -7,6 +13,7 @@ import subprocess
 import sys
 import time
 import urllib.parse
+import uuid
 
 import requests
 
@@ -14,6 +21,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import svc_signer  # noqa: E402 - the tests' signer of internal calls
 
 STATE = os.environ["STATE"]
+STACK = os.environ.get("STACK", STATE)
 NGX = os.environ["NGX_URL"]
 VOLUME = os.environ["VOLUME"]
 RUNS = int(os.environ.get("BENCH_RUNS", "5"))
@@ -28,7 +36,7 @@ def say(msg):
 
 def env_file():
     env = {}
-    for line in open(os.path.join(STATE, "env")):
+    for line in open(os.path.join(STACK, "env")):
         w = shlex.split(line, comments=True)
         if w and w[0] == "export":
             for x in w[1:]:
@@ -39,7 +47,7 @@ def env_file():
 
 def services():
     out = {}
-    for line in open(os.path.join(STATE, "services")):
+    for line in open(os.path.join(STACK, "services")):
         p = line.split()
         if len(p) == 3 and p[2].startswith("http"):
             out[p[0]] = p[2]
@@ -91,8 +99,22 @@ for _ in range(100):
         break
     except requests.RequestException:
         time.sleep(0.1)
-f = vf("POST", "/folders", {"name": "bench"})
+FOLDER = f"bench-{uuid.uuid4().hex[:8]}"
+f = vf("POST", "/folders", {"name": FOLDER})
 fid = f["id"]
+
+
+def purge():
+    """The folder to the trash and purged (its files with it)."""
+    for method, path, body in (("DELETE", f"/folders/{FOLDER}", None), ("POST", "/folders/purge", {"id": fid})):
+        r = svc_signer.call(KEYS, "gateway", method, URLS["vfolder"] + "/v1" + path, json=body, headers=H,
+                            timeout=60)
+        if r.status_code >= 300:
+            print(f"bench-vfolder: {method} {path}: {r.status_code} {r.text}", file=sys.stderr)
+            return
+
+
+atexit.register(purge)
 rel = f"{fid[:2]}/{fid[2:4]}/{fid}"
 fdir = os.path.join(VOLUME, rel)
 big = os.path.join(fdir, "big.bin")
@@ -114,7 +136,7 @@ def row(name, tessera, base, base_name, nbytes, target):
 
 # ---- 1 GiB download ---------------------------------------------------------------------
 
-d = vf("POST", "/folders/bench/request-download", {"file": "big.bin"})
+d = vf("POST", f"/folders/{FOLDER}/request-download", {"file": "big.bin"})
 vurl = f"{d['url']}?token={urllib.parse.quote(d['token'])}"
 curl([vurl], big_bytes)  # warm the page cache for both
 tv, tn = [], []
@@ -133,7 +155,7 @@ t0 = time.monotonic()
 tokens = []
 s = requests.Session()
 for i in range(SMALL_N):
-    r = svc_signer.call(KEYS, "gateway", "POST", URLS["vfolder"] + "/v1/folders/bench/request-download",
+    r = svc_signer.call(KEYS, "gateway", "POST", URLS["vfolder"] + f"/v1/folders/{FOLDER}/request-download",
                         json={"file": f"small/f{i:04d}"}, headers=H, timeout=10, session=s)
     tokens.append(r.json())
 token_s = time.monotonic() - t0
@@ -158,7 +180,7 @@ small_nginx = tn
 
 # ---- many small files, one zip ---------------------------------------------------------------
 
-d = vf("POST", "/folders/bench/request-download", {"file": "small", "archive": True})
+d = vf("POST", f"/folders/{FOLDER}/request-download", {"file": "small", "archive": True})
 zurl = f"{d['url']}?token={urllib.parse.quote(d['token'])}"
 tz = []
 for i in range(RUNS):
@@ -175,14 +197,14 @@ tu, td = [], []
 for i in range(RUNS):
     for who in (("u", "d") if i % 2 == 0 else ("d", "u")):
         if who == "u":
-            up = vf("POST", "/folders/bench/request-upload", {"path": f"up{i}.bin", "size": big_bytes})
+            up = vf("POST", f"/folders/{FOLDER}/request-upload", {"path": f"up{i}.bin", "size": big_bytes})
             sec, _ = curl(["-X", "PATCH", "-T", big, "-H", "Tus-Resumable: 1.0.0", "-H", "Upload-Offset: 0",
                            "-H", "Content-Type: application/offset+octet-stream", "-H", "Expect:",
                            f"{up['url']}?token={urllib.parse.quote(up['token'])}"])
             if os.path.getsize(os.path.join(fdir, f"up{i}.bin")) != big_bytes:
                 sys.exit("bench-vfolder: the uploaded file has the wrong size")
             tu.append(sec)
-            vf("DELETE", "/folders/bench/delete_files", {"files": [f"up{i}.bin"]})
+            vf("DELETE", f"/folders/{FOLDER}/delete_files", {"files": [f"up{i}.bin"]})
         else:
             target = os.path.join(VOLUME, f"dd{i}.bin")
             sec, _ = timed(["dd", f"if={big}", f"of={target}", "bs=1M", "conv=fsync", "status=none"])

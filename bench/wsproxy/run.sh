@@ -151,8 +151,9 @@ print()
 print("HTTP (wrk, median of rounds)   requests/s   p50 ms   p99 ms   vs nginx")
 for name in ("direct", "nginx", "wsproxy"):
     bad = sum(r[3] for r in rows[name])
+    sock = sum(r[4] == "1" for r in rows[name])
     print(f"  {name:28s} {med(name,0):10.0f} {med(name,1):8.2f} {med(name,2):8.2f}   {med(name,0)/med('nginx',0):6.2f}x"
-          + (f"  ({bad} non-2xx!)" if bad else ""))
+          + (f"  ({bad} non-2xx!)" if bad else "") + (f"  (socket errors in {sock} round(s)!)" if sock else ""))
 print("  all rounds: " + "; ".join(f"{n} " + ", ".join(f"{r[0]:.0f}" for r in rows[n]) for n in rows))
 ws = {}
 for line in open(sys.argv[2]):

@@ -2,14 +2,17 @@
 # bench.sh BUILD: hooked vs direct cost of cuLaunchKernel, cuMemAlloc_v2 and
 # cuMemFree_v2 against the fake driver (make bench-shim). Instructions per call
 # from callgrind (--toggle-collect on the loop), wall-clock medians from 15 reps.
+# BENCH_N (20480 calls under callgrind) and BENCH_WALL_N (204800 calls per
+# wall-clock rep) size it; the smoke run in tests/integration/test_bench_smoke.py
+# makes them small.
 B=${1:-build}
 SHIM=$(cd "$B/lib" && pwd)/libtessera-cuda.so
 FAKE=$(cd "$B/shim/tests/fake" && pwd)
 BENCH=$(cd "$B/shim/tests" && pwd)/bench
 W=$(mktemp -d "${TMPDIR:-/tmp}/tessera-shim-bench.XXXXXX")
 trap 'rm -rf "$W"' EXIT
-N=20480
-WALL_N=204800
+N=${BENCH_N:-20480}
+WALL_N=${BENCH_WALL_N:-204800}
 
 # cfg: direct | shim (preloaded, no limits) | limited (64 GiB cap + share 0.5).
 # The environments have the same number of variables (padding), so that nothing
