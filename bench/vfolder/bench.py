@@ -6,6 +6,8 @@ env, services; default STATE), NGX_URL, VOLUME and the BENCH_* knobs of
 run.sh. Its folder has a name of its own (bench-<hex>) and is purged at the
 end, so that it leaves nothing behind on a stack that outlives it."""
 import atexit
+import hashlib
+import io
 import os
 import shlex
 import statistics
@@ -14,6 +16,7 @@ import sys
 import time
 import urllib.parse
 import uuid
+import zipfile
 
 import requests
 
@@ -83,6 +86,27 @@ def curl(args, expect_bytes=None):
     return time.monotonic() - t0, got
 
 
+def sha256_file(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def same_bytes(url, path, what):
+    """GET url once (outside the timed runs) and exit unless its body is
+    byte for byte the file at path."""
+    h = hashlib.sha256()
+    with requests.get(url, stream=True, timeout=300) as r:
+        if r.status_code != 200:
+            sys.exit(f"bench-vfolder: {what}: {r.status_code}")
+        for chunk in r.iter_content(1 << 20):
+            h.update(chunk)
+    if h.hexdigest() != sha256_file(path):
+        sys.exit(f"bench-vfolder: {what}: the bytes downloaded differ from the file's")
+
+
 def timed(cmd):
     t0 = time.monotonic()
     r = subprocess.run(cmd, capture_output=True, text=True)
@@ -139,6 +163,8 @@ def row(name, tessera, base, base_name, nbytes, target):
 d = vf("POST", f"/folders/{FOLDER}/request-download", {"file": "big.bin"})
 vurl = f"{d['url']}?token={urllib.parse.quote(d['token'])}"
 curl([vurl], big_bytes)  # warm the page cache for both
+same_bytes(vurl, big, "download of big.bin")
+same_bytes(f"{NGX}/{rel}/big.bin", big, "nginx's big.bin")
 tv, tn = [], []
 for i in range(RUNS):
     for who in (("v", "n") if i % 2 == 0 else ("n", "v")):
@@ -182,6 +208,19 @@ small_nginx = tn
 
 d = vf("POST", f"/folders/{FOLDER}/request-download", {"file": "small", "archive": True})
 zurl = f"{d['url']}?token={urllib.parse.quote(d['token'])}"
+# once, outside the timed runs: every file in the zip, byte for byte
+zr = requests.get(zurl, timeout=300)
+if zr.status_code != 200:
+    sys.exit(f"bench-vfolder: the zip: {zr.status_code}")
+with zipfile.ZipFile(io.BytesIO(zr.content)) as z:
+    names = sorted(n for n in z.namelist() if not n.endswith("/"))
+    if len(names) != SMALL_N:
+        sys.exit(f"bench-vfolder: the zip has {len(names)} files, not {SMALL_N}")
+    for n in names:
+        with open(os.path.join(fdir, "small", os.path.basename(n)), "rb") as fh:
+            if z.read(n) != fh.read():
+                sys.exit(f"bench-vfolder: {n} in the zip differs from the file")
+del zr
 tz = []
 for i in range(RUNS):
     sec, got = curl([zurl])
@@ -203,6 +242,8 @@ for i in range(RUNS):
                            f"{up['url']}?token={urllib.parse.quote(up['token'])}"])
             if os.path.getsize(os.path.join(fdir, f"up{i}.bin")) != big_bytes:
                 sys.exit("bench-vfolder: the uploaded file has the wrong size")
+            if i == 0 and sha256_file(os.path.join(fdir, "up0.bin")) != sha256_file(big):
+                sys.exit("bench-vfolder: the uploaded file's bytes differ from the original's")
             tu.append(sec)
             vf("DELETE", f"/folders/{FOLDER}/delete_files", {"files": [f"up{i}.bin"]})
         else:
