@@ -126,7 +126,7 @@ def ms(v):
     m=re.match(r"([\d.]+)(us|ms|s)",v); x=float(m.group(1)); return x/1000 if m.group(2)=="us" else x*1000 if m.group(2)=="s" else x
 try:
     rps=float(re.search(r"Requests/sec:\s+([\d.]+)",t).group(1))
-    # the distribution's own lines: "Latency ... 89.50%" above has a 50% too
+    # the lines of the distribution: "Latency ... 89.50%" above has a 50% too
     p50=ms(re.search(r"^\s*50%\s+(\S+)",t,re.M).group(1)); p99=ms(re.search(r"^\s*99%\s+(\S+)",t,re.M).group(1))
 except (AttributeError, ValueError):
     sys.exit(1)  # no latency distribution: no request completed
