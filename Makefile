@@ -165,7 +165,9 @@ $(SHIM_TDIR)/region_tool: $(BUILD)/shim/obj/tests/shim/region_tool.o \
 	$(Q)$(CC) -pthread -o $@ $^
 
 .PHONY: shim test-shim bench-shim
-all: $(if $(wildcard $(CUDA_HOME)/include/cuda.h),$(SHIM_LIB))
+# the fakes and the bench's binary too: the bench's smoke run
+# (tests/integration/test_bench_smoke.py) runs them in the integration tier
+all: $(if $(wildcard $(CUDA_HOME)/include/cuda.h),$(SHIM_LIB) $(SHIM_FAKES) $(SHIM_TDIR)/bench)
 shim: $(SHIM_LIB)
 
 test-shim: $(SHIM_LIB) $(SHIM_FAKES) $(SHIM_TBINS)
@@ -451,6 +453,8 @@ $(BENCH_SCHED_BIN): $(BUILD)/obj/bench/scheduler/bench_placement.o $(BENCH_SCHED
 .PHONY: bench-scheduler-core
 bench-scheduler-core: $(BENCH_SCHED_BIN)
 	@$(BENCH_SCHED_BIN)
+# built by `make all` too, for its smoke run (tests/integration/test_bench_smoke.py)
+all: $(BENCH_SCHED_BIN)
 
 # ---- images --------------------------------------------------------------------
 # `make images`: the OCI images built here from Debian packages, as OCI image
@@ -573,6 +577,18 @@ bench-scale-smoke: $(BENCH_SCALE_DEPS)
 	  BENCH_AGENTS=500 BENCH_SESSIONS=5000 BENCH_HEARTBEAT_INTERVAL=2s BENCH_USERS=5 \
 	  BENCH_CLIENTS=8 BENCH_TIMEOUT=180 sh bench/scale/run.sh
 # ---- end bench-scale -----------------------------------------------------------
+
+# ---- bench-smoke -----------------------------------------------------------------
+# `make bench-smoke`: every benchmark run small, for correctness, not speed
+# (tests/integration/test_bench_smoke.py: gateway, session, wsproxy, vfolder,
+# portmap, scheduler-core, shim; test_bench_scheduler_smoke.py: the API
+# scheduling bench). Part of the integration tier of `make test`; this runs
+# them alone. See docs/benchmarks.md, "Smoke runs".
+.PHONY: bench-smoke
+bench-smoke: all
+	@sh tools/run-integration.sh tests/integration/test_bench_smoke.py \
+	  tests/integration/test_bench_scheduler_smoke.py
+# ---- end bench-smoke -------------------------------------------------------------
 
 # ---- registry test tools ---------------------------------------------------------
 # tests/tools/fake_agent.c -> $(BUILD)/tests/tools/fake_agent: agent, kernel and
@@ -697,18 +713,21 @@ $(BUILD)/tests/agent/test_runtime_disk: | $(PORTMAP_BIN) $(BRIDGE_BIN) $(SUP_BIN
 # `make bench-wsproxy`: wrk through tessera-wsproxy and through nginx as a reverse
 # proxy to the same nginx static backend, in the same run; WebSocket echo
 # round trips (p50/p99) direct, through nginx and through tessera-wsproxy
-# (bench/wsproxy/README.md). Needs wrk, nginx, redis-server.
+# (bench/wsproxy/README.md). Needs wrk, nginx, redis-server. The two
+# WebSocket tools link libcommon's wsframe.c, hence libsodium (its base64).
 BENCH_WS_BIN := $(BUILD)/bench/wsproxy
 $(BENCH_WS_BIN)/ws_echo: bench/wsproxy/ws_echo.c bench/wsproxy/wsio.c libcommon/wsframe.c \
 		libcommon/http1.c
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	$(Q)$(CC) -std=gnu11 -g -O2 -pthread -D_GNU_SOURCE -I. $(WARN) -o $@ $^
+	$(Q)$(CC) -std=gnu11 -g -O2 -pthread -D_GNU_SOURCE -I. $(WARN) -o $@ $^ -lsodium
 $(BENCH_WS_BIN)/ws_rtt: bench/wsproxy/ws_rtt.c bench/wsproxy/wsio.c libcommon/wsframe.c \
 		libcommon/http1.c
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	$(Q)$(CC) -std=gnu11 -g -O2 -D_GNU_SOURCE -I. $(WARN) -o $@ $^ -lm
+	$(Q)$(CC) -std=gnu11 -g -O2 -D_GNU_SOURCE -I. $(WARN) -o $@ $^ -lm -lsodium
+# built by `make all` too, for the bench's smoke run (tests/integration/test_bench_smoke.py)
+all: $(BENCH_WS_BIN)/ws_echo $(BENCH_WS_BIN)/ws_rtt
 .PHONY: bench-wsproxy
 bench-wsproxy: $(BUILD)/bin/tessera-wsproxy $(BENCH_WS_BIN)/ws_echo $(BENCH_WS_BIN)/ws_rtt
 	@TESSERA_BIN_DIR=$(abspath $(BUILD))/bin BENCH_BIN_DIR=$(abspath $(BENCH_WS_BIN)) sh bench/wsproxy/run.sh

@@ -16,7 +16,11 @@
 # (20s), BENCH_CONNECTIONS (64), BENCH_THREADS (wrk threads, 2),
 # BENCH_HTTP_THREADS (the services' http.threads, default: the CPU count),
 # BENCH_CATCHUP_MAX (how long the access log may take to catch up, 120 s),
-# BENCH_KEEP_STATE=1 keeps the state dir (logs, wrk reports).
+# BENCH_KEEP_STATE=1 keeps the state dir (logs, wrk reports), BENCH_STACK (the
+# state dir of a development stack already running, e.g. the integration
+# tier's: the bench uses it instead of starting one, leaves it running, and
+# its own files go to a temporary dir; its services then run with that
+# stack's settings, not the two above).
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -42,7 +46,14 @@ for c in wrk nginx python3 psql curl; do
 done
 [ -x "$BIN/tessera-gateway" ] || die "$BIN/tessera-gateway is missing: build first (make)"
 
+if [ -n "${BENCH_STACK:-}" ]; then
+  [ -f "$BENCH_STACK/env" ] && [ -f "$BENCH_STACK/run/gateway.pid" ] ||
+    die "BENCH_STACK=$BENCH_STACK is not the state dir of a running stack (no env, run/gateway.pid)"
+fi
 STATE=$(mktemp -d "${TMPDIR:-/tmp}/tessera-bench-gw.XXXXXX")
+# STACK: the stack's state dir (its env, pids, PostgreSQL); the bench's own
+# stack lives in STATE
+STACK=${BENCH_STACK:-$STATE}
 NGX=$STATE/nginx
 nginx_pid=""
 auth_pid=""
@@ -60,8 +71,9 @@ cleanup() {
     done
     kill -KILL "$nginx_pid" 2>/dev/null || true
   fi
-  TESSERA_STATE_DIR=$STATE TESSERA_BIN_DIR=$BIN sh "$repo/deploy/dev/dev-down.sh" \
-    >"$STATE/dev-down.out" 2>&1 ||
+  [ -n "${BENCH_STACK:-}" ] ||
+    TESSERA_STATE_DIR=$STATE TESSERA_BIN_DIR=$BIN sh "$repo/deploy/dev/dev-down.sh" \
+      >"$STATE/dev-down.out" 2>&1 ||
     {
       echo "bench-gateway: dev-down failed:" >&2
       cat "$STATE/dev-down.out" >&2
@@ -77,35 +89,41 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # ---- the stack ------------------------------------------------------------------
-say "starting the development stack in $STATE (http.threads $HTTP_THREADS)"
-# http.threads = the CPU count (more MHD threads than cores only adds
-# context switches); a credential cache TTL longer than the run, so that the
-# run with auth paused never needs auth (the TTL costs nothing per request).
-TESSERA_HTTP_THREADS=$HTTP_THREADS TESSERA_AUTH_CACHE_TTL=10m \
-  TESSERA_STATE_DIR=$STATE TESSERA_BIN_DIR=$BIN sh "$repo/deploy/dev/dev-up.sh" \
-  >"$STATE/dev-up.out" 2>&1 || {
-  cat "$STATE/dev-up.out" >&2
-  die "dev-up failed"
-}
+if [ -n "${BENCH_STACK:-}" ]; then
+  say "on the running stack in $STACK"
+else
+  say "starting the development stack in $STATE (http.threads $HTTP_THREADS)"
+  # http.threads = the CPU count (more MHD threads than cores only adds
+  # context switches); a credential cache TTL longer than the run, so that the
+  # run with auth paused never needs auth (the TTL costs nothing per request).
+  TESSERA_HTTP_THREADS=$HTTP_THREADS TESSERA_AUTH_CACHE_TTL=10m \
+    TESSERA_STATE_DIR=$STATE TESSERA_BIN_DIR=$BIN sh "$repo/deploy/dev/dev-up.sh" \
+    >"$STATE/dev-up.out" 2>&1 || {
+    cat "$STATE/dev-up.out" >&2
+    die "dev-up failed"
+  }
+fi
 # shellcheck disable=SC1091 # written by dev-up.sh
-. "$STATE/env"
+. "$STACK/env"
 GW=$TESSERA_GATEWAY_URL
 
 # A user and a keypair with rate_limit 0 (so no Redis round trip per request),
 # straight into auth's tables: the bench does not depend on the admin API.
-# shellcheck disable=SC2046 # three words, split on purpose
+# The user's name is unique, so that a stack can be benched more than once.
+# shellcheck disable=SC2046 # four words, split on purpose
 set -- $(python3 -c '
 import secrets, string, uuid
 a = string.ascii_uppercase + string.digits
 print("".join(secrets.choice(a) for _ in range(20)),
-      "".join(secrets.choice(a + string.ascii_lowercase) for _ in range(40)), uuid.uuid4())')
-AK=$1 SK=$2 USER_ID=$3
+      "".join(secrets.choice(a + string.ascii_lowercase) for _ in range(40)), uuid.uuid4(),
+      secrets.token_hex(4))')
+AK=$1 SK=$2 USER_ID=$3 BENCH_USER=bench-$4
 psql "$TESSERA_PG_DSN" -X -q -v ON_ERROR_STOP=1 >/dev/null <<SQL || die "could not create the bench keypair"
 INSERT INTO auth.domains (name) VALUES ('bench') ON CONFLICT DO NOTHING;
 INSERT INTO auth.user_resource_policies (name) VALUES ('bench') ON CONFLICT DO NOTHING;
 INSERT INTO auth.keypair_resource_policies (name) VALUES ('bench') ON CONFLICT DO NOTHING;
 INSERT INTO auth.users (id, email, username, password_hash, role, status, domain_name, resource_policy)
-  VALUES ('$USER_ID', 'bench@example.test', 'bench', 'not-a-hash', 'user', 'active', 'bench', 'bench');
+  VALUES ('$USER_ID', '$BENCH_USER@example.test', '$BENCH_USER', 'not-a-hash', 'user', 'active', 'bench', 'bench');
 INSERT INTO auth.keypairs (access_key, secret_key, user_id, resource_policy, rate_limit)
   VALUES ('$AK', '$SK', '$USER_ID', 'bench', 0);
 SQL
@@ -187,7 +205,7 @@ cpu_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
 # pg_ticks: CPU of the PostgreSQL server with its current processes (CPU is
 # counted per process; one that exits takes its share with it: a floor).
 pg_ticks() {
-  pm=$(head -n 1 "$STATE/pg/postmaster.pid")
+  pm=$(head -n 1 "$STACK/pg/postmaster.pid")
   sum=0
   for p in "$pm" $(ps -o pid= --ppid "$pm"); do
     t=$(cpu_ticks "$p" 2>/dev/null) || continue
@@ -203,9 +221,9 @@ stored() {
 gw_metric() {
   curl -s "$GW/metrics" | awk -v n="$1" '$1 == n { printf "%d", $2; f = 1 } END { if (!f) print 0 }'
 }
-gw_pid=$(cat "$STATE/run/gateway.pid")
-auth_pid=$(cat "$STATE/run/auth.pid")
-bus_pid=$(cat "$STATE/run/devbus.pid")
+gw_pid=$(cat "$STACK/run/gateway.pid")
+auth_pid=$(cat "$STACK/run/auth.pid")
+bus_pid=$(cat "$STACK/run/devbus.pid")
 run_wrk nginx "$NGX_URL"
 t0=$(cpu_ticks "$gw_pid") a0=$(cpu_ticks "$auth_pid") p0=$(pg_ticks) s0=$(stored)
 d0=$(cpu_ticks "$bus_pid") b0=$(gw_metric tessera_gateway_audit_batches_total)
@@ -274,6 +292,12 @@ batching="one ApiAccess per request"
 [ $((b1 - b0)) -eq 0 ] ||
   batching="$((b1 - b0)) ApiAccessBatch envelopes, $(awk -v r=$((r1 - r0)) -v b=$((b1 - b0)) 'BEGIN { printf "%.1f", r / b }') records each"
 echo "the bus (tessera-devbus): $(us $((d1 - d0)) "$reqs") us of CPU per request in the full-stack run, $(us $((d4 - d3)) "$nreqs") us with auth paused; $batching"
+# socket errors (connect, read, write, timeout) are reported, not fatal: under
+# a full run's load a few timeouts say something about the machine
+for n in nginx gateway gateway-noingest; do
+  e=$(sed -n 's/^ *Socket errors: //p' "$STATE/wrk.$n")
+  echo "wrk socket errors ($n): ${e:-none}"
+done
 caught="caught up ${lag} s after the run"
 [ $((s2 - s0)) -ge "$reqs" ] || caught="NOT caught up ${lag} s after the run ($((s2 - s0)) of $reqs)"
 echo "access-log ingestion, backlog included: $(us $((a2 - a0)) $((s2 - s0))) us of tessera-auth and $(us $((p2 - p0)) $((s2 - s0))) us of PostgreSQL CPU per record stored; $caught"

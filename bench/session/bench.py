@@ -220,11 +220,23 @@ def layer_dir(state):
     raise RuntimeError(f"no busybox layer under {base}: {dirs}")
 
 
+HOME_DEST = "/home/work"
+
+
+def kernel_binds(spec, kdir):
+    """The bind mounts of spec whose source is in the kernel dir kdir (its
+    /etc files, its home, ...), as (mount, path relative to kdir)."""
+    return [(m, m["source"][len(kdir) + 1:]) for m in spec.get("mounts", [])
+            if m.get("type") == "bind" and m.get("source", "").startswith(kdir + "/")]
+
+
 def capture_kernel_bundle(b, state):
-    """The config.json and etc/ of a live kernel of the bench's own kind (same
-    image and resources), copied while its session runs; the session is then
-    destroyed. Returns (spec, the kernel dir it came from, the dir holding the
-    copy of its etc/)."""
+    """The config.json of a live kernel of the bench's own kind (same image
+    and resources) and a copy of what it binds from its kernel dir but its
+    home (its /etc files: disk/etc/ since the kernel's disk, etc/ before),
+    made while its session runs; the session is then destroyed. Returns
+    (spec, the kernel dir it came from, the dir holding the copies, at the
+    same paths relative to it)."""
     name = b.name("k")
     b.create(name)
     try:
@@ -240,11 +252,19 @@ def capture_kernel_bundle(b, state):
                 kdir = os.path.join(kernels, k)
                 saved = os.path.join(state, "runc-bench-kernel")
                 shutil.rmtree(saved, ignore_errors=True)
-                shutil.copytree(os.path.join(kdir, "etc"), os.path.join(saved, "etc"))
+                os.makedirs(saved)
+                for m, rel in kernel_binds(spec, kdir):
+                    if m.get("destination") == HOME_DEST:
+                        continue
+                    os.makedirs(os.path.dirname(os.path.join(saved, rel)), exist_ok=True)
+                    if os.path.isdir(m["source"]):
+                        shutil.copytree(m["source"], os.path.join(saved, rel), dirs_exist_ok=True)
+                    else:
+                        shutil.copy2(m["source"], os.path.join(saved, rel))
                 # the kernel's own dirs are closed to all but its mapped root
                 # (root:<base> 0710); the copies open, for runc's mapped root
-                os.chmod(saved, 0o755)
-                os.chmod(os.path.join(saved, "etc"), 0o755)
+                for d, _, _ in os.walk(saved):
+                    os.chmod(d, 0o755)
                 return spec, kdir, saved
         raise RuntimeError(f"no kernel of session {name} under {kernels}")
     finally:
@@ -264,11 +284,8 @@ def kernel_like_spec(captured, bundle, home, cid):
     s["process"]["args"] = ["/bin/true"] if os.path.exists(
         os.path.join(bundle, "rootfs", "bin", "true")) else ["/bin/sh", "-c", "true"]
     s["process"]["terminal"] = False
-    for m in s.get("mounts", []):
-        src = m.get("source", "")
-        if m.get("type") == "bind" and src.startswith(kdir + "/"):
-            rel = src[len(kdir) + 1:]
-            m["source"] = home if rel == "home" else os.path.join(saved, rel)
+    for m, rel in kernel_binds(s, kdir):
+        m["source"] = home if m.get("destination") == HOME_DEST else os.path.join(saved, rel)
     for ns in s["linux"].get("namespaces", []):
         # new namespaces in place of the kernel's (the agent makes its user
         # and network namespaces before CNI; runc makes them here, with the
@@ -389,6 +406,7 @@ def main():
     runc += runc_bench(state, n_runc, captured=captured)
     runc_par = runc_bench(state, n_runc, conc, captured=captured)
     runc_def = runc_bench(state, n_runc)
+    shutil.rmtree(captured[2], ignore_errors=True)
 
     r50 = statistics.median(runc)
     rp50 = statistics.median(runc_par)

@@ -31,7 +31,10 @@
 # before and after the sessions, and once more BENCH_CONCURRENCY at a time),
 # BENCH_FETCH_WAIT and BENCH_CONTROL_FETCH_WAIT (default: the dev stack's),
 # BENCH_EVENT_CONSUMERS (1),
-# BENCH_KEEP_STATE=1 keeps the state dir (logs).
+# BENCH_KEEP_STATE=1 keeps the state dir (logs), BENCH_STACK (the state dir of
+# a development stack already running, e.g. the integration tier's: the bench
+# uses it instead of starting one and leaves it running; its services then
+# run with that stack's settings, not the sizing above).
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -51,6 +54,18 @@ done
 python3 -c 'import requests' 2>/dev/null || die "python3-requests is missing: run tools/deps.sh"
 [ -x "$BIN/tessera-agent" ] || die "$BIN/tessera-agent is missing: build first (make)"
 [ "$(id -u)" -eq 0 ] || die "the agent runs containers with runc: run as root"
+
+if [ -n "${BENCH_STACK:-}" ]; then
+  [ -f "$BENCH_STACK/env" ] && [ -d "$BENCH_STACK/agent" ] ||
+    die "BENCH_STACK=$BENCH_STACK is not the state dir of a running stack (no env, agent/)"
+  # shellcheck disable=SC1091 # written by dev-up.sh
+  . "$BENCH_STACK/env"
+  [ -n "${TESSERA_DEMO_IMAGE:-}" ] || die "the stack has no demo image (busybox-static missing?)"
+  export TESSERA_STATE_DIR TESSERA_GATEWAY_URL TESSERA_ADMIN_ACCESS_KEY TESSERA_ADMIN_SECRET_KEY \
+    TESSERA_DEMO_IMAGE
+  say "on the running stack in $BENCH_STACK; $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+  exec python3 "$here/bench.py"
+fi
 
 STATE=$(mktemp -d "${TMPDIR:-/tmp}/tessera-bench-sess.XXXXXX")
 

@@ -1,5 +1,13 @@
 """bench/vfolder/bench.py: the measurements of `make bench-vfolder` (run by
-run.sh with the stack and nginx up; see README.md). Prints a table."""
+run.sh with the stack and nginx up; see README.md). Prints a table.
+
+Environment: STATE (the bench's own files), STACK (the stack's state dir:
+env, services; default STATE), NGX_URL, VOLUME and the BENCH_* knobs of
+run.sh. Its folder has a name of its own (bench-<hex>) and is purged at the
+end, so that it leaves nothing behind on a stack that outlives it."""
+import atexit
+import hashlib
+import io
 import os
 import shlex
 import statistics
@@ -7,6 +15,8 @@ import subprocess
 import sys
 import time
 import urllib.parse
+import uuid
+import zipfile
 
 import requests
 
@@ -14,6 +24,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import svc_signer  # noqa: E402 - the tests' signer of internal calls
 
 STATE = os.environ["STATE"]
+STACK = os.environ.get("STACK", STATE)
 NGX = os.environ["NGX_URL"]
 VOLUME = os.environ["VOLUME"]
 RUNS = int(os.environ.get("BENCH_RUNS", "5"))
@@ -28,7 +39,7 @@ def say(msg):
 
 def env_file():
     env = {}
-    for line in open(os.path.join(STATE, "env")):
+    for line in open(os.path.join(STACK, "env")):
         w = shlex.split(line, comments=True)
         if w and w[0] == "export":
             for x in w[1:]:
@@ -39,7 +50,7 @@ def env_file():
 
 def services():
     out = {}
-    for line in open(os.path.join(STATE, "services")):
+    for line in open(os.path.join(STACK, "services")):
         p = line.split()
         if len(p) == 3 and p[2].startswith("http"):
             out[p[0]] = p[2]
@@ -75,6 +86,27 @@ def curl(args, expect_bytes=None):
     return time.monotonic() - t0, got
 
 
+def sha256_file(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def same_bytes(url, path, what):
+    """GET url once (outside the timed runs) and exit unless its body is
+    byte for byte the file at path."""
+    h = hashlib.sha256()
+    with requests.get(url, stream=True, timeout=300) as r:
+        if r.status_code != 200:
+            sys.exit(f"bench-vfolder: {what}: {r.status_code}")
+        for chunk in r.iter_content(1 << 20):
+            h.update(chunk)
+    if h.hexdigest() != sha256_file(path):
+        sys.exit(f"bench-vfolder: {what}: the bytes downloaded differ from the file's")
+
+
 def timed(cmd):
     t0 = time.monotonic()
     r = subprocess.run(cmd, capture_output=True, text=True)
@@ -91,8 +123,22 @@ for _ in range(100):
         break
     except requests.RequestException:
         time.sleep(0.1)
-f = vf("POST", "/folders", {"name": "bench"})
+FOLDER = f"bench-{uuid.uuid4().hex[:8]}"
+f = vf("POST", "/folders", {"name": FOLDER})
 fid = f["id"]
+
+
+def purge():
+    """The folder to the trash and purged (its files with it)."""
+    for method, path, body in (("DELETE", f"/folders/{FOLDER}", None), ("POST", "/folders/purge", {"id": fid})):
+        r = svc_signer.call(KEYS, "gateway", method, URLS["vfolder"] + "/v1" + path, json=body, headers=H,
+                            timeout=60)
+        if r.status_code >= 300:
+            print(f"bench-vfolder: {method} {path}: {r.status_code} {r.text}", file=sys.stderr)
+            return
+
+
+atexit.register(purge)
 rel = f"{fid[:2]}/{fid[2:4]}/{fid}"
 fdir = os.path.join(VOLUME, rel)
 big = os.path.join(fdir, "big.bin")
@@ -114,9 +160,11 @@ def row(name, tessera, base, base_name, nbytes, target):
 
 # ---- 1 GiB download ---------------------------------------------------------------------
 
-d = vf("POST", "/folders/bench/request-download", {"file": "big.bin"})
+d = vf("POST", f"/folders/{FOLDER}/request-download", {"file": "big.bin"})
 vurl = f"{d['url']}?token={urllib.parse.quote(d['token'])}"
 curl([vurl], big_bytes)  # warm the page cache for both
+same_bytes(vurl, big, "download of big.bin")
+same_bytes(f"{NGX}/{rel}/big.bin", big, "nginx's big.bin")
 tv, tn = [], []
 for i in range(RUNS):
     for who in (("v", "n") if i % 2 == 0 else ("n", "v")):
@@ -133,7 +181,7 @@ t0 = time.monotonic()
 tokens = []
 s = requests.Session()
 for i in range(SMALL_N):
-    r = svc_signer.call(KEYS, "gateway", "POST", URLS["vfolder"] + "/v1/folders/bench/request-download",
+    r = svc_signer.call(KEYS, "gateway", "POST", URLS["vfolder"] + f"/v1/folders/{FOLDER}/request-download",
                         json={"file": f"small/f{i:04d}"}, headers=H, timeout=10, session=s)
     tokens.append(r.json())
 token_s = time.monotonic() - t0
@@ -158,8 +206,21 @@ small_nginx = tn
 
 # ---- many small files, one zip ---------------------------------------------------------------
 
-d = vf("POST", "/folders/bench/request-download", {"file": "small", "archive": True})
+d = vf("POST", f"/folders/{FOLDER}/request-download", {"file": "small", "archive": True})
 zurl = f"{d['url']}?token={urllib.parse.quote(d['token'])}"
+# once, outside the timed runs: every file in the zip, byte for byte
+zr = requests.get(zurl, timeout=300)
+if zr.status_code != 200:
+    sys.exit(f"bench-vfolder: the zip: {zr.status_code}")
+with zipfile.ZipFile(io.BytesIO(zr.content)) as z:
+    names = sorted(n for n in z.namelist() if not n.endswith("/"))
+    if len(names) != SMALL_N:
+        sys.exit(f"bench-vfolder: the zip has {len(names)} files, not {SMALL_N}")
+    for n in names:
+        with open(os.path.join(fdir, "small", os.path.basename(n)), "rb") as fh:
+            if z.read(n) != fh.read():
+                sys.exit(f"bench-vfolder: {n} in the zip differs from the file")
+del zr
 tz = []
 for i in range(RUNS):
     sec, got = curl([zurl])
@@ -175,14 +236,16 @@ tu, td = [], []
 for i in range(RUNS):
     for who in (("u", "d") if i % 2 == 0 else ("d", "u")):
         if who == "u":
-            up = vf("POST", "/folders/bench/request-upload", {"path": f"up{i}.bin", "size": big_bytes})
+            up = vf("POST", f"/folders/{FOLDER}/request-upload", {"path": f"up{i}.bin", "size": big_bytes})
             sec, _ = curl(["-X", "PATCH", "-T", big, "-H", "Tus-Resumable: 1.0.0", "-H", "Upload-Offset: 0",
                            "-H", "Content-Type: application/offset+octet-stream", "-H", "Expect:",
                            f"{up['url']}?token={urllib.parse.quote(up['token'])}"])
             if os.path.getsize(os.path.join(fdir, f"up{i}.bin")) != big_bytes:
                 sys.exit("bench-vfolder: the uploaded file has the wrong size")
+            if i == 0 and sha256_file(os.path.join(fdir, "up0.bin")) != sha256_file(big):
+                sys.exit("bench-vfolder: the uploaded file's bytes differ from the original's")
             tu.append(sec)
-            vf("DELETE", "/folders/bench/delete_files", {"files": [f"up{i}.bin"]})
+            vf("DELETE", f"/folders/{FOLDER}/delete_files", {"files": [f"up{i}.bin"]})
         else:
             target = os.path.join(VOLUME, f"dd{i}.bin")
             sec, _ = timed(["dd", f"if={big}", f"of={target}", "bs=1M", "conv=fsync", "status=none"])

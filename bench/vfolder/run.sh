@@ -12,7 +12,11 @@
 #
 # Environment: TESSERA_BIN_DIR (default <repo>/build/bin), BENCH_RUNS (5),
 # BENCH_BIG_MIB (1024), BENCH_SMALL_COUNT (1000), BENCH_SMALL_KIB (64),
-# BENCH_HTTP_THREADS (the CPU count), BENCH_KEEP_STATE=1 keeps the state dir.
+# BENCH_HTTP_THREADS (the CPU count), BENCH_KEEP_STATE=1 keeps the state dir,
+# BENCH_STACK (the state dir of a development stack already running, e.g. the
+# integration tier's: the bench uses it instead of starting one, leaves it
+# running, and keeps its own files in a temporary dir; its folder is purged
+# at the end).
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -32,7 +36,14 @@ for c in nginx python3 psql curl dd; do
 done
 [ -x "$BIN/tessera-vfolder" ] || die "$BIN/tessera-vfolder is missing: build first (make)"
 
+if [ -n "${BENCH_STACK:-}" ]; then
+  [ -f "$BENCH_STACK/env" ] && [ -f "$BENCH_STACK/services" ] ||
+    die "BENCH_STACK=$BENCH_STACK is not the state dir of a running stack (no env, services)"
+fi
 STATE=$(mktemp -d "${TMPDIR:-/tmp}/tessera-bench-vf.XXXXXX")
+# STACK: the stack's state dir (env, services, the volume); the bench's own
+# stack lives in STATE
+STACK=${BENCH_STACK:-$STATE}
 NGX=$STATE/nginx
 nginx_pid=""
 
@@ -48,8 +59,9 @@ cleanup() {
     done
     kill -KILL "$nginx_pid" 2>/dev/null || true
   fi
-  TESSERA_STATE_DIR=$STATE TESSERA_BIN_DIR=$BIN sh "$repo/deploy/dev/dev-down.sh" \
-    >"$STATE/dev-down.out" 2>&1 || {
+  [ -n "${BENCH_STACK:-}" ] ||
+    TESSERA_STATE_DIR=$STATE TESSERA_BIN_DIR=$BIN sh "$repo/deploy/dev/dev-down.sh" \
+      >"$STATE/dev-down.out" 2>&1 || {
     echo "bench-vfolder: dev-down failed:" >&2
     cat "$STATE/dev-down.out" >&2
   }
@@ -63,17 +75,21 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-say "starting the development stack in $STATE (http.threads $HTTP_THREADS)"
-TESSERA_HTTP_THREADS=$HTTP_THREADS TESSERA_LOG_LEVEL=warn \
-  TESSERA_STATE_DIR=$STATE TESSERA_BIN_DIR=$BIN sh "$repo/deploy/dev/dev-up.sh" \
-  >"$STATE/dev-up.out" 2>&1 || {
-  cat "$STATE/dev-up.out" >&2
-  die "dev-up failed"
-}
+if [ -n "${BENCH_STACK:-}" ]; then
+  say "on the running stack in $STACK"
+else
+  say "starting the development stack in $STATE (http.threads $HTTP_THREADS)"
+  TESSERA_HTTP_THREADS=$HTTP_THREADS TESSERA_LOG_LEVEL=warn \
+    TESSERA_STATE_DIR=$STATE TESSERA_BIN_DIR=$BIN sh "$repo/deploy/dev/dev-up.sh" \
+    >"$STATE/dev-up.out" 2>&1 || {
+    cat "$STATE/dev-up.out" >&2
+    die "dev-up failed"
+  }
+fi
 
 NGX_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 mkdir -p "$NGX/tmp"
-VOLUME=$STATE/vfolder/volumes/local
+VOLUME=$STACK/vfolder/volumes/local
 NGX_USER=""
 [ "$(id -u)" -ne 0 ] || NGX_USER="user root root;"
 cat >"$NGX/nginx.conf" <<NGINX
@@ -104,4 +120,4 @@ NGINX
 setsid nginx -p "$NGX" -c "$NGX/nginx.conf" -e "$NGX/error.log" </dev/null >"$NGX/stdout.log" 2>&1 &
 nginx_pid=$!
 
-STATE=$STATE NGX_URL=http://127.0.0.1:$NGX_PORT VOLUME=$VOLUME python3 "$here/bench.py"
+STATE=$STATE STACK=$STACK NGX_URL=http://127.0.0.1:$NGX_PORT VOLUME=$VOLUME python3 "$here/bench.py"

@@ -112,33 +112,57 @@ for u in "http://127.0.0.1:$BP/" "http://127.0.0.1:$NP/"; do
 done
 curl -sf -o /dev/null -H "Cookie: $COOKIE" "http://127.0.0.1:$PP/" || { echo "bench-wsproxy: wsproxy does not answer" >&2; exit 1; }
 
-# wrk: "rps p50_ms p99_ms" per run
+# wrk: "rps p50_ms p99_ms non2xx sockerr" per run; wrk's report in $T/wrk.out
 run_wrk() { # url [header]
-  if [ $# -gt 1 ]; then out=$(wrk -t"$THREADS" -c"$CONNS" -d"$DUR" --latency -H "$2" "$1"); else out=$(wrk -t"$THREADS" -c"$CONNS" -d"$DUR" --latency "$1"); fi
-  echo "$out" | python3 -c '
+  if [ $# -gt 1 ]; then
+    wrk -t"$THREADS" -c"$CONNS" -d"$DUR" --latency -H "$2" "$1" >"$T/wrk.out" 2>&1 || return 1
+  else
+    wrk -t"$THREADS" -c"$CONNS" -d"$DUR" --latency "$1" >"$T/wrk.out" 2>&1 || return 1
+  fi
+  python3 -c '
 import sys,re
 t=sys.stdin.read()
 def ms(v):
     m=re.match(r"([\d.]+)(us|ms|s)",v); x=float(m.group(1)); return x/1000 if m.group(2)=="us" else x*1000 if m.group(2)=="s" else x
-rps=float(re.search(r"Requests/sec:\s+([\d.]+)",t).group(1))
-p50=ms(re.search(r"50%\s+(\S+)",t).group(1)); p99=ms(re.search(r"99%\s+(\S+)",t).group(1))
+try:
+    rps=float(re.search(r"Requests/sec:\s+([\d.]+)",t).group(1))
+    # the lines of the distribution: "Latency ... 89.50%" above has a 50% too
+    p50=ms(re.search(r"^\s*50%\s+(\S+)",t,re.M).group(1)); p99=ms(re.search(r"^\s*99%\s+(\S+)",t,re.M).group(1))
+except (AttributeError, ValueError):
+    sys.exit(1)  # no latency distribution: no request completed
 err=re.search(r"Non-2xx or 3xx responses: (\d+)",t); sock=re.search(r"Socket errors: (.*)",t)
-print(rps,p50,p99,err.group(1) if err else 0, "1" if sock else "0")'
+print(rps,p50,p99,err.group(1) if err else 0, "1" if sock else "0")' <"$T/wrk.out"
+}
+# wrk_row NAME URL [header]: one line of $T/results, or the run ends with wrk's report
+wrk_row() {
+  name=$1
+  shift
+  row=$(run_wrk "$@") || {
+    echo "bench-wsproxy: wrk against $name ($1) gave no figures; its report:" >&2
+    cat "$T/wrk.out" >&2
+    exit 1
+  }
+  echo "$name $row" >>"$T/results"
+}
+# ws_row NAME HOST:PORT PATH: one line of $T/ws, or the run ends
+ws_row() {
+  row=$("$BBIN/ws_rtt" "$2" "$3" "$WSN") || { echo "bench-wsproxy: ws_rtt through $1 failed" >&2; exit 1; }
+  echo "$1 $row" >>"$T/ws"
 }
 echo "bench-wsproxy: $(nproc) CPUs; proxies with $WORKERS worker(s) each; wrk -t$THREADS -c$CONNS -d$DUR, $ROUNDS rounds; 612-byte page"
 : > "$T/results"
 for r in $(seq 1 "$ROUNDS"); do
-  echo "direct $(run_wrk "http://127.0.0.1:$BP/")" >> "$T/results"
-  echo "nginx $(run_wrk "http://127.0.0.1:$NP/")" >> "$T/results"
-  echo "wsproxy $(run_wrk "http://127.0.0.1:$PP/" "Cookie: $COOKIE")" >> "$T/results"
+  wrk_row direct "http://127.0.0.1:$BP/"
+  wrk_row nginx "http://127.0.0.1:$NP/"
+  wrk_row wsproxy "http://127.0.0.1:$PP/" "Cookie: $COOKIE"
   echo "  round $r done"
 done
 WS_TOKEN=${WS_URL#*token=}
 : > "$T/ws"
 for r in $(seq 1 "$ROUNDS"); do
-  echo "direct $("$BBIN/ws_rtt" "127.0.0.1:$EP" / "$WSN")" >> "$T/ws"
-  echo "nginx $("$BBIN/ws_rtt" "127.0.0.1:$NP" /ws "$WSN")" >> "$T/ws"
-  echo "wsproxy $("$BBIN/ws_rtt" "127.0.0.1:$PP" "/?token=$WS_TOKEN" "$WSN")" >> "$T/ws"
+  ws_row direct "127.0.0.1:$EP" /
+  ws_row nginx "127.0.0.1:$NP" /ws
+  ws_row wsproxy "127.0.0.1:$PP" "/?token=$WS_TOKEN"
 done
 python3 - "$T/results" "$T/ws" "$WSN" <<'PY'
 import sys, statistics
@@ -151,8 +175,9 @@ print()
 print("HTTP (wrk, median of rounds)   requests/s   p50 ms   p99 ms   vs nginx")
 for name in ("direct", "nginx", "wsproxy"):
     bad = sum(r[3] for r in rows[name])
+    sock = sum(r[4] == "1" for r in rows[name])
     print(f"  {name:28s} {med(name,0):10.0f} {med(name,1):8.2f} {med(name,2):8.2f}   {med(name,0)/med('nginx',0):6.2f}x"
-          + (f"  ({bad} non-2xx!)" if bad else ""))
+          + (f"  ({bad} non-2xx!)" if bad else "") + (f"  (socket errors in {sock} round(s)!)" if sock else ""))
 print("  all rounds: " + "; ".join(f"{n} " + ", ".join(f"{r[0]:.0f}" for r in rows[n]) for n in rows))
 ws = {}
 for line in open(sys.argv[2]):
