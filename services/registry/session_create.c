@@ -8,6 +8,7 @@
 #include "context.h"
 #include "db_common.h"
 #include "home_files.h"
+#include "idle_scopes.h"
 #include "images.h"
 #include "largest_agent.h"
 #include "libcommon/log.h"
@@ -266,12 +267,12 @@ static const char insert_sql[] =
     "INSERT INTO registry.sessions (id, name, access_key, user_id, project_id, group_name,"
     " domain_name, type, image, architecture, resource_group, status, status_info, starts_at,"
     " priority, cluster_size, cluster_mode, requested_slots, resource_opts, mounts, environ,"
-    " startup_command, bootstrap_script, idle_timeout, limits, preopen_ports, home_files,"
+    " startup_command, bootstrap_script, idle_inputs, limits, preopen_ports, home_files,"
     " max_lifetime, rootfs_size, designated_agent, cluster_vni, cluster_ssh_public,"
     " cluster_ssh_private)"
     " VALUES ($1::uuid, $2, $3, $4::uuid, $5::uuid, $6, $7, $8, $9, $10, $11, 'PENDING',"
     " 'waiting to be scheduled', to_timestamp($12::bigint / 1000.0), $13::int, $14::int, $15,"
-    " $16::jsonb, $17::jsonb, $18::jsonb, $19::jsonb, $20, $21, $22::int, $23::jsonb, $24::jsonb,"
+    " $16::jsonb, $17::jsonb, $18::jsonb, $19::jsonb, $20, $21, $22::jsonb, $23::jsonb, $24::jsonb,"
     " $25::jsonb, $26::int, $27::bigint, $28, $29::int, $30, $31)";
 
 /* agentList: superadmins only, and agents alive in the session's resource
@@ -481,12 +482,9 @@ void session_create_reply(svc *s, http_req *req, http_resp *resp, json_t *body)
     json_decref(ropts);
     json_decref(limits);
     json_t *project = json_object_get(owner, "project");
-    char prio[16], size[16], idle[16], lifetime[16], rootfs[24];
+    char prio[16], size[16], lifetime[16], rootfs[24], *idle = idle_scopes_inputs(owner);
     snprintf(prio, sizeof(prio), "%d", cr.priority);
     snprintf(size, sizeof(size), "%d", cr.cluster_size);
-    snprintf(idle, sizeof(idle), "%lld",
-             (long long)json_integer_value(
-                 json_object_get(json_object_get(owner, "keypair_policy"), "idle_timeout")));
     json_int_t max_life = json_integer_value(
         json_object_get(json_object_get(owner, "keypair_policy"), "max_session_lifetime"));
     snprintf(lifetime, sizeof(lifetime), "%lld", (long long)(max_life > 0 ? max_life : 0));
@@ -615,6 +613,7 @@ free_text:
     free(lt);
     free(pt);
     free(hf);
+    free(idle);
 out:
     session_cluster_new_free(&cl);
     image_info_free(&im);
