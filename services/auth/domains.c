@@ -41,7 +41,8 @@ static void publish(admin_req *a, auth_change change, json_t *row)
 {
     events_domain_changed(a->s, a->req->request_id, change,
                           json_string_value(json_object_get(row, "name")),
-                          json_is_true(json_object_get(row, "is_active")));
+                          json_is_true(json_object_get(row, "is_active")),
+                          (int)json_integer_value(json_object_get(row, "idle_timeout")));
 }
 
 /* The {name} parameter when the caller may see that domain; else a 404. */

@@ -174,9 +174,10 @@ static void publish(admin_req *a, const policy_kind *k, auth_change change, json
             a->s, a->req->request_id, name, k->kind, change,
             change == AUTH_CHANGE_DELETED ? NULL : json_object_get(row, "total_resource_slots"),
             (int)json_integer_value(json_object_get(row, "max_concurrent_sessions")),
-            (int)json_integer_value(json_object_get(row, "max_session_lifetime")));
+            (int)json_integer_value(json_object_get(row, "max_session_lifetime")),
+            (int)json_integer_value(json_object_get(row, "idle_timeout")));
     else
-        events_policy_changed(a->s, a->req->request_id, name, k->kind, change, NULL, 0, 0);
+        events_policy_changed(a->s, a->req->request_id, name, k->kind, change, NULL, 0, 0, 0);
 }
 
 /* r, one row or none, inside the transaction: commit, publish and answer it

@@ -18,11 +18,19 @@
  * idle_timeout and idle_level from it and the resource group's row on every
  * write of idle_inputs, and moves a RUNNING session's idle_deadline with the
  * timeout (the count's start plus the new timeout). So a scope's change is
- * one UPDATE of the live sessions it concerns (idle_scopes_changed). */
+ * one UPDATE of the live sessions it concerns (idle_scopes_changed): a
+ * resource group's PATCH runs it at once; tessera-auth's PolicyChanged
+ * (keypair policies), DomainChanged and ProjectChanged on tessera.auth.v1
+ * carry the new idle_timeout_s, and the consumer group
+ * tessera-registry.idle-scopes (one per registry; the group's offsets are
+ * kept, so a change made while no registry ran applies at the next start)
+ * runs it for each. A keypair moved to another policy keeps its sessions'
+ * timeout (KeypairChanged does not carry the new policy's). */
 #ifndef REGISTRY_IDLE_SCOPES_H
 #define REGISTRY_IDLE_SCOPES_H
 
 #include "libcommon/common.h"
+#include "libcommon/svc.h"
 
 #include <jansson.h>
 #include <libpq-fe.h>
@@ -45,5 +53,17 @@ typedef enum idle_scope {
  * sessions (may be NULL). False with err on a database error. */
 bool idle_scopes_changed(PGconn *conn, idle_scope scope, const char *id, int value, int *n,
                          ts_err *err) TS_MUST_CHECK;
+
+/* What an event of tessera.auth.v1 says about idle timeouts: true with the
+ * scope, its id (into id, at least 128 bytes) and the value when it changes
+ * one (a keypair policy's create or update, a domain's or a project's
+ * change); false for any other event or a payload that does not decode. */
+bool idle_scopes_read_event(const char *type, const uint8_t *payload, size_t len, idle_scope *scope,
+                            char *id, size_t size, int *value) TS_MUST_CHECK;
+
+/* Start (and stop) the consumer above; the readiness check
+ * "idle-scopes-consumer" is green once it joined its group. */
+bool idle_scopes_start(svc *s, ts_err *err) TS_MUST_CHECK;
+void idle_scopes_stop(void);
 
 #endif
