@@ -186,10 +186,14 @@ static void h_write(http_req *req, http_resp *resp, void *ctx)
 {
     admin_resource *r = ctx;
     bool create = strcmp(req->method, "POST") == 0;
-    static const char *const keys[] = {"domain_name",          "name",
-                                       "description",          "is_active",
-                                       "total_resource_slots", "allowed_vfolder_hosts",
-                                       "resource_policy",      "idle_timeout",
+    static const char *const keys[] = {"domain_name",
+                                       "name",
+                                       "description",
+                                       "is_active",
+                                       "total_resource_slots",
+                                       "allowed_vfolder_hosts",
+                                       "resource_policy",
+                                       "idle_timeout",
                                        NULL};
     admin_req a;
     if (!admin_begin_for(&a, r, req, resp)) return;
@@ -202,8 +206,8 @@ static void h_write(http_req *req, http_resp *resp, void *ctx)
         parse_fields(body, create, &f, resp) && _policy_known(a.conn, f.policy, resp)) {
         if (create && !domain) domain = a.c.domain_name; /* default: the caller's domain */
         const limits_fields *l = &f.limits;
-        const char *v[] = {id,           f.name,   domain,   l->description,
-                           l->is_active, l->slots, l->hosts, f.policy, l->idle_timeout};
+        const char *v[] = {id,       f.name,   domain,   l->description, l->is_active,
+                           l->slots, l->hosts, f.policy, l->idle_timeout};
         if (!create) {
             admin_change_row(&a, "patch project", update_sql, 9, v, 200, AUTH_CHANGE_UPDATED,
                              publish, MISSING);

@@ -13,7 +13,7 @@
 
 #define SELECT_GROUPS                                                                              \
     "SELECT g.name, g.description, g.is_active, g.scheduler, g.agent_selector,"                    \
-    " g.allowed_session_types, g.pending_timeout, g.idle_timeout, g.created_at, g.modified_at,"                    \
+    " g.allowed_session_types, g.pending_timeout, g.idle_timeout, g.created_at, g.modified_at,"    \
     " (SELECT count(*) FROM registry.agents a WHERE a.resource_group = g.name"                     \
     "   AND a.status = 'ALIVE')::int AS agents"
 
@@ -51,9 +51,15 @@ typedef struct rg_fields {
 
 static bool parse_fields(json_t *body, bool create, rg_fields *f, http_resp *resp)
 {
-    static const char *const keys[] = {
-        "name",           "description",           "is_active",       "scheduler",
-        "agent_selector", "allowed_session_types", "pending_timeout", "idle_timeout", NULL};
+    static const char *const keys[] = {"name",
+                                       "description",
+                                       "is_active",
+                                       "scheduler",
+                                       "agent_selector",
+                                       "allowed_session_types",
+                                       "pending_timeout",
+                                       "idle_timeout",
+                                       NULL};
     memset(f, 0, sizeof(*f));
     bool active;
     long long timeout, idle;
@@ -128,8 +134,13 @@ static PGresult *insert_group(PGconn *conn, http_resp *resp, const rg_fields *f)
 
 static PGresult *update_group(PGconn *conn, http_resp *resp, const char *name, const rg_fields *f)
 {
-    const char *p[] = {name,        f->description, f->has_active ? f->active : NULL,  f->scheduler,
-                       f->selector, f->types,       f->has_timeout ? f->timeout : NULL,
+    const char *p[] = {name,
+                       f->description,
+                       f->has_active ? f->active : NULL,
+                       f->scheduler,
+                       f->selector,
+                       f->types,
+                       f->has_timeout ? f->timeout : NULL,
                        f->has_idle ? f->idle : NULL};
     return pgjson_query(
         conn, resp, "update resource group",
