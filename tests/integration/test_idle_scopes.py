@@ -55,7 +55,7 @@ def _problem(r, status=400):
 
 
 def test_strictest_wins_and_changes_apply_to_running_sessions(admin, gw, image_registered,  # noqa: F811
-                                                               bin_dir, cli_admin):
+                                                               bin_dir, cli_admin, stack, tmp_path):
     client, user = _new_user(admin, gw, "idle-s")
     policy = f"idle-s-{TAG}"
     okj(admin.post("/admin/keypair-resource-policies", {"name": policy, "idle_timeout": -1}),
@@ -88,6 +88,10 @@ def test_strictest_wins_and_changes_apply_to_running_sessions(admin, gw, image_r
         okj(admin.patch(f"/admin/domains/{domain}", {"idle_timeout": 300}))
         wait_until(lambda: _level(client, sid) == ("domain", 300), timeout=15,
                    message="the domain's cap to reach the running session")
+        uenv = base_env(tmp_path, TESSERA_GATEWAY_URL=stack["TESSERA_GATEWAY_URL"],
+                        TESSERA_ACCESS_KEY=client.access_key, TESSERA_SECRET_KEY=client.secret_key)
+        out = cli_ok(bin_dir, uenv, "session", "info", sname)
+        assert "(idle timeout 300 s, domain's)" in out, out
         # a laxer group default changes nothing
         okj(admin.patch("/admin/resource-groups/default", {"idle_timeout": 100000}))
         assert _level(client, sid) == ("domain", 300)
