@@ -230,6 +230,8 @@ static const admin_field rgroup_fields[] = {
      "cancel sessions pending longer (0: never)", NULL},
     {"idle-timeout", "idle_timeout", AT_INT, CU, "SECONDS",
      "default idle timeout for keypair policies that leave it undefined (0: none)", NULL},
+    {"idle-inference", "idle_inference", AT_BOOL, CU, NULL,
+     "check its inference sessions for idleness too (--no-idle-inference: exempt)", NULL},
     {"active", "is_active", AT_BOOL, AF_FILTER, NULL, "only active (--no-active: inactive) ones",
      NULL},
     END,

@@ -627,7 +627,7 @@ static void _scheduler_opts(json_t *body)
         opts = parsed;
     }
     static const char *const keys[] = {"agent_selector", "allowed_session_types", "pending_timeout",
-                                       "idle_timeout", NULL};
+                                       "idle_timeout",   "idle_inference",        NULL};
     for (const char *const *k = keys; *k; k++) {
         json_t *v = json_object_get(opts, *k);
         if (v) json_object_set(body, *k, v);

@@ -441,11 +441,12 @@ json_t *gql_shape_scaling_group(gql_exec *ex, const json_t *g)
     json_object_set_new(o, "driver_opts", json_object());
     json_object_set_new(o, "use_host_network", json_false());
     json_object_set_new(o, "scheduler_opts",
-                        json_pack("{s:O, s:O, s:O, s:O}", "agent_selector",
+                        json_pack("{s:O, s:O, s:O, s:O, s:O}", "agent_selector",
                                   json_object_get(g, "agent_selector"), "allowed_session_types",
                                   json_object_get(g, "allowed_session_types"), "pending_timeout",
                                   json_object_get(g, "pending_timeout"), "idle_timeout",
-                                  json_object_get(g, "idle_timeout")));
+                                  json_object_get(g, "idle_timeout"), "idle_inference",
+                                  json_object_get(g, "idle_inference")));
     return o;
 }
 

@@ -26,7 +26,7 @@
  * other status. Every statement that moves a session to or from RUNNING includes it (tr_set,
  * kernel_steps.c's batch RUNNING). */
 #define IDLE_DEADLINE_SET(st)                                                                      \
-    "idle_deadline = CASE WHEN " st " = 'RUNNING' AND type = 'interactive'"                        \
+    "idle_deadline = CASE WHEN " st " = 'RUNNING' AND type <> 'batch'"                             \
     " AND idle_timeout > 0 THEN now() + make_interval(secs => idle_timeout) END"
 
 /* TERMINATED, CANCELLED or ERROR (of a session or a kernel). */

@@ -6,7 +6,8 @@
  * when nothing used it for that long: no request or byte proxied by
  * tessera-wsproxy, no stream of the gateway (terminal, execute, tunnel)
  * moving a message, no execute or file transfer relayed by the registry.
- * Batch and inference sessions are exempt. Each of those marks Redis
+ * Batch sessions are exempt, inference sessions unless their resource group
+ * says idle_inference (idle_scopes.h). Each of those marks Redis
  * session:<id>:last_access (Unix ms; wsproxy at most once a second per
  * worker, the gateway at most every few seconds per stream): an open
  * connection that moves nothing marks nothing, so a forgotten browser tab

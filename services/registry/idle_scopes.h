@@ -11,7 +11,8 @@
  *   domain          the domain's idle_timeout (tessera-auth; 0: none), a cap
  * The effective timeout is the smallest positive of those that apply (0: the
  * session is never idle), and its scope the one that set it (ties: in the
- * order above).
+ * order above). Batch sessions are never checked; inference sessions only
+ * in a resource group with idle_inference (else their timeout is 0).
  *
  * A session keeps what each scope said at its create in
  * registry.sessions.idle_inputs; the migration 0021 trigger computes

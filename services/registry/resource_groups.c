@@ -13,7 +13,8 @@
 
 #define SELECT_GROUPS                                                                              \
     "SELECT g.name, g.description, g.is_active, g.scheduler, g.agent_selector,"                    \
-    " g.allowed_session_types, g.pending_timeout, g.idle_timeout, g.created_at, g.modified_at,"    \
+    " g.allowed_session_types, g.pending_timeout, g.idle_timeout, g.idle_inference,"               \
+    " g.created_at, g.modified_at,"                                                                \
     " (SELECT count(*) FROM registry.agents a WHERE a.resource_group = g.name"                     \
     "   AND a.status = 'ALIVE')::int AS agents"
 
@@ -44,9 +45,9 @@ static void h_get(http_req *req, http_resp *resp, void *ctx)
 /* The fields of a create or update body, as text parameters (NULL = absent). */
 typedef struct rg_fields {
     const char *name, *description, *scheduler, *selector;
-    char active[8], timeout[24], idle[24];
+    char active[8], timeout[24], idle[24], inference[8];
     char *types; /* text[] literal */
-    bool has_active, has_timeout, has_idle;
+    bool has_active, has_timeout, has_idle, has_inference;
 } rg_fields;
 
 static bool parse_fields(json_t *body, bool create, rg_fields *f, http_resp *resp)
@@ -59,9 +60,10 @@ static bool parse_fields(json_t *body, bool create, rg_fields *f, http_resp *res
                                        "allowed_session_types",
                                        "pending_timeout",
                                        "idle_timeout",
+                                       "idle_inference",
                                        NULL};
     memset(f, 0, sizeof(*f));
-    bool active;
+    bool active, inf;
     long long timeout, idle;
     if (!pgjson_only_keys(body, keys, resp) ||
         !pgjson_field_str(body, "name", create, 1, 64, &f->name, resp) ||
@@ -72,8 +74,10 @@ static bool parse_fields(json_t *body, bool create, rg_fields *f, http_resp *res
                            &f->selector, resp) ||
         !pgjson_field_int(body, "pending_timeout", false, 0, 86400 * 365, &timeout, &f->has_timeout,
                           resp) ||
-        !pgjson_field_int(body, "idle_timeout", false, 0, 86400 * 365, &idle, &f->has_idle, resp))
+        !pgjson_field_int(body, "idle_timeout", false, 0, 86400 * 365, &idle, &f->has_idle, resp) ||
+        !pgjson_field_bool(body, "idle_inference", false, &inf, &f->has_inference, resp))
         return false;
+    if (f->has_inference) ts_strlcpy(f->inference, inf ? "true" : "false", sizeof(f->inference));
     if (f->has_idle) snprintf(f->idle, sizeof(f->idle), "%lld", idle);
     if (f->has_active) ts_strlcpy(f->active, active ? "true" : "false", sizeof(f->active));
     if (f->has_timeout) snprintf(f->timeout, sizeof(f->timeout), "%lld", timeout);
@@ -123,13 +127,14 @@ static PGresult *insert_group(PGconn *conn, http_resp *resp, const rg_fields *f)
                        f->selector ? f->selector : "concentrated",
                        f->types ? f->types : "{interactive,batch,inference}",
                        f->has_timeout ? f->timeout : "0",
-                       f->has_idle ? f->idle : "0"};
+                       f->has_idle ? f->idle : "0",
+                       f->has_inference ? f->inference : "false"};
     return pgjson_query(conn, resp, "create resource group",
                         "INSERT INTO registry.resource_groups (name, description, is_active,"
                         " scheduler, agent_selector, allowed_session_types, pending_timeout,"
-                        " idle_timeout) VALUES ($1, $2, $3::bool, $4, $5, $6::text[], $7::int,"
-                        " $8::int)",
-                        8, p);
+                        " idle_timeout, idle_inference) VALUES ($1, $2, $3::bool, $4, $5,"
+                        " $6::text[], $7::int, $8::int, $9::bool)",
+                        9, p);
 }
 
 static PGresult *update_group(PGconn *conn, http_resp *resp, const char *name, const rg_fields *f)
@@ -141,7 +146,8 @@ static PGresult *update_group(PGconn *conn, http_resp *resp, const char *name, c
                        f->selector,
                        f->types,
                        f->has_timeout ? f->timeout : NULL,
-                       f->has_idle ? f->idle : NULL};
+                       f->has_idle ? f->idle : NULL,
+                       f->has_inference ? f->inference : NULL};
     return pgjson_query(
         conn, resp, "update resource group",
         "UPDATE registry.resource_groups SET description = coalesce($2, description),"
@@ -149,9 +155,10 @@ static PGresult *update_group(PGconn *conn, http_resp *resp, const char *name, c
         " agent_selector = coalesce($5, agent_selector),"
         " allowed_session_types = coalesce($6::text[], allowed_session_types),"
         " pending_timeout = coalesce($7::int, pending_timeout),"
-        " idle_timeout = coalesce($8::int, idle_timeout), modified_at = now()"
+        " idle_timeout = coalesce($8::int, idle_timeout),"
+        " idle_inference = coalesce($9::bool, idle_inference), modified_at = now()"
         " WHERE name = $1",
-        8, p);
+        9, p);
 }
 
 /* POST /v1/admin/resource-groups (the body names it) and PATCH
@@ -174,8 +181,8 @@ static void h_write(http_req *req, http_resp *resp, void *ctx)
     if (!name) tlog_ctx_entity("resource_group", f.name);
     PGresult *r = name ? update_group(conn, resp, name, &f) : insert_group(conn, resp, &f);
     ts_err err = {{0}};
-    if (r && name && f.has_idle &&
-        !idle_scopes_changed(conn, IDLE_SCOPE_RESOURCE_GROUP, name, atoi(f.idle), NULL, &err)) {
+    if (r && name && (f.has_idle || f.has_inference) &&
+        !idle_scopes_changed(conn, IDLE_SCOPE_RESOURCE_GROUP, name, 0, NULL, &err)) {
         /* the group's row changed: its sessions follow at their next change */
         TLOG_ERROR("idle timeouts not recomputed", "error=\"%s\"", err.msg);
         http_problem(resp, 503, "service-unavailable", NULL,

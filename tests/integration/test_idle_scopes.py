@@ -132,6 +132,27 @@ def test_policy_zero_is_never_but_a_cap_still_applies(admin, gw, image_registere
         client.delete(f"/session/{s2}")
 
 
+def test_inference_sessions_exempt_unless_their_group_says(admin, gw, image_registered):  # noqa: F811
+    client, _ = _new_user(admin, gw, "idle-i")
+    policy = f"idle-i-{TAG}"
+    okj(admin.post("/admin/keypair-resource-policies", {"name": policy, "idle_timeout": 600}),
+        200, 201)
+    okj(admin.patch(f"/admin/keypairs/{client.access_key}", {"resource_policy": policy}))
+    sname = f"idle-i-{TAG}"
+    try:
+        sid = _running(client, image_registered, sname, type="inference")["sessionUuid"]
+        net = _net(client, sid)
+        assert net["remaining"] is None and net["extra"] is None, net
+        g = okj(admin.patch("/admin/resource-groups/default", {"idle_inference": True}))
+        assert g["idle_inference"] is True
+        wait_until(lambda: _level(client, sid) == ("keypair_policy", 600), timeout=15,
+                   message="the running inference session to be checked")
+        assert 580 < _net(client, sid)["remaining"] <= 600
+    finally:
+        client.delete(f"/session/{sname}")
+        okj(admin.patch("/admin/resource-groups/default", {"idle_inference": False}))
+
+
 def test_who_may_set_what_and_bad_values(admin, gw):  # noqa: F811
     # a domain admin of a domain of its own, and another domain with a project
     mine = okj(admin.post("/admin/domains", {"name": f"idle-m-{TAG}"}), 200, 201)["name"]
