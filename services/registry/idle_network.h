@@ -14,7 +14,7 @@
  * does not keep a session.
  *
  * The deadline is durable: registry.sessions.idle_deadline, set at each
- * RUNNING (db_common.h's IDLE_DEADLINE_SET), NULL otherwise, indexed. The sweep (the
+ * RUNNING (db_common.h's SESSION_DEADLINES_SET), NULL otherwise, indexed. The sweep (the
  * housekeeping thread, every registry.pending_check_interval) reads only
  * the sessions whose deadline passed; for each, under its row lock, a mark
  * newer than deadline - idle_timeout pushes the deadline to mark +

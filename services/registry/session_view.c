@@ -18,11 +18,8 @@ const char session_view_sql[] =
     " s.cluster_mode, s.priority, s.result, s.exit_code, s.idle_timeout, s.idle_level,"
     " (extract(epoch FROM s.idle_deadline) * 1000)::bigint AS idle_deadline_ms,"
     " (extract(epoch FROM now()) * 1000)::bigint AS now_ms, s.max_lifetime,"
-    /* the history is read only for a RUNNING session with a lifetime */
     " CASE WHEN s.status = 'RUNNING' AND s.max_lifetime > 0 THEN"
-    "  (extract(epoch FROM (SELECT min(h.at) FROM registry.session_status_history h"
-    "   WHERE h.session_id = s.id AND h.status = 'RUNNING')) * 1000)::bigint"
-    "  + s.max_lifetime * 1000::bigint END AS lifetime_end_ms,"
+    "  (extract(epoch FROM s.lifetime_deadline) * 1000)::bigint END AS lifetime_end_ms,"
     " (SELECT coalesce(json_agg(json_build_object('id', k.id, 'role', k.cluster_role,"
     "    'idx', k.cluster_idx, 'name', " SESSION_KERNEL_NAME_SQL ", 'agent', k.agent_id,"
     "    'status', k.status,"
