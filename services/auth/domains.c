@@ -9,8 +9,8 @@
 #include <string.h>
 
 #define DOMAIN_COLS                                                                                \
-    "name, description, is_active, total_resource_slots, allowed_vfolder_hosts, created_at,"       \
-    " modified_at"
+    "name, description, is_active, total_resource_slots, allowed_vfolder_hosts, idle_timeout,"     \
+    " created_at, modified_at"
 
 /* $1: only this domain (a domain admin's), or NULL; $2: is_active filter or NULL. */
 #define DOMAIN_FILTER                                                                              \
@@ -22,14 +22,16 @@ static const char page_sql[] =
     "SELECT " DOMAIN_COLS DOMAIN_FILTER " ORDER BY name LIMIT $3::bigint OFFSET $4::bigint";
 static const char insert_sql[] =
     "INSERT INTO auth.domains (name, description, is_active, total_resource_slots,"
-    " allowed_vfolder_hosts) VALUES ($1, COALESCE($2, ''), COALESCE($3::bool, true),"
-    " COALESCE($4::jsonb, '{}'::jsonb), COALESCE($5::jsonb, '{}'::jsonb)) RETURNING " DOMAIN_COLS;
+    " allowed_vfolder_hosts, idle_timeout) VALUES ($1, COALESCE($2, ''), COALESCE($3::bool, true),"
+    " COALESCE($4::jsonb, '{}'::jsonb), COALESCE($5::jsonb, '{}'::jsonb), COALESCE($6::int, 0))"
+    " RETURNING " DOMAIN_COLS;
 /* NULL leaves a column as it is. */
 static const char update_sql[] =
     "UPDATE auth.domains SET description = COALESCE($2, description),"
     " is_active = COALESCE($3::bool, is_active),"
     " total_resource_slots = COALESCE($4::jsonb, total_resource_slots),"
-    " allowed_vfolder_hosts = COALESCE($5::jsonb, allowed_vfolder_hosts), modified_at = now()"
+    " allowed_vfolder_hosts = COALESCE($5::jsonb, allowed_vfolder_hosts),"
+    " idle_timeout = COALESCE($6::int, idle_timeout), modified_at = now()"
     " WHERE name = $1 RETURNING " DOMAIN_COLS;
 
 #define MISSING "no such domain"
@@ -39,7 +41,8 @@ static void publish(admin_req *a, auth_change change, json_t *row)
 {
     events_domain_changed(a->fr.s, a->fr.req->request_id, change,
                           json_string_value(json_object_get(row, "name")),
-                          json_is_true(json_object_get(row, "is_active")));
+                          json_is_true(json_object_get(row, "is_active")),
+                          (int)json_integer_value(json_object_get(row, "idle_timeout")));
 }
 
 /* The {name} parameter when the caller may see that domain; else a 404. */
@@ -81,7 +84,8 @@ static void h_list(http_req *req, http_resp *resp, void *ctx)
 }
 
 /* Whether the caller may make this create or patch: superadmins create and
- * change every field; domain admins change their domain's description. */
+ * change every field; domain admins change their domain's description and
+ * idle_timeout (a cap on their own sessions). */
 static bool write_allowed(admin_req *a, bool create, json_t *body)
 {
     const char *why = NULL;
@@ -89,9 +93,15 @@ static bool write_allowed(admin_req *a, bool create, json_t *body)
         return true;
     else if (create)
         why = "only superadmins may create domains";
-    else if (json_object_size(body) > 1 ||
-             (json_object_size(body) == 1 && !json_object_get(body, "description")))
-        why = "domain admins may change only their domain's description";
+    else {
+        const char *key;
+        json_t *v;
+        json_object_foreach(body, key, v)
+        {
+            if (strcmp(key, "description") != 0 && strcmp(key, "idle_timeout") != 0)
+                why = "domain admins may change only their domain's description and idle_timeout";
+        }
+    }
     if (why) http_problem(a->fr.resp, 403, "forbidden", NULL, "%s", why);
     return !why;
 }
@@ -102,7 +112,8 @@ static void h_write(http_req *req, http_resp *resp, void *ctx)
     admin_resource *r = ctx;
     bool create = strcmp(req->method, "POST") == 0;
     static const char *const keys[] = {
-        "name", "description", "is_active", "total_resource_slots", "allowed_vfolder_hosts", NULL};
+        "name",         "description", "is_active", "total_resource_slots", "allowed_vfolder_hosts",
+        "idle_timeout", NULL};
     admin_req a;
     if (!admin_begin_for(&a, r, req, resp)) return;
     const char *name = NULL;
@@ -115,12 +126,12 @@ static void h_write(http_req *req, http_resp *resp, void *ctx)
                 : write_allowed(&a, false, body)) &&
         limits_fields_parse(body, &f, resp)) {
         tlog_ctx_entity("domain", name);
-        const char *v[] = {name, f.description, f.is_active, f.slots, f.hosts};
+        const char *v[] = {name, f.description, f.is_active, f.slots, f.hosts, f.idle_timeout};
         if (create)
-            admin_change_row(&a, "create domain", insert_sql, 5, v, 201, AUTH_CHANGE_CREATED,
+            admin_change_row(&a, "create domain", insert_sql, 6, v, 201, AUTH_CHANGE_CREATED,
                              publish, MISSING);
         else
-            admin_change_row(&a, "patch domain", update_sql, 5, v, 200, AUTH_CHANGE_UPDATED,
+            admin_change_row(&a, "patch domain", update_sql, 6, v, 200, AUTH_CHANGE_UPDATED,
                              publish, MISSING);
     }
     limits_fields_free(&f);

@@ -81,7 +81,8 @@ void events_keypair_changed(svc *s, const char *request_id, json_t *keypair, con
 
 void events_policy_changed(svc *s, const char *request_id, const char *policy_name,
                            const char *kind, auth_change change, json_t *total_slots,
-                           int max_concurrent_sessions, int max_session_lifetime_s)
+                           int max_concurrent_sessions, int max_session_lifetime_s,
+                           int idle_timeout_s)
 {
     Tessera__V1__PolicyChanged m = TESSERA__V1__POLICY_CHANGED__INIT;
     m.policy_name = (char *)policy_name;
@@ -89,6 +90,7 @@ void events_policy_changed(svc *s, const char *request_id, const char *policy_na
     m.change = (Tessera__V1__ChangeKind)change;
     m.max_concurrent_sessions = max_concurrent_sessions;
     m.max_session_lifetime_s = max_session_lifetime_s;
+    m.idle_timeout_s = idle_timeout_s;
 
     size_t n = json_is_object(total_slots) ? json_object_size(total_slots) : 0;
     Tessera__V1__SlotAmount *slots = n ? ts_calloc(n, sizeof(*slots)) : NULL;
@@ -126,12 +128,13 @@ void events_policy_changed(svc *s, const char *request_id, const char *policy_na
 }
 
 void events_domain_changed(svc *s, const char *request_id, auth_change change,
-                           const char *domain_name, bool is_active)
+                           const char *domain_name, bool is_active, int idle_timeout_s)
 {
     Tessera__V1__DomainChanged m = TESSERA__V1__DOMAIN_CHANGED__INIT;
     m.domain_name = (char *)domain_name;
     m.change = (Tessera__V1__ChangeKind)change;
     m.is_active = is_active;
+    m.idle_timeout_s = idle_timeout_s;
     publish(s, m.domain_name, &m.base, request_id);
 }
 
@@ -143,6 +146,7 @@ void events_project_changed(svc *s, const char *request_id, auth_change change, 
     m.domain_name = (char *)pgjson_str(project, "domain_name");
     m.change = (Tessera__V1__ChangeKind)change;
     m.is_active = json_is_true(json_object_get(project, "is_active"));
+    m.idle_timeout_s = (int32_t)json_integer_value(json_object_get(project, "idle_timeout"));
     publish(s, m.project_id, &m.base, request_id);
 }
 

@@ -44,11 +44,12 @@ void events_keypair_changed(svc *s, const char *request_id, json_t *keypair,
  * NULL; the two limits are 0 when unlimited or not applicable. */
 void events_policy_changed(svc *s, const char *request_id, const char *policy_name,
                            const char *kind, auth_change change, json_t *total_slots,
-                           int max_concurrent_sessions, int max_session_lifetime_s);
+                           int max_concurrent_sessions, int max_session_lifetime_s,
+                           int idle_timeout_s);
 
 /* DomainChanged, key domain name (create, patch, delete = deactivate). */
 void events_domain_changed(svc *s, const char *request_id, auth_change change,
-                           const char *domain_name, bool is_active);
+                           const char *domain_name, bool is_active, int idle_timeout_s);
 
 /* ProjectChanged, key project id. project: a row with id, name, domain_name,
  * is_active (as projects.c answers). */

@@ -278,14 +278,21 @@ bool limits_field_vfolder_hosts(json_t *obj, const char *key, char **out, http_r
 
 bool limits_fields_parse(json_t *body, limits_fields *f, http_resp *resp)
 {
-    bool active, present;
+    bool active, present, has_idle;
+    long long idle;
     if (!pgjson_field_str(body, "description", false, 0, LIMITS_DESCRIPTION_MAX, &f->description,
                           resp) ||
         !pgjson_field_bool(body, "is_active", false, &active, &present, resp) ||
+        !pgjson_field_int(body, "idle_timeout", false, 0, LIMITS_IDLE_TIMEOUT_MAX, &idle, &has_idle,
+                          resp) ||
         !limits_field_slots(body, "total_resource_slots", &f->slots, resp) ||
         !limits_field_vfolder_hosts(body, "allowed_vfolder_hosts", &f->hosts, resp))
         return false;
     if (present) f->is_active = active ? "true" : "false";
+    if (has_idle) {
+        snprintf(f->idle_buf, sizeof(f->idle_buf), "%lld", idle);
+        f->idle_timeout = f->idle_buf;
+    }
     return true;
 }
 

@@ -51,11 +51,17 @@ bool limits_field_name(json_t *obj, const char *key, bool required, const char *
 /* The fields a domain and a project share, as SQL text parameters (NULL: not
  * given): description (0..LIMITS_DESCRIPTION_MAX characters), is_active
  * ("true" or "false"), total_resource_slots and allowed_vfolder_hosts (JSON
- * text as above). Start from {0}; limits_fields_free releases. */
+ * text as above), idle_timeout (seconds, 0..LIMITS_IDLE_TIMEOUT_MAX, 0 = no
+ * setting: the cap on the idle timeout of the scope's sessions,
+ * docs/sessions.md "Idle reclamation"). Start from {0}; limits_fields_free
+ * releases. */
+#define LIMITS_IDLE_TIMEOUT_MAX (86400 * 365)
 typedef struct limits_fields {
     const char *description; /* points into the body */
     const char *is_active;
+    const char *idle_timeout; /* points into idle_buf */
     char *slots, *hosts;
+    char idle_buf[16];
 } limits_fields;
 
 bool limits_fields_parse(json_t *body, limits_fields *f, http_resp *resp) TS_MUST_CHECK;

@@ -105,7 +105,7 @@ static bool keypair_params(json_t *body, bool create, policy_params *p, http_res
         !int_param(body, "max_containers_per_session", 1, 1000000, p->ints[1], &p->v[3], resp) ||
         !int_param(body, "max_pending_session_count", 0, 1000000, p->ints[2], &p->v[5], resp) ||
         !int_param(body, "max_session_lifetime", 0, INT32_MAX, p->ints[3], &p->v[6], resp) ||
-        !int_param(body, "idle_timeout", 0, INT32_MAX, p->ints[4], &p->v[7], resp) ||
+        !int_param(body, "idle_timeout", -1, INT32_MAX, p->ints[4], &p->v[7], resp) ||
         !int_param(body, "max_rootfs_size", 0, INT64_MAX, p->ints[5], &p->v[9], resp))
         return false;
     if (p->v[9] && atoll(p->v[9]) > 0 && atoll(p->v[9]) < MIN_ROOTFS_SIZE) {
@@ -174,9 +174,10 @@ static void publish(admin_req *a, const policy_kind *k, auth_change change, json
             a->fr.s, a->fr.req->request_id, name, k->kind, change,
             change == AUTH_CHANGE_DELETED ? NULL : json_object_get(row, "total_resource_slots"),
             (int)json_integer_value(json_object_get(row, "max_concurrent_sessions")),
-            (int)json_integer_value(json_object_get(row, "max_session_lifetime")));
+            (int)json_integer_value(json_object_get(row, "max_session_lifetime")),
+            (int)json_integer_value(json_object_get(row, "idle_timeout")));
     else
-        events_policy_changed(a->fr.s, a->fr.req->request_id, name, k->kind, change, NULL, 0, 0);
+        events_policy_changed(a->fr.s, a->fr.req->request_id, name, k->kind, change, NULL, 0, 0, 0);
 }
 
 /* r, one row or none, inside the transaction: commit, publish and answer it

@@ -11,7 +11,7 @@
 
 #define PROJECT_COLS                                                                               \
     "id, name, domain_name, description, is_active, total_resource_slots,"                         \
-    " allowed_vfolder_hosts, resource_policy, created_at, modified_at"
+    " allowed_vfolder_hosts, resource_policy, idle_timeout, created_at, modified_at"
 #define MEMBERS_MAX 1000
 
 /* $1 domain or NULL, $2 is_active or NULL, $3 a member (users see only
@@ -30,9 +30,10 @@ static const char lock_sql[] =
     "SELECT domain_name FROM auth.projects WHERE id = $1::uuid FOR UPDATE";
 static const char insert_sql[] =
     "INSERT INTO auth.projects (id, name, domain_name, description, is_active,"
-    " total_resource_slots, allowed_vfolder_hosts, resource_policy) VALUES ($1::uuid, $2, $3,"
-    " COALESCE($4, ''), COALESCE($5::bool, true), COALESCE($6::jsonb, '{}'::jsonb),"
-    " COALESCE($7::jsonb, '{}'::jsonb), COALESCE($8, 'default'))"
+    " total_resource_slots, allowed_vfolder_hosts, resource_policy, idle_timeout)"
+    " VALUES ($1::uuid, $2, $3, COALESCE($4, ''), COALESCE($5::bool, true),"
+    " COALESCE($6::jsonb, '{}'::jsonb), COALESCE($7::jsonb, '{}'::jsonb),"
+    " COALESCE($8, 'default'), COALESCE($9::int, 0))"
     " RETURNING " PROJECT_COLS;
 /* The same parameters as insert_sql, $3 (the domain) unused: NULL leaves a
  * column as it is. */
@@ -41,7 +42,8 @@ static const char update_sql[] =
     " is_active = COALESCE($5::bool, is_active),"
     " total_resource_slots = COALESCE($6::jsonb, total_resource_slots),"
     " allowed_vfolder_hosts = COALESCE($7::jsonb, allowed_vfolder_hosts),"
-    " resource_policy = COALESCE($8, resource_policy), modified_at = now()"
+    " resource_policy = COALESCE($8, resource_policy),"
+    " idle_timeout = COALESCE($9::int, idle_timeout), modified_at = now()"
     " WHERE id = $1::uuid AND $3::text IS NULL RETURNING " PROJECT_COLS;
 
 /* Members: $1 project, $2 whether the caller is a superadmin (domain admins
@@ -184,10 +186,15 @@ static void h_write(http_req *req, http_resp *resp, void *ctx)
 {
     admin_resource *r = ctx;
     bool create = strcmp(req->method, "POST") == 0;
-    static const char *const keys[] = {"domain_name",          "name",
-                                       "description",          "is_active",
-                                       "total_resource_slots", "allowed_vfolder_hosts",
-                                       "resource_policy",      NULL};
+    static const char *const keys[] = {"domain_name",
+                                       "name",
+                                       "description",
+                                       "is_active",
+                                       "total_resource_slots",
+                                       "allowed_vfolder_hosts",
+                                       "resource_policy",
+                                       "idle_timeout",
+                                       NULL};
     admin_req a;
     if (!admin_begin_for(&a, r, req, resp)) return;
     char new_id[TS_UUID_STRLEN];
@@ -199,10 +206,10 @@ static void h_write(http_req *req, http_resp *resp, void *ctx)
         parse_fields(body, create, &f, resp) && _policy_known(a.fr.conn, f.policy, resp)) {
         if (create && !domain) domain = a.c.domain_name; /* default: the caller's domain */
         const limits_fields *l = &f.limits;
-        const char *v[] = {id,           f.name,   domain,   l->description,
-                           l->is_active, l->slots, l->hosts, f.policy};
+        const char *v[] = {id,       f.name,   domain,   l->description, l->is_active,
+                           l->slots, l->hosts, f.policy, l->idle_timeout};
         if (!create) {
-            admin_change_row(&a, "patch project", update_sql, 8, v, 200, AUTH_CHANGE_UPDATED,
+            admin_change_row(&a, "patch project", update_sql, 9, v, 200, AUTH_CHANGE_UPDATED,
                              publish, MISSING);
         } else if (!caller_can_manage_domain(&a.c, domain)) {
             http_problem(resp, 403, "forbidden", NULL,
@@ -210,7 +217,7 @@ static void h_write(http_req *req, http_resp *resp, void *ctx)
         } else {
             ts_uuid4(new_id);
             tlog_ctx_entity("project", new_id);
-            admin_change_row(&a, "create project", insert_sql, 8, v, 201, AUTH_CHANGE_CREATED,
+            admin_change_row(&a, "create project", insert_sql, 9, v, 201, AUTH_CHANGE_CREATED,
                              publish, MISSING);
         }
     }

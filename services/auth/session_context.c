@@ -13,7 +13,8 @@ static const char key_sql[] =
     " u.id::text AS id, u.email, u.username, u.role, u.status, u.domain_name,"
     " p.name AS policy, p.total_resource_slots AS kp_slots, p.max_concurrent_sessions,"
     " p.max_containers_per_session, p.max_pending_session_count, p.max_session_lifetime,"
-    " p.idle_timeout, p.max_rootfs_size, d.is_active AS domain_active, d.total_resource_slots AS "
+    " p.idle_timeout, p.max_rootfs_size, d.idle_timeout AS domain_idle_timeout,"
+    " d.is_active AS domain_active, d.total_resource_slots AS "
     "domain_slots,"
     " p.allowed_vfolder_hosts AS kp_vfolder_hosts, d.allowed_vfolder_hosts AS domain_vfolder_hosts,"
     " up.name AS user_policy, up.max_vfolder_count, up.max_quota_scope_size,"
@@ -30,7 +31,7 @@ static const char project_sql[] =
     "SELECT p.id::text AS id, p.name, p.is_active,"
     " EXISTS (SELECT 1 FROM auth.project_members m WHERE m.project_id = p.id"
     "   AND m.user_id = $3::uuid) AS is_member, p.total_resource_slots, p.allowed_vfolder_hosts,"
-    " pp.max_vfolder_count, pp.max_quota_scope_size"
+    " pp.max_vfolder_count, pp.max_quota_scope_size, p.idle_timeout"
     " FROM auth.projects p JOIN auth.project_resource_policies pp ON pp.name = p.resource_policy"
     " WHERE p.domain_name = $1"
     " AND (p.name = $2 OR ($4 AND p.id::text = $2))";
@@ -86,9 +87,9 @@ static json_t *context_body(PGresult *k, json_t *project, PGresult *g, PGresult 
         json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}", "id", col(k, "id"), "email", col(k, "email"),
                   "username", col(k, "username"), "role", col(k, "role"), "status",
                   col(k, "status"), "domain_name", col(k, "domain_name"));
-    json_t *dom =
-        json_pack("{s:o, s:o, s:o}", "name", col(k, "domain_name"), "is_active",
-                  col(k, "domain_active"), "total_resource_slots", col(k, "domain_slots"));
+    json_t *dom = json_pack("{s:o, s:o, s:o, s:o}", "name", col(k, "domain_name"), "is_active",
+                            col(k, "domain_active"), "total_resource_slots", col(k, "domain_slots"),
+                            "idle_timeout", col(k, "domain_idle_timeout"));
     json_t *policy = json_pack(
         "{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "name", col(k, "policy"),
         "total_resource_slots", col(k, "kp_slots"), "max_concurrent_sessions",

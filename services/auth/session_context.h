@@ -4,8 +4,9 @@
  *
  *   {"access_key", "is_active", "is_admin",
  *    "user": {"id", "email", "username", "role", "status", "domain_name"},
- *    "domain": {"name", "is_active", "total_resource_slots"},
- *    "project": {"id", "name", "is_active", "is_member", "total_resource_slots"} | null,
+ *    "domain": {"name", "is_active", "total_resource_slots", "idle_timeout"},
+ *    "project": {"id", "name", "is_active", "is_member", "total_resource_slots",
+ *                "idle_timeout"} | null,
  *    "keypair_policy": {"name", "total_resource_slots", "max_concurrent_sessions",
  *                       "max_containers_per_session", "max_pending_session_count",
  *                       "max_session_lifetime", "idle_timeout", "max_rootfs_size"},

@@ -137,7 +137,8 @@ static void _duration(double secs, char *buf, size_t size)
 }
 
 /* The idle checkers' state (idleChecks) as the record's lines: idle
- * "reclaimed in 12 min unless used (idle timeout 600 s)" or "not checked"
+ * "reclaimed in 12 min unless used (idle timeout 600 s, project's)" (the
+ * setting that gave it) or "not checked"
  * (not RUNNING, not interactive, timeout 0); lifetime "ends in 2 h 5 min
  * (max lifetime 7200 s)" or "none". */
 static void _idle_lines(json_t *info)
@@ -149,9 +150,16 @@ static void _idle_lines(json_t *info)
     const json_t *left = json_object_get(net, "remaining");
     if (json_is_number(left)) {
         _duration(json_number_value(left), when, sizeof(when));
-        snprintf(line, sizeof(line), "reclaimed in %s unless used (idle timeout %lld s)", when,
-                 (long long)json_integer_value(
-                     json_object_get(json_object_get(net, "extra"), "timeout")));
+        const json_t *extra = json_object_get(net, "extra");
+        const char *level = json_string_value(json_object_get(extra, "level"));
+        char by[48] = "";
+        if (level) { /* keypair_policy -> ", keypair policy's" */
+            snprintf(by, sizeof(by), ", %s's", level);
+            for (char *p = by; *p; p++)
+                if (*p == '_') *p = ' ';
+        }
+        snprintf(line, sizeof(line), "reclaimed in %s unless used (idle timeout %lld s%s)", when,
+                 (long long)json_integer_value(json_object_get(extra, "timeout")), by);
     } else {
         snprintf(line, sizeof(line), "not checked");
     }

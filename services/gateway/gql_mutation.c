@@ -352,6 +352,7 @@ static const field_map DOMAIN_IN[] = {{"name", "name"},
                                       {"is_active", "is_active"},
                                       {"total_resource_slots", "total_resource_slots"},
                                       {"allowed_vfolder_hosts", "allowed_vfolder_hosts"},
+                                      {"idle_timeout", "idle_timeout"}, /* Tessera's */
                                       {"allowed_docker_registries", IGNORED},
                                       {"integration_id", IGNORED},
                                       {NULL, NULL}};
@@ -407,6 +408,7 @@ static const field_map GROUP_IN[] = {{"name", "name"},
                                      {"allowed_vfolder_hosts", "allowed_vfolder_hosts"},
                                      {"integration_id", IGNORED},
                                      {"resource_policy", "resource_policy"},
+                                     {"idle_timeout", "idle_timeout"}, /* Tessera's */
                                      {"container_registry", IGNORED},
                                      {"user_update_mode", "user_update_mode"},
                                      {"user_uuids", "user_uuids"},
@@ -625,7 +627,7 @@ static void _scheduler_opts(json_t *body)
         opts = parsed;
     }
     static const char *const keys[] = {"agent_selector", "allowed_session_types", "pending_timeout",
-                                       NULL};
+                                       "idle_timeout",   "idle_inference",        NULL};
     for (const char *const *k = keys; *k; k++) {
         json_t *v = json_object_get(opts, *k);
         if (v) json_object_set(body, *k, v);

@@ -191,7 +191,7 @@ const gql_object gql_t_user_connection = {"UserConnection",
 #define GROUPING_FIELDS                                                                            \
     GQL_F("name"), GQL_F("description"), GQL_F("is_active"), GQL_F("created_at"),                  \
         GQL_F("modified_at"), GQL_J("total_resource_slots"), GQL_J("allowed_vfolder_hosts"),       \
-        GQL_F("integration_id"), GQL_F("scaling_groups")
+        GQL_F("integration_id"), GQL_F("scaling_groups"), GQL_F("idle_timeout")
 
 const gql_object gql_t_group = {
     "Group", (const gql_field_def[]){GQL_F("id"), GROUPING_FIELDS, GQL_F("domain_name"),

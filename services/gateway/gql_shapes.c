@@ -258,6 +258,7 @@ static json_t *_grouping(const json_t *g)
                                         {"modified_at", "modified_at"},
                                         {"total_resource_slots", "total_resource_slots"},
                                         {"allowed_vfolder_hosts", "allowed_vfolder_hosts"},
+                                        {"idle_timeout", "idle_timeout"},
                                         {NULL, NULL}};
     json_t *o = json_object();
     _copy_all(o, g, fields);
@@ -440,10 +441,12 @@ json_t *gql_shape_scaling_group(gql_exec *ex, const json_t *g)
     json_object_set_new(o, "driver_opts", json_object());
     json_object_set_new(o, "use_host_network", json_false());
     json_object_set_new(o, "scheduler_opts",
-                        json_pack("{s:O, s:O, s:O}", "agent_selector",
+                        json_pack("{s:O, s:O, s:O, s:O, s:O}", "agent_selector",
                                   json_object_get(g, "agent_selector"), "allowed_session_types",
                                   json_object_get(g, "allowed_session_types"), "pending_timeout",
-                                  json_object_get(g, "pending_timeout")));
+                                  json_object_get(g, "pending_timeout"), "idle_timeout",
+                                  json_object_get(g, "idle_timeout"), "idle_inference",
+                                  json_object_get(g, "idle_inference")));
     return o;
 }
 

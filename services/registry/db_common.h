@@ -21,13 +21,19 @@
 /* SQL lists. */
 #define SQL_FINAL "('TERMINATED', 'CANCELLED', 'ERROR')"
 
-/* Idle reclamation (idle_network.h): the SET clause of a status change of registry.sessions to the
- * status the SQL expression st names: the idle deadline counts from a RUNNING, and is NULL in any
- * other status. Every statement that moves a session to or from RUNNING includes it (tr_set,
- * kernel_steps.c's batch RUNNING). */
-#define IDLE_DEADLINE_SET(st)                                                                      \
-    "idle_deadline = CASE WHEN " st " = 'RUNNING' AND type = 'interactive'"                        \
-    " AND idle_timeout > 0 THEN now() + make_interval(secs => idle_timeout) END"
+/* The deadlines a status change of registry.sessions to the status the SQL expression st names
+ * implies, as a SET clause. Every statement that moves a session to or from RUNNING or to a
+ * final status includes it (tr_set, kernel_steps.c's batch RUNNING):
+ *   idle_deadline      (idle_network.h) counts from each RUNNING, NULL in any other status
+ *   lifetime_deadline  (session_lifetime.h) the first RUNNING + max_lifetime, kept through
+ *                      restarts, NULL once final */
+#define SESSION_DEADLINES_SET(st)                                                                  \
+    "idle_deadline = CASE WHEN " st " = 'RUNNING' AND type <> 'batch'"                             \
+    " AND idle_timeout > 0 THEN now() + make_interval(secs => idle_timeout) END,"                  \
+    " lifetime_deadline = CASE WHEN " st " IN " SQL_FINAL " THEN NULL"                             \
+    " WHEN " st " = 'RUNNING' AND max_lifetime > 0"                                                \
+    " THEN coalesce(lifetime_deadline, now() + make_interval(secs => max_lifetime))"               \
+    " ELSE lifetime_deadline END"
 
 /* TERMINATED, CANCELLED or ERROR (of a session or a kernel). */
 bool reg_status_final(const char *status) TS_MUST_CHECK;

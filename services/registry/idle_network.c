@@ -76,7 +76,8 @@ json_t *idle_checks_json(const idle_inputs *in)
     int64_t life_end = in->max_lifetime_s > 0 ? in->lifetime_end_ms : 0;
     return json_pack(
         "{s:o,s:o}", "network_timeout",
-        report(net_end, in->now_ms, json_pack("{s:i}", "timeout", in->timeout_s)),
+        report(net_end, in->now_ms,
+               json_pack("{s:i,s:s?}", "timeout", in->timeout_s, "level", in->level)),
         "session_lifetime",
         report(life_end, in->now_ms, json_pack("{s:i}", "max_lifetime", in->max_lifetime_s)));
 }

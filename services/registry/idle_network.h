@@ -1,19 +1,20 @@
 /* idle_network.h: idle reclamation's network/interaction checker
  * (docs/sessions.md, "Idle reclamation"; Backend.AI's network_timeout).
  *
- * An interactive session RUNNING with a positive idle_timeout (the owner
- * keypair's policy's, seconds, taken at create; 0: never idle) is reclaimed
+ * An interactive session RUNNING with a positive idle_timeout (seconds; the
+ * strictest of its scopes', idle_scopes.h; 0: never idle) is reclaimed
  * when nothing used it for that long: no request or byte proxied by
  * tessera-wsproxy, no stream of the gateway (terminal, execute, tunnel)
  * moving a message, no execute or file transfer relayed by the registry.
- * Batch and inference sessions are exempt. Each of those marks Redis
+ * Batch sessions are exempt, inference sessions unless their resource group
+ * says idle_inference (idle_scopes.h). Each of those marks Redis
  * session:<id>:last_access (Unix ms; wsproxy at most once a second per
  * worker, the gateway at most every few seconds per stream): an open
  * connection that moves nothing marks nothing, so a forgotten browser tab
  * does not keep a session.
  *
  * The deadline is durable: registry.sessions.idle_deadline, set at each
- * RUNNING (db_common.h's IDLE_DEADLINE_SET), NULL otherwise, indexed. The sweep (the
+ * RUNNING (db_common.h's SESSION_DEADLINES_SET), NULL otherwise, indexed. The sweep (the
  * housekeeping thread, every registry.pending_check_interval) reads only
  * the sessions whose deadline passed; for each, under its row lock, a mark
  * newer than deadline - idle_timeout pushes the deadline to mark +
@@ -56,6 +57,7 @@ typedef struct idle_inputs {
     int64_t deadline_ms;     /* the stored idle deadline */
     int64_t last_ms;         /* its last use */
     int timeout_s;           /* its idle_timeout */
+    const char *level;       /* the scope that set it (idle_scopes.h), or NULL */
     int64_t lifetime_end_ms; /* first RUNNING + max_lifetime (session_lifetime.h) */
     int max_lifetime_s;
 } idle_inputs;
@@ -63,8 +65,9 @@ typedef struct idle_inputs {
 /* Backend.AI's idle_checks of a session, one object per checker, each
  * {"remaining": seconds left (>= 0) or null when the checker does not apply,
  * "remaining_time_type": "expire_after", "extra": null or}:
- *   network_timeout   extra {"timeout": idle_timeout}; the later of the
- *                     deadline and last use + idle_timeout
+ *   network_timeout   extra {"timeout": idle_timeout, "level": the scope that
+ *                     set it}; the later of the deadline and last use +
+ *                     idle_timeout
  *   session_lifetime  extra {"max_lifetime": N}; until the lifetime ends
  * New reference. */
 json_t *idle_checks_json(const idle_inputs *in);

@@ -38,7 +38,7 @@ static const char started_sql[] =
 /* clang-format off */
 static const char running_sql[] =
     "WITH u AS (UPDATE registry.sessions SET status = 'RUNNING', status_info = '',"
-    "   status_changed_at = now(), " IDLE_DEADLINE_SET("'RUNNING'")
+    "   status_changed_at = now(), " SESSION_DEADLINES_SET("'RUNNING'")
     "   WHERE id = ANY($1::uuid[]) RETURNING id)"
     " INSERT INTO registry.session_status_history (session_id, status, reason)"
     " SELECT id, 'RUNNING', '' FROM u ORDER BY id";

@@ -13,6 +13,7 @@
 #include "lifecycle.h"
 #include "occupancy_sync.h"
 #include "idle_network.h"
+#include "idle_scopes.h"
 #include "reconcile.h"
 #include "session_cluster.h"
 #include "usage_store.h"
@@ -257,7 +258,7 @@ static bool registry_start(svc *s, ts_err *err)
         return false;
     }
     if (!authc_start(s, err) || !agents_start(s, err) || !lifecycle_start(s, err) ||
-        !usage_store_start(s, err) || !waiters_feed_start(err))
+        !usage_store_start(s, err) || !waiters_feed_start(err) || !idle_scopes_start(s, err))
         return false;
     reconcile_register_metrics(s);
     idle_network_register_metrics(s);
@@ -268,6 +269,7 @@ static void registry_stop(svc *s)
 {
     (void)s;
     housekeeping_stop();
+    idle_scopes_stop();
     waiters_feed_stop();
     usage_store_stop();
     lifecycle_stop();

@@ -43,6 +43,7 @@
  *     pending_timeout.c  PENDING sessions past their group's pending_timeout cancelled
  *     session_lifetime.c RUNNING sessions past their policy's max_session_lifetime ended
  *     idle_network.c     RUNNING sessions unused for their idle_timeout ended (Redis last use)
+ *     idle_scopes.c      a session's idle timeout from its scopes; a scope's change applied
  *     session_sweep.c    the loop both share: query, then lock, check and end each
  *     publish.c          the outbox: events out after COMMIT, waiter notifications
  *     waiters.c          create calls waiting for RUNNING (condition variable)

@@ -3,6 +3,7 @@
 
 #include "caller.h"
 #include "db_common.h"
+#include "idle_scopes.h"
 #include "libcommon/log.h"
 #include "libcommon/pgjson.h"
 #include "listing.h"
@@ -12,7 +13,8 @@
 
 #define SELECT_GROUPS                                                                              \
     "SELECT g.name, g.description, g.is_active, g.scheduler, g.agent_selector,"                    \
-    " g.allowed_session_types, g.pending_timeout, g.created_at, g.modified_at,"                    \
+    " g.allowed_session_types, g.pending_timeout, g.idle_timeout, g.idle_inference,"               \
+    " g.created_at, g.modified_at,"                                                                \
     " (SELECT count(*) FROM registry.agents a WHERE a.resource_group = g.name"                     \
     "   AND a.status = 'ALIVE')::int AS agents"
 
@@ -43,19 +45,26 @@ static void h_get(http_req *req, http_resp *resp, void *ctx)
 /* The fields of a create or update body, as text parameters (NULL = absent). */
 typedef struct rg_fields {
     const char *name, *description, *scheduler, *selector;
-    char active[8], timeout[24];
+    char active[8], timeout[24], idle[24], inference[8];
     char *types; /* text[] literal */
-    bool has_active, has_timeout;
+    bool has_active, has_timeout, has_idle, has_inference;
 } rg_fields;
 
 static bool parse_fields(json_t *body, bool create, rg_fields *f, http_resp *resp)
 {
-    static const char *const keys[] = {
-        "name",           "description",           "is_active",       "scheduler",
-        "agent_selector", "allowed_session_types", "pending_timeout", NULL};
+    static const char *const keys[] = {"name",
+                                       "description",
+                                       "is_active",
+                                       "scheduler",
+                                       "agent_selector",
+                                       "allowed_session_types",
+                                       "pending_timeout",
+                                       "idle_timeout",
+                                       "idle_inference",
+                                       NULL};
     memset(f, 0, sizeof(*f));
-    bool active;
-    long long timeout;
+    bool active, inf;
+    long long timeout, idle;
     if (!pgjson_only_keys(body, keys, resp) ||
         !pgjson_field_str(body, "name", create, 1, 64, &f->name, resp) ||
         !pgjson_field_str(body, "description", false, 0, 1000, &f->description, resp) ||
@@ -64,8 +73,12 @@ static bool parse_fields(json_t *body, bool create, rg_fields *f, http_resp *res
         !pgjson_field_enum(body, "agent_selector", false, "concentrated|dispersed|roundrobin",
                            &f->selector, resp) ||
         !pgjson_field_int(body, "pending_timeout", false, 0, 86400 * 365, &timeout, &f->has_timeout,
-                          resp))
+                          resp) ||
+        !pgjson_field_int(body, "idle_timeout", false, 0, 86400 * 365, &idle, &f->has_idle, resp) ||
+        !pgjson_field_bool(body, "idle_inference", false, &inf, &f->has_inference, resp))
         return false;
+    if (f->has_inference) ts_strlcpy(f->inference, inf ? "true" : "false", sizeof(f->inference));
+    if (f->has_idle) snprintf(f->idle, sizeof(f->idle), "%lld", idle);
     if (f->has_active) ts_strlcpy(f->active, active ? "true" : "false", sizeof(f->active));
     if (f->has_timeout) snprintf(f->timeout, sizeof(f->timeout), "%lld", timeout);
     json_t *types = json_object_get(body, "allowed_session_types");
@@ -113,27 +126,39 @@ static PGresult *insert_group(PGconn *conn, http_resp *resp, const rg_fields *f)
                        f->scheduler ? f->scheduler : "fifo",
                        f->selector ? f->selector : "concentrated",
                        f->types ? f->types : "{interactive,batch,inference}",
-                       f->has_timeout ? f->timeout : "0"};
+                       f->has_timeout ? f->timeout : "0",
+                       f->has_idle ? f->idle : "0",
+                       f->has_inference ? f->inference : "false"};
     return pgjson_query(conn, resp, "create resource group",
                         "INSERT INTO registry.resource_groups (name, description, is_active,"
-                        " scheduler, agent_selector, allowed_session_types, pending_timeout)"
-                        " VALUES ($1, $2, $3::bool, $4, $5, $6::text[], $7::int)",
-                        7, p);
+                        " scheduler, agent_selector, allowed_session_types, pending_timeout,"
+                        " idle_timeout, idle_inference) VALUES ($1, $2, $3::bool, $4, $5,"
+                        " $6::text[], $7::int, $8::int, $9::bool)",
+                        9, p);
 }
 
 static PGresult *update_group(PGconn *conn, http_resp *resp, const char *name, const rg_fields *f)
 {
-    const char *p[] = {name,        f->description, f->has_active ? f->active : NULL,  f->scheduler,
-                       f->selector, f->types,       f->has_timeout ? f->timeout : NULL};
+    const char *p[] = {name,
+                       f->description,
+                       f->has_active ? f->active : NULL,
+                       f->scheduler,
+                       f->selector,
+                       f->types,
+                       f->has_timeout ? f->timeout : NULL,
+                       f->has_idle ? f->idle : NULL,
+                       f->has_inference ? f->inference : NULL};
     return pgjson_query(
         conn, resp, "update resource group",
         "UPDATE registry.resource_groups SET description = coalesce($2, description),"
         " is_active = coalesce($3::bool, is_active), scheduler = coalesce($4, scheduler),"
         " agent_selector = coalesce($5, agent_selector),"
         " allowed_session_types = coalesce($6::text[], allowed_session_types),"
-        " pending_timeout = coalesce($7::int, pending_timeout), modified_at = now()"
+        " pending_timeout = coalesce($7::int, pending_timeout),"
+        " idle_timeout = coalesce($8::int, idle_timeout),"
+        " idle_inference = coalesce($9::bool, idle_inference), modified_at = now()"
         " WHERE name = $1",
-        7, p);
+        9, p);
 }
 
 /* POST /v1/admin/resource-groups (the body names it) and PATCH
@@ -155,8 +180,30 @@ static void h_write(http_req *req, http_resp *resp, void *ctx)
         goto out;
     }
     if (!name) tlog_ctx_entity("resource_group", f.name);
-    PGresult *r =
-        name ? update_group(x.fr.conn, resp, name, &f) : insert_group(x.fr.conn, resp, &f);
+    /* a changed idle setting reaches the group's sessions in the same transaction */
+    PGconn *conn = x.fr.conn;
+    bool rescope = name && (f.has_idle || f.has_inference);
+    if (rescope && !pgjson_begin(conn, resp)) goto out;
+    PGresult *r = name ? update_group(conn, resp, name, &f) : insert_group(conn, resp, &f);
+    if (rescope) {
+        ts_err err = {{0}};
+        if (r && !idle_scopes_changed(conn, IDLE_SCOPE_RESOURCE_GROUP, name, 0, NULL, &err)) {
+            char q[256];
+            TLOG_ERROR("resource group not changed: idle timeouts not recomputed", "error=%s",
+                       tlog_quote(q, sizeof(q), err.msg));
+            http_problem(resp, 503, "service-unavailable", NULL,
+                         "resource group not changed: its sessions' idle timeouts could not be "
+                         "recomputed: %s",
+                         err.msg);
+            PQclear(r);
+            r = NULL;
+        }
+        if (r && !pgjson_commit(conn, resp)) {
+            PQclear(r);
+            r = NULL;
+        }
+        if (!r) pg_rollback(conn);
+    }
     if (r) {
         PQclear(r);
         listing_reply_one(resp, x.fr.conn, &group_row, name ? name : f.name, name ? 200 : 201);

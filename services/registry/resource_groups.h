@@ -5,8 +5,13 @@
  *   POST  /v1/admin/resource-groups  {"name", "description", "is_active",
  *         "scheduler": fifo|lifo|drf, "agent_selector":
  *         concentrated|dispersed|roundrobin, "allowed_session_types":
- *         [interactive, batch, inference], "pending_timeout": seconds}  201
- *   PATCH /v1/admin/resource-groups/{name}  (the same fields, all optional)
+ *         [interactive, batch, inference], "pending_timeout": seconds,
+ *         "idle_timeout": seconds (0: none; the default idle timeout of
+ *         sessions whose keypair policy leaves it undefined, idle_scopes.h),
+ *         "idle_inference": bool (its inference sessions are checked too)}  201
+ *   PATCH /v1/admin/resource-groups/{name}  (the same fields, all optional; a
+ *         changed idle_timeout or idle_inference recomputes the group's live
+ *         sessions')
  * Each answer carries the group with "agents" (ALIVE agents in it). The
  * "default" group exists from the first start. Who may use a group is
  * tessera-auth's resource-group access (docs/api.md). */

@@ -8,6 +8,7 @@
 #include "context.h"
 #include "db_common.h"
 #include "home_files.h"
+#include "idle_scopes.h"
 #include "images.h"
 #include "largest_agent.h"
 #include "libcommon/log.h"
@@ -495,7 +496,8 @@ static bool check_name(create *x)
 typedef struct session_text {
     char *kernel_slots, *total_slots, *resource_opts, *mounts, *environ, *limits, *preopen_ports,
         *home_files;
-    char priority[16], cluster_size[16], idle_timeout[24], max_lifetime[24], rootfs_size[24];
+    char *idle_inputs; /* idle_scopes_inputs */
+    char priority[16], cluster_size[16], max_lifetime[24], rootfs_size[24];
 } session_text;
 
 /* j as compact JSON text (malloc'd); j is released. */
@@ -536,7 +538,7 @@ static void session_text_fill(const create *x, session_text *t)
     t->home_files = dump_json(home);
     snprintf(t->priority, sizeof(t->priority), "%d", cr->priority);
     snprintf(t->cluster_size, sizeof(t->cluster_size), "%d", cr->cluster_size);
-    policy_int(policy, "idle_timeout", false, t->idle_timeout, sizeof(t->idle_timeout));
+    t->idle_inputs = idle_scopes_inputs(x->owner);
     policy_int(policy, "max_session_lifetime", true, t->max_lifetime, sizeof(t->max_lifetime));
     /* the kernels' disk size (CreateKernel.rootfs_size; 0: the agent's own) */
     policy_int(policy, "max_rootfs_size", true, t->rootfs_size, sizeof(t->rootfs_size));
@@ -552,6 +554,7 @@ static void session_text_free(session_text *t)
     free(t->limits);
     free(t->preopen_ports);
     free(t->home_files);
+    free(t->idle_inputs);
 }
 
 /* The registry.sessions row of the create, column by column (sql_row.h). */
@@ -585,7 +588,7 @@ static void session_row(const create *x, const session_text *t, sql_row *r)
     sql_row_set(r, "environ", "?::jsonb", t->environ);
     sql_row_set(r, "startup_command", NULL, cr->startup_command);
     sql_row_set(r, "bootstrap_script", NULL, cr->bootstrap_script);
-    sql_row_set(r, "idle_timeout", "?::int", t->idle_timeout);
+    sql_row_set(r, "idle_inputs", "?::jsonb", t->idle_inputs);
     sql_row_set(r, "limits", "?::jsonb", t->limits);
     sql_row_set(r, "preopen_ports", "?::jsonb", t->preopen_ports);
     sql_row_set(r, "home_files", "?::jsonb", t->home_files);

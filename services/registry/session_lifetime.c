@@ -6,13 +6,13 @@
 
 #include <stdio.h>
 
-/* RUNNING sessions whose first RUNNING is older than their lifetime. */
+/* RUNNING sessions past their lifetime's deadline (first RUNNING +
+ * max_lifetime, db_common.h's SESSION_DEADLINES_SET), oldest first: the
+ * partial index lists only the live sessions with a lifetime. */
 static const char OVERDUE_SQL[] = "SELECT s.id::text, s.max_lifetime FROM registry.sessions s"
-                                  " WHERE s.status = 'RUNNING' AND s.max_lifetime > 0"
-                                  " AND (SELECT min(h.at) FROM registry.session_status_history h"
-                                  "      WHERE h.session_id = s.id AND h.status = 'RUNNING')"
-                                  "     < now() - make_interval(secs => s.max_lifetime)"
-                                  " ORDER BY s.created_at LIMIT 100";
+                                  " WHERE s.lifetime_deadline IS NOT NULL"
+                                  " AND s.lifetime_deadline < now() AND s.status = 'RUNNING'"
+                                  " ORDER BY s.lifetime_deadline LIMIT 100";
 
 static void reason(const PGresult *r, int row, char *buf, size_t size)
 {

@@ -5,7 +5,10 @@
  * lifetime checker does. The session is terminated like a destroy (its
  * kernels get DestroyKernel, then TERMINATED) with the reason
  *   "session lifetime: ran more than N s"
- * Run by the housekeeping thread every registry.pending_check_interval. */
+ * The deadline is durable (registry.sessions.lifetime_deadline, set at the
+ * first RUNNING, kept through restarts, NULL once final; migration 0022),
+ * so a pass reads only the sessions due through its partial index. Run by
+ * the housekeeping thread every registry.pending_check_interval. */
 #ifndef REGISTRY_SESSION_LIFETIME_H
 #define REGISTRY_SESSION_LIFETIME_H
 

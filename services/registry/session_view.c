@@ -15,14 +15,11 @@ const char session_view_sql[] =
     " (extract(epoch FROM coalesce(s.terminated_at, now()) - s.created_at) * 1000)::bigint AS age,"
     " s.occupied_slots, s.requested_slots, s.domain_name, s.project_id::text AS project_id,"
     " s.group_name, s.user_id::text AS user_id, s.access_key, s.resource_group, s.cluster_size,"
-    " s.cluster_mode, s.priority, s.result, s.exit_code, s.idle_timeout,"
+    " s.cluster_mode, s.priority, s.result, s.exit_code, s.idle_timeout, s.idle_level,"
     " (extract(epoch FROM s.idle_deadline) * 1000)::bigint AS idle_deadline_ms,"
     " (extract(epoch FROM now()) * 1000)::bigint AS now_ms, s.max_lifetime,"
-    /* the history is read only for a RUNNING session with a lifetime */
     " CASE WHEN s.status = 'RUNNING' AND s.max_lifetime > 0 THEN"
-    "  (extract(epoch FROM (SELECT min(h.at) FROM registry.session_status_history h"
-    "   WHERE h.session_id = s.id AND h.status = 'RUNNING')) * 1000)::bigint"
-    "  + s.max_lifetime * 1000::bigint END AS lifetime_end_ms,"
+    "  (extract(epoch FROM s.lifetime_deadline) * 1000)::bigint END AS lifetime_end_ms,"
     " (SELECT coalesce(json_agg(json_build_object('id', k.id, 'role', k.cluster_role,"
     "    'idx', k.cluster_idx, 'name', " SESSION_KERNEL_NAME_SQL ", 'agent', k.agent_id,"
     "    'status', k.status,"
@@ -95,6 +92,9 @@ json_t *session_view_json(const PGresult *r, int row)
     idle_inputs in = {.now_ms = int_col(r, row, "now_ms"),
                       .deadline_ms = int_col(r, row, "idle_deadline_ms"),
                       .timeout_s = (int)int_col(r, row, "idle_timeout"),
+                      .level = PQgetisnull(r, row, PQfnumber(r, "idle_level"))
+                                   ? NULL
+                                   : PQgetvalue(r, row, PQfnumber(r, "idle_level")),
                       .lifetime_end_ms = int_col(r, row, "lifetime_end_ms"),
                       .max_lifetime_s = (int)int_col(r, row, "max_lifetime")};
     json_object_set_new(o, "idleChecks", idle_checks_json(&in));

@@ -80,13 +80,13 @@ bool tr_lock_many(PGconn *conn, const char *const *ids, size_t n, sess *out, boo
     return true;
 }
 
-/* tr_set's statement: the status (and the idle deadline it implies), the
+/* tr_set's statement: the status (and the deadlines it implies), the
  * kernels' slots when final, and the history row. */
 /* (clang-format cannot lay out a macro between string literals) */
 /* clang-format off */
 static const char set_sql[] =
     "WITH u AS (UPDATE registry.sessions SET status = $2, status_info = $3,"
-    " status_changed_at = now(), " IDLE_DEADLINE_SET("$2") ","
+    " status_changed_at = now(), " SESSION_DEADLINES_SET("$2") ","
     " terminated_at = CASE WHEN $4::bool THEN now() ELSE terminated_at END,"
     " occupied_slots = CASE WHEN $4::bool THEN '{}'::jsonb ELSE occupied_slots END"
     " WHERE id = $1::uuid RETURNING id),"

@@ -14,6 +14,7 @@
 #include "libcommon/http1.h"
 #include "services/wsproxy/routes.h"
 #include "services/wsproxy/worker.h"
+#include "services/wsproxy/ws_use.h"
 #include "libcommon/wsframe.h"
 
 typedef struct wbuf {
@@ -52,6 +53,7 @@ struct conn {
     bool req_html; /* the request's Accept names text/html: a browser gets pages */
     bool resp_started, resp_keepalive, local_keepalive;
     char ws_accept[WSF_ACCEPT_LEN + 1];
+    ws_use wsu;       /* a WebSocket tunnel: which client bytes are use (data frames) */
     char *set_cookie; /* "Set-Cookie: ...\r\n" lines for the response */
     char *resend;     /* the request head, kept until the response starts */
     size_t resend_len;

@@ -112,11 +112,14 @@ static bool client_in(conn *c)
             c->deadline_kind = DL_HEADER;
             c->deadline_ms = c->w->now_ms + c->w->cfg->header_timeout_ms;
         }
-        c->cin.wr += (size_t)n;
         /* The user's bytes on an upgraded connection are use of the session
          * (the idle checker's; a request counts in request.c): a connection
-         * that moves nothing does not keep the session. */
-        if (c->up == UP_TUNNEL && c->has_route) worker_touch(c->w, c->rt.session_id);
+         * that moves nothing does not keep the session, nor does a WebSocket
+         * whose client only answers pings (ws_use.h). */
+        if (c->up == UP_TUNNEL && c->has_route &&
+            (!c->req_ws || ws_use_feed(&c->wsu, (const uint8_t *)c->cin.p + c->cin.wr, (size_t)n)))
+            worker_touch(c->w, c->rt.session_id);
+        c->cin.wr += (size_t)n;
         /* A short read drained the socket: the next data brings a new edge
          * (saves the recv that would answer EAGAIN, as nginx does). */
         if ((size_t)n < room && !c->c_hup) c->c_rd = false;

@@ -157,6 +157,14 @@ void response_try_head(conn *c)
             }
         }
         forward_head(c, canon, end, raw_end, false);
+        if (c->req_ws) {
+            /* frames the client sent before the 101 wait in cin: read from there */
+            ws_use_init(&c->wsu);
+            if (wbuf_len(&c->cin) &&
+                ws_use_feed(&c->wsu, (const uint8_t *)c->cin.p + c->cin.rd, wbuf_len(&c->cin)) &&
+                c->has_route)
+                worker_touch(c->w, c->rt.session_id);
+        }
         c->dn = DN_TUNNEL;
         c->up = UP_TUNNEL;
         c->deadline_kind = DL_NONE;

@@ -81,7 +81,7 @@ def test_an_idle_session_is_reclaimed_with_its_reason(admin, gw, image_registere
         info = okj(client.get(f"/session/{sname}"))
         checks = info["idleChecks"]["network_timeout"]
         assert checks["remaining_time_type"] == "expire_after", info
-        assert checks["extra"] == {"timeout": IDLE}, info
+        assert checks["extra"] == {"timeout": IDLE, "level": "keypair_policy"}, info
         assert 0 < checks["remaining"] <= IDLE, info
         # GraphQL, Backend.AI's shape (a JSON string)
         d = gql_data(client, "query($id: UUID!) { compute_session(id: $id) { idle_checks } }",
@@ -92,7 +92,7 @@ def test_an_idle_session_is_reclaimed_with_its_reason(admin, gw, image_registere
         env = base_env(tmp_path, TESSERA_GATEWAY_URL=stack["TESSERA_GATEWAY_URL"],
                        TESSERA_ACCESS_KEY=client.access_key, TESSERA_SECRET_KEY=client.secret_key)
         out = cli_ok(bin_dir, env, "session", "info", sname)
-        assert "reclaimed in" in out and f"idle timeout {IDLE} s" in out, out
+        assert "reclaimed in" in out and f"idle timeout {IDLE} s, keypair policy's" in out, out
         assert _remaining(info) is not None and info["idleChecks"]["session_lifetime"]["remaining"] is None
 
         wait_until(lambda: _status(client, sid) in ("TERMINATING", "TERMINATED"),

@@ -761,6 +761,32 @@ def test_tunnel_bytes_are_use_a_silent_tunnel_is_not(env):
                    message="last_access to follow the tunnel's bytes")
 
 
+def test_websocket_pings_are_not_use_data_frames_are(env):
+    """On a WebSocket, only data frames mark session:<id>:last_access: a client
+    that only pings and answers pings (a forgotten browser tab of an app that
+    pings its clients) does not keep the session; a text frame does."""
+    px = env["shared"]
+    sid = new_session()
+    r = px.route(sid, app="ws", target=env["ws"])
+    token = r["url"].split("token=")[1]
+    key = f"session:{sid}:last_access"
+    with px.connect() as sock:
+        status, _ = ws_open(sock, f"/socket?token={token}")
+        assert status == 101
+        opened = int(wait_until(lambda: redis_cli(env, "GET", key), timeout=5, message="last_access"))
+        for i in range(6):  # 3 s of control frames only
+            time.sleep(0.5)
+            sock.sendall(frame(0xA, b"pong %d" % i, True))
+            assert read_frame(sock) == (True, 0xA, b"pong %d" % i)  # the echo server's
+            sock.sendall(frame(0x9, b"ping %d" % i, True))
+            assert read_frame(sock) == (True, 0xA, b"ping %d" % i)
+        assert int(redis_cli(env, "GET", key)) == opened
+        sock.sendall(frame(0x1, b"typing", True))
+        assert read_frame(sock) == (True, 0x1, b"typing")
+        wait_until(lambda: int(redis_cli(env, "GET", key)) >= opened + 3000, timeout=5,
+                   message="last_access to follow the data frame")
+
+
 def test_route_api_needs_the_right_service(env):
     """Whoever reaches the route API without the gateway's credential opens
     nothing: no credential 401, the registry's credential 403 (it only revokes),

@@ -1,7 +1,9 @@
 // A session's idle checkers (GET /session/{name}'s idleChecks, Backend.AI's
 // idle_checks; docs/api.md "Idle") in words, for the sessions list and the
 // session page: { idle: "reclaimed in 12 min unless used", idleTimeout: 600,
-// lifetime: "ends in 2 h 5 min" }, each null when that checker does not apply.
+// idleLevel: "project" (the setting that gave the timeout: keypair policy,
+// resource group, project or domain), lifetime: "ends in 2 h 5 min" }, each
+// null when that checker does not apply.
 
 function secondsInWords(s) {
   if (s < 120) return `${Math.floor(s)} s`;
@@ -20,6 +22,7 @@ export function idleSummary(checks) {
   return {
     idle: net === null ? null : `reclaimed in ${secondsInWords(net)} unless used`,
     idleTimeout: extra && typeof extra.timeout === 'number' ? extra.timeout : null,
+    idleLevel: extra && typeof extra.level === 'string' ? extra.level.replace('_', ' ') : null,
     lifetime: life === null ? null : `ends in ${secondsInWords(life)}`,
   };
 }

@@ -45,6 +45,19 @@ export function slotsFromForm(form) {
   return out;
 }
 
+// An idle timeout field (seconds; docs/sessions.md "Idle reclamation"): ""
+// is 0. A domain's, a project's and a resource group's take 0 (none) and up;
+// a keypair policy's also -1 (undefined: the resource group's default).
+export function idleTimeoutFromForm(text, { allowUndefined = false } = {}) {
+  const t = String(text ?? '').trim();
+  const v = t ? Number(t) : 0;
+  if (!Number.isInteger(v) || v < (allowUndefined ? -1 : 0) || v > 31536000)
+    throw new Error(
+      `Idle timeout: “${t}” is not a whole number of seconds from ${allowUndefined ? '-1' : '0'} to 31536000`,
+    );
+  return v;
+}
+
 // Slot amounts for a table cell: "CPU 8 · Memory 32 GiB", or none.
 export const fmtLimits = (slots) => {
   const s = fmtSlots(slotsToNumbers(slots));

@@ -43,6 +43,19 @@ static void test_from_the_deadline(void **state)
     assert_true(remaining(c) > 599.9 && remaining(c) < 600.1);
     assert_int_equal(
         json_integer_value(json_object_get(json_object_get(net(c), "extra"), "timeout")), 600);
+    /* no scope given: level null */
+    assert_true(json_is_null(json_object_get(json_object_get(net(c), "extra"), "level")));
+    json_decref(c);
+}
+
+static void test_the_level_that_set_it(void **state)
+{
+    (void)state;
+    idle_inputs in = {
+        .now_ms = NOW, .deadline_ms = NOW + 60000, .timeout_s = 60, .level = "project"};
+    json_t *c = idle_checks_json(&in);
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(net(c), "extra"), "level")), "project");
     json_decref(c);
 }
 
@@ -109,7 +122,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_from_the_deadline), cmocka_unit_test(test_a_later_use_extends_it),
         cmocka_unit_test(test_past_due_is_zero),  cmocka_unit_test(test_not_checked),
-        cmocka_unit_test(test_session_lifetime),
+        cmocka_unit_test(test_session_lifetime),  cmocka_unit_test(test_the_level_that_set_it),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

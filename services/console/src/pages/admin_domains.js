@@ -11,6 +11,7 @@ import {
   fmtLimits,
   hostsFromText,
   hostsToText,
+  idleTimeoutFromForm,
   slotsFromForm,
   slotsToForm,
 } from '../limits_form.js';
@@ -39,6 +40,7 @@ function limitsState(rec) {
     is_active: rec ? !!rec.is_active : true,
     slots: slotsToForm(rec && rec.total_resource_slots),
     hosts: hostsToText(rec && rec.allowed_vfolder_hosts),
+    idle_timeout: String((rec && rec.idle_timeout) ?? 0),
   };
 }
 
@@ -46,7 +48,9 @@ function limitsState(rec) {
 function limitsBody(f, rec, { withHosts = true } = {}) {
   const body = { description: f.description, is_active: f.is_active, total_resource_slots: slotsFromForm(f.slots) };
   if (withHosts) body.allowed_vfolder_hosts = hostsFromText(f.hosts);
+  body.idle_timeout = idleTimeoutFromForm(f.idle_timeout);
   if (!rec) return body;
+  if (body.idle_timeout === (rec.idle_timeout ?? 0)) delete body.idle_timeout;
   const same = (a, b) => JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
   const norm = (o) => Object.fromEntries(Object.entries(o || {}).sort());
   if (body.description === (rec.description || '')) delete body.description;
@@ -57,6 +61,12 @@ function limitsBody(f, rec, { withHosts = true } = {}) {
     delete body.allowed_vfolder_hosts;
   return body;
 }
+
+// The cap on the idle timeout of a domain's or a project's sessions.
+const IdleField = ({ id, value, onChange, whose }) =>
+  html`<div class="field"><label for=${id}>Idle timeout cap (s)</label>
+    <input id=${id} inputmode="numeric" value=${value} onInput=${(e) => onChange(e.currentTarget.value)} />
+    <p class="hint">At most this long unused before ${whose} interactive sessions are ended, whatever their keypair policy says (the strictest setting wins; running sessions follow a change). 0: no cap.</p></div>`;
 
 function DomainForm({ user, domain, onClose, onSaved }) {
   const creating = !domain;
@@ -73,7 +83,9 @@ function DomainForm({ user, domain, onClose, onSaved }) {
       if (creating) {
         await post('/admin/domains', { name: name.trim(), ...limitsBody(f, null) });
       } else {
-        const body = su ? limitsBody(f, domain) : { description: f.description };
+        const body = su
+          ? limitsBody(f, domain)
+          : { description: f.description, idle_timeout: idleTimeoutFromForm(f.idle_timeout) };
         if (Object.keys(body).length) await api('PATCH', '/admin/domains/' + enc(domain.name), { body });
       }
       toast(`${creating ? 'Created' : 'Saved'} domain ${creating ? name.trim() : domain.name}`);
@@ -86,7 +98,7 @@ function DomainForm({ user, domain, onClose, onSaved }) {
   };
   return html`<${Modal} title=${creating ? 'New domain' : `Edit domain ${domain.name}`} onClose=${onClose} wide>
     <form class="form" onSubmit=${submit} noValidate data-test="domain-form">
-      ${!su && html`<p class="banner info" role="status">As a domain admin you may change the description only.</p>`}
+      ${!su && html`<p class="banner info" role="status">As a domain admin you may change the description and the idle timeout only.</p>`}
       ${
         creating &&
         html`<div class="field"><label for="domain-name">Name</label>
@@ -101,6 +113,7 @@ function DomainForm({ user, domain, onClose, onSaved }) {
       <${SlotsFields} idPrefix="domain" value=${f.slots} disabled=${!su} onChange=${(slots) => setF({ ...f, slots })}
         help="The most all sessions of the domain's users may hold together, per slot. Empty: no limit." />
       <${HostsField} id="domain-hosts" value=${f.hosts} disabled=${!su} onChange=${(hosts) => setF({ ...f, hosts })} />
+      <${IdleField} id="domain-idle" value=${f.idle_timeout} onChange=${(idle_timeout) => setF({ ...f, idle_timeout })} whose="the domain's" />
       ${err && html`<p class="banner error" role="alert">${err}</p>`}
       <div class="form-actions"><button type="button" class="btn" onClick=${onClose}>Cancel</button>
         <button type="submit" class="btn primary" data-test="domain-submit" disabled=${busy}>${busy ? 'Saving…' : creating ? 'Create domain' : 'Save'}</button></div>
@@ -157,6 +170,7 @@ function ProjectForm({ domain, project, policies, onClose, onSaved }) {
       <${SlotsFields} idPrefix="project" value=${f.slots} onChange=${(slots) => setF({ ...f, slots })}
         help="The most all sessions of the project may hold together, per slot. Empty: no limit." />
       <${HostsField} id="project-hosts" value=${f.hosts} onChange=${(hosts) => setF({ ...f, hosts })} />
+      <${IdleField} id="project-idle" value=${f.idle_timeout} onChange=${(idle_timeout) => setF({ ...f, idle_timeout })} whose="the project's" />
       ${err && html`<p class="banner error" role="alert">${err}</p>`}
       <div class="form-actions"><button type="button" class="btn" onClick=${onClose}>Cancel</button>
         <button type="submit" class="btn primary" data-test="project-submit" disabled=${busy}>${busy ? 'Saving…' : creating ? 'Create project' : 'Save'}</button></div>

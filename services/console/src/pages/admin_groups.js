@@ -5,6 +5,7 @@ import { useState } from 'preact/hooks';
 import { api, enc, get, post } from '../api.js';
 import { AdminTabs, Bar, isSuperadmin } from '../admin.js';
 import { resourceGroups } from '../resources.js';
+import { idleTimeoutFromForm } from '../limits_form.js';
 import {
   html,
   ErrorBanner,
@@ -32,6 +33,8 @@ function GroupForm({ group, onClose, onSaved }) {
     agent_selector: group ? group.agent_selector : 'concentrated',
     types: new Set(group ? group.allowed_session_types || [] : ['interactive', 'batch']),
     pending_timeout: group ? String(group.pending_timeout ?? 0) : '0',
+    idle_timeout: group ? String(group.idle_timeout ?? 0) : '0',
+    idle_inference: group ? !!group.idle_inference : false,
     is_active: group ? !!group.is_active : true,
   }));
   const [err, setErr] = useState(null);
@@ -45,6 +48,13 @@ function GroupForm({ group, onClose, onSaved }) {
       setErr('The pending timeout is a whole number of seconds (0: none).');
       return;
     }
+    let idle;
+    try {
+      idle = idleTimeoutFromForm(f.idle_timeout);
+    } catch (x) {
+      setErr(x.message);
+      return;
+    }
     if (!f.types.size) {
       setErr('Allow at least one session type.');
       return;
@@ -55,6 +65,8 @@ function GroupForm({ group, onClose, onSaved }) {
       agent_selector: f.agent_selector,
       allowed_session_types: TYPES.filter((x) => f.types.has(x)),
       pending_timeout: t,
+      idle_timeout: idle,
+      idle_inference: f.idle_inference,
       is_active: f.is_active,
     };
     setBusy(true);
@@ -95,6 +107,13 @@ function GroupForm({ group, onClose, onSaved }) {
       <div class="row2">
         <div class="field"><label for="group-timeout">Pending timeout (s, 0: none)</label>
           <input id="group-timeout" inputmode="numeric" value=${f.pending_timeout} onInput=${set('pending_timeout')} /></div>
+        <div class="field"><label for="group-idle">Default idle timeout (s, 0: none)</label>
+          <input id="group-idle" inputmode="numeric" value=${f.idle_timeout} onInput=${set('idle_timeout')} />
+          <p class="hint">For sessions whose keypair policy leaves the idle timeout undefined (-1); running sessions follow a change.</p>
+          <label class="inline"><input id="group-idle-inference" type="checkbox" checked=${f.idle_inference}
+            onChange=${(e) => setF({ ...f, idle_inference: e.currentTarget.checked })} /> idle inference sessions are ended too</label></div>
+      </div>
+      <div class="row2">
         <div class="field"><span class="label">State</span><label class="inline"><input id="group-active" type="checkbox" checked=${f.is_active}
           onChange=${(e) => setF({ ...f, is_active: e.currentTarget.checked })} /> active</label></div>
       </div>
@@ -256,6 +275,7 @@ export function AdminGroupsPage({ user }) {
       <dl class="info small"><dt>Scheduler</dt><dd>${g.scheduler} · ${g.agent_selector}</dd>
         <dt>Session types</dt><dd>${(g.allowed_session_types || []).join(', ') || '–'}</dd>
         <dt>Pending timeout</dt><dd>${g.pending_timeout ? g.pending_timeout + ' s' : 'none'}</dd>
+        <dt>Default idle timeout</dt><dd>${g.idle_timeout ? g.idle_timeout + ' s' : 'none'}${g.idle_inference ? ' (inference sessions too)' : ''}</dd>
         <dt>Agents alive</dt><dd data-group-agents=${g.agentCount}>${g.agentCount}</dd>
         <dt>May use it</dt><dd data-group-access=${rowsOf(g).length}>${
           access.data

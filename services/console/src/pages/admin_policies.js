@@ -79,7 +79,7 @@ export const KINDS = {
       [
         'idle_timeout',
         'Idle timeout',
-        'seconds an interactive session may go unused (no app traffic, stream or exec) before it is ended; 0 or empty = never; taken when a session is created',
+        'seconds an interactive session may go unused (no app traffic, stream or exec) before it is ended; 0 or empty = never; -1 = undefined: the resource group’s default. A project’s or domain’s stricter cap wins; running sessions follow a change',
         0,
         (v) => noneIf0(v, seconds),
       ],
@@ -143,7 +143,7 @@ function PolicyForm({ kind, policy, onClose, onSaved }) {
         let v = empty;
         if (t) {
           v = unit === 'bytes' ? parseBytes(t) : Number(t);
-          if (!Number.isInteger(v) || v < 0)
+          if (!Number.isInteger(v) || v < (key === 'idle_timeout' ? -1 : 0))
             throw new Error(
               `${label}: “${t}” is not a whole number${unit === 'bytes' ? ' of bytes (k/m/g/t allowed)' : ''}`,
             );

@@ -135,7 +135,7 @@ export function SessionPage({ name }) {
             ${s.startsAt && html`<dt>Starts at</dt><dd>${fmtTime(s.startsAt)}</dd>`}
             ${s.terminationTime && html`<dt>Ended</dt><dd>${fmtTime(s.terminationTime)}</dd>`}
             ${s.result && s.result !== 'UNDEFINED' && html`<dt>Result</dt><dd>${s.result}${s.exitCode != null ? ` (exit ${s.exitCode})` : ''}</dd>`}
-            ${idleSummary(s.idleChecks).idle && html`<dt>Idle</dt><dd data-test="idle">${idleSummary(s.idleChecks).idle} (idle timeout ${idleSummary(s.idleChecks).idleTimeout} s: no app traffic, terminal or exec)</dd>`}
+            ${idleSummary(s.idleChecks).idle && html`<dt>Idle</dt><dd data-test="idle">${idleSummary(s.idleChecks).idle} (idle timeout ${idleSummary(s.idleChecks).idleTimeout} s${idleSummary(s.idleChecks).idleLevel ? ', set by the ' + idleSummary(s.idleChecks).idleLevel : ''}: no app traffic, terminal or exec)</dd>`}
             ${idleSummary(s.idleChecks).lifetime && html`<dt>Lifetime</dt><dd data-test="lifetime">${idleSummary(s.idleChecks).lifetime}</dd>`}
             <dt>Id</dt><dd class="mono small">${s.sessionUuid}</dd>
           </dl>
