@@ -45,6 +45,7 @@ def test_agents_pages_walk_every_agent_once_with_its_kernels(reg):
     """GET /v1/admin/agents in pages (the page's rows first, their kernels
     counted for them only): limit 2 walks every agent of a group once, in id
     order, the same total on each page, kernels counted on the page."""
+    reg.group("rgpage", description="agent pages")
     ids = ["fa-pg%d" % i for i in range(5)]
     for a in ids:
         reg.agent(a, "rgpage", slots="cpu=4 mem=8g")
