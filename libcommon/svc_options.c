@@ -111,10 +111,11 @@ const cfg_option svc_kafka_table[] = {
      "tries of a failing event before it goes to tessera.dlq.v1"},
     {"kafka.retry_backoff", CFG_DURATION, &svc_opts.kafka_retry_backoff_ms, "200ms", 0, 60000, NULL,
      false, NULL, "wait between tries of a failing event"},
-    {"kafka.fetch_wait", CFG_DURATION, &svc_opts.kafka_fetch_wait_ms, "100ms", 1, 10000, NULL,
+    {"kafka.fetch_wait", CFG_DURATION, &svc_opts.kafka_fetch_wait_ms, "500ms", 1, 10000, NULL,
      false, NULL,
      "longest a broker may hold a fetch with nothing new (a real broker answers as soon as a "
-     "message arrives; librdkafka's mock cluster waits it out, so the dev stack uses 10ms)"},
+     "message arrives, so this costs no latency there; each idle consumer sends a fetch per "
+     "broker this often; librdkafka's mock cluster waits it out, so the dev stack uses 10ms)"},
     {"kafka.control_fetch_wait", CFG_DURATION, &svc_opts.kafka_control_fetch_wait_ms, "0ms", 0,
      10000, NULL, false, NULL,
      "kafka.fetch_wait for the consumers a user waits on (session and kernel events, agent "

@@ -80,21 +80,23 @@ def tree(root, parents):
     return out
 
 
+def wakeups_of_task(pid, tid):
+    try:
+        with open(f"/proc/{pid}/task/{tid}/status", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("voluntary_ctxt_switches:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
 def wakeups(pid):
-    total = 0
     try:
         tids = os.listdir(f"/proc/{pid}/task")
     except OSError:
         return 0
-    for tid in tids:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/status", encoding="utf-8") as f:
-                for line in f:
-                    if line.startswith("voluntary_ctxt_switches:"):
-                        total += int(line.split()[1])
-        except OSError:
-            continue
-    return total
+    return sum(wakeups_of_task(pid, tid) for tid in tids)
 
 
 def threads(pid):
@@ -112,7 +114,7 @@ def threads(pid):
             continue
         name = raw[raw.index("(") + 1:raw.rindex(")")]
         rest = raw[raw.rindex(")") + 2:].split()
-        out[(tid, name)] = int(rest[11]) + int(rest[12])
+        out[(tid, name)] = (int(rest[11]) + int(rest[12]), wakeups_of_task(pid, tid))
     return out
 
 
@@ -165,12 +167,20 @@ def main():
             gone.append(name)
             continue
         cpu = (b["ticks"] - a["ticks"]) / TICK
-        busiest = sorted(((b["threads"][k] - a["threads"].get(k, 0), k[1]) for k in b["threads"]),
-                         reverse=True)[:nthreads]
+        busiest = {}  # threads of one name (librdkafka's rdk:main, ...) together
+        for k, (ticks, wake) in b["threads"].items():
+            t0, w0 = a["threads"].get(k, (0, 0))
+            n = busiest.setdefault(k[1], [0, 0, 0])
+            n[0] += ticks - t0
+            n[1] += wake - w0
+            n[2] += 1
+        busiest = sorted(((t, w, c, n) for n, (t, w, c) in busiest.items()), reverse=True)
         rows.append({"name": name, "pid": pid, "cpu_s": cpu, "core_pct": 100.0 * cpu / secs,
                      "wakeups_per_s": (b["wakeups"] - a["wakeups"]) / secs,
                      "tessera": base(name) in TESSERA,
-                     "threads": [{"name": n, "cpu_s": t / TICK} for t, n in busiest]})
+                     "threads": [{"name": n, "count": c, "cpu_s": t / TICK,
+                                  "wakeups_per_s": w / secs}
+                                 for t, w, c, n in busiest[:nthreads]]})
     order = {s: i for i, s in enumerate(TESSERA + tuple(OTHERS))}
     rows.sort(key=lambda r: (order[base(r["name"])], r["name"]))
 
@@ -195,9 +205,11 @@ def main():
             line(OTHERS[base(r["name"])] + (r["name"][len(base(r["name"])):]), r["cpu_s"],
                  r["core_pct"], r["wakeups_per_s"])
     if nthreads:
-        print(f"\nbusiest threads (cpu s over the window, top {nthreads})")
+        print(f"\nbusiest threads by name (count x name: cpu s over the window, wake-ups/s;"
+              f" top {nthreads})")
         for r in rows:
-            shown = ", ".join(f"{t['name']} {t['cpu_s']:.2f}" for t in r["threads"])
+            shown = ", ".join(f"{t['count']}x{t['name']}: {t['cpu_s']:.2f} {t['wakeups_per_s']:.0f}/s"
+                              for t in r["threads"])
             print(f"  {r['name']:<14} {shown}")
     if os.environ.get("BENCH_IDLE_JSON"):
         with open(os.environ["BENCH_IDLE_JSON"], "w", encoding="utf-8") as f:

@@ -2,8 +2,9 @@
 # bench/idle/run.sh: what an idle stack costs in CPU (`make bench-idle`;
 # docs/benchmarks.md "Idle stack"). Starts the development stack in a
 # temporary state dir with production settings where the development stack
-# has its own (kafka.fetch_wait 100ms and kafka.control_fetch_wait 0, i.e. the
-# same, instead of the dev stack's 10ms and 3ms; log.level info), lets it
+# has its own (the services' defaults of kafka.fetch_wait and
+# kafka.control_fetch_wait, read from tessera-registry --help, instead of the
+# dev stack's 10ms and 3ms; log.level info), lets it
 # settle, then bench.py reads every process's CPU time (utime + stime of the
 # process and the children it has reaped, over its whole process tree, from
 # /proc/<pid>/stat) and voluntary context switches (all threads, from
@@ -17,8 +18,8 @@
 #
 # Environment: TESSERA_BIN_DIR (default <repo>/build/bin), BENCH_IDLE_SECONDS
 # (the window, 60), BENCH_IDLE_SETTLE (seconds after readiness before the
-# window opens, 20: start-up work, group joins), BENCH_FETCH_WAIT (100ms) and
-# BENCH_CONTROL_FETCH_WAIT (0ms) for the stack's consumers, BENCH_LOG_LEVEL
+# window opens, 20: start-up work, group joins), BENCH_FETCH_WAIT and
+# BENCH_CONTROL_FETCH_WAIT (the defaults) for the stack's consumers, BENCH_LOG_LEVEL
 # (info), BENCH_IDLE_JSON (a file for the figures as JSON as well),
 # BENCH_KEEP_STATE=1 keeps the state dir (logs).
 set -eu
@@ -58,8 +59,12 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-FETCH_WAIT=${BENCH_FETCH_WAIT:-100ms}
-CONTROL_FETCH_WAIT=${BENCH_CONTROL_FETCH_WAIT:-0ms}
+# the services' own defaults (what production runs), not the dev stack's
+_default() { "$BIN/tessera-registry" --help 2>/dev/null | awk -v o="$1" '$1 == o { print $3; exit }'; }
+FETCH_WAIT=${BENCH_FETCH_WAIT:-$(_default kafka.fetch_wait)}
+CONTROL_FETCH_WAIT=${BENCH_CONTROL_FETCH_WAIT:-$(_default kafka.control_fetch_wait)}
+[ -n "$FETCH_WAIT" ] && [ -n "$CONTROL_FETCH_WAIT" ] ||
+  die "cannot read kafka.fetch_wait's default from $BIN/tessera-registry --help"
 LOG_LEVEL=${BENCH_LOG_LEVEL:-info}
 say "starting the development stack in $STATE (kafka.fetch_wait $FETCH_WAIT, kafka.control_fetch_wait $CONTROL_FETCH_WAIT, log.level $LOG_LEVEL)"
 TESSERA_KAFKA_FETCH_WAIT=$FETCH_WAIT TESSERA_KAFKA_CONTROL_FETCH_WAIT=$CONTROL_FETCH_WAIT \
