@@ -6,8 +6,9 @@ sleeps BENCH_IDLE_SETTLE seconds, then takes each process tree's CPU time
 (utime + stime + cutime + cstime of every live process under the listed pid,
 /proc/<pid>/stat) and voluntary context switches (every thread,
 /proc/<pid>/task/*/status) at both ends of a BENCH_IDLE_SECONDS window, and
-prints a table. BENCH_IDLE_THREADS=N also lists each Tessera process's N
-busiest threads (their names: librdkafka's rdk:broker<n>, rdk:main, ...).
+prints a table. BENCH_IDLE_THREADS=N also lists each process's N busiest
+thread names, the threads of one name together (librdkafka's rdk:main, one
+per client handle; rdk:broker<n>, ...), with their count and wake-ups.
 BENCH_IDLE_JSON=FILE writes the figures as JSON too. Standard library only."""
 
 import json

@@ -20,8 +20,9 @@
 # (the window, 60), BENCH_IDLE_SETTLE (seconds after readiness before the
 # window opens, 20: start-up work, group joins), BENCH_FETCH_WAIT and
 # BENCH_CONTROL_FETCH_WAIT (the defaults) for the stack's consumers, BENCH_LOG_LEVEL
-# (info), BENCH_IDLE_JSON (a file for the figures as JSON as well),
-# BENCH_KEEP_STATE=1 keeps the state dir (logs).
+# (info), BENCH_IDLE_THREADS=N (each process's N busiest thread names too:
+# where the CPU goes), BENCH_IDLE_JSON (a file for the figures as JSON as
+# well), BENCH_KEEP_STATE=1 keeps the state dir (logs).
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
