@@ -625,6 +625,18 @@ bench-session: $(SERVICE_BINS)
 	@TESSERA_BIN_DIR=$(abspath $(BUILD))/bin sh bench/session/run.sh
 # ---- end bench-session ---------------------------------------------------------
 
+# ---- bench-idle ----------------------------------------------------------------
+# `make bench-idle`: the CPU an idle development stack uses, per process, over
+# BENCH_IDLE_SECONDS (60) after BENCH_IDLE_SETTLE (20), from /proc CPU times
+# (valid on a busy machine): Tessera's services and their total against the
+# target (under 1% of one core), the dev bus, PostgreSQL and Redis apart
+# (bench/idle/run.sh; results in docs/benchmarks.md "Idle stack"). Needs root
+# (the agent's runc). tests/integration/test_bench_idle_smoke.py runs it small.
+.PHONY: bench-idle
+bench-idle: $(SERVICE_BINS) $(BUILD)/bin/tessera-devbus
+	@TESSERA_BIN_DIR=$(abspath $(BUILD))/bin sh bench/idle/run.sh
+# ---- end bench-idle ------------------------------------------------------------
+
 # ---- tessera-portmap -------------------------------------------------------------
 # services/cni-portmap/*.c -> $(BUILD)/bin/tessera-portmap: the agent's CNI
 # plugin that publishes service ports (docs/agent.md, "Networking"), installed

@@ -46,7 +46,7 @@ typedef struct kbus_opts {
     int linger_ms;                 /* producer linger; 0..1000 */
     int max_attempts;              /* consumer: tries before a message goes to the DLQ (>= 1) */
     int retry_backoff_ms;          /* consumer: wait between tries */
-    int fetch_wait_ms;             /* consumer: fetch.wait.max.ms; 0 = 100 */
+    int fetch_wait_ms;             /* consumer: fetch.wait.max.ms; 0 = 500 */
     int control_fetch_wait_ms;     /* the same for control-path consumers
                                     * (kbus_consume_control, kbus_batch_opts.control);
                                     * 0 = fetch_wait_ms */

@@ -15,9 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The poll timeout while nothing is gathered: how soon a stop is noticed. */
-#define IDLE_POLL_MS 200
-
 typedef struct batch_item {
     rd_kafka_message_t *m;
     Tessera__V1__Envelope *env; /* NULL: undecodable */
@@ -32,7 +29,7 @@ static size_t _gather(kbus_consumer *c, batch_item *items)
     size_t n = 0, max = (size_t)c->batch_opts.max_messages;
     int64_t deadline = 0;
     while (n < max && !atomic_load(&c->stop)) {
-        int timeout = IDLE_POLL_MS;
+        int timeout = KBUS_IDLE_POLL_MS;
         if (n > 0) {
             int64_t left = deadline - ts_now_mono_ms();
             timeout = left > 0 ? (int)left : 0;

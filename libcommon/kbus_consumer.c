@@ -20,10 +20,11 @@
  *   exist yet is seen (and assigned) within 5 s of its creation.
  * - auto.commit.interval.ms 1000: stored offsets reach the broker within 1 s,
  *   so a restart replays at most about a second of handled messages.
- * - fetch.wait.max.ms (kafka.fetch_wait, default 100): these are control events (revocations,
- *   session transitions); a broker holds an empty fetch at most 100 ms, not 500. Consumers on
- *   the control path (kbus_consume_control, kbus_batch_opts.control) take
- *   kafka.control_fetch_wait instead (kbus.h says why). */
+ * - fetch.wait.max.ms (kafka.fetch_wait, default 500, librdkafka's own): a real broker
+ *   answers a fetch as soon as a message arrives, so the wait is what an idle consumer
+ *   costs (a fetch per broker per wait), not a latency. Consumers on the control path
+ *   (kbus_consume_control, kbus_batch_opts.control) take kafka.control_fetch_wait instead
+ *   (kbus.h says why: the mock cluster waits every fetch out). */
 #define CONSUMER_HEARTBEAT_MS "1000"
 #define CONSUMER_METADATA_REFRESH_MS "5000"
 #define CONSUMER_COMMIT_INTERVAL_MS "1000"
@@ -102,7 +103,7 @@ static void *_consume_main(void *arg)
         return NULL;
     }
     while (!atomic_load(&c->stop)) {
-        rd_kafka_message_t *m = rd_kafka_consumer_poll(c->rk, 200);
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(c->rk, KBUS_IDLE_POLL_MS);
         if (!m) continue;
         if (m->err)
             kbus_consumer_poll_error(c, m);
@@ -311,7 +312,10 @@ void kbus_consumer_stop(kbus_consumer *c)
 void kbus_consumers_stop(kbus_consumer *const *cs, int n)
 {
     for (int i = 0; i < n; i++)
-        if (cs[i]) atomic_store(&cs[i]->stop, true);
+        if (cs[i]) {
+            atomic_store(&cs[i]->stop, true);
+            kbus_wake(cs[i]->rk, true);
+        }
     for (int i = 0; i < n; i++)
         if (cs[i]) pthread_join(cs[i]->thread, NULL);
     /* Commit what each has stored while all are still members: once one has

@@ -138,8 +138,16 @@ static void *_poll_main(void *arg)
 {
     kbus *bus = arg;
     while (!atomic_load(&bus->stopping))
-        rd_kafka_poll(bus->rk, 100);
+        rd_kafka_poll(bus->rk, KBUS_IDLE_POLL_MS);
     return NULL;
+}
+
+void kbus_wake(rd_kafka_t *rk, bool consumer)
+{
+    rd_kafka_queue_t *q = consumer ? rd_kafka_queue_get_consumer(rk) : rd_kafka_queue_get_main(rk);
+    if (!q) return;
+    rd_kafka_queue_yield(q);
+    rd_kafka_queue_destroy(q);
 }
 
 /* ---- the bus --------------------------------------------------------------- */
@@ -173,7 +181,7 @@ kbus *kbus_new(const kbus_opts *opts, ts_err *err)
                                      opts->instance && opts->instance[0] ? opts->instance : "0");
     bus->max_attempts = opts->max_attempts >= 1 ? opts->max_attempts : 1;
     bus->retry_backoff_ms = opts->retry_backoff_ms >= 0 ? opts->retry_backoff_ms : 0;
-    bus->fetch_wait_ms = opts->fetch_wait_ms > 0 ? opts->fetch_wait_ms : 100;
+    bus->fetch_wait_ms = opts->fetch_wait_ms > 0 ? opts->fetch_wait_ms : 500;
     bus->control_fetch_wait_ms =
         opts->control_fetch_wait_ms > 0 ? opts->control_fetch_wait_ms : bus->fetch_wait_ms;
     bus->session_timeout_ms = opts->session_timeout_ms > 0 ? opts->session_timeout_ms : 6000;
@@ -233,6 +241,7 @@ void kbus_close(kbus *bus, int timeout_ms)
         TLOG_WARN("kafka close: unflushed messages dropped", "count=%d error=%s",
                   rd_kafka_outq_len(bus->rk), rd_kafka_err2name(ferr));
     atomic_store(&bus->stopping, true);
+    kbus_wake(bus->rk, false);
     pthread_join(bus->poll_thread, NULL);
     rd_kafka_destroy(bus->rk);
     pthread_mutex_destroy(&bus->pause_mu);

@@ -34,6 +34,17 @@ struct kbus {
     _Atomic uint64_t slow_retries; /* tries repeated, not counted: a dependency failing */
 };
 
+/* How long the bus's threads (the producer's poll thread, each consumer's)
+ * wait in one poll while nothing arrives. A poll returns as soon as an event
+ * does, and a stop wakes it (kbus_wake), so this bounds neither latency nor
+ * how soon a stop is noticed: it is only how often an idle thread wakes. */
+#define KBUS_IDLE_POLL_MS 1000
+
+/* Wake whoever waits in rd_kafka_poll() (consumer false) or
+ * rd_kafka_consumer_poll() (consumer true) on rk now: a stop is noticed at
+ * once. A wake with nobody waiting makes the next wait return at once. */
+void kbus_wake(rd_kafka_t *rk, bool consumer);
+
 /* Set name=value on conf; false with err naming the property. */
 bool kbus_conf_set(rd_kafka_conf_t *conf, const char *name, const char *value,
                    ts_err *err) TS_MUST_CHECK;

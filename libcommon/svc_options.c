@@ -226,12 +226,13 @@ const cfg_option svc_kafka_table[] = {
     {.name = "kafka.fetch_wait",
      .type = CFG_DURATION,
      .dst = &svc_opts.kafka_fetch_wait_ms,
-     .def = "100ms",
+     .def = "500ms",
      .min = 1,
      .max = 10000,
-     .help =
-         "longest a broker may hold a fetch with nothing new (a real broker answers as soon as a "
-         "message arrives; librdkafka's mock cluster waits it out, so the dev stack uses 10ms)"},
+     .help = "longest a broker may hold a fetch with nothing new (a real broker answers as soon as "
+             "a message arrives, so this costs no latency there; each idle consumer sends a fetch "
+             "per broker this often; librdkafka's mock cluster waits it out, so the dev stack uses "
+             "10ms)"},
     {.name = "kafka.control_fetch_wait",
      .type = CFG_DURATION,
      .dst = &svc_opts.kafka_control_fetch_wait_ms,

@@ -189,6 +189,9 @@ until [ -s "$DIR/bootstrap" ]; do
 done
 KAFKA=$(head -n 1 "$DIR/bootstrap")
 export KAFKA_BOOTSTRAP="$KAFKA"
+# the mock cluster waits every empty fetch out: the fetch wait this path has
+# always run with (100ms, kafka.fetch_wait's default until it became 500ms)
+export TESSERA_KAFKA_FETCH_WAIT="${TESSERA_KAFKA_FETCH_WAIT:-100ms}"
 env TESSERA_HTTP_LISTEN="127.0.0.1:$SCHED_PORT" TESSERA_REDIS_URL="redis://127.0.0.1:$REDIS_PORT/0" \
   TESSERA_SERVICE_INSTANCE=bench-scheduler TESSERA_LOG_LEVEL=warn \
   TESSERA_SCHEDULER_RESERVE_BATCH="${BENCH_BATCH:-64}" \

@@ -141,11 +141,33 @@ static void test_no_control_wait_means_fetch_wait(void **state)
     kbus_close(bus, 1000);
 }
 
+/* No wait given: librdkafka's own default, 500 ms (a real broker answers a
+ * fetch when a message arrives; the wait is what an idle consumer costs),
+ * for the control path too. And consumers stopped while they wait in an
+ * idle poll is woken (kbus_wake): the stop returns. */
+static void test_default_fetch_wait_is_librdkafkas(void **state)
+{
+    fixture *f = *state;
+    kbus *bus = bus_with(f, 0, 0);
+    static const char *const topics[] = {"t.control", NULL};
+    ts_err err = {{0}};
+    kbus_consumer *plain = kbus_consume(bus, "g.def", topics, count_one, NULL, &err);
+    kbus_consumer *ctl = kbus_consume_control(bus, "g.defctl", topics, count_one, NULL, &err);
+    assert_non_null(plain);
+    assert_non_null(ctl);
+    assert_int_equal(fetch_wait_of(plain), 500);
+    assert_int_equal(fetch_wait_of(ctl), 500);
+    kbus_consumer *both[] = {plain, ctl};
+    kbus_consumers_stop(both, 2);
+    kbus_close(bus, 1000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_control_consumers_take_their_wait, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_control_wait_means_fetch_wait, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_default_fetch_wait_is_librdkafkas, setup, teardown),
     };
     return cmocka_run_group_tests_name("kbus_control", tests, NULL, NULL);
 }
