@@ -14,6 +14,8 @@ import uuid
 
 import pytest
 
+from conftest import parse_env_file
+
 CRED_VARS = ("TESSERA_ACCESS_KEY", "TESSERA_SECRET_KEY", "BACKEND_ACCESS_KEY",
              "BACKEND_SECRET_KEY", "TESSERA_GATEWAY_URL", "BACKEND_ENDPOINT", "XDG_CONFIG_HOME")
 
@@ -43,6 +45,20 @@ def base_env(home, **extra):
     env["XDG_CONFIG_HOME"] = os.path.join(str(home), "xdg")
     env.update(extra)
     return env
+
+
+def admin_env(stack, home):
+    """The superadmin's CLI environment on stack (HOME in home); a skip where
+    the stack has no superadmin keys."""
+    env = dict(stack)
+    creds = os.path.join(stack["TESSERA_STATE_DIR"], "auth", "admin-credentials")
+    if "TESSERA_ADMIN_ACCESS_KEY" not in env and os.path.exists(creds):
+        env.update(parse_env_file(creds))
+    if "TESSERA_ADMIN_ACCESS_KEY" not in env:
+        pytest.skip("no superadmin keys in the stack's env")
+    return base_env(home, TESSERA_GATEWAY_URL=stack["TESSERA_GATEWAY_URL"],
+                    TESSERA_ACCESS_KEY=env["TESSERA_ADMIN_ACCESS_KEY"],
+                    TESSERA_SECRET_KEY=env["TESSERA_ADMIN_SECRET_KEY"])
 
 
 def run(bin_dir, env, *args, stdin=None, timeout=30):

@@ -14,8 +14,8 @@ import uuid
 
 import pytest
 
-from conftest import parse_env_file, wait_until
-from test_cli import base_env, closed_port, fails, header_row, js, ok, run
+from conftest import wait_until
+from test_cli import admin_env, base_env, closed_port, fails, header_row, js, ok, run
 
 SUBCOMMANDS = ["create", "list", "info", "destroy", "restart", "logs", "exec", "run", "history",
                "upload", "download", "files", "rename", "interrupt"]
@@ -136,15 +136,7 @@ def test_no_credentials_and_unreachable(bin_dir, tmp_path):
 
 @pytest.fixture(scope="module")
 def admin(stack, tmp_path_factory):
-    env = dict(stack)
-    creds = os.path.join(stack["TESSERA_STATE_DIR"], "auth", "admin-credentials")
-    if "TESSERA_ADMIN_ACCESS_KEY" not in env and os.path.exists(creds):
-        env.update(parse_env_file(creds))
-    if "TESSERA_ADMIN_ACCESS_KEY" not in env:
-        pytest.skip("no superadmin keys in the stack's env")
-    return base_env(tmp_path_factory.mktemp("sess-home"), TESSERA_GATEWAY_URL=stack["TESSERA_GATEWAY_URL"],
-                    TESSERA_ACCESS_KEY=env["TESSERA_ADMIN_ACCESS_KEY"],
-                    TESSERA_SECRET_KEY=env["TESSERA_ADMIN_SECRET_KEY"])
+    return admin_env(stack, tmp_path_factory.mktemp("sess-home"))
 
 
 @pytest.fixture(scope="module")

@@ -7,14 +7,13 @@ sessions (a policy lowered while a session runs: it is reclaimed at the new
 deadline). Who may set what: superadmins everything, a domain admin its own
 domain's and projects' (not another domain's, not a resource group's); bad
 values are 400 problems."""
-import os
 import uuid
 
 import pytest
 
-from conftest import parse_env_file, wait_until
+from conftest import wait_until
 from test_apps import _running
-from test_cli import base_env
+from test_cli import admin_env, base_env
 from test_cli import fails as cli_fails
 from test_cli import ok as cli_ok
 from test_graphql import mutate
@@ -37,15 +36,7 @@ def _level(client, sid):
 @pytest.fixture(scope="module")
 def cli_admin(stack, tmp_path_factory):
     """The superadmin's environment for the CLI."""
-    env = dict(stack)
-    creds = os.path.join(stack["TESSERA_STATE_DIR"], "auth", "admin-credentials")
-    if "TESSERA_ADMIN_ACCESS_KEY" not in env and os.path.exists(creds):
-        env.update(parse_env_file(creds))
-    if "TESSERA_ADMIN_ACCESS_KEY" not in env:
-        pytest.skip("no superadmin keys in the stack's env")
-    return base_env(tmp_path_factory.mktemp("idle-home"), TESSERA_GATEWAY_URL=stack["TESSERA_GATEWAY_URL"],
-                    TESSERA_ACCESS_KEY=env["TESSERA_ADMIN_ACCESS_KEY"],
-                    TESSERA_SECRET_KEY=env["TESSERA_ADMIN_SECRET_KEY"])
+    return admin_env(stack, tmp_path_factory.mktemp("idle-home"))
 
 
 def _problem(r, status=400):
