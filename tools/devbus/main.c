@@ -50,29 +50,46 @@ static int64_t opt_brokers, opt_partitions, opt_retention;
 static char *opt_bootstrap_file, *opt_broker_addr, *opt_listen_addr;
 
 static const cfg_option devbus_options[] = {
-    {"devbus.brokers", CFG_INT, &opt_brokers, "3", 1, 9, NULL, false, NULL,
-     "number of mock brokers"},
-    {"devbus.partitions", CFG_INT, &opt_partitions, "3", 1, 64, NULL, false, NULL,
-     "partitions of each pre-created topic"},
+    {.name = "devbus.brokers",
+     .type = CFG_INT,
+     .dst = &opt_brokers,
+     .def = "3",
+     .min = 1,
+     .max = 9,
+     .help = "number of mock brokers"},
+    {.name = "devbus.partitions",
+     .type = CFG_INT,
+     .dst = &opt_partitions,
+     .def = "3",
+     .min = 1,
+     .max = 64,
+     .help = "partitions of each pre-created topic"},
     {.name = "devbus.retention",
      .type = CFG_BYTES,
      .dst = &opt_retention,
      .def = "256m",
-     .min = 0,
      .max = 68719476736.0,
      .help = "messages kept on each partition of the pre-created topics, read or not (in "
              "memory; the oldest go beyond it); 0 = the mock cluster's own 5 MiB, which a "
              "consumer a few seconds behind under load overruns (docs/events.md)"},
-    {"devbus.bootstrap_file", CFG_STRING, &opt_bootstrap_file, NULL, 0, 0, NULL, false, NULL,
-     "file to write the bootstrap address to (written atomically; optional)"},
-    {"devbus.broker_addr", CFG_STRING, &opt_broker_addr, "127.0.0.1", 0, 0, NULL, false, NULL,
-     "IPv4 address of this host the mock brokers listen on and advertise (clients in other "
-     "network namespaces or on other hosts need one they reach)"},
-    {"devbus.listen_addr", CFG_STRING, &opt_listen_addr, "", 0, 0, NULL, false, NULL,
-     "IPv4 address the mock brokers listen on when it is not devbus.broker_addr (they still "
-     "advertise devbus.broker_addr, where a TLS terminator listens on the same ports and "
-     "forwards here); empty = devbus.broker_addr"},
-    {NULL},
+    {.name = "devbus.bootstrap_file",
+     .type = CFG_STRING,
+     .dst = &opt_bootstrap_file,
+     .help = "file to write the bootstrap address to (written atomically; optional)"},
+    {.name = "devbus.broker_addr",
+     .type = CFG_STRING,
+     .dst = &opt_broker_addr,
+     .def = "127.0.0.1",
+     .help = "IPv4 address of this host the mock brokers listen on and advertise (clients in other "
+             "network namespaces or on other hosts need one they reach)"},
+    {.name = "devbus.listen_addr",
+     .type = CFG_STRING,
+     .dst = &opt_listen_addr,
+     .def = "",
+     .help = "IPv4 address the mock brokers listen on when it is not devbus.broker_addr (they "
+             "still advertise devbus.broker_addr, where a TLS terminator listens on the same ports "
+             "and forwards here); empty = devbus.broker_addr"},
+    {0},
 };
 
 /* Every topic of docs/events.md except the per-agent command topics. */
