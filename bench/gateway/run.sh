@@ -26,6 +26,7 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 BIN=${TESSERA_BIN_DIR:-$repo/build/bin}
+. "$repo/bench/lib.sh"
 case "$BIN" in /*) ;; *) BIN=$repo/$BIN ;; esac
 DURATION=${BENCH_DURATION:-20s}
 CONNS=${BENCH_CONNECTIONS:-64}
@@ -62,27 +63,8 @@ cleanup() {
   rc=$?
   trap - EXIT INT TERM
   [ -z "$auth_pid" ] || kill -CONT "$auth_pid" 2>/dev/null || true
-  if [ -n "$nginx_pid" ] && kill -0 "$nginx_pid" 2>/dev/null; then
-    kill -QUIT "$nginx_pid" 2>/dev/null || true
-    i=0
-    while kill -0 "$nginx_pid" 2>/dev/null && [ $i -lt 50 ]; do
-      sleep 0.1
-      i=$((i + 1))
-    done
-    kill -KILL "$nginx_pid" 2>/dev/null || true
-  fi
-  [ -n "${BENCH_STACK:-}" ] ||
-    TESSERA_STATE_DIR=$STATE TESSERA_BIN_DIR=$BIN sh "$repo/deploy/dev/dev-down.sh" \
-      >"$STATE/dev-down.out" 2>&1 ||
-    {
-      echo "bench-gateway: dev-down failed:" >&2
-      cat "$STATE/dev-down.out" >&2
-    }
-  if [ "${BENCH_KEEP_STATE:-0}" = 1 ] || [ $rc -ne 0 ]; then
-    echo "bench-gateway: state and logs kept in $STATE" >&2
-  else
-    rm -rf "$STATE"
-  fi
+  bench_stop_nginx "$nginx_pid"
+  bench_end bench-gateway $rc ${BENCH_STACK:+shared}
   exit $rc
 }
 trap cleanup EXIT

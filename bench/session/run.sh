@@ -40,6 +40,7 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 BIN=${TESSERA_BIN_DIR:-$repo/build/bin}
+. "$repo/bench/lib.sh"
 case "$BIN" in /*) ;; *) BIN=$repo/$BIN ;; esac
 
 say() { echo "bench-session: $*"; }
@@ -72,16 +73,7 @@ STATE=$(mktemp -d "${TMPDIR:-/tmp}/tessera-bench-sess.XXXXXX")
 cleanup() {
   rc=$?
   trap - EXIT INT TERM
-  TESSERA_STATE_DIR=$STATE TESSERA_BIN_DIR=$BIN sh "$repo/deploy/dev/dev-down.sh" \
-    >"$STATE/dev-down.out" 2>&1 || {
-    echo "bench-session: dev-down failed:" >&2
-    cat "$STATE/dev-down.out" >&2
-  }
-  if [ "${BENCH_KEEP_STATE:-0}" = 1 ] || [ $rc -ne 0 ]; then
-    echo "bench-session: state and logs kept in $STATE" >&2
-  else
-    rm -rf "$STATE"
-  fi
+  bench_end bench-session $rc ${BENCH_STACK:+shared}
   exit $rc
 }
 trap cleanup EXIT

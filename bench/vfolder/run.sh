@@ -22,6 +22,7 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 BIN=${TESSERA_BIN_DIR:-$repo/build/bin}
+. "$repo/bench/lib.sh"
 case "$BIN" in /*) ;; *) BIN=$repo/$BIN ;; esac
 HTTP_THREADS=${BENCH_HTTP_THREADS:-$(nproc)}
 
@@ -50,26 +51,8 @@ nginx_pid=""
 cleanup() {
   rc=$?
   trap - EXIT INT TERM
-  if [ -n "$nginx_pid" ] && kill -0 "$nginx_pid" 2>/dev/null; then
-    kill -QUIT "$nginx_pid" 2>/dev/null || true
-    i=0
-    while kill -0 "$nginx_pid" 2>/dev/null && [ $i -lt 50 ]; do
-      sleep 0.1
-      i=$((i + 1))
-    done
-    kill -KILL "$nginx_pid" 2>/dev/null || true
-  fi
-  [ -n "${BENCH_STACK:-}" ] ||
-    TESSERA_STATE_DIR=$STATE TESSERA_BIN_DIR=$BIN sh "$repo/deploy/dev/dev-down.sh" \
-      >"$STATE/dev-down.out" 2>&1 || {
-    echo "bench-vfolder: dev-down failed:" >&2
-    cat "$STATE/dev-down.out" >&2
-  }
-  if [ "${BENCH_KEEP_STATE:-0}" = 1 ]; then
-    echo "bench-vfolder: state and logs kept in $STATE" >&2
-  else
-    rm -rf "$STATE"
-  fi
+  bench_stop_nginx "$nginx_pid"
+  bench_end bench-vfolder $rc ${BENCH_STACK:+shared}
   exit $rc
 }
 trap cleanup EXIT
