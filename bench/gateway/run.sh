@@ -26,8 +26,8 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 BIN=${TESSERA_BIN_DIR:-$repo/build/bin}
+NAME=bench-gateway
 . "$repo/bench/lib.sh"
-case "$BIN" in /*) ;; *) BIN=$repo/$BIN ;; esac
 DURATION=${BENCH_DURATION:-20s}
 CONNS=${BENCH_CONNECTIONS:-64}
 THREADS=${BENCH_THREADS:-2}
@@ -36,11 +36,6 @@ CATCHUP_MAX=${BENCH_CATCHUP_MAX:-120}
 TARGET_RPS=20000
 TARGET_P99_MS=5
 
-say() { echo "bench-gateway: $*"; }
-die() {
-  echo "bench-gateway: $*" >&2
-  exit 1
-}
 
 for c in wrk nginx python3 psql curl; do
   command -v "$c" >/dev/null 2>&1 || die "$c is missing: run tools/deps.sh"
@@ -64,7 +59,7 @@ cleanup() {
   trap - EXIT INT TERM
   [ -z "$auth_pid" ] || kill -CONT "$auth_pid" 2>/dev/null || true
   bench_stop_nginx "$nginx_pid"
-  bench_end bench-gateway $rc ${BENCH_STACK:+shared}
+  bench_end $rc ${BENCH_STACK:+shared}
   exit $rc
 }
 trap cleanup EXIT

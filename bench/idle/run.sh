@@ -28,14 +28,9 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 BIN=${TESSERA_BIN_DIR:-$repo/build/bin}
+NAME=bench-idle
 . "$repo/bench/lib.sh"
-case "$BIN" in /*) ;; *) BIN=$repo/$BIN ;; esac
 
-say() { echo "bench-idle: $*"; }
-die() {
-  echo "bench-idle: $*" >&2
-  exit 1
-}
 
 command -v python3 >/dev/null 2>&1 || die "python3 is missing: run tools/deps.sh"
 [ -x "$BIN/tessera-gateway" ] || die "$BIN/tessera-gateway is missing: build first (make)"
@@ -46,7 +41,7 @@ STATE=$(mktemp -d "${TMPDIR:-/tmp}/tessera-bench-idle.XXXXXX")
 cleanup() {
   rc=$?
   trap - EXIT INT TERM
-  bench_end bench-idle $rc
+  bench_end $rc
   exit $rc
 }
 trap cleanup EXIT

@@ -40,14 +40,9 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 BIN=${TESSERA_BIN_DIR:-$repo/build/bin}
+NAME=bench-session
 . "$repo/bench/lib.sh"
-case "$BIN" in /*) ;; *) BIN=$repo/$BIN ;; esac
 
-say() { echo "bench-session: $*"; }
-die() {
-  echo "bench-session: $*" >&2
-  exit 1
-}
 
 for c in python3 runc curl; do
   command -v "$c" >/dev/null 2>&1 || die "$c is missing: run tools/deps.sh"
@@ -73,7 +68,7 @@ STATE=$(mktemp -d "${TMPDIR:-/tmp}/tessera-bench-sess.XXXXXX")
 cleanup() {
   rc=$?
   trap - EXIT INT TERM
-  bench_end bench-session $rc ${BENCH_STACK:+shared}
+  bench_end $rc ${BENCH_STACK:+shared}
   exit $rc
 }
 trap cleanup EXIT

@@ -22,15 +22,10 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 BIN=${TESSERA_BIN_DIR:-$repo/build/bin}
+NAME=bench-vfolder
 . "$repo/bench/lib.sh"
-case "$BIN" in /*) ;; *) BIN=$repo/$BIN ;; esac
 HTTP_THREADS=${BENCH_HTTP_THREADS:-$(nproc)}
 
-say() { echo "bench-vfolder: $*"; }
-die() {
-  echo "bench-vfolder: $*" >&2
-  exit 1
-}
 
 for c in nginx python3 psql curl dd; do
   command -v "$c" >/dev/null 2>&1 || die "$c is missing: run tools/deps.sh"
@@ -52,7 +47,7 @@ cleanup() {
   rc=$?
   trap - EXIT INT TERM
   bench_stop_nginx "$nginx_pid"
-  bench_end bench-vfolder $rc ${BENCH_STACK:+shared}
+  bench_end $rc ${BENCH_STACK:+shared}
   exit $rc
 }
 trap cleanup EXIT
